@@ -1,0 +1,44 @@
+"""toolnexus: serve a toolkit of skills, Python functions and remote agents as an A2A agent and an
+MCP server on one port, and call any A2A peer.
+
+The public API is what ``__all__`` names; everything else may change.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ConfigError,
+    MaxTurnsError,
+    ModelError,
+    ModelTimeout,
+    RPCError,
+    ToolnexusError,
+)
+from .skills import SkillDef, SkillList, Skipped, list_skills
+from .toolkit import Toolkit, create_toolkit
+from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "ConfigError",
+    "MaxTurnsError",
+    "ModelError",
+    "ModelTimeout",
+    "RPCError",
+    "Request",
+    "SkillDef",
+    "SkillList",
+    "Skipped",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "Toolkit",
+    "ToolnexusError",
+    "create_toolkit",
+    "list_skills",
+    "sanitize",
+    "tool",
+    "__version__",
+]

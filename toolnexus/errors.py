@@ -1,0 +1,165 @@
+"""The exception tree of toolnexus, and the one table of JSON-RPC error codes.
+
+::
+
+    ToolnexusError                 base of everything toolnexus raises on purpose
+    ├── ConfigError                a config file or option that cannot be used
+    ├── ModelError                 a model endpoint failed (status, short body excerpt; never the key)
+    │   └── ModelTimeout           the whole run went past its timeout
+    ├── MaxTurnsError              the tool-calling loop reached max_turns
+    └── RPCError                   a JSON-RPC error, with its code, message and data
+        ├── ParseError (-32700) ... VersionNotSupportedError (-32009)
+
+Every ``RPCError`` subclass carries its code and a default message, so one raise site never
+spells a code by hand. ``RPC_ERRORS`` maps each code back to its class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ToolnexusError",
+    "ConfigError",
+    "ModelError",
+    "ModelTimeout",
+    "MaxTurnsError",
+    "RPCError",
+    "ParseError",
+    "InvalidRequestError",
+    "MethodNotFoundError",
+    "InvalidParamsError",
+    "InternalError",
+    "TaskNotFoundError",
+    "TaskNotCancelableError",
+    "PushNotificationNotSupportedError",
+    "UnsupportedOperationError",
+    "ContentTypeNotSupportedError",
+    "InvalidAgentResponseError",
+    "ExtendedCardNotConfiguredError",
+    "VersionNotSupportedError",
+    "RPC_ERRORS",
+]
+
+
+class ToolnexusError(Exception):
+    """Base of every error toolnexus raises on purpose."""
+
+
+class ConfigError(ToolnexusError):
+    """A configuration file or option that cannot be used; the message names it and the problem."""
+
+
+class ModelError(ToolnexusError):
+    """A model endpoint failed.
+
+    Attributes:
+        status: the HTTP status, or None for a network error.
+        retryable: whether the failure was of a kind the client retries.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class ModelTimeout(ModelError):
+    """The whole run went past the client's timeout."""
+
+
+class MaxTurnsError(ToolnexusError):
+    """The tool-calling loop reached ``max_turns`` without a final answer."""
+
+
+class RPCError(ToolnexusError):
+    """A JSON-RPC error: ``code``, ``message`` and optional ``data``.
+
+    Subclasses fix ``code``, ``message`` (the default text) and ``reason`` (the name the 1.x SDK
+    puts in its ``google.rpc.ErrorInfo`` detail).
+    """
+
+    code: int = -32603
+    message: str = "Internal error"
+    reason: str = "INTERNAL"
+
+    def __init__(self, message: str | None = None, *, data: Any = None) -> None:
+        self.message = message or type(self).message
+        self.data = data
+        super().__init__(self.message)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
+
+
+class ParseError(RPCError):
+    code, message, reason = -32700, "Parse error", "PARSE_ERROR"
+
+
+class InvalidRequestError(RPCError):
+    code, message, reason = -32600, "Invalid Request", "INVALID_REQUEST"
+
+
+class MethodNotFoundError(RPCError):
+    code, message, reason = -32601, "Method not found", "METHOD_NOT_FOUND"
+
+
+class InvalidParamsError(RPCError):
+    code, message, reason = -32602, "Invalid params", "INVALID_PARAMS"
+
+
+class InternalError(RPCError):
+    code, message, reason = -32603, "Internal error", "INTERNAL"
+
+
+class TaskNotFoundError(RPCError):
+    code, message, reason = -32001, "Task not found", "TASK_NOT_FOUND"
+
+
+class TaskNotCancelableError(RPCError):
+    code, message, reason = -32002, "Task cannot be canceled", "TASK_NOT_CANCELABLE"
+
+
+class PushNotificationNotSupportedError(RPCError):
+    code, message, reason = -32003, "Push Notification is not supported", "PUSH_NOTIFICATION_NOT_SUPPORTED"
+
+
+class UnsupportedOperationError(RPCError):
+    code, message, reason = -32004, "This operation is not supported", "UNSUPPORTED_OPERATION"
+
+
+class ContentTypeNotSupportedError(RPCError):
+    code, message, reason = -32005, "Incompatible content types", "CONTENT_TYPE_NOT_SUPPORTED"
+
+
+class InvalidAgentResponseError(RPCError):
+    code, message, reason = -32006, "Invalid agent response", "INVALID_AGENT_RESPONSE"
+
+
+class ExtendedCardNotConfiguredError(RPCError):
+    code, message, reason = -32007, "Authenticated Extended Card is not configured", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+
+
+class VersionNotSupportedError(RPCError):
+    code, message, reason = -32009, "Version not supported", "VERSION_NOT_SUPPORTED"
+
+
+RPC_ERRORS: dict[int, type[RPCError]] = {
+    cls.code: cls
+    for cls in (
+        ParseError,
+        InvalidRequestError,
+        MethodNotFoundError,
+        InvalidParamsError,
+        InternalError,
+        TaskNotFoundError,
+        TaskNotCancelableError,
+        PushNotificationNotSupportedError,
+        UnsupportedOperationError,
+        ContentTypeNotSupportedError,
+        InvalidAgentResponseError,
+        ExtendedCardNotConfiguredError,
+        VersionNotSupportedError,
+    )
+}
+"""Every JSON-RPC error code toolnexus speaks, mapped to its exception class."""

@@ -1,0 +1,324 @@
+"""Skills: ``SKILL.md`` folders (or data), the one ``skill`` tool that loads them, and the prompt.
+
+A skill file starts with YAML front matter between ``---`` fences (``name`` required;
+``description``, ``tags``, ``examples`` optional), followed by the instructions. Discovery walks
+every root for ``**/SKILL.md``, follows symlinks, never loops, and skips a file it cannot use with
+a typed reason. The first skill of a name wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from .tools import Tool, ToolContext, ToolResult
+
+__all__ = [
+    "SkillDef",
+    "Skipped",
+    "SkillList",
+    "list_skills",
+    "skill_tool",
+    "skills_prompt",
+    "SKILL_FILE",
+]
+
+log = logging.getLogger("toolnexus.skills")
+
+SKILL_FILE = "SKILL.md"
+SAMPLE_LIMIT = 10
+_IGNORED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+
+SkipReason = Literal["missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"]
+
+SKILL_TOOL_DESCRIPTION = (
+    "Load a specialized skill when the task at hand matches one of the skills listed in the system prompt.\n\n"
+    "Use this tool to inject the skill's instructions and resources into the current conversation. "
+    "The output may contain detailed workflow guidance as well as references to scripts, files, etc. "
+    "in the same directory as the skill.\n\n"
+    "The skill name must match one of the skills listed in your system prompt."
+)
+
+_PROMPT_PREAMBLE = (
+    "Skills provide specialized instructions and workflows for specific tasks.\n"
+    "Use the skill tool to load a skill when a task matches its description."
+)
+
+
+@dataclass
+class SkillDef:
+    """A skill: from a ``SKILL.md`` file (``path`` set) or given as data.
+
+    Attributes:
+        name: the skill's name, unique within a toolkit.
+        description: one line for the model and the agent card.
+        content: the instructions (the file's body, after the front matter).
+        tags: labels for the agent card.
+        examples: example requests, for the agent card.
+        resources: data skills only: names listed in the ``<skill_files>`` block.
+        path: the ``SKILL.md`` file, for skills found on disk.
+    """
+
+    name: str
+    description: str = ""
+    content: str = ""
+    tags: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+    @property
+    def base(self) -> str:
+        """``file:///abs/dir`` for a file skill, ``skill://NAME/`` for a data skill."""
+        if self.path is None:
+            return f"skill://{self.name}/"
+        return self.path.parent.as_uri()
+
+    def files(self, limit: int = SAMPLE_LIMIT) -> list[str]:
+        """Up to ``limit`` files beside ``SKILL.md`` (absolute paths), or a data skill's resources."""
+        if self.path is None:
+            return self.resources[:limit]
+        return _sample_files(self.path.parent, limit)
+
+
+@dataclass
+class Skipped:
+    """A ``SKILL.md`` that could not be used, and why."""
+
+    path: str
+    reason: SkipReason
+    detail: str = ""
+
+
+@dataclass
+class SkillList:
+    """What discovery found: usable ``skills`` in order, and ``skipped`` files with reasons."""
+
+    skills: list[SkillDef]
+    skipped: list[Skipped]
+
+
+def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+                skills: Iterable[SkillDef] = ()) -> SkillList:
+    """Discover skills under ``roots`` (and add ``skills`` given as data), without a toolkit.
+
+    Relative roots are taken from the current directory. A root that does not exist is logged and
+    skipped. Data skills come after the files; the first skill of a name wins.
+    """
+    found: list[SkillDef] = []
+    skipped: list[Skipped] = []
+    for root in as_roots(roots):
+        base = Path(root).expanduser()
+        if not base.is_dir():
+            log.warning("skills folder not found: %s", base)
+            continue
+        for path in _walk(base.absolute()):
+            skill = _load(path, skipped)
+            if skill is not None:
+                found.append(skill)
+    for d in skills:
+        if not d.name or not d.name.strip():
+            skipped.append(Skipped(f"skill://{d.name}/", "missing-name", "a data skill needs a name"))
+            continue
+        found.append(d)
+    unique: list[SkillDef] = []
+    names: set[str] = set()
+    for s in found:
+        if s.name in names:
+            where = str(s.path) if s.path else s.base
+            log.warning("duplicate skill name %r at %s: keeping the first", s.name, where)
+            skipped.append(Skipped(where, "duplicate-name", f"a skill named {s.name!r} was found first"))
+            continue
+        names.add(s.name)
+        unique.append(s)
+    return SkillList(unique, skipped)
+
+
+def skill_tool(skills: Sequence[SkillDef]) -> Tool:
+    """The one ``skill`` tool: ``{name}`` returns that skill's instructions and sampled files."""
+    by_name = {s.name: s for s in skills}
+
+    async def load(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        name = args["name"]
+        skill = by_name.get(name)
+        if skill is None:
+            available = ", ".join(sorted(by_name)) or "none"
+            return ToolResult.error(f'Skill "{name}" not found. Available skills: {available}')
+        return ToolResult(render_skill(skill), metadata={"name": skill.name, "dir": skill.base})
+
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The name of the skill to load"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    return Tool("skill", SKILL_TOOL_DESCRIPTION, schema, load, source="skill")
+
+
+def render_skill(skill: SkillDef) -> str:
+    """The ``skill`` tool's output for one skill, byte for byte as the toolnexus contract has it."""
+    lines = [
+        f'<skill_content name="{skill.name}">',
+        f"# Skill: {skill.name}",
+        "",
+        skill.content.strip(),
+        "",
+        f"Base directory for this skill: {skill.base}",
+        "Relative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.",
+    ]
+    files = skill.files()
+    if skill.path is not None or files:
+        lines += [
+            "Note: file list is sampled.",
+            "",
+            "<skill_files>",
+            "\n".join(f"<file>{f}</file>" for f in files),
+            "</skill_files>",
+        ]
+    lines.append("</skill_content>")
+    return "\n".join(lines)
+
+
+def skills_prompt(skills: Iterable[SkillDef]) -> str:
+    """The system-prompt catalogue of described skills, sorted by name; ``""`` when there are none."""
+    described = sorted((s for s in skills if s.description), key=lambda s: s.name)
+    if not described:
+        return ""
+    lines = [_PROMPT_PREAMBLE, "", "## Available Skills"]
+    lines += [f"- **{s.name}**: {s.description}" for s in described]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def as_roots(roots: Any) -> list[Any]:
+    """One root or many, as a list."""
+    if roots is None:
+        return []
+    if isinstance(roots, (str, os.PathLike)):
+        return [roots]
+    return list(roots)
+
+
+def _walk(root: Path) -> list[Path]:
+    """Every ``SKILL.md`` under ``root`` in a stable order, following symlinks, never twice."""
+    out: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=True):
+                    if entry.name not in _IGNORED_DIRS:
+                        subdirs.append(Path(entry.path))
+                elif entry.name == SKILL_FILE and entry.is_file(follow_symlinks=True):
+                    out.append(Path(entry.path))
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+    return out
+
+
+def _sample_files(folder: Path, limit: int) -> list[str]:
+    out: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [folder]
+    while stack and len(out) < limit:
+        cur = stack.pop()
+        try:
+            st = cur.stat()
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            entries = sorted(os.scandir(cur), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=True):
+                    if entry.name not in _IGNORED_DIRS:
+                        subdirs.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=True) and not (cur == folder and entry.name == SKILL_FILE):
+                    out.append(entry.path)
+                    if len(out) >= limit:
+                        break
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+    return out
+
+
+_FENCE = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL | re.MULTILINE)
+
+
+def _strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value).strip()]
+
+
+def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        skipped.append(Skipped(where, "unreadable", str(exc)))
+        return None
+    text = text.removeprefix("\ufeff")
+    if not text.startswith("---"):
+        skipped.append(Skipped(where, "missing-name", "no front matter"))
+        return None
+    match = _FENCE.match(text)
+    if match is None:
+        skipped.append(Skipped(where, "malformed-frontmatter", "front matter is not closed by a --- line"))
+        return None
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        skipped.append(Skipped(where, "malformed-frontmatter", str(exc).splitlines()[0]))
+        return None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        skipped.append(Skipped(where, "malformed-frontmatter", "front matter is not a mapping"))
+        return None
+    name = meta.get("name")
+    if not isinstance(name, (str, int, float)) or not str(name).strip():
+        skipped.append(Skipped(where, "missing-name", "front matter has no name"))
+        return None
+    desc = meta.get("description")
+    return SkillDef(
+        name=str(name).strip(),
+        description=str(desc).strip() if isinstance(desc, (str, int, float)) else "",
+        content=match.group(2),
+        tags=_strings(meta.get("tags")),
+        examples=_strings(meta.get("examples")) if not isinstance(meta.get("examples"), str) else [meta["examples"].strip()],
+        path=path.absolute(),
+    )

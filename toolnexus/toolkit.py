@@ -1,0 +1,230 @@
+"""The toolkit: every source of tools assembled into one list, and the schema adapters.
+
+Assembly order: MCP tools, then remote agents, then ``skill``, then the builtins, then your
+tools. Names are deduplicated first-wins, except that a tool you pass shadows a builtin of the
+same name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .builtins import builtin_tools
+from .errors import ConfigError
+from .skills import SkillDef, Skipped, as_roots, list_skills, skill_tool, skills_prompt
+from .tools import Tool, ToolContext, ToolResult, tool
+
+__all__ = ["Toolkit", "create_toolkit", "load_config", "CONFIG_KEYS"]
+
+log = logging.getLogger("toolnexus.toolkit")
+
+CONFIG_KEYS = ("skills", "builtins", "a2a", "mcpServer", "agents", "mcpServers")
+"""The reserved top-level keys of a toolkit config file."""
+
+
+class Toolkit:
+    """A uniform list of tools built by :func:`create_toolkit`."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        skills: Sequence[SkillDef] = (),
+        *,
+        skipped: Sequence[Skipped] = (),
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._tools = list(tools)
+        self._by_name = {t.name: t for t in self._tools}
+        self._skills = list(skills)
+        self.skipped = list(skipped)
+        """``SKILL.md`` files found but not used, with the reason."""
+        self.config: dict[str, Any] = dict(config or {})
+        """The config the toolkit was built from (its ``a2a`` and ``mcpServer`` blocks feed serve)."""
+        self._prompt = skills_prompt(self._skills)
+
+    def __repr__(self) -> str:
+        return f"Toolkit(tools={[t.name for t in self._tools]!r})"
+
+    def tools(self) -> list[Tool]:
+        """Every tool, in assembly order."""
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._by_name.get(name)
+
+    async def execute(self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None) -> ToolResult:
+        """Run a tool by name. An unknown name is an error result that suggests close names."""
+        t = self._by_name.get(name)
+        if t is None:
+            close = difflib.get_close_matches(name, list(self._by_name), n=3, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            available = ", ".join(self._by_name) or "none"
+            return ToolResult.error(f"Unknown tool '{name}'.{hint} Available tools: {available}")
+        return await t.execute(args, ctx)
+
+    def skills(self) -> list[SkillDef]:
+        return list(self._skills)
+
+    def skills_prompt(self) -> str:
+        """The system-prompt catalogue of described skills, or ``""``."""
+        return self._prompt
+
+    # -- schema adapters -------------------------------------------------------------------
+    def to_openai(self) -> list[dict[str, Any]]:
+        """``[{type: "function", function: {name, description, parameters}}]``."""
+        return [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+            for t in self._tools
+        ]
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """``[{name, description, input_schema}]``."""
+        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in self._tools]
+
+    def to_gemini(self) -> list[dict[str, Any]]:
+        """``[{functionDeclarations: [{name, description, parameters}]}]`` in Gemini's schema subset."""
+        decls = [
+            {"name": t.name, "description": t.description, "parameters": _gemini_schema(t.input_schema)}
+            for t in self._tools
+        ]
+        return [{"functionDeclarations": decls}]
+
+    async def close(self) -> None:
+        """Release what the toolkit holds (sessions of remote sources)."""
+
+    async def __aenter__(self) -> Toolkit:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+_GEMINI_DROP = frozenset({"additionalProperties", "$schema", "$defs", "default", "examples", "uniqueItems", "prefixItems"})
+
+
+def _gemini_schema(schema: Any) -> Any:
+    """Gemini takes an OpenAPI subset: no ``additionalProperties``; nullable instead of type lists."""
+    if isinstance(schema, list):
+        return [_gemini_schema(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _GEMINI_DROP:
+            continue
+        if key == "type" and isinstance(value, list):
+            kinds = [v for v in value if v != "null"]
+            out["type"] = kinds[0] if kinds else "string"
+            if "null" in value:
+                out["nullable"] = True
+        elif key == "properties" and isinstance(value, Mapping):
+            out[key] = {k: _gemini_schema(v) for k, v in value.items()}
+        else:
+            out[key] = _gemini_schema(value)
+    return out
+
+
+def load_config(config: str | os.PathLike[str] | Mapping[str, Any] | None) -> tuple[dict[str, Any], Path | None]:
+    """Read a toolkit config (a JSON file or a dict); returns it and the folder relative paths start from.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not JSON, or not an object; the message names
+            the file and the problem.
+    """
+    if config is None:
+        return {}, None
+    if isinstance(config, Mapping):
+        data, folder = dict(config), None
+    else:
+        path = Path(config).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a toolkit config must be a JSON object, got {type(data).__name__}")
+        folder = path.absolute().parent
+    unknown = sorted(k for k in data if k not in CONFIG_KEYS and k not in ("servers", "mcp") and not k.startswith("$"))
+    if unknown:
+        log.warning("config: ignoring unknown keys %s (known: %s)", ", ".join(unknown), ", ".join(CONFIG_KEYS))
+    return data, folder
+
+
+def _config_skill_roots(value: Any, folder: Path | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        value = value.get("dirs", value.get("paths", value.get("dir")))
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError("config: skills must be a folder path or a list of folder paths")
+    return [str(folder / v) if folder is not None and not os.path.isabs(v) else v for v in value]
+
+
+async def create_toolkit(
+    skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    skills: Iterable[SkillDef] = (),
+    tools: Iterable[Tool | Callable[..., Any]] = (),
+    builtins: bool | Mapping[str, Any] | None = None,
+    config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Toolkit:
+    """Assemble a toolkit.
+
+    Args:
+        skills_dir: one or more folders searched for ``**/SKILL.md``.
+        skills: skills given as data (:class:`SkillDef`).
+        tools: your tools: :class:`Tool` objects or plain functions (wrapped with :func:`tool`).
+        builtins: ``True`` (default), ``False`` or a builtins config (see ``toolnexus.builtins``);
+            overrides the config file's ``builtins``.
+        config: a JSON config file or dict with the reserved keys of ``CONFIG_KEYS``.
+        root: the working folder of the builtins (default: the current directory).
+
+    Raises:
+        ConfigError: the config cannot be used.
+    """
+    cfg, folder = load_config(config)
+    roots = [*as_roots(skills_dir), *_config_skill_roots(cfg.get("skills"), folder)]
+    found = list_skills(roots, skills)
+    for s in found.skipped:
+        log.warning("skill skipped (%s): %s %s", s.reason, s.path, s.detail)
+
+    mine = [t if isinstance(t, Tool) else tool(t) for t in tools]
+    mine_names = {t.name for t in mine}
+    builtin_cfg = builtins if builtins is not None else cfg.get("builtins", True)
+    if isinstance(builtin_cfg, Mapping) and builtin_cfg.get("root") and folder is not None:
+        builtin_cfg = {**builtin_cfg, "root": str(folder / str(builtin_cfg["root"]))}
+    native = [t for t in builtin_tools(builtin_cfg, root) if t.name not in mine_names]
+
+    for key in ("mcpServers", "servers", "mcp", "agents"):
+        if cfg.get(key):
+            log.warning("config: %r is not loaded by this version of toolnexus yet; its tools are left out", key)
+
+    ordered: list[Tool] = []
+    if found.skills:
+        ordered.append(skill_tool(found.skills))
+    ordered += native
+    ordered += mine
+    unique: list[Tool] = []
+    seen: set[str] = set()
+    for t in ordered:
+        if t.name in seen:
+            log.warning("duplicate tool name %r from %s: keeping the first", t.name, t.source)
+            continue
+        seen.add(t.name)
+        unique.append(t)
+    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg)
