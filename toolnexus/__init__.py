@@ -14,6 +14,17 @@ from .errors import (
     RPCError,
     ToolnexusError,
 )
+from .llm import (
+    Client,
+    ConversationStore,
+    FileConversationStore,
+    MemoryConversationStore,
+    RunResult,
+    Usage,
+    create_client,
+    create_in_process_client,
+    demo_client,
+)
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
@@ -22,6 +33,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answer",
+    "Client",
+    "ConversationStore",
+    "FileConversationStore",
+    "MemoryConversationStore",
+    "RunResult",
+    "Usage",
+    "create_client",
+    "create_in_process_client",
+    "demo_client",
     "ConfigError",
     "MaxTurnsError",
     "ModelError",

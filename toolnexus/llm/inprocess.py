@@ -1,0 +1,86 @@
+"""A model that is a Python function: no HTTP, no retries."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ModelError
+from ..tools import Tool, ToolResult
+from .client import ToolCall, Turn, Usage, new_call_id, parse_arguments
+from .endpoints import openai_assistant, openai_tool_results
+
+__all__ = ["InProcessStyle", "Generate"]
+
+Generate = Callable[[dict[str, Any]], Any]
+"""``generate(request) -> {"content": str} | {"tool_calls": [{"id"?, "name", "arguments"}]}``,
+optionally with ``"usage"``; sync or async. ``request`` holds ``model``, OpenAI-shaped
+``messages`` (the system message first) and ``tools`` (``to_openai()`` shapes)."""
+
+
+class InProcessStyle:
+    """Calls ``generate`` for every turn; the transcript is in OpenAI's shapes."""
+
+    name = "in-process"
+
+    def __init__(self, generate: Generate, model: str) -> None:
+        self.generate = generate
+        self.model = model
+
+    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[Tool]) -> Turn:
+        request = {
+            "model": self.model,
+            "messages": ([{"role": "system", "content": system}] if system else []) + list(messages),
+            "tools": [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+                for t in tools
+            ],
+        }
+        try:
+            if inspect.iscoroutinefunction(self.generate) or inspect.iscoroutinefunction(
+                getattr(self.generate, "__call__", None)
+            ):
+                out = await self.generate(request)
+            else:
+                out = await asyncio.to_thread(self.generate, request)
+                if inspect.isawaitable(out):
+                    out = await out
+        except (asyncio.CancelledError, ModelError):
+            raise
+        except Exception as exc:
+            raise ModelError(f"in-process model failed: {str(exc) or type(exc).__name__}") from exc
+        return _parse(out)
+
+    def user(self, text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    def assistant(self, turn: Turn) -> dict[str, Any]:
+        return openai_assistant(turn)
+
+    def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+        return openai_tool_results(results)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _parse(out: Any) -> Turn:
+    if isinstance(out, str):
+        out = {"content": out}
+    if not isinstance(out, dict) or ("content" not in out and "tool_calls" not in out):
+        raise ModelError(
+            f"in-process model returned {type(out).__name__}; expected {{'content': str}} or {{'tool_calls': [...]}}"
+        )
+    calls = []
+    for raw in out.get("tool_calls") or []:
+        if not isinstance(raw, dict) or not raw.get("name"):
+            raise ModelError(f"in-process model returned a tool call without a name: {raw!r}")
+        args, bad = parse_arguments(raw.get("arguments"))
+        calls.append(ToolCall(str(raw.get("id") or new_call_id()), str(raw["name"]), args, bad))
+    usage = out.get("usage") or {}
+    prompt = int(usage.get("prompt_tokens", 0) or 0)
+    completion = int(usage.get("completion_tokens", 0) or 0)
+    total = int(usage.get("total_tokens", 0) or 0) or prompt + completion
+    return Turn(str(out.get("content") or ""), calls, Usage(prompt, completion, total))

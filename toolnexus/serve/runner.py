@@ -1,0 +1,190 @@
+"""Run an ASGI app with uvicorn inside a host program: on its event loop, or in a thread.
+
+The host may be plain asyncio, a Textual app or a Jupyter kernel, so the runner binds its own
+socket (a bind error is an ``OSError`` for the caller), captures no signals, configures no
+logging, never lets ``SystemExit`` escape, and closes the socket however the server ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import threading
+from collections.abc import Coroutine, Generator
+from typing import Any
+
+import uvicorn
+
+__all__ = ["AsgiServer", "LoopThread", "parse_addr"]
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def parse_addr(addr: str | int | None) -> tuple[str, int]:
+    """``"host:port"``, ``":port"``, ``"port"``, ``"[::1]:port"`` or an int; the host defaults to loopback."""
+    if addr is None or addr == "":
+        return DEFAULT_HOST, 0
+    if isinstance(addr, int):
+        return DEFAULT_HOST, addr
+    text = str(addr).strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.lstrip(":")
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    elif text.isdigit():
+        host, port = "", text
+    else:
+        host, port = text, "0"
+    try:
+        number = int(port or 0)
+    except ValueError:
+        raise ValueError(f"invalid port in address {addr!r}") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"port out of range in address {addr!r}")
+    return host or DEFAULT_HOST, number
+
+
+class _Uvicorn(uvicorn.Server):
+    """A uvicorn server that leaves signals to its host and stops on an event, not a 0.1 s poll."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+        self.stopping = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+    async def main_loop(self) -> None:
+        while not await self.on_tick(0):  # tick 0 refreshes the Date header
+            try:
+                await asyncio.wait_for(self.stopping.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+
+
+class AsgiServer:
+    """One ASGI app served on one socket, on the running event loop.
+
+    Args:
+        app: the ASGI app.
+        addr: ``host:port`` (see :func:`parse_addr`); port 0 picks a free port.
+        graceful: seconds a stop waits for open requests (streams) before cancelling them.
+    """
+
+    def __init__(self, app: Any, addr: str | int | None = None, *, graceful: float = 1.0, **uvicorn_options: Any) -> None:
+        self.app = app
+        self.host, self.port = parse_addr(addr)
+        self._options = {"log_config": None, "access_log": False, "timeout_graceful_shutdown": graceful,
+                         "lifespan": "on", **uvicorn_options}
+        self._server: _Uvicorn | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._sock: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def _bind(self) -> socket.socket:
+        try:
+            family = socket.AF_INET6 if ipaddress.ip_address(self.host).version == 6 else socket.AF_INET
+        except ValueError:
+            family = socket.AF_INET  # a name such as localhost
+        # IPPROTO_TCP so that asyncio sets TCP_NODELAY (a plain socket stalls keep-alive replies 40 ms)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(2048)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    async def start(self) -> None:
+        """Bind, start serving, and return once the server accepts connections.
+
+        Raises:
+            OSError: the address cannot be bound (in use, not local, no permission).
+            RuntimeError: the app failed to start (its lifespan raised).
+        """
+        if self._task is not None:
+            raise RuntimeError("server already started")
+        self._sock = self._bind()
+        self.port = self._sock.getsockname()[1]
+        server = self._server = _Uvicorn(uvicorn.Config(self.app, **self._options))
+        self._task = asyncio.ensure_future(self._serve(server, self._sock))
+        ready = asyncio.ensure_future(server.ready.wait())
+        try:
+            await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if not server.ready.is_set():
+            task, self._task = self._task, None
+            exc = task.exception()
+            raise RuntimeError(f"the server failed to start: {exc}") from exc
+
+    async def _serve(self, server: _Uvicorn, sock: socket.socket) -> None:
+        try:
+            await server.serve(sockets=[sock])
+        except SystemExit as exc:  # uvicorn's exit on a failed startup must not end the host
+            raise RuntimeError(f"uvicorn stopped during startup (exit code {exc.code})") from None
+        finally:
+            sock.close()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        """Stop accepting, let open requests finish (up to ``graceful`` s), close the socket."""
+        task, server = self._task, self._server
+        if task is None or server is None:
+            return
+        server.should_exit = True
+        server.stopping.set()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+        finally:
+            if self._sock is not None:
+                self._sock.close()
+            self._task = None
+
+
+class LoopThread:
+    """An event loop in a daemon thread, for code that has no running loop of its own."""
+
+    def __init__(self, name: str = "toolnexus-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    def run(self, coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+        """Run ``coro`` on the thread's loop and wait for its result here."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
