@@ -6,6 +6,7 @@ The public API is what ``__all__`` names; everything else may change.
 
 from __future__ import annotations
 
+from .a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from .errors import (
     ConfigError,
     MaxTurnsError,
@@ -25,6 +26,8 @@ from .llm import (
     create_in_process_client,
     demo_client,
 )
+from .events import EventBus, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
+from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
@@ -32,6 +35,21 @@ from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, too
 __version__ = "0.1.0"
 
 __all__ = [
+    "A2AConfig",
+    "Artifact",
+    "Auth",
+    "EventBus",
+    "MCPServeConfig",
+    "Message",
+    "Part",
+    "Provider",
+    "ServerEvent",
+    "Task",
+    "TaskEvent",
+    "TaskState",
+    "TaskStatus",
+    "ToolCallEvent",
+    "TrafficEvent",
     "Answer",
     "Client",
     "ConversationStore",

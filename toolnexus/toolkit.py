@@ -95,6 +95,23 @@ class Toolkit:
         ]
         return [{"functionDeclarations": decls}]
 
+    def serve(self, addr: str | int | None = "127.0.0.1:0", **options: Any) -> Any:
+        """Serve this toolkit over HTTP: A2A (``a2a=``) and/or MCP (``mcp=``) on one port.
+
+        ``await tk.serve(...)`` returns a :class:`~toolnexus.serve.app.ServeHandle` once the socket is
+        bound; ``async with tk.serve(...) as handle`` stops it on exit. Options: ``client``, ``a2a``,
+        ``on_task``, ``mcp``, ``on_call``, ``events`` (see :func:`toolnexus.serve.app.serve`).
+        """
+        from .serve.app import _ServeCall, serve
+
+        return _ServeCall(serve(self, addr, **options))
+
+    def serve_in_thread(self, addr: str | int | None = "127.0.0.1:0", **options: Any) -> Any:
+        """Like :meth:`serve`, on its own event loop in a daemon thread, for code with no running loop."""
+        from .serve.app import serve_in_thread
+
+        return serve_in_thread(self, addr, **options)
+
     async def close(self) -> None:
         """Release what the toolkit holds (sessions of remote sources)."""
 

@@ -1,0 +1,96 @@
+"""JSON-RPC 2.0 envelopes: validation of requests and the shapes of responses and errors.
+
+Rules (A2A-WIRE.md): HTTP 200 for every JSON-RPC error; never both ``result`` and ``error``; a
+parse error answers with ``id: null``; batch arrays are refused with -32600; a request without
+``id`` is a notification (run, answered 204, errors swallowed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidParamsError, InvalidRequestError, RPCError
+
+__all__ = [
+    "RpcRequest",
+    "parse_request",
+    "request_id_of",
+    "result_envelope",
+    "error_envelope",
+    "error_object",
+    "NO_ID",
+]
+
+NO_ID = object()
+"""The id of a notification (a request without an ``id`` member)."""
+
+
+@dataclass
+class RpcRequest:
+    method: str
+    params: dict[str, Any]
+    id: Any  # str | int | float | None, or NO_ID for a notification
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is NO_ID
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
+def parse_request(body: Any) -> RpcRequest:
+    """Check one decoded JSON-RPC request. Raises InvalidRequestError / InvalidParamsError; the
+    error's ``data`` carries the request id when it could be read."""
+    if isinstance(body, list):
+        raise InvalidRequestError("Invalid Request: batch requests are not supported")
+    if not isinstance(body, dict):
+        raise InvalidRequestError("Invalid Request: the request must be a JSON object")
+    rid = body.get("id", NO_ID)
+    if rid is not NO_ID and not _valid_id(rid):
+        raise InvalidRequestError("Invalid Request: id must be a string, a number or null")
+    echo = None if rid is NO_ID else rid
+    if body.get("jsonrpc") != "2.0":
+        raise _with_id(InvalidRequestError('Invalid Request: jsonrpc must be "2.0"'), echo)
+    method = body.get("method")
+    if not isinstance(method, str) or not method:
+        raise _with_id(InvalidRequestError("Invalid Request: method must be a non-empty string"), echo)
+    params = body.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise _with_id(InvalidParamsError("Invalid params: params must be an object"), echo)
+    return RpcRequest(method, params, rid)
+
+
+def _with_id(err: RPCError, rid: Any) -> RPCError:
+    err.request_id = rid  # type: ignore[attr-defined]
+    return err
+
+
+def request_id_of(err: RPCError) -> Any:
+    return getattr(err, "request_id", None)
+
+
+def result_envelope(rid: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def error_object(err: RPCError, *, error_info: bool) -> dict[str, Any]:
+    """The ``error`` member; with ``error_info`` the 1.x SDK's ``google.rpc.ErrorInfo`` detail."""
+    out: dict[str, Any] = {"code": err.code, "message": err.message}
+    if error_info:
+        detail: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": err.reason,
+                                  "domain": "a2a-protocol.org", "metadata": {}}
+        if isinstance(err.data, dict):
+            detail["metadata"] = {k: str(v) for k, v in err.data.items()}
+        out["data"] = [detail]
+    elif err.data is not None:
+        out["data"] = err.data
+    return out
+
+
+def error_envelope(rid: Any, err: RPCError, *, error_info: bool = False) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": error_object(err, error_info=error_info)}

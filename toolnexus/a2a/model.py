@@ -1,0 +1,195 @@
+"""The canonical A2A model: the only shapes code outside ``toolnexus.a2a`` sees.
+
+Dialects (v0.3, v1.0, toolnexus legacy) exist only at the edge, in ``dialects.py``. Here a task
+has a state from :class:`TaskState`, and :data:`LEGAL` says which moves between states are allowed;
+a terminal state never changes.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+__all__ = [
+    "TaskState",
+    "TERMINAL",
+    "INTERRUPTED",
+    "LEGAL",
+    "Part",
+    "Message",
+    "Artifact",
+    "TaskStatus",
+    "Task",
+    "now_iso",
+    "new_id",
+    "is_legal",
+]
+
+
+class TaskState(str, enum.Enum):
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    INPUT_REQUIRED = "input-required"
+    AUTH_REQUIRED = "auth-required"
+    COMPLETED = "completed"
+    CANCELED = "canceled"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    @property
+    def interrupted(self) -> bool:
+        return self in INTERRUPTED
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TERMINAL = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED})
+INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+LEGAL: dict[TaskState | None, frozenset[TaskState]] = {
+    None: frozenset({TaskState.SUBMITTED}),
+    TaskState.SUBMITTED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}),
+    TaskState.WORKING: frozenset(
+        {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED}
+    ),
+    TaskState.INPUT_REQUIRED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED}),
+    TaskState.AUTH_REQUIRED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED}),
+}
+"""Every legal move: state before -> states after. Terminal states have no entry: they never change."""
+
+
+def is_legal(before: TaskState | None, after: TaskState) -> bool:
+    return after in LEGAL.get(before, frozenset())
+
+
+def now_iso() -> str:
+    """The current UTC time as ``2026-11-30T08:13:48.403420Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass
+class Part:
+    """One piece of content: ``text``, ``data`` (any JSON) or ``file`` (``raw`` base64 or ``url``)."""
+
+    kind: Literal["text", "data", "file"]
+    text: str | None = None
+    data: Any = None
+    raw: str | None = None
+    url: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def of_text(cls, text: str) -> Part:
+        return cls("text", text=text)
+
+    def as_text(self) -> str:
+        """The part as prompt text: data as JSON, files as a one-line mention."""
+        if self.kind == "text":
+            return self.text or ""
+        if self.kind == "data":
+            import json
+
+            return json.dumps(self.data, ensure_ascii=False)
+        label = self.filename or self.url or "file"
+        return f"[file: {label}{f' ({self.media_type})' if self.media_type else ''}]"
+
+
+@dataclass
+class Message:
+    role: Literal["user", "agent"]
+    parts: list[Part]
+    message_id: str = field(default_factory=new_id)
+    context_id: str | None = None
+    task_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    reference_task_ids: list[str] | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of every part, joined by newlines."""
+        return "\n".join(p.as_text() for p in self.parts)
+
+    @classmethod
+    def agent(cls, text: str, context_id: str | None = None, task_id: str | None = None) -> Message:
+        return cls("agent", [Part.of_text(text)], context_id=context_id, task_id=task_id)
+
+
+@dataclass
+class Artifact:
+    parts: list[Part]
+    artifact_id: str = field(default_factory=new_id)
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text or "" for p in self.parts if p.kind == "text")
+
+
+@dataclass
+class TaskStatus:
+    state: TaskState
+    message: Message | None = None
+    timestamp: str | None = None
+
+
+@dataclass
+class Task:
+    """A task as toolnexus keeps it. ``skill``, ``request`` and ``created`` never cross the wire."""
+
+    id: str
+    context_id: str
+    status: TaskStatus
+    history: list[Message] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    skill: str | None = None
+    request: str = ""
+    created: str = field(default_factory=now_iso)
+
+    @property
+    def state(self) -> TaskState:
+        return self.status.state
+
+    def snapshot(self) -> Task:
+        """A copy whose lists and status later changes to this task do not touch."""
+        return Task(
+            self.id,
+            self.context_id,
+            TaskStatus(self.status.state, self.status.message, self.status.timestamp),
+            list(self.history),
+            list(self.artifacts),
+            dict(self.metadata) if self.metadata else self.metadata,
+            self.skill,
+            self.request,
+            self.created,
+        )
+
+    @property
+    def reply(self) -> str:
+        """The answer text: every text part of every artifact, else the last agent message."""
+        texts = [a.text for a in self.artifacts if a.text]
+        if texts:
+            return "\n".join(texts)
+        for m in reversed(self.history):
+            if m.role == "agent":
+                return m.text
+        if self.status.message is not None:
+            return self.status.message.text
+        return ""

@@ -1,0 +1,219 @@
+"""Events and the bus that carries them to the front ends and hooks.
+
+Producers never block: :meth:`EventBus.publish` appends to each subscriber's bounded queue.
+When a subscriber falls behind and its queue is full, a newer event of a task replaces the
+older one still queued (coalescing); when nothing can be coalesced the subscriber is dropped
+and its iterator ends after a :class:`Dropped` notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .a2a.model import Task, TaskState, now_iso
+
+if TYPE_CHECKING:
+    from .llm import RunResult
+
+__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "ServerEvent", "Dropped", "EventBus", "Event"]
+
+
+@dataclass
+class TaskEvent:
+    """One transition of one task, hosted or watched.
+
+    Attributes:
+        seq: the bus's sequence number (set on publish).
+        time: when it happened (ISO 8601, UTC).
+        server: the hosted server's name, or the peer's URL for a watched remote task.
+        previous: the state before (None for a new task).
+        state: the state after.
+        task: a snapshot of the task after the transition.
+        result: the run's RunResult on terminal and interrupted states.
+    """
+
+    task_id: str
+    context_id: str
+    skill: str | None
+    previous: TaskState | None
+    state: TaskState
+    task: Task
+    server: str = ""
+    result: RunResult | None = None
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "task"
+
+    @property
+    def key(self) -> str:
+        return self.task_id
+
+
+@dataclass
+class ToolCallEvent:
+    """One inbound MCP tool call on a hosted server."""
+
+    server: str
+    name: str
+    source: str
+    args: Any
+    output: str
+    is_error: bool
+    ms: float
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "tool-call"
+
+    @property
+    def key(self) -> str | None:
+        return None
+
+
+@dataclass
+class TrafficEvent:
+    """One HTTP exchange, inbound or outbound, with secrets already masked."""
+
+    direction: str  # "in" | "out"
+    method: str
+    url: str
+    status: int | None
+    ms: float
+    request_headers: dict[str, str]
+    request_body: str
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: str = ""
+    rpc_method: str | None = None
+    peer: str = ""
+    frames: list[str] = field(default_factory=list)
+    error: str | None = None
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "traffic"
+
+    @property
+    def key(self) -> str | None:
+        return None
+
+
+@dataclass
+class ServerEvent:
+    """A hosted server started, stopped or failed."""
+
+    server: str
+    state: str  # "started" | "stopped" | "failed"
+    url: str = ""
+    detail: str = ""
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "server"
+
+    @property
+    def key(self) -> str | None:
+        return None
+
+
+@dataclass
+class Dropped:
+    """The last item a dropped subscriber sees: it fell too far behind."""
+
+    missed_from: int
+    kind: str = "dropped"
+    seq: int = 0
+
+    @property
+    def key(self) -> str | None:
+        return None
+
+
+Event = TaskEvent | ToolCallEvent | TrafficEvent | ServerEvent | Dropped
+
+
+class _Subscription:
+    def __init__(self, bus: EventBus, max_queue: int, accept: Callable[[Any], bool] | None) -> None:
+        self.bus = bus
+        self.max_queue = max_queue
+        self.accept = accept
+        self.queue: collections.deque[Any] = collections.deque()
+        self.wake = asyncio.Event()
+        self.dropped = False
+        self.coalesced = 0
+
+    def push(self, event: Any) -> None:
+        if self.dropped or (self.accept is not None and not self.accept(event)):
+            return
+        if len(self.queue) < self.max_queue:
+            self.queue.append(event)
+        else:
+            key = event.key
+            replaced = False
+            if key is not None:
+                for i in range(len(self.queue) - 1, -1, -1):
+                    if getattr(self.queue[i], "key", None) == key:
+                        del self.queue[i]
+                        self.queue.append(event)
+                        self.coalesced += 1
+                        replaced = True
+                        break
+            if not replaced:
+                first = self.queue[0].seq if self.queue else event.seq
+                self.queue.clear()
+                self.queue.append(Dropped(first))
+                self.dropped = True
+                self.bus._subs.discard(self)
+        self.wake.set()
+
+
+class EventBus:
+    """Fan-out of events to any number of subscribers; keeps the last ``history`` events for replay."""
+
+    def __init__(self, history: int = 10_000) -> None:
+        self._subs: set[_Subscription] = set()
+        self._history: collections.deque[Any] = collections.deque(maxlen=history)
+        self._seq = itertools.count(1)
+
+    def publish(self, event: Any) -> Any:
+        """Stamp ``event`` with the next sequence number and hand it to every subscriber; never blocks."""
+        event.seq = next(self._seq)
+        self._history.append(event)
+        for sub in list(self._subs):
+            sub.push(event)
+        return event
+
+    def history(self) -> list[Any]:
+        return list(self._history)
+
+    async def subscribe(
+        self, *, replay: bool = True, max_queue: int = 1000, accept: Callable[[Any], bool] | None = None
+    ) -> AsyncIterator[Any]:
+        """Events as they come: first the kept history (with ``replay``), then live ones.
+
+        Args:
+            max_queue: how many events may wait for this subscriber before coalescing starts.
+            accept: a filter; events it rejects are never queued.
+        """
+        sub = _Subscription(self, max_queue, accept)
+        if replay:
+            for ev in self._history:
+                if accept is None or accept(ev):
+                    sub.queue.append(ev)
+        self._subs.add(sub)
+        try:
+            while True:
+                while sub.queue:
+                    ev = sub.queue.popleft()
+                    yield ev
+                    if isinstance(ev, Dropped):
+                        return
+                sub.wake.clear()
+                await sub.wake.wait()
+        finally:
+            self._subs.discard(sub)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subs)

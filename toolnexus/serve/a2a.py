@@ -1,0 +1,456 @@
+"""The A2A routes of a served toolkit: the card, and JSON-RPC at ``POST /`` in all three dialects.
+
+The order of checks on ``POST /``: auth (401/403), content type (415), body size (413), JSON
+(-32700), the envelope (-32600/-32602), the ``A2A-Version`` header (-32009), then the method. A
+rejected call creates no task and runs nothing. Every other failure is a JSON-RPC error with
+HTTP 200; an unexpected one is a generic -32603 whose detail only the server log sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .. import _json
+from ..a2a.card import CARD_PATH, LEGACY_CARD_PATH, build_card
+from ..a2a.dialects import (
+    Dialect,
+    parse_message,
+    parse_state,
+    render_artifact_update,
+    render_send_result,
+    render_status_update,
+    render_task,
+)
+from ..a2a.jsonrpc import NO_ID, error_envelope, parse_request, request_id_of, result_envelope
+from ..a2a.model import Task, TaskState
+from ..errors import (
+    ContentTypeNotSupportedError,
+    ExtendedCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    MethodNotFoundError,
+    ParseError,
+    PushNotificationNotSupportedError,
+    RPCError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+from ..events import TaskEvent
+from ..skills import SkillDef
+from .config import A2AConfig
+from .tasks import TaskRunner
+
+__all__ = ["A2AEndpoint", "KEEPALIVE"]
+
+log = logging.getLogger("toolnexus.serve")
+
+KEEPALIVE = 15.0
+"""Seconds between ``: ping`` comments on an idle stream."""
+
+_SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
+    "send", "stream", "get", "cancel", "list", "resubscribe", "push", "extended")
+
+_V03_METHODS = {
+    "message/send": _SEND,
+    "message/stream": _STREAM,
+    "tasks/get": _GET,
+    "tasks/cancel": _CANCEL,
+    "tasks/resubscribe": _RESUB,
+    "tasks/pushNotificationConfig/set": _PUSH,
+    "tasks/pushNotificationConfig/get": _PUSH,
+    "tasks/pushNotificationConfig/list": _PUSH,
+    "tasks/pushNotificationConfig/delete": _PUSH,
+    "agent/getAuthenticatedExtendedCard": _EXTENDED,
+}
+_V10_METHODS = {
+    "SendMessage": _SEND,
+    "SendStreamingMessage": _STREAM,
+    "GetTask": _GET,
+    "CancelTask": _CANCEL,
+    "ListTasks": _LIST,
+    "SubscribeToTask": _RESUB,
+    "CreateTaskPushNotificationConfig": _PUSH,
+    "GetTaskPushNotificationConfig": _PUSH,
+    "ListTaskPushNotificationConfigs": _PUSH,
+    "ListTaskPushNotificationConfig": _PUSH,
+    "DeleteTaskPushNotificationConfig": _PUSH,
+    "GetExtendedAgentCard": _EXTENDED,
+}
+_LEGACY_CAPABLE = frozenset({_SEND, _GET, _CANCEL})
+_SERVED_VERSIONS = "0.3, 1.0"
+_JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
+
+
+def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(_json.dumps(body), status, headers=dict(headers or {}), media_type="application/json")
+
+
+class _Refusal(Exception):
+    """A transport-level refusal (HTTP 4xx) before JSON-RPC begins."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+class A2AEndpoint:
+    """The card and JSON-RPC routes for one served toolkit."""
+
+    def __init__(self, runner: TaskRunner, config: A2AConfig, skills: list[SkillDef],
+                 base_url: Callable[[], str]) -> None:
+        self.runner = runner
+        self.config = config
+        allowed = None if config.skills is None else set(config.skills)
+        self.skills = [s for s in skills if allowed is None or s.name in allowed]
+        self._skill_names = {s.name for s in self.skills}
+        self._base_url = base_url
+        self._card: tuple[bytes, str] | None = None
+        self._notifications: set[asyncio.Task[Any]] = set()
+
+    def routes(self) -> list[Route]:
+        return [
+            Route(CARD_PATH, self.card, methods=["GET"]),
+            Route(LEGACY_CARD_PATH, self.card, methods=["GET"]),
+            Route("/", self.rpc, methods=["POST"]),
+        ]
+
+    # -- the card -------------------------------------------------------------------------------
+    def card_json(self) -> dict[str, Any]:
+        c = self.config
+        return build_card(
+            base_url=self._base_url(),
+            name=c.name,
+            description=c.description,
+            version=c.version,
+            skills=self.skills,
+            streaming=c.streaming,
+            input_modes=c.input_modes,
+            output_modes=c.output_modes,
+            provider=c.provider_fields(),
+            security=c.auth.card_fields() if c.auth else None,
+            documentation_url=c.documentation_url,
+            icon_url=c.icon_url,
+        )
+
+    async def card(self, request: Request) -> Response:
+        if self._card is None:
+            body = _json.dumps(self.card_json())
+            self._card = (body, 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+        body, etag = self._card
+        headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        given = request.headers.get("if-none-match", "")
+        if given and any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
+                         for tag in given.split(",")):
+            return Response(status_code=304, headers=headers)
+        return Response(body, headers=headers, media_type="application/json")
+
+    # -- JSON-RPC -------------------------------------------------------------------------------
+    async def rpc(self, request: Request) -> Response:
+        try:
+            body = await self._read(request)
+        except _Refusal as refusal:
+            return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
+        try:
+            data = _json.loads(body)
+        except _json.JSONDecodeError:
+            return _json_response(error_envelope(None, ParseError("Parse error: the body is not valid JSON")))
+        except ValueError:  # invalid UTF-8 and other decoding failures
+            return _json_response(error_envelope(None, ParseError("Parse error: the body is not valid UTF-8 JSON")))
+        try:
+            call = parse_request(data)
+        except RPCError as err:
+            return _json_response(error_envelope(request_id_of(err), err))
+        rid = None if call.is_notification else call.id
+        dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
+        try:
+            dialect, kind = self._route(call.method, call.params, request.headers)
+            if call.is_notification:
+                if kind not in (_STREAM, _RESUB):
+                    self._background(self._dispatch(kind, call.params, dialect))
+                return Response(status_code=204)
+            outcome = await self._dispatch(kind, call.params, dialect, rid)
+        except RPCError as err:
+            if call.is_notification:
+                return Response(status_code=204)
+            return _json_response(error_envelope(rid, err, error_info=dialect is Dialect.V10))
+        except Exception:
+            log.exception("JSON-RPC %s failed", call.method)
+            if call.is_notification:
+                return Response(status_code=204)
+            return _json_response(error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10))
+        if isinstance(outcome, Response):
+            return outcome
+        return _json_response(result_envelope(rid, outcome))
+
+    async def _read(self, request: Request) -> bytes:
+        auth = self.config.auth
+        if auth is not None:
+            status = auth.check(request.headers)
+            if status is not None:
+                challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
+                text = "authentication required" if status == 401 else "invalid credentials"
+                raise _Refusal(status, text, challenge)
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype not in _JSON_TYPES and not ctype.endswith("+json"):
+            raise _Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
+        limit = self.config.max_body
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            try:
+                if int(declared) > limit:
+                    raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
+            except ValueError:
+                raise _Refusal(400, "invalid Content-Length") from None
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _background(self, work: Any) -> None:
+        async def swallow() -> None:
+            try:
+                await work
+            except Exception:
+                log.debug("notification failed", exc_info=True)
+
+        t = asyncio.ensure_future(swallow())
+        self._notifications.add(t)
+        t.add_done_callback(self._notifications.discard)
+
+    def _route(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Dialect, str]:
+        """The dialect and handler of a call, after the A2A-Version check. Nothing has run yet."""
+        version = headers.get("a2a-version")
+        major = _major(version) if version else None
+        if version is not None and major not in (0, 1):
+            raise VersionNotSupportedError(
+                f"Version not supported: A2A-Version {version} (this agent speaks {_SERVED_VERSIONS})",
+                data={"supportedVersions": _SERVED_VERSIONS})
+        if method in _V03_METHODS:
+            return Dialect.V03, _V03_METHODS[method]
+        kind = _V10_METHODS.get(method)
+        if kind is None:
+            raise MethodNotFoundError(f"Method not found: {method}")
+        if major == 0:
+            raise VersionNotSupportedError(
+                f"Version not supported: A2A-Version {version} with method {method} (0.3 methods are "
+                f"message/send, tasks/get, ...; this agent speaks {_SERVED_VERSIONS})",
+                data={"supportedVersions": _SERVED_VERSIONS})
+        if major == 1 or kind not in _LEGACY_CAPABLE:
+            return Dialect.V10, kind
+        if kind == _SEND and _looks_v10(params.get("message")):
+            return Dialect.V10, kind
+        return Dialect.LEGACY, kind
+
+    async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None) -> Any:
+        if kind == _SEND:
+            return await self._send(params, dialect, rid, stream=False)
+        if kind == _STREAM:
+            return await self._send(params, dialect, rid, stream=True)
+        if kind == _GET:
+            task = await self.runner.get(_id(params))
+            return render_task(task, dialect, _history_length(params))
+        if kind == _CANCEL:
+            task = await self.runner.cancel(_id(params))
+            return render_task(task, dialect)
+        if kind == _LIST:
+            return await self._list(params)
+        if kind == _RESUB:
+            return await self._resubscribe(params, dialect, rid)
+        if kind == _PUSH:
+            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        raise ExtendedCardNotConfiguredError()
+
+    # -- send ---------------------------------------------------------------------------------
+    async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, stream: bool) -> Any:
+        if stream and not self.config.streaming:
+            raise UnsupportedOperationError("Streaming is not supported by this agent")
+        message = parse_message(params.get("message"))
+        config = params.get("configuration") or {}
+        if not isinstance(config, dict):
+            raise InvalidParamsError("configuration must be an object")
+        history_length = _history_length(config)
+        blocking = _blocking(config, dialect, "configuration" in params)
+        skill = (message.metadata or {}).get("skill")
+        if skill is not None and (not isinstance(skill, str) or skill not in self._skill_names):
+            raise MethodNotFoundError("Method not found")
+        for i, part in enumerate(message.parts):
+            if part.kind == "file":
+                raise ContentTypeNotSupportedError(
+                    f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
+                    f"{', '.join(self.config.input_modes)}")
+        if message.task_id:
+            task = await self.runner.store.get(message.task_id)
+            if task is None:
+                raise TaskNotFoundError(f"Task not found: {message.task_id}")
+            if message.context_id and message.context_id != task.context_id:
+                raise InvalidParamsError(
+                    f"message.contextId {message.context_id} does not match the context of task {task.id}")
+            if not task.state.interrupted:
+                why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
+                       if task.state.terminal else "is still " + task.state.value + " and not waiting for input")
+                err_cls = UnsupportedOperationError if dialect is Dialect.V10 else InvalidParamsError
+                raise err_cls(f"Task {task.id} {why}")
+            queue = self.runner.listen(task.id) if stream else None
+            await self.runner.answer(task, message)
+        else:
+            prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
+            task = await self.runner.create(message, skill, prompt)
+            # no await since the run was scheduled: the task is still 'submitted' here
+            queue = self.runner.listen(task.id) if stream else None
+        if queue is not None:
+            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length)
+        if not blocking:
+            return render_send_result(task, dialect, history_length)
+        await self.runner.wait(task, self.config.blocking_timeout)
+        return render_send_result(task, dialect, history_length)
+
+    async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+        context = _opt_str(params, "contextId")
+        state = None
+        if params.get("status") not in (None, "", "TASK_STATE_UNSPECIFIED"):
+            state = parse_state(params["status"])
+            if state is None:
+                raise InvalidParamsError(f"status {params['status']!r} is not a task state")
+        size = params.get("pageSize", 50)
+        if size in (None, 0):
+            size = 50
+        if not _is_int(size) or not 1 <= size <= 100:
+            raise InvalidParamsError("pageSize must be an integer from 1 to 100")
+        token = _opt_str(params, "pageToken") or ""
+        after = _opt_str(params, "statusTimestampAfter")
+        include = params.get("includeArtifacts", False)
+        if not isinstance(include, bool):
+            raise InvalidParamsError("includeArtifacts must be a boolean")
+        history_length = _history_length(params)
+        try:
+            page = await self.runner.store.list(context_id=context, state=state, updated_after=after,
+                                                page_size=size, page_token=token)
+        except ValueError as exc:
+            raise InvalidParamsError(str(exc)) from None
+        return {
+            "tasks": [render_task(t, Dialect.V10, history_length, artifacts=include) for t in page.tasks],
+            "nextPageToken": page.next_token,
+            "pageSize": size,
+            "totalSize": page.total,
+        }
+
+    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any) -> Response:
+        if not self.config.streaming:
+            raise UnsupportedOperationError("Streaming is not supported by this agent")
+        task = await self.runner.get(_id(params))
+        if task.state.terminal:
+            raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
+        queue = self.runner.listen(task.id)
+        return self._stream(task, task.snapshot(), queue, dialect, rid, None)
+
+    # -- SSE --------------------------------------------------------------------------------------
+    def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
+                history_length: int | None) -> Response:
+        runner = self.runner
+
+        def frame(result: Any) -> bytes:
+            return b"data: " + _json.dumps(result_envelope(rid, result)) + b"\n\n"
+
+        async def frames() -> AsyncIterator[bytes]:
+            sent_artifacts = {a.artifact_id for a in first.artifacts}
+            try:
+                yield frame(render_send_result(first, dialect, history_length))
+                if first.state.terminal or first.state.interrupted:
+                    return
+                while True:
+                    try:
+                        event = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                    except asyncio.TimeoutError:
+                        yield b": ping\n\n"
+                        continue
+                    snap = event.task
+                    if event.state is TaskState.SUBMITTED:
+                        continue
+                    for art in snap.artifacts:
+                        if art.artifact_id not in sent_artifacts:
+                            sent_artifacts.add(art.artifact_id)
+                            yield frame(render_artifact_update(snap, art, dialect))
+                    done = event.state.terminal or event.state.interrupted
+                    yield frame(render_status_update(snap, dialect, final=done))
+                    if done:
+                        return
+            finally:
+                runner.unlisten(task.id, queue)
+
+        return StreamingResponse(frames(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+# -- parameter helpers ------------------------------------------------------------------------------
+
+
+def _major(version: str) -> int | None:
+    head = version.strip().split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+def _looks_v10(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    if message.get("role") in ("ROLE_USER", "ROLE_AGENT"):
+        return True
+    parts = message.get("parts")
+    return isinstance(parts, list) and any(isinstance(p, dict) and "kind" not in p for p in parts)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _id(params: dict[str, Any]) -> str:
+    value = params.get("id")
+    if not isinstance(value, str) or not value:
+        raise InvalidParamsError("Invalid params: id must be a non-empty string")
+    return value
+
+
+def _opt_str(params: dict[str, Any], key: str) -> str | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidParamsError(f"{key} must be a string")
+    return value
+
+
+def _history_length(params: dict[str, Any]) -> int | None:
+    value = params.get("historyLength")
+    if value is None:
+        return None
+    if not _is_int(value) or value < 0:
+        raise InvalidParamsError("historyLength must be a non-negative integer")
+    return value
+
+
+def _blocking(config: dict[str, Any], dialect: Dialect, has_config: bool) -> bool:
+    if dialect is Dialect.V10:
+        flag = config.get("returnImmediately", False)
+        if not isinstance(flag, bool):
+            raise InvalidParamsError("configuration.returnImmediately must be a boolean")
+        return not flag
+    flag = config.get("blocking")
+    if flag is not None and not isinstance(flag, bool):
+        raise InvalidParamsError("configuration.blocking must be a boolean")
+    if dialect is Dialect.V03:
+        return True if flag is None else flag
+    return bool(flag)  # legacy: never block unless asked
+

@@ -1,0 +1,257 @@
+"""Serving a toolkit: the Starlette app, the handle, and ``serve`` / ``serve_in_thread``.
+
+``a2a`` and ``mcp`` are independent profiles on one port. With neither (and no ``a2a`` or
+``mcpServer`` block in the toolkit's config) the server still runs and every path answers 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute
+
+from ..a2a.card import CARD_PATH
+from ..a2a.model import Task, TaskState
+from ..events import EventBus, ServerEvent
+from .a2a import A2AEndpoint
+from .config import A2AConfig, MCPServeConfig
+from .runner import AsgiServer, LoopThread
+from .tasks import FileTaskStore, TaskRunner, open_store
+
+if TYPE_CHECKING:
+    from ..llm import Client
+    from ..toolkit import Toolkit
+
+__all__ = ["ServeHandle", "ThreadServeHandle", "serve", "serve_in_thread", "build_app"]
+
+log = logging.getLogger("toolnexus.serve")
+
+
+class ServeHandle:
+    """A running served toolkit.
+
+    Attributes:
+        url: the base URL, without a trailing slash.
+        card_url: the agent card's URL (meaningful when the A2A profile is on).
+        events: the bus carrying every task transition, MCP call and server event.
+        runner: the task runner (None without the A2A profile).
+        name: the server's name (the card's name, or the MCP server's).
+    """
+
+    def __init__(self, server: AsgiServer, name: str, events: EventBus, runner: TaskRunner | None,
+                 a2a: A2AEndpoint | None, mcp: Any, on_close: Callable[[], Any] | None = None) -> None:
+        self._server = server
+        self.name = name
+        self.events = events
+        self.runner = runner
+        self.a2a = a2a
+        self.mcp = mcp
+        self._on_close = on_close
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return f"ServeHandle(name={self.name!r}, url={self.url!r}, running={self.running})"
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    @property
+    def card_url(self) -> str:
+        return self.url + CARD_PATH
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "/mcp"
+
+    @property
+    def running(self) -> bool:
+        return self._server.running
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    async def tasks(self, *, context_id: str | None = None, state: TaskState | str | None = None,
+                    limit: int = 100) -> list[Task]:
+        """The newest tasks of this server (up to ``limit``)."""
+        if self.runner is None:
+            return []
+        st = TaskState(state) if isinstance(state, str) else state
+        page = await self.runner.store.list(context_id=context_id, state=st, page_size=min(limit, 100))
+        return page.tasks
+
+    async def stop(self) -> None:
+        """Stop serving: cancel runs in flight, close the socket. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self._server.stop()
+        if self.runner is not None:
+            await self.runner.close()
+        if self._on_close is not None:
+            out = self._on_close()
+            if asyncio.iscoroutine(out):
+                await out
+        self.events.publish(ServerEvent(self.name, "stopped", self.url))
+
+    async def __aenter__(self) -> ServeHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def build_app(routes: list[BaseRoute], lifespan: Any = None) -> Starlette:
+    async def not_found(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"not found: {request.url.path}"}, status_code=404)
+
+    async def not_allowed(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"method {request.method} not allowed on {request.url.path}"}, status_code=405)
+
+    async def crashed(request: Any, exc: Exception) -> JSONResponse:  # never a traceback on the wire
+        log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"error": "internal server error"}, status_code=500)
+
+    return Starlette(routes=routes, lifespan=lifespan,
+                     exception_handlers={404: not_found, 405: not_allowed, 500: crashed, Exception: crashed})
+
+
+async def serve(
+    toolkit: Toolkit,
+    addr: str | int | None = "127.0.0.1:0",
+    *,
+    client: Client | None = None,
+    a2a: A2AConfig | dict[str, Any] | None = None,
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    mcp: MCPServeConfig | dict[str, Any] | bool | None = None,
+    on_call: Callable[[dict[str, Any]], Any] | None = None,
+    events: EventBus | None = None,
+) -> ServeHandle:
+    """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
+
+    Returns once the socket is bound. Raises ``OSError`` when it cannot be.
+    """
+    if a2a is None and toolkit.config.get("a2a") is not None:
+        a2a = toolkit.config["a2a"]
+    if mcp is None and toolkit.config.get("mcpServer") is not None:
+        mcp = toolkit.config["mcpServer"]
+    a2a_cfg = A2AConfig.from_config(a2a) if a2a is not None and a2a is not False else None
+    mcp_cfg = MCPServeConfig.from_config(mcp) if mcp is not None and mcp is not False else None
+    bus = events or EventBus()
+    name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
+
+    holder: dict[str, AsgiServer] = {}
+    routes: list[BaseRoute] = []
+    runner: TaskRunner | None = None
+    endpoint: A2AEndpoint | None = None
+    if a2a_cfg is not None:
+        store = open_store(a2a_cfg.store)
+        runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
+        if isinstance(store, FileTaskStore):
+            recovered = await runner.recover()
+            if recovered:
+                log.warning("%s: %d task(s) interrupted by a restart were marked failed", name, recovered)
+        endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
+        routes += endpoint.routes()
+
+    mcp_profile = None
+    lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
+    if mcp_cfg is not None:
+        from .mcp import MCPProfile
+
+        mcp_profile = MCPProfile(toolkit, mcp_cfg, bus=bus, server=name, on_call=on_call,
+                                 auth=a2a_cfg.auth if a2a_cfg else None, bound=lambda: holder["server"])
+        routes += mcp_profile.routes()
+        lifespans.append(mcp_profile.lifespan)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for enter in lifespans:
+                await stack.enter_async_context(enter())
+            yield
+
+    server = AsgiServer(build_app(routes, lifespan), addr)
+    holder["server"] = server
+    await server.start()
+    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile)
+    bus.publish(ServerEvent(name, "started", server.url))
+    return handle
+
+
+class ThreadServeHandle:
+    """A served toolkit running on its own event loop in a daemon thread; for code with no loop."""
+
+    def __init__(self, loop_thread: LoopThread, handle: ServeHandle) -> None:
+        self._thread = loop_thread
+        self.handle = handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+    def __repr__(self) -> str:
+        return f"ThreadServeHandle({self.handle!r})"
+
+    @property
+    def url(self) -> str:
+        return self.handle.url
+
+    @property
+    def card_url(self) -> str:
+        return self.handle.card_url
+
+    def call(self, coro: Any, timeout: float | None = 30) -> Any:
+        """Run a coroutine on the server's loop and return its result (e.g. ``h.call(h.handle.tasks())``)."""
+        return self._thread.run(coro, timeout)
+
+    def stop(self) -> None:
+        """Stop the server and its thread. Safe to call twice."""
+        if self._thread.loop.is_closed():
+            return
+        try:
+            self._thread.run(self.handle.stop(), timeout=30)
+        finally:
+            self._thread.close()
+
+    def __enter__(self) -> ThreadServeHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_in_thread(toolkit: Toolkit, addr: str | int | None = "127.0.0.1:0", **options: Any) -> ThreadServeHandle:
+    """Like :func:`serve`, on a new event loop in a daemon thread. Raises ``OSError`` on a bind failure."""
+    loop_thread = LoopThread(name="toolnexus-serve")
+    try:
+        handle = loop_thread.run(serve(toolkit, addr, **options), timeout=60)
+    except BaseException:
+        loop_thread.close()
+        raise
+    return ThreadServeHandle(loop_thread, handle)
+
+
+class _ServeCall:
+    """What ``Toolkit.serve`` returns: ``await`` it for the handle, or use it with ``async with``."""
+
+    def __init__(self, coro: Any) -> None:
+        self._coro = coro
+        self._handle: ServeHandle | None = None
+
+    def __await__(self) -> Generator[Any, None, ServeHandle]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> ServeHandle:
+        self._handle = await self._coro
+        return self._handle
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            await self._handle.stop()

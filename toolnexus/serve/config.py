@@ -1,0 +1,186 @@
+"""What a served toolkit can be told: the A2A profile, the MCP profile and auth."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from ..errors import ConfigError
+
+__all__ = ["A2AConfig", "MCPServeConfig", "Auth", "Provider"]
+
+
+@dataclass
+class Provider:
+    organization: str
+    url: str = ""
+
+
+@dataclass
+class Auth:
+    """Opt-in auth for JSON-RPC and MCP (the card stays public).
+
+    Use :meth:`bearer` (``Authorization: Bearer <token>``) or :meth:`api_key` (a header holding the
+    key). A request without credentials gets 401, one with wrong credentials 403.
+    """
+
+    scheme: Literal["bearer", "apiKey"]
+    secrets: tuple[str, ...]
+    header: str = "authorization"
+
+    @classmethod
+    def bearer(cls, *tokens: str) -> Auth:
+        if not tokens or not all(tokens):
+            raise ConfigError("Auth.bearer needs at least one non-empty token")
+        return cls("bearer", tuple(tokens))
+
+    @classmethod
+    def api_key(cls, *keys: str, header: str = "x-api-key") -> Auth:
+        if not keys or not all(keys):
+            raise ConfigError("Auth.api_key needs at least one non-empty key")
+        return cls("apiKey", tuple(keys), header.lower())
+
+    @classmethod
+    def from_config(cls, value: Any) -> Auth | None:
+        if value is None or isinstance(value, Auth):
+            return value
+        if not isinstance(value, Mapping):
+            raise ConfigError("a2a.auth must be an object such as {\"bearer\": [\"token\"]}")
+        if "bearer" in value:
+            tokens = value["bearer"]
+            return cls.bearer(*([tokens] if isinstance(tokens, str) else tokens))
+        if "apiKey" in value or "api_key" in value:
+            keys = value.get("apiKey", value.get("api_key"))
+            return cls.api_key(*([keys] if isinstance(keys, str) else keys), header=value.get("header", "x-api-key"))
+        raise ConfigError("a2a.auth needs a 'bearer' or 'apiKey' entry")
+
+    def check(self, headers: Mapping[str, str]) -> int | None:
+        """None when the request may pass, else the HTTP status to refuse it with (401 or 403)."""
+        value = headers.get(self.header)
+        if not value:
+            return 401
+        if self.scheme == "bearer":
+            kind, _, value = value.partition(" ")
+            if kind.lower() != "bearer" or not value:
+                return 401
+        given = value.strip().encode()
+        ok = False
+        for secret in self.secrets:  # compare against every secret, in constant time
+            ok |= hmac.compare_digest(given, secret.encode())
+        return None if ok else 403
+
+    def card_fields(self) -> dict[str, Any]:
+        """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
+        if self.scheme == "bearer":
+            scheme = {"type": "http", "scheme": "bearer", "httpAuthSecurityScheme": {"scheme": "Bearer"}}
+        else:
+            scheme = {"type": "apiKey", "in": "header", "name": self.header,
+                      "apiKeySecurityScheme": {"location": "header", "name": self.header}}
+        return {
+            "securitySchemes": {self.scheme: scheme},
+            "security": [{self.scheme: []}],
+            "securityRequirements": [{"schemes": {self.scheme: {"list": []}}}],
+        }
+
+    def __repr__(self) -> str:  # never print a secret
+        return f"Auth(scheme={self.scheme!r}, header={self.header!r}, secrets=<{len(self.secrets)} hidden>)"
+
+
+@dataclass
+class A2AConfig:
+    """The A2A profile of a served toolkit.
+
+    Attributes:
+        name: the card's name.
+        description: the card's description (linters grade an empty one as an error).
+        version: the agent's version.
+        provider: ``Provider`` or ``{"organization", "url"}``; on the card only when set.
+        skills: only these skills are advertised and may be chosen (None: all).
+        store: ``"memory"``, ``"file:<dir>"`` or a TaskStore object.
+        auth: an :class:`Auth`; None for an open agent.
+        blocking_timeout: the most seconds a blocking send waits before it returns the current state.
+        max_body: the largest request body accepted, in bytes.
+        streaming: advertise and serve SSE streaming.
+        input_modes, output_modes: the card's default modes.
+        documentation_url, icon_url: optional card fields.
+    """
+
+    name: str = "toolnexus-agent"
+    description: str = ""
+    version: str = "0.1.0"
+    provider: Provider | Mapping[str, str] | None = None
+    skills: Sequence[str] | None = None
+    store: Any = "memory"
+    auth: Auth | None = None
+    blocking_timeout: float = 60.0
+    max_body: int = 1024 * 1024
+    streaming: bool = True
+    input_modes: Sequence[str] = ("text",)
+    output_modes: Sequence[str] = ("text",)
+    documentation_url: str | None = None
+    icon_url: str | None = None
+
+    @classmethod
+    def from_config(cls, value: Any) -> A2AConfig:
+        """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
+        if isinstance(value, A2AConfig):
+            return value
+        if value is None or value is True:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise ConfigError("a2a must be an object")
+        names = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, v in value.items():
+            snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
+            if snake not in names:
+                raise ConfigError(f"a2a.{key} is not a known option ({', '.join(sorted(names))})")
+            kwargs[snake] = v
+        if "auth" in kwargs:
+            kwargs["auth"] = Auth.from_config(kwargs["auth"])
+        return cls(**kwargs)
+
+    def provider_fields(self) -> dict[str, str] | None:
+        p = self.provider
+        if p is None:
+            return None
+        if isinstance(p, Provider):
+            return {"organization": p.organization, "url": p.url}
+        return {"organization": str(p.get("organization", "")), "url": str(p.get("url", ""))}
+
+
+@dataclass
+class MCPServeConfig:
+    """The MCP profile at ``/mcp``.
+
+    Attributes:
+        name, version: the ``serverInfo`` of ``initialize``.
+        tools: expose only these tools. None: every tool except the builtins that run commands or
+            write files (``bash``, ``write``, ``edit``), which are exposed only when named.
+        allowed_hosts, allowed_origins: beyond the bound address, for DNS-rebinding protection.
+    """
+
+    name: str = "toolnexus"
+    version: str = "0.1.0"
+    tools: Sequence[str] | None = None
+    allowed_hosts: Sequence[str] = field(default_factory=tuple)
+    allowed_origins: Sequence[str] = field(default_factory=tuple)
+
+    @classmethod
+    def from_config(cls, value: Any) -> MCPServeConfig:
+        if isinstance(value, MCPServeConfig):
+            return value
+        if value is None or value is True:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise ConfigError("mcpServer must be an object")
+        known = {f.name for f in fields(cls)}
+        kwargs = {}
+        for key, v in value.items():
+            snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
+            if snake not in known:
+                raise ConfigError(f"mcpServer.{key} is not a known option ({', '.join(sorted(known))})")
+            kwargs[snake] = v
+        return cls(**kwargs)

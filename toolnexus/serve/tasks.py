@@ -1,0 +1,422 @@
+"""Served tasks: where they are kept (stores) and the one place that moves them (TaskRunner).
+
+Every state change goes through :meth:`TaskRunner.transition`, which checks the move against
+``LEGAL``, saves, wakes the waiters and publishes a :class:`TaskEvent`. A terminal state never
+changes; an illegal move is refused and recorded nowhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..a2a.dialects import Dialect, parse_task, render_task
+from ..a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus, is_legal, new_id, now_iso
+from ..errors import (
+    ConfigError,
+    InvalidParamsError,
+    MaxTurnsError,
+    ModelError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
+from ..events import EventBus, TaskEvent
+from ..tools import Answer
+
+if TYPE_CHECKING:
+    from ..llm import Client, RunResult
+    from ..toolkit import Toolkit
+
+__all__ = ["TaskStore", "MemoryTaskStore", "FileTaskStore", "TaskRunner", "open_store", "TaskPage"]
+
+log = logging.getLogger("toolnexus.serve")
+
+OnTask = Callable[[dict[str, Any]], Any]
+
+
+class TaskPage:
+    """One page of a task listing."""
+
+    def __init__(self, tasks: list[Task], next_token: str, total: int) -> None:
+        self.tasks = tasks
+        self.next_token = next_token
+        self.total = total
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where served tasks live. Every store keeps the same contract (tests/serve/test_stores.py)."""
+
+    async def get(self, id: str) -> Task | None: ...
+
+    async def save(self, task: Task) -> None: ...
+
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+    ) -> TaskPage: ...
+
+
+def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, updated_after: str | None,
+          page_size: int, page_token: str) -> TaskPage:
+    """Newest first; the token is the offset into the filtered listing."""
+    chosen = [
+        t for t in tasks
+        if (context_id is None or t.context_id == context_id)
+        and (state is None or t.state is state)
+        and (updated_after is None or (t.status.timestamp or "") > updated_after)
+    ]
+    chosen.sort(key=lambda t: (t.created, t.id), reverse=True)
+    try:
+        start = int(page_token) if page_token else 0
+    except ValueError:
+        raise ValueError("pageToken is not one this server gave out") from None
+    if start < 0 or start > len(chosen):
+        raise ValueError("pageToken is not one this server gave out")
+    page = chosen[start : start + page_size]
+    end = start + len(page)
+    return TaskPage(page, str(end) if end < len(chosen) else "", len(chosen))
+
+
+class MemoryTaskStore:
+    """Tasks in a dict, for the life of the process (the default)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, Task] = {}
+
+    async def get(self, id: str) -> Task | None:
+        return self._tasks.get(id)
+
+    async def save(self, task: Task) -> None:
+        self._tasks[task.id] = task
+
+    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "") -> TaskPage:
+        return _page(list(self._tasks.values()), context_id, state, updated_after, page_size, page_token)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+def task_record(task: Task) -> dict[str, Any]:
+    """A task as the file store writes it: the v0.3 rendering plus what never crosses the wire."""
+    record = render_task(task, Dialect.V03)
+    record["toolnexus"] = {"skill": task.skill, "request": task.request, "created": task.created}
+    return record
+
+
+def task_from_record(record: dict[str, Any]) -> Task:
+    task = parse_task(record)
+    extra = record.get("toolnexus") or {}
+    task.skill = extra.get("skill")
+    task.request = extra.get("request") or ""
+    task.created = extra.get("created") or task.created
+    return task
+
+
+class FileTaskStore:
+    """One JSON file per task in ``folder``, replaced atomically (write a temp file, then rename).
+
+    A crash never leaves a partial task file; reads are served from memory after the first load.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._cache: dict[str, Task] = {}
+        self._loaded = False
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _path(self, id: str) -> Path:
+        safe = base64.urlsafe_b64encode(id.encode()).decode().rstrip("=") if not _plain(id) else id
+        return self.folder / f"{safe}.json"
+
+    def load(self) -> list[Task]:
+        """Read every task file (skipping and logging any that does not parse)."""
+        if not self._loaded:
+            for path in sorted(self.folder.glob("*.json")):
+                try:
+                    task = task_from_record(json.loads(path.read_text(encoding="utf-8")))
+                except Exception as exc:  # a damaged file must not stop the server
+                    log.error("task file %s cannot be read: %s", path, exc)
+                    continue
+                self._cache[task.id] = task
+            for tmp in self.folder.glob(".*.tmp"):  # left by a crash mid-write; the old file stands
+                tmp.unlink(missing_ok=True)
+            self._loaded = True
+        return list(self._cache.values())
+
+    async def get(self, id: str) -> Task | None:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        return self._cache.get(id)
+
+    async def save(self, task: Task) -> None:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        snapshot = task.snapshot()
+        self._cache[task.id] = task
+        body = json.dumps(task_record(snapshot), ensure_ascii=False)
+        path = self._path(task.id)
+        lock = self._locks.setdefault(task.id, asyncio.Lock())
+        async with lock:  # saves of one task land in order
+            await asyncio.to_thread(_atomic_write, path, body)
+
+    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "") -> TaskPage:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        return _page(list(self._cache.values()), context_id, state, updated_after, page_size, page_token)
+
+
+def _plain(id: str) -> bool:
+    return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
+
+
+def _atomic_write(path: Path, body: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(body)
+    os.replace(tmp, path)
+
+
+def open_store(store: str | TaskStore | None) -> TaskStore:
+    """``"memory"`` (default), ``"file:<dir>"``, or any object with the TaskStore methods."""
+    if store is None or store == "memory":
+        return MemoryTaskStore()
+    if isinstance(store, str):
+        if store.startswith("file:") and len(store) > 5:
+            return FileTaskStore(Path(store[5:]).expanduser())
+        raise ConfigError(f"store must be 'memory', 'file:<dir>' or a TaskStore object, not {store!r}")
+    for name in ("get", "save", "list"):
+        if not callable(getattr(store, name, None)):
+            raise ConfigError(f"store object {store!r} has no {name}() method")
+    return store
+
+
+class TaskRunner:
+    """Creates, runs, answers and cancels the tasks of one served toolkit."""
+
+    def __init__(
+        self,
+        *,
+        toolkit: Toolkit,
+        client: Client | None,
+        store: TaskStore,
+        bus: EventBus,
+        server: str,
+        on_task: OnTask | None = None,
+    ) -> None:
+        self.toolkit = toolkit
+        self.client = client
+        self.store = store
+        self.bus = bus
+        self.server = server
+        self.on_task = on_task
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._pending: dict[str, RunResult] = {}
+        self._hooks: set[asyncio.Task[Any]] = set()
+        self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
+
+    # -- the one way a task changes -----------------------------------------------------------
+    async def transition(
+        self,
+        task: Task,
+        state: TaskState,
+        *,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+        history: list[Message] | None = None,
+        result: RunResult | None = None,
+        new: bool = False,
+    ) -> bool:
+        """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. False if refused.
+
+        ``new`` marks the first record of a task (its move from nothing to ``submitted``).
+        """
+        lock = self._locks.setdefault(task.id, asyncio.Lock())
+        async with lock:
+            before = None if new else task.status.state
+            if not is_legal(before, state):
+                log.debug("task %s: refused move %s -> %s", task.id, before, state)
+                return False
+            task.status = TaskStatus(state, message, now_iso())
+            if history:
+                task.history.extend(history)
+            if artifacts:
+                task.artifacts.extend(artifacts)
+            await self.store.save(task)
+            event = TaskEvent(task.id, task.context_id, task.skill, before, state, task.snapshot(), self.server,
+                              result)
+            self.bus.publish(event)
+            for q in self._watchers.get(task.id, ()):
+                q.put_nowait(event)
+            changed = self._changed.pop(task.id, None)
+            if changed is not None:
+                changed.set()
+            if state.terminal:
+                self._locks.pop(task.id, None)
+                self._pending.pop(task.id, None)
+            if state.terminal or state.interrupted:
+                self._fire_on_task(task, state, result)
+        return True
+
+    def _fire_on_task(self, task: Task, state: TaskState, result: RunResult | None) -> None:
+        if self.on_task is None:
+            return
+        payload = {"id": task.id, "skill": task.skill, "task": task.request, "result": result, "state": state.value,
+                   "context_id": task.context_id}
+
+        async def call() -> None:
+            try:
+                out = self.on_task(payload)  # type: ignore[misc]
+                if inspect.isawaitable(out):
+                    await out
+            except Exception:
+                log.exception("on_task hook failed for task %s", task.id)
+
+        hook = asyncio.ensure_future(call())
+        self._hooks.add(hook)
+        hook.add_done_callback(self._hooks.discard)
+
+    # -- create and run -----------------------------------------------------------------------
+    async def create(self, message: Message, skill: str | None, prompt: str) -> Task:
+        """A new ``submitted`` task for ``message``, its run started. Returns the task itself."""
+        context = message.context_id or new_id()
+        task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text)
+        message.context_id, message.task_id = context, task.id
+        await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
+        self._start(task, self._fulfil(task, prompt, None))
+        return task
+
+    async def answer(self, task: Task, message: Message) -> None:
+        """Resume an interrupted task with the user's ``message``."""
+        message.context_id, message.task_id = task.context_id, task.id
+        pending = self._pending.pop(task.id, None)
+        if not await self.transition(task, TaskState.WORKING, history=[message]):
+            raise InvalidParamsError(f"the task is {task.state.value}, no longer waiting for input")
+        self._start(task, self._fulfil(task, message.text, pending, started=True))
+
+    def _start(self, task: Task, work: Awaitable[None]) -> None:
+        run = asyncio.ensure_future(work)
+        self._runs[task.id] = run
+        run.add_done_callback(lambda _: self._runs.pop(task.id, None) if self._runs.get(task.id) is run else None)
+
+    async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False) -> None:
+        try:
+            if not started and not await self.transition(task, TaskState.WORKING):
+                return
+            if self.client is None:
+                await self.transition(task, TaskState.FAILED, message=Message.agent(
+                    "no model client is configured for this agent (serve(..., client=...))", task.context_id, task.id))
+                return
+            if pending is not None:
+                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt))  # type: ignore[union-attr]
+            else:
+                result = await self.client.ask(prompt, self.toolkit, id=task.context_id)
+        except asyncio.CancelledError:
+            return  # cancel() already moved the task
+        except (ModelError, MaxTurnsError) as exc:
+            await self._fail(task, f"model error: {exc}")
+            return
+        except Exception:
+            log.exception("task %s: the run failed", task.id)
+            await self._fail(task, "internal error while running the task")
+            return
+        if task.skill is None:
+            task.skill = next((c["args"].get("name") for c in result.tool_calls
+                               if c["name"] == "skill" and isinstance(c.get("args"), dict)), None)
+        if result.status == "pending" and result.pending is not None:
+            question = Message.agent(result.pending.prompt or "input required", task.context_id, task.id)
+            self._pending[task.id] = result
+            await self.transition(task, TaskState.INPUT_REQUIRED, message=question, history=[question],
+                                  result=result)
+            return
+        reply = Message.agent(result.text, task.context_id, task.id)
+        artifact = Artifact([Part.of_text(result.text)], name="reply")
+        await self.transition(task, TaskState.COMPLETED, artifacts=[artifact], history=[reply], result=result)
+
+    async def _fail(self, task: Task, reason: str) -> None:
+        await self.transition(task, TaskState.FAILED, message=Message.agent(reason, task.context_id, task.id))
+
+    # -- queries and control ------------------------------------------------------------------
+    async def get(self, id: str) -> Task:
+        task = await self.store.get(id)
+        if task is None:
+            raise TaskNotFoundError()
+        return task
+
+    async def cancel(self, id: str) -> Task:
+        task = await self.get(id)
+        if task.state.terminal:
+            raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
+        run = self._runs.pop(id, None)
+        if not await self.transition(task, TaskState.CANCELED):
+            raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
+        if run is not None and not run.done():
+            run.cancel()
+        return task
+
+    async def wait(self, task: Task, timeout: float | None) -> Task:
+        """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not (task.state.terminal or task.state.interrupted):
+            changed = self._changed.setdefault(task.id, asyncio.Event())
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            try:
+                await asyncio.wait_for(changed.wait(), left)
+            except asyncio.TimeoutError:
+                break
+        return task
+
+    def listen(self, task_id: str) -> asyncio.Queue[TaskEvent]:
+        """A queue that receives every later transition of the task; end with :meth:`unlisten`."""
+        queue: asyncio.Queue[TaskEvent] = asyncio.Queue()
+        self._watchers.setdefault(task_id, []).append(queue)
+        return queue
+
+    def unlisten(self, task_id: str, queue: asyncio.Queue[TaskEvent]) -> None:
+        watchers = self._watchers.get(task_id, [])
+        if queue in watchers:
+            watchers.remove(queue)
+        if not watchers:
+            self._watchers.pop(task_id, None)
+
+    async def recover(self) -> int:
+        """After a restart: mark ``submitted``/``working`` tasks of the store failed. Returns how many."""
+        page_token, count = "", 0
+        while True:
+            page = await self.store.list(page_size=100, page_token=page_token)
+            for task in page.tasks:
+                if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
+                    note = Message.agent("interrupted by restart", task.context_id, task.id)
+                    count += await self.transition(task, TaskState.FAILED, message=note)
+            if not page.next_token:
+                return count
+            page_token = page.next_token
+
+    async def close(self) -> None:
+        """Cancel every run in flight and wait for the hooks already fired."""
+        runs = list(self._runs.values())
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        if self._hooks:
+            await asyncio.wait(list(self._hooks), timeout=5)
