@@ -87,6 +87,8 @@ _V10_METHODS = {
 }
 _LEGACY_CAPABLE = frozenset({_SEND, _GET, _CANCEL})
 _SERVED_VERSIONS = "0.3, 1.0"
+_DRAIN = 1024 * 1024
+"""Bytes past the limit read and thrown away before a 413, so that the client sees the answer."""
 _JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
 
 
@@ -216,6 +218,11 @@ class A2AEndpoint:
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
+                # discard (never keep) a bounded tail so the client reads the 413 instead of a reset
+                async for rest in request.stream():
+                    size += len(rest)
+                    if size > limit + _DRAIN:
+                        break
                 raise _Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
             chunks.append(chunk)
         return b"".join(chunks)
