@@ -413,10 +413,13 @@ class TaskRunner:
             page_token = page.next_token
 
     async def close(self) -> None:
-        """Cancel every run in flight and wait for the hooks already fired."""
+        """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
         runs = list(self._runs.values())
         for run in runs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         if self._hooks:
-            await asyncio.wait(list(self._hooks), timeout=5)
+            _, late = await asyncio.wait(list(self._hooks), timeout=1.0)
+            for hook in late:
+                hook.cancel()
+            await asyncio.gather(*late, return_exceptions=True)

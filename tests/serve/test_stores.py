@@ -1,0 +1,120 @@
+"""One contract for every TaskStore, and restart recovery on the file store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+import toolnexus as tn
+from toolnexus.a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from toolnexus.serve.tasks import FileTaskStore, MemoryTaskStore, open_store
+
+from .wire import rpc, v03_message
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request, tmp_path: Path):
+    return MemoryTaskStore() if request.param == "memory" else FileTaskStore(tmp_path / "tasks")
+
+
+def make(i: int, ctx: str = "c1", state: TaskState = TaskState.COMPLETED) -> Task:
+    t = Task(f"task-{i}", ctx, TaskStatus(state, None, f"2026-11-30T10:00:{i:02}.000000Z"),
+             history=[Message("user", [Part.of_text(f"q{i}")], f"m{i}", ctx, f"task-{i}")],
+             artifacts=[Artifact([Part.of_text(f"a{i}")], f"art{i}", "reply")], skill="greet", request=f"q{i}",
+             created=f"2026-11-30T10:00:{i:02}.000000Z")
+    return t
+
+
+async def test_get_save_round_trip(store):
+    assert await store.get("task-1") is None
+    t = make(1)
+    await store.save(t)
+    got = await store.get("task-1")
+    assert got.id == "task-1" and got.context_id == "c1" and got.state is TaskState.COMPLETED
+    assert got.history[0].text == "q1" and got.artifacts[0].text == "a1"
+    assert got.skill == "greet" and got.request == "q1"
+    t.status = TaskStatus(TaskState.FAILED, Message.agent("why"), "2026-11-30T11:00:00.000000Z")
+    await store.save(t)
+    assert (await store.get("task-1")).state is TaskState.FAILED
+
+
+async def test_list_filters_and_pages(store):
+    for i in range(5):
+        await store.save(make(i, "even" if i % 2 == 0 else "odd", TaskState.COMPLETED if i < 4 else TaskState.WORKING))
+    page = await store.list(page_size=2)
+    assert [t.id for t in page.tasks] == ["task-4", "task-3"] and page.total == 5 and page.next_token
+    page2 = await store.list(page_size=2, page_token=page.next_token)
+    page3 = await store.list(page_size=2, page_token=page2.next_token)
+    assert [t.id for t in page2.tasks + page3.tasks] == ["task-2", "task-1", "task-0"]
+    assert page3.next_token == ""
+    assert [t.id for t in (await store.list(context_id="odd")).tasks] == ["task-3", "task-1"]
+    assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-4"]
+    after = await store.list(updated_after="2026-11-30T10:00:02.500000Z")
+    assert [t.id for t in after.tasks] == ["task-4", "task-3"]
+    with pytest.raises(ValueError):
+        await store.list(page_token="garbage")
+
+
+async def test_file_store_survives_a_new_process_and_odd_ids(tmp_path: Path):
+    folder = tmp_path / "tasks"
+    first = FileTaskStore(folder)
+    odd = make(1)
+    odd.id = "../../etc/passwd ünïcode"
+    await first.save(odd)
+    await first.save(make(2))
+    names = sorted(p.name for p in folder.iterdir())
+    assert all("/" not in n and ".." not in n.replace(".json", "") for n in names) and len(names) == 2
+    again = FileTaskStore(folder)
+    assert (await again.get(odd.id)).id == odd.id
+    for p in folder.iterdir():
+        json.loads(p.read_text())  # every file is whole JSON
+    (folder / "broken.json").write_text("{half")
+    (folder / ".x.json.123.tmp").write_text("{partial")
+    third = FileTaskStore(folder)
+    assert len((await third.list()).tasks) == 2  # the broken one is skipped and logged
+    assert not (folder / ".x.json.123.tmp").exists()
+
+
+def test_open_store_forms(tmp_path: Path):
+    assert isinstance(open_store(None), MemoryTaskStore)
+    assert isinstance(open_store("memory"), MemoryTaskStore)
+    assert isinstance(open_store(f"file:{tmp_path}/t"), FileTaskStore)
+    custom = MemoryTaskStore()
+    assert open_store(custom) is custom
+    with pytest.raises(tn.ConfigError, match="store must be"):
+        open_store("redis://x")
+    with pytest.raises(tn.ConfigError, match="has no get"):
+        open_store(object())
+
+
+async def test_restart_recovery_on_the_file_store(tmp_path: Path):
+    folder = tmp_path / "tasks"
+    store = FileTaskStore(folder)
+    await store.save(make(1, state=TaskState.COMPLETED))
+    await store.save(make(2, state=TaskState.SUBMITTED))
+    await store.save(make(3, state=TaskState.WORKING))
+    waiting = make(4, "ctx-4", state=TaskState.INPUT_REQUIRED)
+    waiting.artifacts = []
+    waiting.status.message = Message.agent("Do you approve: x?", "ctx-4", "task-4")
+    await store.save(waiting)
+    completed_before = json.loads((folder / "task-1.json").read_text())
+
+    tk = await tn.create_toolkit(builtins=False)
+    seen: list[tn.TaskEvent] = []
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{folder}")) as h, \
+            httpx.AsyncClient() as http:
+        seen = h.events.history()
+        for tid in ("task-2", "task-3"):
+            got = (await rpc(http, h.url, "tasks/get", {"id": tid}))["result"]
+            assert got["status"]["state"] == "failed"
+            assert got["status"]["message"]["parts"][0]["text"] == "interrupted by restart"
+        answer = v03_message("yes", taskId="task-4", contextId="ctx-4")
+        done = (await rpc(http, h.url, "message/send", {"message": answer}))["result"]
+        assert done["id"] == "task-4" and done["status"]["state"] == "completed"
+    assert json.loads((folder / "task-1.json").read_text()) == completed_before
+    moves = [(e.task_id, e.previous, e.state) for e in seen if isinstance(e, tn.TaskEvent)]
+    assert ("task-2", TaskState.SUBMITTED, TaskState.FAILED) in moves
+    assert ("task-3", TaskState.WORKING, TaskState.FAILED) in moves
