@@ -1,0 +1,164 @@
+"""The ``toolnexus`` command: ``serve`` a toolkit; output for people or, with ``--json``, for scripts.
+
+Exit codes: 0 success, 1 a peer or runtime error, 2 a usage error (bad flags, bad config, port in use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "build_client"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXAMPLE_SKILLS = Path(__file__).resolve().parent.parent / "examples" / "skills"
+DEMO_NAME = "demo-desk"
+DEMO_DESCRIPTION = ("The toolnexus demo agent: greets, reports the weather from a bundled table and drafts "
+                    "reports that need approval. Runs offline on the embedded demo model.")
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+class UsageError(Exception):
+    """A mistake in the command line; printed as one line, exit code 2."""
+
+
+def build_client(model: str, base_url: str | None = None, api_key_env: str | None = None) -> Any:
+    """``demo``, ``openai:MODEL`` or ``anthropic:MODEL`` as a client (the key read from the environment)."""
+    import toolnexus as tn
+
+    if model == "demo":
+        return tn.demo_client()
+    style, _, name = model.partition(":")
+    if style not in DEFAULT_BASE_URLS or not name:
+        raise UsageError(f"--model must be demo, openai:MODEL or anthropic:MODEL, not {model!r}")
+    key = None
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set")
+    return tn.create_client(base_url or DEFAULT_BASE_URLS[style], style, name, api_key=key)  # type: ignore[arg-type]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="serve a toolkit (with no flags: the example skills on the demo model)")
+    s.add_argument("--config", help="a toolkit config file (JSON)")
+    s.add_argument("--skills", action="append", help="a skills folder (repeatable)")
+    s.add_argument("--name", help="the agent's name on its card")
+    s.add_argument("--description", help="the agent's description on its card")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free port)")
+    s.add_argument("--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL (default demo)")
+    s.add_argument("--base-url", help="the model endpoint (any OpenAI-compatible server works with openai:)")
+    s.add_argument("--api-key-env", help="the environment variable holding the model key")
+    s.add_argument("--store", default=None, help="memory | file:DIR (default memory)")
+    s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
+    s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
+    s.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
+    s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "serve":
+            return asyncio.run(_serve(args))
+    except UsageError as exc:
+        print(f"toolnexus: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_USAGE
+
+
+def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
+    print(json.dumps(data) if args.json else text, flush=True)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    import toolnexus as tn
+
+    demo = not (args.config or args.skills)
+    skills = args.skills or ([str(EXAMPLE_SKILLS)] if demo and EXAMPLE_SKILLS.is_dir() else [])
+    try:
+        tk = await tn.create_toolkit(skills, builtins=args.builtins, config=args.config)
+    except tn.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    a2a: Any = None
+    if not args.no_a2a:
+        a2a = tn.A2AConfig.from_config(tk.config.get("a2a"))
+        if args.name:
+            a2a.name = args.name
+        elif demo:
+            a2a.name = DEMO_NAME
+        if args.description is not None:
+            a2a.description = args.description
+        elif demo and not a2a.description:
+            a2a.description = DEMO_DESCRIPTION
+        if args.store:
+            a2a.store = args.store
+    mcp: Any = True if args.mcp else tk.config.get("mcpServer")
+    if args.no_a2a and not mcp:
+        raise UsageError("--no-a2a needs --mcp (or an mcpServer block in the config)")
+    client = build_client(args.model, args.base_url, args.api_key_env)
+    try:
+        handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except tn.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform/thread
+            pass
+    profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
+    _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
+          {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles, "model": args.model})
+    if a2a is not None:
+        _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+    if mcp:
+        _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
+    if args.host not in ("127.0.0.1", "localhost", "::1") and (a2a is None or a2a.auth is None):
+        _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
+              {"event": "warning", "message": "bound beyond loopback without auth"})
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+
+    async def follow() -> None:
+        async for ev in handle.events.subscribe(replay=False):
+            if not isinstance(ev, tn.TaskEvent):
+                continue
+            text = ev.task.request.replace("\n", " ")
+            line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
+            data = {"event": "task", "time": ev.time, "task": ev.task_id, "context": ev.context_id,
+                    "skill": ev.skill, "from": ev.previous.value if ev.previous else None, "state": ev.state.value}
+            if ev.result is not None:
+                data["usage"] = ev.result.usage.to_dict()
+                data["tool_calls"] = ev.result.tool_call_count
+                line += f"  ({ev.result.usage.total_tokens} tok, {ev.result.tool_call_count} tools)"
+            _emit(args, line, data)
+
+    follower = asyncio.ensure_future(follow())
+    try:
+        await stop.wait()
+    finally:
+        follower.cancel()
+        await handle.stop()
+        _emit(args, "stopped", {"event": "stopped"})
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
