@@ -171,7 +171,7 @@ class _Subscription:
 class EventBus:
     """Fan-out of events to any number of subscribers; keeps the last ``history`` events for replay."""
 
-    def __init__(self, history: int = 10_000) -> None:
+    def __init__(self, history: int = 1000) -> None:
         self._subs: set[_Subscription] = set()
         self._history: collections.deque[Any] = collections.deque(maxlen=history)
         self._seq = itertools.count(1)

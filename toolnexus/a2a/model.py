@@ -8,7 +8,7 @@ a terminal state never changes.
 from __future__ import annotations
 
 import enum
-import uuid
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -73,14 +73,16 @@ def is_legal(before: TaskState | None, after: TaskState) -> bool:
 
 def now_iso() -> str:
     """The current UTC time as ``2026-11-30T08:13:48.403420Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def new_id() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID as text."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Part:
     """One piece of content: ``text``, ``data`` (any JSON) or ``file`` (``raw`` base64 or ``url``)."""
 
@@ -109,7 +111,7 @@ class Part:
         return f"[file: {label}{f' ({self.media_type})' if self.media_type else ''}]"
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     role: Literal["user", "agent"]
     parts: list[Part]
@@ -129,7 +131,7 @@ class Message:
         return cls("agent", [Part.of_text(text)], context_id=context_id, task_id=task_id)
 
 
-@dataclass
+@dataclass(slots=True)
 class Artifact:
     parts: list[Part]
     artifact_id: str = field(default_factory=new_id)
@@ -142,14 +144,14 @@ class Artifact:
         return "\n".join(p.text or "" for p in self.parts if p.kind == "text")
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskStatus:
     state: TaskState
     message: Message | None = None
     timestamp: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Task:
     """A task as toolnexus keeps it. ``skill``, ``request`` and ``created`` never cross the wire."""
 

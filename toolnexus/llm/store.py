@@ -26,14 +26,14 @@ class MemoryConversationStore:
     """Conversations in a dict, for the life of the process."""
 
     def __init__(self) -> None:
-        self._data: dict[str, list[dict[str, Any]]] = {}
+        self._data: dict[str, tuple[dict[str, Any], ...]] = {}  # tuples: the GC can stop walking them
 
     async def get(self, id: str) -> list[dict[str, Any]] | None:
         found = self._data.get(id)
         return list(found) if found is not None else None
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
-        self._data[id] = list(messages)
+        self._data[id] = tuple(messages)
 
 
 class FileConversationStore:

@@ -209,10 +209,12 @@ class A2AEndpoint:
         declared = request.headers.get("content-length")
         if declared is not None:
             try:
-                if int(declared) > limit:
-                    raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
+                size = int(declared)
             except ValueError:
                 raise _Refusal(400, "invalid Content-Length") from None
+            if size > limit:
+                raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
+            return await request.body()  # the server enforces Content-Length: no more can arrive
         chunks = []
         size = 0
         async for chunk in request.stream():

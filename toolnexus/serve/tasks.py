@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .. import _json
 from ..a2a.dialects import Dialect, parse_task, render_task
 from ..a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus, is_legal, new_id, now_iso
 from ..errors import (
@@ -79,32 +80,56 @@ def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, up
         and (updated_after is None or (t.status.timestamp or "") > updated_after)
     ]
     chosen.sort(key=lambda t: (t.created, t.id), reverse=True)
+    start, end, next_token = _window(len(chosen), page_size, page_token)
+    return TaskPage(chosen[start:end], next_token, len(chosen))
+
+
+def _window(total: int, page_size: int, page_token: str) -> tuple[int, int, str]:
+    """The slice a page covers, and the token of the next page ("" at the end)."""
     try:
         start = int(page_token) if page_token else 0
     except ValueError:
         raise ValueError("pageToken is not one this server gave out") from None
-    if start < 0 or start > len(chosen):
+    if start < 0 or start > total:
         raise ValueError("pageToken is not one this server gave out")
-    page = chosen[start : start + page_size]
-    end = start + len(page)
-    return TaskPage(page, str(end) if end < len(chosen) else "", len(chosen))
+    end = min(start + page_size, total)
+    return start, end, str(end) if end < total else ""
 
 
 class MemoryTaskStore:
-    """Tasks in a dict, for the life of the process (the default)."""
+    """Tasks in memory, for the life of the process (the default).
+
+    A task still in flight is kept as the live object; a terminal one as its JSON record (bytes),
+    which the garbage collector never has to walk, with a small index for listings. Thousands
+    of finished tasks then cost neither pauses nor much memory.
+    """
 
     def __init__(self) -> None:
-        self._tasks: dict[str, Task] = {}
+        self._tasks: dict[str, Task | bytes] = {}
+        self._index: dict[str, tuple[str, str, str, TaskState, str]] = {}
 
     async def get(self, id: str) -> Task | None:
-        return self._tasks.get(id)
+        found = self._tasks.get(id)
+        if isinstance(found, bytes):
+            return task_from_record(_json.loads(found))
+        return found
 
     async def save(self, task: Task) -> None:
-        self._tasks[task.id] = task
+        self._tasks[task.id] = _json.dumps(task_record(task)) if task.state.terminal else task
+        self._index[task.id] = (task.created, task.id, task.context_id, task.state, task.status.timestamp or "")
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "") -> TaskPage:
-        return _page(list(self._tasks.values()), context_id, state, updated_after, page_size, page_token)
+        chosen = [
+            entry for entry in self._index.values()
+            if (context_id is None or entry[2] == context_id)
+            and (state is None or entry[3] is state)
+            and (updated_after is None or entry[4] > updated_after)
+        ]
+        chosen.sort(reverse=True)
+        start, end, next_token = _window(len(chosen), page_size, page_token)
+        tasks = [t for t in [await self.get(entry[1]) for entry in chosen[start:end]] if t is not None]
+        return TaskPage(tasks, next_token, len(chosen))
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -118,12 +143,43 @@ def task_record(task: Task) -> dict[str, Any]:
 
 
 def task_from_record(record: dict[str, Any]) -> Task:
-    task = parse_task(record)
-    extra = record.get("toolnexus") or {}
-    task.skill = extra.get("skill")
-    task.request = extra.get("request") or ""
-    task.created = extra.get("created") or task.created
-    return task
+    """A task from :func:`task_record` (or any v0.3-shaped task, through the lenient parser)."""
+    extra = record.get("toolnexus")
+    if extra is None:
+        return parse_task(record)
+    status = record["status"]
+    message = status.get("message")
+    return Task(
+        record["id"],
+        record["contextId"],
+        TaskStatus(_STATE[status["state"]], _message(message) if message else None, status.get("timestamp")),
+        [_message(m) for m in record.get("history", ())],
+        [Artifact([_part(p) for p in a["parts"]], a["artifactId"], a.get("name"), a.get("description"),
+                  a.get("metadata")) for a in record.get("artifacts", ())],
+        record.get("metadata"),
+        extra.get("skill"),
+        extra.get("request") or "",
+        extra.get("created") or now_iso(),
+    )
+
+
+_STATE = {s.value: s for s in TaskState}
+
+
+def _part(p: dict[str, Any]) -> Part:
+    kind = p["kind"]
+    if kind == "text":
+        return Part("text", text=p["text"], metadata=p.get("metadata"))
+    if kind == "data":
+        return Part("data", data=p["data"], metadata=p.get("metadata"))
+    f = p["file"]
+    return Part("file", raw=f.get("bytes"), url=f.get("uri"), media_type=f.get("mimeType"), filename=f.get("name"),
+                metadata=p.get("metadata"))
+
+
+def _message(m: dict[str, Any]) -> Message:
+    return Message(m["role"], [_part(p) for p in m["parts"]], m["messageId"], m.get("contextId"), m.get("taskId"),
+                   m.get("metadata"), m.get("referenceTaskIds"))
 
 
 class FileTaskStore:
@@ -248,20 +304,23 @@ class TaskRunner:
 
         ``new`` marks the first record of a task (its move from nothing to ``submitted``).
         """
-        lock = self._locks.setdefault(task.id, asyncio.Lock())
+        lock = self._locks.get(task.id)
+        if lock is None:
+            lock = self._locks[task.id] = asyncio.Lock()
         async with lock:
             before = None if new else task.status.state
             if not is_legal(before, state):
                 log.debug("task %s: refused move %s -> %s", task.id, before, state)
                 return False
-            task.status = TaskStatus(state, message, now_iso())
+            stamp = now_iso()
+            task.status = TaskStatus(state, message, stamp)
             if history:
                 task.history.extend(history)
             if artifacts:
                 task.artifacts.extend(artifacts)
             await self.store.save(task)
             event = TaskEvent(task.id, task.context_id, task.skill, before, state, task.snapshot(), self.server,
-                              result)
+                              result, stamp)
             self.bus.publish(event)
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
@@ -373,17 +432,15 @@ class TaskRunner:
 
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while not (task.state.terminal or task.state.interrupted):
-            changed = self._changed.setdefault(task.id, asyncio.Event())
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                break
-            try:
-                await asyncio.wait_for(changed.wait(), left)
-            except asyncio.TimeoutError:
-                break
+        try:
+            async with asyncio.timeout(timeout):
+                while not (task.state.terminal or task.state.interrupted):
+                    changed = self._changed.get(task.id)
+                    if changed is None:
+                        changed = self._changed[task.id] = asyncio.Event()
+                    await changed.wait()
+        except TimeoutError:
+            pass
         return task
 
     def listen(self, task_id: str) -> asyncio.Queue[TaskEvent]:

@@ -1,0 +1,310 @@
+"""Benchmark: a served toolkit against the ceiling of its stack, in one run.
+
+Two servers, each in its own process, on the same uvicorn settings (uvloop + httptools):
+
+- ``toolnexus``: a toolkit served with an instant in-process model, memory store.
+- ``bare``: a bare Starlette app that answers the same JSON-RPC calls from a dict: a non-blocking
+  ``message/send`` gets ``submitted`` and the task completes on its first ``tasks/get`` (so both
+  sides pay a send and a poll), a blocking send gets ``completed`` at once.
+
+The load comes from a third process speaking raw HTTP/1.1 keep-alive on asyncio + uvloop (a
+general-purpose client would be the bottleneck on two cores). Measured per server: card GETs per
+second, send-then-poll round trips per second and blocking sends per second at concurrency 1, 16
+and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
+
+Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
+(about 3 minutes; the servers are measured alternately and the medians reported, as a shared
+machine's neighbours move single runs by 10-20%).
+Targets (issue 4): round trips at c=64 >= 50% of bare with CPU/op <= 2x; card GET >= 50%; p99 at
+c=64 <= 3x bare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CARD = "/.well-known/agent-card.json"
+CONCURRENCY = (1, 16, 64)
+
+
+# ---------------------------------------------------------------------------------------------
+# the servers (run as: serve_bench.py --server toolnexus|bare)
+
+
+def _bare_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from toolnexus import _json
+
+    tasks: dict[str, dict[str, Any]] = {}
+    card = _json.dumps({"name": "bare", "description": "bare ceiling", "url": "http://127.0.0.1/", "version": "0",
+                        "protocolVersion": "0.3.0", "capabilities": {"streaming": False},
+                        "defaultInputModes": ["text"], "defaultOutputModes": ["text"], "skills": []})
+
+    async def get_card(request: Request) -> Response:
+        return Response(card, media_type="application/json")
+
+    async def rpc(request: Request) -> Response:
+        body = _json.loads(await request.body())
+        rid, method, params = body.get("id"), body.get("method"), body.get("params") or {}
+        if method == "message/send":
+            msg = params["message"]
+            tid, ctx = str(uuid.uuid4()), str(uuid.uuid4())
+            task = {"kind": "task", "id": tid, "contextId": ctx, "status": {"state": "submitted"},
+                    "history": [{**msg, "taskId": tid, "contextId": ctx}], "_text": msg["parts"][0]["text"]}
+            tasks[tid] = task
+            if (params.get("configuration") or {}).get("blocking", True):
+                _complete(task)
+            result = {k: v for k, v in task.items() if k != "_text"}
+        elif method == "tasks/get":
+            task = tasks.get(params.get("id"))
+            if task is None:
+                return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32001,
+                                "message": "Task not found"}}), media_type="application/json")
+            if task["status"]["state"] == "submitted":
+                _complete(task)
+            result = {k: v for k, v in task.items() if k != "_text"}
+        else:
+            return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
+                            "message": "Method not found"}}), media_type="application/json")
+        return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), media_type="application/json")
+
+    def _complete(task: dict[str, Any]) -> None:
+        task["status"] = {"state": "completed", "timestamp": "2026-11-30T00:00:00.000000Z"}
+        task["artifacts"] = [{"artifactId": "reply", "name": "reply",
+                              "parts": [{"kind": "text", "text": task["_text"]}]}]
+
+    return Starlette(routes=[Route(CARD, get_card), Route("/", rpc, methods=["POST"])])
+
+
+async def _run_server(kind: str) -> None:
+    import toolnexus as tn
+    from toolnexus.serve.runner import AsgiServer
+
+    # both on this process's uvloop; uvicorn's http="auto" picks httptools when it is installed
+    if kind == "bare":
+        server = AsgiServer(_bare_app(), "127.0.0.1:0")
+        await server.start()
+        url = server.url
+    else:
+        async def instant(request: dict[str, Any]) -> dict[str, Any]:
+            return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+        tk = await tn.create_toolkit(builtins=False)
+        handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
+                                a2a=tn.A2AConfig(name="bench", description="bench"))
+        url = handle.url
+    print(url, flush=True)
+    await asyncio.Event().wait()
+
+
+# ---------------------------------------------------------------------------------------------
+# a lean HTTP/1.1 keep-alive client
+
+
+class Conn:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader
+        self.writer: asyncio.StreamWriter
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> bytes:
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        self.writer.write(head + body)
+        status_and_headers = await self.reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in status_and_headers.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        if not status_and_headers.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(status_and_headers.split(b"\r\n")[0].decode())
+        return await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _send_body(blocking: bool) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+        "configuration": {"blocking": blocking},
+        "message": {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
+                    "parts": [{"kind": "text", "text": "hello bench"}]}}}).encode()
+
+
+async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], counts: dict[str, int]) -> None:
+    clock = time.perf_counter
+    while clock() < stop_at:
+        t0 = clock()
+        if op == "card":
+            await conn.request("GET", CARD)
+        elif op == "blocking":
+            out = json.loads(await conn.request("POST", "/", _send_body(True)))
+            assert out["result"]["status"]["state"] == "completed", out
+        else:
+            out = json.loads(await conn.request("POST", "/", _send_body(False)))
+            tid = out["result"]["id"]
+            while True:
+                got = json.loads(await conn.request("POST", "/", json.dumps(
+                    {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": tid}}).encode()))
+                counts["polls"] += 1
+                if got["result"]["status"]["state"] == "completed":
+                    break
+        latencies.append(clock() - t0)
+        counts["ops"] += 1
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _measure(url: str, pid: int, op: str, concurrency: int, seconds: float) -> dict[str, Any]:
+    host, port = url.removeprefix("http://").split(":")
+    conns = [Conn(host, int(port)) for _ in range(concurrency)]
+    await asyncio.gather(*(c.open() for c in conns))
+    warm: list[float] = []
+    wcounts = {"ops": 0, "polls": 0}
+    await asyncio.gather(*(_worker(c, op, time.perf_counter() + 0.3, warm, wcounts) for c in conns))
+    latencies: list[float] = []
+    counts = {"ops": 0, "polls": 0}
+    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    await asyncio.gather(*(_worker(c, op, time.perf_counter() + seconds, latencies, counts) for c in conns))
+    elapsed, cpu = time.perf_counter() - t0, _cpu_seconds(pid) - cpu0
+    for c in conns:
+        c.close()
+    latencies.sort()
+    return {
+        "op": op, "concurrency": concurrency, "ops": counts["ops"], "rate": counts["ops"] / elapsed,
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "cpu_us_per_op": 1e6 * cpu / max(counts["ops"], 1),
+        "polls_per_op": counts["polls"] / max(counts["ops"], 1) if op == "roundtrip" else None,
+    }
+
+
+async def _memory_per_task(url: str, pid: int, n: int) -> float:
+    host, port = url.removeprefix("http://").split(":")
+    conns = [Conn(host, int(port)) for _ in range(16)]
+    await asyncio.gather(*(c.open() for c in conns))
+    await asyncio.sleep(0.5)
+    before = _rss_kib(pid)
+
+    async def fill(conn: Conn, k: int) -> None:
+        for _ in range(k):
+            await conn.request("POST", "/", _send_body(True))
+
+    await asyncio.gather(*(fill(c, n // 16) for c in conns))
+    await asyncio.sleep(0.5)
+    for c in conns:
+        c.close()
+    return (_rss_kib(pid) - before) * 1024 / n
+
+
+def _start(kind: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, __file__, "--server", kind], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://"):
+        proc.kill()
+        raise SystemExit(f"{kind} server did not start")
+    return proc, url
+
+
+async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str, Any]:
+    """Each server measured ``repeat`` times, alternating, so that a noisy neighbour hits both; medians kept."""
+    runs: dict[str, list[list[dict[str, Any]]]] = {"bare": [], "toolnexus": []}
+    for _ in range(repeat):
+        for kind in ("bare", "toolnexus"):
+            proc, url = _start(kind)
+            try:
+                rows = [await _measure(url, proc.pid, "card", 64, seconds)]
+                for op in ("roundtrip", "blocking"):
+                    for c in CONCURRENCY:
+                        rows.append(await _measure(url, proc.pid, op, c, seconds))
+                runs[kind].append(rows)
+            finally:
+                proc.kill()
+                proc.wait()
+    results: dict[str, Any] = {}
+    for kind, all_rows in runs.items():
+        rows = []
+        for i, first in enumerate(all_rows[0]):
+            same = [r[i] for r in all_rows]
+            row = dict(first)
+            for key in ("rate", "p50_ms", "p99_ms", "cpu_us_per_op"):
+                row[key] = statistics.median(r[key] for r in same)
+            row["runs"] = same
+            rows.append(row)
+        proc, url = _start(kind)  # a fresh process for memory
+        try:
+            results[kind] = {"rows": rows, "bytes_per_task": await _memory_per_task(url, proc.pid, tasks_for_memory)}
+        finally:
+            proc.kill()
+            proc.wait()
+    return results
+
+
+def _report(results: dict[str, Any]) -> str:
+    bare = {(r["op"], r["concurrency"]): r for r in results["bare"]["rows"]}
+    lines = [f"{'op':<10}{'c':>4}{'bare/s':>10}{'tn/s':>10}{'ratio':>8}{'bare p50':>10}{'tn p50':>9}"
+             f"{'bare p99':>10}{'tn p99':>9}{'p99 x':>7}{'bare µs':>9}{'tn µs':>8}{'cpu x':>7}"]
+    for r in results["toolnexus"]["rows"]:
+        b = bare[(r["op"], r["concurrency"])]
+        lines.append(
+            f"{r['op']:<10}{r['concurrency']:>4}{b['rate']:>10.0f}{r['rate']:>10.0f}{r['rate'] / b['rate']:>8.2f}"
+            f"{b['p50_ms']:>9.2f}m{r['p50_ms']:>8.2f}m{b['p99_ms']:>9.2f}m{r['p99_ms']:>8.2f}m"
+            f"{r['p99_ms'] / b['p99_ms']:>7.2f}{b['cpu_us_per_op']:>9.0f}{r['cpu_us_per_op']:>8.0f}"
+            f"{r['cpu_us_per_op'] / b['cpu_us_per_op']:>7.2f}")
+    lines.append(f"memory per retained task: bare {results['bare']['bytes_per_task'] / 1024:.1f} KiB, "
+                 f"toolnexus {results['toolnexus']['bytes_per_task'] / 1024:.1f} KiB")
+    polls = [r["polls_per_op"] for r in results["toolnexus"]["rows"] if r["op"] == "roundtrip"]
+    lines.append(f"toolnexus polls per round trip: {', '.join(f'{p:.2f}' for p in polls)} (c={CONCURRENCY})")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", choices=["toolnexus", "bare"])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--tasks", type=int, default=8000, help="tasks created to measure memory per task")
+    ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args()
+    import uvloop
+
+    if args.server:
+        uvloop.run(_run_server(args.server))
+        return
+    results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
+    print(_report(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
