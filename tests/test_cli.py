@@ -66,6 +66,23 @@ def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
                 proc.kill()
 
 
+def test_serve_with_mcp():
+    with start("serve", "--json", "--mcp") as proc:
+        try:
+            lines = read_until(proc, "ready")
+            assert lines[0]["profiles"] == ["A2A", "MCP"]
+            mcp_url = next(line["url"] for line in lines if line["event"] == "mcp")
+            assert mcp_url == lines[0]["url"] + "/mcp"
+            r = httpx.post(mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                           headers={"accept": "application/json, text/event-stream"}, timeout=10)
+            assert r.status_code == 200 and '"skill"' in r.text
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(10) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_text_output_and_sigterm():
     with start("serve", "--name", "plain-desk") as proc:
         try:

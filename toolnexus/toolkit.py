@@ -17,6 +17,7 @@ from typing import Any
 
 from .builtins import builtin_tools
 from .errors import ConfigError
+from .mcp_client import connect_all, parse_servers
 from .skills import SkillDef, Skipped, as_roots, list_skills, skill_tool, skills_prompt
 from .tools import Tool, ToolContext, ToolResult, tool
 
@@ -38,6 +39,7 @@ class Toolkit:
         *,
         skipped: Sequence[Skipped] = (),
         config: Mapping[str, Any] | None = None,
+        connections: Sequence[Any] = (),
     ) -> None:
         self._tools = list(tools)
         self._by_name = {t.name: t for t in self._tools}
@@ -47,6 +49,7 @@ class Toolkit:
         self.config: dict[str, Any] = dict(config or {})
         """The config the toolkit was built from (its ``a2a`` and ``mcpServer`` blocks feed serve)."""
         self._prompt = skills_prompt(self._skills)
+        self._connections = list(connections)
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={[t.name for t in self._tools]!r})"
@@ -112,8 +115,15 @@ class Toolkit:
 
         return serve_in_thread(self, addr, **options)
 
+    def mcp_status(self) -> dict[str, dict[str, Any]]:
+        """Each configured MCP server: ``{status: connected | failed | disabled | closed, reason, tools}``."""
+        return {c.spec.name: {"status": c.status, "reason": c.reason, "tools": [t.name for t in c.tools]}
+                for c in self._connections}
+
     async def close(self) -> None:
-        """Release what the toolkit holds (sessions of remote sources)."""
+        """Close every MCP session and child process the toolkit holds."""
+        for conn in self._connections:
+            await conn.close()
 
     async def __aenter__(self) -> Toolkit:
         return self
@@ -199,6 +209,7 @@ async def create_toolkit(
     builtins: bool | Mapping[str, Any] | None = None,
     config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     root: str | os.PathLike[str] | None = None,
+    mcp_servers: Mapping[str, Any] | None = None,
 ) -> Toolkit:
     """Assemble a toolkit.
 
@@ -210,6 +221,8 @@ async def create_toolkit(
             overrides the config file's ``builtins``.
         config: a JSON config file or dict with the reserved keys of ``CONFIG_KEYS``.
         root: the working folder of the builtins (default: the current directory).
+        mcp_servers: MCP servers whose tools join the toolkit, in the config's ``mcpServers`` form
+            (added to the config file's servers); see :mod:`toolnexus.mcp_client`.
 
     Raises:
         ConfigError: the config cannot be used.
@@ -227,11 +240,13 @@ async def create_toolkit(
         builtin_cfg = {**builtin_cfg, "root": str(folder / str(builtin_cfg["root"]))}
     native = [t for t in builtin_tools(builtin_cfg, root) if t.name not in mine_names]
 
-    for key in ("mcpServers", "servers", "mcp", "agents"):
-        if cfg.get(key):
-            log.warning("config: %r is not loaded by this version of toolnexus yet; its tools are left out", key)
+    if cfg.get("agents"):
+        log.warning("config: 'agents' is not loaded by this version of toolnexus yet; its tools are left out")
+    block = next((cfg[k] for k in ("mcpServers", "servers", "mcp") if cfg.get(k) is not None), None)
+    specs = parse_servers(block, str(folder) if folder else None) + parse_servers(mcp_servers)
+    connections, remote = await connect_all(specs) if specs else ([], [])
 
-    ordered: list[Tool] = []
+    ordered: list[Tool] = list(remote)
     if found.skills:
         ordered.append(skill_tool(found.skills))
     ordered += native
@@ -244,4 +259,4 @@ async def create_toolkit(
             continue
         seen.add(t.name)
         unique.append(t)
-    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg)
+    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg, connections=connections)

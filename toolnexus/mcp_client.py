@@ -1,0 +1,271 @@
+"""MCP servers as toolkit tools, on the official ``mcp`` client.
+
+A config entry (the toolkit config's ``mcpServers`` block, also accepted as ``servers`` or
+``mcp``) with ``url`` is a remote streamable-HTTP server; one with ``command`` (+ ``args``,
+``env``, ``cwd``) a local stdio server. ``enabled: false`` or ``disabled: true`` skips it;
+``timeout`` (milliseconds, as in the toolnexus contract) defaults to 30 s; ``headers`` values
+expand ``${ENV_VAR}`` and are never logged.
+
+Each server tool becomes ``sanitize(server)_sanitize(tool)`` with source ``mcp``. A server that
+fails to start or connect is isolated: it contributes no tools and ``status`` says why. A server
+that dies mid-session fails its calls with a clear message (never a hang) and turns ``failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError
+from .tools import Tool, ToolContext, ToolResult, sanitize
+
+__all__ = ["MCPServerSpec", "MCPConnection", "parse_servers", "connect_all"]
+
+log = logging.getLogger("toolnexus.mcp")
+
+DEFAULT_TIMEOUT = 30.0
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(value: str) -> str:
+    """``${NAME}`` replaced by the environment variable NAME ("" when unset)."""
+    return _ENV.sub(lambda m: os.environ.get(m.group(1), ""), value)
+
+
+@dataclass
+class MCPServerSpec:
+    """One MCP server to load tools from."""
+
+    name: str
+    url: str | None = None
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    enabled: bool = True
+
+    def __repr__(self) -> str:  # headers may hold secrets: never print their values
+        where = self.url or " ".join([self.command or "", *self.args])
+        return f"MCPServerSpec(name={self.name!r}, target={where!r}, headers=<{len(self.headers)} hidden>)"
+
+    @property
+    def kind(self) -> str:
+        return "http" if self.url else "stdio"
+
+
+def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
+    """The specs of a config's ``mcpServers`` block: ``{name: {url | command, ...}}``."""
+    if block is None:
+        return []
+    if not isinstance(block, Mapping):
+        raise ConfigError("mcpServers must be an object of server name to settings")
+    specs = []
+    for name, entry in block.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"mcpServers.{name} must be an object")
+        enabled = entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
+        url, command = entry.get("url"), entry.get("command")
+        if enabled and not url and not command:
+            raise ConfigError(f"mcpServers.{name} needs a url or a command")
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ConfigError(f"mcpServers.{name}.args must be a list of strings")
+        timeout_ms = entry.get("timeout", DEFAULT_TIMEOUT * 1000)
+        if not isinstance(timeout_ms, (int, float)) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
+            raise ConfigError(f"mcpServers.{name}.timeout must be a positive number of milliseconds")
+        headers = entry.get("headers") or {}
+        if not isinstance(headers, Mapping):
+            raise ConfigError(f"mcpServers.{name}.headers must be an object")
+        cwd = entry.get("cwd")
+        if cwd and base and not os.path.isabs(cwd):
+            cwd = os.path.join(base, cwd)
+        specs.append(MCPServerSpec(
+            name=str(name), url=url, command=command, args=list(args),
+            env={k: expand_env(str(v)) for k, v in (entry.get("env") or {}).items()} or None,
+            cwd=cwd or (base if command else None),
+            headers={str(k): expand_env(str(v)) for k, v in headers.items()},
+            timeout=float(timeout_ms) / 1000.0, enabled=enabled,
+        ))
+    return specs
+
+
+class MCPConnection:
+    """One live session with an MCP server, owned by a background task (anyio wants the task that
+    opened a session to close it); calls may come from any task."""
+
+    def __init__(self, spec: MCPServerSpec) -> None:
+        self.spec = spec
+        self.status: Literal["connected", "failed", "disabled", "connecting", "closed"] = (
+            "connecting" if spec.enabled else "disabled")
+        self.reason = ""
+        self.tools: list[Tool] = []
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._ready: asyncio.Future[list[Any]] | None = None
+        self._http: Any = None  # our own HTTP client when headers are configured; closed with the session
+
+    def __repr__(self) -> str:
+        return f"MCPConnection({self.spec.name!r}, status={self.status!r})"
+
+    def _target(self) -> Any:
+        from mcp import StdioServerParameters
+
+        if self.spec.url:
+            if not self.spec.headers:
+                return self.spec.url
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            self._http = httpx2.AsyncClient(headers=self.spec.headers, timeout=self.spec.timeout)
+            return streamable_http_client(self.spec.url, http_client=self._http)
+        env = {**os.environ, **(self.spec.env or {})} if self.spec.env else None
+        return StdioServerParameters(command=self.spec.command or "", args=self.spec.args, env=env, cwd=self.spec.cwd)
+
+    async def start(self) -> list[Tool]:
+        """Connect and list the tools; on failure the status says why and no tools are returned."""
+        if not self.spec.enabled:
+            return []
+        self._ready = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.ensure_future(self._own())
+        try:
+            listed = await asyncio.wait_for(asyncio.shield(self._ready), self.spec.timeout)
+        except Exception as exc:
+            self._fail(f"cannot connect: {_reason(exc)}")
+            await self.close()
+            return []
+        self.tools = [self._tool(t) for t in listed]
+        self.status = "connected"
+        return self.tools
+
+    async def _own(self) -> None:
+        from mcp import Client
+
+        try:
+            async with Client(self._target(), read_timeout_seconds=self.spec.timeout) as client:
+                self._client = client
+                listed = await client.list_tools()
+                assert self._ready is not None
+                if not self._ready.done():
+                    self._ready.set_result(list(listed.tools))
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - the session ended; report, never raise here
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("connection closed"))
+            elif not self._stop.is_set():
+                why = "it exited or closed the connection" if isinstance(exc, asyncio.CancelledError) else _reason(exc)
+                self._fail(f"the server stopped: {why}")
+            if isinstance(exc, asyncio.CancelledError):
+                return
+        finally:
+            self._client = None
+            if self._http is not None:
+                await self._http.aclose()
+                self._http = None
+            if not self._stop.is_set() and self.status == "connected":
+                self._fail("the server closed the connection")
+
+    def _fail(self, reason: str) -> None:
+        self.status, self.reason = "failed", reason
+        log.warning("MCP server %s: %s", self.spec.name, reason)
+
+    def _tool(self, t: Any) -> Tool:
+        remote = t.name
+
+        async def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            return await self.call(remote, args)
+
+        schema = dict(t.input_schema) if t.input_schema else {"type": "object"}
+        return Tool(f"{sanitize(self.spec.name)}_{sanitize(remote)}", t.description or "", schema, call,
+                    source="mcp", validate=False)
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        client = self._client
+        where = f"MCP server {self.spec.name}"
+        if client is None or self.status != "connected":
+            return ToolResult.error(f"{where} is {self.status}{': ' + self.reason if self.reason else ''}")
+        work = asyncio.ensure_future(client.call_tool(name, args, read_timeout_seconds=self.spec.timeout))
+        owner = self._owner
+        waits: set[asyncio.Future[Any]] = {work} if owner is None else {work, owner}
+        try:
+            done, _ = await asyncio.wait(waits, timeout=self.spec.timeout + 1, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        if work not in done:
+            work.cancel()
+            if owner is not None and owner.done():
+                return ToolResult.error(f"{where} stopped during the call to {name}: {self.reason or 'connection lost'}")
+            return ToolResult.error(f"{where}: {name} timed out after {self.spec.timeout:g}s")
+        try:
+            result = work.result()
+        except Exception as exc:
+            if _closed(exc):  # the server died or hung up: this session is over
+                self._fail("the server stopped: it exited or closed the connection")
+                self._stop.set()
+                return ToolResult.error(f"{where} stopped during the call to {name}: it exited or closed the connection")
+            return ToolResult.error(f"{where}: {name} failed: {_reason(exc)}")
+        return _result(result)
+
+    async def close(self) -> None:
+        self._stop.set()
+        owner = self._owner
+        if owner is not None and not owner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(owner), 5)
+            except (asyncio.TimeoutError, Exception):
+                owner.cancel()
+                await asyncio.gather(owner, return_exceptions=True)
+        if self.status in ("connected", "connecting"):
+            self.status = "closed"
+
+
+def _closed(exc: BaseException) -> bool:
+    import mcp_types
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError):
+        return getattr(exc, "code", None) == mcp_types.CONNECTION_CLOSED
+    return isinstance(exc, (OSError, EOFError, ConnectionError))
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_reason(e) for e in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _result(result: Any) -> ToolResult:
+    texts = []
+    for block in result.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            texts.append(block.text)
+        elif kind in ("image", "audio"):
+            texts.append(f"[{kind}: {getattr(block, 'mime_type', '')}]")
+        elif kind == "resource_link":
+            texts.append(f"[resource: {getattr(block, 'uri', '')}]")
+        elif kind == "resource":
+            res = getattr(block, "resource", None)
+            texts.append(getattr(res, "text", None) or f"[resource: {getattr(res, 'uri', '')}]")
+    if result.is_error:
+        return ToolResult.error("\n".join(texts) or "the tool failed")
+    if result.structured_content is not None:
+        return ToolResult(json.dumps(result.structured_content, ensure_ascii=False))
+    return ToolResult("\n".join(texts))
+
+
+async def connect_all(specs: list[MCPServerSpec]) -> tuple[list[MCPConnection], list[Tool]]:
+    """Connect every server at once; each failure is isolated to its own server."""
+    conns = [MCPConnection(s) for s in specs]
+    lists = await asyncio.gather(*(c.start() for c in conns))
+    return conns, [t for tools in lists for t in tools]

@@ -1,0 +1,164 @@
+"""The MCP profile of a served toolkit: ``/mcp`` on the official ``mcp`` SDK (stateless streamable HTTP).
+
+``tools/list`` gives one entry per exposed tool (its name, description and input schema
+verbatim); ``tools/call`` runs ``Tool.execute``, whose output becomes one text content with
+``isError`` kept. Exposed: the tools named in ``MCPServeConfig.tools``, or, when none are named,
+every tool except the builtins that run commands or write files (``bash``, ``write``, ``edit``).
+
+Host and Origin are checked (DNS-rebinding protection) against the bound address and the
+configured extras; the serve options' ``auth`` applies here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ..builtins import COMMAND_TOOLS
+from ..events import EventBus, ToolCallEvent
+from ..tools import Tool, ToolContext, ToolResult
+from .config import Auth, MCPServeConfig
+
+if TYPE_CHECKING:
+    from ..toolkit import Toolkit
+    from .runner import AsgiServer
+
+__all__ = ["MCPProfile", "exposed_tools"]
+
+log = logging.getLogger("toolnexus.serve.mcp")
+
+OnCall = Callable[[dict[str, Any]], Any]
+
+
+class _AsgiEndpoint:
+    """A raw ASGI endpoint (Starlette would treat a bound method as a request/response function)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Any]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def exposed_tools(tools: list[Tool], names: Any) -> list[Tool]:
+    """The tools an MCP profile exposes (see the module docstring)."""
+    if names is None:
+        return [t for t in tools if not (t.source == "builtin" and t.name in COMMAND_TOOLS)]
+    wanted = list(names)
+    known = {t.name for t in tools}
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        log.warning("mcp: tools %s are not in the toolkit and were ignored", ", ".join(unknown))
+    return [t for t in tools if t.name in wanted]
+
+
+class MCPProfile:
+    """``/mcp`` for one served toolkit."""
+
+    def __init__(self, toolkit: Toolkit, config: MCPServeConfig, *, bus: EventBus, server: str,
+                 on_call: OnCall | None, auth: Auth | None, bound: Callable[[], AsgiServer]) -> None:
+        self.toolkit = toolkit
+        self.config = config
+        self.bus = bus
+        self.server_name = server
+        self.on_call = on_call
+        self.auth = auth
+        self._bound = bound
+        self.tools = exposed_tools(toolkit.tools(), config.tools)
+        self._by_name = {t.name: t for t in self.tools}
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._hooks: set[asyncio.Task[Any]] = set()
+        self.app = Server(config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call)
+
+    def routes(self) -> list[Route]:
+        return [Route("/mcp", endpoint=_AsgiEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
+
+    def _security(self) -> TransportSecuritySettings:
+        server = self._bound()
+        host, port = server.host, server.port
+        names = {host}
+        if host in ("127.0.0.1", "localhost", "::1"):
+            names |= {"127.0.0.1", "localhost", "[::1]"}
+        if ":" in host and not host.startswith("["):
+            names.add(f"[{host}]")
+        hosts = [f"{n}:{port}" for n in sorted(names) if not (":" in n and not n.startswith("["))]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=hosts + list(self.config.allowed_hosts),
+            allowed_origins=[f"http://{h}" for h in hosts] + list(self.config.allowed_origins),
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self._manager = StreamableHTTPSessionManager(app=self.app, stateless=True, json_response=False,
+                                                     security_settings=self._security())
+        async with self._manager.run():
+            yield
+        if self._hooks:
+            await asyncio.wait(list(self._hooks), timeout=1.0)
+
+    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.auth is not None:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            status = self.auth.check(headers)
+            if status is not None:
+                text = "authentication required" if status == 401 else "invalid credentials"
+                await JSONResponse({"error": text}, status)(scope, receive, send)
+                return
+        assert self._manager is not None, "the MCP lifespan has not started"
+        await self._manager.handle_request(scope, receive, send)
+
+    # -- handlers -----------------------------------------------------------------------------------
+    async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in self.tools
+        ])
+
+    async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = self._by_name.get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        args = params.arguments or {}
+        started = time.perf_counter()
+        result: ToolResult | None = None
+        try:
+            result = await tool.execute(args, ToolContext())
+        finally:
+            outcome = result or ToolResult.error(f"{tool.name}: canceled by the client")
+            self._report(tool, args, outcome, (time.perf_counter() - started) * 1000)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=result.output)],
+                                    is_error=result.is_error)
+
+    def _report(self, tool: Tool, args: Any, result: ToolResult, ms: float) -> None:
+        self.bus.publish(ToolCallEvent(self.server_name, tool.name, tool.source, args, result.output,
+                                       result.is_error, ms))
+        if self.on_call is None:
+            return
+        payload = {"name": tool.name, "source": tool.source, "ms": ms, "is_error": result.is_error, "args": args,
+                   "output": result.output}
+
+        async def call() -> None:
+            try:
+                out = self.on_call(payload)  # type: ignore[misc]
+                if inspect.isawaitable(out):
+                    await out
+            except Exception:
+                log.exception("on_call hook failed for %s", tool.name)
+
+        hook = asyncio.ensure_future(call())
+        self._hooks.add(hook)
+        hook.add_done_callback(self._hooks.discard)
