@@ -6,11 +6,15 @@ The public API is what ``__all__`` names; everything else may change.
 
 from __future__ import annotations
 
+from .a2a.agents import Agent, agent_tools
+from .a2a.card import AgentCard, CardReport, validate_card
+from .a2a.client import A2AClient, fetch_card
 from .a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from .errors import (
     ConfigError,
     MaxTurnsError,
     ModelError,
+    PeerError,
     ModelTimeout,
     RPCError,
     ToolnexusError,
@@ -31,12 +35,20 @@ from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
 from . import mcp_client
+from . import traffic
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "A2AClient",
     "A2AConfig",
+    "Agent",
+    "AgentCard",
+    "CardReport",
+    "agent_tools",
+    "fetch_card",
+    "validate_card",
     "Artifact",
     "Auth",
     "EventBus",
@@ -64,6 +76,7 @@ __all__ = [
     "ConfigError",
     "MaxTurnsError",
     "ModelError",
+    "PeerError",
     "ModelTimeout",
     "RPCError",
     "Request",

@@ -7,6 +7,7 @@
     ├── ModelError                 a model endpoint failed (status, short body excerpt; never the key)
     │   └── ModelTimeout           the whole run went past its timeout
     ├── MaxTurnsError              the tool-calling loop reached max_turns
+    ├── PeerError                  a remote agent cannot be reached, or answered something unusable
     └── RPCError                   a JSON-RPC error, with its code, message and data
         ├── ParseError (-32700) ... VersionNotSupportedError (-32009)
 
@@ -24,6 +25,7 @@ __all__ = [
     "ModelError",
     "ModelTimeout",
     "MaxTurnsError",
+    "PeerError",
     "RPCError",
     "ParseError",
     "InvalidRequestError",
@@ -70,6 +72,18 @@ class ModelTimeout(ModelError):
 
 class MaxTurnsError(ToolnexusError):
     """The tool-calling loop reached ``max_turns`` without a final answer."""
+
+
+class PeerError(ToolnexusError):
+    """A remote agent cannot be reached, timed out, or answered what is not A2A (not JSON-RPC, HTTP 5xx).
+
+    Attributes:
+        status: the HTTP status when there was one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RPCError(ToolnexusError):

@@ -7,6 +7,7 @@ same name.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 import logging
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .a2a.agents import connect_agent, parse_agents
 from .builtins import builtin_tools
 from .errors import ConfigError
 from .mcp_client import connect_all, parse_servers
@@ -40,6 +42,7 @@ class Toolkit:
         skipped: Sequence[Skipped] = (),
         config: Mapping[str, Any] | None = None,
         connections: Sequence[Any] = (),
+        agents: Sequence[Any] = (),
     ) -> None:
         self._tools = list(tools)
         self._by_name = {t.name: t for t in self._tools}
@@ -50,6 +53,7 @@ class Toolkit:
         """The config the toolkit was built from (its ``a2a`` and ``mcpServer`` blocks feed serve)."""
         self._prompt = skills_prompt(self._skills)
         self._connections = list(connections)
+        self._agents = list(agents)
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={[t.name for t in self._tools]!r})"
@@ -120,10 +124,34 @@ class Toolkit:
         return {c.spec.name: {"status": c.status, "reason": c.reason, "tools": [t.name for t in c.tools]}
                 for c in self._connections}
 
+    async def add_agent(self, agent: Any) -> list[Tool]:
+        """Connect a remote A2A agent (:class:`~toolnexus.a2a.agents.Agent`) and add its tools.
+
+        Returns the tools added; an agent that cannot be reached adds none (and is logged). Names
+        already taken are skipped, first-wins.
+        """
+        from .a2a.agents import connect_agent
+
+        source = await connect_agent(agent)
+        if source is None:
+            return []
+        self._agents.append(source)
+        added = [t for t in source.tools if t.name not in self._by_name]
+        for t in added:
+            self._tools.append(t)
+            self._by_name[t.name] = t
+        return added
+
+    def agents(self) -> list[Any]:
+        """The connected remote agents (each with its ``client`` and ``tools``)."""
+        return list(self._agents)
+
     async def close(self) -> None:
-        """Close every MCP session and child process the toolkit holds."""
+        """Close every MCP session, child process and agent connection the toolkit holds."""
         for conn in self._connections:
             await conn.close()
+        for source in self._agents:
+            await source.aclose()
 
     async def __aenter__(self) -> Toolkit:
         return self
@@ -210,6 +238,7 @@ async def create_toolkit(
     config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     root: str | os.PathLike[str] | None = None,
     mcp_servers: Mapping[str, Any] | None = None,
+    agents: Iterable[Any] = (),
 ) -> Toolkit:
     """Assemble a toolkit.
 
@@ -223,6 +252,8 @@ async def create_toolkit(
         root: the working folder of the builtins (default: the current directory).
         mcp_servers: MCP servers whose tools join the toolkit, in the config's ``mcpServers`` form
             (added to the config file's servers); see :mod:`toolnexus.mcp_client`.
+        agents: remote A2A agents (:class:`~toolnexus.a2a.agents.Agent`) whose skills become tools
+            (added to the config file's ``agents``); see :mod:`toolnexus.a2a.agents`.
 
     Raises:
         ConfigError: the config cannot be used.
@@ -240,13 +271,14 @@ async def create_toolkit(
         builtin_cfg = {**builtin_cfg, "root": str(folder / str(builtin_cfg["root"]))}
     native = [t for t in builtin_tools(builtin_cfg, root) if t.name not in mine_names]
 
-    if cfg.get("agents"):
-        log.warning("config: 'agents' is not loaded by this version of toolnexus yet; its tools are left out")
     block = next((cfg[k] for k in ("mcpServers", "servers", "mcp") if cfg.get(k) is not None), None)
     specs = parse_servers(block, str(folder) if folder else None) + parse_servers(mcp_servers)
-    connections, remote = await connect_all(specs) if specs else ([], [])
+    wanted_agents = [*parse_agents(cfg.get("agents")), *agents]
+    (connections, remote), sources = await asyncio.gather(
+        connect_all(specs) if specs else _nothing(), asyncio.gather(*(connect_agent(a) for a in wanted_agents)))
+    agent_sources = [s for s in sources if s is not None]
 
-    ordered: list[Tool] = list(remote)
+    ordered: list[Tool] = list(remote) + [t for s in agent_sources for t in s.tools]
     if found.skills:
         ordered.append(skill_tool(found.skills))
     ordered += native
@@ -259,4 +291,9 @@ async def create_toolkit(
             continue
         seen.add(t.name)
         unique.append(t)
-    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg, connections=connections)
+    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg, connections=connections,
+                   agents=agent_sources)
+
+
+async def _nothing() -> tuple[list[Any], list[Tool]]:
+    return [], []

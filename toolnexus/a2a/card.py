@@ -7,7 +7,16 @@ from typing import Any
 
 from ..skills import SkillDef
 
-__all__ = ["build_card", "CARD_PATH", "LEGACY_CARD_PATH", "PROTOCOL_VERSION"]
+__all__ = [
+    "build_card",
+    "AgentCard",
+    "CardReport",
+    "Diagnostic",
+    "validate_card",
+    "CARD_PATH",
+    "LEGACY_CARD_PATH",
+    "PROTOCOL_VERSION",
+]
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
@@ -64,3 +73,243 @@ def _skill(s: SkillDef) -> dict[str, Any]:
     if s.examples:
         out["examples"] = list(s.examples)
     return out
+
+
+# -- reading other agents' cards ------------------------------------------------------------------
+
+
+class AgentCard:
+    """A card as a peer published it: the raw JSON kept as it was, with readers for what clients need."""
+
+    def __init__(self, raw: dict[str, Any], source: str = "") -> None:
+        self.raw = raw
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"AgentCard(name={self.name!r}, source={self.source!r})"
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name") or "")
+
+    @property
+    def description(self) -> str:
+        return str(self.raw.get("description") or "")
+
+    @property
+    def version(self) -> str:
+        return str(self.raw.get("version") or "")
+
+    @property
+    def skills(self) -> list[dict[str, Any]]:
+        return [s for s in self.raw.get("skills") or [] if isinstance(s, dict)]
+
+    @property
+    def streaming(self) -> bool:
+        caps = self.raw.get("capabilities")
+        return bool(isinstance(caps, dict) and caps.get("streaming") is True)
+
+    @property
+    def interfaces(self) -> list[dict[str, Any]]:
+        return [i for i in self.raw.get("supportedInterfaces") or [] if isinstance(i, dict)]
+
+    def _jsonrpc(self, major: str) -> dict[str, Any] | None:
+        for i in self.interfaces:
+            binding = str(i.get("protocolBinding", "JSONRPC")).upper()
+            version = str(i.get("protocolVersion") or "")
+            if binding == "JSONRPC" and (version.split(".")[0] == major or (major == "1" and not version)):
+                return i
+        return None
+
+    def choose(self) -> tuple[str, str, str]:
+        """``(dialect, endpoint, reason)`` the way the 1.x SDK chooses: a JSONRPC interface of
+        version 1.x (or without a version) means 1.0; otherwise 0.3 at ``url``."""
+        v1 = self._jsonrpc("1")
+        if v1 is not None and v1.get("url"):
+            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x"
+        v0 = self._jsonrpc("0")
+        if v0 is not None and v0.get("url"):
+            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3"
+        url = self.raw.get("url")
+        if isinstance(url, str) and url:
+            return "0.3", url, f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
+        base = self.source.split("/.well-known/")[0] if self.source else ""
+        return "0.3", base + "/", "the card names no endpoint; using the address it was fetched from"
+
+
+class Diagnostic:
+    """One finding about a card: ``level`` (error, warning, info), a JSON ``path`` and a sentence."""
+
+    __slots__ = ("level", "path", "message")
+
+    def __init__(self, level: str, path: str, message: str) -> None:
+        self.level, self.path, self.message = level, path, message
+
+    def __repr__(self) -> str:
+        return f"{self.level}: {self.path}: {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"level": self.level, "path": self.path, "message": self.message}
+
+
+class CardReport:
+    """What :func:`validate_card` found: ``diagnostics`` and the ``verdict`` for each client line."""
+
+    def __init__(self, diagnostics: list[Diagnostic], verdict: dict[str, str], summary: str) -> None:
+        self.diagnostics = diagnostics
+        self.verdict = verdict
+        self.summary = summary
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.level == "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "summary": self.summary, "verdict": self.verdict,
+                "diagnostics": [d.to_dict() for d in self.diagnostics]}
+
+
+def _absolute_url(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://")) and len(value.split("//", 1)[1]) > 0
+
+
+def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
+    """Check a card against both schema lines and say which dialect each official client will use."""
+    raw = card.raw if isinstance(card, AgentCard) else card
+    out: list[Diagnostic] = []
+
+    def add(level: str, path: str, message: str) -> None:
+        out.append(Diagnostic(level, path, message))
+
+    if not isinstance(raw, dict):
+        add("error", "$", "the card is not a JSON object")
+        return CardReport(out, {"a2a-sdk 1.x": "cannot use this card", "a2a-sdk 0.3": "cannot use this card"},
+                          "not a card")
+    has_interfaces = "supportedInterfaces" in raw
+    for key, kind in (("name", str), ("description", str), ("version", str)):
+        if key not in raw:
+            add("error", f"$.{key}", f"{key} is required by both schema lines")
+        elif not isinstance(raw[key], kind):
+            add("error", f"$.{key}", f"{key} must be a string")
+    if isinstance(raw.get("name"), str) and not raw["name"].strip():
+        add("error", "$.name", "name is empty")
+    if isinstance(raw.get("description"), str) and not raw["description"].strip():
+        add("warning", "$.description", "description is empty; linters grade such a card as poor")
+    if "url" not in raw:
+        level = "warning" if has_interfaces else "error"
+        add(level, "$.url", "no top-level url: a2a-sdk 0.3 clients reject this card")
+    elif not _absolute_url(raw["url"]):
+        add("error", "$.url", f"url must be an absolute http(s) URL, got {raw['url']!r}")
+    pv = raw.get("protocolVersion")
+    if pv is not None and (not isinstance(pv, str) or not pv.startswith(("0.", "1."))):
+        add("warning", "$.protocolVersion", f"protocolVersion {pv!r} is not one the official clients know (0.3.x, 1.x)")
+    pt = raw.get("preferredTransport")
+    if pt is not None and str(pt).upper() != "JSONRPC":
+        add("info", "$.preferredTransport", f"preferredTransport is {pt!r}; toolnexus speaks JSONRPC only")
+    caps = raw.get("capabilities")
+    if caps is None:
+        add("error", "$.capabilities", "capabilities is required (an object)")
+    elif not isinstance(caps, dict):
+        add("error", "$.capabilities", "capabilities must be an object")
+    else:
+        for flag in ("streaming", "pushNotifications", "extendedAgentCard", "stateTransitionHistory"):
+            if flag in caps and not isinstance(caps[flag], bool):
+                add("error", f"$.capabilities.{flag}", f"{flag} must be true or false")
+    for key in ("defaultInputModes", "defaultOutputModes"):
+        modes = raw.get(key)
+        if modes is None:
+            add("error", f"$.{key}", f"{key} is required (a list of modes such as \"text\" or \"text/plain\")")
+        elif not isinstance(modes, list) or not all(isinstance(m, str) and m for m in modes):
+            add("error", f"$.{key}", f"{key} must be a list of non-empty strings")
+        elif not modes:
+            add("warning", f"$.{key}", f"{key} is empty: clients cannot tell what to send")
+    skills = raw.get("skills")
+    if skills is None:
+        add("error", "$.skills", "skills is required (a list)")
+    elif not isinstance(skills, list):
+        add("error", "$.skills", "skills must be a list")
+    else:
+        if not skills:
+            add("warning", "$.skills", "the card advertises no skills")
+        seen: set[str] = set()
+        for i, s in enumerate(skills):
+            where = f"$.skills[{i}]"
+            if not isinstance(s, dict):
+                add("error", where, "a skill must be an object")
+                continue
+            for key in ("id", "name", "description"):
+                if not isinstance(s.get(key), str):
+                    add("error", f"{where}.{key}", f"skill {key} is required (a string)")
+            if isinstance(s.get("description"), str) and not s["description"].strip():
+                add("warning", f"{where}.description", "skill description is empty")
+            tags = s.get("tags")
+            if tags is None:
+                add("error", f"{where}.tags", "skill tags are required; strict validators reject a skill without them")
+            elif not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                add("error", f"{where}.tags", "skill tags must be a list of strings")
+            elif not tags:
+                add("warning", f"{where}.tags", "skill tags are empty; linters mark this")
+            sid = s.get("id")
+            if isinstance(sid, str):
+                if sid in seen:
+                    add("error", f"{where}.id", f"skill id {sid!r} appears twice")
+                seen.add(sid)
+    if has_interfaces:
+        interfaces = raw["supportedInterfaces"]
+        if not isinstance(interfaces, list) or not interfaces:
+            add("error", "$.supportedInterfaces", "supportedInterfaces must be a non-empty list")
+        else:
+            for i, itf in enumerate(interfaces):
+                where = f"$.supportedInterfaces[{i}]"
+                if not isinstance(itf, dict):
+                    add("error", where, "an interface must be an object")
+                    continue
+                if not _absolute_url(itf.get("url")):
+                    add("error", f"{where}.url", "interface url must be an absolute http(s) URL")
+                elif not str(itf["url"]).endswith("/"):
+                    add("info", f"{where}.url", "interface url has no trailing slash; clients post to it as is")
+                binding = itf.get("protocolBinding")
+                if not isinstance(binding, str) or not binding:
+                    add("error", f"{where}.protocolBinding", "protocolBinding is required (JSONRPC, GRPC, HTTP+JSON)")
+                version = itf.get("protocolVersion")
+                if version is not None and (not isinstance(version, str) or version.split(".")[0] not in ("0", "1")):
+                    add("warning", f"{where}.protocolVersion", f"protocol version {version!r} is unknown to the SDKs")
+    else:
+        add("info", "$.supportedInterfaces", "no supportedInterfaces: 1.x clients fall back to the 0.3 url")
+    verdict, summary = _verdict(AgentCard(raw) if not isinstance(card, AgentCard) else card, out)
+    return CardReport(out, verdict, summary)
+
+
+def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:
+    broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
+    dialect, endpoint, reason = card.choose()
+    v1 = card._jsonrpc("1")
+    has_url = isinstance(card.raw.get("url"), str) and bool(card.raw.get("url"))
+    verdict = {}
+    if v1 is not None:
+        verdict["a2a-sdk 1.x"] = "speaks 1.0 at " + str(v1.get("url"))
+    elif has_url or card._jsonrpc("0") is not None:
+        verdict["a2a-sdk 1.x"] = "falls back to its 0.3 compat transport at " + endpoint
+    else:
+        verdict["a2a-sdk 1.x"] = "finds no JSONRPC endpoint: cannot connect"
+    verdict["a2a-sdk 0.3"] = ("speaks 0.3 at " + str(card.raw["url"])) if has_url else \
+        "rejects this card (no top-level url)"
+    verdict["toolnexus"] = f"speaks {dialect} at {endpoint} ({reason}); falls back to the toolnexus legacy dialect " \
+                           "if the peer does not know the 0.3 methods" if dialect == "0.3" else \
+        f"speaks {dialect} at {endpoint} ({reason})"
+    if broken:
+        summary = "the card is broken: clients will not use it"
+    elif dialect == "1.0" and has_url:
+        summary = "speaks 1.0 and 0.3: both official client lines will work"
+    elif dialect == "1.0":
+        summary = "speaks 1.0 only: the official 1.x client will work; 0.3 clients will not"
+    else:
+        summary = "speaks 0.3: the official 1.x client will fall back to 0.3; it will work"
+    errors = sum(d.level == "error" for d in diags)
+    if errors and not broken:
+        summary += f" (but the card has {errors} error{'s' if errors > 1 else ''}: strict validators reject it)"
+    return verdict, summary

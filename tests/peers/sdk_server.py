@@ -1,0 +1,88 @@
+"""An agent on the official a2a-sdk 1.x server, as a real peer for our client.
+
+Its script: "echo" answers ``echo: <text>``; a message containing "question" asks for input and
+answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests); "fail"
+fails the task with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.request_handlers import DefaultRequestHandlerV2
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import a2a_pb2 as pb
+from starlette.applications import Starlette
+
+from toolnexus.serve.runner import AsgiServer
+
+
+class ScriptExecutor(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
+        text = context.get_user_input()
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        waiting = task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        await updater.start_work()
+        if waiting:
+            await self._reply(updater, f"answered: {text}")
+        elif "question" in text:
+            await updater.requires_input(new_text_message("What is your favourite colour?", context_id=task.context_id, task_id=task.id))
+        elif "slow" in text:
+            await asyncio.sleep(30)
+            await self._reply(updater, "slow done")
+        elif "fail" in text:
+            await updater.failed(new_text_message("the agent could not do it", context_id=task.context_id, task_id=task.id))
+        else:
+            await self._reply(updater, f"echo: {text}")
+
+    async def _reply(self, updater: TaskUpdater, text: str) -> None:
+        await updater.add_artifact([pb.Part(text=text)], name="reply", last_chunk=True)
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def card(url: str, *, compat: bool) -> pb.AgentCard:
+    interfaces = [pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")]
+    if compat:
+        interfaces.append(pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"))
+    return pb.AgentCard(
+        name="sdk-echo", description="Echo agent on the official a2a-sdk 1.3.0", version="1.0.0",
+        supported_interfaces=interfaces,
+        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+        skills=[pb.AgentSkill(id="echo", name="Echo", description="Replies with the text", tags=["echo", "test"],
+                              examples=["hello"])],
+    )
+
+
+@contextlib.asynccontextmanager
+async def sdk_server(*, compat: bool = False) -> AsyncIterator[str]:
+    """Serve the script agent on a loopback port; yields its base URL (without a trailing slash)."""
+    holder: dict[str, AsgiServer] = {}
+    app = Starlette()
+    server = AsgiServer(app)
+    holder["s"] = server
+    # the card needs the port, known only once bound: bind first, then add the routes
+    await server.start()
+    url = server.url + "/"
+    agent_card = card(url, compat=compat)
+    handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=InMemoryTaskStore(),
+                                      agent_card=agent_card)
+    for route in create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/",
+                                                                               enable_v0_3_compat=compat):
+        app.router.routes.append(route)
+    try:
+        yield server.url
+    finally:
+        await server.stop()

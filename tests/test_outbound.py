@@ -1,0 +1,234 @@
+"""The outbound client and agents-as-tools against every real peer: our server in each dialect, the
+official a2a-sdk 1.x server (default and 0.3 compat), and a stub of the toolnexus legacy dialect."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+import toolnexus as tn
+from toolnexus.a2a.agents import Agent, connect_agent
+from toolnexus.a2a.model import TaskState
+
+from .conftest import EXAMPLE_SKILLS
+from .helpers import write_skill
+from .peers.legacy_stub import legacy_stub
+
+sdk = pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
+from .peers.sdk_server import sdk_server  # noqa: E402
+
+
+def reply(text: str):
+    return tn.create_in_process_client(lambda req: {"content": text, "usage": {
+        "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+
+
+# -- the seeds' examples, in Python ------------------------------------------------------------------
+
+async def test_seed_two_a_real_round_trip_between_two_toolkits(tmp_path: Path):
+    write_skill(tmp_path / "skills" / "answer", "answer", body="Answer it.", description="answers a question")
+    served = await tn.create_toolkit(tmp_path / "skills", builtins=False)
+    async with served.serve("127.0.0.1:0", client=reply("42"), a2a=tn.A2AConfig(name="answer-desk")) as handle:
+        caller = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=handle.card_url, poll_every=0.005)])
+        async with caller:
+            res = await caller.execute("answer-desk_answer", {"task": "what is 6*7?"})
+    assert not res.is_error, res.output
+    assert res.output == "42"
+    assert res.metadata["agent"] == "answer-desk" and res.metadata["state"] == "completed"
+    assert res.metadata["dialect"] == "1.0" and res.metadata["taskId"]
+
+
+async def test_seed_three_on_task_telemetry_provider_and_skill_filter(tmp_path: Path):
+    write_skill(tmp_path / "s" / "hello-world", "hello-world", body="Say hello.", description="says hello")
+    write_skill(tmp_path / "s" / "hidden", "hidden", description="not advertised")
+    tk = await tn.create_toolkit(tmp_path / "s", builtins=False)
+    states: list[dict] = []
+    a2a = tn.A2AConfig(name="video-desk", skills=["hello-world"],
+                       provider=tn.Provider(organization="acme", url="https://acme.example"))
+    async with tk.serve("127.0.0.1:0", client=reply("TRANSCRIBED"), a2a=a2a, on_task=states.append) as handle:
+        tools = await tn.agent_tools(tn.Agent(card=handle.card_url, poll_every=0.005))
+        hello = next(t for t in tools if t.name == "video-desk_hello-world")
+        assert [t.name for t in tools] == ["video-desk_hello-world"]
+        res = await hello.execute({"task": "do it"})
+        for _ in range(100):
+            if states:
+                break
+            await asyncio.sleep(0.005)
+    assert res.output == "TRANSCRIBED" and not res.is_error
+    assert states[0]["state"] == "completed"
+    assert states[0]["result"].usage.total_tokens == 5
+    assert states[0]["skill"] == "hello-world"
+
+
+# -- our client against our server, every dialect ---------------------------------------------------
+
+@pytest.fixture
+async def ours():
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="demo-desk", description="demo")) as h:
+        yield h
+
+
+@pytest.mark.parametrize("dialect", ["auto", "0.3", "1.0", "legacy"])
+async def test_our_client_against_our_server(ours, dialect):
+    async with tn.A2AClient(ours.url, dialect=dialect) as client:
+        assert client.dialect.value == ("1.0" if dialect == "auto" else dialect)
+        task = await client.send("hello there")
+        assert task.id and task.context_id
+        events = [ev async for ev in client.watch(task.id, poll_every=0.01)]
+        assert events[-1].state is TaskState.COMPLETED
+        assert events[-1].task.reply == "You said: hello there"
+        blocking = await client.send("again", context_id=task.context_id, blocking=True)
+        assert blocking.reply == "You said: again (message 2 of this conversation)"
+        got = await client.get(blocking.id, history_length=1)
+        assert len(got.history) == 1 and got.history[0].role == "agent"
+        slow = await client.send("slow 20")
+        canceled = await client.cancel(slow.id)
+        assert canceled.state is TaskState.CANCELED
+        with pytest.raises(tn.errors.TaskNotFoundError):
+            await client.get("no-such-task")
+        methods = {ev.rpc_method for ev in client.traffic.events}
+    expected = {"0.3": "message/send", "legacy": "SendMessage"}.get(dialect, "SendMessage")
+    assert expected in methods
+
+
+@pytest.mark.parametrize("dialect", ["auto", "0.3"])
+async def test_streaming_from_our_server(ours, dialect):
+    async with tn.A2AClient(ours.url, dialect=dialect) as client:
+        states = [t.state async for t in client.stream("stream please")]
+        last = [t async for t in client.stream("stream again")][-1]
+    assert states[0] is TaskState.SUBMITTED and states[-1] is TaskState.COMPLETED
+    assert TaskState.WORKING in states
+    assert last.reply == "You said: stream again"
+
+
+@pytest.mark.parametrize("dialect", ["auto", "0.3", "legacy"])
+async def test_agent_tool_answers_input_required_on_our_server(ours, dialect):
+    tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, dialect=dialect)])
+    async with tk:
+        first = await tk.execute("demo-desk_report", {"task": "please approve the budget"})
+        request = first.pending
+        assert request is not None and request.prompt == "Do you approve: Use the report skill.\n\n" \
+                                                           "please approve the budget?"
+        assert first.metadata["state"] == "input-required"
+        done = await tk.execute("demo-desk_report", {"task": "please approve the budget"},
+                                tn.ToolContext(answer=tn.Answer(request.id, True, "yes")))
+    assert not done.is_error and done.metadata["taskId"] == first.metadata["taskId"]
+    assert "Request approved (yes)" in done.output
+
+
+async def test_tool_errors_timeouts_and_cancel(ours):
+    tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, timeout=0.5)])
+    async with tk:
+        failed = await tk.execute("demo-desk_greet", {"task": "please fail"})
+        assert failed.is_error
+        assert failed.output == f"A2A task {failed.metadata['taskId']} failed: model error: demo model: asked to fail"
+        slow = await tk.execute("demo-desk_greet", {"task": "slow 10"})
+        assert slow.is_error and slow.output.startswith(f"A2A task {slow.metadata['taskId']} timed out after 500ms")
+        assert "(state=working)" in slow.output
+        tool = tk.get("demo-desk_greet")
+        call = asyncio.ensure_future(tool.execute({"task": "slow 10"}))
+        await asyncio.sleep(0.2)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.1)
+        tasks = await ours.tasks()
+        assert sum(t.state is TaskState.CANCELED for t in tasks) >= 1
+
+
+async def test_unreachable_agent_is_isolated(caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.WARNING):
+        tk = await tn.create_toolkit(builtins=False, agents=[Agent(card="http://127.0.0.1:1/")])
+    assert tk.tools() == []
+    assert "cannot be used" in caplog.text
+    assert await tn.agent_tools(Agent(card="http://127.0.0.1:1/")) == []
+
+
+async def test_config_agents_block_and_add_agent(ours, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TN_TEST_AGENT_TOKEN", "hunter2")
+    cfg = {"builtins": False, "agents": {"demo": {"card": ours.card_url, "pollEvery": 10, "timeout": 5000,
+                                                  "headers": {"Authorization": "Bearer ${TN_TEST_AGENT_TOKEN}"}},
+                                         "off": {"card": "http://127.0.0.1:1/", "enabled": False}}}
+    tk = await tn.create_toolkit(config=cfg)
+    async with tk:
+        assert sorted(t.name for t in tk.tools()) == ["demo-desk_greet", "demo-desk_report", "demo-desk_weather"]
+        source = tk.agents()[0]
+        assert source.agent.poll_every == 0.01 and source.agent.timeout == 5.0
+        res = await tk.execute("demo-desk_greet", {"task": "hi"})
+        assert res.output.startswith('Using the "greet" skill')
+        wire = list(source.client.traffic.events)
+        assert all(ev.request_headers.get("authorization") == "Bearer ***" for ev in wire)
+        assert all("hunter2" not in str(vars(ev)) for ev in wire)
+        second = await tn.create_toolkit(builtins=False)
+        added = await second.add_agent(Agent(card=ours.url, name="again"))
+        assert [t.name for t in added] == ["again_greet", "again_report", "again_weather"]
+        await second.close()
+    with pytest.raises(tn.ConfigError, match="needs a card URL"):
+        await tn.create_toolkit(config={"agents": {"x": {}}})
+
+
+# -- the official a2a-sdk 1.x server -------------------------------------------------------------------
+
+@pytest.mark.parametrize("compat, dialect", [(False, "auto"), (True, "auto"), (True, "0.3")])
+async def test_against_the_official_sdk_server(compat, dialect):
+    async with sdk_server(compat=compat) as url:
+        async with tn.A2AClient(url, dialect=dialect) as client:
+            assert client.dialect.value == ("1.0" if dialect == "auto" else "0.3")
+            task = await client.send("hello sdk", blocking=True)
+            assert task.state is TaskState.COMPLETED and task.reply == "echo: hello sdk"
+            pending = await client.send("slow one")
+            canceled = await client.cancel(pending.id)
+            assert canceled.state is TaskState.CANCELED
+            streamed = [t async for t in client.stream("streamed")]
+            assert streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: streamed"
+        tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=url, poll_every=0.01, dialect=dialect)])
+        async with tk:
+            assert [t.name for t in tk.tools()] == ["sdk-echo_echo"]
+            res = await tk.execute("sdk-echo_echo", {"task": "via a tool"})
+            assert res.output == "echo: via a tool"
+            first = await tk.execute("sdk-echo_echo", {"task": "a question"})
+            assert first.pending is not None and first.pending.prompt == "What is your favourite colour?"
+            done = await tk.execute("sdk-echo_echo", {"task": "a question"},
+                                    tn.ToolContext(answer=tn.Answer(first.pending.id, True, "blue")))
+            assert done.output == "answered: blue" and done.metadata["taskId"] == first.metadata["taskId"]
+            failed = await tk.execute("sdk-echo_echo", {"task": "please fail"})
+            assert failed.is_error and failed.output.endswith("failed: the agent could not do it")
+
+
+# -- the toolnexus legacy dialect ------------------------------------------------------------------------
+
+async def test_against_a_legacy_peer_auto_falls_back_once():
+    async with legacy_stub() as stub:
+        async with tn.A2AClient(stub.url) as client:
+            assert client.dialect.value == "0.3"
+            task = await client.send("what is 6*7?")
+            assert client.dialect.value == "legacy"
+            assert "-32601" in client.dialect_reason
+            assert task.state is TaskState.SUBMITTED
+            events = [ev async for ev in client.watch(task.id, poll_every=0.01)]
+            assert events[-1].task.reply == "42"
+            await client.send("again")  # remembered: no second message/send
+        assert stub.methods.count("message/send") == 1
+        assert stub.methods[:3] == ["message/send", "SendMessage", "GetTask"]
+        assert all("a2a-version" not in h for h in stub.headers)
+        tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=stub.url, poll_every=0.01)])
+        async with tk:
+            res = await tk.execute("legacy-desk_answer", {"task": "what is 6*7?"})
+            assert res.output == "42" and res.metadata["dialect"] == "legacy"
+            first = await tk.execute("legacy-desk_answer", {"task": "a question"})
+            assert first.pending.prompt == "Which colour?"
+            done = await tk.execute("legacy-desk_answer", {"task": "a question"},
+                                    tn.ToolContext(answer=tn.Answer(first.pending.id, True, "red")))
+            assert done.output == "answered: red"
+            failed = await tk.execute("legacy-desk_answer", {"task": "fail"})
+            assert failed.is_error and failed.output == f"A2A task {failed.metadata['taskId']} failed: no can do"
+            call = asyncio.ensure_future(tk.execute("legacy-desk_answer", {"task": "slow"}))
+            await asyncio.sleep(0.1)
+            call.cancel()  # the legacy dialect has no cancel: the call still ends at once
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        assert "CancelTask" in stub.methods

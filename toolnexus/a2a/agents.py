@@ -1,0 +1,216 @@
+"""Remote agents as toolkit tools: one tool per skill on the agent's card.
+
+``Agent(card, headers=None, timeout=300, poll_every=1.0)``; in a config file's ``agents`` block
+(``{"<id>": {card, headers?, timeout?, pollEvery?, enabled?/disabled?}}``) ``timeout`` and
+``pollEvery`` are milliseconds, as the toolnexus contract has them. Header values expand
+``${ENV}`` and never reach a log or the wire log.
+
+A tool is named ``sanitize(card.name) + "_" + sanitize(skill.id)`` with the input
+``{task: string}``. It sends the task with ``metadata.skill`` set and watches it to the end:
+
+- ``completed``: the text parts of all artifacts joined by ``\\n`` (else the last agent message);
+- ``failed`` / ``canceled``: an error ``A2A task <id> <state>[: <status message text>]``;
+- past the timeout: an error ``A2A task <id> timed out after <ms>ms (state=<state>)``;
+- a cancelled call: ``cancel`` is sent to the peer and the error is ``A2A task <id> canceled``;
+- ``input-required``: the call suspends with a Request carrying the peer's question; the answer
+  is sent on the same ``taskId`` and the task is watched on.
+
+Every result's metadata holds ``{agent, taskId, state, polls, ms, dialect}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError, PeerError, RPCError
+from ..events import EventBus
+from ..mcp_client import expand_env
+from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
+from .client import A2AClient
+from .model import Task, TaskState
+
+__all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
+
+log = logging.getLogger("toolnexus.a2a")
+
+
+@dataclass
+class Agent:
+    """A remote A2A agent to use as tools.
+
+    Attributes:
+        card: the card URL (or the agent's base URL).
+        headers: sent with every request, e.g. ``{"Authorization": "Bearer ${TOKEN}"}``.
+        timeout: seconds a task may take before the tool gives up.
+        poll_every: seconds between polls while watching a task that cannot be streamed.
+        dialect: ``"auto"``, ``"0.3"``, ``"1.0"`` or ``"legacy"``.
+        name: overrides the card's name in the tool names.
+    """
+
+    card: str
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = 300.0
+    poll_every: float = 1.0
+    dialect: str = "auto"
+    name: str | None = None
+    enabled: bool = True
+
+    def __repr__(self) -> str:  # never print header values
+        return f"Agent(card={self.card!r}, headers=<{len(self.headers)} hidden>, timeout={self.timeout})"
+
+
+def parse_agents(block: Any) -> list[Agent]:
+    """The agents of a config's ``agents`` block (timeouts in milliseconds)."""
+    if block is None:
+        return []
+    if not isinstance(block, Mapping):
+        raise ConfigError("agents must be an object of agent id to settings")
+    out = []
+    for key, entry in block.items():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("card"), str):
+            raise ConfigError(f"agents.{key} needs a card URL")
+        headers = entry.get("headers") or {}
+        if not isinstance(headers, Mapping):
+            raise ConfigError(f"agents.{key}.headers must be an object")
+        for name in ("timeout", "pollEvery"):
+            v = entry.get(name)
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0):
+                raise ConfigError(f"agents.{key}.{name} must be a positive number of milliseconds")
+        enabled = entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
+        out.append(Agent(
+            card=entry["card"],
+            headers={str(k): str(v) for k, v in headers.items()},
+            timeout=float(entry.get("timeout", 300_000)) / 1000.0,
+            poll_every=float(entry.get("pollEvery", 1000)) / 1000.0,
+            dialect=str(entry.get("dialect", "auto")),
+            name=entry.get("name"),
+            enabled=enabled,
+        ))
+    return out
+
+
+class AgentSource:
+    """One connected agent: its client and its tools."""
+
+    def __init__(self, agent: Agent, client: A2AClient) -> None:
+        self.agent = agent
+        self.client = client
+        self.tools: list[Tool] = []
+        self._waiting: dict[str, tuple[str, str]] = {}
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def build(self) -> list[Tool]:
+        card = self.client.card
+        assert card is not None
+        prefix = sanitize(self.agent.name or card.name or "agent")
+        self.tools = [self._tool(prefix, s) for s in card.skills if isinstance(s.get("id"), str)]
+        return self.tools
+
+    def _tool(self, prefix: str, skill: dict[str, Any]) -> Tool:
+        skill_id = skill["id"]
+        card = self.client.card
+        description = str(skill.get("description") or skill.get("name") or skill_id)
+        if card is not None and card.name:
+            description = f"{description} (A2A agent {card.name}, skill {skill_id})"
+        schema = {"type": "object", "properties": {"task": {"type": "string", "description": "What to ask the agent"}},
+                  "required": ["task"], "additionalProperties": False}
+
+        async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            return await self.run(skill_id, args["task"], ctx)
+
+        return Tool(f"{prefix}_{sanitize(skill_id)}", description, schema, run, source="a2a")
+
+    async def run(self, skill_id: str, text: str, ctx: ToolContext) -> ToolResult:
+        started = time.monotonic()
+        client = self.client
+        task_id = ""
+        state = "unknown"
+        polls = 0
+
+        def meta() -> dict[str, Any]:
+            return {"agent": self.agent.name or (client.card.name if client.card else client.url), "taskId": task_id,
+                    "state": state, "polls": polls, "ms": round((time.monotonic() - started) * 1000),
+                    "dialect": client.dialect.value if client.dialect else None}
+
+        try:
+            if ctx.answer is not None and ctx.answer.id in self._waiting:
+                task_id, context_id = self._waiting.pop(ctx.answer.id)
+                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")
+                if not ctx.answer.ok:
+                    await client.cancel(task_id)
+                    state = "canceled"
+                    return ToolResult.error(f"A2A task {task_id} canceled: the request was declined", **meta())
+                task = await client.send(reply, skill=skill_id, task_id=task_id, context_id=context_id)
+            else:
+                task = await client.send(text, skill=skill_id)
+            task_id, state = task.id, task.state.value
+            final = task
+            if not (task.state.terminal or task.state.interrupted):
+                try:
+                    async with asyncio.timeout(self.agent.timeout):
+                        watch = client.watch(task_id, poll_every=self.agent.poll_every,
+                                             max_interval=max(self.agent.poll_every, 2.0))
+                        async with contextlib.aclosing(watch) as events:
+                            async for ev in events:
+                                final, state = ev.task, ev.state.value
+                                polls = getattr(client, "polls", polls)
+                except TimeoutError:
+                    polls = getattr(client, "polls", polls)
+                    ms = round(self.agent.timeout * 1000)
+                    return ToolResult.error(f"A2A task {task_id} timed out after {ms}ms (state={state})", **meta())
+            return self._outcome(final, meta)
+        except asyncio.CancelledError:
+            if task_id:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(client.cancel(task_id))
+            raise
+        except (RPCError, PeerError) as exc:
+            return ToolResult.error(f"A2A {'task ' + task_id + ' ' if task_id else ''}error: {exc}", **meta())
+        finally:
+            await asyncio.shield(client.release())  # nothing stays open between calls
+
+    def _outcome(self, task: Task, meta: Any) -> ToolResult:
+        state = task.state
+        if state is TaskState.COMPLETED:
+            return ToolResult(task.reply, metadata=meta())
+        if state.interrupted:
+            question = task.status.message.text if task.status.message else "the agent needs input"
+            request_id = f"a2a:{task.id}"
+            self._waiting[request_id] = (task.id, task.context_id)
+            request = Request(request_id, "input", question, data={"taskId": task.id, "contextId": task.context_id,
+                                                                   "state": state.value})
+            return ToolResult(f"waiting for an answer: {question}", metadata={**meta(), "pending": request})
+        detail = task.status.message.text if task.status.message else ""
+        return ToolResult.error(f"A2A task {task.id} {state.value}{': ' + detail if detail else ''}", **meta())
+
+
+async def agent_tools(agent: Agent, *, bus: EventBus | None = None) -> list[Tool]:
+    """The tools of one agent; an agent that cannot be reached or resolved is logged and gives none."""
+    source = await connect_agent(agent, bus=bus)
+    return source.tools if source is not None else []
+
+
+async def connect_agent(agent: Agent, *, bus: EventBus | None = None) -> AgentSource | None:
+    if not agent.enabled:
+        return None
+    headers = {k: expand_env(v) for k, v in agent.headers.items()}
+    client = A2AClient(agent.card, headers=headers, timeout=min(agent.timeout, 30.0), dialect=agent.dialect,
+                       bus=bus, secret_headers=tuple(headers))
+    try:
+        await client.connect()
+    except (PeerError, RPCError) as exc:
+        log.warning("agent %s cannot be used: %s", agent.card, exc)
+        await client.aclose()
+        return None
+    source = AgentSource(agent, client)
+    source.build()
+    await client.release()
+    return source

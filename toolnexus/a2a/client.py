@@ -1,0 +1,506 @@
+"""The outbound A2A client: any peer, whichever dialect it speaks, with every exchange on the wire log.
+
+Dialect ``auto`` follows the 1.x SDK's rule on the card (a JSONRPC interface of version 1.x
+means 1.0, otherwise 0.3 at the card's ``url``), plus one fallback: when a 0.3 send gets -32601
+(the toolnexus ports in other languages answer only ``SendMessage``/``GetTask``), it is retried once
+in the toolnexus legacy dialect, and that is remembered for the peer. ``"0.3"``, ``"1.0"`` and
+``"legacy"`` force one. ``client.dialect`` and ``client.dialect_reason`` say what is in use and why.
+
+Results come back as the canonical model (``Task``); peers' small differences (results without
+``kind``, errors without ``id``, timestamps with or without offsets) are tolerated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from .. import _json
+from ..errors import (
+    RPC_ERRORS,
+    MethodNotFoundError,
+    PeerError,
+    RPCError,
+    UnsupportedOperationError,
+)
+from ..events import EventBus, TaskEvent
+from ..traffic import TrafficRecorder
+from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard
+from .dialects import Dialect, parse_message, parse_task, render_message
+from .model import Message, Part, Task, TaskState, TaskStatus, new_id
+
+__all__ = ["A2AClient", "fetch_card"]
+
+_METHODS = {
+    Dialect.V03: {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel", "stream": "message/stream",
+                  "resubscribe": "tasks/resubscribe"},
+    Dialect.V10: {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask", "stream": "SendStreamingMessage",
+                  "resubscribe": "SubscribeToTask", "list": "ListTasks"},
+    Dialect.LEGACY: {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
+}
+
+
+async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
+                     http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None) -> AgentCard:
+    """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
+    ``/.well-known/agent.json``).
+
+    Raises:
+        PeerError: nothing answered, or no card was found, or it is not a JSON object.
+    """
+    own = http is None
+    client = http or httpx.AsyncClient(timeout=timeout)
+    try:
+        if "/.well-known/" in url or url.endswith(".json"):
+            candidates = [url]
+        else:
+            base = url.rstrip("/")
+            candidates = [base + CARD_PATH, base + LEGACY_CARD_PATH]
+        last = ""
+        for candidate in candidates:
+            started = time.perf_counter()
+            try:
+                r = await client.get(candidate, headers=dict(headers or {}), timeout=timeout)
+            except httpx.HTTPError as exc:
+                if traffic is not None:
+                    traffic.record(direction="out", method="GET", url=candidate, status=None, started=started,
+                                   request_headers=dict(headers or {}), request_body=b"", error=_why(exc))
+                raise PeerError(f"cannot fetch the agent card at {candidate}: {_why(exc)}") from None
+            if traffic is not None:
+                traffic.record(direction="out", method="GET", url=candidate, status=r.status_code, started=started,
+                               request_headers=dict(r.request.headers), request_body=b"",
+                               response_headers=dict(r.headers), response_body=r.content)
+            if r.status_code == 404 and candidate != candidates[-1]:
+                last = f"{candidate} answered 404"
+                continue
+            if r.status_code != 200:
+                raise PeerError(f"the agent card at {candidate} answered HTTP {r.status_code}", status=r.status_code)
+            try:
+                raw = r.json()
+            except ValueError:
+                raise PeerError(f"the agent card at {candidate} is not JSON") from None
+            if not isinstance(raw, dict):
+                raise PeerError(f"the agent card at {candidate} is not a JSON object")
+            return AgentCard(raw, candidate)
+        raise PeerError(f"no agent card found: {last}")
+    finally:
+        if own:
+            await client.aclose()
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class A2AClient:
+    """Talks to one A2A peer.
+
+    Args:
+        card_or_url: the card (``AgentCard`` or its JSON), a card URL, or the agent's base URL.
+        headers: sent with every request (values are masked on the wire log).
+        timeout: seconds one HTTP request may take (streams: between frames).
+        dialect: ``"auto"``, ``"0.3"``, ``"1.0"`` or ``"legacy"``.
+        bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
+        secret_headers: more header names to mask on the wire log.
+    """
+
+    def __init__(
+        self,
+        card_or_url: str | AgentCard | dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        dialect: str = "auto",
+        bus: EventBus | None = None,
+        secret_headers: tuple[str, ...] = (),
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        if dialect not in ("auto", "0.3", "1.0", "legacy"):
+            raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
+        self.card: AgentCard | None = None
+        self.url = ""
+        if isinstance(card_or_url, AgentCard):
+            self.card = card_or_url
+        elif isinstance(card_or_url, dict):
+            self.card = AgentCard(card_or_url)
+        else:
+            self.url = card_or_url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.forced = None if dialect == "auto" else Dialect(dialect)
+        self.dialect: Dialect | None = self.forced
+        self.dialect_reason = "forced by the caller" if self.forced else ""
+        self.endpoint = ""
+        self.bus = bus
+        self.traffic = TrafficRecorder(bus, peer=self.url or (self.card.name if self.card else ""))
+        for name in secret_headers:
+            self.traffic.secret(name, self.headers.get(name))
+        self._given_http = http
+        self._own: httpx.AsyncClient | None = None
+        self._fallback_tried = False
+
+    def __repr__(self) -> str:
+        return f"A2AClient(peer={self.peer!r}, dialect={self.dialect and self.dialect.value!r})"
+
+    @property
+    def peer(self) -> str:
+        return (self.card.name if self.card and self.card.name else "") or self.url or self.endpoint
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client: the caller's, or our own, opened on first use."""
+        if self._given_http is not None:
+            return self._given_http
+        if self._own is None or self._own.is_closed:
+            self._own = httpx.AsyncClient(timeout=self.timeout)
+        return self._own
+
+    async def release(self) -> None:
+        """Close our own connections (they reopen on the next call); for callers that come and go."""
+        own, self._own = self._own, None
+        if own is not None:
+            await own.aclose()
+
+    async def aclose(self) -> None:
+        await self.release()
+
+    async def __aenter__(self) -> A2AClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- the card and the dialect ----------------------------------------------------------------
+    async def connect(self) -> AgentCard:
+        """Fetch the card (when given a URL) and choose the dialect and endpoint."""
+        if self.card is None:
+            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self._http, traffic=self.traffic)
+            self.traffic.peer = self.card.name or self.url
+        if not self.endpoint:
+            dialect, endpoint, reason = self.card.choose()
+            if endpoint.startswith("/") and self.card.source:  # a relative url on the card
+                endpoint = self.card.source.split("/.well-known/")[0] + endpoint
+            self.endpoint = endpoint
+            if self.forced is None:
+                self.dialect, self.dialect_reason = Dialect(dialect), reason
+        return self.card
+
+    # -- JSON-RPC -----------------------------------------------------------------------------------
+    def _headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:
+        h = {"content-type": "application/json", **self.headers}
+        if dialect is Dialect.V10:
+            h["A2A-Version"] = "1.0"
+        h["accept"] = "text/event-stream" if stream else "application/json"
+        return h
+
+    async def _call(self, op: str, params: dict[str, Any]) -> Any:
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        method = _METHODS[dialect].get(op)
+        if method is None:
+            raise UnsupportedOperationError(f"the {dialect.value} dialect has no {op} operation")
+        body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
+        headers = self._headers(dialect)
+        started = time.perf_counter()
+        try:
+            r = await self._http.post(self.endpoint, content=body, headers=headers, timeout=self.timeout)
+        except httpx.HTTPError as exc:
+            self.traffic.record(direction="out", method="POST", url=self.endpoint, status=None, started=started,
+                                request_headers=headers, request_body=body, rpc_method=method, error=_why(exc))
+            raise PeerError(f"{self.peer}: {method} failed: {_why(exc)}") from None
+        self.traffic.record(direction="out", method="POST", url=self.endpoint, status=r.status_code, started=started,
+                            request_headers=dict(r.request.headers), request_body=body,
+                            response_headers=dict(r.headers), response_body=r.content, rpc_method=method)
+        return self._result(method, r.status_code, r.content)
+
+    def _result(self, method: str, status: int, content: bytes) -> Any:
+        try:
+            data = _json.loads(content)
+        except (*_json.JSONDecodeError, ValueError):
+            excerpt = content[:200].decode("utf-8", "replace")
+            raise PeerError(f"{self.peer}: {method} answered HTTP {status} with no JSON-RPC body: {excerpt}",
+                            status=status) from None
+        if not isinstance(data, dict) or ("result" not in data and "error" not in data):
+            if status in (401, 403):
+                raise PeerError(f"{self.peer}: {method} answered HTTP {status}: check the headers/credentials",
+                                status=status)
+            raise PeerError(f"{self.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
+        if data.get("error") is not None:
+            raise _rpc_error(data["error"])
+        return data["result"]
+
+    async def _send_op(self, op: str, params: dict[str, Any]) -> Any:
+        """A send; in auto mode a 0.3 send refused with -32601 is retried once as toolnexus legacy."""
+        try:
+            return await self._call(op, params)
+        except MethodNotFoundError:
+            if self.forced is not None or self.dialect is not Dialect.V03 or self._fallback_tried or op != "send":
+                raise
+            self._fallback_tried = True
+            self.dialect = Dialect.LEGACY
+            self.dialect_reason = "the peer answered message/send with -32601; it speaks the toolnexus legacy dialect"
+            return await self._call(op, self._params_for(params))
+
+    def _params_for(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Re-render send params (built for 0.3) in the legacy shapes."""
+        message = parse_message(params["message"], inbound=False)
+        message.role = "user"
+        out = dict(params)
+        out["message"] = render_message(message, Dialect.LEGACY)
+        return out
+
+    def _message(self, text: str | Message, skill: str | None, context_id: str | None, task_id: str | None,
+                 metadata: Mapping[str, Any] | None) -> Message:
+        msg = text if isinstance(text, Message) else Message("user", [Part.of_text(text)])
+        if context_id:
+            msg.context_id = context_id
+        if task_id:
+            msg.task_id = task_id
+        meta = dict(msg.metadata or {})
+        meta.update(metadata or {})
+        if skill:
+            meta["skill"] = skill
+        msg.metadata = meta or None
+        return msg
+
+    def _send_params(self, msg: Message, blocking: bool, history_length: int | None) -> dict[str, Any]:
+        dialect = self.dialect or Dialect.V03
+        config: dict[str, Any] = {"returnImmediately": not blocking} if dialect is Dialect.V10 else {"blocking": blocking}
+        if history_length is not None:
+            config["historyLength"] = history_length
+        return {"message": render_message(msg, dialect), "configuration": config}
+
+    # -- operations -----------------------------------------------------------------------------------
+    async def send(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
+                   task_id: str | None = None, blocking: bool = False, history_length: int | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> Task:
+        """Send a message; returns the task (``submitted`` or later when not blocking)."""
+        await self.connect()
+        msg = self._message(text, skill, context_id, task_id, metadata)
+        result = await self._send_op("send", self._send_params(msg, blocking, history_length))
+        return _as_task(result, msg)
+
+    async def get(self, task_id: str, history_length: int | None = None) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return _as_task(await self._call("get", params), None)
+
+    async def cancel(self, task_id: str) -> Task:
+        return _as_task(await self._call("cancel", {"id": task_id}), None)
+
+    async def list_tasks(self, *, context_id: str | None = None, state: TaskState | None = None,
+                         page_size: int | None = None, page_token: str | None = None,
+                         include_artifacts: bool = False) -> dict[str, Any]:
+        """``ListTasks`` (1.0 peers): ``{tasks: [Task], next_page_token, total_size}``."""
+        params: dict[str, Any] = {"includeArtifacts": include_artifacts}
+        if context_id:
+            params["contextId"] = context_id
+        if state is not None:
+            params["status"] = "TASK_STATE_" + state.value.upper().replace("-", "_")
+        if page_size:
+            params["pageSize"] = page_size
+        if page_token:
+            params["pageToken"] = page_token
+        result = await self._call("list", params)
+        return {"tasks": [parse_task(t) for t in result.get("tasks") or []],
+                "next_page_token": result.get("nextPageToken", ""), "total_size": result.get("totalSize", 0)}
+
+    async def stream(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
+                     task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncIterator[Task]:
+        """Send over SSE; yields the task after every frame, until the stream ends."""
+        await self.connect()
+        msg = self._message(text, skill, context_id, task_id, metadata)
+        params = self._send_params(msg, True, None)
+        params.pop("configuration")
+        async for task in self._sse("stream", params, msg):
+            yield task
+
+    async def resubscribe(self, task_id: str) -> AsyncIterator[Task]:
+        """Follow a running task over SSE; yields the task after every frame."""
+        async for task in self._sse("resubscribe", {"id": task_id}, None):
+            yield task
+
+    async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        method = _METHODS[dialect].get(op)
+        if method is None:
+            raise UnsupportedOperationError(f"the {dialect.value} dialect has no streaming")
+        body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
+        headers = self._headers(dialect, stream=True)
+        started = time.perf_counter()
+        frames: list[str] = []
+        task: Task | None = None
+        status, response_headers = None, {}
+        timeout = httpx.Timeout(self.timeout, read=max(self.timeout, 60.0))
+        try:
+            async with self._http.stream("POST", self.endpoint, content=body, headers=headers, timeout=timeout) as r:
+                status, response_headers = r.status_code, dict(r.headers)
+                if not r.headers.get("content-type", "").startswith("text/event-stream"):
+                    content = await r.aread()
+                    self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status,
+                                        started=started, request_headers=headers, request_body=body,
+                                        response_headers=response_headers, response_body=content, rpc_method=method)
+                    result = self._result(method, status, content)
+                    yield _as_task(result, sent)
+                    return
+                data: list[str] = []
+                async for line in r.aiter_lines():
+                    if line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+                        continue
+                    if line or not data:
+                        continue
+                    frame = "\n".join(data)
+                    data = []
+                    frames.append(frame)
+                    result = self._result(method, status, frame.encode())
+                    task = _apply(task, result, sent)
+                    yield task.snapshot()
+        except httpx.HTTPError as exc:
+            self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status, started=started,
+                                request_headers=headers, request_body=body, response_headers=response_headers,
+                                rpc_method=method, frames=frames, error=_why(exc))
+            raise PeerError(f"{self.peer}: {method} stream failed: {_why(exc)}") from None
+        self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status, started=started,
+                            request_headers=headers, request_body=body, response_headers=response_headers,
+                            response_body="\n\n".join(frames), rpc_method=method, frames=frames)
+
+    async def watch(self, task_id: str, *, poll_every: float = 1.0, max_interval: float = 5.0, backoff: float = 1.5,
+                    timeout: float | None = None, bus: EventBus | None = None,
+                    stream: bool = True) -> AsyncIterator[TaskEvent]:
+        """Every state change of a remote task as a TaskEvent, until it is terminal or interrupted.
+
+        Over SSE when the peer streams (``stream`` and the card say so), else one polling loop whose
+        interval starts at ``poll_every`` and grows by ``backoff`` up to ``max_interval``. The
+        events are also published on ``bus`` (or the client's bus).
+        """
+        await self.connect()
+        target = bus or self.bus
+        last: TaskState | None = None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.polls = 0
+
+        def event(task: Task) -> TaskEvent | None:
+            nonlocal last
+            if task.state is last:
+                return None
+            ev = TaskEvent(task.id, task.context_id, None, last, task.state, task.snapshot(), self.peer)
+            last = task.state
+            if target is not None:
+                target.publish(ev)
+            return ev
+
+        if stream and self.card is not None and self.card.streaming and self.dialect is not Dialect.LEGACY:
+            try:
+                async with contextlib.aclosing(self.resubscribe(task_id)) as frames:
+                    async for task in frames:
+                        ev = event(task)
+                        if ev is not None:
+                            yield ev
+                        if task.state.terminal or task.state.interrupted:
+                            return
+            except (RPCError, PeerError):
+                pass  # the peer cannot resubscribe (already terminal, or no streaming after all): poll
+        interval = poll_every
+        while True:
+            task = await self.get(task_id)
+            self.polls += 1
+            ev = event(task)
+            if ev is not None:
+                yield ev
+            if task.state.terminal or task.state.interrupted:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+            interval = min(interval * backoff, max(max_interval, poll_every))
+
+
+def _rpc_error(error: Any) -> RPCError:
+    if not isinstance(error, dict):
+        return RPCError(f"peer error: {error!r}")
+    code = error.get("code")
+    message = str(error.get("message") or "")
+    cls = RPC_ERRORS.get(code) if isinstance(code, int) else None
+    if cls is None:
+        err = RPCError(message or f"peer error {code}", data=error.get("data"))
+        err.code = code if isinstance(code, int) else -32603
+        return err
+    return cls(message or None, data=error.get("data"))
+
+
+def _as_task(result: Any, sent: Message | None) -> Task:
+    """A send/get result as a Task: a task (wrapped or not), or a Message reply."""
+    if isinstance(result, dict):
+        if "task" in result and isinstance(result["task"], dict):
+            return parse_task(result["task"])
+        if "message" in result and isinstance(result["message"], dict) and "id" not in result:
+            return _message_task(parse_message(result["message"], inbound=False), sent)
+        if "messageId" in result and "status" not in result:
+            return _message_task(parse_message(result, inbound=False), sent)
+        return parse_task(result)
+    raise PeerError(f"the peer answered with {type(result).__name__}, not a task or a message")
+
+
+def _message_task(reply: Message, sent: Message | None) -> Task:
+    """A peer that answers with a Message (no task): shown as a completed task holding it."""
+    history = [sent, reply] if sent is not None else [reply]
+    return Task(reply.task_id or "", reply.context_id or (sent.context_id if sent else "") or "",
+                TaskStatus(TaskState.COMPLETED), history)
+
+
+def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
+    """Fold one stream frame (any dialect) into the task it is about."""
+    if not isinstance(result, dict):
+        raise PeerError("a stream frame is not an object")
+    kind = result.get("kind")
+    body = result
+    for wrapper, name in (("statusUpdate", "status-update"), ("artifactUpdate", "artifact-update"),
+                          ("task", "task"), ("message", "message")):
+        if wrapper in result and isinstance(result[wrapper], dict):
+            kind, body = name, result[wrapper]
+            break
+    if kind is None:
+        if "artifact" in body and "taskId" in body:
+            kind = "artifact-update"
+        elif "status" in body and "taskId" in body:
+            kind = "status-update"
+        elif "messageId" in body and "status" not in body:
+            kind = "message"
+        else:
+            kind = "task"
+    if kind == "task":
+        return parse_task(body)
+    if kind == "message":
+        msg = parse_message(body, inbound=False)
+        if task is None:
+            return _message_task(msg, sent)
+        task.history.append(msg)
+        return task
+    if task is None:
+        task = Task(str(body.get("taskId", "")), str(body.get("contextId", "")), TaskStatus(TaskState.SUBMITTED),
+                    [sent] if sent else [])
+    if kind == "status-update":
+        task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
+        return task
+    art = parse_task({"id": task.id, "artifacts": [body.get("artifact") or {}]}).artifacts
+    if art:
+        new = art[0]
+        same = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
+        if same is not None and body.get("append"):
+            same.parts.extend(new.parts)
+        elif same is not None:
+            task.artifacts[task.artifacts.index(same)] = new
+        else:
+            task.artifacts.append(new)
+    return task
+
