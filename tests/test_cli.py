@@ -117,3 +117,52 @@ def test_port_in_use_exits_2():
         proc = start("serve", "--port", str(s.getsockname()[1]))
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "cannot listen on 127.0.0.1" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def served_demo():
+    with start("serve", "--json") as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        try:
+            yield url
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(10)
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [EXE, *args] if EXE else [sys.executable, "-m", "toolnexus.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_card_and_validate(served_demo):
+    out = run("card", served_demo, "--validate")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("demo-desk 0.1.0")
+    assert "verdict: speaks 1.0 and 0.3: both official client lines will work" in out.stdout
+    data = json.loads(run("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout)
+    assert data["card"]["name"] == "demo-desk" and data["validation"]["ok"] is True
+    assert run("card", "http://127.0.0.1:1").returncode == 1
+
+
+def test_send_follows_the_task_and_answers_input(served_demo):
+    out = run("send", served_demo, "hello from the cli")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "You said: hello from the cli"
+    assert "[completed]" in out.stderr
+    for dialect in ("0.3", "legacy", "1.0"):
+        data = json.loads(run("send", served_demo, "hi", "--dialect", dialect, "--json").stdout)
+        assert data["dialect"] == dialect and data["task"]["status"]["state"] == "completed"
+    streamed = run("send", served_demo, "streamed", "--stream")
+    assert streamed.stdout.strip() == "You said: streamed" and "[working]" in streamed.stderr
+    asked = run("send", served_demo, "please confirm the order", "--json")
+    task = json.loads(asked.stdout)["task"]
+    assert task["status"]["state"] == "input-required"
+    answered = run("send", served_demo, "yes", "--task", task["id"], "--context", task["contextId"])
+    assert answered.stdout.strip() == "Request approved (yes). You said: please confirm the order"
+    failed = run("send", served_demo, "please fail")
+    assert failed.returncode == 1 and "failed: model error" in failed.stderr
+    traced = run("send", served_demo, "trace me", "--trace", "--header", "Authorization: Bearer abc123")
+    assert "--> POST" in traced.stderr and "authorization: Bearer ***" in traced.stderr
+    assert "abc123" not in traced.stderr
+    assert run("send", served_demo, "x", "--header", "nocolon").returncode == 2

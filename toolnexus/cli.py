@@ -63,6 +63,25 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
+
+    c = sub.add_parser("card", help="fetch an agent card (card URL or base URL), optionally validate it")
+    c.add_argument("url")
+    c.add_argument("--validate", action="store_true", help="check it against both schema lines; exit 1 on errors")
+    c.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
+    c.add_argument("--json", action="store_true", help="print JSON")
+
+    m = sub.add_parser("send", help="send a message to any A2A agent and follow its task to the end")
+    m.add_argument("url", help="the agent's card URL or base URL")
+    m.add_argument("text")
+    m.add_argument("--skill", help="the skill id (message.metadata.skill)")
+    m.add_argument("--context", help="continue this context id")
+    m.add_argument("--task", help="answer this input-required task")
+    m.add_argument("--stream", action="store_true", help="use SSE streaming")
+    m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
+    m.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
+    m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task (default 300)")
+    m.add_argument("--json", action="store_true", help="print JSON")
+    m.add_argument("--trace", action="store_true", help="print every HTTP exchange (secrets masked)")
     return p
 
 
@@ -72,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return asyncio.run(_serve(args))
+        if args.command == "card":
+            return asyncio.run(_card(args))
+        if args.command == "send":
+            return asyncio.run(_send(args))
     except UsageError as exc:
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -162,3 +185,113 @@ async def _serve(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def _headers(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header must be NAME:VALUE, not {pair!r}")
+        from .mcp_client import expand_env
+
+        out[name.strip()] = expand_env(value.strip())
+    return out
+
+
+async def _card(args: argparse.Namespace) -> int:
+    import toolnexus as tn
+
+    try:
+        card = await tn.fetch_card(args.url, _headers(args.header))
+    except tn.PeerError as exc:
+        print(f"toolnexus: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    report = tn.validate_card(card) if args.validate else None
+    if args.json:
+        out: dict[str, Any] = {"source": card.source, "card": card.raw}
+        if report is not None:
+            out["validation"] = report.to_dict()
+        print(json.dumps(out, indent=2))
+    else:
+        dialect, endpoint, reason = card.choose()
+        print(f"{card.name} {card.version}  ({card.source})")
+        if card.description:
+            print(f"  {card.description}")
+        print(f"  endpoint {endpoint}  dialect {dialect} ({reason})")
+        print(f"  streaming {'yes' if card.streaming else 'no'}")
+        for skill in card.skills:
+            tags = ", ".join(skill.get("tags") or [])
+            print(f"  skill {skill.get('id')}: {skill.get('description', '')}" + (f"  [{tags}]" if tags else ""))
+        if report is not None:
+            print(f"verdict: {report.summary}")
+            for line, what in report.verdict.items():
+                print(f"  {line}: {what}")
+            for d in report.diagnostics:
+                print(f"  {d.level:<7} {d.path}: {d.message}")
+    return EXIT_ERROR if report is not None and not report.ok else EXIT_OK
+
+
+async def _send(args: argparse.Namespace) -> int:
+    import toolnexus as tn
+    from toolnexus.a2a.dialects import Dialect, render_task
+
+    headers = _headers(args.header)
+    client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers))
+    task = None
+    code = EXIT_OK
+    try:
+        await client.connect()
+        if args.stream:
+            async for snapshot in client.stream(args.text, skill=args.skill, context_id=args.context,
+                                                task_id=args.task):
+                if task is None or snapshot.state is not task.state:
+                    _progress(args, snapshot)
+                task = snapshot
+        else:
+            task = await client.send(args.text, skill=args.skill, context_id=args.context, task_id=args.task)
+            _progress(args, task)
+            if not (task.state.terminal or task.state.interrupted):
+                async with asyncio.timeout(args.timeout):
+                    async for ev in client.watch(task.id, poll_every=0.25, max_interval=2.0):
+                        if ev.state is not task.state:
+                            _progress(args, ev.task)
+                        task = ev.task
+    except (tn.PeerError, tn.RPCError) as exc:
+        print(f"toolnexus: {exc}", file=sys.stderr)
+        code = EXIT_ERROR
+    except TimeoutError:
+        print(f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
+              file=sys.stderr)
+        code = EXIT_ERROR
+    finally:
+        await client.aclose()
+    if task is not None:
+        if task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
+            code = EXIT_ERROR
+        if args.json:
+            print(json.dumps({"dialect": client.dialect.value if client.dialect else None,
+                              "dialect_reason": client.dialect_reason, "task": render_task(task, Dialect.V03)}))
+        else:
+            if task.state is tn.TaskState.COMPLETED:
+                print(task.reply)
+            elif task.state.interrupted:
+                question = task.status.message.text if task.status.message else ""
+                print(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
+            else:
+                detail = task.status.message.text if task.status.message else ""
+                print(f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""), file=sys.stderr)
+    if args.trace:
+        for ev in client.traffic.events:
+            print(f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms", file=sys.stderr)
+            for k, v in ev.request_headers.items():
+                print(f"    {k}: {v}", file=sys.stderr)
+            if ev.request_body:
+                print(f"    {ev.request_body}", file=sys.stderr)
+            print(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
+    return code
+
+
+def _progress(args: argparse.Namespace, task: Any) -> None:
+    if not args.json:
+        print(f"[{task.state.value}] task {task.id} context {task.context_id}", file=sys.stderr)
