@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.agents import Agent, connect_agent
+from toolnexus.a2a.agents import Agent
 from toolnexus.a2a.model import TaskState
 
 from .conftest import EXAMPLE_SKILLS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolnexus import ConfigError, SkillDef, Tool, ToolResult, create_toolkit, tool
+from toolnexus import ConfigError, SkillDef, Tool, create_toolkit, tool
 from toolnexus.builtins import BUILTIN_NAMES
 
 from .helpers import write_skill

@@ -34,8 +34,7 @@ from .events import EventBus, ServerEvent, TaskEvent, ToolCallEvent, TrafficEven
 from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
-from . import mcp_client
-from . import traffic
+from . import errors, mcp_client, traffic
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
 
 __version__ = "0.1.0"
@@ -93,4 +92,7 @@ __all__ = [
     "sanitize",
     "tool",
     "__version__",
+    "errors",
+    "mcp_client",
+    "traffic",
 ]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +22,9 @@ from .a2a.model import Task, TaskState, now_iso
 if TYPE_CHECKING:
     from .llm import RunResult
 
-__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "ServerEvent", "Dropped", "EventBus", "Event"]
+__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "ServerEvent", "Dropped", "EventBus", "Event", "Hook"]
+
+log = logging.getLogger("toolnexus.events")
 
 
 @dataclass
@@ -217,3 +221,38 @@ class EventBus:
     @property
     def subscribers(self) -> int:
         return len(self._subs)
+
+
+class Hook:
+    """A user callback (sync or async) run in the background: its failure is logged, never raised,
+    and a slow one never holds up the caller. ``close()`` gives late ones ``grace`` seconds."""
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any] | None, name: str) -> None:
+        self.fn = fn
+        self.name = name
+        self._running: set[asyncio.Task[None]] = set()
+
+    def fire(self, payload: dict[str, Any]) -> None:
+        if self.fn is None:
+            return
+        fn = self.fn
+
+        async def call() -> None:
+            try:
+                out = fn(payload)
+                if inspect.isawaitable(out):
+                    await out
+            except Exception:
+                log.exception("%s hook failed", self.name)
+
+        task = asyncio.ensure_future(call())
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def close(self, grace: float = 1.0) -> None:
+        if not self._running:
+            return
+        _, late = await asyncio.wait(list(self._running), timeout=grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)

@@ -7,7 +7,6 @@ import time
 from collections import defaultdict
 
 import httpx
-import pytest
 
 import toolnexus as tn
 from toolnexus.a2a.model import LEGAL, TaskState

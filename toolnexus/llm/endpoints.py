@@ -126,7 +126,41 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-class OpenAIStyle(_HttpStyle):
+class OpenAIShapes:
+    """The transcript in OpenAI's chat shapes (shared by the OpenAI and in-process styles)."""
+
+    def user(self, text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    def assistant(self, turn: Turn) -> dict[str, Any]:
+        return openai_assistant(turn)
+
+    def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+        return openai_tool_results(results)
+
+
+def openai_assistant(turn: Turn) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": turn.content or None}
+    if turn.tool_calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": c.arguments if c.bad_arguments is not None else json.dumps(c.arguments),
+                },
+            }
+            for c in turn.tool_calls
+        ]
+    return msg
+
+
+def openai_tool_results(results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+    return [{"role": "tool", "tool_call_id": c.id, "content": r.output} for c, r in results]
+
+
+class OpenAIStyle(OpenAIShapes, _HttpStyle):
     """``POST {base_url}/chat/completions`` with a bearer key; the transcript in OpenAI's shapes."""
 
     name = "openai"
@@ -163,35 +197,6 @@ class OpenAIStyle(_HttpStyle):
         total = _int(usage.get("total_tokens")) or prompt + completion
         return Turn(content or "", calls, Usage(prompt, completion, total), data.get("model"))
 
-    def user(self, text: str) -> dict[str, Any]:
-        return {"role": "user", "content": text}
-
-    def assistant(self, turn: Turn) -> dict[str, Any]:
-        return openai_assistant(turn)
-
-    def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
-        return openai_tool_results(results)
-
-
-def openai_assistant(turn: Turn) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": turn.content or None}
-    if turn.tool_calls:
-        msg["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {
-                    "name": c.name,
-                    "arguments": c.arguments if c.bad_arguments is not None else json.dumps(c.arguments),
-                },
-            }
-            for c in turn.tool_calls
-        ]
-    return msg
-
-
-def openai_tool_results(results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
-    return [{"role": "tool", "tool_call_id": c.id, "content": r.output} for c, r in results]
 
 
 class AnthropicStyle(_HttpStyle):

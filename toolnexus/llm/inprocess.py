@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ModelError
-from ..tools import Tool, ToolResult
+from ..tools import Tool
 from .client import ToolCall, Turn, Usage, new_call_id, parse_arguments
-from .endpoints import openai_assistant, openai_tool_results
+from .endpoints import OpenAIShapes
 
 __all__ = ["InProcessStyle", "Generate"]
 
@@ -20,7 +20,7 @@ optionally with ``"usage"``; sync or async. ``request`` holds ``model``, OpenAI-
 ``messages`` (the system message first) and ``tools`` (``to_openai()`` shapes)."""
 
 
-class InProcessStyle:
+class InProcessStyle(OpenAIShapes):
     """Calls ``generate`` for every turn; the transcript is in OpenAI's shapes."""
 
     name = "in-process"
@@ -52,15 +52,6 @@ class InProcessStyle:
         except Exception as exc:
             raise ModelError(f"in-process model failed: {str(exc) or type(exc).__name__}") from exc
         return _parse(out)
-
-    def user(self, text: str) -> dict[str, Any]:
-        return {"role": "user", "content": text}
-
-    def assistant(self, turn: Turn) -> dict[str, Any]:
-        return openai_assistant(turn)
-
-    def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
-        return openai_tool_results(results)
 
     async def aclose(self) -> None:
         return None

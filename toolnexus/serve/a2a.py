@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import _json
@@ -29,7 +29,7 @@ from ..a2a.dialects import (
     render_status_update,
     render_task,
 )
-from ..a2a.jsonrpc import NO_ID, error_envelope, parse_request, request_id_of, result_envelope
+from ..a2a.jsonrpc import error_envelope, parse_request, request_id_of, result_envelope
 from ..a2a.model import Task, TaskState
 from ..errors import (
     ContentTypeNotSupportedError,

@@ -129,15 +129,7 @@ class A2AConfig:
             return value
         if value is None or value is True:
             return cls()
-        if not isinstance(value, Mapping):
-            raise ConfigError("a2a must be an object")
-        names = {f.name for f in fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, v in value.items():
-            snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
-            if snake not in names:
-                raise ConfigError(f"a2a.{key} is not a known option ({', '.join(sorted(names))})")
-            kwargs[snake] = v
+        kwargs = _options(cls, value, "a2a")
         if "auth" in kwargs:
             kwargs["auth"] = Auth.from_config(kwargs["auth"])
         return cls(**kwargs)
@@ -174,13 +166,18 @@ class MCPServeConfig:
             return value
         if value is None or value is True:
             return cls()
-        if not isinstance(value, Mapping):
-            raise ConfigError("mcpServer must be an object")
-        known = {f.name for f in fields(cls)}
-        kwargs = {}
-        for key, v in value.items():
-            snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
-            if snake not in known:
-                raise ConfigError(f"mcpServer.{key} is not a known option ({', '.join(sorted(known))})")
-            kwargs[snake] = v
-        return cls(**kwargs)
+        return cls(**_options(cls, value, "mcpServer"))
+
+
+def _options(cls: type, value: Any, block: str) -> dict[str, Any]:
+    """A config block's keys (camelCase or snake_case) as keyword arguments of ``cls``."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{block} must be an object")
+    names = {f.name for f in fields(cls)}
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
+        if snake not in names:
+            raise ConfigError(f"{block}.{key} is not a known option ({', '.join(sorted(names))})")
+        out[snake] = v
+    return out

@@ -11,9 +11,7 @@ configured extras; the serve options' ``auth`` applies here too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +27,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..builtins import COMMAND_TOOLS
-from ..events import EventBus, ToolCallEvent
+from ..events import EventBus, Hook, ToolCallEvent
 from ..tools import Tool, ToolContext, ToolResult
 from .config import Auth, MCPServeConfig
 
@@ -75,13 +73,12 @@ class MCPProfile:
         self.config = config
         self.bus = bus
         self.server_name = server
-        self.on_call = on_call
+        self.on_call = Hook(on_call, "on_call")
         self.auth = auth
         self._bound = bound
         self.tools = exposed_tools(toolkit.tools(), config.tools)
         self._by_name = {t.name: t for t in self.tools}
         self._manager: StreamableHTTPSessionManager | None = None
-        self._hooks: set[asyncio.Task[Any]] = set()
         self.app = Server(config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call)
 
     def routes(self) -> list[Route]:
@@ -108,8 +105,7 @@ class MCPProfile:
                                                      security_settings=self._security())
         async with self._manager.run():
             yield
-        if self._hooks:
-            await asyncio.wait(list(self._hooks), timeout=1.0)
+        await self.on_call.close()
 
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.auth is not None:
@@ -146,19 +142,5 @@ class MCPProfile:
     def _report(self, tool: Tool, args: Any, result: ToolResult, ms: float) -> None:
         self.bus.publish(ToolCallEvent(self.server_name, tool.name, tool.source, args, result.output,
                                        result.is_error, ms))
-        if self.on_call is None:
-            return
-        payload = {"name": tool.name, "source": tool.source, "ms": ms, "is_error": result.is_error, "args": args,
-                   "output": result.output}
-
-        async def call() -> None:
-            try:
-                out = self.on_call(payload)  # type: ignore[misc]
-                if inspect.isawaitable(out):
-                    await out
-            except Exception:
-                log.exception("on_call hook failed for %s", tool.name)
-
-        hook = asyncio.ensure_future(call())
-        self._hooks.add(hook)
-        hook.add_done_callback(self._hooks.discard)
+        self.on_call.fire({"name": tool.name, "source": tool.source, "ms": ms, "is_error": result.is_error,
+                           "args": args, "output": result.output})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import json
 import logging
 import os
@@ -28,7 +27,7 @@ from ..errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
-from ..events import EventBus, TaskEvent
+from ..events import EventBus, Hook, TaskEvent
 from ..tools import Answer
 
 if TYPE_CHECKING:
@@ -280,12 +279,11 @@ class TaskRunner:
         self.store = store
         self.bus = bus
         self.server = server
-        self.on_task = on_task
+        self.on_task = Hook(on_task, "on_task")
         self._locks: dict[str, asyncio.Lock] = {}
         self._changed: dict[str, asyncio.Event] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
-        self._hooks: set[asyncio.Task[Any]] = set()
         self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
 
     # -- the one way a task changes -----------------------------------------------------------
@@ -335,22 +333,8 @@ class TaskRunner:
         return True
 
     def _fire_on_task(self, task: Task, state: TaskState, result: RunResult | None) -> None:
-        if self.on_task is None:
-            return
-        payload = {"id": task.id, "skill": task.skill, "task": task.request, "result": result, "state": state.value,
-                   "context_id": task.context_id}
-
-        async def call() -> None:
-            try:
-                out = self.on_task(payload)  # type: ignore[misc]
-                if inspect.isawaitable(out):
-                    await out
-            except Exception:
-                log.exception("on_task hook failed for task %s", task.id)
-
-        hook = asyncio.ensure_future(call())
-        self._hooks.add(hook)
-        hook.add_done_callback(self._hooks.discard)
+        self.on_task.fire({"id": task.id, "skill": task.skill, "task": task.request, "result": result,
+                           "state": state.value, "context_id": task.context_id})
 
     # -- create and run -----------------------------------------------------------------------
     async def create(self, message: Message, skill: str | None, prompt: str) -> Task:
@@ -475,8 +459,4 @@ class TaskRunner:
         for run in runs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
-        if self._hooks:
-            _, late = await asyncio.wait(list(self._hooks), timeout=1.0)
-            for hook in late:
-                hook.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        await self.on_task.close()
