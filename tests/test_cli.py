@@ -96,7 +96,7 @@ def test_text_output_and_sigterm():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--model", "gpt4"], "--model must be demo, openai:MODEL or anthropic:MODEL"),
+    (["--model", "gpt4"], "model must be demo, openai:MODEL or anthropic:MODEL"),
     (["--config", "/no/such/file.json"], "config file not found"),
     (["--store", "sqlite:x"], "store must be"),
     (["--no-a2a"], "--no-a2a needs --mcp"),

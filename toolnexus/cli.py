@@ -8,41 +8,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "build_client"]
+from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
+
+__all__ = ["main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-EXAMPLE_SKILLS = Path(__file__).resolve().parent.parent / "examples" / "skills"
 DEMO_NAME = "demo-desk"
-DEMO_DESCRIPTION = ("The toolnexus demo agent: greets, reports the weather from a bundled table and drafts "
-                    "reports that need approval. Runs offline on the embedded demo model.")
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
 
 class UsageError(Exception):
     """A mistake in the command line; printed as one line, exit code 2."""
-
-
-def build_client(model: str, base_url: str | None = None, api_key_env: str | None = None) -> Any:
-    """``demo``, ``openai:MODEL`` or ``anthropic:MODEL`` as a client (the key read from the environment)."""
-    import toolnexus as tn
-
-    if model == "demo":
-        return tn.demo_client()
-    style, _, name = model.partition(":")
-    if style not in DEFAULT_BASE_URLS or not name:
-        raise UsageError(f"--model must be demo, openai:MODEL or anthropic:MODEL, not {model!r}")
-    key = None
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set")
-    return tn.create_client(base_url or DEFAULT_BASE_URLS[style], style, name, api_key=key)  # type: ignore[arg-type]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -132,7 +111,10 @@ async def _serve(args: argparse.Namespace) -> int:
     mcp: Any = True if args.mcp else tk.config.get("mcpServer")
     if args.no_a2a and not mcp:
         raise UsageError("--no-a2a needs --mcp (or an mcpServer block in the config)")
-    client = build_client(args.model, args.base_url, args.api_key_env)
+    try:
+        client = build_client(args.model, args.base_url, args.api_key_env)
+    except tn.ConfigError as exc:
+        raise UsageError(str(exc)) from None
     try:
         handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp)
     except OSError as exc:

@@ -167,7 +167,8 @@ async def serve(
         from .mcp import MCPProfile
 
         mcp_profile = MCPProfile(toolkit, mcp_cfg, bus=bus, server=name, on_call=on_call,
-                                 auth=a2a_cfg.auth if a2a_cfg else None, bound=lambda: holder["server"])
+                                 auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None),
+                                 bound=lambda: holder["server"])
         routes += mcp_profile.routes()
         lifespans.append(mcp_profile.lifespan)
 

@@ -152,6 +152,7 @@ class MCPServeConfig:
         tools: expose only these tools. None: every tool except the builtins that run commands or
             write files (``bash``, ``write``, ``edit``), which are exposed only when named.
         allowed_hosts, allowed_origins: beyond the bound address, for DNS-rebinding protection.
+        auth: required on ``/mcp``; when not set, the A2A profile's auth applies here too.
     """
 
     name: str = "toolnexus"
@@ -159,6 +160,7 @@ class MCPServeConfig:
     tools: Sequence[str] | None = None
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
+    auth: Auth | None = None
 
     @classmethod
     def from_config(cls, value: Any) -> MCPServeConfig:
@@ -166,7 +168,10 @@ class MCPServeConfig:
             return value
         if value is None or value is True:
             return cls()
-        return cls(**_options(cls, value, "mcpServer"))
+        kwargs = _options(cls, value, "mcpServer")
+        if "auth" in kwargs:
+            kwargs["auth"] = Auth.from_config(kwargs["auth"])
+        return cls(**kwargs)
 
 
 def _options(cls: type, value: Any, block: str) -> dict[str, Any]:

@@ -1,0 +1,267 @@
+"""A workspace of hosted servers: what the TUI and the notebook start, stop and watch.
+
+A :class:`ServerSpec` says what to serve (skills, model, profiles, address, store, auth); a
+:class:`Workspace` starts and stops servers from specs and carries every event of every hosted
+server (tasks, MCP calls, server state) on one bus. The front ends only call this and subscribe
+to ``workspace.events``; they hold no protocol knowledge of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .events import EventBus, ServerEvent
+
+__all__ = ["ServerSpec", "HostedServer", "Workspace", "build_client", "EXAMPLE_SKILLS", "demo_spec"]
+
+log = logging.getLogger("toolnexus.hosting")
+
+EXAMPLE_SKILLS = Path(__file__).resolve().parent.parent / "examples" / "skills"
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+DEMO_DESCRIPTION = ("The toolnexus demo agent: greets, reports the weather from a bundled table and drafts "
+                    "reports that need approval. Runs offline on the embedded demo model.")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def build_client(model: str = "demo", base_url: str | None = None, api_key_env: str | None = None) -> Any:
+    """``demo``, ``openai:MODEL`` or ``anthropic:MODEL`` as a client; the key is read from ``api_key_env``.
+
+    Raises:
+        ConfigError: the model spelling is wrong, or the key's environment variable is not set.
+    """
+    from .llm import create_client, demo_client
+
+    if model == "demo":
+        return demo_client()
+    style, _, name = model.partition(":")
+    if style not in DEFAULT_BASE_URLS or not name:
+        raise ConfigError(f"model must be demo, openai:MODEL or anthropic:MODEL, not {model!r}")
+    key = None
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ConfigError(f"the API key variable {api_key_env} is not set")
+    return create_client(base_url or DEFAULT_BASE_URLS[style], style, name, api_key=key)  # type: ignore[arg-type]
+
+
+@dataclass
+class ServerSpec:
+    """What to serve. Secrets are never held here: only the names of environment variables.
+
+    Attributes:
+        name: the server's (and card's) name.
+        skills: folders of SKILL.md files.
+        config: a toolkit config file (its a2a and mcpServer blocks apply).
+        host, port: where to bind (port 0: any free port).
+        model: ``demo``, ``openai:MODEL`` or ``anthropic:MODEL``.
+        base_url: the model endpoint (any OpenAI-compatible server with ``openai:``).
+        api_key_env: the environment variable holding the model key.
+        store: ``memory`` or ``file:<dir>``.
+        a2a, mcp: the profiles to serve.
+        mcp_tools: tools exposed over MCP (None: all but the command-running builtins).
+        builtins: include the builtin file and shell tools.
+        auth_token_env: an environment variable holding a bearer token; the server then requires it.
+        description: the card's description.
+    """
+
+    name: str = "toolnexus-agent"
+    skills: list[str] = field(default_factory=list)
+    config: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    model: str = "demo"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    store: str = "memory"
+    a2a: bool = True
+    mcp: bool = False
+    mcp_tools: list[str] | None = None
+    builtins: bool = False
+    auth_token_env: str | None = None
+    description: str = ""
+
+    @property
+    def profiles(self) -> list[str]:
+        return [p for p, on in (("A2A", self.a2a), ("MCP", self.mcp)) if on]
+
+
+def demo_spec(name: str = "demo-desk") -> ServerSpec:
+    """The demo: the example skills on the demo model, A2A and MCP on loopback."""
+    skills = [str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else []
+    return ServerSpec(name=name, skills=skills, mcp=True, description=DEMO_DESCRIPTION)
+
+
+class HostedServer:
+    """One server of a workspace: its spec, its state and, while it runs, its handle."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.handle: Any = None
+        self.toolkit: Any = None
+        self.state = "stopped"  # starting | running | stopped | failed
+        self.error = ""
+
+    def __repr__(self) -> str:
+        return f"HostedServer({self.spec.name!r}, {self.state})"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def url(self) -> str:
+        return self.handle.url if self.handle is not None else ""
+
+    @property
+    def auth(self) -> bool:
+        return bool(self.spec.auth_token_env)
+
+    def warnings(self) -> list[str]:
+        """What a careful person would want to know before leaving this server running."""
+        out = []
+        if self.spec.host not in LOOPBACK and not self.auth:
+            out.append(f"binds {self.spec.host}, beyond this machine, without auth")
+        if self.spec.mcp and self.toolkit is not None and self.handle is not None and self.handle.mcp is not None:
+            from .builtins import COMMAND_TOOLS
+
+            exposed = [t.name for t in self.handle.mcp.tools if t.source == "builtin" and t.name in COMMAND_TOOLS]
+            for name in exposed:
+                out.append(f"exposes `{name}` over MCP{'' if self.auth else ' without auth'}")
+        return out
+
+    def mcp_tools(self) -> list[str]:
+        if self.handle is None or self.handle.mcp is None:
+            return []
+        return [t.name for t in self.handle.mcp.tools]
+
+    def skills(self) -> list[str]:
+        if self.handle is None or self.handle.a2a is None:
+            return []
+        return [s.name for s in self.handle.a2a.skills]
+
+
+class Workspace:
+    """Hosted servers by name, and one bus for all their events."""
+
+    def __init__(self, events: EventBus | None = None) -> None:
+        self.events = events or EventBus(history=5000)
+        self.servers: dict[str, HostedServer] = {}
+        self._lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"Workspace({list(self.servers)})"
+
+    def get(self, name: str) -> HostedServer:
+        try:
+            return self.servers[name]
+        except KeyError:
+            raise ConfigError(f"no server named {name!r} (servers: {', '.join(self.servers) or 'none'})") from None
+
+    async def start(self, spec: ServerSpec) -> HostedServer:
+        """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
+        server is recorded as ``failed`` with the reason; nothing else is affected."""
+        async with self._lock:
+            old = self.servers.get(spec.name)
+            if old is not None and old.state == "running":
+                raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
+            server = HostedServer(spec)
+            self.servers[spec.name] = server
+            server.state = "starting"
+        try:
+            await self._start(server)
+        except BaseException as exc:
+            server.state, server.error = "failed", _reason(exc)
+            self.events.publish(ServerEvent(spec.name, "failed", detail=server.error))
+            if server.toolkit is not None:
+                await server.toolkit.close()
+            raise
+        return server
+
+    async def _start(self, server: HostedServer) -> None:
+        from . import A2AConfig, Auth, MCPServeConfig, create_toolkit
+
+        spec = server.spec
+        if not spec.a2a and not spec.mcp:
+            raise ConfigError("choose at least one profile: A2A or MCP")
+        for folder in spec.skills:
+            if not Path(folder).expanduser().is_dir():
+                raise ConfigError(f"skills folder not found: {folder}")
+        client = build_client(spec.model, spec.base_url, spec.api_key_env)
+        auth = None
+        if spec.auth_token_env:
+            token = os.environ.get(spec.auth_token_env)
+            if not token:
+                raise ConfigError(f"the auth token variable {spec.auth_token_env} is not set")
+            auth = Auth.bearer(token)
+        server.toolkit = await create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config)
+        a2a = None
+        if spec.a2a:
+            a2a = A2AConfig.from_config(server.toolkit.config.get("a2a"))
+            a2a.name = spec.name
+            a2a.description = spec.description or a2a.description
+            a2a.store = spec.store
+            a2a.auth = auth or a2a.auth
+        mcp = MCPServeConfig(name=spec.name, tools=spec.mcp_tools, auth=auth) if spec.mcp else None
+        server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
+                                                   events=self.events)
+        server.state, server.error = "running", ""
+
+    async def stop(self, name: str) -> HostedServer:
+        """Stop a running server (its tasks in flight are cancelled); safe on a stopped one."""
+        server = self.get(name)
+        if server.handle is not None:
+            await server.handle.stop()
+            server.handle = None
+        if server.toolkit is not None:
+            await server.toolkit.close()
+            server.toolkit = None
+        if server.state != "failed":
+            server.state = "stopped"
+        return server
+
+    async def restart(self, name: str, spec: ServerSpec | None = None) -> HostedServer:
+        server = self.get(name)
+        await self.stop(name)
+        return await self.start(spec or server.spec)
+
+    def remove(self, name: str) -> None:
+        server = self.get(name)
+        if server.state == "running":
+            raise ConfigError(f"stop {name!r} before removing it")
+        del self.servers[name]
+
+    async def close(self) -> None:
+        """Stop every server."""
+        for name in list(self.servers):
+            await self.stop(name)
+
+    def running(self) -> list[HostedServer]:
+        return [s for s in self.servers.values() if s.state == "running"]
+
+    async def tasks(self, name: str | None = None, limit: int = 100) -> list[Any]:
+        """The newest tasks of one server, or of all running servers."""
+        out = []
+        for server in ([self.get(name)] if name else self.running()):
+            if server.handle is not None:
+                out += await server.handle.tasks(limit=limit)
+        return out
+
+    def find_runner(self, task_server: str) -> Any:
+        server = self.servers.get(task_server)
+        if server is None or server.handle is None or server.handle.runner is None:
+            raise ConfigError(f"server {task_server!r} is not running")
+        return server.handle.runner
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot listen: {exc.strerror}"
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
