@@ -252,11 +252,27 @@ class Workspace:
                 out += await server.handle.tasks(limit=limit)
         return out
 
-    def find_runner(self, task_server: str) -> Any:
-        server = self.servers.get(task_server)
+    def _runner(self, name: str) -> Any:
+        server = self.servers.get(name)
         if server is None or server.handle is None or server.handle.runner is None:
-            raise ConfigError(f"server {task_server!r} is not running")
+            raise ConfigError(f"server {name!r} is not running (or serves no A2A)")
         return server.handle.runner
+
+    async def cancel(self, server: str, task_id: str) -> Any:
+        """Cancel a hosted task. Raises an RPCError when it is already terminal or unknown."""
+        return await self._runner(server).cancel(task_id)
+
+    async def answer(self, server: str, task_id: str, text: str) -> Any:
+        """Answer a hosted task waiting for input; the same task resumes."""
+        from .a2a.model import Message, Part
+        from .errors import InvalidParamsError
+
+        runner = self._runner(server)
+        task = await runner.get(task_id)
+        if not task.state.interrupted:
+            raise InvalidParamsError(f"task {task_id} is {task.state.value}, not waiting for input")
+        await runner.answer(task, Message("user", [Part.of_text(text)]))
+        return task
 
 
 def _reason(exc: BaseException) -> str:

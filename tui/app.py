@@ -1,0 +1,197 @@
+"""The toolnexus-tui application: modes, the bus pump, the command palette, start and quit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.signal import Signal
+
+from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent
+from toolnexus.hosting import ServerSpec, Workspace, demo_spec
+
+from .screens.servers import ServersScreen
+from .screens.tasks import TasksScreen
+from .state import TaskBook
+
+__all__ = ["ToolnexusApp", "main"]
+
+FLUSH_EVERY = 0.05
+"""Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
+
+
+class ToolnexusCommands(Provider):
+    """Every action of the app in the command palette."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        assert isinstance(app, ToolnexusApp)
+        matcher = self.matcher(query)
+        for title, help_text, callback in app.palette_commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class ToolnexusApp(App[None]):
+    """Host servers and watch every task's lifecycle live.
+
+    Args:
+        workspace: the hosted servers (a new one by default).
+        specs: servers to start at launch (the demo by default; pass ``[]`` for none).
+        now: the clock (injected by tests for fixed ages on screen).
+        export_dir: where exported tasks are written.
+    """
+
+    TITLE = "toolnexus"
+    CSS_PATH = Path(__file__).parent / "toolnexus.tcss"
+    COMMANDS = App.COMMANDS | {ToolnexusCommands}
+    MODES = {"servers": ServersScreen, "tasks": TasksScreen}
+    DEFAULT_MODE = "servers"
+    BINDINGS = [
+        Binding("1", "switch_mode('servers')", "Servers", id="mode-servers"),
+        Binding("2", "switch_mode('tasks')", "Tasks", id="mode-tasks"),
+        Binding("question_mark", "toggle_help", "Help", id="help"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
+
+    def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
+                 now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None) -> None:
+        super().__init__()
+        self.workspace = workspace or Workspace()
+        self.book = TaskBook()
+        self.start_specs = list(specs) if specs is not None else [demo_spec()]
+        self.now = now or (lambda: datetime.now(timezone.utc))
+        self.export_dir = Path(export_dir) if export_dir else Path.cwd()
+        self.tasks_changed: Signal[frozenset[str]] = Signal(self, "tasks-changed")
+        self.servers_changed: Signal[None] = Signal(self, "servers-changed")
+        self.calls_changed: Signal[None] = Signal(self, "calls-changed")
+        self._dirty: set[str] = set()
+        self._flush_timer: Any = None
+        self.selected_server: str | None = None
+
+    async def on_mount(self) -> None:
+        self.pump()
+        for spec in self.start_specs:
+            self.start_server(spec)
+
+    # -- the bus pump: the only reader of library events ------------------------------------------
+    @work(exclusive=True, group="bus-pump")
+    async def pump(self) -> None:
+        async for event in self.workspace.events.subscribe(replay=True, max_queue=5000):
+            if isinstance(event, TaskEvent):
+                self.book.apply(event)
+                self._dirty.add(event.task_id)
+                if self._flush_timer is None:
+                    self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+            elif isinstance(event, ToolCallEvent):
+                self.book.calls.append(event)
+                self.calls_changed.publish(None)
+            elif isinstance(event, ServerEvent):
+                self.servers_changed.publish(None)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        if self._dirty:
+            dirty, self._dirty = frozenset(self._dirty), set()
+            self.tasks_changed.publish(dirty)
+            self.servers_changed.publish(None)  # counts per server moved
+
+    # -- server control (used by screens and the palette) ------------------------------------------
+    @work(group="servers")
+    async def start_server(self, spec: ServerSpec) -> None:
+        try:
+            await self.workspace.start(spec)
+        except Exception as exc:  # shown, never a crash
+            self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
+        self.servers_changed.publish(None)
+
+    @work(group="servers")
+    async def toggle_server(self, name: str) -> None:
+        server = self.workspace.get(name)
+        try:
+            if server.state == "running":
+                await self.workspace.stop(name)
+                self.notify(f"{name} stopped")
+            else:
+                await self.workspace.start(server.spec)
+                self.notify(f"{name} running at {self.workspace.get(name).url}")
+        except Exception as exc:
+            self.notify(f"{name}: {exc}", title="Server failed", severity="error")
+        self.servers_changed.publish(None)
+
+    @work(group="servers")
+    async def restart_server(self, name: str) -> None:
+        try:
+            await self.workspace.restart(name)
+            self.notify(f"{name} restarted at {self.workspace.get(name).url}")
+        except Exception as exc:
+            self.notify(f"{name}: {exc}", title="Restart failed", severity="error")
+        self.servers_changed.publish(None)
+
+    # -- actions ---------------------------------------------------------------------------------------
+    def action_toggle_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    async def action_quit(self) -> None:
+        await self.workspace.close()
+        self.exit()
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        out: list[tuple[str, str, Callable[[], Any]]] = [
+            ("Servers", "show the hosted servers (1)", partial(self.switch_mode, "servers")),
+            ("Tasks", "show every task, live (2)", partial(self.switch_mode, "tasks")),
+            ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
+            ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
+        ]
+        for name, server in self.workspace.servers.items():
+            verb = "Stop" if server.state == "running" else "Start"
+            out.append((f"{verb} server {name}", server.url or server.state, partial(self.toggle_server, name)))
+            out.append((f"Restart server {name}", server.url or server.state, partial(self.restart_server, name)))
+        return out
+
+    def _palette_new_server(self) -> None:
+        from .screens.server_form import ServerForm
+
+        self.switch_mode("servers")
+        self.push_screen(ServerForm(self.workspace))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="toolnexus-tui", description="Host A2A/MCP servers and watch their tasks.")
+    parser.add_argument("--config", help="a toolkit config file to serve")
+    parser.add_argument("--skills", action="append", help="a skills folder to serve (repeatable)")
+    parser.add_argument("--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL")
+    parser.add_argument("--base-url", help="the model endpoint")
+    parser.add_argument("--api-key-env", help="the environment variable holding the model key")
+    parser.add_argument("--name", default=None, help="the served agent's name")
+    parser.add_argument("--port", type=int, default=0, help="port for the served toolkit (default: any)")
+    args = parser.parse_args(argv)
+    if args.config or args.skills:
+        spec = ServerSpec(name=args.name or "toolnexus-agent", skills=args.skills or [], config=args.config,
+                          model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, mcp=True,
+                          port=args.port)
+    else:
+        spec = demo_spec(args.name or "demo-desk")
+        spec.model, spec.base_url, spec.api_key_env, spec.port = args.model, args.base_url, args.api_key_env, args.port
+    app = ToolnexusApp(specs=[spec])
+    app.run()
+    if app.return_code:
+        sys.exit(app.return_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+

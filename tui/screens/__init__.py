@@ -1,0 +1,1 @@
+"""The screens of toolnexus-tui, one module each."""

@@ -1,0 +1,109 @@
+"""The form that starts a hosted server; a failure stays in the form, never a crash."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
+
+
+class ServerForm(ModalScreen[str | None]):
+    """Name, skills folder, address, model, store, profiles, exposed MCP tools and auth."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="form-cancel")]
+
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__()
+        self.workspace = workspace
+
+    def compose(self) -> ComposeResult:
+        n = len(self.workspace.servers) + 1
+        with VerticalScroll(id="server-form"):
+            yield Label("Start a server", id="form-title")
+            with Grid(id="form-grid"):
+                yield Label("name")
+                yield Input(f"desk-{n}", id="f-name")
+                yield Label("skills folder")
+                yield Input(str(EXAMPLE_SKILLS) if EXAMPLE_SKILLS.is_dir() else "", id="f-skills")
+                yield Label("host")
+                yield Input("127.0.0.1", id="f-host")
+                yield Label("port")
+                yield Input("0", id="f-port", type="integer")
+                yield Label("model")
+                yield Select([("demo (offline)", "demo"), ("OpenAI-style", "openai"), ("Anthropic-style", "anthropic")],
+                             value="demo", allow_blank=False, id="f-style")
+                yield Label("model name")
+                yield Input("", placeholder="e.g. gpt-4o-mini, llama3", id="f-model")
+                yield Label("base URL")
+                yield Input("", placeholder="default for the style; any OpenAI-compatible server", id="f-base-url")
+                yield Label("API key env var")
+                yield Input("", placeholder="e.g. OPENAI_API_KEY (the key itself is never stored)", id="f-key-env")
+                yield Label("store")
+                yield Input("memory", placeholder="memory or file:DIR", id="f-store")
+                yield Label("profiles")
+                with Horizontal():
+                    yield Checkbox("A2A", True, id="f-a2a")
+                    yield Checkbox("MCP", True, id="f-mcp")
+                yield Label("MCP tools")
+                yield Input("", placeholder="blank: all but bash/write/edit; or a comma list", id="f-mcp-tools")
+                yield Label("auth token env var")
+                yield Input("", placeholder="blank: no auth; else require Bearer $VAR", id="f-auth-env")
+            yield Static("", id="form-error")
+            with Horizontal(id="form-buttons"):
+                yield Button("Start", variant="primary", id="form-start")
+                yield Button("Cancel", id="form-cancel-button")
+
+    def spec(self) -> ServerSpec:
+        def value(id: str) -> str:
+            return self.query_one(f"#{id}", Input).value.strip()
+
+        style = str(self.query_one("#f-style", Select).value)
+        model = "demo" if style == "demo" else f"{style}:{value('f-model')}"
+        port_text = value("f-port") or "0"
+        tools = [t.strip() for t in value("f-mcp-tools").split(",") if t.strip()]
+        return ServerSpec(
+            name=value("f-name") or "toolnexus-agent",
+            skills=[value("f-skills")] if value("f-skills") else [],
+            host=value("f-host") or "127.0.0.1",
+            port=int(port_text) if port_text.isdigit() else -1,
+            model=model,
+            base_url=value("f-base-url") or None,
+            api_key_env=value("f-key-env") or None,
+            store=value("f-store") or "memory",
+            a2a=self.query_one("#f-a2a", Checkbox).value,
+            mcp=self.query_one("#f-mcp", Checkbox).value,
+            mcp_tools=tools or None,
+            auth_token_env=value("f-auth-env") or None,
+        )
+
+    @on(Button.Pressed, "#form-start")
+    @on(Input.Submitted)
+    def start(self) -> None:
+        self.query_one("#form-error", Static).update("starting…")
+        self._start(self.spec())
+
+    @work(exclusive=True, group="form")
+    async def _start(self, spec: ServerSpec) -> None:
+        if not 0 <= spec.port <= 65535:
+            self._error("port must be a number from 0 to 65535")
+            return
+        try:
+            await self.workspace.start(spec)
+        except Exception as exc:
+            self._error(self.workspace.servers[spec.name].error if spec.name in self.workspace.servers else str(exc))
+            return
+        self.app.servers_changed.publish(None)  # type: ignore[attr-defined]
+        self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
+        self.dismiss(spec.name)
+
+    def _error(self, text: str) -> None:
+        self.query_one("#form-error", Static).update(f"✘ {text}")
+
+    @on(Button.Pressed, "#form-cancel-button")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

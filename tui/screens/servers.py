@@ -1,0 +1,137 @@
+"""Mode 1, Servers: the hosted servers, their state and counts, and the form to start one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from toolnexus.a2a.card import CARD_PATH
+from toolnexus.a2a.model import TaskState
+
+from ..state import STATE_STYLE
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
+
+
+class ServersScreen(Screen[None]):
+    """The hosted servers, the selected one's details, and its live tasks below."""
+
+    BINDINGS = [
+        Binding("n", "new_server", "New server", id="server-new"),
+        Binding("s", "toggle", "Start/stop", id="server-toggle"),
+        Binding("r", "restart", "Restart", id="server-restart"),
+        Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
+        Binding("enter", "show_tasks", "Tasks", id="server-tasks"),
+    ]
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("servers")
+        with Vertical(id="servers-body"):
+            yield DataTable(id="servers", cursor_type="row", zebra_stripes=True)
+            yield Static(id="server-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#servers", DataTable)
+        table.add_columns("", "name", "url", "profiles", "auth", "store", "✔", "⟳", "?", "✘")
+        self.tn.servers_changed.subscribe(self, self._refresh)
+        self._refresh(None)
+
+    def _selected(self) -> str | None:
+        table = self.query_one("#servers", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return str(key) if key is not None else None
+
+    def _refresh(self, _: Any) -> None:
+        table = self.query_one("#servers", DataTable)
+        chosen = self._selected()
+        table.clear()
+        for name, server in self.tn.workspace.servers.items():
+            counts = self.tn.book.counts(name)
+            dot = {"running": Text("●", "green"), "starting": Text("◌", "yellow"),
+                   "failed": Text("✘", "red")}.get(server.state, Text("○", "grey50"))
+            url = server.url or server.state
+            cells = [dot, name, url, " ".join(server.spec.profiles), "on" if server.auth else "off",
+                     server.spec.store]
+            for state in COUNTED:
+                symbol, style = STATE_STYLE[state]
+                cells.append(Text(str(counts.get(state, 0)), style))
+            table.add_row(*cells, key=name)
+        if chosen and chosen in self.tn.workspace.servers:
+            table.move_cursor(row=table.get_row_index(chosen))
+        self._detail()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    def _detail(self) -> None:
+        name = self._selected()
+        detail = self.query_one("#server-detail", Static)
+        if name is None:
+            detail.update("No servers yet. Press n to start one.")
+            return
+        server = self.tn.workspace.get(name)
+        lines = Text()
+        lines.append(f"{name}  ", "bold")
+        lines.append(server.url or server.state)
+        lines.append("\n")
+        if server.spec.a2a and server.url:
+            lines.append(f"card  {server.url}{CARD_PATH}\n")
+        if server.state == "running":
+            lines.append(f"skills: {', '.join(server.skills()) or 'none'}")
+            if server.spec.mcp:
+                lines.append(f"   MCP tools: {len(server.mcp_tools())}  ({server.url}/mcp)")
+            lines.append("\n")
+        lines.append(f"model {server.spec.model}   store {server.spec.store}\n")
+        for warning in server.warnings():
+            lines.append(f"⚠ {warning}\n", "yellow")
+        if server.error:
+            lines.append(f"✘ {server.error}\n", "red")
+        detail.update(lines)
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_new_server(self) -> None:
+        from .server_form import ServerForm
+
+        self.app.push_screen(ServerForm(self.tn.workspace))
+
+    def action_toggle(self) -> None:
+        name = self._selected()
+        if name:
+            self.tn.toggle_server(name)
+
+    def action_restart(self) -> None:
+        name = self._selected()
+        if name:
+            self.tn.restart_server(name)
+
+    def action_copy_url(self) -> None:
+        name = self._selected()
+        if name and self.tn.workspace.get(name).url:
+            url = self.tn.workspace.get(name).url
+            self.app.copy_to_clipboard(url)
+            self.notify(f"copied {url}")
+
+    def action_show_tasks(self) -> None:
+        self.tn.selected_server = self._selected()
+        self.app.switch_mode("tasks")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_show_tasks()

@@ -1,0 +1,332 @@
+"""Mode 2, Tasks: every task of every hosted server, live, with its whole story in the detail pane."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+
+from toolnexus.a2a.dialects import Dialect
+
+from ..state import STATE_STYLE, TaskView, duration, short
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+COLUMNS = [("state", "state"), ("task", "task"), ("server", "server"), ("skill", "skill"), ("context", "context"),
+           ("age", "age"), ("took", "took"), ("tokens", "tokens"), ("tools", "tools")]
+
+
+class TasksScreen(Screen[None]):
+    """The live task table, its filter, and the selected task's timeline, messages and telemetry."""
+
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="tasks-filter"),
+        Binding("F", "toggle_follow", "Follow", id="tasks-follow"),
+        Binding("x", "cancel_task", "Cancel", id="task-cancel"),
+        Binding("a", "answer", "Answer", id="task-answer"),
+        Binding("y", "copy_id", "Copy id", id="task-copy"),
+        Binding("e", "export", "Export", id="task-export"),
+        Binding("m", "toggle_calls", "MCP calls", id="tasks-calls"),
+        Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.follow = True
+        self.filter_text = ""
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("tasks")
+        with TabbedContent(id="tasks-tabs", initial="tab-tasks"):
+            with TabPane("Tasks", id="tab-tasks"):
+                yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
+                            id="filter")
+                yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+                with TabbedContent(id="detail"):
+                    with TabPane("Timeline", id="d-timeline"):
+                        yield VerticalScroll(Static(id="timeline"))
+                    with TabPane("Messages", id="d-messages"):
+                        yield VerticalScroll(Static(id="messages"))
+                    with TabPane("Artifacts", id="d-artifacts"):
+                        yield VerticalScroll(Static(id="artifacts"))
+                    with TabPane("Telemetry", id="d-telemetry"):
+                        yield VerticalScroll(Static(id="telemetry"))
+                    with TabPane("Raw", id="d-raw"):
+                        yield VerticalScroll(Static(id="raw"))
+                with Vertical(id="answer-box", classes="hidden"):
+                    yield Static("", id="answer-question")
+                    yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
+                                id="answer")
+            with TabPane("Inbound MCP calls", id="tab-calls"):
+                yield DataTable(id="calls", cursor_type="row", zebra_stripes=True)
+                yield VerticalScroll(Static(id="call-detail"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        for label, key in COLUMNS:
+            table.add_column(label, key=key)
+        calls = self.query_one("#calls", DataTable)
+        calls.add_columns("time", "server", "tool", "source", "ms", "result", "args")
+        if self.tn.selected_server:
+            self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
+        self.tn.tasks_changed.subscribe(self, self._tasks_changed)
+        self.tn.calls_changed.subscribe(self, self._calls_changed)
+        self._rebuild()
+        self._calls_changed(None)
+        self.set_interval(1.0, self._tick_ages)
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        if self.tn.selected_server:
+            self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
+            self.tn.selected_server = None
+
+    # -- rows -------------------------------------------------------------------------------------
+    def _cells(self, view: TaskView) -> list[Any]:
+        symbol, style = STATE_STYLE[view.state]
+        age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
+        tokens, tools = view.tokens(), view.tool_calls()
+        return [Text(f"{symbol} {view.state.value}", style), short(view.id), view.server, view.skill or "—",
+                short(view.task.context_id), duration(age), duration(view.took()),
+                "—" if tokens is None else str(tokens), "—" if tools is None else str(tools)]
+
+    def _rebuild(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        table.clear()
+        for view in self.tn.book.matching(self.filter_text):
+            table.add_row(*self._cells(view), key=view.id)
+        self._after_update()
+
+    def _tasks_changed(self, ids: frozenset[str]) -> None:
+        table = self.query_one("#tasks", DataTable)
+        wanted = {v.id for v in self.tn.book.matching(self.filter_text)} if self.filter_text else None
+        added = False
+        for task_id in ids:
+            view = self.tn.book.tasks.get(task_id)
+            if view is None:
+                continue
+            present = task_id in table.rows
+            if wanted is not None and task_id not in wanted:
+                if present:
+                    table.remove_row(task_id)
+                continue
+            cells = self._cells(view)
+            if present:
+                for (_, key), value in zip(COLUMNS, cells):
+                    table.update_cell(task_id, key, value)
+            else:
+                table.add_row(*cells, key=task_id)
+                added = True
+        if added and self.follow and table.row_count:
+            table.move_cursor(row=table.row_count - 1)
+        current = self._current()
+        if current is not None and current.id in ids:
+            self._show(current)
+
+    def _after_update(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        if self.follow and table.row_count:
+            table.move_cursor(row=table.row_count - 1)
+        current = self._current()
+        if current is not None:
+            self._show(current)
+        else:
+            for id in ("timeline", "messages", "artifacts", "telemetry", "raw"):
+                self.query_one(f"#{id}", Static).update("No task selected.")
+
+    def _tick_ages(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        for task_id in list(table.rows):
+            view = self.tn.book.tasks.get(str(task_id.value))
+            if view is not None and view.timeline:
+                table.update_cell(task_id, "age", duration((self.tn.now() - view.started()).total_seconds()))
+
+    def _current(self) -> TaskView | None:
+        table = self.query_one("#tasks", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.tn.book.tasks.get(str(key))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "tasks":
+            view = self._current()
+            if view is not None:
+                self._show(view)
+        elif event.data_table.id == "calls":
+            self._show_call(event.cursor_row)
+
+    # -- the detail pane ------------------------------------------------------------------------------
+    def _show(self, view: TaskView) -> None:
+        timeline = Table.grid(padding=(0, 2))
+        timeline.add_row(Text("time", "bold"), Text("state", "bold"), Text("after", "bold"))
+        for at, state, spent in view.timeline_rows():
+            timeline.add_row(at, state, spent)
+        head = Text(f"{view.id}  ({view.server})\ncontext {view.task.context_id}\n", "bold")
+        if view.task.status.message is not None:
+            head.append(f"status: {view.task.status.message.text}\n", "italic")
+        self.query_one("#timeline", Static).update(_stack(head, timeline))
+        messages = Text()
+        for m in view.task.history:
+            messages.append(f"{m.role:>5}: ", "bold cyan" if m.role == "user" else "bold green")
+            messages.append(m.text + "\n")
+        self.query_one("#messages", Static).update(messages or "No messages.")
+        artifacts = Text()
+        for a in view.task.artifacts:
+            artifacts.append(f"{a.name or a.artifact_id}\n", "bold")
+            artifacts.append(a.text + "\n\n")
+        self.query_one("#artifacts", Static).update(artifacts or "No artifacts yet.")
+        self.query_one("#telemetry", Static).update(_telemetry(view))
+        raw = Text()
+        for dialect in Dialect:
+            raw.append(f"— as {dialect.value} —\n", "bold")
+            raw.append(view.raw(dialect) + "\n")
+        self.query_one("#raw", Static).update(raw)
+
+    # -- MCP calls -------------------------------------------------------------------------------------
+    def _calls_changed(self, _: Any) -> None:
+        table = self.query_one("#calls", DataTable)
+        calls = list(self.tn.book.calls)
+        for i in range(table.row_count, len(calls)):
+            c = calls[i]
+            result = Text("error", "red") if c.is_error else Text("ok", "green")
+            table.add_row(c.time[11:19], c.server, c.name, c.source, f"{c.ms:.0f}", result,
+                          json.dumps(c.args)[:60])
+
+    def _show_call(self, row: int) -> None:
+        calls = list(self.tn.book.calls)
+        if not 0 <= row < len(calls):
+            return
+        c = calls[row]
+        text = Text()
+        text.append(f"{c.name} ({c.source}) on {c.server}, {c.ms:.1f} ms\n", "bold")
+        text.append("arguments\n", "bold")
+        text.append(json.dumps(c.args, indent=2) + "\n")
+        text.append("output\n", "bold red" if c.is_error else "bold")
+        text.append(c.output)
+        self.query_one("#call-detail", Static).update(text)
+
+    # -- actions ----------------------------------------------------------------------------------------
+    @on(Input.Changed, "#filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self._rebuild()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_leave_input(self) -> None:
+        self.query_one("#answer-box").add_class("hidden")
+        self.query_one("#tasks", DataTable).focus()
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        self.notify(f"follow {'on' if self.follow else 'off'}")
+
+    def action_toggle_calls(self) -> None:
+        tabs = self.query_one("#tasks-tabs", TabbedContent)
+        tabs.active = "tab-calls" if tabs.active == "tab-tasks" else "tab-tasks"
+
+    def action_copy_id(self) -> None:
+        view = self._current()
+        if view is not None:
+            self.app.copy_to_clipboard(view.id)
+            self.notify(f"copied {view.id}")
+
+    def action_export(self) -> None:
+        view = self._current()
+        if view is None:
+            return
+        path = self.tn.export_dir / f"task-{view.id}.json"
+        try:
+            path.write_text(json.dumps(view.export(), indent=2, ensure_ascii=False), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"cannot write {path}: {exc}", severity="error")
+            return
+        self.notify(f"exported to {path}")
+
+    def action_cancel_task(self) -> None:
+        view = self._current()
+        if view is not None:
+            self._cancel(view)
+
+    @work(group="task-actions")
+    async def _cancel(self, view: TaskView) -> None:
+        try:
+            await self.tn.workspace.cancel(view.server, view.id)
+            self.notify(f"canceled {short(view.id)}")
+        except Exception as exc:
+            self.notify(str(exc), title="Cannot cancel", severity="warning")
+
+    def action_answer(self) -> None:
+        view = self._current()
+        if view is None:
+            return
+        if not view.state.interrupted:
+            self.notify(f"{short(view.id)} is {view.state.value}, not waiting for input", severity="warning")
+            return
+        question = view.task.status.message.text if view.task.status.message else "input required"
+        self.query_one("#answer-question", Static).update(Text(f"? {question}", "magenta"))
+        box = self.query_one("#answer-box")
+        box.remove_class("hidden")
+        answer = self.query_one("#answer", Input)
+        answer.value = ""
+        answer.focus()
+
+    @on(Input.Submitted, "#answer")
+    def _submit_answer(self, event: Input.Submitted) -> None:
+        view = self._current()
+        text = event.value.strip()
+        if view is None or not text:
+            return
+        self.query_one("#answer-box").add_class("hidden")
+        self.query_one("#tasks", DataTable).focus()
+        self._answer(view, text)
+
+    @work(group="task-actions")
+    async def _answer(self, view: TaskView, text: str) -> None:
+        try:
+            await self.tn.workspace.answer(view.server, view.id, text)
+            self.notify(f"answered {short(view.id)}")
+        except Exception as exc:
+            self.notify(str(exc), title="Cannot answer", severity="warning")
+
+
+def _stack(*parts: Any) -> Any:
+    from rich.console import Group
+
+    return Group(*parts)
+
+
+def _telemetry(view: TaskView) -> Any:
+    if view.result is None:
+        return "No telemetry yet (it arrives when the run ends or asks for input)."
+    r = view.result
+    text = Text()
+    text.append(f"model {r.model}   turns {r.turns}   status {r.status}\n", "bold")
+    u = r.usage
+    text.append(f"tokens: prompt {u.prompt_tokens}, completion {u.completion_tokens}, total {u.total_tokens}\n\n")
+    for i, call in enumerate(r.tool_calls, 1):
+        text.append(f"{i}. {call['name']}", "bold red" if call["is_error"] else "bold")
+        text.append(f"  {json.dumps(call['args'])}\n")
+        output = call["output"]
+        text.append((output[:400] + "…" if len(output) > 400 else output) + "\n\n")
+    if not r.tool_calls:
+        text.append("no tool calls\n")
+    return text

@@ -1,0 +1,158 @@
+"""What the screens show, folded from the library's events: no Textual here, so it tests plainly.
+
+The TaskBook keeps, for every task seen on the bus (hosted or watched), its latest snapshot, the
+timeline of its transitions and the run's telemetry; the counts by server and state; and the
+inbound MCP calls.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from toolnexus.a2a.dialects import Dialect, render_task
+from toolnexus.a2a.model import Task, TaskState
+from toolnexus.events import TaskEvent, ToolCallEvent
+
+__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration"]
+
+STATE_STYLE: dict[TaskState, tuple[str, str]] = {
+    TaskState.SUBMITTED: ("·", "grey62"),
+    TaskState.WORKING: ("⟳", "yellow"),
+    TaskState.INPUT_REQUIRED: ("?", "magenta"),
+    TaskState.AUTH_REQUIRED: ("?", "magenta"),
+    TaskState.COMPLETED: ("✔", "green"),
+    TaskState.FAILED: ("✘", "red"),
+    TaskState.CANCELED: ("⊘", "grey50"),
+    TaskState.REJECTED: ("✘", "red"),
+    TaskState.UNKNOWN: ("·", "grey50"),
+}
+
+
+def parse_time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def short(ident: str, n: int = 8) -> str:
+    return ident[:n] + "…" if len(ident) > n else ident
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+@dataclass
+class TaskView:
+    """One task as the screens show it."""
+
+    task: Task
+    server: str
+    timeline: list[tuple[TaskState, str]] = field(default_factory=list)
+    result: Any = None
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    @property
+    def state(self) -> TaskState:
+        return self.task.state
+
+    @property
+    def skill(self) -> str:
+        return self.task.skill or ""
+
+    def started(self) -> datetime:
+        return parse_time(self.timeline[0][1])
+
+    def took(self) -> float | None:
+        """Seconds from submitted to the terminal (or interrupted) state; None while running."""
+        if not (self.state.terminal or self.state.interrupted) or not self.timeline:
+            return None
+        return (parse_time(self.timeline[-1][1]) - self.started()).total_seconds()
+
+    def tokens(self) -> int | None:
+        return self.result.usage.total_tokens if self.result is not None else None
+
+    def tool_calls(self) -> int | None:
+        return self.result.tool_call_count if self.result is not None else None
+
+    def timeline_rows(self) -> list[tuple[str, str, str]]:
+        """``(time, state, time spent in the state before)`` per transition."""
+        rows = []
+        prev: datetime | None = None
+        for state, stamp in self.timeline:
+            at = parse_time(stamp)
+            rows.append((stamp[11:23], state.value, duration((at - prev).total_seconds()) if prev else ""))
+            prev = at
+        return rows
+
+    def raw(self, dialect: Dialect) -> str:
+        return json.dumps(render_task(self.task, dialect), indent=2, ensure_ascii=False)
+
+    def export(self) -> dict[str, Any]:
+        """Everything about the task, for a file."""
+        out: dict[str, Any] = {
+            "server": self.server,
+            "timeline": [{"state": s.value, "time": t} for s, t in self.timeline],
+            "task": {d.value: render_task(self.task, d) for d in Dialect},
+        }
+        if self.result is not None:
+            out["telemetry"] = self.result.to_dict()
+        return out
+
+
+class TaskBook:
+    """Every task and inbound MCP call seen on the bus."""
+
+    def __init__(self, keep_calls: int = 1000) -> None:
+        self.tasks: dict[str, TaskView] = {}
+        self.calls: collections.deque[ToolCallEvent] = collections.deque(maxlen=keep_calls)
+
+    def apply(self, event: TaskEvent) -> TaskView:
+        view = self.tasks.get(event.task_id)
+        if view is None:
+            view = self.tasks[event.task_id] = TaskView(event.task, event.server)
+        view.task = event.task
+        if not view.timeline or view.timeline[-1][0] is not event.state:
+            view.timeline.append((event.state, event.time))
+        if event.result is not None:
+            view.result = event.result
+        return view
+
+    def counts(self, server: str) -> collections.Counter[TaskState]:
+        return collections.Counter(v.state for v in self.tasks.values() if v.server == server)
+
+    def matching(self, text: str) -> list[TaskView]:
+        """Tasks matching a filter such as ``state:failed server:demo ctx:81c0 greet`` (words AND)."""
+        words = text.split()
+        out = []
+        for view in self.tasks.values():
+            if all(_match(view, w) for w in words):
+                out.append(view)
+        return out
+
+
+def _match(view: TaskView, word: str) -> bool:
+    key, sep, value = word.partition(":")
+    value = value.lower()
+    if sep and key == "state":
+        return view.state.value.startswith(value)
+    if sep and key == "server":
+        return value in view.server.lower()
+    if sep and key in ("ctx", "context"):
+        return view.task.context_id.lower().startswith(value)
+    if sep and key == "skill":
+        return value in view.skill.lower()
+    needle = word.lower()
+    return (needle in view.id.lower() or needle in view.skill.lower() or needle in view.task.request.lower()
+            or needle in view.server.lower())
