@@ -1,0 +1,168 @@
+"""The real app driving real hosted servers on loopback, with a real A2A client sending tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
+
+from toolnexus.a2a.model import TaskState  # noqa: E402
+from toolnexus.hosting import demo_spec  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.screens.server_form import ServerForm  # noqa: E402
+
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
+from ..serve.wire import rpc, v03_message  # noqa: E402
+
+
+async def until(pilot, check, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.05)
+
+
+async def send(url: str, text: str, blocking: bool = False) -> dict:
+    async with httpx.AsyncClient() as http:
+        r = await rpc(http, url, "message/send", {"message": v03_message(text), "configuration": {"blocking": blocking}})
+    return r["result"]
+
+
+def cell_state(app: ToolnexusApp, task_id: str) -> str:
+    table = app.screen.query_one("#tasks", DataTable)
+    return str(table.get_cell(task_id, "state"))
+
+
+async def test_a_task_passes_through_every_state_live(tmp_path: Path):
+    app = ToolnexusApp(specs=[demo_spec()], export_dir=tmp_path)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await until(pilot, lambda: app.workspace.running())
+        url = app.workspace.get("demo-desk").url
+        await pilot.press("2")
+        task = await send(url, "slow 0.4")
+        await until(pilot, lambda: task["id"] in app.book.tasks
+                    and app.book.tasks[task["id"]].state is TaskState.WORKING)
+        await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", DataTable).rows)
+        await until(pilot, lambda: cell_state(app, task["id"]).endswith("working"))
+        await until(pilot, lambda: cell_state(app, task["id"]).endswith("completed"))
+        view = app.book.tasks[task["id"]]
+        assert [s for s, _ in view.timeline] == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+        table = app.screen.query_one("#tasks", DataTable)
+        assert str(table.get_cell(task["id"], "tokens")) == str(view.tokens())
+        await pilot.pause(0.1)
+        assert "You said: slow 0.4" in str(app.screen.query_one("#messages", Static).render())
+        await pilot.press("e")
+        exported = json.loads((tmp_path / f"task-{task['id']}.json").read_text())
+        assert exported["task"]["1.0"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert [t["state"] for t in exported["timeline"]] == ["submitted", "working", "completed"]
+        await pilot.press("1")
+        servers = app.screen.query_one("#servers", DataTable)
+        assert str(servers.get_cell("demo-desk", servers.ordered_columns[6].key)) == "1"
+        await pilot.press("ctrl+q")
+    assert app.workspace.running() == []
+
+
+async def test_answer_an_input_required_task_in_place():
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(110, 34)) as pilot:
+        await until(pilot, lambda: app.workspace.running())
+        url = app.workspace.get("demo-desk").url
+        task = await send(url, "please confirm the order")
+        await pilot.press("2")
+        await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", DataTable).rows
+                    and cell_state(app, task["id"]).endswith("input-required"))
+        table = app.screen.query_one("#tasks", DataTable)
+        table.move_cursor(row=table.get_row_index(task["id"]))
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        answer = app.screen.query_one("#answer", Input)
+        assert answer.has_focus
+        assert "Do you approve" in str(app.screen.query_one("#answer-question", Static).render())
+        await pilot.press(*"yes", "enter")
+        await until(pilot, lambda: cell_state(app, task["id"]).endswith("completed"))
+        done = (await app.workspace.tasks("demo-desk"))[0]
+        assert done.id == task["id"] and done.reply.startswith("Request approved (yes)")
+        await pilot.press("ctrl+q")
+
+
+async def test_cancel_from_the_table_and_refusals_are_notifications():
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(110, 34)) as pilot:
+        await until(pilot, lambda: app.workspace.running())
+        url = app.workspace.get("demo-desk").url
+        task = await send(url, "slow 30")
+        await pilot.press("2")
+        await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", DataTable).rows)
+        table = app.screen.query_one("#tasks", DataTable)
+        table.move_cursor(row=table.get_row_index(task["id"]))
+        await pilot.press("x")
+        await until(pilot, lambda: cell_state(app, task["id"]).endswith("canceled"))
+        await pilot.press("x")  # already terminal: a notification, not a crash
+        await pilot.press("a")  # not waiting for input: a notification
+        await pilot.pause(0.2)
+        texts = [n.message for n in app._notifications]
+        assert any("cannot be canceled" in t.lower() or "already canceled" in t for t in texts)
+        assert any("not waiting for input" in t for t in texts)
+        await pilot.press("ctrl+q")
+
+
+async def test_start_from_the_form_and_failures_stay_in_the_form():
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(110, 44)) as pilot:
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        form = app.screen
+        assert isinstance(form, ServerForm)
+        form.query_one("#f-name", Input).value = "form-desk"
+        form.query_one("#f-skills", Input).value = str(EXAMPLE_SKILLS)
+        app.screen.query_one("#form-start", Button).press()
+        await until(pilot, lambda: not isinstance(app.screen, ServerForm))
+        server = app.workspace.get("form-desk")
+        assert server.state == "running" and server.skills() == ["greet", "report", "weather"]
+        # a bad skills folder: the error shows in the form, which stays open
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        form = app.screen
+        form.query_one("#f-name", Input).value = "broken"
+        form.query_one("#f-skills", Input).value = "/no/such/skills"
+        app.screen.query_one("#form-start", Button).press()
+        await until(pilot, lambda: "skills folder not found" in str(form.query_one("#form-error", Static).render()))
+        assert isinstance(app.screen, ServerForm)
+        # a port in use
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            form.query_one("#f-name", Input).value = "busy"
+            form.query_one("#f-skills", Input).value = ""
+            form.query_one("#f-port", Input).value = str(s.getsockname()[1])
+            app.screen.query_one("#form-start", Button).press()
+            await until(pilot, lambda: "cannot listen" in str(form.query_one("#form-error", Static).render()))
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        servers = app.screen.query_one("#servers", DataTable)
+        assert "busy" in servers.rows and "broken" in servers.rows and "form-desk" in servers.rows
+        await pilot.press("ctrl+q")
+    assert app.workspace.running() == []
+
+
+async def test_stop_and_restart_and_the_palette_lists_actions():
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(110, 34)) as pilot:
+        await until(pilot, lambda: app.workspace.running())
+        await pilot.press("s")
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "stopped")
+        await pilot.press("s")
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running")
+        titles = [t for t, _, _ in app.palette_commands()]
+        assert "Stop server demo-desk" in titles and "New server" in titles
+        await pilot.press("ctrl+q")

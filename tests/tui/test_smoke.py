@@ -1,0 +1,63 @@
+"""The real toolnexus-tui in a real terminal (tmux): demo server up, a task sent with curl from
+outside shows completed, and ctrl+q quits with the port closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+TMUX = shutil.which("tmux")
+EXE = shutil.which("toolnexus-tui", path=os.path.dirname(sys.executable)) or shutil.which("toolnexus-tui")
+pytestmark = pytest.mark.skipif(not TMUX or not EXE or not shutil.which("curl"),
+                                reason="needs tmux, curl and an installed toolnexus-tui (.ci/run installs them)")
+
+
+def screen(session: str) -> str:
+    return subprocess.run([TMUX, "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+
+
+def wait_for(session: str, pattern: str, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = screen(session)
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{pattern!r} never appeared:\n{screen(session)}")
+
+
+def test_tui_in_tmux_with_curl():
+    session = f"tn-smoke-{uuid.uuid4().hex[:8]}"
+    subprocess.run([TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "34", EXE], check=True)
+    try:
+        subprocess.run([TMUX, "resize-window", "-t", session, "-x", "120", "-y", "34"], capture_output=True)
+        text = wait_for(session, r"demo-desk\s+http://127\.0\.0\.1:\d+")
+        url = re.search(r"http://127\.0\.0\.1:\d+", text).group(0)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+            "kind": "message", "messageId": "smoke-1", "role": "user",
+            "parts": [{"kind": "text", "text": "greet the smoke test"}]}}}
+        out = subprocess.run(["curl", "-sS", "-X", "POST", url + "/", "-H", "content-type: application/json",
+                              "--data-binary", json.dumps(body)], capture_output=True, text=True, timeout=30)
+        assert json.loads(out.stdout)["result"]["status"]["state"] == "completed"
+        wait_for(session, r"memory\s+1\s+0\s+0\s+0")  # the server row counts it: ✔ 1
+        subprocess.run([TMUX, "send-keys", "-t", session, "2"], check=True)
+        wait_for(session, r"completed\s+\S+\s+demo-desk\s+greet")
+        subprocess.run([TMUX, "send-keys", "-t", session, "C-q"], check=True)
+        deadline = time.monotonic() + 15
+        while subprocess.run([TMUX, "has-session", "-t", session], capture_output=True).returncode == 0:
+            assert time.monotonic() < deadline, "the app did not quit"
+            time.sleep(0.2)
+        port = int(url.rsplit(":", 1)[1])
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # the server's port is closed
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True)
