@@ -25,7 +25,7 @@ from .state import TaskBook
 
 __all__ = ["ToolnexusApp", "main"]
 
-FLUSH_EVERY = 0.05
+FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
 
 

@@ -117,11 +117,16 @@ class TaskBook:
     def __init__(self, keep_calls: int = 1000) -> None:
         self.tasks: dict[str, TaskView] = {}
         self.calls: collections.deque[ToolCallEvent] = collections.deque(maxlen=keep_calls)
+        self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(collections.Counter)
 
     def apply(self, event: TaskEvent) -> TaskView:
         view = self.tasks.get(event.task_id)
+        counts = self._counts[event.server]
         if view is None:
             view = self.tasks[event.task_id] = TaskView(event.task, event.server)
+        else:
+            counts[view.state] -= 1
+        counts[event.task.state] += 1
         view.task = event.task
         if not view.timeline or view.timeline[-1][0] is not event.state:
             view.timeline.append((event.state, event.time))
@@ -130,7 +135,8 @@ class TaskBook:
         return view
 
     def counts(self, server: str) -> collections.Counter[TaskState]:
-        return collections.Counter(v.state for v in self.tasks.values() if v.server == server)
+        """Tasks of a server by state (kept as events arrive, not counted on every redraw)."""
+        return self._counts[server]
 
     def matching(self, text: str) -> list[TaskView]:
         """Tasks matching a filter such as ``state:failed server:demo ctx:81c0 greet`` (words AND)."""

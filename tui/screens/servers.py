@@ -59,7 +59,12 @@ class ServersScreen(Screen[None]):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return str(key) if key is not None else None
 
+    def on_screen_resume(self) -> None:
+        self._refresh(None)
+
     def _refresh(self, _: Any) -> None:
+        if not self.is_current:
+            return  # redrawn when it is shown again
         table = self.query_one("#servers", DataTable)
         chosen = self._selected()
         table.clear()

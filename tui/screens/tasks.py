@@ -22,6 +22,9 @@ from ..widgets import ModeBar
 if TYPE_CHECKING:
     from ..app import ToolnexusApp
 
+MAX_ROWS = 500
+"""The table shows the newest tasks up to this many; older ones stay in the book (the filter finds them)."""
+
 COLUMNS = [("state", "state"), ("task", "task"), ("server", "server"), ("skill", "skill"), ("context", "context"),
            ("age", "age"), ("took", "took"), ("tokens", "tokens"), ("tools", "tools")]
 
@@ -44,6 +47,7 @@ class TasksScreen(Screen[None]):
         super().__init__()
         self.follow = True
         self.filter_text = ""
+        self._stale = False
 
     @property
     def tn(self) -> ToolnexusApp:
@@ -96,6 +100,8 @@ class TasksScreen(Screen[None]):
         if self.tn.selected_server:
             self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
             self.tn.selected_server = None
+        elif self._stale:
+            self._rebuild()
 
     # -- rows -------------------------------------------------------------------------------------
     def _cells(self, view: TaskView) -> list[Any]:
@@ -107,13 +113,17 @@ class TasksScreen(Screen[None]):
                 "—" if tokens is None else str(tokens), "—" if tools is None else str(tools)]
 
     def _rebuild(self) -> None:
+        self._stale = False
         table = self.query_one("#tasks", DataTable)
         table.clear()
-        for view in self.tn.book.matching(self.filter_text):
+        for view in self.tn.book.matching(self.filter_text)[-MAX_ROWS:]:
             table.add_row(*self._cells(view), key=view.id)
         self._after_update()
 
     def _tasks_changed(self, ids: frozenset[str]) -> None:
+        if not self.is_current:
+            self._stale = True  # rebuilt when shown again
+            return
         table = self.query_one("#tasks", DataTable)
         wanted = {v.id for v in self.tn.book.matching(self.filter_text)} if self.filter_text else None
         added = False
@@ -133,6 +143,8 @@ class TasksScreen(Screen[None]):
             else:
                 table.add_row(*cells, key=task_id)
                 added = True
+        while table.row_count > MAX_ROWS:
+            table.remove_row(next(iter(table.rows)))
         if added and self.follow and table.row_count:
             table.move_cursor(row=table.row_count - 1)
         current = self._current()
@@ -151,11 +163,17 @@ class TasksScreen(Screen[None]):
                 self.query_one(f"#{id}", Static).update("No task selected.")
 
     def _tick_ages(self) -> None:
+        """Ages follow the clock: refresh the rows on screen (only those: a table may hold thousands)."""
+        if not self.is_current:
+            return
         table = self.query_one("#tasks", DataTable)
-        for task_id in list(table.rows):
-            view = self.tn.book.tasks.get(str(task_id.value))
+        first = int(table.scroll_y)
+        keys = list(table.rows)[first : first + table.size.height]
+        now = self.tn.now()
+        for key in keys:
+            view = self.tn.book.tasks.get(str(key.value))
             if view is not None and view.timeline:
-                table.update_cell(task_id, "age", duration((self.tn.now() - view.started()).total_seconds()))
+                table.update_cell(key, "age", duration((now - view.started()).total_seconds()))
 
     def _current(self) -> TaskView | None:
         table = self.query_one("#tasks", DataTable)
