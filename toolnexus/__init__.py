@@ -39,6 +39,13 @@ from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, too
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ip: object) -> None:
+    """``%load_ext toolnexus``: the notebook extension (``notebook_ext``), imported only when loaded."""
+    from notebook_ext import load_ipython_extension as load
+
+    load(ip)
+
 __all__ = [
     "A2AClient",
     "A2AConfig",
@@ -92,6 +99,7 @@ __all__ = [
     "sanitize",
     "tool",
     "__version__",
+    "load_ipython_extension",
     "errors",
     "mcp_client",
     "traffic",

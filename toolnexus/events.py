@@ -13,6 +13,7 @@ import collections
 import inspect
 import itertools
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,7 @@ Event = TaskEvent | ToolCallEvent | TrafficEvent | ServerEvent | Dropped
 class _Subscription:
     def __init__(self, bus: EventBus, max_queue: int, accept: Callable[[Any], bool] | None) -> None:
         self.bus = bus
+        self.loop = asyncio.get_running_loop()
         self.max_queue = max_queue
         self.accept = accept
         self.queue: collections.deque[Any] = collections.deque()
@@ -179,13 +181,27 @@ class EventBus:
         self._subs: set[_Subscription] = set()
         self._history: collections.deque[Any] = collections.deque(maxlen=history)
         self._seq = itertools.count(1)
+        self._lock = threading.Lock()
 
     def publish(self, event: Any) -> Any:
-        """Stamp ``event`` with the next sequence number and hand it to every subscriber; never blocks."""
-        event.seq = next(self._seq)
-        self._history.append(event)
-        for sub in list(self._subs):
-            sub.push(event)
+        """Stamp ``event`` with the next sequence number and hand it to every subscriber; never blocks.
+
+        Safe from any thread: a subscriber on another event loop gets the event through that loop
+        (a server in a thread feeding a notebook or a TUI on the main loop).
+        """
+        with self._lock:
+            event.seq = next(self._seq)
+            self._history.append(event)
+            subs = list(self._subs)
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        for sub in subs:
+            if sub.loop is here:
+                sub.push(event)
+            elif not sub.loop.is_closed():
+                sub.loop.call_soon_threadsafe(sub.push, event)
         return event
 
     def history(self) -> list[Any]:
@@ -201,11 +217,12 @@ class EventBus:
             accept: a filter; events it rejects are never queued.
         """
         sub = _Subscription(self, max_queue, accept)
-        if replay:
-            for ev in self._history:
-                if accept is None or accept(ev):
-                    sub.queue.append(ev)
-        self._subs.add(sub)
+        with self._lock:
+            if replay:
+                for ev in self._history:
+                    if accept is None or accept(ev):
+                        sub.queue.append(ev)
+            self._subs.add(sub)
         try:
             while True:
                 while sub.queue:

@@ -167,12 +167,12 @@ class Workspace:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
         server is recorded as ``failed`` with the reason; nothing else is affected."""
         async with self._lock:
-            old = self.servers.get(spec.name)
-            if old is not None and old.state == "running":
+            server = self.servers.get(spec.name)
+            if server is not None and server.state == "running":
                 raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
-            server = HostedServer(spec)
-            self.servers[spec.name] = server
-            server.state = "starting"
+            if server is None:
+                server = self.servers[spec.name] = HostedServer(spec)
+            server.spec, server.state, server.error = spec, "starting", ""  # the same object, restarted
         try:
             await self._start(server)
         except BaseException as exc:

@@ -21,7 +21,7 @@ from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
-from .state import TaskBook
+from toolnexus.monitor import TaskBook
 
 __all__ = ["ToolnexusApp", "main"]
 

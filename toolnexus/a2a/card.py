@@ -88,6 +88,21 @@ class AgentCard:
     def __repr__(self) -> str:
         return f"AgentCard(name={self.name!r}, source={self.source!r})"
 
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+    def to_dataframe(self) -> Any:
+        """One row per skill (needs pandas)."""
+        from ..display import to_dataframe
+
+        return to_dataframe([{"id": s.get("id"), "name": s.get("name"), "description": s.get("description"),
+                              "tags": s.get("tags")} for s in self.skills])
+
+    def _repr_html_(self) -> str:
+        from ..display import card_html
+
+        return card_html(self, validate_card(self))
+
     @property
     def name(self) -> str:
         return str(self.raw.get("name") or "")

@@ -183,6 +183,24 @@ class Task:
             self.created,
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The task as the 1.0 dialect renders it (camelCase, no ``kind``)."""
+        from .dialects import Dialect, render_task
+
+        return render_task(self, Dialect.V10)
+
+    def to_dataframe(self) -> Any:
+        """One row per message (needs pandas)."""
+        from ..display import to_dataframe
+
+        return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
+                             for m in self.history])
+
+    def _repr_html_(self) -> str:
+        from ..display import task_html
+
+        return task_html(self)
+
     @property
     def reply(self) -> str:
         """The answer text: every text part of every artifact, else the last agent message."""

@@ -118,6 +118,17 @@ class RunResult:
     def tool_call_count(self) -> int:
         return len(self.tool_calls)
 
+    def _repr_html_(self) -> str:
+        from ..display import run_html
+
+        return run_html(self)
+
+    def to_dataframe(self) -> Any:
+        """One row per tool call (needs pandas)."""
+        from ..display import to_dataframe
+
+        return to_dataframe([{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls])
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,

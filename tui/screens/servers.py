@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from toolnexus.a2a.card import CARD_PATH
 from toolnexus.a2a.model import TaskState
 
-from ..state import STATE_STYLE
+from toolnexus.monitor import STATE_STYLE
 from ..widgets import ModeBar
 
 if TYPE_CHECKING:

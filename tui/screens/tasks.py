@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedCont
 
 from toolnexus.a2a.dialects import Dialect
 
-from ..state import STATE_STYLE, TaskView, duration, short
+from toolnexus.monitor import STATE_STYLE, TaskView, duration, short
 from ..widgets import ModeBar
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
-"""What the screens show, folded from the library's events: no Textual here, so it tests plainly.
+"""What the front ends show, folded from the bus: the one view-model the TUI and the notebook share.
 
 The TaskBook keeps, for every task seen on the bus (hosted or watched), its latest snapshot, the
 timeline of its transitions and the run's telemetry; the counts by server and state; and the
-inbound MCP calls.
+inbound MCP calls. No UI package here, so it tests plainly.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from toolnexus.a2a.dialects import Dialect, render_task
-from toolnexus.a2a.model import Task, TaskState
-from toolnexus.events import TaskEvent, ToolCallEvent
+from .a2a.dialects import Dialect, render_task
+from .a2a.model import Task, TaskState
+from .events import TaskEvent, ToolCallEvent
 
 __all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration"]
 

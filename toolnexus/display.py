@@ -1,0 +1,108 @@
+"""HTML for notebooks: tasks, cards, run results and task lists read well at the end of a cell.
+
+Plain functions that build escaped HTML strings (every piece of user text goes through
+``html.escape``); the model classes call them from ``_repr_html_``. Nothing here imports IPython.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .a2a.card import AgentCard, CardReport
+    from .a2a.model import Task
+    from .llm import RunResult
+
+__all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe"]
+
+STATE_COLORS = {"submitted": "#888", "working": "#c90", "input-required": "#a3c", "auth-required": "#a3c",
+                "completed": "#2a2", "failed": "#d33", "canceled": "#777", "rejected": "#d33", "unknown": "#777"}
+_SYMBOL = {"submitted": "·", "working": "⟳", "input-required": "?", "auth-required": "?", "completed": "✔",
+           "failed": "✘", "canceled": "⊘", "rejected": "✘", "unknown": "·"}
+
+
+def e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def badge(state: str) -> str:
+    color = STATE_COLORS.get(state, "#777")
+    return (f'<span style="color:{color};font-weight:bold" data-state="{e(state)}">'
+            f"{_SYMBOL.get(state, '·')} {e(state)}</span>")
+
+
+def task_html(task: Task) -> str:
+    state = task.state.value
+    rows = [f"<b>task</b> <code>{e(task.id)}</code> {badge(state)}",
+            f"<b>context</b> <code>{e(task.context_id)}</code>"]
+    if task.skill:
+        rows.append(f"<b>skill</b> {e(task.skill)}")
+    if task.status.message is not None:
+        rows.append(f"<b>status</b> {e(task.status.message.text)}")
+    if task.reply and task.state.value == "completed":
+        rows.append(f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply)}</pre>")
+    history = "".join(f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>" for m in task.history)
+    if history:
+        rows.append(f"<details><summary>{len(task.history)} messages</summary><table>{history}</table></details>")
+    return "<div class='toolnexus-task'>" + "<br>".join(rows) + "</div>"
+
+
+def tasks_html(tasks: Iterable[Task], server: str | None = None) -> str:
+    body = []
+    for t in tasks:
+        body.append(f"<tr><td>{badge(t.state.value)}</td><td><code>{e(t.id[:8])}…</code></td>"
+                    f"<td>{e(t.skill or '—')}</td><td><code>{e(t.context_id[:8])}…</code></td>"
+                    f"<td style='text-align:left'>{e(t.request[:80])}</td></tr>")
+    head = f"<caption>{e(server)}</caption>" if server else ""
+    return ("<table class='toolnexus-tasks'>" + head + "<tr><th>state</th><th>task</th><th>skill</th>"
+            "<th>context</th><th>request</th></tr>" + "".join(body) + "</table>")
+
+
+def card_html(card: AgentCard, report: CardReport | None = None) -> str:
+    raw = card.raw
+    parts = [f"<h4 style='margin:0'>{e(card.name)} <small>{e(card.version)}</small></h4>"]
+    if card.description:
+        parts.append(f"<p>{e(card.description)}</p>")
+    dialect, endpoint, reason = card.choose()
+    parts.append(f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
+                 f"streaming {'yes' if card.streaming else 'no'}</p>")
+    if isinstance(raw.get("provider"), dict):
+        parts.append(f"<p><b>provider</b> {e(raw['provider'].get('organization', ''))}</p>")
+    skills = "".join(
+        f"<tr><td><code>{e(s.get('id'))}</code></td><td style='text-align:left'>{e(s.get('description', ''))}</td>"
+        f"<td>{e(', '.join(map(str, s.get('tags') or [])))}</td></tr>" for s in card.skills)
+    parts.append(f"<table><tr><th>skill</th><th>description</th><th>tags</th></tr>{skills}</table>")
+    if report is not None:
+        parts.append(f"<p><b>verdict</b> {e(report.summary)}</p><ul>")
+        parts += [f"<li>{e(line)}: {e(what)}</li>" for line, what in report.verdict.items()]
+        parts.append("</ul>")
+        if report.diagnostics:
+            colors = {"error": "#d33", "warning": "#c90", "info": "#777"}
+            parts.append("<table><tr><th>level</th><th>path</th><th>message</th></tr>" + "".join(
+                f"<tr><td style='color:{colors.get(d.level, '#777')}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
+                f"</td><td style='text-align:left'>{e(d.message)}</td></tr>" for d in report.diagnostics) + "</table>")
+    parts.append(f"<details><summary>raw card</summary><pre>{e(json.dumps(raw, indent=2))}</pre></details>")
+    return "<div class='toolnexus-card'>" + "".join(parts) + "</div>"
+
+
+def run_html(result: RunResult) -> str:
+    u = result.usage
+    calls = "".join(f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
+                    f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>" for c in result.tool_calls)
+    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {result.turns} turns · "
+            f"{u.total_tokens} tokens ({u.prompt_tokens} in, {u.completion_tokens} out) · "
+            f"{result.tool_call_count} tool calls<pre style='white-space:pre-wrap'>{e(result.text)}</pre>"
+            + (f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>" if calls else "")
+            + "</div>")
+
+
+def to_dataframe(rows: list[dict[str, Any]]) -> Any:
+    """A pandas DataFrame of ``rows`` (pandas is optional: a clear error when it is missing)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("to_dataframe() needs pandas: pip install pandas") from None
+    return pd.DataFrame(rows)
