@@ -20,3 +20,22 @@ def write_skill(folder: Path, name: str | None, body: str = "Do it.", descriptio
     path = folder / "SKILL.md"
     path.write_text("\n".join(lines) + "\n\n" + body + "\n", encoding="utf-8")
     return path
+
+
+def assert_legal(events) -> dict:
+    """Every recorded move is in the legal table and no task leaves a terminal state; returns the
+    states of each task in order."""
+    from collections import defaultdict
+
+    from toolnexus.a2a.model import LEGAL
+    from toolnexus.events import TaskEvent
+
+    by_task: dict = defaultdict(list)
+    for e in events:
+        if not isinstance(e, TaskEvent):
+            continue
+        prev = by_task[e.task_id][-1] if by_task[e.task_id] else None
+        assert e.previous == prev, (e.task_id, e.previous, prev)
+        assert e.state in LEGAL.get(prev, frozenset()), (e.task_id, prev, e.state)
+        by_task[e.task_id].append(e.state)
+    return by_task

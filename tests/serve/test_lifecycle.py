@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import defaultdict
 
 import httpx
 
 import toolnexus as tn
-from toolnexus.a2a.model import LEGAL, TaskState
+from toolnexus.a2a.model import TaskState
 
 from ..conftest import EXAMPLE_SKILLS
+from ..helpers import assert_legal
 from .wire import V10, rpc, v03_message, v10_message
-
-
-def assert_legal(events) -> dict[str, list[TaskState]]:
-    """Every recorded move is in the legal table and no task leaves a terminal state."""
-    by_task: dict[str, list[TaskState]] = defaultdict(list)
-    for e in events:
-        if not isinstance(e, tn.TaskEvent):
-            continue
-        prev = by_task[e.task_id][-1] if by_task[e.task_id] else None
-        assert e.previous == prev, (e.task_id, e.previous, prev)
-        assert e.state in LEGAL.get(prev, frozenset()), (e.task_id, prev, e.state)
-        by_task[e.task_id].append(e.state)
-    return by_task
 
 
 async def test_on_task_exactly_once_across_200_concurrent_tasks():
