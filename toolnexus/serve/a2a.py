@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -162,6 +162,8 @@ class A2AEndpoint:
             body = await self._read(request)
         except _Refusal as refusal:
             return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
+        except ClientDisconnect:  # the client left before its request arrived: nothing to answer
+            return Response(status_code=400)
         try:
             data = _json.loads(body)
         except _json.JSONDecodeError:
