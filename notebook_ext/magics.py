@@ -75,6 +75,22 @@ def _parser() -> _Parser:
     return root
 
 
+class Shown:
+    """What a magic returns for a widget it already displayed: the widget's attributes, no second copy."""
+
+    def __init__(self, widget: Any) -> None:
+        self._widget = widget
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._widget, name)
+
+    def __repr__(self) -> str:
+        return f"<{type(self._widget).__name__} (shown above)>"
+
+    def _ipython_display_(self) -> None:
+        return None  # already on the page
+
+
 @magics_class
 class ToolnexusMagics(Magics):
     """The ``%toolnexus`` magics; see ``USAGE``."""
@@ -169,7 +185,7 @@ class ToolnexusMagics(Magics):
     def _card(self, args: argparse.Namespace) -> Any:
         widget = CardWidget(args.url)
         display(widget)
-        return widget
+        return Shown(widget)
 
     def _send(self, args: argparse.Namespace) -> Any:
         text = " ".join(args.text).strip()
@@ -177,9 +193,9 @@ class ToolnexusMagics(Magics):
             raise UsageError("%toolnexus send URL TEXT: the message is empty")
         widget = RemoteTaskWidget(args.url, text, skill=args.skill, context_id=args.context, task_id=args.task)
         display(widget)
-        return widget
+        return Shown(widget)
 
     def _chat(self, args: argparse.Namespace) -> Any:
         widget = ChatWidget(args.url)
         display(widget)
-        return widget
+        return Shown(widget)

@@ -122,6 +122,7 @@ async def test_card_and_chat(ip):
     assert "speaks 1.0 and 0.3" in card.view.value and not card.chat_button.disabled
     card.chat_button.click()
     assert isinstance(card.chat_area.children[0], ChatWidget)
+    assert repr(card) == "<CardWidget (shown above)>"
     chat = ip.run_line_magic("toolnexus", f"chat {server.url}")
     await asyncio.sleep(0.2)
     chat.say("please confirm the refund")

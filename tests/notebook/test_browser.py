@@ -1,0 +1,86 @@
+"""The example notebook in JupyterLab in headless Chromium: the live task table renders (not
+"Loading widget...") and shows the tasks completed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[test]')")
+pytest.importorskip("jupyterlab", reason="needs jupyterlab (pip install -e '.[test]')")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "examples" / "notebook_demo.ipynb", work / "notebook_demo.ipynb")
+    (work / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                            "checkForUpdates": False}))
+    port, token = _free_port(), uuid.uuid4().hex
+    jupyter = Path(sys.executable).parent / "jupyter"
+    lab = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}",
+         "--allow-root", "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",
+         f"--ServerApp.root_dir={work}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=work)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert lab.poll() is None, lab.stderr.read()
+                assert time.monotonic() < deadline, "jupyter lab did not start"
+                time.sleep(0.3)
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/notebook_demo.ipynb?token={token}")
+            page.wait_for_function(
+                "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
+                " return k && k.connectionStatus === 'connected' && k.status === 'idle'; }", timeout=60_000)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            table = page.locator("table.toolnexus-live-tasks")
+            table.first.wait_for(timeout=60_000)
+            page.wait_for_function(
+                "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
+                " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }", timeout=60_000)
+            widget_area = page.locator(".toolnexus-server").first.inner_text()
+            assert "Loading widget" not in widget_area
+            assert "nb-desk" in widget_area and "completed" in widget_area
+            page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+            browser.close()
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(15)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+        lab.stderr.close()
