@@ -59,8 +59,9 @@ def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
             assert proc.wait(10) == 0
             assert json.loads(proc.stdout.read().strip().splitlines()[-1]) == {"event": "stopped"}
             port = int(url.rsplit(":", 1)[1])
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", port))  # closed
+            with socket.socket() as s:  # closed (a listener refuses even with SO_REUSEADDR)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", port))
         finally:
             if proc.poll() is None:
                 proc.kill()

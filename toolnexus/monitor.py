@@ -15,7 +15,7 @@ from typing import Any
 
 from .a2a.dialects import Dialect, render_task
 from .a2a.model import Task, TaskState
-from .events import TaskEvent, ToolCallEvent
+from .events import TaskEvent, ToolCallEvent, TrafficEvent
 
 __all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration"]
 
@@ -114,9 +114,10 @@ class TaskView:
 class TaskBook:
     """Every task and inbound MCP call seen on the bus."""
 
-    def __init__(self, keep_calls: int = 1000) -> None:
+    def __init__(self, keep_calls: int = 1000, keep_traffic: int = 2000) -> None:
         self.tasks: dict[str, TaskView] = {}
         self.calls: collections.deque[ToolCallEvent] = collections.deque(maxlen=keep_calls)
+        self.traffic: collections.deque[TrafficEvent] = collections.deque(maxlen=keep_traffic)
         self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(collections.Counter)
 
     def apply(self, event: TaskEvent) -> TaskView:

@@ -16,11 +16,15 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.signal import Signal
 
-from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent
+from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
+from .peers import Peer, PeerBook
+from .screens.chat import ChatScreen, Conversation
+from .screens.peers import PeersScreen
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
+from .screens.wire import WireScreen
 from toolnexus.monitor import TaskBook
 
 __all__ = ["ToolnexusApp", "main"]
@@ -55,17 +59,22 @@ class ToolnexusApp(App[None]):
     TITLE = "toolnexus"
     CSS_PATH = Path(__file__).parent / "toolnexus.tcss"
     COMMANDS = App.COMMANDS | {ToolnexusCommands}
-    MODES = {"servers": ServersScreen, "tasks": TasksScreen}
+    MODES = {"servers": ServersScreen, "tasks": TasksScreen, "peers": PeersScreen, "chat": ChatScreen,
+             "wire": WireScreen}
     DEFAULT_MODE = "servers"
     BINDINGS = [
         Binding("1", "switch_mode('servers')", "Servers", id="mode-servers"),
         Binding("2", "switch_mode('tasks')", "Tasks", id="mode-tasks"),
+        Binding("3", "switch_mode('peers')", "Peers", id="mode-peers", show=False),
+        Binding("4", "switch_mode('chat')", "Chat", id="mode-chat", show=False),
+        Binding("5", "switch_mode('wire')", "Wire", id="mode-wire", show=False),
         Binding("question_mark", "toggle_help", "Help", id="help"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
     def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
-                 now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None) -> None:
+                 now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None,
+                 peers: PeerBook | None = None) -> None:
         super().__init__()
         self.workspace = workspace or Workspace()
         self.book = TaskBook()
@@ -75,14 +84,24 @@ class ToolnexusApp(App[None]):
         self.tasks_changed: Signal[frozenset[str]] = Signal(self, "tasks-changed")
         self.servers_changed: Signal[None] = Signal(self, "servers-changed")
         self.calls_changed: Signal[None] = Signal(self, "calls-changed")
+        self.peers_changed: Signal[None] = Signal(self, "peers-changed")
+        self.traffic_changed: Signal[None] = Signal(self, "traffic-changed")
+        self.peer_book = peers or PeerBook()
+        self.chat_peer: str | None = None
+        self.conversation = Conversation()
         self._dirty: set[str] = set()
         self._flush_timer: Any = None
         self.selected_server: str | None = None
 
     async def on_mount(self) -> None:
+        self.peer_book.load()
         self.pump()
         for spec in self.start_specs:
             self.start_server(spec)
+        for peer in list(self.peer_book.peers.values()):
+            if peer.client is None:
+                self.connect_peer(peer)
+        self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
 
     # -- the bus pump: the only reader of library events ------------------------------------------
     @work(exclusive=True, group="bus-pump")
@@ -92,19 +111,54 @@ class ToolnexusApp(App[None]):
                 self.book.apply(event)
                 self._dirty.add(event.task_id)
                 if self._flush_timer is None:
-                    self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+                    self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush_tasks)
             elif isinstance(event, ToolCallEvent):
                 self.book.calls.append(event)
                 self.calls_changed.publish(None)
+            elif isinstance(event, TrafficEvent):
+                self.book.traffic.append(event)
+                self.traffic_changed.publish(None)
             elif isinstance(event, ServerEvent):
                 self.servers_changed.publish(None)
 
-    def _flush(self) -> None:
+    def _flush_tasks(self) -> None:
         self._flush_timer = None
         if self._dirty:
             dirty, self._dirty = frozenset(self._dirty), set()
             self.tasks_changed.publish(dirty)
             self.servers_changed.publish(None)  # counts per server moved
+
+    # -- peers -------------------------------------------------------------------------------------------
+    def _sync_hosted_peers(self) -> None:
+        """Hosted servers serving A2A appear as peers, so you can talk to your own agent."""
+        running = {s.url: s for s in self.workspace.running() if s.spec.a2a and s.url}
+        for url, peer in list(self.peer_book.peers.items()):
+            if peer.hosted and url not in running:
+                self.peer_book.remove(url)
+                self.peers_changed.publish(None)
+        for url in running:
+            if url not in self.peer_book.peers:
+                self.connect_peer(self.peer_book.add(url, hosted=True))
+
+    @work(group="peers")
+    async def connect_peer(self, peer: Peer) -> None:
+        peer.state = "checking"
+        self.peers_changed.publish(None)
+        await peer.connect(self.workspace.events)
+        self.peers_changed.publish(None)
+
+    def export_session(self) -> Path:
+        """The wire log and the chat, as one JSON file in the export folder."""
+        import json
+        from dataclasses import asdict
+
+        path = self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+        chat = [{k: (v.value if hasattr(v, "value") else v) for k, v in line.items()}
+                for line in self.conversation.lines]
+        data = {"wire": [asdict(ev) for ev in self.book.traffic],
+                "chat": {"peer": self.conversation.peer, "context": self.conversation.context_id, "lines": chat}}
+        path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        return path
 
     # -- server control (used by screens and the palette) ------------------------------------------
     @work(group="servers")
@@ -147,12 +201,22 @@ class ToolnexusApp(App[None]):
 
     async def action_quit(self) -> None:
         await self.workspace.close()
+        await self.peer_book.close()
         self.exit()
+
+    async def on_unmount(self) -> None:
+        """However the app ends, hosted servers stop and peer connections close (both idempotent)."""
+        await self.workspace.close()
+        await self.peer_book.close()
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         out: list[tuple[str, str, Callable[[], Any]]] = [
             ("Servers", "show the hosted servers (1)", partial(self.switch_mode, "servers")),
             ("Tasks", "show every task, live (2)", partial(self.switch_mode, "tasks")),
+            ("Peers", "remote agents, their cards and diagnostics (3)", partial(self.switch_mode, "peers")),
+            ("Chat", "talk to a peer (4)", partial(self.switch_mode, "chat")),
+            ("Wire", "every HTTP exchange with peers (5)", partial(self.switch_mode, "wire")),
+            ("Export session", "the wire log and the chat as JSON", self.export_session),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
@@ -14,6 +16,10 @@ from toolnexus.skills import SkillDef
 NOW = datetime(2026, 11, 30, 10, 0, 30, tzinfo=timezone.utc)
 
 
+async def _nothing() -> None:
+    return None
+
+
 def fixed_workspace() -> Workspace:
     ws = Workspace()
     demo = HostedServer(ServerSpec(name="demo-desk", mcp=True, description="demo"))
@@ -21,8 +27,9 @@ def fixed_workspace() -> Workspace:
     demo.handle = SimpleNamespace(
         url="http://127.0.0.1:43211", mcp=SimpleNamespace(tools=[SimpleNamespace(name=n, source="skill")
                                                                  for n in ("skill",)]),
-        a2a=SimpleNamespace(skills=[SkillDef("greet"), SkillDef("report"), SkillDef("weather")]), runner=None)
-    demo.toolkit = object()
+        a2a=SimpleNamespace(skills=[SkillDef("greet"), SkillDef("report"), SkillDef("weather")]), runner=None,
+        stop=_nothing)
+    demo.toolkit = SimpleNamespace(close=_nothing)
     billing = HostedServer(ServerSpec(name="billing", store="file:./tasks"))
     billing.state = "stopped"
     ws.servers = {"demo-desk": demo, "billing": billing}
@@ -60,3 +67,49 @@ def fixed_workspace() -> Workspace:
     ws.events.publish(ToolCallEvent("demo-desk", "skill", "skill", {"name": "greet"}, "<skill_content…>", False, 1.5,
                                     time="2026-11-30T10:00:21.000000Z"))
     return ws
+
+
+def fixed_peers(folder):  # -> tui.peers.PeerBook
+    """Two peers with fixed cards (nothing is fetched)."""
+    import json as _json
+    from pathlib import Path
+
+    from toolnexus import A2AClient
+    from toolnexus.a2a.dialects import Dialect
+    from tui.peers import Peer, PeerBook
+
+    cards = Path(__file__).resolve().parent.parent / "fixtures" / "cards"
+    book = PeerBook(folder)
+    for url, name in (("http://127.0.0.1:9405", "sdk-1x-compat.json"), ("http://127.0.0.1:7000", "toolnexus-port.json")):
+        peer = Peer(url, {"Authorization": "Bearer ${DESK_TOKEN}"} if name.startswith("sdk") else {})
+        peer.client = A2AClient(_json.loads((cards / name).read_text()))
+        peer.client.dialect = Dialect.V10 if name.startswith("sdk") else Dialect.LEGACY
+        peer.client.dialect_reason = "fixed for the picture"
+        peer.state = "reachable"
+        book.peers[url] = peer
+    from toolnexus.a2a.card import build_card
+    from toolnexus.skills import SkillDef
+
+    hosted = Peer("http://127.0.0.1:43211", hosted=True)  # the fixed workspace's demo-desk
+    hosted.client = A2AClient(build_card(base_url=hosted.url, name="demo-desk", description="demo", version="0.1.0",
+                                         skills=[SkillDef("greet", "says hello")], streaming=True))
+    hosted.client.dialect, hosted.client.dialect_reason = Dialect.V10, "fixed for the picture"
+    hosted.state = "reachable"
+    book.peers[hosted.url] = hosted
+    return book
+
+
+def fixed_traffic(app) -> None:
+    from toolnexus.events import TrafficEvent
+
+    body = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}}
+    reply = {"jsonrpc": "2.0", "id": "1", "result": {"task": {"id": "t1", "contextId": "c1",
+                                                              "status": {"state": "TASK_STATE_COMPLETED"}}}}
+    for i, (method, rpc, status) in enumerate([("GET", None, 200), ("POST", "SendMessage", 200),
+                                               ("POST", "GetTask", 200), ("POST", "CancelTask", 200)]):
+        app.book.traffic.append(TrafficEvent(
+            "out", method, "http://127.0.0.1:9405/" + (".well-known/agent-card.json" if method == "GET" else ""),
+            status, 3.5 + i, {"authorization": "Bearer ***", "content-type": "application/json", "a2a-version": "1.0"},
+            "" if method == "GET" else json.dumps(body), {"content-type": "application/json"},
+            json.dumps(reply), rpc, "sdk-echo", time=f"2026-11-30T10:00:0{i}.000000Z"))

@@ -35,9 +35,11 @@ def wait_for(session: str, pattern: str, timeout: float = 20) -> str:
     raise AssertionError(f"{pattern!r} never appeared:\n{screen(session)}")
 
 
-def test_tui_in_tmux_with_curl():
+def test_tui_in_tmux_with_curl(tmp_path):
     session = f"tn-smoke-{uuid.uuid4().hex[:8]}"
-    subprocess.run([TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "34", EXE], check=True)
+    env_prefix = f"TOOLNEXUS_CONFIG_DIR={tmp_path}"  # no saved peers from the machine
+    subprocess.run([TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "34", f"{env_prefix} {EXE}"],
+                   check=True)
     try:
         subprocess.run([TMUX, "resize-window", "-t", session, "-x", "120", "-y", "34"], capture_output=True)
         text = wait_for(session, r"demo-desk\s+http://127\.0\.0\.1:\d+")
@@ -51,13 +53,23 @@ def test_tui_in_tmux_with_curl():
         wait_for(session, r"memory\s+1\s+0\s+0\s+0")  # the server row counts it: ✔ 1
         subprocess.run([TMUX, "send-keys", "-t", session, "2"], check=True)
         wait_for(session, r"completed\s+\S+\s+demo-desk\s+greet")
+        # the demo server is a peer on its own: chat with it from the TUI
+        subprocess.run([TMUX, "send-keys", "-t", session, "3"], check=True)
+        wait_for(session, r"demo-desk \(hosted\).*reachable")
+        subprocess.run([TMUX, "send-keys", "-t", session, "Enter"], check=True)
+        wait_for(session, r"new conversation|context")
+        subprocess.run([TMUX, "send-keys", "-t", session, "hello from tmux", "Enter"], check=True)
+        wait_for(session, r"You said: hello from tmux")
+        subprocess.run([TMUX, "send-keys", "-t", session, "Escape"], check=True)
+        time.sleep(0.3)
         subprocess.run([TMUX, "send-keys", "-t", session, "C-q"], check=True)
         deadline = time.monotonic() + 15
         while subprocess.run([TMUX, "has-session", "-t", session], capture_output=True).returncode == 0:
             assert time.monotonic() < deadline, "the app did not quit"
             time.sleep(0.2)
         port = int(url.rsplit(":", 1)[1])
-        with socket.socket() as s:
+        with socket.socket() as s:  # a listener would refuse even with SO_REUSEADDR; TIME_WAIT would not
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))  # the server's port is closed
     finally:
         subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True)

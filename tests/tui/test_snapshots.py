@@ -8,11 +8,14 @@ pytest.importorskip("textual")
 
 from tui.app import ToolnexusApp  # noqa: E402
 
-from .fakes import NOW, fixed_workspace  # noqa: E402
+from .fakes import NOW, fixed_peers, fixed_traffic, fixed_workspace  # noqa: E402
 
 
-def app() -> ToolnexusApp:
-    return ToolnexusApp(fixed_workspace(), specs=[], now=lambda: NOW)
+def app(tmp: object = None) -> ToolnexusApp:
+    import tempfile
+
+    folder = tmp or tempfile.mkdtemp()
+    return ToolnexusApp(fixed_workspace(), specs=[], now=lambda: NOW, peers=fixed_peers(folder))
 
 
 async def settle(pilot) -> None:
@@ -48,3 +51,45 @@ def test_new_server_form(snap_compare):
         form.query_one("#f-skills").value = "examples/skills"  # no absolute path on screen
 
     assert snap_compare(app(), terminal_size=(110, 40), run_before=before)
+
+
+def test_peers_screen(snap_compare, tmp_path):
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        pilot.app.screen.query_one("#peer-detail").active = "p-diag"
+        await pilot.pause(0.1)
+
+    assert snap_compare(app(tmp_path), terminal_size=(110, 36), run_before=before)
+
+
+def test_chat_screen(snap_compare, tmp_path):
+    from toolnexus.a2a.model import TaskState
+    from tui.screens.chat import Conversation
+
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        pilot.app.conversation = Conversation(
+            peer="http://127.0.0.1:9405", context_id="81c00000-0000-4000-8000-000000000001",
+            waiting_task="77b00000", lines=[
+                {"role": "you", "text": "hello"},
+                {"role": "agent", "text": "echo: hello", "state": TaskState.COMPLETED},
+                {"role": "you", "text": "a question"},
+                {"role": "agent", "text": "What is your favourite colour?", "state": TaskState.INPUT_REQUIRED}])
+        await pilot.press("4")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app(tmp_path), terminal_size=(110, 30), run_before=before)
+
+
+def test_wire_screen(snap_compare, tmp_path):
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        fixed_traffic(pilot.app)
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        pilot.app.screen.query_one("#wire").move_cursor(row=1)
+        await pilot.pause(0.1)
+
+    assert snap_compare(app(tmp_path), terminal_size=(110, 40), run_before=before)

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 MAX_ROWS = 500
 """The table shows the newest tasks up to this many; older ones stay in the book (the filter finds them)."""
 
-COLUMNS = [("state", "state"), ("task", "task"), ("server", "server"), ("skill", "skill"), ("context", "context"),
-           ("age", "age"), ("took", "took"), ("tokens", "tokens"), ("tools", "tools")]
+COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14), ("skill", "skill", 10),
+           ("context", "context", 10), ("age", "age", 8), ("took", "took", 8), ("tokens", "tokens", 7),
+           ("tools", "tools", 5)]
+"""Label, key and fixed width: fixed widths spare the table a layout pass on every update."""
 
 
 class TasksScreen(Screen[None]):
@@ -60,7 +62,7 @@ class TasksScreen(Screen[None]):
             with TabPane("Tasks", id="tab-tasks"):
                 yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
-                yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+                yield DataTable(id="tasks", cursor_type="row")
                 with TabbedContent(id="detail"):
                     with TabPane("Timeline", id="d-timeline"):
                         yield VerticalScroll(Static(id="timeline"))
@@ -83,8 +85,8 @@ class TasksScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#tasks", DataTable)
-        for label, key in COLUMNS:
-            table.add_column(label, key=key)
+        for label, key, width in COLUMNS:
+            table.add_column(label, key=key, width=width)
         calls = self.query_one("#calls", DataTable)
         calls.add_columns("time", "server", "tool", "source", "ms", "result", "args")
         if self.tn.selected_server:
@@ -138,7 +140,7 @@ class TasksScreen(Screen[None]):
                 continue
             cells = self._cells(view)
             if present:
-                for (_, key), value in zip(COLUMNS, cells):
+                for (_, key, _), value in zip(COLUMNS, cells):
                     table.update_cell(task_id, key, value)
             else:
                 table.add_row(*cells, key=task_id)

@@ -1,0 +1,118 @@
+"""Peers, chat and the wire log against real peers: our served toolkit, the official a2a-sdk 1.x
+server and a stub of the toolnexus legacy dialect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+pytest.importorskip("a2a")
+
+from textual.widgets import DataTable, Input, Static  # noqa: E402
+
+from toolnexus.hosting import demo_spec  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.peers import PeerBook  # noqa: E402
+
+from ..peers.legacy_stub import legacy_stub  # noqa: E402
+from ..peers.sdk_server import sdk_server  # noqa: E402
+from .test_pilot import until  # noqa: E402
+
+
+def text_of(app: ToolnexusApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
+    box = app.screen.query_one("#chat-input", Input)
+    box.value = message
+    count = len(app.conversation.lines)
+    await pilot.press("enter")
+    await until(pilot, lambda: len(app.conversation.lines) == count + 2
+                and app.conversation.lines[-1]["text"] != "…"
+                and not any(w.group == "chat" and not w.is_finished for w in app.workers))
+    return app.conversation.lines[-1]
+
+
+async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TN_TUI_TOKEN", "hunter2-token")
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[demo_spec()], peers=book, export_dir=tmp_path)
+    async with sdk_server(compat=True) as sdk_url, legacy_stub() as legacy, app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in book.peers.values()))
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#peers", DataTable)
+        hosted = next(url for url, p in book.peers.items() if p.hosted)
+        assert hosted in table.rows  # hosted servers are peers on their own
+        for url in (sdk_url, legacy.url):
+            await pilot.press("n")
+            app.screen.query_one("#peer-url", Input).value = url
+            await pilot.press("enter")
+        await until(pilot, lambda: all(p.state == "reachable" for p in book.peers.values()))
+        table.move_cursor(row=table.get_row_index(sdk_url))
+        await pilot.pause(0.1)
+        assert "sdk-echo" in text_of(app, "#card-view") and "echo" in text_of(app, "#card-view")
+        app.screen.query_one("#peer-detail").active = "p-diag"
+        await pilot.pause(0.1)
+        diag = text_of(app, "#diag-view")
+        assert "speaks 1.0 and 0.3: both official client lines will work" in diag and "dialect in use: 1.0" in diag
+        table.move_cursor(row=table.get_row_index(legacy.url))
+        await pilot.pause(0.1)
+        assert "speaks 0.3" in text_of(app, "#diag-view")
+        # headers: an env reference is saved, a literal secret is not
+        table.move_cursor(row=table.get_row_index(sdk_url))
+        await pilot.press("h")
+        app.screen.query_one("#peer-headers", Input).value = "Authorization: Bearer ${TN_TUI_TOKEN}; X-Literal: s3cr3t"
+        await pilot.press("enter")
+        await until(pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].headers)
+        saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
+        sdk_saved = next(p for p in saved["peers"] if p["url"] == sdk_url)
+        assert sdk_saved["headers"] == {"Authorization": "Bearer ${TN_TUI_TOKEN}"}
+        assert "s3cr3t" not in json.dumps(saved) and "hunter2" not in json.dumps(saved)
+
+        # chat with the hosted demo: two turns in one context, and an input-required answer
+        app.screen.query_one("#peers", DataTable).focus()
+        table.move_cursor(row=table.get_row_index(hosted))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        first = await chat(app, pilot, "hello there")
+        assert first["text"] == "You said: hello there"
+        second = await chat(app, pilot, "and again")
+        assert second["text"] == "You said: and again (message 2 of this conversation)"
+        asked = await chat(app, pilot, "please confirm the order")
+        assert asked["state"].value == "input-required" and app.conversation.waiting_task == asked["task"]
+        answered = await chat(app, pilot, "yes")
+        assert answered["task"] == asked["task"] and answered["text"].startswith("Request approved (yes)")
+        assert "context" in text_of(app, "#chat-context")
+        await pilot.press("ctrl+n")
+        assert app.conversation.context_id is None and app.conversation.lines == []
+
+        # chat with the official SDK server and the legacy stub
+        for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "42")):
+            app.chat_peer = url
+            app.screen.on_screen_resume()
+            await until(pilot, lambda: app.conversation.peer == url)
+            reply = await chat(app, pilot, "hi sdk" if url == sdk_url else "what is 6*7")
+            assert reply["text"] == expect, reply
+
+        # the wire: every exchange, the Authorization masked
+        await pilot.press("escape", "5")
+        await pilot.pause(0.2)
+        wire = app.screen.query_one("#wire", DataTable)
+        assert wire.row_count >= 10
+        to_sdk = [e for e in app.book.traffic if e.url.startswith(sdk_url) and e.method == "POST"]
+        assert to_sdk and all(e.request_headers["authorization"] == "Bearer ***" for e in to_sdk)
+        assert all("hunter2" not in json.dumps(vars(e), default=str) for e in app.book.traffic)
+        assert {"SendMessage", "message/send", "GetTask"} & {e.rpc_method for e in app.book.traffic}
+        wire.move_cursor(row=wire.row_count - 1)
+        await pilot.pause(0.1)
+        assert "POST" in text_of(app, "#exchange")
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        exported = list(tmp_path.glob("toolnexus-session-*.json"))
+        assert exported and json.loads(exported[0].read_text())["wire"]
+        await pilot.press("ctrl+q")

@@ -1,0 +1,174 @@
+"""Mode 4, Chat: talk to any peer (hosted servers too); each reply's task state updates live and
+an input-required question is answered by the next message, on the same task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Select, Static
+
+from toolnexus.a2a.model import Task, TaskState
+from toolnexus.monitor import STATE_STYLE
+
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+
+@dataclass
+class Conversation:
+    """One chat: the peer, the context, the task waiting for an answer, and what was said."""
+
+    peer: str = ""
+    context_id: str | None = None
+    waiting_task: str | None = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ChatScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+n", "new_conversation", "New conversation", id="chat-new"),
+        Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
+        Binding("i", "focus_input", "Type", id="chat-type"),
+    ]
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("chat")
+        with Horizontal(id="chat-top"):
+            yield Select([], prompt="peer", id="chat-peer", compact=True)
+            yield Select([], prompt="any skill", id="chat-skill", compact=True)
+            yield Static("", id="chat-context")
+        yield VerticalScroll(Static(id="chat-log"), id="chat-scroll")
+        yield Input(placeholder="message (enter sends; an open question is answered on its task)", id="chat-input")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.tn.peers_changed.subscribe(self, lambda _: self._peers())
+        self._peers()
+        self._draw()
+        self.query_one("#chat-input", Input).focus()
+
+    def on_screen_resume(self) -> None:
+        self._peers()
+
+    @property
+    def chat(self) -> Conversation:
+        return self.tn.conversation
+
+    def _peers(self) -> None:
+        select = self.query_one("#chat-peer", Select)
+        options = [(peer.name + (" (hosted)" if peer.hosted else ""), url) for url, peer in self.tn.peer_book.peers.items()
+                   if peer.state == "reachable"]
+        if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
+            select.set_options(options)
+        wanted = self.tn.chat_peer or self.chat.peer
+        if wanted and any(url == wanted for _, url in options) and select.value != wanted:
+            select.value = wanted
+        self.tn.chat_peer = None
+
+    @on(Select.Changed, "#chat-peer")
+    def _peer_chosen(self, event: Select.Changed) -> None:
+        url = event.value if isinstance(event.value, str) else ""
+        if url != self.chat.peer:
+            self.tn.conversation = Conversation(peer=url)
+            self._draw()
+        peer = self.tn.peer_book.peers.get(url)
+        skills = []
+        if peer is not None and peer.client is not None and peer.client.card is not None:
+            skills = [(str(s.get("name") or s.get("id")), str(s.get("id"))) for s in peer.client.card.skills]
+        self.query_one("#chat-skill", Select).set_options(skills)
+
+    def action_new_conversation(self) -> None:
+        self.tn.conversation = Conversation(peer=self.chat.peer)
+        self._draw()
+        self.notify("new conversation")
+
+    def action_focus_input(self) -> None:
+        self.query_one("#chat-input", Input).focus()
+
+    def action_leave_input(self) -> None:
+        self.query_one("#chat-scroll", VerticalScroll).focus()
+
+    @on(Input.Submitted, "#chat-input")
+    def _submit(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        if not self.chat.peer:
+            self.notify("pick a peer first (or add one in Peers, 3)", severity="warning")
+            return
+        event.input.value = ""
+        self.chat.lines.append({"role": "you", "text": text})
+        reply: dict[str, Any] = {"role": "agent", "text": "…", "state": None}
+        self.chat.lines.append(reply)
+        self._draw()
+        skill = self.query_one("#chat-skill", Select).value
+        self.exchange(self.chat, text, skill if isinstance(skill, str) else None, reply)
+
+    @work(group="chat")
+    async def exchange(self, chat: Conversation, text: str, skill: str | None, reply: dict[str, Any]) -> None:
+        peer = self.tn.peer_book.peers.get(chat.peer)
+        if peer is None or peer.client is None:
+            reply.update(text="the peer is not connected", state="failed")
+            self._draw()
+            return
+        try:
+            task = await peer.client.send(text, skill=skill, context_id=chat.context_id, task_id=chat.waiting_task)
+            self._show(reply, task)
+            if not (task.state.terminal or task.state.interrupted):
+                async for ev in peer.client.watch(task.id, poll_every=0.2, max_interval=1.0):
+                    task = ev.task
+                    self._show(reply, task)
+        except Exception as exc:
+            reply.update(text=str(exc), state="failed")
+            self._draw()
+            return
+        finally:
+            await peer.client.release()
+        chat.context_id = task.context_id or chat.context_id
+        chat.waiting_task = task.id if task.state.interrupted else None
+        self._draw()
+
+    def _show(self, reply: dict[str, Any], task: Task) -> None:
+        if task.state.value == "completed":
+            text = task.reply
+        elif task.status.message is not None:
+            text = task.status.message.text
+        else:
+            text = "…"
+        reply.update(text=text, state=task.state, task=task.id)
+        self._draw()
+
+    def _draw(self) -> None:
+        log = Text()
+        for line in self.chat.lines:
+            if line["role"] == "you":
+                log.append("you  ", "bold cyan")
+            else:
+                log.append("agent", "bold green")
+                state = line.get("state")
+                if isinstance(state, TaskState):
+                    symbol, style = STATE_STYLE[state]
+                    log.append(f" {symbol} {state.value}", style)
+                elif state:
+                    log.append(f" ✘ {state}", "red")
+                log.append(" ")
+            log.append(f" {line['text']}\n")
+        self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
+        ctx = self.chat.context_id
+        waiting = "   (answering its question)" if self.chat.waiting_task else ""
+        self.query_one("#chat-context", Static).update(f"context {ctx}{waiting}" if ctx else "new conversation")
+        self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)

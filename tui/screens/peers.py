@@ -1,0 +1,206 @@
+"""Mode 3, Peers: any A2A agent by URL (hosted servers appear on their own), its card, the
+validator's diagnostics and the interop verdict, and per-peer headers."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+
+from toolnexus import validate_card
+
+from ..peers import parse_headers
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+
+class PeersScreen(Screen[None]):
+    BINDINGS = [
+        Binding("n", "add_peer", "Add peer", id="peer-add"),
+        Binding("r", "recheck", "Recheck", id="peer-recheck"),
+        Binding("h", "edit_headers", "Headers", id="peer-headers"),
+        Binding("d", "delete_peer", "Remove", id="peer-remove"),
+        Binding("enter", "chat", "Chat", id="peer-chat"),
+        Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
+    ]
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("peers")
+        yield Input(placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url")
+        yield DataTable(id="peers", cursor_type="row")
+        with TabbedContent(id="peer-detail"):
+            with TabPane("Card", id="p-card"):
+                yield VerticalScroll(Static(id="card-view"))
+            with TabPane("Diagnostics", id="p-diag"):
+                yield VerticalScroll(Static(id="diag-view"))
+            with TabPane("Raw", id="p-raw"):
+                yield VerticalScroll(Static(id="raw-view"))
+            with TabPane("Headers", id="p-headers"):
+                yield Static("Header lines 'Name: value' (separate with ;). Values may name environment variables "
+                             "(Bearer ${TOKEN}); only those are saved, never a literal secret.")
+                yield Input(placeholder="Authorization: Bearer ${MY_TOKEN}", id="peer-headers")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#peers", DataTable)
+        table.add_column("", key="dot", width=2)
+        table.add_column("name", key="name", width=18)
+        table.add_column("url", key="url", width=34)
+        table.add_column("dialect", key="dialect", width=8)
+        table.add_column("state", key="state", width=12)
+        self.tn.peers_changed.subscribe(self, lambda _: self.refresh_peers())
+        self.refresh_peers()
+        table.focus()  # keys (1-5, n, h...) work at once; n focuses the URL box
+
+    def on_screen_resume(self) -> None:
+        self.refresh_peers()
+
+    def refresh_peers(self) -> None:
+        table = self.query_one("#peers", DataTable)
+        chosen = self.selected()
+        table.clear()
+        for url, peer in self.tn.peer_book.peers.items():
+            dot = {"reachable": Text("●", "green"), "unreachable": Text("✘", "red"),
+                   "checking": Text("◌", "yellow")}.get(peer.state, Text("○", "grey50"))
+            dialect = peer.client.dialect.value if peer.client and peer.client.dialect else "—"
+            name = peer.name + (" (hosted)" if peer.hosted else "")
+            table.add_row(dot, name, url, dialect, peer.state, key=url)
+        if chosen and chosen in self.tn.peer_book.peers:
+            table.move_cursor(row=table.get_row_index(chosen))
+        self.show()
+
+    def selected(self) -> str | None:
+        table = self.query_one("#peers", DataTable)
+        if table.row_count == 0:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show()
+
+    def show(self) -> None:
+        url = self.selected()
+        peer = self.tn.peer_book.peers.get(url or "")
+        views = {k: self.query_one(f"#{k}", Static) for k in ("card-view", "diag-view", "raw-view")}
+        if peer is None:
+            for v in views.values():
+                v.update("Add a peer with n, or start a server: hosted servers appear here.")
+            return
+        self.query_one("#peer-headers", Input).value = "; ".join(f"{k}: {v}" for k, v in peer.headers.items())
+        card = peer.client.card if peer.client is not None else None
+        if card is None:
+            text = Text(peer.error or peer.state, "red" if peer.error else "")
+            for v in views.values():
+                v.update(text)
+            return
+        views["card-view"].update(_card_text(card))
+        report = validate_card(card)
+        diag = Text()
+        diag.append(f"verdict: {report.summary}\n", "bold")
+        for line, what in report.verdict.items():
+            diag.append(f"  {line}: {what}\n")
+        diag.append(f"\ndialect in use: {peer.client.dialect.value if peer.client and peer.client.dialect else '?'}"
+                    f" ({peer.client.dialect_reason if peer.client else ''})\n\n")
+        colors = {"error": "red", "warning": "yellow", "info": "grey62"}
+        for d in report.diagnostics:
+            diag.append(f"{d.level:<8}", colors.get(d.level, ""))
+            diag.append(f"{d.path}: {d.message}\n")
+        views["diag-view"].update(diag)
+        views["raw-view"].update(json.dumps(card.raw, indent=2))
+
+    # -- actions -------------------------------------------------------------------------------------
+    def action_leave_input(self) -> None:
+        self.query_one("#peers", DataTable).focus()
+
+    def action_add_peer(self) -> None:
+        self.query_one("#peer-url", Input).focus()
+
+    @on(Input.Submitted, "#peer-url")
+    def _add(self, event: Input.Submitted) -> None:
+        url = event.value.strip()
+        if not url.startswith(("http://", "https://")):
+            self.notify("a peer URL starts with http:// or https://", severity="warning")
+            return
+        event.input.value = ""
+        peer = self.tn.peer_book.add(url)
+        self.tn.peer_book.save()
+        self.tn.connect_peer(peer)
+        self.query_one("#peers", DataTable).focus()
+
+    def action_recheck(self) -> None:
+        peer = self.tn.peer_book.peers.get(self.selected() or "")
+        if peer is not None:
+            self.tn.connect_peer(peer)
+
+    def action_edit_headers(self) -> None:
+        self.query_one("#peer-detail", TabbedContent).active = "p-headers"
+        self.query_one("#peer-headers", Input).focus()
+
+    @on(Input.Submitted, "#peer-headers")
+    def _headers(self, event: Input.Submitted) -> None:
+        peer = self.tn.peer_book.peers.get(self.selected() or "")
+        if peer is None:
+            return
+        peer.headers = parse_headers(event.value)
+        self.tn.peer_book.save()
+        self.tn.connect_peer(peer)
+        self.notify(f"headers set for {peer.url}" + ("" if peer.saved_headers() == peer.headers else
+                                                      " (literal values kept for this session only)"))
+
+    def action_delete_peer(self) -> None:
+        url = self.selected()
+        if url and not self.tn.peer_book.peers[url].hosted:
+            self.tn.peer_book.remove(url)
+            self.tn.peer_book.save()
+            self.refresh_peers()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_chat()
+
+    def action_chat(self) -> None:
+        url = self.selected()
+        if url:
+            self.tn.chat_peer = url
+            self.app.switch_mode("chat")
+
+
+def _card_text(card: Any) -> Text:
+    raw = card.raw
+    t = Text()
+    t.append(f"{card.name} ", "bold")
+    t.append(f"{card.version}\n")
+    if card.description:
+        t.append(f"{card.description}\n")
+    provider = raw.get("provider")
+    if isinstance(provider, dict):
+        t.append(f"provider {provider.get('organization', '')} {provider.get('url', '')}\n")
+    caps = raw.get("capabilities") or {}
+    t.append(f"capabilities {json.dumps(caps)}\n")
+    for itf in card.interfaces:
+        t.append(f"interface {itf.get('protocolBinding', '?')} {itf.get('protocolVersion', '?')} {itf.get('url')}\n")
+    if raw.get("url"):
+        t.append(f"url {raw['url']} (protocolVersion {raw.get('protocolVersion')})\n")
+    t.append("\nskills\n", "bold")
+    for s in card.skills:
+        t.append(f"  {s.get('id')}", "bold")
+        t.append(f"  {s.get('description', '')}")
+        if s.get("tags"):
+            t.append(f"  [{', '.join(map(str, s['tags']))}]", "grey62")
+        t.append("\n")
+        for example in s.get("examples") or []:
+            t.append(f"      e.g. {example}\n", "italic")
+    return t

@@ -1,0 +1,116 @@
+"""Mode 5, Wire: every HTTP exchange with peers, as it crossed the wire (secrets masked)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from toolnexus.traffic import to_curl
+
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+
+def _pretty(body: str) -> str:
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError:
+        return body
+
+
+class WireScreen(Screen[None]):
+    BINDINGS = [
+        Binding("c", "copy_curl", "Copy as curl", id="wire-curl"),
+        Binding("e", "export", "Export session", id="wire-export"),
+    ]
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("wire")
+        yield DataTable(id="wire", cursor_type="row")
+        yield VerticalScroll(Static(id="exchange"), id="exchange-scroll")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#wire", DataTable)
+        for label, width in (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7),
+                             ("url", 40)):
+            table.add_column(label, key=label, width=width)
+        self.tn.traffic_changed.subscribe(self, lambda _: self._append())
+        self._append()
+
+    def on_screen_resume(self) -> None:
+        self._append()
+
+    def _append(self) -> None:
+        if not self.is_current:
+            return
+        table = self.query_one("#wire", DataTable)
+        events = list(self.tn.book.traffic)
+        for i in range(table.row_count, len(events)):
+            ev = events[i]
+            status = Text(str(ev.status) if ev.status else "—",
+                          "green" if ev.status and ev.status < 400 else "red")
+            table.add_row(ev.time[11:23], "→" if ev.direction == "out" else "←", ev.peer[:16],
+                          ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(i))
+        if table.row_count and len(events) and table.cursor_row == 0:
+            self._show(0)
+
+    def _current(self) -> Any:
+        table = self.query_one("#wire", DataTable)
+        events = list(self.tn.book.traffic)
+        if not table.row_count or table.cursor_row >= len(events):
+            return None
+        return events[table.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show(event.cursor_row)
+
+    def _show(self, row: int) -> None:
+        events = list(self.tn.book.traffic)
+        if not 0 <= row < len(events):
+            return
+        ev = events[row]
+        t = Text()
+        t.append(f"{ev.method} {ev.url}  {ev.rpc_method or ''}\n", "bold")
+        for k, v in ev.request_headers.items():
+            t.append(f"{k}: ", "cyan")
+            t.append(f"{v}\n")
+        if ev.request_body:
+            t.append(_pretty(ev.request_body) + "\n")
+        t.append(f"\n← {ev.status}  {ev.ms:.1f} ms\n", "bold")
+        for k, v in ev.response_headers.items():
+            t.append(f"{k}: ", "cyan")
+            t.append(f"{v}\n")
+        if ev.frames:
+            for i, frame in enumerate(ev.frames, 1):
+                t.append(f"— frame {i} —\n", "bold")
+                t.append(_pretty(frame) + "\n")
+        elif ev.response_body:
+            t.append(_pretty(ev.response_body) + "\n")
+        if ev.error:
+            t.append(f"error: {ev.error}\n", "red")
+        self.query_one("#exchange", Static).update(t)
+
+    def action_copy_curl(self) -> None:
+        ev = self._current()
+        if ev is not None:
+            self.app.copy_to_clipboard(to_curl(ev))
+            self.notify("copied as curl (secrets stay masked)")
+
+    def action_export(self) -> None:
+        path = self.tn.export_session()
+        self.notify(f"exported to {path}")
