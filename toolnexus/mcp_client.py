@@ -14,6 +14,7 @@ that dies mid-session fails its calls with a clear message (never a hang) and tu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -25,7 +26,14 @@ from typing import Any, Literal
 from .errors import ConfigError
 from .tools import Tool, ToolContext, ToolResult, sanitize
 
-__all__ = ["MCPServerSpec", "MCPConnection", "parse_servers", "connect_all"]
+__all__ = [
+    "MCPServerSpec",
+    "MCPConnection",
+    "parse_servers",
+    "connect_all",
+    "remote_tools",
+    "call_remote_tool",
+]
 
 log = logging.getLogger("toolnexus.mcp")
 
@@ -269,3 +277,36 @@ async def connect_all(specs: list[MCPServerSpec]) -> tuple[list[MCPConnection], 
     conns = [MCPConnection(s) for s in specs]
     lists = await asyncio.gather(*(c.start() for c in conns))
     return conns, [t for tools in lists for t in tools]
+
+
+async def remote_tools(url: str, *, headers: dict[str, str] | None = None, bus: Any = None,
+                       timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    """The tools of any MCP endpoint, ``[{name, description, input_schema}]`` (every exchange on ``bus``)."""
+    async with _session(url, headers, bus, timeout) as client:
+        listed = await client.list_tools()
+    return [{"name": t.name, "description": t.description or "", "input_schema": dict(t.input_schema or {})}
+            for t in listed.tools]
+
+
+async def call_remote_tool(url: str, name: str, args: dict[str, Any], *, headers: dict[str, str] | None = None,
+                           bus: Any = None, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
+    """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult."""
+    async with _session(url, headers, bus, timeout) as client:
+        return _result(await client.call_tool(name, args, read_timeout_seconds=timeout))
+
+
+@contextlib.asynccontextmanager
+async def _session(url: str, headers: dict[str, str] | None, bus: Any, timeout: float) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from .traffic import TrafficRecorder, recording_transport
+
+    recorder = TrafficRecorder(bus, peer=url)
+    for name, value in (headers or {}).items():
+        recorder.secret(name, value)
+    async with httpx2.AsyncClient(headers=headers or {}, timeout=timeout,
+                                  transport=recording_transport(recorder, httpx2)) as http:
+        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:
+            yield client

@@ -14,7 +14,7 @@ from typing import Any
 
 from .events import EventBus, TrafficEvent
 
-__all__ = ["SECRET_HEADERS", "mask_headers", "mask_text", "TrafficRecorder"]
+__all__ = ["SECRET_HEADERS", "mask_headers", "mask_text", "TrafficRecorder", "to_curl", "recording_transport"]
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
                             "x-auth-token"})
@@ -115,3 +115,64 @@ def to_curl(event: TrafficEvent) -> str:
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> Any:
+    """An HTTP transport (for ``httpx`` or ``httpx2``) that records every exchange on ``recorder``,
+    streamed responses included (recorded when their stream closes, frame by frame)."""
+    if httpx_module is None:
+        import httpx2 as httpx_module
+
+    module = httpx_module
+
+    class RecordingTransport(module.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            self.inner = module.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            started = time.perf_counter()
+            body = await request.aread()
+            rpc = _rpc_method(body)
+            try:
+                response = await self.inner.handle_async_request(request)
+            except Exception as exc:
+                recorder.record(direction="out", method=request.method, url=str(request.url), status=None,
+                                started=started, request_headers=dict(request.headers), request_body=body,
+                                rpc_method=rpc, error=f"{type(exc).__name__}: {exc}")
+                raise
+            inner_stream, chunks = response.stream, []
+
+            class Tee(module.AsyncByteStream):  # type: ignore[misc,name-defined]
+                async def __aiter__(self) -> Any:
+                    async for chunk in inner_stream:
+                        chunks.append(chunk)
+                        yield chunk
+
+                async def aclose(self) -> None:
+                    await inner_stream.aclose()
+                    content = b"".join(chunks)
+                    frames = [line[5:].strip().decode("utf-8", "replace") for line in content.split(b"\n")
+                              if line.startswith(b"data:")]
+                    recorder.record(direction="out", method=request.method, url=str(request.url),
+                                    status=response.status_code, started=started,
+                                    request_headers=dict(request.headers), request_body=body,
+                                    response_headers=dict(response.headers), response_body=content,
+                                    rpc_method=rpc, frames=frames)
+
+            return module.Response(status_code=response.status_code, headers=response.headers, stream=Tee(),
+                                   extensions=response.extensions, request=request)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return RecordingTransport()
+
+
+def _rpc_method(body: bytes) -> str | None:
+    import json
+
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data.get("method") if isinstance(data, dict) and isinstance(data.get("method"), str) else None

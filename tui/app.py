@@ -21,6 +21,7 @@ from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
 from .peers import Peer, PeerBook
 from .screens.chat import ChatScreen, Conversation
+from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
@@ -60,7 +61,7 @@ class ToolnexusApp(App[None]):
     CSS_PATH = Path(__file__).parent / "toolnexus.tcss"
     COMMANDS = App.COMMANDS | {ToolnexusCommands}
     MODES = {"servers": ServersScreen, "tasks": TasksScreen, "peers": PeersScreen, "chat": ChatScreen,
-             "wire": WireScreen}
+             "wire": WireScreen, "mcp": MCPScreen}
     DEFAULT_MODE = "servers"
     BINDINGS = [
         Binding("1", "switch_mode('servers')", "Servers", id="mode-servers"),
@@ -68,6 +69,7 @@ class ToolnexusApp(App[None]):
         Binding("3", "switch_mode('peers')", "Peers", id="mode-peers", show=False),
         Binding("4", "switch_mode('chat')", "Chat", id="mode-chat", show=False),
         Binding("5", "switch_mode('wire')", "Wire", id="mode-wire", show=False),
+        Binding("6", "switch_mode('mcp')", "MCP", id="mode-mcp", show=False),
         Binding("question_mark", "toggle_help", "Help", id="help"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
@@ -216,6 +218,7 @@ class ToolnexusApp(App[None]):
             ("Peers", "remote agents, their cards and diagnostics (3)", partial(self.switch_mode, "peers")),
             ("Chat", "talk to a peer (4)", partial(self.switch_mode, "chat")),
             ("Wire", "every HTTP exchange with peers (5)", partial(self.switch_mode, "wire")),
+            ("MCP", "list and call the tools of any MCP endpoint (6)", partial(self.switch_mode, "mcp")),
             ("Export session", "the wire log and the chat as JSON", self.export_session),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),

@@ -116,3 +116,36 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         exported = list(tmp_path.glob("toolnexus-session-*.json"))
         assert exported and json.loads(exported[0].read_text())["wire"]
         await pilot.press("ctrl+q")
+
+
+async def test_call_an_mcp_tool_through_the_form():
+    import toolnexus as tn
+
+    @tn.tool
+    def add(a: int, b: int = 2) -> int:
+        """Add two integers."""
+        return a + b
+
+    tk = await tn.create_toolkit(builtins=False, tools=[add])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        app.screen.query_one("#mcp-url", Input).value = served.mcp_url
+        app.screen.query_one("#mcp-url", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count == 1)
+        await until(pilot, lambda: bool(app.screen.query("#arg-a")))
+        app.screen.query_one("#arg-a", Input).value = "40"
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: "42" in text_of(app, "#mcp-result"))
+        assert app.screen.last_result.output == "42" and not app.screen.last_result.is_error
+        # raw JSON arguments, and an error result
+        await pilot.press("ctrl+j")
+        app.screen.query_one("#mcp-raw-args").text = '{"a": "not a number"}'
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: app.screen.last_result.is_error)
+        assert "invalid argument 'a'" in app.screen.last_result.output
+        # the exchanges are in the wire log
+        await until(pilot, lambda: any(e.rpc_method == "tools/call" for e in app.book.traffic))
+        await pilot.press("ctrl+q")

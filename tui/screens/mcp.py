@@ -1,0 +1,180 @@
+"""Mode 6, MCP: any MCP endpoint (a hosted server's /mcp or a URL): its tools, a form made from a
+tool's input schema (or raw JSON arguments), the result; every exchange lands in the Wire."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
+
+from toolnexus.mcp_client import call_remote_tool, remote_tools
+
+from ..widgets import ModeBar
+
+if TYPE_CHECKING:
+    from ..app import ToolnexusApp
+
+
+def field_value(text: str, schema: dict[str, Any]) -> Any:
+    """A form field's text as the JSON value its schema wants (strings stay strings)."""
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "string" in kinds and not text.startswith(("{", "[")):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class MCPScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+enter", "call", "Call", id="mcp-call", priority=True),
+        Binding("ctrl+r", "call", "Call", show=False, id="mcp-call-r", priority=True),
+        Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
+        Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools: list[dict[str, Any]] = []
+        self.raw_mode = False
+
+    @property
+    def tn(self) -> ToolnexusApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("mcp")
+        yield Input(placeholder="an MCP endpoint URL (hosted: http://127.0.0.1:PORT/mcp), enter lists its tools",
+                    id="mcp-url")
+        with Horizontal(id="mcp-body"):
+            yield DataTable(id="mcp-tools", cursor_type="row")
+            with Vertical(id="mcp-right"):
+                yield VerticalScroll(id="mcp-form")
+                yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
+                yield VerticalScroll(Static(id="mcp-result"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#mcp-tools", DataTable)
+        table.add_column("tool", key="tool", width=24)
+        table.add_column("description", key="description", width=30)
+        hosted = [s for s in self.tn.workspace.running() if s.spec.mcp and s.url]
+        if hosted:
+            self.query_one("#mcp-url", Input).value = hosted[0].url + "/mcp"
+
+    @on(Input.Submitted, "#mcp-url")
+    def _submit_url(self) -> None:
+        self.action_list_tools()
+
+    def action_list_tools(self) -> None:
+        url = self.query_one("#mcp-url", Input).value.strip()
+        if url:
+            self._list(url)
+
+    @work(exclusive=True, group="mcp")
+    async def _list(self, url: str) -> None:
+        result = self.query_one("#mcp-result", Static)
+        result.update(f"listing {url} …")
+        try:
+            self.tools = await remote_tools(url, bus=self.tn.workspace.events, timeout=15)
+        except Exception as exc:
+            result.update(Text(f"✘ {type(exc).__name__}: {exc}", "red"))
+            return
+        table = self.query_one("#mcp-tools", DataTable)
+        table.clear()
+        for tool in self.tools:
+            table.add_row(tool["name"], tool["description"].splitlines()[0] if tool["description"] else "",
+                          key=tool["name"])
+        result.update(f"{len(self.tools)} tools")
+        if self.tools:
+            table.focus()
+            await self._form(self.tools[0])
+
+    def _tool(self) -> dict[str, Any] | None:
+        table = self.query_one("#mcp-tools", DataTable)
+        if not table.row_count:
+            return None
+        name = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return next((t for t in self.tools if t["name"] == name), None)
+
+    async def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        tool = self._tool()
+        if tool is not None:
+            await self._form(tool)
+
+    async def _form(self, tool: dict[str, Any]) -> None:
+        form = self.query_one("#mcp-form", VerticalScroll)
+        await form.remove_children()
+        props = (tool["input_schema"] or {}).get("properties") or {}
+        required = set((tool["input_schema"] or {}).get("required") or [])
+        widgets: list[Any] = [Label(Text(f"{tool['name']}", "bold"))]
+        for name, schema in props.items():
+            kind = schema.get("type", "any")
+            label = f"{name}{' *' if name in required else ''}  ({kind if isinstance(kind, str) else '/'.join(kind)})"
+            widgets.append(Label(label))
+            default = schema.get("default")
+            widgets.append(Input("" if default is None else (default if isinstance(default, str) else
+                                                              json.dumps(default)),
+                                 placeholder=schema.get("description", ""), id=f"arg-{name}", compact=True))
+        if not props:
+            widgets.append(Label("no arguments"))
+        await form.mount_all(widgets)
+        self.query_one("#mcp-raw-args", TextArea).text = json.dumps({n: s.get("default") for n, s in props.items()
+                                                                     if "default" in s}, indent=2)
+
+    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        if self.raw_mode:
+            value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
+            if not isinstance(value, dict):
+                raise ValueError("the raw arguments must be a JSON object")
+            return value
+        props = (tool["input_schema"] or {}).get("properties") or {}
+        args = {}
+        for name, schema in props.items():
+            text = self.query_one(f"#arg-{name}", Input).value
+            if text != "":
+                args[name] = field_value(text, schema)
+        return args
+
+    def action_toggle_raw(self) -> None:
+        self.raw_mode = not self.raw_mode
+        self.query_one("#mcp-raw-args").set_class(not self.raw_mode, "hidden")
+        self.query_one("#mcp-form").set_class(self.raw_mode, "hidden")
+
+    def action_call(self) -> None:
+        tool = self._tool()
+        if tool is None:
+            self.notify("list the tools first (enter on the URL)", severity="warning")
+            return
+        try:
+            args = self.arguments(tool)
+        except ValueError as exc:
+            self.query_one("#mcp-result", Static).update(Text(f"✘ {exc}", "red"))
+            return
+        self._call(self.query_one("#mcp-url", Input).value.strip(), tool["name"], args)
+
+    @work(exclusive=True, group="mcp")
+    async def _call(self, url: str, name: str, args: dict[str, Any]) -> None:
+        result = self.query_one("#mcp-result", Static)
+        result.update(f"calling {name} …")
+        try:
+            outcome = await call_remote_tool(url, name, args, bus=self.tn.workspace.events, timeout=60)
+        except Exception as exc:
+            result.update(Text(f"✘ {type(exc).__name__}: {exc}", "red"))
+            return
+        self.last_result = outcome
+        text = Text()
+        text.append(f"{name} {json.dumps(args)}\n", "bold")
+        text.append("error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green")
+        text.append(outcome.output)
+        result.update(text)
