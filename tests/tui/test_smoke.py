@@ -57,7 +57,7 @@ def test_tui_in_tmux_with_curl(tmp_path):
         subprocess.run([TMUX, "send-keys", "-t", session, "3"], check=True)
         wait_for(session, r"demo-desk \(hosted\).*reachable")
         subprocess.run([TMUX, "send-keys", "-t", session, "Enter"], check=True)
-        wait_for(session, r"new conversation|context")
+        wait_for(session, r"Say something to the peer|context")
         subprocess.run([TMUX, "send-keys", "-t", session, "hello from tmux", "Enter"], check=True)
         wait_for(session, r"You said: hello from tmux")
         subprocess.run([TMUX, "send-keys", "-t", session, "Escape"], check=True)
