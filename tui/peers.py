@@ -40,6 +40,8 @@ class Peer:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     hosted: bool = False
+    dialect: str = "auto"  # auto | 0.3 | 1.0 | legacy
+    blocking: bool = False
     client: A2AClient | None = None
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
@@ -57,7 +59,7 @@ class Peer:
         if self.client is not None:
             await self.client.aclose()
         headers = {k: expand_env(v) for k, v in self.headers.items()}
-        self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers))
+        self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers), dialect=self.dialect)
         try:
             await self.client.connect()
         except Exception as exc:
@@ -79,12 +81,15 @@ class PeerBook:
         try:
             data = json.loads((self.folder / FILE).read_text(encoding="utf-8"))
             for entry in data.get("peers", []):
-                self.peers.setdefault(entry["url"], Peer(entry["url"], dict(entry.get("headers") or {})))
+                self.peers.setdefault(entry["url"], Peer(entry["url"], dict(entry.get("headers") or {}),
+                                                         dialect=str(entry.get("dialect", "auto")),
+                                                         blocking=bool(entry.get("blocking", False))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
 
     def save(self) -> None:
-        saved = [{"url": p.url, "headers": p.saved_headers()} for p in self.peers.values() if not p.hosted]
+        saved = [{"url": p.url, "headers": p.saved_headers(), "dialect": p.dialect, "blocking": p.blocking}
+                 for p in self.peers.values() if not p.hosted]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / f".{FILE}.tmp"

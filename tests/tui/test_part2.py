@@ -91,7 +91,23 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         await pilot.press("ctrl+n")
         assert app.conversation.context_id is None and app.conversation.lines == []
 
-        # chat with the official SDK server and the legacy stub
+        # per-peer overrides: force the SDK peer to 0.3 (its compat transport) and blocking sends
+        await pilot.press("escape", "3")
+        await pilot.pause(0.1)
+        peers_table = app.screen.query_one("#peers", DataTable)
+        peers_table.focus()
+        peers_table.move_cursor(row=peers_table.get_row_index(sdk_url))
+        await pilot.press("v", "b")
+        await until(pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].client.dialect
+                    and book.peers[sdk_url].client.dialect.value == "0.3")
+        assert book.peers[sdk_url].blocking
+        saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
+        assert next(p for p in saved["peers"] if p["url"] == sdk_url)["dialect"] == "0.3"
+        await pilot.press("4")
+        await pilot.pause(0.1)
+        app.screen.query_one("#chat-input", Input).focus()
+
+        # chat with the official SDK server (now in 0.3, blocking) and the legacy stub
         for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "42")):
             app.chat_peer = url
             app.screen.on_screen_resume()
@@ -108,6 +124,13 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         assert to_sdk and all(e.request_headers["authorization"] == "Bearer ***" for e in to_sdk)
         assert all("hunter2" not in json.dumps(vars(e), default=str) for e in app.book.traffic)
         assert {"SendMessage", "message/send", "GetTask"} & {e.rpc_method for e in app.book.traffic}
+        assert any(e.rpc_method == "message/send" and e.url.startswith(sdk_url) for e in app.book.traffic)
+        app.screen.query_one("#wire-filter", Input).value = "method:GetTask"
+        await pilot.pause(0.1)
+        assert wire.row_count >= 1 and all(str(wire.get_row_at(i)[3]) == "GetTask" for i in range(wire.row_count))
+        app.screen.query_one("#wire-filter", Input).value = ""
+        await pilot.pause(0.1)
+        app.screen.query_one("#wire", DataTable).focus()
         wire.move_cursor(row=wire.row_count - 1)
         await pilot.pause(0.1)
         assert "POST" in text_of(app, "#exchange")

@@ -126,7 +126,8 @@ class ChatScreen(Screen[None]):
             self._draw()
             return
         try:
-            task = await peer.client.send(text, skill=skill, context_id=chat.context_id, task_id=chat.waiting_task)
+            task = await peer.client.send(text, skill=skill, context_id=chat.context_id, task_id=chat.waiting_task,
+                                          blocking=peer.blocking)
             self._show(reply, task)
             if not (task.state.terminal or task.state.interrupted):
                 async for ev in peer.client.watch(task.id, poll_every=0.2, max_interval=1.0):

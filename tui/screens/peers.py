@@ -29,6 +29,8 @@ class PeersScreen(Screen[None]):
         Binding("r", "recheck", "Recheck", id="peer-recheck"),
         Binding("h", "edit_headers", "Headers", id="peer-headers"),
         Binding("d", "delete_peer", "Remove", id="peer-remove"),
+        Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
+        Binding("b", "toggle_blocking", "Blocking", id="peer-blocking"),
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
@@ -77,6 +79,10 @@ class PeersScreen(Screen[None]):
             dot = {"reachable": Text("●", "green"), "unreachable": Text("✘", "red"),
                    "checking": Text("◌", "yellow")}.get(peer.state, Text("○", "grey50"))
             dialect = peer.client.dialect.value if peer.client and peer.client.dialect else "—"
+            if peer.dialect != "auto":
+                dialect += "!"  # forced
+            if peer.blocking:
+                dialect += " b"
             name = peer.name + (" (hosted)" if peer.hosted else "")
             table.add_row(dot, name, url, dialect, peer.state, key=url)
         if chosen and chosen in self.tn.peer_book.peers:
@@ -114,7 +120,8 @@ class PeersScreen(Screen[None]):
         for line, what in report.verdict.items():
             diag.append(f"  {line}: {what}\n")
         diag.append(f"\ndialect in use: {peer.client.dialect.value if peer.client and peer.client.dialect else '?'}"
-                    f" ({peer.client.dialect_reason if peer.client else ''})\n\n")
+                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/legacy\n"
+                    f"sends: {'blocking' if peer.blocking else 'non-blocking, then follow the task'} (b toggles)\n\n")
         colors = {"error": "red", "warning": "yellow", "info": "grey62"}
         for d in report.diagnostics:
             diag.append(f"{d.level:<8}", colors.get(d.level, ""))
@@ -160,6 +167,26 @@ class PeersScreen(Screen[None]):
         self.tn.connect_peer(peer)
         self.notify(f"headers set for {peer.url}" + ("" if peer.saved_headers() == peer.headers else
                                                       " (literal values kept for this session only)"))
+
+    def action_cycle_dialect(self) -> None:
+        """auto → 0.3 → 1.0 → legacy: force the dialect this peer is spoken to in."""
+        peer = self.tn.peer_book.peers.get(self.selected() or "")
+        if peer is None:
+            return
+        order = ["auto", "0.3", "1.0", "legacy"]
+        peer.dialect = order[(order.index(peer.dialect) + 1) % len(order)]
+        self.tn.peer_book.save()
+        self.tn.connect_peer(peer)
+        self.notify(f"{peer.url}: dialect {peer.dialect}")
+
+    def action_toggle_blocking(self) -> None:
+        peer = self.tn.peer_book.peers.get(self.selected() or "")
+        if peer is None:
+            return
+        peer.blocking = not peer.blocking
+        self.tn.peer_book.save()
+        self.refresh_peers()
+        self.notify(f"{peer.url}: {'blocking sends' if peer.blocking else 'non-blocking sends, then follow the task'}")
 
     def action_delete_peer(self) -> None:
         url = self.selected()

@@ -6,11 +6,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from toolnexus.traffic import to_curl
 
@@ -18,6 +19,24 @@ from ..widgets import ModeBar
 
 if TYPE_CHECKING:
     from ..app import ToolnexusApp
+
+
+def matches(ev: Any, text: str) -> bool:
+    """``peer:sdk method:GetTask status:4`` (prefixes, AND); bare words search the URL and method."""
+    for word in text.split():
+        key, sep, value = word.partition(":")
+        value = value.lower()
+        if sep and key == "peer":
+            ok = value in ev.peer.lower()
+        elif sep and key == "method":
+            ok = value in (ev.rpc_method or ev.method).lower()
+        elif sep and key == "status":
+            ok = str(ev.status or "").startswith(value)
+        else:
+            ok = word.lower() in ev.url.lower() or word.lower() in (ev.rpc_method or "").lower()
+        if not ok:
+            return False
+    return True
 
 
 def _pretty(body: str) -> str:
@@ -29,6 +48,8 @@ def _pretty(body: str) -> str:
 
 class WireScreen(Screen[None]):
     BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="wire-filter"),
+        Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
         Binding("c", "copy_curl", "Copy as curl", id="wire-curl"),
         Binding("e", "export", "Export session", id="wire-export"),
     ]
@@ -40,26 +61,48 @@ class WireScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("wire")
+        yield Input(placeholder="filter: peer:sdk method:GetTask status:4  (/)", id="wire-filter")
         yield DataTable(id="wire", cursor_type="row")
         yield VerticalScroll(Static(id="exchange"), id="exchange-scroll")
         yield Footer()
 
     def on_mount(self) -> None:
+        self._shown: list[Any] = []
         table = self.query_one("#wire", DataTable)
         for label, width in (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7),
                              ("url", 40)):
             table.add_column(label, key=label, width=width)
         self.tn.traffic_changed.subscribe(self, lambda _: self._append())
         self._append()
+        table.focus()
 
     def on_screen_resume(self) -> None:
         self._append()
+
+    filter_text = ""
+
+    def _events(self) -> list[Any]:
+        return [ev for ev in self.tn.book.traffic if matches(ev, self.filter_text)]
+
+    @on(Input.Changed, "#wire-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self.query_one("#wire", DataTable).clear()
+        self._shown = []
+        self._append()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#wire-filter", Input).focus()
+
+    def action_leave_filter(self) -> None:
+        self.query_one("#wire", DataTable).focus()
 
     def _append(self) -> None:
         if not self.is_current:
             return
         table = self.query_one("#wire", DataTable)
-        events = list(self.tn.book.traffic)
+        events = self._events()
+        self._shown = events
         for i in range(table.row_count, len(events)):
             ev = events[i]
             status = Text(str(ev.status) if ev.status else "—",
@@ -71,7 +114,7 @@ class WireScreen(Screen[None]):
 
     def _current(self) -> Any:
         table = self.query_one("#wire", DataTable)
-        events = list(self.tn.book.traffic)
+        events = self._shown
         if not table.row_count or table.cursor_row >= len(events):
             return None
         return events[table.cursor_row]
@@ -80,7 +123,7 @@ class WireScreen(Screen[None]):
         self._show(event.cursor_row)
 
     def _show(self, row: int) -> None:
-        events = list(self.tn.book.traffic)
+        events = self._shown
         if not 0 <= row < len(events):
             return
         ev = events[row]
