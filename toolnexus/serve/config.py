@@ -125,14 +125,7 @@ class A2AConfig:
     @classmethod
     def from_config(cls, value: Any) -> A2AConfig:
         """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
-        if isinstance(value, A2AConfig):
-            return value
-        if value is None or value is True:
-            return cls()
-        kwargs = _options(cls, value, "a2a")
-        if "auth" in kwargs:
-            kwargs["auth"] = Auth.from_config(kwargs["auth"])
-        return cls(**kwargs)
+        return _from_block(cls, value, "a2a")
 
     def provider_fields(self) -> dict[str, str] | None:
         p = self.provider
@@ -164,18 +157,17 @@ class MCPServeConfig:
 
     @classmethod
     def from_config(cls, value: Any) -> MCPServeConfig:
-        if isinstance(value, MCPServeConfig):
-            return value
-        if value is None or value is True:
-            return cls()
-        kwargs = _options(cls, value, "mcpServer")
-        if "auth" in kwargs:
-            kwargs["auth"] = Auth.from_config(kwargs["auth"])
-        return cls(**kwargs)
+        """From a config file's ``mcpServer`` block (camelCase or snake_case keys)."""
+        return _from_block(cls, value, "mcpServer")
 
 
-def _options(cls: type, value: Any, block: str) -> dict[str, Any]:
-    """A config block's keys (camelCase or snake_case) as keyword arguments of ``cls``."""
+def _from_block(cls: Any, value: Any, block: str) -> Any:
+    """``cls`` from a config block: an instance as it is, None/True as the defaults, else the block's
+    keys (camelCase or snake_case) as keyword arguments, ``auth`` read by :meth:`Auth.from_config`."""
+    if isinstance(value, cls):
+        return value
+    if value is None or value is True:
+        return cls()
     if not isinstance(value, Mapping):
         raise ConfigError(f"{block} must be an object")
     names = {f.name for f in fields(cls)}
@@ -185,4 +177,6 @@ def _options(cls: type, value: Any, block: str) -> dict[str, Any]:
         if snake not in names:
             raise ConfigError(f"{block}.{key} is not a known option ({', '.join(sorted(names))})")
         out[snake] = v
-    return out
+    if "auth" in out:
+        out["auth"] = Auth.from_config(out["auth"])
+    return cls(**out)
