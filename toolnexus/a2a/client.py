@@ -200,14 +200,20 @@ class A2AClient:
         h["accept"] = "text/event-stream" if stream else "application/json"
         return h
 
-    async def _call(self, op: str, params: dict[str, Any]) -> Any:
+    async def _prepare(self, op: str, params: dict[str, Any],
+                       stream: bool = False) -> tuple[str, bytes, dict[str, str]]:
+        """The method name, JSON-RPC body and headers of ``op`` in the dialect in use."""
         await self.connect()
         dialect = self.dialect or Dialect.V03
         method = _METHODS[dialect].get(op)
         if method is None:
-            raise UnsupportedOperationError(f"the {dialect.value} dialect has no {op} operation")
+            what = "streaming" if stream else f"{op} operation"
+            raise UnsupportedOperationError(f"the {dialect.value} dialect has no {what}")
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
-        headers = self._headers(dialect)
+        return method, body, self._headers(dialect, stream=stream)
+
+    async def _call(self, op: str, params: dict[str, Any]) -> Any:
+        method, body, headers = await self._prepare(op, params)
         started = time.perf_counter()
         try:
             r = await self._http.post(self.endpoint, content=body, headers=headers, timeout=self.timeout)
@@ -329,13 +335,7 @@ class A2AClient:
             yield task
 
     async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
-        await self.connect()
-        dialect = self.dialect or Dialect.V03
-        method = _METHODS[dialect].get(op)
-        if method is None:
-            raise UnsupportedOperationError(f"the {dialect.value} dialect has no streaming")
-        body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
-        headers = self._headers(dialect, stream=True)
+        method, body, headers = await self._prepare(op, params, stream=True)
         started = time.perf_counter()
         frames: list[str] = []
         task: Task | None = None
