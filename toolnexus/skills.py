@@ -8,10 +8,11 @@ a typed reason. The first skill of a name wins.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -208,22 +209,18 @@ def as_roots(roots: Any) -> list[Any]:
     return list(roots)
 
 
-def _walk(root: Path) -> list[Path]:
-    """Every ``SKILL.md`` under ``root`` in a stable order, following symlinks, never twice."""
-    out: list[Path] = []
+def _files(root: Path) -> Iterator[tuple[Path, os.DirEntry[str]]]:
+    """Every file under ``root`` as ``(folder, entry)``: a folder's files (by name) before its
+    subfolders, symlinks followed, no folder twice (cycles end), ``.git`` and the like skipped."""
     seen: set[tuple[int, int]] = set()
     stack = [root]
     while stack:
         folder = stack.pop()
         try:
             st = folder.stat()
-        except OSError:
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
@@ -233,42 +230,22 @@ def _walk(root: Path) -> list[Path]:
                 if entry.is_dir(follow_symlinks=True):
                     if entry.name not in _IGNORED_DIRS:
                         subdirs.append(Path(entry.path))
-                elif entry.name == SKILL_FILE and entry.is_file(follow_symlinks=True):
-                    out.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=True):
+                    yield folder, entry
             except OSError:
                 continue
         stack.extend(reversed(subdirs))
-    return out
+
+
+def _walk(root: Path) -> list[Path]:
+    """Every ``SKILL.md`` under ``root`` in a stable order."""
+    return [Path(entry.path) for _, entry in _files(root) if entry.name == SKILL_FILE]
 
 
 def _sample_files(folder: Path, limit: int) -> list[str]:
-    out: list[str] = []
-    seen: set[tuple[int, int]] = set()
-    stack = [folder]
-    while stack and len(out) < limit:
-        cur = stack.pop()
-        try:
-            st = cur.stat()
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            entries = sorted(os.scandir(cur), key=lambda e: e.name)
-        except OSError:
-            continue
-        subdirs = []
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=True):
-                    if entry.name not in _IGNORED_DIRS:
-                        subdirs.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=True) and not (cur == folder and entry.name == SKILL_FILE):
-                    out.append(entry.path)
-                    if len(out) >= limit:
-                        break
-            except OSError:
-                continue
-        stack.extend(reversed(subdirs))
-    return out
+    """Up to ``limit`` files of a skill's folder, its own ``SKILL.md`` left out."""
+    files = (entry.path for where, entry in _files(folder) if not (where == folder and entry.name == SKILL_FILE))
+    return list(itertools.islice(files, limit))
 
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL | re.MULTILINE)
