@@ -4,23 +4,20 @@ an input-required question is answered by the next message, on the same task."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Select, Static
 
 from toolnexus.a2a.model import Task, TaskState
 from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar
-
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
+from .base import ModeScreen
 
 
 @dataclass
@@ -33,16 +30,13 @@ class Conversation:
     lines: list[dict[str, Any]] = field(default_factory=list)
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(ModeScreen):
     BINDINGS = [
         Binding("ctrl+n", "new_conversation", "New conversation", id="chat-new"),
         Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
         Binding("i", "focus_input", "Type", id="chat-type"),
     ]
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()

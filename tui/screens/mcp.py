@@ -4,22 +4,19 @@ tool's input schema (or raw JSON arguments), the result; every exchange lands in
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
 
 from toolnexus.mcp_client import call_remote_tool, remote_tools
 
 from ..widgets import ModeBar
-
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
+from .base import ModeScreen
 
 
 def field_value(text: str, schema: dict[str, Any]) -> Any:
@@ -34,7 +31,7 @@ def field_value(text: str, schema: dict[str, Any]) -> Any:
         return text
 
 
-class MCPScreen(Screen[None]):
+class MCPScreen(ModeScreen):
     BINDINGS = [
         Binding("ctrl+enter", "call", "Call", id="mcp-call", priority=True),
         Binding("ctrl+r", "call", "Call", show=False, id="mcp-call-r", priority=True),
@@ -47,9 +44,6 @@ class MCPScreen(Screen[None]):
         self.tools: list[dict[str, Any]] = []
         self.raw_mode = False
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -4,26 +4,23 @@ validator's diagnostics and the interop verdict, and per-peer headers."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
 from toolnexus import validate_card
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
-
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
+from .base import ModeScreen
 
 
-class PeersScreen(Screen[None]):
+class PeersScreen(ModeScreen):
     BINDINGS = [
         Binding("n", "add_peer", "Add peer", id="peer-add"),
         Binding("r", "recheck", "Recheck", id="peer-recheck"),
@@ -35,9 +32,6 @@ class PeersScreen(Screen[None]):
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from toolnexus.a2a.card import CARD_PATH
@@ -16,14 +15,13 @@ from toolnexus.a2a.model import TaskState
 
 from toolnexus.monitor import STATE_STYLE
 from ..widgets import ModeBar
+from .base import ModeScreen
 
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
 
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
 
-class ServersScreen(Screen[None]):
+class ServersScreen(ModeScreen):
     """The hosted servers, the selected one's details, and its live tasks below."""
 
     BINDINGS = [
@@ -34,9 +32,6 @@ class ServersScreen(Screen[None]):
         Binding("enter", "show_tasks", "Tasks", id="server-tasks"),
     ]
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -11,16 +11,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
 from toolnexus.a2a.dialects import Dialect
 
 from toolnexus.monitor import STATE_STYLE, TaskView, duration, short
 from ..widgets import ModeBar
+from .base import ModeScreen
 
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
 
 MAX_ROWS = 500
 """The table shows the newest tasks up to this many; older ones stay in the book (the filter finds them)."""
@@ -31,7 +29,7 @@ COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14
 """Label, key and fixed width: fixed widths spare the table a layout pass on every update."""
 
 
-class TasksScreen(Screen[None]):
+class TasksScreen(ModeScreen):
     """The live task table, its filter, and the selected task's timeline, messages and telemetry."""
 
     BINDINGS = [
@@ -51,9 +49,6 @@ class TasksScreen(Screen[None]):
         self.filter_text = ""
         self._stale = False
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()

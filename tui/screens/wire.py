@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from toolnexus.traffic import to_curl
 
 from ..widgets import ModeBar
-
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
+from .base import ModeScreen
 
 
 def matches(ev: Any, text: str) -> bool:
@@ -46,7 +43,7 @@ def _pretty(body: str) -> str:
         return body
 
 
-class WireScreen(Screen[None]):
+class WireScreen(ModeScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="wire-filter"),
         Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
@@ -54,9 +51,6 @@ class WireScreen(Screen[None]):
         Binding("e", "export", "Export session", id="wire-export"),
     ]
 
-    @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
