@@ -8,7 +8,7 @@ import socket
 from typing import Any
 
 from toolnexus.errors import ConfigError
-from toolnexus.hosting import HostedServer, ServerSpec, Workspace, build_client
+from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
 
 __all__ = ["NotebookSession"]
 
@@ -58,23 +58,20 @@ class NotebookSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def check(self, spec: ServerSpec) -> None:
-        """Everything that can be checked before the cell ends, so that mistakes are one-line errors."""
+    def check(self, spec: ServerSpec) -> tuple[Any, Any]:
+        """Everything that can be checked before the cell ends, so that mistakes are one-line errors.
+        Returns the spec's model client and auth, as `prepare` builds them."""
         if spec.name in self.threaded or (spec.name in self.workspace.servers
                                           and self.workspace.get(spec.name).state in ("running", "starting")):
             raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
-        from pathlib import Path
-
-        for folder in spec.skills:
-            if not Path(folder).expanduser().is_dir():
-                raise ConfigError(f"skills folder not found: {folder}")
-        build_client(spec.model, spec.base_url, spec.api_key_env)
+        client, auth = prepare(spec)
         if spec.port:
             with socket.socket() as probe:
                 try:
                     probe.bind((spec.host, spec.port))
                 except OSError as exc:
                     raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {exc.strerror}") from None
+        return client, auth
 
     def start(self, spec: ServerSpec) -> HostedServer:
         self.check(spec)
@@ -93,20 +90,19 @@ class NotebookSession:
 
     def start_thread(self, spec: ServerSpec) -> Any:
         """A server on its own loop in a thread: for notebooks whose cells block."""
-        from toolnexus import A2AConfig, MCPServeConfig, create_toolkit
+        from toolnexus import create_toolkit
         from toolnexus.serve.runner import LoopThread
 
-        self.check(spec)
+        client, auth = self.check(spec)
         # the toolkit is built on a throwaway loop in a thread; skills and config are read at once
         loop = LoopThread(name="toolnexus-build")
         try:
             toolkit = loop.run(create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config), 60)
         finally:
             loop.close()
-        a2a = A2AConfig(name=spec.name, description=spec.description, store=spec.store) if spec.a2a else None
-        mcp = MCPServeConfig(name=spec.name, tools=spec.mcp_tools) if spec.mcp else None
-        handle = toolkit.serve_in_thread(f"{spec.host}:{spec.port}", client=build_client(
-            spec.model, spec.base_url, spec.api_key_env), a2a=a2a, mcp=mcp, events=self.workspace.events)
+        a2a, mcp = profiles(spec, toolkit, auth)
+        handle = toolkit.serve_in_thread(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
+                                         events=self.workspace.events)
         self.threaded[spec.name] = handle
         return handle
 

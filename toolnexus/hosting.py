@@ -18,7 +18,8 @@ from typing import Any
 from .errors import ConfigError
 from .events import EventBus, ServerEvent
 
-__all__ = ["ServerSpec", "HostedServer", "Workspace", "build_client", "EXAMPLE_SKILLS", "demo_spec"]
+__all__ = ["ServerSpec", "HostedServer", "Workspace", "build_client", "prepare", "profiles", "EXAMPLE_SKILLS",
+           "demo_spec"]
 
 log = logging.getLogger("toolnexus.hosting")
 
@@ -95,6 +96,41 @@ def demo_spec(name: str = "demo-desk") -> ServerSpec:
     """The demo: the example skills on the demo model, A2A and MCP on loopback."""
     skills = [str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else []
     return ServerSpec(name=name, skills=skills, mcp=True, description=DEMO_DESCRIPTION)
+
+
+def prepare(spec: ServerSpec) -> tuple[Any, Any]:
+    """Check what a spec can be checked for before anything starts (profiles, skills folders, model,
+    environment variables) and build its model client and auth. Raises ConfigError naming the problem."""
+    from .serve.config import Auth
+
+    if not spec.a2a and not spec.mcp:
+        raise ConfigError("choose at least one profile: A2A or MCP")
+    for folder in spec.skills:
+        if not Path(folder).expanduser().is_dir():
+            raise ConfigError(f"skills folder not found: {folder}")
+    client = build_client(spec.model, spec.base_url, spec.api_key_env)
+    auth = None
+    if spec.auth_token_env:
+        token = os.environ.get(spec.auth_token_env)
+        if not token:
+            raise ConfigError(f"the auth token variable {spec.auth_token_env} is not set")
+        auth = Auth.bearer(token)
+    return client, auth
+
+
+def profiles(spec: ServerSpec, toolkit: Any, auth: Any) -> tuple[Any, Any]:
+    """The A2A and MCP configs a spec serves (the toolkit config's a2a block under the spec's name)."""
+    from .serve.config import A2AConfig, MCPServeConfig
+
+    a2a = None
+    if spec.a2a:
+        a2a = A2AConfig.from_config(toolkit.config.get("a2a"))
+        a2a.name = spec.name
+        a2a.description = spec.description or a2a.description
+        a2a.store = spec.store
+        a2a.auth = auth or a2a.auth
+    mcp = MCPServeConfig(name=spec.name, tools=spec.mcp_tools, auth=auth) if spec.mcp else None
+    return a2a, mcp
 
 
 class HostedServer:
@@ -184,30 +220,12 @@ class Workspace:
         return server
 
     async def _start(self, server: HostedServer) -> None:
-        from . import A2AConfig, Auth, MCPServeConfig, create_toolkit
+        from . import create_toolkit
 
         spec = server.spec
-        if not spec.a2a and not spec.mcp:
-            raise ConfigError("choose at least one profile: A2A or MCP")
-        for folder in spec.skills:
-            if not Path(folder).expanduser().is_dir():
-                raise ConfigError(f"skills folder not found: {folder}")
-        client = build_client(spec.model, spec.base_url, spec.api_key_env)
-        auth = None
-        if spec.auth_token_env:
-            token = os.environ.get(spec.auth_token_env)
-            if not token:
-                raise ConfigError(f"the auth token variable {spec.auth_token_env} is not set")
-            auth = Auth.bearer(token)
+        client, auth = prepare(spec)
         server.toolkit = await create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config)
-        a2a = None
-        if spec.a2a:
-            a2a = A2AConfig.from_config(server.toolkit.config.get("a2a"))
-            a2a.name = spec.name
-            a2a.description = spec.description or a2a.description
-            a2a.store = spec.store
-            a2a.auth = auth or a2a.auth
-        mcp = MCPServeConfig(name=spec.name, tools=spec.mcp_tools, auth=auth) if spec.mcp else None
+        a2a, mcp = profiles(spec, server.toolkit, auth)
         server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
                                                    events=self.events)
         server.state, server.error = "running", ""

@@ -15,6 +15,7 @@ from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 from notebook_ext.session import NotebookSession  # noqa: E402
+from toolnexus.errors import ConfigError  # noqa: E402
 from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
 
 from ..serve.wire import rpc, v03_message  # noqa: E402
@@ -80,6 +81,31 @@ async def test_threaded_server_serves_blocking_cells(ip):
     assert [row["state"] for row in handle.widget.rows] == ["completed"]
     ip.run_line_magic("toolnexus", "stop --all")
     assert "t-desk" not in NotebookSession.get().threaded
+
+
+async def test_threaded_server_is_built_like_a_workspace_one(ip, monkeypatch):
+    """Thread servers take their profiles from the same place as the workspace's: auth, description."""
+    from toolnexus.hosting import ServerSpec
+
+    monkeypatch.setenv("TN_NB_TOKEN", "nb-s3cret")
+    session = NotebookSession.get()
+    handle = session.start_thread(ServerSpec(name="locked", mcp=True, description="a locked desk",
+                                             auth_token_env="TN_NB_TOKEN"))
+    try:
+        assert httpx.post(handle.url + "/", json={}, timeout=10).status_code == 401
+        assert httpx.post(handle.url + "/mcp", json={}, timeout=10).status_code == 401
+        async with httpx.AsyncClient(timeout=10) as http:
+            reply = await rpc(http, handle.url, "message/send", {"message": v03_message("let me in")},
+                              headers={"Authorization": "Bearer nb-s3cret"})
+        assert reply["result"]["status"]["state"] == "completed"
+        card = httpx.get(handle.url + "/.well-known/agent-card.json", timeout=10).json()
+        assert card["description"] == "a locked desk"
+    finally:
+        await session.stop("locked")
+    monkeypatch.delenv("TN_NB_TOKEN")
+    with pytest.raises(ConfigError, match="TN_NB_TOKEN is not set"):
+        session.start_thread(ServerSpec(name="locked", auth_token_env="TN_NB_TOKEN"))
+    assert "locked" not in session.threaded
 
 
 @pytest.mark.parametrize("line, needle", [
