@@ -58,12 +58,28 @@ class ModelError(ToolnexusError):
     Attributes:
         status: the HTTP status, or None for a network error.
         retryable: whether the failure was of a kind the client retries.
+        remote: raised by an HTTP model endpoint; the message then names the endpoint and quotes
+            its answer, which a served agent tells no caller (see ``public``).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 remote: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.remote = remote
+
+    @property
+    def public(self) -> str:
+        """What a caller of a served agent may be told: the kind of failure of a remote endpoint
+        (never its URL or its answer), or the whole message of a local model (demo, in-process)."""
+        if not self.remote:
+            return str(self)
+        if isinstance(self, ModelTimeout):
+            return "the model did not answer in time"
+        if self.status is not None and not 200 <= self.status < 300:
+            return f"the model endpoint failed (HTTP {self.status})"
+        return "the model endpoint could not be reached or gave an unusable answer"
 
 
 class ModelTimeout(ModelError):

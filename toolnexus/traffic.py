@@ -1,50 +1,108 @@
 """The wire log: every HTTP exchange as a :class:`TrafficEvent`, with secrets masked.
 
-Masked everywhere: ``Authorization``, ``Proxy-Authorization``, ``x-api-key``, ``api-key``,
-``Cookie``, ``Set-Cookie``, ``x-auth-token``, any header whose value was read from the
-environment (``${VAR}`` in a config), and those values wherever they appear in a body.
+Masked everywhere: every header whose name says it carries a secret (``Authorization``,
+``Cookie``, ``x-api-key``, ``x-goog-api-key``, ``private-token``, anything with ``auth``,
+``token``, ``key``, ``secret``, ``pass``, ``session``, ``cookie`` or ``signature`` in its name),
+any header named secret by the caller (values read from the environment), the password of a URL
+and the values of its secret-looking query parameters; and each such value (and a bearer token
+without its scheme, and its JSON-escaped form) wherever it appears again: in a body, an SSE
+frame, an error, a URL, a curl command.
 """
 
 from __future__ import annotations
 
 import collections
+import json
+import re
 import time
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .events import EventBus, TrafficEvent
 
-__all__ = ["SECRET_HEADERS", "mask_headers", "mask_text", "TrafficRecorder", "to_curl", "recording_transport"]
+__all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
+           "TrafficRecorder", "to_curl", "recording_transport"]
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
-                            "x-auth-token"})
+                            "x-auth-token", "x-goog-api-key", "private-token"})
+_SECRET_WORDS = re.compile(r"auth|token|secret|passw|key|cookie|session|signature|credential", re.IGNORECASE)
+_SCHEMES = ("bearer", "basic", "token", "digest")
 MASK = "***"
 BODY_CAP = 256 * 1024
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a header or query parameter of this name carries a secret."""
+    lower = name.lower()
+    return lower in SECRET_HEADERS or bool(_SECRET_WORDS.search(lower))
+
+
+def secret_parts(value: str) -> list[str]:
+    """The strings to mask for one secret value: itself, its credential without an auth scheme,
+    the values of its ``name=value`` pairs, and their JSON-escaped forms."""
+    parts = [value]
+    scheme, sep, rest = value.partition(" ")
+    if sep and rest and scheme.lower() in _SCHEMES:
+        parts.append(rest.strip())
+    if "=" in value:  # a cookie's or a query's name=value pairs: each value is a secret too
+        parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
+    escaped = [json.dumps(p)[1:-1] for p in parts]
+    return [p for p in dict.fromkeys(parts + escaped + [p.replace("/", "\\/") for p in escaped]) if len(p) >= 4]
 
 
 def mask_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]], secret_names: Iterable[str] = (),
                  secret_values: Iterable[str] = ()) -> dict[str, str]:
     """A copy of ``headers`` with every secret value replaced (``Bearer ***`` keeps the scheme)."""
-    names = SECRET_HEADERS | {n.lower() for n in secret_names}
+    names = {n.lower() for n in secret_names}
     values = [v for v in secret_values if v]
     items = headers.items() if isinstance(headers, Mapping) else headers
     out: dict[str, str] = {}
     for key, value in items:
         lower = key.lower()
-        if lower in names or any(v and v in value for v in values):
+        if lower in names or is_secret_name(lower) or any(v in value for v in values):
             scheme, sep, rest = value.partition(" ")
-            out[lower] = f"{scheme} {MASK}" if sep and rest and scheme.lower() in ("bearer", "basic", "token") \
-                else MASK
+            out[lower] = f"{scheme} {MASK}" if sep and rest and scheme.lower() in _SCHEMES else MASK
         else:
             out[lower] = value
     return out
 
 
 def mask_text(text: str, secret_values: Iterable[str]) -> str:
-    for value in secret_values:
-        if value and len(value) >= 4:
-            text = text.replace(value, MASK)
+    for value in sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, MASK)
     return text
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password and the values of its secret-looking query parameters masked."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, sep, _ = userinfo.partition(":")
+        netloc = f"{user}{':' + MASK if sep else ''}@{hostport}"
+    query = parts.query
+    if query:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_name(k) for k, _ in pairs):
+            query = "&".join(f"{urllib.parse.quote(k, safe='')}={MASK if is_secret_name(k) else urllib.parse.quote(v, safe='')}"
+                             for k, v in pairs)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret values a URL carries (its password, secret query parameters), to mask elsewhere."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return []
+    found = [parts.password] if parts.password else []
+    found += [v for k, v in urllib.parse.parse_qsl(parts.query) if is_secret_name(k) and v]
+    return [p for v in found for p in secret_parts(v)] + [urllib.parse.quote(v, safe="") for v in found]
 
 
 class TrafficRecorder:
@@ -61,17 +119,31 @@ class TrafficRecorder:
         """Treat this header (and this value, wherever it appears) as a secret."""
         self.secret_names.add(header.lower())
         if value:
-            self.secret_values.add(value)
+            self.secret_values.update(secret_parts(value))
+
+    def learn(self, headers: Mapping[str, str], url: str = "") -> None:
+        """Remember the secret values in these request headers and this URL, to mask them wherever
+        they appear again (a peer echoing a token in its body, an error message)."""
+        for key, value in headers.items():
+            if value and (key.lower() in self.secret_names or is_secret_name(key)):
+                self.secret_values.update(secret_parts(value))
+        if url:
+            self.secret_values.update(url_secrets(url))
+
+    def mask(self, text: str) -> str:
+        """``text`` with every secret value this recorder knows masked."""
+        return mask_text(text, self.secret_values)
 
     def record(self, *, direction: str, method: str, url: str, status: int | None, started: float,
                request_headers: Mapping[str, str], request_body: bytes | str,
                response_headers: Mapping[str, str] | None = None, response_body: bytes | str = b"",
                rpc_method: str | None = None, frames: list[str] | None = None, error: str | None = None) -> TrafficEvent:
+        self.learn(request_headers, url)
         values = self.secret_values
         event = TrafficEvent(
             direction=direction,
             method=method,
-            url=url,
+            url=mask_text(mask_url(url), values),
             status=status,
             ms=(time.perf_counter() - started) * 1000,
             request_headers=mask_headers(request_headers, self.secret_names, values),
@@ -79,7 +151,7 @@ class TrafficRecorder:
             response_headers=mask_headers(response_headers or {}, self.secret_names, values),
             response_body=mask_text(_text(response_body), values),
             rpc_method=rpc_method,
-            peer=self.peer,
+            peer=mask_text(mask_url(self.peer), values),
             frames=[mask_text(f, values) for f in frames or []],
             error=mask_text(error, values) if error else None,
         )

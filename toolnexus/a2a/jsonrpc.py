@@ -20,7 +20,13 @@ __all__ = [
     "error_envelope",
     "error_object",
     "NO_ID",
+    "MAX_DEPTH",
+    "too_deep",
 ]
+
+MAX_DEPTH = 64
+"""The deepest params accepted (a2a-sdk's protobuf parsing stops at 100; orjson writes at most 255
+levels, and a stored task nests a message's metadata a few levels deeper than its params)."""
 
 NO_ID = object()
 """The id of a notification (a request without an ``id`` member)."""
@@ -62,7 +68,26 @@ def parse_request(body: Any) -> RpcRequest:
         params = {}
     if not isinstance(params, dict):
         raise _with_id(InvalidParamsError("Invalid params: params must be an object"), echo)
+    if too_deep(params, MAX_DEPTH):
+        raise _with_id(InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels"), echo)
     return RpcRequest(method, params, rid)
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects/arrays more than ``limit`` levels (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _with_id(err: RPCError, rid: Any) -> RPCError:

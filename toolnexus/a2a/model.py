@@ -153,7 +153,9 @@ class TaskStatus:
 
 @dataclass(slots=True)
 class Task:
-    """A task as toolnexus keeps it. ``skill``, ``request`` and ``created`` never cross the wire."""
+    """A task as toolnexus keeps it. ``skill``, ``request``, ``created`` and ``owner`` never cross
+    the wire; ``owner`` is the credential that created it, when the server tells callers apart
+    (``Auth`` with more than one secret), else None."""
 
     id: str
     context_id: str
@@ -164,6 +166,7 @@ class Task:
     skill: str | None = None
     request: str = ""
     created: str = field(default_factory=now_iso)
+    owner: str | None = None
 
     @property
     def state(self) -> TaskState:
@@ -181,6 +184,7 @@ class Task:
             self.skill,
             self.request,
             self.created,
+            self.owner,
         )
 
     def to_dict(self) -> dict[str, Any]:

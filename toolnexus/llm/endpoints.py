@@ -13,11 +13,13 @@ import json
 import random
 import re
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelTimeout
 from ..tools import Tool, ToolResult
+from ..traffic import is_secret_name, mask_text, secret_parts
 from .client import ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["OpenAIStyle", "AnthropicStyle", "RETRY_STATUSES"]
@@ -69,8 +71,12 @@ class _HttpStyle:
         self._http = None
 
     def _scrub(self, text: str) -> str:
-        if self.api_key:
-            text = text.replace(self.api_key, "***")
+        """``text`` without the key, however it was written (raw, JSON-escaped, URL-quoted), nor
+        the secret headers' values."""
+        secrets = [self.api_key] if self.api_key else []
+        secrets += [v for k, v in self.headers.items() if v and is_secret_name(k)]
+        for secret in secrets:
+            text = mask_text(text, [*secret_parts(secret), quote(secret, safe="")])
         return text
 
     def _excerpt(self, text: str) -> str:
@@ -94,10 +100,10 @@ class _HttpStyle:
             try:
                 response = await http.post(url, json=body, headers={**self.headers, **headers})
             except httpx.TimeoutException:
-                raise ModelError(f"{where} timed out after {self.request_timeout:g}s") from None
+                raise ModelTimeout(f"{where} timed out after {self.request_timeout:g}s", remote=True) from None
             except httpx.TransportError as exc:
                 error = ModelError(f"{where} could not be reached: {self._scrub(str(exc)) or type(exc).__name__}",
-                                   retryable=True)
+                                   retryable=True, remote=True)
             else:
                 status = response.status_code
                 if 200 <= status < 300:
@@ -105,13 +111,13 @@ class _HttpStyle:
                         data = response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         raise ModelError(f"{where} answered with invalid JSON: {self._excerpt(response.text)}",
-                                         status=status) from None
+                                         status=status, remote=True) from None
                     if not isinstance(data, dict):
-                        raise ModelError(f"{where} answered with JSON that is not an object", status=status)
+                        raise ModelError(f"{where} answered with JSON that is not an object", status=status, remote=True)
                     return data
                 retryable = status in RETRY_STATUSES
                 error = ModelError(f"{where} answered HTTP {status}: {self._excerpt(response.text)}",
-                                   status=status, retryable=retryable)
+                                   status=status, retryable=retryable, remote=True)
                 if not retryable:
                     raise error
             if attempt >= self.retries:
@@ -182,7 +188,8 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
     def parse(self, data: dict[str, Any]) -> Turn:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError(f"openai endpoint answered without choices: {self._excerpt(json.dumps(data))}")
+            raise ModelError(f"openai endpoint answered without choices: {self._excerpt(json.dumps(data))}",
+                             remote=True)
         message = choices[0].get("message") or {}
         content = message.get("content")
         if isinstance(content, list):  # content parts
@@ -225,7 +232,8 @@ class AnthropicStyle(_HttpStyle):
     def parse(self, data: dict[str, Any]) -> Turn:
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise ModelError(f"anthropic endpoint answered without content: {self._excerpt(json.dumps(data))}")
+            raise ModelError(f"anthropic endpoint answered without content: {self._excerpt(json.dumps(data))}",
+                             remote=True)
         text = []
         calls = []
         for b in blocks:

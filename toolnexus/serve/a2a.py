@@ -55,6 +55,8 @@ log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
+BODY_TIMEOUT = 30.0
+"""Seconds a request body may take to arrive, all of it (a trickled body is cut off with 408)."""
 
 _SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
     "send", "stream", "get", "cancel", "list", "resubscribe", "push", "extended")
@@ -159,7 +161,7 @@ class A2AEndpoint:
     # -- JSON-RPC -------------------------------------------------------------------------------
     async def rpc(self, request: Request) -> Response:
         try:
-            body = await self._read(request)
+            body, owner = await self._read(request)
         except _Refusal as refusal:
             return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
         except ClientDisconnect:  # the client left before its request arrived: nothing to answer
@@ -180,9 +182,9 @@ class A2AEndpoint:
             dialect, kind = self._route(call.method, call.params, request.headers)
             if call.is_notification:
                 if kind not in (_STREAM, _RESUB):
-                    self._background(self._dispatch(kind, call.params, dialect))
+                    self._background(self._dispatch(kind, call.params, dialect, None, owner))
                 return Response(status_code=204)
-            outcome = await self._dispatch(kind, call.params, dialect, rid)
+            outcome = await self._dispatch(kind, call.params, dialect, rid, owner)
         except RPCError as err:
             if call.is_notification:
                 return Response(status_code=204)
@@ -196,10 +198,12 @@ class A2AEndpoint:
             return outcome
         return _json_response(result_envelope(rid, outcome))
 
-    async def _read(self, request: Request) -> bytes:
+    async def _read(self, request: Request) -> tuple[bytes, str | None]:
+        """The body, and the caller's owner key (see ``Auth.identify``); refusals raise _Refusal."""
         auth = self.config.auth
+        owner = None
         if auth is not None:
-            status = auth.check(request.headers)
+            status, owner = auth.identify(request.headers)
             if status is not None:
                 challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
                 text = "authentication required" if status == 401 else "invalid credentials"
@@ -216,6 +220,15 @@ class A2AEndpoint:
                 raise _Refusal(400, "invalid Content-Length") from None
             if size > limit:
                 raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT):
+                return await self._body(request, limit), owner
+        except TimeoutError:
+            raise _Refusal(408, f"the request body did not arrive within {BODY_TIMEOUT:g}s",
+                           {"Connection": "close"}) from None
+
+    async def _body(self, request: Request, limit: int) -> bytes:
+        if request.headers.get("content-length") is not None:
             return await request.body()  # the server enforces Content-Length: no more can arrive
         chunks = []
         size = 0
@@ -266,27 +279,29 @@ class A2AEndpoint:
             return Dialect.V10, kind
         return Dialect.LEGACY, kind
 
-    async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None) -> Any:
+    async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None,
+                        owner: str | None = None) -> Any:
         if kind == _SEND:
-            return await self._send(params, dialect, rid, stream=False)
+            return await self._send(params, dialect, rid, owner, stream=False)
         if kind == _STREAM:
-            return await self._send(params, dialect, rid, stream=True)
+            return await self._send(params, dialect, rid, owner, stream=True)
         if kind == _GET:
-            task = await self.runner.get(_id(params))
+            task = await self.runner.get(_id(params), owner)
             return render_task(task, dialect, _history_length(params))
         if kind == _CANCEL:
-            task = await self.runner.cancel(_id(params))
+            task = await self.runner.cancel(_id(params), owner)
             return render_task(task, dialect)
         if kind == _LIST:
-            return await self._list(params)
+            return await self._list(params, owner)
         if kind == _RESUB:
-            return await self._resubscribe(params, dialect, rid)
+            return await self._resubscribe(params, dialect, rid, owner)
         if kind == _PUSH:
             raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
         raise ExtendedCardNotConfiguredError()
 
     # -- send ---------------------------------------------------------------------------------
-    async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, stream: bool) -> Any:
+    async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
+                    stream: bool) -> Any:
         if stream and not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         message = parse_message(params.get("message"))
@@ -304,9 +319,10 @@ class A2AEndpoint:
                     f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
                     f"{', '.join(self.config.input_modes)}")
         if message.task_id:
-            task = await self.runner.store.get(message.task_id)
-            if task is None:
-                raise TaskNotFoundError(f"Task not found: {message.task_id}")
+            try:
+                task = await self.runner.get(message.task_id, owner)
+            except TaskNotFoundError:
+                raise TaskNotFoundError(f"Task not found: {message.task_id}") from None
             if message.context_id and message.context_id != task.context_id:
                 raise InvalidParamsError(
                     f"message.contextId {message.context_id} does not match the context of task {task.id}")
@@ -319,7 +335,7 @@ class A2AEndpoint:
             await self.runner.answer(task, message)
         else:
             prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-            task = await self.runner.create(message, skill, prompt)
+            task = await self.runner.create(message, skill, prompt, owner)
             # no await since the run was scheduled: the task is still 'submitted' here
             queue = self.runner.listen(task.id) if stream else None
         if queue is not None:
@@ -329,7 +345,7 @@ class A2AEndpoint:
         await self.runner.wait(task, self.config.blocking_timeout)
         return render_send_result(task, dialect, history_length)
 
-    async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:
         context = _opt_str(params, "contextId")
         state = None
         if params.get("status") not in (None, "", "TASK_STATE_UNSPECIFIED"):
@@ -348,8 +364,9 @@ class A2AEndpoint:
             raise InvalidParamsError("includeArtifacts must be a boolean")
         history_length = _history_length(params)
         try:
+            mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
             page = await self.runner.store.list(context_id=context, state=state, updated_after=after,
-                                                page_size=size, page_token=token)
+                                                page_size=size, page_token=token, **mine)
         except ValueError as exc:
             raise InvalidParamsError(str(exc)) from None
         return {
@@ -359,10 +376,10 @@ class A2AEndpoint:
             "totalSize": page.total,
         }
 
-    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any) -> Response:
+    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None) -> Response:
         if not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
-        task = await self.runner.get(_id(params))
+        task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
             raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
         queue = self.runner.listen(task.id)

@@ -18,10 +18,13 @@ from starlette.routing import BaseRoute
 
 from ..a2a.card import CARD_PATH
 from ..a2a.model import Task, TaskState
+from ..builtins import COMMAND_TOOLS
+from ..errors import ConfigError
 from ..events import EventBus, ServerEvent
 from .a2a import A2AEndpoint
 from .config import A2AConfig, MCPServeConfig
-from .runner import AsgiServer, LoopThread
+from .guard import HostGuard, is_loopback
+from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
 from .tasks import FileTaskStore, TaskRunner, open_store
 
 if TYPE_CHECKING:
@@ -133,10 +136,20 @@ async def serve(
     mcp: MCPServeConfig | dict[str, Any] | bool | None = None,
     on_call: Callable[[dict[str, Any]], Any] | None = None,
     events: EventBus | None = None,
+    allow_unauthenticated: bool = False,
+    header_timeout: float = HEADER_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
-    Returns once the socket is bound. Raises ``OSError`` when it cannot be.
+    Every route checks Host and Origin (``serve.guard``). A toolkit with tools that run commands
+    or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
+    unless ``allow_unauthenticated=True``. A connection that has not sent a whole request head
+    within ``header_timeout`` seconds is closed; past ``max_connections`` open connections and
+    requests, new requests get 503.
+
+    Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
+    the options are unsafe or wrong.
     """
     if a2a is None and toolkit.config.get("a2a") is not None:
         a2a = toolkit.config["a2a"]
@@ -144,6 +157,9 @@ async def serve(
         mcp = toolkit.config["mcpServer"]
     a2a_cfg = A2AConfig.from_config(a2a) if a2a is not None and a2a is not False else None
     mcp_cfg = MCPServeConfig.from_config(mcp) if mcp is not None and mcp is not False else None
+    host, _ = parse_addr(addr)
+    if not is_loopback(host) and not allow_unauthenticated:
+        _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
     bus = events or EventBus()
     name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
 
@@ -167,8 +183,7 @@ async def serve(
         from .mcp import MCPProfile
 
         mcp_profile = MCPProfile(toolkit, mcp_cfg, bus=bus, server=name, on_call=on_call,
-                                 auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None),
-                                 bound=lambda: holder["server"])
+                                 auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None))
         routes += mcp_profile.routes()
         lifespans.append(mcp_profile.lifespan)
 
@@ -179,12 +194,35 @@ async def serve(
                 await stack.enter_async_context(enter())
             yield
 
-    server = AsgiServer(build_app(routes, lifespan), addr)
+    extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
+    guarded = HostGuard(build_app(routes, lifespan), lambda: (holder["server"].host, holder["server"].port),
+                        allowed_hosts=[h for c in extras for h in c.allowed_hosts],
+                        allowed_origins=[o for c in extras for o in c.allowed_origins])
+    server = AsgiServer(guarded, addr, header_timeout=header_timeout, max_connections=max_connections)
     holder["server"] = server
     await server.start()
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile)
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
+
+
+def _refuse_open_commands(toolkit: Toolkit, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:
+    """Refuse to serve command-running tools beyond loopback to anyone who asks."""
+    commands = sorted(t.name for t in toolkit.tools() if t.source == "builtin" and t.name in COMMAND_TOOLS)
+    if not commands:
+        return
+    open_profiles = []
+    if a2a is not None and a2a.auth is None:
+        open_profiles.append("A2A")
+    if mcp is not None and (mcp.auth or (a2a.auth if a2a else None)) is None \
+            and any(t.name in commands for t in mcp.exposed(toolkit.tools())):
+        open_profiles.append("MCP")
+    if open_profiles:
+        raise ConfigError(
+            f"refusing to serve {', '.join(commands)} on {host} without auth ({' and '.join(open_profiles)} "
+            f"would let anyone who reaches {host} run commands through the agent): set auth "
+            f"(A2AConfig(auth=Auth.bearer(...)), --auth-token-env), bind to 127.0.0.1, turn those builtins "
+            f"off, or pass allow_unauthenticated=True (--allow-unauthenticated) if you mean it")
 
 
 class ThreadServeHandle:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
+from ..tools import Tool
 
 __all__ = ["A2AConfig", "MCPServeConfig", "Auth", "Provider"]
+
+log = logging.getLogger("toolnexus.serve.mcp")
 
 
 @dataclass
@@ -23,7 +29,9 @@ class Auth:
     """Opt-in auth for JSON-RPC and MCP (the card stays public).
 
     Use :meth:`bearer` (``Authorization: Bearer <token>``) or :meth:`api_key` (a header holding the
-    key). A request without credentials gets 401, one with wrong credentials 403.
+    key). A request without credentials gets 401, one with wrong credentials 403. With more than
+    one secret, each is its own caller: a task belongs to the secret that created it, and other
+    callers get "task not found" for it and never see it listed.
     """
 
     scheme: Literal["bearer", "apiKey"]
@@ -58,18 +66,29 @@ class Auth:
 
     def check(self, headers: Mapping[str, str]) -> int | None:
         """None when the request may pass, else the HTTP status to refuse it with (401 or 403)."""
+        return self.identify(headers)[0]
+
+    def identify(self, headers: Mapping[str, str]) -> tuple[int | None, str | None]:
+        """``(refusal, owner)``: the HTTP status to refuse the request with (401 or 403), or None;
+        and, with more than one secret, who the caller is (a digest of the secret it presented),
+        so that each credential sees only its own tasks. One shared secret: owner None."""
         value = headers.get(self.header)
         if not value:
-            return 401
+            return 401, None
         if self.scheme == "bearer":
             kind, _, value = value.partition(" ")
             if kind.lower() != "bearer" or not value:
-                return 401
+                return 401, None
         given = value.strip().encode()
-        ok = False
+        matched = None
         for secret in self.secrets:  # compare against every secret, in constant time
-            ok |= hmac.compare_digest(given, secret.encode())
-        return None if ok else 403
+            if hmac.compare_digest(given, secret.encode()):
+                matched = secret
+        if matched is None:
+            return 403, None
+        if len(self.secrets) == 1:
+            return None, None
+        return None, "cred-" + hashlib.sha256(matched.encode()).hexdigest()[:16]
 
     def card_fields(self) -> dict[str, Any]:
         """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
@@ -105,6 +124,8 @@ class A2AConfig:
         streaming: advertise and serve SSE streaming.
         input_modes, output_modes: the card's default modes.
         documentation_url, icon_url: optional card fields.
+        allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
+            (DNS-rebinding protection) of every route; see ``toolnexus.serve.guard``.
     """
 
     name: str = "toolnexus-agent"
@@ -121,6 +142,8 @@ class A2AConfig:
     output_modes: Sequence[str] = ("text",)
     documentation_url: str | None = None
     icon_url: str | None = None
+    allowed_hosts: Sequence[str] = field(default_factory=tuple)
+    allowed_origins: Sequence[str] = field(default_factory=tuple)
 
     @classmethod
     def from_config(cls, value: Any) -> A2AConfig:
@@ -144,7 +167,8 @@ class MCPServeConfig:
         name, version: the ``serverInfo`` of ``initialize``.
         tools: expose only these tools. None: every tool except the builtins that run commands or
             write files (``bash``, ``write``, ``edit``), which are exposed only when named.
-        allowed_hosts, allowed_origins: beyond the bound address, for DNS-rebinding protection.
+        allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
+            (DNS-rebinding protection); they apply to every route of the server.
         auth: required on ``/mcp``; when not set, the A2A profile's auth applies here too.
     """
 
@@ -159,6 +183,17 @@ class MCPServeConfig:
     def from_config(cls, value: Any) -> MCPServeConfig:
         """From a config file's ``mcpServer`` block (camelCase or snake_case keys)."""
         return _from_block(cls, value, "mcpServer")
+
+    def exposed(self, tools: list[Tool]) -> list[Tool]:
+        """The tools this profile exposes: the named ones (unknown names are logged and ignored),
+        or every tool but the builtins that run commands or change files."""
+        if self.tools is None:
+            return [t for t in tools if not (t.source == "builtin" and t.name in COMMAND_TOOLS)]
+        wanted = list(self.tools)
+        unknown = [n for n in wanted if n not in {t.name for t in tools}]
+        if unknown:
+            log.warning("mcp: tools %s are not in the toolkit and were ignored", ", ".join(unknown))
+        return [t for t in tools if t.name in wanted]
 
 
 def _from_block(cls: Any, value: Any, block: str) -> Any:

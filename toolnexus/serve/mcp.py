@@ -5,8 +5,8 @@ verbatim); ``tools/call`` runs ``Tool.execute``, whose output becomes one text c
 ``isError`` kept. Exposed: the tools named in ``MCPServeConfig.tools``, or, when none are named,
 every tool except the builtins that run commands or write files (``bash``, ``write``, ``edit``).
 
-Host and Origin are checked (DNS-rebinding protection) against the bound address and the
-configured extras; the serve options' ``auth`` applies here too.
+Host and Origin are checked for the whole app (``serve.guard``); the serve options' ``auth``
+applies here too.
 """
 
 from __future__ import annotations
@@ -26,16 +26,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..builtins import COMMAND_TOOLS
 from ..events import EventBus, Hook, ToolCallEvent
 from ..tools import Tool, ToolContext, ToolResult
 from .config import Auth, MCPServeConfig
 
 if TYPE_CHECKING:
     from ..toolkit import Toolkit
-    from .runner import AsgiServer
 
-__all__ = ["MCPProfile", "exposed_tools"]
+__all__ = ["MCPProfile"]
 
 log = logging.getLogger("toolnexus.serve.mcp")
 
@@ -52,31 +50,18 @@ class _AsgiEndpoint:
         await self.app(scope, receive, send)
 
 
-def exposed_tools(tools: list[Tool], names: Any) -> list[Tool]:
-    """The tools an MCP profile exposes (see the module docstring)."""
-    if names is None:
-        return [t for t in tools if not (t.source == "builtin" and t.name in COMMAND_TOOLS)]
-    wanted = list(names)
-    known = {t.name for t in tools}
-    unknown = [n for n in wanted if n not in known]
-    if unknown:
-        log.warning("mcp: tools %s are not in the toolkit and were ignored", ", ".join(unknown))
-    return [t for t in tools if t.name in wanted]
-
-
 class MCPProfile:
     """``/mcp`` for one served toolkit."""
 
     def __init__(self, toolkit: Toolkit, config: MCPServeConfig, *, bus: EventBus, server: str,
-                 on_call: OnCall | None, auth: Auth | None, bound: Callable[[], AsgiServer]) -> None:
+                 on_call: OnCall | None, auth: Auth | None) -> None:
         self.toolkit = toolkit
         self.config = config
         self.bus = bus
         self.server_name = server
         self.on_call = Hook(on_call, "on_call")
         self.auth = auth
-        self._bound = bound
-        self.tools = exposed_tools(toolkit.tools(), config.tools)
+        self.tools = config.exposed(toolkit.tools())
         self._by_name = {t.name: t for t in self.tools}
         self._manager: StreamableHTTPSessionManager | None = None
         self.app = Server(config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call)
@@ -84,25 +69,12 @@ class MCPProfile:
     def routes(self) -> list[Route]:
         return [Route("/mcp", endpoint=_AsgiEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
 
-    def _security(self) -> TransportSecuritySettings:
-        server = self._bound()
-        host, port = server.host, server.port
-        names = {host}
-        if host in ("127.0.0.1", "localhost", "::1"):
-            names |= {"127.0.0.1", "localhost", "[::1]"}
-        if ":" in host and not host.startswith("["):
-            names.add(f"[{host}]")
-        hosts = [f"{n}:{port}" for n in sorted(names) if not (":" in n and not n.startswith("["))]
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=hosts + list(self.config.allowed_hosts),
-            allowed_origins=[f"http://{h}" for h in hosts] + list(self.config.allowed_origins),
-        )
-
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        self._manager = StreamableHTTPSessionManager(app=self.app, stateless=True, json_response=False,
-                                                     security_settings=self._security())
+        # Host/Origin are checked for the whole app by serve.guard.HostGuard, in front of this
+        self._manager = StreamableHTTPSessionManager(
+            app=self.app, stateless=True, json_response=False,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         async with self._manager.run():
             yield
         await self.on_call.close()

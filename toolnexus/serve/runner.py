@@ -17,9 +17,15 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["AsgiServer", "LoopThread", "parse_addr"]
+__all__ = ["AsgiServer", "LoopThread", "parse_addr", "HEADER_TIMEOUT", "MAX_CONNECTIONS"]
 
 DEFAULT_HOST = "127.0.0.1"
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may stay without a request in progress before it is closed: a new socket
+that sends nothing, or one trickling a request head. uvicorn's keep-alive timeout (5 s) closes an
+idle connection after a response."""
+MAX_CONNECTIONS = 1000
+"""Open connections (or requests in progress) past which new requests get 503."""
 
 
 def parse_addr(addr: str | int | None) -> tuple[str, int]:
@@ -89,6 +95,44 @@ class _Uvicorn(uvicorn.Server):
                 pass
 
 
+def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
+    with no request in progress and no keep-alive timer of uvicorn's own running (silent, or
+    trickling a request head: slowloris)."""
+
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._tn_seen = None
+            self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
+
+        def _tn_check(self) -> None:
+            cycle = getattr(self, "cycle", None)
+            busy = cycle is not None and not cycle.response_complete
+            if self.transport.is_closing():
+                return
+            if not busy and cycle is self._tn_seen and getattr(self, "timeout_keep_alive_task", None) is None:
+                self.transport.close()
+                return
+            self._tn_seen = cycle
+            self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._tn_timer.cancel()
+            super().connection_lost(exc)
+
+    Guarded.__name__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
+    return _guarded(base, header_timeout)
+
+
 class AsgiServer:
     """One ASGI app served on one socket, on the running event loop.
 
@@ -96,13 +140,18 @@ class AsgiServer:
         app: the ASGI app.
         addr: ``host:port`` (see :func:`parse_addr`); port 0 picks a free port.
         graceful: seconds a stop waits for open requests (streams) before cancelling them.
+        header_timeout: see :data:`HEADER_TIMEOUT`.
+        max_connections: see :data:`MAX_CONNECTIONS`.
     """
 
-    def __init__(self, app: Any, addr: str | int | None = None, *, graceful: float = 1.0, **uvicorn_options: Any) -> None:
+    def __init__(self, app: Any, addr: str | int | None = None, *, graceful: float = 1.0,
+                 header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 **uvicorn_options: Any) -> None:
         self.app = app
         self.host, self.port = parse_addr(addr)
         self._options = {"log_config": None, "access_log": False, "timeout_graceful_shutdown": graceful,
-                         "lifespan": "on", **uvicorn_options}
+                         "lifespan": "on", "http": _http_protocol(header_timeout),
+                         "limit_concurrency": max_connections, **uvicorn_options}
         self._server: _Uvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None

@@ -18,7 +18,18 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import _json
 from ..a2a.dialects import Dialect, parse_task, render_task
-from ..a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus, is_legal, new_id, now_iso
+from ..a2a.jsonrpc import too_deep
+from ..a2a.model import (
+    Artifact,
+    Message,
+    Part,
+    Task,
+    TaskState,
+    TaskStatus,
+    is_legal,
+    new_id,
+    now_iso,
+)
 from ..errors import (
     ConfigError,
     InvalidParamsError,
@@ -66,15 +77,19 @@ class TaskStore(Protocol):
         updated_after: str | None = None,
         page_size: int = 50,
         page_token: str = "",
-    ) -> TaskPage: ...
+        owner: str | None = None,
+    ) -> TaskPage:
+        """Newest first. ``owner``: only the tasks that owner may see (its own and unowned ones)."""
+        ...
 
 
 def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, updated_after: str | None,
-          page_size: int, page_token: str) -> TaskPage:
+          page_size: int, page_token: str, owner: str | None = None) -> TaskPage:
     """Newest first; the token is the offset into the filtered listing."""
     chosen = [
         t for t in tasks
         if (context_id is None or t.context_id == context_id)
+        and (owner is None or t.owner is None or t.owner == owner)
         and (state is None or t.state is state)
         and (updated_after is None or (t.status.timestamp or "") > updated_after)
     ]
@@ -105,23 +120,32 @@ class MemoryTaskStore:
 
     def __init__(self) -> None:
         self._tasks: dict[str, Task | bytes] = {}
-        self._index: dict[str, tuple[str, str, str, TaskState, str]] = {}
+        self._index: dict[str, tuple[str, str, str, TaskState, str, str | None]] = {}
 
     async def get(self, id: str) -> Task | None:
         found = self._tasks.get(id)
         if isinstance(found, bytes):
-            return task_from_record(_json.loads(found))
+            return _readable(id, lambda: task_from_record(_json.loads(found)))
         return found
 
     async def save(self, task: Task) -> None:
-        self._tasks[task.id] = _json.dumps(task_record(task)) if task.state.terminal else task
-        self._index[task.id] = (task.created, task.id, task.context_id, task.state, task.status.timestamp or "")
+        kept: Task | bytes = task
+        if task.state.terminal:
+            try:
+                kept = _json.dumps(task_record(task))
+            except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
+                log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
+        self._tasks[task.id] = kept
+        self._index[task.id] = (task.created, task.id, task.context_id, task.state, task.status.timestamp or "",
+                                task.owner)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "") -> TaskPage:
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
+                   owner: str | None = None) -> TaskPage:
         chosen = [
             entry for entry in self._index.values()
             if (context_id is None or entry[2] == context_id)
+            and (owner is None or entry[5] is None or entry[5] == owner)
             and (state is None or entry[3] is state)
             and (updated_after is None or entry[4] > updated_after)
         ]
@@ -134,10 +158,26 @@ class MemoryTaskStore:
         return len(self._tasks)
 
 
+def _readable(id: str, read: Callable[[], Task]) -> Task | None:
+    """``read()``, or None (reported) when the record cannot be read: one bad record never breaks
+    a listing or a lookup of any other task."""
+    try:
+        return read()
+    except Exception as exc:
+        log.error("task %s: its stored record cannot be read (%s: %s); skipped", id, type(exc).__name__, exc)
+        return None
+
+
+RECORD_DEPTH = 200
+"""The deepest stored record read back (orjson writes at most 255 levels)."""
+
+
 def task_record(task: Task) -> dict[str, Any]:
     """A task as the file store writes it: the v0.3 rendering plus what never crosses the wire."""
     record = render_task(task, Dialect.V03)
     record["toolnexus"] = {"skill": task.skill, "request": task.request, "created": task.created}
+    if task.owner is not None:
+        record["toolnexus"]["owner"] = task.owner
     return record
 
 
@@ -159,6 +199,7 @@ def task_from_record(record: dict[str, Any]) -> Task:
         extra.get("skill"),
         extra.get("request") or "",
         extra.get("created") or now_iso(),
+        extra.get("owner"),
     )
 
 
@@ -202,12 +243,9 @@ class FileTaskStore:
         """Read every task file (skipping and logging any that does not parse)."""
         if not self._loaded:
             for path in sorted(self.folder.glob("*.json")):
-                try:
-                    task = task_from_record(json.loads(path.read_text(encoding="utf-8")))
-                except Exception as exc:  # a damaged file must not stop the server
-                    log.error("task file %s cannot be read: %s", path, exc)
-                    continue
-                self._cache[task.id] = task
+                task = _readable(path.name, lambda: _read_file(path))  # a damaged file must not stop the server
+                if task is not None:
+                    self._cache[task.id] = task
             for tmp in self.folder.glob(".*.tmp"):  # left by a crash mid-write; the old file stands
                 tmp.unlink(missing_ok=True)
             self._loaded = True
@@ -230,10 +268,18 @@ class FileTaskStore:
             await asyncio.to_thread(_atomic_write, path, body)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "") -> TaskPage:
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
+                   owner: str | None = None) -> TaskPage:
         if not self._loaded:
             await asyncio.to_thread(self.load)
-        return _page(list(self._cache.values()), context_id, state, updated_after, page_size, page_token)
+        return _page(list(self._cache.values()), context_id, state, updated_after, page_size, page_token, owner)
+
+
+def _read_file(path: Path) -> Task:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if too_deep(record, RECORD_DEPTH):
+        raise ValueError(f"nested deeper than {RECORD_DEPTH} levels")
+    return task_from_record(record)
 
 
 def _plain(id: str) -> bool:
@@ -337,10 +383,11 @@ class TaskRunner:
                            "state": state.value, "context_id": task.context_id})
 
     # -- create and run -----------------------------------------------------------------------
-    async def create(self, message: Message, skill: str | None, prompt: str) -> Task:
+    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself."""
         context = message.context_id or new_id()
-        task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text)
+        task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
+                    owner=owner)
         message.context_id, message.task_id = context, task.id
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
         self._start(task, self._fulfil(task, prompt, None))
@@ -370,10 +417,16 @@ class TaskRunner:
             if pending is not None:
                 result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt))  # type: ignore[union-attr]
             else:
-                result = await self.client.ask(prompt, self.toolkit, id=task.context_id)
+                # callers told apart never share a conversation, even when they name the same context
+                conversation = task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
+                result = await self.client.ask(prompt, self.toolkit, id=conversation)
         except asyncio.CancelledError:
             return  # cancel() already moved the task
-        except (ModelError, MaxTurnsError) as exc:
+        except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
+            log.warning("task %s: %s", task.id, exc)
+            await self._fail(task, f"model error: {exc.public}")
+            return
+        except MaxTurnsError as exc:
             await self._fail(task, f"model error: {exc}")
             return
         except Exception:
@@ -397,14 +450,15 @@ class TaskRunner:
         await self.transition(task, TaskState.FAILED, message=Message.agent(reason, task.context_id, task.id))
 
     # -- queries and control ------------------------------------------------------------------
-    async def get(self, id: str) -> Task:
+    async def get(self, id: str, owner: str | None = None) -> Task:
+        """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
         task = await self.store.get(id)
-        if task is None:
+        if task is None or (owner is not None and task.owner is not None and task.owner != owner):
             raise TaskNotFoundError()
         return task
 
-    async def cancel(self, id: str) -> Task:
-        task = await self.get(id)
+    async def cancel(self, id: str, owner: str | None = None) -> Task:
+        task = await self.get(id, owner)
         if task.state.terminal:
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
         run = self._runs.pop(id, None)
