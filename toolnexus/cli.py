@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from typing import Any
 
+from .display import printable
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
+from .serve.guard import is_loopback
 
 __all__ = ["main"]
 
@@ -42,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
+    s.add_argument("--auth-token-env", metavar="NAME",
+                   help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
+    s.add_argument("--allow-unauthenticated", action="store_true",
+                   help="serve command-running builtins beyond loopback without auth (you mean it)")
 
     c = sub.add_parser("card", help="fetch an agent card (card URL or base URL), optionally validate it")
     c.add_argument("url")
@@ -82,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
+def say(text: str, **kwargs: Any) -> None:
+    """Print what a peer sent (names, replies, errors): control characters shown, never obeyed."""
+    print(printable(text), **kwargs)
+
+
 def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
     print(json.dumps(data) if args.json else text, flush=True)
 
@@ -108,15 +120,27 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.description = DEMO_DESCRIPTION
         if args.store:
             a2a.store = args.store
+    auth = None
+    if args.auth_token_env:
+        token = os.environ.get(args.auth_token_env, "")
+        if not token:
+            raise UsageError(f"--auth-token-env {args.auth_token_env}: that environment variable is not set")
+        auth = tn.Auth.bearer(token)
+        if a2a is not None:
+            a2a.auth = auth
     mcp: Any = True if args.mcp else tk.config.get("mcpServer")
     if args.no_a2a and not mcp:
         raise UsageError("--no-a2a needs --mcp (or an mcpServer block in the config)")
+    if auth is not None and mcp:
+        mcp = tn.MCPServeConfig.from_config(mcp)
+        mcp.auth = mcp.auth or auth
     try:
         client = build_client(args.model, args.base_url, args.api_key_env)
     except tn.ConfigError as exc:
         raise UsageError(str(exc)) from None
     try:
-        handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp)
+        handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp,
+                                allow_unauthenticated=args.allow_unauthenticated)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     except tn.ConfigError as exc:
@@ -136,7 +160,7 @@ async def _serve(args: argparse.Namespace) -> int:
         _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
     if mcp:
         _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
-    if args.host not in ("127.0.0.1", "localhost", "::1") and (a2a is None or a2a.auth is None):
+    if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
         _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
               {"event": "warning", "message": "bound beyond loopback without auth"})
     _emit(args, "press Ctrl-C to stop", {"event": "ready"})
@@ -145,7 +169,7 @@ async def _serve(args: argparse.Namespace) -> int:
         async for ev in handle.events.subscribe(replay=False):
             if not isinstance(ev, tn.TaskEvent):
                 continue
-            text = ev.task.request.replace("\n", " ")
+            text = printable(ev.task.request.replace("\n", " "), 60)  # a caller's text: never terminal control
             line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
             data = {"event": "task", "time": ev.time, "task": ev.task_id, "context": ev.context_id,
                     "skill": ev.skill, "from": ev.previous.value if ev.previous else None, "state": ev.state.value}
@@ -164,9 +188,6 @@ async def _serve(args: argparse.Namespace) -> int:
         _emit(args, "stopped", {"event": "stopped"})
     return EXIT_OK
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
 
 
 def _headers(pairs: list[str]) -> dict[str, str]:
@@ -187,7 +208,7 @@ async def _card(args: argparse.Namespace) -> int:
     try:
         card = await tn.fetch_card(args.url, _headers(args.header))
     except tn.PeerError as exc:
-        print(f"toolnexus: {exc}", file=sys.stderr)
+        say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_ERROR
     report = tn.validate_card(card) if args.validate else None
     if args.json:
@@ -197,20 +218,20 @@ async def _card(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         dialect, endpoint, reason = card.choose()
-        print(f"{card.name} {card.version}  ({card.source})")
+        say(f"{card.name} {card.version}  ({card.source})")
         if card.description:
-            print(f"  {card.description}")
-        print(f"  endpoint {endpoint}  dialect {dialect} ({reason})")
-        print(f"  streaming {'yes' if card.streaming else 'no'}")
+            say(f"  {card.description}")
+        say(f"  endpoint {endpoint}  dialect {dialect} ({reason})")
+        say(f"  streaming {'yes' if card.streaming else 'no'}")
         for skill in card.skills:
             tags = ", ".join(skill.get("tags") or [])
-            print(f"  skill {skill.get('id')}: {skill.get('description', '')}" + (f"  [{tags}]" if tags else ""))
+            say(f"  skill {skill.get('id')}: {skill.get('description', '')}" + (f"  [{tags}]" if tags else ""))
         if report is not None:
-            print(f"verdict: {report.summary}")
+            say(f"verdict: {report.summary}")
             for line, what in report.verdict.items():
-                print(f"  {line}: {what}")
+                say(f"  {line}: {what}")
             for d in report.diagnostics:
-                print(f"  {d.level:<7} {d.path}: {d.message}")
+                say(f"  {d.level:<7} {d.path}: {d.message}")
     return EXIT_ERROR if report is not None and not report.ok else EXIT_OK
 
 
@@ -220,6 +241,9 @@ async def _send(args: argparse.Namespace) -> int:
 
     headers = _headers(args.header)
     client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers))
+
+    def out(text: str, **kwargs: Any) -> None:  # the headers' secrets, masked even in what the peer echoes
+        say(client.traffic.mask(text), **kwargs)
     task = None
     code = EXIT_OK
     try:
@@ -240,13 +264,15 @@ async def _send(args: argparse.Namespace) -> int:
                             _progress(args, ev.task)
                         task = ev.task
     except (tn.PeerError, tn.RPCError) as exc:
-        print(f"toolnexus: {exc}", file=sys.stderr)
+        out(f"toolnexus: {exc}", file=sys.stderr)
         code = EXIT_ERROR
     except TimeoutError:
-        print(f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
+        out(f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
               file=sys.stderr)
         code = EXIT_ERROR
     finally:
+        for warning in client.warnings:
+            out(f"toolnexus: warning: {warning}", file=sys.stderr)
         await client.aclose()
     if task is not None:
         if task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
@@ -256,24 +282,28 @@ async def _send(args: argparse.Namespace) -> int:
                               "dialect_reason": client.dialect_reason, "task": render_task(task, Dialect.V03)}))
         else:
             if task.state is tn.TaskState.COMPLETED:
-                print(task.reply)
+                out(task.reply)
             elif task.state.interrupted:
                 question = task.status.message.text if task.status.message else ""
-                print(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
+                out(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
             else:
                 detail = task.status.message.text if task.status.message else ""
-                print(f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""), file=sys.stderr)
+                out(f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""), file=sys.stderr)
     if args.trace:
         for ev in client.traffic.events:
-            print(f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms", file=sys.stderr)
+            out(f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms", file=sys.stderr)
             for k, v in ev.request_headers.items():
-                print(f"    {k}: {v}", file=sys.stderr)
+                out(f"    {k}: {v}", file=sys.stderr)
             if ev.request_body:
-                print(f"    {ev.request_body}", file=sys.stderr)
-            print(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
+                out(f"    {ev.request_body}", file=sys.stderr)
+            out(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
     return code
 
 
 def _progress(args: argparse.Namespace, task: Any) -> None:
     if not args.json:
-        print(f"[{task.state.value}] task {task.id} context {task.context_id}", file=sys.stderr)
+        say(f"[{task.state.value}] task {task.id} context {task.context_id}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

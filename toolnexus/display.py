@@ -1,7 +1,9 @@
-"""HTML for notebooks: tasks, cards, run results and task lists read well at the end of a cell.
+"""Showing what peers send, safely: HTML for notebooks, and printable text for terminals.
 
 Plain functions that build escaped HTML strings (every piece of user text goes through
 ``html.escape``); the model classes call them from ``_repr_html_``. Nothing here imports IPython.
+:func:`printable` makes any text safe for a terminal (the CLI and the TUI): control characters,
+ANSI escapes and bidi overrides become visible symbols, never instructions to the terminal.
 """
 
 from __future__ import annotations
@@ -16,7 +18,23 @@ if TYPE_CHECKING:
     from .a2a.model import Task
     from .llm import RunResult
 
-__all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe"]
+__all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe", "printable"]
+
+# C0 controls (but newline and tab) become their Control Pictures (ESC shows as ␛), DEL as ␡, and C1
+# controls and bidi overrides as U+FFFD: one character for one, so styled spans keep their places.
+_UNPRINTABLE = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)}
+_UNPRINTABLE.update({0x7F: 0x2421, **{c: 0xFFFD for c in range(0x80, 0xA0)},
+                     **{c: 0xFFFD for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}})
+
+
+def printable(value: Any, limit: int | None = None) -> str:
+    """``value`` as text a terminal shows as it is: control characters (ANSI escapes included) and
+    bidi overrides replaced one for one by visible symbols; past ``limit`` characters cut, saying
+    how many more there were."""
+    text = str(value).translate(_UNPRINTABLE)
+    if limit is not None and len(text) > limit:
+        return text[:limit] + f"… [{len(text) - limit:,} more characters]"
+    return text
 
 STATE_COLORS = {"submitted": "#888", "working": "#c90", "input-required": "#a3c", "auth-required": "#a3c",
                 "completed": "#2a2", "failed": "#d33", "canceled": "#777", "rejected": "#d33", "unknown": "#777"}

@@ -1,7 +1,9 @@
 """The peers the TUI talks to: saved under the user's config folder, secrets never written.
 
-A header value is saved only when it names environment variables (``Bearer ${TOKEN}``); a
-literal value typed in stays in memory for the session and is dropped from the file.
+A header value is saved only when it is one environment reference, alone or after a scheme or a
+``name=`` (``${TOKEN}``, ``Bearer ${TOKEN}``, ``session=${SESSION}``); a literal value typed in
+stays in memory for the session and is dropped from the file. A URL is saved without its password
+and without the values of secret-looking query parameters. The file is readable by its owner only.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +19,12 @@ from typing import Any
 from toolnexus import A2AClient
 from toolnexus.events import EventBus
 from toolnexus.mcp_client import expand_env
+from toolnexus.traffic import is_secret_name
 
 __all__ = ["Peer", "PeerBook", "config_dir"]
 
-_ENV_ONLY = re.compile(r"^(?:[^$]*\$\{[A-Za-z_][A-Za-z0-9_]*\}[^$]*)+$")
+_ENV_ONLY = re.compile(r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
+                       r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 FILE = "peers-v1.json"
 
 
@@ -88,12 +93,15 @@ class PeerBook:
             return
 
     def save(self) -> None:
-        saved = [{"url": p.url, "headers": p.saved_headers(), "dialect": p.dialect, "blocking": p.blocking}
-                 for p in self.peers.values() if not p.hosted]
+        saved = [{"url": _savable_url(p.url), "headers": p.saved_headers(), "dialect": p.dialect,
+                  "blocking": p.blocking} for p in self.peers.values() if not p.hosted]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / f".{FILE}.tmp"
-            tmp.write_text(json.dumps({"peers": saved}, indent=2), encoding="utf-8")
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps({"peers": saved}, indent=2))
             os.replace(tmp, self.folder / FILE)
         except OSError:
             pass
@@ -114,6 +122,14 @@ class PeerBook:
         for peer in self.peers.values():
             if peer.client is not None:
                 await peer.client.aclose()
+
+
+def _savable_url(url: str) -> str:
+    """``url`` without the secrets it may carry (a password, secret query parameter values)."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    pairs = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment))
 
 
 def parse_headers(text: str) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..skills import SkillDef
 
@@ -295,8 +296,27 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                     add("warning", f"{where}.protocolVersion", f"protocol version {version!r} is unknown to the SDKs")
     else:
         add("info", "$.supportedInterfaces", "no supportedInterfaces: 1.x clients fall back to the 0.3 url")
-    verdict, summary = _verdict(AgentCard(raw) if not isinstance(card, AgentCard) else card, out)
+    parsed = AgentCard(raw) if not isinstance(card, AgentCard) else card
+    if parsed.source:
+        _check_host(parsed, add)
+    verdict, summary = _verdict(parsed, out)
     return CardReport(out, verdict, summary)
+
+
+def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
+    """Warn when the card sends calls to another host than the one it was fetched from: a client
+    that trusted it would send the user's credentials there (toolnexus does not)."""
+    try:
+        endpoint = card.choose()[1]
+    except Exception:
+        return
+    if endpoint.startswith("/"):
+        return
+    here, there = urlsplit(card.source), urlsplit(endpoint)
+    if (here.scheme, here.hostname, here.port) != (there.scheme, there.hostname, there.port):
+        add("warning", "$.url", f"the card sends calls to {there.scheme}://{there.netloc}, not to "
+                                f"{here.scheme}://{here.netloc} where it was fetched: toolnexus sends no credentials "
+                                "there unless that host is named; other clients may")
 
 
 def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:

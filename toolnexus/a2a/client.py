@@ -45,6 +45,53 @@ _METHODS = {
 }
 
 
+MAX_CARD = 2 * 1024 * 1024
+"""The largest agent card read, in bytes."""
+MAX_RESPONSE = 16 * 1024 * 1024
+"""The largest JSON-RPC answer read, in bytes."""
+MAX_FRAME = 4 * 1024 * 1024
+"""The largest SSE event read, in bytes."""
+
+
+class AnswerTooLarge(httpx.HTTPError):
+    """A peer's answer went past the size this client reads."""
+
+
+class AnswerTooSlow(httpx.TimeoutException):
+    """A peer's answer did not arrive whole within the time this client gives it."""
+
+
+async def _read_body(r: httpx.Response, limit: int) -> bytes:
+    """The whole body of ``r``, refused past ``limit`` bytes (after decompression)."""
+    declared = r.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise AnswerTooLarge(f"the answer is {int(declared):,} bytes; at most {limit:,} are read")
+    chunks, size = [], 0
+    async for chunk in r.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLarge(f"the answer passed {limit:,} bytes; at most that much is read")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _exchange(http: httpx.AsyncClient, method: str, url: str, *, headers: Mapping[str, str],
+                    content: bytes = b"", limit: int, timeout: float) -> tuple[httpx.Response, bytes]:
+    """One request and its whole answer: at most ``limit`` bytes, within ``timeout`` seconds in all
+    (httpx's own timeout is per read: a peer trickling a byte at a time would never trip it)."""
+    try:
+        async with asyncio.timeout(timeout):
+            async with http.stream(method, url, content=content, headers=dict(headers), timeout=timeout) as r:
+                return r, await _read_body(r, limit)
+    except TimeoutError:
+        raise AnswerTooSlow(f"no whole answer within {timeout:g}s") from None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    u = httpx.URL(url)
+    return u.scheme, u.host, u.port or {"http": 80, "https": 443}.get(u.scheme)
+
+
 async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
                      http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None) -> AgentCard:
     """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
@@ -65,7 +112,8 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
         for candidate in candidates:
             started = time.perf_counter()
             try:
-                r = await client.get(candidate, headers=dict(headers or {}), timeout=timeout)
+                r, content = await _exchange(client, "GET", candidate, headers=headers or {}, limit=MAX_CARD,
+                                             timeout=timeout)
             except httpx.HTTPError as exc:
                 if traffic is not None:
                     traffic.record(direction="out", method="GET", url=candidate, status=None, started=started,
@@ -74,15 +122,15 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
             if traffic is not None:
                 traffic.record(direction="out", method="GET", url=candidate, status=r.status_code, started=started,
                                request_headers=dict(r.request.headers), request_body=b"",
-                               response_headers=dict(r.headers), response_body=r.content)
+                               response_headers=dict(r.headers), response_body=content)
             if r.status_code == 404 and candidate != candidates[-1]:
                 last = f"{candidate} answered 404"
                 continue
             if r.status_code != 200:
                 raise PeerError(f"the agent card at {candidate} answered HTTP {r.status_code}", status=r.status_code)
             try:
-                raw = r.json()
-            except ValueError:
+                raw = _json.loads(content)
+            except (*_json.JSONDecodeError, ValueError):
                 raise PeerError(f"the agent card at {candidate} is not JSON") from None
             if not isinstance(raw, dict):
                 raise PeerError(f"the agent card at {candidate} is not a JSON object")
@@ -144,6 +192,10 @@ class A2AClient:
         self._given_http = http
         self._own: httpx.AsyncClient | None = None
         self._fallback_tried = False
+        self.credentials_sent = True
+        """False when the card sends calls to a host other than the one named: then the headers
+        given here are not sent (see :meth:`connect`)."""
+        self.warnings: list[str] = []
 
     def __repr__(self) -> str:
         return f"A2AClient(peer={self.peer!r}, dialect={self.dialect and self.dialect.value!r})"
@@ -190,11 +242,17 @@ class A2AClient:
             self.endpoint = endpoint
             if self.forced is None:
                 self.dialect, self.dialect_reason = Dialect(dialect), reason
+            named = self.url or self.card.source
+            if named and self.headers and _origin(endpoint) != _origin(named):
+                self.credentials_sent = False
+                self.warnings.append(
+                    f"the card sends calls to {endpoint}, not to {_origin_text(named)} that you named: "
+                    "your headers (credentials) are not sent there; name that host yourself to send them")
         return self.card
 
     # -- JSON-RPC -----------------------------------------------------------------------------------
     def _headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:
-        h = {"content-type": "application/json", **self.headers}
+        h = {"content-type": "application/json", **(self.headers if self.credentials_sent else {})}
         if dialect is Dialect.V10:
             h["A2A-Version"] = "1.0"
         h["accept"] = "text/event-stream" if stream else "application/json"
@@ -216,21 +274,22 @@ class A2AClient:
         method, body, headers = await self._prepare(op, params)
         started = time.perf_counter()
         try:
-            r = await self._http.post(self.endpoint, content=body, headers=headers, timeout=self.timeout)
+            r, content = await _exchange(self._http, "POST", self.endpoint, headers=headers, content=body,
+                                         limit=MAX_RESPONSE, timeout=self.timeout)
         except httpx.HTTPError as exc:
             self.traffic.record(direction="out", method="POST", url=self.endpoint, status=None, started=started,
                                 request_headers=headers, request_body=body, rpc_method=method, error=_why(exc))
             raise PeerError(f"{self.peer}: {method} failed: {_why(exc)}") from None
         self.traffic.record(direction="out", method="POST", url=self.endpoint, status=r.status_code, started=started,
                             request_headers=dict(r.request.headers), request_body=body,
-                            response_headers=dict(r.headers), response_body=r.content, rpc_method=method)
-        return self._result(method, r.status_code, r.content)
+                            response_headers=dict(r.headers), response_body=content, rpc_method=method)
+        return self._result(method, r.status_code, content)
 
     def _result(self, method: str, status: int, content: bytes) -> Any:
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
-            excerpt = content[:200].decode("utf-8", "replace")
+            excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} with no JSON-RPC body: {excerpt}",
                             status=status) from None
         if not isinstance(data, dict) or ("result" not in data and "error" not in data):
@@ -239,7 +298,7 @@ class A2AClient:
                                 status=status)
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
         if data.get("error") is not None:
-            raise _rpc_error(data["error"])
+            raise _rpc_error(data["error"], self.traffic.mask)
         return data["result"]
 
     async def _send_op(self, op: str, params: dict[str, Any]) -> Any:
@@ -335,44 +394,49 @@ class A2AClient:
             yield task
 
     async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive
+        whole within ``timeout`` of its first byte; between events the peer may stay silent for
+        ``max(timeout, 60)`` seconds. The exchange is on the wire log however the stream ends."""
         method, body, headers = await self._prepare(op, params, stream=True)
         started = time.perf_counter()
         frames: list[str] = []
         task: Task | None = None
-        status, response_headers = None, {}
+        status, response_headers, content = None, {}, b""
+        error: str | None = None
         timeout = httpx.Timeout(self.timeout, read=max(self.timeout, 60.0))
         try:
             async with self._http.stream("POST", self.endpoint, content=body, headers=headers, timeout=timeout) as r:
                 status, response_headers = r.status_code, dict(r.headers)
                 if not r.headers.get("content-type", "").startswith("text/event-stream"):
-                    content = await r.aread()
-                    self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status,
-                                        started=started, request_headers=headers, request_body=body,
-                                        response_headers=response_headers, response_body=content, rpc_method=method)
+                    async with asyncio.timeout(self.timeout):
+                        content = await _read_body(r, MAX_RESPONSE)
                     result = self._result(method, status, content)
                     yield _as_task(result, sent)
                     return
-                data: list[str] = []
-                async for line in r.aiter_lines():
-                    if line.startswith("data:"):
-                        data.append(line[5:].lstrip())
-                        continue
-                    if line or not data:
-                        continue
-                    frame = "\n".join(data)
-                    data = []
+                async for frame in _events(r, self.timeout):
                     frames.append(frame)
                     result = self._result(method, status, frame.encode())
                     task = _apply(task, result, sent)
                     yield task.snapshot()
+        except TimeoutError:
+            error = f"AnswerTooSlow: no whole answer within {self.timeout:g}s"
+            raise PeerError(f"{self.peer}: {method} stream failed: {error}") from None
         except httpx.HTTPError as exc:
+            error = _why(exc)
+            raise PeerError(f"{self.peer}: {method} stream failed: {error}") from None
+        except (GeneratorExit, RPCError, PeerError):  # the caller had enough, or the peer said no
+            raise
+        except asyncio.CancelledError:
+            error = "canceled"
+            raise
+        except BaseException as exc:  # a frame that is not what it claims to be
+            error = _why(exc)
+            raise
+        finally:
             self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status, started=started,
                                 request_headers=headers, request_body=body, response_headers=response_headers,
-                                rpc_method=method, frames=frames, error=_why(exc))
-            raise PeerError(f"{self.peer}: {method} stream failed: {_why(exc)}") from None
-        self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status, started=started,
-                            request_headers=headers, request_body=body, response_headers=response_headers,
-                            response_body="\n\n".join(frames), rpc_method=method, frames=frames)
+                                response_body=content or "\n\n".join(frames), rpc_method=method, frames=frames,
+                                error=error)
 
     async def watch(self, task_id: str, *, poll_every: float = 1.0, max_interval: float = 5.0, backoff: float = 1.5,
                     timeout: float | None = None, bus: EventBus | None = None,
@@ -425,17 +489,54 @@ class A2AClient:
             interval = min(interval * backoff, max(max_interval, poll_every))
 
 
-def _rpc_error(error: Any) -> RPCError:
+def _rpc_error(error: Any, mask: Any = str) -> RPCError:
     if not isinstance(error, dict):
-        return RPCError(f"peer error: {error!r}")
+        return RPCError(mask(f"peer error: {error!r}"[:500]))
     code = error.get("code")
-    message = str(error.get("message") or "")
+    message = mask(str(error.get("message") or "")[:2000])
     cls = RPC_ERRORS.get(code) if isinstance(code, int) else None
     if cls is None:
         err = RPCError(message or f"peer error {code}", data=error.get("data"))
         err.code = code if isinstance(code, int) else -32603
         return err
     return cls(message or None, data=error.get("data"))
+
+
+async def _events(r: httpx.Response, timeout: float) -> AsyncIterator[str]:
+    """The ``data`` of each SSE event of ``r``, bounded in size (``MAX_FRAME``) and in the time one
+    event may take to arrive once begun (``timeout``); comments and other fields are skipped."""
+    buffer = b""
+    data: list[bytes] = []
+    size = 0
+    begun: float | None = None
+    async for chunk in r.aiter_bytes():
+        if begun is None:
+            begun = time.monotonic()
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                break
+            line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1:]
+            if line.startswith(b"data:"):
+                data.append(line[5:].lstrip())
+                size += len(line)
+            elif not line and data:
+                yield b"\n".join(data).decode("utf-8", "replace")
+                data, size, begun = [], 0, None
+            elif not line:
+                begun = None
+        if size + len(buffer) > MAX_FRAME:
+            raise AnswerTooLarge(f"a stream event passed {MAX_FRAME:,} bytes; at most that much is read")
+        if begun is not None and (data or buffer) and time.monotonic() - begun > timeout:
+            raise AnswerTooSlow(f"a stream event did not arrive whole within {timeout:g}s")
+        if not data and not buffer:
+            begun = None
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = _origin(url)
+    return f"{scheme}://{host}:{port}"
 
 
 def _as_task(result: Any, sent: Message | None) -> Task:
