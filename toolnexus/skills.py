@@ -120,7 +120,7 @@ def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         if not base.is_dir():
             log.warning("skills folder not found: %s", base)
             continue
-        for path in _walk(base.absolute()):
+        for path in _walk(base.resolve()):
             skill = _load(path, skipped)
             if skill is not None:
                 found.append(skill)

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.signal import Signal
 
+from toolnexus.display import printable
 from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
@@ -73,6 +74,10 @@ class ToolnexusApp(App[None]):
         Binding("question_mark", "toggle_help", "Help", id="help"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
+
+    def notify(self, message: str, *, title: str = "", markup: bool = False, **kwargs: Any) -> None:
+        """Notifications carry peers' text (errors, names): never parsed as markup, always printable."""
+        super().notify(printable(message, 2000), title=printable(title, 200), markup=False, **kwargs)
 
     def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
                  now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None,

@@ -158,8 +158,8 @@ async def test_call_an_mcp_tool_through_the_form():
         app.screen.query_one("#mcp-url", Input).focus()
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count == 1)
-        await until(pilot, lambda: bool(app.screen.query("#arg-a")))
-        app.screen.query_one("#arg-a", Input).value = "40"
+        await until(pilot, lambda: bool(app.screen.query("#arg-0")))
+        app.screen.query_one("#arg-0", Input).value = "40"
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "42" in text_of(app, "#mcp-result"))
         assert app.screen.last_result.output == "42" and not app.screen.last_result.is_error

@@ -17,6 +17,7 @@ from toolnexus.a2a.model import Task, TaskState
 from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar
+from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
 
 
@@ -44,8 +45,8 @@ class ChatScreen(ModeScreen):
         with Horizontal(id="chat-top"):
             yield Select([], prompt="peer", id="chat-peer", compact=True)
             yield Select([], prompt="any skill", id="chat-skill", compact=True)
-            yield Static("", id="chat-context")
-        yield VerticalScroll(Static(id="chat-log"), id="chat-scroll")
+            yield SafeStatic("", id="chat-context")
+        yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
         yield Input(placeholder="message (enter sends; an open question is answered on its task)", id="chat-input")
         yield Footer()
 
@@ -64,7 +65,7 @@ class ChatScreen(ModeScreen):
 
     def _peers(self) -> None:
         select = self.query_one("#chat-peer", Select)
-        options = [(peer.name + (" (hosted)" if peer.hosted else ""), url) for url, peer in self.tn.peer_book.peers.items()
+        options = [(safe(peer.name + (" (hosted)" if peer.hosted else ""), CELL_CAP), url) for url, peer in self.tn.peer_book.peers.items()
                    if peer.state == "reachable"]
         if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
             select.set_options(options)
@@ -82,7 +83,8 @@ class ChatScreen(ModeScreen):
         peer = self.tn.peer_book.peers.get(url)
         skills = []
         if peer is not None and peer.client is not None and peer.client.card is not None:
-            skills = [(str(s.get("name") or s.get("id")), str(s.get("id"))) for s in peer.client.card.skills]
+            skills = [(safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
+                      for s in peer.client.card.skills]
         self.query_one("#chat-skill", Select).set_options(skills)
 
     def action_new_conversation(self) -> None:

@@ -13,9 +13,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
 
+from toolnexus.display import printable
 from toolnexus.mcp_client import call_remote_tool, remote_tools
 
 from ..widgets import ModeBar
+from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
 
@@ -51,11 +53,11 @@ class MCPScreen(ModeScreen):
         yield Input(placeholder="an MCP endpoint URL (hosted: http://127.0.0.1:PORT/mcp), enter lists its tools",
                     id="mcp-url")
         with Horizontal(id="mcp-body"):
-            yield DataTable(id="mcp-tools", cursor_type="row")
+            yield SafeTable(id="mcp-tools", cursor_type="row")
             with Vertical(id="mcp-right"):
                 yield VerticalScroll(id="mcp-form")
                 yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
-                yield VerticalScroll(Static(id="mcp-result"))
+                yield VerticalScroll(SafeStatic(id="mcp-result"))
         yield Footer()
 
     def on_mount(self) -> None:
@@ -111,15 +113,16 @@ class MCPScreen(ModeScreen):
         await form.remove_children()
         props = (tool["input_schema"] or {}).get("properties") or {}
         required = set((tool["input_schema"] or {}).get("required") or [])
-        widgets: list[Any] = [Label(Text(f"{tool['name']}", "bold"))]
-        for name, schema in props.items():
+        widgets: list[Any] = [SafeStatic(Text(f"{tool['name']}", "bold"))]
+        for i, (name, schema) in enumerate(props.items()):
+            schema = schema if isinstance(schema, dict) else {}
             kind = schema.get("type", "any")
             label = f"{name}{' *' if name in required else ''}  ({kind if isinstance(kind, str) else '/'.join(kind)})"
-            widgets.append(Label(label))
+            widgets.append(SafeStatic(label))
             default = schema.get("default")
             widgets.append(Input("" if default is None else (default if isinstance(default, str) else
                                                               json.dumps(default)),
-                                 placeholder=schema.get("description", ""), id=f"arg-{name}", compact=True))
+                                 placeholder=printable(schema.get("description", ""), 200), id=f"arg-{i}", compact=True))
         if not props:
             widgets.append(Label("no arguments"))
         await form.mount_all(widgets)
@@ -134,8 +137,8 @@ class MCPScreen(ModeScreen):
             return value
         props = (tool["input_schema"] or {}).get("properties") or {}
         args = {}
-        for name, schema in props.items():
-            text = self.query_one(f"#arg-{name}", Input).value
+        for i, (name, schema) in enumerate(props.items()):  # ids by position: a name is the peer's text
+            text = self.query_one(f"#arg-{i}", Input).value
             if text != "":
                 args[name] = field_value(text, schema)
         return args

@@ -11,12 +11,21 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 
 from toolnexus import validate_card
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
+from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
 
@@ -37,16 +46,16 @@ class PeersScreen(ModeScreen):
         yield Header()
         yield ModeBar("peers")
         yield Input(placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url")
-        yield DataTable(id="peers", cursor_type="row")
+        yield SafeTable(id="peers", cursor_type="row")
         with TabbedContent(id="peer-detail"):
             with TabPane("Card", id="p-card"):
-                yield VerticalScroll(Static(id="card-view"))
+                yield VerticalScroll(SafeStatic(id="card-view"))
             with TabPane("Diagnostics", id="p-diag"):
-                yield VerticalScroll(Static(id="diag-view"))
+                yield VerticalScroll(SafeStatic(id="diag-view"))
             with TabPane("Raw", id="p-raw"):
-                yield VerticalScroll(Static(id="raw-view"))
+                yield VerticalScroll(SafeStatic(id="raw-view"))
             with TabPane("Headers", id="p-headers"):
-                yield Static("Header lines 'Name: value' (separate with ;). Values may name environment variables "
+                yield SafeStatic("Header lines 'Name: value' (separate with ;). Values may name environment variables "
                              "(Bearer ${TOKEN}); only those are saved, never a literal secret.")
                 yield Input(placeholder="Authorization: Bearer ${MY_TOKEN}", id="peer-headers")
         yield Footer()

@@ -11,6 +11,8 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
 
+from ..widgets.safe import SafeStatic
+
 
 class ServerForm(ModalScreen[str | None]):
     """Name, skills folder, address, model, store, profiles, exposed MCP tools and auth."""
@@ -53,7 +55,7 @@ class ServerForm(ModalScreen[str | None]):
                 yield Input("", placeholder="blank: all but bash/write/edit; or a comma list", id="f-mcp-tools", compact=True)
                 yield Label("auth token env var")
                 yield Input("", placeholder="blank: no auth; else require Bearer $VAR", id="f-auth-env", compact=True)
-            yield Static("", id="form-error")
+            yield SafeStatic("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Start", variant="primary", id="form-start")
                 yield Button("Cancel", id="form-cancel-button")

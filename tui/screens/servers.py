@@ -12,11 +12,11 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from toolnexus.a2a.card import CARD_PATH
 from toolnexus.a2a.model import TaskState
-
 from toolnexus.monitor import STATE_STYLE
-from ..widgets import ModeBar
-from .base import ModeScreen
 
+from ..widgets import ModeBar
+from ..widgets.safe import SafeStatic, SafeTable
+from .base import ModeScreen
 
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
@@ -37,8 +37,8 @@ class ServersScreen(ModeScreen):
         yield Header()
         yield ModeBar("servers")
         with Vertical(id="servers-body"):
-            yield DataTable(id="servers", cursor_type="row", zebra_stripes=True)
-            yield Static(id="server-detail")
+            yield SafeTable(id="servers", cursor_type="row", zebra_stripes=True)
+            yield SafeStatic(id="server-detail")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -11,14 +11,22 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 
 from toolnexus.a2a.dialects import Dialect
-
 from toolnexus.monitor import STATE_STYLE, TaskView, duration, short
-from ..widgets import ModeBar
-from .base import ModeScreen
 
+from ..widgets import ModeBar
+from ..widgets.safe import SafeStatic, SafeTable
+from .base import ModeScreen
 
 MAX_ROWS = 500
 """The table shows the newest tasks up to this many; older ones stay in the book (the filter finds them)."""
@@ -57,25 +65,25 @@ class TasksScreen(ModeScreen):
             with TabPane("Tasks", id="tab-tasks"):
                 yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
-                yield DataTable(id="tasks", cursor_type="row")
+                yield SafeTable(id="tasks", cursor_type="row")
                 with TabbedContent(id="detail"):
                     with TabPane("Timeline", id="d-timeline"):
-                        yield VerticalScroll(Static(id="timeline"))
+                        yield VerticalScroll(SafeStatic(id="timeline"))
                     with TabPane("Messages", id="d-messages"):
-                        yield VerticalScroll(Static(id="messages"))
+                        yield VerticalScroll(SafeStatic(id="messages"))
                     with TabPane("Artifacts", id="d-artifacts"):
-                        yield VerticalScroll(Static(id="artifacts"))
+                        yield VerticalScroll(SafeStatic(id="artifacts"))
                     with TabPane("Telemetry", id="d-telemetry"):
-                        yield VerticalScroll(Static(id="telemetry"))
+                        yield VerticalScroll(SafeStatic(id="telemetry"))
                     with TabPane("Raw", id="d-raw"):
-                        yield VerticalScroll(Static(id="raw"))
+                        yield VerticalScroll(SafeStatic(id="raw"))
                 with Vertical(id="answer-box", classes="hidden"):
-                    yield Static("", id="answer-question")
+                    yield SafeStatic("", id="answer-question")
                     yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
                                 id="answer")
             with TabPane("Inbound MCP calls", id="tab-calls"):
-                yield DataTable(id="calls", cursor_type="row", zebra_stripes=True)
-                yield VerticalScroll(Static(id="call-detail"))
+                yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
+                yield VerticalScroll(SafeStatic(id="call-detail"))
         yield Footer()
 
     def on_mount(self) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from toolnexus.traffic import to_curl
 
 from ..widgets import ModeBar
+from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
 
@@ -56,8 +57,8 @@ class WireScreen(ModeScreen):
         yield Header()
         yield ModeBar("wire")
         yield Input(placeholder="filter: peer:sdk method:GetTask status:4  (/)", id="wire-filter")
-        yield DataTable(id="wire", cursor_type="row")
-        yield VerticalScroll(Static(id="exchange"), id="exchange-scroll")
+        yield SafeTable(id="wire", cursor_type="row")
+        yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
         yield Footer()
 
     def on_mount(self) -> None:
