@@ -321,3 +321,15 @@ async def test_plain_tool_object():
              handler, source="mcp")
     assert (await t.execute({"a": 1})).output == "2"
     assert (await t.execute({})).is_error
+
+
+async def test_a_broken_input_schema_is_an_error_result_not_a_crash():
+    from toolnexus import Tool
+
+    async def handler(args, ctx):
+        return "ran"
+
+    broken = Tool("broken", "a peer's tool with an unusable schema", {"type": "object", "properties": {"a": {"type": 5}}},
+                  handler)
+    result = await broken.execute({"a": 1})
+    assert result.is_error and "the input schema cannot be used" in result.output
