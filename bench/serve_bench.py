@@ -235,6 +235,19 @@ def _start(kind: str) -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
+async def _memory_only(tasks_for_memory: int) -> str:
+    out = {}
+    for kind in ("bare", "toolnexus"):
+        proc, url = _start(kind)
+        try:
+            out[kind] = await _memory_per_task(url, proc.pid, tasks_for_memory)
+        finally:
+            proc.kill()
+            proc.wait()
+    return (f"memory per retained task over {tasks_for_memory:,} tasks (RSS): bare {out['bare']:,.0f} B, "
+            f"toolnexus {out['toolnexus']:,.0f} B ({out['toolnexus'] / out['bare']:.2f}x)")
+
+
 async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str, Any]:
     """Each server measured ``repeat`` times, alternating, so that a noisy neighbour hits both; medians kept."""
     runs: dict[str, list[list[dict[str, Any]]]] = {"bare": [], "toolnexus": []}
@@ -294,11 +307,15 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=8000, help="tasks created to measure memory per task")
     ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
     args = ap.parse_args()
     import uvloop
 
     if args.server:
         uvloop.run(_run_server(args.server))
+        return
+    if args.memory_only:
+        print(uvloop.run(_memory_only(args.tasks)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
     print(_report(results))

@@ -118,3 +118,44 @@ async def test_restart_recovery_on_the_file_store(tmp_path: Path):
     moves = [(e.task_id, e.previous, e.state) for e in seen if isinstance(e, tn.TaskEvent)]
     assert ("task-2", TaskState.SUBMITTED, TaskState.FAILED) in moves
     assert ("task-3", TaskState.WORKING, TaskState.FAILED) in moves
+
+
+async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():
+    store = MemoryTaskStore(max_tasks=3)
+    running = make(0, state=TaskState.WORKING)
+    await store.save(running)
+    for i in range(1, 6):
+        await store.save(make(i))
+    page = await store.list(page_size=100)
+    assert [t.id for t in page.tasks] == ["task-5", "task-4", "task-3", "task-0"]  # a task in flight stays
+    assert await store.get("task-1") is None and await store.get("task-2") is None
+    running.status = TaskStatus(TaskState.COMPLETED, None, "2026-11-30T10:01:00.000000Z")
+    await store.save(running)  # it finishes last, so it goes last
+    assert [t.id for t in (await store.list(page_size=100)).tasks] == ["task-5", "task-4", "task-0"]
+
+
+async def test_the_memory_store_drops_finished_tasks_past_max_age():
+    import datetime
+
+    store = MemoryTaskStore(max_tasks=None, max_age=3600)
+    old = make(1)  # finished in 2026-11-30, long ago by the clock
+    await store.save(old)
+    fresh = make(2)
+    fresh.status = TaskStatus(TaskState.COMPLETED, None,
+                              datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"))
+    await store.save(fresh)
+    assert [t.id for t in (await store.list()).tasks] == ["task-2"]
+
+
+async def test_serve_passes_the_retention_and_conversations_are_capped():
+    tk = await tn.create_toolkit(builtins=False)
+    client = tn.create_in_process_client(lambda req: "ok")
+    client.store.max_conversations = 2
+    async with tk.serve(client=client, a2a=tn.A2AConfig(keep_tasks=2, blocking_timeout=5)) as h, \
+            httpx.AsyncClient() as http:
+        ids = [(await rpc(http, h.url, "message/send", {"message": v03_message(f"t{i}")}))["result"]["id"]
+               for i in range(4)]
+        assert [t.id for t in await h.tasks()] == ids[:1:-1]
+        assert len(client.store._data) == 2
+        gone = await http.post(h.url, json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": ids[0]}})
+        assert gone.json()["error"]["code"] == -32001

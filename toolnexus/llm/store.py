@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .. import _json
 from ..tools import sanitize
 
 __all__ = ["ConversationStore", "MemoryConversationStore", "FileConversationStore"]
@@ -23,17 +24,22 @@ class ConversationStore(Protocol):
 
 
 class MemoryConversationStore:
-    """Conversations in a dict, for the life of the process."""
+    """Conversations in memory, each packed (compact JSON bytes: the GC never walks them), for the
+    life of the process; past ``max_conversations`` the least recently used one is dropped."""
 
-    def __init__(self) -> None:
-        self._data: dict[str, tuple[dict[str, Any], ...]] = {}  # tuples: the GC can stop walking them
+    def __init__(self, max_conversations: int | None = 50_000) -> None:
+        self._data: dict[str, bytes] = {}
+        self.max_conversations = max_conversations
 
     async def get(self, id: str) -> list[dict[str, Any]] | None:
         found = self._data.get(id)
-        return list(found) if found is not None else None
+        return _json.unpack(found) if found is not None else None
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
-        self._data[id] = tuple(messages)
+        self._data.pop(id, None)  # re-inserted last: the dict's order is the order of use
+        self._data[id] = _json.pack(messages)
+        if self.max_conversations is not None and len(self._data) > self.max_conversations:
+            del self._data[next(iter(self._data))]
 
 
 class FileConversationStore:

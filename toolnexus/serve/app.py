@@ -168,7 +168,7 @@ async def serve(
     runner: TaskRunner | None = None
     endpoint: A2AEndpoint | None = None
     if a2a_cfg is not None:
-        store = open_store(a2a_cfg.store)
+        store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
         runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
         if isinstance(store, FileTaskStore):
             recovered = await runner.recover()

@@ -118,6 +118,10 @@ class A2AConfig:
         provider: ``Provider`` or ``{"organization", "url"}``; on the card only when set.
         skills: only these skills are advertised and may be chosen (None: all).
         store: ``"memory"``, ``"file:<dir>"`` or a TaskStore object.
+        keep_tasks, keep_for: the memory store's retention: at most this many finished tasks
+            (100,000 by default; a short one costs about 1 KB), none finished more than this many
+            seconds ago (no limit by default); the oldest finished go first, a task in flight never.
+            The file store and other stores keep everything.
         auth: an :class:`Auth`; None for an open agent.
         blocking_timeout: the most seconds a blocking send waits before it returns the current state.
         max_body: the largest request body accepted, in bytes.
@@ -134,6 +138,8 @@ class A2AConfig:
     provider: Provider | Mapping[str, str] | None = None
     skills: Sequence[str] | None = None
     store: Any = "memory"
+    keep_tasks: int | None = 100_000
+    keep_for: float | None = None
     auth: Auth | None = None
     blocking_timeout: float = 60.0
     max_body: int = 1024 * 1024

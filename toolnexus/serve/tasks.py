@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
+import datetime
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -113,49 +116,76 @@ def _window(total: int, page_size: int, page_token: str) -> tuple[int, int, str]
 class MemoryTaskStore:
     """Tasks in memory, for the life of the process (the default).
 
-    A task still in flight is kept as the live object; a terminal one as its JSON record (bytes),
-    which the garbage collector never has to walk, with a small index for listings. Thousands
-    of finished tasks then cost neither pauses nor much memory.
+    One entry per task: ``(context_id, state, status timestamp, owner, body)``. A task in flight
+    is kept as the live object; a finished one packed (``_json.pack``: compact bytes the garbage
+    collector never walks, ~250 bytes for a short exchange). Listings walk the entries newest
+    first (the dict keeps the order of creation).
+
+    Retention: past ``max_tasks`` finished tasks, or for finished tasks older than ``max_age``
+    seconds, the oldest finished tasks are dropped (a task in flight never is). None: no limit.
     """
 
-    def __init__(self) -> None:
-        self._tasks: dict[str, Task | bytes] = {}
-        self._index: dict[str, tuple[str, str, str, TaskState, str, str | None]] = {}
+    def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
+        self._tasks: dict[str, tuple[str, TaskState, str, str | None, Task | bytes]] = {}
+        self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
+        self.max_tasks = max_tasks
+        self.max_age = max_age
 
     async def get(self, id: str) -> Task | None:
         found = self._tasks.get(id)
-        if isinstance(found, bytes):
-            return _readable(id, lambda: task_from_record(_json.loads(found)))
-        return found
+        if found is None:
+            return None
+        body = found[4]
+        if isinstance(body, bytes):
+            return _readable(id, lambda: task_from_record(_json.unpack(body)))
+        return body
 
     async def save(self, task: Task) -> None:
-        kept: Task | bytes = task
+        body: Task | bytes = task
         if task.state.terminal:
             try:
-                kept = _json.dumps(task_record(task))
+                body = _json.pack(task_record(task))
             except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
                 log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
-        self._tasks[task.id] = kept
-        self._index[task.id] = (task.created, task.id, task.context_id, task.state, task.status.timestamp or "",
-                                task.owner)
+            if task.id not in self._tasks or not self._tasks[task.id][1].terminal:
+                self._finished.append(task.id)
+        self._tasks[task.id] = (task.context_id, task.state, task.status.timestamp or "", task.owner, body)
+        if task.state.terminal:
+            self._retain()
+
+    def _retain(self) -> None:
+        """Drop the oldest finished tasks past ``max_tasks`` or ``max_age``."""
+        finished, tasks = self._finished, self._tasks
+        while self.max_tasks is not None and len(finished) > self.max_tasks:
+            tasks.pop(finished.popleft(), None)
+        if self.max_age is not None:
+            cutoff = time.time() - self.max_age
+            while finished and _epoch(tasks[finished[0]][2]) < cutoff:
+                tasks.pop(finished.popleft(), None)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
                    owner: str | None = None) -> TaskPage:
         chosen = [
-            entry for entry in self._index.values()
-            if (context_id is None or entry[2] == context_id)
-            and (owner is None or entry[5] is None or entry[5] == owner)
-            and (state is None or entry[3] is state)
-            and (updated_after is None or entry[4] > updated_after)
+            id for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
+            if (context_id is None or ctx == context_id)
+            and (owner is None or who is None or who == owner)
+            and (state is None or st is state)
+            and (updated_after is None or stamp > updated_after)
         ]
-        chosen.sort(reverse=True)
         start, end, next_token = _window(len(chosen), page_size, page_token)
-        tasks = [t for t in [await self.get(entry[1]) for entry in chosen[start:end]] if t is not None]
+        tasks = [t for t in [await self.get(id) for id in chosen[start:end]] if t is not None]
         return TaskPage(tasks, next_token, len(chosen))
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+def _epoch(stamp: str) -> float:
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _readable(id: str, read: Callable[[], Task]) -> Task | None:
@@ -293,10 +323,12 @@ def _atomic_write(path: Path, body: str) -> None:
     os.replace(tmp, path)
 
 
-def open_store(store: str | TaskStore | None) -> TaskStore:
-    """``"memory"`` (default), ``"file:<dir>"``, or any object with the TaskStore methods."""
+def open_store(store: str | TaskStore | None, *, max_tasks: int | None = 100_000,
+               max_age: float | None = None) -> TaskStore:
+    """``"memory"`` (default; keeps at most ``max_tasks`` finished tasks, none older than ``max_age``
+    seconds), ``"file:<dir>"`` (keeps everything), or any object with the TaskStore methods."""
     if store is None or store == "memory":
-        return MemoryTaskStore()
+        return MemoryTaskStore(max_tasks, max_age)
     if isinstance(store, str):
         if store.startswith("file:") and len(store) > 5:
             return FileTaskStore(Path(store[5:]).expanduser())
