@@ -6,7 +6,7 @@ import json
 import zlib
 from typing import Any
 
-__all__ = ["dumps", "loads", "JSONDecodeError", "pack", "unpack"]
+__all__ = ["dumps", "loads", "JSONDecodeError", "pack", "unpack", "tight"]
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson
@@ -40,12 +40,19 @@ _ZDICT = (b'{"role":"user","content":""},{"role":"assistant","content":"","tool_
 
 
 def pack(value: Any) -> bytes:
-    """``value`` as compact bytes (JSON, deflated with a dictionary of toolnexus' shapes)."""
-    z = zlib.compressobj(6, zdict=_ZDICT)
+    """``value`` as compact bytes (JSON, deflated with a dictionary of toolnexus' shapes; a small
+    window and memory level: ~5 µs for a short task)."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 11, 4, zdict=_ZDICT)
     return z.compress(dumps(value)) + z.flush()
 
 
 def unpack(data: bytes) -> Any:
     """The value :func:`pack` made."""
-    z = zlib.decompressobj(zdict=_ZDICT)
+    z = zlib.decompressobj(11, zdict=_ZDICT)
     return loads(z.decompress(data) + z.flush())
+
+
+def tight(value: Any) -> bytes:
+    """``value`` as JSON bytes that take no more memory than their length (orjson's own come with
+    spare room: a 900-byte document held 4 KB)."""
+    return bytes(memoryview(dumps(value)))

@@ -47,9 +47,10 @@ def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
 
-def parse_request(body: Any) -> RpcRequest:
+def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
     """Check one decoded JSON-RPC request. Raises InvalidRequestError / InvalidParamsError; the
-    error's ``data`` carries the request id when it could be read."""
+    error's ``data`` carries the request id when it could be read. ``raw``, the bytes it was read
+    from, lets the depth check be skipped when they hold too few brackets to nest that deep."""
     if isinstance(body, list):
         raise InvalidRequestError("Invalid Request: batch requests are not supported")
     if not isinstance(body, dict):
@@ -68,7 +69,7 @@ def parse_request(body: Any) -> RpcRequest:
         params = {}
     if not isinstance(params, dict):
         raise _with_id(InvalidParamsError("Invalid params: params must be an object"), echo)
-    if too_deep(params, MAX_DEPTH):
+    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(params, MAX_DEPTH):
         raise _with_id(InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels"), echo)
     return RpcRequest(method, params, rid)
 

@@ -24,8 +24,9 @@ class ConversationStore(Protocol):
 
 
 class MemoryConversationStore:
-    """Conversations in memory, each packed (compact JSON bytes: the GC never walks them), for the
-    life of the process; past ``max_conversations`` the least recently used one is dropped."""
+    """Conversations in memory, each as JSON bytes (the GC never walks them; read and written on
+    every turn, so not deflated), for the life of the process; past ``max_conversations`` the least
+    recently used one is dropped."""
 
     def __init__(self, max_conversations: int | None = 50_000) -> None:
         self._data: dict[str, bytes] = {}
@@ -33,11 +34,11 @@ class MemoryConversationStore:
 
     async def get(self, id: str) -> list[dict[str, Any]] | None:
         found = self._data.get(id)
-        return _json.unpack(found) if found is not None else None
+        return _json.loads(found) if found is not None else None
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
         self._data.pop(id, None)  # re-inserted last: the dict's order is the order of use
-        self._data[id] = _json.pack(messages)
+        self._data[id] = _json.tight(messages)
         if self.max_conversations is not None and len(self._data) > self.max_conversations:
             del self._data[next(iter(self._data))]
 

@@ -55,8 +55,6 @@ log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
-BODY_TIMEOUT = 30.0
-"""Seconds a request body may take to arrive, all of it (a trickled body is cut off with 408)."""
 
 _SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
     "send", "stream", "get", "cancel", "list", "resubscribe", "push", "extended")
@@ -173,7 +171,7 @@ class A2AEndpoint:
         except ValueError:  # invalid UTF-8 and other decoding failures
             return _json_response(error_envelope(None, ParseError("Parse error: the body is not valid UTF-8 JSON")))
         try:
-            call = parse_request(data)
+            call = parse_request(data, body)
         except RPCError as err:
             return _json_response(error_envelope(request_id_of(err), err))
         rid = None if call.is_notification else call.id
@@ -220,16 +218,8 @@ class A2AEndpoint:
                 raise _Refusal(400, "invalid Content-Length") from None
             if size > limit:
                 raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
-        try:
-            async with asyncio.timeout(BODY_TIMEOUT):
-                return await self._body(request, limit), owner
-        except TimeoutError:
-            raise _Refusal(408, f"the request body did not arrive within {BODY_TIMEOUT:g}s",
-                           {"Connection": "close"}) from None
-
-    async def _body(self, request: Request, limit: int) -> bytes:
-        if request.headers.get("content-length") is not None:
-            return await request.body()  # the server enforces Content-Length: no more can arrive
+            return await request.body(), owner  # the server enforces Content-Length: no more can arrive
+        # a trickled body: the server's header_timeout closes the connection (serve.runner)
         chunks = []
         size = 0
         async for chunk in request.stream():
@@ -242,7 +232,7 @@ class A2AEndpoint:
                         break
                 raise _Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), owner
 
     def _background(self, work: Any) -> None:
         async def swallow() -> None:

@@ -50,6 +50,7 @@ class HostGuard:
         self._bound = bound
         self.extra_hosts = {h.lower() for h in allowed_hosts}
         self.extra_origins = {o.lower().rstrip("/") for o in allowed_origins}
+        self._known: tuple[frozenset[bytes], bool, int] | None = None
 
     def _host_ok(self, host: str, loopback: bool, port: int) -> bool:
         host = host.lower()
@@ -76,18 +77,32 @@ class HostGuard:
             return True
         return self._host_ok(authority, loopback, port) and (loopback or authority in self.extra_hosts)
 
+    def _fast(self) -> tuple[frozenset[bytes], bool, int]:
+        """The Host values that pass at once (this server's own names), the bind's kind, the port;
+        worked out once the socket is bound, so a request pays one set lookup."""
+        bound_host, port = self._bound()
+        if self._known is None or self._known[2] != port:
+            loopback = is_loopback(bound_host)
+            names = [*_LOOPBACK_NAMES, bound_host] if loopback else []
+            hosts = {f"{n}:{port}".encode() for n in names} | {n.encode() for n in names}
+            self._known = (frozenset(hosts), loopback, port)
+        return self._known
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        bound_host, port = self._bound()
-        loopback = is_loopback(bound_host)
-        host = origin = ""
+        known, loopback, port = self._fast()
+        raw_host = raw_origin = b""
         for key, value in scope.get("headers", ()):
             if key == b"host":
-                host = value.decode("latin-1")
+                raw_host = value
             elif key == b"origin":
-                origin = value.decode("latin-1")
+                raw_origin = value
+        if raw_host in known and not raw_origin:  # the common case: a local client, no browser
+            await self.app(scope, receive, send)
+            return
+        host, origin = raw_host.decode("latin-1"), raw_origin.decode("latin-1")
         if not self._host_ok(host, loopback, port):
             await _refuse(send, 421, f"this server does not answer for host {host[:100]!r}")
             return

@@ -21,9 +21,10 @@ __all__ = ["AsgiServer", "LoopThread", "parse_addr", "HEADER_TIMEOUT", "MAX_CONN
 
 DEFAULT_HOST = "127.0.0.1"
 HEADER_TIMEOUT = 10.0
-"""Seconds a connection may stay without a request in progress before it is closed: a new socket
-that sends nothing, or one trickling a request head. uvicorn's keep-alive timeout (5 s) closes an
-idle connection after a response."""
+"""Seconds a connection may stay without a request in progress, or with a request whose body is
+still arriving, before it is closed (checked each interval: closed within two): a new socket that
+sends nothing, one trickling a request head or a body. uvicorn's keep-alive timeout (5 s) closes
+an idle connection after a response."""
 MAX_CONNECTIONS = 1000
 """Open connections (or requests in progress) past which new requests get 503."""
 
@@ -97,8 +98,9 @@ class _Uvicorn(uvicorn.Server):
 
 def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
-    with no request in progress and no keep-alive timer of uvicorn's own running (silent, or
-    trickling a request head: slowloris)."""
+    interval (checked every interval, so within two) with no request in progress and no keep-alive
+    timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
+    same request's body still arriving (a trickled body). No cost per request."""
 
     class Guarded(base):  # type: ignore[valid-type,misc]
         def connection_made(self, transport: Any) -> None:
@@ -111,7 +113,9 @@ def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asynci
             busy = cycle is not None and not cycle.response_complete
             if self.transport.is_closing():
                 return
-            if not busy and cycle is self._tn_seen and getattr(self, "timeout_keep_alive_task", None) is None:
+            idle = not busy and getattr(self, "timeout_keep_alive_task", None) is None
+            body_stalled = busy and getattr(cycle, "more_body", False)  # its body still arriving
+            if cycle is self._tn_seen and (idle or body_stalled):
                 self.transport.close()
                 return
             self._tn_seen = cycle
