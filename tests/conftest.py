@@ -11,3 +11,14 @@ EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 @pytest.fixture
 def example_skills() -> Path:
     return EXAMPLE_SKILLS
+
+
+@pytest.fixture(autouse=True)
+def _strict_tui_handlers(monkeypatch: pytest.MonkeyPatch):
+    """In tests an exception in a TUI handler ends the app (and fails the test), as Textual does by
+    default; users get a notification instead (ToolnexusApp._handle_exception)."""
+    try:
+        from tui.app import ToolnexusApp
+    except ImportError:
+        return
+    monkeypatch.setattr(ToolnexusApp, "strict_handlers", True)

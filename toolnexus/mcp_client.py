@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, PeerError
 from .tools import Tool, ToolContext, ToolResult, sanitize
 
 __all__ = [
@@ -281,31 +281,70 @@ async def connect_all(specs: list[MCPServerSpec]) -> tuple[list[MCPConnection], 
 
 async def remote_tools(url: str, *, headers: dict[str, str] | None = None, bus: Any = None,
                        timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
-    """The tools of any MCP endpoint, ``[{name, description, input_schema}]`` (every exchange on ``bus``)."""
-    async with _session(url, headers, bus, timeout) as client:
-        listed = await client.list_tools()
+    """The tools of any MCP endpoint, ``[{name, description, input_schema}]`` (every exchange on ``bus``).
+
+    Raises:
+        PeerError: the endpoint cannot be reached or refused (the reason in one line, e.g. HTTP 401).
+    """
+    recorder = _recorder(url, headers, bus)
+    try:
+        async with _session(url, headers, recorder, timeout) as client:
+            listed = await client.list_tools()
+    except Exception as exc:
+        raise PeerError(f"{url}: {mcp_failure(exc, recorder)}") from None
     return [{"name": t.name, "description": t.description or "", "input_schema": dict(t.input_schema or {})}
             for t in listed.tools]
 
 
 async def call_remote_tool(url: str, name: str, args: dict[str, Any], *, headers: dict[str, str] | None = None,
                            bus: Any = None, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
-    """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult."""
-    async with _session(url, headers, bus, timeout) as client:
-        return _result(await client.call_tool(name, args, read_timeout_seconds=timeout))
+    """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult.
+
+    Raises:
+        PeerError: the endpoint cannot be reached or refused (the reason in one line).
+    """
+    recorder = _recorder(url, headers, bus)
+    try:
+        async with _session(url, headers, recorder, timeout) as client:
+            return _result(await client.call_tool(name, args, read_timeout_seconds=timeout))
+    except Exception as exc:
+        raise PeerError(f"{url}: {mcp_failure(exc, recorder)}") from None
 
 
-@contextlib.asynccontextmanager
-async def _session(url: str, headers: dict[str, str] | None, bus: Any, timeout: float) -> Any:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
+    """One line for why an MCP exchange failed: an HTTP error status on the wire (with its
+    meaning), else the first leaf of an exception group (anyio wraps everything in one), with its
+    type and text."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status is None and recorder is not None:
+        status = next((e.status for e in reversed(recorder.events) if e.status and e.status >= 400), None)
+    if isinstance(status, int):
+        meaning = {401: "authentication required", 403: "invalid credentials", 404: "no MCP endpoint there",
+                   421: "the server does not answer for this host name"}.get(status, "")
+        return f"HTTP {status}" + (f": {meaning}" if meaning else "")
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
-    from .traffic import TrafficRecorder, recording_transport
+
+def _recorder(url: str, headers: dict[str, str] | None, bus: Any) -> Any:
+    from .traffic import TrafficRecorder
 
     recorder = TrafficRecorder(bus, peer=url)
     for name, value in (headers or {}).items():
         recorder.secret(name, value)
+    return recorder
+
+
+@contextlib.asynccontextmanager
+async def _session(url: str, headers: dict[str, str] | None, recorder: Any, timeout: float) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from .traffic import recording_transport
+
     async with httpx2.AsyncClient(headers=headers or {}, timeout=timeout,
                                   transport=recording_transport(recorder, httpx2)) as http:
         async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:

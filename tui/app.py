@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -30,6 +31,8 @@ from .screens.wire import WireScreen
 from toolnexus.monitor import TaskBook
 
 __all__ = ["ToolnexusApp", "main"]
+
+log = logging.getLogger("toolnexus.tui")
 
 FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
@@ -99,6 +102,24 @@ class ToolnexusApp(App[None]):
         self._dirty: set[str] = set()
         self._flush_timer: Any = None
         self.selected_server: str | None = None
+        self.handler_errors: list[BaseException] = []
+        self._tn_up = False
+
+    strict_handlers = False
+    """True: an exception in a handler ends the app, as Textual does by default (the tests set it,
+    so that a bug cannot hide behind a notification)."""
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception in a handler or worker, once the app is up, is shown where the user looks
+        (a notification naming it) and logged; the app, and the servers it hosts, stay up."""
+        if self.strict_handlers or not self._tn_up or not self.is_running:
+            super()._handle_exception(error)
+            return
+        cause = getattr(error, "error", None) or error  # a failed worker wraps the exception
+        self.handler_errors.append(cause)
+        log.error("toolnexus-tui: a handler failed", exc_info=cause)
+        self.notify(f"{type(cause).__name__}: {cause}", title="That action failed (the app keeps running)",
+                    severity="error", timeout=10)
 
     async def on_mount(self) -> None:
         self.peer_book.load()
@@ -109,6 +130,7 @@ class ToolnexusApp(App[None]):
             if peer.client is None:
                 self.connect_peer(peer)
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
+        self._tn_up = True
 
     # -- the bus pump: the only reader of library events ------------------------------------------
     @work(exclusive=True, group="bus-pump")

@@ -147,6 +147,13 @@ async def test_start_from_the_form_and_failures_stay_in_the_form():
             form.query_one("#f-port", Input).value = str(s.getsockname()[1])
             app.screen.query_one("#form-start", Button).press()
             await until(pilot, lambda: "cannot listen" in str(form.query_one("#form-error", Static).render()))
+            assert str(form.query_one("#form-error", Static).render()).startswith("✘ host/port: ")
+        # the name of a running server: the reason, naming the field (it showed an empty ✘)
+        form.query_one("#f-name", Input).value = "form-desk"
+        form.query_one("#f-port", Input).value = "0"
+        app.screen.query_one("#form-start", Button).press()
+        await until(pilot, lambda: "already running" in str(form.query_one("#form-error", Static).render()))
+        assert str(form.query_one("#form-error", Static).render()).startswith("✘ name: a server named 'form-desk'")
         await pilot.press("escape")
         await pilot.pause(0.1)
         servers = app.screen.query_one("#servers", DataTable)

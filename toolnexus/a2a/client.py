@@ -385,13 +385,15 @@ class A2AClient:
         msg = self._message(text, skill, context_id, task_id, metadata)
         params = self._send_params(msg, True, None)
         params.pop("configuration")
-        async for task in self._sse("stream", params, msg):
-            yield task
+        async with contextlib.aclosing(self._sse("stream", params, msg)) as frames:  # closed with us
+            async for task in frames:
+                yield task
 
     async def resubscribe(self, task_id: str) -> AsyncIterator[Task]:
         """Follow a running task over SSE; yields the task after every frame."""
-        async for task in self._sse("resubscribe", {"id": task_id}, None):
-            yield task
+        async with contextlib.aclosing(self._sse("resubscribe", {"id": task_id}, None)) as frames:  # closed with us
+            async for task in frames:
+                yield task
 
     async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
         """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive

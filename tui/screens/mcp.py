@@ -3,6 +3,7 @@ tool's input schema (or raw JSON arguments), the result; every exchange lands in
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -45,6 +46,7 @@ class MCPScreen(ModeScreen):
         super().__init__()
         self.tools: list[dict[str, Any]] = []
         self.raw_mode = False
+        self._form_lock = asyncio.Lock()
 
 
     def compose(self) -> ComposeResult:
@@ -81,12 +83,15 @@ class MCPScreen(ModeScreen):
     async def _list(self, url: str) -> None:
         result = self.query_one("#mcp-result", Static)
         result.update(f"listing {url} …")
+        table = self.query_one("#mcp-tools", DataTable)
         try:
             self.tools = await remote_tools(url, bus=self.tn.workspace.events, timeout=15)
-        except Exception as exc:
-            result.update(Text(f"✘ {type(exc).__name__}: {exc}", "red"))
+        except Exception as exc:  # nothing of the previous endpoint stays on screen
+            self.tools = []
+            table.clear()
+            await self._form(None)
+            result.update(Text(f"✘ {exc}", "red"))
             return
-        table = self.query_one("#mcp-tools", DataTable)
         table.clear()
         for tool in self.tools:
             table.add_row(tool["name"], tool["description"].splitlines()[0] if tool["description"] else "",
@@ -108,9 +113,17 @@ class MCPScreen(ModeScreen):
         if tool is not None:
             await self._form(tool)
 
-    async def _form(self, tool: dict[str, Any]) -> None:
+    async def _form(self, tool: dict[str, Any] | None) -> None:
+        """Build the argument form of ``tool`` (None: empty it). One build at a time: the listing
+        and a row highlight both ask for one, and interleaved builds mounted the same ids twice."""
+        async with self._form_lock:
+            await self._build_form(tool)
+
+    async def _build_form(self, tool: dict[str, Any] | None) -> None:
         form = self.query_one("#mcp-form", VerticalScroll)
         await form.remove_children()
+        if tool is None:
+            return
         props = (tool["input_schema"] or {}).get("properties") or {}
         required = set((tool["input_schema"] or {}).get("required") or [])
         widgets: list[Any] = [SafeStatic(Text(f"{tool['name']}", "bold"))]
@@ -167,7 +180,7 @@ class MCPScreen(ModeScreen):
         try:
             outcome = await call_remote_tool(url, name, args, bus=self.tn.workspace.events, timeout=60)
         except Exception as exc:
-            result.update(Text(f"✘ {type(exc).__name__}: {exc}", "red"))
+            result.update(Text(f"✘ {exc}", "red"))
             return
         self.last_result = outcome
         text = Text()

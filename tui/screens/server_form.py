@@ -96,8 +96,8 @@ class ServerForm(ModalScreen[str | None]):
             return
         try:
             await self.workspace.start(spec)
-        except Exception as exc:
-            self._error(self.workspace.servers[spec.name].error if spec.name in self.workspace.servers else str(exc))
+        except Exception as exc:  # the reason of this attempt (a running namesake has no error of its own)
+            self._error(_field_reason(spec, exc))
             return
         self.app.servers_changed.publish(None)  # type: ignore[attr-defined]
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
@@ -109,3 +109,13 @@ class ServerForm(ModalScreen[str | None]):
     @on(Button.Pressed, "#form-cancel-button")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _field_reason(spec: ServerSpec, exc: BaseException) -> str:
+    """The reason a start failed, naming the field it concerns where there is one."""
+    if isinstance(exc, OSError):
+        return f"host/port: cannot listen on {spec.host}:{spec.port}: {exc.strerror or exc}"
+    text = str(exc).strip() or type(exc).__name__
+    if spec.name in text and "already running" in text:
+        return f"name: {text}"
+    return text

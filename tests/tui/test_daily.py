@@ -1,0 +1,103 @@
+"""Daily use of toolnexus-tui: no handler exception ends the app, MCP errors read as errors, and
+every stream is on the wire log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import DataTable, Input, Static  # noqa: E402
+
+import toolnexus as tn  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+
+from .test_pilot import until  # noqa: E402
+
+
+def shown(app: ToolnexusApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def _tk(name: str) -> tn.Toolkit:
+    def fn(a: int, b: int = 1) -> int:
+        return a + b
+
+    fn.__doc__ = f"The {name} tool."
+    return await tn.create_toolkit(builtins=False, tools=[tn.tool(fn, name=name)])
+
+
+async def test_listing_one_mcp_endpoint_after_another_never_mounts_a_form_twice():
+    first, second = await _tk("first_tool"), await _tk("second_tool")
+    app = ToolnexusApp(specs=[])
+    async with first.serve(mcp=True) as one, second.serve(mcp=True) as two, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        box = app.screen.query_one("#mcp-url", Input)
+        for _ in range(3):  # the listing's own form and the row highlight's raced: DuplicateIds
+            for url in (one.mcp_url, two.mcp_url):
+                box.value = url
+                box.focus()
+                await pilot.press("enter")
+                await pilot.pause(0.05)
+        await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count == 1
+                    and app.screen.tools and app.screen.tools[0]["name"] == "second_tool")
+        await until(pilot, lambda: len(app.screen.query("#arg-0")) == 1)
+        assert app.is_running and not app.handler_errors
+
+
+async def test_an_mcp_401_says_so_and_clears_the_last_endpoint():
+    open_tk, locked_tk = await _tk("open_tool"), await _tk("locked_tool")
+    app = ToolnexusApp(specs=[])
+    locked_cfg = tn.MCPServeConfig(auth=tn.Auth.bearer("s3cret-token"))
+    async with open_tk.serve(mcp=True) as opened, locked_tk.serve(mcp=locked_cfg) as locked, \
+            app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        box = app.screen.query_one("#mcp-url", Input)
+        box.value = opened.mcp_url
+        box.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count == 1)
+        box.value = locked.mcp_url
+        box.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "HTTP 401" in shown(app, "#mcp-result"))
+        assert "authentication required" in shown(app, "#mcp-result")
+        assert "ExceptionGroup" not in shown(app, "#mcp-result") and "TaskGroup" not in shown(app, "#mcp-result")
+        assert app.screen.query_one("#mcp-tools", DataTable).row_count == 0  # no stale tools
+        assert not app.screen.query("#arg-0")
+
+
+async def test_an_exception_in_a_handler_is_shown_and_the_app_stays_up(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(ToolnexusApp, "strict_handlers", False)
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(client=tn.demo_client(), a2a=True) as served, app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.1)
+
+        async def broken() -> None:
+            raise RuntimeError("a bug in some handler")
+
+        app.run_worker(broken())
+        await until(pilot, lambda: bool(app.handler_errors))
+        await pilot.pause(0.1)
+        assert app.is_running and served.running
+        assert any("a bug in some handler" in str(n.message) for n in app._notifications)
+        await pilot.press("2")  # and it still works
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#tasks", DataTable) is not None
+
+
+async def test_a_stream_that_ends_normally_is_on_the_wire():
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=True) as h:
+        async with tn.A2AClient(h.url) as client:
+            task = await client.send("slow 1")
+            states = [ev.state async for ev in client.watch(task.id)]
+            assert states[-1] is tn.TaskState.COMPLETED
+            await asyncio.sleep(0)
+        streamed = [e for e in client.traffic.events if e.rpc_method in ("SubscribeToTask", "tasks/resubscribe")]
+        assert streamed and streamed[0].frames and streamed[0].status == 200 and streamed[0].error is None
