@@ -13,6 +13,7 @@ second, send-then-poll round trips per second and blocking sends per second at c
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
 Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
+(TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers.)
 (about 3 minutes; the servers are measured alternately and the medians reported, as a shared
 machine's neighbours move single runs by 10-20%).
 Targets (issue 4): round trips at c=64 >= 50% of bare with CPU/op <= 2x; card GET >= 50%; p99 at
@@ -106,7 +107,8 @@ async def _run_server(kind: str) -> None:
 
         tk = await tn.create_toolkit(builtins=False)
         handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                                a2a=tn.A2AConfig(name="bench", description="bench"))
+                                a2a=tn.A2AConfig(name="bench", description="bench"),
+                                record_wire=os.environ.get("TOOLNEXUS_BENCH_RECORD_WIRE") == "1")
         url = handle.url
     print(url, flush=True)
     await asyncio.Event().wait()

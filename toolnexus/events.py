@@ -99,6 +99,8 @@ class TrafficEvent:
     time: str = field(default_factory=now_iso)
     seq: int = 0
     kind: str = "traffic"
+    task_id: str | None = None  # the A2A task the exchange is about, when it names one
+    server: str | None = None  # for inbound exchanges: the served toolkit that answered
 
     @property
     def key(self) -> str | None:

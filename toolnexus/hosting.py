@@ -226,8 +226,9 @@ class Workspace:
         client, auth = prepare(spec)
         server.toolkit = await create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config)
         a2a, mcp = profiles(spec, server.toolkit, auth)
+        # hosted servers are watched by a debugger (the TUI, the notebook): their inbound wire too
         server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
-                                                   events=self.events)
+                                                   events=self.events, record_wire=True)
         server.state, server.error = "running", ""
 
     async def stop(self, name: str) -> HostedServer:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from .a2a.dialects import Dialect, render_task
 from .a2a.model import Task, TaskState
 from .events import TaskEvent, ToolCallEvent, TrafficEvent
 
-__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration"]
+__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration", "task_wire"]
 
 STATE_STYLE: dict[TaskState, tuple[str, str]] = {
     TaskState.SUBMITTED: ("·", "grey62"),
@@ -109,6 +110,16 @@ class TaskView:
         if self.result is not None:
             out["telemetry"] = self.result.to_dict()
         return out
+
+
+def task_wire(view: TaskView, traffic: Iterable[TrafficEvent]) -> list[tuple[str, str, Any]]:
+    """A task's lifecycle and its wire on one timeline, oldest first: ``(time, kind, item)`` with
+    kind ``"state"`` (item: the TaskState) or ``"in"`` / ``"out"`` (item: the TrafficEvent of an
+    exchange about this task, received by a hosted server or sent to a peer)."""
+    rows: list[tuple[str, str, Any]] = [(stamp, "state", state) for state, stamp in view.timeline]
+    rows += [(ev.time, ev.direction, ev) for ev in traffic if ev.task_id == view.id]
+    rows.sort(key=lambda row: row[0])
+    return rows
 
 
 class TaskBook:

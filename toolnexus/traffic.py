@@ -12,6 +12,7 @@ frame, an error, a URL, a curl command.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 import time
@@ -19,10 +20,12 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from . import _json
+from .a2a.model import now_iso
 from .events import EventBus, TrafficEvent
 
 __all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
-           "TrafficRecorder", "to_curl", "recording_transport"]
+           "TrafficRecorder", "InboundRecorder", "to_curl", "recording_transport"]
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
                             "x-auth-token", "x-goog-api-key", "private-token"})
@@ -32,8 +35,9 @@ MASK = "***"
 BODY_CAP = 256 * 1024
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Whether a header or query parameter of this name carries a secret."""
+    """Whether a header or query parameter of this name carries a secret (names repeat: cached)."""
     lower = name.lower()
     return lower in SECRET_HEADERS or bool(_SECRET_WORDS.search(lower))
 
@@ -60,7 +64,7 @@ def mask_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]], secret_
     out: dict[str, str] = {}
     for key, value in items:
         lower = key.lower()
-        if lower in names or is_secret_name(lower) or any(v in value for v in values):
+        if is_secret_name(lower) or lower in names or (values and any(v in value for v in values)):
             scheme, sep, rest = value.partition(" ")
             out[lower] = f"{scheme} {MASK}" if sep and rest and scheme.lower() in _SCHEMES else MASK
         else:
@@ -69,13 +73,19 @@ def mask_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]], secret_
 
 
 def mask_text(text: str, secret_values: Iterable[str]) -> str:
+    """``text`` with each secret value (of 4 characters or more; the longest first) masked."""
+    if not secret_values or not text:
+        return text
     for value in sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True):
-        text = text.replace(value, MASK)
+        if value in text:
+            text = text.replace(value, MASK)
     return text
 
 
 def mask_url(url: str) -> str:
     """``url`` with its password and the values of its secret-looking query parameters masked."""
+    if "@" not in url and "?" not in url:
+        return url
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -96,6 +106,8 @@ def mask_url(url: str) -> str:
 
 def url_secrets(url: str) -> list[str]:
     """The secret values a URL carries (its password, secret query parameters), to mask elsewhere."""
+    if "@" not in url and "?" not in url:
+        return []
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -114,6 +126,7 @@ class TrafficRecorder:
         self.events: collections.deque[TrafficEvent] = collections.deque(maxlen=keep)
         self.secret_names: set[str] = set()
         self.secret_values: set[str] = set()
+        self._sorted: tuple[int, list[str]] | None = None
 
     def secret(self, header: str, value: str | None = None) -> None:
         """Treat this header (and this value, wherever it appears) as a secret."""
@@ -132,14 +145,22 @@ class TrafficRecorder:
 
     def mask(self, text: str) -> str:
         """``text`` with every secret value this recorder knows masked."""
-        return mask_text(text, self.secret_values)
+        return mask_text(text, self._sorted_values())
+
+    def _sorted_values(self) -> list[str]:
+        """The secret values, longest first (sorted again only when one was learnt)."""
+        if self._sorted is None or self._sorted[0] != len(self.secret_values):
+            self._sorted = (len(self.secret_values), sorted((v for v in self.secret_values if len(v) >= 4),
+                                                            key=len, reverse=True))
+        return self._sorted[1]
 
     def record(self, *, direction: str, method: str, url: str, status: int | None, started: float,
                request_headers: Mapping[str, str], request_body: bytes | str,
                response_headers: Mapping[str, str] | None = None, response_body: bytes | str = b"",
-               rpc_method: str | None = None, frames: list[str] | None = None, error: str | None = None) -> TrafficEvent:
+               rpc_method: str | None = None, frames: list[str] | None = None, error: str | None = None,
+               peer: str | None = None, task_id: str | None = None, server: str | None = None) -> TrafficEvent:
         self.learn(request_headers, url)
-        values = self.secret_values
+        values = self._sorted_values()
         event = TrafficEvent(
             direction=direction,
             method=method,
@@ -151,9 +172,11 @@ class TrafficRecorder:
             response_headers=mask_headers(response_headers or {}, self.secret_names, values),
             response_body=mask_text(_text(response_body), values),
             rpc_method=rpc_method,
-            peer=mask_text(mask_url(self.peer), values),
+            peer=mask_text(mask_url(self.peer if peer is None else peer), values),
             frames=[mask_text(f, values) for f in frames or []],
             error=mask_text(error, values) if error else None,
+            task_id=task_id,
+            server=server,
         )
         self.events.append(event)
         if self.bus is not None:
@@ -248,3 +271,199 @@ def _rpc_method(body: bytes) -> str | None:
     except ValueError:
         return None
     return data.get("method") if isinstance(data, dict) and isinstance(data.get("method"), str) else None
+
+
+class _Headers(dict):  # type: ignore[type-arg]
+    """Response headers decoded on first use (most are never read)."""
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._done = False
+
+    def _fill(self) -> None:
+        if not self._done:
+            self._done = True
+            self.update({k.decode("latin-1"): v.decode("latin-1") for k, v in self._raw})
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._fill()
+        return super().get(key, default)
+
+    def items(self) -> Any:
+        self._fill()
+        return super().items()
+
+    def __iter__(self) -> Any:
+        self._fill()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._fill()
+        return super().__len__()
+
+
+class InboundRecorder:
+    """ASGI middleware: every exchange a served toolkit has with its callers, on the wire log.
+
+    Each request and its response (SSE frames one by one, bodies up to ``BODY_CAP``) become one
+    inbound :class:`TrafficEvent` on ``recorder`` (so on its bus), masked like the outbound ones,
+    with the A2A task it is about (``task_id``) so a task's view can put the wire beside its
+    lifecycle. Refused requests (421, 401, 413 ...) are recorded too. A stream is recorded when
+    it ends. Installed only when asked for (``serve(..., record_wire=True)``): nothing is paid
+    otherwise.
+    """
+
+    def __init__(self, app: Any, recorder: TrafficRecorder, server: str) -> None:
+        self.app = app
+        self.recorder = recorder
+        self.server = server
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request: list[bytes] = []
+        response: list[bytes] = []
+        sizes = [0, 0]
+        head: dict[str, Any] = {"status": None, "headers": {}}
+        error: str | None = None
+
+        async def recv() -> Any:
+            message = await receive()
+            if message["type"] == "http.request" and sizes[0] < BODY_CAP:
+                request.append(message.get("body", b""))
+                sizes[0] += len(request[-1])
+            return message
+
+        async def emit(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                head["status"] = message["status"]
+                head["headers"] = _Headers(message.get("headers", ()))
+            elif message["type"] == "http.response.body" and sizes[1] < BODY_CAP:
+                response.append(message.get("body", b""))
+                sizes[1] += len(response[-1])
+            await send(message)
+
+        try:
+            await self.app(scope, recv, emit)
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}".strip()
+            raise
+        finally:
+            self._record(scope, started, b"".join(request), b"".join(response), head, error)
+
+    def _record(self, scope: Any, started: float, body: bytes, answer: bytes, head: dict[str, Any],
+                error: str | None) -> None:
+        """What a row of the wire needs now (method, status, task); the rest when it is read."""
+        rec = self.recorder
+        raw_headers = scope.get("headers", ())
+        host = ""
+        for key, value in raw_headers:
+            if key == b"host":
+                host = value.decode("latin-1")
+            if _secret_raw(key):  # learnt now, so that every later event masks this value too
+                rec.secret_values.update(secret_parts(value.decode("latin-1")))
+        client = scope.get("client") or ("?", 0)
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = f"{scope.get('scheme', 'http')}://{host}{scope.get('path', '')}" + (f"?{query}" if query else "")
+        rec.secret_values.update(url_secrets(url))
+        sent = _json_or_none(body) if scope.get("method") == "POST" else None
+        rpc = sent.get("method") if isinstance(sent, dict) and isinstance(sent.get("method"), str) else None
+        task = None
+        if rpc is not None:
+            sse = answer.startswith(b"data:") or b"\ndata:" in answer[:200]
+            first = answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer
+            task = task_id_of(sent, _json_or_none(first.strip()))
+        event = _Inbound(rec, raw_headers, body, head["headers"], answer, direction="in",
+                         method=scope.get("method", "?"), url=mask_text(mask_url(url), rec._sorted_values()),
+                         status=head["status"], ms=(time.perf_counter() - started) * 1000, rpc_method=rpc,
+                         peer=f"{client[0]}:{client[1]}", error=error, task_id=task, server=self.server)
+        rec.events.append(event)
+        if rec.bus is not None:
+            rec.bus.publish(event)
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_raw(name: bytes) -> bool:
+    return is_secret_name(name.decode("latin-1"))
+
+
+class _Raw(tuple):  # type: ignore[type-arg]
+    """What an exchange was, unmasked: never shown (its repr says nothing of it)."""
+
+    def __repr__(self) -> str:
+        return "<unmasked exchange, read through the event's fields>"
+
+
+class _Inbound(TrafficEvent):
+    """An inbound exchange whose headers, bodies and frames are decoded and masked when first
+    read (a served request pays for a row of the wire, not for rendering it)."""
+
+    def __init__(self, recorder: TrafficRecorder, raw_headers: Any, body: bytes, response_headers: Any,
+                 answer: bytes, **cheap: Any) -> None:
+        for name, value in cheap.items():
+            setattr(self, name, value)
+        self.time, self.seq, self.kind = now_iso(), 0, "traffic"
+        self._raw = _Raw((recorder, raw_headers, body, response_headers, answer))
+
+    def _mask(self, text: str) -> str:
+        return mask_text(text, self._raw[0]._sorted_values())
+
+    @functools.cached_property
+    def request_headers(self) -> dict[str, str]:  # type: ignore[override]
+        rec = self._raw[0]
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self._raw[1]}
+        return mask_headers(headers, rec.secret_names, rec._sorted_values())
+
+    @functools.cached_property
+    def request_body(self) -> str:  # type: ignore[override]
+        return self._mask(_text(self._raw[2]))
+
+    @functools.cached_property
+    def response_headers(self) -> dict[str, str]:  # type: ignore[override]
+        rec = self._raw[0]
+        return mask_headers(self._raw[3], rec.secret_names, rec._sorted_values())
+
+    @functools.cached_property
+    def response_body(self) -> str:  # type: ignore[override]
+        return self._mask(_text(self._raw[4]))
+
+    @functools.cached_property
+    def frames(self) -> list[str]:  # type: ignore[override]
+        if not self._raw[3].get("content-type", "").startswith("text/event-stream"):
+            return []
+        return [self._mask(line[5:].strip().decode("utf-8", "replace")) for line in self._raw[4].split(b"\n")
+                if line.startswith(b"data:")]
+
+
+def _json_or_none(data: bytes) -> Any:
+    if not data or data[:1] not in (b"{", b"["):
+        return None
+    try:
+        return _json.loads(data)
+    except (*_json.JSONDecodeError, ValueError):
+        return None
+
+
+def task_id_of(request: Any, response: Any) -> str | None:
+    """The A2A task an exchange is about: from the answer (a task, a task wrapped in ``task``, a
+    status or artifact update, in any dialect), else from the request (``params.id``,
+    ``params.message.taskId``)."""
+    result = response.get("result") if isinstance(response, dict) else None
+    if isinstance(result, dict):
+        for body in (result, result.get("task"), result.get("statusUpdate"), result.get("artifactUpdate")):
+            if isinstance(body, dict):
+                found = body.get("taskId") or (body.get("id") if "status" in body else None)
+                if isinstance(found, str) and found:
+                    return found
+    params = request.get("params") if isinstance(request, dict) else None
+    if isinstance(params, dict):
+        found = params.get("id")
+        if not isinstance(found, str):
+            message = params.get("message")
+            found = message.get("taskId") if isinstance(message, dict) else None
+        if isinstance(found, str) and found:
+            return found
+    return None

@@ -101,3 +101,47 @@ async def test_a_stream_that_ends_normally_is_on_the_wire():
             await asyncio.sleep(0)
         streamed = [e for e in client.traffic.events if e.rpc_method in ("SubscribeToTask", "tasks/resubscribe")]
         assert streamed and streamed[0].frames and streamed[0].status == 200 and streamed[0].error is None
+
+
+async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the_task(tmp_path):
+    import httpx
+
+    from toolnexus.hosting import demo_spec
+
+    from ..serve.wire import v10_message
+
+    app = ToolnexusApp(specs=[demo_spec()], export_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        url = app.workspace.running()[0].url
+        async with httpx.AsyncClient() as http:  # a client the TUI knows nothing about
+            sent = (await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                                               "params": {"message": v10_message("hello")}},
+                                    headers={"A2A-Version": "1.0", "Authorization": "Bearer never-shown-1234"})).json()
+            task_id = sent["result"]["task"]["id"]
+            await asyncio.sleep(0.3)
+            await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}},
+                            headers={"A2A-Version": "1.0"})
+        await until(pilot, lambda: sum(1 for e in app.book.traffic if e.task_id == task_id) >= 2)
+        inbound = [e for e in app.book.traffic if e.direction == "in" and e.task_id == task_id]
+        assert [e.rpc_method for e in inbound] == ["SendMessage", "GetTask"]
+        assert inbound[0].server == "demo-desk" and inbound[0].status == 200
+        assert inbound[0].request_headers["authorization"] == "Bearer ***"
+        from dataclasses import asdict
+
+        assert all("never-shown-1234" not in str(vars(e)) + str(asdict(e)) + repr(e) for e in app.book.traffic)
+        # mode 5 shows them, mode 2 puts them on the task's timeline
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        app.screen.query_one("#wire-filter", Input).value = f"dir:in task:{task_id[:8]}"
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#wire", DataTable).row_count == 2
+        await pilot.press("escape", "2")
+        await until(pilot, lambda: app.screen.query_one("#tasks", DataTable).row_count >= 1)
+        table = app.screen.query_one("#tasks", DataTable)
+        table.move_cursor(row=table.get_row_index(task_id))
+        app.screen.query_one("#detail").active = "d-wire"
+        await pilot.pause(0.2)
+        wire = shown(app, "#task-wire")
+        assert "← SendMessage 200" in wire and "← GetTask 200" in wire and "completed" in wire
+        assert wire.index("submitted") < wire.index("← GetTask")

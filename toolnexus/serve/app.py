@@ -20,6 +20,7 @@ from ..a2a.card import CARD_PATH
 from ..a2a.model import Task, TaskState
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
+from ..traffic import InboundRecorder, TrafficRecorder
 from ..events import EventBus, ServerEvent
 from .a2a import A2AEndpoint
 from .config import A2AConfig, MCPServeConfig
@@ -139,6 +140,7 @@ async def serve(
     allow_unauthenticated: bool = False,
     header_timeout: float = HEADER_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
+    record_wire: bool = False,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
@@ -146,7 +148,8 @@ async def serve(
     or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
     unless ``allow_unauthenticated=True``. A connection that has not sent a whole request head
     within ``header_timeout`` seconds is closed; past ``max_connections`` open connections and
-    requests, new requests get 503.
+    requests, new requests get 503. ``record_wire=True`` puts every inbound exchange on the bus as
+    a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
 
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
     the options are unsafe or wrong.
@@ -198,7 +201,9 @@ async def serve(
     guarded = HostGuard(build_app(routes, lifespan), lambda: (holder["server"].host, holder["server"].port),
                         allowed_hosts=[h for c in extras for h in c.allowed_hosts],
                         allowed_origins=[o for c in extras for o in c.allowed_origins])
-    server = AsgiServer(guarded, addr, header_timeout=header_timeout, max_connections=max_connections)
+    # the bus keeps the events; the recorder only masks them
+    outer: Any = InboundRecorder(guarded, TrafficRecorder(bus, keep=0), name) if record_wire else guarded
+    server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections)
     holder["server"] = server
     await server.start()
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile)

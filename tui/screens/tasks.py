@@ -22,7 +22,7 @@ from textual.widgets import (
 )
 
 from toolnexus.a2a.dialects import Dialect
-from toolnexus.monitor import STATE_STYLE, TaskView, duration, short
+from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire
 
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
@@ -77,6 +77,8 @@ class TasksScreen(ModeScreen):
                         yield VerticalScroll(SafeStatic(id="telemetry"))
                     with TabPane("Raw", id="d-raw"):
                         yield VerticalScroll(SafeStatic(id="raw"))
+                    with TabPane("Wire", id="d-wire"):
+                        yield VerticalScroll(SafeStatic(id="task-wire"))
                 with Vertical(id="answer-box", classes="hidden"):
                     yield SafeStatic("", id="answer-question")
                     yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
@@ -96,6 +98,7 @@ class TasksScreen(ModeScreen):
             self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
         self.tn.tasks_changed.subscribe(self, self._tasks_changed)
         self.tn.calls_changed.subscribe(self, self._calls_changed)
+        self.tn.traffic_changed.subscribe(self, self._traffic_changed)
         self._rebuild()
         self._calls_changed(None)
         self.set_interval(1.0, self._tick_ages)
@@ -221,6 +224,14 @@ class TasksScreen(ModeScreen):
             raw.append(f"— as {dialect.value} —\n", "bold")
             raw.append(view.raw(dialect) + "\n")
         self.query_one("#raw", Static).update(raw)
+        self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
+
+    def _traffic_changed(self, _: Any) -> None:
+        """A task's exchanges are recorded when they end, after its last transition: redraw."""
+        if self.is_current and self.query_one("#detail", TabbedContent).active == "d-wire":
+            view = self._current()
+            if view is not None:
+                self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
 
     # -- MCP calls -------------------------------------------------------------------------------------
     def _calls_changed(self, _: Any) -> None:
@@ -335,6 +346,28 @@ def _stack(*parts: Any) -> Any:
     from rich.console import Group
 
     return Group(*parts)
+
+
+def _wire(view: TaskView, traffic: Any) -> Text:
+    """The task's lifecycle and every exchange about it, inbound and outbound, in time order."""
+    rows = task_wire(view, traffic)
+    if len(rows) == len(view.timeline):
+        return Text("No exchanges recorded for this task (hosted servers record theirs; peers you call, yours).")
+    t = Text()
+    for at, kind, item in rows:
+        t.append(f"{at[11:23]}  ", "grey62")
+        if kind == "state":
+            symbol, style = STATE_STYLE.get(item, ("●", ""))
+            t.append(f"{symbol} {item.value}\n", style)
+            continue
+        arrow = "←" if kind == "in" else "→"
+        who = f"{item.peer} → {item.server}" if kind == "in" else f"→ {item.peer}"
+        status = str(item.status) if item.status else "—"
+        t.append(f"{arrow} {item.rpc_method or item.method} {status} {item.ms:.1f} ms  ", "bold")
+        t.append(f"{who}" + (f"  ({len(item.frames)} frames)" if item.frames else "") + "\n")
+        if item.error:
+            t.append(f"    error: {item.error}\n", "red")
+    return t
 
 
 def _telemetry(view: TaskView) -> Any:

@@ -20,12 +20,18 @@ from .base import ModeScreen
 
 
 def matches(ev: Any, text: str) -> bool:
-    """``peer:sdk method:GetTask status:4`` (prefixes, AND); bare words search the URL and method."""
+    """``peer:sdk method:GetTask status:4 dir:in task:81c0`` (prefixes, AND); bare words search the
+    URL and method. ``peer`` is the remote agent (outbound) or the hosted server and its caller
+    (inbound)."""
     for word in text.split():
         key, sep, value = word.partition(":")
         value = value.lower()
         if sep and key == "peer":
-            ok = value in ev.peer.lower()
+            ok = value in ev.peer.lower() or value in (ev.server or "").lower()
+        elif sep and key == "dir":
+            ok = ev.direction.startswith(value)
+        elif sep and key == "task":
+            ok = (ev.task_id or "").startswith(value)
         elif sep and key == "method":
             ok = value in (ev.rpc_method or ev.method).lower()
         elif sep and key == "status":
@@ -56,7 +62,7 @@ class WireScreen(ModeScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("wire")
-        yield Input(placeholder="filter: peer:sdk method:GetTask status:4  (/)", id="wire-filter")
+        yield Input(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
         yield SafeTable(id="wire", cursor_type="row")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
         yield Footer()
@@ -102,7 +108,8 @@ class WireScreen(ModeScreen):
             ev = events[i]
             status = Text(str(ev.status) if ev.status else "—",
                           "green" if ev.status and ev.status < 400 else "red")
-            table.add_row(ev.time[11:23], "→" if ev.direction == "out" else "←", ev.peer[:16],
+            who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
+            table.add_row(ev.time[11:23], "→" if ev.direction == "out" else "←", who[:16],
                           ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(i))
         if table.row_count and len(events) and table.cursor_row == 0:
             self._show(0)
@@ -123,6 +130,9 @@ class WireScreen(ModeScreen):
             return
         ev = events[row]
         t = Text()
+        if ev.direction == "in":
+            t.append(f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
+                     + (f" about task {ev.task_id}" if ev.task_id else "") + "\n", "italic")
         t.append(f"{ev.method} {ev.url}  {ev.rpc_method or ''}\n", "bold")
         for k, v in ev.request_headers.items():
             t.append(f"{k}: ", "cyan")
