@@ -165,9 +165,11 @@ class ToolnexusApp(App[None]):
             if peer.hosted and url not in running:
                 self.peer_book.remove(url)
                 self.peers_changed.publish(None)
-        for url in running:
-            if url not in self.peer_book.peers:
-                self.connect_peer(self.peer_book.add(url, hosted=True))
+        for url, server in running.items():
+            if url not in self.peer_book.peers:  # its own credential, by reference: never a literal
+                env = server.spec.auth_token_env
+                headers = {"Authorization": f"Bearer ${{{env}}}"} if env else None
+                self.connect_peer(self.peer_book.add(url, headers, hosted=True))
 
     @work(group="peers")
     async def connect_peer(self, peer: Peer) -> None:

@@ -145,3 +145,29 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         wire = shown(app, "#task-wire")
         assert "← SendMessage 200" in wire and "← GetTask 200" in wire and "completed" in wire
         assert wire.index("submitted") < wire.index("← GetTask")
+
+
+async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatch: pytest.MonkeyPatch):
+    from toolnexus.hosting import ServerSpec
+
+    from .test_part2 import chat
+
+    monkeypatch.setenv("TN_OWN_TOKEN", "own-token-5678")
+    spec = ServerSpec(name="locked-desk", skills=[], a2a=True, mcp=True, auth_token_env="TN_OWN_TOKEN")
+    app = ToolnexusApp(specs=[spec])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        url = next(u for u, p in app.peer_book.peers.items() if p.hosted)
+        assert app.peer_book.peers[url].headers == {"Authorization": "Bearer ${TN_OWN_TOKEN}"}
+        app.chat_peer = url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == url)
+        reply = await chat(app, pilot, "hello there")
+        assert "authentication required" not in reply["text"] and reply["state"] is tn.TaskState.COMPLETED
+        await pilot.press("escape", "6")
+        await pilot.pause(0.1)
+        app.screen.query_one("#mcp-url", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "tools" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result"))
+        assert "✘" not in shown(app, "#mcp-result")
+        assert all("own-token-5678" not in str(vars(e)) for e in app.book.traffic)

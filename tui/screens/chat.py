@@ -65,7 +65,7 @@ class ChatScreen(ModeScreen):
 
     def _peers(self) -> None:
         select = self.query_one("#chat-peer", Select)
-        options = [(safe(peer.name + (" (hosted)" if peer.hosted else ""), CELL_CAP), url) for url, peer in self.tn.peer_book.peers.items()
+        options = [(safe(_label(peer, url), CELL_CAP), url) for url, peer in self.tn.peer_book.peers.items()
                    if peer.state == "reachable"]
         if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
             select.set_options(options)
@@ -169,3 +169,9 @@ class ChatScreen(ModeScreen):
         waiting = "   (answering its question)" if self.chat.waiting_task else ""
         self.query_one("#chat-context", Static).update(f"context {ctx}{waiting}" if ctx else "new conversation")
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
+
+
+def _label(peer: Any, url: str) -> str:
+    """A picker entry that tells peers of one name apart: name, URL, dialect in use."""
+    dialect = peer.client.dialect.value if peer.client is not None and peer.client.dialect else "?"
+    return f"{peer.name}{' (hosted)' if peer.hosted else ''}  {url.removeprefix('http://')}  [{dialect}]"

@@ -4,6 +4,7 @@ tool's input schema (or raw JSON arguments), the result; every exchange lands in
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 from typing import Any
 
@@ -70,6 +71,14 @@ class MCPScreen(ModeScreen):
         if hosted:
             self.query_one("#mcp-url", Input).value = hosted[0].url + "/mcp"
 
+    def _headers(self, url: str) -> dict[str, str] | None:
+        """A hosted server's own credential for its /mcp (read from its token variable), else none."""
+        for server in self.tn.workspace.running():
+            env = server.spec.auth_token_env
+            if env and server.url and url.startswith(server.url + "/") and os.environ.get(env):
+                return {"Authorization": f"Bearer {os.environ[env]}"}
+        return None
+
     @on(Input.Submitted, "#mcp-url")
     def _submit_url(self) -> None:
         self.action_list_tools()
@@ -85,7 +94,8 @@ class MCPScreen(ModeScreen):
         result.update(f"listing {url} …")
         table = self.query_one("#mcp-tools", DataTable)
         try:
-            self.tools = await remote_tools(url, bus=self.tn.workspace.events, timeout=15)
+            self.tools = await remote_tools(url, headers=self._headers(url), bus=self.tn.workspace.events,
+                                            timeout=15)
         except Exception as exc:  # nothing of the previous endpoint stays on screen
             self.tools = []
             table.clear()
@@ -178,7 +188,8 @@ class MCPScreen(ModeScreen):
         result = self.query_one("#mcp-result", Static)
         result.update(f"calling {name} …")
         try:
-            outcome = await call_remote_tool(url, name, args, bus=self.tn.workspace.events, timeout=60)
+            outcome = await call_remote_tool(url, name, args, headers=self._headers(url),
+                                             bus=self.tn.workspace.events, timeout=60)
         except Exception as exc:
             result.update(Text(f"✘ {exc}", "red"))
             return
