@@ -21,6 +21,10 @@ from .base import ModeScreen
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
 
+_HELLO = ('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",'
+          '"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hello"}]}}}')
+
+
 class ServersScreen(ModeScreen):
     """The hosted servers, the selected one's details, and its live tasks below."""
 
@@ -104,6 +108,10 @@ class ServersScreen(ModeScreen):
             lines.append(f"⚠ {warning}\n", "yellow")
         if server.error:
             lines.append(f"✘ {server.error}\n", "red")
+        if server.state == "running" and server.spec.a2a and server.url:
+            lines.append("\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell:\n", "bold")
+            auth = ' -H "Authorization: Bearer $' + server.spec.auth_token_env + '"' if server.spec.auth_token_env else ""
+            lines.append(f"curl -s {server.url}/ -H 'Content-Type: application/json'{auth} -d '{_HELLO}'\n", "cyan")
         detail.update(lines)
 
     # -- actions ----------------------------------------------------------------------------------
