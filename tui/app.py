@@ -14,7 +14,7 @@ from typing import Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.signal import Signal
 
 from toolnexus.display import printable
@@ -40,6 +40,13 @@ FLUSH_EVERY = 0.25
 
 class ToolnexusCommands(Provider):
     """Every action of the app in the command palette."""
+
+    async def discover(self) -> Hits:
+        """Shown before anything is typed: every command (Textual shows only its own otherwise)."""
+        app = self.app
+        assert isinstance(app, ToolnexusApp)
+        for title, help_text, callback in app.palette_commands():
+            yield DiscoveryHit(title, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         app = self.app
@@ -252,6 +259,14 @@ class ToolnexusApp(App[None]):
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]
+        screen = self.screen if not isinstance(self.screen, CommandPalette) else self.screen_stack[-2]
+        seen = {title for title, _, _ in out}
+        for binding in getattr(screen, "BINDINGS", ()):  # every key of the mode in view, with its key
+            if not isinstance(binding, Binding) or not binding.description or binding.description in seen:
+                continue
+            seen.add(binding.description)
+            key = self.get_key_display(binding)
+            out.append((binding.description, f"{key} in this mode", partial(screen.run_action, binding.action)))
         for name, server in self.workspace.servers.items():
             verb = "Stop" if server.state == "running" else "Start"
             out.append((f"{verb} server {name}", server.url or server.state, partial(self.toggle_server, name)))

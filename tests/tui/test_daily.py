@@ -171,3 +171,22 @@ async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatc
         await until(pilot, lambda: "tools" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result"))
         assert "✘" not in shown(app, "#mcp-result")
         assert all("own-token-5678" not in str(vars(e)) for e in app.book.traffic)
+
+
+async def test_the_palette_lists_every_action_with_its_key_before_anything_is_typed():
+    from textual.command import CommandList, CommandPalette
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                    and app.screen.query_one(CommandList).option_count > 8)
+        listing = app.screen.query_one(CommandList)
+        prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        text = "\n".join(prompts)
+        for title in ("Servers", "Tasks", "Wire", "New server", "Export session"):
+            assert title in text, title
+        assert "Start/stop" in text and "s in this mode" in text  # a binding of the Servers mode, with its key
+        await pilot.press("escape")
