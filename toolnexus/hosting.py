@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +229,8 @@ class Workspace:
         # hosted servers are watched by a debugger (the TUI, the notebook): their inbound wire too
         server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
                                                    events=self.events, record_wire=True)
+        if spec.port == 0:  # keep the port it got: a restart must not break saved peers and curl lines
+            server.spec = replace(spec, port=server.handle.port)
         server.state, server.error = "running", ""
 
     async def stop(self, name: str) -> HostedServer:

@@ -22,6 +22,7 @@ from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
 from .peers import Peer, PeerBook
+from .saved import ServerBook
 from .screens.chat import ChatScreen, Conversation
 from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
@@ -91,7 +92,7 @@ class ToolnexusApp(App[None]):
 
     def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
                  now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None,
-                 peers: PeerBook | None = None) -> None:
+                 peers: PeerBook | None = None, servers: ServerBook | None = None) -> None:
         super().__init__()
         self.workspace = workspace or Workspace()
         self.book = TaskBook()
@@ -104,6 +105,7 @@ class ToolnexusApp(App[None]):
         self.peers_changed: Signal[None] = Signal(self, "peers-changed")
         self.traffic_changed: Signal[None] = Signal(self, "traffic-changed")
         self.peer_book = peers or PeerBook()
+        self.server_book = servers or ServerBook(self.peer_book.folder)
         self.chat_peer: str | None = None
         self.conversation = Conversation()
         self._dirty: set[str] = set()
@@ -133,6 +135,10 @@ class ToolnexusApp(App[None]):
         self.pump()
         for spec in self.start_specs:
             self.start_server(spec)
+        named = {spec.name for spec in self.start_specs}
+        for spec in self.server_book.load():  # the servers created last time, on the ports they had
+            if spec.name not in named:
+                self.start_server(spec)
         for peer in list(self.peer_book.peers.values()):
             if peer.client is None:
                 self.connect_peer(peer)
@@ -205,6 +211,23 @@ class ToolnexusApp(App[None]):
             await self.workspace.start(spec)
         except Exception as exc:  # shown, never a crash
             self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
+        self.servers_changed.publish(None)
+
+    def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
+        """Keep a server created or edited here (its spec and port) for the next launch."""
+        self.server_book.put(spec, old_name)
+
+    @work(group="servers")
+    async def delete_server(self, name: str) -> None:
+        """Stop (if running) and forget a server, here and for the next launch."""
+        try:
+            if self.workspace.get(name).state == "running":
+                await self.workspace.stop(name)
+            self.workspace.remove(name)
+            self.server_book.drop(name)
+            self.notify(f"{name} deleted")
+        except Exception as exc:
+            self.notify(f"{name}: {exc}", title="Delete failed", severity="error")
         self.servers_changed.publish(None)
 
     @work(group="servers")

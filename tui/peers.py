@@ -21,6 +21,8 @@ from toolnexus.events import EventBus
 from toolnexus.mcp_client import expand_env
 from toolnexus.traffic import is_secret_name
 
+from .saved import write_private
+
 __all__ = ["Peer", "PeerBook", "config_dir"]
 
 _ENV_ONLY = re.compile(r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
@@ -96,13 +98,7 @@ class PeerBook:
         saved = [{"url": _savable_url(p.url), "headers": p.saved_headers(), "dialect": p.dialect,
                   "blocking": p.blocking} for p in self.peers.values() if not p.hosted]
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = self.folder / f".{FILE}.tmp"
-            tmp.unlink(missing_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps({"peers": saved}, indent=2))
-            os.replace(tmp, self.folder / FILE)
+            write_private(self.folder / FILE, {"peers": saved})
         except OSError:
             pass
 

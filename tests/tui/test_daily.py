@@ -190,3 +190,50 @@ async def test_the_palette_lists_every_action_with_its_key_before_anything_is_ty
             assert title in text, title
         assert "Start/stop" in text and "s in this mode" in text  # a binding of the Servers mode, with its key
         await pilot.press("escape")
+
+
+async def test_created_servers_come_back_on_their_ports_and_can_be_edited_and_deleted(tmp_path):
+    import json
+
+    from textual.widgets import Button
+
+    from tui.peers import PeerBook
+    from tui.screens.server_form import ServerForm
+
+    folder = tmp_path / "config"
+    app = ToolnexusApp(specs=[], peers=PeerBook(folder))
+    async with app.run_test(size=(110, 44)) as pilot:
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        app.screen.query_one("#f-name", Input).value = "kept-desk"
+        app.screen.query_one("#form-start", Button).press()
+        await until(pilot, lambda: not isinstance(app.screen, ServerForm))
+        port = app.workspace.get("kept-desk").handle.port
+        await pilot.press("r")  # a restart keeps the port
+        await until(pilot, lambda: app.workspace.get("kept-desk").state == "running"
+                    and app.workspace.get("kept-desk").handle is not None)
+        await pilot.pause(0.3)
+        assert app.workspace.get("kept-desk").handle.port == port
+        saved = json.loads((folder / "servers-v1.json").read_text())["servers"]
+        assert [(s["name"], s["port"]) for s in saved] == [("kept-desk", port)]
+        assert oct((folder / "servers-v1.json").stat().st_mode & 0o777) == "0o600"
+        await pilot.press("ctrl+q")
+    again = ToolnexusApp(specs=[], peers=PeerBook(folder))  # the next launch
+    async with again.run_test(size=(110, 44)) as pilot:
+        await until(pilot, lambda: "kept-desk" in again.workspace.servers
+                    and again.workspace.get("kept-desk").state == "running")
+        assert again.workspace.get("kept-desk").url.endswith(f":{port}")
+        # edit: rename it, turn MCP off; it restarts under the new name, the file follows
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert isinstance(again.screen, ServerForm)
+        again.screen.query_one("#f-name", Input).value = "renamed-desk"
+        again.screen.query_one("#form-start", Button).press()
+        await until(pilot, lambda: not isinstance(again.screen, ServerForm))
+        assert list(again.workspace.servers) == ["renamed-desk"]
+        saved = json.loads((folder / "servers-v1.json").read_text())["servers"]
+        assert [s["name"] for s in saved] == ["renamed-desk"] and saved[0]["port"] == port
+        await pilot.press("d")
+        await until(pilot, lambda: not again.workspace.servers)
+        assert json.loads((folder / "servers-v1.json").read_text())["servers"] == []
+        await pilot.press("ctrl+q")

@@ -19,42 +19,53 @@ class ServerForm(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form-cancel")]
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, spec: ServerSpec | None = None, *, replacing: str | None = None) -> None:
+        """A new server's form, or (``spec`` and ``replacing``) the form that edits a server."""
         super().__init__()
         self.workspace = workspace
+        self.initial = spec
+        self.replacing = replacing
 
     def compose(self) -> ComposeResult:
         n = len(self.workspace.servers) + 1
+        s = self.initial or ServerSpec(name=f"desk-{n}", skills=[str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [],
+                                       mcp=True)
+        style, _, model = s.model.partition(":")
         with VerticalScroll(id="server-form"):
-            yield Label("Start a server", id="form-title")
+            yield Label(f"Edit {self.replacing}" if self.replacing else "Start a server", id="form-title")
             with Grid(id="form-grid"):
                 yield Label("name")
-                yield Input(f"desk-{n}", id="f-name", compact=True)
+                yield Input(s.name, id="f-name", compact=True)
                 yield Label("skills folder")
-                yield Input(str(EXAMPLE_SKILLS) if EXAMPLE_SKILLS.is_dir() else "", id="f-skills", compact=True)
+                yield Input(s.skills[0] if s.skills else "", id="f-skills", compact=True)
                 yield Label("host")
-                yield Input("127.0.0.1", id="f-host", compact=True)
+                yield Input(s.host, id="f-host", compact=True)
                 yield Label("port")
-                yield Input("0", id="f-port", type="integer", compact=True)
+                yield Input(str(s.port), id="f-port", type="integer", compact=True)
                 yield Label("model")
                 yield Select([("demo (offline)", "demo"), ("OpenAI-style", "openai"), ("Anthropic-style", "anthropic")],
-                             value="demo", allow_blank=False, id="f-style", compact=True)
+                             value=style if style in ("demo", "openai", "anthropic") else "demo", allow_blank=False,
+                             id="f-style", compact=True)
                 yield Label("model name")
-                yield Input("", placeholder="e.g. gpt-4o-mini, llama3", id="f-model", compact=True)
+                yield Input(model, placeholder="e.g. gpt-4o-mini, llama3", id="f-model", compact=True)
                 yield Label("base URL")
-                yield Input("", placeholder="default for the style; any OpenAI-compatible server", id="f-base-url", compact=True)
+                yield Input(s.base_url or "", placeholder="default for the style; any OpenAI-compatible server",
+                            id="f-base-url", compact=True)
                 yield Label("API key env var")
-                yield Input("", placeholder="e.g. OPENAI_API_KEY (the key itself is never stored)", id="f-key-env", compact=True)
+                yield Input(s.api_key_env or "", placeholder="e.g. OPENAI_API_KEY (the key itself is never stored)",
+                            id="f-key-env", compact=True)
                 yield Label("store")
-                yield Input("memory", placeholder="memory or file:DIR", id="f-store", compact=True)
+                yield Input(s.store, placeholder="memory or file:DIR", id="f-store", compact=True)
                 yield Label("profiles")
                 with Horizontal():
-                    yield Checkbox("A2A", True, id="f-a2a", compact=True)
-                    yield Checkbox("MCP", True, id="f-mcp", compact=True)
+                    yield Checkbox("A2A", s.a2a, id="f-a2a", compact=True)
+                    yield Checkbox("MCP", s.mcp, id="f-mcp", compact=True)
                 yield Label("MCP tools")
-                yield Input("", placeholder="blank: all but bash/write/edit; or a comma list", id="f-mcp-tools", compact=True)
+                yield Input(", ".join(s.mcp_tools or []), placeholder="blank: all but bash/write/edit; or a comma list",
+                            id="f-mcp-tools", compact=True)
                 yield Label("auth token env var")
-                yield Input("", placeholder="blank: no auth; else require Bearer $VAR", id="f-auth-env", compact=True)
+                yield Input(s.auth_token_env or "", placeholder="blank: no auth; else require Bearer $VAR",
+                            id="f-auth-env", compact=True)
             yield SafeStatic("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Start", variant="primary", id="form-start")
@@ -95,10 +106,18 @@ class ServerForm(ModalScreen[str | None]):
             self._error("port must be a number from 0 to 65535")
             return
         try:
+            if self.replacing is not None and self.replacing in self.workspace.servers:
+                old = self.workspace.get(self.replacing)
+                if old.state == "running":
+                    await self.workspace.stop(self.replacing)
+                if spec.name != self.replacing:
+                    self.workspace.remove(self.replacing)
+                self.replacing = spec.name if spec.name in self.workspace.servers else None
             await self.workspace.start(spec)
         except Exception as exc:  # the reason of this attempt (a running namesake has no error of its own)
             self._error(_field_reason(spec, exc))
             return
+        self.app.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)  # type: ignore[attr-defined]
         self.app.servers_changed.publish(None)  # type: ignore[attr-defined]
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
         self.dismiss(spec.name)

@@ -33,6 +33,8 @@ class ServersScreen(ModeScreen):
         Binding("s", "toggle", "Start/stop", id="server-toggle"),
         Binding("r", "restart", "Restart", id="server-restart"),
         Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
+        Binding("e", "edit", "Edit", id="server-edit"),
+        Binding("d", "delete", "Delete", id="server-delete"),
         Binding("enter", "show_tasks", "Tasks", id="server-tasks"),
     ]
 
@@ -119,6 +121,18 @@ class ServersScreen(ModeScreen):
         from .server_form import ServerForm
 
         self.app.push_screen(ServerForm(self.tn.workspace))
+
+    def action_edit(self) -> None:
+        from .server_form import ServerForm
+
+        name = self._selected()
+        if name:
+            self.app.push_screen(ServerForm(self.tn.workspace, self.tn.workspace.get(name).spec, replacing=name))
+
+    def action_delete(self) -> None:
+        name = self._selected()
+        if name:
+            self.tn.delete_server(name)
 
     def action_toggle(self) -> None:
         name = self._selected()

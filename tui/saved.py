@@ -1,0 +1,63 @@
+"""What toolnexus-tui keeps between launches, under the user's config folder, readable by its owner
+only: the servers created with ``n`` (``servers-v1.json``: their specs, which name environment
+variables but hold no secret, with the port each got) and the peers (``tui.peers``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from toolnexus.hosting import ServerSpec
+
+__all__ = ["ServerBook", "write_private"]
+
+SERVERS_FILE = "servers-v1.json"
+
+
+def write_private(path: Path, data: Any) -> None:
+    """``data`` as JSON at ``path``, mode 0600, replaced atomically; never through a planted link."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+class ServerBook:
+    """The servers a user created, by name, in the order created (a bad file loads as empty)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / SERVERS_FILE
+        self.specs: dict[str, ServerSpec] = {}
+
+    def load(self) -> list[ServerSpec]:
+        known = {f.name for f in fields(ServerSpec)}
+        try:
+            entries = json.loads(self.path.read_text(encoding="utf-8")).get("servers", [])
+            for entry in entries:
+                spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
+                self.specs[spec.name] = spec
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        return list(self.specs.values())
+
+    def put(self, spec: ServerSpec, old_name: str | None = None) -> None:
+        if old_name and old_name != spec.name:
+            self.specs.pop(old_name, None)
+        self.specs[spec.name] = spec
+        self.save()
+
+    def drop(self, name: str) -> None:
+        if self.specs.pop(name, None) is not None:
+            self.save()
+
+    def save(self) -> None:
+        try:
+            write_private(self.path, {"servers": [asdict(s) for s in self.specs.values()]})
+        except OSError:
+            pass
