@@ -25,7 +25,7 @@ from .a2a.model import now_iso
 from .events import EventBus, TrafficEvent
 
 __all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
-           "TrafficRecorder", "InboundRecorder", "to_curl", "recording_transport"]
+           "TrafficRecorder", "InboundRecorder", "to_curl", "curl_masks", "recording_transport"]
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
                             "x-auth-token", "x-goog-api-key", "private-token"})
@@ -195,17 +195,46 @@ def _text(body: bytes | str | Any) -> str:
     return str(body)[:BODY_CAP]
 
 
-def to_curl(event: TrafficEvent) -> str:
-    """A TrafficEvent as a curl command (headers as captured, secrets masked)."""
+def to_curl(event: TrafficEvent, templates: Mapping[str, str] | None = None) -> str:
+    """A TrafficEvent as a curl command (headers as captured, secrets masked).
+
+    ``templates``: header values as the user wrote them (``Bearer ${TOKEN}``); a header sent from
+    one is written with its environment reference in double quotes, so the pasted command works
+    where that variable is set. Any other secret stays ``***``: see :func:`curl_masks`.
+    """
+    given = {k.lower(): v for k, v in (templates or {}).items() if _ENV_REF.search(v)}
     parts = ["curl", "-sS", "-X", event.method]
     for key, value in event.request_headers.items():
         if key in ("content-length", "host", "accept-encoding", "connection", "user-agent"):
+            continue
+        if key in given:
+            parts += ["-H", _dquote_env(f"{key}: {given[key]}")]
             continue
         parts += ["-H", _quote(f"{key}: {value}")]
     if event.request_body:
         parts += ["--data-binary", _quote(event.request_body)]
     parts.append(_quote(event.url))
     return " ".join(parts)
+
+
+_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _dquote_env(text: str) -> str:
+    """``text`` in double quotes for a POSIX shell, its ``${VAR}`` references left to expand and
+    everything else literal (``\\ " $ ` `` escaped)."""
+    out, last = [], 0
+    for ref in _ENV_REF.finditer(text):
+        out.append(re.sub(r'([\\"$`])', r"\\\1", text[last:ref.start()]))
+        out.append(ref.group(0))
+        last = ref.end()
+    out.append(re.sub(r'([\\"$`])', r"\\\1", text[last:]))
+    return '"' + "".join(out) + '"'
+
+
+def curl_masks(curl: str) -> bool:
+    """Whether a curl command from :func:`to_curl` still holds a masked secret (``***``)."""
+    return MASK in curl
 
 
 def _quote(text: str) -> str:

@@ -23,6 +23,7 @@ from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook
+from .screens.export import ExportPrompt, default_export_dir
 from .screens.chat import ChatScreen, Conversation
 from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
@@ -98,7 +99,7 @@ class ToolnexusApp(App[None]):
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
         self.now = now or (lambda: datetime.now(timezone.utc))
-        self.export_dir = Path(export_dir) if export_dir else Path.cwd()
+        self.export_dir = Path(export_dir) if export_dir else default_export_dir()
         self.tasks_changed: Signal[frozenset[str]] = Signal(self, "tasks-changed")
         self.servers_changed: Signal[None] = Signal(self, "servers-changed")
         self.calls_changed: Signal[None] = Signal(self, "calls-changed")
@@ -191,12 +192,13 @@ class ToolnexusApp(App[None]):
         await peer.connect(self.workspace.events)
         self.peers_changed.publish(None)
 
-    def export_session(self) -> Path:
-        """The wire log and the chat, as one JSON file in the export folder."""
+    def export_session(self, path: Path | None = None) -> Path:
+        """The wire log and the chat, as one JSON file (by default in the export folder)."""
         import json
         from dataclasses import asdict
 
-        path = self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+        path = path or self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
         chat = [{k: (v.value if hasattr(v, "value") else v) for k, v in line.items()}
                 for line in self.conversation.lines]
         data = {"wire": [asdict(ev) for ev in self.book.traffic],
@@ -212,6 +214,22 @@ class ToolnexusApp(App[None]):
         except Exception as exc:  # shown, never a crash
             self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
         self.servers_changed.publish(None)
+
+    def ask_export_session(self) -> None:
+        """Ask where, then write the session there and say where it went."""
+        default = self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            try:
+                written = self.export_session(path)
+            except OSError as exc:
+                self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
+                return
+            self.notify(f"exported to {written.resolve()}")
+
+        self.push_screen(ExportPrompt("the session (wire log and chat)", default), chosen)
 
     def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
         """Keep a server created or edited here (its spec and port) for the next launch."""
@@ -278,7 +296,7 @@ class ToolnexusApp(App[None]):
             ("Chat", "talk to a peer (4)", partial(self.switch_mode, "chat")),
             ("Wire", "every HTTP exchange with peers (5)", partial(self.switch_mode, "wire")),
             ("MCP", "list and call the tools of any MCP endpoint (6)", partial(self.switch_mode, "mcp")),
-            ("Export session", "the wire log and the chat as JSON", self.export_session),
+            ("Export session", "the wire log and the chat as JSON", self.ask_export_session),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]

@@ -237,3 +237,49 @@ async def test_created_servers_come_back_on_their_ports_and_can_be_edited_and_de
         await until(pilot, lambda: not again.workspace.servers)
         assert json.loads((folder / "servers-v1.json").read_text())["servers"] == []
         await pilot.press("ctrl+q")
+
+
+async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    from toolnexus.hosting import demo_spec
+    from tui.screens.export import ExportPrompt
+
+    monkeypatch.setenv("TOOLNEXUS_EXPORT_DIR", str(tmp_path / "default-exports"))
+    monkeypatch.chdir(tmp_path)
+    app = ToolnexusApp(specs=[demo_spec()])  # no export_dir: the user's data folder (here overridden)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        box = app.screen.query_one("#export-path", Input)
+        assert box.value.startswith(str(tmp_path / "default-exports" / "toolnexus-session-"))
+        box.value = str(tmp_path / "chosen" / "my-session.json")
+        await pilot.press("enter")
+        await until(pilot, lambda: (tmp_path / "chosen" / "my-session.json").exists())
+        assert any(str(tmp_path / "chosen" / "my-session.json") in str(n.message) for n in app._notifications)
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        await pilot.press("escape")  # cancel: nothing written
+        await pilot.pause(0.1)
+    assert not list(tmp_path.glob("*.json")) and not (tmp_path / "default-exports").exists()
+
+
+async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_masked(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TN_CURL_TOKEN", "curl-secret-42")
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=tn.Auth.bearer("curl-secret-42"))) as h, \
+            app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(app.peer_book.add(h.url, {"Authorization": "Bearer ${TN_CURL_TOKEN}"}))
+        await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        wire = app.screen.query_one("#wire", DataTable)
+        wire.focus()
+        wire.move_cursor(row=0)
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await pilot.pause(0.1)
+        assert '"authorization: Bearer ${TN_CURL_TOKEN}"' in app.screen.last_curl
+        assert "curl-secret-42" not in app.screen.last_curl

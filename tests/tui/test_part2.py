@@ -134,7 +134,9 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         wire.move_cursor(row=wire.row_count - 1)
         await pilot.pause(0.1)
         assert "POST" in text_of(app, "#exchange")
-        await pilot.press("e")
+        await pilot.press("e")  # asks where, the export folder by default; enter writes there
+        await pilot.pause(0.1)
+        await pilot.press("enter")
         await pilot.pause(0.1)
         exported = list(tmp_path.glob("toolnexus-session-*.json"))
         assert exported and json.loads(exported[0].read_text())["wire"]

@@ -62,6 +62,9 @@ async def test_a_task_passes_through_every_state_live(tmp_path: Path):
         await pilot.pause(0.1)
         assert "You said: slow 0.4" in str(app.screen.query_one("#messages", Static).render())
         await pilot.press("e")
+        await pilot.pause(0.1)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
         exported = json.loads((tmp_path / f"task-{task['id']}.json").read_text())
         assert exported["task"]["1.0"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert [t["state"] for t in exported["timeline"]] == ["submitted", "working", "completed"]

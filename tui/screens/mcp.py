@@ -37,8 +37,10 @@ def field_value(text: str, schema: dict[str, Any]) -> Any:
 
 class MCPScreen(ModeScreen):
     BINDINGS = [
-        Binding("ctrl+enter", "call", "Call", id="mcp-call", priority=True),
-        Binding("ctrl+r", "call", "Call", show=False, id="mcp-call-r", priority=True),
+        # ctrl+enter reaches few terminals (not tmux, xterm or VS Code's): ctrl+r and F5 do everywhere
+        Binding("ctrl+r", "call", "Call", id="mcp-call-r", priority=True),
+        Binding("f5", "call", "Call", show=False, id="mcp-call-f5", priority=True),
+        Binding("ctrl+enter", "call", "Call", show=False, id="mcp-call", priority=True),
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
         Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
     ]

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from toolnexus.traffic import to_curl
+from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
@@ -155,10 +155,20 @@ class WireScreen(ModeScreen):
 
     def action_copy_curl(self) -> None:
         ev = self._current()
-        if ev is not None:
-            self.app.copy_to_clipboard(to_curl(ev))
-            self.notify("copied as curl (secrets stay masked)")
+        if ev is None:
+            return
+        peer = next((p for url, p in self.tn.peer_book.peers.items()
+                     if ev.direction == "out" and ev.url.startswith(url)), None)
+        curl = to_curl(ev, peer.headers if peer is not None else None)
+        self.last_curl = curl
+        self.app.copy_to_clipboard(curl)
+        if curl_masks(curl):
+            self.notify("copied as curl; a secret in it is masked (***): put it back before you run it",
+                        severity="warning")
+        elif peer is not None and "${" in curl:
+            self.notify("copied as curl; credentials as environment references (set them where you paste)")
+        else:
+            self.notify("copied as curl")
 
     def action_export(self) -> None:
-        path = self.tn.export_session()
-        self.notify(f"exported to {path}")
+        self.tn.ask_export_session()
