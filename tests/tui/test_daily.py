@@ -283,3 +283,69 @@ async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_maske
         await pilot.pause(0.1)
         assert '"authorization: Bearer ${TN_CURL_TOKEN}"' in app.screen.last_curl
         assert "curl-secret-42" not in app.screen.last_curl
+
+
+async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
+    from toolnexus.hosting import demo_spec
+    from tui.screens.server_form import ServerForm
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ServerForm))
+        assert app.focused is app.screen.query_one("#f-name", Input)  # the form opens ready to type
+        await pilot.press("escape")
+        for _ in range(2):  # chat, left and visited again: the message box has the keys
+            await pilot.press("4")
+            await pilot.pause(0.1)
+            box = app.screen.query_one("#chat-input", Input)
+            assert app.focused is box
+            box.value = ""
+            await pilot.press("a", "c", "1", "2")
+            assert box.value == "ac12" and app.current_mode == "chat"
+            await pilot.press("escape", "1")
+            await pilot.pause(0.1)
+            assert app.current_mode == "servers"
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        app.screen.query_one("#mcp-url", Input).focus()
+        await pilot.press("5")  # typed into the URL box, not a mode switch
+        assert app.current_mode == "mcp"
+        await pilot.press("escape")
+        assert app.focused is app.screen.query_one("#mcp-tools", DataTable)
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        assert app.current_mode == "servers"
+
+
+async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_again(tmp_path):
+    from .test_part2 import chat
+
+    store = f"file:{tmp_path / 'tasks'}"
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    h = await tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=store))
+    port = h.port
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.connect_peer(app.peer_book.add(h.url))
+            await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
+            app.chat_peer = h.url
+            await pilot.press("4")
+            await until(pilot, lambda: app.conversation.peer == h.url)
+            box = app.screen.query_one("#chat-input", Input)
+            box.value = "slow 3"
+            await pilot.press("enter")
+            await until(pilot, lambda: app.conversation.lines and app.conversation.lines[-1].get("task"))
+            await h.stop()  # the peer goes away mid-task
+            await until(pilot, lambda: app.conversation.lines[-1]["state"] == "connection lost", timeout=15)
+            assert "ctrl+r" in app.conversation.lines[-1]["text"]
+            assert "connection lost" in shown(app, "#chat-log") and "✘" not in shown(app, "#chat-log")
+            await until(pilot, lambda: app.peer_book.peers[h.url].state == "unreachable")
+            h = await tk.serve(f"127.0.0.1:{port}", client=tn.demo_client(), a2a=tn.A2AConfig(store=store))
+            await pilot.press("ctrl+r")  # follow the same task again: the restart failed it, and says why
+            await until(pilot, lambda: app.conversation.lines[-1]["state"] is tn.TaskState.FAILED)
+            assert app.conversation.lines[-1]["text"] == "interrupted by restart"
+    finally:
+        await h.stop()

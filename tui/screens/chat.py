@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Select, Static
 
+from toolnexus.errors import PeerError
 from toolnexus.a2a.model import Task, TaskState
 from toolnexus.monitor import STATE_STYLE
 
@@ -29,6 +30,7 @@ class Conversation:
     context_id: str | None = None
     waiting_task: str | None = None
     lines: list[dict[str, Any]] = field(default_factory=list)
+    lost: dict[str, Any] | None = None  # the exchange a lost connection cut: what to retry (ctrl+r)
 
 
 class ChatScreen(ModeScreen):
@@ -36,6 +38,7 @@ class ChatScreen(ModeScreen):
         Binding("ctrl+n", "new_conversation", "New conversation", id="chat-new"),
         Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
         Binding("i", "focus_input", "Type", id="chat-type"),
+        Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
     ]
 
 
@@ -58,6 +61,7 @@ class ChatScreen(ModeScreen):
 
     def on_screen_resume(self) -> None:
         self._peers()
+        self.query_one("#chat-input", Input).focus()  # every visit: typed text goes to the message
 
     @property
     def chat(self) -> Conversation:
@@ -65,8 +69,9 @@ class ChatScreen(ModeScreen):
 
     def _peers(self) -> None:
         select = self.query_one("#chat-peer", Select)
+        # reachable peers, and the one of this conversation whatever its state (its transcript stays)
         options = [(safe(_label(peer, url), CELL_CAP), url) for url, peer in self.tn.peer_book.peers.items()
-                   if peer.state == "reachable"]
+                   if peer.state == "reachable" or url == self.chat.peer]
         if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
             select.set_options(options)
         wanted = self.tn.chat_peer or self.chat.peer
@@ -76,7 +81,9 @@ class ChatScreen(ModeScreen):
 
     @on(Select.Changed, "#chat-peer")
     def _peer_chosen(self, event: Select.Changed) -> None:
-        url = event.value if isinstance(event.value, str) else ""
+        if not isinstance(event.value, str):  # the options changed under it: keep the conversation
+            return
+        url = event.value
         if url != self.chat.peer:
             self.tn.conversation = Conversation(peer=url)
             self._draw()
@@ -86,6 +93,17 @@ class ChatScreen(ModeScreen):
             skills = [(safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
                       for s in peer.client.card.skills]
         self.query_one("#chat-skill", Select).set_options(skills)
+
+    def action_retry(self) -> None:
+        """After a lost connection: follow the cut task again, or send the message again."""
+        lost = self.chat.lost
+        if lost is None:
+            self.notify("nothing to retry: no exchange was cut", severity="information")
+            return
+        reply = lost["reply"]
+        reply.update(text="…", state=None)
+        self._draw()
+        self.exchange(self.chat, lost["text"], lost["skill"], reply, follow=lost["task"])
 
     def action_new_conversation(self) -> None:
         self.tn.conversation = Conversation(peer=self.chat.peer)
@@ -115,26 +133,40 @@ class ChatScreen(ModeScreen):
         self.exchange(self.chat, text, skill if isinstance(skill, str) else None, reply)
 
     @work(group="chat")
-    async def exchange(self, chat: Conversation, text: str, skill: str | None, reply: dict[str, Any]) -> None:
+    async def exchange(self, chat: Conversation, text: str, skill: str | None, reply: dict[str, Any],
+                       follow: str | None = None) -> None:
+        """Send ``text`` (or, with ``follow``, follow that task again) and show the reply live."""
         peer = self.tn.peer_book.peers.get(chat.peer)
         if peer is None or peer.client is None:
             reply.update(text="the peer is not connected", state="failed")
             self._draw()
             return
+        task: Task | None = None
         try:
-            task = await peer.client.send(text, skill=skill, context_id=chat.context_id, task_id=chat.waiting_task,
-                                          blocking=peer.blocking)
+            if follow is not None:
+                task = await peer.client.get(follow)
+            else:
+                task = await peer.client.send(text, skill=skill, context_id=chat.context_id,
+                                              task_id=chat.waiting_task, blocking=peer.blocking)
             self._show(reply, task)
             if not (task.state.terminal or task.state.interrupted):
                 async for ev in peer.client.watch(task.id, poll_every=0.2, max_interval=1.0):
                     task = ev.task
                     self._show(reply, task)
+        except PeerError as exc:  # the connection, not the peer's answer: say so, and look again
+            chat.lost = {"text": text, "skill": skill, "task": task.id if task else follow, "reply": reply}
+            reply.update(text=f"{exc}  (ctrl+r: {'follow the task again' if chat.lost['task'] else 'send again'})",
+                         state="connection lost")
+            self._draw()
+            self.tn.connect_peer(peer)
+            return
         except Exception as exc:
             reply.update(text=str(exc), state="failed")
             self._draw()
             return
         finally:
             await peer.client.release()
+        chat.lost = None
         chat.context_id = task.context_id or chat.context_id
         chat.waiting_task = task.id if task.state.interrupted else None
         self._draw()
@@ -160,6 +192,8 @@ class ChatScreen(ModeScreen):
                 if isinstance(state, TaskState):
                     symbol, style = STATE_STYLE[state]
                     log.append(f" {symbol} {state.value}", style)
+                elif state == "connection lost":
+                    log.append(" ⚡ connection lost", "yellow")
                 elif state:
                     log.append(f" ✘ {state}", "red")
                 log.append(" ")

@@ -43,6 +43,7 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+enter", "call", "Call", show=False, id="mcp-call", priority=True),
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
         Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
+        Binding("escape", "leave_input", "Back", show=False, id="mcp-back"),
     ]
 
     def __init__(self) -> None:
@@ -80,6 +81,10 @@ class MCPScreen(ModeScreen):
             if env and server.url and url.startswith(server.url + "/") and os.environ.get(env):
                 return {"Authorization": f"Bearer {os.environ[env]}"}
         return None
+
+    def action_leave_input(self) -> None:
+        """Escape leaves a text box for the tool list, where the mode keys work."""
+        self.query_one("#mcp-tools", DataTable).focus()
 
     @on(Input.Submitted, "#mcp-url")
     def _submit_url(self) -> None:

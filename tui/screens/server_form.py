@@ -71,6 +71,9 @@ class ServerForm(ModalScreen[str | None]):
                 yield Button("Start", variant="primary", id="form-start")
                 yield Button("Cancel", id="form-cancel-button")
 
+    def on_mount(self) -> None:
+        self.query_one("#f-name", Input).focus()  # the form opens ready to type
+
     def spec(self) -> ServerSpec:
         def value(id: str) -> str:
             return self.query_one(f"#{id}", Input).value.strip()
