@@ -109,6 +109,7 @@ class ToolnexusApp(App[None]):
         self.server_book = servers or ServerBook(self.peer_book.folder)
         self.chat_peer: str | None = None
         self.conversation = Conversation()
+        self.conversations: dict[str, Conversation] = {}  # the others, by peer URL
         self._dirty: set[str] = set()
         self._flush_timer: Any = None
         self.selected_server: str | None = None

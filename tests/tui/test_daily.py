@@ -349,3 +349,37 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
             assert app.conversation.lines[-1]["text"] == "interrupted by restart"
     finally:
         await h.stop()
+
+
+async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancelled():
+    from textual.widgets import Select
+
+    from .test_part2 import chat
+
+    one, two = await tn.create_toolkit(builtins=False), await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with one.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="one")) as a, \
+            two.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="two")) as b, \
+            app.run_test(size=(120, 40)) as pilot:
+        for h in (a, b):
+            app.connect_peer(app.peer_book.add(h.url))
+        await until(pilot, lambda: all(p.state == "reachable" for p in app.peer_book.peers.values()))
+        app.chat_peer = a.url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == a.url)
+        first = await chat(app, pilot, "hello one")
+        assert first["text"] == "You said: hello one"
+        app.screen.query_one("#chat-peer", Select).value = b.url
+        await until(pilot, lambda: app.conversation.peer == b.url)
+        assert app.conversation.lines == []
+        await chat(app, pilot, "hello two")
+        app.screen.query_one("#chat-peer", Select).value = a.url
+        await until(pilot, lambda: app.conversation.peer == a.url)
+        assert [line["text"] for line in app.conversation.lines] == ["hello one", "You said: hello one"]
+        # cancel the running task of the last reply
+        box = app.screen.query_one("#chat-input", Input)
+        box.value = "slow 20"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.WORKING)
+        await pilot.press("ctrl+x")
+        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.CANCELED)

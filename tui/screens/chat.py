@@ -39,6 +39,7 @@ class ChatScreen(ModeScreen):
         Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
         Binding("i", "focus_input", "Type", id="chat-type"),
         Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
+        Binding("ctrl+x", "cancel_task", "Cancel task", id="chat-cancel", priority=True),
     ]
 
 
@@ -84,8 +85,11 @@ class ChatScreen(ModeScreen):
         if not isinstance(event.value, str):  # the options changed under it: keep the conversation
             return
         url = event.value
-        if url != self.chat.peer:
-            self.tn.conversation = Conversation(peer=url)
+        if url != self.chat.peer:  # one conversation per peer: switching back finds it as it was
+            kept = self.tn.conversations
+            if self.chat.peer:
+                kept[self.chat.peer] = self.chat
+            self.tn.conversation = kept.get(url) or Conversation(peer=url)
             self._draw()
         peer = self.tn.peer_book.peers.get(url)
         skills = []
@@ -93,6 +97,30 @@ class ChatScreen(ModeScreen):
             skills = [(safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
                       for s in peer.client.card.skills]
         self.query_one("#chat-skill", Select).set_options(skills)
+
+    def action_cancel_task(self) -> None:
+        """Cancel the task of the last reply while it runs (or waits for an answer)."""
+        reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
+        state = reply.get("state") if reply else None
+        if reply is None or not reply.get("task") or (isinstance(state, TaskState) and state.terminal):
+            self.notify("no running task to cancel", severity="information")
+            return
+        self._cancel(reply["task"])
+
+    @work(group="chat-cancel")
+    async def _cancel(self, task_id: str) -> None:
+        peer = self.tn.peer_book.peers.get(self.chat.peer)
+        if peer is None or peer.client is None:
+            return
+        try:
+            task = await peer.client.cancel(task_id)
+            self.notify(f"task {task_id[:8]} {task.state.value}")
+        except Exception as exc:
+            self.notify(f"cannot cancel: {exc}", severity="warning")
+        finally:
+            await peer.client.release()
+        if self.chat.waiting_task == task_id:
+            self.chat.waiting_task = None
 
     def action_retry(self) -> None:
         """After a lost connection: follow the cut task again, or send the message again."""
@@ -106,6 +134,7 @@ class ChatScreen(ModeScreen):
         self.exchange(self.chat, lost["text"], lost["skill"], reply, follow=lost["task"])
 
     def action_new_conversation(self) -> None:
+        self.tn.conversations.pop(self.chat.peer, None)
         self.tn.conversation = Conversation(peer=self.chat.peer)
         self._draw()
         self.notify("new conversation")
