@@ -93,3 +93,28 @@ def test_wire_screen(snap_compare, tmp_path):
         await pilot.pause(0.1)
 
     assert snap_compare(app(tmp_path), terminal_size=(110, 40), run_before=before)
+
+
+def test_tasks_at_80x24_with_the_answer_box_open(snap_compare):
+    async def before(pilot) -> None:  # every column, and the answer box above the footer
+        await pilot.pause(0.2)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        table = pilot.app.screen.query_one("#tasks")
+        waiting = next(i for i in range(table.row_count) if "input-required" in str(table.get_row_at(i)[0]))
+        table.move_cursor(row=waiting)
+        await pilot.pause(0.1)
+        await pilot.press("a")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=before)
+
+
+def test_wire_at_80x24(snap_compare, tmp_path):
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        fixed_traffic(pilot.app)
+        await pilot.press("5")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)

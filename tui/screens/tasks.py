@@ -37,6 +37,10 @@ COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14
            ("context", "context", 10), ("age", "age", 8), ("took", "took", 8), ("tokens", "tokens", 7),
            ("tools", "tools", 5)]
 """Label, key and fixed width: fixed widths spare the table a layout pass on every update."""
+NARROW = {"state": 13, "task": 9, "server": 11, "skill": 9, "context": 9, "age": 7, "took": 7, "tokens": 7,
+          "tools": 5}
+"""The widths below 100 columns (no cell padding; one character of each is the gap): 77 in all, so
+that every column shows on an 80-column terminal."""
 
 
 class TasksScreen(ModeScreen):
@@ -68,6 +72,10 @@ class TasksScreen(ModeScreen):
                 yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
                 yield SafeTable(id="tasks", cursor_type="row")
+                with Vertical(id="answer-box", classes="hidden"):
+                    yield SafeStatic("", id="answer-question")
+                    yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
+                                id="answer")
                 with TabbedContent(id="detail"):
                     with TabPane("Timeline", id="d-timeline"):
                         yield VerticalScroll(SafeStatic(id="timeline"))
@@ -81,19 +89,14 @@ class TasksScreen(ModeScreen):
                         yield VerticalScroll(SafeStatic(id="raw"))
                     with TabPane("Wire", id="d-wire"):
                         yield VerticalScroll(SafeStatic(id="task-wire"))
-                with Vertical(id="answer-box", classes="hidden"):
-                    yield SafeStatic("", id="answer-question")
-                    yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
-                                id="answer")
             with TabPane("Inbound MCP calls", id="tab-calls"):
                 yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(SafeStatic(id="call-detail"))
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#tasks", DataTable)
-        for label, key, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self._narrow = self.app.size.width < 100
+        self._columns()
         calls = self.query_one("#calls", DataTable)
         calls.add_columns("time", "server", "tool", "source", "ms", "result", "args")
         if self.tn.selected_server:
@@ -104,7 +107,21 @@ class TasksScreen(ModeScreen):
         self._rebuild()
         self._calls_changed(None)
         self.set_interval(1.0, self._tick_ages)
-        table.focus()
+        self.query_one("#tasks", DataTable).focus()
+
+    def _columns(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        table.cell_padding = 0 if self._narrow else 1
+        for label, key, width in COLUMNS:
+            table.add_column(label, key=key, width=NARROW[key] if self._narrow else width)
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < 100
+        if narrow != self._narrow:  # every column on screen at 80 columns as at 110
+            self._narrow = narrow
+            self.query_one("#tasks", DataTable).clear(columns=True)
+            self._columns()
+            self._rebuild()
 
     def on_screen_resume(self) -> None:
         if self.tn.selected_server:

@@ -50,6 +50,10 @@ def _pretty(body: str) -> str:
         return body
 
 
+_WIDE = (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7), ("url", 40))
+_NARROW = (("time", 13), ("dir", 2), ("peer", 14), ("method", 15), ("status", 4), ("ms", 7), ("url", 22))
+
+
 class WireScreen(ModeScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="wire-filter"),
@@ -69,13 +73,28 @@ class WireScreen(ModeScreen):
 
     def on_mount(self) -> None:
         self._shown: list[Any] = []
-        table = self.query_one("#wire", DataTable)
-        for label, width in (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7),
-                             ("url", 40)):
-            table.add_column(label, key=label, width=width)
+        self._narrow = self.app.size.width < 100
+        self._columns()
         self.tn.traffic_changed.subscribe(self, lambda _: self._append())
         self._append()
-        table.focus()
+        self.query_one("#wire", DataTable).focus()
+
+    def _columns(self) -> None:
+        """Every column on screen at 80 columns (no cell padding, shorter) as at 110."""
+        table = self.query_one("#wire", DataTable)
+        table.cell_padding = 0 if self._narrow else 1
+        widths = _NARROW if self._narrow else _WIDE
+        for label, width in widths:
+            table.add_column(label, key=label, width=width)
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < 100
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self.query_one("#wire", DataTable).clear(columns=True)
+            self._shown = []
+            self._columns()
+            self._append()
 
     def on_screen_resume(self) -> None:
         self._append()
