@@ -37,10 +37,10 @@ COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14
            ("context", "context", 10), ("age", "age", 8), ("took", "took", 8), ("tokens", "tokens", 7),
            ("tools", "tools", 5)]
 """Label, key and fixed width: fixed widths spare the table a layout pass on every update."""
-NARROW = {"state": 13, "task": 9, "server": 11, "skill": 9, "context": 9, "age": 7, "took": 7, "tokens": 7,
+NARROW = {"state": 12, "task": 10, "server": 11, "skill": 9, "context": 10, "age": 7, "took": 7, "tokens": 7,
           "tools": 5}
-"""The widths below 100 columns (no cell padding; one character of each is the gap): 77 in all, so
-that every column shows on an 80-column terminal."""
+"""The widths below 100 columns (no cell padding; one character of each is the gap after its text):
+78 in all, so that every column shows on an 80-column terminal."""
 
 
 class TasksScreen(ModeScreen):
