@@ -135,7 +135,10 @@ class TasksScreen(ModeScreen):
         symbol, style = STATE_STYLE[view.state]
         age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
         tokens, tools = view.tokens(), view.tool_calls()
-        return [Text(f"{symbol} {view.state.value}", style), short(view.id), view.server, view.skill or "—",
+        label = f"{symbol} {view.state.value}"
+        if getattr(self, "_narrow", False) and len(label) >= NARROW["state"]:  # keep the gap: cut, say so
+            label = label[: NARROW["state"] - 2] + "…"
+        return [Text(label, style), short(view.id), view.server, view.skill or "—",
                 short(view.task.context_id), duration(age), duration(view.took()),
                 "—" if tokens is None else str(tokens), "—" if tools is None else str(tools)]
 
