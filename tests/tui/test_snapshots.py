@@ -101,7 +101,7 @@ def test_tasks_at_80x24_with_the_answer_box_open(snap_compare):
         await pilot.press("2")
         await pilot.pause(0.1)
         table = pilot.app.screen.query_one("#tasks")
-        waiting = next(i for i in range(table.row_count) if "input-required" in str(table.get_row_at(i)[0]))
+        waiting = next(i for i in range(table.row_count) if "input-re" in str(table.get_row_at(i)[0]))
         table.move_cursor(row=waiting)
         await pilot.pause(0.1)
         await pilot.press("a")
