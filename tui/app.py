@@ -220,9 +220,10 @@ class ToolnexusApp(App[None]):
         """Ask where, then write the session there and say where it went."""
         default = self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
 
-        def chosen(path: Path | None) -> None:
-            if path is None:
+        def chosen(text: str | None) -> None:
+            if text is None:
                 return
+            path = Path(text).expanduser()
             try:
                 written = self.export_session(path)
             except OSError as exc:

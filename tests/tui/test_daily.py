@@ -383,3 +383,40 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
         await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.WORKING)
         await pilot.press("ctrl+x")
         await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.CANCELED)
+
+
+async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
+    import httpx
+
+    from tui.screens.export import Prompt
+
+    from ..serve.wire import v10_message
+
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(client=tn.demo_client(), a2a=True) as h, app.run_test(size=(120, 40)) as pilot:
+        async with httpx.AsyncClient() as http:  # a task someone else started
+            made = (await http.post(h.url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                                                 "params": {"message": v10_message("slow 1")}},
+                                    headers={"A2A-Version": "1.0"})).json()["result"]["task"]
+        app.connect_peer(app.peer_book.add(h.url))
+        await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(h.url))
+        await pilot.press("t")
+        await until(pilot, lambda: made["id"] in shown(app, "#remote-tasks"))
+        assert "1 task(s)" in shown(app, "#remote-tasks")
+        app.chat_peer = h.url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == h.url)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(app.screen, Prompt))
+        app.screen.query_one("#prompt-text", Input).value = made["id"]
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.lines and
+                    app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
+        assert app.conversation.lines[-1]["task"] == made["id"]
+        assert app.conversation.context_id == made["contextId"]

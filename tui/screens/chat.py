@@ -18,6 +18,7 @@ from toolnexus.a2a.model import Task, TaskState
 from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar
+from .export import Prompt
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
 
@@ -40,6 +41,7 @@ class ChatScreen(ModeScreen):
         Binding("i", "focus_input", "Type", id="chat-type"),
         Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
         Binding("ctrl+x", "cancel_task", "Cancel task", id="chat-cancel", priority=True),
+        Binding("ctrl+g", "attach", "Attach to a task", id="chat-attach", priority=True),
     ]
 
 
@@ -97,6 +99,23 @@ class ChatScreen(ModeScreen):
             skills = [(safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
                       for s in peer.client.card.skills]
         self.query_one("#chat-skill", Select).set_options(skills)
+
+    def action_attach(self) -> None:
+        """Follow any task of this peer by its id (one started elsewhere: a script, another client)."""
+        if not self.chat.peer:
+            self.notify("pick a peer first", severity="warning")
+            return
+
+        def chosen(task_id: str | None) -> None:
+            if not task_id:
+                return
+            self.chat.lines.append({"role": "you", "text": f"(attached to task {task_id})"})
+            reply: dict[str, Any] = {"role": "agent", "text": "…", "state": None}
+            self.chat.lines.append(reply)
+            self._draw()
+            self.exchange(self.chat, "", None, reply, follow=task_id)
+
+        self.app.push_screen(Prompt("Task id to follow on this peer"), chosen)
 
     def action_cancel_task(self) -> None:
         """Cancel the task of the last reply while it runs (or waits for an answer)."""

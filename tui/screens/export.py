@@ -1,5 +1,5 @@
-"""The prompt every export goes through: where to write, with a default under the user's data
-folder; Enter writes there and says where it went, Escape cancels."""
+"""One-line prompts: where an export goes (a default under the user's data folder; Enter writes
+there and the app says where it went, Escape cancels), a task id to attach to, ..."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-__all__ = ["ExportPrompt", "default_export_dir"]
+__all__ = ["Prompt", "ExportPrompt", "default_export_dir"]
 
 
 def default_export_dir() -> Path:
@@ -27,28 +27,35 @@ def default_export_dir() -> Path:
     return Path(platformdirs.user_data_dir("toolnexus")) / "exports"
 
 
-class ExportPrompt(ModalScreen[Path | None]):
-    """Ask where to write ``what``; dismissed with the chosen path, or None."""
+class Prompt(ModalScreen[str | None]):
+    """Ask for one line of text; dismissed with it (stripped), or None when empty or cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export-cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
 
-    def __init__(self, what: str, default: Path) -> None:
+    def __init__(self, question: str, default: str = "", *, box_id: str = "prompt-text") -> None:
         super().__init__()
-        self.what = what
+        self.question = question
         self.default = default
+        self.box_id = box_id
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-prompt"):
-            yield Label(f"Export {self.what} to (enter writes, escape cancels):")
-            yield Input(str(self.default), id="export-path")
+            yield Label(f"{self.question} (enter confirms, escape cancels):")
+            yield Input(self.default, id=self.box_id)
 
     def on_mount(self) -> None:
-        self.query_one("#export-path", Input).focus()
+        self.query_one(f"#{self.box_id}", Input).focus()
 
-    @on(Input.Submitted, "#export-path")
+    @on(Input.Submitted)
     def _chosen(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        self.dismiss(Path(text).expanduser() if text else None)
+        self.dismiss(event.value.strip() or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ExportPrompt(Prompt):
+    """Ask where to write ``what``; dismissed with the chosen path (as text), or None."""
+
+    def __init__(self, what: str, default: Path) -> None:
+        super().__init__(f"Export {what} to", str(default), box_id="export-path")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -22,6 +22,7 @@ from textual.widgets import (
 )
 
 from toolnexus import validate_card
+from toolnexus.monitor import STATE_STYLE
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
@@ -37,6 +38,7 @@ class PeersScreen(ModeScreen):
         Binding("d", "delete_peer", "Remove", id="peer-remove"),
         Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
         Binding("b", "toggle_blocking", "Blocking", id="peer-blocking"),
+        Binding("t", "remote_tasks", "Its tasks", id="peer-tasks"),
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
@@ -54,6 +56,9 @@ class PeersScreen(ModeScreen):
                 yield VerticalScroll(SafeStatic(id="diag-view"))
             with TabPane("Raw", id="p-raw"):
                 yield VerticalScroll(SafeStatic(id="raw-view"))
+            with TabPane("Tasks", id="p-tasks"):
+                yield VerticalScroll(SafeStatic("t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
+                                                "attach to one in Chat with ctrl+g.", id="remote-tasks"))
             with TabPane("Headers", id="p-headers"):
                 yield SafeStatic("Header lines 'Name: value' (separate with ;). Values may name environment variables "
                              "(Bearer ${TOKEN}); only those are saved, never a literal secret.")
@@ -133,6 +138,33 @@ class PeersScreen(ModeScreen):
         views["raw-view"].update(json.dumps(card.raw, indent=2))
 
     # -- actions -------------------------------------------------------------------------------------
+    def action_remote_tasks(self) -> None:
+        url = self.selected()
+        peer = self.tn.peer_book.peers.get(url or "")
+        if peer is None or peer.client is None:
+            return
+        self.query_one("#peer-detail", TabbedContent).active = "p-tasks"
+        self._remote_tasks(peer)
+
+    @work(exclusive=True, group="peer-tasks")
+    async def _remote_tasks(self, peer: Any) -> None:
+        view = self.query_one("#remote-tasks", Static)
+        view.update(f"listing the tasks of {peer.url} …")
+        try:
+            listed = await peer.client.list_tasks(page_size=50)
+        except Exception as exc:
+            view.update(Text(f"✘ {exc}\n(a peer that does not speak 1.0 has no ListTasks: attach to a task by "
+                             f"its id in Chat, ctrl+g)", "red"))
+            return
+        finally:
+            await peer.client.release()
+        t = Text(f"{listed['total_size']} task(s) on {peer.url}, newest first\n\n", "bold")
+        for task in listed["tasks"]:
+            symbol, style = STATE_STYLE.get(task.state, ("·", ""))
+            t.append(f"{symbol} {task.state.value:<15}", style)
+            t.append(f" {task.id}  context {task.context_id[:8]}…  {task.status.timestamp or ''}\n")
+        view.update(t)
+
     def action_leave_input(self) -> None:
         self.query_one("#peers", DataTable).focus()
 

@@ -309,9 +309,10 @@ class TasksScreen(ModeScreen):
         view = self._current()
         if view is None:
             return
-        def chosen(path: Path | None) -> None:
-            if path is None:
+        def chosen(text: str | None) -> None:
+            if text is None:
                 return
+            path = Path(text).expanduser()
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(view.export(), indent=2, ensure_ascii=False), encoding="utf-8")
