@@ -202,7 +202,7 @@ async def test_a_trickled_body_is_cut_off():
 
         dribble = asyncio.ensure_future(trickle())
         assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, no answer to a body that never ends
-        assert time.monotonic() - t0 < 1.5
+        assert time.monotonic() - t0 < 3  # within two 0.4 s intervals, with room for a loaded machine
         dribble.cancel()
         await asyncio.gather(dribble, return_exceptions=True)
         writer.close()
