@@ -225,3 +225,14 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
     assert saved["headers"] == {"Authorization": "Bearer ${PEER_TOKEN}", "X-Session": "session=${SESSION}"}
     assert saved["url"] == "http://127.0.0.1:9/a?page=3"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_one_origin_written_two_ways_is_one_origin():
+    from toolnexus.a2a.card import AgentCard, origin
+
+    assert origin("http://h.example/") == origin("HTTP://H.example:80/x") != origin("https://h.example/")
+    assert origin("http://h.example:notaport/") != origin("http://h.example/")
+    same = AgentCard(card("http://h.example:80/"), "http://h.example/.well-known/agent-card.json")
+    other = AgentCard(card("http://h.example:8080/"), "http://h.example/.well-known/agent-card.json")
+    assert not any("sends calls to" in d.message for d in tn.validate_card(same).diagnostics)
+    assert any("sends calls to" in d.message for d in tn.validate_card(other).diagnostics)

@@ -312,11 +312,27 @@ def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
         return
     if endpoint.startswith("/"):
         return
-    here, there = urlsplit(card.source), urlsplit(endpoint)
-    if (here.scheme, here.hostname, here.port) != (there.scheme, there.hostname, there.port):
-        add("warning", "$.url", f"the card sends calls to {there.scheme}://{there.netloc}, not to "
-                                f"{here.scheme}://{here.netloc} where it was fetched: toolnexus sends no credentials "
-                                "there unless that host is named; other clients may")
+    if origin(card.source) != origin(endpoint):
+        add("warning", "$.url", f"the card sends calls to {origin_text(endpoint)}, not to {origin_text(card.source)} "
+                                "where it was fetched: toolnexus sends no credentials there unless that host is "
+                                "named; other clients may")
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of ``url``, the scheme's default port filled in: two URLs of one
+    origin reach the same server (``http://h/`` and ``http://h:80/`` are one)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # not a valid port: the same origin as nothing else
+        return scheme, (parts.hostname or "").lower(), -1
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def origin_text(url: str) -> str:
+    scheme, host, port = origin(url)
+    return f"{scheme}://{host}:{port}"
 
 
 def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..events import EventBus, TaskEvent
 from ..traffic import TrafficRecorder
-from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard
+from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text
 from .dialects import Dialect, parse_message, parse_task, render_message
 from .model import Message, Part, Task, TaskState, TaskStatus, new_id
 
@@ -85,11 +85,6 @@ async def _exchange(http: httpx.AsyncClient, method: str, url: str, *, headers: 
                 return r, await _read_body(r, limit)
     except TimeoutError:
         raise AnswerTooSlow(f"no whole answer within {timeout:g}s") from None
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    u = httpx.URL(url)
-    return u.scheme, u.host, u.port or {"http": 80, "https": 443}.get(u.scheme)
 
 
 async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
@@ -243,10 +238,10 @@ class A2AClient:
             if self.forced is None:
                 self.dialect, self.dialect_reason = Dialect(dialect), reason
             named = self.url or self.card.source
-            if named and self.headers and _origin(endpoint) != _origin(named):
+            if named and self.headers and origin(endpoint) != origin(named):
                 self.credentials_sent = False
                 self.warnings.append(
-                    f"the card sends calls to {endpoint}, not to {_origin_text(named)} that you named: "
+                    f"the card sends calls to {endpoint}, not to {origin_text(named)} that you named: "
                     "your headers (credentials) are not sent there; name that host yourself to send them")
         return self.card
 
@@ -534,11 +529,6 @@ async def _events(r: httpx.Response, timeout: float) -> AsyncIterator[str]:
             raise AnswerTooSlow(f"a stream event did not arrive whole within {timeout:g}s")
         if not data and not buffer:
             begun = None
-
-
-def _origin_text(url: str) -> str:
-    scheme, host, port = _origin(url)
-    return f"{scheme}://{host}:{port}"
 
 
 def _as_task(result: Any, sent: Message | None) -> Task:
