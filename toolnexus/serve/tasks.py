@@ -86,13 +86,19 @@ class TaskStore(Protocol):
         ...
 
 
+def visible(task_owner: str | None, caller: str | None) -> bool:
+    """Whether a caller may see a task: the server itself and callers not told apart (None) see
+    every task, a caller its own tasks and unowned ones."""
+    return caller is None or task_owner is None or task_owner == caller
+
+
 def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, updated_after: str | None,
           page_size: int, page_token: str, owner: str | None = None) -> TaskPage:
     """Newest first; the token is the offset into the filtered listing."""
     chosen = [
         t for t in tasks
         if (context_id is None or t.context_id == context_id)
-        and (owner is None or t.owner is None or t.owner == owner)
+        and visible(t.owner, owner)
         and (state is None or t.state is state)
         and (updated_after is None or (t.status.timestamp or "") > updated_after)
     ]
@@ -169,7 +175,7 @@ class MemoryTaskStore:
         chosen = [
             id for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
             if (context_id is None or ctx == context_id)
-            and (owner is None or who is None or who == owner)
+            and visible(who, owner)
             and (state is None or st is state)
             and (updated_after is None or stamp > updated_after)
         ]
@@ -485,7 +491,7 @@ class TaskRunner:
     async def get(self, id: str, owner: str | None = None) -> Task:
         """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
         task = await self.store.get(id)
-        if task is None or (owner is not None and task.owner is not None and task.owner != owner):
+        if task is None or not visible(task.owner, owner):
             raise TaskNotFoundError()
         return task
 
