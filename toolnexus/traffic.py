@@ -76,7 +76,13 @@ def mask_text(text: str, secret_values: Iterable[str]) -> str:
     """``text`` with each secret value (of 4 characters or more; the longest first) masked."""
     if not secret_values or not text:
         return text
-    for value in sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True):
+    return _masked(text, sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True))
+
+
+def _masked(text: str, longest_first: list[str]) -> str:
+    """``text`` with each of these values masked; they come filtered and sorted (a recorder keeps
+    them so, and masks every field of every exchange)."""
+    for value in longest_first:
         if value in text:
             text = text.replace(value, MASK)
     return text
@@ -145,7 +151,7 @@ class TrafficRecorder:
 
     def mask(self, text: str) -> str:
         """``text`` with every secret value this recorder knows masked."""
-        return mask_text(text, self._sorted_values())
+        return _masked(text, self._sorted_values()) if text else text
 
     def _sorted_values(self) -> list[str]:
         """The secret values, longest first (sorted again only when one was learnt)."""
@@ -164,17 +170,17 @@ class TrafficRecorder:
         event = TrafficEvent(
             direction=direction,
             method=method,
-            url=mask_text(mask_url(url), values),
+            url=self.mask(mask_url(url)),
             status=status,
             ms=(time.perf_counter() - started) * 1000,
             request_headers=mask_headers(request_headers, self.secret_names, values),
-            request_body=mask_text(_text(request_body), values),
+            request_body=self.mask(_text(request_body)),
             response_headers=mask_headers(response_headers or {}, self.secret_names, values),
-            response_body=mask_text(_text(response_body), values),
+            response_body=self.mask(_text(response_body)),
             rpc_method=rpc_method,
-            peer=mask_text(mask_url(self.peer if peer is None else peer), values),
-            frames=[mask_text(f, values) for f in frames or []],
-            error=mask_text(error, values) if error else None,
+            peer=self.mask(mask_url(self.peer if peer is None else peer)),
+            frames=[self.mask(f) for f in frames or []],
+            error=self.mask(error) if error else None,
             task_id=task_id,
             server=server,
         )
@@ -275,8 +281,7 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
                 async def aclose(self) -> None:
                     await inner_stream.aclose()
                     content = b"".join(chunks)
-                    frames = [line[5:].strip().decode("utf-8", "replace") for line in content.split(b"\n")
-                              if line.startswith(b"data:")]
+                    frames = sse_data(content)
                     recorder.record(direction="out", method=request.method, url=str(request.url),
                                     status=response.status_code, started=started,
                                     request_headers=dict(request.headers), request_body=body,
@@ -292,44 +297,19 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
     return RecordingTransport()
 
 
+def sse_data(content: bytes) -> list[str]:
+    """The ``data:`` lines of a recorded SSE body, one per frame as the wire log shows them."""
+    return [line[5:].strip().decode("utf-8", "replace") for line in content.split(b"\n") if line.startswith(b"data:")]
+
+
 def _rpc_method(body: bytes) -> str | None:
-    import json
-
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    return data.get("method") if isinstance(data, dict) and isinstance(data.get("method"), str) else None
+    return _method_of(_json_or_none(body))
 
 
-class _Headers(dict):  # type: ignore[type-arg]
-    """Response headers decoded on first use (most are never read)."""
-
-    def __init__(self, raw: Any) -> None:
-        super().__init__()
-        self._raw = raw
-        self._done = False
-
-    def _fill(self) -> None:
-        if not self._done:
-            self._done = True
-            self.update({k.decode("latin-1"): v.decode("latin-1") for k, v in self._raw})
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._fill()
-        return super().get(key, default)
-
-    def items(self) -> Any:
-        self._fill()
-        return super().items()
-
-    def __iter__(self) -> Any:
-        self._fill()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._fill()
-        return super().__len__()
+def _method_of(request: Any) -> str | None:
+    """The JSON-RPC method a decoded request names, or None."""
+    method = request.get("method") if isinstance(request, dict) else None
+    return method if isinstance(method, str) else None
 
 
 class InboundRecorder:
@@ -356,7 +336,7 @@ class InboundRecorder:
         request: list[bytes] = []
         response: list[bytes] = []
         sizes = [0, 0]
-        head: dict[str, Any] = {"status": None, "headers": {}}
+        head: dict[str, Any] = {"status": None, "headers": ()}
         error: str | None = None
 
         async def recv() -> Any:
@@ -369,7 +349,7 @@ class InboundRecorder:
         async def emit(message: Any) -> None:
             if message["type"] == "http.response.start":
                 head["status"] = message["status"]
-                head["headers"] = _Headers(message.get("headers", ()))
+                head["headers"] = message.get("headers", ())  # decoded only if the event is read
             elif message["type"] == "http.response.body" and sizes[1] < BODY_CAP:
                 response.append(message.get("body", b""))
                 sizes[1] += len(response[-1])
@@ -399,14 +379,14 @@ class InboundRecorder:
         url = f"{scope.get('scheme', 'http')}://{host}{scope.get('path', '')}" + (f"?{query}" if query else "")
         rec.secret_values.update(url_secrets(url))
         sent = _json_or_none(body) if scope.get("method") == "POST" else None
-        rpc = sent.get("method") if isinstance(sent, dict) and isinstance(sent.get("method"), str) else None
+        rpc = _method_of(sent)
         task = None
         if rpc is not None:
             sse = answer.startswith(b"data:") or b"\ndata:" in answer[:200]
             first = answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer
             task = task_id_of(sent, _json_or_none(first.strip()))
         event = _Inbound(rec, raw_headers, body, head["headers"], answer, direction="in",
-                         method=scope.get("method", "?"), url=mask_text(mask_url(url), rec._sorted_values()),
+                         method=scope.get("method", "?"), url=rec.mask(mask_url(url)),
                          status=head["status"], ms=(time.perf_counter() - started) * 1000, rpc_method=rpc,
                          peer=f"{client[0]}:{client[1]}", error=error, task_id=task, server=self.server)
         rec.events.append(event)
@@ -437,38 +417,39 @@ class _Inbound(TrafficEvent):
         self.time, self.seq, self.kind = now_iso(), 0, "traffic"
         self._raw = _Raw((recorder, raw_headers, body, response_headers, answer))
 
-    def _mask(self, text: str) -> str:
-        return mask_text(text, self._raw[0]._sorted_values())
+
+    def _headers(self, raw: Any) -> dict[str, str]:
+        rec = self._raw[0]
+        pairs = ((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw)
+        return mask_headers(pairs, rec.secret_names, rec._sorted_values())
 
     @functools.cached_property
     def request_headers(self) -> dict[str, str]:  # type: ignore[override]
-        rec = self._raw[0]
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self._raw[1]}
-        return mask_headers(headers, rec.secret_names, rec._sorted_values())
+        return self._headers(self._raw[1])
 
     @functools.cached_property
     def request_body(self) -> str:  # type: ignore[override]
-        return self._mask(_text(self._raw[2]))
+        return self._raw[0].mask(_text(self._raw[2]))
 
     @functools.cached_property
     def response_headers(self) -> dict[str, str]:  # type: ignore[override]
-        rec = self._raw[0]
-        return mask_headers(self._raw[3], rec.secret_names, rec._sorted_values())
+        return self._headers(self._raw[3])
 
     @functools.cached_property
     def response_body(self) -> str:  # type: ignore[override]
-        return self._mask(_text(self._raw[4]))
+        return self._raw[0].mask(_text(self._raw[4]))
 
     @functools.cached_property
     def frames(self) -> list[str]:  # type: ignore[override]
-        if not self._raw[3].get("content-type", "").startswith("text/event-stream"):
+        if not self.response_headers.get("content-type", "").startswith("text/event-stream"):
             return []
-        return [self._mask(line[5:].strip().decode("utf-8", "replace")) for line in self._raw[4].split(b"\n")
-                if line.startswith(b"data:")]
+        return [self._raw[0].mask(frame) for frame in sse_data(self._raw[4])]
 
 
 def _json_or_none(data: bytes) -> Any:
-    if not data or data[:1] not in (b"{", b"["):
+    """``data`` decoded when it is a JSON object or array, else None (never an error)."""
+    data = data.lstrip()
+    if data[:1] not in (b"{", b"["):
         return None
     try:
         return _json.loads(data)
