@@ -140,10 +140,10 @@ class TrafficRecorder:
         if value:
             self.secret_values.update(secret_parts(value))
 
-    def learn(self, headers: Mapping[str, str], url: str = "") -> None:
+    def learn(self, headers: Mapping[str, str] | Iterable[tuple[str, str]], url: str = "") -> None:
         """Remember the secret values in these request headers and this URL, to mask them wherever
         they appear again (a peer echoing a token in its body, an error message)."""
-        for key, value in headers.items():
+        for key, value in headers.items() if isinstance(headers, Mapping) else headers:
             if value and (key.lower() in self.secret_names or is_secret_name(key)):
                 self.secret_values.update(secret_parts(value))
         if url:
@@ -368,16 +368,12 @@ class InboundRecorder:
         """What a row of the wire needs now (method, status, task); the rest when it is read."""
         rec = self.recorder
         raw_headers = scope.get("headers", ())
-        host = ""
-        for key, value in raw_headers:
-            if key == b"host":
-                host = value.decode("latin-1")
-            if _secret_raw(key):  # learnt now, so that every later event masks this value too
-                rec.secret_values.update(secret_parts(value.decode("latin-1")))
+        host = next((v.decode("latin-1") for k, v in raw_headers if k == b"host"), "")
         client = scope.get("client") or ("?", 0)
         query = scope.get("query_string", b"").decode("latin-1")
         url = f"{scope.get('scheme', 'http')}://{host}{scope.get('path', '')}" + (f"?{query}" if query else "")
-        rec.secret_values.update(url_secrets(url))
+        # learnt now (only the secret-named headers are decoded), so that every later event masks them
+        rec.learn(((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers if _secret_raw(k)), url)
         sent = _json_or_none(body) if scope.get("method") == "POST" else None
         rpc = _method_of(sent)
         task = None
