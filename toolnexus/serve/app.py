@@ -146,9 +146,9 @@ async def serve(
 
     Every route checks Host and Origin (``serve.guard``). A toolkit with tools that run commands
     or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
-    unless ``allow_unauthenticated=True``. A connection that has not sent a whole request head
-    within ``header_timeout`` seconds is closed; past ``max_connections`` open connections and
-    requests, new requests get 503. ``record_wire=True`` puts every inbound exchange on the bus as
+    unless ``allow_unauthenticated=True``. A connection that spends ``header_timeout`` seconds with
+    no request in progress, or with a request whose body is still arriving, is closed; past
+    ``max_connections`` open connections and requests, new requests get 503. ``record_wire=True`` puts every inbound exchange on the bus as
     a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
 
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when

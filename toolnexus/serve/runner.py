@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import socket
 import threading
@@ -129,7 +130,9 @@ def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asynci
     return Guarded
 
 
+@functools.lru_cache(maxsize=16)
 def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
+    """The guarded protocol class for this timeout (made once, not per server)."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     except ImportError:
