@@ -198,7 +198,7 @@ class ToolnexusApp(App[None]):
         import json
         from dataclasses import asdict
 
-        path = path or self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+        path = path or self._session_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         chat = [{k: (v.value if hasattr(v, "value") else v) for k, v in line.items()}
                 for line in self.conversation.lines]
@@ -206,6 +206,30 @@ class ToolnexusApp(App[None]):
                 "chat": {"peer": self.conversation.peer, "context": self.conversation.context_id, "lines": chat}}
         path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
         return path
+
+    def _session_path(self) -> Path:
+        return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+
+    def ask_export_session(self) -> None:
+        self.ask_export("the session (wire log and chat)", self._session_path(), self.export_session)
+
+    def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None:
+        """Ask where to export ``what`` (``default`` offered), write it there with ``write``, and say
+        where it went, or why it could not be written."""
+
+        def chosen(text: str | None) -> None:
+            if text is None:
+                return
+            path = Path(text).expanduser()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write(path)
+            except OSError as exc:
+                self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
+                return
+            self.notify(f"exported to {path.resolve()}")
+
+        self.push_screen(ExportPrompt(what, default), chosen)
 
     # -- server control (used by screens and the palette) ------------------------------------------
     @work(group="servers")
@@ -215,23 +239,6 @@ class ToolnexusApp(App[None]):
         except Exception as exc:  # shown, never a crash
             self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
         self.servers_changed.publish(None)
-
-    def ask_export_session(self) -> None:
-        """Ask where, then write the session there and say where it went."""
-        default = self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
-
-        def chosen(text: str | None) -> None:
-            if text is None:
-                return
-            path = Path(text).expanduser()
-            try:
-                written = self.export_session(path)
-            except OSError as exc:
-                self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
-                return
-            self.notify(f"exported to {written.resolve()}")
-
-        self.push_screen(ExportPrompt("the session (wire log and chat)", default), chosen)
 
     def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
         """Keep a server created or edited here (its spec and port) for the next launch."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -26,7 +25,6 @@ from toolnexus.a2a.dialects import Dialect
 from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire
 
 from ..widgets import ModeBar
-from .export import ExportPrompt
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
@@ -309,20 +307,10 @@ class TasksScreen(ModeScreen):
         view = self._current()
         if view is None:
             return
-        def chosen(text: str | None) -> None:
-            if text is None:
-                return
-            path = Path(text).expanduser()
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(view.export(), indent=2, ensure_ascii=False), encoding="utf-8")
-            except OSError as exc:
-                self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
-                return
-            self.notify(f"exported to {path.resolve()}")
-
-        self.app.push_screen(ExportPrompt(f"task {short(view.id)}", self.tn.export_dir / f"task-{view.id}.json"),
-                             chosen)
+        export = view.export()
+        self.tn.ask_export(f"task {short(view.id)}", self.tn.export_dir / f"task-{view.id}.json",
+                           lambda path: path.write_text(json.dumps(export, indent=2, ensure_ascii=False),
+                                                        encoding="utf-8"))
 
     def action_cancel_task(self) -> None:
         view = self._current()
