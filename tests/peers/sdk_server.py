@@ -2,7 +2,8 @@
 
 Its script: "echo" answers ``echo: <text>``; a message containing "question" asks for input and
 answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests); "fail"
-fails the task with a reason.
+fails the task with a reason. File and data parts come back as an artifact "echoed" (and
+"../../escape.txt", a name no client should write outside its folder).
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class ScriptExecutor(AgentExecutor):
             await self._reply(updater, "slow done")
         elif "fail" in text:
             await updater.failed(new_text_message("the agent could not do it", context_id=task.context_id, task_id=task.id))
+        elif others := [p for p in context.message.parts if p.WhichOneof("content") != "text"]:
+            await updater.add_artifact(list(others), name="echoed")
+            await updater.add_artifact([pb.Part(raw=b"outside?", filename="../../escape.txt")], name="hostile")
+            await self._reply(updater, f"echo: {text} (+{len(others)} parts)")
         else:
             await self._reply(updater, f"echo: {text}")
 

@@ -99,6 +99,19 @@ class Part:
     def of_text(cls, text: str) -> Part:
         return cls("text", text=text)
 
+    @classmethod
+    def of_data(cls, data: Any) -> Part:
+        """Structured content: any JSON value."""
+        return cls("data", data=data)
+
+    @classmethod
+    def of_file(cls, path: str | os.PathLike[str], media_type: str | None = None) -> Part:
+        """A local regular file, inline (base64), with its name and media type (guessed from the
+        name unless given); at most 10 MiB, else ``ValueError`` says why."""
+        from .files import read_file_part
+
+        return read_file_part(path, media_type=media_type)
+
     def as_text(self) -> str:
         """The part as prompt text: data as JSON, files as a one-line mention."""
         if self.kind == "text":
@@ -199,6 +212,13 @@ class Task:
 
         return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
                              for m in self.history])
+
+    def save_artifacts(self, folder: str | os.PathLike[str]) -> Any:
+        """Write every artifact part into ``folder``; returns a :class:`~toolnexus.a2a.files.SavedArtifacts`.
+        Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched."""
+        from .files import save_artifacts
+
+        return save_artifacts(self, folder)
 
     def _repr_html_(self) -> str:
         from ..display import task_html

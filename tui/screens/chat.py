@@ -3,6 +3,7 @@ an input-required question is answered by the next message, on the same task."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,14 +14,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Select, Static
 
+from toolnexus.a2a.files import MAX_FILE, safe_name
+from toolnexus.a2a.model import Message, Part, Task, TaskState
 from toolnexus.errors import PeerError
-from toolnexus.a2a.model import Task, TaskState
 from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar
-from .export import Prompt
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
+from .export import Prompt, default_export_dir
 
 
 @dataclass
@@ -32,16 +34,20 @@ class Conversation:
     waiting_task: str | None = None
     lines: list[dict[str, Any]] = field(default_factory=list)
     lost: dict[str, Any] | None = None  # the exchange a lost connection cut: what to retry (ctrl+r)
+    attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
 
 
 class ChatScreen(ModeScreen):
     BINDINGS = [
-        Binding("ctrl+n", "new_conversation", "New conversation", id="chat-new"),
+        Binding("ctrl+n", "new_conversation", "New chat", id="chat-new"),
         Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
         Binding("i", "focus_input", "Type", id="chat-type"),
         Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
-        Binding("ctrl+x", "cancel_task", "Cancel task", id="chat-cancel", priority=True),
-        Binding("ctrl+g", "attach", "Attach to a task", id="chat-attach", priority=True),
+        Binding("ctrl+x", "cancel_task", "Cancel", id="chat-cancel", priority=True),
+        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True),
+        Binding("ctrl+o", "attach_file", "+File", id="chat-file", priority=True),
+        Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True),
+        Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True),
     ]
 
 
@@ -117,6 +123,59 @@ class ChatScreen(ModeScreen):
 
         self.app.push_screen(Prompt("Task id to follow on this peer"), chosen)
 
+    def action_attach_file(self) -> None:
+        """Add a local file to the next message (sent inline, base64; at most 10 MiB)."""
+
+        def chosen(path: str | None) -> None:
+            if not path:
+                return
+            try:
+                part = Part.of_file(path)
+            except ValueError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.chat.attachments.append(part)
+            self._draw()
+
+        self.app.push_screen(Prompt(f"File to send with the next message (at most {MAX_FILE // 2**20} MiB)"), chosen)
+
+    def action_attach_data(self) -> None:
+        """Add structured data (one JSON value) to the next message as a data part."""
+
+        def chosen(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                self.notify(f"not JSON: {exc}", severity="error")
+                return
+            self.chat.attachments.append(Part.of_data(value))
+            self._draw()
+
+        self.app.push_screen(Prompt('JSON to send as a data part with the next message, e.g. {"city": "Oslo"}'), chosen)
+
+    def action_save_artifacts(self) -> None:
+        """Write the artifacts of the last reply's task to a folder (asked; a default offered)."""
+        reply = next((line for line in reversed(self.chat.lines) if line.get("artifacts")), None)
+        if reply is None:
+            self.notify("no reply with artifacts to save yet", severity="information")
+            return
+        task: Task = reply["task_obj"]
+        default = default_export_dir().parent / "artifacts" / safe_name(task.id)
+
+        def chosen(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                saved = task.save_artifacts(text)
+            except OSError as exc:
+                self.notify(f"cannot save into {text}: {exc.strerror or exc}", severity="error")
+                return
+            self.notify(f"saved {saved.summary()}", severity="warning" if saved.skipped else "information")
+
+        self.app.push_screen(Prompt("Save the artifacts of the last reply into the folder", str(default)), chosen)
+
     def action_cancel_task(self) -> None:
         """Cancel the task of the last reply while it runs (or waits for an answer)."""
         reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
@@ -167,23 +226,27 @@ class ChatScreen(ModeScreen):
     @on(Input.Submitted, "#chat-input")
     def _submit(self, event: Input.Submitted) -> None:
         text = event.value.strip()
-        if not text:
+        if not text and not self.chat.attachments:
             return
         if not self.chat.peer:
             self.notify("pick a peer first (or add one in Peers, 3)", severity="warning")
             return
         event.input.value = ""
-        self.chat.lines.append({"role": "you", "text": text})
+        parts = ([Part.of_text(text)] if text else []) + self.chat.attachments
+        self.chat.attachments = []
+        self.chat.lines.append({"role": "you", "text": text, "parts": parts})
         reply: dict[str, Any] = {"role": "agent", "text": "…", "state": None}
         self.chat.lines.append(reply)
         self._draw()
         skill = self.query_one("#chat-skill", Select).value
-        self.exchange(self.chat, text, skill if isinstance(skill, str) else None, reply)
+        self.exchange(self.chat, Message("user", parts), skill if isinstance(skill, str) else None, reply)
 
     @work(group="chat")
-    async def exchange(self, chat: Conversation, text: str, skill: str | None, reply: dict[str, Any],
+    async def exchange(self, chat: Conversation, text: str | Message, skill: str | None, reply: dict[str, Any],
                        follow: str | None = None) -> None:
         """Send ``text`` (or, with ``follow``, follow that task again) and show the reply live."""
+        if isinstance(text, Message):  # a retry sends the same parts again, under a new message id
+            text = Message("user", list(text.parts))
         peer = self.tn.peer_book.peers.get(chat.peer)
         if peer is None or peer.client is None:
             reply.update(text="the peer is not connected", state="failed")
@@ -226,7 +289,8 @@ class ChatScreen(ModeScreen):
             text = task.status.message.text
         else:
             text = "…"
-        reply.update(text=text, state=task.state, task=task.id)
+        reply.update(text=text, state=task.state, task=task.id, task_obj=task,
+                     artifacts=any(a.parts for a in task.artifacts))
         self._draw()
 
     def _draw(self) -> None:
@@ -246,11 +310,39 @@ class ChatScreen(ModeScreen):
                     log.append(f" ✘ {state}", "red")
                 log.append(" ")
             log.append(f" {line['text']}\n")
+            for part in line.get("parts") or []:  # what was sent besides the text
+                if part.kind != "text":
+                    log.append(f"       + {_describe(part)}\n", "grey62")
+            task = line.get("task_obj")
+            if task is not None:  # what came back besides the text
+                others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
+                for part in others[:20]:
+                    log.append(f"       + {_describe(part)}\n", "magenta")
+                if others:
+                    log.append(f"       ({len(others)} file/data part(s); ctrl+s saves the artifacts)\n", "grey62")
+        if self.chat.attachments:
+            log.append("next message carries: " + ", ".join(_describe(p) for p in self.chat.attachments) + "\n",
+                       "bold magenta")
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
         ctx = self.chat.context_id
         waiting = "   (answering its question)" if self.chat.waiting_task else ""
         self.query_one("#chat-context", Static).update(f"context {ctx}{waiting}" if ctx else "new conversation")
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
+
+
+def _describe(part: Part) -> str:
+    """A file or data part in one short line: name, media type and size, or the data's JSON."""
+    if part.kind == "data":
+        text = json.dumps(part.data, ensure_ascii=False)
+        return "data " + (text if len(text) <= 80 else text[:79] + "…")
+    if part.raw is not None:
+        size = len(part.raw) * 3 // 4 - part.raw[-2:].count("=")
+        return f"file {part.filename or '(no name)'} ({part.media_type or '?'}, {_size(size)})"
+    return f"file {part.filename or '(no name)'} linked at {part.url}"
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
 def _label(peer: Any, url: str) -> str:

@@ -1,0 +1,101 @@
+"""What a user coming from a2a-handler expects of toolnexus-tui: file and data parts sent from
+Chat and artifacts saved to disk, an auth panel per peer, MCP servers over stdio and with headers.
+Every peer here is real: the official a2a-sdk server, toolnexus' own served agent, an MCP server
+started as a subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input  # noqa: E402
+
+import toolnexus as tn  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.screens.export import Prompt  # noqa: E402
+
+from ..peers.sdk_server import sdk_server  # noqa: E402
+from .test_daily import shown  # noqa: E402
+from .test_pilot import until  # noqa: E402
+
+
+async def _answer(app: ToolnexusApp, pilot, text: str) -> None:
+    await until(pilot, lambda: isinstance(app.screen, Prompt))
+    box = app.screen.query_one(Input)
+    box.value = text
+    await pilot.press("enter")
+    await until(pilot, lambda: not isinstance(app.screen, Prompt))
+
+
+async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp_path: Path):
+    report = tmp_path / "report.csv"
+    report.write_bytes(b"city,temp\nOslo,-3\n\x00binary tail")
+    out = tmp_path / "saved"
+    app = ToolnexusApp(specs=[])
+    async with sdk_server() as url, app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(app.peer_book.add(url))
+        await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
+        app.chat_peer = url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == url)
+        # bad input first: a missing file and text that is not JSON are refused with the reason
+        await pilot.press("ctrl+o")
+        await _answer(app, pilot, str(tmp_path / "missing.pdf"))
+        await pilot.press("ctrl+t")
+        await _answer(app, pilot, "{city: Oslo")
+        assert app.conversation.attachments == []
+        notes = [n.message for n in app._notifications]
+        assert any("missing.pdf" in n and "No such file" in n for n in notes), notes
+        assert any(n.startswith("not JSON") for n in notes), notes
+        await pilot.press("ctrl+o")
+        await _answer(app, pilot, str(report))
+        await pilot.press("ctrl+t")
+        await _answer(app, pilot, '{"city": "Oslo", "days": [1, 2]}')
+        assert "next message carries: file report.csv (text/csv, 30 B), data" in shown(app, "#chat-log")
+        app.screen.query_one("#chat-input", Input).value = "forecast please"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
+        assert app.conversation.attachments == []
+        log = shown(app, "#chat-log")
+        assert "echo: forecast please (+2 parts)" in log
+        assert "+ file escape.txt" not in log and "+ file ../../escape.txt" in log  # shown as sent, saved safe
+        assert "ctrl+s saves the artifacts" in log
+        # the peer received the parts as sent: they come back byte for byte
+        await pilot.press("ctrl+s")
+        await _answer(app, pilot, str(out))
+        files = sorted(p.name for p in out.iterdir())
+        assert files == ["echoed-2.json", "escape.txt", "reply.txt", "report.csv"], files
+        assert (out / "report.csv").read_bytes() == report.read_bytes()
+        assert json.loads((out / "echoed-2.json").read_text()) == {"city": "Oslo", "days": [1, 2]}
+        assert not (tmp_path / "escape.txt").exists()
+        assert (out / "reply.txt").read_text() == "echo: forecast please (+2 parts)"
+        assert any(n.startswith(f"saved 4 file(s) in {out}") for n in (m.message for m in app._notifications))
+        # saving again never overwrites
+        await pilot.press("ctrl+s")
+        await _answer(app, pilot, str(out))
+        assert (out / "report-2.csv").read_bytes() == report.read_bytes()
+
+
+def test_save_artifacts_lists_links_skips_bad_bytes_and_never_follows_a_link(tmp_path: Path):
+    from toolnexus.a2a.model import Artifact, Part, Task, TaskStatus
+
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "reply.txt").symlink_to(target)
+    task = Task("t1", "c1", TaskStatus(tn.TaskState.COMPLETED), artifacts=[
+        Artifact([Part.of_text("the answer")], name="reply"),
+        Artifact([Part("file", url="https://elsewhere.example/x.pdf", filename="x.pdf", media_type="application/pdf"),
+                  Part("file", raw="not base64!!", filename="broken.bin")], name="files"),
+    ])
+    saved = task.save_artifacts(folder)
+    assert target.read_text() == "keep me"
+    assert (folder / "reply-2.txt").read_text() == "the answer"
+    assert (folder / "links.txt").read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
+    assert saved.skipped == ["artifact 2 part 2: its bytes are not valid base64"]
+    assert "1 linked file(s) listed in links.txt, not downloaded" in saved.summary()
