@@ -1,5 +1,8 @@
 """The peers the TUI talks to: saved under the user's config folder, secrets never written.
 
+A peer's credential is a :class:`PeerAuth` (bearer token, API key header, or basic user and
+password) plus any other headers; a secret is saved only as an environment reference.
+
 A header value is saved only when it is one environment reference, alone or after a scheme or a
 ``name=`` (``${TOKEN}``, ``Bearer ${TOKEN}``, ``session=${SESSION}``); a literal value typed in
 stays in memory for the session and is dropped from the file. A URL is saved without its password
@@ -8,6 +11,7 @@ and without the values of secret-looking query parameters. The file is readable 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -23,8 +27,9 @@ from toolnexus.traffic import is_secret_name
 
 from .saved import write_private
 
-__all__ = ["Peer", "PeerBook", "config_dir"]
+__all__ = ["Peer", "PeerAuth", "PeerBook", "config_dir", "card_auth"]
 
+_ENV_REF_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _ENV_ONLY = re.compile(r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
                        r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 FILE = "peers-v1.json"
@@ -40,6 +45,67 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir("toolnexus"))
 
 
+AUTH_KINDS = {"none": "none", "bearer": "bearer token", "apikey": "API key", "basic": "basic"}
+
+
+@dataclass
+class PeerAuth:
+    """How a peer wants to be called: ``kind`` (none, bearer, apikey, basic); ``name`` is the API
+    key's header name or the basic user; ``secret`` the token, key or password, a literal (kept for
+    the session only) or an ``${ENV}`` reference (saved)."""
+
+    kind: str = "none"
+    name: str = ""
+    secret: str = ""
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"PeerAuth(kind={self.kind!r}, name={self.name!r}, secret=<{'env' if self.saves_secret else 'hidden'}>)"
+
+    @property
+    def saves_secret(self) -> bool:
+        return bool(_ENV_REF_ONLY.match(self.secret))
+
+    def headers(self) -> dict[str, str]:
+        """The headers this credential adds, environment references expanded."""
+        if self.kind == "bearer" and self.secret:
+            return {"Authorization": f"Bearer {expand_env(self.secret)}"}
+        if self.kind == "apikey" and self.secret:
+            return {self.name or "X-API-Key": expand_env(self.secret)}
+        if self.kind == "basic" and (self.name or self.secret):
+            pair = f"{expand_env(self.name)}:{expand_env(self.secret)}".encode()
+            return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+        return {}
+
+    def templates(self) -> dict[str, str]:
+        """The headers as written (``${ENV}`` kept), for copy-as-curl; none for basic (encoded)."""
+        if self.kind == "bearer" and self.secret:
+            return {"Authorization": f"Bearer {self.secret}"}
+        if self.kind == "apikey" and self.secret:
+            return {self.name or "X-API-Key": self.secret}
+        return {}
+
+    def saved(self) -> dict[str, str] | None:
+        if self.kind not in AUTH_KINDS or self.kind == "none":
+            return None
+        return {"kind": self.kind, "name": self.name, "secret": self.secret if self.saves_secret else ""}
+
+
+def card_auth(raw: Any) -> PeerAuth | None:
+    """The credential a card asks for (its first security scheme we can fill: bearer, an API key in
+    a header, basic), in either SDK line's shape; None when it asks for none we know."""
+    schemes = raw.get("securitySchemes") if isinstance(raw, dict) else None
+    for scheme in (schemes or {}).values() if isinstance(schemes, dict) else ():
+        if not isinstance(scheme, dict):
+            continue
+        http = scheme.get("httpAuthSecurityScheme") or (scheme if scheme.get("type") == "http" else None)
+        if isinstance(http, dict) and str(http.get("scheme", "")).lower() in ("bearer", "basic"):
+            return PeerAuth(str(http["scheme"]).lower())
+        key = scheme.get("apiKeySecurityScheme") or (scheme if scheme.get("type") == "apiKey" else None)
+        if isinstance(key, dict) and str(key.get("location", key.get("in", ""))).lower() == "header":
+            return PeerAuth("apikey", str(key.get("name") or "X-API-Key"))
+    return None
+
+
 @dataclass
 class Peer:
     """A remote agent: its URL, its header templates, and (once connected) its client."""
@@ -47,6 +113,7 @@ class Peer:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     hosted: bool = False
+    auth: PeerAuth = field(default_factory=PeerAuth)
     dialect: str = "auto"  # auto | 0.3 | 1.0 | legacy
     blocking: bool = False
     client: A2AClient | None = None
@@ -61,11 +128,21 @@ class Peer:
         """Only the headers whose values name environment variables: never a literal secret."""
         return {k: v for k, v in self.headers.items() if _ENV_ONLY.match(v)}
 
+    @property
+    def keeps_literal(self) -> bool:
+        """Whether a secret typed in as a literal lives only in this session (not in the file)."""
+        return self.saved_headers() != self.headers or (self.auth.kind != "none" and bool(self.auth.secret)
+                                                        and not self.auth.saves_secret)
+
+    def templates(self) -> dict[str, str]:
+        """Every header as the user wrote it (``${ENV}`` unexpanded), for copy-as-curl."""
+        return {**self.headers, **self.auth.templates()}
+
     async def connect(self, bus: EventBus | None) -> None:
         self.state, self.error = "checking", ""
         if self.client is not None:
             await self.client.aclose()
-        headers = {k: expand_env(v) for k, v in self.headers.items()}
+        headers = {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
         self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers), dialect=self.dialect)
         try:
             await self.client.connect()
@@ -88,15 +165,20 @@ class PeerBook:
         try:
             data = json.loads((self.folder / FILE).read_text(encoding="utf-8"))
             for entry in data.get("peers", []):
+                auth = entry.get("auth") or {}
                 self.peers.setdefault(entry["url"], Peer(entry["url"], dict(entry.get("headers") or {}),
                                                          dialect=str(entry.get("dialect", "auto")),
-                                                         blocking=bool(entry.get("blocking", False))))
+                                                         blocking=bool(entry.get("blocking", False)),
+                                                         auth=PeerAuth(str(auth.get("kind", "none")),
+                                                                       str(auth.get("name", "")),
+                                                                       str(auth.get("secret", "")))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
 
     def save(self) -> None:
         saved = [{"url": _savable_url(p.url), "headers": p.saved_headers(), "dialect": p.dialect,
-                  "blocking": p.blocking} for p in self.peers.values() if not p.hosted]
+                  "blocking": p.blocking, **({"auth": a} if (a := p.auth.saved()) else {})}
+                 for p in self.peers.values() if not p.hosted]
         try:
             write_private(self.folder / FILE, {"peers": saved})
         except OSError:

@@ -9,6 +9,7 @@ fails the task with a reason. File and data parts come back as an artifact "echo
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -19,6 +20,7 @@ from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 
 from toolnexus.serve.runner import AsgiServer
 
@@ -72,16 +74,33 @@ def card(url: str, *, compat: bool) -> pb.AgentCard:
 
 
 @contextlib.asynccontextmanager
-async def sdk_server(*, compat: bool = False) -> AsyncIterator[str]:
-    """Serve the script agent on a loopback port; yields its base URL (without a trailing slash)."""
+async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None) -> AsyncIterator[str]:
+    """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
+    ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
+    public and declares the scheme), as a deployment behind a basic-auth proxy does."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
-    server = AsgiServer(app)
+    front = app
+    if basic is not None:
+        expected = ("Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()).encode()
+
+        async def front(scope, receive, send):  # type: ignore[no-untyped-def]
+            given = dict(scope.get("headers") or []).get(b"authorization")
+            if scope["type"] == "http" and scope["method"] == "POST" and given != expected:
+                refusal = JSONResponse({"error": "basic auth required"}, status_code=401,
+                                       headers={"WWW-Authenticate": 'Basic realm="a2a"'})
+                return await refusal(scope, receive, send)
+            return await app(scope, receive, send)
+
+    server = AsgiServer(front)
     holder["s"] = server
     # the card needs the port, known only once bound: bind first, then add the routes
     await server.start()
     url = server.url + "/"
     agent_card = card(url, compat=compat)
+    if basic is not None:
+        agent_card.security_schemes["basic"].CopyFrom(
+            pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic")))
     handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=InMemoryTaskStore(),
                                       agent_card=agent_card)
     for route in create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/",

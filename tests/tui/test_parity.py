@@ -5,6 +5,7 @@ started as a subprocess."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -99,3 +100,83 @@ def test_save_artifacts_lists_links_skips_bad_bytes_and_never_follows_a_link(tmp
     assert (folder / "links.txt").read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
     assert saved.skipped == ["artifact 2 part 2: its bytes are not valid base64"]
     assert "1 linked file(s) listed in links.txt, not downloaded" in saved.summary()
+
+
+async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_references(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from textual.widgets import DataTable, Select
+
+    from tui.peers import PeerBook
+
+    from .test_part2 import chat
+
+    monkeypatch.setenv("TN_BASIC_PW", "pa55-w0rd")
+    book = PeerBook(tmp_path / "config")
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[], peers=book)
+    keyed = tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="keyed", auth={"apiKey": ["k-123456"],
+                                                                                      "header": "X-Team-Key"}))
+    async with sdk_server(basic=("ada", "pa55-w0rd")) as sdk_url, keyed as h, app.run_test(size=(120, 40)) as pilot:
+        for url in (sdk_url, h.url):
+            app.connect_peer(book.add(url))
+        await until(pilot, lambda: all(p.state == "reachable" for p in book.peers.values()))
+        app.chat_peer = sdk_url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == sdk_url)
+        refused = await chat(app, pilot, "hello")
+        assert "401" in refused["text"], refused
+        # the Auth tab offers what the card asks for: basic
+        await pilot.press("escape", "3")  # escape leaves the message box, where 3 would be typed
+        await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(sdk_url))
+        await pilot.press("h")
+        await until(pilot, lambda: app.screen.query_one("#auth-kind", Select).value == "basic")
+        assert "The card asks for: basic" in shown(app, "#auth-help")
+        app.screen.query_one("#auth-name", Input).value = "ada"
+        secret = app.screen.query_one("#auth-secret", Input)
+        secret.value = "${TN_BASIC_PW}"
+        secret.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: book.peers[sdk_url].auth.kind == "basic" and book.peers[sdk_url].state == "reachable")
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == sdk_url)
+        ok = await chat(app, pilot, "hello again")
+        assert ok["text"] == "echo: hello again"
+        # the API key peer: its card names the header; a literal key works and is never saved
+        await pilot.press("escape", "3")  # escape leaves the message box, where 3 would be typed
+        await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
+        table = app.screen.query_one("#peers", DataTable)
+        table.move_cursor(row=table.get_row_index(h.url))
+        await pilot.press("h")
+        await until(pilot, lambda: app.screen.query_one("#auth-name", Input).value.lower() == "x-team-key")
+        assert app.screen.query_one("#auth-kind", Select).value == "apikey"
+        secret = app.screen.query_one("#auth-secret", Input)
+        secret.focus()
+        await pilot.press("enter")  # no secret yet: refused with the reason, nothing applied
+        assert book.peers[h.url].auth.kind == "none"
+        assert any("the secret is empty" in n.message for n in app._notifications)
+        secret.value = "k-123456"
+        secret.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: book.peers[h.url].auth.kind == "apikey" and book.peers[h.url].state == "reachable")
+        assert any("kept for this session only" in n.message for n in app._notifications)
+        app.chat_peer = h.url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == h.url)
+        assert (await chat(app, pilot, "keyed hello"))["text"] == "You said: keyed hello"
+        # the file keeps the reference and the key's header name, never a literal secret
+        saved = (tmp_path / "config" / "peers-v1.json").read_text()
+        entries = {e["url"]: e for e in json.loads(saved)["peers"]}
+        assert entries[sdk_url]["auth"] == {"kind": "basic", "name": "ada", "secret": "${TN_BASIC_PW}"}
+        assert entries[h.url]["auth"] == {"kind": "apikey", "name": "x-team-key", "secret": ""}
+        assert "pa55" not in saved and "k-123456" not in saved
+        # and the wire never shows either secret
+        from dataclasses import asdict
+
+        wire = json.dumps([asdict(e) for e in app.book.traffic])
+        sends = [e.status for e in app.book.traffic if e.peer == "sdk-echo" and e.rpc_method == "SendMessage"]
+        assert sends[:2] == [401, 200], sends  # refused without the credential, answered with it
+        basic = base64.b64encode(b"ada:pa55-w0rd").decode()
+        assert "pa55-w0rd" not in wire and "k-123456" not in wire and basic not in wire

@@ -66,7 +66,9 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         # headers: an env reference is saved, a literal secret is not
         table.move_cursor(row=table.get_row_index(sdk_url))
         await pilot.press("h")
-        app.screen.query_one("#peer-headers", Input).value = "Authorization: Bearer ${TN_TUI_TOKEN}; X-Literal: s3cr3t"
+        box = app.screen.query_one("#peer-headers", Input)
+        box.value = "Authorization: Bearer ${TN_TUI_TOKEN}; X-Literal: s3cr3t"
+        box.focus()
         await pilot.press("enter")
         await until(pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].headers)
         saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())

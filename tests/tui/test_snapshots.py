@@ -118,3 +118,19 @@ def test_wire_at_80x24(snap_compare, tmp_path):
         await pilot.pause(0.2)
 
     assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)
+
+
+def test_peer_auth_at_80x24(snap_compare, tmp_path):
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        screen = pilot.app.screen
+        screen.query_one("#auth-kind").value = "basic"
+        screen.query_one("#auth-name").value = "ada"
+        screen.query_one("#auth-secret").value = "${PEER_PASSWORD}"
+        await pilot.pause(0.1)
+
+    assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)

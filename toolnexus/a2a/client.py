@@ -287,10 +287,11 @@ class A2AClient:
             excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} with no JSON-RPC body: {excerpt}",
                             status=status) from None
-        if not isinstance(data, dict) or ("result" not in data and "error" not in data):
-            if status in (401, 403):
-                raise PeerError(f"{self.peer}: {method} answered HTTP {status}: check the headers/credentials",
-                                status=status)
+        if not isinstance(data, dict) or ("result" not in data and not isinstance(data.get("error"), dict)):
+            if status in (401, 403):  # e.g. a proxy's {"error": "..."}: not the agent's JSON-RPC answer
+                meaning = "authentication required" if status == 401 else "invalid credentials"
+                raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
+                                f"headers/credentials", status=status)
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
         if data.get("error") is not None:
             raise _rpc_error(data["error"], self.traffic.mask)

@@ -151,6 +151,9 @@ class A2AConfig:
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
+        self.auth = Auth.from_config(self.auth)
+
     @classmethod
     def from_config(cls, value: Any) -> A2AConfig:
         """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
@@ -184,6 +187,9 @@ class MCPServeConfig:
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     auth: Auth | None = None
+
+    def __post_init__(self) -> None:
+        self.auth = Auth.from_config(self.auth)
 
     @classmethod
     def from_config(cls, value: Any) -> MCPServeConfig:

@@ -10,12 +10,13 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import (
     DataTable,
     Footer,
     Header,
     Input,
+    Select,
     Static,
     TabbedContent,
     TabPane,
@@ -24,17 +25,18 @@ from textual.widgets import (
 from toolnexus import validate_card
 from toolnexus.monitor import STATE_STYLE
 
-from ..peers import parse_headers
+from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
 
 class PeersScreen(ModeScreen):
+    _auth_shown: tuple[str, bool] | None = None  # the peer (and whether its card was in) the Auth tab shows
     BINDINGS = [
         Binding("n", "add_peer", "Add peer", id="peer-add"),
         Binding("r", "recheck", "Recheck", id="peer-recheck"),
-        Binding("h", "edit_headers", "Headers", id="peer-headers"),
+        Binding("h", "edit_headers", "Auth", id="peer-headers"),
         Binding("d", "delete_peer", "Remove", id="peer-remove"),
         Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
         Binding("b", "toggle_blocking", "Blocking", id="peer-blocking"),
@@ -59,10 +61,14 @@ class PeersScreen(ModeScreen):
             with TabPane("Tasks", id="p-tasks"):
                 yield VerticalScroll(SafeStatic("t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
                                                 "attach to one in Chat with ctrl+g.", id="remote-tasks"))
-            with TabPane("Headers", id="p-headers"):
-                yield SafeStatic("Header lines 'Name: value' (separate with ;). Values may name environment variables "
-                             "(Bearer ${TOKEN}); only those are saved, never a literal secret.")
-                yield Input(placeholder="Authorization: Bearer ${MY_TOKEN}", id="peer-headers")
+            with TabPane("Auth", id="p-headers"):
+                yield SafeStatic(_AUTH_HELP, id="auth-help")
+                with Horizontal(id="auth-row"):
+                    yield Select([(label, kind) for kind, label in AUTH_KINDS.items()], value="none",
+                                 allow_blank=False, id="auth-kind", compact=True)
+                    yield Input(placeholder="header name / user", id="auth-name", compact=True)
+                    yield Input(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
+                yield Input(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -104,6 +110,7 @@ class PeersScreen(ModeScreen):
         return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._auth_shown = None
         self.show()
 
     def show(self) -> None:
@@ -114,8 +121,8 @@ class PeersScreen(ModeScreen):
             for v in views.values():
                 v.update("Add a peer with n, or start a server: hosted servers appear here.")
             return
-        self.query_one("#peer-headers", Input).value = "; ".join(f"{k}: {v}" for k, v in peer.headers.items())
         card = peer.client.card if peer.client is not None else None
+        self._show_auth(peer, card)
         if card is None:
             text = Text(peer.error or peer.state, "red" if peer.error else "")
             for v in views.values():
@@ -188,20 +195,62 @@ class PeersScreen(ModeScreen):
         if peer is not None:
             self.tn.connect_peer(peer)
 
+    def _show_auth(self, peer: Any, card: Any) -> None:
+        """The Auth tab for ``peer``: its credential, else what its card asks for (not yet applied)."""
+        shown = (peer.url, card is not None)
+        if self._auth_shown == shown:  # a refresh must not wipe what is being typed
+            return
+        self._auth_shown = shown
+        auth = peer.auth
+        asks = card_auth(card.raw) if card is not None else None
+        if auth.kind == "none" and asks is not None:
+            auth = asks
+        self.query_one("#auth-kind", Select).value = auth.kind
+        self.query_one("#auth-name", Input).value = auth.name
+        self.query_one("#auth-secret", Input).value = auth.secret
+        self.query_one("#peer-headers", Input).value = "; ".join(f"{k}: {v}" for k, v in peer.headers.items())
+        wants = f"\nThe card asks for: {AUTH_KINDS[asks.kind]}{' ' + asks.name if asks.name else ''}." if asks else ""
+        self.query_one("#auth-help", Static).update(_AUTH_HELP + wants)
+
+    @on(Input.Changed, "#auth-secret")
+    def _secret_typed(self, event: Input.Changed) -> None:
+        """An ``${ENV}`` reference is not a secret: show it; hide anything else."""
+        event.input.password = not event.value.startswith("${")
+
+    @on(Select.Changed, "#auth-kind")
+    def _auth_kind(self, event: Select.Changed) -> None:
+        hint = {"apikey": "header name (X-API-Key)", "basic": "user"}.get(str(event.value), "(not used)")
+        self.query_one("#auth-name", Input).placeholder = hint
+
     def action_edit_headers(self) -> None:
         self.query_one("#peer-detail", TabbedContent).active = "p-headers"
-        self.query_one("#peer-headers", Input).focus()
+        self.query_one("#auth-kind", Select).focus()
 
-    @on(Input.Submitted, "#peer-headers")
+    @on(Input.Submitted, "#peer-headers, #auth-name, #auth-secret")
     def _headers(self, event: Input.Submitted) -> None:
         peer = self.tn.peer_book.peers.get(self.selected() or "")
         if peer is None:
             return
-        peer.headers = parse_headers(event.value)
+        kind = self.query_one("#auth-kind", Select).value
+        auth = PeerAuth(str(kind), self.query_one("#auth-name", Input).value.strip(),
+                        self.query_one("#auth-secret", Input).value.strip())
+        if auth.kind in ("bearer", "apikey") and not auth.secret:
+            self.notify(f"{AUTH_KINDS[auth.kind]}: the secret is empty (type it, or ${{ENV_VAR}})", severity="error")
+            return
+        if auth.kind == "basic" and not auth.name:
+            self.notify("basic: the user is empty", severity="error")
+            return
+        peer.auth = auth if auth.kind != "none" else PeerAuth()
+        peer.headers = parse_headers(self.query_one("#peer-headers", Input).value)
+        replaced = [k for k in peer.headers if k.lower() in {h.lower() for h in auth.headers()}]
+        for k in replaced:  # one credential per header: the panel's wins, and says so
+            del peer.headers[k]
+            self.notify(f"the {k} header line was replaced by the {AUTH_KINDS[auth.kind]} credential")
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)
-        self.notify(f"headers set for {peer.url}" + ("" if peer.saved_headers() == peer.headers else
-                                                      " (literal values kept for this session only)"))
+        self.query_one("#peers", DataTable).focus()
+        self.notify(f"credentials set for {peer.url}: {AUTH_KINDS[peer.auth.kind]}" +
+                    (" (a literal secret is kept for this session only)" if peer.keeps_literal else ""))
 
     def action_cycle_dialect(self) -> None:
         """auto → 0.3 → 1.0 → legacy: force the dialect this peer is spoken to in."""
@@ -238,6 +287,10 @@ class PeersScreen(ModeScreen):
         if url:
             self.tn.chat_peer = url
             self.app.switch_mode("chat")
+
+
+_AUTH_HELP = ("Credential, user or header name, secret; other headers below. Enter applies. "
+              "${VAR} references are saved; a literal secret lives for this session only.")
 
 
 def _card_text(card: Any) -> Text:

@@ -178,7 +178,7 @@ class WireScreen(ModeScreen):
             return
         peer = next((p for url, p in self.tn.peer_book.peers.items()
                      if ev.direction == "out" and ev.url.startswith(url)), None)
-        curl = to_curl(ev, peer.headers if peer is not None else None)
+        curl = to_curl(ev, peer.templates() if peer is not None else None)
         self.last_curl = curl
         self.app.copy_to_clipboard(curl)
         if curl_masks(curl):
