@@ -279,9 +279,12 @@ async def connect_all(specs: list[MCPServerSpec]) -> tuple[list[MCPConnection], 
     return conns, [t for tools in lists for t in tools]
 
 
-async def remote_tools(url: str, *, headers: dict[str, str] | None = None, bus: Any = None,
+async def remote_tools(url: str | list[str], *, headers: dict[str, str] | None = None, bus: Any = None,
                        timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     """The tools of any MCP endpoint, ``[{name, description, input_schema}]`` (every exchange on ``bus``).
+
+    ``url``: a streamable-HTTP endpoint, or a command line as a list (``["uvx", "some-mcp"]``) to
+    start a stdio server for this call (each JSON-RPC message it exchanges is on ``bus`` too).
 
     Raises:
         PeerError: the endpoint cannot be reached or refused (the reason in one line, e.g. HTTP 401).
@@ -291,14 +294,16 @@ async def remote_tools(url: str, *, headers: dict[str, str] | None = None, bus: 
         async with _session(url, headers, recorder, timeout) as client:
             listed = await client.list_tools()
     except Exception as exc:
-        raise PeerError(f"{url}: {mcp_failure(exc, recorder)}") from None
+        raise PeerError(f"{_where(url)}: {mcp_failure(exc, recorder)}") from None
     return [{"name": t.name, "description": t.description or "", "input_schema": dict(t.input_schema or {})}
             for t in listed.tools]
 
 
-async def call_remote_tool(url: str, name: str, args: dict[str, Any], *, headers: dict[str, str] | None = None,
-                           bus: Any = None, timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
+async def call_remote_tool(url: str | list[str], name: str, args: dict[str, Any], *,
+                           headers: dict[str, str] | None = None, bus: Any = None,
+                           timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
     """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult.
+    ``url`` as in :func:`remote_tools` (a list: a stdio server's command line).
 
     Raises:
         PeerError: the endpoint cannot be reached or refused (the reason in one line).
@@ -308,7 +313,7 @@ async def call_remote_tool(url: str, name: str, args: dict[str, Any], *, headers
         async with _session(url, headers, recorder, timeout) as client:
             return _result(await client.call_tool(name, args, read_timeout_seconds=timeout))
     except Exception as exc:
-        raise PeerError(f"{url}: {mcp_failure(exc, recorder)}") from None
+        raise PeerError(f"{_where(url)}: {mcp_failure(exc, recorder)}") from None
 
 
 def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
@@ -317,6 +322,8 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
     type and text."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, PeerError):  # already one line for people
+        return str(exc)
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None and recorder is not None:
         status = next((e.status for e in reversed(recorder.events) if e.status and e.status >= 400), None)
@@ -328,24 +335,137 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _recorder(url: str, headers: dict[str, str] | None, bus: Any) -> Any:
+def _where(target: str | list[str]) -> str:
+    """An endpoint for people: the URL, or ``stdio: <command line>``."""
+    if isinstance(target, str):
+        return target
+    import shlex
+
+    return "stdio: " + shlex.join(target)
+
+
+def _recorder(url: str | list[str], headers: dict[str, str] | None, bus: Any) -> Any:
     from .traffic import TrafficRecorder
 
-    recorder = TrafficRecorder(bus, peer=url)
+    recorder = TrafficRecorder(bus, peer=_where(url))
     for name, value in (headers or {}).items():
         recorder.secret(name, value)
     return recorder
 
 
 @contextlib.asynccontextmanager
-async def _session(url: str, headers: dict[str, str] | None, recorder: Any, timeout: float) -> Any:
+async def _session(url: str | list[str], headers: dict[str, str] | None, recorder: Any, timeout: float) -> Any:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     from .traffic import recording_transport
 
+    if not isinstance(url, str):
+        if not url or not url[0]:
+            raise ConfigError("an MCP stdio server needs a command")
+        import tempfile
+
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+            try:
+                async with Client(_tapped_stdio(url, recorder, errlog), read_timeout_seconds=timeout) as client:
+                    yield client
+            except Exception as exc:  # what the server said on stderr is often the reason
+                errlog.flush()
+                errlog.seek(0)
+                tail = errlog.read()[-400:].strip()
+                if not tail:
+                    raise
+                from .display import printable
+
+                raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
+        return
+
     async with httpx2.AsyncClient(headers=headers or {}, timeout=timeout,
                                   transport=recording_transport(recorder, httpx2)) as http:
         async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:
             yield client
+
+
+@contextlib.asynccontextmanager
+async def _tapped_stdio(argv: list[str], recorder: Any, errlog: Any) -> Any:
+    """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
+    its response as one exchange (method ``STDIO``), a notification on its own."""
+    import time
+
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    where = _where(argv)
+    pending: dict[Any, tuple[float, str, str | None]] = {}
+
+    def dump(m: Any) -> tuple[dict[str, Any], str]:
+        msg = getattr(m, "message", m)
+        body = msg.model_dump_json(by_alias=True, exclude_none=True) if hasattr(msg, "model_dump_json") else str(msg)
+        try:
+            return json.loads(body), body
+        except ValueError:
+            return {}, body
+
+    def sent(m: Any) -> None:
+        data, body = dump(m)
+        if "method" in data and "id" in data:
+            pending[data["id"]] = (time.perf_counter(), body, data["method"])
+        else:  # a notification, or our answer to the server's own request
+            recorder.record(direction="out", method="STDIO", url=where, status=None, started=time.perf_counter(),
+                            request_headers={}, request_body=body, rpc_method=data.get("method"))
+
+    def received(m: Any) -> None:
+        if isinstance(m, Exception):
+            recorder.record(direction="out", method="STDIO", url=where, status=None, started=time.perf_counter(),
+                            request_headers={}, request_body="", error=_reason(m))
+            return
+        data, body = dump(m)
+        started, request, method = pending.pop(data.get("id"), (time.perf_counter(), "", data.get("method")))
+        recorder.record(direction="out", method="STDIO", url=where, status=None, started=started,
+                        request_headers={}, request_body=request, response_body=body, rpc_method=method,
+                        error=(data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else None)
+
+    params = StdioServerParameters(command=argv[0], args=list(argv[1:]))
+    async with stdio_client(params, errlog=errlog) as (read, write):  # its stderr must not draw over a TUI
+        yield _Tap(read, received), _Tap(write, sent)
+
+
+class _Tap:
+    """A memory stream that calls ``seen`` with every message passing through it."""
+
+    def __init__(self, inner: Any, seen: Any) -> None:
+        self._inner, self._seen = inner, seen
+
+    async def send(self, item: Any) -> None:
+        self._seen(item)
+        await self._inner.send(item)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._seen(item)
+        return item
+
+    def __aiter__(self) -> _Tap:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Tap:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

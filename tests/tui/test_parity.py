@@ -180,3 +180,58 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         assert sends[:2] == [401, 200], sends  # refused without the credential, answered with it
         basic = base64.b64encode(b"ada:pa55-w0rd").decode()
         assert "pa55-w0rd" not in wire and "k-123456" not in wire and basic not in wire
+
+
+async def test_mcp_mode_starts_a_stdio_server_from_a_command_and_sends_headers_to_an_http_one(
+        monkeypatch: pytest.MonkeyPatch):
+    import shlex
+
+    from textual.widgets import DataTable
+
+    from ..test_mcp import NOTES
+
+    monkeypatch.setenv("TN_MCP_TOKEN", "mcp-s3cret-token")
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(lambda a, b: a * b, name="times")])
+    app = ToolnexusApp(specs=[])
+    served = tk.serve(mcp=tn.MCPServeConfig(auth=tn.Auth.bearer("mcp-s3cret-token")))
+    async with served as h, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("6")
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        url_box = app.screen.query_one("#mcp-url", Input)
+        tools = app.screen.query_one("#mcp-tools", DataTable)
+        # a stdio server from a command line: listed, called, and every message on the Wire
+        url_box.value = shlex.join(NOTES)
+        url_box.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: tools.row_count == 6, timeout=20)
+        await until(pilot, lambda: bool(app.screen.query("#arg-1")))
+        await pilot.pause(0.2)  # the listing and the first row's highlight both build the form
+        app.screen.query_one("#arg-0", Input).value = "2"
+        app.screen.query_one("#arg-1", Input).value = "3"
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: getattr(app.screen, "last_result", None) is not None, timeout=20)
+        assert app.screen.last_result.output == "5", app.screen.last_result
+        stdio = [e for e in app.book.traffic if e.method == "STDIO"]
+        assert {"tools/list", "tools/call"} <= {e.rpc_method for e in stdio}
+        call = next(e for e in stdio if e.rpc_method == "tools/call")
+        assert '"arguments":{"a":2,"b":3}' in call.request_body and '"5"' in call.response_body
+        assert call.peer.startswith("stdio: ") and "notes_server.py" in call.peer
+        # a command that fails says why, with what the server wrote on stderr
+        url_box.value = shlex.join([NOTES[0], "-c", "import sys; sys.exit('no config file')"])
+        url_box.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "✘" in shown(app, "#mcp-result"), timeout=20)
+        assert "no config file" in shown(app, "#mcp-result") and tools.row_count == 0
+        # an HTTP endpoint that wants a token: refused without, listed with the header (an env reference)
+        url_box.value = h.mcp_url
+        url_box.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "HTTP 401" in shown(app, "#mcp-result"), timeout=20)
+        headers = app.screen.query_one("#mcp-headers", Input)
+        headers.value = "Authorization: Bearer ${TN_MCP_TOKEN}"
+        headers.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: tools.row_count == 1, timeout=20)
+        sent = [e for e in app.book.traffic if e.url.startswith(h.mcp_url) and e.status == 200]
+        assert sent and all(e.request_headers.get("authorization") == "Bearer ***" for e in sent)
+        assert "mcp-s3cret-token" not in repr(app.book.traffic)

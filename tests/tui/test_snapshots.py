@@ -134,3 +134,14 @@ def test_peer_auth_at_80x24(snap_compare, tmp_path):
         await pilot.pause(0.1)
 
     assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)
+
+
+def test_mcp_at_80x24(snap_compare, tmp_path):
+    async def before(pilot) -> None:
+        await pilot.pause(0.2)
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        pilot.app.screen.query_one("#mcp-headers").value = "X-Team: ${TEAM_KEY}"
+        await pilot.pause(0.1)
+
+    assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)

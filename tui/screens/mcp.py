@@ -1,11 +1,13 @@
-"""Mode 6, MCP: any MCP endpoint (a hosted server's /mcp or a URL): its tools, a form made from a
-tool's input schema (or raw JSON arguments), the result; every exchange lands in the Wire."""
+"""Mode 6, MCP: any MCP endpoint (a hosted server's /mcp, a URL with headers, or a stdio server
+started from a command line): its tools, a form made from a tool's input schema (or raw JSON
+arguments), the result; every exchange (each stdio JSON-RPC message too) lands in the Wire."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import json
+import os
+import shlex
 from typing import Any
 
 from rich.text import Text
@@ -16,8 +18,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
 
 from toolnexus.display import printable
-from toolnexus.mcp_client import call_remote_tool, remote_tools
+from toolnexus.mcp_client import call_remote_tool, expand_env, remote_tools
 
+from ..peers import parse_headers
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -56,8 +59,10 @@ class MCPScreen(ModeScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("mcp")
-        yield Input(placeholder="an MCP endpoint URL (hosted: http://127.0.0.1:PORT/mcp), enter lists its tools",
-                    id="mcp-url")
+        with Horizontal(id="mcp-where"):
+            yield Input(placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
+                        id="mcp-url")
+            yield Input(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers")
         with Horizontal(id="mcp-body"):
             yield SafeTable(id="mcp-tools", cursor_type="row")
             with Vertical(id="mcp-right"):
@@ -74,31 +79,46 @@ class MCPScreen(ModeScreen):
         if hosted:
             self.query_one("#mcp-url", Input).value = hosted[0].url + "/mcp"
 
-    def _headers(self, url: str) -> dict[str, str] | None:
-        """A hosted server's own credential for its /mcp (read from its token variable), else none."""
+    def _target(self) -> str | list[str] | None:
+        """The endpoint as typed: a URL, or a stdio server's command line (split as a shell would)."""
+        text = self.query_one("#mcp-url", Input).value.strip()
+        if not text or text.startswith(("http://", "https://")):
+            return text or None
+        try:
+            return shlex.split(text)
+        except ValueError as exc:
+            self.query_one("#mcp-result", Static).update(Text(f"✘ the command line: {exc}", "red"))
+            return None
+
+    def _headers(self, target: str | list[str]) -> dict[str, str] | None:
+        """The headers typed in (``${ENV}`` expanded), and a hosted server's own credential for its
+        /mcp (read from its token variable); a stdio server gets none."""
+        if not isinstance(target, str):
+            return None
+        headers = {k: expand_env(v) for k, v in parse_headers(self.query_one("#mcp-headers", Input).value).items()}
         for server in self.tn.workspace.running():
             env = server.spec.auth_token_env
-            if env and server.url and url.startswith(server.url + "/") and os.environ.get(env):
-                return {"Authorization": f"Bearer {os.environ[env]}"}
-        return None
+            if env and server.url and target.startswith(server.url + "/") and os.environ.get(env):
+                headers.setdefault("Authorization", f"Bearer {os.environ[env]}")
+        return headers or None
 
     def action_leave_input(self) -> None:
         """Escape leaves a text box for the tool list, where the mode keys work."""
         self.query_one("#mcp-tools", DataTable).focus()
 
-    @on(Input.Submitted, "#mcp-url")
+    @on(Input.Submitted, "#mcp-url, #mcp-headers")
     def _submit_url(self) -> None:
         self.action_list_tools()
 
     def action_list_tools(self) -> None:
-        url = self.query_one("#mcp-url", Input).value.strip()
-        if url:
-            self._list(url)
+        target = self._target()
+        if target:
+            self._list(target)
 
     @work(exclusive=True, group="mcp")
-    async def _list(self, url: str) -> None:
+    async def _list(self, url: str | list[str]) -> None:
         result = self.query_one("#mcp-result", Static)
-        result.update(f"listing {url} …")
+        result.update(f"listing {url if isinstance(url, str) else shlex.join(url)} …")
         table = self.query_one("#mcp-tools", DataTable)
         try:
             self.tools = await remote_tools(url, headers=self._headers(url), bus=self.tn.workspace.events,
@@ -188,10 +208,12 @@ class MCPScreen(ModeScreen):
         except ValueError as exc:
             self.query_one("#mcp-result", Static).update(Text(f"✘ {exc}", "red"))
             return
-        self._call(self.query_one("#mcp-url", Input).value.strip(), tool["name"], args)
+        target = self._target()
+        if target:
+            self._call(target, tool["name"], args)
 
     @work(exclusive=True, group="mcp")
-    async def _call(self, url: str, name: str, args: dict[str, Any]) -> None:
+    async def _call(self, url: str | list[str], name: str, args: dict[str, Any]) -> None:
         result = self.query_one("#mcp-result", Static)
         result.update(f"calling {name} …")
         try:

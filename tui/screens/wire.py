@@ -125,8 +125,10 @@ class WireScreen(ModeScreen):
         self._shown = events
         for i in range(table.row_count, len(events)):
             ev = events[i]
-            status = Text(str(ev.status) if ev.status else "—",
-                          "green" if ev.status and ev.status < 400 else "red")
+            if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
+                status = Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
+            else:
+                status = Text(str(ev.status) if ev.status else "—", "green" if ev.status and ev.status < 400 else "red")
             who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
             table.add_row(ev.time[11:23], "→" if ev.direction == "out" else "←", who[:16],
                           ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(i))
