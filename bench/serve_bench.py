@@ -13,7 +13,8 @@ second, send-then-poll round trips per second and blocking sends per second at c
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
 Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
-(TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers.)
+(TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers;
+--wire measures only its cost: the same server with the recorder off and on, alternating.)
 (about 3 minutes; the servers are measured alternately and the medians reported, as a shared
 machine's neighbours move single runs by 10-20%).
 Targets (issue 4): round trips at c=64 >= 50% of bare with CPU/op <= 2x; card GET >= 50%; p99 at
@@ -105,11 +106,18 @@ async def _run_server(kind: str) -> None:
         async def instant(request: dict[str, Any]) -> dict[str, Any]:
             return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
+        wire = kind == "toolnexus-wire" or os.environ.get("TOOLNEXUS_BENCH_RECORD_WIRE") == "1"
+        watched = wire or kind == "toolnexus-watched"
         tk = await tn.create_toolkit(builtins=False)
         handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                                a2a=tn.A2AConfig(name="bench", description="bench"),
-                                record_wire=os.environ.get("TOOLNEXUS_BENCH_RECORD_WIRE") == "1")
+                                a2a=tn.A2AConfig(name="bench", description="bench"), record_wire=wire)
         url = handle.url
+        if watched:  # as in the TUI: one reader takes every event off the bus (and reads nothing of it)
+            async def drain() -> None:
+                async for _ in handle.events.subscribe(max_queue=5000):
+                    pass
+
+            asyncio.ensure_future(drain())
     print(url, flush=True)
     await asyncio.Event().wait()
 
@@ -302,14 +310,38 @@ def _report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def _wire_cost(seconds: float, repeat: int) -> str:
+    """The inbound wire recorder's cost: the same server with it off and on, alternating."""
+    plan = [("card", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
+    # both watched by a bus reader, as the TUI's hosted servers are: the difference is the recorder
+    runs: dict[str, list[list[dict[str, Any]]]] = {"toolnexus-watched": [], "toolnexus-wire": []}
+    for _ in range(repeat):
+        for kind in runs:
+            proc, url = _start(kind)
+            try:
+                runs[kind].append([await _measure(url, proc.pid, op, c, seconds) for op, c in plan])
+            finally:
+                proc.kill()
+                proc.wait()
+    lines = [f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"]
+    for i, (op, c) in enumerate(plan):
+        off = {k: statistics.median(r[i][k] for r in runs["toolnexus-watched"]) for k in ("rate", "cpu_us_per_op")}
+        on = {k: statistics.median(r[i][k] for r in runs["toolnexus-wire"]) for k in ("rate", "cpu_us_per_op")}
+        lines.append(f"{op:<10}{c:>4}{off['rate']:>10.0f}{on['rate']:>10.0f}{on['rate'] / off['rate']:>8.2f}"
+                     f"{off['cpu_us_per_op']:>9.0f}{on['cpu_us_per_op']:>8.0f}"
+                     f"{on['cpu_us_per_op'] / off['cpu_us_per_op']:>7.2f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--server", choices=["toolnexus", "bare"])
+    ap.add_argument("--server", choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "bare"])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--tasks", type=int, default=8000, help="tasks created to measure memory per task")
     ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
+    ap.add_argument("--wire", action="store_true", help="measure only the inbound wire recorder's cost (off vs on)")
     args = ap.parse_args()
     import uvloop
 
@@ -318,6 +350,9 @@ def main() -> None:
         return
     if args.memory_only:
         print(uvloop.run(_memory_only(args.tasks)))
+        return
+    if args.wire:
+        print(uvloop.run(_wire_cost(args.seconds, args.repeat)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
     print(_report(results))

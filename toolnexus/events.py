@@ -14,7 +14,7 @@ import inspect
 import itertools
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +151,10 @@ class _Subscription:
         self.dropped = False
         self.coalesced = 0
 
+    def push_many(self, events: Sequence[Any]) -> None:
+        for event in events:
+            self.push(event)
+
     def push(self, event: Any) -> None:
         if self.dropped or (self.accept is not None and not self.accept(event)):
             return
@@ -191,9 +195,15 @@ class EventBus:
         Safe from any thread: a subscriber on another event loop gets the event through that loop
         (a server in a thread feeding a notebook or a TUI on the main loop).
         """
+        self.publish_many((event,))
+        return event
+
+    def publish_many(self, events: Sequence[Any]) -> None:
+        """:meth:`publish` for a batch, in order: one lock and one wake-up per subscriber for all."""
         with self._lock:
-            event.seq = next(self._seq)
-            self._history.append(event)
+            for event in events:
+                event.seq = next(self._seq)
+            self._history.extend(events)
             subs = list(self._subs)
         try:
             here = asyncio.get_running_loop()
@@ -201,10 +211,9 @@ class EventBus:
             here = None
         for sub in subs:
             if sub.loop is here:
-                sub.push(event)
+                sub.push_many(events)
             elif not sub.loop.is_closed():
-                sub.loop.call_soon_threadsafe(sub.push, event)
-        return event
+                sub.loop.call_soon_threadsafe(sub.push_many, events)
 
     def history(self) -> list[Any]:
         return list(self._history)
