@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from .a2a.model import Task
     from .llm import RunResult
 
-__all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe", "printable"]
+__all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe", "printable", "plural",
+           "error_html"]
 
 # C0 controls (but newline and tab) become their Control Pictures (ESC shows as ␛), DEL as ␡, and C1
 # controls and bidi overrides as U+FFFD: one character for one, so styled spans keep their places.
@@ -36,8 +37,12 @@ def printable(value: Any, limit: int | None = None) -> str:
         return text[:limit] + f"… [{len(text) - limit:,} more characters]"
     return text
 
-STATE_COLORS = {"submitted": "#888", "working": "#c90", "input-required": "#a3c", "auth-required": "#a3c",
-                "completed": "#2a2", "failed": "#d33", "canceled": "#777", "rejected": "#d33", "unknown": "#777"}
+# JupyterLab's theme variables (light and dark themes each set them), with a fallback for other hosts
+_OK, _WARN, _ERR, _MUTED = ("var(--jp-success-color1, #2a2)", "var(--jp-warn-color1, #c90)",
+                            "var(--jp-error-color1, #d33)", "var(--jp-ui-font-color2, #777)")
+STATE_COLORS = {"submitted": _MUTED, "working": _WARN, "input-required": "var(--jp-brand-color1, #a3c)",
+                "auth-required": "var(--jp-brand-color1, #a3c)", "completed": _OK, "failed": _ERR,
+                "canceled": _MUTED, "rejected": _ERR, "unknown": _MUTED}
 _SYMBOL = {"submitted": "·", "working": "⟳", "input-required": "?", "auth-required": "?", "completed": "✔",
            "failed": "✘", "canceled": "⊘", "rejected": "✘", "unknown": "·"}
 
@@ -46,8 +51,18 @@ def e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 message``, ``2 messages``, ``1 tool call``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def error_html(text: str) -> str:
+    """A one-line failure, in the theme's error colour."""
+    return f"<span class='toolnexus-error' style='color:{_ERR}'>✘ {e(text)}</span>"
+
+
 def badge(state: str) -> str:
-    color = STATE_COLORS.get(state, "#777")
+    color = STATE_COLORS.get(state, _MUTED)
     return (f'<span style="color:{color};font-weight:bold" data-state="{e(state)}">'
             f"{_SYMBOL.get(state, '·')} {e(state)}</span>")
 
@@ -61,11 +76,13 @@ def task_html(task: Task) -> str:
     if task.status.message is not None:
         rows.append(f"<b>status</b> {e(task.status.message.text)}")
     if task.reply and task.state.value == "completed":
-        rows.append(f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply)}</pre>")
+        rows.append(f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply.strip())}</pre>")
     history = "".join(f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>" for m in task.history)
     if history:
-        rows.append(f"<details><summary>{len(task.history)} messages</summary><table>{history}</table></details>")
-    return "<div class='toolnexus-task'>" + "<br>".join(rows) + "</div>"
+        rows.append(f"<details><summary>{plural(len(task.history), 'message')}</summary><table>{history}</table>"
+                    "</details>")
+    # block rows, no <br> after the reply's <pre>: nothing trails the reply but the history
+    return "<div class='toolnexus-task'>" + "".join(f"<div>{r}</div>" for r in rows) + "</div>"
 
 
 def tasks_html(tasks: Iterable[Task], server: str | None = None) -> str:
@@ -98,9 +115,9 @@ def card_html(card: AgentCard, report: CardReport | None = None) -> str:
         parts += [f"<li>{e(line)}: {e(what)}</li>" for line, what in report.verdict.items()]
         parts.append("</ul>")
         if report.diagnostics:
-            colors = {"error": "#d33", "warning": "#c90", "info": "#777"}
+            colors = {"error": _ERR, "warning": _WARN, "info": _MUTED}
             parts.append("<table><tr><th>level</th><th>path</th><th>message</th></tr>" + "".join(
-                f"<tr><td style='color:{colors.get(d.level, '#777')}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
+                f"<tr><td style='color:{colors.get(d.level, _MUTED)}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
                 f"</td><td style='text-align:left'>{e(d.message)}</td></tr>" for d in report.diagnostics) + "</table>")
     parts.append(f"<details><summary>raw card</summary><pre>{e(json.dumps(raw, indent=2))}</pre></details>")
     return "<div class='toolnexus-card'>" + "".join(parts) + "</div>"
@@ -110,9 +127,10 @@ def run_html(result: RunResult) -> str:
     u = result.usage
     calls = "".join(f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
                     f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>" for c in result.tool_calls)
-    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {result.turns} turns · "
-            f"{u.total_tokens} tokens ({u.prompt_tokens} in, {u.completion_tokens} out) · "
-            f"{result.tool_call_count} tool calls<pre style='white-space:pre-wrap'>{e(result.text)}</pre>"
+    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {plural(result.turns, 'turn')} · "
+            f"{plural(u.total_tokens, 'token')} ({u.prompt_tokens} in, {u.completion_tokens} out) · "
+            f"{plural(result.tool_call_count, 'tool call')}"
+            f"<pre style='white-space:pre-wrap'>{e(result.text.strip())}</pre>"
             + (f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>" if calls else "")
             + "</div>")
 
@@ -122,5 +140,7 @@ def to_dataframe(rows: list[dict[str, Any]]) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("to_dataframe() needs pandas: pip install pandas") from None
+        from .errors import MissingExtra
+
+        raise MissingExtra("to_dataframe() needs pandas: pip install 'toolnexus[notebook]' (or pandas)") from None
     return pd.DataFrame(rows)

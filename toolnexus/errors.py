@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "ToolnexusError",
     "ConfigError",
+    "MissingExtra",
     "ModelError",
     "ModelTimeout",
     "MaxTurnsError",
@@ -46,6 +47,14 @@ __all__ = [
 
 class ToolnexusError(Exception):
     """Base of every error toolnexus raises on purpose."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython and Jupyter show it as one line: it is meant for the user, it is not a bug report."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+class MissingExtra(ToolnexusError, ImportError):
+    """An optional package a feature needs is not installed; the message says what to install."""
 
 
 class ConfigError(ToolnexusError):

@@ -187,6 +187,8 @@ class EventBus:
         self._subs: set[_Subscription] = set()
         self._history: collections.deque[Any] = collections.deque(maxlen=history)
         self._seq = itertools.count(1)
+        self.seq = 0
+        """The ``seq`` of the newest event published (0 before the first): "from now on" for a reader."""
         self._lock = threading.Lock()
 
     def publish(self, event: Any) -> Any:
@@ -202,7 +204,7 @@ class EventBus:
         """:meth:`publish` for a batch, in order: one lock and one wake-up per subscriber for all."""
         with self._lock:
             for event in events:
-                event.seq = next(self._seq)
+                event.seq = self.seq = next(self._seq)
             self._history.extend(events)
             subs = list(self._subs)
         try:

@@ -152,7 +152,14 @@ class HostedServer:
 
     @property
     def url(self) -> str:
-        return self.handle.url if self.handle is not None else ""
+        """Where it answers; known while it starts when its port is (so a notebook cell can use it)."""
+        if self.handle is not None:
+            return self.handle.url
+        if self.state == "starting" and self.spec.port:
+            from .serve.runner import http_url
+
+            return http_url(self.spec.host, self.spec.port)
+        return ""
 
     @property
     def auth(self) -> bool:
@@ -199,9 +206,10 @@ class Workspace:
         except KeyError:
             raise ConfigError(f"no server named {name!r} (servers: {', '.join(self.servers) or 'none'})") from None
 
-    async def start(self, spec: ServerSpec) -> HostedServer:
+    async def start(self, spec: ServerSpec, sock: Any = None) -> HostedServer:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
-        server is recorded as ``failed`` with the reason; nothing else is affected."""
+        server is recorded as ``failed`` with the reason; nothing else is affected. ``sock``: a socket
+        already listening on the spec's address (see ``serve.runner.listening_socket``)."""
         async with self._lock:
             server = self.servers.get(spec.name)
             if server is not None and server.state == "running":
@@ -210,8 +218,10 @@ class Workspace:
                 server = self.servers[spec.name] = HostedServer(spec)
             server.spec, server.state, server.error = spec, "starting", ""  # the same object, restarted
         try:
-            await self._start(server)
+            await self._start(server, sock)
         except BaseException as exc:
+            if sock is not None:
+                sock.close()
             server.state, server.error = "failed", _reason(exc)
             self.events.publish(ServerEvent(spec.name, "failed", detail=server.error))
             if server.toolkit is not None:
@@ -219,7 +229,7 @@ class Workspace:
             raise
         return server
 
-    async def _start(self, server: HostedServer) -> None:
+    async def _start(self, server: HostedServer, sock: Any = None) -> None:
         from . import create_toolkit
 
         spec = server.spec
@@ -228,14 +238,15 @@ class Workspace:
         a2a, mcp = profiles(spec, server.toolkit, auth)
         # hosted servers are watched by a debugger (the TUI, the notebook): their inbound wire too
         server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
-                                                   events=self.events, record_wire=True)
+                                                   events=self.events, record_wire=True, sock=sock)
         if spec.port == 0:  # keep the port it got: a restart must not break saved peers and curl lines
             server.spec = replace(spec, port=server.handle.port)
         server.state, server.error = "running", ""
 
-    async def stop(self, name: str) -> HostedServer:
-        """Stop a running server (its tasks in flight are cancelled); safe on a stopped one."""
-        server = self.get(name)
+    async def stop(self, name: str | HostedServer) -> HostedServer:
+        """Stop a running server (its tasks in flight are cancelled); safe on a stopped one. Given
+        the server itself, that one, even when another has taken its name since."""
+        server = name if isinstance(name, HostedServer) else self.get(name)
         if server.handle is not None:
             await server.handle.stop()
             server.handle = None

@@ -141,6 +141,7 @@ async def serve(
     header_timeout: float = HEADER_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
     record_wire: bool = False,
+    sock: Any = None,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
@@ -150,6 +151,8 @@ async def serve(
     no request in progress, or with a request whose body is still arriving, is closed; past
     ``max_connections`` open connections and requests, new requests get 503. ``record_wire=True`` puts every inbound exchange on the bus as
     a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
+    ``sock``: a socket already bound and listening on ``addr`` to serve on (connections made to it
+    meanwhile wait in its backlog): a notebook hands out a server's URL before the server starts.
 
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
     the options are unsafe or wrong.
@@ -203,7 +206,7 @@ async def serve(
                         allowed_origins=[o for c in extras for o in c.allowed_origins])
     # the bus keeps the events; the recorder only masks them
     outer: Any = InboundRecorder(guarded, TrafficRecorder(bus, keep=0), name) if record_wire else guarded
-    server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections)
+    server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock)
     holder["server"] = server
     await server.start()
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile)

@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["AsgiServer", "LoopThread", "parse_addr", "HEADER_TIMEOUT", "MAX_CONNECTIONS"]
+__all__ = ["AsgiServer", "LoopThread", "parse_addr", "http_url", "listening_socket", "HEADER_TIMEOUT", "MAX_CONNECTIONS"]
 
 DEFAULT_HOST = "127.0.0.1"
 HEADER_TIMEOUT = 10.0
@@ -153,9 +153,10 @@ class AsgiServer:
 
     def __init__(self, app: Any, addr: str | int | None = None, *, graceful: float = 1.0,
                  header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 **uvicorn_options: Any) -> None:
+                 sock: socket.socket | None = None, **uvicorn_options: Any) -> None:
         self.app = app
         self.host, self.port = parse_addr(addr)
+        self._given = sock  # bound and listening already (see listening_socket)
         self._options = {"log_config": None, "access_log": False, "timeout_graceful_shutdown": graceful,
                          "lifespan": "on", "http": _http_protocol(header_timeout),
                          "limit_concurrency": max_connections, **uvicorn_options}
@@ -165,27 +166,10 @@ class AsgiServer:
 
     @property
     def url(self) -> str:
-        host = self.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return http_url(self.host, self.port)
 
     def _bind(self) -> socket.socket:
-        try:
-            family = socket.AF_INET6 if ipaddress.ip_address(self.host).version == 6 else socket.AF_INET
-        except ValueError:
-            family = socket.AF_INET  # a name such as localhost
-        # IPPROTO_TCP so that asyncio sets TCP_NODELAY (a plain socket stalls keep-alive replies 40 ms)
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host, self.port))
-            sock.listen(2048)
-            sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+        return listening_socket(self.host, self.port)
 
     async def start(self) -> None:
         """Bind, start serving, and return once the server accepts connections.
@@ -196,7 +180,7 @@ class AsgiServer:
         """
         if self._task is not None:
             raise RuntimeError("server already started")
-        self._sock = self._bind()
+        self._sock, self._given = self._given or self._bind(), None
         self.port = self._sock.getsockname()[1]
         server = self._server = _Uvicorn(uvicorn.Config(self.app, **self._options))
         self._task = asyncio.ensure_future(self._serve(server, self._sock))
@@ -237,6 +221,34 @@ class AsgiServer:
             if self._sock is not None:
                 self._sock.close()
             self._task = None
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking TCP socket bound to ``host:port`` (0: any free port) and listening.
+
+    Raises:
+        OSError: the address cannot be bound (in use, not local, no permission).
+    """
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a name such as localhost
+    # IPPROTO_TCP so that asyncio sets TCP_NODELAY (a plain socket stalls keep-alive replies 40 ms)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a server bound to ``host:port`` answers on (IPv6 hosts in brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class LoopThread:
