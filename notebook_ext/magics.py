@@ -1,4 +1,4 @@
-"""``%toolnexus`` and ``%%toolnexus``: serve, list, stop, tasks, card, send, chat.
+"""``%toolnexus`` and ``%%toolnexus``: serve, list, stop, tasks, card, send, cancel, chat, export, help.
 
 Mistakes (bad flags, a port in use, an unknown server) are one-line ``UsageError``s; nothing here
 ever ends the kernel. Network work runs on the kernel's loop after the cell (so an in-kernel
@@ -8,27 +8,61 @@ server can answer it); the returned objects fill in live and can be awaited in a
 from __future__ import annotations
 
 import argparse
+import asyncio
+import re
 import shlex
 from typing import Any, NoReturn
 
+import ipywidgets as w
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import HTML, display
 
-from toolnexus.display import tasks_html
+from toolnexus.display import e, error_html, task_html, tasks_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
 
 from .session import NotebookSession
-from .widgets import CardWidget, ChatWidget, RemoteTaskWidget, ServerWidget
+from .widgets import STYLE, CardWidget, ChatWidget, RemoteTaskWidget, ServerWidget
 
 __all__ = ["ToolnexusMagics"]
 
-USAGE = """%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]
-                 [--store memory|file:DIR] [--mcp] [--thread]
-%toolnexus list | stop [NAME | --all] | tasks [NAME]
-%toolnexus card URL | send URL TEXT [--skill ID] [--context ID] [--task ID] | chat URL
-%%toolnexus send URL [--skill ID] [--context ID]   (the cell is the message)"""
+HELP = {
+    "serve": ("%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]\n"
+              "                 [--api-key-env VAR] [--store memory|file:DIR] [--mcp] [--thread]",
+              "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
+              "Without --skills it serves the bundled example skills.",
+              "h = %toolnexus serve --name desk --mcp"),
+    "list": ("%toolnexus list", "The notebook's servers: name, state, URL, profiles.", "%toolnexus list"),
+    "stop": ("%toolnexus stop NAME | --all", "Stop a server (its tasks in flight are canceled).",
+             "%toolnexus stop desk"),
+    "tasks": ("%toolnexus tasks [NAME]", "The tasks the notebook's servers have seen.", "%toolnexus tasks desk"),
+    "card": ("%toolnexus card URL", "A peer's agent card, checked, with a button to chat with it.",
+             "%toolnexus card {h.url}"),
+    "send": ("%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID]\n"
+             "%%toolnexus send URL [--skill ID] [--context ID]   (the cell is the message)",
+             "Send a message to any A2A agent and follow the task live; `await s.done()` for the Task,\n"
+             "`s.cancel()` to cancel it. --task answers a task that is waiting for input.",
+             "s = %toolnexus send {h.url} weather in Lisbon please"),
+    "cancel": ("%toolnexus cancel TASK_ID [URL]",
+               "Cancel a task: one of the notebook's servers' or one it sent (found by id), or any on URL.",
+               "%toolnexus cancel {s.task.id}"),
+    "chat": ("%toolnexus chat URL", "A small chat with a peer; answers input-required questions on the same task.",
+             "%toolnexus chat {h.url}"),
+    "export": ("%toolnexus export NAME [PATH.json|PATH.csv]",
+               "A server's tasks and wire to JSON, or its tasks to CSV (default: toolnexus-NAME-<time>.json here).",
+               "%toolnexus export desk tasks.csv"),
+    "help": ("%toolnexus help [COMMAND]", "This help; also %toolnexus --help, %toolnexus COMMAND --help.",
+             "%toolnexus help send"),
+}
+USAGE = "\n".join(usage for usage, _, _ in HELP.values())
+
+
+def help_text(command: str | None = None) -> str:
+    """Usage, what it does and an example, for one subcommand or all of them."""
+    names = [command] if command in HELP else list(HELP)
+    blocks = [f"{HELP[n][0]}\n    {HELP[n][1].replace(chr(10), chr(10) + '    ')}\n    e.g. {HELP[n][2]}" for n in names]
+    return "\n\n".join(blocks)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,7 +106,27 @@ def _parser() -> _Parser:
     m.add_argument("--task")
     ch = sub.add_parser("chat", add_help=False)
     ch.add_argument("url")
+    cn = sub.add_parser("cancel", add_help=False)
+    cn.add_argument("task_id")
+    cn.add_argument("url", nargs="?")
+    ex = sub.add_parser("export", add_help=False)
+    ex.add_argument("name")
+    ex.add_argument("path", nargs="?")
+    hp = sub.add_parser("help", add_help=False)
+    hp.add_argument("topic", nargs="?")
     return root
+
+
+_TRAILING_COMMENT = re.compile(r"\s{2,}#\s.*$")
+"""``h = %toolnexus serve  # a comment`` as in Python: two spaces, ``#``, a space (quote a message with one)."""
+
+
+def _url(command: str, url: str) -> str:
+    """``url`` when it is an http(s) URL; else a one-line mistake that says what went wrong."""
+    if url.startswith(("http://", "https://")) and len(url) > len("https://"):
+        return url.rstrip("/")
+    raise UsageError(f"%toolnexus {command}: {url!r} is not an http(s) URL; the URL comes first "
+                     f"({HELP[command][0].splitlines()[0]}). A server's .url is empty once it has stopped or failed.")
 
 
 class Shown:
@@ -91,6 +145,29 @@ class Shown:
         return None  # already on the page
 
 
+class Served:
+    """What ``%toolnexus serve`` returns: the server (``state``, ``url``, ``error``...) and its widget's
+    data (``to_dataframe()``, ``records()``, ``export(path)``, ``cancel(task_id)``), shown once."""
+
+    def __init__(self, server: Any, widget: Any) -> None:
+        self.server = server
+        self.widget = widget
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(self.server, name)
+        except AttributeError:
+            return getattr(self.widget, name)
+
+    def __repr__(self) -> str:
+        return f"<toolnexus server {self.widget.name!r}: {self.widget.status} {self.server.url}>"
+
+    def _ipython_display_(self) -> None:
+        return None  # the widget is on the page already
+
+
 @magics_class
 class ToolnexusMagics(Magics):
     """The ``%toolnexus`` magics; see ``USAGE``."""
@@ -100,12 +177,16 @@ class ToolnexusMagics(Magics):
         return NotebookSession.get()
 
     def _args(self, line: str) -> argparse.Namespace:
+        line = _TRAILING_COMMENT.sub("", line)
         try:
             words = shlex.split(line)
         except ValueError as exc:
             raise UsageError(f"%toolnexus: {exc}") from None
         if not words:
             raise UsageError(USAGE)
+        if "--help" in words or "-h" in words or words[0] == "help":
+            topic = (words[1:2] or [None])[0] if words[0] == "help" else words[0]
+            return argparse.Namespace(command="help", topic=topic)
         args = _parser().parse_args(words)
         if args.command is None:
             raise UsageError(USAGE)
@@ -125,36 +206,48 @@ class ToolnexusMagics(Magics):
         return self._send(args)
 
     # -- subcommands -----------------------------------------------------------------------------
+    def _help(self, args: argparse.Namespace) -> None:
+        topic = getattr(args, "topic", None)
+        print(help_text(topic if topic in HELP else None))
+
     def _serve(self, args: argparse.Namespace) -> Any:
         skills = args.skills or ([str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [])
         name = args.name or f"desk-{len(self.session.names()) + 1}"
         spec = ServerSpec(name=name, skills=skills, host=args.host, port=args.port, model=args.model,
                           base_url=args.base_url, api_key_env=args.api_key_env, store=args.store, mcp=args.mcp,
                           description=f"{name}, served from a notebook")
+        session = self.session
         try:
             if args.thread:
-                handle = self.session.start_thread(spec)
-                widget = ServerWidget(name, self.session.workspace.events,
+                handle = session.start_thread(spec)
+
+                async def cancel_threaded(task_id: str) -> Any:
+                    return await asyncio.to_thread(handle.call, handle.handle.runner.cancel(task_id))
+
+                widget = ServerWidget(name, session.workspace.events,
                                       lambda: ("running" if handle.running else "stopped", handle.url,
                                                spec.profiles, ""),
-                                      lambda: self.session.schedule(self.session.stop(name)))
+                                      lambda: session.stop_later(name),
+                                      lambda task_id: session.schedule(cancel_threaded(task_id)))
                 display(widget)
                 handle.widget = widget
-                return handle
-            server = self.session.start(spec)
+                return Served(handle, widget)
+            server = session.start(spec)
         except (ConfigError, OSError) as exc:
             raise UsageError(f"%toolnexus serve: {exc}") from None
-        widget = ServerWidget(name, self.session.workspace.events,
-                              lambda: (server.state, server.url, spec.profiles, server.error),
-                              lambda: self.session.schedule(self.session.stop(name)))
+        widget = ServerWidget(name, session.workspace.events,
+                              lambda: (server.state, server.url, server.spec.profiles, server.error),
+                              lambda: session.stop_later(name),
+                              lambda task_id: session.schedule(session.workspace.cancel(name, task_id)))
         server.widget = widget  # type: ignore[attr-defined]
         display(widget)
-        return server
+        return Served(server, widget)
 
     def _list(self, args: argparse.Namespace) -> Any:
         rows = [(s.name, s.state, s.url, " ".join(s.spec.profiles)) for s in self.session.workspace.servers.values()]
         rows += [(name, "running (thread)", h.url, "") for name, h in self.session.threaded.items()]
-        body = "".join(f"<tr><td>{n}</td><td>{st}</td><td>{u}</td><td>{p}</td></tr>" for n, st, u, p in rows)
+        body = "".join(f"<tr><td>{e(n)}</td><td>{e(st)}</td><td>{e(u)}</td><td>{e(p)}</td></tr>"
+                       for n, st, u, p in rows)
         return HTML(f"<table><tr><th>name</th><th>state</th><th>url</th><th>profiles</th></tr>{body}</table>")
 
     def _stop(self, args: argparse.Namespace) -> None:
@@ -169,7 +262,7 @@ class ToolnexusMagics(Magics):
             if name in self.session.threaded:
                 self.session.threaded.pop(name).stop()
             else:
-                self.session.schedule(self.session.workspace.stop(name))
+                self.session.stop_later(name)
 
     def _tasks(self, args: argparse.Namespace) -> Any:
         from toolnexus.monitor import TaskBook
@@ -183,19 +276,55 @@ class ToolnexusMagics(Magics):
         return HTML(tasks_html([v.task for v in book.tasks.values()], args.name))
 
     def _card(self, args: argparse.Namespace) -> Any:
-        widget = CardWidget(args.url)
+        widget = CardWidget(_url("card", args.url))
         display(widget)
         return Shown(widget)
 
     def _send(self, args: argparse.Namespace) -> Any:
+        url = _url("send", args.url)
         text = " ".join(args.text).strip()
         if not text:
             raise UsageError("%toolnexus send URL TEXT: the message is empty")
-        widget = RemoteTaskWidget(args.url, text, skill=args.skill, context_id=args.context, task_id=args.task)
+        # its own wire is shown under it; not on the session's bus, where the remote task would be
+        # taken for a hosted server's task of the same name
+        widget = RemoteTaskWidget(url, text, skill=args.skill, context_id=args.context, task_id=args.task)
         display(widget)
         return Shown(widget)
 
     def _chat(self, args: argparse.Namespace) -> Any:
-        widget = ChatWidget(args.url)
+        widget = ChatWidget(_url("chat", args.url))
         display(widget)
         return Shown(widget)
+
+    def _cancel(self, args: argparse.Namespace) -> Any:
+        url = _url("cancel", args.url) if args.url else None
+        out = w.HTML(f"<i>canceling {e(args.task_id)}…</i>")
+        out.add_class("toolnexus-w")
+
+        async def go() -> Any:
+            try:
+                task = await self.session.cancel(args.task_id, url)
+            except Exception as exc:
+                out.value = error_html(str(exc))
+                return None
+            out.value = STYLE + task_html(task)
+            return task
+
+        display(out)
+        out.done = self.session.schedule(go())  # type: ignore[attr-defined]
+        return Shown(out)
+
+    def _export(self, args: argparse.Namespace) -> Any:
+        widget = self.session.server_widget(args.name)
+        if widget is None:
+            raise UsageError(f"%toolnexus export: no server named {args.name!r} "
+                             f"(servers: {', '.join(self.session.names()) or 'none'})")
+        try:
+            path = widget.export(args.path)
+        except (ConfigError, OSError) as exc:
+            raise UsageError(f"%toolnexus export: {exc}") from None
+        print(f"exported {args.name} to {path.resolve()}")
+        return path
+
+
+ToolnexusMagics.toolnexus.__doc__ = "Serve, send to, chat with and watch A2A agents.\n\n" + help_text()

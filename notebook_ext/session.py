@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import socket
+import weakref
+from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
@@ -23,6 +26,9 @@ class NotebookSession:
         self.workspace = Workspace()
         self.threaded: dict[str, Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._starting: dict[str, asyncio.Task[Any]] = {}
+        self._stopping: dict[str, asyncio.Task[Any]] = {}
+        self.widgets: weakref.WeakSet[Any] = weakref.WeakSet()  # told when the kernel goes away
 
     @classmethod
     def get(cls) -> NotebookSession:
@@ -37,6 +43,11 @@ class NotebookSession:
         session, cls._current = cls._current, None
         if session is None:
             return
+        for widget in list(session.widgets):  # their views outlive the kernel: no stale "running"
+            try:
+                widget.disconnect("disconnected: the kernel that ran this server stopped")
+            except Exception:
+                pass
         for handle in list(session.threaded.values()):
             handle.stop()
         session.threaded.clear()
@@ -61,7 +72,8 @@ class NotebookSession:
     def check(self, spec: ServerSpec) -> tuple[Any, Any]:
         """Everything that can be checked before the cell ends, so that mistakes are one-line errors.
         Returns the spec's model client and auth, as `prepare` builds them."""
-        if spec.name in self.threaded or (spec.name in self.workspace.servers
+        stopping = spec.name in self._stopping and not self._stopping[spec.name].done()
+        if spec.name in self.threaded or (spec.name in self.workspace.servers and not stopping
                                           and self.workspace.get(spec.name).state in ("running", "starting")):
             raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
         client, auth = prepare(spec)
@@ -74,19 +86,47 @@ class NotebookSession:
         return client, auth
 
     def start(self, spec: ServerSpec) -> HostedServer:
+        """A server on the kernel's loop. It answers once the cell ends, but its socket listens at once,
+        so its URL is known and any client (the next line's send, an SDK client) can use it: the
+        connection waits until the server runs."""
+        from toolnexus.serve.runner import listening_socket
+
         self.check(spec)
+        try:  # listening now: a client that connects before the server runs waits in the backlog
+            sock = listening_socket(spec.host, spec.port)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {exc.strerror}") from None
+        spec = replace(spec, port=sock.getsockname()[1])
         server = HostedServer(spec)
         server.state = "starting"
         self.workspace.servers[spec.name] = server
 
+        stopping = self._stopping.pop(spec.name, None)
+
         async def go() -> None:
             try:
-                await self.workspace.start(spec)
+                if stopping is not None:  # "stop" then "serve" of one name in a row: in that order
+                    await asyncio.shield(stopping)
+                await self.workspace.start(spec, sock)
             except Exception:
                 pass  # recorded on the server (state failed, error) and shown by its widget
 
-        self.schedule(go())
+        self._starting[spec.name] = self.schedule(go())
         return server
+
+    async def ready(self, url: str) -> None:
+        """Wait until the session's server at ``url`` (if it is one) has started.
+
+        Raises:
+            ConfigError: that server failed to start (the reason is its error).
+        """
+        for name, started in list(self._starting.items()):
+            server = self.workspace.servers.get(name)
+            if server is None or not server.url or not _same_origin(url, server.url):
+                continue
+            await asyncio.shield(started)
+            if server.state == "failed":
+                raise ConfigError(f"server {name!r} at {url} failed to start: {server.error}")
 
     def start_thread(self, spec: ServerSpec) -> Any:
         """A server on its own loop in a thread: for notebooks whose cells block."""
@@ -106,11 +146,61 @@ class NotebookSession:
         self.threaded[spec.name] = handle
         return handle
 
+    def stop_later(self, name: str) -> asyncio.Task[Any]:
+        """Stop a server after the cell (a serve of the same name in a later cell waits for it)."""
+        if name in self.threaded:
+            task = self.schedule(self.stop(name))
+        else:  # this server, even if a later cell serves another under its name before it is done
+            task = self._stopping[name] = self.schedule(self.workspace.stop(self.workspace.get(name)))
+        return task
+
     async def stop(self, name: str) -> None:
         if name in self.threaded:
             await asyncio.to_thread(self.threaded.pop(name).stop)
             return
         await self.workspace.stop(name)
 
+    async def cancel(self, task_id: str, url: str | None = None) -> Any:
+        """Cancel a task by id: on ``url`` when given, else wherever this notebook knows it from (its
+        servers, then what it sent). Raises a one-line error when it is unknown or already over."""
+        from toolnexus import A2AClient
+        from toolnexus.errors import TaskNotFoundError
+
+        if url:
+            async with A2AClient(url) as client:
+                return await client.cancel(task_id)
+        for server in self.workspace.servers.values():
+            runner = server.handle.runner if server.handle is not None else None
+            if runner is not None:
+                try:
+                    await runner.get(task_id)
+                except TaskNotFoundError:
+                    continue
+                return await runner.cancel(task_id)
+        for handle in self.threaded.values():
+            runner = handle.handle.runner
+            if runner is not None:
+                try:
+                    await asyncio.to_thread(handle.call, runner.get(task_id))
+                except TaskNotFoundError:
+                    continue
+                return await asyncio.to_thread(handle.call, runner.cancel(task_id))
+        for widget in list(self.widgets):
+            task = getattr(widget, "task", None)
+            if task is not None and task.id == task_id and hasattr(widget, "_cancel"):
+                return await widget._cancel()
+        raise ConfigError(f"no task {task_id!r} among this notebook's servers and sends; "
+                          "name its agent: %toolnexus cancel TASK_ID URL")
+
+    def server_widget(self, name: str) -> Any:
+        """The widget of the server called ``name`` (None when there is none)."""
+        holder = self.threaded.get(name) or self.workspace.servers.get(name)
+        return getattr(holder, "widget", None)
+
     def names(self) -> list[str]:
         return list(self.workspace.servers) + list(self.threaded)
+
+
+def _same_origin(a: str, b: str) -> bool:
+    x, y = urlsplit(a), urlsplit(b)
+    return (x.scheme, x.hostname, x.port) == (y.scheme, y.hostname, y.port)

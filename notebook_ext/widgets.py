@@ -1,29 +1,64 @@
 """Live widgets: a hosted server with its task table, a remote task, a card, a chat with a peer.
 
 Each widget follows the library (the bus for hosted servers, the A2A client for peers) from a
-task on the kernel's loop and redraws at most ten times a second, so a busy server does not flood
-the browser. The state lives in traits (``rows``, ``state``, ``log``), the HTML is drawn from it.
+task on the kernel's loop and redraws at most ten times a second (the chart once a second), so a
+busy server does not flood the browser. The state lives in traits (``rows``, ``state``, ``log``),
+the HTML is drawn from it, coloured with JupyterLab's theme variables (light and dark).
 """
 
 from __future__ import annotations
 
 import asyncio
+import csv
 import html
-from typing import Any
+import io
+import json
+import math
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
 
 import ipywidgets as w
 import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus.a2a.model import Task, TaskState
-from toolnexus.display import badge, card_html, task_html
-from toolnexus.events import EventBus, ServerEvent
-from toolnexus.monitor import TaskBook, TaskView, duration
+from toolnexus.display import (
+    badge,
+    card_html,
+    error_html,
+    task_html,
+    to_dataframe,
+)
+from toolnexus.errors import ConfigError, PeerError, ToolnexusError
+from toolnexus.events import EventBus, ServerEvent, TrafficEvent
+from toolnexus.monitor import TaskBook, TaskView, duration, parse_time, task_wire
 
-__all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget"]
+__all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget", "STYLE"]
 
 REDRAW_EVERY = 0.1
 """Seconds between redraws at most (ten a second)."""
+CHART_EVERY = 1.0
+"""Seconds between chart redraws at most (a chart is a picture drawn off the loop)."""
+BODY_SHOWN = 2000
+"""Characters of a wire body shown in a task's detail (the export keeps what was recorded)."""
+
+STYLE = """<style>
+.toolnexus-w table { border-collapse: collapse; margin: 4px 0; }
+.toolnexus-w th, .toolnexus-w td { padding: 3px 8px; border: 1px solid var(--jp-border-color2, #ccc);
+  text-align: left; vertical-align: top; }
+.toolnexus-w .toolnexus-live-tasks td, .toolnexus-w .toolnexus-live-tasks th { white-space: nowrap; }
+.toolnexus-w .toolnexus-live-tasks td.toolnexus-request { white-space: normal; min-width: 10em; }
+.toolnexus-w .widget-html-content { overflow-x: auto; max-width: 100%; }
+.toolnexus-w th { background: var(--jp-layout-color2, #eee); color: var(--jp-ui-font-color1, #222);
+  font-weight: 600; }
+.toolnexus-w a { color: var(--jp-content-link-color, #1a73e8); text-decoration: underline; }
+.toolnexus-w .toolnexus-muted { color: var(--jp-ui-font-color2, #777); }
+.toolnexus-w pre { margin: 0; white-space: pre-wrap; word-break: break-word; }
+.toolnexus-w .toolnexus-task > div { margin: 1px 0; }
+</style>"""
+"""Table borders and padding, links that look like links: theme variables only."""
 
 
 def _schedule(coro: Any) -> asyncio.Task[Any]:
@@ -32,45 +67,133 @@ def _schedule(coro: Any) -> asyncio.Task[Any]:
     return NotebookSession.get().schedule(coro)
 
 
-class ServerWidget(w.VBox):
-    """A hosted server: URL and card link, profiles, stop button, and its live task table.
+def _track(widget: Any) -> None:
+    from .session import NotebookSession
 
-    Selecting a task shows its timeline, messages, artifacts and telemetry below the table.
+    NotebookSession.get().widgets.add(widget)
+
+
+def _hide(widget: Any, hidden: bool = True) -> None:
+    widget.layout.display = "none" if hidden else None
+
+
+def _failure(exc: BaseException) -> ToolnexusError:
+    """Any failure of a send as a toolnexus error with a one-line reason."""
+    return exc if isinstance(exc, ToolnexusError) else PeerError(f"{type(exc).__name__}: {exc}".rstrip(": "))
+
+
+def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
+    """A task's states and wire exchanges on one timeline."""
+    out = []
+    for stamp, kind, item in rows:
+        if kind == "state":
+            out.append(f"<tr><td>{html.escape(stamp[11:23])}</td><td>{badge(item.value)}</td><td></td></tr>")
+            continue
+        ev: TrafficEvent = item
+        arrow = "→ in" if kind == "in" else "← out"
+        what = f"{ev.method} {ev.rpc_method or ev.url}"
+        status = ev.error or (str(ev.status) if ev.status is not None else "")
+        bodies = "".join(
+            f"<div class='toolnexus-muted'>{label}</div><pre>{html.escape(body[:BODY_SHOWN])}"
+            f"{'…' if len(body) > BODY_SHOWN else ''}</pre>"
+            for label, body in (("request", ev.request_body), ("response", ev.response_body or "\n".join(ev.frames)))
+            if body)
+        out.append(f"<tr><td>{html.escape(stamp[11:23])}</td><td>{arrow}</td><td><details><summary>"
+                   f"{html.escape(what)} <b>{html.escape(status)}</b> {ev.ms:.0f} ms</summary>{bodies}</details>"
+                   "</td></tr>")
+    return "<table><tr><th>time (UTC)</th><th>what</th><th>exchange</th></tr>" + "".join(out) + "</table>"
+
+
+RECORD_FIELDS = ("task", "context", "server", "skill", "request", "state", "created", "finished", "duration_s",
+                 "tokens", "tool_calls")
+
+
+def _task_record(view: TaskView) -> dict[str, Any]:
+    """One task as numbers and timestamps (for a DataFrame or a CSV)."""
+    created = parse_time(view.timeline[0][1]) if view.timeline else parse_time(view.task.created)
+    ended = view.state.terminal or view.state.interrupted
+    finished = parse_time(view.timeline[-1][1]) if ended and view.timeline else None
+    return {"task": view.id, "context": view.task.context_id, "server": view.server, "skill": view.skill or None,
+            "request": view.task.request, "state": view.state.value, "created": created, "finished": finished,
+            "duration_s": (finished - created).total_seconds() if finished else None,
+            "tokens": view.tokens(), "tool_calls": view.tool_calls()}
+
+
+class ServerWidget(w.VBox):
+    """A hosted server: URL and card link, profiles, stop button, its live task table (filter box,
+    chart), and below it the selected task's timeline, wire, messages and telemetry.
+
+    The table holds the tasks of this server since this widget was made: a server started again
+    under the same name starts with an empty table (the old widget keeps the old tasks).
     """
 
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     status = traitlets.Unicode("starting").tag(sync=True)
 
-    def __init__(self, name: str, events: EventBus, info: Any, stop: Any) -> None:
+    def __init__(self, name: str, events: EventBus, info: Any, stop: Any,
+                 cancel: Callable[[str], Any] | None = None) -> None:
         self.name = name
         self.book = TaskBook()
+        self.since = events.seq  # this server's events from now on, not an earlier one's of the same name
+        self.disconnected = ""
         self._info = info  # () -> (state, url, profiles, error)
         self._stop = stop
+        self._cancel = cancel
         self.header = w.HTML()
+        self.filter = w.Text(placeholder="filter: state:failed skill:weather lisbon", layout=w.Layout(width="50%"))
         self.table = w.HTML()
+        self.chart = w.Image(format="png", layout=w.Layout(max_width="620px"))
+        _hide(self.chart)
         self.pick = w.Dropdown(options=[("(select a task)", "")], value="", description="task",
                                layout=w.Layout(width="60%"))
+        self.cancel_button = w.Button(description="cancel task", icon="ban", disabled=True,
+                                      layout=w.Layout(width="120px"))
         self.detail = w.HTML()
         self.stop_button = w.Button(description="stop", button_style="warning", layout=w.Layout(width="80px"))
         self.stop_button.on_click(lambda _: self.stop())
-        super().__init__([w.HBox([self.header, self.stop_button]), self.table, self.pick, self.detail])
+        self.cancel_button.on_click(lambda _: self.cancel(self.pick.value) if self.pick.value else None)
+        super().__init__([w.HBox([self.header, self.stop_button]), self.filter, self.table, self.chart,
+                          w.HBox([self.pick, self.cancel_button]), self.detail])
         self.add_class("toolnexus-server")
+        self.add_class("toolnexus-w")
         self.pick.observe(lambda change: self._draw_detail(), names="value")
-        self._dirty = False
+        self.filter.observe(lambda change: self._draw(), names="value")
         self._redraw_pending = False
-        self._pump = _schedule(self._follow(events))
+        self._chart_due = 0.0
+        self._chart_task: asyncio.Task[Any] | None = None
+        self._chart_drawn = -1
+        since = self.since
+        self._pump = _schedule(self._follow(events, lambda e: e.seq > since and getattr(e, "server", None) == name))
+        _track(self)
         self._draw()
 
     def stop(self) -> None:
-        self._stop()
+        if not self.disconnected:
+            self._stop()
 
-    async def _follow(self, events: EventBus) -> None:
-        async for ev in events.subscribe(replay=True, accept=lambda e: getattr(e, "server", None) == self.name):
+    def cancel(self, task_id: str) -> Any:
+        """Cancel one of this server's tasks (scheduled; the table shows it canceled)."""
+        if self._cancel is None or self.disconnected:
+            raise ConfigError(f"server {self.name!r} cannot cancel tasks from here")
+        return self._cancel(task_id)
+
+    def disconnect(self, reason: str) -> None:
+        """The kernel is going away: say so, and leave no button that would do nothing."""
+        self.disconnected = reason
+        self.stop_button.disabled = self.cancel_button.disabled = True
+        self._draw()
+
+    async def _follow(self, events: EventBus, accept: Callable[[Any], bool]) -> None:
+        async for ev in events.subscribe(replay=True, accept=accept):
             if isinstance(ev, TaskEvent):
                 self.book.apply(ev)
+            elif isinstance(ev, TrafficEvent):
+                self.book.traffic.append(ev)
             elif isinstance(ev, ServerEvent):
                 self.status = ev.state
-            self._dirty = True
+                if ev.state in ("stopped", "failed"):  # this run is over; a new one gets a new widget
+                    self._draw()
+                    return
             if not self._redraw_pending:
                 self._redraw_pending = True
                 asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
@@ -78,94 +201,286 @@ class ServerWidget(w.VBox):
     def refresh(self) -> None:
         self._draw()
 
+    # -- data ------------------------------------------------------------------------------------
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per task: ids, skill, request, state, created/finished (UTC datetimes),
+        duration in seconds, tokens and tool calls (None while unknown)."""
+        return [_task_record(v) for v in self.book.tasks.values()]
+
+    def to_dataframe(self) -> Any:
+        """The tasks as a pandas DataFrame, one row per task, numbers as numbers."""
+        df = to_dataframe(self.records())
+        if len(df):
+            for column in ("tokens", "tool_calls"):
+                df[column] = df[column].astype("Int64")
+            df["duration_s"] = df["duration_s"].astype("float64")
+        return df
+
+    def export(self, path: str | Path | None = None) -> Path:
+        """The session of this server (its tasks, and the wire with them) to ``.json``, or its tasks
+        to ``.csv`` (one row per task). Returns where it went."""
+        path = Path(path or f"toolnexus-{self.name}-{datetime.now():%Y%m%d-%H%M%S}.json").expanduser()
+        if path.suffix not in (".json", ".csv"):
+            raise ConfigError(f"export: {path.name!r} must end in .json or .csv")
+        if path.suffix == ".csv":
+            buffer = io.StringIO()
+            records = self.records()
+            writer = csv.DictWriter(buffer, RECORD_FIELDS)
+            writer.writeheader()
+            for record in records:
+                writer.writerow({k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in record.items()})
+            path.write_text(buffer.getvalue(), encoding="utf-8")
+        else:
+            data = {"server": self.name, "tasks": [v.export() for v in self.book.tasks.values()],
+                    "wire": [asdict(ev) for ev in self.book.traffic]}
+            path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        return path
+
+    # -- drawing ---------------------------------------------------------------------------------
     def _draw(self) -> None:
         self._redraw_pending = False
         state, url, profiles, error = self._info()
+        if self.disconnected:
+            state, error = "disconnected", self.disconnected
         self.status = state
+        self.stop_button.disabled = bool(self.disconnected) or state not in ("running", "starting")
         dot = {"running": "●", "failed": "✘", "starting": "◌"}.get(state, "○")
-        link = (f"<a href='{html.escape(url)}/.well-known/agent-card.json' target='_blank'>{html.escape(url)}</a>"
-                f" (<a href='{html.escape(url)}/.well-known/agent-card.json' target='_blank'>card</a>)") if url else ""
+        card = f"{url}/.well-known/agent-card.json"
+        link = (f"<a href='{html.escape(url)}' target='_blank'>{html.escape(url)}</a>"
+                f" (<a href='{html.escape(card)}' target='_blank'>card</a>)") if url and not self.disconnected else ""
         flags = " ".join(f"{p} ✓" for p in profiles)
-        text = f"<b>{dot} {html.escape(self.name)}</b> {link} {flags} <i>{html.escape(state)}</i>"
+        text = f"{STYLE}<b>{dot} {html.escape(self.name)}</b> {link} {flags} <i>{html.escape(state)}</i>"
         if error:
-            text += f"<br><span style='color:#d33'>✘ {html.escape(error)}</span>"
+            text += f"<br>{error_html(error)}"
         self.header.value = text
-        views = list(self.book.tasks.values())
+        views = self.book.matching(self.filter.value) if self.filter.value.strip() else list(self.book.tasks.values())
         self.rows = [_row(v) for v in views]
         body = "".join(
             f"<tr data-task='{html.escape(r['id'])}'><td>{badge(r['state'])}</td><td><code>{html.escape(r['id'][:8])}…"
-            f"</code></td><td>{html.escape(r['skill'] or '—')}</td><td><code>{html.escape(r['context'][:8])}…</code>"
-            f"</td><td>{r['took']}</td><td>{r['tokens']}</td><td>{r['tools']}</td></tr>" for r in self.rows)
+            f"</code></td><td>{html.escape(r['skill'] or '—')}</td><td class='toolnexus-request'>{html.escape(r['request'])}</td>"
+            f"<td>{r['started']}</td><td>{r['took']}</td><td>{r['tokens']}</td><td>{r['tools']}</td></tr>"
+            for r in self.rows)
+        if not self.rows:
+            hint = (f"no task matches {html.escape(self.filter.value.strip())!r}" if self.book.tasks
+                    else "no tasks yet" + (f": try <code>%toolnexus send {html.escape(url)} hello</code>" if url else ""))
+            body = f"<tr class='toolnexus-empty'><td colspan='8' class='toolnexus-muted'>{hint}</td></tr>"
         self.table.value = ("<table class='toolnexus-live-tasks'><tr><th>state</th><th>task</th><th>skill</th>"
-                            "<th>context</th><th>took</th><th>tokens</th><th>tools</th></tr>" + body + "</table>")
+                            "<th>request</th><th>started (UTC)</th><th>took</th><th>tokens</th><th>tools</th></tr>"
+                            + body + "</table>")
+        all_views = list(self.book.tasks.values())
         options = [("(select a task)", "")] + [(f"{v.state.value} {v.id[:8]} {v.task.request[:40]}", v.id)
-                                                for v in views]
-        if [o[1] for o in self.pick.options] != [o[1] for o in options]:
+                                                for v in all_views]
+        if list(self.pick.options) != options:  # labels too: a canceled task must not still say working
             current = self.pick.value
             self.pick.options = options
             self.pick.value = current if current in {o[1] for o in options} else ""
         self._draw_detail()
+        self._maybe_chart()
 
     def _draw_detail(self) -> None:
         view = self.book.tasks.get(self.pick.value or "")
+        running = view is not None and not view.state.terminal
+        self.cancel_button.disabled = not running or self._cancel is None or bool(self.disconnected)
         if view is None:
             self.detail.value = ""
             return
-        timeline = "".join(f"<tr><td>{at}</td><td>{badge(state)}</td><td>{spent}</td></tr>"
-                           for at, state, spent in view.timeline_rows())
-        telemetry = ""
-        if view.result is not None:
-            telemetry = view.result._repr_html_()
-        self.detail.value = (f"<table><tr><th>time</th><th>state</th><th>after</th></tr>{timeline}</table>"
-                             + task_html(view.task) + telemetry)
+        telemetry = view.result._repr_html_() if view.result is not None else ""
+        self.detail.value = _wire_html(task_wire(view, self.book.traffic)) + task_html(view.task) + telemetry
+
+    def _maybe_chart(self) -> None:
+        """The chart at most once a second, drawn in a thread (matplotlib, when installed)."""
+        count = sum(len(v.timeline) for v in self.book.tasks.values())
+        if count == self._chart_drawn or (self._chart_task is not None and not self._chart_task.done()):
+            return
+        loop = asyncio.get_running_loop()
+        wait = max(0.0, self._chart_due - loop.time())
+        self._chart_drawn = count
+        self._chart_due = loop.time() + wait + CHART_EVERY
+        series = [(v.state.value, [(s.value, parse_time(t)) for s, t in v.timeline], v.took())
+                  for v in self.book.tasks.values()]
+        self._chart_task = _schedule(self._chart(series, wait))
+
+    async def _chart(self, series: list[Any], wait: float) -> None:
+        if wait:
+            await asyncio.sleep(wait)
+        png = await asyncio.to_thread(chart_png, series)
+        if png is not None:
+            self.chart.value = png
+            _hide(self.chart, False)
+
+
+def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]) -> bytes | None:
+    """Task states over time (tasks in each state, stepwise) and a histogram of durations, as a PNG
+    for a 620 px column; None when there is nothing to draw or matplotlib is not installed."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    changes = sorted((at, i, state) for i, (_, timeline, _) in enumerate(series) for state, at in timeline)
+    if not changes:
+        return None
+    colours = {"submitted": "#999999", "working": "#d4a017", "input-required": "#a855c7", "completed": "#2e9d3a",
+               "failed": "#d33b3b", "canceled": "#8a8a8a", "rejected": "#d33b3b"}
+    now: dict[int, str] = {}
+    counts: dict[str, list[int]] = {s: [] for s in colours}
+    times = []
+    for at, i, state in changes:
+        now[i] = state
+        times.append(at)
+        tally = {s: 0 for s in colours}
+        for s in now.values():
+            tally[s] = tally.get(s, 0) + 1
+        for s in colours:
+            counts[s].append(tally.get(s, 0))
+    ink = "#888888"  # readable on the light and the dark theme; the background stays transparent
+    fig = Figure(figsize=(6.2, 2.0), dpi=100)
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    start = times[0]
+    xs = [(t - start).total_seconds() for t in times]
+    for state, ys in counts.items():
+        if any(ys):
+            left.step(xs, ys, where="post", color=colours[state], label=state, linewidth=1.5)
+    left.set_title("tasks by state", color=ink, fontsize=9)
+    left.set_xlabel("seconds", color=ink, fontsize=8)
+    left.legend(fontsize=7, frameon=False, labelcolor=ink)
+    took = [t for _, _, t in series if t is not None]
+    if took:
+        right.hist(took, bins=min(20, max(1, int(math.sqrt(len(took))) + 1)), color="#4a90d9")
+    right.set_title("duration (s)", color=ink, fontsize=9)
+    for ax in (left, right):
+        ax.tick_params(colors=ink, labelsize=7)
+        ax.set_facecolor("none")
+        for spine in ax.spines.values():
+            spine.set_color(ink)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", transparent=True)
+    return out.getvalue()
 
 
 def _row(view: TaskView) -> dict[str, Any]:
     tokens, tools = view.tokens(), view.tool_calls()
+    started = view.timeline[0][1][11:19] if view.timeline else ""
+    request = view.task.request
     return {"id": view.id, "state": view.state.value, "skill": view.skill, "context": view.task.context_id,
+            "request": request[:60] + ("…" if len(request) > 60 else ""), "started": started,
             "took": duration(view.took()), "tokens": "—" if tokens is None else tokens,
             "tools": "—" if tools is None else tools}
 
 
-class RemoteTaskWidget(w.HTML):
-    """One task sent to a peer, its state followed live; ``await widget.done()`` for the final Task."""
+class RemoteTaskWidget(w.VBox):
+    """One task sent to a peer, followed live (also while it waits for input, in case it is
+    answered elsewhere), with a cancel button; ``await widget.done()`` for the Task."""
 
     state = traitlets.Unicode("sending").tag(sync=True)
 
     def __init__(self, url: str, text: str, *, skill: str | None = None, context_id: str | None = None,
-                 task_id: str | None = None, headers: dict[str, str] | None = None) -> None:
-        super().__init__(f"<i>sending to {html.escape(url)}…</i>")
+                 task_id: str | None = None, headers: dict[str, str] | None = None,
+                 bus: EventBus | None = None) -> None:
+        self.view = w.HTML(f"<i>sending to {html.escape(url)}…</i>")
+        self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True, layout=w.Layout(width="100px"))
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.wire = w.HTML()
+        super().__init__([self.view, self.cancel_button, self.wire])
+        self.add_class("toolnexus-w")
         self.url = url
+        self.headers = headers
         self.task: Task | None = None
         self.error = ""
-        self._run = _schedule(self._deliver(text, skill, context_id, task_id, headers))
+        self._exc: ToolnexusError | None = None
+        self._bus = bus
+        self._client: A2AClient | None = None
+        self._settled: asyncio.Future[Task] = asyncio.get_running_loop().create_future()
+        self._run = _schedule(self._deliver(text, skill, context_id, task_id))
+        _track(self)
 
-    async def _deliver(self, text: str, skill: str | None, context_id: str | None, task_id: str | None,
-                    headers: dict[str, str] | None) -> Task | None:
+    @property
+    def value(self) -> str:
+        return self.view.value
+
+    async def _deliver(self, text: str, skill: str | None, context_id: str | None, task_id: str | None) -> None:
+        from .session import NotebookSession
+
         try:
-            async with A2AClient(self.url, headers=headers) as client:
+            await NotebookSession.get().ready(self.url)  # a server of this notebook still starting
+            async with A2AClient(self.url, headers=self.headers, bus=self._bus) as client:
+                self._client = client
                 self._show(await client.send(text, skill=skill, context_id=context_id, task_id=task_id))
-                assert self.task is not None
-                if not (self.task.state.terminal or self.task.state.interrupted):
-                    async for ev in client.watch(self.task.id, poll_every=0.1, max_interval=1.0):
-                        self._show(ev.task)
+                await self._follow(client)
         except Exception as exc:
-            self.error = str(exc)
-            self.state = "error"
-            self.value = f"<span style='color:#d33'>✘ {html.escape(self.error)}</span>"
-        return self.task
+            self._fail(exc)
+        finally:
+            self._client = None
+            self.cancel_button.disabled = True
+            self._settle()
+
+    async def _follow(self, client: A2AClient) -> None:
+        assert self.task is not None
+        if not (self.task.state.terminal or self.task.state.interrupted):
+            async for ev in client.watch(self.task.id, poll_every=0.1, max_interval=1.0):
+                self._show(ev.task)
+        self._settle()
+        pause = 1.0
+        try:
+            while self.task is not None and self.task.state.interrupted:  # answered elsewhere, or canceled
+                await asyncio.sleep(pause)
+                pause = min(pause * 1.5, 5.0)
+                fresh = await client.get(self.task.id)
+                if fresh.state is not self.task.state or fresh.status.timestamp != self.task.status.timestamp:
+                    self._show(fresh)
+        except Exception as exc:  # the task itself is as last shown; say it is no longer followed
+            self.view.value += f"<div class='toolnexus-muted'>no longer followed: {html.escape(str(_failure(exc)))}</div>"
+
+    def _fail(self, exc: BaseException) -> None:
+        self._exc = _failure(exc)
+        self.error = str(self._exc)
+        self.state = "error"
+        self.view.value = error_html(self.error)
+
+    def _settle(self) -> None:
+        if self._settled.done():
+            return
+        if self.task is not None and (self.task.state.terminal or self.task.state.interrupted):
+            self._settled.set_result(self.task)
+        elif self._exc is not None:
+            self._settled.set_exception(self._exc)
+        elif self._run.done():
+            self._settled.set_exception(PeerError(f"the send to {self.url} ended without a task"))
 
     def _show(self, task: Task) -> None:
         self.task = task
         self.state = task.state.value
-        self.value = task_html(task)
+        self.view.value = STYLE + task_html(task)
+        self.cancel_button.disabled = task.state.terminal
+        _hide(self.cancel_button, task.state.terminal)  # nothing left to cancel
+        if self._client is not None:
+            self.wire.value = _wire_html([(ev.time, ev.direction, ev) for ev in self._client.traffic.events])
 
-    async def done(self) -> Task | None:
-        """The task once it is terminal or waiting for input (None when the peer could not be reached)."""
-        return await asyncio.shield(self._run)
+    async def done(self) -> Task:
+        """The task once it is terminal or waiting for input.
+
+        Raises:
+            ToolnexusError: the send failed (the one-line reason: unreachable, refused, not A2A).
+        """
+        return await asyncio.shield(self._settled)
+
+    def cancel(self) -> asyncio.Task[Task]:
+        """Ask the peer to cancel the task; ``await`` the result for the canceled Task."""
+        return _schedule(self._cancel())
+
+    async def _cancel(self) -> Task:
+        if self.task is None:
+            raise ConfigError("nothing to cancel yet: the task has not been created")
+        async with A2AClient(self.url, headers=self.headers, bus=self._bus) as client:
+            task = await client.cancel(self.task.id)
+        self._show(task)
+        return task
+
+    def disconnect(self, reason: str) -> None:
+        self.cancel_button.disabled = True
 
     def _repr_html_(self) -> str:
-        return self.value
+        return self.view.value
 
 
 class CardWidget(w.VBox):
@@ -180,16 +495,18 @@ class CardWidget(w.VBox):
         self.chat_area = w.VBox()
         self.chat_button.on_click(lambda _: self._open_chat())
         super().__init__([self.view, self.chat_button, self.chat_area])
+        self.add_class("toolnexus-w")
         self._run = _schedule(self._fetch(headers))
 
     async def _fetch(self, headers: dict[str, str] | None) -> Any:
         try:
             self.card = await fetch_card(self.url, headers)
         except Exception as exc:
-            self.view.value = f"<span style='color:#d33'>✘ {html.escape(str(exc))}</span>"
+            self.view.value = error_html(str(_failure(exc)))
+            _hide(self.chat_button)  # nothing to chat with
             return None
         self.report = validate_card(self.card)
-        self.view.value = card_html(self.card, self.report)
+        self.view.value = STYLE + card_html(self.card, self.report)
         self.chat_button.disabled = False
         return self.card
 
@@ -201,8 +518,9 @@ class CardWidget(w.VBox):
 
 
 class ChatWidget(w.VBox):
-    """A small chat with a peer: the messages, a text box, the skill, a new-conversation button. An
-    ``input-required`` question is answered by the next message, on the same task."""
+    """A small chat with a peer: the messages, a text box, the skill, a new-conversation button and
+    a cancel button for the running task. An ``input-required`` question is answered by the next
+    message, on the same task."""
 
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
 
@@ -211,16 +529,21 @@ class ChatWidget(w.VBox):
         self.headers = headers
         self.context_id: str | None = None
         self.waiting_task: str | None = None
+        self.running_task: str | None = None
         self.view = w.HTML("<i>say something</i>")
         self.text = w.Text(placeholder="message (enter sends)", layout=w.Layout(width="60%"))
         self.skill = w.Dropdown(options=[("any skill", "")], value="", description="skill")
         self.send_button = w.Button(description="send", button_style="primary")
         self.new_button = w.Button(description="new conversation")
+        self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True)
         self.send_button.on_click(lambda _: self.say(self.text.value))
         self.new_button.on_click(lambda _: self.new_conversation())
+        self.cancel_button.on_click(lambda _: self.cancel())
         self.text.observe(self._on_enter, names="value")  # ipywidgets 8: continuous_update handles enter
         self.text.continuous_update = False
-        super().__init__([self.view, w.HBox([self.text, self.send_button]), w.HBox([self.skill, self.new_button])])
+        super().__init__([self.view, w.HBox([self.text, self.send_button]),
+                          w.HBox([self.skill, self.new_button, self.cancel_button])])
+        self.add_class("toolnexus-w")
         self._sending: asyncio.Task[Any] | None = None
         _schedule(self._load_skills())
 
@@ -232,7 +555,7 @@ class ChatWidget(w.VBox):
         try:
             card = await fetch_card(self.url, self.headers)
         except Exception as exc:
-            self.view.value = f"<span style='color:#d33'>✘ {html.escape(str(exc))}</span>"
+            self.view.value = error_html(str(_failure(exc)))
             return
         self.skill.options = [("any skill", "")] + [(str(s.get("name") or s.get("id")), str(s.get("id")))
                                                     for s in card.skills]
@@ -252,6 +575,28 @@ class ChatWidget(w.VBox):
         self._sending = _schedule(self._exchange(text))
         return self._sending
 
+    def cancel(self) -> asyncio.Task[Any] | None:
+        """Cancel the task the agent is working on (or waiting with)."""
+        task_id = self.running_task or self.waiting_task
+        if task_id is None:
+            return None
+        return _schedule(self._cancel(task_id))
+
+    async def _cancel(self, task_id: str) -> None:
+        try:
+            async with A2AClient(self.url, headers=self.headers) as client:
+                task = await client.cancel(task_id)
+        except Exception as exc:
+            self.messages = [*self.messages, {"role": "agent", "text": str(_failure(exc)), "state": "error"}]
+            self._draw()
+            return
+        for entry in self.messages:
+            if entry.get("task") == task_id and entry["role"] == "agent":
+                entry.update(state=task.state.value)
+        self.waiting_task = None
+        self.messages = list(self.messages)
+        self._draw()
+
     async def _exchange(self, text: str) -> None:
         entry = {"role": "agent", "text": "…", "state": "sending"}
         self.messages = [*self.messages, entry]
@@ -265,23 +610,25 @@ class ChatWidget(w.VBox):
                         task = ev.task
                         self._update(entry, task)
         except Exception as exc:
-            entry.update(text=str(exc), state="error")
+            entry.update(text=str(_failure(exc)), state="error")
+            self.running_task = None
             self.messages = list(self.messages)
             self._draw()
             return
+        self.running_task = None
         self.context_id = task.context_id or self.context_id
         self.waiting_task = task.id if task.state.interrupted else None
+        self._draw()
 
     def _update(self, entry: dict[str, Any], task: Task) -> None:
         if task.state is TaskState.COMPLETED:
             text = task.reply
-        elif task.state.interrupted and task.status.message is not None:
-            text = task.status.message.text
         elif task.status.message is not None:
             text = task.status.message.text
         else:
             text = "…"
-        entry.update(text=text, state=task.state.value, task=task.id)
+        entry.update(text=text.strip(), state=task.state.value, task=task.id)
+        self.running_task = None if task.state.terminal or task.state.interrupted else task.id
         self.messages = list(self.messages)
         self._draw()
 
@@ -293,7 +640,12 @@ class ChatWidget(w.VBox):
         lines = []
         for item in self.messages:
             who = "you" if item["role"] == "user" else "agent"
+            if item.get("state") == "error":
+                lines.append(f"<div><b>{who}</b>: {error_html(item['text'])}</div>")
+                continue
             state = f" {badge(item['state'])}" if item.get("state") and item["state"] not in ("sending",) else ""
-            lines.append(f"<div><b>{who}</b>{state}: {html.escape(item['text'])}</div>")
-        ctx = f"<small>context {html.escape(self.context_id)}</small>" if self.context_id else ""
-        self.view.value = "".join(lines) + ctx
+            lines.append(f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
+                         f"{html.escape(item['text'])}</span></div>")
+        ctx = f"<small class='toolnexus-muted'>context {html.escape(self.context_id)}</small>" if self.context_id else ""
+        self.view.value = STYLE + "".join(lines) + ctx
+        self.cancel_button.disabled = (self.running_task or self.waiting_task) is None

@@ -72,10 +72,28 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
             page.wait_for_function(
                 "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
                 " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }", timeout=60_000)
-            widget_area = page.locator(".toolnexus-server").first.inner_text()
+            server = page.locator(".toolnexus-server").first
+            server.scroll_into_view_if_needed()  # JupyterLab does not render cells far out of view
+            widget_area = server.text_content()
             assert "Loading widget" not in widget_area
             assert "nb-desk" in widget_area and "completed" in widget_area
             page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+            # the widgets take their colours from the theme: header cells and the completed badge
+            # change with it (fixed colours would not), in a column as narrow as 620 px
+            look = ("() => { const t = document.querySelector('table.toolnexus-live-tasks');"
+                    " const th = getComputedStyle(t.querySelector('th'));"
+                    " const ok = getComputedStyle(t.querySelector('[data-state=\"completed\"]'));"
+                    " return [th.backgroundColor, th.borderTopWidth, th.paddingLeft, ok.color]; }")
+            light = page.evaluate(look)
+            assert light[1] != "0px" and light[2] != "0px", light  # borders and padding: columns apart
+            page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme',"
+                          " {theme: 'JupyterLab Dark'})")
+            page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+            page.set_viewport_size({"width": 620 + 300, "height": 1000})
+            server.scroll_into_view_if_needed()
+            dark = page.evaluate(look)
+            assert dark[0] != light[0] and dark[3] != light[3], (light, dark)
+            page.screenshot(path=str(tmp_path / "jupyterlab-dark-narrow.png"))
             browser.close()
     finally:
         lab.terminate()

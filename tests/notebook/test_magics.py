@@ -15,8 +15,8 @@ from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 from notebook_ext.session import NotebookSession  # noqa: E402
-from toolnexus.errors import ConfigError  # noqa: E402
 from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
+from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
 
 from ..serve.wire import rpc, v03_message  # noqa: E402
 
@@ -173,7 +173,157 @@ async def test_card_and_chat(ip):
 
 async def test_unreachable_peer_shows_an_error_not_a_crash(ip):
     sent = ip.run_line_magic("toolnexus", "send http://127.0.0.1:1 hello")
-    assert await sent.done() is None
+    with pytest.raises(PeerError, match="cannot fetch the agent card") as caught:
+        await sent.done()  # never None: the one-line reason
+    assert caught.value._render_traceback_() == [f"PeerError: {caught.value}"]  # one line in Jupyter
     assert sent.state == "error" and "cannot fetch the agent card" in sent.error
     card = ip.run_line_magic("toolnexus", "card http://127.0.0.1:1")
     assert await card.done() is None and "✘" in card.view.value
+    assert card.chat_button.layout.display == "none"  # a failed card offers no chat
+
+
+async def test_run_all_a_send_right_after_serve_waits_for_the_server(ip):
+    """Run All: the cell after `serve` runs before the server does; its URL is known and it waits."""
+    h = ip.run_line_magic("toolnexus", "serve --name ra-desk")
+    assert h.state == "starting" and h.url.startswith("http://127.0.0.1:")
+    sent = ip.run_line_magic("toolnexus", f"send {h.url} weather in Lisbon please")
+    async with httpx.AsyncClient(timeout=10) as http:  # any client: its connection waits in the backlog
+        card = (await http.get(h.url + "/.well-known/agent-card.json")).json()
+    assert card["name"] == "ra-desk"
+    task = await sent.done()
+    assert task.state.value == "completed" and task.reply.startswith('Using the "weather" skill')
+
+
+@pytest.mark.parametrize("line", ["send weather in Lisbon please", "send '' hello", "card nowhere",
+                                  "chat ftp://x", "cancel abc not-a-url"])
+async def test_a_missing_or_malformed_url_is_a_one_line_error(ip, line):
+    with pytest.raises(UsageError, match="is not an http\\(s\\) URL; the URL comes first"):
+        ip.run_line_magic("toolnexus", line)
+
+
+async def test_a_server_started_again_under_its_name_starts_with_an_empty_table(ip):
+    first = ip.run_line_magic("toolnexus", "serve --name again")
+    await (ip.run_line_magic("toolnexus", f"send {first.url} hello one")).done()
+    ip.run_line_magic("toolnexus", "stop again")
+    await asyncio.sleep(0.3)
+    second = ip.run_line_magic("toolnexus", "serve --name again")
+    await (ip.run_line_magic("toolnexus", f"send {second.url} hello two")).done()
+    await asyncio.sleep(0.3)
+    second.refresh()
+    first.refresh()
+    assert [r["request"] for r in second.widget.rows] == ["hello two"]
+    assert [r["request"] for r in first.widget.rows] == ["hello one"]  # the old handle keeps its own
+
+
+async def test_cancel_from_the_magic_the_send_and_the_server_widget(ip):
+    h = ip.run_line_magic("toolnexus", "serve --name c-desk")
+    asking = ip.run_line_magic("toolnexus", f"send {h.url} please confirm the order")
+    question = await asking.done()
+    assert question.state.value == "input-required" and not asking.cancel_button.disabled
+    await asyncio.sleep(0.3)
+    h.refresh()
+    h.widget.pick.value = question.id
+    assert "input-required" in h.widget.pick.label and not h.widget.cancel_button.disabled
+    shown = ip.run_line_magic("toolnexus", f"cancel {question.id}")  # found among the notebook's servers
+    canceled = await shown.done
+    assert canceled.state.value == "canceled"
+    for _ in range(100):  # the send widget still follows it: canceled elsewhere shows here
+        if asking.state == "canceled":
+            break
+        await asyncio.sleep(0.1)
+    assert asking.state == "canceled" and asking.cancel_button.layout.display == "none"
+    await asyncio.sleep(0.3)
+    h.refresh()
+    assert h.widget.pick.label.startswith("canceled") and h.widget.cancel_button.disabled
+    second = ip.run_line_magic("toolnexus", f"send {h.url} please confirm the refund")
+    await second.done()
+    assert (await second.cancel()).state.value == "canceled"
+    third = await (ip.run_line_magic("toolnexus", f"send {h.url} please confirm the trip")).done()
+    await asyncio.sleep(0.3)
+    h.refresh()
+    h.widget.pick.value = third.id
+    h.widget.cancel_button.click()
+    await asyncio.sleep(0.5)
+    h.refresh()
+    assert h.widget.book.tasks[third.id].state.value == "canceled"
+    again = ip.run_line_magic("toolnexus", f"cancel {question.id} {h.url}")
+    assert await again.done is None and "✘" in again.value  # already canceled: the peer's reason
+    nobody = ip.run_line_magic("toolnexus", "cancel no-such-task")
+    assert await nobody.done is None and "name its agent" in nobody.value
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("help", "e.g. h = %toolnexus serve --name desk --mcp"),
+    ("--help", "%toolnexus cancel TASK_ID [URL]"),
+    ("serve --help", "--store memory|file:DIR"),
+    ("help send", "s.cancel()"),
+])
+async def test_help_shows_every_subcommand_with_an_example(ip, capsys, line, needle):
+    ip.run_line_magic("toolnexus", line)
+    out = capsys.readouterr().out
+    assert needle in out
+    if line in ("help", "--help"):
+        assert out.count("e.g.") == 10  # every subcommand
+    if line == "serve --help":
+        assert "%toolnexus send" not in out  # only serve's
+    doc = ip.find_line_magic("toolnexus").__doc__  # what %toolnexus? shows
+    assert "e.g. %toolnexus export desk tasks.csv" in doc
+
+
+async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path, monkeypatch):
+    h = ip.run_line_magic("toolnexus", "serve --name data-desk")
+    assert "no tasks yet" in h.widget.table.value  # the empty state
+    for text in ("greet the data", "weather in Porto please"):
+        await (ip.run_line_magic("toolnexus", f"send {h.url} {text}")).done()
+    await asyncio.sleep(1.3)  # the chart draws at most once a second, off the loop
+    h.refresh()
+    df = h.to_dataframe()
+    assert list(df["request"]) == ["greet the data", "weather in Porto please"]
+    assert str(df["duration_s"].dtype) == "float64" and (df["duration_s"] >= 0).all()
+    assert str(df["tokens"].dtype) == "Int64" and str(df["created"].dtype).startswith("datetime64")
+    assert set(df["state"]) == {"completed"} and list(df["skill"]) == ["greet", "weather"]
+    assert "<th>request</th><th>started (UTC)</th>" in h.widget.table.value
+    h.widget.filter.value = "porto"
+    assert [r["request"] for r in h.widget.rows] == ["weather in Porto please"]
+    h.widget.filter.value = "state:failed"
+    assert "no task matches" in h.widget.table.value
+    h.widget.filter.value = ""
+    assert h.widget.chart.value[:4] == b"\x89PNG" and h.widget.chart.layout.display is None
+    # the selected task: its states and the wire that carried it, on one timeline
+    h.widget.pick.value = df["task"][0]
+    detail = h.widget.detail.value
+    assert "→ in" in detail and "POST SendMessage" in detail and "greet the data" in detail, detail
+    saved = ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'tasks.csv'}")
+    lines = saved.read_text().splitlines()
+    assert lines[0].startswith("task,context,server,skill,request,state,created") and len(lines) == 3
+    whole = h.export(tmp_path / "session.json")
+    import json
+    data = json.loads(whole.read_text())
+    assert len(data["tasks"]) == 2 and any(ev["rpc_method"] == "SendMessage" for ev in data["wire"])
+    with pytest.raises(UsageError, match="must end in .json or .csv"):
+        ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'x.txt'}")
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # pandas not installed
+    with pytest.raises(MissingExtra, match="pip install 'toolnexus\\[notebook\\]'") as caught:
+        h.to_dataframe()
+    assert len(caught.value._render_traceback_()) == 1
+
+
+async def test_widgets_look_finished_theme_colours_plurals_and_disconnect(ip):
+    h = ip.run_line_magic("toolnexus", "serve --name look-desk")
+    sent = ip.run_line_magic("toolnexus", f"send {h.url} greet the looks")
+    task = await sent.done()
+    import re
+    html_out = sent.value + h.widget.header.value + h.widget.table.value
+    fixed = re.findall(r"color:\s*#[0-9a-f]{3,6}", html_out)
+    assert not fixed, fixed  # theme variables (with fallbacks), never fixed colours
+    assert "var(--jp-success-color1" in sent.value and "var(--jp-content-link-color" in h.widget.header.value
+    assert "1 message<" in sent.value or "2 messages<" in sent.value
+    assert "</pre></div></div>" in sent.value or "</pre></div><div>" in sent.value  # nothing trails the reply
+    chat = ip.run_line_magic("toolnexus", "chat http://127.0.0.1:1")
+    chat.say("anyone?")
+    await chat.wait()
+    assert "toolnexus-error" in chat.view.value and "var(--jp-error-color1" in chat.view.value
+    NotebookSession.shutdown()  # what the kernel does when it stops or restarts
+    assert h.widget.status == "disconnected" and h.widget.stop_button.disabled
+    assert "kernel that ran this server stopped" in h.widget.header.value
+    assert task.state.value == "completed"

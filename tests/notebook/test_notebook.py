@@ -1,6 +1,14 @@
-"""The example notebook, executed on a real kernel with nbclient; its last cells assert inside the kernel."""
+"""On a real kernel (nbclient): the example notebook, run twice in one kernel from another folder;
+the README's Jupyter lines, each its own cell, under Run All; and widgets after the kernel stops."""
 
 from __future__ import annotations
+
+import json
+import queue
+import re
+import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -10,13 +18,75 @@ nbclient = pytest.importorskip("nbclient")
 from ..conftest import ROOT  # noqa: E402
 
 
-def test_example_notebook_runs_on_a_real_kernel():
-    nb = nbformat.read(ROOT / "examples" / "notebook_demo.ipynb", as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
-    client.execute()  # raises CellExecutionError on any failed cell, including the in-kernel asserts
-    outputs = {c.source.splitlines()[0]: c.outputs for c in nb.cells if c.cell_type == "code" and c.source}
-    final = outputs["await asyncio.sleep(0.5)  # the widget redraws at most ten times a second"]
-    assert "['completed', 'completed', 'completed', 'completed']" in final[0]["data"]["text/plain"]
-    widget_views = [o for outs in outputs.values() for o in outs
+def _outputs(nb):
+    return {c.source.splitlines()[0]: c.outputs for c in nb.cells if c.cell_type == "code" and c.source}
+
+
+def _run_all(client, nb) -> None:
+    for index, cell in enumerate(nb.cells):
+        client.execute_cell(cell, index)  # raises CellExecutionError on a failed cell
+
+
+def test_example_notebook_runs_twice_in_one_kernel_from_any_folder(tmp_path: Path):
+    shutil.copy(ROOT / "examples" / "notebook_demo.ipynb", tmp_path / "demo.ipynb")  # no examples/ beside it
+    nb = nbformat.read(tmp_path / "demo.ipynb", as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    with client.setup_kernel():
+        for _ in range(2):  # the second run: a fresh server and an empty table (its in-kernel asserts)
+            _run_all(client, nb)
+            final = _outputs(nb)["await asyncio.sleep(0.5)  # the widget redraws at most ten times a second"]
+            assert "['completed', 'completed', 'completed', 'completed']" in final[0]["data"]["text/plain"]
+    widget_views = [o for outs in _outputs(nb).values() for o in outs
                     if o.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in o["data"]]
     assert widget_views, "the live widgets were displayed"
+
+
+def _readme_jupyter_lines() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Jupyter", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_jupyter_lines_work_under_run_all_exactly_as_written(tmp_path: Path):
+    lines = _readme_jupyter_lines()
+    assert lines[0] == "%load_ext toolnexus" and any("send {h.url}" in line for line in lines)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(line) for line in lines])
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # Run All after a (fresh) kernel start: every line works as written
+    outputs = _outputs(nb)
+    task = next(outs for first, outs in outputs.items() if first.startswith("task = await sent.done()"))
+    assert not task  # an assignment: nothing shown, and no error
+    frame = next(outs for first, outs in outputs.items() if first.startswith("h.to_dataframe()"))
+    html = frame[0]["data"]["text/html"]
+    assert "weather in Lisbon please" in html and "completed" in html
+
+
+def test_widgets_say_disconnected_when_the_kernel_stops(tmp_path: Path):
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        for code in ("%load_ext toolnexus", "h = %toolnexus serve --name gone-desk",
+                     "s = %toolnexus send {h.url} greet me\nt = await s.done()\nassert t.state.value == 'completed'"):
+            reply = kc.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
+            assert reply["content"]["status"] == "ok", reply["content"]
+        kc.shutdown()  # what stopping or restarting the kernel sends
+        updates = []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                msg = kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                if not km.is_alive():
+                    break
+                continue
+            if msg["msg_type"] == "comm_msg":
+                updates.append(json.dumps(msg["content"]["data"]))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    said = " ".join(updates)
+    assert '"status": "disconnected"' in said, updates
+    assert re.search(r"kernel that ran this server stopped", said), updates
