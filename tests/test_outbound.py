@@ -185,6 +185,9 @@ async def test_against_the_official_sdk_server(compat, dialect):
             assert canceled.state is TaskState.CANCELED
             streamed = [t async for t in client.stream("streamed")]
             assert streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: streamed"
+            chunked = [t async for t in client.stream("chunked reply please")]  # three appends, one text
+            assert chunked[-1].reply == "echo: chunked reply please"
+            assert [len(a.parts) for a in chunked[-1].artifacts] == [1]
         tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=url, poll_every=0.01, dialect=dialect)])
         async with tk:
             assert [t.name for t in tk.tools()] == ["sdk-echo_echo"]

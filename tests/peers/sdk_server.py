@@ -42,6 +42,12 @@ class ScriptExecutor(AgentExecutor):
         elif "slow" in text:
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")
+        elif "chunked" in text:  # one reply streamed as three appends to one artifact
+            for i, piece in enumerate(("echo: chu", "nked repl", "y please")):
+                await asyncio.sleep(0.05)
+                await updater.add_artifact([pb.Part(text=piece)], artifact_id="reply-1", name="reply",
+                                           append=i > 0, last_chunk=i == 2)
+            await updater.complete()
         elif "fail" in text:
             await updater.failed(new_text_message("the agent could not do it", context_id=task.context_id, task_id=task.id))
         elif others := [p for p in context.message.parts if p.WhichOneof("content") != "text"]:

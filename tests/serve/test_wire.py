@@ -179,7 +179,8 @@ async def test_body_over_the_limit_is_413_without_reading_it_whole(small_server,
     big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send",
                       "params": {"message": v03_message("x" * 5000)}})
     r = await raw(http, small_server.url, big)
-    assert r.status_code == 413 and "too large" in r.json()["error"]
+    assert r.status_code == 413 and "too large" in r.json()["error"]["message"]
+    assert r.json()["jsonrpc"] == "2.0" and r.json()["id"] is None and r.json()["error"]["code"] == -32600
 
     async def chunks():  # no Content-Length: counted while streaming
         yield b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": '
@@ -196,7 +197,10 @@ async def test_body_over_the_limit_is_413_without_reading_it_whole(small_server,
 async def test_wrong_content_type_is_415(demo_server, http):
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}})
     r = await http.post(demo_server.url + "/", content=body, headers={"content-type": "text/plain"})
-    assert r.status_code == 415 and "application/json" in r.json()["error"]
+    assert r.status_code == 415  # kept: it closes the browser's simple-request path
+    error = r.json()  # and a JSON-RPC error object any client can read
+    assert error["jsonrpc"] == "2.0" and error["id"] is None and error["error"]["code"] == -32600
+    assert error["error"]["message"] == "Content-Type must be application/json, got text/plain"
 
 
 async def test_unexpected_failures_are_a_generic_internal_error(http, caplog):
@@ -253,10 +257,13 @@ async def test_push_notifications_are_not_supported(demo_server, http, method, h
     assert card["capabilities"]["pushNotifications"] is False
 
 
-@pytest.mark.parametrize("method, headers", [("agent/getAuthenticatedExtendedCard", {}),
-                                             ("GetExtendedAgentCard", V10)])
-async def test_extended_card_is_not_configured(demo_server, http, method, headers):
-    assert (await rpc(http, demo_server.url, method, {}, headers=headers))["error"]["code"] == -32007
+@pytest.mark.parametrize("method, headers, code", [("agent/getAuthenticatedExtendedCard", {}, -32007),
+                                                   ("GetExtendedAgentCard", V10, -32004)])
+async def test_extended_card_on_an_agent_whose_card_declares_none(demo_server, http, method, headers, code):
+    """1.0 §3.3.4: no extended card declared is UnsupportedOperation; 0.3 has only "not configured"."""
+    card = (await http.get(demo_server.card_url)).json()
+    assert not card["capabilities"].get("extendedAgentCard") and not card.get("supportsAuthenticatedExtendedCard")
+    assert (await rpc(http, demo_server.url, method, {}, headers=headers))["error"]["code"] == code
 
 
 async def test_message_into_a_terminal_task(demo_server, http):
@@ -403,6 +410,19 @@ async def test_resubscribe(demo_server, http):
     assert again["error"]["code"] == -32004
 
 
+async def test_a_failed_v03_resubscribe_is_a_4xx(demo_server, http):
+    """0.3 §7.9 wants a 4xx/5xx for a failed resubscribe; 1.0 answers JSON-RPC errors with 200."""
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tasks/resubscribe", "params": {"id": "nope"}}
+    r = await http.post(demo_server.url + "/", json=body)
+    assert r.status_code == 404 and r.json()["error"]["code"] == -32001 and r.json()["id"] == 7
+    done = await rpc(http, demo_server.url, "message/send", {"message": v03_message("quick")})
+    body["params"] = {"id": done["result"]["id"]}
+    r = await http.post(demo_server.url + "/", json=body)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32004
+    v10 = await rpc(http, demo_server.url, "SubscribeToTask", {"id": "nope"}, headers=V10)
+    assert v10["error"]["code"] == -32001
+
+
 async def test_list_tasks(demo_server, http):
     ctx = "list-ctx"
     for i in range(3):
@@ -422,9 +442,35 @@ async def test_list_tasks(demo_server, http):
     done = (await rpc(http, demo_server.url, "ListTasks", {"status": "TASK_STATE_COMPLETED", "pageSize": 100},
                       headers=V10))["result"]
     assert all(t["status"]["state"] == "TASK_STATE_COMPLETED" for t in done["tasks"])
-    for bad in ({"pageSize": 0.5}, {"pageSize": 101}, {"status": "TASK_STATE_BORED"}, {"pageToken": "zz"}):
+    for bad in ({"pageSize": 0.5}, {"pageSize": 101}, {"pageSize": 0}, {"pageSize": -1},
+                {"status": "TASK_STATE_BORED"}, {"pageToken": "zz"}, {"statusTimestampAfter": "-1"},
+                {"statusTimestampAfter": "not-a-time"}, {"statusTimestampAfter": "2026-12-01"},
+                {"statusTimestampAfter": "2026-12-01T08:00:00"}):  # no zone: not a protobuf Timestamp
         err = await rpc(http, demo_server.url, "ListTasks", bad, headers=V10)
         assert err["error"]["code"] == -32602, bad
+    assert "from 1 to 100, got 0" in (await rpc(http, demo_server.url, "ListTasks", {"pageSize": 0},
+                                                headers=V10))["error"]["message"]
+
+
+async def test_list_tasks_status_timestamp_after_is_a_time_at_or_after(demo_server, http):
+    ctx = "since-ctx"
+    first = (await rpc(http, demo_server.url, "SendMessage", {"message": v10_message("one", contextId=ctx)},
+                       headers=V10))["result"]["task"]
+    stamp = first["status"]["timestamp"]  # the first task's last change: itself included (>=)
+    await rpc(http, demo_server.url, "SendMessage", {"message": v10_message("two", contextId=ctx)}, headers=V10)
+    listed = await rpc(http, demo_server.url, "ListTasks", {"contextId": ctx, "statusTimestampAfter": stamp},
+                       headers=V10)
+    assert listed["result"]["totalSize"] == 2
+    # the same instant written with an offset: compared as a time, not as a string
+    from datetime import datetime, timedelta, timezone
+    when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone(timedelta(hours=2)))
+    shifted = await rpc(http, demo_server.url, "ListTasks",
+                        {"contextId": ctx, "statusTimestampAfter": when.isoformat()}, headers=V10)
+    assert shifted["result"]["totalSize"] == 2
+    later = (when + timedelta(days=1)).isoformat()
+    none = await rpc(http, demo_server.url, "ListTasks", {"contextId": ctx, "statusTimestampAfter": later},
+                     headers=V10)
+    assert none["result"]["totalSize"] == 0
 
 
 # -- input-required in every dialect -----------------------------------------------------------------

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -591,7 +592,11 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
         new = art[0]
         same = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
         if same is not None and body.get("append"):
-            same.parts.extend(new.parts)
+            parts = list(new.parts)
+            if same.parts and parts and same.parts[-1].kind == "text" and parts[0].kind == "text":
+                # a text streamed in pieces is one text, not a line per piece
+                same.parts[-1] = replace(same.parts[-1], text=(same.parts[-1].text or "") + (parts.pop(0).text or ""))
+            same.parts.extend(parts)
         elif same is not None:
             task.artifacts[task.artifacts.index(same)] = new
         else:

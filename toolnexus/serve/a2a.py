@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -36,6 +37,7 @@ from ..errors import (
     ExtendedCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
+    InvalidRequestError,
     MethodNotFoundError,
     ParseError,
     PushNotificationNotSupportedError,
@@ -161,7 +163,12 @@ class A2AEndpoint:
         try:
             body, owner = await self._read(request)
         except _Refusal as refusal:
-            return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
+            if refusal.status in (401, 403):  # HTTP authentication, answered before JSON-RPC begins
+                return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
+            # 415, 413, 400 keep their status (415 also closes the browser simple-request path), and
+            # carry a JSON-RPC error object so that any client can read why
+            return _json_response(error_envelope(None, InvalidRequestError(str(refusal))), refusal.status,
+                                  refusal.headers)
         except ClientDisconnect:  # the client left before its request arrived: nothing to answer
             return Response(status_code=400)
         try:
@@ -176,6 +183,7 @@ class A2AEndpoint:
             return _json_response(error_envelope(request_id_of(err), err))
         rid = None if call.is_notification else call.id
         dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
+        kind = ""
         try:
             dialect, kind = self._route(call.method, call.params, request.headers)
             if call.is_notification:
@@ -186,7 +194,10 @@ class A2AEndpoint:
         except RPCError as err:
             if call.is_notification:
                 return Response(status_code=204)
-            return _json_response(error_envelope(rid, err, error_info=dialect is Dialect.V10))
+            status = 200
+            if kind == _RESUB and dialect is Dialect.V03:  # 0.3 §7.9: a failed resubscribe is a 4xx
+                status = 404 if isinstance(err, TaskNotFoundError) else 400
+            return _json_response(error_envelope(rid, err, error_info=dialect is Dialect.V10), status)
         except Exception:
             log.exception("JSON-RPC %s failed", call.method)
             if call.is_notification:
@@ -287,6 +298,10 @@ class A2AEndpoint:
             return await self._resubscribe(params, dialect, rid, owner)
         if kind == _PUSH:
             raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
+        # 0.3 has only "not configured" for it
+        if dialect is Dialect.V10:
+            raise UnsupportedOperationError("This agent's card declares no extended agent card")
         raise ExtendedCardNotConfiguredError()
 
     # -- send ---------------------------------------------------------------------------------
@@ -342,13 +357,13 @@ class A2AEndpoint:
             state = parse_state(params["status"])
             if state is None:
                 raise InvalidParamsError(f"status {params['status']!r} is not a task state")
-        size = params.get("pageSize", 50)
-        if size in (None, 0):
+        size = params.get("pageSize")
+        if size is None:
             size = 50
         if not _is_int(size) or not 1 <= size <= 100:
-            raise InvalidParamsError("pageSize must be an integer from 1 to 100")
+            raise InvalidParamsError(f"pageSize must be an integer from 1 to 100, got {size!r}")
         token = _opt_str(params, "pageToken") or ""
-        after = _opt_str(params, "statusTimestampAfter")
+        after = _timestamp(params, "statusTimestampAfter")
         include = params.get("includeArtifacts", False)
         if not isinstance(include, bool):
             raise InvalidParamsError("includeArtifacts must be a boolean")
@@ -439,6 +454,20 @@ def _id(params: dict[str, Any]) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidParamsError("Invalid params: id must be a non-empty string")
     return value
+
+
+def _timestamp(params: dict[str, Any], key: str) -> str | None:
+    """A protobuf Timestamp (RFC 3339, with Z or an offset), in the stores' form (UTC, µs, Z)."""
+    value = _opt_str(params, key)
+    if value is None:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        stamp = None
+    if stamp is None or stamp.tzinfo is None or "T" not in value.upper():
+        raise InvalidParamsError(f"{key} must be an RFC 3339 timestamp such as 2026-12-01T08:00:00Z, got {value!r}")
+    return stamp.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _opt_str(params: dict[str, Any], key: str) -> str | None:

@@ -82,7 +82,8 @@ class TaskStore(Protocol):
         page_token: str = "",
         owner: str | None = None,
     ) -> TaskPage:
-        """Newest first. ``owner``: only the tasks that owner may see (its own and unowned ones)."""
+        """Newest first. ``updated_after``: only tasks whose status changed at or after it (UTC, in
+        ``now_iso`` form). ``owner``: only the tasks that owner may see (its own and unowned ones)."""
         ...
 
 
@@ -100,7 +101,7 @@ def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, up
         if (context_id is None or t.context_id == context_id)
         and visible(t.owner, owner)
         and (state is None or t.state is state)
-        and (updated_after is None or (t.status.timestamp or "") > updated_after)
+        and (updated_after is None or (t.status.timestamp or "") >= updated_after)
     ]
     chosen.sort(key=lambda t: (t.created, t.id), reverse=True)
     start, end, next_token = _window(len(chosen), page_size, page_token)
@@ -177,7 +178,7 @@ class MemoryTaskStore:
             if (context_id is None or ctx == context_id)
             and visible(who, owner)
             and (state is None or st is state)
-            and (updated_after is None or stamp > updated_after)
+            and (updated_after is None or stamp >= updated_after)
         ]
         start, end, next_token = _window(len(chosen), page_size, page_token)
         tasks = [t for t in [await self.get(id) for id in chosen[start:end]] if t is not None]
