@@ -89,15 +89,19 @@ async def _exchange(http: httpx.AsyncClient, method: str, url: str, *, headers: 
 
 
 async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
-                     http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None) -> AgentCard:
+                     http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None,
+                     version: str = "1.0") -> AgentCard:
     """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
-    ``/.well-known/agent.json``).
+    ``/.well-known/agent.json``). Sends ``A2A-Version: version`` (the newest the caller speaks;
+    a server that serves one card per version picks by it) unless ``headers`` name one.
 
     Raises:
         PeerError: nothing answered, or no card was found, or it is not a JSON object.
     """
     own = http is None
     client = http or httpx.AsyncClient(timeout=timeout)
+    if not any(k.lower() == "a2a-version" for k in (headers or {})):
+        headers = {"A2A-Version": version, **(headers or {})}
     try:
         if "/.well-known/" in url or url.endswith(".json"):
             candidates = [url]
@@ -229,7 +233,9 @@ class A2AClient:
     async def connect(self) -> AgentCard:
         """Fetch the card (when given a URL) and choose the dialect and endpoint."""
         if self.card is None:
-            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self._http, traffic=self.traffic)
+            version = "0.3" if self.forced in (Dialect.V03, Dialect.LEGACY) else "1.0"  # what it will speak
+            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self._http, traffic=self.traffic,
+                                         version=version)
             self.traffic.peer = self.card.name or self.url
         if not self.endpoint:
             dialect, endpoint, reason = self.card.choose()
@@ -347,7 +353,24 @@ class A2AClient:
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata)
         result = await self._send_op("send", self._send_params(msg, blocking, history_length))
-        return _as_task(result, msg)
+        task = _as_task(result, msg)
+        if task_id and task.state.interrupted and _asks_again(task, msg):
+            # an answer to an input-required task: the spec lets a peer return at once with the task
+            # as it was (the JS SDK does), the same question still on it; that is not a new question
+            task = await self._past(task, msg)
+        return task
+
+    async def _past(self, task: Task, answer: Message) -> Task:
+        """The task once its status has moved past the question ``answer`` answered (within the
+        client's timeout; after that, as it is)."""
+        pause, deadline = 0.05, asyncio.get_running_loop().time() + self.timeout
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            fresh = await self.get(task.id)
+            if not (fresh.state.interrupted and _asks_again(fresh, answer, task)):
+                return fresh
+        return task
 
     async def get(self, task_id: str, history_length: int | None = None) -> Task:
         params: dict[str, Any] = {"id": task_id}
@@ -531,6 +554,20 @@ async def _events(r: httpx.Response, timeout: float) -> AsyncIterator[str]:
             raise AnswerTooSlow(f"a stream event did not arrive whole within {timeout:g}s")
         if not data and not buffer:
             begun = None
+
+
+def _asks_again(task: Task, answer: Message, before: Task | None = None) -> bool:
+    """Whether ``task``'s question is the one ``answer`` answered: its status message comes before
+    the answer in the task's history, or is the very message of ``before`` (the stale reply)."""
+    question = task.status.message
+    if question is None:
+        return False
+    if before is not None and before.status.message is not None:
+        if question.message_id == before.status.message.message_id and task.status.timestamp == before.status.timestamp:
+            return True
+    ids = [m.message_id for m in task.history]
+    return (question.message_id in ids and answer.message_id in ids
+            and ids.index(question.message_id) < ids.index(answer.message_id))
 
 
 def _as_task(result: Any, sent: Message | None) -> Task:

@@ -1,0 +1,56 @@
+"""The official A2A JavaScript SDK (@a2a-js/sdk, from npm) as a real peer: ``async with js_server()``.
+
+`.ci/run` installs it with ``npm ci`` in ``tests/peers/js``; without node or those packages the
+tests that need it skip locally and fail in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent / "js"
+
+
+def need_js_sdk() -> None:
+    """Skip (fail in CI) unless node and the JS SDK are installed."""
+    missing = ("node" if shutil.which("node") is None
+               else "@a2a-js/sdk (cd tests/peers/js && npm ci)" if not (HERE / "node_modules" / "@a2a-js" / "sdk").is_dir()
+               else None)
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the JavaScript SDK peer needs {missing}")
+        pytest.skip(f"the JavaScript SDK peer needs {missing}")
+
+
+@contextlib.asynccontextmanager
+async def js_server(*, compat: bool = False) -> AsyncIterator[str]:
+    """An agent on the JS SDK's express server on 127.0.0.1 (its base URL); see js/server.mjs."""
+    need_js_sdk()
+    args = ["node", str(HERE / "server.mjs")] + (["--compat"] if compat else [])
+    proc = subprocess.Popen(args, cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 30)
+        if not line.startswith("http://"):
+            raise RuntimeError(f"the JS SDK peer did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+        yield line.strip()
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
