@@ -565,3 +565,45 @@ async def test_provider_and_config_block(http, tmp_path):
     assert card["name"] == "from-config" and card["provider"] == {"organization": "acme", "url": "https://acme.example"}
     with pytest.raises(tn.ConfigError, match="a2a.nmae is not a known option"):
         await (await tn.create_toolkit(config={"builtins": False, "a2a": {"nmae": "x"}})).serve()
+
+
+# -- a message to a task that is working ----------------------------------------------------------
+
+@pytest.mark.parametrize("dialect", ["0.3", "1.0"])
+async def test_a_message_to_a_working_task_reaches_the_model_at_its_next_turn(http, dialect):
+    """Spec §3.3.3 lets an agent take it, both official SDK servers do: in order, in the history."""
+    seen: list[list[str]] = []
+    release = asyncio.Event()
+
+    async def model(request):
+        seen.append([m["content"] for m in request["messages"] if m["role"] == "user"])
+        if len(seen) == 1:
+            await release.wait()  # the first turn is still thinking when the second message comes
+        return {"content": f"reply to {seen[-1][-1]}"}
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.create_in_process_client(model), a2a=tn.A2AConfig(name="thinker")) as h:
+        if dialect == "0.3":
+            first = (await rpc(http, h.url, "message/send", {"message": v03_message("first part"),
+                                                             "configuration": {"blocking": False}}))["result"]
+            tid, ctx = first["id"], first["contextId"]
+            more = await rpc(http, h.url, "message/send",
+                             {"message": v03_message("and a second part", taskId=tid, contextId=ctx),
+                              "configuration": {"blocking": False}})
+            assert more["result"]["status"]["state"] in ("submitted", "working"), more
+        else:
+            first = (await rpc(http, h.url, "SendMessage", {"message": v10_message("first part"),
+                                                            "configuration": {"returnImmediately": True}},
+                               headers=V10))["result"]["task"]
+            tid, ctx = first["id"], first["contextId"]
+            more = await rpc(http, h.url, "SendMessage",
+                             {"message": v10_message("and a second part", taskId=tid, contextId=ctx),
+                              "configuration": {"returnImmediately": True}}, headers=V10)
+            assert more["result"]["task"]["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), more
+        release.set()
+        task = await h.runner.wait(await h.runner.get(tid), 10)
+    assert task.state.value == "completed"
+    assert seen == [["first part"], ["first part", "and a second part"]]  # the next turn had it, in order
+    assert task.reply == "reply to and a second part"
+    assert [(m.role, m.text) for m in task.history] == [
+        ("user", "first part"), ("user", "and a second part"), ("agent", "reply to and a second part")]

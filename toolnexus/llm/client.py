@@ -9,6 +9,7 @@ tool calls. A tool that asks for out-of-band input suspends the run (see :meth:`
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,7 +23,7 @@ from .store import ConversationStore, MemoryConversationStore
 if TYPE_CHECKING:
     from ..toolkit import Toolkit
 
-__all__ = ["Client", "RunResult", "Usage", "ToolCall", "Turn", "Style", "WaitFor"]
+__all__ = ["Client", "RunResult", "Usage", "ToolCall", "Turn", "Style", "WaitFor", "Inbox"]
 
 WaitFor = Callable[[Request], Awaitable[Answer]]
 
@@ -142,6 +143,15 @@ class RunResult:
         }
 
 
+class Inbox(collections.deque):  # type: ignore[type-arg]
+    """User messages that arrive while a run works (texts). The run adds them to the conversation
+    before its next model turn, in order, and asks again rather than answer past one; it closes the
+    inbox, with nothing left in it, at the moment it returns (answer or suspension): after that,
+    ``closed`` is True and a message must go to a new run."""
+
+    closed = False
+
+
 @dataclass
 class _RunState:
     """Where a run stands, so that a suspended run can continue."""
@@ -154,6 +164,7 @@ class _RunState:
     done: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
     waiting: ToolCall | None = None
     result: RunResult = field(default_factory=RunResult)
+    inbox: Inbox | None = None
 
 
 class Client:
@@ -208,19 +219,21 @@ class Client:
         state = self._start(prompt, toolkit, history, None)
         return await self._bounded(self._drive(state))
 
-    async def ask(self, prompt: str, toolkit: Toolkit | None = None, id: str | None = None) -> RunResult:
-        """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after."""
-        if id is None:
-            return await self.run(prompt, toolkit)
-        history = await self.store.get(id) or []
+    async def ask(self, prompt: str, toolkit: Toolkit | None = None, id: str | None = None,
+                  inbox: Inbox | None = None) -> RunResult:
+        """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
+        ``inbox``: messages that arrive while it runs (see :class:`Inbox`)."""
+        history = (await self.store.get(id) or []) if id is not None else None
         state = self._start(prompt, toolkit, history, id)
+        state.inbox = inbox
         return await self._bounded(self._drive(state))
 
-    async def resume(self, result: RunResult, answer: Answer) -> RunResult:
+    async def resume(self, result: RunResult, answer: Answer, inbox: Inbox | None = None) -> RunResult:
         """Continue a ``pending`` run with the answer to its request."""
         state = result._state
         if result.status != "pending" or state is None or state.waiting is None:
             raise ValueError("only a pending run can be resumed")
+        state.inbox = inbox
         call = state.waiting
         state.waiting = None
         outcome = await self._answered(state, call, answer)
@@ -271,6 +284,8 @@ class Client:
                     return result
             if result.turns >= self.max_turns:
                 raise MaxTurnsError(f"no final answer after {self.max_turns} turns (max_turns={self.max_turns})")
+            while state.inbox:  # what the user said meanwhile, where it arrived: before this turn
+                state.messages.append(self.style.user(state.inbox.popleft()))
             turn = await self.style.complete(state.system, state.messages, tools)
             result.turns += 1
             result.usage.add(turn.usage)
@@ -278,6 +293,10 @@ class Client:
                 result.model = turn.model
             state.messages.append(self.style.assistant(turn))
             if not turn.tool_calls:
+                if state.inbox:  # a message came in during this turn: the model answers it too
+                    continue
+                if state.inbox is not None:
+                    state.inbox.closed = True
                 result.text = turn.content
                 result._state = None
                 if state.conversation is not None:
@@ -296,6 +315,9 @@ class Client:
                 if self.wait_for is None:
                     state.waiting = call
                     state.result.status, state.result.pending = "pending", request
+                    if state.inbox is not None:  # what is left in it goes with the answer (the caller's)
+                        state.inbox.closed = True
+                        state.inbox = None
                     return True
                 answer = await self.wait_for(request)
                 outcome = await self._answered(state, call, answer, by_name)

@@ -331,13 +331,16 @@ class A2AEndpoint:
             if message.context_id and message.context_id != task.context_id:
                 raise InvalidParamsError(
                     f"message.contextId {message.context_id} does not match the context of task {task.id}")
-            if not task.state.interrupted:
+            queue = self.runner.listen(task.id) if stream else None
+            if task.state.interrupted:
+                await self.runner.answer(task, message)
+            elif not await self.runner.tell(task, message):  # a working task takes it at its next turn
+                if queue is not None:
+                    self.runner.unlisten(task.id, queue)
                 why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
-                       if task.state.terminal else "is still " + task.state.value + " and not waiting for input")
+                       if task.state.terminal else "is finishing; send a new message without taskId")
                 err_cls = UnsupportedOperationError if dialect is Dialect.V10 else InvalidParamsError
                 raise err_cls(f"Task {task.id} {why}")
-            queue = self.runner.listen(task.id) if stream else None
-            await self.runner.answer(task, message)
         else:
             prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
             task = await self.runner.create(message, skill, prompt, owner)

@@ -44,6 +44,8 @@ from ..errors import (
 from ..events import EventBus, Hook, TaskEvent
 from ..tools import Answer
 
+from ..llm.client import Inbox
+
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
     from ..toolkit import Toolkit
@@ -369,6 +371,7 @@ class TaskRunner:
         self._changed: dict[str, asyncio.Event] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
+        self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
         self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
 
     # -- the one way a task changes -----------------------------------------------------------
@@ -429,8 +432,22 @@ class TaskRunner:
                     owner=owner)
         message.context_id, message.task_id = context, task.id
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
+        self._inboxes[task.id] = Inbox()
         self._start(task, self._fulfil(task, prompt, None))
         return task
+
+    async def tell(self, task: Task, message: Message) -> bool:
+        """A message for a task that is working: kept in its history where it arrived and given to
+        the model before its next turn. False when the run is past reading it (answering, done)."""
+        inbox = self._inboxes.get(task.id)
+        if inbox is None or inbox.closed or task.state.terminal or task.state.interrupted:
+            return False
+        message.context_id, message.task_id = task.context_id, task.id
+        inbox.append(message.text)
+        async with self._locks.setdefault(task.id, asyncio.Lock()):
+            task.history.append(message)
+            await self.store.save(task)
+        return True
 
     async def answer(self, task: Task, message: Message) -> None:
         """Resume an interrupted task with the user's ``message``."""
@@ -438,7 +455,10 @@ class TaskRunner:
         pending = self._pending.pop(task.id, None)
         if not await self.transition(task, TaskState.WORKING, history=[message]):
             raise InvalidParamsError(f"the task is {task.state.value}, no longer waiting for input")
-        self._start(task, self._fulfil(task, message.text, pending, started=True))
+        # messages that came in as the run suspended go with the answer, before it
+        earlier = list(self._inboxes.pop(task.id, ()))
+        self._inboxes[task.id] = Inbox()
+        self._start(task, self._fulfil(task, "\n\n".join([*earlier, message.text]), pending, started=True))
 
     def _start(self, task: Task, work: Awaitable[None]) -> None:
         run = asyncio.ensure_future(work)
@@ -446,6 +466,7 @@ class TaskRunner:
         run.add_done_callback(lambda _: self._runs.pop(task.id, None) if self._runs.get(task.id) is run else None)
 
     async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False) -> None:
+        inbox = self._inboxes.get(task.id)
         try:
             if not started and not await self.transition(task, TaskState.WORKING):
                 return
@@ -454,11 +475,12 @@ class TaskRunner:
                     "no model client is configured for this agent (serve(..., client=...))", task.context_id, task.id))
                 return
             if pending is not None:
-                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt))  # type: ignore[union-attr]
+                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]
+                                                  inbox=inbox)
             else:
                 # callers told apart never share a conversation, even when they name the same context
                 conversation = task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
-                result = await self.client.ask(prompt, self.toolkit, id=conversation)
+                result = await self.client.ask(prompt, self.toolkit, id=conversation, inbox=inbox)
         except asyncio.CancelledError:
             return  # cancel() already moved the task
         except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
@@ -472,6 +494,11 @@ class TaskRunner:
             log.exception("task %s: the run failed", task.id)
             await self._fail(task, "internal error while running the task")
             return
+        finally:
+            if inbox is not None:
+                inbox.closed = True  # whatever happened, no later message is left unread in it
+                if not inbox and self._inboxes.get(task.id) is inbox:
+                    del self._inboxes[task.id]
         if task.skill is None:
             task.skill = next((c["args"].get("name") for c in result.tool_calls
                                if c["name"] == "skill" and isinstance(c.get("args"), dict)), None)
