@@ -248,7 +248,8 @@ class ToolnexusMagics(Magics):
         rows += [(name, "running (thread)", h.url, "") for name, h in self.session.threaded.items()]
         body = "".join(f"<tr><td>{e(n)}</td><td>{e(st)}</td><td>{e(u)}</td><td>{e(p)}</td></tr>"
                        for n, st, u, p in rows)
-        return HTML(f"<table><tr><th>name</th><th>state</th><th>url</th><th>profiles</th></tr>{body}</table>")
+        return HTML(f"{STYLE}<div class='toolnexus-w'><table><tr><th>name</th><th>state</th><th>url</th>"
+                    f"<th>profiles</th></tr>{body}</table></div>")
 
     def _stop(self, args: argparse.Namespace) -> None:
         names = self.session.names() if args.all else [args.name] if args.name else []
@@ -273,7 +274,8 @@ class ToolnexusMagics(Magics):
                 book.apply(ev)
         if args.name is not None and args.name not in self.session.names():
             raise UsageError(f"%toolnexus tasks: no server named {args.name!r}")
-        return HTML(tasks_html([v.task for v in book.tasks.values()], args.name))
+        return HTML(f"{STYLE}<div class='toolnexus-w'>{tasks_html([v.task for v in book.tasks.values()], args.name)}"
+                    "</div>")
 
     def _card(self, args: argparse.Namespace) -> Any:
         widget = CardWidget(_url("card", args.url))

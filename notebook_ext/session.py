@@ -106,7 +106,7 @@ class NotebookSession:
         async def go() -> None:
             try:
                 if stopping is not None:  # "stop" then "serve" of one name in a row: in that order
-                    await asyncio.shield(stopping)
+                    await asyncio.wait([stopping])  # its failure is its own widget's to show
                 await self.workspace.start(spec, sock)
             except Exception:
                 pass  # recorded on the server (state failed, error) and shown by its widget
