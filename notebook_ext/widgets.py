@@ -292,7 +292,10 @@ class ServerWidget(w.VBox):
         count = sum(len(v.timeline) for v in self.book.tasks.values())
         if count == self._chart_drawn or (self._chart_task is not None and not self._chart_task.done()):
             return
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # drawn from outside the kernel's loop: the next redraw on it charts
+            return
         wait = max(0.0, self._chart_due - loop.time())
         self._chart_drawn = count
         self._chart_due = loop.time() + wait + CHART_EVERY

@@ -42,9 +42,8 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, Hook, TaskEvent
-from ..tools import Answer
-
 from ..llm.client import Inbox
+from ..tools import Answer
 
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
