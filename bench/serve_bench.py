@@ -9,7 +9,7 @@ Two servers, each in its own process, on the same uvicorn settings (uvloop + htt
 
 The load comes from a third process speaking raw HTTP/1.1 keep-alive on asyncio + uvloop (a
 general-purpose client would be the bottleneck on two cores). Measured per server: card GETs per
-second, send-then-poll round trips per second and blocking sends per second at concurrency 1, 16
+second, GetTask of a finished task per second, send-then-poll round trips per second and blocking sends per second at concurrency 1, 16
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
 Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
@@ -161,10 +161,18 @@ def _send_body(blocking: bool) -> bytes:
 
 async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], counts: dict[str, int]) -> None:
     clock = time.perf_counter
+    finished = b""
+    if op == "get":  # GetTask of a finished task: one per connection, asked for again and again
+        done = json.loads(await conn.request("POST", "/", _send_body(True)))
+        finished = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+                               "params": {"id": done["result"]["id"]}}).encode()
     while clock() < stop_at:
         t0 = clock()
         if op == "card":
             await conn.request("GET", CARD)
+        elif op == "get":
+            out = json.loads(await conn.request("POST", "/", finished))
+            assert out["result"]["status"]["state"] == "completed", out
         elif op == "blocking":
             out = json.loads(await conn.request("POST", "/", _send_body(True)))
             assert out["result"]["status"]["state"] == "completed", out
@@ -265,7 +273,8 @@ async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str
         for kind in ("bare", "toolnexus"):
             proc, url = _start(kind)
             try:
-                rows = [await _measure(url, proc.pid, "card", 64, seconds)]
+                rows = [await _measure(url, proc.pid, "card", 64, seconds),
+                        await _measure(url, proc.pid, "get", 64, seconds)]
                 for op in ("roundtrip", "blocking"):
                     for c in CONCURRENCY:
                         rows.append(await _measure(url, proc.pid, op, c, seconds))
@@ -312,7 +321,7 @@ def _report(results: dict[str, Any]) -> str:
 
 async def _wire_cost(seconds: float, repeat: int) -> str:
     """The inbound wire recorder's cost: the same server with it off and on, alternating."""
-    plan = [("card", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
+    plan = [("card", 64), ("get", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
     # both watched by a bus reader, as the TUI's hosted servers are: the difference is the recorder
     runs: dict[str, list[list[dict[str, Any]]]] = {"toolnexus-watched": [], "toolnexus-wire": []}
     for _ in range(repeat):

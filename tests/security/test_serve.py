@@ -110,7 +110,11 @@ async def test_each_credential_sees_only_its_own_tasks():
             assert r["error"]["code"] == -32001, (method, r)
         assert (await call(bob, "ListTasks", {}))["result"]["tasks"] == []
         assert [t["id"] for t in (await call(alice, "ListTasks", {}))["result"]["tasks"]] == [mine["id"]]
-        assert (await call(alice, "GetTask", {"id": mine["id"]}))["result"]["id"] == mine["id"]
+        got = (await call(alice, "GetTask", {"id": mine["id"]}))["result"]
+        assert got["id"] == mine["id"] and got["status"]["state"] == "TASK_STATE_COMPLETED"
+        # finished tasks' answers are kept rendered: never handed to another caller
+        assert (await call(bob, "GetTask", {"id": mine["id"]}))["error"]["code"] == -32001
+        assert (await call(alice, "GetTask", {"id": mine["id"]}))["result"] == got
         # bob naming alice's context starts a conversation of his own: he never hears her messages
         seen.clear()
         r = await call(bob, "SendMessage", {"message": v10_message("what did she say?", contextId=mine["contextId"]),

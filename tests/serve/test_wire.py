@@ -607,3 +607,18 @@ async def test_a_message_to_a_working_task_reaches_the_model_at_its_next_turn(ht
     assert task.reply == "reply to and a second part"
     assert [(m.role, m.text) for m in task.history] == [
         ("user", "first part"), ("user", "and a second part"), ("agent", "reply to and a second part")]
+
+
+async def test_get_task_of_a_finished_task_is_the_same_in_each_dialect_and_history_length(demo_server, http):
+    """GetTask answers of finished tasks are kept rendered; each dialect and historyLength its own."""
+    done = (await rpc(http, demo_server.url, "message/send", {"message": v03_message("quick")}))["result"]
+    tid = done["id"]
+    first = [await rpc(http, demo_server.url, "tasks/get", {"id": tid}) for _ in range(2)]
+    assert first[0]["result"] == first[1]["result"] and first[0]["result"]["kind"] == "task"
+    assert len(first[0]["result"]["history"]) == 2
+    short = await rpc(http, demo_server.url, "tasks/get", {"id": tid, "historyLength": 1})
+    assert len(short["result"]["history"]) == 1
+    v10 = await rpc(http, demo_server.url, "GetTask", {"id": tid}, headers=V10)
+    assert v10["result"]["status"]["state"] == "TASK_STATE_COMPLETED" and "kind" not in v10["result"]
+    again = await rpc(http, demo_server.url, "tasks/get", {"id": tid}, id="other-id")
+    assert again["id"] == "other-id" and again["result"] == first[0]["result"]

@@ -9,6 +9,7 @@ HTTP 200; an unexpected one is a generic -32603 whose detail only the server log
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -56,6 +57,8 @@ __all__ = ["A2AEndpoint", "KEEPALIVE"]
 log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
+FINISHED_CACHE = 1024
+"""GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 """Seconds between ``: ping`` comments on an idle stream."""
 
 _SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
@@ -120,6 +123,9 @@ class A2AEndpoint:
         self._base_url = base_url
         self._card: tuple[bytes, str] | None = None
         self._notifications: set[asyncio.Task[Any]] = set()
+        # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
+        # just finished skip unpacking, parsing and rendering it again
+        self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
 
     def routes(self) -> list[Route]:
         return [
@@ -287,8 +293,18 @@ class A2AEndpoint:
         if kind == _STREAM:
             return await self._send(params, dialect, rid, owner, stream=True)
         if kind == _GET:
-            task = await self.runner.get(_id(params), owner)
-            return render_task(task, dialect, _history_length(params))
+            key = (_id(params), dialect, _history_length(params), owner)
+            rendered = self._finished.get(key)
+            if rendered is not None:
+                self._finished.move_to_end(key)
+                return rendered
+            task = await self.runner.get(key[0], owner)
+            rendered = render_task(task, dialect, key[2])
+            if task.state.terminal:
+                self._finished[key] = rendered
+                if len(self._finished) > FINISHED_CACHE:
+                    self._finished.popitem(last=False)
+            return rendered
         if kind == _CANCEL:
             task = await self.runner.cancel(_id(params), owner)
             return render_task(task, dialect)
