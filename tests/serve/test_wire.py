@@ -537,6 +537,13 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
     assert r2.status_code == 304 and r2.content == b""
     legacy = await http.get(demo_server.url + "/.well-known/agent.json")
     assert legacy.json() == card
+    # answered ahead of the router: the same headers, HEAD without a body, other methods still 405
+    assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-cache"
+    assert int(r.headers["content-length"]) == len(r.content)
+    head = await http.head(demo_server.card_url)
+    assert head.status_code == 200 and head.content == b"" and head.headers["content-length"] == r.headers["content-length"]
+    assert (await http.post(demo_server.card_url, json={})).status_code == 405
+    assert (await http.get(demo_server.card_url, headers={"If-None-Match": 'W/"other", ' + etag})).status_code == 304
 
 
 async def test_seed_example_one_card_defaults_and_no_profile_404(http):

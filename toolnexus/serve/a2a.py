@@ -122,6 +122,7 @@ class A2AEndpoint:
         self._skill_names = {s.name for s in self.skills}
         self._base_url = base_url
         self._card: tuple[bytes, str] | None = None
+        self._card_headers: list[tuple[bytes, bytes]] = []
         self._notifications: set[asyncio.Task[Any]] = set()
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
@@ -152,17 +153,41 @@ class A2AEndpoint:
             icon_url=c.icon_url,
         )
 
-    async def card(self, request: Request) -> Response:
+    def card_answer(self, if_none_match: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, raw headers and body of a card GET (304 when ``If-None-Match`` has its ETag)."""
         if self._card is None:
             body = _json.dumps(self.card_json())
-            self._card = (body, 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+            etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+            self._card = (body, etag)
+            self._card_headers = [(b"etag", etag.encode()), (b"cache-control", b"no-cache")]
         body, etag = self._card
-        headers = {"ETag": etag, "Cache-Control": "no-cache"}
-        given = request.headers.get("if-none-match", "")
-        if given and any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
-                         for tag in given.split(",")):
-            return Response(status_code=304, headers=headers)
-        return Response(body, headers=headers, media_type="application/json")
+        if if_none_match and any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
+                                 for tag in if_none_match.split(",")):
+            return 304, self._card_headers, b""
+        return 200, [*self._card_headers, (b"content-type", b"application/json"),
+                     (b"content-length", str(len(body)).encode())], body
+
+    async def card(self, request: Request) -> Response:
+        status, headers, body = self.card_answer(request.headers.get("if-none-match", ""))
+        response = Response(body, status_code=status)
+        response.raw_headers = headers
+        return response
+
+    def card_first(self, app: Any) -> Any:
+        """``app`` behind an ASGI layer that answers card GETs itself, before Starlette's routing and
+        middleware (they are most of the GETs a busy agent gets; same answer as :meth:`card`)."""
+        paths = (CARD_PATH, LEGACY_CARD_PATH)
+
+        async def first(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["path"] not in paths or scope["method"] not in ("GET", "HEAD"):
+                await app(scope, receive, send)
+                return
+            given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match"), "")
+            status, headers, body = self.card_answer(given)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+
+        return first
 
     # -- JSON-RPC -------------------------------------------------------------------------------
     async def rpc(self, request: Request) -> Response:

@@ -201,7 +201,10 @@ async def serve(
             yield
 
     extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
-    guarded = HostGuard(build_app(routes, lifespan), lambda: (holder["server"].host, holder["server"].port),
+    app: Any = build_app(routes, lifespan)
+    if endpoint is not None:
+        app = endpoint.card_first(app)
+    guarded = HostGuard(app, lambda: (holder["server"].host, holder["server"].port),
                         allowed_hosts=[h for c in extras for h in c.allowed_hosts],
                         allowed_origins=[o for c in extras for o in c.allowed_origins])
     # the bus keeps the events; the recorder only masks them
