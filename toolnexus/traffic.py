@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import _json
+from .a2a.model import iso_utc
 from .events import EventBus, TrafficEvent
 
 __all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
@@ -459,8 +460,7 @@ class _Inbound(TrafficEvent):
 
     @_cached
     def time(self) -> str:  # type: ignore[override]
-        stamp = datetime.fromtimestamp(self._wall, timezone.utc)
-        return stamp.isoformat(timespec="microseconds")[:-6] + "Z"
+        return iso_utc(datetime.fromtimestamp(self._wall, timezone.utc))
 
     @_cached
     def _sent(self) -> Any:

@@ -24,6 +24,7 @@ __all__ = [
     "TaskStatus",
     "Task",
     "now_iso",
+    "iso_utc",
     "new_id",
     "is_legal",
 ]
@@ -71,9 +72,15 @@ def is_legal(before: TaskState | None, after: TaskState) -> bool:
     return after in LEGAL.get(before, frozenset())
 
 
+def iso_utc(moment: datetime) -> str:
+    """An aware time in UTC, as every toolnexus timestamp is written: ``2026-11-30T08:13:48.403420Z``
+    (one form, so that stored timestamps compare as strings)."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
 def now_iso() -> str:
     """The current UTC time as ``2026-11-30T08:13:48.403420Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+    return iso_utc(datetime.now(timezone.utc))
 
 
 def new_id() -> str:

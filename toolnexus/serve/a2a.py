@@ -13,7 +13,7 @@ import collections
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -32,7 +32,7 @@ from ..a2a.dialects import (
     render_task,
 )
 from ..a2a.jsonrpc import error_envelope, parse_request, request_id_of, result_envelope
-from ..a2a.model import Task, TaskState
+from ..a2a.model import Task, TaskState, iso_utc
 from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,
@@ -57,9 +57,9 @@ __all__ = ["A2AEndpoint", "KEEPALIVE"]
 log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
+"""Seconds between ``: ping`` comments on an idle stream."""
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
-"""Seconds between ``: ping`` comments on an idle stream."""
 
 _SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
     "send", "stream", "get", "cancel", "list", "resubscribe", "push", "extended")
@@ -511,7 +511,7 @@ def _timestamp(params: dict[str, Any], key: str) -> str | None:
         stamp = None
     if stamp is None or stamp.tzinfo is None or "T" not in value.upper():
         raise InvalidParamsError(f"{key} must be an RFC 3339 timestamp such as 2026-12-01T08:00:00Z, got {value!r}")
-    return stamp.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+    return iso_utc(stamp)
 
 
 def _opt_str(params: dict[str, Any], key: str) -> str | None:
