@@ -145,9 +145,9 @@ class RunResult:
 
 class Inbox(collections.deque):  # type: ignore[type-arg]
     """User messages that arrive while a run works (texts). The run adds them to the conversation
-    before its next model turn, in order, and asks again rather than answer past one; it closes the
-    inbox, with nothing left in it, at the moment it returns (answer or suspension): after that,
-    ``closed`` is True and a message must go to a new run."""
+    before its next model turn, in order, and asks again rather than answer past one. It closes the
+    inbox at the moment it returns: empty when it answers; when a tool suspends it, what is left is
+    the caller's to send with the answer. Once ``closed``, a message must go to a new run."""
 
     closed = False
 

@@ -415,6 +415,7 @@ class TaskRunner:
             if state.terminal:
                 self._locks.pop(task.id, None)
                 self._pending.pop(task.id, None)
+                self._inboxes.pop(task.id, None)  # e.g. left over by a suspended run, then canceled
             if state.terminal or state.interrupted:
                 self._fire_on_task(task, state, result)
         return True
