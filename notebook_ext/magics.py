@@ -8,7 +8,6 @@ server can answer it); the returned objects fill in live and can be awaited in a
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import shlex
 from typing import Any, NoReturn
@@ -220,15 +219,11 @@ class ToolnexusMagics(Magics):
         try:
             if args.thread:
                 handle = session.start_thread(spec)
-
-                async def cancel_threaded(task_id: str) -> Any:
-                    return await asyncio.to_thread(handle.call, handle.handle.runner.cancel(task_id))
-
                 widget = ServerWidget(name, session.workspace.events,
                                       lambda: ("running" if handle.running else "stopped", handle.url,
                                                spec.profiles, ""),
                                       lambda: session.stop_later(name),
-                                      lambda task_id: session.schedule(cancel_threaded(task_id)))
+                                      lambda task_id: session.schedule(session.cancel(task_id)))
                 display(widget)
                 handle.widget = widget
                 return Served(handle, widget)
@@ -238,7 +233,7 @@ class ToolnexusMagics(Magics):
         widget = ServerWidget(name, session.workspace.events,
                               lambda: (server.state, server.url, server.spec.profiles, server.error),
                               lambda: session.stop_later(name),
-                              lambda task_id: session.schedule(session.workspace.cancel(name, task_id)))
+                              lambda task_id: session.schedule(session.cancel(task_id)))
         server.widget = widget  # type: ignore[attr-defined]
         display(widget)
         return Served(server, widget)

@@ -110,12 +110,11 @@ RECORD_FIELDS = ("task", "context", "server", "skill", "request", "state", "crea
 
 def _task_record(view: TaskView) -> dict[str, Any]:
     """One task as numbers and timestamps (for a DataFrame or a CSV)."""
-    created = parse_time(view.timeline[0][1]) if view.timeline else parse_time(view.task.created)
-    ended = view.state.terminal or view.state.interrupted
-    finished = parse_time(view.timeline[-1][1]) if ended and view.timeline else None
+    took = view.took()  # None while it runs
+    created = view.started() if view.timeline else parse_time(view.task.created)
     return {"task": view.id, "context": view.task.context_id, "server": view.server, "skill": view.skill or None,
-            "request": view.task.request, "state": view.state.value, "created": created, "finished": finished,
-            "duration_s": (finished - created).total_seconds() if finished else None,
+            "request": view.task.request, "state": view.state.value, "created": created,
+            "finished": parse_time(view.timeline[-1][1]) if took is not None else None, "duration_s": took,
             "tokens": view.tokens(), "tool_calls": view.tool_calls()}
 
 
