@@ -113,6 +113,31 @@ async def test_an_endless_stream_event_is_cut_off(monkeypatch: pytest.MonkeyPatc
             assert client.traffic.events[-1].error  # and the broken stream is on the wire log
 
 
+async def test_an_endlessly_appended_artifact_is_cut_off(monkeypatch: pytest.MonkeyPatch):
+    """Appends to one text are joined (each copies what came before): bounded like an answer."""
+    monkeypatch.setattr(client_mod, "MAX_RESPONSE", 256 * 1024)
+
+    async def the_card(request, peer):
+        return JSONResponse(card(peer.url + "/"))
+
+    async def appends(request, peer):
+        async def body():
+            for i in range(1000):
+                event = {"kind": "artifact-update", "taskId": "t", "contextId": "c", "append": i > 0,
+                         "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "\x1b[2J<b>" * 1000}]}}
+                yield b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": event}).encode() + b"\n\n"
+                await asyncio.sleep(0)
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async with Peer(**{CARD_PATH: the_card, "/": appends}) as peer:
+        async with tn.A2AClient(peer.url) as client:
+            seen = 0
+            with pytest.raises(tn.PeerError, match="streamed artifact passed 262,144 characters"):
+                async for task in client.stream("hi"):
+                    seen = len(task.artifacts[0].parts[0].text)
+            assert 0 < seen <= 256 * 1024 and client.traffic.events[-1].error
+
+
 async def test_credentials_go_only_to_the_host_the_user_named():
     async def rpc(request, peer):
         return JSONResponse({"jsonrpc": "2.0", "id": "1", "result": {

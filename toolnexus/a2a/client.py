@@ -631,8 +631,13 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
         if same is not None and body.get("append"):
             parts = list(new.parts)
             if same.parts and parts and same.parts[-1].kind == "text" and parts[0].kind == "text":
-                # a text streamed in pieces is one text, not a line per piece
-                same.parts[-1] = replace(same.parts[-1], text=(same.parts[-1].text or "") + (parts.pop(0).text or ""))
+                # a text streamed in pieces is one text, not a line per piece; bounded like an answer,
+                # since each piece copies what came before
+                text = (same.parts[-1].text or "") + (parts.pop(0).text or "")
+                if len(text) > MAX_RESPONSE:
+                    raise AnswerTooLarge(f"a streamed artifact passed {MAX_RESPONSE:,} characters; at most that "
+                                         "much is kept")
+                same.parts[-1] = replace(same.parts[-1], text=text)
             same.parts.extend(parts)
         elif same is not None:
             task.artifacts[task.artifacts.index(same)] = new
