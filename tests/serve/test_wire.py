@@ -616,6 +616,31 @@ async def test_a_message_to_a_working_task_reaches_the_model_at_its_next_turn(ht
         ("user", "first part"), ("user", "and a second part"), ("agent", "reply to and a second part")]
 
 
+async def test_messages_waiting_for_a_working_task_are_bounded(http):
+    from toolnexus.serve.tasks import INBOX_LIMIT
+
+    release = asyncio.Event()
+
+    async def model(request):
+        await release.wait()
+        return {"content": "done"}
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.create_in_process_client(model), a2a=tn.A2AConfig(name="busy")) as h:
+        first = (await rpc(http, h.url, "message/send", {"message": v03_message("start"),
+                                                         "configuration": {"blocking": False}}))["result"]
+        more = {"message": v03_message("more", taskId=first["id"]), "configuration": {"blocking": False}}
+        for _ in range(INBOX_LIMIT):
+            more["message"] = v03_message("more", taskId=first["id"])
+            assert "result" in await rpc(http, h.url, "message/send", more)
+        more["message"] = v03_message("one too many", taskId=first["id"])
+        refused = await rpc(http, h.url, "message/send", more)
+        assert refused["error"]["code"] == -32602 and "messages waiting for its next turn" in refused["error"]["message"]
+        release.set()
+        task = await h.runner.wait(await h.runner.get(first["id"]), 10)
+    assert task.state.value == "completed" and sum(m.text == "more" for m in task.history) == INBOX_LIMIT
+
+
 async def test_get_task_of_a_finished_task_is_the_same_in_each_dialect_and_history_length(demo_server, http):
     """GetTask answers of finished tasks are kept rendered; each dialect and historyLength its own."""
     done = (await rpc(http, demo_server.url, "message/send", {"message": v03_message("quick")}))["result"]

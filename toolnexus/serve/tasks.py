@@ -347,6 +347,10 @@ def open_store(store: str | TaskStore | None, *, max_tasks: int | None = 100_000
     return store
 
 
+INBOX_LIMIT = 100
+"""Messages that may wait for a working task's next model turn; more are refused (-32602)."""
+
+
 class TaskRunner:
     """Creates, runs, answers and cancels the tasks of one served toolkit."""
 
@@ -442,6 +446,8 @@ class TaskRunner:
         inbox = self._inboxes.get(task.id)
         if inbox is None or inbox.closed or task.state.terminal or task.state.interrupted:
             return False
+        if len(inbox) >= INBOX_LIMIT:
+            raise InvalidParamsError(f"task {task.id} already has {len(inbox)} messages waiting for its next turn")
         message.context_id, message.task_id = task.context_id, task.id
         inbox.append(message.text)
         async with self._locks.setdefault(task.id, asyncio.Lock()):
