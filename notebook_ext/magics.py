@@ -33,15 +33,17 @@ HELP = {
               "Without --skills it serves the bundled example skills.",
               "h = %toolnexus serve --name desk --mcp"),
     "list": ("%toolnexus list", "The notebook's servers: name, state, URL, profiles.", "%toolnexus list"),
-    "stop": ("%toolnexus stop NAME | --all", "Stop a server (its tasks in flight are canceled).",
+    "stop": ("%toolnexus stop NAME | --all", "Stop a server (its tasks in flight are canceled); --all also\n"
+             "stops the webhook receiver of send --push.",
              "%toolnexus stop desk"),
     "tasks": ("%toolnexus tasks [NAME]", "The tasks the notebook's servers have seen.", "%toolnexus tasks desk"),
     "card": ("%toolnexus card URL", "A peer's agent card, checked, with a button to chat with it.",
              "%toolnexus card {h.url}"),
-    "send": ("%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID]\n"
-             "%%toolnexus send URL [--skill ID] [--context ID]   (the cell is the message)",
+    "send": ("%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID] [--push]\n"
+             "%%toolnexus send URL [--skill ID] [--context ID] [--push]   (the cell is the message)",
              "Send a message to any A2A agent and follow the task live; `await s.done()` for the Task,\n"
-             "`s.cancel()` to cancel it. --task answers a task that is waiting for input.",
+             "`s.cancel()` to cancel it. --task answers a task that is waiting for input. --push asks the\n"
+             "peer to notify the notebook's webhook (127.0.0.1) of every change: shown on the task's timeline.",
              "s = %toolnexus send {h.url} weather in Lisbon please"),
     "cancel": ("%toolnexus cancel TASK_ID [URL]",
                "Cancel a task: one of the notebook's servers' or one it sent (found by id), or any on URL.",
@@ -103,6 +105,7 @@ def _parser() -> _Parser:
     m.add_argument("--skill")
     m.add_argument("--context")
     m.add_argument("--task")
+    m.add_argument("--push", action="store_true")
     ch = sub.add_parser("chat", add_help=False)
     ch.add_argument("url")
     cn = sub.add_parser("cancel", add_help=False)
@@ -259,6 +262,8 @@ class ToolnexusMagics(Magics):
                 self.session.threaded.pop(name).stop()
             else:
                 self.session.stop_later(name)
+        if args.all:  # and the webhook receiver of `send --push`, when one runs
+            self.session.stop_webhook_later()
 
     def _tasks(self, args: argparse.Namespace) -> Any:
         from toolnexus.monitor import TaskBook
@@ -284,7 +289,8 @@ class ToolnexusMagics(Magics):
             raise UsageError("%toolnexus send URL TEXT: the message is empty")
         # its own wire is shown under it; not on the session's bus, where the remote task would be
         # taken for a hosted server's task of the same name
-        widget = RemoteTaskWidget(url, text, skill=args.skill, context_id=args.context, task_id=args.task)
+        widget = RemoteTaskWidget(url, text, skill=args.skill, context_id=args.context, task_id=args.task,
+                                  push=args.push)
         display(widget)
         return Shown(widget)
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
 
@@ -29,6 +30,7 @@ class NotebookSession:
         self._starting: dict[str, asyncio.Task[Any]] = {}
         self._stopping: dict[str, asyncio.Task[Any]] = {}
         self.widgets: weakref.WeakSet[Any] = weakref.WeakSet()  # told when the kernel goes away
+        self._webhook: WebhookReceiver | None = None
 
     @classmethod
     def get(cls) -> NotebookSession:
@@ -56,12 +58,30 @@ class NotebookSession:
         except RuntimeError:
             loop = None
         if loop is not None and not loop.is_closed():
-            session.schedule(session.workspace.close())
+            session.schedule(session._close())
         else:
             try:
-                asyncio.run(session.workspace.close())
+                asyncio.run(session._close())
             except Exception:
                 pass
+
+    async def _close(self) -> None:
+        await self.workspace.close()
+        if self._webhook is not None:
+            await self._webhook.stop()
+
+    def stop_webhook_later(self) -> None:
+        """Stop the webhook receiver after the cell (a later ``send --push`` starts it again)."""
+        if self._webhook is not None:
+            self.schedule(self._webhook.stop())
+
+    async def webhook(self) -> WebhookReceiver:
+        """The notebook's webhook receiver on 127.0.0.1 (started on first use, on the kernel's
+        loop): where peers deliver the push notifications ``send --push`` asks for."""
+        if self._webhook is None:
+            self._webhook = WebhookReceiver(bus=self.workspace.events, name="push")
+        await self._webhook.start()
+        return self._webhook
 
     def schedule(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)

@@ -9,6 +9,7 @@ the HTML is drawn from it, coloured with JupyterLab's theme variables (light and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import html
 import io
@@ -24,6 +25,7 @@ import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus.a2a.model import Task, TaskState
+from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.display import (
     badge,
     card_html,
@@ -378,7 +380,7 @@ class RemoteTaskWidget(w.VBox):
 
     def __init__(self, url: str, text: str, *, skill: str | None = None, context_id: str | None = None,
                  task_id: str | None = None, headers: dict[str, str] | None = None,
-                 bus: EventBus | None = None) -> None:
+                 bus: EventBus | None = None, push: bool = False) -> None:
         self.view = w.HTML(f"<i>sending to {html.escape(url)}…</i>")
         self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True, layout=w.Layout(width="100px"))
         self.cancel_button.on_click(lambda _: self.cancel())
@@ -392,6 +394,9 @@ class RemoteTaskWidget(w.VBox):
         self._exc: ToolnexusError | None = None
         self._bus = bus
         self._client: A2AClient | None = None
+        self._push = push
+        self.webhook: WebhookReceiver | None = None
+        """With ``push``: the notebook's receiver, where the peer notifies this task's changes."""
         self._settled: asyncio.Future[Task] = asyncio.get_running_loop().create_future()
         self._run = _schedule(self._deliver(text, skill, context_id, task_id))
         _track(self)
@@ -407,7 +412,11 @@ class RemoteTaskWidget(w.VBox):
             await NotebookSession.get().ready(self.url)  # a server of this notebook still starting
             async with A2AClient(self.url, headers=self.headers, bus=self._bus) as client:
                 self._client = client
-                self._show(await client.send(text, skill=skill, context_id=context_id, task_id=task_id))
+                target = None
+                if self._push:
+                    self.webhook = await NotebookSession.get().webhook()
+                    target = self.webhook.target()
+                self._show(await client.send(text, skill=skill, context_id=context_id, task_id=task_id, push=target))
                 await self._follow(client)
         except Exception as exc:
             self._fail(exc)
@@ -421,6 +430,10 @@ class RemoteTaskWidget(w.VBox):
         if not (self.task.state.terminal or self.task.state.interrupted):
             async for ev in client.watch(self.task.id, poll_every=0.1, max_interval=1.0):
                 self._show(ev.task)
+        if self.webhook is not None:  # the notification of the state just seen is on its way
+            with contextlib.suppress(TimeoutError):
+                await self.webhook.wait(self.task.id, state=self.task.state, timeout=2.0)
+            self._show(self.task)
         self._settle()
         pause = 1.0
         try:
@@ -456,7 +469,10 @@ class RemoteTaskWidget(w.VBox):
         self.cancel_button.disabled = task.state.terminal
         _hide(self.cancel_button, task.state.terminal)  # nothing left to cancel
         if self._client is not None:
-            self.wire.value = _wire_html([(ev.time, ev.direction, ev) for ev in self._client.traffic.events])
+            rows = [(ev.time, ev.direction, ev) for ev in self._client.traffic.events]
+            if self.webhook is not None:  # its push notifications, as they arrived
+                rows += [(ev.time, "in", ev) for ev in self.webhook.traffic.events if ev.task_id == task.id]
+            self.wire.value = _wire_html(sorted(rows, key=lambda row: row[0]))
 
     async def done(self) -> Task:
         """The task once it is terminal or waiting for input.

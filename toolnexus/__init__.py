@@ -10,6 +10,8 @@ from .a2a.agents import Agent, agent_tools
 from .a2a.card import AgentCard, CardReport, validate_card
 from .a2a.client import A2AClient, fetch_card
 from .a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from .a2a.push import PushConfig
+from .a2a.webhook import Notification, WebhookReceiver
 from .errors import (
     ConfigError,
     MaxTurnsError,
@@ -48,6 +50,9 @@ def load_ipython_extension(ip: object) -> None:
 
 __all__ = [
     "A2AClient",
+    "PushConfig",
+    "WebhookReceiver",
+    "Notification",
     "A2AConfig",
     "Agent",
     "AgentCard",

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.signal import Signal
 
+from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.display import printable
 from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
@@ -115,6 +116,8 @@ class ToolnexusApp(App[None]):
         self.selected_server: str | None = None
         self.handler_errors: list[BaseException] = []
         self._tn_up = False
+        self.webhook: WebhookReceiver | None = None
+        """Where peers deliver the push notifications asked for in Chat (started on first use)."""
 
     strict_handlers = False
     """True: an exception in a handler ends the app, as Textual does by default (the tests set it,
@@ -287,15 +290,27 @@ class ToolnexusApp(App[None]):
         else:
             self.action_show_help_panel()
 
-    async def action_quit(self) -> None:
+    async def ensure_webhook(self) -> WebhookReceiver:
+        """The app's webhook receiver on 127.0.0.1, started if it is not: its deliveries are on the
+        Wire (← rows) and on each task's timeline, like every other exchange."""
+        if self.webhook is None:
+            self.webhook = WebhookReceiver(bus=self.workspace.events, name="push")
+        await self.webhook.start()
+        return self.webhook
+
+    async def _close_all(self) -> None:
         await self.workspace.close()
         await self.peer_book.close()
+        if self.webhook is not None:
+            await self.webhook.stop()
+
+    async def action_quit(self) -> None:
+        await self._close_all()
         self.exit()
 
     async def on_unmount(self) -> None:
-        """However the app ends, hosted servers stop and peer connections close (both idempotent)."""
-        await self.workspace.close()
-        await self.peer_book.close()
+        """However the app ends, hosted servers stop, peer connections and the webhook close (all idempotent)."""
+        await self._close_all()
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         out: list[tuple[str, str, Callable[[], Any]]] = [

@@ -327,3 +327,24 @@ async def test_widgets_look_finished_theme_colours_plurals_and_disconnect(ip):
     assert h.widget.status == "disconnected" and h.widget.stop_button.disabled
     assert "kernel that ran this server stopped" in h.widget.header.value
     assert task.state.value == "completed"
+
+
+async def test_send_push_puts_the_peers_notifications_on_the_tasks_timeline(ip):
+    h = ip.run_line_magic("toolnexus", "serve --name push-desk")
+    sent = ip.run_line_magic("toolnexus", f"send {h.url} hello with push --push")
+    task = await sent.done()
+    assert task.state.value == "completed"
+    webhook = sent.webhook
+    assert webhook is not None and webhook.url.startswith("http://127.0.0.1:")
+    got = [n.state.value for n in webhook.received(task.id) if n.state is not None]
+    assert got == ["submitted", "working", "completed"]
+    # beside the send's own exchanges, on one timeline, oldest first
+    wire = sent.wire.value
+    assert wire.count("POST push") == 4 and "SendMessage" in wire
+    assert wire.index("SendMessage") < wire.rindex("POST push")
+    plain = ip.run_line_magic("toolnexus", f"send {h.url} hello without")
+    await plain.done()
+    assert plain.webhook is None and "POST push" not in plain.wire.value
+    ip.run_line_magic("toolnexus", "stop --all")
+    await asyncio.sleep(0.3)
+    assert h.state == "stopped" and not webhook.running

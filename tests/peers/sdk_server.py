@@ -17,8 +17,14 @@ from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_messa
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import a2a_pb2 as pb
+import httpx
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
@@ -65,14 +71,14 @@ class ScriptExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def card(url: str, *, compat: bool) -> pb.AgentCard:
+def card(url: str, *, compat: bool, push: bool = False) -> pb.AgentCard:
     interfaces = [pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")]
     if compat:
         interfaces.append(pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"))
     return pb.AgentCard(
         name="sdk-echo", description="Echo agent on the official a2a-sdk 1.3.0", version="1.0.0",
         supported_interfaces=interfaces,
-        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=push),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[pb.AgentSkill(id="echo", name="Echo", description="Replies with the text", tags=["echo", "test"],
                               examples=["hello"])],
@@ -80,10 +86,12 @@ def card(url: str, *, compat: bool) -> pb.AgentCard:
 
 
 @contextlib.asynccontextmanager
-async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None) -> AsyncIterator[str]:
+async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None,
+                     push: bool = False) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
-    public and declares the scheme), as a deployment behind a basic-auth proxy does."""
+    public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
+    the SDK's own push-notification store and sender, the card saying so."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -103,12 +111,15 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     # the card needs the port, known only once bound: bind first, then add the routes
     await server.start()
     url = server.url + "/"
-    agent_card = card(url, compat=compat)
+    agent_card = card(url, compat=compat, push=push)
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic")))
+    push_http = httpx.AsyncClient(timeout=5)
+    push_store = InMemoryPushNotificationConfigStore() if push else None
     handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=InMemoryTaskStore(),
-                                      agent_card=agent_card)
+                                      agent_card=agent_card, push_config_store=push_store,
+                                      push_sender=BasePushNotificationSender(push_http, push_store) if push else None)
     for route in create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/",
                                                                                enable_v0_3_compat=compat):
         app.router.routes.append(route)
@@ -116,3 +127,4 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
         yield server.url
     finally:
         await server.stop()
+        await push_http.aclose()

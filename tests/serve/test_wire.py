@@ -247,16 +247,6 @@ async def test_cancel_a_terminal_task_is_not_cancelable(demo_server, http):
     assert v10["error"]["code"] == -32002 and v10["error"]["data"][0]["reason"] == "TASK_NOT_CANCELABLE"
 
 
-@pytest.mark.parametrize("method, headers", [
-    ("tasks/pushNotificationConfig/set", {}), ("tasks/pushNotificationConfig/get", {}),
-    ("CreateTaskPushNotificationConfig", V10), ("ListTaskPushNotificationConfigs", V10)])
-async def test_push_notifications_are_not_supported(demo_server, http, method, headers):
-    data = await rpc(http, demo_server.url, method, {"id": "x"}, headers=headers)
-    assert data["error"]["code"] == -32003
-    card = (await http.get(demo_server.card_url)).json()
-    assert card["capabilities"]["pushNotifications"] is False
-
-
 @pytest.mark.parametrize("method, headers, code", [("agent/getAuthenticatedExtendedCard", {}, -32007),
                                                    ("GetExtendedAgentCard", V10, -32004)])
 async def test_extended_card_on_an_agent_whose_card_declares_none(demo_server, http, method, headers, code):
@@ -526,7 +516,7 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
     assert card["supportedInterfaces"] == [
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert card["defaultInputModes"] == ["text"] and card["defaultOutputModes"] == ["text"]
     assert {s["id"]: s["tags"] for s in card["skills"]} == {
         "greet": ["greeting", "small-talk"], "report": ["report", "approval"], "weather": ["weather", "forecast"]}

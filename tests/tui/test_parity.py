@@ -32,17 +32,22 @@ async def _answer(app: ToolnexusApp, pilot, text: str) -> None:
     await until(pilot, lambda: not isinstance(app.screen, Prompt))
 
 
+async def _chat_with(app: ToolnexusApp, pilot, url: str) -> None:
+    """Add the peer at ``url``, wait until it is reachable, open Chat on it."""
+    app.connect_peer(app.peer_book.add(url))
+    await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
+    app.chat_peer = url
+    await pilot.press("4")
+    await until(pilot, lambda: app.conversation.peer == url)
+
+
 async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp_path: Path):
     report = tmp_path / "report.csv"
     report.write_bytes(b"city,temp\nOslo,-3\n\x00binary tail")
     out = tmp_path / "saved"
     app = ToolnexusApp(specs=[])
     async with sdk_server() as url, app.run_test(size=(120, 40)) as pilot:
-        app.connect_peer(app.peer_book.add(url))
-        await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await _chat_with(app, pilot, url)
         # bad input first: a missing file and text that is not JSON are refused with the reason
         await pilot.press("ctrl+o")
         await _answer(app, pilot, str(tmp_path / "missing.pdf"))
@@ -235,3 +240,42 @@ async def test_mcp_mode_starts_a_stdio_server_from_a_command_and_sends_headers_t
         sent = [e for e in app.book.traffic if e.url.startswith(h.mcp_url) and e.status == 200]
         assert sent and all(e.request_headers.get("authorization") == "Bearer ***" for e in sent)
         assert "mcp-s3cret-token" not in repr(app.book.traffic)
+
+
+async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_the_timeline():
+    from toolnexus.hosting import demo_spec
+    from tui.screens.tasks import _wire
+
+    app = ToolnexusApp(specs=[demo_spec("push-desk")])
+    async with sdk_server() as plain, app.run_test(size=(120, 40)) as pilot:
+        # a peer whose card offers no push notifications: the key says so, nothing is started
+        await _chat_with(app, pilot, plain)
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: any("does not offer push" in n.message for n in app._notifications))
+        assert app.webhook is None and not app.conversation.push
+        # the hosted demo agent does: on, then a message's every state arrives at the app's webhook
+        hosted = await _hosted_url(app, pilot)
+        app.chat_peer = hosted
+        app.screen._peers()
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: app.conversation.push)
+        assert "push on" in shown(app, "#chat-context")
+        app.screen.query_one("#chat-input", Input).value = "hello with push"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
+        task_id = app.conversation.lines[-1]["task"]
+        await app.webhook.wait(task_id, state=tn.TaskState.COMPLETED)
+        await until(pilot, lambda: "submitted → working → completed" in shown(app, "#chat-log"))
+        # on the task's own timeline, beside its other exchanges: both sides of each delivery, the
+        # hosted agent's POST (→) and the webhook's receipt (←)
+        await until(pilot, lambda: sum(ev.rpc_method == "push" and ev.task_id == task_id
+                                       for ev in app.book.traffic) >= 8)
+        timeline = _wire(app.book.tasks[task_id], app.book.traffic).plain
+        # submitted, working, the reply (an artifact update), completed
+        assert timeline.count("← push 200") == 4 and timeline.count("→ push 200") == 4, timeline
+
+
+async def _hosted_url(app: ToolnexusApp, pilot) -> str:
+    await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+    return next(url for url, p in app.peer_book.peers.items() if p.hosted)

@@ -32,6 +32,7 @@ def build_card(
     version: str,
     skills: Sequence[SkillDef],
     streaming: bool,
+    push_notifications: bool = False,
     input_modes: Sequence[str] = ("text",),
     output_modes: Sequence[str] = ("text",),
     provider: dict[str, str] | None = None,
@@ -53,7 +54,7 @@ def build_card(
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "capabilities": {"streaming": streaming, "pushNotifications": False},
+        "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
         "skills": [_skill(s) for s in skills],
@@ -122,8 +123,15 @@ class AgentCard:
 
     @property
     def streaming(self) -> bool:
+        return self._capability("streaming")
+
+    @property
+    def push_notifications(self) -> bool:
+        return self._capability("pushNotifications")
+
+    def _capability(self, name: str) -> bool:
         caps = self.raw.get("capabilities")
-        return bool(isinstance(caps, dict) and caps.get("streaming") is True)
+        return bool(isinstance(caps, dict) and caps.get(name) is True)
 
     @property
     def interfaces(self) -> list[dict[str, Any]]:

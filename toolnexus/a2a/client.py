@@ -34,14 +34,19 @@ from ..traffic import TrafficRecorder
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text
 from .dialects import Dialect, parse_message, parse_task, render_message
 from .model import Message, Part, Task, TaskState, TaskStatus, new_id
+from .push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
 
 __all__ = ["A2AClient", "fetch_card"]
 
 _METHODS = {
     Dialect.V03: {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel", "stream": "message/stream",
-                  "resubscribe": "tasks/resubscribe"},
+                  "resubscribe": "tasks/resubscribe", "push-set": "tasks/pushNotificationConfig/set",
+                  "push-get": "tasks/pushNotificationConfig/get", "push-list": "tasks/pushNotificationConfig/list",
+                  "push-delete": "tasks/pushNotificationConfig/delete"},
     Dialect.V10: {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask", "stream": "SendStreamingMessage",
-                  "resubscribe": "SubscribeToTask", "list": "ListTasks"},
+                  "resubscribe": "SubscribeToTask", "list": "ListTasks",
+                  "push-set": "CreateTaskPushNotificationConfig", "push-get": "GetTaskPushNotificationConfig",
+                  "push-list": "ListTaskPushNotificationConfigs", "push-delete": "DeleteTaskPushNotificationConfig"},
     Dialect.LEGACY: {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
 }
 
@@ -272,7 +277,9 @@ class A2AClient:
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
         return method, body, self._headers(dialect, stream=stream)
 
-    async def _call(self, op: str, params: dict[str, Any]) -> Any:
+    async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
+        """One call; ``empty_ok``: an answer with neither result nor error is a null result (the
+        official SDK's 0.3 compat answers a delete that way)."""
         method, body, headers = await self._prepare(op, params)
         started = time.perf_counter()
         try:
@@ -285,15 +292,17 @@ class A2AClient:
         self.traffic.record(direction="out", method="POST", url=self.endpoint, status=r.status_code, started=started,
                             request_headers=dict(r.request.headers), request_body=body,
                             response_headers=dict(r.headers), response_body=content, rpc_method=method)
-        return self._result(method, r.status_code, content)
+        return self._result(method, r.status_code, content, empty_ok=empty_ok)
 
-    def _result(self, method: str, status: int, content: bytes) -> Any:
+    def _result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
             excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} with no JSON-RPC body: {excerpt}",
                             status=status) from None
+        if empty_ok and isinstance(data, dict) and status == 200 and data.get("error") is None and "result" not in data:
+            return None
         if not isinstance(data, dict) or ("result" not in data and not isinstance(data.get("error"), dict)):
             if status in (401, 403):  # e.g. a proxy's {"error": "..."}: not the agent's JSON-RPC answer
                 meaning = "authentication required" if status == 401 else "invalid credentials"
@@ -338,21 +347,31 @@ class A2AClient:
         msg.metadata = meta or None
         return msg
 
-    def _send_params(self, msg: Message, blocking: bool, history_length: int | None) -> dict[str, Any]:
+    def _send_params(self, msg: Message, blocking: bool, history_length: int | None,
+                     push: PushConfig | None = None) -> dict[str, Any]:
         dialect = self.dialect or Dialect.V03
         config: dict[str, Any] = {"returnImmediately": not blocking} if dialect is Dialect.V10 else {"blocking": blocking}
         if history_length is not None:
             config["historyLength"] = history_length
+        if push is not None:
+            if push.token:
+                self.traffic.secret(TOKEN_HEADER, push.token)
+            rendered = render_push_config(replace(push, dialect=dialect), dialect)
+            if dialect is Dialect.V10:
+                config["taskPushNotificationConfig"] = {k: v for k, v in rendered.items() if v != ""}
+            else:
+                config["pushNotificationConfig"] = rendered["pushNotificationConfig"]
         return {"message": render_message(msg, dialect), "configuration": config}
 
     # -- operations -----------------------------------------------------------------------------------
     async def send(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
                    task_id: str | None = None, blocking: bool = False, history_length: int | None = None,
-                   metadata: Mapping[str, Any] | None = None) -> Task:
-        """Send a message; returns the task (``submitted`` or later when not blocking)."""
+                   metadata: Mapping[str, Any] | None = None, push: PushConfig | None = None) -> Task:
+        """Send a message; returns the task (``submitted`` or later when not blocking). ``push``:
+        a config (e.g. ``WebhookReceiver.target()``) the peer notifies of every change of the task."""
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata)
-        result = await self._send_op("send", self._send_params(msg, blocking, history_length))
+        result = await self._send_op("send", self._send_params(msg, blocking, history_length, push))
         task = _as_task(result, msg)
         if task_id and task.state.interrupted and _asks_again(task, msg):
             # an answer to an input-required task: the spec lets a peer return at once with the task
@@ -397,6 +416,56 @@ class A2AClient:
         result = await self._call("list", params)
         return {"tasks": [parse_task(t) for t in result.get("tasks") or []],
                 "next_page_token": result.get("nextPageToken", ""), "total_size": result.get("totalSize", 0)}
+
+    # -- push notifications -------------------------------------------------------------------------
+    async def set_push(self, task_id: str, url: str | PushConfig, *, token: str | None = None,
+                       scheme: str | None = None, credentials: str | None = None,
+                       config_id: str | None = None) -> PushConfig:
+        """Ask the peer to POST every change of ``task_id`` to ``url`` (or a ready config, such as
+        ``WebhookReceiver.target()``); returns the config as the peer keeps it."""
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        if isinstance(url, PushConfig):
+            config = PushConfig(task_id, url.url, url.id, url.token, url.scheme, url.credentials, dialect)
+        else:
+            config = PushConfig(task_id, url, config_id or "", token, scheme, credentials, dialect)
+        if config.token:
+            self.traffic.secret(TOKEN_HEADER, config.token)  # the token is a secret on the wire log too
+        if config.credentials:
+            self.traffic.secret("authorization", config.credentials)
+        result = await self._call("push-set", render_push_config(config, dialect))
+        return self._push_config(result, task_id, dialect)
+
+    async def get_push(self, task_id: str, config_id: str | None = None) -> PushConfig:
+        """A push-notification config of ``task_id`` (its first when no id is given)."""
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        if dialect is Dialect.V10:
+            params: dict[str, Any] = {"taskId": task_id, **({"id": config_id} if config_id else {})}
+        else:
+            params = {"id": task_id, **({"pushNotificationConfigId": config_id} if config_id else {})}
+        return self._push_config(await self._call("push-get", params), task_id, dialect)
+
+    async def list_push(self, task_id: str) -> list[PushConfig]:
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        result = await self._call("push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id})
+        items = result.get("configs") if isinstance(result, dict) else result
+        return [self._push_config(c, task_id, dialect) for c in items or [] if isinstance(c, dict)]
+
+    async def delete_push(self, task_id: str, config_id: str) -> None:
+        await self.connect()
+        dialect = self.dialect or Dialect.V03
+        await self._call("push-delete", {"taskId": task_id, "id": config_id} if dialect is Dialect.V10
+                         else {"id": task_id, "pushNotificationConfigId": config_id}, empty_ok=True)
+
+    def _push_config(self, result: Any, task_id: str, dialect: Dialect) -> PushConfig:
+        try:
+            config = parse_push_config(result, dialect, "result")
+        except RPCError as exc:
+            raise PeerError(f"{self.peer}: the push notification config it answered is not one: {exc.message}") from None
+        config.task_id = config.task_id or task_id
+        return config
 
     async def stream(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
                      task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncIterator[Task]:

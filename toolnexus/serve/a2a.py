@@ -33,6 +33,7 @@ from ..a2a.dialects import (
 )
 from ..a2a.jsonrpc import error_envelope, parse_request, request_id_of, result_envelope
 from ..a2a.model import Task, TaskState, iso_utc
+from ..a2a.push import PushConfig, parse_push_config, render_push_config
 from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,
@@ -61,8 +62,10 @@ KEEPALIVE = 15.0
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 
-_SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _PUSH, _EXTENDED = (
-    "send", "stream", "get", "cancel", "list", "resubscribe", "push", "extended")
+_SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _EXTENDED = (
+    "send", "stream", "get", "cancel", "list", "resubscribe", "extended")
+_PUSH_SET, _PUSH_GET, _PUSH_LIST, _PUSH_DELETE = "push-set", "push-get", "push-list", "push-delete"
+_PUSH = frozenset({_PUSH_SET, _PUSH_GET, _PUSH_LIST, _PUSH_DELETE})
 
 _V03_METHODS = {
     "message/send": _SEND,
@@ -70,10 +73,10 @@ _V03_METHODS = {
     "tasks/get": _GET,
     "tasks/cancel": _CANCEL,
     "tasks/resubscribe": _RESUB,
-    "tasks/pushNotificationConfig/set": _PUSH,
-    "tasks/pushNotificationConfig/get": _PUSH,
-    "tasks/pushNotificationConfig/list": _PUSH,
-    "tasks/pushNotificationConfig/delete": _PUSH,
+    "tasks/pushNotificationConfig/set": _PUSH_SET,
+    "tasks/pushNotificationConfig/get": _PUSH_GET,
+    "tasks/pushNotificationConfig/list": _PUSH_LIST,
+    "tasks/pushNotificationConfig/delete": _PUSH_DELETE,
     "agent/getAuthenticatedExtendedCard": _EXTENDED,
 }
 _V10_METHODS = {
@@ -83,11 +86,11 @@ _V10_METHODS = {
     "CancelTask": _CANCEL,
     "ListTasks": _LIST,
     "SubscribeToTask": _RESUB,
-    "CreateTaskPushNotificationConfig": _PUSH,
-    "GetTaskPushNotificationConfig": _PUSH,
-    "ListTaskPushNotificationConfigs": _PUSH,
-    "ListTaskPushNotificationConfig": _PUSH,
-    "DeleteTaskPushNotificationConfig": _PUSH,
+    "CreateTaskPushNotificationConfig": _PUSH_SET,
+    "GetTaskPushNotificationConfig": _PUSH_GET,
+    "ListTaskPushNotificationConfigs": _PUSH_LIST,
+    "ListTaskPushNotificationConfig": _PUSH_LIST,
+    "DeleteTaskPushNotificationConfig": _PUSH_DELETE,
     "GetExtendedAgentCard": _EXTENDED,
 }
 _LEGACY_CAPABLE = frozenset({_SEND, _GET, _CANCEL})
@@ -145,6 +148,7 @@ class A2AEndpoint:
             version=c.version,
             skills=self.skills,
             streaming=c.streaming,
+            push_notifications=self.runner.push is not None,
             input_modes=c.input_modes,
             output_modes=c.output_modes,
             provider=c.provider_fields(),
@@ -337,8 +341,8 @@ class A2AEndpoint:
             return await self._list(params, owner)
         if kind == _RESUB:
             return await self._resubscribe(params, dialect, rid, owner)
-        if kind == _PUSH:
-            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        if kind in _PUSH:
+            return await self._push(kind, params, dialect, owner)
         # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
         # 0.3 has only "not configured" for it
         if dialect is Dialect.V10:
@@ -356,6 +360,7 @@ class A2AEndpoint:
             raise InvalidParamsError("configuration must be an object")
         history_length = _history_length(config)
         blocking = _blocking(config, dialect, "configuration" in params)
+        push = self._send_push(config, dialect)
         skill = (message.metadata or {}).get("skill")
         if skill is not None and (not isinstance(skill, str) or skill not in self._skill_names):
             raise MethodNotFoundError("Method not found")
@@ -373,6 +378,9 @@ class A2AEndpoint:
                 raise InvalidParamsError(
                     f"message.contextId {message.context_id} does not match the context of task {task.id}")
             queue = self.runner.listen(task.id) if stream else None
+            if push is not None:
+                push.task_id = task.id
+                self.runner.push.set(push)  # type: ignore[union-attr]
             if task.state.interrupted:
                 await self.runner.answer(task, message)
             elif not await self.runner.tell(task, message):  # a working task takes it at its next turn
@@ -387,12 +395,55 @@ class A2AEndpoint:
             task = await self.runner.create(message, skill, prompt, owner)
             # no await since the run was scheduled: the task is still 'submitted' here
             queue = self.runner.listen(task.id) if stream else None
+            if push is not None:  # its webhook hears of every state, this first one too
+                push.task_id = task.id
+                self.runner.push.set(push)  # type: ignore[union-attr]
+                self.runner.push.notify(task.snapshot(), [])  # type: ignore[union-attr]
         if queue is not None:
             return self._stream(task, task.snapshot(), queue, dialect, rid, history_length)
         if not blocking:
             return render_send_result(task, dialect, history_length)
         await self.runner.wait(task, self.config.blocking_timeout)
         return render_send_result(task, dialect, history_length)
+
+    def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:
+        """The push-notification config a send carries (0.3 ``pushNotificationConfig``, 1.0
+        ``taskPushNotificationConfig``), checked before anything runs."""
+        given = config.get("taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig")
+        if given is None:
+            return None
+        if self.runner.push is None:
+            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        push = parse_push_config(given, dialect, "configuration", task_id="")
+        self.runner.push.check(push.url)
+        return push
+
+    async def _push(self, kind: str, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
+        """Set, get, list and delete a task's push-notification configs, in the caller's dialect."""
+        notifier = self.runner.push
+        if notifier is None:
+            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        v10 = dialect is Dialect.V10
+        if kind == _PUSH_SET:
+            config = parse_push_config(params, dialect)
+            if not config.task_id:
+                raise InvalidParamsError("Invalid params: taskId is required")
+            await self.runner.get(config.task_id, owner)
+            return render_push_config(notifier.set(config), dialect)
+        task_id = _opt_str(params, "taskId" if v10 else "id")
+        if not task_id:
+            raise InvalidParamsError(f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string")
+        await self.runner.get(task_id, owner)
+        config_id = _opt_str(params, "id" if v10 else "pushNotificationConfigId")
+        if kind == _PUSH_GET:
+            return render_push_config(notifier.get(task_id, config_id), dialect)
+        if kind == _PUSH_LIST:
+            configs = [render_push_config(c, dialect) for c in notifier.list(task_id)]
+            return {"configs": configs, "nextPageToken": ""} if v10 else configs
+        if not config_id:
+            raise InvalidParamsError(f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required")
+        notifier.delete(task_id, config_id)
+        return {} if v10 else None
 
     async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:
         context = _opt_str(params, "contextId")

@@ -25,6 +25,7 @@ from ..events import EventBus, ServerEvent
 from .a2a import A2AEndpoint
 from .config import A2AConfig, MCPServeConfig
 from .guard import HostGuard, is_loopback
+from .push import PushNotifier
 from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
 from .tasks import FileTaskStore, TaskRunner, open_store
 
@@ -99,6 +100,8 @@ class ServeHandle:
         await self._server.stop()
         if self.runner is not None:
             await self.runner.close()
+            if self.runner.push is not None:
+                await self.runner.push.close()
         if self._on_close is not None:
             out = self._on_close()
             if asyncio.iscoroutine(out):
@@ -180,6 +183,10 @@ async def serve(
             recovered = await runner.recover()
             if recovered:
                 log.warning("%s: %d task(s) interrupted by a restart were marked failed", name, recovered)
+        if a2a_cfg.push_notifications:
+            private_ok = is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
+            runner.push = PushNotifier(lambda: (holder["server"].host, holder["server"].port), private_ok=private_ok,
+                                       traffic=TrafficRecorder(bus, keep=0) if record_wire else None, server=name)
         endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
         routes += endpoint.routes()
 

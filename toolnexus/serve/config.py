@@ -130,6 +130,10 @@ class A2AConfig:
         documentation_url, icon_url: optional card fields.
         allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
             (DNS-rebinding protection) of every route; see ``toolnexus.serve.guard``.
+        push_notifications: accept push-notification configs and deliver them (the card says so).
+        push_private_ok: allow webhooks on loopback and private addresses; None: only when the
+            agent is bound to loopback (an agent reachable from elsewhere must not be a way into
+            the network behind it).
     """
 
     name: str = "toolnexus-agent"
@@ -150,6 +154,8 @@ class A2AConfig:
     icon_url: str | None = None
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
+    push_notifications: bool = True
+    push_private_ok: bool | None = None
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)

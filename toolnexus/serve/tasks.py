@@ -48,6 +48,7 @@ from ..tools import Answer
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
     from ..toolkit import Toolkit
+    from .push import PushNotifier
 
 __all__ = ["TaskStore", "MemoryTaskStore", "FileTaskStore", "TaskRunner", "open_store", "TaskPage"]
 
@@ -376,6 +377,8 @@ class TaskRunner:
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
         self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
+        self.push: PushNotifier | None = None
+        """Where changes of tasks with push-notification configs go (None: the agent has none)."""
 
     # -- the one way a task changes -----------------------------------------------------------
     async def transition(
@@ -413,6 +416,8 @@ class TaskRunner:
             self.bus.publish(event)
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
+            if self.push is not None and task.id in self.push:
+                self.push.notify(event.task, artifacts or [])
             changed = self._changed.pop(task.id, None)
             if changed is not None:
                 changed.set()

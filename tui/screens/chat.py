@@ -35,6 +35,7 @@ class Conversation:
     lines: list[dict[str, Any]] = field(default_factory=list)
     lost: dict[str, Any] | None = None  # the exchange a lost connection cut: what to retry (ctrl+r)
     attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
+    push: bool = False  # its tasks notify the app's webhook (ctrl+y)
 
 
 class ChatScreen(ModeScreen):
@@ -48,6 +49,7 @@ class ChatScreen(ModeScreen):
         Binding("ctrl+o", "attach_file", "+File", id="chat-file", priority=True),
         Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True),
         Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True),
+        Binding("ctrl+y", "push", "Push", id="chat-push", priority=True),
     ]
 
 
@@ -64,6 +66,7 @@ class ChatScreen(ModeScreen):
 
     def on_mount(self) -> None:
         self.tn.peers_changed.subscribe(self, lambda _: self._peers())
+        self.tn.traffic_changed.subscribe(self, lambda _: self._pushed())
         self._peers()
         self._draw()
         self.query_one("#chat-input", Input).focus()
@@ -176,6 +179,58 @@ class ChatScreen(ModeScreen):
 
         self.app.push_screen(Prompt("Save the artifacts of the last reply into the folder", str(default)), chosen)
 
+    def action_push(self) -> None:
+        """Push notifications on or off for this conversation: the peer POSTs every change of its
+        tasks (the running one now, later ones from their first state) to the app's webhook on
+        127.0.0.1; each notification shows under its reply and on the Wire."""
+        if not self.chat.peer:
+            self.notify("pick a peer first", severity="warning")
+            return
+        if self.chat.push:
+            self.chat.push = False
+            self.notify("push notifications off for the next messages (a peer keeps what it was given)")
+            self._draw()
+            return
+        reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
+        state = reply.get("state") if reply else None
+        running = reply.get("task") if reply and isinstance(state, TaskState) and not state.terminal else None
+        self._push_on(running)
+
+    @work(group="chat-push")
+    async def _push_on(self, task_id: str | None) -> None:
+        peer = self.tn.peer_book.peers.get(self.chat.peer)
+        if peer is None or peer.client is None:
+            self.notify("the peer is not connected", severity="warning")
+            return
+        if peer.client.card is None or not peer.client.card.push_notifications:
+            self.notify("this peer's card does not offer push notifications (capabilities.pushNotifications)",
+                        severity="warning")
+            return
+        webhook = await self.tn.ensure_webhook()
+        if task_id is not None:
+            try:
+                await peer.client.set_push(task_id, webhook.target(task_id))
+            except Exception as exc:
+                self.notify(f"the peer refused the webhook: {exc}", severity="error")
+                return
+            finally:
+                await peer.client.release()
+        self.chat.push = True
+        self.notify(f"push notifications on: the peer notifies {webhook.url}")
+        self._draw()
+
+    def _pushed(self) -> None:
+        """Redraw when a notification about one of this conversation's tasks arrived."""
+        webhook = self.tn.webhook
+        if webhook is None or not webhook.notifications:
+            return
+        latest = webhook.notifications[-1]
+        if latest is not self._last_push and any(line.get("task") == latest.task_id for line in self.chat.lines):
+            self._last_push = latest
+            self._draw()
+
+    _last_push: Any = None
+
     def action_cancel_task(self) -> None:
         """Cancel the task of the last reply while it runs (or waits for an answer)."""
         reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
@@ -257,8 +312,9 @@ class ChatScreen(ModeScreen):
             if follow is not None:
                 task = await peer.client.get(follow)
             else:
+                push = (await self.tn.ensure_webhook()).target() if chat.push else None
                 task = await peer.client.send(text, skill=skill, context_id=chat.context_id,
-                                              task_id=chat.waiting_task, blocking=peer.blocking)
+                                              task_id=chat.waiting_task, blocking=peer.blocking, push=push)
             self._show(reply, task)
             if not (task.state.terminal or task.state.interrupted):
                 async for ev in peer.client.watch(task.id, poll_every=0.2, max_interval=1.0):
@@ -313,6 +369,10 @@ class ChatScreen(ModeScreen):
             for part in line.get("parts") or []:  # what was sent besides the text
                 if part.kind != "text":
                     log.append(f"       + {_describe(part)}\n", "grey62")
+            pushes = self.tn.webhook.received(line["task"]) if self.tn.webhook and line.get("task") else []
+            if pushes:
+                seen = [n.state.value for n in pushes if n.state is not None]
+                log.append(f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}\n", "yellow")
             task = line.get("task_obj")
             if task is not None:  # what came back besides the text
                 others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
@@ -326,7 +386,8 @@ class ChatScreen(ModeScreen):
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
         ctx = self.chat.context_id
         waiting = "   (answering its question)" if self.chat.waiting_task else ""
-        self.query_one("#chat-context", Static).update(f"context {ctx}{waiting}" if ctx else "new conversation")
+        push = "   🔔 push on" if self.chat.push else ""
+        self.query_one("#chat-context", Static).update((f"context {ctx}{waiting}" if ctx else "new conversation") + push)
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
 
 

@@ -2,10 +2,14 @@
 // Usage: node server.mjs [--compat]   prints its base URL on the first line of stdout.
 // "question" asks for input (input-required); the answer completes the same task, after a pause
 // in which the task still reads input-required (what the SDK returns to a non-blocking answer);
-// "chunked" streams its reply as three appends to one artifact; anything else is echoed.
+// "chunked" streams its reply as three appends to one artifact; "slow" works for a second first;
+// anything else is echoed. Push notifications use the SDK's own in-memory store and sender.
 import { randomUUID } from "node:crypto";
 import express from "express";
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server";
+import {
+  AgentEvent, DefaultExecutionEventBusManager, DefaultPushNotificationSender, DefaultRequestHandler,
+  InMemoryPushNotificationStore, InMemoryTaskStore,
+} from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 
 const compat = process.argv.includes("--compat");
@@ -46,6 +50,7 @@ const executor = {
       bus.publish(status(ctx, STATE.completed, undefined));
     } else {
       bus.publish(status(ctx, STATE.working, undefined));
+      if (text.includes("slow")) await sleep(1000);
       bus.publish(artifact(ctx, `echo: ${text}`, false, true));
       bus.publish(status(ctx, STATE.completed, undefined));
     }
@@ -60,14 +65,16 @@ const executor = {
 
 const card = {
   name: "js-echo", description: "An echo agent on the official A2A JavaScript SDK", version: "1.0.0",
-  supportedInterfaces: [], provider: undefined, capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+  supportedInterfaces: [], provider: undefined, capabilities: { streaming: true, pushNotifications: true, extensions: [] },
   securitySchemes: {}, securityRequirements: [], defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"],
   skills: [{ id: "echo", name: "echo", description: "Echoes; asks a question when told to", tags: ["test"],
     examples: ["ask me a question"], inputModes: [], outputModes: [], securityRequirements: [] }],
   signatures: [],
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+const pushStore = new InMemoryPushNotificationStore();
+const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, new DefaultExecutionEventBusManager(),
+  pushStore, new DefaultPushNotificationSender(pushStore));
 const app = express();
 const legacyCompat = compat ? { enabled: true } : undefined;
 app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler, legacyCompat }));

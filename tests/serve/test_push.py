@@ -1,0 +1,357 @@
+"""Push notifications, both ways, with real peers: the official a2a-sdk 1.x client (its 1.0 and
+0.3 transports) sets configs on our served agent, which POSTs every change to a webhook; our
+client sets configs on the official Python SDK server and the official JavaScript SDK server,
+whose notifications land in our WebhookReceiver."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+
+import httpx
+import pytest
+import pytest_asyncio
+from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import toolnexus as tn
+from toolnexus.a2a.model import TaskState
+from toolnexus.a2a.push import PushConfig, webhook_refusal
+from toolnexus.a2a.webhook import WebhookReceiver
+from toolnexus.events import EventBus, TrafficEvent
+from toolnexus.serve.runner import AsgiServer
+
+from ..peers.js_peer import js_server
+from ..peers.sdk_server import sdk_server
+from .test_sdk_interop import message, sdk_client
+
+pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
+from a2a.compat.v0_3 import types as v03  # noqa: E402
+from a2a.types import a2a_pb2 as pb  # noqa: E402
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+FINAL = (TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED)
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def receiver():
+    async with WebhookReceiver() as rx:
+        yield rx
+
+
+class Hook:
+    """A plain webhook (not ours): answers with the statuses it is given, in turn, then 200;
+    ``delay`` seconds before each answer. Keeps every request it got."""
+
+    def __init__(self, statuses: tuple[int, ...] = (), delay: float = 0.0) -> None:
+        self.statuses = list(statuses)
+        self.delay = delay
+        self.got: list[tuple[float, dict[str, str], dict]] = []
+        self.server = AsgiServer(Starlette(routes=[Route("/hook", self.hook, methods=["POST"])]))
+
+    async def hook(self, request: Request) -> JSONResponse:
+        await asyncio.sleep(self.delay)
+        self.got.append((time.monotonic(), dict(request.headers), await request.json()))
+        return JSONResponse({}, self.statuses.pop(0) if self.statuses else 200)
+
+    @property
+    def url(self) -> str:
+        return self.server.url + "/hook"
+
+    async def wait(self, n: int, timeout: float = 15.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.got) < n:
+                await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def hook(*statuses: int, delay: float = 0.0):
+    h = Hook(statuses, delay)
+    await h.server.start()
+    try:
+        yield h
+    finally:
+        await h.server.stop()
+
+
+def states(rx: WebhookReceiver, task_id: str) -> list[TaskState]:
+    return [n.state for n in rx.received(task_id) if n.state is not None]
+
+
+async def rpc(handle, method: str, params: dict, headers: dict | None = None) -> dict:
+    async with httpx.AsyncClient() as http:
+        r = await http.post(handle.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                            headers={"A2A-Version": "1.0", **(headers or {})} if "/" not in method else headers)
+        return r.json()
+
+
+# -- the official SDK client against our agent --------------------------------------------------
+
+
+async def test_sdk_client_sets_a_config_and_every_change_reaches_the_webhook_as_stream_responses(demo_server,
+                                                                                              receiver):
+    target = receiver.target()
+    async with sdk_client(demo_server, "1.0") as client:
+        request = pb.SendMessageRequest(message=message("slow 1 then reply"),
+                                        configuration=pb.SendMessageConfiguration(return_immediately=True))
+        task = [ev.task async for ev in client.send_message(request) if ev.HasField("task")][0]
+        made = await client.create_task_push_notification_config(pb.TaskPushNotificationConfig(
+            task_id=task.id, url=target.url, token=target.token))
+        assert made.id and made.task_id == task.id and made.url == target.url
+        got = await client.get_task_push_notification_config(pb.GetTaskPushNotificationConfigRequest(
+            task_id=task.id, id=made.id))
+        assert got.url == target.url and got.token == target.token
+        listed = await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+        assert [c.id for c in listed.configs] == [made.id]
+        await receiver.wait(task.id, state=TaskState.COMPLETED)
+        await client.delete_task_push_notification_config(pb.DeleteTaskPushNotificationConfigRequest(
+            task_id=task.id, id=made.id))
+        listed = await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+        assert list(listed.configs) == []
+    assert states(receiver, task.id)[-1] is TaskState.COMPLETED
+    # every body is a StreamResponse the SDK itself can read
+    kinds = []
+    for n in receiver.received(task.id):
+        parsed = json_format.ParseDict(n.body, pb.StreamResponse())
+        kinds.append(parsed.WhichOneof("payload"))
+    assert "artifact_update" in kinds and kinds[-1] == "status_update"
+
+
+async def test_sdk_client_sends_with_a_config_and_hears_of_every_state_from_submitted(demo_server, receiver):
+    target = receiver.target()
+    async with sdk_client(demo_server, "1.0") as client:
+        config = pb.SendMessageConfiguration(return_immediately=True, task_push_notification_config=
+                                             pb.TaskPushNotificationConfig(url=target.url, token=target.token))
+        task = [ev.task async for ev in client.send_message(pb.SendMessageRequest(
+            message=message("hello push"), configuration=config)) if ev.HasField("task")][0]
+    await receiver.wait(task.id, state=TaskState.COMPLETED)
+    assert states(receiver, task.id) == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+
+
+async def test_sdk_03_client_gets_whole_tasks_in_the_03_shapes(demo_server, receiver):
+    target = receiver.target()
+    async with sdk_client(demo_server, "0.3") as client:
+        task = [ev.task async for ev in client.send_message(pb.SendMessageRequest(
+            message=message("slow 1 please"), configuration=pb.SendMessageConfiguration(return_immediately=True)))
+            if ev.HasField("task")][0]
+        made = await client.create_task_push_notification_config(pb.TaskPushNotificationConfig(
+            task_id=task.id, url=target.url, token=target.token))
+        assert made.id and made.url == target.url
+        listed = await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+        assert [c.id for c in listed.configs] == [made.id]
+    done = await receiver.wait(task.id, state=TaskState.COMPLETED)
+    for n in receiver.received(task.id):
+        assert v03.Task.model_validate(n.body).id == task.id  # the 0.3 SDK's own model reads it
+    assert done.body["kind"] == "task" and done.body["artifacts"]
+
+
+async def test_the_03_wire_shapes_of_set_get_list_delete(demo_server, receiver):
+    """Raw 0.3 JSON-RPC: ``{taskId, pushNotificationConfig}`` in and out, ``null`` for delete."""
+    target = receiver.target()
+    sent = await rpc(demo_server, "message/send", {"configuration": {"blocking": False}, "message": {
+        "kind": "message", "messageId": str(uuid.uuid4()), "role": "user", "parts": [{"kind": "text", "text": "slow 1"}]}})
+    tid = sent["result"]["id"]
+    made = await rpc(demo_server, "tasks/pushNotificationConfig/set", {"taskId": tid, "pushNotificationConfig": {
+        "url": target.url, "token": target.token, "authentication": {"schemes": ["Bearer"], "credentials": "c1"}}})
+    body = made["result"]["pushNotificationConfig"]
+    assert made["result"]["taskId"] == tid and body["authentication"] == {"schemes": ["Bearer"], "credentials": "c1"}
+    got = await rpc(demo_server, "tasks/pushNotificationConfig/get", {"id": tid})
+    assert got["result"]["pushNotificationConfig"]["id"] == body["id"]
+    listed = await rpc(demo_server, "tasks/pushNotificationConfig/list", {"id": tid})
+    assert [c["pushNotificationConfig"]["id"] for c in listed["result"]] == [body["id"]]
+    await receiver.wait(tid, state=TaskState.COMPLETED)
+    gone = await rpc(demo_server, "tasks/pushNotificationConfig/delete", {"id": tid, "pushNotificationConfigId": body["id"]})
+    assert gone == {"jsonrpc": "2.0", "id": 1, "result": None}
+    missing = await rpc(demo_server, "tasks/pushNotificationConfig/get", {"id": tid, "pushNotificationConfigId": body["id"]})
+    assert missing["error"]["code"] == -32001
+    unknown = await rpc(demo_server, "tasks/pushNotificationConfig/list", {"id": "no-such-task"})
+    assert unknown["error"]["code"] == -32001
+
+
+async def test_the_card_says_push_notifications_are_served(demo_server):
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(demo_server.card_url)).json()
+    assert card["capabilities"]["pushNotifications"] is True
+
+
+@pytest.mark.parametrize("method", ["tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
+                                    "CreateTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
+                                    "SendMessage"])
+async def test_an_agent_with_push_notifications_off_says_so_everywhere(method):
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                        a2a=tn.A2AConfig(name="quiet", description="d", push_notifications=False)) as handle:
+        params = {"id": "x", "taskId": "x", "url": "http://127.0.0.1:9/h"}
+        if method == "SendMessage":  # a send carrying a config is refused before any task is made
+            params = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                      "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/h"}}}
+        data = await rpc(handle, method, params)
+        assert data["error"]["code"] == -32003
+        assert await handle.tasks() == []
+        async with httpx.AsyncClient() as http:
+            card = (await http.get(handle.card_url)).json()
+        assert card["capabilities"]["pushNotifications"] is False
+
+
+# -- what the agent refuses, and a slow or failing webhook ---------------------------------------
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/x", "http://user:pw@127.0.0.1:9/x", "not a url", "self"])
+async def test_a_webhook_the_agent_must_not_call_is_refused_and_creates_no_task(demo_server, url):
+    url = demo_server.url + "/" if url == "self" else url
+    before = len(await demo_server.tasks(limit=100))
+    out = await rpc(demo_server, "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+                    "parts": [{"text": "hi"}]}, "configuration": {"taskPushNotificationConfig": {"url": url}}})
+    assert out["error"]["code"] == -32602 and "refused" in out["error"]["message"]
+    assert len(await demo_server.tasks(limit=100)) == before
+
+
+async def test_an_agent_beyond_loopback_refuses_private_webhooks():
+    assert webhook_refusal("http://10.1.2.3/h", ("0.0.0.0", 80), private_ok=False)
+    assert webhook_refusal("http://localhost:9/h", ("0.0.0.0", 80), private_ok=False)
+    assert webhook_refusal("http://[::1]:9/h", ("0.0.0.0", 80), private_ok=False)
+    assert webhook_refusal("http://169.254.169.254/latest", ("0.0.0.0", 80), private_ok=False)
+    assert webhook_refusal("https://hooks.example.com/h", ("0.0.0.0", 80), private_ok=False) is None
+    assert webhook_refusal("http://127.0.0.1:80/", ("0.0.0.0", 80)) is not None  # itself, through any address
+    # end to end: the same rule, asked for on a loopback agent
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                        a2a=tn.A2AConfig(name="strict", description="d", push_private_ok=False)) as handle:
+        async with tn.A2AClient(handle.url) as peer:
+            task = await peer.send("hi")
+            with pytest.raises(tn.RPCError, match="local or private"):
+                await peer.set_push(task.id, "http://127.0.0.1:9/hook")
+
+
+async def test_a_slow_webhook_never_slows_the_task_and_hears_every_state_in_order():
+    tk = await tn.create_toolkit(builtins=False)
+    async with hook(delay=1.0) as slow, tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                                                 a2a=tn.A2AConfig(name="p", description="d")) as handle:
+        async with tn.A2AClient(handle.url) as peer:
+            started = time.monotonic()
+            task = await peer.send("hello", blocking=True, push=PushConfig("", slow.url, token="t0k3n-value"))
+            assert task.state is TaskState.COMPLETED
+            assert time.monotonic() - started < 0.9  # the webhook takes a second per notification
+            await slow.wait(3)
+    bodies = [body["statusUpdate"]["status"]["state"] for _, _, body in slow.got if "statusUpdate" in body]
+    assert bodies == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert all(headers["x-a2a-notification-token"] == "t0k3n-value" for _, headers, _ in slow.got)
+
+
+async def test_a_failing_webhook_is_retried_with_backoff_and_a_refusing_one_is_not():
+    tk = await tn.create_toolkit(builtins=False)
+    async with hook(503, 500) as flaky, hook(404) as wrong, tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")) as handle:
+        handle.runner.push.retry_delays = (0.05, 0.1, 0.2)
+        async with tn.A2AClient(handle.url) as peer:
+            task = await peer.send("slow 1")
+            await peer.set_push(task.id, flaky.url, scheme="Bearer", credentials="cr3d")
+            await peer.set_push(task.id, wrong.url)
+            await flaky.wait(3)  # two refusals, then the same notification again, accepted
+            assert await handle.runner.push.drain(10)
+        assert [body for _, _, body in flaky.got][:3] == [flaky.got[0][2]] * 3
+        assert flaky.got[1][0] - flaky.got[0][0] >= 0.04 and flaky.got[2][0] - flaky.got[1][0] >= 0.09
+        assert flaky.got[0][1]["authorization"] == "Bearer cr3d"
+        # 404 is an answer: each notification is tried once
+        assert len(wrong.got) == len({str(b) for _, _, b in wrong.got})
+        assert handle.runner.push.failed >= 1 and handle.runner.push.delivered >= 3
+
+
+async def test_configs_belong_to_the_tasks_owner():
+    tk = await tn.create_toolkit(builtins=False)
+    auth = tn.Auth.bearer("alice-token", "bob-token")
+    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                        a2a=tn.A2AConfig(name="p", description="d", auth=auth)) as handle:
+        alice = {"Authorization": "Bearer alice-token"}
+        bob = {"Authorization": "Bearer bob-token"}
+        async with tn.A2AClient(handle.url, headers=alice) as a, tn.A2AClient(handle.url, headers=bob) as b:
+            task = await a.send("slow 2")
+            made = await a.set_push(task.id, "http://127.0.0.1:9/hook")
+            with pytest.raises(tn.RPCError) as seen:
+                await b.list_push(task.id)
+            assert seen.value.code == -32001
+            with pytest.raises(tn.RPCError):
+                await b.set_push(task.id, "http://127.0.0.1:9/other")
+            assert [c.id for c in await a.list_push(task.id)] == [made.id]
+
+
+async def test_server_side_deliveries_are_on_the_hosted_wire_masked(receiver):
+    bus = EventBus()
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve("127.0.0.1:0", client=tn.demo_client(), events=bus, record_wire=True,
+                        a2a=tn.A2AConfig(name="wired", description="d")) as handle:
+        async with tn.A2AClient(handle.url) as peer:
+            target = receiver.target()
+            task = await peer.send("hello", push=target)
+            await receiver.wait(task.id, state=TaskState.COMPLETED)
+            assert await handle.runner.push.drain(5)
+    rows = [e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"]
+    assert rows and all(r.direction == "out" and r.task_id == task.id and r.server == "wired" for r in rows)
+    assert all(target.token not in r.request_headers.get("x-a2a-notification-token", "") for r in rows)
+    assert all(r.status == 200 for r in rows)
+
+
+# -- our client and receiver against the official SDK servers -------------------------------------
+
+
+@pytest.mark.parametrize("compat", [False, True], ids=["1.0", "0.3"])
+async def test_our_client_against_the_python_sdk_server(compat, receiver):
+    async with sdk_server(compat=compat, push=True) as url:
+        async with tn.A2AClient(url, dialect="0.3" if compat else "auto") as peer:
+            task = await peer.send("echo with push", push=receiver.target())
+            await receiver.wait(task.id, state=TaskState.COMPLETED)
+            assert TaskState.COMPLETED in states(receiver, task.id)
+            slow = await peer.send("slow one")
+            made = await peer.set_push(slow.id, receiver.target())
+            assert made.id and made.url == receiver.url
+            assert [c.id for c in await peer.list_push(slow.id)] == [made.id]
+            assert (await peer.get_push(slow.id, made.id)).url == receiver.url
+            await peer.delete_push(slow.id, made.id)
+            assert await peer.list_push(slow.id) == []
+            await peer.cancel(slow.id)
+
+
+async def test_our_client_against_the_javascript_sdk_server(receiver):
+    async with js_server() as url:
+        async with tn.A2AClient(url) as peer:
+            task = await peer.send("slow echo", push=receiver.target())
+            done = await receiver.wait(task.id, state=TaskState.COMPLETED, timeout=15)
+            assert done.body["statusUpdate"]["taskId"] == task.id
+            again = await peer.send("slow echo two")
+            made = await peer.set_push(again.id, receiver.target())
+            assert [c.id for c in await peer.list_push(again.id)] == [made.id]
+            await receiver.wait(again.id, state=TaskState.COMPLETED, timeout=15)
+
+
+# -- the receiver ---------------------------------------------------------------------------------
+
+
+async def test_the_receiver_refuses_forged_huge_and_foreign_notifications():
+    bus = EventBus()
+    async with WebhookReceiver(bus=bus, max_body=1000) as rx:
+        good = rx.target("t1")
+        async with httpx.AsyncClient() as http:
+            forged = await http.post(rx.url, json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_FAILED"}}},
+                                     headers={"X-A2A-Notification-Token": "guess"})
+            huge = await http.post(rx.url, content=b"{" + b" " * 5000 + b"}", headers={"X-A2A-Notification-Token": good.token})
+            junk = await http.post(rx.url, content=b"\x1b[31mnot json", headers={"X-A2A-Notification-Token": good.token})
+            foreign = await http.post(rx.url, json={}, headers={"Host": "attacker.example",
+                                                                "X-A2A-Notification-Token": good.token})
+            ok = await http.post(rx.url, json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_WORKING"}}},
+                                 headers={"Authorization": f"Bearer {good.token}"})
+        assert (forged.status_code, huge.status_code, junk.status_code, foreign.status_code, ok.status_code) == \
+            (401, 413, 400, 421, 200)
+        assert [(n.task_id, n.state) for n in rx.notifications] == [("t1", TaskState.WORKING)]
+    rows = [e for e in bus.history() if isinstance(e, TrafficEvent)]
+    assert [r.status for r in rows] == [401, 413, 400, 200]  # the forged one is on the wire, not kept
+    assert all(good.token not in r.request_headers.get("authorization", "") for r in rows)
+    assert rows[-1].task_id == "t1" and rows[-1].direction == "in" and rows[-1].rpc_method == "push"
