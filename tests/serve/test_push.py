@@ -242,6 +242,10 @@ async def test_a_slow_webhook_never_slows_the_task_and_hears_every_state_in_orde
             assert task.state is TaskState.COMPLETED
             assert time.monotonic() - started < 0.9  # the webhook takes a second per notification
             await slow.wait(3)
+            assert await handle.runner.push.drain(5)
+            # once a finished task's last notification is sent, nothing of its sender is left running
+            senders = [s for configs in handle.runner.push._configs.values() for s in configs.values()]
+            assert senders and all(s.task is None for s in senders)
     bodies = [body["statusUpdate"]["status"]["state"] for _, _, body in slow.got if "statusUpdate" in body]
     assert bodies == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert all(headers["x-a2a-notification-token"] == "t0k3n-value" for _, headers, _ in slow.got)
@@ -264,6 +268,37 @@ async def test_a_failing_webhook_is_retried_with_backoff_and_a_refusing_one_is_n
         # 404 is an answer: each notification is tried once
         assert len(wrong.got) == len({str(b) for _, _, b in wrong.got})
         assert handle.runner.push.failed >= 1 and handle.runner.push.delivered >= 3
+
+
+async def test_a_webhook_answering_without_end_is_read_bounded_and_the_agent_keeps_serving():
+    async def endless(request: Request):
+        from starlette.responses import StreamingResponse
+
+        async def forever():
+            while True:
+                yield b"\x1b[2J" * 4096  # terminal control, and no end
+                await asyncio.sleep(0)
+
+        return StreamingResponse(forever(), media_type="text/plain")
+
+    hostile = AsgiServer(Starlette(routes=[Route("/hook", endless, methods=["POST"])]))
+    await hostile.start()
+    bus = EventBus()
+    tk = await tn.create_toolkit(builtins=False)
+    try:
+        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), events=bus, record_wire=True,
+                            a2a=tn.A2AConfig(name="p", description="d")) as handle:
+            async with tn.A2AClient(handle.url) as peer:
+                started = time.monotonic()
+                task = await peer.send("hello", blocking=True, push=PushConfig("", hostile.url + "/hook"))
+                assert await handle.runner.push.drain(10)
+                assert time.monotonic() - started < 5
+                assert (await peer.get(task.id)).state is TaskState.COMPLETED  # still serving
+            assert handle.runner.push.delivered == 4  # submitted, working, the reply, completed
+    finally:
+        await hostile.stop()
+    rows = [e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"]
+    assert rows and all(len(r.response_body) <= 4096 for r in rows)
 
 
 async def test_configs_belong_to_the_tasks_owner():

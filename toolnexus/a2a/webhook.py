@@ -125,16 +125,15 @@ class WebhookReceiver:
         client = scope.get("client") or ("?", 0)
         peer = f"{client[0]}:{client[1]}"
         body, size, more = [], 0, True
-        while more:
+        while more and size <= self.max_body:  # past the limit nothing more is read: 413, and close
             message = await receive()
             if message["type"] != "http.request":
                 return  # the peer left
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size <= self.max_body:
-                body.append(chunk)
+            body.append(chunk)
             more = message.get("more_body", False)
-        raw = b"".join(body)
+        raw = b"".join(body)[:self.max_body]
         task_id, state, data = None, None, None
         if scope["method"] != "POST":
             status, answer = 405, {"error": "push notifications are POSTed"}
@@ -154,12 +153,14 @@ class WebhookReceiver:
                 status, answer = 200, {}
         out = _json.dumps(answer)
         reply_headers = {"content-type": "application/json", "content-length": str(len(out))}
+        if more:  # a body left unread: the connection cannot carry another request
+            reply_headers["connection"] = "close"
         await send({"type": "http.response.start", "status": status,
                     "headers": [(k.encode(), v.encode()) for k, v in reply_headers.items()]})
         await send({"type": "http.response.body", "body": out})
         path = scope.get("path", "/")
         self.traffic.record(direction="in", method=scope["method"], url=self.url.rstrip("/") + path, status=status,
-                            started=started, request_headers=headers, request_body=raw[:self.max_body],
+                            started=started, request_headers=headers, request_body=raw,
                             response_headers=reply_headers, response_body=out, rpc_method="push",
                             peer=peer, task_id=task_id, server=self.name)
         if status == 200:

@@ -38,6 +38,8 @@ RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0)
 """Seconds before each retry of a notification that failed (network error, 408, 429, 5xx)."""
 TIMEOUT = 5.0
 """Seconds one POST to a webhook may take in all."""
+ANSWER_KEPT = 4096
+"""Bytes of a webhook's answer read (for the wire log); the rest is never read."""
 
 
 class _Sender:
@@ -50,6 +52,7 @@ class _Sender:
         self.task: asyncio.Task[None] | None = None
         self.sending = False
         self.closed = False
+        self.final = False  # the task's last change is queued: the sender ends once it is sent
 
 
 class PushNotifier:
@@ -138,6 +141,7 @@ class PushNotifier:
                 if len(sender.queue) == QUEUE:
                     self.failed += 1  # the oldest waiting one goes
                 sender.queue.append(_json.dumps(payload))
+            sender.final = task.state.terminal
             sender.wake.set()
             if sender.task is None:
                 sender.task = asyncio.ensure_future(self._deliver(sender))
@@ -145,6 +149,9 @@ class PushNotifier:
     async def _deliver(self, sender: _Sender) -> None:
         while not sender.closed:
             if not sender.queue:
+                if sender.final:  # nothing more will come: no idle task per finished task
+                    sender.task = None
+                    return
                 sender.wake.clear()
                 await sender.wake.wait()
                 continue
@@ -176,8 +183,13 @@ class PushNotifier:
             status, answer, error = None, b"", None
             try:
                 async with asyncio.timeout(self.timeout):
-                    r = await self._http.post(config.url, content=body, headers=headers)
-                    status, answer = r.status_code, r.content[:4096]
+                    async with self._http.stream("POST", config.url, content=body, headers=headers) as r:
+                        status = r.status_code
+                        async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
+                            answer += chunk
+                            if len(answer) >= ANSWER_KEPT:
+                                break
+                    answer = answer[:ANSWER_KEPT]
             except (httpx.HTTPError, TimeoutError, OSError) as exc:
                 error = f"{type(exc).__name__}: {exc}".strip().rstrip(":") if str(exc) else type(exc).__name__
                 if isinstance(exc, TimeoutError):
