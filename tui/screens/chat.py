@@ -386,8 +386,8 @@ class ChatScreen(ModeScreen):
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
         ctx = self.chat.context_id
         waiting = "   (answering its question)" if self.chat.waiting_task else ""
-        push = "   🔔 push on" if self.chat.push else ""
-        self.query_one("#chat-context", Static).update((f"context {ctx}{waiting}" if ctx else "new conversation") + push)
+        push = "🔔 push on   " if self.chat.push else ""  # first: the context id is what gets cut
+        self.query_one("#chat-context", Static).update(push + (f"context {ctx}{waiting}" if ctx else "new conversation"))
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
 
 
