@@ -426,7 +426,7 @@ class A2AClient:
         await self.connect()
         dialect = self.dialect or Dialect.V03
         if isinstance(url, PushConfig):
-            config = PushConfig(task_id, url.url, url.id, url.token, url.scheme, url.credentials, dialect)
+            config = replace(url, task_id=task_id, dialect=dialect)
         else:
             config = PushConfig(task_id, url, config_id or "", token, scheme, credentials, dialect)
         if config.token:

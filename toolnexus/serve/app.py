@@ -176,6 +176,7 @@ async def serve(
     routes: list[BaseRoute] = []
     runner: TaskRunner | None = None
     endpoint: A2AEndpoint | None = None
+    wire = TrafficRecorder(bus, keep=0) if record_wire else None  # the bus keeps the events; it only masks them
     if a2a_cfg is not None:
         store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
         runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
@@ -186,7 +187,7 @@ async def serve(
         if a2a_cfg.push_notifications:
             private_ok = is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
             runner.push = PushNotifier(lambda: (holder["server"].host, holder["server"].port), private_ok=private_ok,
-                                       traffic=TrafficRecorder(bus, keep=0) if record_wire else None, server=name)
+                                       traffic=wire, server=name)
         endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
         routes += endpoint.routes()
 
@@ -214,8 +215,7 @@ async def serve(
     guarded = HostGuard(app, lambda: (holder["server"].host, holder["server"].port),
                         allowed_hosts=[h for c in extras for h in c.allowed_hosts],
                         allowed_origins=[o for c in extras for o in c.allowed_origins])
-    # the bus keeps the events; the recorder only masks them
-    outer: Any = InboundRecorder(guarded, TrafficRecorder(bus, keep=0), name) if record_wire else guarded
+    outer: Any = InboundRecorder(guarded, wire, name) if wire is not None else guarded
     server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock)
     holder["server"] = server
     await server.start()

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from .. import _json
+from ..a2a.client import _why
 from ..a2a.model import Artifact, Task, new_id
 from ..a2a.push import PushConfig, payloads, webhook_refusal
 from ..errors import InvalidParamsError, TaskNotFoundError
@@ -130,9 +131,6 @@ class PushNotifier:
         if not configs:
             self._configs.pop(task_id, None)
 
-    def __contains__(self, task_id: str) -> bool:
-        return task_id in self._configs
-
     # -- delivery ---------------------------------------------------------------------------------
     def notify(self, task: Task, new_artifacts: list[Artifact]) -> None:
         """Queue this change of ``task`` for each of its webhooks (never waits)."""
@@ -190,10 +188,10 @@ class PushNotifier:
                             if len(answer) >= ANSWER_KEPT:
                                 break
                     answer = answer[:ANSWER_KEPT]
-            except (httpx.HTTPError, TimeoutError, OSError) as exc:
-                error = f"{type(exc).__name__}: {exc}".strip().rstrip(":") if str(exc) else type(exc).__name__
-                if isinstance(exc, TimeoutError):
-                    error = f"no answer within {self.timeout:g}s"
+            except TimeoutError:
+                error = f"no answer within {self.timeout:g}s"
+            except (httpx.HTTPError, OSError) as exc:
+                error = _why(exc)
             if self.traffic is not None:
                 self.traffic.record(direction="out", method="POST", url=config.url, status=status, started=started,
                                     request_headers=headers, request_body=body, response_body=answer,

@@ -416,7 +416,7 @@ class TaskRunner:
             self.bus.publish(event)
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
-            if self.push is not None and task.id in self.push:
+            if self.push is not None:  # a task without configs costs one dict lookup
                 self.push.notify(event.task, artifacts or [])
             changed = self._changed.pop(task.id, None)
             if changed is not None:
