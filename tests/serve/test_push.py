@@ -390,3 +390,28 @@ async def test_the_receiver_refuses_forged_huge_and_foreign_notifications():
     assert [r.status for r in rows] == [401, 413, 400, 200]  # the forged one is on the wire, not kept
     assert all(good.token not in r.request_headers.get("authorization", "") for r in rows)
     assert rows[-1].task_id == "t1" and rows[-1].direction == "in" and rows[-1].rpc_method == "push"
+
+
+async def test_odd_answers_from_a_hostile_peer_are_clear_errors():
+    answers = iter([5, [{"url": 7}], "\x1b[2J[b]not a config[/b]", {"configs": {"id": "x"}}])
+
+    async def rpc_answer(request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": next(answers)})
+
+    server = AsgiServer(Starlette(routes=[Route("/", rpc_answer, methods=["POST"])]))
+    await server.start()
+    card = {"name": "odd", "url": server.url + "/", "supportedInterfaces": [
+        {"url": server.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    try:
+        async with tn.A2AClient(card) as peer:
+            with pytest.raises(tn.PeerError, match="is not a list"):
+                await peer.list_push("t1")
+            with pytest.raises(tn.PeerError, match="url must be a string"):
+                await peer.list_push("t1")
+            with pytest.raises(tn.PeerError, match="must be an object"):
+                await peer.get_push("t1")
+            with pytest.raises(tn.PeerError, match="is not a list"):
+                await peer.list_push("t1")
+    finally:
+        await server.stop()

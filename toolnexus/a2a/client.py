@@ -451,7 +451,11 @@ class A2AClient:
         dialect = self.dialect or Dialect.V03
         result = await self._call("push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id})
         items = result.get("configs") if isinstance(result, dict) else result
-        return [self._push_config(c, task_id, dialect) for c in items or [] if isinstance(c, dict)]
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise PeerError(f"{self.peer}: its list of push notification configs is not a list")
+        return [self._push_config(c, task_id, dialect) for c in items]
 
     async def delete_push(self, task_id: str, config_id: str) -> None:
         await self.connect()
