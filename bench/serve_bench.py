@@ -320,25 +320,35 @@ def _report(results: dict[str, Any]) -> str:
 
 
 async def _wire_cost(seconds: float, repeat: int) -> str:
-    """The inbound wire recorder's cost: the same server with it off and on, alternating."""
+    """The inbound wire recorder's cost: the same server with it off and on, both running, each
+    workload measured on one then the other (the order swapped each round), so that a neighbour's
+    load moves both sides of a pair alike."""
     plan = [("card", 64), ("get", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
     # both watched by a bus reader, as the TUI's hosted servers are: the difference is the recorder
-    runs: dict[str, list[list[dict[str, Any]]]] = {"toolnexus-watched": [], "toolnexus-wire": []}
-    for _ in range(repeat):
-        for kind in runs:
-            proc, url = _start(kind)
-            try:
-                runs[kind].append([await _measure(url, proc.pid, op, c, seconds) for op, c in plan])
-            finally:
-                proc.kill()
-                proc.wait()
-    lines = [f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"]
+    kinds = ("toolnexus-watched", "toolnexus-wire")
+    servers = {kind: _start(kind) for kind in kinds}
+    runs: dict[str, list[list[dict[str, Any]]]] = {kind: [[] for _ in plan] for kind in kinds}
+    try:
+        for r in range(repeat):
+            for i, (op, c) in enumerate(plan):
+                for kind in (kinds if r % 2 == 0 else kinds[::-1]):
+                    proc, url = servers[kind]
+                    runs[kind][i].append(await _measure(url, proc.pid, op, c, seconds))
+    finally:
+        for proc, _ in servers.values():
+            proc.kill()
+            proc.wait()
+    lines = [f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"
+             f"{'pairs on/off (min-max)':>26}"]
     for i, (op, c) in enumerate(plan):
-        off = {k: statistics.median(r[i][k] for r in runs["toolnexus-watched"]) for k in ("rate", "cpu_us_per_op")}
-        on = {k: statistics.median(r[i][k] for r in runs["toolnexus-wire"]) for k in ("rate", "cpu_us_per_op")}
-        lines.append(f"{op:<10}{c:>4}{off['rate']:>10.0f}{on['rate']:>10.0f}{on['rate'] / off['rate']:>8.2f}"
-                     f"{off['cpu_us_per_op']:>9.0f}{on['cpu_us_per_op']:>8.0f}"
-                     f"{on['cpu_us_per_op'] / off['cpu_us_per_op']:>7.2f}")
+        off, on = runs[kinds[0]][i], runs[kinds[1]][i]
+        ratios = sorted(b["rate"] / a["rate"] for a, b in zip(off, on))
+        rate = {k: statistics.median(m["rate"] for m in runs[k][i]) for k in kinds}
+        cpu = {k: statistics.median(m["cpu_us_per_op"] for m in runs[k][i]) for k in kinds}
+        lines.append(f"{op:<10}{c:>4}{rate[kinds[0]]:>10.0f}{rate[kinds[1]]:>10.0f}{statistics.median(ratios):>8.2f}"
+                     f"{cpu[kinds[0]]:>9.0f}{cpu[kinds[1]]:>8.0f}{cpu[kinds[1]] / cpu[kinds[0]]:>7.2f}"
+                     f"{ratios[0]:>17.2f}-{ratios[-1]:.2f}")
+    lines.append("on/off: the median of the paired ratios (each pair measured back to back)")
     return "\n".join(lines)
 
 

@@ -325,10 +325,13 @@ class InboundRecorder:
     it ends. Installed only when asked for (``serve(..., record_wire=True)``): nothing is paid
     otherwise.
 
-    What a request pays is kept small (measured with ``bench/serve_bench.py --wire``): it keeps
-    flat copies of what crossed, and the exchanges that ended within ``PUBLISH_EVERY`` (20 ms) are
-    published together; every field of an event (URL, method, task, masking) is worked out when
-    first read.
+    What a request pays is kept small (measured with ``bench/serve_bench.py --wire``): while it is
+    served it keeps references to what crossed (header lists, body chunks up to ``BODY_CAP``);
+    when it ends they become one tuple of bytes, strings and numbers, which the garbage collector
+    stops looking at after one glance; nothing is decoded, searched or masked then. The exchanges
+    that ended within ``PUBLISH_EVERY`` (20 ms) are published together, their secrets learnt
+    first; every field of an event (URL, method, task, bodies, masking) is worked out when first
+    read.
     """
 
     def __init__(self, app: Any, recorder: TrafficRecorder, server: str) -> None:
@@ -342,14 +345,16 @@ class InboundRecorder:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        request: list[bytes] = []
+        request: list[Any] = [0]  # bytes kept, then the body's chunks
         response: list[Any] = [None, (), 0]  # status, headers, bytes kept, then the body's chunks
         error: str | None = None
 
         async def recv() -> Any:
             message = await receive()
-            if message["type"] == "http.request" and sum(map(len, request)) < BODY_CAP:
-                request.append(message.get("body", b""))
+            if message["type"] == "http.request" and request[0] < BODY_CAP:
+                chunk = message.get("body", b"")
+                request.append(chunk)
+                request[0] += len(chunk)
             return message
 
         async def emit(message: Any) -> None:
@@ -363,25 +368,21 @@ class InboundRecorder:
                 response[1] = message.get("headers", ())
             await send(message)
 
+        method = scope["method"]
         try:
-            await self.app(scope, receive if scope.get("method") in ("GET", "HEAD") else recv, emit)
+            await self.app(scope, receive if method == "GET" or method == "HEAD" else recv, emit)
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}".strip()
             raise
         finally:
-            # flat bytes, strings and numbers, taken now: nothing of the request (its scope, these
-            # closures) lives on until the events are made, so the collector has nothing to walk
-            stopped = time.perf_counter()
-            client = scope.get("client") or ("?", 0)
-            raw_headers = scope.get("headers", ())
-            flat = _flat(raw_headers)
-            self._ended.append(_Raw((
-                scope.get("method", "?"), scope.get("scheme", "http"), scope.get("path", ""),
-                scope.get("query_string", b""), flat, f"{client[0]}:{client[1]}",
-                b"".join(request)[:BODY_CAP], response[0], _flat(response[1]), b"".join(response[3:])[:BODY_CAP],
-                error, (stopped - started) * 1000, stopped,
-                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers if _secret_raw(k)]
-                if _SECRET_BYTES.search(flat.lower()) else None)))
+            # flat: bytes, strings, numbers and tuples of them (no list, no dict, nothing of the
+            # scope), so that the collector untracks it at first sight and keeps nothing else alive
+            self._ended.append((
+                method, scope.get("scheme", "http"), scope["path"], scope["query_string"],
+                tuple(scope["headers"]), scope.get("client"),
+                b"".join(request[1:])[:BODY_CAP] if request[0] else b"",
+                response[0], tuple(response[1]), b"".join(response[3:])[:BODY_CAP] if response[2] else b"",
+                error, started, time.perf_counter()))
             if len(self._ended) == 1:  # published in batches: one wake-up of the bus's readers for many
                 asyncio.get_running_loop().call_later(PUBLISH_EVERY, self._publish)
 
@@ -391,25 +392,17 @@ class InboundRecorder:
         rec = self.recorder
         wall, now = time.time(), time.perf_counter()
         for raw in ended:  # learnt first, so that every event masks them
-            if raw[13] or raw[3]:
-                rec.learn(raw[13] or (), f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
+            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)]
+            if secret or raw[3]:
+                rec.learn(secret, f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
         events = [_Inbound(rec, raw, wall - (now - raw[12]), self.server) for raw in ended]
         rec.events.extend(events)
         if rec.bus is not None:
             rec.bus.publish_many(events)
 
 
-_SECRET_BYTES = re.compile(_SECRET_WORDS.pattern.encode())  # searched lower-cased (4x faster than IGNORECASE)
-
-
-def _flat(headers: Iterable[tuple[bytes, bytes]]) -> bytes:
-    """ASGI header pairs as one ``name\0value\0...`` bytes (see :func:`_pairs`)."""
-    return b"\0".join([k + b"\0" + v for k, v in headers])
-
-
-def _pairs(flat: bytes) -> list[tuple[str, str]]:
-    items = flat.decode("latin-1").split("\0") if flat else []
-    return list(zip(items[::2], items[1::2]))
+def _pairs(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -417,44 +410,41 @@ def _secret_raw(name: bytes) -> bool:
     return is_secret_name(name.decode("latin-1"))
 
 
-class _Raw(tuple):  # type: ignore[type-arg]
-    """What an exchange was, unmasked: never shown (its repr says nothing of it)."""
-
-    def __repr__(self) -> str:
-        return "<unmasked exchange, read through the event's fields>"
-
-
 _cached = functools.cached_property
 
 
 class _Inbound(TrafficEvent):
     """An inbound exchange whose every field is worked out (decoded, parsed, masked) when first
-    read: a served request pays for keeping what crossed, not for showing it."""
+    read: a served request pays for keeping what crossed, not for showing it.
 
+    What it was, unmasked, is in slots (never in ``vars(event)``, never in its repr); an event
+    nobody has read is one object the collector tracks, with no ``__dict__`` yet."""
+
+    __slots__ = ("_rec", "_raw", "_wall", "server", "seq")
     direction = "in"
     kind = "traffic"
 
-    def __init__(self, recorder: TrafficRecorder, raw: _Raw, wall: float, server: str) -> None:
+    def __init__(self, recorder: TrafficRecorder, raw: tuple[Any, ...], wall: float, server: str) -> None:
         self._rec = recorder
-        self._raw = raw  # unmasked, never shown as is: method, scheme, path, query, headers, peer, body, status, headers, answer, error, ms
+        self._raw = raw  # method, scheme, path, query, headers, client, body, status, headers, answer, error, started, ended
         self._wall = wall
         self.server = server
         self.seq = 0
 
-    def _headers(self, flat: bytes) -> dict[str, str]:
+    def _headers(self, headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         rec = self._rec
-        return mask_headers(_pairs(flat), rec.secret_names, rec._sorted_values())
+        return mask_headers(_pairs(headers), rec.secret_names, rec._sorted_values())
 
     method = _cached(lambda self: self._raw[0])  # type: ignore[assignment]
-    peer = _cached(lambda self: self._raw[5])  # type: ignore[assignment]
+    peer = _cached(lambda self: "%s:%s" % (self._raw[5] or ("?", 0)))  # type: ignore[assignment]
     status = _cached(lambda self: self._raw[7])  # type: ignore[assignment]
     error = _cached(lambda self: self._raw[10] and self._rec.mask(self._raw[10]))  # type: ignore[assignment]
-    ms = _cached(lambda self: self._raw[11])  # type: ignore[assignment]
+    ms = _cached(lambda self: (self._raw[12] - self._raw[11]) * 1000)  # type: ignore[assignment]
 
     @_cached
     def url(self) -> str:  # type: ignore[override]
         raw = self._raw
-        host = next((v for k, v in _pairs(raw[4]) if k == "host"), "")
+        host = next((v.decode("latin-1") for k, v in raw[4] if k == b"host"), "")
         query = raw[3].decode("latin-1")
         return self._rec.mask(mask_url(f"{raw[1]}://{host}{raw[2]}" + (f"?{query}" if query else "")))
 
@@ -462,7 +452,7 @@ class _Inbound(TrafficEvent):
     def time(self) -> str:  # type: ignore[override]
         return iso_utc(datetime.fromtimestamp(self._wall, timezone.utc))
 
-    @_cached
+    @property
     def _sent(self) -> Any:
         return _json_or_none(self._raw[6]) if self._raw[0] == "POST" else None
 
