@@ -275,8 +275,11 @@ async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path,
     assert "no tasks yet" in h.widget.table.value  # the empty state
     for text in ("greet the data", "weather in Porto please"):
         await (ip.run_line_magic("toolnexus", f"send {h.url} {text}")).done()
-    await asyncio.sleep(1.3)  # the chart draws at most once a second, off the loop
-    h.refresh()
+    for _ in range(100):  # the chart draws at most once a second, off the loop: wait for it, 10 s at most
+        h.refresh()
+        if h.widget.chart.value[:4] == b"\x89PNG":
+            break
+        await asyncio.sleep(0.1)
     df = h.to_dataframe()
     assert list(df["request"]) == ["greet the data", "weather in Porto please"]
     assert str(df["duration_s"].dtype) == "float64" and (df["duration_s"] >= 0).all()
