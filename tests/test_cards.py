@@ -46,6 +46,26 @@ def test_sdk_cards():
     assert compat.ok and compat.summary.startswith("speaks 1.0 and 0.3")
 
 
+def test_a_rest_only_card_is_spoken_to_over_http_json():
+    rest_only = {"name": "r", "description": "d", "version": "1", "capabilities": {}, "skills": [],
+                 "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
+                 "supportedInterfaces": [{"url": "http://127.0.0.1:7100/", "protocolBinding": "HTTP+JSON",
+                                          "protocolVersion": "1.0"}]}
+    report = tn.validate_card(rest_only)
+    assert report.summary == "speaks 1.0 over HTTP+JSON only: REST clients will work; JSON-RPC clients will not"
+    assert report.verdict["a2a-sdk 1.x"].startswith("speaks 1.0 over HTTP+JSON at http://127.0.0.1:7100/ when")
+    assert report.verdict["toolnexus"].startswith("speaks 1.0 over HTTP+JSON at http://127.0.0.1:7100/")
+    card_ = tn.AgentCard(rest_only)
+    assert card_.route()[3] == "HTTP+JSON" and card_.route("JSONRPC")[3] == "JSONRPC"
+    # ours offers both: JSON-RPC unless REST is asked for
+    from toolnexus.a2a.card import build_card
+
+    ours = tn.AgentCard(build_card(base_url="http://127.0.0.1:5000", name="n", description="d", version="1",
+                                   skills=[], streaming=True))
+    assert ours.route()[3] == "JSONRPC"
+    assert ours.route("HTTP+JSON")[:2] == ("1.0", "http://127.0.0.1:5000/")
+
+
 def test_toolnexus_port_card():
     report = tn.validate_card(card("toolnexus-port.json"))
     assert diags(report) == {("warning", "$.description"), ("warning", "$.skills[0].tags"),

@@ -167,3 +167,15 @@ def test_send_follows_the_task_and_answers_input(served_demo):
     assert "--> POST" in traced.stderr and "authorization: Bearer ***" in traced.stderr
     assert "abc123" not in traced.stderr
     assert run("send", served_demo, "x", "--header", "nocolon").returncode == 2
+
+
+def test_send_over_the_http_json_binding(served_demo):
+    data = json.loads(run("send", served_demo, "over rest", "--binding", "http+json", "--json").stdout)
+    assert data["binding"] == "HTTP+JSON" and data["dialect"] == "1.0"
+    assert data["task"]["status"]["state"] == "completed"
+    traced = run("send", served_demo, "over rest", "--binding", "http+json", "--trace", "--stream")
+    assert traced.stdout.strip() == "You said: over rest"
+    assert f"--> POST {served_demo}/message:stream SendStreamingMessage [200]" in traced.stderr
+    refused = run("send", served_demo, "x", "--binding", "http+json", "--dialect", "0.3")
+    assert refused.returncode == 2 and "1.0 only" in refused.stderr
+    assert "over JSONRPC" in run("card", served_demo).stdout

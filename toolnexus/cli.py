@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--task", help="answer this input-required task")
     m.add_argument("--stream", action="store_true", help="use SSE streaming")
     m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
+    m.add_argument("--binding", default="auto", choices=["auto", "jsonrpc", "http+json"],
+                   help="JSON-RPC or the HTTP+JSON (REST) binding (default: what the card offers)")
     m.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
     m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task (default 300)")
     m.add_argument("--json", action="store_true", help="print JSON")
@@ -217,11 +219,11 @@ async def _card(args: argparse.Namespace) -> int:
             out["validation"] = report.to_dict()
         print(json.dumps(out, indent=2))
     else:
-        dialect, endpoint, reason = card.choose()
+        dialect, endpoint, reason, binding = card.route()
         say(f"{card.name} {card.version}  ({card.source})")
         if card.description:
             say(f"  {card.description}")
-        say(f"  endpoint {endpoint}  dialect {dialect} ({reason})")
+        say(f"  endpoint {endpoint}  dialect {dialect} over {binding} ({reason})")
         say(f"  streaming {'yes' if card.streaming else 'no'}")
         for skill in card.skills:
             tags = ", ".join(skill.get("tags") or [])
@@ -240,7 +242,12 @@ async def _send(args: argparse.Namespace) -> int:
     from toolnexus.a2a.dialects import Dialect, render_task
 
     headers = _headers(args.header)
-    client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers))
+    try:
+        client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers),
+                              binding=args.binding)
+    except ValueError as exc:  # a binding the dialect has not
+        say(f"toolnexus: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     def out(text: str, **kwargs: Any) -> None:  # the headers' secrets, masked even in what the peer echoes
         say(client.traffic.mask(text), **kwargs)
@@ -278,7 +285,7 @@ async def _send(args: argparse.Namespace) -> int:
         if task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
             code = EXIT_ERROR
         if args.json:
-            print(json.dumps({"dialect": client.dialect.value if client.dialect else None,
+            print(json.dumps({"dialect": client.dialect.value if client.dialect else None, "binding": client.binding,
                               "dialect_reason": client.dialect_reason, "task": render_task(task, Dialect.V03)}))
         else:
             if task.state is tn.TaskState.COMPLETED:

@@ -42,6 +42,7 @@ __all__ = [
     "ExtendedCardNotConfiguredError",
     "VersionNotSupportedError",
     "RPC_ERRORS",
+    "RPC_REASONS",
 ]
 
 
@@ -114,13 +115,16 @@ class PeerError(ToolnexusError):
 class RPCError(ToolnexusError):
     """A JSON-RPC error: ``code``, ``message`` and optional ``data``.
 
-    Subclasses fix ``code``, ``message`` (the default text) and ``reason`` (the name the 1.x SDK
-    puts in its ``google.rpc.ErrorInfo`` detail).
+    Subclasses fix ``code``, ``message`` (the default text), ``reason`` (the name the 1.x SDK
+    puts in its ``google.rpc.ErrorInfo`` detail), and the HTTP status and gRPC status name the
+    HTTP+JSON and gRPC bindings answer with (A2A 1.0 §5.4).
     """
 
     code: int = -32603
     message: str = "Internal error"
     reason: str = "INTERNAL"
+    http_status: int = 500
+    grpc_status: str = "INTERNAL"
 
     def __init__(self, message: str | None = None, *, data: Any = None) -> None:
         self.message = message or type(self).message
@@ -133,54 +137,67 @@ class RPCError(ToolnexusError):
 
 class ParseError(RPCError):
     code, message, reason = -32700, "Parse error", "PARSE_ERROR"
+    http_status, grpc_status = 400, "INVALID_ARGUMENT"
 
 
 class InvalidRequestError(RPCError):
     code, message, reason = -32600, "Invalid Request", "INVALID_REQUEST"
+    http_status, grpc_status = 400, "INVALID_ARGUMENT"
 
 
 class MethodNotFoundError(RPCError):
     code, message, reason = -32601, "Method not found", "METHOD_NOT_FOUND"
+    http_status, grpc_status = 404, "NOT_FOUND"
 
 
 class InvalidParamsError(RPCError):
     code, message, reason = -32602, "Invalid params", "INVALID_PARAMS"
+    http_status, grpc_status = 400, "INVALID_ARGUMENT"
 
 
 class InternalError(RPCError):
     code, message, reason = -32603, "Internal error", "INTERNAL"
+    http_status, grpc_status = 500, "INTERNAL"
 
 
 class TaskNotFoundError(RPCError):
     code, message, reason = -32001, "Task not found", "TASK_NOT_FOUND"
+    http_status, grpc_status = 404, "NOT_FOUND"
 
 
 class TaskNotCancelableError(RPCError):
     code, message, reason = -32002, "Task cannot be canceled", "TASK_NOT_CANCELABLE"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
 class PushNotificationNotSupportedError(RPCError):
     code, message, reason = -32003, "Push Notification is not supported", "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
 class UnsupportedOperationError(RPCError):
     code, message, reason = -32004, "This operation is not supported", "UNSUPPORTED_OPERATION"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
 class ContentTypeNotSupportedError(RPCError):
     code, message, reason = -32005, "Incompatible content types", "CONTENT_TYPE_NOT_SUPPORTED"
+    http_status, grpc_status = 400, "INVALID_ARGUMENT"
 
 
 class InvalidAgentResponseError(RPCError):
     code, message, reason = -32006, "Invalid agent response", "INVALID_AGENT_RESPONSE"
+    http_status, grpc_status = 500, "INTERNAL"
 
 
 class ExtendedCardNotConfiguredError(RPCError):
     code, message, reason = -32007, "Authenticated Extended Card is not configured", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
 class VersionNotSupportedError(RPCError):
     code, message, reason = -32009, "Version not supported", "VERSION_NOT_SUPPORTED"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
 RPC_ERRORS: dict[int, type[RPCError]] = {
@@ -202,3 +219,6 @@ RPC_ERRORS: dict[int, type[RPCError]] = {
     )
 }
 """Every JSON-RPC error code toolnexus speaks, mapped to its exception class."""
+
+RPC_REASONS: dict[str, type[RPCError]] = {cls.reason: cls for cls in RPC_ERRORS.values()}
+"""The same classes by their ``google.rpc.ErrorInfo`` reason (HTTP+JSON and gRPC errors name them so)."""

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import _json
+from .a2a import rest
 from .a2a.model import iso_utc
 from .events import EventBus, TrafficEvent
 
@@ -456,9 +457,15 @@ class _Inbound(TrafficEvent):
     def _sent(self) -> Any:
         return _json_or_none(self._raw[6]) if self._raw[0] == "POST" else None
 
+    @property
+    def _rest(self) -> tuple[str, dict[str, str]] | None:
+        """The HTTP+JSON operation of the exchange and its path fields, when it is one."""
+        return None if self._raw[0] == "POST" and _method_of(self._sent) else rest.match(self._raw[0], self._raw[2])
+
     @_cached
     def rpc_method(self) -> str | None:  # type: ignore[override]
-        return _method_of(self._sent)
+        found = self._rest
+        return rest.operation_name(found[0]) if found else _method_of(self._sent)
 
     @_cached
     def task_id(self) -> str | None:  # type: ignore[override]
@@ -466,8 +473,14 @@ class _Inbound(TrafficEvent):
             return None
         answer = self._raw[9]
         sse = answer.startswith(b"data:") or b"\ndata:" in answer[:200]
-        first = answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer
-        return task_id_of(self._sent, _json_or_none(first.strip()))
+        first = _json_or_none((answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer).strip())
+        found = self._rest
+        if found is None:
+            return task_id_of(self._sent, first)
+        # HTTP+JSON: the answer is the result itself, the path names the task
+        sent = self._sent if isinstance(self._sent, dict) else {}
+        named = found[1].get("taskId") or found[1].get("id")
+        return task_id_of({"params": {**sent, "id": named} if named else sent}, {"result": first})
 
     @_cached
     def request_headers(self) -> dict[str, str]:  # type: ignore[override]

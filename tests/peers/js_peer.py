@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -31,10 +33,11 @@ def need_js_sdk() -> None:
 
 
 @contextlib.asynccontextmanager
-async def js_server(*, compat: bool = False) -> AsyncIterator[str]:
-    """An agent on the JS SDK's express server on 127.0.0.1 (its base URL); see js/server.mjs."""
+async def js_server(*, compat: bool = False, rest: bool = False) -> AsyncIterator[str]:
+    """An agent on the JS SDK's express server on 127.0.0.1 (its base URL); see js/server.mjs.
+    ``rest``: it serves the HTTP+JSON binding only."""
     need_js_sdk()
-    args = ["node", str(HERE / "server.mjs")] + (["--compat"] if compat else [])
+    args = ["node", str(HERE / "server.mjs")] + (["--compat"] if compat else []) + (["--rest"] if rest else [])
     proc = subprocess.Popen(args, cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -54,3 +57,14 @@ async def js_server(*, compat: bool = False) -> AsyncIterator[str]:
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+async def js_client(url: str, transport: str) -> dict[str, Any]:
+    """What the JS SDK's client saw running its script (js/client.mjs) against ``url``, preferring
+    ``transport`` (JSONRPC or HTTP+JSON)."""
+    need_js_sdk()
+    done = await asyncio.to_thread(subprocess.run, ["node", str(HERE / "client.mjs"), url, transport], cwd=HERE,
+                                   capture_output=True, text=True, timeout=60)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise RuntimeError(f"the JS SDK client failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandlerV2
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import (
     BasePushNotificationSender,
     InMemoryPushNotificationConfigStore,
@@ -71,10 +71,10 @@ class ScriptExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def card(url: str, *, compat: bool, push: bool = False) -> pb.AgentCard:
-    interfaces = [pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")]
+def card(url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC") -> pb.AgentCard:
+    interfaces = [pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")]
     if compat:
-        interfaces.append(pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"))
+        interfaces.append(pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="0.3"))
     return pb.AgentCard(
         name="sdk-echo", description="Echo agent on the official a2a-sdk 1.3.0", version="1.0.0",
         supported_interfaces=interfaces,
@@ -87,11 +87,12 @@ def card(url: str, *, compat: bool, push: bool = False) -> pb.AgentCard:
 
 @contextlib.asynccontextmanager
 async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None,
-                     push: bool = False) -> AsyncIterator[str]:
+                     push: bool = False, binding: str = "JSONRPC") -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
     public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
-    the SDK's own push-notification store and sender, the card saying so."""
+    the SDK's own push-notification store and sender, the card saying so. ``binding="HTTP+JSON"``:
+    the SDK's REST routes instead of JSON-RPC, the only interface on its card."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -111,7 +112,7 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     # the card needs the port, known only once bound: bind first, then add the routes
     await server.start()
     url = server.url + "/"
-    agent_card = card(url, compat=compat, push=push)
+    agent_card = card(url, compat=compat, push=push, binding=binding)
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic")))
@@ -120,8 +121,9 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=InMemoryTaskStore(),
                                       agent_card=agent_card, push_config_store=push_store,
                                       push_sender=BasePushNotificationSender(push_http, push_store) if push else None)
-    for route in create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/",
-                                                                               enable_v0_3_compat=compat):
+    served = (create_rest_routes(handler, enable_v0_3_compat=compat) if binding == "HTTP+JSON"
+              else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat))
+    for route in create_agent_card_routes(agent_card) + served:
         app.router.routes.append(route)
     try:
         yield server.url

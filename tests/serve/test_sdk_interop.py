@@ -1,5 +1,5 @@
-"""The official a2a-sdk 1.x client against a served toolkit, through its 1.0 transport and its 0.3
-compat transport, over a real loopback port."""
+"""The official a2a-sdk 1.x client against a served toolkit, through its 1.0 JSON-RPC transport,
+its 0.3 compat transport and its HTTP+JSON (REST) transport, over a real loopback port."""
 
 from __future__ import annotations
 
@@ -18,24 +18,32 @@ from a2a.types import a2a_pb2 as pb  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-TRANSPORTS = ["1.0", "0.3"]
+TRANSPORTS = ["1.0", "0.3", "rest"]
 
 
 @contextlib.asynccontextmanager
 async def sdk_client(handle, version: str, *, streaming: bool = False):
     """An official client for our card; for '0.3' the card keeps only its 0.3 interface, so the
-    1.x SDK picks its compat transport exactly as it does for a 0.3-only agent."""
+    1.x SDK picks its compat transport exactly as it does for a 0.3-only agent; for 'rest' only
+    its HTTP+JSON interface, and the client is told it may speak that."""
     http = httpx.AsyncClient(timeout=30)
-    factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http))
+    bindings = ["HTTP+JSON"] if version == "rest" else []
+    factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=bindings))
     from a2a.client.card_resolver import A2ACardResolver
 
     card = await A2ACardResolver(http, handle.url).get_agent_card()
     assert card.name == "demo-desk"
-    if version == "0.3":
-        keep = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+    if version in ("0.3", "rest"):
+        keep = [i for i in card.supported_interfaces if i.protocol_version == "0.3"] if version == "0.3" else \
+            [i for i in card.supported_interfaces if i.protocol_binding == "HTTP+JSON"]
+        assert keep
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
     client = factory.create(card)
+    if version == "rest":
+        from a2a.client.transports.rest import RestTransport
+
+        assert isinstance(client._transport, RestTransport)
     try:
         yield client
     finally:

@@ -13,10 +13,11 @@ import pytest
 
 pytest.importorskip("textual")
 
-from textual.widgets import Input  # noqa: E402
+from textual.widgets import DataTable, Input  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
+from tui.screens.chat import _label  # noqa: E402
 from tui.screens.export import Prompt  # noqa: E402
 
 from ..peers.sdk_server import sdk_server  # noqa: E402
@@ -279,3 +280,41 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
 async def _hosted_url(app: ToolnexusApp, pilot) -> str:
     await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
     return next(url for url, p in app.peer_book.peers.items() if p.hosted)
+
+
+async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_rest():
+    from toolnexus.hosting import demo_spec
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with sdk_server(binding="HTTP+JSON") as url, app.run_test(size=(120, 40)) as pilot:
+        await _chat_with(app, pilot, url)  # its card offers only HTTP+JSON: picked by itself
+        assert app.peer_book.peers[url].client.binding == "HTTP+JSON"
+        assert "[rest]" in _label(app.peer_book.peers[url], url)
+        app.screen.query_one("#chat-input", Input).value = "hello over rest"
+        await pilot.press("enter")
+        await until(pilot, lambda: "echo: hello over rest" in shown(app, "#chat-log"))
+        assert any(e.url == url + "/message:send" and e.rpc_method == "SendMessage" for e in app.book.traffic)
+
+        # the hosted demo server speaks both: v three times (auto, 0.3, 1.0, rest) forces HTTP+JSON
+        await until(pilot, lambda: bool(app.workspace.running()))
+        hosted = app.workspace.running()[0].url
+        await until(pilot, lambda: hosted in app.peer_book.peers)
+        await pilot.press("escape", "3")
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(hosted))
+        await pilot.press("v", "v", "v")
+        peer = app.peer_book.peers[hosted]
+        await until(pilot, lambda: peer.dialect == "rest" and peer.state == "reachable"
+                    and peer.client.binding == "HTTP+JSON")
+        assert "rest!" in str(table.get_row(hosted)[3])
+        app.chat_peer = hosted
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        app.screen.query_one("#chat-input", Input).value = "hi rest"
+        await pilot.press("enter")
+        await until(pilot, lambda: "You said: hi rest" in shown(app, "#chat-log"))
+        # both sides of that exchange on the one wire: our request out, the hosted server's in
+        sent = [e for e in app.book.traffic if e.url == hosted + "/message:send"]
+        assert {e.direction for e in sent} == {"out", "in"}

@@ -53,6 +53,7 @@ def build_card(
         "supportedInterfaces": [
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         ],
         "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
         "defaultInputModes": list(input_modes),
@@ -137,28 +138,49 @@ class AgentCard:
     def interfaces(self) -> list[dict[str, Any]]:
         return [i for i in self.raw.get("supportedInterfaces") or [] if isinstance(i, dict)]
 
-    def _jsonrpc(self, major: str) -> dict[str, Any] | None:
+    def _interface(self, major: str, binding: str = "JSONRPC") -> dict[str, Any] | None:
         for i in self.interfaces:
-            binding = str(i.get("protocolBinding", "JSONRPC")).upper()
+            named = str(i.get("protocolBinding", "JSONRPC")).upper()
             version = str(i.get("protocolVersion") or "")
-            if binding == "JSONRPC" and (version.split(".")[0] == major or (major == "1" and not version)):
+            if named == binding and (version.split(".")[0] == major or (major == "1" and not version)):
                 return i
         return None
 
+    def _jsonrpc(self, major: str) -> dict[str, Any] | None:
+        return self._interface(major)
+
     def choose(self) -> tuple[str, str, str]:
-        """``(dialect, endpoint, reason)`` the way the 1.x SDK chooses: a JSONRPC interface of
-        version 1.x (or without a version) means 1.0; otherwise 0.3 at ``url``."""
+        """``(dialect, endpoint, reason)`` of :meth:`route` with the binding left to the card."""
+        dialect, endpoint, reason, _ = self.route()
+        return dialect, endpoint, reason
+
+    def route(self, binding: str | None = None) -> tuple[str, str, str, str]:
+        """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
+        interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
+        HTTP+JSON 1.0 when the card offers only that, or when ``binding="HTTP+JSON"`` is asked for."""
+        rest = self._interface("1", "HTTP+JSON")
+        if binding == "HTTP+JSON":
+            if rest is not None and rest.get("url"):
+                return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding
+            v1 = self._jsonrpc("1")
+            base = str(v1["url"]) if v1 is not None and v1.get("url") else self._base()
+            return "1.0", base, "HTTP+JSON asked for; the card lists no such interface, trying its address", binding
         v1 = self._jsonrpc("1")
         if v1 is not None and v1.get("url"):
-            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x"
+            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x", "JSONRPC"
         v0 = self._jsonrpc("0")
         if v0 is not None and v0.get("url"):
-            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3"
+            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", "JSONRPC"
+        if binding is None and rest is not None and rest.get("url"):
+            return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", "HTTP+JSON"
         url = self.raw.get("url")
         if isinstance(url, str) and url:
-            return "0.3", url, f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
-        base = self.source.split("/.well-known/")[0] if self.source else ""
-        return "0.3", base + "/", "the card names no endpoint; using the address it was fetched from"
+            reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
+            return "0.3", url, reason, "JSONRPC"
+        return "0.3", self._base(), "the card names no endpoint; using the address it was fetched from", "JSONRPC"
+
+    def _base(self) -> str:
+        return (self.source.split("/.well-known/")[0] if self.source else "") + "/"
 
 
 class Diagnostic:
@@ -233,7 +255,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
         add("warning", "$.protocolVersion", f"protocolVersion {pv!r} is not one the official clients know (0.3.x, 1.x)")
     pt = raw.get("preferredTransport")
     if pt is not None and str(pt).upper() != "JSONRPC":
-        add("info", "$.preferredTransport", f"preferredTransport is {pt!r}; toolnexus speaks JSONRPC only")
+        add("info", "$.preferredTransport", f"preferredTransport is {pt!r}; toolnexus speaks 0.3 over JSONRPC only")
     caps = raw.get("capabilities")
     if caps is None:
         add("error", "$.capabilities", "capabilities is required (an object)")
@@ -345,23 +367,29 @@ def origin_text(url: str) -> str:
 
 def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:
     broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
-    dialect, endpoint, reason = card.choose()
+    dialect, endpoint, reason, binding = card.route()
     v1 = card._jsonrpc("1")
+    rest = card._interface("1", "HTTP+JSON")
     has_url = isinstance(card.raw.get("url"), str) and bool(card.raw.get("url"))
     verdict = {}
     if v1 is not None:
         verdict["a2a-sdk 1.x"] = "speaks 1.0 at " + str(v1.get("url"))
     elif has_url or card._jsonrpc("0") is not None:
         verdict["a2a-sdk 1.x"] = "falls back to its 0.3 compat transport at " + endpoint
+    elif rest is not None:
+        verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over HTTP+JSON at {rest.get('url')} when its ClientConfig lists "
+                                  "HTTP+JSON (its default is JSONRPC only)")
     else:
         verdict["a2a-sdk 1.x"] = "finds no JSONRPC endpoint: cannot connect"
     verdict["a2a-sdk 0.3"] = ("speaks 0.3 at " + str(card.raw["url"])) if has_url else \
         "rejects this card (no top-level url)"
     verdict["toolnexus"] = f"speaks {dialect} at {endpoint} ({reason}); falls back to the toolnexus legacy dialect " \
                            "if the peer does not know the 0.3 methods" if dialect == "0.3" else \
-        f"speaks {dialect} at {endpoint} ({reason})"
+        f"speaks {dialect} over {binding} at {endpoint} ({reason})"
     if broken:
         summary = "the card is broken: clients will not use it"
+    elif binding == "HTTP+JSON":
+        summary = "speaks 1.0 over HTTP+JSON only: REST clients will work; JSON-RPC clients will not"
     elif dialect == "1.0" and has_url:
         summary = "speaks 1.0 and 0.3: both official client lines will work"
     elif dialect == "1.0":

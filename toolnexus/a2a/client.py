@@ -27,16 +27,20 @@ from ..errors import (
     MethodNotFoundError,
     PeerError,
     RPCError,
+    TaskNotFoundError,
     UnsupportedOperationError,
 )
 from ..events import EventBus, TaskEvent
 from ..traffic import TrafficRecorder
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text
+from . import rest
 from .dialects import Dialect, parse_message, parse_task, render_message
 from .model import Message, Part, Task, TaskState, TaskStatus, new_id
 from .push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
 
 __all__ = ["A2AClient", "fetch_card"]
+
+_BINDINGS = {"auto": None, "jsonrpc": "JSONRPC", "json-rpc": "JSONRPC", "http+json": "HTTP+JSON", "rest": "HTTP+JSON"}
 
 _METHODS = {
     Dialect.V03: {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel", "stream": "message/stream",
@@ -159,6 +163,8 @@ class A2AClient:
         headers: sent with every request (values are masked on the wire log).
         timeout: seconds one HTTP request may take (streams: between frames).
         dialect: ``"auto"``, ``"0.3"``, ``"1.0"`` or ``"legacy"``.
+        binding: ``"auto"`` (what the card offers: JSON-RPC first), ``"jsonrpc"`` or ``"http+json"``
+            (the REST binding, spoken in 1.0).
         bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
         secret_headers: more header names to mask on the wire log.
     """
@@ -173,9 +179,16 @@ class A2AClient:
         bus: EventBus | None = None,
         secret_headers: tuple[str, ...] = (),
         http: httpx.AsyncClient | None = None,
+        binding: str = "auto",
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
+        self.forced_binding = _BINDINGS.get(binding.lower())
+        if binding.lower() not in _BINDINGS:
+            raise ValueError(f"binding must be auto, jsonrpc or http+json, not {binding!r}")
+        if self.forced_binding == "HTTP+JSON" and dialect in ("0.3", "legacy"):
+            raise ValueError(f"the HTTP+JSON binding is spoken in 1.0 only, not in {dialect}")
+        self.binding = self.forced_binding or "JSONRPC"
         self.card: AgentCard | None = None
         self.url = ""
         if isinstance(card_or_url, AgentCard):
@@ -243,11 +256,11 @@ class A2AClient:
                                          version=version)
             self.traffic.peer = self.card.name or self.url
         if not self.endpoint:
-            dialect, endpoint, reason = self.card.choose()
+            dialect, endpoint, reason, self.binding = self.card.route(self.forced_binding)
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
-            if self.forced is None:
+            if self.forced is None or self.binding == "HTTP+JSON":
                 self.dialect, self.dialect_reason = Dialect(dialect), reason
             named = self.url or self.card.source
             if named and self.headers and origin(endpoint) != origin(named):
@@ -266,35 +279,45 @@ class A2AClient:
         return h
 
     async def _prepare(self, op: str, params: dict[str, Any],
-                       stream: bool = False) -> tuple[str, bytes, dict[str, str]]:
-        """The method name, JSON-RPC body and headers of ``op`` in the dialect in use."""
+                       stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+        """``(method name, HTTP method, URL, body, headers)`` of ``op`` in the dialect and binding
+        in use (HTTP+JSON: the 1.0 method name, its route, the rest of the params as query or body)."""
         await self.connect()
         dialect = self.dialect or Dialect.V03
         method = _METHODS[dialect].get(op)
         if method is None:
             what = "streaming" if stream else f"{op} operation"
             raise UnsupportedOperationError(f"the {dialect.value} dialect has no {what}")
+        if self.binding == "HTTP+JSON":
+            verb, path, payload = rest.request_for(op, params)
+            headers = self._headers(dialect, stream=stream)
+            if payload is None:
+                del headers["content-type"]
+            body = b"" if payload is None else _json.dumps(payload)
+            return method, verb, self.endpoint.rstrip("/") + path, body, headers
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
-        return method, body, self._headers(dialect, stream=stream)
+        return method, "POST", self.endpoint, body, self._headers(dialect, stream=stream)
 
     async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         """One call; ``empty_ok``: an answer with neither result nor error is a null result (the
         official SDK's 0.3 compat answers a delete that way)."""
-        method, body, headers = await self._prepare(op, params)
+        method, verb, url, body, headers = await self._prepare(op, params)
         started = time.perf_counter()
         try:
-            r, content = await _exchange(self._http, "POST", self.endpoint, headers=headers, content=body,
+            r, content = await _exchange(self._http, verb, url, headers=headers, content=body,
                                          limit=MAX_RESPONSE, timeout=self.timeout)
         except httpx.HTTPError as exc:
-            self.traffic.record(direction="out", method="POST", url=self.endpoint, status=None, started=started,
+            self.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
                                 request_headers=headers, request_body=body, rpc_method=method, error=_why(exc))
             raise PeerError(f"{self.peer}: {method} failed: {_why(exc)}") from None
-        self.traffic.record(direction="out", method="POST", url=self.endpoint, status=r.status_code, started=started,
+        self.traffic.record(direction="out", method=verb, url=url, status=r.status_code, started=started,
                             request_headers=dict(r.request.headers), request_body=body,
                             response_headers=dict(r.headers), response_body=content, rpc_method=method)
         return self._result(method, r.status_code, content, empty_ok=empty_ok)
 
     def _result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
+        if self.binding == "HTTP+JSON":
+            return self._rest_result(method, status, content)
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
@@ -312,6 +335,28 @@ class A2AClient:
         if data.get("error") is not None:
             raise _rpc_error(data["error"], self.traffic.mask)
         return data["result"]
+
+    def _rest_result(self, method: str, status: int, content: bytes) -> Any:
+        """An HTTP+JSON answer: the result is the whole body; a failure is ``{"error": {...}}``."""
+        if not content.strip() and 200 <= status < 300:
+            return {}
+        try:
+            data = _json.loads(content)
+        except (*_json.JSONDecodeError, ValueError):
+            excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
+            hint = " (it serves no HTTP+JSON binding there)" if status in (404, 405) else ""
+            raise PeerError(f"{self.peer}: {method} answered HTTP {status}{hint} with no JSON body: {excerpt}",
+                            status=status) from None
+        error = rest.parse_error(status, data, self.traffic.mask)
+        if error is not None:
+            raise error
+        if not 200 <= status < 300:
+            if status in (401, 403):
+                meaning = "authentication required" if status == 401 else "invalid credentials"
+                raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
+                                f"headers/credentials", status=status)
+            raise PeerError(f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
+        return data
 
     async def _send_op(self, op: str, params: dict[str, Any]) -> Any:
         """A send; in auto mode a 0.3 send refused with -32601 is retried once as toolnexus legacy."""
@@ -440,6 +485,11 @@ class A2AClient:
         """A push-notification config of ``task_id`` (its first when no id is given)."""
         await self.connect()
         dialect = self.dialect or Dialect.V03
+        if not config_id and self.binding == "HTTP+JSON":  # its route names a config: the first listed
+            configs = await self.list_push(task_id)
+            if not configs:
+                raise TaskNotFoundError(f"task {task_id} has no push notification config")
+            return configs[0]
         if dialect is Dialect.V10:
             params: dict[str, Any] = {"taskId": task_id, **({"id": config_id} if config_id else {})}
         else:
@@ -492,7 +542,7 @@ class A2AClient:
         """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive
         whole within ``timeout`` of its first byte; between events the peer may stay silent for
         ``max(timeout, 60)`` seconds. The exchange is on the wire log however the stream ends."""
-        method, body, headers = await self._prepare(op, params, stream=True)
+        method, verb, url, body, headers = await self._prepare(op, params, stream=True)
         started = time.perf_counter()
         frames: list[str] = []
         task: Task | None = None
@@ -500,7 +550,7 @@ class A2AClient:
         error: str | None = None
         timeout = httpx.Timeout(self.timeout, read=max(self.timeout, 60.0))
         try:
-            async with self._http.stream("POST", self.endpoint, content=body, headers=headers, timeout=timeout) as r:
+            async with self._http.stream(verb, url, content=body, headers=headers, timeout=timeout) as r:
                 status, response_headers = r.status_code, dict(r.headers)
                 if not r.headers.get("content-type", "").startswith("text/event-stream"):
                     async with asyncio.timeout(self.timeout):
@@ -528,7 +578,7 @@ class A2AClient:
             error = _why(exc)
             raise
         finally:
-            self.traffic.record(direction="out", method="POST", url=self.endpoint, status=status, started=started,
+            self.traffic.record(direction="out", method=verb, url=url, status=status, started=started,
                                 request_headers=headers, request_body=body, response_headers=response_headers,
                                 response_body=content or "\n\n".join(frames), rpc_method=method, frames=frames,
                                 error=error)

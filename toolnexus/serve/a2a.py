@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -21,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import _json
+from ..a2a import rest
 from ..a2a.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..a2a.dialects import (
     Dialect,
@@ -94,6 +96,7 @@ _V10_METHODS = {
     "GetExtendedAgentCard": _EXTENDED,
 }
 _LEGACY_CAPABLE = frozenset({_SEND, _GET, _CANCEL})
+_REST_BODIES = frozenset({_SEND, _STREAM, _PUSH_SET})  # the HTTP+JSON operations whose body is read
 _SERVED_VERSIONS = "0.3, 1.0"
 _DRAIN = 1024 * 1024
 """Bytes past the limit read and thrown away before a 413, so that the client sees the answer."""
@@ -136,7 +139,15 @@ class A2AEndpoint:
             Route(CARD_PATH, self.card, methods=["GET"]),
             Route(LEGACY_CARD_PATH, self.card, methods=["GET"]),
             Route("/", self.rpc, methods=["POST"]),
+            *self._rest_routes(),
         ]
+
+    def _rest_routes(self) -> list[Route]:
+        """The HTTP+JSON binding at the same base URL; ``/tasks/{id}:verb`` before ``/tasks/{id}``,
+        which would take it otherwise."""
+        table = [(m, t, op) for op, (m, t, _) in rest.OPERATIONS.items()] + [("GET", "/tasks/{id}:subscribe", _RESUB)]
+        table.sort(key=lambda row: ":" not in row[1])
+        return [Route(t, functools.partial(self.rest, op), methods=[m]) for m, t, op in table]
 
     # -- the card -------------------------------------------------------------------------------
     def card_json(self) -> dict[str, Any]:
@@ -242,16 +253,56 @@ class A2AEndpoint:
             return outcome
         return _json_response(result_envelope(rid, outcome))
 
+    def _owner(self, request: Request) -> str | None:
+        """The caller's owner key (see ``Auth.identify``); a refused caller raises _Refusal."""
+        auth = self.config.auth
+        if auth is None:
+            return None
+        status, owner = auth.identify(request.headers)
+        if status is not None:
+            challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
+            text = "authentication required" if status == 401 else "invalid credentials"
+            raise _Refusal(status, text, challenge)
+        return owner
+
+    # -- HTTP+JSON ----------------------------------------------------------------------------------
+    async def rest(self, op: str, request: Request) -> Response:
+        """One operation of the HTTP+JSON binding (A2A 1.0 §11): the checks and the work of its
+        JSON-RPC method, the answer as the binding writes it (the result as the body; a failure as
+        ``google.rpc.Status`` with the HTTP status of §5.4)."""
+        try:
+            version = request.headers.get("a2a-version")
+            if version is not None and _major(version) != 1:  # these routes are 1.0's
+                raise VersionNotSupportedError(
+                    f"Version not supported: A2A-Version {version} on {request.url.path} (the HTTP+JSON routes "
+                    f"of this agent speak 1.0)", data={"supportedVersions": "1.0"})
+            body = None
+            if op in _REST_BODIES:
+                raw, owner = await self._read(request)
+                try:
+                    body = _json.loads(raw)
+                except (*_json.JSONDecodeError, ValueError):
+                    raise ParseError("Parse error: the body is not valid JSON") from None
+            else:
+                owner = self._owner(request)
+            params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
+            outcome = await self._dispatch(op, params, Dialect.V10, None, owner, rest=True)
+        except _Refusal as refusal:
+            return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except RPCError as err:
+            return _json_response(rest.error_body(err), err.http_status)
+        except Exception:
+            log.exception("HTTP+JSON %s %s failed", request.method, request.url.path)
+            return _json_response(rest.error_body(InternalError()), 500)
+        if isinstance(outcome, Response):
+            return outcome
+        return Response(_json.dumps(outcome), 200, media_type=rest.MEDIA_TYPE)
+
     async def _read(self, request: Request) -> tuple[bytes, str | None]:
         """The body, and the caller's owner key (see ``Auth.identify``); refusals raise _Refusal."""
-        auth = self.config.auth
-        owner = None
-        if auth is not None:
-            status, owner = auth.identify(request.headers)
-            if status is not None:
-                challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
-                text = "authentication required" if status == 401 else "invalid credentials"
-                raise _Refusal(status, text, challenge)
+        owner = self._owner(request)
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype not in _JSON_TYPES and not ctype.endswith("+json"):
             raise _Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
@@ -316,11 +367,13 @@ class A2AEndpoint:
         return Dialect.LEGACY, kind
 
     async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                        owner: str | None = None) -> Any:
+                        owner: str | None = None, rest: bool = False) -> Any:
+        """What ``kind`` answers: a rendered result, or a stream (``rest``: its frames carry no
+        JSON-RPC envelope, as the HTTP+JSON binding has them)."""
         if kind == _SEND:
             return await self._send(params, dialect, rid, owner, stream=False)
         if kind == _STREAM:
-            return await self._send(params, dialect, rid, owner, stream=True)
+            return await self._send(params, dialect, rid, owner, stream=True, rest=rest)
         if kind == _GET:
             key = (_id(params), dialect, _history_length(params), owner)
             rendered = self._finished.get(key)
@@ -340,7 +393,7 @@ class A2AEndpoint:
         if kind == _LIST:
             return await self._list(params, owner)
         if kind == _RESUB:
-            return await self._resubscribe(params, dialect, rid, owner)
+            return await self._resubscribe(params, dialect, rid, owner, rest)
         if kind in _PUSH:
             return await self._push(kind, params, dialect, owner)
         # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
@@ -351,7 +404,7 @@ class A2AEndpoint:
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                    stream: bool) -> Any:
+                    stream: bool, rest: bool = False) -> Any:
         if stream and not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         message = parse_message(params.get("message"))
@@ -400,7 +453,7 @@ class A2AEndpoint:
                 self.runner.push.set(push)  # type: ignore[union-attr]
                 self.runner.push.notify(task.snapshot(), [])  # type: ignore[union-attr]
         if queue is not None:
-            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length)
+            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, rest)
         if not blocking:
             return render_send_result(task, dialect, history_length)
         await self.runner.wait(task, self.config.blocking_timeout)
@@ -476,22 +529,23 @@ class A2AEndpoint:
             "totalSize": page.total,
         }
 
-    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None) -> Response:
+    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
+                           rest: bool = False) -> Response:
         if not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
             raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
         queue = self.runner.listen(task.id)
-        return self._stream(task, task.snapshot(), queue, dialect, rid, None)
+        return self._stream(task, task.snapshot(), queue, dialect, rid, None, rest)
 
     # -- SSE --------------------------------------------------------------------------------------
     def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
-                history_length: int | None) -> Response:
+                history_length: int | None, rest: bool = False) -> Response:
         runner = self.runner
 
         def frame(result: Any) -> bytes:
-            return b"data: " + _json.dumps(result_envelope(rid, result)) + b"\n\n"
+            return b"data: " + _json.dumps(result if rest else result_envelope(rid, result)) + b"\n\n"
 
         async def frames() -> AsyncIterator[bytes]:
             sent_artifacts = {a.artifact_id for a in first.artifacts}

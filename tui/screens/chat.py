@@ -19,6 +19,7 @@ from toolnexus.a2a.model import Message, Part, Task, TaskState
 from toolnexus.errors import PeerError
 from toolnexus.monitor import STATE_STYLE
 
+from ..peers import spoken
 from ..widgets import ModeBar
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
@@ -408,5 +409,5 @@ def _size(n: int) -> str:
 
 def _label(peer: Any, url: str) -> str:
     """A picker entry that tells peers of one name apart: name, URL, dialect in use."""
-    dialect = peer.client.dialect.value if peer.client is not None and peer.client.dialect else "?"
+    dialect = spoken(peer.client).replace("—", "?")
     return f"{peer.name}{' (hosted)' if peer.hosted else ''}  {url.removeprefix('http://')}  [{dialect}]"

@@ -25,7 +25,7 @@ from textual.widgets import (
 from toolnexus import validate_card
 from toolnexus.monitor import STATE_STYLE
 
-from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers
+from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -92,7 +92,7 @@ class PeersScreen(ModeScreen):
         for url, peer in self.tn.peer_book.peers.items():
             dot = {"reachable": Text("●", "green"), "unreachable": Text("✘", "red"),
                    "checking": Text("◌", "yellow")}.get(peer.state, Text("○", "grey50"))
-            dialect = peer.client.dialect.value if peer.client and peer.client.dialect else "—"
+            dialect = spoken(peer.client)
             if peer.dialect != "auto":
                 dialect += "!"  # forced
             if peer.blocking:
@@ -134,8 +134,8 @@ class PeersScreen(ModeScreen):
         diag.append(f"verdict: {report.summary}\n", "bold")
         for line, what in report.verdict.items():
             diag.append(f"  {line}: {what}\n")
-        diag.append(f"\ndialect in use: {peer.client.dialect.value if peer.client and peer.client.dialect else '?'}"
-                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/legacy\n"
+        diag.append(f"\ndialect in use: {spoken(peer.client)}"
+                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/rest/legacy\n"
                     f"sends: {'blocking' if peer.blocking else 'non-blocking, then follow the task'} (b toggles)\n\n")
         colors = {"error": "red", "warning": "yellow", "info": "grey62"}
         for d in report.diagnostics:
@@ -253,11 +253,11 @@ class PeersScreen(ModeScreen):
                     (" (a literal secret is kept for this session only)" if peer.keeps_literal else ""))
 
     def action_cycle_dialect(self) -> None:
-        """auto → 0.3 → 1.0 → legacy: force the dialect this peer is spoken to in."""
+        """auto → 0.3 → 1.0 → rest (1.0 over HTTP+JSON) → legacy: force how this peer is spoken to."""
         peer = self.tn.peer_book.peers.get(self.selected() or "")
         if peer is None:
             return
-        order = ["auto", "0.3", "1.0", "legacy"]
+        order = ["auto", "0.3", "1.0", "rest", "legacy"]
         peer.dialect = order[(order.index(peer.dialect) + 1) % len(order)]
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)

@@ -1,5 +1,6 @@
 // An agent served by the official A2A JavaScript SDK (@a2a-js/sdk), a real peer for toolnexus' tests.
-// Usage: node server.mjs [--compat]   prints its base URL on the first line of stdout.
+// Usage: node server.mjs [--compat] [--rest]   prints its base URL on the first line of stdout
+// (--rest: the SDK's HTTP+JSON handler instead of JSON-RPC, the only binding on its card).
 // "question" asks for input (input-required); the answer completes the same task, after a pause
 // in which the task still reads input-required (what the SDK returns to a non-blocking answer);
 // "chunked" streams its reply as three appends to one artifact; "slow" works for a second first;
@@ -10,9 +11,10 @@ import {
   AgentEvent, DefaultExecutionEventBusManager, DefaultPushNotificationSender, DefaultRequestHandler,
   InMemoryPushNotificationStore, InMemoryTaskStore,
 } from "@a2a-js/sdk/server";
-import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 
 const compat = process.argv.includes("--compat");
+const binding = process.argv.includes("--rest") ? "HTTP+JSON" : "JSONRPC";
 const STATE = { submitted: 1, working: 2, completed: 3, inputRequired: 6 };
 const AGENT = 2;
 const now = () => new Date().toISOString();
@@ -78,11 +80,12 @@ const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executo
 const app = express();
 const legacyCompat = compat ? { enabled: true } : undefined;
 app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler, legacyCompat }));
-app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+const serve = binding === "HTTP+JSON" ? restHandler : jsonRpcHandler;
+app.use("/", serve({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
 const server = app.listen(0, "127.0.0.1", () => {
   const url = `http://127.0.0.1:${server.address().port}`;
-  card.supportedInterfaces.push({ url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" });
-  if (compat) card.supportedInterfaces.push({ url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" });
+  card.supportedInterfaces.push({ url, protocolBinding: binding, tenant: "", protocolVersion: "1.0" });
+  if (compat) card.supportedInterfaces.push({ url, protocolBinding: binding, tenant: "", protocolVersion: "0.3" });
   console.log(url);
 });
 process.stdin.on("end", () => process.exit(0)); // the test closes our stdin: we go
