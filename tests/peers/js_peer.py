@@ -59,11 +59,13 @@ async def js_server(*, compat: bool = False, rest: bool = False) -> AsyncIterato
                 pipe.close()
 
 
-async def js_client(url: str, transport: str) -> dict[str, Any]:
+async def js_client(url: str, transport: str, version: str = "") -> dict[str, Any]:
     """What the JS SDK's client saw running its script (js/client.mjs) against ``url``, preferring
-    ``transport`` (JSONRPC or HTTP+JSON)."""
+    ``transport`` (JSONRPC or HTTP+JSON); ``version="0.3"``: the card's 0.3 interface, spoken with
+    the SDK's legacy compat."""
     need_js_sdk()
-    done = await asyncio.to_thread(subprocess.run, ["node", str(HERE / "client.mjs"), url, transport], cwd=HERE,
+    args = ["node", str(HERE / "client.mjs"), url, transport] + ([version] if version else [])
+    done = await asyncio.to_thread(subprocess.run, args, cwd=HERE,
                                    capture_output=True, text=True, timeout=60)
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(f"the JS SDK client failed ({done.returncode}): {done.stderr[-2000:]}")

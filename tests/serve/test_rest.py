@@ -187,11 +187,11 @@ async def test_forcing_a_binding():
             await client.send("hi")
 
 
-@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
-async def test_the_js_sdk_client_on_both_bindings_and_what_the_wire_shows(transport):
+@pytest.mark.parametrize("transport, version", [("JSONRPC", ""), ("HTTP+JSON", ""), ("HTTP+JSON", "0.3")])
+async def test_the_js_sdk_client_on_both_bindings_and_what_the_wire_shows(transport, version):
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="js-target"), record_wire=True) as handle:
-        seen = await js_client(handle.url, transport)
+        seen = await js_client(handle.url, transport, version)
         await asyncio.sleep(0.1)  # the recorder publishes every 20 ms
         inbound = [e for e in handle.events.history() if isinstance(e, tn.TrafficEvent) and e.direction == "in"]
     assert seen["send"] == {"id": seen["send"]["id"], "state": "completed", "reply": "You said: hello from js"}
@@ -201,11 +201,58 @@ async def test_the_js_sdk_client_on_both_bindings_and_what_the_wire_shows(transp
     assert "not found" in seen["unknown"]["error"].lower()
     rpc = [e for e in inbound if e.rpc_method]
     paths = {e.url.removeprefix(handle.url) for e in rpc}
+    assert seen["protocolVersion"] == (version or "1.0")
     if transport == "HTTP+JSON":
-        assert {"/message:send", "/message:stream", f"/tasks/{seen['send']['id']}"} <= paths
+        prefix = "/v1" if version else ""
+        assert {f"{prefix}/message:send", f"{prefix}/message:stream", f"{prefix}/tasks/{seen['send']['id']}"} <= paths
     else:
         assert paths == {"/"}
     # REST or not, the wire names each exchange's method and task
     assert {"SendMessage", "GetTask", "SendStreamingMessage", "CancelTask"} <= {e.rpc_method for e in rpc}
     assert [e.task_id for e in rpc if e.rpc_method == "GetTask"] == [seen["send"]["id"], "no-such-task"]
     assert all(e.task_id for e in rpc if e.rpc_method in ("SendMessage", "SendStreamingMessage", "CancelTask"))
+
+
+async def test_the_0_3_routes_under_v1_speak_0_3_proto_json():
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="v03-desk")) as handle, \
+            httpx.AsyncClient(base_url=handle.url + "/v1", headers={"A2A-Version": "0.3"}, timeout=30) as http:
+        card = (await http.get(handle.url + "/.well-known/agent-card.json")).json()
+        assert {"url": handle.url + "/", "transport": "HTTP+JSON"} in card["additionalInterfaces"]
+        # proto field names, as the 1.x SDK's compat client writes them, and a blocking send
+        sent = await http.post("/message:send", json={"request": {"message_id": "m-1", "role": "ROLE_USER",
+                                                                  "content": [{"text": "hello 0.3"}]},
+                                                      "configuration": {"blocking": True}})
+        task = sent.json()["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["history"][0]["content"] == [{"text": "hello 0.3"}] and "parts" not in task["history"][0]
+        assert task["artifacts"][0]["parts"] == [{"text": "You said: hello 0.3"}]
+        # proto3: blocking absent is false, the task comes back at once
+        slow = (await http.post("/message:send", json={"message": {"messageId": "m-2", "role": "ROLE_USER",
+                                                                   "content": [{"text": "slow 20"}]}})).json()["task"]
+        assert slow["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        canceled = (await http.post(f"/tasks/{slow['id']}:cancel")).json()
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELLED"  # 0.3's spelling
+        # a stream: 0.3 status updates carry final
+        async with http.stream("POST", "/message:stream", json={"message": {
+                "messageId": "m-3", "role": "ROLE_USER", "content": [{"text": "stream 0.3"}]}}) as stream:
+            frames = [json.loads(line[5:]) async for line in stream.aiter_lines() if line.startswith("data:")]
+        assert frames[-1]["statusUpdate"]["final"] is True and frames[-1]["statusUpdate"]["status"]["state"] == \
+            "TASK_STATE_COMPLETED"
+        # push configs in 0.3's shape: a name, the config inside
+        made = (await http.post(f"/tasks/{task['id']}/pushNotificationConfigs", json={
+            "name": "", "pushNotificationConfig": {"url": "http://127.0.0.1:9/hook", "token": "t-9",
+                                                   "authentication": {"schemes": ["Bearer"], "credentials": "c"}}})).json()
+        inner = made["pushNotificationConfig"]
+        assert made["name"] == f"tasks/{task['id']}/pushNotificationConfigs/{inner['id']}"
+        assert inner["authentication"] == {"schemes": ["Bearer"], "credentials": "c"} and inner["token"] == "t-9"
+        listed = (await http.get(f"/tasks/{task['id']}/pushNotificationConfigs")).json()
+        assert [c["name"] for c in listed["configs"]] == [made["name"]]
+        # errors: the Status and the 0.3-era type the compat clients read
+        missing = await http.get("/tasks/no-such-task")
+        assert missing.status_code == 404 and missing.json()["type"] == "TaskNotFoundError"
+        assert missing.json()["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
+        wrong = await http.post("/message:send", json={"message": {"content": "x"}}, headers={"A2A-Version": "1.0"})
+        assert wrong.status_code == 400 and wrong.json()["type"] == "VersionNotSupportedError"
+        assert (await http.get("/tasks")).status_code == 404  # ListTasks is not a 0.3 route
+

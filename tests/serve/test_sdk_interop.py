@@ -18,32 +18,34 @@ from a2a.types import a2a_pb2 as pb  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-TRANSPORTS = ["1.0", "0.3", "rest"]
+TRANSPORTS = ["1.0", "0.3", "rest", "rest-0.3"]
 
 
 @contextlib.asynccontextmanager
 async def sdk_client(handle, version: str, *, streaming: bool = False):
     """An official client for our card; for '0.3' the card keeps only its 0.3 interface, so the
-    1.x SDK picks its compat transport exactly as it does for a 0.3-only agent; for 'rest' only
-    its HTTP+JSON interface, and the client is told it may speak that."""
+    1.x SDK picks its compat transport exactly as it does for a 0.3-only agent; for 'rest' and
+    'rest-0.3' only that HTTP+JSON interface, and the client is told it may speak that."""
     http = httpx.AsyncClient(timeout=30)
-    bindings = ["HTTP+JSON"] if version == "rest" else []
+    bindings = ["HTTP+JSON"] if version.startswith("rest") else []
     factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=bindings))
     from a2a.client.card_resolver import A2ACardResolver
 
     card = await A2ACardResolver(http, handle.url).get_agent_card()
     assert card.name == "demo-desk"
-    if version in ("0.3", "rest"):
-        keep = [i for i in card.supported_interfaces if i.protocol_version == "0.3"] if version == "0.3" else \
-            [i for i in card.supported_interfaces if i.protocol_binding == "HTTP+JSON"]
+    if version != "1.0":
+        binding, wanted = {"0.3": ("JSONRPC", "0.3"), "rest": ("HTTP+JSON", "1.0"),
+                           "rest-0.3": ("HTTP+JSON", "0.3")}[version]
+        keep = [i for i in card.supported_interfaces if (i.protocol_binding, i.protocol_version) == (binding, wanted)]
         assert keep
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
     client = factory.create(card)
-    if version == "rest":
+    if version.startswith("rest"):
         from a2a.client.transports.rest import RestTransport
+        from a2a.compat.v0_3.rest_transport import CompatRestTransport
 
-        assert isinstance(client._transport, RestTransport)
+        assert isinstance(client._transport, RestTransport if version == "rest" else CompatRestTransport)
     try:
         yield client
     finally:

@@ -516,7 +516,9 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
     assert card["supportedInterfaces"] == [
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"}]
+    assert card["additionalInterfaces"] == [{"url": url, "transport": "JSONRPC"}, {"url": url, "transport": "HTTP+JSON"}]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert card["defaultInputModes"] == ["text"] and card["defaultOutputModes"] == ["text"]
     assert {s["id"]: s["tags"] for s in card["skills"]} == {

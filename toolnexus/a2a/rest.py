@@ -5,6 +5,11 @@ in ``params`` travels in the path (``{id}``, ``{configId}``), the query (GET, DE
 (POST), in the same 1.0 shapes; a success is the JSON-RPC ``result`` as the whole body, a failure
 is a ``google.rpc.Status`` (``{"error": {"code", "status", "message", "details"}}``) with the HTTP
 status of §5.4; streams are SSE whose ``data`` is a ``StreamResponse`` with no envelope.
+
+A2A 0.3's REST routes are the same under ``/v1/`` (``/v1/card`` for the extended card), in 0.3's
+proto-JSON (``content`` for a message's parts, ``file``/``data`` parts, ``TASK_STATE_CANCELLED``,
+``blocking``, push configs named ``tasks/{id}/pushNotificationConfigs/{configId}``):
+:func:`v03_params` and :func:`v03_result` convert from and to the 1.0 shapes.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 from ..errors import RPC_REASONS, InternalError, InvalidParamsError, InvalidRequestError, MethodNotFoundError, RPCError
 
 __all__ = ["OPERATIONS", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
-           "parse_error", "operation_name"]
+           "parse_error", "operation_name", "v03_route", "V03_OPERATIONS", "v03_params", "v03_result", "v03_error_body"]
 
 MEDIA_TYPE = "application/a2a+json"
 
@@ -46,6 +51,16 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 _MATCHERS = [(m, _pattern(t), op) for op, (m, t, _) in OPERATIONS.items()] + [
     (_GET_SUBSCRIBE[0], _pattern(_GET_SUBSCRIBE[1]), "resubscribe")]
+
+
+def v03_route(op: str) -> str:
+    """The path of an operation on 0.3's REST routes."""
+    return "/v1/card" if op == "extended" else "/v1" + OPERATIONS[op][1]
+
+
+_MATCHERS += [(OPERATIONS[op][0], _pattern(v03_route(op)), op) for op in
+              ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")]
+_MATCHERS.append((_GET_SUBSCRIBE[0], _pattern("/v1" + _GET_SUBSCRIBE[1]), "resubscribe"))
 
 
 def operation_name(op: str) -> str:
@@ -122,6 +137,14 @@ def error_body(err: RPCError) -> dict[str, Any]:
     return {"error": {"code": err.http_status, "status": err.grpc_status, "message": err.message, "details": [info]}}
 
 
+def v03_error_body(err: RPCError) -> dict[str, Any]:
+    """A failure on 0.3's routes: the Status of :func:`error_body`, plus the ``type`` (the error's
+    class name) and ``message`` the 0.3-era REST clients (the 1.x SDK's compat one) read."""
+    name = "JSONParseError" if err.reason == "PARSE_ERROR" else \
+        "".join(w.capitalize() for w in err.reason.split("_")) + "Error"
+    return {**error_body(err), "type": name, "message": err.message}
+
+
 def refusal_body(status: int, message: str) -> dict[str, Any]:
     """A refusal before any operation (401, 403, 413, 415 ...) in the same Status shape."""
     names = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 405: "UNIMPLEMENTED",
@@ -146,3 +169,192 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
                else InvalidRequestError)
     message = error.get("message")
     return cls(mask(message) if isinstance(message, str) and message else f"HTTP {status}")
+
+
+# -- A2A 0.3's REST routes (under /v1/): 0.3's proto-JSON, converted from and to the 1.0 shapes -------
+
+V03_OPERATIONS = ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")
+"""What 0.3's REST binding has (no ListTasks, no delete of a push config: a2a.proto 0.3 defines
+neither as a route)."""
+_STATES_V03 = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
+_FINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED",
+                    "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+
+def _some(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _objects(items: Any) -> list[dict[str, Any]]:
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise InvalidParamsError("Invalid params: expected a list of objects")
+    return items
+
+
+def _part_v03(part: dict[str, Any]) -> dict[str, Any]:
+    meta = _some(metadata=part.get("metadata"))
+    if "text" in part:
+        return {"text": part["text"], **meta}
+    if "data" in part:
+        data = part["data"]
+        return {"data": {"data": data if isinstance(data, dict) else {"value": data}}, **meta}
+    file = _some(mimeType=part.get("mediaType"), name=part.get("filename"))
+    if "raw" in part:
+        file["fileWithBytes"] = part["raw"]
+    else:
+        file["fileWithUri"] = part.get("url", "")
+    return {"file": file, **meta}
+
+
+def _part_v10(part: dict[str, Any]) -> dict[str, Any]:
+    meta = _some(metadata=part.get("metadata"))
+    if "text" in part:
+        return {"text": part["text"], **meta}
+    if "data" in part:
+        data = part["data"]
+        return {"data": data.get("data", {}) if isinstance(data, dict) else data, **meta}
+    file = part.get("file")
+    if not isinstance(file, dict):
+        raise InvalidParamsError("Invalid params: a part must have text, file or data")
+    out = _some(mediaType=file.get("mimeType"), filename=file.get("name"), **meta)
+    if "fileWithBytes" in file:
+        out["raw"] = file["fileWithBytes"]
+    else:
+        out["url"] = file.get("fileWithUri", "")
+    return out
+
+
+def _message_v03(m: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in m.items() if k not in ("parts", "referenceTaskIds")}
+    out["content"] = [_part_v03(p) for p in _objects(m.get("parts"))]
+    return out
+
+
+def _message_v10(m: Any) -> dict[str, Any]:
+    if not isinstance(m, dict):
+        raise InvalidParamsError("Invalid params: message must be an object")
+    out = {k: v for k, v in m.items() if k != "content"}
+    out["parts"] = [_part_v10(p) for p in _objects(m.get("content"))]
+    return out
+
+
+def _status(status: dict[str, Any]) -> dict[str, Any]:
+    out = {**status, "state": _STATES_V03.get(status.get("state"), status.get("state"))}
+    if isinstance(status.get("message"), dict):
+        out["message"] = _message_v03(status["message"])
+    return out
+
+
+def _artifact(a: dict[str, Any]) -> dict[str, Any]:
+    return {**a, "parts": [_part_v03(p) for p in _objects(a.get("parts"))]}
+
+
+def _task(t: dict[str, Any]) -> dict[str, Any]:
+    out = dict(t)
+    if isinstance(t.get("status"), dict):
+        out["status"] = _status(t["status"])
+    if "artifacts" in t:
+        out["artifacts"] = [_artifact(a) for a in _objects(t["artifacts"])]
+    if "history" in t:
+        out["history"] = [_message_v03(m) for m in _objects(t["history"])]
+    return out
+
+
+def _event(frame: dict[str, Any]) -> dict[str, Any]:
+    """A send result or a stream frame (``{task}``, ``{message}``, ``{statusUpdate}``, ``{artifactUpdate}``)."""
+    if isinstance(frame.get("task"), dict):
+        return {"task": _task(frame["task"])}
+    if isinstance(frame.get("message"), dict):
+        return {"message": _message_v03(frame["message"])}
+    if isinstance(frame.get("statusUpdate"), dict):
+        status = frame["statusUpdate"].get("status") or {}
+        return {"statusUpdate": {**frame["statusUpdate"], "status": _status(status),
+                                 "final": status.get("state") in _FINAL}}
+    if isinstance(frame.get("artifactUpdate"), dict):
+        update = frame["artifactUpdate"]
+        return {"artifactUpdate": {**update, "artifact": _artifact(update.get("artifact") or {})}}
+    return frame
+
+
+def _push_v03(c: dict[str, Any]) -> dict[str, Any]:
+    auth = c.get("authentication")
+    inner = _some(id=c.get("id"), url=c.get("url"), token=c.get("token"),
+                  authentication=_some(schemes=[auth["scheme"]] if auth.get("scheme") else None,
+                                       credentials=auth.get("credentials")) if isinstance(auth, dict) else None)
+    return {"name": f"tasks/{c.get('taskId', '')}/pushNotificationConfigs/{c.get('id', '')}",
+            "pushNotificationConfig": inner}
+
+
+def _push_v10(body: Any, task_id: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidParamsError("Invalid params: the push notification config must be an object")
+    inner = body.get("pushNotificationConfig", body)
+    if not isinstance(inner, dict):
+        raise InvalidParamsError("Invalid params: pushNotificationConfig must be an object")
+    auth = inner.get("authentication")
+    schemes = auth.get("schemes") if isinstance(auth, dict) else None
+    return _some(taskId=task_id, id=inner.get("id"), url=inner.get("url"), token=inner.get("token"),
+                 authentication=_some(scheme=schemes[0] if isinstance(schemes, list) and schemes else None,
+                                      credentials=auth.get("credentials")) if isinstance(auth, dict) else None)
+
+
+_RENAMED = {"request": "message", "update": "message", "msg": "message"}  # 0.3 proto names whose JSON name differs
+
+
+def _json_names(value: Any, key: str = "") -> Any:
+    """Proto-JSON as a parser reads it: field names (``message_id``, ``request``) as their JSON
+    names (``messageId``, ``message``); ``metadata`` and a data part's ``data`` are free-form."""
+    if key == "metadata":
+        return value
+    if isinstance(value, list):
+        return [_json_names(v, key) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if key == "data" and set(value) == {"data"}:  # a DataPart: its Struct stays as it is
+        return value
+    out = {}
+    for k, v in value.items():
+        name = _RENAMED.get(k) or re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k)
+        out[name] = _json_names(v, name)
+    return out
+
+
+def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The 1.0 params of a 0.3 REST request (:func:`params_from` of a ``/v1/`` route); its body
+    may use the proto field names (``message_id``, ``request``), as the 1.x SDK's compat client does."""
+    params = _json_names(params)
+    if op in ("send", "stream"):
+        out: dict[str, Any] = {k: v for k, v in params.items() if k not in ("message", "configuration")}
+        out["message"] = _message_v10(params.get("message"))
+        config = params.get("configuration")
+        if config is not None:
+            if not isinstance(config, dict):
+                raise InvalidParamsError("Invalid params: configuration must be an object")
+            blocking = config.get("blocking", False)
+            if not isinstance(blocking, bool):
+                raise InvalidParamsError("Invalid params: configuration.blocking must be a boolean")
+            push = config.get("pushNotification")
+            out["configuration"] = _some(acceptedOutputModes=config.get("acceptedOutputModes"),
+                                         historyLength=config.get("historyLength"), returnImmediately=not blocking,
+                                         taskPushNotificationConfig=None if push is None else _push_v10(push, ""))
+        else:
+            out["configuration"] = {"returnImmediately": True}  # proto3: blocking absent is false
+        return out
+    if op == "push-set":
+        return _push_v10(params, str(params.get("taskId", "")))
+    return params
+
+
+def v03_result(op: str, result: Any) -> Any:
+    """A 1.0 result (or stream frame) as 0.3's REST routes answer it."""
+    if op in ("send", "stream", "resubscribe"):
+        return _event(result)
+    if op in ("get", "cancel"):
+        return _task(result)
+    if op in ("push-set", "push-get"):
+        return _push_v03(result)
+    if op == "push-list":
+        return {"configs": [_push_v03(c) for c in result.get("configs", [])]}
+    return result

@@ -103,6 +103,10 @@ _DRAIN = 1024 * 1024
 _JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
 
 
+def _bare(result: Any) -> Any:
+    return result
+
+
 def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     return Response(_json.dumps(body), status, headers=dict(headers or {}), media_type="application/json")
 
@@ -143,11 +147,13 @@ class A2AEndpoint:
         ]
 
     def _rest_routes(self) -> list[Route]:
-        """The HTTP+JSON binding at the same base URL; ``/tasks/{id}:verb`` before ``/tasks/{id}``,
-        which would take it otherwise."""
-        table = [(m, t, op) for op, (m, t, _) in rest.OPERATIONS.items()] + [("GET", "/tasks/{id}:subscribe", _RESUB)]
+        """The HTTP+JSON binding at the same base URL, 1.0's and 0.3's (under ``/v1/``);
+        ``/tasks/{id}:verb`` before ``/tasks/{id}``, which would take it otherwise."""
+        table = [(m, t, op, False) for op, (m, t, _) in rest.OPERATIONS.items()]
+        table += [(rest.OPERATIONS[op][0], rest.v03_route(op), op, True) for op in rest.V03_OPERATIONS]
+        table += [("GET", "/tasks/{id}:subscribe", _RESUB, False), ("GET", "/v1/tasks/{id}:subscribe", _RESUB, True)]
         table.sort(key=lambda row: ":" not in row[1])
-        return [Route(t, functools.partial(self.rest, op), methods=[m]) for m, t, op in table]
+        return [Route(t, functools.partial(self.rest, op, v03=v03), methods=[m]) for m, t, op, v03 in table]
 
     # -- the card -------------------------------------------------------------------------------
     def card_json(self) -> dict[str, Any]:
@@ -266,16 +272,17 @@ class A2AEndpoint:
         return owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
-    async def rest(self, op: str, request: Request) -> Response:
-        """One operation of the HTTP+JSON binding (A2A 1.0 §11): the checks and the work of its
-        JSON-RPC method, the answer as the binding writes it (the result as the body; a failure as
-        ``google.rpc.Status`` with the HTTP status of §5.4)."""
+    async def rest(self, op: str, request: Request, v03: bool = False) -> Response:
+        """One operation of the HTTP+JSON binding (A2A 1.0 §11; ``v03``: 0.3's under ``/v1/``):
+        the checks and the work of its JSON-RPC method, the answer as the binding writes it (the
+        result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
         try:
             version = request.headers.get("a2a-version")
-            if version is not None and _major(version) != 1:  # these routes are 1.0's
+            if version is not None and _major(version) != (0 if v03 else 1):
+                speaks = "0.3 under /v1/" if v03 else "1.0"
                 raise VersionNotSupportedError(
-                    f"Version not supported: A2A-Version {version} on {request.url.path} (the HTTP+JSON routes "
-                    f"of this agent speak 1.0)", data={"supportedVersions": "1.0"})
+                    f"Version not supported: A2A-Version {version} on {request.url.path} (these HTTP+JSON routes "
+                    f"speak {speaks})", data={"supportedVersions": "0.3" if v03 else "1.0"})
             body = None
             if op in _REST_BODIES:
                 raw, owner = await self._read(request)
@@ -286,19 +293,22 @@ class A2AEndpoint:
             else:
                 owner = self._owner(request)
             params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
-            outcome = await self._dispatch(op, params, Dialect.V10, None, owner, rest=True)
+            frame = functools.partial(rest.v03_result, "stream") if v03 else _bare
+            outcome = await self._dispatch(op, rest.v03_params(op, params) if v03 else params, Dialect.V10, None,
+                                           owner, rest=frame)
         except _Refusal as refusal:
             return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
         except ClientDisconnect:
             return Response(status_code=400)
         except RPCError as err:
-            return _json_response(rest.error_body(err), err.http_status)
+            return _json_response((rest.v03_error_body if v03 else rest.error_body)(err), err.http_status)
         except Exception:
             log.exception("HTTP+JSON %s %s failed", request.method, request.url.path)
-            return _json_response(rest.error_body(InternalError()), 500)
+            return _json_response((rest.v03_error_body if v03 else rest.error_body)(InternalError()), 500)
         if isinstance(outcome, Response):
             return outcome
-        return Response(_json.dumps(outcome), 200, media_type=rest.MEDIA_TYPE)
+        return Response(_json.dumps(rest.v03_result(op, outcome) if v03 else outcome), 200,
+                        media_type=rest.MEDIA_TYPE)
 
     async def _read(self, request: Request) -> tuple[bytes, str | None]:
         """The body, and the caller's owner key (see ``Auth.identify``); refusals raise _Refusal."""
@@ -367,9 +377,9 @@ class A2AEndpoint:
         return Dialect.LEGACY, kind
 
     async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                        owner: str | None = None, rest: bool = False) -> Any:
-        """What ``kind`` answers: a rendered result, or a stream (``rest``: its frames carry no
-        JSON-RPC envelope, as the HTTP+JSON binding has them)."""
+                        owner: str | None = None, rest: Callable[[Any], Any] | None = None) -> Any:
+        """What ``kind`` answers: a rendered result, or a stream (``rest``: what each frame's data
+        is made of the result, with no JSON-RPC envelope, as the HTTP+JSON binding has them)."""
         if kind == _SEND:
             return await self._send(params, dialect, rid, owner, stream=False)
         if kind == _STREAM:
@@ -404,7 +414,7 @@ class A2AEndpoint:
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                    stream: bool, rest: bool = False) -> Any:
+                    stream: bool, rest: Callable[[Any], Any] | None = None) -> Any:
         if stream and not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         message = parse_message(params.get("message"))
@@ -530,7 +540,7 @@ class A2AEndpoint:
         }
 
     async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                           rest: bool = False) -> Response:
+                           rest: Callable[[Any], Any] | None = None) -> Response:
         if not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         task = await self.runner.get(_id(params), owner)
@@ -541,11 +551,11 @@ class A2AEndpoint:
 
     # -- SSE --------------------------------------------------------------------------------------
     def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
-                history_length: int | None, rest: bool = False) -> Response:
+                history_length: int | None, rest: Callable[[Any], Any] | None = None) -> Response:
         runner = self.runner
 
         def frame(result: Any) -> bytes:
-            return b"data: " + _json.dumps(result if rest else result_envelope(rid, result)) + b"\n\n"
+            return b"data: " + _json.dumps(rest(result) if rest else result_envelope(rid, result)) + b"\n\n"
 
         async def frames() -> AsyncIterator[bytes]:
             sent_artifacts = {a.artifact_id for a in first.artifacts}
