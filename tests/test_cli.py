@@ -67,6 +67,25 @@ def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
                 proc.kill()
 
 
+def test_serve_with_grpc_and_send_over_it():
+    with start("serve", "--json", "--grpc", "127.0.0.1:0") as proc:
+        try:
+            lines = read_until(proc, "ready")
+            url = lines[0]["url"]
+            [grpc_line] = [line for line in lines if line["event"] == "grpc"]
+            assert grpc_line["target"].startswith("127.0.0.1:")
+            card = httpx.get(url + "/.well-known/agent-card.json").json()
+            assert {"url": grpc_line["target"], "protocolBinding": "GRPC", "protocolVersion": "1.0"} \
+                in card["supportedInterfaces"]
+            data = json.loads(run("send", url, "greet Ada", "--binding", "grpc", "--json").stdout)
+            assert data["binding"] == "GRPC" and data["task"]["status"]["state"] == "completed"
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(10) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_serve_with_mcp():
     with start("serve", "--json", "--mcp") as proc:
         try:

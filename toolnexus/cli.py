@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any
 
+from .errors import MissingExtra
 from .display import printable
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .serve.guard import is_loopback
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--api-key-env", help="the environment variable holding the model key")
     s.add_argument("--store", default=None, help="memory | file:DIR (default memory)")
     s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
+    s.add_argument("--grpc", metavar="[HOST]:PORT",
+                   help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
@@ -64,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--task", help="answer this input-required task")
     m.add_argument("--stream", action="store_true", help="use SSE streaming")
     m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
-    m.add_argument("--binding", default="auto", choices=["auto", "jsonrpc", "http+json"],
-                   help="JSON-RPC or the HTTP+JSON (REST) binding (default: what the card offers)")
+    m.add_argument("--binding", default="auto", choices=["auto", "jsonrpc", "http+json", "grpc"],
+                   help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)")
     m.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
     m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task (default 300)")
     m.add_argument("--json", action="store_true", help="print JSON")
@@ -122,6 +125,8 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.description = DEMO_DESCRIPTION
         if args.store:
             a2a.store = args.store
+        if args.grpc:
+            a2a.grpc = args.grpc
     auth = None
     if args.auth_token_env:
         token = os.environ.get(args.auth_token_env, "")
@@ -145,7 +150,7 @@ async def _serve(args: argparse.Namespace) -> int:
                                 allow_unauthenticated=args.allow_unauthenticated)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    except tn.ConfigError as exc:
+    except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 
     stop = asyncio.Event()
@@ -160,6 +165,8 @@ async def _serve(args: argparse.Namespace) -> int:
           {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles, "model": args.model})
     if a2a is not None:
         _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+    if handle.grpc_target:
+        _emit(args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target})
     if mcp:
         _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
     if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):

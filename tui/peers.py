@@ -107,11 +107,11 @@ def card_auth(raw: Any) -> PeerAuth | None:
 
 
 def spoken(client: A2AClient | None) -> str:
-    """How a peer is spoken to, in a few letters: ``0.3``, ``1.0``, ``legacy``, or ``rest`` (1.0
-    over HTTP+JSON); ``—`` before its card is read."""
+    """How a peer is spoken to, in a few letters: ``0.3``, ``1.0``, ``legacy``, ``rest`` (1.0
+    over HTTP+JSON) or ``grpc``; ``—`` before its card is read."""
     if client is None or client.dialect is None:
         return "—"
-    return "rest" if client.binding == "HTTP+JSON" else client.dialect.value
+    return {"HTTP+JSON": "rest", "GRPC": "grpc"}.get(client.binding, client.dialect.value)
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Peer:
     headers: dict[str, str] = field(default_factory=dict)
     hosted: bool = False
     auth: PeerAuth = field(default_factory=PeerAuth)
-    dialect: str = "auto"  # auto | 0.3 | 1.0 | rest (1.0 over HTTP+JSON) | legacy
+    dialect: str = "auto"  # auto | 0.3 | 1.0 | rest (1.0 over HTTP+JSON) | grpc (1.0 over gRPC) | legacy
     blocking: bool = False
     client: A2AClient | None = None
     state: str = "new"  # new | checking | reachable | unreachable
@@ -151,9 +151,9 @@ class Peer:
         if self.client is not None:
             await self.client.aclose()
         headers = {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
-        rest = self.dialect == "rest"
+        binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
         self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
-                                dialect="1.0" if rest else self.dialect, binding="http+json" if rest else "auto")
+                                dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
         try:
             await self.client.connect()
         except Exception as exc:

@@ -92,7 +92,8 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
     public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
     the SDK's own push-notification store and sender, the card saying so. ``binding="HTTP+JSON"``:
-    the SDK's REST routes instead of JSON-RPC, the only interface on its card."""
+    the SDK's REST routes instead of JSON-RPC, the only interface on its card; ``binding="GRPC"``:
+    the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -112,6 +113,14 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     # the card needs the port, known only once bound: bind first, then add the routes
     await server.start()
     url = server.url + "/"
+    grpc_server = None
+    if binding == "GRPC":
+        import grpc
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        grpc_server = grpc.aio.server()
+        url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
     agent_card = card(url, compat=compat, push=push, binding=binding)
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
@@ -122,11 +131,16 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
                                       agent_card=agent_card, push_config_store=push_store,
                                       push_sender=BasePushNotificationSender(push_http, push_store) if push else None)
     served = (create_rest_routes(handler, enable_v0_3_compat=compat) if binding == "HTTP+JSON"
-              else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat))
+              else [] if binding == "GRPC" else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat))
+    if grpc_server is not None:
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        await grpc_server.start()
     for route in create_agent_card_routes(agent_card) + served:
         app.router.routes.append(route)
     try:
         yield server.url
     finally:
         await server.stop()
+        if grpc_server is not None:
+            await grpc_server.stop(0)
         await push_http.aclose()

@@ -318,3 +318,12 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
         # both sides of that exchange on the one wire: our request out, the hosted server's in
         sent = [e for e in app.book.traffic if e.url == hosted + "/message:send"]
         assert {e.direction for e in sent} == {"out", "in"}
+        # once more: grpc, which this server does not serve: said so, not a crash
+        await pilot.press("escape", "3")
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(hosted))
+        await pilot.press("v")
+        await until(pilot, lambda: peer.dialect == "grpc" and peer.state == "unreachable")
+        assert "no gRPC interface" in peer.error

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import PeerError
 from ..skills import SkillDef
 
 __all__ = [
@@ -39,6 +40,7 @@ def build_card(
     security: dict[str, Any] | None = None,
     documentation_url: str | None = None,
     icon_url: str | None = None,
+    grpc_target: str | None = None,
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
     1.x ``supportedInterfaces``, so that both official client lines accept it."""
@@ -62,6 +64,9 @@ def build_card(
         "defaultOutputModes": list(output_modes),
         "skills": [_skill(s) for s in skills],
     }
+    if grpc_target:  # the gRPC service's host:port, as gRPC clients dial it
+        card["supportedInterfaces"].append({"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"})
+        card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
     if provider:
         card["provider"] = provider
     if documentation_url:
@@ -159,8 +164,17 @@ class AgentCard:
     def route(self, binding: str | None = None) -> tuple[str, str, str, str]:
         """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
         interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
-        HTTP+JSON 1.0 when the card offers only that, or when ``binding="HTTP+JSON"`` is asked for."""
+        HTTP+JSON 1.0 when the card offers only that, gRPC 1.0 when it offers only gRPC, or the
+        binding asked for (``"HTTP+JSON"``, ``"GRPC"``)."""
         rest = self._interface("1", "HTTP+JSON")
+        grpc = self._interface("1", "GRPC")
+        if binding == "GRPC" or (binding is None and grpc is not None and grpc.get("url")
+                                 and not any(str(i.get("protocolBinding", "JSONRPC")).upper() in ("JSONRPC", "HTTP+JSON")
+                                             for i in self.interfaces) and not self.raw.get("url")):
+            if grpc is not None and grpc.get("url"):
+                why = "gRPC asked for" if binding else "the card offers gRPC (protocol 1.x) only"
+                return "1.0", str(grpc["url"]), f"{why}; the card lists it for protocol 1.x", "GRPC"
+            raise PeerError("gRPC asked for, but the card lists no gRPC interface (its host:port is needed)")
         if binding == "HTTP+JSON":
             if rest is not None and rest.get("url"):
                 return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding

@@ -33,14 +33,15 @@ from ..errors import (
 from ..events import EventBus, TaskEvent
 from ..traffic import TrafficRecorder
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text
-from . import rest
+from . import grpc_binding, rest
 from .dialects import Dialect, parse_message, parse_task, render_message
 from .model import Message, Part, Task, TaskState, TaskStatus, new_id
 from .push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
 
 __all__ = ["A2AClient", "fetch_card"]
 
-_BINDINGS = {"auto": None, "jsonrpc": "JSONRPC", "json-rpc": "JSONRPC", "http+json": "HTTP+JSON", "rest": "HTTP+JSON"}
+_BINDINGS = {"auto": None, "jsonrpc": "JSONRPC", "json-rpc": "JSONRPC", "http+json": "HTTP+JSON", "rest": "HTTP+JSON",
+             "grpc": "GRPC"}
 
 _METHODS = {
     Dialect.V03: {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel", "stream": "message/stream",
@@ -163,8 +164,8 @@ class A2AClient:
         headers: sent with every request (values are masked on the wire log).
         timeout: seconds one HTTP request may take (streams: between frames).
         dialect: ``"auto"``, ``"0.3"``, ``"1.0"`` or ``"legacy"``.
-        binding: ``"auto"`` (what the card offers: JSON-RPC first), ``"jsonrpc"`` or ``"http+json"``
-            (the REST binding, spoken in 1.0).
+        binding: ``"auto"`` (what the card offers: JSON-RPC first), ``"jsonrpc"``, ``"http+json"``
+            (the REST binding, spoken in 1.0) or ``"grpc"`` (1.0; ``pip install 'toolnexus[grpc]'``).
         bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
         secret_headers: more header names to mask on the wire log.
     """
@@ -185,9 +186,9 @@ class A2AClient:
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
         self.forced_binding = _BINDINGS.get(binding.lower())
         if binding.lower() not in _BINDINGS:
-            raise ValueError(f"binding must be auto, jsonrpc or http+json, not {binding!r}")
-        if self.forced_binding == "HTTP+JSON" and dialect in ("0.3", "legacy"):
-            raise ValueError(f"the HTTP+JSON binding is spoken in 1.0 only, not in {dialect}")
+            raise ValueError(f"binding must be auto, jsonrpc, http+json or grpc, not {binding!r}")
+        if self.forced_binding in ("HTTP+JSON", "GRPC") and dialect in ("0.3", "legacy"):
+            raise ValueError(f"the {self.forced_binding} binding is spoken in 1.0 only, not in {dialect}")
         self.binding = self.forced_binding or "JSONRPC"
         self.card: AgentCard | None = None
         self.url = ""
@@ -209,6 +210,7 @@ class A2AClient:
             self.traffic.secret(name, self.headers.get(name))
         self._given_http = http
         self._own: httpx.AsyncClient | None = None
+        self._channel: Any = None  # the gRPC channel, opened on first use
         self._fallback_tried = False
         self.credentials_sent = True
         """False when the card sends calls to a host other than the one named: then the headers
@@ -236,6 +238,9 @@ class A2AClient:
         own, self._own = self._own, None
         if own is not None:
             await own.aclose()
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
 
     async def aclose(self) -> None:
         await self.release()
@@ -260,10 +265,13 @@ class A2AClient:
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
-            if self.forced is None or self.binding == "HTTP+JSON":
+            if self.forced is None or self.binding != "JSONRPC":
                 self.dialect, self.dialect_reason = Dialect(dialect), reason
             named = self.url or self.card.source
-            if named and self.headers and origin(endpoint) != origin(named):
+            # gRPC has a port of its own: the host named is what credentials may go to
+            elsewhere = (origin(named)[1] != grpc_binding.host_of(endpoint)) if self.binding == "GRPC" else \
+                origin(endpoint) != origin(named)
+            if named and self.headers and elsewhere:
                 self.credentials_sent = False
                 self.warnings.append(
                     f"the card sends calls to {endpoint}, not to {origin_text(named)} that you named: "
@@ -301,6 +309,9 @@ class A2AClient:
     async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         """One call; ``empty_ok``: an answer with neither result nor error is a null result (the
         official SDK's 0.3 compat answers a delete that way)."""
+        await self.connect()
+        if self.binding == "GRPC":
+            return await self._grpc_call(op, params)
         method, verb, url, body, headers = await self._prepare(op, params)
         started = time.perf_counter()
         try:
@@ -357,6 +368,80 @@ class A2AClient:
                                 f"headers/credentials", status=status)
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
         return data
+
+    # -- gRPC ---------------------------------------------------------------------------------------
+    def _grpc(self, op: str) -> tuple[Any, str, str, str, list[tuple[str, str]]]:
+        """``(stub method, RPC name, request type, wire URL, metadata)`` of ``op`` over gRPC."""
+        grpc, _, pb_grpc = grpc_binding.modules()
+        if self._channel is None:
+            self._channel = grpc_binding.channel(self.endpoint, MAX_RESPONSE)
+        rpc, request, _, _ = grpc_binding.METHODS[op]
+        metadata = [("a2a-version", "1.0")] + [(k.lower(), v) for k, v in self.headers.items() if self.credentials_sent]
+        url = f"grpc://{grpc_binding.target_of(self.endpoint)}/{grpc_binding.SERVICE}/{rpc}"
+        return getattr(pb_grpc.A2AServiceStub(self._channel), rpc), rpc, request, url, metadata
+
+    def _grpc_failed(self, rpc: str, exc: BaseException) -> Exception:
+        error = grpc_binding.error_of(exc, self.traffic.mask) if hasattr(exc, "code") else None
+        if error is not None:
+            return error
+        return PeerError(f"{self.peer}: {rpc} failed: {_why(exc) if not hasattr(exc, 'code') else exc.code().name}"
+                         + (f": {self.traffic.mask(exc.details() or '')}" if hasattr(exc, "details") else ""))
+
+    async def _grpc_call(self, op: str, params: dict[str, Any]) -> Any:
+        call, rpc, request, url, metadata = self._grpc(op)
+        message = grpc_binding.to_proto(request, params)
+        body = _json.dumps(params)
+        started = time.perf_counter()
+        try:
+            reply = await call(message, metadata=metadata, timeout=self.timeout)
+        except Exception as exc:
+            failed = self._grpc_failed(rpc, exc)
+            self.traffic.record(direction="out", method="POST", url=url, status=getattr(failed, "http_status", None),
+                                started=started, request_headers=dict(metadata), request_body=body, rpc_method=rpc,
+                                error=str(failed))
+            raise failed from None
+        result = grpc_binding.to_json(reply)
+        self.traffic.record(direction="out", method="POST", url=url, status=200, started=started,
+                            request_headers=dict(metadata), request_body=body, response_body=_json.dumps(result),
+                            rpc_method=rpc)
+        return result
+
+    async def _grpc_stream(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        """A server-streaming call's messages as tasks; each must come within ``max(timeout, 60)``
+        seconds of the one before. On the wire log however it ends."""
+        call, rpc, request, url, metadata = self._grpc(op)
+        body = _json.dumps(params)
+        started = time.perf_counter()
+        frames: list[str] = []
+        error: str | None = None
+        task: Task | None = None
+        stream = call(grpc_binding.to_proto(request, params), metadata=metadata)
+        try:
+            replies = stream.__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout(max(self.timeout, 60.0)):
+                        reply = await replies.__anext__()
+                except StopAsyncIteration:
+                    break
+                frames.append(_json.dumps(grpc_binding.to_json(reply)).decode())
+                task = _apply(task, grpc_binding.to_json(reply), sent)
+                yield task.snapshot()
+        except TimeoutError:
+            error = f"AnswerTooSlow: no message within {max(self.timeout, 60.0):g}s"
+            raise PeerError(f"{self.peer}: {rpc} stream failed: {error}") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            error = "canceled"
+            raise
+        except Exception as exc:
+            failed = self._grpc_failed(rpc, exc)
+            error = str(failed)
+            raise failed from None
+        finally:
+            stream.cancel()
+            self.traffic.record(direction="out", method="POST", url=url, status=None if error else 200, started=started,
+                                request_headers=dict(metadata), request_body=body, response_body="\n\n".join(frames),
+                                rpc_method=rpc, frames=frames, error=error)
 
     async def _send_op(self, op: str, params: dict[str, Any]) -> Any:
         """A send; in auto mode a 0.3 send refused with -32601 is retried once as toolnexus legacy."""
@@ -485,7 +570,7 @@ class A2AClient:
         """A push-notification config of ``task_id`` (its first when no id is given)."""
         await self.connect()
         dialect = self.dialect or Dialect.V03
-        if not config_id and self.binding == "HTTP+JSON":  # its route names a config: the first listed
+        if not config_id and self.binding != "JSONRPC":  # its route or request names a config: the first listed
             configs = await self.list_push(task_id)
             if not configs:
                 raise TaskNotFoundError(f"task {task_id} has no push notification config")
@@ -542,6 +627,12 @@ class A2AClient:
         """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive
         whole within ``timeout`` of its first byte; between events the peer may stay silent for
         ``max(timeout, 60)`` seconds. The exchange is on the wire log however the stream ends."""
+        await self.connect()
+        if self.binding == "GRPC":
+            async with contextlib.aclosing(self._grpc_stream(op, params, sent)) as tasks:
+                async for task in tasks:
+                    yield task
+            return
         method, verb, url, body, headers = await self._prepare(op, params, stream=True)
         started = time.perf_counter()
         frames: list[str] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import hashlib
 import logging
@@ -131,6 +132,8 @@ class A2AEndpoint:
         self.skills = [s for s in skills if allowed is None or s.name in allowed]
         self._skill_names = {s.name for s in self.skills}
         self._base_url = base_url
+        self.grpc_target: str | None = None
+        """``host:port`` of the gRPC service, when one is served (``A2AConfig.grpc``)."""
         self._card: tuple[bytes, str] | None = None
         self._card_headers: list[tuple[bytes, bytes]] = []
         self._notifications: set[asyncio.Task[Any]] = set()
@@ -170,6 +173,7 @@ class A2AEndpoint:
             output_modes=c.output_modes,
             provider=c.provider_fields(),
             security=c.auth.card_fields() if c.auth else None,
+            grpc_target=self.grpc_target,
             documentation_url=c.documentation_url,
             icon_url=c.icon_url,
         )
@@ -261,10 +265,14 @@ class A2AEndpoint:
 
     def _owner(self, request: Request) -> str | None:
         """The caller's owner key (see ``Auth.identify``); a refused caller raises _Refusal."""
+        return self._owner_of(request.headers)
+
+    def _owner_of(self, headers: Mapping[str, str]) -> str | None:
+        """:meth:`_owner` from headers (lower-case names), or a gRPC call's metadata."""
         auth = self.config.auth
         if auth is None:
             return None
-        status, owner = auth.identify(request.headers)
+        status, owner = auth.identify(headers)
         if status is not None:
             challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
             text = "authentication required" if status == 401 else "invalid credentials"
@@ -295,7 +303,7 @@ class A2AEndpoint:
             params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
             frame = functools.partial(rest.v03_result, "stream") if v03 else _bare
             outcome = await self._dispatch(op, rest.v03_params(op, params) if v03 else params, Dialect.V10, None,
-                                           owner, rest=frame)
+                                           owner, wrap=lambda results: sse(results, frame))
         except _Refusal as refusal:
             return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
         except ClientDisconnect:
@@ -377,13 +385,13 @@ class A2AEndpoint:
         return Dialect.LEGACY, kind
 
     async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                        owner: str | None = None, rest: Callable[[Any], Any] | None = None) -> Any:
-        """What ``kind`` answers: a rendered result, or a stream (``rest``: what each frame's data
-        is made of the result, with no JSON-RPC envelope, as the HTTP+JSON binding has them)."""
+                        owner: str | None = None, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+        """What ``kind`` answers: a rendered result, or a stream: its results as ``wrap`` makes
+        them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
         if kind == _SEND:
             return await self._send(params, dialect, rid, owner, stream=False)
         if kind == _STREAM:
-            return await self._send(params, dialect, rid, owner, stream=True, rest=rest)
+            return await self._send(params, dialect, rid, owner, stream=True, wrap=wrap)
         if kind == _GET:
             key = (_id(params), dialect, _history_length(params), owner)
             rendered = self._finished.get(key)
@@ -403,7 +411,7 @@ class A2AEndpoint:
         if kind == _LIST:
             return await self._list(params, owner)
         if kind == _RESUB:
-            return await self._resubscribe(params, dialect, rid, owner, rest)
+            return await self._resubscribe(params, dialect, rid, owner, wrap)
         if kind in _PUSH:
             return await self._push(kind, params, dialect, owner)
         # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
@@ -414,7 +422,7 @@ class A2AEndpoint:
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                    stream: bool, rest: Callable[[Any], Any] | None = None) -> Any:
+                    stream: bool, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
         if stream and not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         message = parse_message(params.get("message"))
@@ -463,7 +471,7 @@ class A2AEndpoint:
                 self.runner.push.set(push)  # type: ignore[union-attr]
                 self.runner.push.notify(task.snapshot(), [])  # type: ignore[union-attr]
         if queue is not None:
-            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, rest)
+            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, wrap)
         if not blocking:
             return render_send_result(task, dialect, history_length)
         await self.runner.wait(task, self.config.blocking_timeout)
@@ -540,51 +548,60 @@ class A2AEndpoint:
         }
 
     async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                           rest: Callable[[Any], Any] | None = None) -> Response:
+                           wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
         if not self.config.streaming:
             raise UnsupportedOperationError("Streaming is not supported by this agent")
         task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
             raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
         queue = self.runner.listen(task.id)
-        return self._stream(task, task.snapshot(), queue, dialect, rid, None, rest)
+        return self._stream(task, task.snapshot(), queue, dialect, rid, None, wrap)
 
-    # -- SSE --------------------------------------------------------------------------------------
+    # -- streams ----------------------------------------------------------------------------------
     def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
-                history_length: int | None, rest: Callable[[Any], Any] | None = None) -> Response:
-        runner = self.runner
+                history_length: int | None, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+        """A task's results from ``first`` on, as ``wrap`` makes them (default: JSON-RPC over SSE)."""
+        results = self._results(task, first, queue, dialect, history_length)
+        return wrap(results) if wrap else sse(results, functools.partial(result_envelope, rid))
 
-        def frame(result: Any) -> bytes:
-            return b"data: " + _json.dumps(rest(result) if rest else result_envelope(rid, result)) + b"\n\n"
-
-        async def frames() -> AsyncIterator[bytes]:
-            sent_artifacts = {a.artifact_id for a in first.artifacts}
-            try:
-                yield frame(render_send_result(first, dialect, history_length))
-                if first.state.terminal or first.state.interrupted:
+    async def _results(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect,
+                       history_length: int | None) -> AsyncIterator[Any]:
+        """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds)."""
+        sent_artifacts = {a.artifact_id for a in first.artifacts}
+        try:
+            yield render_send_result(first, dialect, history_length)
+            if first.state.terminal or first.state.interrupted:
+                return
+            while True:
+                try:
+                    event = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                except asyncio.TimeoutError:
+                    yield None
+                    continue
+                snap = event.task
+                if event.state is TaskState.SUBMITTED:
+                    continue
+                for art in snap.artifacts:
+                    if art.artifact_id not in sent_artifacts:
+                        sent_artifacts.add(art.artifact_id)
+                        yield render_artifact_update(snap, art, dialect)
+                done = event.state.terminal or event.state.interrupted
+                yield render_status_update(snap, dialect, final=done)
+                if done:
                     return
-                while True:
-                    try:
-                        event = await asyncio.wait_for(queue.get(), KEEPALIVE)
-                    except asyncio.TimeoutError:
-                        yield b": ping\n\n"
-                        continue
-                    snap = event.task
-                    if event.state is TaskState.SUBMITTED:
-                        continue
-                    for art in snap.artifacts:
-                        if art.artifact_id not in sent_artifacts:
-                            sent_artifacts.add(art.artifact_id)
-                            yield frame(render_artifact_update(snap, art, dialect))
-                    done = event.state.terminal or event.state.interrupted
-                    yield frame(render_status_update(snap, dialect, final=done))
-                    if done:
-                        return
-            finally:
-                runner.unlisten(task.id, queue)
+        finally:
+            self.runner.unlisten(task.id, queue)
 
-        return StreamingResponse(frames(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+def sse(results: AsyncIterator[Any], data: Callable[[Any], Any]) -> StreamingResponse:
+    """A stream's results as SSE: each one's ``data`` is ``data(result)``; a quiet spell is a ``: ping``."""
+    async def frames() -> AsyncIterator[bytes]:
+        async with contextlib.aclosing(results):  # closed with the response, however it ends
+            async for result in results:
+                yield b": ping\n\n" if result is None else b"data: " + _json.dumps(data(result)) + b"\n\n"
+
+    return StreamingResponse(frames(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 # -- parameter helpers ------------------------------------------------------------------------------

@@ -47,11 +47,15 @@ class ServeHandle:
         events: the bus carrying every task transition, MCP call and server event.
         runner: the task runner (None without the A2A profile).
         name: the server's name (the card's name, or the MCP server's).
+        grpc_target: ``host:port`` of the gRPC service (``A2AConfig.grpc``), or None.
     """
 
     def __init__(self, server: AsgiServer, name: str, events: EventBus, runner: TaskRunner | None,
-                 a2a: A2AEndpoint | None, mcp: Any, on_close: Callable[[], Any] | None = None) -> None:
+                 a2a: A2AEndpoint | None, mcp: Any, on_close: Callable[[], Any] | None = None,
+                 grpc: Any = None) -> None:
         self._server = server
+        self._grpc = grpc
+        self.grpc_target: str | None = grpc.target if grpc is not None else None
         self.name = name
         self.events = events
         self.runner = runner
@@ -98,6 +102,8 @@ class ServeHandle:
             return
         self._stopped = True
         await self._server.stop()
+        if self._grpc is not None:
+            await self._grpc.stop()
         if self.runner is not None:
             await self.runner.close()
             if self.runner.push is not None:
@@ -218,8 +224,22 @@ async def serve(
     outer: Any = InboundRecorder(guarded, wire, name) if wire is not None else guarded
     server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock)
     holder["server"] = server
-    await server.start()
-    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile)
+    grpc_server = None
+    if endpoint is not None and a2a_cfg is not None and a2a_cfg.grpc is not None:
+        from .grpc_server import GrpcServer
+
+        grpc_server = GrpcServer(endpoint, a2a_cfg.grpc)
+        if not is_loopback(grpc_server.host) and not allow_unauthenticated:
+            _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)
+        await grpc_server.start()
+        endpoint.grpc_target = grpc_server.target
+    try:
+        await server.start()
+    except BaseException:
+        if grpc_server is not None:
+            await grpc_server.stop(0)
+        raise
+    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server)
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
 

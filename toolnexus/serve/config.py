@@ -134,6 +134,8 @@ class A2AConfig:
         push_private_ok: allow webhooks on loopback and private addresses; None: only when the
             agent is bound to loopback (an agent reachable from elsewhere must not be a way into
             the network behind it).
+        grpc: also serve the gRPC binding at this address (``"127.0.0.1:0"``, ``":50051"``; the
+            host defaults to loopback), listed on the card; needs ``pip install 'toolnexus[grpc]'``.
     """
 
     name: str = "toolnexus-agent"
@@ -156,6 +158,7 @@ class A2AConfig:
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     push_notifications: bool = True
     push_private_ok: bool | None = None
+    grpc: str | None = None
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)

@@ -135,7 +135,7 @@ class PeersScreen(ModeScreen):
         for line, what in report.verdict.items():
             diag.append(f"  {line}: {what}\n")
         diag.append(f"\ndialect in use: {spoken(peer.client)}"
-                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/rest/legacy\n"
+                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/rest/grpc/legacy\n"
                     f"sends: {'blocking' if peer.blocking else 'non-blocking, then follow the task'} (b toggles)\n\n")
         colors = {"error": "red", "warning": "yellow", "info": "grey62"}
         for d in report.diagnostics:
@@ -253,11 +253,11 @@ class PeersScreen(ModeScreen):
                     (" (a literal secret is kept for this session only)" if peer.keeps_literal else ""))
 
     def action_cycle_dialect(self) -> None:
-        """auto → 0.3 → 1.0 → rest (1.0 over HTTP+JSON) → legacy: force how this peer is spoken to."""
+        """auto → 0.3 → 1.0 → rest (1.0 over HTTP+JSON) → grpc → legacy: force how this peer is spoken to."""
         peer = self.tn.peer_book.peers.get(self.selected() or "")
         if peer is None:
             return
-        order = ["auto", "0.3", "1.0", "rest", "legacy"]
+        order = ["auto", "0.3", "1.0", "rest", "grpc", "legacy"]
         peer.dialect = order[(order.index(peer.dialect) + 1) % len(order)]
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)
