@@ -64,6 +64,14 @@ def test_a_rest_only_card_is_spoken_to_over_http_json():
                                    skills=[], streaming=True))
     assert ours.route()[3] == "JSONRPC"
     assert ours.route("HTTP+JSON")[:2] == ("1.0", "http://127.0.0.1:5000/")
+    assert ours.route("HTTP+JSON", "0.3")[:2] == ("0.3", "http://127.0.0.1:5000/")
+    # a 0.3 card that prefers HTTP+JSON and lists no JSONRPC: 0.3's REST routes
+    old = tn.AgentCard({"name": "o", "url": "http://127.0.0.1:7200/", "protocolVersion": "0.3.0",
+                        "preferredTransport": "HTTP+JSON"})
+    assert old.route() == ("0.3", "http://127.0.0.1:7200/", "the card offers 0.3 over HTTP+JSON and no JSONRPC",
+                           "HTTP+JSON")
+    both = tn.AgentCard({**old.raw, "additionalInterfaces": [{"url": "http://127.0.0.1:7200/", "transport": "JSONRPC"}]})
+    assert both.route()[3] == "JSONRPC"
 
 
 def test_toolnexus_port_card():

@@ -195,6 +195,9 @@ def test_send_over_the_http_json_binding(served_demo):
     traced = run("send", served_demo, "over rest", "--binding", "http+json", "--trace", "--stream")
     assert traced.stdout.strip() == "You said: over rest"
     assert f"--> POST {served_demo}/message:stream SendStreamingMessage [200]" in traced.stderr
-    refused = run("send", served_demo, "x", "--binding", "http+json", "--dialect", "0.3")
-    assert refused.returncode == 2 and "1.0 only" in refused.stderr
+    refused = run("send", served_demo, "x", "--binding", "http+json", "--dialect", "legacy")
+    assert refused.returncode == 2 and "1.0 and 0.3 only" in refused.stderr
+    old = json.loads(run("send", served_demo, "over 0.3 rest", "--binding", "http+json", "--dialect", "0.3",
+                         "--json").stdout)
+    assert (old["binding"], old["dialect"], old["task"]["status"]["state"]) == ("HTTP+JSON", "0.3", "completed")
     assert "over JSONRPC" in run("card", served_demo).stdout

@@ -6,6 +6,7 @@ transport.)"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 
@@ -177,8 +178,10 @@ async def test_forcing_a_binding():
             async with tn.A2AClient(handle.url, binding=binding) as client:
                 assert (await client.send("hi", blocking=True)).state is TaskState.COMPLETED
                 assert client.traffic.events[-1].url == handle.url + path
+    with pytest.raises(ValueError, match="1.0 and 0.3 only"):
+        tn.A2AClient("http://127.0.0.1:1", binding="http+json", dialect="legacy")
     with pytest.raises(ValueError, match="1.0 only"):
-        tn.A2AClient("http://127.0.0.1:1", binding="http+json", dialect="0.3")
+        tn.A2AClient("http://127.0.0.1:1", binding="grpc", dialect="0.3")
     with pytest.raises(ValueError, match="binding must be"):
         tn.A2AClient("http://127.0.0.1:1", binding="grpc-web")
     # a JSON-RPC-only peer forced to REST: its 404 reads as a clear error, not a crash
@@ -256,3 +259,42 @@ async def test_the_0_3_routes_under_v1_speak_0_3_proto_json():
         assert wrong.status_code == 400 and wrong.json()["type"] == "VersionNotSupportedError"
         assert (await http.get("/tasks")).status_code == 404  # ListTasks is not a 0.3 route
 
+
+
+@pytest.mark.parametrize("peer", ["python-sdk", "js-sdk", "toolnexus"])
+async def test_our_client_on_0_3_rest_routes(peer):
+    """0.3 over HTTP+JSON, asked for: each peer's /v1/ routes, in its own 0.3 proto-JSON."""
+    tk = await tn.create_toolkit(builtins=False)
+    async with contextlib.AsyncExitStack() as stack:
+        if peer == "python-sdk":
+            url = await stack.enter_async_context(sdk_server(binding="HTTP+JSON", compat=True, push=True))
+            question, answer, done = "a question", "blue", "answered: blue"
+        elif peer == "js-sdk":
+            url = await stack.enter_async_context(js_server(rest=True, compat=True))
+            question, answer, done = "a question", "blue", "answered: blue"
+        else:
+            url = (await stack.enter_async_context(tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()))).url
+            question, answer, done = "please confirm the order", "yes", "Request approved (yes)"
+        client = await stack.enter_async_context(tn.A2AClient(url, dialect="0.3", binding="http+json"))
+        task = await client.send("hello 0.3 rest", blocking=True)
+        assert (client.binding, client.dialect.value) == ("HTTP+JSON", "0.3")
+        assert task.state is TaskState.COMPLETED and "hello 0.3 rest" in task.reply
+        assert all("/v1/" in e.url for e in client.traffic.events if e.method != "GET" or "/tasks" in e.url)
+        assert (await client.get(task.id)).state is TaskState.COMPLETED
+        streamed = [t async for t in client.stream("chunked reply please")]
+        assert streamed[-1].state is TaskState.COMPLETED and "chunked reply please" in streamed[-1].reply
+        asked = await client.send(question, blocking=True)
+        assert asked.state is TaskState.INPUT_REQUIRED
+        answered = await client.send(answer, task_id=asked.id, context_id=asked.context_id, blocking=True)
+        assert answered.state is TaskState.COMPLETED and answered.reply.startswith(done)
+        with pytest.raises(TaskNotFoundError):  # each peer's own error form, read back as the A2A error
+            await client.get("no-such-task")
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel(task.id)
+        config = await client.set_push(task.id, "http://127.0.0.1:9/hook", token="tok-03")
+        assert [c.url for c in await client.list_push(task.id)] == ["http://127.0.0.1:9/hook"]
+        assert (await client.get_push(task.id, config.id)).url == "http://127.0.0.1:9/hook"
+        with pytest.raises(tn.RPCError, match="0.3's HTTP\\+JSON binding has no DeleteTaskPushNotificationConfig"):
+            await client.delete_push(task.id, config.id)
+        with pytest.raises(tn.RPCError, match="no ListTasks|has no list"):
+            await client.list_tasks()

@@ -161,11 +161,23 @@ class AgentCard:
         dialect, endpoint, reason, _ = self.route()
         return dialect, endpoint, reason
 
-    def route(self, binding: str | None = None) -> tuple[str, str, str, str]:
+    def _rest_v03(self) -> str | None:
+        """The URL of a 0.3 HTTP+JSON interface: listed in ``supportedInterfaces``, or a 0.3
+        card's ``url`` when its ``preferredTransport`` is HTTP+JSON."""
+        listed = self._interface("0", "HTTP+JSON")
+        if listed is not None and listed.get("url"):
+            return str(listed["url"])
+        url = self.raw.get("url")
+        if str(self.raw.get("preferredTransport", "")).upper() == "HTTP+JSON" and isinstance(url, str) and url:
+            return url
+        return None
+
+    def route(self, binding: str | None = None, dialect: str | None = None) -> tuple[str, str, str, str]:
         """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
         interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
         HTTP+JSON 1.0 when the card offers only that, gRPC 1.0 when it offers only gRPC, or the
-        binding asked for (``"HTTP+JSON"``, ``"GRPC"``)."""
+        binding asked for (``"HTTP+JSON"``, ``"GRPC"``; with ``dialect="0.3"``, 0.3's HTTP+JSON).
+        A 0.3 card whose ``preferredTransport`` is HTTP+JSON is spoken to over 0.3's REST routes."""
         rest = self._interface("1", "HTTP+JSON")
         grpc = self._interface("1", "GRPC")
         if binding == "GRPC" or (binding is None and grpc is not None and grpc.get("url")
@@ -175,6 +187,11 @@ class AgentCard:
                 why = "gRPC asked for" if binding else "the card offers gRPC (protocol 1.x) only"
                 return "1.0", str(grpc["url"]), f"{why}; the card lists it for protocol 1.x", "GRPC"
             raise PeerError("gRPC asked for, but the card lists no gRPC interface (its host:port is needed)")
+        if binding == "HTTP+JSON" and dialect == "0.3":
+            url = self._rest_v03()
+            if url:
+                return "0.3", url, "0.3 over HTTP+JSON asked for; the card lists it", binding
+            return "0.3", self._base(), "0.3 over HTTP+JSON asked for; the card lists none, trying its address", binding
         if binding == "HTTP+JSON":
             if rest is not None and rest.get("url"):
                 return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding
@@ -189,6 +206,11 @@ class AgentCard:
             return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", "JSONRPC"
         if binding is None and rest is not None and rest.get("url"):
             return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", "HTTP+JSON"
+        rest_v03 = self._rest_v03()
+        additional = [str(i.get("transport", "")).upper() for i in self.raw.get("additionalInterfaces") or []
+                      if isinstance(i, dict)]
+        if binding is None and rest_v03 and "JSONRPC" not in additional and self._jsonrpc("0") is None:
+            return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", "HTTP+JSON"
         url = self.raw.get("url")
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"

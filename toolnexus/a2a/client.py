@@ -54,6 +54,7 @@ _METHODS = {
                   "push-list": "ListTaskPushNotificationConfigs", "push-delete": "DeleteTaskPushNotificationConfig"},
     Dialect.LEGACY: {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
 }
+_OPS = {name: op for methods in _METHODS.values() for op, name in methods.items()}
 
 
 MAX_CARD = 2 * 1024 * 1024
@@ -187,8 +188,10 @@ class A2AClient:
         self.forced_binding = _BINDINGS.get(binding.lower())
         if binding.lower() not in _BINDINGS:
             raise ValueError(f"binding must be auto, jsonrpc, http+json or grpc, not {binding!r}")
-        if self.forced_binding in ("HTTP+JSON", "GRPC") and dialect in ("0.3", "legacy"):
-            raise ValueError(f"the {self.forced_binding} binding is spoken in 1.0 only, not in {dialect}")
+        if (self.forced_binding == "GRPC" and dialect in ("0.3", "legacy")) or \
+                (self.forced_binding == "HTTP+JSON" and dialect == "legacy"):
+            only = "1.0 only" if self.forced_binding == "GRPC" else "1.0 and 0.3 only"
+            raise ValueError(f"the {self.forced_binding} binding is spoken in {only}, not in {dialect}")
         self.binding = self.forced_binding or "JSONRPC"
         self.card: AgentCard | None = None
         self.url = ""
@@ -261,7 +264,8 @@ class A2AClient:
                                          version=version)
             self.traffic.peer = self.card.name or self.url
         if not self.endpoint:
-            dialect, endpoint, reason, self.binding = self.card.route(self.forced_binding)
+            dialect, endpoint, reason, self.binding = self.card.route(self.forced_binding,
+                                                                      self.forced.value if self.forced else None)
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
@@ -297,8 +301,10 @@ class A2AClient:
             what = "streaming" if stream else f"{op} operation"
             raise UnsupportedOperationError(f"the {dialect.value} dialect has no {what}")
         if self.binding == "HTTP+JSON":
-            verb, path, payload = rest.request_for(op, params)
+            verb, path, payload = rest.request_for(op, params, v03=dialect is Dialect.V03)
             headers = self._headers(dialect, stream=stream)
+            if dialect is Dialect.V03:
+                headers["A2A-Version"] = "0.3"
             if payload is None:
                 del headers["content-type"]
             body = b"" if payload is None else _json.dumps(payload)
@@ -347,6 +353,12 @@ class A2AClient:
             raise _rpc_error(data["error"], self.traffic.mask)
         return data["result"]
 
+    @property
+    def _shapes(self) -> Dialect:
+        """The dialect whose shapes calls are built in and answers read in: 1.0's for every binding
+        but JSON-RPC (0.3's REST routes are converted to and from them, see ``a2a.rest``)."""
+        return Dialect.V10 if self.binding != "JSONRPC" else (self.dialect or Dialect.V03)
+
     def _rest_result(self, method: str, status: int, content: bytes) -> Any:
         """An HTTP+JSON answer: the result is the whole body; a failure is ``{"error": {...}}``."""
         if not content.strip() and 200 <= status < 300:
@@ -367,7 +379,7 @@ class A2AClient:
                 raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
                                 f"headers/credentials", status=status)
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
-        return data
+        return rest.v03_answer(_OPS[method], data) if self.dialect is Dialect.V03 else data
 
     # -- gRPC ---------------------------------------------------------------------------------------
     def _grpc(self, op: str) -> tuple[Any, str, str, str, list[tuple[str, str]]]:
@@ -448,7 +460,8 @@ class A2AClient:
         try:
             return await self._call(op, params)
         except MethodNotFoundError:
-            if self.forced is not None or self.dialect is not Dialect.V03 or self._fallback_tried or op != "send":
+            if self.forced is not None or self.dialect is not Dialect.V03 or self.binding != "JSONRPC" \
+                    or self._fallback_tried or op != "send":
                 raise
             self._fallback_tried = True
             self.dialect = Dialect.LEGACY
@@ -479,7 +492,7 @@ class A2AClient:
 
     def _send_params(self, msg: Message, blocking: bool, history_length: int | None,
                      push: PushConfig | None = None) -> dict[str, Any]:
-        dialect = self.dialect or Dialect.V03
+        dialect = self._shapes
         config: dict[str, Any] = {"returnImmediately": not blocking} if dialect is Dialect.V10 else {"blocking": blocking}
         if history_length is not None:
             config["historyLength"] = history_length
@@ -554,7 +567,7 @@ class A2AClient:
         """Ask the peer to POST every change of ``task_id`` to ``url`` (or a ready config, such as
         ``WebhookReceiver.target()``); returns the config as the peer keeps it."""
         await self.connect()
-        dialect = self.dialect or Dialect.V03
+        dialect = self._shapes
         if isinstance(url, PushConfig):
             config = replace(url, task_id=task_id, dialect=dialect)
         else:
@@ -569,7 +582,7 @@ class A2AClient:
     async def get_push(self, task_id: str, config_id: str | None = None) -> PushConfig:
         """A push-notification config of ``task_id`` (its first when no id is given)."""
         await self.connect()
-        dialect = self.dialect or Dialect.V03
+        dialect = self._shapes
         if not config_id and self.binding != "JSONRPC":  # its route or request names a config: the first listed
             configs = await self.list_push(task_id)
             if not configs:
@@ -583,7 +596,7 @@ class A2AClient:
 
     async def list_push(self, task_id: str) -> list[PushConfig]:
         await self.connect()
-        dialect = self.dialect or Dialect.V03
+        dialect = self._shapes
         result = await self._call("push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id})
         items = result.get("configs") if isinstance(result, dict) else result
         if items is None:
@@ -594,7 +607,7 @@ class A2AClient:
 
     async def delete_push(self, task_id: str, config_id: str) -> None:
         await self.connect()
-        dialect = self.dialect or Dialect.V03
+        dialect = self._shapes
         await self._call("push-delete", {"taskId": task_id, "id": config_id} if dialect is Dialect.V10
                          else {"id": task_id, "pushNotificationConfigId": config_id}, empty_ok=True)
 

@@ -18,10 +18,20 @@ import re
 import urllib.parse
 from typing import Any
 
-from ..errors import RPC_REASONS, InternalError, InvalidParamsError, InvalidRequestError, MethodNotFoundError, RPCError
+from ..errors import (
+    RPC_ERRORS,
+    RPC_REASONS,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    RPCError,
+    UnsupportedOperationError,
+)
 
 __all__ = ["OPERATIONS", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
-           "parse_error", "operation_name", "v03_route", "V03_OPERATIONS", "v03_params", "v03_result", "v03_error_body"]
+           "parse_error", "operation_name", "v03_route", "V03_OPERATIONS", "v03_params", "v03_result", "v03_error_body",
+           "v03_request", "v03_answer"]
 
 MEDIA_TYPE = "application/a2a+json"
 
@@ -78,11 +88,15 @@ def match(method: str, path: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def request_for(op: str, params: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+def request_for(op: str, params: dict[str, Any], v03: bool = False) -> tuple[str, str, dict[str, Any] | None]:
     """``(HTTP method, path with its query, JSON body or None)`` of an operation whose 1.0
     JSON-RPC ``params`` are given: path fields are taken out of them, GETs and DELETEs put the
-    rest in the query."""
+    rest in the query (``v03``: 0.3's route and body)."""
     method, template, _ = OPERATIONS[op]
+    if v03:
+        if op not in V03_OPERATIONS:
+            raise UnsupportedOperationError(f"A2A 0.3's HTTP+JSON binding has no {OPERATIONS[op][2]}")
+        template = v03_route(op)
     rest = dict(params)
     names = re.findall(r"\{(\w+)\}", template)
     path = template
@@ -94,7 +108,8 @@ def request_for(op: str, params: dict[str, Any]) -> tuple[str, str, dict[str, An
     if method in ("GET", "DELETE"):
         query = {k: _query_text(v) for k, v in rest.items() if v is not None}
         return method, path + ("?" + urllib.parse.urlencode(query) if query else ""), None
-    return method, path, rest
+    return method, path, v03_request(op, {**rest, **({"taskId": params["taskId"]} if "taskId" in params else {})}) \
+        if v03 else rest
 
 
 def _query_text(value: Any) -> str:
@@ -140,9 +155,12 @@ def error_body(err: RPCError) -> dict[str, Any]:
 def v03_error_body(err: RPCError) -> dict[str, Any]:
     """A failure on 0.3's routes: the Status of :func:`error_body`, plus the ``type`` (the error's
     class name) and ``message`` the 0.3-era REST clients (the 1.x SDK's compat one) read."""
-    name = "JSONParseError" if err.reason == "PARSE_ERROR" else \
-        "".join(w.capitalize() for w in err.reason.split("_")) + "Error"
-    return {**error_body(err), "type": name, "message": err.message}
+    return {**error_body(err), "type": _type_name(err.reason), "message": err.message}
+
+
+def _type_name(reason: str) -> str:
+    """The 1.x SDK's class name for an A2A reason (``TASK_NOT_FOUND`` -> ``TaskNotFoundError``)."""
+    return "JSONParseError" if reason == "PARSE_ERROR" else "".join(w.capitalize() for w in reason.split("_")) + "Error"
 
 
 def refusal_body(status: int, message: str) -> dict[str, Any]:
@@ -153,9 +171,19 @@ def refusal_body(status: int, message: str) -> dict[str, Any]:
 
 
 def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
-    """The error a REST answer carries (``{"error": {...}}``), as the RPCError of its reason (or,
-    without one, of its HTTP status); None when ``data`` is not an error."""
+    """The error a REST answer carries, as the RPCError of its reason (or, without one, of its
+    HTTP status): 1.0's ``{"error": {...}}``, or on a failed status the 0.3-era forms peers send,
+    ``{"type": "TaskNotFoundError", "message"}`` and ``{"code": -32001, "message"}`` (the JS SDK's
+    0.3 routes). None when ``data`` is not an error."""
     error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict) and isinstance(data, dict) and status >= 400:
+        named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
+        cls = named.get(data.get("type")) if isinstance(data.get("type"), str) else None
+        if cls is None and isinstance(data.get("code"), int) and not isinstance(data.get("code"), bool):
+            cls = RPC_ERRORS.get(data["code"])
+        if cls is not None:
+            message = data.get("message")
+            return cls(mask(message) if isinstance(message, str) and message else f"HTTP {status}")
     if not isinstance(error, dict):
         return None
     reason = None
@@ -177,6 +205,7 @@ V03_OPERATIONS = ("send", "stream", "get", "cancel", "resubscribe", "push-set", 
 """What 0.3's REST binding has (no ListTasks, no delete of a push config: a2a.proto 0.3 defines
 neither as a route)."""
 _STATES_V03 = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
+_STATES_V10 = {v: k for k, v in _STATES_V03.items()}
 _FINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED",
                     "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
 
@@ -288,6 +317,11 @@ def _push_v03(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def _push_v10(body: Any, task_id: str) -> dict[str, Any]:
+    """A 0.3 push config in 1.0's shape: the config itself (``{name, pushNotificationConfig}``, as
+    the JS SDK sends it), or the Create request around it (``{parent, configId, config}``, as the
+    1.x SDK's compat client does), or the bare ``PushNotificationConfig``."""
+    if isinstance(body, dict) and isinstance(body.get("config"), dict):
+        body = body["config"]
     if not isinstance(body, dict):
         raise InvalidParamsError("Invalid params: the push notification config must be an object")
     inner = body.get("pushNotificationConfig", body)
@@ -345,6 +379,81 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
     if op == "push-set":
         return _push_v10(params, str(params.get("taskId", "")))
     return params
+
+
+def _task_v10(t: Any) -> Any:
+    if not isinstance(t, dict):
+        return t
+    out = dict(t)
+    status = t.get("status")
+    if isinstance(status, dict):
+        out["status"] = {**status, "state": _STATES_V10.get(status.get("state"), status.get("state"))}
+        if isinstance(status.get("message"), dict):
+            out["status"]["message"] = _message_v10(status["message"])
+    if "artifacts" in t:
+        out["artifacts"] = [{**a, "parts": [_part_v10(p) for p in _objects(a.get("parts"))]}
+                            for a in _objects(t["artifacts"])]
+    if "history" in t:
+        out["history"] = [_message_v10(m) for m in _objects(t["history"])]
+    return out
+
+
+def _event_v10(frame: Any) -> Any:
+    if not isinstance(frame, dict):
+        return frame
+    if isinstance(frame.get("task"), dict):
+        return {"task": _task_v10(frame["task"])}
+    if isinstance(frame.get("message"), dict):
+        return {"message": _message_v10(frame["message"])}
+    if isinstance(frame.get("statusUpdate"), dict):
+        update = {k: v for k, v in frame["statusUpdate"].items() if k != "final"}
+        return {"statusUpdate": {**update, "status": _task_v10({"status": update.get("status") or {}})["status"]}}
+    if isinstance(frame.get("artifactUpdate"), dict):
+        update = frame["artifactUpdate"]
+        artifact = update.get("artifact") or {}
+        return {"artifactUpdate": {**update, "artifact": {
+            **artifact, "parts": [_part_v10(p) for p in _objects(artifact.get("parts"))]}}}
+    return frame
+
+
+def _named_push(body: Any) -> dict[str, Any]:
+    """A 0.3 config ``{name: tasks/{id}/pushNotificationConfigs/{configId}, pushNotificationConfig}`` in 1.0's shape."""
+    name = body.get("name") if isinstance(body, dict) else None
+    parts = name.split("/") if isinstance(name, str) else []
+    return _push_v10(body, parts[1] if len(parts) >= 2 and parts[0] == "tasks" else "")
+
+
+def v03_request(op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """1.0 params (what the client builds for any binding) as a 0.3 REST body."""
+    if op in ("send", "stream"):
+        config = params.get("configuration") or {}
+        push = config.get("taskPushNotificationConfig")
+        body = {"message": _message_v03(params["message"]),
+                "configuration": _some(acceptedOutputModes=config.get("acceptedOutputModes"),
+                                       historyLength=config.get("historyLength"),
+                                       blocking=not config.get("returnImmediately", False),
+                                       pushNotification=None if push is None else
+                                       _push_v03(push)["pushNotificationConfig"])}
+        return {**body, **_some(metadata=params.get("metadata"))}
+    if op == "push-set":  # both forms at once: the 1.x SDK reads the Create request, the JS SDK the config
+        config = _push_v03(params)
+        return {**config, "parent": f"tasks/{params.get('taskId', '')}",
+                "configId": config["pushNotificationConfig"].get("id", ""), "config": config}
+    return params
+
+
+def v03_answer(op: str, data: Any) -> Any:
+    """A 0.3 REST answer (or stream frame) in the 1.0 shapes the client parses."""
+    if op in ("send", "stream", "resubscribe"):
+        return _event_v10(data)
+    if op in ("get", "cancel"):
+        return _task_v10(data)
+    if op in ("push-set", "push-get"):
+        return _named_push(data)
+    if op == "push-list":
+        items = data.get("configs", []) if isinstance(data, dict) else data
+        return {"configs": [_named_push(c) for c in _objects(items)]}
+    return data
 
 
 def v03_result(op: str, result: Any) -> Any:
