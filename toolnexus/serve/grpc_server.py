@@ -16,7 +16,7 @@ from ..a2a.dialects import Dialect
 from ..a2a.grpc_binding import METHODS, abort_args, modules, to_json, to_proto
 from ..errors import InternalError, RPCError, VersionNotSupportedError
 from .a2a import A2AEndpoint, _major, _Refusal
-from .runner import http_url, parse_addr
+from .runner import MAX_CONNECTIONS, http_url, parse_addr
 
 __all__ = ["GrpcServer"]
 
@@ -41,7 +41,8 @@ class GrpcServer:
 
     async def start(self) -> None:
         grpc, _, pb_grpc = modules()
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE)])
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
+                                 maximum_concurrent_rpcs=MAX_CONNECTIONS)  # past it: RESOURCE_EXHAUSTED
         service = type("A2AService", (pb_grpc.A2AServiceServicer,), {
             rpc: (self._streaming(op) if streaming else self._unary(op))
             for op, (rpc, _, _, streaming) in METHODS.items()})
