@@ -22,7 +22,7 @@ from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
 
 from .session import NotebookSession
-from .widgets import STYLE, CardWidget, ChatWidget, RemoteTaskWidget, ServerWidget
+from .widgets import STYLE, CardWidget, ChatWidget, DoctorWidget, RemoteTaskWidget, ServerWidget
 
 __all__ = ["ToolnexusMagics"]
 
@@ -39,6 +39,10 @@ HELP = {
     "tasks": ("%toolnexus tasks [NAME]", "The tasks the notebook's servers have seen.", "%toolnexus tasks desk"),
     "card": ("%toolnexus card URL", "A peer's agent card, checked, with a button to chat with it.",
              "%toolnexus card {h.url}"),
+    "doctor": ("%toolnexus doctor URL [--send]",
+               "Probe a peer: which clients can work with it, why, and the fix (--send also sends a message\n"
+               "and a stream: it creates tasks there). `await d.done()` for the report.",
+               "d = %toolnexus doctor {h.url}"),
     "send": ("%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID] [--push]\n"
              "%%toolnexus send URL [--skill ID] [--context ID] [--push]   (the cell is the message)",
              "Send a message to any A2A agent and follow the task live; `await s.done()` for the Task,\n"
@@ -99,6 +103,9 @@ def _parser() -> _Parser:
     t.add_argument("name", nargs="?")
     c = sub.add_parser("card", add_help=False)
     c.add_argument("url")
+    dr = sub.add_parser("doctor", add_help=False)
+    dr.add_argument("url")
+    dr.add_argument("--send", action="store_true")
     m = sub.add_parser("send", add_help=False)
     m.add_argument("url")
     m.add_argument("text", nargs="*")
@@ -279,6 +286,11 @@ class ToolnexusMagics(Magics):
 
     def _card(self, args: argparse.Namespace) -> Any:
         widget = CardWidget(_url("card", args.url))
+        display(widget)
+        return Shown(widget)
+
+    def _doctor(self, args: argparse.Namespace) -> Any:
+        widget = DoctorWidget(_url("doctor", args.url), send=args.send)
         display(widget)
         return Shown(widget)
 

@@ -535,6 +535,33 @@ class CardWidget(w.VBox):
         self.chat_area.children = [ChatWidget(self.url)]
 
 
+class DoctorWidget(w.VBox):
+    """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped); ``await
+    widget.done()`` for the :class:`~toolnexus.a2a.doctor.DoctorReport`."""
+
+    def __init__(self, url: str, *, send: bool = False, headers: dict[str, str] | None = None) -> None:
+        self.url = url
+        self.report: Any = None
+        self.view = w.HTML(f"<i>probing {html.escape(url)}…</i>")
+        super().__init__([self.view])
+        self.add_class("toolnexus-w")
+        self._run = _schedule(self._probe(send, headers))
+
+    async def _probe(self, send: bool, headers: dict[str, str] | None) -> Any:
+        from toolnexus.a2a.doctor import doctor
+
+        try:
+            self.report = await doctor(self.url, headers=headers, send=send)
+        except Exception as exc:
+            self.view.value = error_html(str(_failure(exc)))
+            return None
+        self.view.value = STYLE + self.report.html()
+        return self.report
+
+    async def done(self) -> Any:
+        return await asyncio.shield(self._run)
+
+
 class ChatWidget(w.VBox):
     """A small chat with a peer: the messages, a text box, the skill, a new-conversation button and
     a cancel button for the running task. An ``input-required`` question is answered by the next

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .a2a.agents import Agent, agent_tools
 from .a2a.card import AgentCard, CardReport, validate_card
 from .a2a.client import A2AClient, fetch_card
+from .a2a.doctor import DoctorReport, Finding, doctor
 from .a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from .a2a.push import PushConfig
 from .a2a.webhook import Notification, WebhookReceiver
@@ -60,6 +61,9 @@ __all__ = [
     "agent_tools",
     "fetch_card",
     "validate_card",
+    "doctor",
+    "DoctorReport",
+    "Finding",
     "Artifact",
     "Auth",
     "EventBus",

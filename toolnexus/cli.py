@@ -59,6 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
     c.add_argument("--json", action="store_true", help="print JSON")
 
+    d = sub.add_parser("doctor", help="probe an A2A agent: which clients can work with it, why, and the fix")
+    d.add_argument("url", help="the agent's card URL or base URL")
+    d.add_argument("--send", action="store_true", help="also send a message and stream one (creates tasks there)")
+    d.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
+    d.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    d.add_argument("--fail-on", choices=["warning", "error"], default="error",
+                   help="exit 1 when a finding is at least this bad (default error)")
+    d.add_argument("--json", action="store_true", help="print the report as JSON")
+
     m = sub.add_parser("send", help="send a message to any A2A agent and follow its task to the end")
     m.add_argument("url", help="the agent's card URL or base URL")
     m.add_argument("text")
@@ -84,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_serve(args))
         if args.command == "card":
             return asyncio.run(_card(args))
+        if args.command == "doctor":
+            return asyncio.run(_doctor(args))
         if args.command == "send":
             return asyncio.run(_send(args))
     except UsageError as exc:
@@ -209,6 +220,18 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
         out[name.strip()] = expand_env(value.strip())
     return out
+
+
+async def _doctor(args: argparse.Namespace) -> int:
+    from toolnexus.a2a.doctor import doctor
+
+    headers = _headers(args.header)
+    report = await doctor(args.url, headers=headers, timeout=args.timeout, send=args.send)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        say(report.text())
+    return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
 
 
 async def _card(args: argparse.Namespace) -> int:

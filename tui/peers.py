@@ -146,11 +146,15 @@ class Peer:
         """Every header as the user wrote it (``${ENV}`` unexpanded), for copy-as-curl."""
         return {**self.headers, **self.auth.templates()}
 
+    def live_headers(self) -> dict[str, str]:
+        """What is sent: the headers with their ``${ENV}`` references read, and the credential."""
+        return {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
+
     async def connect(self, bus: EventBus | None) -> None:
         self.state, self.error = "checking", ""
         if self.client is not None:
             await self.client.aclose()
-        headers = {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
+        headers = self.live_headers()
         binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
         self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
                                 dialect="1.0" if binding != "auto" else self.dialect, binding=binding)

@@ -139,6 +139,20 @@ async def test_port_in_use_and_duplicate_names(ip):
         ip.run_cell_magic("toolnexus", "list", "a body")
 
 
+async def test_doctor_shows_an_html_report(ip):
+    from ..test_doctor import broken_peer
+
+    server = ip.run_line_magic("toolnexus", "serve --name doc-desk")
+    await wait_running(server)
+    healthy = ip.run_line_magic("toolnexus", f"doctor {server.url} --send")
+    report = await healthy.done()
+    assert not report.failed("error") and "JSONRPC 1.x" in healthy.view.value and "✔" in healthy.view.value
+    async with broken_peer("ansi-name") as url:
+        evil = await ip.run_line_magic("toolnexus", f"doctor {url}").done()
+    assert evil is not None and "\x1b" not in evil.html() and "&#x27;evil␛[2J" in evil.html()
+    assert repr(healthy) == "<DoctorWidget (shown above)>"
+
+
 async def test_card_and_chat(ip):
     server = ip.run_line_magic("toolnexus", "serve --name c-desk")
     await wait_running(server)
@@ -263,7 +277,9 @@ async def test_help_shows_every_subcommand_with_an_example(ip, capsys, line, nee
     out = capsys.readouterr().out
     assert needle in out
     if line in ("help", "--help"):
-        assert out.count("e.g.") == 10  # every subcommand
+        from notebook_ext.magics import HELP
+
+        assert out.count("e.g.") == len(HELP) == 11  # every subcommand
     if line == "serve --help":
         assert "%toolnexus send" not in out  # only serve's
     doc = ip.find_line_magic("toolnexus").__doc__  # what %toolnexus? shows

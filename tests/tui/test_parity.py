@@ -327,3 +327,23 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
         await pilot.press("v")
         await until(pilot, lambda: peer.dialect == "grpc" and peer.state == "unreachable")
         assert "no gRPC interface" in peer.error
+
+
+async def test_doctor_on_a_peer_with_one_key():
+    from ..test_doctor import broken_peer
+
+    app = ToolnexusApp(specs=[])
+    async with broken_peer("wrong-not-found") as url, app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(app.peer_book.add(url))
+        await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(url))
+        await pilot.press("o")
+        await until(pilot, lambda: "warning" in shown(app, "#doctor-view"))
+        report = shown(app, "#doctor-view")
+        assert report.startswith("0 errors, 2 warnings")
+        assert "not TaskNotFound (-32001)" in report and "fix: answer TaskNotFoundError" in report
+        assert any(title == "Doctor" for title, _, _ in app.palette_commands())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -352,8 +353,12 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                 if not isinstance(itf, dict):
                     add("error", where, "an interface must be an object")
                     continue
-                if not _absolute_url(itf.get("url")):
-                    add("error", f"{where}.url", "interface url must be an absolute http(s) URL")
+                grpc = str(itf.get("protocolBinding", "")).upper() == "GRPC"
+                if grpc and isinstance(itf.get("url"), str) and re.fullmatch(r"[\w.\-\[\]:]+:\d+", itf["url"]):
+                    pass  # a gRPC target: host:port, as gRPC clients dial it
+                elif not _absolute_url(itf.get("url")):
+                    add("error", f"{where}.url", "interface url must be an absolute http(s) URL"
+                        + (" or a gRPC host:port" if grpc else ""))
                 elif not str(itf["url"]).endswith("/"):
                     add("info", f"{where}.url", "interface url has no trailing slash; clients post to it as is")
                 binding = itf.get("protocolBinding")

@@ -41,6 +41,7 @@ class PeersScreen(ModeScreen):
         Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
         Binding("b", "toggle_blocking", "Blocking", id="peer-blocking"),
         Binding("t", "remote_tasks", "Its tasks", id="peer-tasks"),
+        Binding("o", "doctor", "Doctor", id="peer-doctor"),
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
@@ -61,6 +62,9 @@ class PeersScreen(ModeScreen):
             with TabPane("Tasks", id="p-tasks"):
                 yield VerticalScroll(SafeStatic("t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
                                                 "attach to one in Chat with ctrl+g.", id="remote-tasks"))
+            with TabPane("Doctor", id="p-doctor"):
+                yield VerticalScroll(SafeStatic("o probes this peer: which clients can work with it, why, and the "
+                                                "fix (toolnexus doctor; no task is created).", id="doctor-view"))
             with TabPane("Auth", id="p-headers"):
                 yield SafeStatic(_AUTH_HELP, id="auth-help")
                 with Horizontal(id="auth-row"):
@@ -170,6 +174,32 @@ class PeersScreen(ModeScreen):
             symbol, style = STATE_STYLE.get(task.state, ("·", ""))
             t.append(f"{symbol} {task.state.value:<15}", style)
             t.append(f" {task.id}  context {task.context_id[:8]}…  {task.status.timestamp or ''}\n")
+        view.update(t)
+
+    def action_doctor(self) -> None:
+        peer = self.tn.peer_book.peers.get(self.selected() or "")
+        if peer is None:
+            return
+        self.query_one("#peer-detail", TabbedContent).active = "p-doctor"
+        self._doctor(peer)
+
+    @work(exclusive=True, group="peer-doctor")
+    async def _doctor(self, peer: Any) -> None:
+        from toolnexus.a2a.doctor import doctor
+
+        view = self.query_one("#doctor-view", Static)
+        view.update(f"probing {peer.url} …")
+        try:
+            report = await doctor(peer.url, headers=peer.live_headers())
+        except Exception as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
+            view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
+            return
+        colors = {"error": "red", "warning": "yellow", "ok": "green", "info": "grey62"}
+        t = Text(f"{report.summary}\n\n", "bold red" if report.failed("error") else "bold")
+        for line in report.text().splitlines()[1:-1]:  # peer text stays Text: never markup
+            severity = next((k for k, mark in (("ok", "✔"), ("error", "✘"), ("warning", "!"), ("info", "·"))
+                             if line.lstrip().startswith(mark)), None)
+            t.append(line + "\n", colors.get(severity or "", ""))
         view.update(t)
 
     def action_leave_input(self) -> None:
