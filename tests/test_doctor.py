@@ -23,7 +23,7 @@ from .peers.js_peer import js_server
 from .peers.sdk_server import sdk_server
 
 DEFECTS = ("none", "no-card", "old-path-only", "rest-not-served", "wrong-not-found", "undeclared-auth",
-           "stream-is-json", "ansi-name")
+           "stream-is-json", "ansi-name", "bare-task", "lower-states")
 
 
 @contextlib.asynccontextmanager
@@ -44,8 +44,9 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
                              "skills": [{"id": "echo", "name": "echo", "description": "echoes", "tags": ["t"]}]})
 
     def task(text: str) -> dict:
+        state = "completed" if defect == "lower-states" else "TASK_STATE_COMPLETED"
         return {"id": str(uuid.uuid4()), "contextId": str(uuid.uuid4()),
-                "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-12-01T00:00:00Z"},
+                "status": {"state": state, "timestamp": "2026-12-01T00:00:00Z"},
                 "artifacts": [{"artifactId": "a", "parts": [{"text": f"echo: {text}"}]}]}
 
     async def rpc(request: Request) -> Response:
@@ -64,7 +65,10 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
                 return error(-32602, "Invalid params")
             return error(-32603, "Internal error") if defect == "wrong-not-found" else error(-32001, "Task not found")
         if method == "SendMessage":
-            return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": {"task": task("hi")}})
+            answer = task("hi") if defect == "bare-task" else {"task": task("hi")}
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": answer})
+        if method == "CancelTask":  # every task here is finished at once
+            return error(-32002, "Task cannot be canceled: it is already completed")
         if method == "SendStreamingMessage":
             result = {"jsonrpc": "2.0", "id": rid, "result": {"task": task("hi")}}
             if defect == "stream-is-json":
@@ -128,6 +132,11 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
                    for _, m in errors)
     elif defect == "stream-is-json":
         assert any(c == "streaming" and "not SSE" in m for c, m in warnings)
+    elif defect == "bare-task":
+        assert [c for c, _ in warnings] == ["result wrapping"]
+        assert "a2a-sdk 1.x" in found["result wrapping"].breaks
+    elif defect == "lower-states":
+        assert ("enum casing", "a 1.0 task state is 'completed', not TASK_STATE_*") in warnings
 
 
 async def test_the_official_servers_come_out_with_only_their_real_quirks():

@@ -6,8 +6,9 @@ The checks are harmless by default: the card at both well-known paths, its schem
 every declared interface asked for an unknown task in its own dialect and binding (the answer
 must be that binding's TaskNotFound), JSON-RPC's own error codes (unknown method, invalid
 params, an unsupported ``A2A-Version``), auth declared against auth enforced. ``send=True`` adds
-the active ones: a message sent (a task is created on the peer) and, when the card says so, a
-stream that must really arrive.
+the active ones (tasks are created on the peer): a message sent and the letter of its answer
+(content type, wrapping, ``kind``, enum casing), a cancel, and, when the card says so, a stream
+that must really be SSE.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import httpx
 
 from .. import _json
-from ..errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotFoundError
+from ..errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotCancelableError, TaskNotFoundError
 from ..events import TrafficEvent
 from ..traffic import TrafficRecorder
 from . import grpc_binding
@@ -312,6 +313,21 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
         task = await client.send("hello from toolnexus doctor", blocking=True)
         add(Finding("ok", "send", f"a message made task {task.id} ({task.state.value}) over "
                     f"{client.binding} {client.dialect.value if client.dialect else '?'}"))
+        if client.binding == "JSONRPC" and client.dialect in (Dialect.V03, Dialect.V10):
+            _shapes(list(traffic.events)[-1], client.dialect, add)
+        before = len(traffic.events)
+        started = await client.send("hello from toolnexus doctor (to cancel)")
+        try:
+            canceled = await client.cancel(started.id)
+            add(Finding("ok" if canceled.state.value == "canceled" else "warning", "cancel",
+                        f"cancel answered the task {canceled.state.value}",
+                        [] if canceled.state.value == "canceled" else _since(traffic, before)))
+        except TaskNotCancelableError:
+            add(Finding("info", "cancel", "the task had finished first; cancel was refused as it should be"))
+        except (RPCError, PeerError) as exc:
+            add(Finding("warning", "cancel", f"cancel failed: {exc}", _since(traffic, before),
+                        ["clients that cancel (agent tools, the TUI, the SDKs)"],
+                        "answer CancelTask with the task, or TaskNotCancelableError when it has finished"))
         if card.streaming:
             before = len(traffic.events)
             frames = [t async for t in client.stream("hello again from toolnexus doctor")]
@@ -332,6 +348,40 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
                     "accept a text message as every client sends it"))
     finally:
         await client.release()
+
+
+def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> None:
+    """The letter of a send's JSON-RPC answer in its dialect: content type, result wrapping, ``kind``,
+    the casing of the task state."""
+    evidence = [_evidence(event)]
+    if not event.response_headers.get("content-type", "").startswith("application/json"):
+        add(Finding("warning", "content type", f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
+                    evidence, ["strict clients"], "answer with Content-Type: application/json"))
+    try:
+        result = _json.loads(event.response_body).get("result")
+    except (*_json.JSONDecodeError, ValueError, AttributeError):
+        return
+    if not isinstance(result, dict):
+        return
+    if dialect is Dialect.V10:
+        body = result.get("task") or result.get("message")
+        if body is None or len(result) != 1:
+            add(Finding("warning", "result wrapping", "a 1.0 SendMessage result is not {\"task\": ...} or "
+                        "{\"message\": ...}", evidence, ["a2a-sdk 1.x", "JS SDK 1.x"],
+                        "wrap the task (or message) as SendMessageResponse does"))
+            body = result
+        state = (body.get("status") or {}).get("state", "TASK_STATE_") if isinstance(body, dict) else ""
+        if isinstance(state, str) and not state.startswith("TASK_STATE_"):
+            add(Finding("warning", "enum casing", f"a 1.0 task state is {state!r}, not TASK_STATE_*", evidence,
+                        ["a2a-sdk 1.x", "JS SDK 1.x"], "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)"))
+        return
+    if result.get("kind") not in ("task", "message"):
+        add(Finding("warning", "kind", "a 0.3 message/send result has no kind (task or message)", evidence,
+                    ["a2a-sdk 0.3", "JS SDK compat"], "add kind: \"task\" (or \"message\")"))
+    state = (result.get("status") or {}).get("state", "")
+    if isinstance(state, str) and state.startswith("TASK_STATE_"):
+        add(Finding("warning", "enum casing", f"a 0.3 task state is {state!r}, not lower-case (completed)", evidence,
+                    ["a2a-sdk 0.3"], "write 0.3 states in lower case with dashes (input-required)"))
 
 
 def _since(traffic: TrafficRecorder, before: int) -> list[str]:
