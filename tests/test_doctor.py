@@ -23,7 +23,7 @@ from .peers.js_peer import js_server
 from .peers.sdk_server import sdk_server
 
 DEFECTS = ("none", "no-card", "old-path-only", "rest-not-served", "wrong-not-found", "undeclared-auth",
-           "stream-is-json", "ansi-name", "bare-task", "lower-states")
+           "stream-is-json", "ansi-name", "bare-task", "lower-states", "endless-stream")
 
 
 @contextlib.asynccontextmanager
@@ -76,6 +76,11 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
 
             async def frames() -> AsyncIterator[bytes]:
                 yield b"data: " + json.dumps(result).encode() + b"\n\n"
+                while defect == "endless-stream":  # working, working, working ...
+                    await asyncio.sleep(0.002)
+                    yield b"data: " + json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"statusUpdate": {
+                        "taskId": result["result"]["task"]["id"], "status": {"state": "TASK_STATE_WORKING"}}}}).encode() \
+                        + b"\n\n"
             return StreamingResponse(frames(), media_type="text/event-stream")
         return error(-32601, "Method not found")
 
@@ -135,6 +140,9 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
     elif defect == "bare-task":
         assert [c for c, _ in warnings] == ["result wrapping"]
         assert "a2a-sdk 1.x" in found["result wrapping"].breaks
+    elif defect == "endless-stream":
+        assert any(c == "streaming" and "200 frames without ending" in m for c, m in warnings)
+        assert not any(f.check == "streaming" and f.severity == "ok" for f in report.findings)
     elif defect == "lower-states":
         assert ("enum casing", "a 1.0 task state is 'completed', not TASK_STATE_*") in warnings
 

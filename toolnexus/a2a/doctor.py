@@ -13,6 +13,8 @@ that must really be SSE.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import html
 import time
 import uuid
@@ -33,6 +35,8 @@ from .dialects import Dialect
 __all__ = ["doctor", "DoctorReport", "Finding"]
 
 SEVERITIES = ("ok", "info", "warning", "error")
+MAX_FRAMES = 200
+"""The most stream frames the doctor reads of one answer."""
 _MARK = {"ok": "✔", "info": "·", "warning": "!", "error": "✘"}
 _LINES = {  # who picks an interface of this binding and version
     ("JSONRPC", "1"): ["a2a-sdk 1.x", "JS SDK 1.x", "toolnexus"],
@@ -330,9 +334,25 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
                         "answer CancelTask with the task, or TaskNotCancelableError when it has finished"))
         if card.streaming:
             before = len(traffic.events)
-            frames = [t async for t in client.stream("hello again from toolnexus doctor")]
+            frames: list[Any] = []
+            try:  # a peer that streams forever must not keep the doctor forever
+                async with asyncio.timeout(max(timeout, 30.0)):
+                    async with contextlib.aclosing(client.stream("hello again from toolnexus doctor")) as stream:
+                        async for frame in stream:
+                            frames.append(frame)
+                            if len(frames) >= MAX_FRAMES:
+                                add(Finding("warning", "streaming", f"a stream for a one-line message sent "
+                                            f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
+                                            breaks=["streaming clients that wait for the end"],
+                                            fix="end the stream when the task is final or interrupted"))
+                                break
+            except TimeoutError:
+                add(Finding("warning", "streaming", f"a stream for a one-line message did not end within "
+                            f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))", _since(traffic, before)))
             answered = list(traffic.events)[-1].response_headers.get("content-type", "") if traffic.events else ""
-            if frames and answered.startswith("text/event-stream"):
+            if len(frames) >= MAX_FRAMES:
+                pass  # said above
+            elif frames and answered.startswith("text/event-stream"):
                 add(Finding("ok", "streaming", f"the card says streaming, and {len(frames)} frame(s) arrived"))
             elif frames:
                 add(Finding("warning", "streaming", f"the card says streaming, but the stream was answered as "
