@@ -19,6 +19,7 @@ import toolnexus as tn
 from toolnexus import doctor
 from toolnexus.serve.runner import AsgiServer
 
+from .conftest import EXAMPLE_SKILLS
 from .peers.js_peer import js_server
 from .peers.sdk_server import sdk_server
 
@@ -148,13 +149,16 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
 
 
 async def test_the_official_servers_come_out_with_only_their_real_quirks():
-    tk = await tn.create_toolkit(builtins=False)
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ours", description="d",
                                                                   grpc="127.0.0.1:0")) as ours:
         mine = await doctor(ours.url, send=True)
     assert [f for f in mine.findings if f.severity in ("error", "warning") and f.check != "card schema"] == []
     checked = {f.check.split(" at ")[0] for f in mine.findings if f.severity == "ok"}
-    assert {"JSONRPC 1.x", "JSONRPC 0.x", "HTTP+JSON 1.x", "HTTP+JSON 0.x", "GRPC 1.x", "send", "streaming"} <= checked
+    assert {"JSONRPC 1.x", "JSONRPC 0.x", "HTTP+JSON 1.x", "HTTP+JSON 0.x", "GRPC 1.x", "send", "streaming",
+            "input-required"} <= checked
+    [trip] = [f.message for f in mine.findings if f.check == "input-required"]
+    assert trip.startswith("'draft and approve the weekly report' asked for input") and trip.endswith("completed")
     async with sdk_server(compat=True) as url:
         sdk = await doctor(url, send=True)
     # its 0.3 compat answers a mistyped id with -32600, not -32602: a real quirk, reported as such
@@ -162,7 +166,9 @@ async def test_the_official_servers_come_out_with_only_their_real_quirks():
         ("invalid params", "expected JSON-RPC error -32602, got -32600")]
     assert not _findings(sdk, "error")
     async with js_server() as url:
-        js = await doctor(url)
+        js = await doctor(url, send=True)
+    assert [f.message for f in js.findings if f.check == "input-required" and f.severity == "ok"] == [
+        "'ask me a question' asked for input; the answer went on the same task, now completed"]
     assert not _findings(js, "error")
     assert any(c == "card schema" and m.startswith("$.url") for c, m in _findings(js, "warning"))  # no 0.3 url
 

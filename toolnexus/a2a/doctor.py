@@ -31,6 +31,7 @@ from . import grpc_binding
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text, validate_card
 from .client import MAX_CARD, A2AClient, _exchange, _why
 from .dialects import Dialect
+from .model import TaskState
 
 __all__ = ["doctor", "DoctorReport", "Finding"]
 
@@ -332,6 +333,7 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
             add(Finding("warning", "cancel", f"cancel failed: {exc}", _since(traffic, before),
                         ["clients that cancel (agent tools, the TUI, the SDKs)"],
                         "answer CancelTask with the task, or TaskNotCancelableError when it has finished"))
+        await _round_trip(client, card, traffic, add)
         if card.streaming:
             before = len(traffic.events)
             frames: list[Any] = []
@@ -368,6 +370,34 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
                     "accept a text message as every client sends it"))
     finally:
         await client.release()
+
+
+async def _round_trip(client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: Any) -> None:
+    """An ``input-required`` round trip, when one of the card's skill examples (the first three)
+    asks for input: the answer must go on the same task and move it past the question."""
+    examples = [str(e) for skill in card.skills for e in (skill.get("examples") or [])][:3]
+    for text in examples:
+        before = len(traffic.events)
+        asked = await client.send(text, blocking=True)
+        if asked.state is not TaskState.INPUT_REQUIRED:
+            continue
+        question = asked.status.message.text if asked.status.message else ""
+        answered = await client.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+        if answered.id != asked.id:
+            add(Finding("warning", "input-required", f"the answer to {text!r} made a new task, not the same one",
+                        _since(traffic, before), ["agent tools and chats that answer questions"],
+                        "continue the task named by the message's taskId"))
+        elif answered.state is TaskState.INPUT_REQUIRED and answered.status.message and \
+                answered.status.message.text == question:
+            add(Finding("warning", "input-required", "the answer left the task asking the same question",
+                        _since(traffic, before), ["agent tools and chats that answer questions"],
+                        "take the answer and move the task on"))
+        else:
+            add(Finding("ok", "input-required", f"{text!r} asked for input; the answer went on the same task, "
+                        f"now {answered.state.value}"))
+        return
+    if examples:
+        add(Finding("info", "input-required", "no skill example asked for input: the round trip was not tried"))
 
 
 def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> None:
