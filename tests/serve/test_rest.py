@@ -298,3 +298,15 @@ async def test_our_client_on_0_3_rest_routes(peer):
             await client.delete_push(task.id, config.id)
         with pytest.raises(tn.RPCError, match="no ListTasks|has no list"):
             await client.list_tasks()
+
+
+def test_one_route_table_names_every_route_the_server_serves():
+    from toolnexus.a2a import rest
+
+    # a path with a :verb is never taken for /tasks/{id}, on the wire log as in the server
+    assert rest.match("GET", "/tasks/abc:subscribe") == ("resubscribe", {"id": "abc"})
+    assert rest.match("GET", "/v1/tasks/abc:subscribe") == ("resubscribe", {"id": "abc"})
+    assert rest.match("GET", "/tasks/abc") == ("get", {"id": "abc"})
+    assert rest.match("GET", "/tasks/a%2Fb") == ("get", {"id": "a/b"})
+    assert rest.match("DELETE", "/v1/tasks/t/pushNotificationConfigs/c") is None  # not a 0.3 route
+    assert rest.match("GET", "/.well-known/agent-card.json") is None

@@ -29,7 +29,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 
-__all__ = ["OPERATIONS", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
+__all__ = ["OPERATIONS", "ROUTES", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
            "parse_error", "operation_name", "v03_route", "V03_OPERATIONS", "v03_params", "v03_result", "v03_error_body",
            "v03_request", "v03_answer"]
 
@@ -49,7 +49,6 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "push-delete": ("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "DeleteTaskPushNotificationConfig"),
     "extended": ("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
 }
-_GET_SUBSCRIBE = ("GET", "/tasks/{id}:subscribe")  # the 1.x SDK serves it on GET as well
 _INTS = frozenset({"historyLength", "pageSize"})
 _BOOLS = frozenset({"includeArtifacts"})
 
@@ -59,18 +58,24 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(f"(?P<{p[1:-1]}>[^/]+?)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
 
 
-_MATCHERS = [(m, _pattern(t), op) for op, (m, t, _) in OPERATIONS.items()] + [
-    (_GET_SUBSCRIBE[0], _pattern(_GET_SUBSCRIBE[1]), "resubscribe")]
-
-
 def v03_route(op: str) -> str:
     """The path of an operation on 0.3's REST routes."""
     return "/v1/card" if op == "extended" else "/v1" + OPERATIONS[op][1]
 
 
-_MATCHERS += [(OPERATIONS[op][0], _pattern(v03_route(op)), op) for op in
-              ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")]
-_MATCHERS.append((_GET_SUBSCRIBE[0], _pattern("/v1" + _GET_SUBSCRIBE[1]), "resubscribe"))
+V03_OPERATIONS = ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")
+"""What 0.3's REST binding has (no ListTasks, no delete of a push config: a2a.proto 0.3 defines
+neither as a route)."""
+
+ROUTES: list[tuple[str, str, str, bool]] = sorted(
+    [(m, t, op, False) for op, (m, t, _) in OPERATIONS.items()]
+    + [(OPERATIONS[op][0], v03_route(op), op, True) for op in V03_OPERATIONS]
+    + [("GET", "/tasks/{id}:subscribe", "resubscribe", False),  # the 1.x SDK serves it on GET as well
+       ("GET", "/v1/tasks/{id}:subscribe", "resubscribe", True)],
+    key=lambda row: ":" not in row[1])
+"""Every route served and recognised: ``(HTTP method, path template, op, 0.3's)``; the
+``/tasks/{id}:verb`` ones first, as ``/tasks/{id}`` would take them otherwise."""
+_MATCHERS = [(m, _pattern(t), op) for m, t, op, _ in ROUTES]
 
 
 def operation_name(op: str) -> str:
@@ -201,9 +206,6 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
 
 # -- A2A 0.3's REST routes (under /v1/): 0.3's proto-JSON, converted from and to the 1.0 shapes -------
 
-V03_OPERATIONS = ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")
-"""What 0.3's REST binding has (no ListTasks, no delete of a push config: a2a.proto 0.3 defines
-neither as a route)."""
 _STATES_V03 = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
 _STATES_V10 = {v: k for k, v in _STATES_V03.items()}
 _FINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED",

@@ -150,13 +150,9 @@ class A2AEndpoint:
         ]
 
     def _rest_routes(self) -> list[Route]:
-        """The HTTP+JSON binding at the same base URL, 1.0's and 0.3's (under ``/v1/``);
-        ``/tasks/{id}:verb`` before ``/tasks/{id}``, which would take it otherwise."""
-        table = [(m, t, op, False) for op, (m, t, _) in rest.OPERATIONS.items()]
-        table += [(rest.OPERATIONS[op][0], rest.v03_route(op), op, True) for op in rest.V03_OPERATIONS]
-        table += [("GET", "/tasks/{id}:subscribe", _RESUB, False), ("GET", "/v1/tasks/{id}:subscribe", _RESUB, True)]
-        table.sort(key=lambda row: ":" not in row[1])
-        return [Route(t, functools.partial(self.rest, op, v03=v03), methods=[m]) for m, t, op, v03 in table]
+        """The HTTP+JSON binding at the same base URL, 1.0's and 0.3's (under ``/v1/``), in the
+        order of ``rest.ROUTES``."""
+        return [Route(t, functools.partial(self.rest, op, v03=v03), methods=[m]) for m, t, op, v03 in rest.ROUTES]
 
     # -- the card -------------------------------------------------------------------------------
     def card_json(self) -> dict[str, Any]:
