@@ -271,41 +271,54 @@ def _message_v10(m: Any) -> dict[str, Any]:
     return out
 
 
-def _status(status: dict[str, Any]) -> dict[str, Any]:
-    out = {**status, "state": _STATES_V03.get(status.get("state"), status.get("state"))}
+def _status(status: dict[str, Any], to_v03: bool) -> dict[str, Any]:
+    states = _STATES_V03 if to_v03 else _STATES_V10
+    out = {**status, "state": states.get(status.get("state"), status.get("state"))}
     if isinstance(status.get("message"), dict):
-        out["message"] = _message_v03(status["message"])
+        out["message"] = (_message_v03 if to_v03 else _message_v10)(status["message"])
     return out
 
 
-def _artifact(a: dict[str, Any]) -> dict[str, Any]:
-    return {**a, "parts": [_part_v03(p) for p in _objects(a.get("parts"))]}
+def _artifact(a: Any, to_v03: bool) -> Any:
+    if not isinstance(a, dict):  # a peer's odd shape: left for the parser to refuse
+        return a
+    return {**a, "parts": [(_part_v03 if to_v03 else _part_v10)(p) for p in _objects(a.get("parts"))]}
 
 
-def _task(t: dict[str, Any]) -> dict[str, Any]:
+def _task(t: Any, to_v03: bool) -> Any:
+    if not isinstance(t, dict):
+        return t
     out = dict(t)
     if isinstance(t.get("status"), dict):
-        out["status"] = _status(t["status"])
+        out["status"] = _status(t["status"], to_v03)
     if "artifacts" in t:
-        out["artifacts"] = [_artifact(a) for a in _objects(t["artifacts"])]
+        out["artifacts"] = [_artifact(a, to_v03) for a in _objects(t["artifacts"])]
     if "history" in t:
-        out["history"] = [_message_v03(m) for m in _objects(t["history"])]
+        out["history"] = [(_message_v03 if to_v03 else _message_v10)(m) for m in _objects(t["history"])]
     return out
 
 
-def _event(frame: dict[str, Any]) -> dict[str, Any]:
-    """A send result or a stream frame (``{task}``, ``{message}``, ``{statusUpdate}``, ``{artifactUpdate}``)."""
+def _event(frame: Any, to_v03: bool) -> Any:
+    """A send result or a stream frame (``{task}``, ``{message}``, ``{statusUpdate}``,
+    ``{artifactUpdate}``) from 1.0 to 0.3 (``to_v03``) or back; 0.3's status updates carry ``final``."""
+    if not isinstance(frame, dict):
+        return frame
     if isinstance(frame.get("task"), dict):
-        return {"task": _task(frame["task"])}
+        return {"task": _task(frame["task"], to_v03)}
     if isinstance(frame.get("message"), dict):
-        return {"message": _message_v03(frame["message"])}
+        return {"message": (_message_v03 if to_v03 else _message_v10)(frame["message"])}
     if isinstance(frame.get("statusUpdate"), dict):
-        status = frame["statusUpdate"].get("status") or {}
-        return {"statusUpdate": {**frame["statusUpdate"], "status": _status(status),
-                                 "final": status.get("state") in _FINAL}}
+        update = {k: v for k, v in frame["statusUpdate"].items() if k != "final"}
+        status = update.get("status")
+        if to_v03:
+            status = status or {}
+            update["final"] = status.get("state") in _FINAL
+        if isinstance(status, dict):
+            update["status"] = _status(status, to_v03)
+        return {"statusUpdate": update}
     if isinstance(frame.get("artifactUpdate"), dict):
         update = frame["artifactUpdate"]
-        return {"artifactUpdate": {**update, "artifact": _artifact(update.get("artifact") or {})}}
+        return {"artifactUpdate": {**update, "artifact": _artifact(update.get("artifact") or {}, to_v03)}}
     return frame
 
 
@@ -383,41 +396,6 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _task_v10(t: Any) -> Any:
-    if not isinstance(t, dict):
-        return t
-    out = dict(t)
-    status = t.get("status")
-    if isinstance(status, dict):
-        out["status"] = {**status, "state": _STATES_V10.get(status.get("state"), status.get("state"))}
-        if isinstance(status.get("message"), dict):
-            out["status"]["message"] = _message_v10(status["message"])
-    if "artifacts" in t:
-        out["artifacts"] = [{**a, "parts": [_part_v10(p) for p in _objects(a.get("parts"))]}
-                            for a in _objects(t["artifacts"])]
-    if "history" in t:
-        out["history"] = [_message_v10(m) for m in _objects(t["history"])]
-    return out
-
-
-def _event_v10(frame: Any) -> Any:
-    if not isinstance(frame, dict):
-        return frame
-    if isinstance(frame.get("task"), dict):
-        return {"task": _task_v10(frame["task"])}
-    if isinstance(frame.get("message"), dict):
-        return {"message": _message_v10(frame["message"])}
-    if isinstance(frame.get("statusUpdate"), dict):
-        update = {k: v for k, v in frame["statusUpdate"].items() if k != "final"}
-        return {"statusUpdate": {**update, "status": _task_v10({"status": update.get("status") or {}})["status"]}}
-    if isinstance(frame.get("artifactUpdate"), dict):
-        update = frame["artifactUpdate"]
-        artifact = update.get("artifact") or {}
-        return {"artifactUpdate": {**update, "artifact": {
-            **artifact, "parts": [_part_v10(p) for p in _objects(artifact.get("parts"))]}}}
-    return frame
-
-
 def _named_push(body: Any) -> dict[str, Any]:
     """A 0.3 config ``{name: tasks/{id}/pushNotificationConfigs/{configId}, pushNotificationConfig}`` in 1.0's shape."""
     name = body.get("name") if isinstance(body, dict) else None
@@ -447,9 +425,9 @@ def v03_request(op: str, params: dict[str, Any]) -> dict[str, Any]:
 def v03_answer(op: str, data: Any) -> Any:
     """A 0.3 REST answer (or stream frame) in the 1.0 shapes the client parses."""
     if op in ("send", "stream", "resubscribe"):
-        return _event_v10(data)
+        return _event(data, False)
     if op in ("get", "cancel"):
-        return _task_v10(data)
+        return _task(data, False)
     if op in ("push-set", "push-get"):
         return _named_push(data)
     if op == "push-list":
@@ -461,9 +439,9 @@ def v03_answer(op: str, data: Any) -> Any:
 def v03_result(op: str, result: Any) -> Any:
     """A 1.0 result (or stream frame) as 0.3's REST routes answer it."""
     if op in ("send", "stream", "resubscribe"):
-        return _event(result)
+        return _event(result, True)
     if op in ("get", "cancel"):
-        return _task(result)
+        return _task(result, True)
     if op in ("push-set", "push-get"):
         return _push_v03(result)
     if op == "push-list":
