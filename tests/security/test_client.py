@@ -261,3 +261,33 @@ def test_one_origin_written_two_ways_is_one_origin():
     other = AgentCard(card("http://h.example:8080/"), "http://h.example/.well-known/agent-card.json")
     assert not any("sends calls to" in d.message for d in tn.validate_card(same).diagnostics)
     assert any("sends calls to" in d.message for d in tn.validate_card(other).diagnostics)
+
+
+async def test_odd_shapes_from_a_0_3_rest_peer_are_refused_clearly_never_a_crash():
+    """A 0.3 REST-only peer answering shapes no peer should: not a TypeError, not interpreted."""
+    frames = [{"task": {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}},
+              {"artifactUpdate": {"taskId": "t", "artifact": [1, 2]}},
+              {"statusUpdate": {"taskId": "t", "status": "\x1b[31mred"}}]
+
+    async def the_card(request, peer):
+        return JSONResponse({"name": "odd", "url": peer.url + "/", "protocolVersion": "0.3.0",
+                             "preferredTransport": "HTTP+JSON", "capabilities": {"streaming": True}})
+
+    async def stream(request, peer):
+        async def body():
+            for frame in frames:
+                yield b"data: " + json.dumps(frame).encode() + b"\n\n"
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async def send(request, peer):
+        return JSONResponse({"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED",
+                                                           "message": {"content": "not a list"}}}})
+
+    async with Peer(**{CARD_PATH: the_card, "/v1/message:stream": stream, "/v1/message:send": send}) as peer:
+        async with tn.A2AClient(peer.url) as client:
+            states = [t.state.value async for t in client.stream("hi")]
+            assert (client.binding, client.dialect.value) == ("HTTP+JSON", "0.3")
+            assert states[:2] == ["working", "working"]  # the odd artifact is no artifact
+            with pytest.raises(tn.PeerError, match="message/send answered a shape A2A 0.3 does not have: "
+                                                   "Invalid params: expected a list of objects"):
+                await client.send("hi")

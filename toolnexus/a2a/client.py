@@ -379,7 +379,13 @@ class A2AClient:
                 raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
                                 f"headers/credentials", status=status)
             raise PeerError(f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
-        return rest.v03_answer(_OPS[method], data) if self.dialect is Dialect.V03 else data
+        if self.dialect is not Dialect.V03:
+            return data
+        try:
+            return rest.v03_answer(_OPS[method], data)
+        except RPCError as exc:  # the peer's answer, not our call, is what is wrong
+            raise PeerError(f"{self.peer}: {method} answered a shape A2A 0.3 does not have: {exc.message}",
+                            status=status) from None
 
     # -- gRPC ---------------------------------------------------------------------------------------
     def _grpc(self, op: str) -> tuple[Any, str, str, str, list[tuple[str, str]]]:
