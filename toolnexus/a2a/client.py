@@ -338,20 +338,28 @@ class A2AClient:
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
-            excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
-            raise PeerError(f"{self.peer}: {method} answered HTTP {status} with no JSON-RPC body: {excerpt}",
-                            status=status) from None
+            raise self._unreadable(method, status, content, " with no JSON-RPC body") from None
         if empty_ok and isinstance(data, dict) and status == 200 and data.get("error") is None and "result" not in data:
             return None
         if not isinstance(data, dict) or ("result" not in data and not isinstance(data.get("error"), dict)):
-            if status in (401, 403):  # e.g. a proxy's {"error": "..."}: not the agent's JSON-RPC answer
-                meaning = "authentication required" if status == 401 else "invalid credentials"
-                raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
-                                f"headers/credentials", status=status)
-            raise PeerError(f"{self.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
+            # e.g. a proxy's {"error": "..."} on a 401: not the agent's JSON-RPC answer
+            raise self._refused(method, status) or PeerError(
+                f"{self.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
         if data.get("error") is not None:
             raise _rpc_error(data["error"], self.traffic.mask)
         return data["result"]
+
+    def _unreadable(self, method: str, status: int, content: bytes, what: str) -> PeerError:
+        excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
+        return PeerError(f"{self.peer}: {method} answered HTTP {status}{what}: {excerpt}", status=status)
+
+    def _refused(self, method: str, status: int) -> PeerError | None:
+        """The error of an answer refusing the credentials (401, 403), else None."""
+        if status not in (401, 403):
+            return None
+        meaning = "authentication required" if status == 401 else "invalid credentials"
+        return PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the headers/credentials",
+                         status=status)
 
     @property
     def _shapes(self) -> Dialect:
@@ -366,19 +374,14 @@ class A2AClient:
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
-            excerpt = self.traffic.mask(content[:200].decode("utf-8", "replace"))
             hint = " (it serves no HTTP+JSON binding there)" if status in (404, 405) else ""
-            raise PeerError(f"{self.peer}: {method} answered HTTP {status}{hint} with no JSON body: {excerpt}",
-                            status=status) from None
+            raise self._unreadable(method, status, content, f"{hint} with no JSON body") from None
         error = rest.parse_error(status, data, self.traffic.mask)
         if error is not None:
             raise error
         if not 200 <= status < 300:
-            if status in (401, 403):
-                meaning = "authentication required" if status == 401 else "invalid credentials"
-                raise PeerError(f"{self.peer}: {method} answered HTTP {status} ({meaning}): check the "
-                                f"headers/credentials", status=status)
-            raise PeerError(f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
+            raise self._refused(method, status) or PeerError(
+                f"{self.peer}: {method} answered HTTP {status} without an A2A error", status=status)
         if self.dialect is not Dialect.V03:
             return data
         try:
@@ -399,11 +402,10 @@ class A2AClient:
         return getattr(pb_grpc.A2AServiceStub(self._channel), rpc), rpc, request, url, metadata
 
     def _grpc_failed(self, rpc: str, exc: BaseException) -> Exception:
-        error = grpc_binding.error_of(exc, self.traffic.mask) if hasattr(exc, "code") else None
-        if error is not None:
-            return error
-        return PeerError(f"{self.peer}: {rpc} failed: {_why(exc) if not hasattr(exc, 'code') else exc.code().name}"
-                         + (f": {self.traffic.mask(exc.details() or '')}" if hasattr(exc, "details") else ""))
+        if not hasattr(exc, "code"):  # no status: the channel or the message failed
+            return PeerError(f"{self.peer}: {rpc} failed: {_why(exc)}")
+        return grpc_binding.error_of(exc, self.traffic.mask) or PeerError(
+            f"{self.peer}: {rpc} failed: {exc.code().name}: {self.traffic.mask(exc.details() or '')}")
 
     async def _grpc_call(self, op: str, params: dict[str, Any]) -> Any:
         call, rpc, request, url, metadata = self._grpc(op)
