@@ -119,6 +119,15 @@ async def test_auth_and_no_traceback_on_the_rest_routes():
             assert r.headers["www-authenticate"] == "Bearer"
         ok = await http.post("/message:send", json=_send_body("hi"), headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 200 and "Traceback" not in ok.text
+        # our client reads the refusal as one, over REST as over JSON-RPC; the doctor says so too
+        async with tn.A2AClient(handle.url, binding="http+json") as client:
+            with pytest.raises(tn.PeerError, match=r"GetTask answered HTTP 401 \(authentication required\)"):
+                await client.get("x")
+        report = await tn.doctor(handle.url)
+        refusals = {f.check.split(" at ")[0]: f.severity for f in report.findings
+                    if "refuses calls without credentials (HTTP 401)" in f.message}
+        assert {"JSONRPC 1.x", "JSONRPC 0.x", "HTTP+JSON 1.x", "HTTP+JSON 0.x"} <= set(refusals)
+        assert set(refusals.values()) == {"info"}  # the card declares the scheme
 
 
 async def test_our_client_picks_rest_when_the_card_offers_only_it_python_sdk():

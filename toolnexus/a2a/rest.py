@@ -179,7 +179,8 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
     """The error a REST answer carries, as the RPCError of its reason (or, without one, of its
     HTTP status): 1.0's ``{"error": {...}}``, or on a failed status the 0.3-era forms peers send,
     ``{"type": "TaskNotFoundError", "message"}`` and ``{"code": -32001, "message"}`` (the JS SDK's
-    0.3 routes). None when ``data`` is not an error."""
+    0.3 routes). None when ``data`` is not an error, or is a 401/403 without an A2A reason (a
+    refused credential, which the client reports as such)."""
     error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict) and isinstance(data, dict) and status >= 400:
         named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
@@ -197,6 +198,8 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
             reason = detail["reason"]
             break
     cls = RPC_REASONS.get(reason or "")
+    if cls is None and status in (401, 403):  # a refused credential, not an A2A error: the caller says so
+        return None
     if cls is None:  # no A2A reason: what its HTTP status says
         cls = (InternalError if status >= 500 else MethodNotFoundError if status in (404, 405)
                else InvalidRequestError)
