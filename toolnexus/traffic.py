@@ -421,7 +421,7 @@ class _Inbound(TrafficEvent):
     What it was, unmasked, is in slots (never in ``vars(event)``, never in its repr); an event
     nobody has read is one object the collector tracks, with no ``__dict__`` yet."""
 
-    __slots__ = ("_rec", "_raw", "_wall", "server", "seq")
+    __slots__ = ("_rec", "_raw", "_wall", "server", "seq", "_parsed")
     direction = "in"
     kind = "traffic"
 
@@ -453,14 +453,19 @@ class _Inbound(TrafficEvent):
     def time(self) -> str:  # type: ignore[override]
         return iso_utc(datetime.fromtimestamp(self._wall, timezone.utc))
 
-    @property
-    def _sent(self) -> Any:
-        return _json_or_none(self._raw[6]) if self._raw[0] == "POST" else None
+    def _decoded(self) -> tuple[Any, tuple[str, dict[str, str]] | None]:
+        """The request body decoded, and the HTTP+JSON operation and path fields when it is one:
+        worked out once, kept in a slot (unmasked, so never in ``vars(event)``)."""
+        try:
+            return self._parsed
+        except AttributeError:
+            sent = _json_or_none(self._raw[6]) if self._raw[0] == "POST" else None
+            route = None if self._raw[0] == "POST" and _method_of(sent) else rest.match(self._raw[0], self._raw[2])
+            self._parsed = (sent, route)
+            return self._parsed
 
-    @property
-    def _rest(self) -> tuple[str, dict[str, str]] | None:
-        """The HTTP+JSON operation of the exchange and its path fields, when it is one."""
-        return None if self._raw[0] == "POST" and _method_of(self._sent) else rest.match(self._raw[0], self._raw[2])
+    _sent = property(lambda self: self._decoded()[0])
+    _rest = property(lambda self: self._decoded()[1])
 
     @_cached
     def rpc_method(self) -> str | None:  # type: ignore[override]
