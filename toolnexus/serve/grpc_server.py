@@ -15,7 +15,7 @@ from typing import Any
 from ..a2a.dialects import Dialect
 from ..a2a.grpc_binding import METHODS, abort_args, modules, to_json, to_proto
 from ..errors import InternalError, RPCError, VersionNotSupportedError
-from .a2a import A2AEndpoint, _major, _Refusal
+from .a2a import A2AEndpoint, _bare, _major, _Refusal
 from .runner import MAX_CONNECTIONS, http_url, parse_addr
 
 __all__ = ["GrpcServer"]
@@ -96,7 +96,7 @@ class GrpcServer:
         async def call(servicer: Any, request: Any, context: Any) -> AsyncIterator[Any]:
             try:
                 params, owner = await self._params(op, request, context)
-                results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_itself)
+                results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_bare)
             except RPCError as err:
                 await context.abort(*abort_args(err))
             async with contextlib.aclosing(results):
@@ -105,7 +105,3 @@ class GrpcServer:
                         yield to_proto("StreamResponse", result)
 
         return call
-
-
-def _itself(results: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    return results
