@@ -181,12 +181,9 @@ class AgentCard:
         A 0.3 card whose ``preferredTransport`` is HTTP+JSON is spoken to over 0.3's REST routes."""
         rest = self._interface("1", "HTTP+JSON")
         grpc = self._interface("1", "GRPC")
-        if binding == "GRPC" or (binding is None and grpc is not None and grpc.get("url")
-                                 and not any(str(i.get("protocolBinding", "JSONRPC")).upper() in ("JSONRPC", "HTTP+JSON")
-                                             for i in self.interfaces) and not self.raw.get("url")):
+        if binding == "GRPC":
             if grpc is not None and grpc.get("url"):
-                why = "gRPC asked for" if binding else "the card offers gRPC (protocol 1.x) only"
-                return "1.0", str(grpc["url"]), f"{why}; the card lists it for protocol 1.x", "GRPC"
+                return "1.0", str(grpc["url"]), "gRPC asked for; the card lists it for protocol 1.x", "GRPC"
             raise PeerError("gRPC asked for, but the card lists no gRPC interface (its host:port is needed)")
         if binding == "HTTP+JSON" and dialect == "0.3":
             url = self._rest_v03()
@@ -213,6 +210,10 @@ class AgentCard:
         if binding is None and rest_v03 and "JSONRPC" not in additional and self._jsonrpc("0") is None:
             return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", "HTTP+JSON"
         url = self.raw.get("url")
+        if binding is None and grpc is not None and grpc.get("url") and not url and not any(
+                str(i.get("protocolBinding", "JSONRPC")).upper() in ("JSONRPC", "HTTP+JSON") for i in self.interfaces):
+            why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
+            return "1.0", str(grpc["url"]), why, "GRPC"
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
             return "0.3", url, reason, "JSONRPC"
