@@ -24,7 +24,8 @@ from .peers.js_peer import js_server
 from .peers.sdk_server import sdk_server
 
 DEFECTS = ("none", "no-card", "old-path-only", "rest-not-served", "wrong-not-found", "undeclared-auth",
-           "stream-is-json", "ansi-name", "bare-task", "lower-states", "endless-stream")
+           "stream-is-json", "ansi-name", "bare-task", "lower-states", "endless-stream",
+           "card-not-json")
 
 
 @contextlib.asynccontextmanager
@@ -33,6 +34,8 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
     holder: dict[str, str] = {}
 
     def card(request: Request) -> Response:
+        if defect == "card-not-json":
+            return PlainTextResponse("<html><script>alert(1)</script></html>")
         url = holder["url"] + "/"
         interfaces = [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
         if defect == "rest-not-served":
@@ -141,6 +144,9 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
     elif defect == "bare-task":
         assert [c for c, _ in warnings] == ["result wrapping"]
         assert "a2a-sdk 1.x" in found["result wrapping"].breaks
+    elif defect == "card-not-json":
+        assert ("card", "/.well-known/agent-card.json answered 200 with what is not a JSON object") in errors
+        assert "<html>" in found["card"].evidence[0]  # shown as data, in the evidence
     elif defect == "endless-stream":
         assert any(c == "streaming" and "200 frames without ending" in m for c, m in warnings)
         assert not any(f.check == "streaming" and f.severity == "ok" for f in report.findings)

@@ -29,7 +29,7 @@ from ..events import TrafficEvent
 from ..traffic import TrafficRecorder
 from . import grpc_binding
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text, validate_card
-from .client import MAX_CARD, A2AClient, _exchange, _why
+from .client import A2AClient, _exchange, _why, fetch_card
 from .dialects import Dialect
 from .model import TaskState
 
@@ -164,27 +164,19 @@ async def _card(url: str, http: httpx.AsyncClient, traffic: TrafficRecorder, hea
     base = url.split("/.well-known/")[0].rstrip("/")
     found: dict[str, AgentCard] = {}
     for path in (CARD_PATH, LEGACY_CARD_PATH):
-        before, started = len(traffic.events), time.perf_counter()
+        before = len(traffic.events)
         try:
-            r, content = await _exchange(http, "GET", base + path, headers={"A2A-Version": "1.0", **headers},
-                                         limit=MAX_CARD, timeout=timeout)
-        except httpx.HTTPError as exc:
-            add(Finding("error", "card", f"nothing answered at {base + path}: {_why(exc)}", breaks=EVERY_CLIENT,
-                        fix="check the URL, and that the agent is running and reachable from here"))
-            return None
-        traffic.record(direction="out", method="GET", url=base + path, status=r.status_code, started=started,
-                       request_headers=dict(r.request.headers), request_body=b"", response_headers=dict(r.headers),
-                       response_body=content)
-        if r.status_code == 200:
-            try:
-                raw = _json.loads(content)
-            except (*_json.JSONDecodeError, ValueError):
-                raw = None
-            if isinstance(raw, dict):
-                found[path] = AgentCard(raw, base + path)
+            found[path] = await fetch_card(base + path, headers, timeout, http=http, traffic=traffic)
+        except PeerError as exc:
+            if exc.status == 404:
                 continue
-            add(Finding("error", "card", f"{path} answered 200 with what is not a JSON object",
-                        _since(traffic, before), EVERY_CLIENT,
+            last = list(traffic.events)[-1]
+            if last.status is None:
+                add(Finding("error", "card", f"nothing answered at {base + path}: {last.error}", breaks=EVERY_CLIENT,
+                            fix="check the URL, and that the agent is running and reachable from here"))
+                return None
+            what = f"{path} answered 200 with what is not a JSON object" if last.status == 200 else str(exc)
+            add(Finding("error", "card", what, _since(traffic, before), EVERY_CLIENT,
                         "serve the card as a JSON object with Content-Type application/json"))
     if not found:
         add(Finding("error", "card", f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
