@@ -144,3 +144,41 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
         if grpc_server is not None:
             await grpc_server.stop(0)
         await push_http.aclose()
+
+
+HOOK = "http://127.0.0.1:9/hook"
+
+
+async def follow_the_script(client, hello: str):  # type: ignore[no-untyped-def]
+    """Our client (an ``A2AClient`` on any binding) through every behaviour of the script agent:
+    an echo and its GetTask, a reply streamed as appends, a question answered on the same task, a
+    cancel, an unknown task, a finished task that cannot be canceled, a push config set, listed,
+    read with and without its id, deleted. Returns the echo's task."""
+    import pytest
+
+    from toolnexus.a2a.model import TaskState
+    from toolnexus.errors import TaskNotCancelableError, TaskNotFoundError
+
+    task = await client.send(hello, blocking=True)
+    assert task.state is TaskState.COMPLETED and task.reply == f"echo: {hello}"
+    got = await client.get(task.id)
+    assert got.state is TaskState.COMPLETED and got.reply == f"echo: {hello}"
+    streamed = [t async for t in client.stream("chunked reply please")]
+    assert streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: chunked reply please"
+    question = await client.send("a question", blocking=True)
+    assert question.state is TaskState.INPUT_REQUIRED
+    answered = await client.send("blue", task_id=question.id, context_id=question.context_id, blocking=True)
+    assert answered.reply == "answered: blue"
+    slow = await client.send("slow")
+    assert (await client.cancel(slow.id)).state is TaskState.CANCELED
+    with pytest.raises(TaskNotFoundError):  # the binding's error, read back as the A2A error
+        await client.get("no-such-task")
+    with pytest.raises(TaskNotCancelableError):
+        await client.cancel(task.id)
+    config = await client.set_push(task.id, HOOK, token="tok-script")
+    assert [c.id for c in await client.list_push(task.id)] == [config.id]
+    assert (await client.get_push(task.id, config.id)).url == HOOK
+    assert (await client.get_push(task.id)).id == config.id  # no id: its first, as over JSON-RPC
+    await client.delete_push(task.id, config.id)
+    assert await client.list_push(task.id) == []
+    return task
