@@ -96,6 +96,14 @@ async def test_every_route_answers_as_the_binding_writes_it():
                                        headers={"Content-Type": "application/json"}))[2] == "PARSE_ERROR"
         assert _reason(await http.post("/message:send", json=["a", "list"]))[2] == "INVALID_PARAMS"
         assert _reason(await http.post("/message:send", json={"message": {"parts": "x"}}))[0] == 400
+        deep: dict = {}
+        nest = deep
+        for _ in range(90):
+            nest["a"] = nest = {}
+        too_deep = _send_body("deep")
+        too_deep["message"]["metadata"] = deep
+        refused = await http.post("/message:send", json=too_deep)  # the same limit as JSON-RPC's params
+        assert _reason(refused)[2] == "INVALID_PARAMS" and "nested deeper than 64 levels" in refused.text
         assert _reason(await http.post("/message:send", json=_send_body("hi"),
                                        headers={"A2A-Version": "0.3"})) == (400, "FAILED_PRECONDITION",
                                                                             "VERSION_NOT_SUPPORTED")

@@ -22,6 +22,7 @@ __all__ = [
     "NO_ID",
     "MAX_DEPTH",
     "too_deep",
+    "refuse_too_deep",
 ]
 
 MAX_DEPTH = 64
@@ -69,9 +70,18 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
         params = {}
     if not isinstance(params, dict):
         raise _with_id(InvalidParamsError("Invalid params: params must be an object"), echo)
-    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(params, MAX_DEPTH):
-        raise _with_id(InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels"), echo)
+    try:
+        refuse_too_deep(params, raw)
+    except InvalidParamsError as err:
+        raise _with_id(err, echo) from None
     return RpcRequest(method, params, rid)
+
+
+def refuse_too_deep(params: Any, raw: bytes | None = None) -> None:
+    """InvalidParamsError when ``params`` (of any binding) nest deeper than ``MAX_DEPTH``; ``raw``,
+    the bytes they were read from, skips the walk when they hold too few brackets to nest that deep."""
+    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(params, MAX_DEPTH):
+        raise InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels")
 
 
 def too_deep(value: Any, limit: int) -> bool:

@@ -34,7 +34,7 @@ from ..a2a.dialects import (
     render_status_update,
     render_task,
 )
-from ..a2a.jsonrpc import error_envelope, parse_request, request_id_of, result_envelope
+from ..a2a.jsonrpc import error_envelope, parse_request, refuse_too_deep, request_id_of, result_envelope
 from ..a2a.model import Task, TaskState, iso_utc
 from ..a2a.push import PushConfig, parse_push_config, render_push_config
 from ..errors import (
@@ -294,6 +294,7 @@ class A2AEndpoint:
                     body = _json.loads(raw)
                 except (*_json.JSONDecodeError, ValueError):
                     raise ParseError("Parse error: the body is not valid JSON") from None
+                refuse_too_deep(body, raw)  # the limit JSON-RPC's params have
             else:
                 owner = self._owner(request)
             params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
