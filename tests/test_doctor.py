@@ -25,7 +25,7 @@ from .peers.sdk_server import sdk_server
 
 DEFECTS = ("none", "no-card", "old-path-only", "rest-not-served", "wrong-not-found", "undeclared-auth",
            "stream-is-json", "ansi-name", "bare-task", "lower-states", "endless-stream",
-           "card-not-json")
+           "card-not-json", "many-interfaces")
 
 
 @contextlib.asynccontextmanager
@@ -40,6 +40,9 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
         interfaces = [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
         if defect == "rest-not-served":
             interfaces.append({"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"})
+        if defect == "many-interfaces":  # 5,000 of them, each somewhere that is not there
+            interfaces += [{"url": f"http://127.0.0.1:9/{i}/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                           for i in range(5000)]
         name = "evil\x1b[2J\x1b[31m-agent" if defect == "ansi-name" else "peer"
         return JSONResponse({"name": name, "description": "a test peer", "version": "1", "url": url,
                              "protocolVersion": "0.3.0", "supportedInterfaces": interfaces,
@@ -144,6 +147,9 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
     elif defect == "bare-task":
         assert [c for c, _ in warnings] == ["result wrapping"]
         assert "a2a-sdk 1.x" in found["result wrapping"].breaks
+    elif defect == "many-interfaces":
+        assert ("card", "the card lists 5002 interfaces; the first 16 were checked") in warnings
+        assert sum(c.startswith("JSONRPC 1.x at http://127.0.0.1:9/") for c, _ in errors) == 15
     elif defect == "card-not-json":
         assert ("card", "/.well-known/agent-card.json answered 200 with what is not a JSON object") in errors
         assert "<html>" in found["card"].evidence[0]  # shown as data, in the evidence

@@ -38,6 +38,8 @@ __all__ = ["doctor", "DoctorReport", "Finding"]
 SEVERITIES = ("ok", "info", "warning", "error")
 MAX_FRAMES = 200
 """The most stream frames the doctor reads of one answer."""
+MAX_INTERFACES = 16
+"""The most interfaces of one card the doctor probes (a card may list any number)."""
 _MARK = {"ok": "✔", "info": "·", "warning": "!", "error": "✘"}
 _LINES = {  # who picks an interface of this binding and version
     ("JSONRPC", "1"): ["a2a-sdk 1.x", "JS SDK 1.x", "toolnexus"],
@@ -147,9 +149,13 @@ async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: fl
         add(Finding("info", "card verdict", checked.summary))
         declares_auth = any(card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements"))
         answered_open = False
-        for binding, version, endpoint in _interfaces(card):
+        interfaces = _interfaces(card)
+        for binding, version, endpoint in interfaces[:MAX_INTERFACES]:
             answered_open |= await _probe(card, binding, version, endpoint, http, headers, timeout, traffic, add,
                                           declares_auth)
+        if len(interfaces) > MAX_INTERFACES:
+            add(Finding("warning", "card", f"the card lists {len(interfaces)} interfaces; the first {MAX_INTERFACES} "
+                        "were checked", fix="list each interface the agent serves once"))
         if declares_auth and answered_open and not headers:
             add(Finding("warning", "auth", "the card declares authentication, but the peer answered calls without "
                         "any credentials", breaks=["clients that trust the card's security"],
