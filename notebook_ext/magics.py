@@ -54,8 +54,9 @@ HELP = {
                "%toolnexus cancel {s.task.id}"),
     "chat": ("%toolnexus chat URL", "A small chat with a peer; answers input-required questions on the same task.",
              "%toolnexus chat {h.url}"),
-    "export": ("%toolnexus export NAME [PATH.json|PATH.csv]",
-               "A server's tasks and wire to JSON, or its tasks to CSV (default: toolnexus-NAME-<time>.json here).",
+    "export": ("%toolnexus export NAME [PATH.json|PATH.csv|PATH.jsonl]",
+               "A server's tasks and wire to JSON, its tasks to CSV, or its wire to a cassette (.jsonl) that "
+               "toolnexus replay serves or diffs (default: toolnexus-NAME-<time>.json here).",
                "%toolnexus export desk tasks.csv"),
     "help": ("%toolnexus help [COMMAND]", "This help; also %toolnexus --help, %toolnexus COMMAND --help.",
              "%toolnexus help send"),

@@ -218,12 +218,17 @@ class ServerWidget(w.VBox):
         return df
 
     def export(self, path: str | Path | None = None) -> Path:
-        """The session of this server (its tasks, and the wire with them) to ``.json``, or its tasks
-        to ``.csv`` (one row per task). Returns where it went."""
+        """The session of this server (its tasks, and the wire with them) to ``.json``, its tasks
+        to ``.csv`` (one row per task), or its wire to ``.jsonl``: a cassette that ``toolnexus
+        replay`` serves as this server, or diffs against it later. Returns where it went."""
         path = Path(path or f"toolnexus-{self.name}-{datetime.now():%Y%m%d-%H%M%S}.json").expanduser()
-        if path.suffix not in (".json", ".csv"):
-            raise ConfigError(f"export: {path.name!r} must end in .json or .csv")
-        if path.suffix == ".csv":
+        if path.suffix not in (".json", ".csv", ".jsonl"):
+            raise ConfigError(f"export: {path.name!r} must end in .json, .csv or .jsonl")
+        if path.suffix == ".jsonl":
+            from toolnexus.a2a.cassette import save
+
+            save(list(self.book.traffic), path)
+        elif path.suffix == ".csv":
             buffer = io.StringIO()
             records = self.records()
             writer = csv.DictWriter(buffer, RECORD_FIELDS)

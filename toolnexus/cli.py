@@ -82,6 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task (default 300)")
     m.add_argument("--json", action="store_true", help="print JSON")
     m.add_argument("--trace", action="store_true", help="print every HTTP exchange (secrets masked)")
+    m.add_argument("--record", metavar="FILE.jsonl", help="write every exchange to this cassette (secrets masked)")
+
+    r = sub.add_parser("replay", help="serve a cassette's recorded answers as a peer, or diff it against a live one")
+    r.add_argument("cassette", help="a cassette (.jsonl) written by --record, A2AClient(record=...), the TUI or a notebook")
+    r.add_argument("--against", metavar="URL", help="send the recorded requests to this live peer and compare its answers")
+    r.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    r.add_argument("--port", type=int, default=0, help="port to serve on (default 0: any free port)")
+    r.add_argument("--match", choices=["strict", "lenient", "method"], default="lenient",
+                   help="how a request finds its recorded answer (default lenient)")
+    r.add_argument("--peer", metavar="ORIGIN", help="the recorded peer to play, when the cassette has several")
+    r.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                   help="with --against: send this header (secrets were masked when recorded)")
+    r.add_argument("--timeout", type=float, default=30.0, help="with --against: seconds per answer (default 30)")
+    r.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -97,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_doctor(args))
         if args.command == "send":
             return asyncio.run(_send(args))
+        if args.command == "replay":
+            return asyncio.run(_replay(args))
     except UsageError as exc:
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,13 +180,7 @@ async def _serve(args: argparse.Namespace) -> int:
     except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform/thread
-            pass
+    stop = _stop_on_signals()
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
     _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
           {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles, "model": args.model})
@@ -208,6 +218,18 @@ async def _serve(args: argparse.Namespace) -> int:
         _emit(args, "stopped", {"event": "stopped"})
     return EXIT_OK
 
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by Ctrl-C or SIGTERM (where the platform lets a loop handle them)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform/thread
+            pass
+    return stop
 
 
 def _headers(pairs: list[str]) -> dict[str, str]:
@@ -274,7 +296,9 @@ async def _send(args: argparse.Namespace) -> int:
     headers = _headers(args.header)
     try:
         client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers),
-                              binding=args.binding)
+                              binding=args.binding, record=args.record)
+    except OSError as exc:
+        raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a binding the dialect has not
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -335,6 +359,42 @@ async def _send(args: argparse.Namespace) -> int:
                 out(f"    {ev.request_body}", file=sys.stderr)
             out(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
     return code
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    from toolnexus.a2a.cassette import CassetteError
+    from toolnexus.a2a.replay import ReplayPeer, diff
+
+    try:
+        if args.against:
+            report = await diff(args.cassette, args.against, headers=_headers(args.header), origin=args.peer,
+                                timeout=args.timeout)
+            if args.json:
+                print(json.dumps(report.to_json(), indent=2))
+            else:
+                say(report.text())
+            return EXIT_OK if report.ok else EXIT_ERROR
+        peer = ReplayPeer(args.cassette, match=args.match, origin=args.peer)
+    except CassetteError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        await peer.start(f"{args.host}:{args.port}")
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    _emit(args, f"replaying {len(peer.exchanges)} exchange(s) of {peer.origin} at {peer.url}  (match {peer.match})",
+          {"event": "started", "url": peer.url, "origin": peer.origin, "exchanges": len(peer.exchanges),
+           "match": peer.match})
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+    stop = _stop_on_signals()
+    try:
+        await stop.wait()
+    finally:
+        await peer.stop()
+        misses = peer.misses
+        _emit(args, f"stopped: {len(peer.served)} answered, {len(misses)} unmatched"
+              + "".join(f"\n  unmatched: {printable(m, 200)}" for m in misses),
+              {"event": "stopped", "answered": len(peer.served), "unmatched": misses})
+    return EXIT_OK
 
 
 def _progress(args: argparse.Namespace, task: Any) -> None:

@@ -137,6 +137,8 @@ class TrafficRecorder:
         self.secret_names: set[str] = set()
         self.secret_values: set[str] = set()
         self._sorted: tuple[int, list[str]] | None = None
+        self.cassette: Any = None
+        """A :class:`~toolnexus.a2a.cassette.CassetteWriter` that each exchange is also written to."""
 
     def secret(self, header: str, value: str | None = None) -> None:
         """Treat this header (and this value, wherever it appears) as a secret."""
@@ -189,6 +191,8 @@ class TrafficRecorder:
             server=server,
         )
         self.events.append(event)
+        if self.cassette is not None:
+            self.cassette.write(event)
         if self.bus is not None:
             self.bus.publish(event)
         return event

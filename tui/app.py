@@ -210,11 +210,21 @@ class ToolnexusApp(App[None]):
         path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
         return path
 
-    def _session_path(self) -> Path:
-        return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}.json"
+    def _session_path(self, suffix: str = ".json") -> Path:
+        return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}{suffix}"
 
     def ask_export_session(self) -> None:
         self.ask_export("the session (wire log and chat)", self._session_path(), self.export_session)
+
+    def save_cassette(self, path: Path | None = None) -> Path:
+        """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
+        from toolnexus.a2a.cassette import save
+
+        return save(list(self.book.traffic), path or self._session_path(".jsonl"))
+
+    def ask_save_cassette(self) -> None:
+        self.ask_export("the wire as a cassette (toolnexus replay FILE)", self._session_path(".jsonl"),
+                        self.save_cassette)
 
     def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None:
         """Ask where to export ``what`` (``default`` offered), write it there with ``write``, and say
@@ -321,6 +331,7 @@ class ToolnexusApp(App[None]):
             ("Wire", "every HTTP exchange with peers (5)", partial(self.switch_mode, "wire")),
             ("MCP", "list and call the tools of any MCP endpoint (6)", partial(self.switch_mode, "mcp")),
             ("Export session", "the wire log and the chat as JSON", self.ask_export_session),
+            ("Save cassette", "the wire log as a cassette to replay (k on Wire)", self.ask_save_cassette),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]

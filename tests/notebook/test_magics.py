@@ -319,7 +319,19 @@ async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path,
     import json
     data = json.loads(whole.read_text())
     assert len(data["tasks"]) == 2 and any(ev["rpc_method"] == "SendMessage" for ev in data["wire"])
-    with pytest.raises(UsageError, match="must end in .json or .csv"):
+    # its wire as a cassette: replayed, it answers as data-desk did
+    from toolnexus.a2a.cassette import load
+    from toolnexus.a2a.replay import ReplayPeer
+
+    tape = load(ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'session.jsonl'}"))
+    sends = [x for x in tape if x.rpc_method == "SendMessage"]
+    assert {x.direction for x in tape} == {"in"} and len(sends) == 2
+    assert sends[0].request["json"]["params"]["message"]["parts"][0]["text"] == "greet the data"
+    async with ReplayPeer(tape) as peer:
+        from toolnexus import fetch_card
+
+        assert (await fetch_card(peer.url)).name == "data-desk"
+    with pytest.raises(UsageError, match="must end in .json, .csv or .jsonl"):
         ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'x.txt'}")
     monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # pandas not installed
     with pytest.raises(MissingExtra, match="pip install 'toolnexus\\[notebook\\]'") as caught:

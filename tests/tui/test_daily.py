@@ -265,6 +265,32 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
     assert not list(tmp_path.glob("*.json")) and not (tmp_path / "default-exports").exists()
 
 
+async def test_the_wire_saves_as_a_cassette_that_replays(tmp_path):
+    from toolnexus.a2a.cassette import load
+    from toolnexus.a2a.replay import ReplayPeer
+    from toolnexus.hosting import demo_spec
+    from tui.screens.export import ExportPrompt
+
+    app = ToolnexusApp(specs=[demo_spec()], export_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: any(ev.rpc_method is None and ev.direction == "out" for ev in app.book.traffic))
+        url = next(iter(app.workspace.running())).url
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        box = app.screen.query_one("#export-path", Input)
+        assert box.value.startswith(str(tmp_path / "toolnexus-session-")) and box.value.endswith(".jsonl")
+        box.value = str(tmp_path / "wire.jsonl")
+        await pilot.press("enter")
+        await until(pilot, lambda: (tmp_path / "wire.jsonl").exists())
+        await pilot.press("ctrl+q")
+    tape = load(tmp_path / "wire.jsonl")
+    assert {x.direction for x in tape} == {"in", "out"}  # what the app sent and what its server received
+    async with ReplayPeer(tape, origin=url) as peer:
+        assert (await tn.fetch_card(peer.url)).name == "demo-desk"
+
+
 async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_masked(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TN_CURL_TOKEN", "curl-secret-42")
     tk = await tn.create_toolkit(builtins=False)

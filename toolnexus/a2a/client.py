@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -32,6 +33,7 @@ from ..errors import (
 )
 from ..events import EventBus, TaskEvent
 from ..traffic import TrafficRecorder
+from .cassette import CassetteWriter
 from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text
 from . import grpc_binding, rest
 from .dialects import Dialect, parse_message, parse_task, render_message
@@ -169,6 +171,9 @@ class A2AClient:
             (the REST binding, spoken in 1.0) or ``"grpc"`` (1.0; ``pip install 'toolnexus[grpc]'``).
         bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
         secret_headers: more header names to mask on the wire log.
+        record: a cassette path (or a :class:`~toolnexus.a2a.cassette.CassetteWriter`): every
+            exchange is also written there as it ends, masked, ids made stable (see
+            :mod:`toolnexus.a2a.cassette`); a path is closed with the client.
     """
 
     def __init__(
@@ -182,6 +187,7 @@ class A2AClient:
         secret_headers: tuple[str, ...] = (),
         http: httpx.AsyncClient | None = None,
         binding: str = "auto",
+        record: str | os.PathLike[str] | CassetteWriter | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -211,6 +217,9 @@ class A2AClient:
         self.traffic = TrafficRecorder(bus, peer=self.url or (self.card.name if self.card else ""))
         for name in secret_headers:
             self.traffic.secret(name, self.headers.get(name))
+        self._own_cassette = record is not None and not isinstance(record, CassetteWriter)
+        if record is not None:
+            self.traffic.cassette = record if isinstance(record, CassetteWriter) else CassetteWriter(record)
         self._given_http = http
         self._own: httpx.AsyncClient | None = None
         self._channel: Any = None  # the gRPC channel, opened on first use
@@ -247,6 +256,8 @@ class A2AClient:
 
     async def aclose(self) -> None:
         await self.release()
+        if self._own_cassette:
+            self.traffic.cassette.close()
 
     async def __aenter__(self) -> A2AClient:
         await self.connect()

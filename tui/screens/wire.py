@@ -60,6 +60,7 @@ class WireScreen(ModeScreen):
         Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
         Binding("c", "copy_curl", "Copy as curl", id="wire-curl"),
         Binding("e", "export", "Export session", id="wire-export"),
+        Binding("k", "cassette", "Save cassette", id="wire-cassette"),
     ]
 
 
@@ -193,3 +194,6 @@ class WireScreen(ModeScreen):
 
     def action_export(self) -> None:
         self.tn.ask_export_session()
+
+    def action_cassette(self) -> None:
+        self.tn.ask_save_cassette()

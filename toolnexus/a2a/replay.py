@@ -1,0 +1,581 @@
+"""Replay a cassette (see :mod:`toolnexus.a2a.cassette`): as a peer, or against a live one.
+
+**As a peer** (:class:`ReplayPeer`, ``toolnexus replay session.jsonl``): an HTTP server that answers
+each request with the recorded answer of a matching recorded request, so a peer's behaviour can be
+reproduced offline. How requests match (``match=``):
+
+- ``"strict"``: the same HTTP method, path and body, but for the ids a client makes anew each time
+  (the JSON-RPC request id and ``messageId``).
+- ``"lenient"`` (the default): as strict, but ids the client made up itself (a ``contextId`` of its
+  own ...), ``metadata`` and timestamps are ignored; ids the replay handed out (``task-1``) must
+  still match, so two tasks are never confused.
+- ``"method"``: the same operation (JSON-RPC method, HTTP+JSON route, or method and path).
+
+Several recorded exchanges matching one request are answered in recorded order, the last one again
+once they are used up (a client that polls more often than the recording did). The recorded
+origin is rewritten to the replay's own in every answer (the card's URLs point at the replay), and
+a JSON-RPC answer carries the live request's id. A request that matches nothing gets a clear error
+(JSON-RPC -32603 naming the operation, or 404) and is listed in :attr:`ReplayPeer.misses`.
+
+**Against a live peer** (:func:`diff`, ``toolnexus replay session.jsonl --against URL``): the
+recorded requests are sent again, in order, ids mapped (a recorded ``task-1`` becomes the id the
+live peer gave the task; each ``messageId`` is new), and each answer is compared with the recorded
+one by **status**, by **shape** (keys and types; ids, timestamps and texts are not compared; the
+values of ``kind``, ``role`` and error ``code`` are) and by each task's **sequence of settled
+states** (input-required, auth-required and the terminal ones; submitted and working come and go
+with timing). A poll whose recorded answer had settled is asked again until the live one settles
+too (up to ``settle`` seconds). Secret headers were masked when recorded: pass them again
+(``headers=``, ``--header``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from .. import _json
+from ..errors import PeerError
+from ..traffic import MASK, sse_data
+from . import rest
+from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
+from .model import INTERRUPTED, TERMINAL, new_id
+
+__all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
+
+MATCHES = ("strict", "lenient", "method")
+MAX_REQUEST = 16 * 1024 * 1024
+"""The largest request body a replay peer reads."""
+_CLIENT_IDS = frozenset({"messageId"})
+_ID_KEYS = frozenset({"id", "taskId", "contextId", "artifactId", "referenceTaskIds"})
+_LENIENT_DROP = frozenset({"metadata", "timestamp"})
+_SETTLED = frozenset(s.value for s in TERMINAL | INTERRUPTED)
+_KEPT_VALUES = frozenset({"kind", "role", "code", "jsonrpc"})
+_GET_OPS = frozenset({"GetTask", "tasks/get"})
+
+
+# -- what a request is, for matching --------------------------------------------------------------
+def _operation(method: str, path: str, body: Any) -> str:
+    """The A2A operation of a request: its JSON-RPC method, its HTTP+JSON route, else method and path."""
+    if isinstance(body, dict) and isinstance(body.get("method"), str) and "jsonrpc" in body:
+        return body["method"]
+    found = rest.match(method, path)
+    return rest.operation_name(found[0]) if found else f"{method} {path}"
+
+
+def _normal(value: Any, match: str, envelope: bool = True) -> Any:
+    """A request body with what ``match`` ignores taken out."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in _CLIENT_IDS or (envelope and key == "id" and "jsonrpc" in value):
+                continue
+            if match == "lenient" and (key in _LENIENT_DROP or (key in _ID_KEYS and not _stable(item))):
+                continue
+            out[key] = _normal(item, match, False)
+        return out
+    if isinstance(value, list):
+        return [_normal(item, match, False) for item in value]
+    return value
+
+
+def _stable(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and all(_stable(v) for v in value)
+    return isinstance(value, str) and bool(STABLE_ID.match(value))
+
+
+def _key(match: str, method: str, path: str, query: str, body: Any, text: str) -> tuple[Any, ...]:
+    op = _operation(method, path, body)
+    if match == "method":
+        return (method, op)
+    content = json.dumps(_normal(body, match), sort_keys=True) if body is not None else text
+    return (method, path, query, op, content)
+
+
+def _split(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.path or "/", parts.query
+
+
+def _loads(text: str) -> Any:
+    try:
+        return _json.loads(text) if text.lstrip()[:1] in ("{", "[") else None
+    except (*_json.JSONDecodeError, ValueError):
+        return None
+
+
+# -- the replay peer ------------------------------------------------------------------------------
+class ReplayPeer:
+    """Serves a cassette's recorded answers over HTTP (see the module).
+
+    Args:
+        cassette: a :class:`Cassette` or the path of one.
+        match: ``"strict"``, ``"lenient"`` or ``"method"``.
+        origin: which recorded peer to play, when the cassette talked to several (an origin such as
+            ``http://127.0.0.1:8000``); by default the only one.
+
+    Raises:
+        CassetteError: the cassette cannot be read, holds no exchange, or holds several peers and
+            ``origin`` names none of them.
+        ValueError: an unknown ``match``.
+    """
+
+    def __init__(self, cassette: Cassette | str | os.PathLike[str], *, match: str = "lenient",
+                 origin: str | None = None) -> None:
+        if match not in MATCHES:
+            raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
+        self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
+        self.origin = pick_origin(self.cassette, origin)
+        self.match = match
+        self.exchanges = self.cassette.of(self.origin)
+        self._queues: dict[tuple[Any, ...], list[Exchange]] = {}
+        for x in self.exchanges:
+            path, query = _split(x.url)
+            body = x.request.get("json")
+            self._queues.setdefault(_key(match, x.method, path, query, body, x.request_text()), []).append(x)
+        self._used: dict[tuple[Any, ...], int] = {}
+        self.served: list[tuple[str, Exchange]] = []
+        """``(operation, recorded exchange)`` of each request answered, in order."""
+        self.misses: list[str] = []
+        """The requests no recorded exchange matched (``"POST / SendMessage"`` ...)."""
+        self._server: Any = None
+        self.url = ""
+
+    def answer_for(self, method: str, path: str, query: str, body: Any, text: str) -> Exchange | None:
+        """The recorded exchange that answers this request (in recorded order, the last again), or None."""
+        key = _key(self.match, method, path, query, body, text)
+        queue = self._queues.get(key)
+        if not queue:
+            return None
+        used = self._used.get(key, 0)
+        self._used[key] = used + 1
+        return queue[min(used, len(queue) - 1)]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_REQUEST:
+                await _plain(send, 413, f"request body too large (limit {MAX_REQUEST} bytes)")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        text = b"".join(chunks).decode("utf-8", "replace")
+        body = _loads(text)
+        method, path = scope["method"], scope["path"]
+        query = scope.get("query_string", b"").decode("latin-1")
+        recorded = self.answer_for(method, path, query, body, text)
+        op = _operation(method, path, body)
+        rpc_id = body.get("id") if isinstance(body, dict) and "jsonrpc" in body else None
+        if recorded is None:
+            self.misses.append(op)
+            why = f"toolnexus replay: no recorded exchange matches {op} (match={self.match})"
+            if rpc_id is not None or (isinstance(body, dict) and "jsonrpc" in body):
+                await _json_answer(send, 200, {"jsonrpc": "2.0", "id": rpc_id,
+                                               "error": {"code": -32603, "message": why}})
+            else:
+                await _plain(send, 404, why)
+            return
+        self.served.append((op, recorded))
+        await self._play(send, recorded, rpc_id)
+
+    def _rewrite(self, text: str) -> str:
+        return text.replace(self.origin, self.url) if self.url and self.origin else text
+
+    def _body(self, value: Any, rpc_id: Any) -> bytes:
+        if isinstance(value, dict) and "jsonrpc" in value and rpc_id is not None:
+            value = {**value, "id": rpc_id}
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return self._rewrite(text).encode("utf-8")
+
+    async def _play(self, send: Any, x: Exchange, rpc_id: Any) -> None:
+        response = x.response
+        status = x.status
+        if status is None:  # the recording saw no answer (a refused connection, a timeout)
+            await _plain(send, 502, f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}")
+            return
+        headers = [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+                   for k, v in response.get("headers", {}).items()
+                   if isinstance(k, str) and isinstance(v, str) and v != MASK]
+        if x.streamed:
+            frames = response.get("frames") or []
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            for frame in frames:
+                await send({"type": "http.response.body", "body": b"data: " + self._body(frame, rpc_id) + b"\n\n",
+                            "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if "json" in response:
+            content = self._body(response["json"], rpc_id)
+        else:
+            content = self._rewrite(str(response.get("text", ""))).encode("utf-8")
+        headers.append((b"content-length", str(len(content)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+    # -- serving --------------------------------------------------------------------------------
+    async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
+        """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
+        from ..serve.guard import HostGuard
+        from ..serve.runner import AsgiServer
+
+        server: AsgiServer | None = None
+
+        def bound() -> tuple[str, int]:
+            assert server is not None
+            return server.host, server.port
+
+        server = AsgiServer(HostGuard(self, bound), addr)
+        await server.start()
+        self._server = server
+        self.url = server.url
+        return self.url
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
+
+    async def __aenter__(self) -> ReplayPeer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def pick_origin(cassette: Cassette, origin: str | None) -> str:
+    """The one recorded origin to play (see :class:`ReplayPeer`)."""
+    origins = cassette.origins()
+    if not origins:
+        raise CassetteError(f"{cassette.path} holds no exchange to replay")
+    if origin is not None:
+        wanted = origin_of(origin) or origin.rstrip("/")
+        if wanted not in origins:
+            raise CassetteError(f"{cassette.path} has no exchange with {wanted}; it has {', '.join(origins)}")
+        return wanted
+    if len(origins) > 1:
+        raise CassetteError(f"{cassette.path} talked to {len(origins)} peers ({', '.join(origins)}): "
+                            "name the one to play")
+    return origins[0]
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = text.encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json_answer(send: Any, status: int, value: Any) -> None:
+    body = json.dumps(value).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- against a live peer --------------------------------------------------------------------------
+@dataclass
+class Difference:
+    """One way a live answer differs from the recorded one."""
+
+    seq: int
+    operation: str
+    what: str  # "status" | "shape" | "states" | "error" | "unanswered"
+    path: str
+    recorded: str
+    live: str
+
+    def text(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"#{self.seq} {self.operation}: {self.what}{where}: recorded {self.recorded}, live {self.live}"
+
+
+@dataclass
+class ReplayReport:
+    """What :func:`diff` found: ``ok`` when no live answer differs from the recorded one."""
+
+    cassette: str
+    url: str
+    exchanges: int = 0
+    differences: list[Difference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    states: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Each recorded task's settled states: ``{"task-1": {"recorded": [...], "live": [...]}}``."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def text(self) -> str:
+        head = (f"{self.url}: {self.exchanges} exchange(s) replayed from {self.cassette}: "
+                + ("the same" if self.ok else f"{len(self.differences)} difference(s)"))
+        return "\n".join([head] + [f"  {d.text()}" for d in self.differences] + [f"  note: {n}" for n in self.notes])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cassette": self.cassette, "url": self.url, "ok": self.ok, "exchanges": self.exchanges,
+                "differences": [asdict(d) for d in self.differences], "notes": self.notes, "states": self.states}
+
+
+def _shape(value: Any, key: str = "") -> Any:
+    """What is compared of an answer: keys and value types, and the values of a few keys."""
+    if isinstance(value, dict):
+        return {k: _shape(v, k) for k, v in value.items() if k != "state"}
+    if isinstance(value, list):
+        merged: Any = None
+        for item in value:
+            merged = _merge(merged, _shape(item, key))
+        return ["list", merged]
+    if key in _KEPT_VALUES and isinstance(value, (str, int)) and not isinstance(value, bool):
+        return f"={value}"
+    return {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}.get(type(value), "?")
+
+
+def _merge(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _merge(a.get(k), b.get(k)) if k in a and k in b else a.get(k, b.get(k)) for k in {**a, **b}}
+    if isinstance(a, list) and isinstance(b, list):
+        return ["list", _merge(a[1], b[1])]
+    if a == b:
+        return a
+    return "|".join(sorted({*_alternatives(a), *_alternatives(b)}))
+
+
+def _alternatives(shape: Any) -> list[str]:
+    if isinstance(shape, str):
+        return shape.split("|")
+    return ["object" if isinstance(shape, dict) else "array"]
+
+
+def _describe(shape: Any) -> str:
+    if isinstance(shape, dict):
+        return "an object"
+    if isinstance(shape, list):
+        return "an array"
+    return shape[1:] if shape.startswith("=") else f"a {shape}"
+
+
+def _shape_diff(recorded: Any, live: Any, path: str, out: list[tuple[str, str, str]]) -> None:
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        for k in recorded:
+            where = f"{path}.{k}" if path else k
+            if k not in live:
+                out.append((where, "present", "missing"))
+            else:
+                _shape_diff(recorded[k], live[k], where, out)
+        for k in live:
+            if k not in recorded:
+                out.append((f"{path}.{k}" if path else k, "absent", "added"))
+    elif isinstance(recorded, list) and isinstance(live, list):
+        if recorded[1] is not None and live[1] is not None:
+            _shape_diff(recorded[1], live[1], f"{path}[]", out)
+    elif recorded != live:
+        out.append((path or "(body)", _describe(recorded), _describe(live)))
+
+
+def _states(value: Any, out: list[tuple[str, str]]) -> None:
+    """``(task id, state)`` of every task or status update in an answer, in order."""
+    if isinstance(value, dict):
+        status = value.get("status")
+        task = value.get("taskId") or (value.get("id") if isinstance(status, dict) else None)
+        if isinstance(status, dict) and isinstance(task, str) and isinstance(status.get("state"), str):
+            out.append((task, _state_name(status["state"])))
+        for item in value.values():
+            if isinstance(item, (dict, list)) and item is not status:
+                _states(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _states(item, out)
+
+
+def _state_name(state: str) -> str:
+    """A state in 0.3's spelling, whichever dialect named it (``TASK_STATE_INPUT_REQUIRED``)."""
+    name = state.lower().removeprefix("task_state_").replace("_", "-")
+    return "canceled" if name == "cancelled" else name
+
+
+def _pair_ids(recorded: Any, live: Any, ids: dict[str, str]) -> None:
+    """Learn the live id of each stable id in a recorded answer, from the same place in the live one."""
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        for k, v in recorded.items():
+            if k in live:
+                _pair_ids(v, live[k], ids)
+    elif isinstance(recorded, list) and isinstance(live, list):
+        for a, b in zip(recorded, live):
+            _pair_ids(a, b, ids)
+    elif isinstance(recorded, str) and isinstance(live, str) and STABLE_ID.match(recorded) and recorded not in ids:
+        ids[recorded] = live
+
+
+def _answers(x_response: Mapping[str, Any]) -> list[Any]:
+    """The recorded answer's JSON values (its body, or its frames)."""
+    if "frames" in x_response:
+        return list(x_response.get("frames") or [])
+    return [x_response["json"]] if "json" in x_response else []
+
+
+def _last_state(values: list[Any]) -> str | None:
+    """The last task state these answers name, or None."""
+    found: list[tuple[str, str]] = []
+    for value in values:
+        _states(value, found)
+    return found[-1][1] if found else None
+
+
+async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers: Mapping[str, str] | None = None,
+               origin: str | None = None, timeout: float = 30.0, settle: float = 30.0,
+               http: httpx.AsyncClient | None = None) -> ReplayReport:
+    """Send a cassette's recorded requests to the live peer at ``url`` and compare its answers.
+
+    Args:
+        cassette: a :class:`Cassette` or the path of one.
+        url: the live peer's origin or base URL (each recorded path is sent there).
+        headers: sent with every request, over the recorded ones (secrets were masked when recorded).
+        origin: which recorded peer, when the cassette talked to several.
+        timeout: seconds for one answer (a stream: the whole of it).
+        settle: seconds a poll is repeated until the live answer settles as the recorded one had.
+
+    Raises:
+        CassetteError: the cassette cannot be read or names no such peer.
+    """
+    from .client import MAX_RESPONSE, _exchange, _why
+
+    tape = cassette if isinstance(cassette, Cassette) else load(cassette)
+    played = pick_origin(tape, origin)
+    base = url.rstrip("/")
+    live_origin = origin_of(base) or base
+    report = ReplayReport(str(tape.path), base)
+    ids: dict[str, str] = {}
+    recorded_states: dict[str, list[str]] = {}
+    live_states: dict[str, list[str]] = {}
+    given = {k.lower(): v for k, v in (headers or {}).items()}
+    own = http is None
+    client = http or httpx.AsyncClient(timeout=timeout)
+
+    def to_live(text: str) -> str:
+        for stable in sorted(ids, key=len, reverse=True):
+            text = text.replace(stable, ids[stable])
+        return text
+
+    try:
+        for x in tape.of(played):
+            report.exchanges += 1
+            path, query = _split(x.url)
+            body = x.request.get("json")
+            op = x.rpc_method or _operation(x.method, path, body)
+            for value in [body] if body is not None else []:  # each message id made anew
+                for stable in _message_ids(value):
+                    ids.setdefault(stable, new_id())
+            target = to_live(live_origin + path + (f"?{query}" if query else ""))
+            content = to_live(x.request_text()).encode("utf-8")
+            sent = {k: v for k, v in x.request.get("headers", {}).items()
+                    if MASK not in v and k.lower() not in given}
+            masked = sorted(k for k, v in x.request.get("headers", {}).items() if MASK in v and k.lower() not in given)
+            for name in masked:
+                note = f"the recorded requests carried the secret header {name!r} (masked): pass it again"
+                if note not in report.notes:
+                    report.notes.append(note)
+            sent.update(given)
+            recorded_values = _answers(x.response)
+            waited = 0.0
+            while True:
+                try:
+                    r, raw = await _exchange(client, x.method, target, headers=sent, content=content,
+                                             limit=MAX_RESPONSE, timeout=timeout)
+                    status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
+                except (httpx.HTTPError, PeerError) as exc:
+                    status, answer, error = None, "", _why(exc)
+                streamed = "text/event-stream" in (r.headers.get("content-type", "") if error is None else "")
+                live_values = [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None] \
+                    if streamed else [v for v in [_loads(answer)] if v is not None]
+                if op in _GET_OPS and error is None and status == x.status and waited < settle \
+                        and _last_state(recorded_values) in _SETTLED and _last_state(live_values) not in _SETTLED | {None}:
+                    await asyncio.sleep(0.2)
+                    waited += 0.2
+                    continue
+                break
+            if error is not None or x.status is None:
+                if (error is not None) != (x.status is None):
+                    report.differences.append(Difference(x.seq, op, "unanswered", "", x.error or str(x.status),
+                                                         error or str(status)))
+                continue
+            if status != x.status:  # a refusal, or another answer altogether: its shape says nothing more
+                report.differences.append(Difference(x.seq, op, "status", "", str(x.status), str(status)))
+                continue
+            for a, b in zip(recorded_values, live_values):
+                _pair_ids(a, b, ids)
+            shapes: list[tuple[str, str, str]] = []
+            if streamed != x.streamed:
+                shapes.append(("(body)", _kind(x.streamed), _kind(streamed)))
+            elif bool(recorded_values) != bool(live_values) and not streamed:
+                shapes.append(("(body)", "JSON" if recorded_values else "not JSON", "JSON" if live_values else "not JSON"))
+            recorded_shape = live_shape = None
+            for value in recorded_values:
+                recorded_shape = _merge(recorded_shape, _shape(value))
+            for value in live_values:
+                live_shape = _merge(live_shape, _shape(value))
+            if recorded_shape is not None and live_shape is not None:
+                _shape_diff(recorded_shape, live_shape, "", shapes)
+            elif streamed and (recorded_shape is None) != (live_shape is None):
+                shapes.append(("(stream)", "events" if recorded_shape is not None else "none",
+                               "events" if live_shape is not None else "none"))
+            report.differences += [Difference(x.seq, op, "shape", p, a, b) for p, a, b in shapes]
+            back = {v: k for k, v in ids.items()}
+            for values, into, rename in ((recorded_values, recorded_states, False), (live_values, live_states, True)):
+                found: list[tuple[str, str]] = []
+                for value in values:
+                    _states(value, found)
+                for task, state in found:
+                    seq = into.setdefault(back.get(task, task) if rename else task, [])
+                    if state in _SETTLED and (not seq or seq[-1] != state):
+                        seq.append(state)
+    finally:
+        if own:
+            await client.aclose()
+    for task in recorded_states:
+        mine, theirs = recorded_states[task], live_states.get(task, [])
+        report.states[task] = {"recorded": mine, "live": theirs}
+        if mine != theirs:
+            report.differences.append(Difference(0, task, "states", "", " → ".join(mine) or "none",
+                                                 " → ".join(theirs) or "none"))
+    return report
+
+
+def _kind(streamed: bool) -> str:
+    return "an SSE stream" if streamed else "one body"
+
+
+def _message_ids(value: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "messageId" and isinstance(v, str) and STABLE_ID.match(v):
+                found.append(v)
+            else:
+                found += _message_ids(v)
+    elif isinstance(value, list):
+        for item in value:
+            found += _message_ids(item)
+    return found
+
