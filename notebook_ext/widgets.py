@@ -34,8 +34,8 @@ from toolnexus.display import (
     to_dataframe,
 )
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
-from toolnexus.events import EventBus, ServerEvent, TrafficEvent
-from toolnexus.monitor import TaskBook, TaskView, duration, parse_time, task_wire
+from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TrafficEvent
+from toolnexus.monitor import TaskBook, TaskView, duration, parse_time, task_wire, trace_tree
 
 __all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget", "STYLE"]
 
@@ -106,6 +106,27 @@ def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
     return "<table><tr><th>time (UTC)</th><th>what</th><th>exchange</th></tr>" + "".join(out) + "</table>"
 
 
+def _trace_html(rows: list[tuple[int, str, Any]], selected: str) -> str:
+    """A task's trace as a tree (nothing when it called no other agent): each task, each remote
+    call (peer, skill, remote task, state, time) and the task it made when this notebook hosts it."""
+    if len(rows) <= 1:
+        return ""
+    out = []
+    for depth, kind, item in rows:
+        pad = f"padding-left:{depth * 1.2:.1f}em"
+        if kind == "task":
+            mine = " <b>◀ this task</b>" if item.id == selected else ""
+            out.append(f"<div style='{pad}'>{badge(item.state.value)} {html.escape(item.server)} task "
+                       f"<code>{html.escape(item.id[:8])}</code> {duration(item.took())}{mine}</div>")
+        else:
+            state = badge(item.state) if item.state != "error" else "<b>error</b>"
+            detail = f" <span class='toolnexus-muted'>{html.escape(item.detail[:300])}</span>" if item.detail else ""
+            out.append(f"<div style='{pad}'>→ {html.escape(item.peer)} · {html.escape(item.skill or '?')} remote task "
+                       f"<code>{html.escape(item.remote_task_id[:8] or '—')}</code> {state} "
+                       f"{duration(item.ms / 1000)}{detail}</div>")
+    return "<div class='toolnexus-trace'><div class='toolnexus-muted'>trace</div>" + "".join(out) + "</div>"
+
+
 RECORD_FIELDS = ("task", "context", "server", "skill", "request", "state", "created", "finished", "duration_s",
                  "tokens", "tool_calls")
 
@@ -135,6 +156,7 @@ class ServerWidget(w.VBox):
                  cancel: Callable[[str], Any] | None = None) -> None:
         self.name = name
         self.book = TaskBook()
+        self.hops = TaskBook()  # this server's tasks, the traced tasks of the others and every remote call
         self.since = events.seq  # this server's events from now on, not an earlier one's of the same name
         self.disconnected = ""
         self._info = info  # () -> (state, url, profiles, error)
@@ -164,7 +186,9 @@ class ServerWidget(w.VBox):
         self._chart_task: asyncio.Task[Any] | None = None
         self._chart_drawn = -1
         since = self.since
-        self._pump = _schedule(self._follow(events, lambda e: e.seq > since and getattr(e, "server", None) == name))
+        self._pump = _schedule(self._follow(events, lambda e: e.seq > since and (
+            getattr(e, "server", None) == name or isinstance(e, RemoteCallEvent)
+            or (isinstance(e, TaskEvent) and e.task.trace is not None))))  # the others: for trace trees
         _track(self)
         self._draw()
 
@@ -187,7 +211,11 @@ class ServerWidget(w.VBox):
     async def _follow(self, events: EventBus, accept: Callable[[Any], bool]) -> None:
         async for ev in events.subscribe(replay=True, accept=accept):
             if isinstance(ev, TaskEvent):
-                self.book.apply(ev)
+                self.hops.apply(ev)
+                if ev.server == self.name:
+                    self.book.apply(ev)
+            elif isinstance(ev, RemoteCallEvent):
+                self.hops.remote(ev)
             elif isinstance(ev, TrafficEvent):
                 self.book.traffic.append(ev)
             elif isinstance(ev, ServerEvent):
@@ -291,7 +319,8 @@ class ServerWidget(w.VBox):
             self.detail.value = ""
             return
         telemetry = view.result._repr_html_() if view.result is not None else ""
-        self.detail.value = _wire_html(task_wire(view, self.book.traffic)) + task_html(view.task) + telemetry
+        self.detail.value = (_trace_html(trace_tree(self.hops, view.id), view.id)
+                             + _wire_html(task_wire(view, self.book.traffic)) + task_html(view.task) + telemetry)
 
     def _maybe_chart(self) -> None:
         """The chart at most once a second, drawn in a thread (matplotlib, when installed)."""

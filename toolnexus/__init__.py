@@ -37,7 +37,7 @@ from .events import EventBus, ServerEvent, TaskEvent, ToolCallEvent, TrafficEven
 from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
-from . import errors, mcp_client, traffic
+from . import errors, mcp_client, trace, traffic
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
 
 __version__ = "0.1.0"
@@ -111,5 +111,6 @@ __all__ = [
     "load_ipython_extension",
     "errors",
     "mcp_client",
+    "trace",
     "traffic",
 ]

@@ -23,7 +23,7 @@ from .a2a.model import Task, TaskState, now_iso
 if TYPE_CHECKING:
     from .llm import RunResult
 
-__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "ServerEvent", "Dropped", "EventBus", "Event", "Hook"]
+__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "RemoteCallEvent", "ServerEvent", "Dropped", "EventBus", "Event", "Hook"]
 
 log = logging.getLogger("toolnexus.events")
 
@@ -108,6 +108,46 @@ class TrafficEvent:
 
 
 @dataclass
+class RemoteCallEvent:
+    """A hosted task's call to another agent (an A2A tool), published each time the remote task
+    changes: the front ends show it under the task, and the remote task under it when they host
+    that agent too (see :mod:`toolnexus.trace`).
+
+    Attributes:
+        server, task_id: the hosted server and its task that made the call.
+        peer, url: the agent called (its card's name) and where.
+        skill: the remote skill.
+        remote_task_id: the task the peer made ("" until it answered).
+        state: the remote task's state, or ``error`` (no task, or the call failed: see ``detail``).
+        started: when the call began (ISO 8601, UTC); ``ms``: how long it has taken.
+        trace_id, span_id, parent_span_id: the call's span; its parent is the calling task's span.
+        done: the call is over (the remote task ended, or the call failed or was canceled).
+    """
+
+    server: str
+    task_id: str
+    peer: str
+    url: str
+    skill: str | None
+    remote_task_id: str
+    state: str
+    started: str
+    ms: float
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None = None
+    done: bool = False
+    detail: str = ""
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "remote-call"
+
+    @property
+    def key(self) -> str:
+        return f"call:{self.span_id}"
+
+
+@dataclass
 class ServerEvent:
     """A hosted server started, stopped or failed."""
 
@@ -137,7 +177,7 @@ class Dropped:
         return None
 
 
-Event = TaskEvent | ToolCallEvent | TrafficEvent | ServerEvent | Dropped
+Event = TaskEvent | ToolCallEvent | TrafficEvent | RemoteCallEvent | ServerEvent | Dropped
 
 
 class _Subscription:

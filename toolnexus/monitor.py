@@ -1,8 +1,8 @@
 """What the front ends show, folded from the bus: the one view-model the TUI and the notebook share.
 
 The TaskBook keeps, for every task seen on the bus (hosted or watched), its latest snapshot, the
-timeline of its transitions and the run's telemetry; the counts by server and state; and the
-inbound MCP calls. No UI package here, so it tests plainly.
+timeline of its transitions and the run's telemetry; the counts by server and state; the
+inbound MCP calls; and the remote calls hosted tasks made (``trace_tree`` nests them). No UI package here, so it tests plainly.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 from .a2a.dialects import Dialect, render_task
 from .a2a.model import Task, TaskState
-from .events import TaskEvent, ToolCallEvent, TrafficEvent
+from .events import RemoteCallEvent, TaskEvent, ToolCallEvent, TrafficEvent
 
-__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration", "task_wire"]
+__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration", "task_wire", "trace_tree"]
 
 STATE_STYLE: dict[TaskState, tuple[str, str]] = {
     TaskState.SUBMITTED: ("·", "grey62"),
@@ -112,6 +112,42 @@ class TaskView:
         return out
 
 
+def trace_tree(book: TaskBook, task_id: str) -> list[tuple[int, str, Any]]:
+    """The tree of a task's trace as rows ``(depth, kind, item)``, from its root task down: kind
+    ``"task"`` (item: a TaskView of a hosted task) or ``"call"`` (item: the RemoteCallEvent of a
+    remote call a task made). Under a call, the task it made when the book knows it (an agent the
+    same front end hosts), and so on down every hop; a call to any other agent is a leaf."""
+    view = book.tasks.get(task_id)
+    if view is None:
+        return []
+    below: dict[str, list[TaskView]] = collections.defaultdict(list)  # call span -> the tasks it made
+    for other in book.tasks.values():
+        if other.task.trace is not None and other.task.trace.parent_id:
+            below[other.task.trace.parent_id].append(other)
+    calls: dict[str, list[RemoteCallEvent]] = collections.defaultdict(list)  # task -> its calls
+    for call in book.remote_calls.values():
+        calls[call.task_id].append(call)
+    seen = {view.id}
+    while view.task.trace is not None and view.task.trace.parent_id in book.remote_calls:  # up to the root
+        parent = book.tasks.get(book.remote_calls[view.task.trace.parent_id].task_id)
+        if parent is None or parent.id in seen:
+            break
+        seen.add(parent.id)
+        view = parent
+    rows: list[tuple[int, str, Any]] = []
+
+    def walk(task: TaskView, depth: int, visited: set[str]) -> None:
+        rows.append((depth, "task", task))
+        for call in sorted(calls.get(task.id, ()), key=lambda c: c.started):
+            rows.append((depth + 1, "call", call))
+            for child in below.get(call.span_id, ()):
+                if child.id not in visited and len(rows) < 1000:  # a loop or a huge tree stops here
+                    walk(child, depth + 2, visited | {child.id})
+
+    walk(view, 0, {view.id})
+    return rows
+
+
 def task_wire(view: TaskView, traffic: Iterable[TrafficEvent]) -> list[tuple[str, str, Any]]:
     """A task's lifecycle and its wire on one timeline, oldest first: ``(time, kind, item)`` with
     kind ``"state"`` (item: the TaskState) or ``"in"`` / ``"out"`` (item: the TrafficEvent of an
@@ -125,9 +161,12 @@ def task_wire(view: TaskView, traffic: Iterable[TrafficEvent]) -> list[tuple[str
 class TaskBook:
     """Every task and inbound MCP call seen on the bus."""
 
-    def __init__(self, keep_calls: int = 1000, keep_traffic: int = 2000) -> None:
+    def __init__(self, keep_calls: int = 1000, keep_traffic: int = 2000, keep_remote: int = 10_000) -> None:
         self.tasks: dict[str, TaskView] = {}
         self.calls: collections.deque[ToolCallEvent] = collections.deque(maxlen=keep_calls)
+        self.remote_calls: dict[str, RemoteCallEvent] = {}
+        """The latest of each remote call hosted tasks made (by the call's span id), oldest first."""
+        self._keep_remote = keep_remote
         self.traffic: collections.deque[TrafficEvent] = collections.deque(maxlen=keep_traffic)
         self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(collections.Counter)
 
@@ -145,6 +184,13 @@ class TaskBook:
         if event.result is not None:
             view.result = event.result
         return view
+
+    def remote(self, event: RemoteCallEvent) -> None:
+        """Keep the latest state of a remote call (at most ``keep_remote`` calls, oldest dropped)."""
+        self.remote_calls.pop(event.span_id, None)
+        self.remote_calls[event.span_id] = event
+        if len(self.remote_calls) > self._keep_remote:
+            del self.remote_calls[next(iter(self.remote_calls))]
 
     def counts(self, server: str) -> collections.Counter[TaskState]:
         """Tasks of a server by state (kept as events arrive, not counted on every redraw)."""

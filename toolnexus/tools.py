@@ -59,6 +59,9 @@ class Request:
     url: str | None = None
     data: Any = None
     expires_at: str | None = None
+    on_cancel: Callable[[], Awaitable[Any]] | None = field(default=None, repr=False, compare=False)
+    """Called when the task that waits on this request is canceled (e.g. a remote agent's tool
+    cancels the remote task that asked); never on the wire."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}

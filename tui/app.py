@@ -19,7 +19,7 @@ from textual.signal import Signal
 
 from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.display import printable
-from toolnexus.events import ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
+from toolnexus.events import RemoteCallEvent, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 
 from .peers import Peer, PeerBook
@@ -156,9 +156,10 @@ class ToolnexusApp(App[None]):
         async for event in self.workspace.events.subscribe(replay=True, max_queue=5000):
             if isinstance(event, TaskEvent):
                 self.book.apply(event)
-                self._dirty.add(event.task_id)
-                if self._flush_timer is None:
-                    self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush_tasks)
+                self._changed(event.task_id)
+            elif isinstance(event, RemoteCallEvent):  # a hosted task's call to another agent: part of its view
+                self.book.remote(event)
+                self._changed(event.task_id)
             elif isinstance(event, ToolCallEvent):
                 self.book.calls.append(event)
                 self.calls_changed.publish(None)
@@ -167,6 +168,12 @@ class ToolnexusApp(App[None]):
                 self.traffic_changed.publish(None)
             elif isinstance(event, ServerEvent):
                 self.servers_changed.publish(None)
+
+    def _changed(self, task_id: str) -> None:
+        """A task's view moved: redrawn with the others of the next flush."""
+        self._dirty.add(task_id)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush_tasks)
 
     def _flush_tasks(self) -> None:
         self._flush_timer = None

@@ -379,3 +379,38 @@ async def test_send_push_puts_the_peers_notifications_on_the_tasks_timeline(ip):
     ip.run_line_magic("toolnexus", "stop --all")
     await asyncio.sleep(0.3)
     assert h.state == "stopped" and not webhook.running
+
+
+async def test_a_servers_task_view_shows_its_trace_across_the_agents_of_the_notebook(ip, tmp_path):
+    """A -> B -> C served on the notebook session's bus: A's widget shows the tree of A's task."""
+    from toolnexus import A2AClient
+
+    from ..serve.test_hops import chain
+
+    session = NotebookSession.get()
+    async with chain(tmp_path, events=session.workspace.events) as (a, b, c, _):
+        widget = ServerWidget("agent-a", session.workspace.events, lambda: ("running", a.url, ["A2A"], ""),
+                              lambda: None)
+        async with A2AClient(a.url) as caller:
+            asked = await caller.send("please approve the move", blocking=True)
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if asked.id in {o[1] for o in widget.pick.options}:
+                    break
+            widget.pick.value = asked.id
+            detail = widget.detail.value
+            assert detail.startswith("<div class='toolnexus-trace'>") and "◀ this task" in detail
+            assert detail.index("agent-a task") < detail.index("→ agent-b") < detail.index("agent-b task") \
+                < detail.index("→ agent-c") < detail.index("agent-c task")
+            assert [b.id for b in widget.book.tasks.values()] == [asked.id]  # its table: its own tasks only
+            await caller.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+
+        def tree() -> str:
+            return widget.detail.value.split("<table")[0]  # the trace, before the timeline's table
+
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            widget._draw_detail()
+            if tree().count('data-state="completed"') == 5:
+                break
+        assert tree().count('data-state="completed"') == 5  # three tasks and two calls, all done

@@ -147,6 +147,35 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         assert wire.index("submitted") < wire.index("← GetTask")
 
 
+async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
+    from toolnexus.a2a.model import TaskState
+
+    from ..serve.test_hops import chain
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        async with chain(tmp_path, events=app.workspace.events) as (a, b, c, _):
+            async with tn.A2AClient(a.url) as caller:
+                asked = await caller.send("please approve the plan", blocking=True)
+                await pilot.press("2")
+                await until(pilot, lambda: app.screen.query_one("#tasks", DataTable).row_count == 3)
+                table = app.screen.query_one("#tasks", DataTable)
+                table.move_cursor(row=table.get_row_index(asked.id))
+                app.screen.query_one("#detail").active = "d-trace"
+                await pilot.pause(0.2)
+                tree = shown(app, "#task-trace").splitlines()
+                assert tree[0].startswith("trace ") and asked.id[:8] in tree[2] and "◀ this task" in tree[2]
+                assert [line.split()[:2] for line in tree[2:]] == [
+                    ["?", "input-required"], ["→", "agent-b"], ["?", "input-required"], ["→", "agent-c"],
+                    ["?", "input-required"]]
+                assert [len(line) - len(line.lstrip()) for line in tree[2:]] == [0, 2, 4, 6, 8]
+                done = await caller.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            assert done.state is TaskState.COMPLETED
+            # live: C finishing redraws the open tree of A, two hops up
+            await until(pilot, lambda: shown(app, "#task-trace").count("completed") == 5)
+        await pilot.press("ctrl+q")
+
+
 async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatch: pytest.MonkeyPatch):
     from toolnexus.hosting import ServerSpec
 

@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, PeerError, RPCError
-from ..events import EventBus
+from .. import trace
+from ..events import EventBus, RemoteCallEvent
 from ..mcp_client import expand_env
 from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
 from .client import A2AClient
-from .model import Task, TaskState
+from .model import Task, TaskState, now_iso
 
 __all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
 
@@ -102,7 +103,7 @@ class AgentSource:
         self.agent = agent
         self.client = client
         self.tools: list[Tool] = []
-        self._waiting: dict[str, tuple[str, str]] = {}
+        self._waiting: dict[str, tuple[str, str, _Call | None]] = {}
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -140,18 +141,23 @@ class AgentSource:
                     "state": state, "polls": polls, "ms": round((time.monotonic() - started) * 1000),
                     "dialect": client.dialect.value if client.dialect else None}
 
+        waiting = self._waiting.pop(ctx.answer.id, None) if ctx.answer is not None else None
+        call = waiting[2] if waiting is not None else _Call.begin(self, skill_id)
+        token = trace.calling.set(call.span) if call is not None else None
         try:
-            if ctx.answer is not None and ctx.answer.id in self._waiting:
-                task_id, context_id = self._waiting.pop(ctx.answer.id)
-                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")
-                if not ctx.answer.ok:
+            if waiting is not None:
+                task_id, context_id, _ = waiting
+                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")  # type: ignore[union-attr]
+                if not ctx.answer.ok:  # type: ignore[union-attr]
                     await client.cancel(task_id)
                     state = "canceled"
+                    _Call.report(call, task_id, state, done=True)
                     return ToolResult.error(f"A2A task {task_id} canceled: the request was declined", **meta())
                 task = await client.send(reply, skill=skill_id, task_id=task_id, context_id=context_id)
             else:
                 task = await client.send(text, skill=skill_id)
             task_id, state = task.id, task.state.value
+            _Call.report(call, task_id, state, done=task.state.terminal)
             final = task
             if not (task.state.terminal or task.state.interrupted):
                 try:
@@ -162,34 +168,87 @@ class AgentSource:
                             async for ev in events:
                                 final, state = ev.task, ev.state.value
                                 polls = getattr(client, "polls", polls)
+                                _Call.report(call, task_id, state, done=ev.state.terminal)
                 except TimeoutError:
                     polls = getattr(client, "polls", polls)
                     ms = round(self.agent.timeout * 1000)
+                    _Call.report(call, task_id, "error", done=True, detail=f"timed out after {ms}ms")
                     return ToolResult.error(f"A2A task {task_id} timed out after {ms}ms (state={state})", **meta())
-            return self._outcome(final, meta)
+            return self._outcome(final, meta, call)
         except asyncio.CancelledError:
             if task_id:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(client.cancel(task_id))
+            _Call.report(call, task_id, "canceled", done=True)
             raise
         except (RPCError, PeerError) as exc:
+            _Call.report(call, task_id, "error", done=True, detail=str(exc))
             return ToolResult.error(f"A2A {'task ' + task_id + ' ' if task_id else ''}error: {exc}", **meta())
         finally:
+            if token is not None:
+                trace.calling.reset(token)
             await asyncio.shield(client.release())  # nothing stays open between calls
 
-    def _outcome(self, task: Task, meta: Any) -> ToolResult:
+    def _outcome(self, task: Task, meta: Any, call: _Call | None = None) -> ToolResult:
         state = task.state
         if state is TaskState.COMPLETED:
             return ToolResult(task.reply, metadata=meta())
         if state.interrupted:
             question = task.status.message.text if task.status.message else "the agent needs input"
             request_id = f"a2a:{task.id}"
-            self._waiting[request_id] = (task.id, task.context_id)
+            self._waiting[request_id] = (task.id, task.context_id, call)
+            client = self.client
+
+            async def cancel_remote() -> None:  # the task waiting on this question was canceled
+                self._waiting.pop(request_id, None)
+                try:
+                    await client.cancel(task.id)
+                finally:
+                    _Call.report(call, task.id, "canceled", done=True)
+                    await client.release()
+
             request = Request(request_id, "input", question, data={"taskId": task.id, "contextId": task.context_id,
-                                                                   "state": state.value})
+                                                                   "state": state.value}, on_cancel=cancel_remote)
             return ToolResult(f"waiting for an answer: {question}", metadata={**meta(), "pending": request})
         detail = task.status.message.text if task.status.message else ""
         return ToolResult.error(f"A2A task {task.id} {state.value}{': ' + detail if detail else ''}", **meta())
+
+
+@dataclass
+class _Call:
+    """A remote call made by a served task's run: its span, and where it is reported."""
+
+    span: trace.TraceContext
+    task: Task
+    runner: Any
+    source: AgentSource
+    skill: str
+    started: str
+    clock: float
+
+    @classmethod
+    def begin(cls, source: AgentSource, skill: str) -> _Call | None:
+        """The call's span, a child of the running task's (which starts a trace if it had none);
+        None outside a served task's run."""
+        run = trace.running.get()
+        if run is None:
+            return None
+        task, runner = run
+        if task.trace is None:
+            task.trace = trace.new_trace()
+        return cls(task.trace.child(), task, runner, source, skill, now_iso(), time.monotonic())
+
+    @staticmethod
+    def report(call: _Call | None, remote_task_id: str, state: str, *, done: bool = False, detail: str = "") -> None:
+        """Publish the call as it stands on the serving bus."""
+        if call is None:
+            return
+        client = call.source.client
+        peer = call.source.agent.name or (client.card.name if client.card else "") or client.url
+        call.runner.bus.publish(RemoteCallEvent(
+            call.runner.server, call.task.id, peer, client.endpoint or client.url, call.skill, remote_task_id, state,
+            call.started, (time.monotonic() - call.clock) * 1000, call.span.trace_id, call.span.span_id,
+            call.span.parent_id, done, detail))
 
 
 async def agent_tools(agent: Agent, *, bus: EventBus | None = None) -> list[Tool]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from .. import _json
+from .. import _json, trace
 from ..errors import (
     RPC_ERRORS,
     MethodNotFoundError,
@@ -299,6 +299,9 @@ class A2AClient:
         if dialect is Dialect.V10:
             h["A2A-Version"] = "1.0"
         h["accept"] = "text/event-stream" if stream else "application/json"
+        parent = trace.outgoing()  # inside a served task's run: the remote task joins its trace
+        if parent is not None:
+            h["traceparent"] = parent
         return h
 
     async def _prepare(self, op: str, params: dict[str, Any],
@@ -409,6 +412,9 @@ class A2AClient:
             self._channel = grpc_binding.channel(self.endpoint, MAX_RESPONSE)
         rpc, request, _, _ = grpc_binding.METHODS[op]
         metadata = [("a2a-version", "1.0")] + [(k.lower(), v) for k, v in self.headers.items() if self.credentials_sent]
+        parent = trace.outgoing()
+        if parent is not None:
+            metadata.append((trace.HEADER, parent))
         url = f"grpc://{grpc_binding.target_of(self.endpoint)}/{grpc_binding.SERVICE}/{rpc}"
         return getattr(pb_grpc.A2AServiceStub(self._channel), rpc), rpc, request, url, metadata
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from ..trace import TraceContext
+
 __all__ = [
     "TaskState",
     "TERMINAL",
@@ -173,9 +175,10 @@ class TaskStatus:
 
 @dataclass(slots=True)
 class Task:
-    """A task as toolnexus keeps it. ``skill``, ``request``, ``created`` and ``owner`` never cross
-    the wire; ``owner`` is the credential that created it, when the server tells callers apart
-    (``Auth`` with more than one secret), else None."""
+    """A task as toolnexus keeps it. ``skill``, ``request``, ``created``, ``owner`` and ``trace``
+    never cross the wire; ``owner`` is the credential that created it, when the server tells
+    callers apart (``Auth`` with more than one secret), else None; ``trace`` its span when it
+    belongs to a trace (see :mod:`toolnexus.trace`)."""
 
     id: str
     context_id: str
@@ -187,6 +190,7 @@ class Task:
     request: str = ""
     created: str = field(default_factory=now_iso)
     owner: str | None = None
+    trace: TraceContext | None = None
 
     @property
     def state(self) -> TaskState:
@@ -205,6 +209,7 @@ class Task:
             self.request,
             self.created,
             self.owner,
+            self.trace,
         )
 
     def to_dict(self) -> dict[str, Any]:

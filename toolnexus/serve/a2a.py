@@ -22,7 +22,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .. import _json
+from .. import _json, trace
 from ..a2a import rest
 from ..a2a.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..a2a.dialects import (
@@ -264,7 +264,9 @@ class A2AEndpoint:
         return self._owner_of(request.headers)
 
     def _owner_of(self, headers: Mapping[str, str]) -> str | None:
-        """:meth:`_owner` from headers (lower-case names), or a gRPC call's metadata."""
+        """:meth:`_owner` from headers (lower-case names), or a gRPC call's metadata; every binding
+        reads its caller here, so the caller's W3C trace is noted here too (``trace.accept``)."""
+        trace.accept(headers)
         auth = self.config.auth
         if auth is None:
             return None

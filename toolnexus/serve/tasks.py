@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .. import _json
+from .. import _json, trace
+from ..trace import TraceContext
 from ..a2a.dialects import Dialect, parse_task, render_task
 from ..a2a.jsonrpc import too_deep
 from ..a2a.model import (
@@ -217,6 +218,8 @@ def task_record(task: Task) -> dict[str, Any]:
     record["toolnexus"] = {"skill": task.skill, "request": task.request, "created": task.created}
     if task.owner is not None:
         record["toolnexus"]["owner"] = task.owner
+    if task.trace is not None:
+        record["toolnexus"]["trace"] = task.trace.to_dict()
     return record
 
 
@@ -239,6 +242,7 @@ def task_from_record(record: dict[str, Any]) -> Task:
         extra.get("request") or "",
         extra.get("created") or now_iso(),
         extra.get("owner"),
+        TraceContext.from_dict(extra.get("trace")),
     )
 
 
@@ -377,6 +381,7 @@ class TaskRunner:
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
         self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
+        self._hooks: set[asyncio.Future[None]] = set()
         self.push: PushNotifier | None = None
         """Where changes of tasks with push-notification configs go (None: the agent has none)."""
 
@@ -437,8 +442,9 @@ class TaskRunner:
     async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself."""
         context = message.context_id or new_id()
+        caller = trace.incoming.get()
         task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
-                    owner=owner)
+                    owner=owner, trace=caller.child() if caller is not None else None)
         message.context_id, message.task_id = context, task.id
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
         self._inboxes[task.id] = Inbox()
@@ -478,6 +484,7 @@ class TaskRunner:
 
     async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False) -> None:
         inbox = self._inboxes.get(task.id)
+        trace.running.set((task, self))  # this run's own context: its tools' remote calls join the task's trace
         try:
             if not started and not await self.transition(task, TaskState.WORKING):
                 return
@@ -535,15 +542,33 @@ class TaskRunner:
         return task
 
     async def cancel(self, id: str, owner: str | None = None) -> Task:
+        """Cancel a task: its run is cancelled (a remote call under way sends the peer a cancel);
+        a task waiting for input whose question came from a remote agent cancels that task too."""
         task = await self.get(id, owner)
         if task.state.terminal:
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
         run = self._runs.pop(id, None)
+        waiting = self._pending.get(id)
         if not await self.transition(task, TaskState.CANCELED):
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
         if run is not None and not run.done():
             run.cancel()
+        hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
+        if hook is not None:
+            self._start_hook(task, hook)
         return task
+
+    def _start_hook(self, task: Task, hook: Callable[[], Awaitable[Any]]) -> None:
+        """Run a suspended tool's cancel hook in the background (bounded; a failure is logged)."""
+        async def run() -> None:
+            try:
+                async with asyncio.timeout(30):
+                    await hook()
+            except Exception as exc:  # the task is canceled either way
+                log.warning("task %s: canceling the request it waited on failed: %s", task.id, exc)
+
+        self._hooks.add(future := asyncio.ensure_future(run()))
+        future.add_done_callback(self._hooks.discard)
 
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed."""
@@ -586,7 +611,7 @@ class TaskRunner:
 
     async def close(self) -> None:
         """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
-        runs = list(self._runs.values())
+        runs = list(self._runs.values()) + list(self._hooks)
         for run in runs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)

@@ -22,7 +22,7 @@ from textual.widgets import (
 )
 
 from toolnexus.a2a.dialects import Dialect
-from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire
+from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire, trace_tree
 
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
@@ -87,6 +87,8 @@ class TasksScreen(ModeScreen):
                         yield VerticalScroll(SafeStatic(id="raw"))
                     with TabPane("Wire", id="d-wire"):
                         yield VerticalScroll(SafeStatic(id="task-wire"))
+                    with TabPane("Trace", id="d-trace"):
+                        yield VerticalScroll(SafeStatic(id="task-trace"))
             with TabPane("Inbound MCP calls", id="tab-calls"):
                 yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(SafeStatic(id="call-detail"))
@@ -178,6 +180,8 @@ class TasksScreen(ModeScreen):
         current = self._current()
         if current is not None and current.id in ids:
             self._show(current)
+        elif current is not None and self.query_one("#detail", TabbedContent).active == "d-trace":
+            self.query_one("#task-trace", Static).update(_trace(current, self.tn.book))  # a hop below moved
 
     def _after_update(self) -> None:
         table = self.query_one("#tasks", DataTable)
@@ -245,6 +249,7 @@ class TasksScreen(ModeScreen):
             raw.append(view.raw(dialect) + "\n")
         self.query_one("#raw", Static).update(raw)
         self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
+        self.query_one("#task-trace", Static).update(_trace(view, self.tn.book))
 
     def _traffic_changed(self, _: Any) -> None:
         """A task's exchanges are recorded when they end, after its last transition: redraw."""
@@ -384,6 +389,34 @@ def _wire(view: TaskView, traffic: Any) -> Text:
         t.append(f"{who}" + (f"  ({len(item.frames)} frames)" if item.frames else "") + "\n")
         if item.error:
             t.append(f"    error: {item.error}\n", "red")
+    return t
+
+
+def _trace(view: TaskView, book: Any) -> Text:
+    """The task's trace as a tree: the task that started it, each remote call (peer, remote task,
+    state, time) and, under it, the task it made when this app hosts that agent too."""
+    rows = trace_tree(book, view.id)
+    if len(rows) <= 1:
+        return Text("This task called no other agent (an A2A tool's calls show here, nested across the "
+                    "agents this app hosts).")
+    t = Text()
+    if view.task.trace is not None:
+        t.append(f"trace {view.task.trace.trace_id}\n\n", "grey62")
+    for depth, kind, item in rows:
+        t.append("  " * depth)
+        if kind == "task":
+            symbol, style = STATE_STYLE.get(item.state, ("●", ""))
+            t.append(f"{symbol} {item.state.value}", style)
+            t.append(f"  {item.server}  task {short(item.id)}", "bold" if item.id == view.id else "")
+            t.append(f"  {duration(item.took())}" + ("   ◀ this task" if item.id == view.id else "") + "\n")
+            continue
+        style = "red" if item.state == "error" else "grey62" if item.done else "yellow"
+        t.append(f"→ {item.peer}", "bold")
+        t.append(f" · {item.skill or '?'}  remote task {short(item.remote_task_id) or '—'}  ")
+        t.append(item.state, style)
+        t.append(f"  {duration(item.ms / 1000)}  (started {item.started[11:19]})\n")
+        if item.detail:
+            t.append("  " * depth + f"  {item.detail}\n", "red")
     return t
 
 
