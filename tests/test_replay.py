@@ -215,7 +215,8 @@ async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
         {"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"},
         {"seq": 1, "direction": "out", "method": "POST", "url": "http://10.1.2.3:7/", "rpc_method": "GetTask",
          "request": {"headers": {}, "json": {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "task-1"}}},
-         "response": {"status": 200, "headers": {"content-type": "application/json"},
+         "response": {"status": 200, "headers": {"content-type": "application/json", "x-evil": "a\r\nset-cookie: x=1",
+                                                 "bad name": "x", "content-length": "1"},
                       "json": {"jsonrpc": "2.0", "id": 1, "result": {"id": "task-1", "note": hostile,
                                                                     "url": "http://10.1.2.3:7/x"}}}}]) + "\n")
     async with ReplayPeer(tape) as peer, httpx.AsyncClient(timeout=10) as http:
@@ -227,6 +228,7 @@ async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
         junk = await http.post(peer.url + "/", content=b"\x00not json")
         big = await http.post(peer.url + "/", content=b"x" * (16 * 1024 * 1024 + 10))
         foreign = await http.get(peer.url + "/", headers={"Host": "attacker.example"})
+    assert "set-cookie" not in hit.headers and "x-evil" not in hit.headers  # a header never splits the answer
     assert hit.json() == {"jsonrpc": "2.0", "id": "abc", "result": {
         "id": "task-1", "note": hostile, "url": peer.url + "/x"}}  # served as recorded, not interpreted
     assert other.json()["id"] == 7 and other.json()["error"]["code"] == -32603
@@ -276,7 +278,9 @@ def test_a_cassette_with_several_peers_plays_the_one_named(tmp_path):
     rows = [{"toolnexus_cassette": 1}] + [
         {"method": "GET", "url": f"http://127.0.0.1:{port}/.well-known/agent-card.json",
          "request": {"headers": {}}, "response": {"status": 200, "headers": {}, "json": {"name": str(port)}}}
-        for port in (1001, 1002)]
+        for port in (1001, 1002)] + [  # recorded, never replayed: a gRPC call
+        {"method": "POST", "url": "grpc://127.0.0.1:1003/a2a.v1.A2AService/GetTask", "request": {"headers": {}},
+         "response": {"status": 200, "headers": {}, "json": {}}}]
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     with pytest.raises(CassetteError, match="talked to 2 peers .*1001.*1002.*name the one to play"):
@@ -340,3 +344,40 @@ if __name__ == "__main__":  # re-record tests/cassettes/demo-desk.jsonl from the
             await handle.stop()
 
     asyncio.run(_record())
+
+
+async def test_a_hostile_live_peer_cannot_crash_or_hold_the_diff():
+    """900-deep JSON for every answer, and a stream that never ends: differences, within the timeout."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    from toolnexus.serve.runner import AsgiServer
+
+    deep = "[" * 900 + "]" * 900
+
+    async def rpc(request):
+        if b"SendStreamingMessage" in await request.body():
+            async def forever():
+                while True:
+                    yield b"data: {}\n\n"
+                    await asyncio.sleep(0.05)
+            return StreamingResponse(forever(), media_type="text/event-stream")
+        return Response('{"jsonrpc":"2.0","id":"1","result":' + deep + "}", media_type="application/json")
+
+    async def card(request):
+        return Response(deep, media_type="application/json")
+
+    server = AsgiServer(Starlette(routes=[Route("/", rpc, methods=["POST"]),
+                                          Route("/.well-known/agent-card.json", card)]))
+    await server.start()
+    try:
+        async with asyncio.timeout(30):
+            report = await diff(CASSETTES / "demo-desk.jsonl", server.url, timeout=1.0, settle=1.0)
+    finally:
+        await server.stop()
+    assert not report.ok
+    assert ("SendMessage", "shape", "(body)", "JSON", "not JSON") in {
+        (d.operation, d.what, d.path, d.recorded, d.live) for d in report.differences}
+    assert any(d.operation == "SendStreamingMessage" and d.what == "unanswered" and "AnswerTooSlow" in d.live
+               for d in report.differences)

@@ -274,15 +274,15 @@ class Cassette:
         return len(self.exchanges)
 
     def origins(self) -> list[str]:
-        """The origins (``scheme://host:port``) the exchanges went to, in order of first use."""
-        return list(dict.fromkeys(origin_of(x.url) for x in self.exchanges))
+        """The HTTP origins (``scheme://host:port``) the exchanges went to, in order of first use
+        (gRPC calls and stdio MCP messages are recorded, but only HTTP exchanges replay)."""
+        return list(dict.fromkeys(origin_of(x.url) for x in self.exchanges if x.url.startswith(("http://", "https://"))))
 
     def of(self, origin: str | None) -> list[Exchange]:
-        """The exchanges with one origin (all of them when ``origin`` is None)."""
-        if origin is None:
-            return list(self.exchanges)
-        wanted = origin.rstrip("/")
-        return [x for x in self.exchanges if origin_of(x.url) == wanted]
+        """The HTTP exchanges with one origin (all of them when ``origin`` is None)."""
+        wanted = origin.rstrip("/") if origin is not None else None
+        return [x for x in self.exchanges if x.url.startswith(("http://", "https://"))
+                and (wanted is None or origin_of(x.url) == wanted)]
 
 
 def origin_of(url: str) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,7 @@ from .. import _json
 from ..errors import PeerError
 from ..traffic import MASK, sse_data
 from . import rest
+from .jsonrpc import too_deep
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 from .model import INTERRUPTED, TERMINAL, new_id
 
@@ -58,6 +60,8 @@ _LENIENT_DROP = frozenset({"metadata", "timestamp"})
 _SETTLED = frozenset(s.value for s in TERMINAL | INTERRUPTED)
 _KEPT_VALUES = frozenset({"kind", "role", "code", "jsonrpc"})
 _GET_OPS = frozenset({"GetTask", "tasks/get"})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a cassette's header never splits or ends the answer
 
 
 # -- what a request is, for matching --------------------------------------------------------------
@@ -105,10 +109,13 @@ def _split(url: str) -> tuple[str, str]:
 
 
 def _loads(text: str) -> Any:
+    """``text`` as JSON when it is an object or array nesting at most 200 levels (what is compared
+    is walked recursively), else None."""
     try:
-        return _json.loads(text) if text.lstrip()[:1] in ("{", "[") else None
+        value = _json.loads(text) if text.lstrip()[:1] in ("{", "[") else None
     except (*_json.JSONDecodeError, ValueError):
         return None
+    return None if value is not None and too_deep(value, 200) else value
 
 
 # -- the replay peer ------------------------------------------------------------------------------
@@ -214,8 +221,9 @@ class ReplayPeer:
             await _plain(send, 502, f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}")
             return
         headers = [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
-                   for k, v in response.get("headers", {}).items()
-                   if isinstance(k, str) and isinstance(v, str) and v != MASK]
+                   for k, v in (response.get("headers") or {}).items()
+                   if isinstance(k, str) and isinstance(v, str) and v != MASK and _HEADER_NAME.match(k)
+                   and not _CONTROL.search(v) and k.lower() not in ("content-length", "transfer-encoding")]
         if x.streamed:
             frames = response.get("frames") or []
             await send({"type": "http.response.start", "status": status, "headers": headers})
