@@ -22,3 +22,19 @@ def _strict_tui_handlers(monkeypatch: pytest.MonkeyPatch):
     except ImportError:
         return
     monkeypatch.setattr(ToolnexusApp, "strict_handlers", True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A private PostgreSQL cluster for this test process (see tests/postgres.py)."""
+    from .postgres import Postgres, need_postgres
+
+    server = Postgres(need_postgres())
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres(postgres_server) -> str:
+    """The DSN of a fresh database on the test process's PostgreSQL."""
+    return postgres_server.database()

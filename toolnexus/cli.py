@@ -41,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL (default demo)")
     s.add_argument("--base-url", help="the model endpoint (any OpenAI-compatible server works with openai:)")
     s.add_argument("--api-key-env", help="the environment variable holding the model key")
-    s.add_argument("--store", default=None, help="memory | file:DIR (default memory)")
+    s.add_argument("--store", default=None,
+                   help="memory | file:DIR | postgresql://USER@HOST/DB (default memory; postgresql needs "
+                        "pip install 'toolnexus[postgres]')")
     s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
     s.add_argument("--grpc", metavar="[HOST]:PORT",
                    help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")

@@ -10,14 +10,22 @@ import pytest
 
 import toolnexus as tn
 from toolnexus.a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from toolnexus.serve.postgres import PostgresTaskStore
 from toolnexus.serve.tasks import FileTaskStore, MemoryTaskStore, open_store
 
 from .wire import rpc, v03_message
 
 
-@pytest.fixture(params=["memory", "file"])
-def store(request, tmp_path: Path):
-    return MemoryTaskStore() if request.param == "memory" else FileTaskStore(tmp_path / "tasks")
+@pytest.fixture(params=["memory", "file", "postgresql"])
+async def store(request, tmp_path: Path):
+    if request.param == "memory":
+        yield MemoryTaskStore()
+    elif request.param == "file":
+        yield FileTaskStore(tmp_path / "tasks")
+    else:
+        shared = PostgresTaskStore(request.getfixturevalue("postgres"))
+        yield shared
+        await shared.aclose()
 
 
 def make(i: int, ctx: str = "c1", state: TaskState = TaskState.COMPLETED) -> Task:

@@ -175,8 +175,8 @@ class TaskStatus:
 
 @dataclass(slots=True)
 class Task:
-    """A task as toolnexus keeps it. ``skill``, ``request``, ``created``, ``owner`` and ``trace``
-    never cross the wire; ``owner`` is the credential that created it, when the server tells
+    """A task as toolnexus keeps it. ``skill``, ``request``, ``created``, ``owner``, ``trace`` and
+    ``version`` never cross the wire; ``owner`` is the credential that created it, when the server tells
     callers apart (``Auth`` with more than one secret), else None; ``trace`` its span when it
     belongs to a trace (see :mod:`toolnexus.trace`)."""
 
@@ -191,6 +191,8 @@ class Task:
     created: str = field(default_factory=now_iso)
     owner: str | None = None
     trace: TraceContext | None = None
+    version: int = 0
+    """The version a shared store (PostgreSQL) read or wrote it at; 0: not stored there yet."""
 
     @property
     def state(self) -> TaskState:
@@ -210,6 +212,7 @@ class Task:
             self.created,
             self.owner,
             self.trace,
+            self.version,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from .config import A2AConfig, MCPServeConfig
 from .guard import HostGuard, is_loopback
 from .push import PushNotifier
 from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
+from ..llm.store import MemoryConversationStore
+from .postgres import PostgresConversationStore, PostgresTaskStore
 from .tasks import FileTaskStore, TaskRunner, open_store
 
 if TYPE_CHECKING:
@@ -108,6 +110,9 @@ class ServeHandle:
             await self.runner.close()
             if self.runner.push is not None:
                 await self.runner.push.close()
+            close = getattr(self.runner.store, "aclose", None)  # a database's connections
+            if close is not None:
+                await close()
         if self._on_close is not None:
             out = self._on_close()
             if asyncio.iscoroutine(out):
@@ -185,6 +190,9 @@ async def serve(
     wire = TrafficRecorder(bus, keep=0) if record_wire else None  # the bus keeps the events; it only masks them
     if a2a_cfg is not None:
         store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
+        if isinstance(store, PostgresTaskStore) and client is not None \
+                and type(client.store) is MemoryConversationStore:  # every worker must see each conversation
+            client.store = PostgresConversationStore(store.db)
         runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
         if isinstance(store, FileTaskStore):
             recovered = await runner.recover()

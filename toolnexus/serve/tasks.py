@@ -43,6 +43,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, Hook, TaskEvent
+from .postgres import StaleTaskError
 from ..llm.client import Inbox
 from ..tools import Answer
 
@@ -329,6 +330,12 @@ def _plain(id: str) -> bool:
     return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
 
 
+def _masked_url(text: str) -> str:
+    from ..traffic import mask_url
+
+    return mask_url(text)
+
+
 def _atomic_write(path: Path, body: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -339,17 +346,30 @@ def _atomic_write(path: Path, body: str) -> None:
 def open_store(store: str | TaskStore | None, *, max_tasks: int | None = 100_000,
                max_age: float | None = None) -> TaskStore:
     """``"memory"`` (default; keeps at most ``max_tasks`` finished tasks, none older than ``max_age``
-    seconds), ``"file:<dir>"`` (keeps everything), or any object with the TaskStore methods."""
+    seconds), ``"file:<dir>"`` (keeps everything), ``"postgresql://..."`` (keeps everything, shared by
+    every worker: see :mod:`toolnexus.serve.postgres`), or any object with the TaskStore methods."""
     if store is None or store == "memory":
         return MemoryTaskStore(max_tasks, max_age)
     if isinstance(store, str):
         if store.startswith("file:") and len(store) > 5:
             return FileTaskStore(Path(store[5:]).expanduser())
-        raise ConfigError(f"store must be 'memory', 'file:<dir>' or a TaskStore object, not {store!r}")
+        from .postgres import PostgresTaskStore, is_postgres_url
+
+        if is_postgres_url(store):
+            return PostgresTaskStore(store)
+        raise ConfigError(f"store must be 'memory', 'file:<dir>', 'postgresql://...' or a TaskStore object, "
+                          f"not {_masked_url(store)!r}")
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):
             raise ConfigError(f"store object {store!r} has no {name}() method")
     return store
+
+
+def _adopt(task: Task, fresh: Task) -> None:
+    """Make ``task`` (the object a run holds) what another worker stored."""
+    task.status, task.history, task.artifacts = fresh.status, fresh.history, fresh.artifacts
+    task.metadata, task.version = fresh.metadata, fresh.version
+    task.trace = task.trace or fresh.trace
 
 
 INBOX_LIMIT = 100
@@ -405,17 +425,31 @@ class TaskRunner:
         if lock is None:
             lock = self._locks[task.id] = asyncio.Lock()
         async with lock:
-            before = None if new else task.status.state
-            if not is_legal(before, state):
-                log.debug("task %s: refused move %s -> %s", task.id, before, state)
+            for _ in range(5):
+                before = None if new else task.status.state
+                if not is_legal(before, state):
+                    log.debug("task %s: refused move %s -> %s", task.id, before, state)
+                    return False
+                kept = (task.status, len(task.history), len(task.artifacts))
+                stamp = now_iso()
+                task.status = TaskStatus(state, message, stamp)
+                if history:
+                    task.history.extend(history)
+                if artifacts:
+                    task.artifacts.extend(artifacts)
+                try:
+                    await self.store.save(task)
+                    break
+                except StaleTaskError:  # another worker moved it first: take what it wrote, decide again
+                    task.status, history_was, artifacts_were = kept
+                    del task.history[history_was:], task.artifacts[artifacts_were:]
+                    fresh = await self.store.get(task.id)
+                    if fresh is None:
+                        return False
+                    _adopt(task, fresh)
+            else:
+                log.warning("task %s: gave up moving it to %s after 5 writes by other workers", task.id, state.value)
                 return False
-            stamp = now_iso()
-            task.status = TaskStatus(state, message, stamp)
-            if history:
-                task.history.extend(history)
-            if artifacts:
-                task.artifacts.extend(artifacts)
-            await self.store.save(task)
             event = TaskEvent(task.id, task.context_id, task.skill, before, state, task.snapshot(), self.server,
                               result, stamp)
             self.bus.publish(event)
