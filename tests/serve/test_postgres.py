@@ -12,7 +12,8 @@ import pytest
 import toolnexus as tn
 from toolnexus.a2a.model import Message, Part, Task, TaskState, TaskStatus
 from toolnexus.errors import ConfigError
-from toolnexus.serve.postgres import SCHEMA_VERSION, PostgresTaskStore, StaleTaskError, migrate
+from toolnexus import _json
+from toolnexus.serve.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresTaskStore, StaleTaskError, migrate
 
 from ..conftest import EXAMPLE_SKILLS
 from .wire import rpc, v03_message
@@ -47,15 +48,42 @@ async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgre
     connections = [await asyncpg.connect(postgres) for _ in range(5)]
     try:
         found = await asyncio.gather(*(migrate(c) for c in connections))  # five workers starting at once
-        assert sorted(found) == [0, 1, 1, 1, 1] and SCHEMA_VERSION == 1
-        assert await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == 1
-        assert await migrate(connections[0]) == 1  # idempotent
+        assert sorted(found) == [0] + [SCHEMA_VERSION] * 4 and SCHEMA_VERSION == len(MIGRATIONS) == 2
+        assert await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == SCHEMA_VERSION
+        assert await migrate(connections[0]) == SCHEMA_VERSION  # idempotent
         await connections[0].execute("INSERT INTO toolnexus_schema (version) VALUES (99)")
-        with pytest.raises(ConfigError, match="schema is version 99; this toolnexus knows 1: upgrade"):
+        with pytest.raises(ConfigError, match=f"schema is version 99; this toolnexus knows {SCHEMA_VERSION}: upgrade"):
             await migrate(connections[1])
     finally:
         for c in connections:
             await c.close()
+
+
+async def test_a_database_of_an_older_version_is_migrated_and_keeps_its_tasks(postgres):
+    from toolnexus.serve.tasks import task_record
+
+    old = await asyncpg.connect(postgres)
+    try:  # a database as version 1 left it, with a task in it
+        await old.execute("CREATE TABLE toolnexus_schema (version integer NOT NULL); "
+                          "INSERT INTO toolnexus_schema VALUES (1);" + MIGRATIONS[0])
+        await old.execute("INSERT INTO toolnexus_tasks (id, context_id, state, created, updated, version, record) "
+                          "VALUES ('task-1', 'ctx', 'working', 'c', 'u', 1, $1)", _json.dumps(task_record(task())))
+    finally:
+        await old.close()
+    store = PostgresTaskStore(postgres)
+    try:
+        kept = await store.get("task-1")
+        assert kept.version == 1 and kept.history[0].text == "hi"
+        kept.status = TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:05.000000Z")
+        await store.save(kept)  # the columns version 2 added are written
+        connection = await asyncpg.connect(postgres)
+        try:
+            assert await connection.fetchval("SELECT max(version) FROM toolnexus_schema") == SCHEMA_VERSION
+            assert await connection.fetchval("SELECT worker FROM toolnexus_tasks WHERE id = 'task-1'") is None
+        finally:
+            await connection.close()
+    finally:
+        await store.aclose()
 
 
 async def serve_worker(dsn: str, name: str = "pg-desk"):
@@ -114,3 +142,66 @@ def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
 
     with pytest.raises(ConfigError, match=r"'postgresql://\.\.\.'.*'mysql://u:\*\*\*@h/db'"):
         open_store("mysql://u:hunter2@h/db")
+
+
+async def until_state(client: tn.A2AClient, task_id: str, *states: TaskState, timeout: float = 10.0) -> tn.Task:
+    async with asyncio.timeout(timeout):
+        while True:
+            got = await client.get(task_id)
+            if got.state in states:
+                return got
+            await asyncio.sleep(0.02)
+
+
+async def test_across_workers_a_cancel_stops_the_run_and_an_answer_resumes_the_task(postgres):
+    first, second = await serve_worker(postgres), await serve_worker(postgres)
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            slow = await one.send("slow 30 then answer")
+            await until_state(one, slow.id, TaskState.WORKING)
+            assert slow.id in first.runner._runs
+            await two.cancel(slow.id)
+            async with asyncio.timeout(5):  # the run on the first worker hears it and stops
+                while slow.id in first.runner._runs:
+                    await asyncio.sleep(0.005)
+            assert (await one.get(slow.id)).state is TaskState.CANCELED
+            # input-required asked on the first worker, answered on the second: the same run goes on
+            asked = await one.send("please approve the budget", blocking=True)
+            assert asked.state is TaskState.INPUT_REQUIRED and asked.id in first.runner._pending
+            done = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            assert done.id == asked.id and done.state is TaskState.COMPLETED
+            assert done.reply.endswith("Request approved (yes). You said: please approve the budget")
+            await asyncio.sleep(0.2)
+            assert asked.id not in first.runner._pending  # the first worker heard it was answered
+            again = await one.send("please approve the trip", blocking=True)  # answered twice: once only
+            results = await asyncio.gather(
+                one.send("yes", task_id=again.id, context_id=again.context_id, blocking=True),
+                two.send("yes", task_id=again.id, context_id=again.context_id, blocking=True),
+                return_exceptions=True)
+            assert sorted(type(r).__name__ for r in results) == ["InvalidParamsError", "Task"]
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+async def test_a_stream_on_one_worker_follows_a_task_run_on_another(postgres):
+    first, second = await serve_worker(postgres), await serve_worker(postgres)
+    seen_on_second: list[TaskState] = []
+
+    async def watch_bus() -> None:
+        async for ev in second.events.subscribe(replay=False):
+            if isinstance(ev, tn.TaskEvent):
+                seen_on_second.append(ev.state)
+
+    watcher = asyncio.ensure_future(watch_bus())
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            task = await one.send("slow 1 then approve it")
+            await until_state(one, task.id, TaskState.WORKING)
+            frames = [t.state async for t in two.resubscribe(task.id)]  # SSE from the second worker
+        assert frames[0] is TaskState.WORKING and frames[-1] is TaskState.INPUT_REQUIRED
+        assert seen_on_second == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.INPUT_REQUIRED]
+    finally:
+        watcher.cancel()
+        await first.stop()
+        await second.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -130,6 +131,23 @@ class RunResult:
 
         return to_dataframe([{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls])
 
+    def suspended(self) -> dict[str, Any] | None:
+        """A pending run as JSON data (None when it is not pending), so that another process can
+        resume it with :meth:`Client.restore`: the transcript, the calls done and still queued,
+        the call waiting and what the run has used so far. A tool's own state (a Python object)
+        is not in it: the tool is executed again with the answer, as in one process."""
+        state = self._state
+        if self.status != "pending" or state is None or state.waiting is None or self.pending is None:
+            return None
+        return json.loads(json.dumps({
+            "system": state.system, "messages": state.messages, "conversation": state.conversation,
+            "queue": [dataclasses.asdict(c) for c in state.queue], "waiting": dataclasses.asdict(state.waiting),
+            "done": [[dataclasses.asdict(c), {"output": o.output, "is_error": o.is_error,
+                                              "metadata": {k: v for k, v in o.metadata.items() if k != "pending"}}]
+                     for c, o in state.done],
+            "pending": self.pending.to_dict(), "turns": self.turns, "usage": self.usage.to_dict(),
+            "model": self.model, "tool_calls": self.tool_calls}, default=str))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
@@ -240,6 +258,21 @@ class Client:
         state.done.append((call, outcome))
         state.result.status, state.result.pending = "ok", None
         return await self._bounded(self._drive(state))
+
+    def restore(self, data: dict[str, Any], toolkit: Toolkit | None) -> RunResult:
+        """The pending run :meth:`RunResult.suspended` wrote (in this process or another), ready
+        for :meth:`resume` with ``toolkit``'s tools."""
+        state = _RunState(toolkit, data["system"], list(data["messages"]), data.get("conversation"))
+        state.queue = [ToolCall(**c) for c in data.get("queue", ())]
+        state.waiting = ToolCall(**data["waiting"])
+        state.done = [(ToolCall(**c), ToolResult(o["output"], o["is_error"], o.get("metadata") or {}))
+                      for c, o in data.get("done", ())]
+        usage = Usage(**data.get("usage", {}))
+        state.result = RunResult(messages=state.messages, tool_calls=list(data.get("tool_calls", ())),
+                                 turns=data.get("turns", 0), usage=usage, model=data.get("model", self.model),
+                                 status="pending", pending=Request.from_dict(data["pending"]), system=state.system,
+                                 _state=state)
+        return state.result
 
     async def aclose(self) -> None:
         """Close the connections the client holds."""

@@ -28,7 +28,7 @@ from .guard import HostGuard, is_loopback
 from .push import PushNotifier
 from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
 from ..llm.store import MemoryConversationStore
-from .postgres import PostgresConversationStore, PostgresTaskStore
+from .postgres import PostgresConversationStore, PostgresTaskStore, WorkerLink
 from .tasks import FileTaskStore, TaskRunner, open_store
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ class ServeHandle:
         if self._grpc is not None:
             await self._grpc.stop()
         if self.runner is not None:
+            if self.runner.link is not None:
+                await self.runner.link.stop()
             await self.runner.close()
             if self.runner.push is not None:
                 await self.runner.push.close()
@@ -194,6 +196,11 @@ async def serve(
                 and type(client.store) is MemoryConversationStore:  # every worker must see each conversation
             client.store = PostgresConversationStore(store.db)
         runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
+        if isinstance(store, PostgresTaskStore):  # one worker of many: hear the others, lease what runs here
+            store.lease = a2a_cfg.lease
+            link = WorkerLink(store, runner)
+            await link.start()
+            runner.link = link
         if isinstance(store, FileTaskStore):
             recovered = await runner.recover()
             if recovered:

@@ -117,7 +117,10 @@ class A2AConfig:
         version: the agent's version.
         provider: ``Provider`` or ``{"organization", "url"}``; on the card only when set.
         skills: only these skills are advertised and may be chosen (None: all).
-        store: ``"memory"``, ``"file:<dir>"`` or a TaskStore object.
+        store: ``"memory"``, ``"file:<dir>"``, ``"postgresql://..."`` (shared by workers) or a
+            TaskStore object.
+        lease: with PostgreSQL, the seconds a running task stays its worker's without a heartbeat
+            (renewed every third of it); a task whose worker died is failed once it lapses.
         keep_tasks, keep_for: the memory store's retention: at most this many finished tasks
             (100,000 by default; a short one costs about 1 KB), none finished more than this many
             seconds ago (no limit by default); the oldest finished go first, a task in flight never.
@@ -146,6 +149,7 @@ class A2AConfig:
     store: Any = "memory"
     keep_tasks: int | None = 100_000
     keep_for: float | None = None
+    lease: float = 5.0
     auth: Auth | None = None
     blocking_timeout: float = 60.0
     max_body: int = 1024 * 1024

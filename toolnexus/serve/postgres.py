@@ -17,6 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +27,7 @@ from .. import _json
 from ..a2a.model import Task, TaskState
 from ..errors import ConfigError, InternalError, MissingExtra, ToolnexusError
 
-__all__ = ["PostgresTaskStore", "PostgresConversationStore", "StaleTaskError", "StoreUnavailableError",
+__all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "StaleTaskError", "StoreUnavailableError",
            "SCHEMA_VERSION", "is_postgres_url"]
 
 log = logging.getLogger("toolnexus.serve")
@@ -50,8 +53,18 @@ MIGRATIONS: list[str] = [
         updated timestamptz NOT NULL DEFAULT now()
     );
     """,
+    # 2: who runs a task and until when (leases), and a suspended run to resume on any worker
+    """
+    ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS worker text;
+    ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS lease_until timestamptz;
+    ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS pending bytea;
+    CREATE INDEX IF NOT EXISTS toolnexus_tasks_leased ON toolnexus_tasks (lease_until) WHERE worker IS NOT NULL;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+CHANNEL = "toolnexus_tasks"
+"""Every saved change of a task is announced here: ``"<worker> <task id> <version> <state>"``."""
+_RUNNING = ("submitted", "working")
 _LOCK = 0x746F6F6C6E6578  # the advisory lock migrations hold ("toolnex")
 
 
@@ -148,11 +161,15 @@ class PostgresTaskStore:
     version check: each :class:`Task` read or saved here carries the version it was at.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, lease: float = 5.0) -> None:
         from .tasks import task_from_record, task_record
 
         self.db = _Database(url, pool_size)
         self._record, self._task = task_record, task_from_record
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        """This worker's name: on the tasks it runs, and on what it announces."""
+        self.lease = lease
+        """Seconds a running task stays this worker's without a heartbeat (see :class:`WorkerLink`)."""
 
     async def get(self, id: str) -> Task | None:
         async with _reachable(self.db) as pool:
@@ -168,17 +185,26 @@ class PostgresTaskStore:
         """Insert, or update the version read; :class:`StaleTaskError` when another worker wrote since."""
         record = _json.dumps(self._record(task))
         stamp = task.status.timestamp or ""
+        state = task.state.value
+        running = state in _RUNNING  # a running task is this worker's, on a lease
+        worker, lease = (self.worker, self.lease) if running else (None, None)
         async with _reachable(self.db) as pool:
             if task.version == 0:
                 written = await pool.fetchval(
-                    "INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, record) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, 1, $7) ON CONFLICT (id) DO NOTHING RETURNING version",
-                    task.id, task.context_id, task.state.value, task.owner, task.created, stamp, record)
+                    "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
+                    "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
+                    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version) "
+                    "SELECT version, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w",
+                    task.id, task.context_id, state, task.owner, task.created, stamp, record, worker, lease,
+                    CHANNEL, f"{self.worker} {task.id}")
             else:
                 written = await pool.fetchval(
-                    "UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1 "
-                    "WHERE id = $1 AND version = $5 RETURNING version",
-                    task.id, task.state.value, stamp, record, task.version)
+                    "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
+                    "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
+                    "pending = CASE WHEN $2 = 'input-required' THEN pending END "
+                    "WHERE id = $1 AND version = $5 RETURNING version) "
+                    "SELECT version, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w",
+                    task.id, state, stamp, record, task.version, worker, lease, CHANNEL, f"{self.worker} {task.id}")
         if written is None:
             raise StaleTaskError(f"task {task.id} was changed by another worker since it was read "
                                  f"(version {task.version})")
@@ -209,6 +235,33 @@ class PostgresTaskStore:
         end = start + len(rows)
         return TaskPage([self._read(r) for r in rows], str(end) if end < total else "", total)
 
+    async def save_pending(self, id: str, data: dict[str, Any]) -> None:
+        """Keep a suspended run with its task (any worker may resume it: :meth:`take_pending`)."""
+        async with _reachable(self.db) as pool:
+            await pool.execute("UPDATE toolnexus_tasks SET pending = $2 WHERE id = $1", id, _json.dumps(data))
+
+    async def take_pending(self, id: str) -> dict[str, Any] | None:
+        """The suspended run of a task, taken (one worker only gets it), or None."""
+        async with _reachable(self.db) as pool:
+            found = await pool.fetchval("UPDATE toolnexus_tasks t SET pending = NULL FROM (SELECT pending FROM "
+                                        "toolnexus_tasks WHERE id = $1 FOR UPDATE) old WHERE t.id = $1 AND "
+                                        "old.pending IS NOT NULL RETURNING old.pending", id)
+        return _json.loads(found) if found is not None else None
+
+    async def heartbeat(self) -> int:
+        """Extend the lease of every running task of this worker; returns how many."""
+        async with _reachable(self.db) as pool:
+            done = await pool.execute("UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
+                                      "WHERE worker = $1", self.worker, self.lease)
+        return int(done.split()[-1])
+
+    async def expired(self, limit: int = 100) -> list[str]:
+        """Running tasks whose worker stopped renewing their lease (it died, or lost the database)."""
+        async with _reachable(self.db) as pool:
+            rows = await pool.fetch("SELECT id FROM toolnexus_tasks WHERE worker IS NOT NULL AND lease_until < now() "
+                                    "ORDER BY lease_until LIMIT $1", limit)
+        return [r["id"] for r in rows]
+
     async def aclose(self) -> None:
         await self.db.close()
 
@@ -231,3 +284,67 @@ class PostgresConversationStore:
 
     async def aclose(self) -> None:
         await self.db.close()
+
+
+class WorkerLink:
+    """What makes one worker of many: it hears every other worker's changes of tasks (PostgreSQL
+    ``LISTEN``, no polling) and hands them to its runner (its bus, its SSE streams, its blocking
+    waits; a run here that another worker canceled is stopped), renews the lease of the tasks it
+    runs, and fails the running tasks of a worker whose lease lapsed (it died).
+
+    Started by ``serve()`` when the store is PostgreSQL; a lost listening connection (the database
+    restarted) is opened again on the next tick, and what was announced meanwhile is not replayed.
+    """
+
+    def __init__(self, store: PostgresTaskStore, runner: Any) -> None:
+        self.store = store
+        self.runner = runner
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._listener: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        await self.store.db.pool()  # the schema exists before anything is announced
+        await self._listen()
+        self._tasks = [asyncio.ensure_future(self._deliver()), asyncio.ensure_future(self._tick())]
+
+    async def _listen(self) -> None:
+        asyncpg = _asyncpg()
+        connection = await asyncpg.connect(self.store.db.url)
+        await connection.add_listener(CHANNEL, lambda _c, _p, _ch, payload: self._queue.put_nowait(payload))
+        self._listener = connection
+
+    async def _deliver(self) -> None:
+        """Other workers' changes, in the order the database announced them."""
+        me = self.store.worker + " "
+        while True:
+            payload = await self._queue.get()
+            if payload.startswith(me):
+                continue
+            try:
+                _, task_id, version, state = payload.split(" ")
+                await self.runner.arrived(task_id, int(version), TaskState(state))
+            except Exception as exc:  # one bad announcement or a store error never ends the link
+                log.warning("worker link: could not deliver %r: %s: %s", payload[:200], type(exc).__name__, exc)
+
+    async def _tick(self) -> None:
+        """Heartbeat, reap and keep listening: every third of the lease."""
+        while True:
+            await asyncio.sleep(self.store.lease / 3)
+            try:
+                if self._listener is None or self._listener.is_closed():
+                    self._listener = None
+                    await self._listen()
+                await self.store.heartbeat()
+                for task_id in await self.store.expired():
+                    await self.runner.lapsed(task_id)
+            except Exception as exc:
+                log.warning("worker link: %s: %s (again in %gs)", type(exc).__name__, exc, self.store.lease / 3)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        listener, self._listener = self._listener, None
+        if listener is not None and not listener.is_closed():
+            await listener.close(timeout=2)

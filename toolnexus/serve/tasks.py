@@ -402,6 +402,10 @@ class TaskRunner:
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
         self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
         self._hooks: set[asyncio.Future[None]] = set()
+        self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
+        self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
+        self.link: Any = None
+        """The shared store's :class:`~toolnexus.serve.postgres.WorkerLink`, when there is one."""
         self.push: PushNotifier | None = None
         """Where changes of tasks with push-notification configs go (None: the agent has none)."""
 
@@ -464,6 +468,7 @@ class TaskRunner:
                 self._locks.pop(task.id, None)
                 self._pending.pop(task.id, None)
                 self._inboxes.pop(task.id, None)  # e.g. left over by a suspended run, then canceled
+                self._live.pop(task.id, None)
             if state.terminal or state.interrupted:
                 self._fire_on_task(task, state, result)
         return True
@@ -481,6 +486,7 @@ class TaskRunner:
                     owner=owner, trace=caller.child() if caller is not None else None)
         message.context_id, message.task_id = context, task.id
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
+        self._live[task.id] = task
         self._inboxes[task.id] = Inbox()
         self._start(task, self._fulfil(task, prompt, None))
         return task
@@ -504,8 +510,16 @@ class TaskRunner:
         """Resume an interrupted task with the user's ``message``."""
         message.context_id, message.task_id = task.context_id, task.id
         pending = self._pending.pop(task.id, None)
+        take = getattr(self.store, "take_pending", None)
+        if take is not None and self.client is not None:  # shared: one worker claims the suspended run
+            stored = await take(task.id)
+            if stored is None and task.state.interrupted:
+                raise InvalidParamsError(f"task {task.id} is already being answered")
+            if pending is None and stored is not None:
+                pending = self.client.restore(stored, self.toolkit)  # suspended on another worker
         if not await self.transition(task, TaskState.WORKING, history=[message]):
             raise InvalidParamsError(f"the task is {task.state.value}, no longer waiting for input")
+        self._live[task.id] = task
         # messages that came in as the run suspended go with the answer, before it
         earlier = list(self._inboxes.pop(task.id, ()))
         self._inboxes[task.id] = Inbox()
@@ -557,6 +571,10 @@ class TaskRunner:
         if result.status == "pending" and result.pending is not None:
             question = Message.agent(result.pending.prompt or "input required", task.context_id, task.id)
             self._pending[task.id] = result
+            keep = getattr(self.store, "save_pending", None)
+            suspended = result.suspended() if keep is not None else None
+            if suspended is not None:  # any worker may take the answer
+                await keep(task.id, suspended)
             await self.transition(task, TaskState.INPUT_REQUIRED, message=question, history=[question],
                                   result=result)
             return
@@ -566,6 +584,57 @@ class TaskRunner:
 
     async def _fail(self, task: Task, reason: str) -> None:
         await self.transition(task, TaskState.FAILED, message=Message.agent(reason, task.context_id, task.id))
+
+    # -- other workers (a shared store: see serve.postgres.WorkerLink) --------------------------
+    async def arrived(self, task_id: str, version: int, state: TaskState) -> None:
+        """Another worker moved a task: tell this worker's bus, streams and waits; stop a run here
+        that it ended (a cancel sent to it), forget a question it took the answer to."""
+        fresh = await self.store.get(task_id)
+        if fresh is None:
+            return
+        previous = self._heard.pop(task_id, None)
+        live = self._live.get(task_id)
+        if live is not None:
+            previous = previous or live.state
+            if live.version < fresh.version:
+                _adopt(live, fresh)
+        if not state.terminal:
+            self._heard[task_id] = state
+            if len(self._heard) > 10_000:
+                self._heard.popitem(last=False)
+        snapshot = fresh.snapshot()
+        if fresh.version != version:  # it moved on since: this announcement's state, with what is stored
+            snapshot.status = TaskStatus(state, None, fresh.status.timestamp)
+        event = TaskEvent(task_id, fresh.context_id, fresh.skill, previous, state, snapshot, self.server, None,
+                          fresh.status.timestamp or now_iso())
+        self.bus.publish(event)
+        for q in self._watchers.get(task_id, ()):
+            q.put_nowait(event)
+        changed = self._changed.pop(task_id, None)
+        if changed is not None:
+            changed.set()
+        if state.terminal:
+            run = self._runs.pop(task_id, None)
+            if run is not None and not run.done():
+                run.cancel()
+            waiting = self._pending.pop(task_id, None)
+            hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
+            if state is TaskState.CANCELED and hook is not None:
+                self._start_hook(fresh, hook)
+            self._live.pop(task_id, None)
+            self._inboxes.pop(task_id, None)
+        elif not state.interrupted:
+            self._pending.pop(task_id, None)  # its question was answered on another worker
+
+    async def lapsed(self, task_id: str) -> None:
+        """A running task whose worker stopped renewing its lease: failed, saying why (the first
+        worker to see it wins; the others' writes are stale and refused)."""
+        task = await self.store.get(task_id)
+        if task is None or task.state not in (TaskState.SUBMITTED, TaskState.WORKING):
+            return
+        note = Message.agent("the worker running this task stopped (its lease expired)", task.context_id, task.id)
+        if await self.transition(task, TaskState.FAILED, message=note):
+            log.warning("task %s: failed, its worker's lease expired", task_id)
 
     # -- queries and control ------------------------------------------------------------------
     async def get(self, id: str, owner: str | None = None) -> Task:
