@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
     s.add_argument("--allow-unauthenticated", action="store_true",
                    help="serve command-running builtins beyond loopback without auth (you mean it)")
+    s.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="serve from N processes on one port (needs --store postgresql://...)")
+    s.add_argument("--lease", type=float, default=None, metavar="SECONDS",
+                   help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
+    s.add_argument("--worker-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --workers
+    s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
 
     c = sub.add_parser("card", help="fetch an agent card (card URL or base URL), optionally validate it")
     c.add_argument("url")
@@ -104,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a worker of --workers is started with
     try:
         if args.command == "serve":
             return asyncio.run(_serve(args))
@@ -129,7 +136,15 @@ def say(text: str, **kwargs: Any) -> None:
 
 
 def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
-    print(json.dumps(data) if args.json else text, flush=True)
+    """One line of ``serve`` output, written whole in one write: the workers of ``--workers`` share
+    the supervisor's stdout, and their lines must not cut into each other."""
+    line = (json.dumps(data) if args.json else text) + "\n"
+    sys.stdout.flush()
+    try:
+        os.write(sys.stdout.fileno(), line.encode())
+    except (AttributeError, OSError, ValueError):  # no file descriptor (captured): the stream itself
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -154,8 +169,12 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.description = DEMO_DESCRIPTION
         if args.store:
             a2a.store = args.store
+        if args.lease is not None:
+            a2a.lease = args.lease
         if args.grpc:
             a2a.grpc = args.grpc
+    if args.workers > 1 and args.worker_fd is None:
+        return await _supervise(args, a2a)
     auth = None
     if args.auth_token_env:
         token = os.environ.get(args.auth_token_env, "")
@@ -174,9 +193,14 @@ async def _serve(args: argparse.Namespace) -> int:
         client = build_client(args.model, args.base_url, args.api_key_env)
     except tn.ConfigError as exc:
         raise UsageError(str(exc)) from None
+    sock = None
+    if args.worker_fd is not None:  # a worker of --workers: the supervisor's listening socket
+        import socket
+
+        sock = socket.socket(fileno=args.worker_fd)
     try:
         handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp,
-                                allow_unauthenticated=args.allow_unauthenticated)
+                                allow_unauthenticated=args.allow_unauthenticated, sock=sock)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     except (tn.ConfigError, MissingExtra) as exc:
@@ -184,18 +208,25 @@ async def _serve(args: argparse.Namespace) -> int:
 
     stop = _stop_on_signals()
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
-    _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
-          {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles, "model": args.model})
-    if a2a is not None:
-        _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
-    if handle.grpc_target:
-        _emit(args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target})
-    if mcp:
-        _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
-    if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
-        _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
-              {"event": "warning", "message": "bound beyond loopback without auth"})
-    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+    worker = args.worker_index
+    if worker is not None:  # the supervisor said where it serves; a worker says only what it does
+        _emit(args, f"worker {worker} ready (pid {os.getpid()})", {"event": "worker-ready", "worker": worker,
+                                                                   "pid": os.getpid()})
+    else:
+        _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
+              {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles,
+               "model": args.model})
+    if worker is None:
+        if a2a is not None:
+            _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+        if handle.grpc_target:
+            _emit(args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target})
+        if mcp:
+            _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
+        if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
+            _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
+                  {"event": "warning", "message": "bound beyond loopback without auth"})
+        _emit(args, "press Ctrl-C to stop", {"event": "ready"})
 
     async def follow() -> None:
         async for ev in handle.events.subscribe(replay=False):
@@ -205,6 +236,11 @@ async def _serve(args: argparse.Namespace) -> int:
             line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
             data = {"event": "task", "time": ev.time, "task": ev.task_id, "context": ev.context_id,
                     "skill": ev.skill, "from": ev.previous.value if ev.previous else None, "state": ev.state.value}
+            if worker is not None:
+                if ev.heard:  # another worker made this change and prints it
+                    continue
+                data["worker"] = worker
+                line = f"[{worker}] {line}"
             if ev.result is not None:
                 data["usage"] = ev.result.usage.to_dict()
                 data["tool_calls"] = ev.result.tool_call_count
@@ -217,9 +253,88 @@ async def _serve(args: argparse.Namespace) -> int:
     finally:
         follower.cancel()
         await handle.stop()
+        if worker is None:
+            _emit(args, "stopped", {"event": "stopped"})
+        else:
+            _emit(args, f"worker {worker} stopped", {"event": "worker-stopped", "worker": worker})
+    return EXIT_OK
+
+
+
+async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
+    """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
+    dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
+    from .serve.postgres import is_postgres_url
+    from .serve.runner import http_url, listening_socket
+
+    if args.grpc:
+        raise UsageError("--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one")
+    if a2a is None or not is_postgres_url(a2a.store):
+        raise UsageError(f"--workers {args.workers} needs a store the workers share: --store postgresql://... "
+                         "(the memory and file stores live in one process)")
+    try:
+        sock = listening_socket(args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    port = sock.getsockname()[1]
+    argv = _without(_without(args.argv, "--workers"), "--port") + ["--port", str(port)]
+    stop = _stop_on_signals()
+    workers: dict[int, asyncio.subprocess.Process] = {}
+
+    async def start(index: int) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toolnexus.cli", *argv, "--worker-fd", str(sock.fileno()),
+            "--worker-index", str(index), pass_fds=(sock.fileno(),))
+        workers[index] = proc
+        _emit(args, f"worker {index} started (pid {proc.pid})", {"event": "worker", "worker": index, "pid": proc.pid})
+
+    url = http_url(args.host, port)
+    for index in range(args.workers):
+        await start(index)
+    _emit(args, f"serving {a2a.name} at {url}  ({args.workers} workers sharing {_masked_store(a2a.store)})",
+          {"event": "started", "name": a2a.name, "url": url, "workers": args.workers})
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+    try:
+        while not stop.is_set():
+            waits = {asyncio.ensure_future(p.wait()): i for i, p in workers.items()}
+            stopping = asyncio.ensure_future(stop.wait())
+            done, _ = await asyncio.wait([*waits, stopping], return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            stopping.cancel()
+            for finished in done:
+                if finished in waits and not stop.is_set():
+                    index = waits[finished]
+                    _emit(args, f"worker {index} exited ({workers[index].returncode}); starting another",
+                          {"event": "worker-exited", "worker": index, "code": workers[index].returncode})
+                    await start(index)
+    finally:
+        for proc in workers.values():
+            if proc.returncode is None:
+                proc.terminate()
+        await asyncio.gather(*(p.wait() for p in workers.values()))
+        sock.close()
         _emit(args, "stopped", {"event": "stopped"})
     return EXIT_OK
 
+
+def _without(argv: list[str], flag: str) -> list[str]:
+    """``argv`` without ``flag`` and its value (``--flag V`` or ``--flag=V``)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(flag + "="):
+            out.append(arg)
+    return out
+
+
+def _masked_store(store: str) -> str:
+    from .traffic import mask_url
+
+    return mask_url(store)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -40,6 +40,7 @@ class TaskEvent:
         state: the state after.
         task: a snapshot of the task after the transition.
         result: the run's RunResult on terminal and interrupted states.
+        heard: another worker made this change (a shared store) and this one heard of it.
     """
 
     task_id: str
@@ -53,6 +54,7 @@ class TaskEvent:
     time: str = field(default_factory=now_iso)
     seq: int = 0
     kind: str = "task"
+    heard: bool = False
 
     @property
     def key(self) -> str:

@@ -606,7 +606,7 @@ class TaskRunner:
         if fresh.version != version:  # it moved on since: this announcement's state, with what is stored
             snapshot.status = TaskStatus(state, None, fresh.status.timestamp)
         event = TaskEvent(task_id, fresh.context_id, fresh.skill, previous, state, snapshot, self.server, None,
-                          fresh.status.timestamp or now_iso())
+                          fresh.status.timestamp or now_iso(), heard=True)
         self.bus.publish(event)
         for q in self._watchers.get(task_id, ()):
             q.put_nowait(event)

@@ -1,0 +1,156 @@
+"""``toolnexus serve --workers N`` on a real PostgreSQL: N processes behind one port, a thousand
+tasks, a worker killed with SIGKILL under load, and the refusal without a shared store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections import Counter
+
+import httpx
+import pytest
+
+from ..conftest import ROOT
+
+
+class Served:
+    """``toolnexus serve --workers N --json`` in a child process, its JSON lines collected."""
+
+    def __init__(self, *args: str) -> None:
+        self.args = args
+        self.lines: list[dict] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task | None = None
+
+    async def __aenter__(self) -> Served:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toolnexus.cli", "serve", "--json", *self.args, cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        self._reader = asyncio.ensure_future(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        async for line in self.proc.stdout:
+            try:
+                self.lines.append(json.loads(line))
+            except ValueError:  # workers' lines cut into each other: kept, so that the test fails on it
+                self.lines.append({"event": "garbled", "line": line.decode("utf-8", "replace")})
+
+    async def until(self, check, timeout: float = 30.0):
+        async with asyncio.timeout(timeout):
+            while not (found := check(self.lines)):
+                if self.proc.returncode is not None:
+                    raise AssertionError(f"exited {self.proc.returncode}: {(await self.proc.stderr.read()).decode()}")
+                await asyncio.sleep(0.05)
+        return found
+
+    def events(self, kind: str) -> list[dict]:
+        return [line for line in self.lines if line.get("event") == kind]
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                async with asyncio.timeout(20):
+                    await self.proc.wait()
+            except TimeoutError:
+                self.proc.kill()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def send(i: int, text: str, blocking: bool = False) -> dict:
+    return {"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {"configuration": {"blocking": blocking},
+            "message": {"kind": "message", "messageId": f"m-{i}", "role": "user",
+                        "parts": [{"kind": "text", "text": text}]}}}
+
+
+def get(i: int, task_id: str) -> dict:
+    return {"jsonrpc": "2.0", "id": i, "method": "tasks/get", "params": {"id": task_id}}
+
+
+async def test_four_workers_behind_one_port_lose_no_task_and_report_each_once(postgres):
+    async with Served("--store", postgres, "--workers", "4") as served:
+        await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 4)
+        url = served.events("started")[0]["url"]
+        fresh = httpx.Limits(max_keepalive_connections=0)  # a new connection each time: any worker takes it
+        async with httpx.AsyncClient(timeout=30, limits=fresh) as http:
+            sem = asyncio.Semaphore(32)
+
+            async def one(i: int) -> str:
+                async with sem:
+                    answer = (await http.post(url + "/", json=send(i, f"task {i}"))).json()
+                task_id = answer["result"]["id"]
+                for _ in range(500):  # polled on whichever worker takes each connection
+                    async with sem:
+                        state = (await http.post(url + "/", json=get(i, task_id))).json()["result"]["status"]["state"]
+                    if state == "completed":
+                        return task_id
+                    await asyncio.sleep(0.02)
+                raise AssertionError(f"task {task_id} is still {state}")
+
+            ids = await asyncio.gather(*(one(i) for i in range(1000)))
+        assert len(set(ids)) == 1000
+        done = await served.until(lambda lines: (c := [x for x in lines if x.get("state") == "completed"])
+                                  and len(c) >= 1000 and c)
+    assert not served.events("garbled")
+    completed = Counter(line["task"] for line in done)
+    assert set(completed) == set(ids) and set(completed.values()) == {1}  # each reported exactly once
+    by_worker = Counter(line["worker"] for line in done)
+    assert len(by_worker) >= 2, by_worker  # the port's connections went to more than one worker
+
+
+async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_lease_and_only_those(postgres):
+    async with Served("--store", postgres, "--workers", "2", "--lease", "1") as served:
+        await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2)
+        url = served.events("started")[0]["url"]
+        pids = {line["worker"]: line["pid"] for line in served.events("worker")}
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=30, limits=fresh) as http:
+            slow: list[str] = []
+
+            def running(lines: list[dict]) -> dict[str, int]:
+                return {x["task"]: x["worker"] for x in lines if x.get("state") == "working" and x["task"] in slow}
+
+            while len(slow) < 60 and (len(slow) < 8 or len(set(running(served.lines).values())) < 2):
+                slow.append((await http.post(url + "/", json=send(len(slow), "slow 30 then answer"))).json()
+                            ["result"]["id"])  # until both workers run some (the kernel picks who accepts)
+                await asyncio.sleep(0.05)
+            working = await served.until(lambda lines: len(w := running(lines)) == len(slow) and w)
+            assert len(set(working.values())) == 2
+            victim = Counter(working.values()).most_common(1)[0][0]
+            os.kill(pids[victim], signal.SIGKILL)
+            quick = [(await http.post(url + "/", json=send(100 + i, f"quick {i}", blocking=True))).json()
+                     for i in range(20)]
+            assert {q["result"]["status"]["state"] for q in quick} == {"completed"}  # the survivor serves on
+
+            async def state(task_id: str) -> dict:
+                return (await http.post(url + "/", json=get(1, task_id))).json()["result"]["status"]
+
+            mine = [t for t, w in working.items() if w == victim]
+            async with asyncio.timeout(15):  # lease 1 s, then a tick of a third of it
+                while [(await state(t))["state"] for t in mine] != ["failed"] * len(mine):
+                    await asyncio.sleep(0.2)
+            reason = (await state(mine[0]))["message"]["parts"][0]["text"]
+            others = [t for t, w in working.items() if w != victim]
+            assert {(await state(t))["state"] for t in others} <= {"working"} and others  # untouched
+        assert reason == "the worker running this task stopped (its lease expired)"
+        restarted = await served.until(lambda lines: [x for x in lines if x.get("event") == "worker-exited"])
+        assert restarted[0]["worker"] == victim and restarted[0]["code"] == -signal.SIGKILL
+        lapsed = [x for x in served.lines if x.get("state") == "failed"]
+        assert sorted(x["task"] for x in lapsed) == sorted(mine)  # each failure reported once
+
+
+async def test_workers_without_a_shared_store_are_refused_in_one_line():
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toolnexus.cli", "serve", "--workers", "3",
+                                                cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2 and not out
+    assert err.decode().strip() == ("toolnexus: --workers 3 needs a store the workers share: --store "
+                                    "postgresql://... (the memory and file stores live in one process)")
+
+
