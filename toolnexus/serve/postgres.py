@@ -89,8 +89,10 @@ async def _reachable(db: _Database) -> AsyncIterator[Any]:
     asyncpg = _asyncpg()
     try:
         yield await db.pool()
-    except (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-            asyncpg.CannotConnectNowError) as exc:
+    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        # a connection failure (08), the server shutting down or restarting (57), out of connections (53)
+        if isinstance(exc, asyncpg.PostgresError) and (exc.sqlstate or "")[:2] not in ("08", "57", "53"):
+            raise
         log.warning("the task store at %s is unavailable: %s: %s", db.safe_url, type(exc).__name__, exc)
         raise StoreUnavailableError() from None
 
@@ -248,11 +250,12 @@ class PostgresTaskStore:
                                         "old.pending IS NOT NULL RETURNING old.pending", id)
         return _json.loads(found) if found is not None else None
 
-    async def heartbeat(self) -> int:
-        """Extend the lease of every running task of this worker; returns how many."""
+    async def heartbeat(self, running: list[str]) -> int:
+        """Extend the lease of the tasks this worker really runs (a task whose run ended without a
+        last write, however that happened, is left to lapse and be failed); returns how many."""
         async with _reachable(self.db) as pool:
             done = await pool.execute("UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
-                                      "WHERE worker = $1", self.worker, self.lease)
+                                      "WHERE worker = $1 AND id = ANY($3::text[])", self.worker, self.lease, running)
         return int(done.split()[-1])
 
     async def expired(self, limit: int = 100) -> list[str]:
@@ -335,7 +338,7 @@ class WorkerLink:
                 if self._listener is None or self._listener.is_closed():
                     self._listener = None
                     await self._listen()
-                await self.store.heartbeat()
+                await self.store.heartbeat(list(self.runner._runs))
                 for task_id in await self.store.expired():
                     await self.runner.lapsed(task_id)
             except Exception as exc:

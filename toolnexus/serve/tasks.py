@@ -43,7 +43,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, Hook, TaskEvent
-from .postgres import StaleTaskError
+from .postgres import StaleTaskError, StoreUnavailableError
 from ..llm.client import Inbox
 from ..tools import Answer
 
@@ -372,6 +372,9 @@ def _adopt(task: Task, fresh: Task) -> None:
     task.trace = task.trace or fresh.trace
 
 
+SETTLE_FOR = 120.0
+"""Seconds a run's result waits for an unavailable store (see ``TaskRunner._settle``)."""
+
 INBOX_LIMIT = 100
 """Messages that may wait for a working task's next model turn; more are refused (-32602)."""
 
@@ -444,13 +447,17 @@ class TaskRunner:
                 try:
                     await self.store.save(task)
                     break
-                except StaleTaskError:  # another worker moved it first: take what it wrote, decide again
+                except BaseException as exc:  # not saved: the task is as it was
                     task.status, history_was, artifacts_were = kept
                     del task.history[history_was:], task.artifacts[artifacts_were:]
-                    fresh = await self.store.get(task.id)
-                    if fresh is None:
-                        return False
-                    _adopt(task, fresh)
+                    if not isinstance(exc, StaleTaskError):
+                        raise
+                fresh = await self.store.get(task.id)  # another worker moved it first: take that, decide again
+                if fresh is None:
+                    return False
+                _adopt(task, fresh)
+                if fresh.state is state and not state.terminal and fresh.status.timestamp != kept[0].timestamp:
+                    return True  # our own write, whose answer was lost with the connection
             else:
                 log.warning("task %s: gave up moving it to %s after 5 writes by other workers", task.id, state.value)
                 return False
@@ -534,7 +541,7 @@ class TaskRunner:
         inbox = self._inboxes.get(task.id)
         trace.running.set((task, self))  # this run's own context: its tools' remote calls join the task's trace
         try:
-            if not started and not await self.transition(task, TaskState.WORKING):
+            if not started and not await self._settle(task, lambda: self.transition(task, TaskState.WORKING)):
                 return
             if self.client is None:
                 await self.transition(task, TaskState.FAILED, message=Message.agent(
@@ -556,6 +563,9 @@ class TaskRunner:
         except MaxTurnsError as exc:
             await self._fail(task, f"model error: {exc}")
             return
+        except StoreUnavailableError:  # its conversation could not be read or kept
+            await self._fail(task, "the task store was unavailable while it ran: send it again")
+            return
         except Exception:
             log.exception("task %s: the run failed", task.id)
             await self._fail(task, "internal error while running the task")
@@ -574,16 +584,33 @@ class TaskRunner:
             keep = getattr(self.store, "save_pending", None)
             suspended = result.suspended() if keep is not None else None
             if suspended is not None:  # any worker may take the answer
-                await keep(task.id, suspended)
-            await self.transition(task, TaskState.INPUT_REQUIRED, message=question, history=[question],
-                                  result=result)
+                await self._settle(task, lambda: keep(task.id, suspended))
+            await self._settle(task, lambda: self.transition(task, TaskState.INPUT_REQUIRED, message=question,
+                                                             history=[question], result=result))
             return
         reply = Message.agent(result.text, task.context_id, task.id)
         artifact = Artifact([Part.of_text(result.text)], name="reply")
-        await self.transition(task, TaskState.COMPLETED, artifacts=[artifact], history=[reply], result=result)
+        await self._settle(task, lambda: self.transition(task, TaskState.COMPLETED, artifacts=[artifact],
+                                                         history=[reply], result=result))
 
     async def _fail(self, task: Task, reason: str) -> None:
-        await self.transition(task, TaskState.FAILED, message=Message.agent(reason, task.context_id, task.id))
+        note = Message.agent(reason, task.context_id, task.id)
+        await self._settle(task, lambda: self.transition(task, TaskState.FAILED, message=note))
+
+    async def _settle(self, task: Task, write: Callable[[], Awaitable[Any]]) -> Any:
+        """A run's write, tried again while the store is unavailable (a database restarting): what
+        a run produced is written once it is back, never dropped (up to ``SETTLE_FOR`` seconds)."""
+        waited, pause = 0.0, 0.25
+        while True:
+            try:
+                return await write()
+            except StoreUnavailableError:
+                if waited >= SETTLE_FOR:
+                    log.error("task %s: the store stayed unavailable for %gs; its run's result is lost", task.id,
+                              waited)
+                    raise
+                await asyncio.sleep(pause)
+                waited, pause = waited + pause, min(pause * 2, 5.0)
 
     # -- other workers (a shared store: see serve.postgres.WorkerLink) --------------------------
     async def arrived(self, task_id: str, version: int, state: TaskState) -> None:
@@ -632,6 +659,10 @@ class TaskRunner:
         task = await self.store.get(task_id)
         if task is None or task.state not in (TaskState.SUBMITTED, TaskState.WORKING):
             return
+        live = self._live.get(task_id)  # its run here ended without its last write: what waits on it holds this
+        if live is not None:
+            _adopt(live, task)
+            task = live
         note = Message.agent("the worker running this task stopped (its lease expired)", task.context_id, task.id)
         if await self.transition(task, TaskState.FAILED, message=note):
             log.warning("task %s: failed, its worker's lease expired", task_id)
@@ -681,7 +712,16 @@ class TaskRunner:
                     changed = self._changed.get(task.id)
                     if changed is None:
                         changed = self._changed[task.id] = asyncio.Event()
-                    await changed.wait()
+                    if self.link is None:
+                        await changed.wait()
+                        continue
+                    try:  # shared: another worker's change may be announced while this one hears nothing
+                        async with asyncio.timeout(1.0):
+                            await changed.wait()
+                    except TimeoutError:
+                        fresh = await self.store.get(task.id)
+                        if fresh is not None and fresh.version > task.version:
+                            _adopt(task, fresh)
         except TimeoutError:
             pass
         return task
