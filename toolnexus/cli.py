@@ -229,7 +229,7 @@ async def _serve(args: argparse.Namespace) -> int:
         _emit(args, "press Ctrl-C to stop", {"event": "ready"})
 
     async def follow() -> None:
-        async for ev in handle.events.subscribe(replay=False):
+        async for ev in handle.events.subscribe(replay=False, heard=worker is None):  # a worker: its own
             if not isinstance(ev, tn.TaskEvent):
                 continue
             text = printable(ev.task.request.replace("\n", " "), 60)  # a caller's text: never terminal control
@@ -237,8 +237,6 @@ async def _serve(args: argparse.Namespace) -> int:
             data = {"event": "task", "time": ev.time, "task": ev.task_id, "context": ev.context_id,
                     "skill": ev.skill, "from": ev.previous.value if ev.previous else None, "state": ev.state.value}
             if worker is not None:
-                if ev.heard:  # another worker made this change and prints it
-                    continue
                 data["worker"] = worker
                 line = f"[{worker}] {line}"
             if ev.result is not None:

@@ -192,6 +192,7 @@ class _Subscription:
         self.wake = asyncio.Event()
         self.dropped = False
         self.coalesced = 0
+        self.heard = True
 
     def push_many(self, events: Sequence[Any]) -> None:
         for event in events:
@@ -263,15 +264,23 @@ class EventBus:
         return list(self._history)
 
     async def subscribe(
-        self, *, replay: bool = True, max_queue: int = 1000, accept: Callable[[Any], bool] | None = None
+        self, *, replay: bool = True, max_queue: int = 1000, accept: Callable[[Any], bool] | None = None,
+        heard: bool = True,
     ) -> AsyncIterator[Any]:
         """Events as they come: first the kept history (with ``replay``), then live ones.
 
         Args:
             max_queue: how many events may wait for this subscriber before coalescing starts.
             accept: a filter; events it rejects are never queued.
+            heard: also the changes other workers made (a shared store; ``TaskEvent.heard``). A
+                worker reads a task another worker changed only when someone wants them.
         """
+        if not heard:
+            given = accept
+            accept = (lambda e: not getattr(e, "heard", False)) if given is None else \
+                (lambda e: not getattr(e, "heard", False) and given(e))
         sub = _Subscription(self, max_queue, accept)
+        sub.heard = heard
         with self._lock:
             if replay:
                 for ev in self._history:
@@ -293,6 +302,10 @@ class EventBus:
     @property
     def subscribers(self) -> int:
         return len(self._subs)
+
+    def hears(self) -> bool:
+        """Whether a subscriber wants the changes other workers made (see :meth:`subscribe`)."""
+        return any(sub.heard for sub in self._subs)
 
 
 class Hook:

@@ -254,3 +254,17 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
         stop.set()
         await first.stop()
         await second.stop()
+
+
+async def test_a_push_config_set_on_one_worker_is_delivered_for_a_task_run_on_another(postgres):
+    first, second = await serve_worker(postgres), await serve_worker(postgres)
+    try:
+        async with tn.WebhookReceiver() as receiver, tn.A2AClient(first.url) as one, \
+                tn.A2AClient(second.url) as two:
+            task = await one.send("slow 1 then answer")
+            await two.set_push(task.id, receiver.target())  # the second worker holds the config
+            note = await receiver.wait(task.id, state=TaskState.COMPLETED, timeout=10)
+        assert note.state is TaskState.COMPLETED and task.id not in second.runner._runs
+    finally:
+        await first.stop()
+        await second.stop()

@@ -132,6 +132,10 @@ class PushNotifier:
             self._configs.pop(task_id, None)
 
     # -- delivery ---------------------------------------------------------------------------------
+    def holds(self, task_id: str) -> bool:
+        """Whether a config for this task was set here (a worker delivers for the configs it holds)."""
+        return task_id in self._configs
+
     def notify(self, task: Task, new_artifacts: list[Artifact]) -> None:
         """Queue this change of ``task`` for each of its webhooks (never waits)."""
         for sender in (self._configs.get(task.id) or {}).values():

@@ -615,7 +615,13 @@ class TaskRunner:
     # -- other workers (a shared store: see serve.postgres.WorkerLink) --------------------------
     async def arrived(self, task_id: str, version: int, state: TaskState) -> None:
         """Another worker moved a task: tell this worker's bus, streams and waits; stop a run here
-        that it ended (a cancel sent to it), forget a question it took the answer to."""
+        that it ended (a cancel sent to it), forget a question it took the answer to. A change of
+        a task nothing here holds, follows or waits on, with no subscriber that wants it, costs
+        nothing more than this check."""
+        pushes = self.push is not None and self.push.holds(task_id)  # configs set on this worker
+        if not (pushes or task_id in self._live or task_id in self._watchers or task_id in self._changed
+                or task_id in self._runs or task_id in self._pending or self.bus.hears()):
+            return
         fresh = await self.store.get(task_id)
         if fresh is None:
             return
@@ -637,6 +643,8 @@ class TaskRunner:
         self.bus.publish(event)
         for q in self._watchers.get(task_id, ()):
             q.put_nowait(event)
+        if pushes:  # a run's artifacts come with its last state
+            self.push.notify(snapshot, snapshot.artifacts if state.terminal else [])  # type: ignore[union-attr]
         changed = self._changed.pop(task_id, None)
         if changed is not None:
             changed.set()

@@ -1,0 +1,157 @@
+"""Benchmark: the PostgreSQL store at 1 and 2 workers beside the memory store, in one run.
+
+Each configuration is ``toolnexus serve`` (the demo model: instant) in its own process(es):
+``--store memory``, ``--store postgresql://...`` and ``--store postgresql://... --workers 2``, on a
+private PostgreSQL cluster (Debian's postgresql package, fsync off: a database's disk is not what is
+measured). The load is serve_bench.py's raw keep-alive client in this process: send+poll round
+trips and blocking sends at concurrency 16, ``--seconds`` each, alternated over ``--repeat`` rounds,
+medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
+separately, of the database's processes, per task. Also: how long a cancel sent to one worker
+takes to stop the run on another (two workers in this process, the time until the run is gone).
+
+Run: python bench/pg_bench.py [--seconds 3] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from serve_bench import Conn, _cpu_seconds, _worker  # noqa: E402
+
+from tests.postgres import Postgres, binaries  # noqa: E402
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _cpu(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            total += _cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
+
+
+def _postgres_pids(pg: Postgres) -> list[int]:
+    out = subprocess.run(["pgrep", "-u", "postgres" if os.geteuid() == 0 else str(os.getuid()), "postgres"],
+                         capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out]
+
+
+async def _measure(url: str, op: str, concurrency: int, seconds: float, server: list[int],
+                   db: list[int]) -> dict[str, float]:
+    host, port = url.split("//")[1].split(":")
+    conns = [Conn(host, int(port)) for _ in range(concurrency)]
+    for c in conns:
+        await c.open()
+    latencies: list[float] = []
+    counts = {"ops": 0, "polls": 0}
+    cpu0, db0, t0 = _cpu(server), _cpu(db), time.perf_counter()
+    stop_at = t0 + seconds
+    await asyncio.gather(*(_worker(c, op, stop_at, latencies, counts) for c in conns))
+    elapsed = time.perf_counter() - t0
+    cpu, dbcpu = _cpu(server) - cpu0, _cpu(db) - db0
+    for c in conns:
+        c.close()
+    latencies.sort()
+    n = counts["ops"]
+    return {"per_s": n / elapsed, "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+            "cpu_us": cpu / n * 1e6, "db_us": dbcpu / n * 1e6}
+
+
+def _start(store: str, workers: int) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, "-m", "toolnexus.cli", "serve", "--json", "--store", store]
+    if workers > 1:
+        args += ["--workers", str(workers)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    url, ready, up = "", 0, False
+    while not (up and (workers == 1 or ready == workers)):
+        event = json.loads(proc.stdout.readline())
+        url = event.get("url", url) if event["event"] == "started" else url
+        ready += event["event"] == "worker-ready"
+        up = up or event["event"] == "ready"
+    # drain its output so that it never blocks on a full pipe
+    asyncio.get_running_loop().run_in_executor(None, lambda: [None for _ in proc.stdout])
+    return proc, url
+
+
+async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
+    import toolnexus as tn
+
+    handles = []
+    for _ in range(2):
+        tk = await tn.create_toolkit(builtins=False)
+        handles.append(await tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                                      a2a=tn.A2AConfig(name="bench", store=dsn)))
+    one, two = handles
+    out = []
+    async with tn.A2AClient(one.url) as a, tn.A2AClient(two.url) as b:
+        for _ in range(n):
+            task = await a.send("slow 30")
+            while task.id not in one.runner._runs:  # noqa: SLF001
+                await asyncio.sleep(0.001)
+            await asyncio.sleep(0.05)
+            await b.cancel(task.id)
+            t0 = time.perf_counter()
+            while task.id in one.runner._runs:  # noqa: SLF001
+                await asyncio.sleep(0.0005)
+            out.append((time.perf_counter() - t0) * 1000)
+    for h in handles:
+        await h.stop()
+    return out
+
+
+async def main(seconds: float, repeat: int) -> None:
+    pg = Postgres(binaries())
+    try:
+        configs = [("memory", "memory", 1), ("postgresql", pg.database(), 1), ("postgresql x2", pg.database(), 2)]
+        rows: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for _ in range(repeat):
+            for name, store, workers in configs:
+                proc, url = _start(store, workers)
+                try:
+                    server = [proc.pid, *_children(proc.pid)]
+                    db = _postgres_pids(pg) if store != "memory" else []
+                    for op in ("roundtrip", "blocking"):
+                        rows.setdefault((name, op), []).append(
+                            await _measure(url, op, 16, seconds, server, db))
+                finally:
+                    proc.send_signal(signal.SIGINT)
+                    proc.wait(30)
+        print(f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15}")
+        for (name, op), runs in rows.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
+                  f"{med['db_us']:15.0f}")
+        latencies = sorted(await _cancel_latency(pg.database()))
+        print(f"cancel on one worker to the run stopped on the other: p50 {statistics.median(latencies):.1f} ms, "
+              f"max {latencies[-1]:.1f} ms over {len(latencies)}")
+    finally:
+        pg.close()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--repeat", type=int, default=2)
+    a = ap.parse_args()
+    asyncio.run(main(a.seconds, a.repeat))
