@@ -268,3 +268,32 @@ async def test_a_push_config_set_on_one_worker_is_delivered_for_a_task_run_on_an
     finally:
         await first.stop()
         await second.stop()
+
+
+async def test_a_chain_suspended_on_one_worker_is_answered_through_another(postgres, tmp_path):
+    """A (two workers on PostgreSQL) -> B -> C: C's question is asked through A's first worker and
+    answered through its second; the same remote tasks go on (B and C are not asked anew)."""
+    from ..helpers import write_skill
+    from .test_hops import relay_model
+
+    skills = tmp_path / "skills"
+    write_skill(skills / "relay", "relay", description="Hands the request onward.")
+    c = await (await tn.create_toolkit(skills, builtins=False)).serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="agent-c"))
+    b = await (await tn.create_toolkit(skills, builtins=False, agents=[tn.Agent(card=c.url, poll_every=0.02)])).serve(
+        "127.0.0.1:0", client=relay_model(), a2a=tn.A2AConfig(name="agent-b"))
+    workers = []
+    for _ in range(2):
+        tk = await tn.create_toolkit(skills, builtins=False, agents=[tn.Agent(card=b.url, poll_every=0.02)])
+        workers.append(await tk.serve("127.0.0.1:0", client=relay_model(),
+                                      a2a=tn.A2AConfig(name="agent-a", store=postgres)))
+    try:
+        async with tn.A2AClient(workers[0].url) as one, tn.A2AClient(workers[1].url) as two:
+            asked = await one.send("please approve the merger", blocking=True)
+            assert asked.state is TaskState.INPUT_REQUIRED
+            done = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+        assert done.state is TaskState.COMPLETED and "Request approved (yes)." in done.reply
+        assert len((await b.runner.store.list()).tasks) == len((await c.runner.store.list()).tasks) == 1
+    finally:
+        for h in (*workers, b, c):
+            await h.stop()

@@ -103,7 +103,7 @@ class AgentSource:
         self.agent = agent
         self.client = client
         self.tools: list[Tool] = []
-        self._waiting: dict[str, tuple[str, str, _Call | None]] = {}
+        self._waiting: dict[str, tuple[str, str | None, _Call | None]] = {}
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -142,7 +142,9 @@ class AgentSource:
                     "dialect": client.dialect.value if client.dialect else None}
 
         waiting = self._waiting.pop(ctx.answer.id, None) if ctx.answer is not None else None
-        call = waiting[2] if waiting is not None else _Call.begin(self, skill_id)
+        if waiting is None and ctx.answer is not None and ctx.answer.id.startswith("a2a:"):
+            waiting = (ctx.answer.id[4:], None, None)  # suspended in another process: the request names the task
+        call = (waiting[2] or _Call.begin(self, skill_id)) if waiting is not None else _Call.begin(self, skill_id)
         token = trace.calling.set(call.span) if call is not None else None
         try:
             if waiting is not None:
