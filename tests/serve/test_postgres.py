@@ -48,7 +48,7 @@ async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgre
     connections = [await asyncpg.connect(postgres) for _ in range(5)]
     try:
         found = await asyncio.gather(*(migrate(c) for c in connections))  # five workers starting at once
-        assert sorted(found) == [0] + [SCHEMA_VERSION] * 4 and SCHEMA_VERSION == len(MIGRATIONS) == 2
+        assert sorted(found) == [0] + [SCHEMA_VERSION] * 4 and SCHEMA_VERSION == len(MIGRATIONS) == 3
         assert await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == SCHEMA_VERSION
         assert await migrate(connections[0]) == SCHEMA_VERSION  # idempotent
         await connections[0].execute("INSERT INTO toolnexus_schema (version) VALUES (99)")
@@ -256,18 +256,28 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
         await second.stop()
 
 
-async def test_a_push_config_set_on_one_worker_is_delivered_for_a_task_run_on_another(postgres):
+async def test_a_push_config_is_kept_in_the_database_and_delivered_by_the_worker_that_moves_the_task(postgres):
     first, second = await serve_worker(postgres), await serve_worker(postgres)
+    third = None
     try:
-        async with tn.WebhookReceiver() as receiver, tn.A2AClient(first.url) as one, \
-                tn.A2AClient(second.url) as two:
+        async with tn.WebhookReceiver() as receiver, tn.A2AClient(first.url) as one:
             task = await one.send("slow 1 then answer")
-            await two.set_push(task.id, receiver.target())  # the second worker holds the config
+            async with tn.A2AClient(second.url) as two:
+                config = await two.set_push(task.id, receiver.target())
+            await second.stop()  # the worker that took the config is gone before the task moves on
             note = await receiver.wait(task.id, state=TaskState.COMPLETED, timeout=10)
-        assert note.state is TaskState.COMPLETED and task.id not in second.runner._runs
+            assert note.state is TaskState.COMPLETED
+            third = await serve_worker(postgres)  # a worker that never saw it lists and deletes it
+            async with tn.A2AClient(third.url) as three:
+                assert [c.id for c in await three.list_push(task.id)] == [config.id]
+                await three.delete_push(task.id, config.id)
+            assert await one.list_push(task.id) == []
+        completed = [n for n in receiver.received(task.id) if n.state is TaskState.COMPLETED]
+        assert len(completed) == 1  # delivered once, by the worker that completed it
     finally:
-        await first.stop()
-        await second.stop()
+        for h in (first, second, third):
+            if h is not None:
+                await h.stop()
 
 
 async def test_a_chain_suspended_on_one_worker_is_answered_through_another(postgres, tmp_path):

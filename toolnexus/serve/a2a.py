@@ -450,7 +450,7 @@ class A2AEndpoint:
             queue = self.runner.listen(task.id) if stream else None
             if push is not None:
                 push.task_id = task.id
-                self.runner.push.set(push)  # type: ignore[union-attr]
+                await self.runner.push.keep(self.runner.push.set(push))  # type: ignore[union-attr]
             if task.state.interrupted:
                 await self.runner.answer(task, message)
             elif not await self.runner.tell(task, message):  # a working task takes it at its next turn
@@ -467,7 +467,7 @@ class A2AEndpoint:
             queue = self.runner.listen(task.id) if stream else None
             if push is not None:  # its webhook hears of every state, this first one too
                 push.task_id = task.id
-                self.runner.push.set(push)  # type: ignore[union-attr]
+                await self.runner.push.keep(self.runner.push.set(push))  # type: ignore[union-attr]
                 self.runner.push.notify(task.snapshot(), [])  # type: ignore[union-attr]
         if queue is not None:
             return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, wrap)
@@ -499,12 +499,13 @@ class A2AEndpoint:
             if not config.task_id:
                 raise InvalidParamsError("Invalid params: taskId is required")
             await self.runner.get(config.task_id, owner)
-            return render_push_config(notifier.set(config), dialect)
+            return render_push_config(await notifier.keep(notifier.set(config)), dialect)
         task_id = _opt_str(params, "taskId" if v10 else "id")
         if not task_id:
             raise InvalidParamsError(f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string")
         await self.runner.get(task_id, owner)
         config_id = _opt_str(params, "id" if v10 else "pushNotificationConfigId")
+        await notifier.load(task_id)  # shared by workers: what the database holds (set on any of them)
         if kind == _PUSH_GET:
             return render_push_config(notifier.get(task_id, config_id), dialect)
         if kind == _PUSH_LIST:
@@ -513,6 +514,7 @@ class A2AEndpoint:
         if not config_id:
             raise InvalidParamsError(f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required")
         notifier.delete(task_id, config_id)
+        await notifier.forget(task_id, config_id)
         return {} if v10 else None
 
     async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:

@@ -209,6 +209,8 @@ async def serve(
             private_ok = is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
             runner.push = PushNotifier(lambda: (holder["server"].host, holder["server"].port), private_ok=private_ok,
                                        traffic=wire, server=name)
+            if isinstance(store, PostgresTaskStore):  # every worker delivers for the configs set on any
+                runner.push.shared = store
         endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
         routes += endpoint.routes()
 

@@ -60,6 +60,16 @@ MIGRATIONS: list[str] = [
     ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS pending bytea;
     CREATE INDEX IF NOT EXISTS toolnexus_tasks_leased ON toolnexus_tasks (lease_until) WHERE worker IS NOT NULL;
     """,
+    # 3: push-notification configs, and a count of their changes on the task (read back by every save)
+    """
+    CREATE TABLE IF NOT EXISTS toolnexus_push (
+        task_id text NOT NULL,
+        config_id text NOT NULL,
+        config bytea NOT NULL,
+        PRIMARY KEY (task_id, config_id)
+    );
+    ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS push integer NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 CHANNEL = "toolnexus_tasks"
@@ -179,6 +189,8 @@ class PostgresTaskStore:
         """This worker's name: on the tasks it runs, and on what it announces."""
         self.lease = lease
         """Seconds a running task stays this worker's without a heartbeat (see :class:`WorkerLink`)."""
+        self.push_changes: dict[str, int] = {}
+        """How many times each task's push configs changed, as its last save here read it."""
 
     async def get(self, id: str) -> Task | None:
         async with _reachable(self.db) as pool:
@@ -199,25 +211,29 @@ class PostgresTaskStore:
         worker, lease = (self.worker, self.lease) if running else (None, None)
         async with _reachable(self.db) as pool:
             if task.version == 0:
-                written = await pool.fetchval(
+                written = await pool.fetchrow(
                     "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
                     "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
-                    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version) "
-                    "SELECT version, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w",
+                    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version, push) "
+                    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w",
                     task.id, task.context_id, state, task.owner, task.created, stamp, record, worker, lease,
                     CHANNEL, f"{self.worker} {task.id}")
             else:
-                written = await pool.fetchval(
+                written = await pool.fetchrow(
                     "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
                     "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
                     "pending = CASE WHEN $2 = 'input-required' THEN pending END "
-                    "WHERE id = $1 AND version = $5 RETURNING version) "
-                    "SELECT version, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w",
+                    "WHERE id = $1 AND version = $5 RETURNING version, push) "
+                    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w",
                     task.id, state, stamp, record, task.version, worker, lease, CHANNEL, f"{self.worker} {task.id}")
         if written is None:
             raise StaleTaskError(f"task {task.id} was changed by another worker since it was read "
                                  f"(version {task.version})")
-        task.version = written
+        task.version = written["version"]
+        if written["push"]:  # its push configs changed this many times: the notifier reloads when it moved on
+            self.push_changes[task.id] = written["push"]
+        else:
+            self.push_changes.pop(task.id, None)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
@@ -243,6 +259,32 @@ class PostgresTaskStore:
                                     f"ORDER BY created DESC, id DESC LIMIT {int(page_size)} OFFSET {start}", *args)
         end = start + len(rows)
         return TaskPage([self._read(r) for r in rows], str(end) if end < total else "", total)
+
+    # -- push-notification configs (see serve.push.PushNotifier: kept here, delivered by whichever
+    #    worker moves the task) -------------------------------------------------------------------
+    async def save_push(self, task_id: str, config_id: str, config: dict[str, Any]) -> None:
+        async with _reachable(self.db) as pool:
+            async with pool.acquire() as connection, connection.transaction():
+                await connection.execute("INSERT INTO toolnexus_push (task_id, config_id, config) VALUES ($1, $2, $3) "
+                                         "ON CONFLICT (task_id, config_id) DO UPDATE SET config = EXCLUDED.config",
+                                         task_id, config_id, _json.dumps(config))
+                await connection.execute("UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id)
+
+    async def delete_push(self, task_id: str, config_id: str) -> None:
+        async with _reachable(self.db) as pool:
+            async with pool.acquire() as connection, connection.transaction():
+                await connection.execute("DELETE FROM toolnexus_push WHERE task_id = $1 AND config_id = $2",
+                                         task_id, config_id)
+                await connection.execute("UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id)
+
+    async def load_push(self, task_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """``(changes, configs)`` of a task's push configs."""
+        async with _reachable(self.db) as pool:
+            async with pool.acquire() as connection, connection.transaction():
+                changes = await connection.fetchval("SELECT push FROM toolnexus_tasks WHERE id = $1", task_id)
+                rows = await connection.fetch("SELECT config FROM toolnexus_push WHERE task_id = $1 "
+                                              "ORDER BY config_id", task_id)
+        return changes or 0, [_json.loads(r["config"]) for r in rows]
 
     async def save_pending(self, id: str, data: dict[str, Any]) -> None:
         """Keep a suspended run with its task (any worker may resume it: :meth:`take_pending`)."""

@@ -20,6 +20,7 @@ import httpx
 from .. import _json
 from ..a2a.client import _why
 from ..a2a.model import Artifact, Task, new_id
+from ..a2a.dialects import Dialect
 from ..a2a.push import PushConfig, payloads, webhook_refusal
 from ..errors import InvalidParamsError, TaskNotFoundError
 from ..traffic import TrafficRecorder
@@ -56,6 +57,20 @@ class _Sender:
         self.final = False  # the task's last change is queued: the sender ends once it is sent
 
 
+def _stored(config: PushConfig) -> dict[str, Any]:
+    """A config as the shared store keeps it."""
+    return {"taskId": config.task_id, "url": config.url, "id": config.id, "token": config.token,
+            "scheme": config.scheme, "credentials": config.credentials, "dialect": config.dialect.value}
+
+
+def _config(data: Any) -> PushConfig | None:
+    try:
+        return PushConfig(data["taskId"], data["url"], data["id"], data.get("token"), data.get("scheme"),
+                          data.get("credentials"), Dialect(data.get("dialect", "1.0")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class PushNotifier:
     """Push-notification configs of one served agent's tasks (in memory), and their delivery.
 
@@ -77,6 +92,9 @@ class PushNotifier:
         self.retry_delays = retry_delays
         self.timeout = timeout
         self._configs: collections.OrderedDict[str, dict[str, _Sender]] = collections.OrderedDict()
+        self.shared: Any = None
+        """A store shared by workers (PostgreSQL) that keeps the configs; None: in memory only."""
+        self._loaded: dict[str, int] = {}  # task -> the shared store's count of its config changes, as loaded
         self._http: httpx.AsyncClient | None = None
         self.delivered = 0
         """Notifications a webhook accepted (2xx)."""
@@ -132,9 +150,45 @@ class PushNotifier:
             self._configs.pop(task_id, None)
 
     # -- delivery ---------------------------------------------------------------------------------
-    def holds(self, task_id: str) -> bool:
-        """Whether a config for this task was set here (a worker delivers for the configs it holds)."""
-        return task_id in self._configs
+    # -- shared by workers (a PostgreSQL store) --------------------------------------------------
+    async def keep(self, config: PushConfig) -> PushConfig:
+        """With a shared store, write a config just set there too (any worker then delivers for it)."""
+        if self.shared is not None:
+            await self.shared.save_push(config.task_id, config.id, _stored(config))
+            self._loaded[config.task_id] = -1  # reread at the task's next move
+        return config
+
+    async def forget(self, task_id: str, config_id: str) -> None:
+        if self.shared is not None:
+            await self.shared.delete_push(task_id, config_id)
+            self._loaded[task_id] = -1
+
+    async def load(self, task_id: str) -> None:
+        """With a shared store, hold what it has for this task (configs set on other workers too)."""
+        if self.shared is None:
+            return
+        changes, stored = await self.shared.load_push(task_id)
+        wanted = {c.id: c for c in (_config(d) for d in stored) if c is not None}
+        held = self._configs.get(task_id) or {}
+        for config_id in [i for i in held if i not in wanted or held[i].config != wanted[i]]:
+            self._close(held.pop(config_id))
+        for config_id, config in wanted.items():
+            if config_id not in held:
+                held[config_id] = _Sender(config)
+        if held:
+            self._configs[task_id] = held
+        else:
+            self._configs.pop(task_id, None)
+        self._loaded[task_id] = changes
+
+    async def sync(self, task_id: str) -> None:
+        """Before a move of a task is notified: reload its configs when another worker (or a config
+        call) changed them since they were loaded here. Costs nothing for a task without any."""
+        if self.shared is None:
+            return
+        changes = self.shared.push_changes.get(task_id, 0)
+        if changes != self._loaded.get(task_id, 0):
+            await self.load(task_id)
 
     def notify(self, task: Task, new_artifacts: list[Artifact]) -> None:
         """Queue this change of ``task`` for each of its webhooks (never waits)."""

@@ -467,6 +467,10 @@ class TaskRunner:
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
             if self.push is not None:  # a task without configs costs one dict lookup
+                try:
+                    await self.push.sync(task.id)  # shared by workers: configs set on any of them
+                except Exception as exc:  # the move is saved and told; only its notification may miss
+                    log.warning("task %s: its push configs could not be read: %s", task.id, exc)
                 self.push.notify(event.task, artifacts or [])
             changed = self._changed.pop(task.id, None)
             if changed is not None:
@@ -618,8 +622,7 @@ class TaskRunner:
         that it ended (a cancel sent to it), forget a question it took the answer to. A change of
         a task nothing here holds, follows or waits on, with no subscriber that wants it, costs
         nothing more than this check."""
-        pushes = self.push is not None and self.push.holds(task_id)  # configs set on this worker
-        if not (pushes or task_id in self._live or task_id in self._watchers or task_id in self._changed
+        if not (task_id in self._live or task_id in self._watchers or task_id in self._changed
                 or task_id in self._runs or task_id in self._pending or self.bus.hears()):
             return
         fresh = await self.store.get(task_id)
@@ -643,8 +646,6 @@ class TaskRunner:
         self.bus.publish(event)
         for q in self._watchers.get(task_id, ()):
             q.put_nowait(event)
-        if pushes:  # a run's artifacts come with its last state
-            self.push.notify(snapshot, snapshot.artifacts if state.terminal else [])  # type: ignore[union-attr]
         changed = self._changed.pop(task_id, None)
         if changed is not None:
             changed.set()
