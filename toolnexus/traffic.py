@@ -514,10 +514,10 @@ class _Inbound(TrafficEvent):
         return [self._rec.mask(frame) for frame in sse_data(self._raw[9])]
 
 
-def _json_or_none(data: bytes) -> Any:
-    """``data`` decoded when it is a JSON object or array, else None (never an error)."""
+def _json_or_none(data: bytes | str) -> Any:
+    """``data`` (bytes or text) decoded when it is a JSON object or array, else None (never an error)."""
     data = data.lstrip()
-    if data[:1] not in (b"{", b"["):
+    if data[:1] not in (b"{", b"[", "{", "["):
         return None
     try:
         return _json.loads(data)

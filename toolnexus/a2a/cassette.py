@@ -40,7 +40,7 @@ from typing import Any
 from .. import _json
 from ..errors import ToolnexusError
 from ..events import TrafficEvent
-from ..traffic import task_id_of
+from ..traffic import _json_or_none, task_id_of
 from .model import now_iso
 
 __all__ = ["FORMAT", "CassetteError", "CassetteWriter", "Exchange", "Cassette", "save", "load", "STABLE_ID"]
@@ -110,27 +110,16 @@ class StableIds:
         return text
 
 
-def _decoded(text: str) -> Any:
-    """``text`` as JSON when it is a JSON object or array, else None."""
-    stripped = text.lstrip()
-    if stripped[:1] not in ("{", "["):
-        return None
-    try:
-        return _json.loads(stripped)
-    except (*_json.JSONDecodeError, ValueError):
-        return None
-
-
 def _body(text: str) -> dict[str, Any]:
     """A body as it is written: ``{"json": value}`` when it is JSON, ``{"text": text}`` else."""
-    value = _decoded(text)
+    value = _json_or_none(text)
     if value is not None:
         return {"json": value}
     return {"text": text} if text else {}
 
 
 def _frame(text: str) -> Any:
-    value = _decoded(text)
+    value = _json_or_none(text)
     return text if value is None else value
 
 
@@ -140,8 +129,8 @@ def _headers(headers: dict[str, str]) -> dict[str, str]:
 
 def entry(event: TrafficEvent, ids: StableIds, seq: int) -> dict[str, Any]:
     """One exchange as a cassette line (a dict), its ids rewritten to stable names."""
-    sent, answer = _decoded(event.request_body), _decoded(event.frames[0] if event.frames else event.response_body)
-    for decoded in (sent, answer, *(_decoded(f) for f in event.frames[1:])):
+    sent, answer = _json_or_none(event.request_body), _json_or_none(event.frames[0] if event.frames else event.response_body)
+    for decoded in (sent, answer, *(_json_or_none(f) for f in event.frames[1:])):
         if decoded is not None:
             ids.learn(decoded)
     task_id = event.task_id or task_id_of(sent, answer)

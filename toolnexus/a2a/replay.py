@@ -41,9 +41,8 @@ from typing import Any
 
 import httpx
 
-from .. import _json
 from ..errors import PeerError
-from ..traffic import MASK, sse_data
+from ..traffic import MASK, _json_or_none, sse_data
 from . import rest
 from .jsonrpc import too_deep
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
@@ -111,10 +110,7 @@ def _split(url: str) -> tuple[str, str]:
 def _loads(text: str) -> Any:
     """``text`` as JSON when it is an object or array nesting at most 200 levels (what is compared
     is walked recursively), else None."""
-    try:
-        value = _json.loads(text) if text.lstrip()[:1] in ("{", "[") else None
-    except (*_json.JSONDecodeError, ValueError):
-        return None
+    value = _json_or_none(text)
     return None if value is not None and too_deep(value, 200) else value
 
 
