@@ -46,6 +46,7 @@ from ..traffic import MASK, _json_or_none, sse_data
 from . import rest
 from .jsonrpc import too_deep
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
+from .dialects import parse_state
 from .model import INTERRUPTED, TERMINAL, new_id
 
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
@@ -404,19 +405,14 @@ def _states(value: Any, out: list[tuple[str, str]]) -> None:
         status = value.get("status")
         task = value.get("taskId") or (value.get("id") if isinstance(status, dict) else None)
         if isinstance(status, dict) and isinstance(task, str) and isinstance(status.get("state"), str):
-            out.append((task, _state_name(status["state"])))
+            state = parse_state(status["state"])  # either dialect's spelling; an unknown one as it came
+            out.append((task, state.value if state is not None else status["state"]))
         for item in value.values():
             if isinstance(item, (dict, list)) and item is not status:
                 _states(item, out)
     elif isinstance(value, list):
         for item in value:
             _states(item, out)
-
-
-def _state_name(state: str) -> str:
-    """A state in 0.3's spelling, whichever dialect named it (``TASK_STATE_INPUT_REQUIRED``)."""
-    name = state.lower().removeprefix("task_state_").replace("_", "-")
-    return "canceled" if name == "cancelled" else name
 
 
 def _pair_ids(recorded: Any, live: Any, ids: dict[str, str]) -> None:
