@@ -13,6 +13,7 @@ import collections
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ from .. import _json
 from ..a2a.client import _why
 from ..a2a.model import Artifact, Task, new_id
 from ..a2a.dialects import Dialect
-from ..a2a.push import PushConfig, payloads, webhook_refusal
+from ..a2a.push import PushConfig, parse_push_config, payloads, render_push_config, webhook_refusal
 from ..errors import InvalidParamsError, TaskNotFoundError
 from ..traffic import TrafficRecorder
 
@@ -58,16 +59,14 @@ class _Sender:
 
 
 def _stored(config: PushConfig) -> dict[str, Any]:
-    """A config as the shared store keeps it."""
-    return {"taskId": config.task_id, "url": config.url, "id": config.id, "token": config.token,
-            "scheme": config.scheme, "credentials": config.credentials, "dialect": config.dialect.value}
+    """A config as the shared store keeps it: its 1.0 shape, and the dialect it was set in."""
+    return {"dialect": config.dialect.value, "config": render_push_config(config, Dialect.V10)}
 
 
 def _config(data: Any) -> PushConfig | None:
     try:
-        return PushConfig(data["taskId"], data["url"], data["id"], data.get("token"), data.get("scheme"),
-                          data.get("credentials"), Dialect(data.get("dialect", "1.0")))
-    except (KeyError, TypeError, ValueError):
+        return replace(parse_push_config(data["config"], Dialect.V10), dialect=Dialect(data["dialect"]))
+    except (KeyError, TypeError, ValueError, InvalidParamsError):
         return None
 
 
