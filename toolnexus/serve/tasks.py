@@ -476,13 +476,27 @@ class TaskRunner:
             if changed is not None:
                 changed.set()
             if state.terminal:
-                self._locks.pop(task.id, None)
-                self._pending.pop(task.id, None)
-                self._inboxes.pop(task.id, None)  # e.g. left over by a suspended run, then canceled
-                self._live.pop(task.id, None)
+                self._forget(task.id)
             if state.terminal or state.interrupted:
                 self._fire_on_task(task, state, result)
         return True
+
+    def _forget(self, task_id: str) -> None:
+        """Drop what this worker kept for a task in flight, once it ended (here or on another worker)."""
+        self._locks.pop(task_id, None)
+        self._pending.pop(task_id, None)
+        self._inboxes.pop(task_id, None)  # e.g. left over by a suspended run, then canceled
+        self._live.pop(task_id, None)
+
+    def _stop_here(self, task: Task, run: asyncio.Task[None] | None, waiting: RunResult | None,
+                   canceled: bool) -> None:
+        """Stop this worker's run of a task that ended; when it was canceled, also the remote task
+        whose question its suspended run waits on (the tool's ``Request.on_cancel``)."""
+        if run is not None and not run.done():
+            run.cancel()
+        hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
+        if canceled and hook is not None:
+            self._start_hook(task, hook)
 
     def _fire_on_task(self, task: Task, state: TaskState, result: RunResult | None) -> None:
         self.on_task.fire({"id": task.id, "skill": task.skill, "task": task.request, "result": result,
@@ -650,15 +664,9 @@ class TaskRunner:
         if changed is not None:
             changed.set()
         if state.terminal:
-            run = self._runs.pop(task_id, None)
-            if run is not None and not run.done():
-                run.cancel()
-            waiting = self._pending.pop(task_id, None)
-            hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
-            if state is TaskState.CANCELED and hook is not None:
-                self._start_hook(fresh, hook)
-            self._live.pop(task_id, None)
-            self._inboxes.pop(task_id, None)
+            self._stop_here(fresh, self._runs.pop(task_id, None), self._pending.get(task_id),
+                            canceled=state is TaskState.CANCELED)
+            self._forget(task_id)
         elif not state.interrupted:
             self._pending.pop(task_id, None)  # its question was answered on another worker
 
@@ -694,11 +702,7 @@ class TaskRunner:
         waiting = self._pending.get(id)
         if not await self.transition(task, TaskState.CANCELED):
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
-        if run is not None and not run.done():
-            run.cancel()
-        hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
-        if hook is not None:
-            self._start_hook(task, hook)
+        self._stop_here(task, run, waiting, canceled=True)
         return task
 
     def _start_hook(self, task: Task, hook: Callable[[], Awaitable[Any]]) -> None:
