@@ -130,14 +130,17 @@ async def test_tool_errors_timeouts_and_cancel(ours):
         assert slow.is_error and slow.output.startswith(f"A2A task {slow.metadata['taskId']} timed out after 500ms")
         assert "(state=working)" in slow.output
         tool = tk.get("demo-desk_greet")
+        working = sum(t.state is TaskState.WORKING for t in await ours.tasks())
         call = asyncio.ensure_future(tool.execute({"task": "slow 10"}))
-        await asyncio.sleep(0.2)
+        async with asyncio.timeout(10):  # the peer has the task (a loaded machine takes its time)
+            while sum(t.state is TaskState.WORKING for t in await ours.tasks()) <= working:
+                await asyncio.sleep(0.02)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        await asyncio.sleep(0.1)
-        tasks = await ours.tasks()
-        assert sum(t.state is TaskState.CANCELED for t in tasks) >= 1
+        async with asyncio.timeout(10):  # the cancel the tool sent as it was cancelled arrives
+            while not any(t.state is TaskState.CANCELED for t in await ours.tasks()):
+                await asyncio.sleep(0.02)
 
 
 async def test_unreachable_agent_is_isolated(caplog: pytest.LogCaptureFixture):
@@ -229,8 +232,11 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             assert done.output == "answered: red"
             failed = await tk.execute("legacy-desk_answer", {"task": "fail"})
             assert failed.is_error and failed.output == f"A2A task {failed.metadata['taskId']} failed: no can do"
+            sent = stub.methods.count("SendMessage")
             call = asyncio.ensure_future(tk.execute("legacy-desk_answer", {"task": "slow"}))
-            await asyncio.sleep(0.1)
+            async with asyncio.timeout(10):  # the peer has the task and answered it
+                while stub.methods.count("SendMessage") <= sent or "GetTask" not in stub.methods[-1:]:
+                    await asyncio.sleep(0.01)
             call.cancel()  # the legacy dialect has no cancel: the call still ends at once
             with pytest.raises(asyncio.CancelledError):
                 await call
