@@ -264,6 +264,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
     from .serve.postgres import is_postgres_url
     from .serve.runner import http_url, listening_socket
+    from .traffic import mask_url
 
     if args.grpc:
         raise UsageError("--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one")
@@ -289,7 +290,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     url = http_url(args.host, port)
     for index in range(args.workers):
         await start(index)
-    _emit(args, f"serving {a2a.name} at {url}  ({args.workers} workers sharing {_masked_store(a2a.store)})",
+    _emit(args, f"serving {a2a.name} at {url}  ({args.workers} workers sharing {mask_url(a2a.store)})",
           {"event": "started", "name": a2a.name, "url": url, "workers": args.workers})
     _emit(args, "press Ctrl-C to stop", {"event": "ready"})
     try:
@@ -327,12 +328,6 @@ def _without(argv: list[str], flag: str) -> list[str]:
         elif not arg.startswith(flag + "="):
             out.append(arg)
     return out
-
-
-def _masked_store(store: str) -> str:
-    from .traffic import mask_url
-
-    return mask_url(store)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -183,7 +183,8 @@ Event = TaskEvent | ToolCallEvent | TrafficEvent | RemoteCallEvent | ServerEvent
 
 
 class _Subscription:
-    def __init__(self, bus: EventBus, max_queue: int, accept: Callable[[Any], bool] | None) -> None:
+    def __init__(self, bus: EventBus, max_queue: int, accept: Callable[[Any], bool] | None,
+                 heard: bool = True) -> None:
         self.bus = bus
         self.loop = asyncio.get_running_loop()
         self.max_queue = max_queue
@@ -192,7 +193,7 @@ class _Subscription:
         self.wake = asyncio.Event()
         self.dropped = False
         self.coalesced = 0
-        self.heard = True
+        self.heard = heard
 
     def push_many(self, events: Sequence[Any]) -> None:
         for event in events:
@@ -279,8 +280,7 @@ class EventBus:
             given = accept
             accept = (lambda e: not getattr(e, "heard", False)) if given is None else \
                 (lambda e: not getattr(e, "heard", False) and given(e))
-        sub = _Subscription(self, max_queue, accept)
-        sub.heard = heard
+        sub = _Subscription(self, max_queue, accept, heard)
         with self._lock:
             if replay:
                 for ev in self._history:

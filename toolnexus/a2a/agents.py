@@ -144,7 +144,7 @@ class AgentSource:
         waiting = self._waiting.pop(ctx.answer.id, None) if ctx.answer is not None else None
         if waiting is None and ctx.answer is not None and ctx.answer.id.startswith("a2a:"):
             waiting = (ctx.answer.id[4:], None, None)  # suspended in another process: the request names the task
-        call = (waiting[2] or _Call.begin(self, skill_id)) if waiting is not None else _Call.begin(self, skill_id)
+        call = (waiting[2] if waiting is not None else None) or _Call.begin(self, skill_id)
         token = trace.calling.set(call.span) if call is not None else None
         try:
             if waiting is not None:

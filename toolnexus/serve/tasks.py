@@ -43,6 +43,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, Hook, TaskEvent
+from ..traffic import mask_url
 from .postgres import StaleTaskError, StoreUnavailableError
 from ..llm.client import Inbox
 from ..tools import Answer
@@ -330,12 +331,6 @@ def _plain(id: str) -> bool:
     return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
 
 
-def _masked_url(text: str) -> str:
-    from ..traffic import mask_url
-
-    return mask_url(text)
-
-
 def _atomic_write(path: Path, body: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -358,7 +353,7 @@ def open_store(store: str | TaskStore | None, *, max_tasks: int | None = 100_000
         if is_postgres_url(store):
             return PostgresTaskStore(store)
         raise ConfigError(f"store must be 'memory', 'file:<dir>', 'postgresql://...' or a TaskStore object, "
-                          f"not {_masked_url(store)!r}")
+                          f"not {mask_url(store)!r}")
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):
             raise ConfigError(f"store object {store!r} has no {name}() method")
