@@ -13,7 +13,8 @@ second, GetTask of a finished task per second, send-then-poll round trips per se
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
 Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
-(TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers;
+Both servers tune the collector as ``toolnexus serve`` does (``serving_gc``; TOOLNEXUS_BENCH_GC=default
+leaves Python's). (TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers;
 --wire measures only its cost: the same server with the recorder off and on, alternating.)
 (about 3 minutes; the servers are measured alternately and the medians reported, as a shared
 machine's neighbours move single runs by 10-20%).
@@ -95,7 +96,7 @@ def _bare_app() -> Any:
 
 async def _run_server(kind: str) -> None:
     import toolnexus as tn
-    from toolnexus.serve.runner import AsgiServer
+    from toolnexus.serve.runner import AsgiServer, serving_gc
 
     # both on this process's uvloop; uvicorn's http="auto" picks httptools when it is installed
     if kind == "bare":
@@ -118,6 +119,8 @@ async def _run_server(kind: str) -> None:
                     pass
 
             asyncio.ensure_future(drain())
+    if os.environ.get("TOOLNEXUS_BENCH_GC") != "default":  # both tuned as `toolnexus serve` tunes its process
+        serving_gc()
     print(url, flush=True)
     await asyncio.Event().wait()
 

@@ -17,6 +17,7 @@ from .errors import MissingExtra
 from .display import printable
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .serve.guard import is_loopback
+from .serve.runner import serving_gc
 
 __all__ = ["main"]
 
@@ -206,6 +207,7 @@ async def _serve(args: argparse.Namespace) -> int:
     except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 
+    serving_gc()
     stop = _stop_on_signals()
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
     worker = args.worker_index

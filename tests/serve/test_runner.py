@@ -110,3 +110,29 @@ def test_serve_in_thread_for_code_without_a_loop():
             s.listen()
             tk.serve_in_thread(f"127.0.0.1:{s.getsockname()[1]}", a2a=tn.A2AConfig())
     assert threading.active_count() == threads
+
+
+def test_serving_gc_sets_start_up_aside_and_collects_the_young_less_often():
+    """``toolnexus serve`` tunes its own process's collector (run in a fresh interpreter here:
+    the test process keeps Python's)."""
+    import subprocess
+    import sys
+
+    code = ("import gc; from toolnexus.serve.runner import serving_gc, GC_THRESHOLD; before = gc.get_freeze_count(); "
+            "serving_gc(); print(before == 0, gc.get_freeze_count() > 10000, gc.get_threshold() == GC_THRESHOLD)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
+def test_now_iso_is_the_one_timestamp_form_and_follows_the_clock():
+    import time
+    from datetime import datetime, timezone
+
+    from toolnexus.a2a.model import iso_utc, now_iso
+
+    for _ in range(3):
+        before = iso_utc(datetime.now(timezone.utc))
+        stamp = now_iso()
+        after = iso_utc(datetime.now(timezone.utc))
+        assert before <= stamp <= after and len(stamp) == len(before) and stamp.endswith("Z")
+        time.sleep(0.4)  # across a second boundary at least once

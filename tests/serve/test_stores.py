@@ -167,3 +167,19 @@ async def test_serve_passes_the_retention_and_conversations_are_capped():
         assert len(client.store._data) == 2
         gone = await http.post(h.url, json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": ids[0]}})
         assert gone.json()["error"]["code"] == -32001
+
+
+async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_collector():
+    """A retained task is one entry of strings and bytes: after its first collection the collector
+    no longer walks it (100,000 retained tasks would otherwise be walked by every full collection)."""
+    import gc
+
+    store = MemoryTaskStore()
+    running, done = make(1, state=TaskState.WORKING), make(2)
+    await store.save(running)
+    await store.save(done)
+    gc.collect()
+    assert not gc.is_tracked(store._tasks["task-2"])
+    assert gc.is_tracked(store._tasks["task-1"])  # a task in flight is the live object
+    assert [t.id for t in (await store.list(state=TaskState.COMPLETED)).tasks] == ["task-2"]
+    assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]

@@ -78,6 +78,29 @@ async def test_unknown_method(demo_server, http):
     assert data == {"jsonrpc": "2.0", "id": "1", "error": {"code": -32601, "message": "Method not found: tasks/explode"}}
 
 
+async def test_a_fault_under_json_rpc_is_a_bare_500_and_the_server_keeps_serving(small_server, http, caplog):
+    """``POST /`` is answered ahead of Starlette's middleware: a fault below its own error handling
+    (here a read that raises) still gets the generic 500 and no traceback on the wire."""
+    endpoint = small_server.a2a
+    real = endpoint._read
+
+    async def broken(request, headers):
+        raise RuntimeError("secret detail /home/user/.env")
+
+    endpoint._read = broken
+    try:
+        r = await raw(http, small_server.url, b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}')
+    finally:
+        endpoint._read = real
+    assert r.status_code == 500 and r.json() == {"error": "internal server error"}
+    assert "secret" not in r.text and "Traceback" not in r.text
+    assert "secret detail" in caplog.text  # the detail is for the server's log only
+    data = await rpc(http, small_server.url, "tasks/get", {"id": "nope"})
+    assert data["error"]["code"] == -32001
+    r = await http.get(small_server.url + "/")  # other methods on / still get the router's 405
+    assert r.status_code == 405
+
+
 async def test_notification_runs_and_answers_204(demo_server, http):
     before = await count_tasks(demo_server)
     body = {"jsonrpc": "2.0", "method": "message/send", "params": {"message": v03_message("notify me")}}

@@ -108,8 +108,49 @@ def _bare(result: Any) -> Any:
     return result
 
 
-def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(_json.dumps(body), status, headers=dict(headers or {}), media_type="application/json")
+class _Answer:
+    """A whole JSON answer as an ASGI app: two messages, no more (Starlette's ``Response`` does the
+    same with more work per request)."""
+
+    __slots__ = ("status_code", "body", "raw_headers")
+
+    def __init__(self, body: bytes, status: int, headers: Mapping[str, str] | None) -> None:
+        self.status_code = status
+        self.body = body
+        self.raw_headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                            *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items())]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> _Answer:
+    return _Answer(_json.dumps(body), status, headers)
+
+
+async def _whole_body(request: Request) -> bytes:
+    """The body of a request whose length the server holds it to, read straight from ``receive``
+    (Starlette's ``body()`` goes through an async generator per request)."""
+    chunks = []
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _header_map(scope: Any) -> dict[str, str]:
+    """A request's headers by their lower-case names (the first of a repeated one, as Starlette's
+    ``Headers.get`` reads them), made once for the few a JSON-RPC call reads."""
+    out: dict[str, str] = {}
+    for key, value in scope["headers"]:
+        name = key.decode("latin-1")
+        if name not in out:
+            out[name] = value.decode("latin-1")
+    return out
 
 
 class _Refusal(Exception):
@@ -194,26 +235,40 @@ class A2AEndpoint:
         response.raw_headers = headers
         return response
 
-    def card_first(self, app: Any) -> Any:
-        """``app`` behind an ASGI layer that answers card GETs itself, before Starlette's routing and
-        middleware (they are most of the GETs a busy agent gets; same answer as :meth:`card`)."""
+    def ahead(self, app: Any) -> Any:
+        """``app`` behind an ASGI layer that answers card GETs and JSON-RPC POSTs itself, before
+        Starlette's routing and middleware (they are nearly every request a busy agent gets; the
+        same answers as the routes :meth:`card` and :meth:`rpc`, which other methods still reach
+        for their 405)."""
         paths = (CARD_PATH, LEGACY_CARD_PATH)
 
         async def first(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http" or scope["path"] not in paths or scope["method"] not in ("GET", "HEAD"):
+            if scope["type"] != "http":
                 await app(scope, receive, send)
-                return
-            given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match"), "")
-            status, headers, body = self.card_answer(given)
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+            elif scope["path"] == "/" and scope["method"] == "POST":
+                try:
+                    response = await self._rpc(Request(scope, receive), _header_map(scope))
+                except Exception as exc:  # as build_app's handler: never a traceback on the wire
+                    log.exception("unhandled error on POST /", exc_info=exc)
+                    response = _json_response({"error": "internal server error"}, 500)
+                await response(scope, receive, send)
+            elif scope["path"] in paths and scope["method"] in ("GET", "HEAD"):
+                given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match"), "")
+                status, headers, body = self.card_answer(given)
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+            else:
+                await app(scope, receive, send)
 
         return first
 
     # -- JSON-RPC -------------------------------------------------------------------------------
-    async def rpc(self, request: Request) -> Response:
+    async def rpc(self, request: Request) -> Any:
+        return await self._rpc(request, request.headers)
+
+    async def _rpc(self, request: Request, headers: Mapping[str, str]) -> Any:
         try:
-            body, owner = await self._read(request)
+            body, owner = await self._read(request, headers)
         except _Refusal as refusal:
             if refusal.status in (401, 403):  # HTTP authentication, answered before JSON-RPC begins
                 return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
@@ -237,7 +292,7 @@ class A2AEndpoint:
         dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
         kind = ""
         try:
-            dialect, kind = self._route(call.method, call.params, request.headers)
+            dialect, kind = self._route(call.method, call.params, headers)
             if call.is_notification:
                 if kind not in (_STREAM, _RESUB):
                     self._background(self._dispatch(kind, call.params, dialect, None, owner))
@@ -259,13 +314,10 @@ class A2AEndpoint:
             return outcome
         return _json_response(result_envelope(rid, outcome))
 
-    def _owner(self, request: Request) -> str | None:
-        """The caller's owner key (see ``Auth.identify``); a refused caller raises _Refusal."""
-        return self._owner_of(request.headers)
-
     def _owner_of(self, headers: Mapping[str, str]) -> str | None:
-        """:meth:`_owner` from headers (lower-case names), or a gRPC call's metadata; every binding
-        reads its caller here, so the caller's W3C trace is noted here too (``trace.accept``)."""
+        """The caller's owner key (see ``Auth.identify``) from its headers (lower-case names) or a
+        gRPC call's metadata; a refused caller raises _Refusal. Every binding reads its caller here,
+        so the caller's W3C trace is noted here too (``trace.accept``)."""
         trace.accept(headers)
         auth = self.config.auth
         if auth is None:
@@ -291,14 +343,14 @@ class A2AEndpoint:
                     f"speak {speaks})", data={"supportedVersions": "0.3" if v03 else "1.0"})
             body = None
             if op in _REST_BODIES:
-                raw, owner = await self._read(request)
+                raw, owner = await self._read(request, request.headers)
                 try:
                     body = _json.loads(raw)
                 except (*_json.JSONDecodeError, ValueError):
                     raise ParseError("Parse error: the body is not valid JSON") from None
                 refuse_too_deep(body, raw)  # the limit JSON-RPC's params have
             else:
-                owner = self._owner(request)
+                owner = self._owner_of(request.headers)
             params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
             frame = functools.partial(rest.v03_result, "stream") if v03 else _bare
             outcome = await self._dispatch(op, rest.v03_params(op, params) if v03 else params, Dialect.V10, None,
@@ -317,14 +369,14 @@ class A2AEndpoint:
         return Response(_json.dumps(rest.v03_result(op, outcome) if v03 else outcome), 200,
                         media_type=rest.MEDIA_TYPE)
 
-    async def _read(self, request: Request) -> tuple[bytes, str | None]:
+    async def _read(self, request: Request, headers: Mapping[str, str]) -> tuple[bytes, str | None]:
         """The body, and the caller's owner key (see ``Auth.identify``); refusals raise _Refusal."""
-        owner = self._owner(request)
-        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        owner = self._owner_of(headers)
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype not in _JSON_TYPES and not ctype.endswith("+json"):
             raise _Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
         limit = self.config.max_body
-        declared = request.headers.get("content-length")
+        declared = headers.get("content-length")
         if declared is not None:
             try:
                 size = int(declared)
@@ -332,7 +384,7 @@ class A2AEndpoint:
                 raise _Refusal(400, "invalid Content-Length") from None
             if size > limit:
                 raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
-            return await request.body(), owner  # the server enforces Content-Length: no more can arrive
+            return await _whole_body(request), owner  # the server enforces Content-Length: no more can arrive
         # a trickled body: the server's header_timeout closes the connection (serve.runner)
         chunks = []
         size = 0

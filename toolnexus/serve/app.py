@@ -234,7 +234,7 @@ async def serve(
     extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
     app: Any = build_app(routes, lifespan)
     if endpoint is not None:
-        app = endpoint.card_first(app)
+        app = endpoint.ahead(app)
     guarded = HostGuard(app, lambda: (holder["server"].host, holder["server"].port),
                         allowed_hosts=[h for c in extras for h in c.allowed_hosts],
                         allowed_origins=[o for c in extras for o in c.allowed_origins])

@@ -128,9 +128,10 @@ def _window(total: int, page_size: int, page_token: str) -> tuple[int, int, str]
 class MemoryTaskStore:
     """Tasks in memory, for the life of the process (the default).
 
-    One entry per task: ``(context_id, state, status timestamp, owner, body)``. A task in flight
-    is kept as the live object; a finished one packed (``_json.pack``: compact bytes the garbage
-    collector never walks, ~250 bytes for a short exchange). Listings walk the entries newest
+    One entry per task: ``(context_id, state value, status timestamp, owner, body)``. A task in
+    flight is kept as the live object; a finished one packed (``_json.pack``: compact bytes, ~250
+    bytes for a short exchange), so that its entry holds only strings and bytes and the garbage
+    collector stops walking it after its first pass. Listings walk the entries newest
     first (the dict keeps the order of creation).
 
     Retention: past ``max_tasks`` finished tasks, or for finished tasks older than ``max_age``
@@ -138,7 +139,7 @@ class MemoryTaskStore:
     """
 
     def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
-        self._tasks: dict[str, tuple[str, TaskState, str, str | None, Task | bytes]] = {}
+        self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
         self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
         self.max_tasks = max_tasks
         self.max_age = max_age
@@ -159,9 +160,9 @@ class MemoryTaskStore:
                 body = _json.pack(task_record(task))
             except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
                 log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
-            if task.id not in self._tasks or not self._tasks[task.id][1].terminal:
+            if task.id not in self._tasks or not _STATE[self._tasks[task.id][1]].terminal:
                 self._finished.append(task.id)
-        self._tasks[task.id] = (task.context_id, task.state, task.status.timestamp or "", task.owner, body)
+        self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, body)
         if task.state.terminal:
             self._retain()
 
@@ -182,7 +183,7 @@ class MemoryTaskStore:
             id for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
             if (context_id is None or ctx == context_id)
             and visible(who, owner)
-            and (state is None or st is state)
+            and (state is None or st == state.value)
             and (updated_after is None or stamp >= updated_after)
         ]
         start, end, next_token = _window(len(chosen), page_size, page_token)
@@ -494,6 +495,8 @@ class TaskRunner:
             self._start_hook(task, hook)
 
     def _fire_on_task(self, task: Task, state: TaskState, result: RunResult | None) -> None:
+        if self.on_task.fn is None:  # no hook: not even its payload is made
+            return
         self.on_task.fire({"id": task.id, "skill": task.skill, "task": task.request, "result": result,
                            "state": state.value, "context_id": task.context_id})
 
