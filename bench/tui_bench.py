@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import threading
@@ -24,10 +25,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from textual import events  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
 
 from toolnexus.hosting import ServerSpec, Workspace  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
+from tui.widgets.rowtable import RowTable  # noqa: E402
 
 
 def _body(i: int) -> dict:
@@ -36,9 +37,20 @@ def _body(i: int) -> dict:
         "message": {"kind": "message", "messageId": f"b{i}", "role": "user", "parts": [{"kind": "text", "text": f"t{i}"}]}}}
 
 
+_GC: dict[int, list[float]] = {0: [], 1: [], 2: []}  # pauses of the collector while keys are timed
+_gc_began = [0.0]
+
+
+def _gc_watch(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_began[0] = time.perf_counter()
+    else:
+        _GC[info["generation"]].append((time.perf_counter() - _gc_began[0]) * 1000)
+
+
 async def main(tasks: int, burst_seconds: float, presses: int) -> None:
     ws = Workspace()
-    app = ToolnexusApp(ws, specs=[ServerSpec(name="bench", mcp=False)])
+    app = ToolnexusApp(ws, specs=[ServerSpec(name="bench", mcp=False)], tune_gc=True)  # as `toolnexus-tui` runs
     async with app.run_test(size=(120, 40)) as pilot:
         while not ws.running():
             await pilot.pause(0.05)
@@ -52,7 +64,7 @@ async def main(tasks: int, burst_seconds: float, presses: int) -> None:
             while len(app.book.tasks) < tasks:
                 await pilot.pause(0.05)
             await pilot.pause(0.3)
-            table = app.screen.query_one("#tasks", DataTable)
+            table = app.screen.query_one("#tasks", RowTable)
             print(f"filled {tasks} tasks in {fill:.2f}s; table rows {table.row_count}")
             await pilot.press("F")  # follow off: the cursor stays where the keys put it
             table.move_cursor(row=table.row_count // 2)
@@ -76,6 +88,7 @@ async def main(tasks: int, burst_seconds: float, presses: int) -> None:
             load = threading.Thread(target=burst, daemon=True)
             load.start()
             latencies = []
+            gc.callbacks.append(_gc_watch)
             began = time.perf_counter()
             for n in range(presses):
                 key = "down" if n % 2 else "up"
@@ -93,6 +106,7 @@ async def main(tasks: int, burst_seconds: float, presses: int) -> None:
                 latencies.append((time.perf_counter() - t) * 1000)
                 await asyncio.sleep(max(0.0, burst_seconds / presses - (time.perf_counter() - t)))
             elapsed = time.perf_counter() - began
+            gc.callbacks.remove(_gc_watch)
             stop.set()
             await asyncio.to_thread(load.join)
         latencies.sort()
@@ -100,6 +114,8 @@ async def main(tasks: int, burst_seconds: float, presses: int) -> None:
         print(f"load: {sent} tasks in {elapsed:.1f}s = {rate:.0f} transitions/s over {len(app.book.tasks)} tasks")
         print(f"key press to screen: p50 {statistics.median(latencies):.1f} ms, "
               f"p95 {latencies[int(len(latencies) * 0.95) - 1]:.1f} ms, max {latencies[-1]:.1f} ms (target < 100 ms)")
+        print("collector meanwhile: " + ", ".join(f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms"
+                                                  for g, p in _GC.items()))
         await pilot.press("ctrl+q")
 
 

@@ -59,6 +59,8 @@ class TaskView:
     server: str
     timeline: list[tuple[TaskState, str]] = field(default_factory=list)
     result: Any = None
+    ordinal: int = 0
+    """The order the book first saw it in (1, 2, ...)."""
 
     @property
     def id(self) -> str:
@@ -174,7 +176,7 @@ class TaskBook:
         view = self.tasks.get(event.task_id)
         counts = self._counts[event.server]
         if view is None:
-            view = self.tasks[event.task_id] = TaskView(event.task, event.server)
+            view = self.tasks[event.task_id] = TaskView(event.task, event.server, ordinal=len(self.tasks) + 1)
         else:
             counts[view.state] -= 1
         counts[event.task.state] += 1
@@ -199,11 +201,11 @@ class TaskBook:
     def matching(self, text: str) -> list[TaskView]:
         """Tasks matching a filter such as ``state:failed server:demo ctx:81c0 greet`` (words AND)."""
         words = text.split()
-        out = []
-        for view in self.tasks.values():
-            if all(_match(view, w) for w in words):
-                out.append(view)
-        return out
+        return [view for view in self.tasks.values() if all(_match(view, w) for w in words)]
+
+    def matches(self, view: TaskView, text: str) -> bool:
+        """Whether one task matches a filter (see :meth:`matching`)."""
+        return all(_match(view, w) for w in text.split())
 
 
 def _match(view: TaskView, word: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.display import printable
 from toolnexus.events import RemoteCallEvent, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
+from toolnexus.serve.runner import serving_gc
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook
@@ -39,6 +41,8 @@ log = logging.getLogger("toolnexus.tui")
 
 FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
+FREEZE_EVERY = 1000
+"""New tasks in the book between two times what the app holds is set aside from the collector."""
 
 
 class ToolnexusCommands(Provider):
@@ -94,8 +98,12 @@ class ToolnexusApp(App[None]):
 
     def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
                  now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None,
-                 peers: PeerBook | None = None, servers: ServerBook | None = None) -> None:
+                 peers: PeerBook | None = None, servers: ServerBook | None = None, tune_gc: bool = False) -> None:
         super().__init__()
+        self.tune_gc = tune_gc
+        """Tune this process's garbage collector (``main`` does: the process is the app's). See
+        :meth:`_settle_gc`."""
+        self._frozen = 0
         self.workspace = workspace or Workspace()
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
@@ -148,6 +156,8 @@ class ToolnexusApp(App[None]):
             if peer.client is None:
                 self.connect_peer(peer)
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
+        if self.tune_gc:  # it hosts servers: a served request costs the collector as in `toolnexus serve`
+            self.call_after_refresh(serving_gc)  # after the first screen (a full collection first)
         self._tn_up = True
 
     # -- the bus pump: the only reader of library events ------------------------------------------
@@ -181,6 +191,17 @@ class ToolnexusApp(App[None]):
             dirty, self._dirty = frozenset(self._dirty), set()
             self.tasks_changed.publish(dirty)
             self.servers_changed.publish(None)  # counts per server moved
+            self._settle_gc()
+
+    def _settle_gc(self) -> None:
+        """The book keeps every task for the app's life, and a full collection walks all of it: at
+        10,000 tasks that froze the screen for 300 ms. So, with ``tune_gc``, every FREEZE_EVERY new
+        tasks, after a young collection, what the process holds is set aside (``gc.freeze``) and
+        full collections walk only what came since (``bench/tui_bench.py``)."""
+        if self.tune_gc and len(self.book.tasks) >= self._frozen + FREEZE_EVERY:
+            gc.collect(1)
+            gc.freeze()
+            self._frozen = len(self.book.tasks)
 
     # -- peers -------------------------------------------------------------------------------------------
     def _sync_hosted_peers(self) -> None:
@@ -380,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         spec = demo_spec(args.name or "demo-desk")
         spec.model, spec.base_url, spec.api_key_env, spec.port = args.model, args.base_url, args.api_key_env, args.port
-    app = ToolnexusApp(specs=[spec])
+    app = ToolnexusApp(specs=[spec], tune_gc=True)
     app.run()
     if app.return_code:
         sys.exit(app.return_code)

@@ -72,6 +72,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
 
     from toolnexus.hosting import demo_spec
     from tui.app import ToolnexusApp
+    from tui.widgets.rowtable import RowTable
     from tui.peers import PeerBook
 
     from ..tui.test_part2 import chat
@@ -93,8 +94,8 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
             await http.post(hosted_url, json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
                                               "params": {"message": v03_message(EVIL)}})
         await pilot.press("2")
-        await until(pilot, lambda: app.screen.query_one("#tasks", DataTable).row_count >= 1)
-        app.screen.query_one("#tasks", DataTable).move_cursor(row=0)
+        await until(pilot, lambda: app.screen.query_one("#tasks", RowTable).row_count >= 1)
+        app.screen.query_one("#tasks", RowTable).move_cursor(row=0)
         await pilot.pause(0.3)
         assert "[/bold]evil" in _shown(app, "#messages") and "␛[2J" in _shown(app, "#messages")
         for tab in ("d-raw", "d-artifacts", "d-telemetry", "d-timeline"):

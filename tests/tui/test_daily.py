@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input, Static  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
+from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from .test_pilot import until  # noqa: E402
 
@@ -88,7 +89,7 @@ async def test_an_exception_in_a_handler_is_shown_and_the_app_stays_up(monkeypat
         assert any("a bug in some handler" in str(n.message) for n in app._notifications)
         await pilot.press("2")  # and it still works
         await pilot.pause(0.1)
-        assert app.screen.query_one("#tasks", DataTable) is not None
+        assert app.screen.query_one("#tasks", RowTable) is not None
 
 
 async def test_a_stream_that_ends_normally_is_on_the_wire():
@@ -137,8 +138,8 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         await pilot.pause(0.2)
         assert app.screen.query_one("#wire", DataTable).row_count == 2
         await pilot.press("escape", "2")
-        await until(pilot, lambda: app.screen.query_one("#tasks", DataTable).row_count >= 1)
-        table = app.screen.query_one("#tasks", DataTable)
+        await until(pilot, lambda: app.screen.query_one("#tasks", RowTable).row_count >= 1)
+        table = app.screen.query_one("#tasks", RowTable)
         table.move_cursor(row=table.get_row_index(task_id))
         app.screen.query_one("#detail").active = "d-wire"
         await pilot.pause(0.2)
@@ -158,8 +159,8 @@ async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
             async with tn.A2AClient(a.url) as caller:
                 asked = await caller.send("please approve the plan", blocking=True)
                 await pilot.press("2")
-                await until(pilot, lambda: app.screen.query_one("#tasks", DataTable).row_count == 3)
-                table = app.screen.query_one("#tasks", DataTable)
+                await until(pilot, lambda: app.screen.query_one("#tasks", RowTable).row_count == 3)
+                table = app.screen.query_one("#tasks", RowTable)
                 table.move_cursor(row=table.get_row_index(asked.id))
                 app.screen.query_one("#detail").active = "d-trace"
                 await pilot.pause(0.2)

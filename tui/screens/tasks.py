@@ -25,16 +25,14 @@ from toolnexus.a2a.dialects import Dialect
 from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire, trace_tree
 
 from ..widgets import ModeBar
+from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
-
-MAX_ROWS = 500
-"""The table shows the newest tasks up to this many; older ones stay in the book (the filter finds them)."""
 
 COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14), ("skill", "skill", 10),
            ("context", "context", 10), ("age", "age", 8), ("took", "took", 8), ("tokens", "tokens", 7),
            ("tools", "tools", 5)]
-"""Label, key and fixed width: fixed widths spare the table a layout pass on every update."""
+"""Label, key and width of each column of the task table."""
 NARROW = {"state": 12, "task": 10, "server": 11, "skill": 9, "context": 10, "age": 7, "took": 7, "tokens": 7,
           "tools": 5}
 """The widths below 100 columns (no cell padding; one character of each is the gap after its text):
@@ -69,7 +67,7 @@ class TasksScreen(ModeScreen):
             with TabPane("Tasks", id="tab-tasks"):
                 yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
-                yield SafeTable(id="tasks", cursor_type="row")
+                yield RowTable(self._row, id="tasks")
                 with Vertical(id="answer-box", classes="hidden"):
                     yield SafeStatic("", id="answer-question")
                     yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
@@ -107,21 +105,19 @@ class TasksScreen(ModeScreen):
         self._rebuild()
         self._calls_changed(None)
         self.set_interval(1.0, self._tick_ages)
-        self.query_one("#tasks", DataTable).focus()
+        self.query_one("#tasks", RowTable).focus()
 
     def _columns(self) -> None:
-        table = self.query_one("#tasks", DataTable)
-        table.cell_padding = 0 if self._narrow else 1
-        for label, key, width in COLUMNS:
-            table.add_column(label, key=key, width=NARROW[key] if self._narrow else width)
+        self.query_one("#tasks", RowTable).set_columns(
+            [(label, key, NARROW[key] if self._narrow else width) for label, key, width in COLUMNS],
+            padding=0 if self._narrow else 1)
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < 100
         if narrow != self._narrow:  # every column on screen at 80 columns as at 110
             self._narrow = narrow
-            self.query_one("#tasks", DataTable).clear(columns=True)
             self._columns()
-            self._rebuild()
+            self.query_one("#tasks", RowTable).refresh()
 
     def on_screen_resume(self) -> None:
         if self.tn.selected_server:
@@ -131,6 +127,10 @@ class TasksScreen(ModeScreen):
             self._rebuild()
 
     # -- rows -------------------------------------------------------------------------------------
+    def _row(self, task_id: str) -> list[Any]:
+        """The cells of a task's line, made when the line is drawn."""
+        return self._cells(self.tn.book.tasks[task_id])
+
     def _cells(self, view: TaskView) -> list[Any]:
         symbol, style = STATE_STYLE[view.state]
         age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
@@ -144,39 +144,32 @@ class TasksScreen(ModeScreen):
 
     def _rebuild(self) -> None:
         self._stale = False
-        table = self.query_one("#tasks", DataTable)
-        table.clear()
-        for view in self.tn.book.matching(self.filter_text)[-MAX_ROWS:]:
-            table.add_row(*self._cells(view), key=view.id)
+        self.query_one("#tasks", RowTable).set_rows(v.id for v in self.tn.book.matching(self.filter_text))
         self._after_update()
 
     def _tasks_changed(self, ids: frozenset[str]) -> None:
         if not self.is_current:
             self._stale = True  # rebuilt when shown again
             return
-        table = self.query_one("#tasks", DataTable)
-        wanted = {v.id for v in self.tn.book.matching(self.filter_text)} if self.filter_text else None
-        added = False
+        table = self.query_one("#tasks", RowTable)
+        book, words = self.tn.book, self.filter_text
+        shown, new, gone = [], [], []
         for task_id in ids:
-            view = self.tn.book.tasks.get(task_id)
+            view = book.tasks.get(task_id)
             if view is None:
                 continue
-            present = task_id in table.rows
-            if wanted is not None and task_id not in wanted:
-                if present:
-                    table.remove_row(task_id)
-                continue
-            cells = self._cells(view)
-            if present:
-                for (_, key, _), value in zip(COLUMNS, cells):
-                    table.update_cell(task_id, key, value)
-            else:
-                table.add_row(*cells, key=task_id)
-                added = True
-        while table.row_count > MAX_ROWS:
-            table.remove_row(next(iter(table.rows)))
-        if added and self.follow and table.row_count:
-            table.move_cursor(row=table.row_count - 1)
+            wanted = not words or book.matches(view, words)
+            if task_id in table.rows:
+                (shown if wanted else gone).append(task_id)
+            elif wanted:
+                new.append(view)
+        table.remove_rows(gone)
+        table.refresh_rows(shown)
+        if new:
+            new.sort(key=lambda v: v.ordinal)
+            table.add_rows(v.id for v in new)
+            if self.follow:
+                table.move_cursor(row=table.row_count - 1)
         current = self._current()
         if current is not None and current.id in ids:
             self._show(current)
@@ -184,7 +177,7 @@ class TasksScreen(ModeScreen):
             self.query_one("#task-trace", Static).update(_trace(current, self.tn.book))  # a hop below moved
 
     def _after_update(self) -> None:
-        table = self.query_one("#tasks", DataTable)
+        table = self.query_one("#tasks", RowTable)
         if self.follow and table.row_count:
             table.move_cursor(row=table.row_count - 1)
         current = self._current()
@@ -195,31 +188,21 @@ class TasksScreen(ModeScreen):
                 self.query_one(f"#{id}", Static).update("No task selected.")
 
     def _tick_ages(self) -> None:
-        """Ages follow the clock: refresh the rows on screen (only those: a table may hold thousands)."""
-        if not self.is_current:
-            return
-        table = self.query_one("#tasks", DataTable)
-        first = int(table.scroll_y)
-        keys = list(table.rows)[first : first + table.size.height]
-        now = self.tn.now()
-        for key in keys:
-            view = self.tn.book.tasks.get(str(key.value))
-            if view is not None and view.timeline:
-                table.update_cell(key, "age", duration((now - view.started()).total_seconds()))
+        """Ages follow the clock: the lines on screen are drawn again (their cells are made then)."""
+        if self.is_current:
+            self.query_one("#tasks", RowTable).refresh()
 
     def _current(self) -> TaskView | None:
-        table = self.query_one("#tasks", DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self.tn.book.tasks.get(str(key))
+        key = self.query_one("#tasks", RowTable).cursor_key
+        return self.tn.book.tasks.get(key) if key is not None else None
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        view = self._current()
+        if view is not None:
+            self._show(view)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "tasks":
-            view = self._current()
-            if view is not None:
-                self._show(view)
-        elif event.data_table.id == "calls":
+        if event.data_table.id == "calls":
             self._show_call(event.cursor_row)
 
     # -- the detail pane ------------------------------------------------------------------------------
@@ -292,7 +275,7 @@ class TasksScreen(ModeScreen):
 
     def action_leave_input(self) -> None:
         self.query_one("#answer-box").add_class("hidden")
-        self.query_one("#tasks", DataTable).focus()
+        self.query_one("#tasks", RowTable).focus()
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
@@ -352,7 +335,7 @@ class TasksScreen(ModeScreen):
         if view is None or not text:
             return
         self.query_one("#answer-box").add_class("hidden")
-        self.query_one("#tasks", DataTable).focus()
+        self.query_one("#tasks", RowTable).focus()
         self._answer(view, text)
 
     @work(group="task-actions")

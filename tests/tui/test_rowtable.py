@@ -1,0 +1,159 @@
+"""The Tasks mode's table: every task, lines drawn only when on screen, keys, mouse, peer text kept inert."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("textual")
+
+from rich.text import Text  # noqa: E402
+from textual.app import App, ComposeResult  # noqa: E402
+
+from toolnexus.a2a.model import Message, Task, TaskState, TaskStatus  # noqa: E402
+from toolnexus.events import TaskEvent  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.widgets.rowtable import RowTable  # noqa: E402
+
+from .test_pilot import until  # noqa: E402
+
+COLUMNS = [("name", "name", 24), ("n", "n", 6)]
+
+
+class TableApp(App[None]):
+    def __init__(self, rows: int) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+        self.told: list[str | None] = []
+        self.rows = rows
+
+    def cells(self, key: str) -> list[object]:
+        self.asked.append(key)
+        if key == "k5":
+            return [Text("[bold]x[/bold]\x1b[2J", "red"), "5"]  # a peer's text: shown, never interpreted
+        return [f"row {key}", key[1:]]
+
+    def compose(self) -> ComposeResult:
+        yield RowTable(self.cells, id="t")
+
+    def on_mount(self) -> None:
+        table = self.query_one(RowTable)
+        table.set_columns(COLUMNS)
+        table.set_rows(f"k{i}" for i in range(self.rows))
+        table.focus()
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        self.told.append(event.key)
+
+
+async def test_ten_thousand_rows_only_the_lines_on_screen_are_made():
+    app = TableApp(10_000)
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        await pilot.pause()
+        assert table.row_count == 10_000 and table.cursor_key == "k0"
+        assert len(set(app.asked)) <= 12  # the lines on screen, not 10,000 rows
+        app.asked.clear()
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_key == "k9999" and set(app.asked) <= {f"k{i}" for i in range(9980, 10_000)}
+        await pilot.press("home", "down", "down")
+        assert table.cursor_key == "k2"
+        await pilot.press("pagedown")
+        assert table.cursor_row == 2 + 11  # a page: the 11 lines under the header
+        await pilot.press("pageup", "up", "up", "up")
+        assert table.cursor_row == 0  # never above the first
+        await pilot.pause()
+        assert app.told[-1] == "k0" and "k9999" in app.told
+        # a click picks the row under it (the header is line 0)
+        await pilot.click(RowTable, offset=(3, 4))
+        assert table.cursor_key == "k3"
+        # a change to rows off screen draws nothing; one on screen draws its line
+        app.asked.clear()
+        table.refresh_rows(["k5000"])
+        await pilot.pause()
+        assert app.asked == []
+        table.refresh_rows(["k4"])
+        await pilot.pause()
+        assert "k4" in app.asked and "k5000" not in app.asked
+        # the peer's markup and escape are characters on the screen, not styles or terminal control
+        line = "".join(s.text for s in table.render_line(6))
+        assert "[bold]x[/bold]␛[2J" in line and "\x1b" not in line
+
+
+async def test_set_and_remove_rows_keep_the_cursor_on_its_row():
+    app = TableApp(50)
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        table.move_cursor(row=table.get_row_index("k30"))
+        table.set_rows(f"k{i}" for i in range(20, 50))  # the filter narrowed: k30 is still there
+        assert table.cursor_key == "k30" and table.cursor_row == 10
+        table.remove_rows(["k20", "k21", "nope"])
+        assert table.cursor_key == "k30" and table.row_count == 28
+        table.remove_rows(["k30"])
+        assert table.cursor_key == "k31"
+        table.add_rows(["k31", "new"])  # a key already shown stays where it is
+        assert table.row_count == 28 and table.get_row_index("new") == 27
+        table.set_rows([])
+        await pilot.press("down", "end", "pagedown")  # an empty table: nothing to move, no error
+        assert table.cursor_key is None and table.row_count == 0
+        await pilot.pause()
+        assert app.told[-1] is None
+
+
+def _event(i: int) -> TaskEvent:
+    task = Task(f"task-{i:05d}", "ctx", TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:00.000000Z"),
+                history=[Message.agent(f"answer {i}", "ctx", f"task-{i:05d}")], request=f"q{i}")
+    return TaskEvent(task.id, "ctx", None, None, TaskState.COMPLETED, task, "hosted", None,
+                     "2026-12-02T10:00:00.000000Z")
+
+
+async def test_the_tasks_mode_shows_every_task_not_the_newest_500():
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(110, 34)) as pilot:
+        await pilot.press("2")
+        for i in range(1200):  # on the real bus, as a hosted server's transitions arrive
+            app.workspace.events.publish(_event(i))
+        table = app.screen.query_one("#tasks", RowTable)
+        await until(pilot, lambda: table.row_count == 1200)
+        assert table.cursor_key == "task-01199"  # follow: the newest
+        await pilot.press("F", "home")
+        assert table.cursor_key == "task-00000"
+        await until(pilot, lambda: "answer 0\n" in str(app.screen.query_one("#messages").render()))
+        app.screen.query_one("#filter").value = "q11"
+        await until(pilot, lambda: table.row_count == 111)  # q11, q110-q119, q1100-q1199
+        app.screen.query_one("#filter").value = ""
+        await until(pilot, lambda: table.row_count == 1200)
+        await pilot.press("ctrl+q")
+
+
+def test_the_app_sets_the_book_aside_from_the_collector_as_it_grows():
+    """``toolnexus-tui`` (``tune_gc``): start-up frozen, then the book every FREEZE_EVERY tasks; in
+    a fresh interpreter, as the test process keeps Python's collector."""
+    code = textwrap.dedent("""
+        import asyncio, gc
+        import tui.app as tapp
+        from tests.tui.test_rowtable import _event
+        tapp.FREEZE_EVERY = 100
+
+        async def main():
+            app = tapp.ToolnexusApp(specs=[], tune_gc=True)
+            async with app.run_test() as pilot:
+                while gc.get_threshold()[0] == 700:
+                    await pilot.pause(0.05)
+                frozen = gc.get_freeze_count()
+                for i in range(150):
+                    app.workspace.events.publish(_event(i))
+                while len(app.book.tasks) < 150:
+                    await pilot.pause(0.05)
+                await pilot.pause(0.6)
+                print(frozen > 0, gc.get_freeze_count() > frozen, app._frozen)
+                await pilot.press("ctrl+q")
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True", "150"], out.stderr[-2000:]

@@ -1,0 +1,265 @@
+"""A table of any number of rows that draws only the lines on screen (the Tasks mode's).
+
+Textual's ``DataTable`` keeps every cell of every row and lays them out again as rows change; with
+thousands of tasks moving hundreds of times a second, a key press waited behind that work. Here a
+row is only its key: its cells are asked of ``cells(key)`` when its line is drawn, so a change to
+a row off screen costs nothing, 10,000 rows cost a list of keys, and ages that follow the clock are
+a repaint. Cells are shown as :mod:`.safe` shows them: never markup, never terminal control.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
+
+from rich.segment import Segment
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from .safe import CELL_CAP, safe
+
+__all__ = ["RowTable"]
+
+
+class RowTable(ScrollView, can_focus=True):
+    """Rows by key, a header line, a row cursor; cells made when their line is drawn.
+
+    Args:
+        cells: the cells of a row's line, given its key (a ``Text`` keeps its style; anything
+            else is shown as plain text).
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+    ]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"row-table--header", "row-table--cursor"}
+    DEFAULT_CSS = """
+    RowTable {
+        background: $surface;
+        color: $foreground;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .row-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+        }
+        & > .row-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .row-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    class Highlighted(Message):
+        """The cursor is on another row (``key``), or on none (None: the table is empty)."""
+
+        def __init__(self, table: RowTable, key: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
+    def __init__(self, cells: Callable[[str], Sequence[Any]], *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._cells = cells
+        self._keys: list[str] = []
+        self._index: dict[str, int] = {}
+        self._columns: list[tuple[str, str, int]] = []
+        self._padding = 1
+        self.cursor_row = 0
+        self._told: str | None = None  # the key the last Highlighted named
+
+    # -- columns and rows --------------------------------------------------------------------------
+    def set_columns(self, columns: Iterable[tuple[str, str, int]], padding: int = 1) -> None:
+        """``(label, key, width)`` per column; ``padding`` blank cells on each side of each."""
+        self._columns = list(columns)
+        self._padding = padding
+        self._resize()
+
+    @property
+    def row_count(self) -> int:
+        return len(self._keys)
+
+    @property
+    def rows(self) -> dict[str, int]:
+        """Row index by key (read only)."""
+        return self._index
+
+    @property
+    def cursor_key(self) -> str | None:
+        return self._keys[self.cursor_row] if self._keys else None
+
+    def get_row_index(self, key: str) -> int:
+        return self._index[key]
+
+    def get_row_at(self, row: int) -> list[Any]:
+        return list(self._cells(self._keys[row]))
+
+    def get_cell(self, key: str, column: str) -> Any:
+        at = next(i for i, (_, k, _) in enumerate(self._columns) if k == column)
+        return self._cells(key)[at]
+
+    def set_rows(self, keys: Iterable[str]) -> None:
+        """Show these rows, in this order; the cursor stays on its row when that row is kept."""
+        kept = self.cursor_key
+        self._keys = list(keys)
+        self._reindex(0)
+        self.cursor_row = self._index.get(kept, 0) if kept is not None else 0
+        self._clamp()
+        self._resize()
+        self.refresh()
+        self._tell()
+
+    def add_rows(self, keys: Iterable[str]) -> None:
+        """Append rows (a key already shown is left where it is)."""
+        start = len(self._keys)
+        self._keys.extend(k for k in keys if k not in self._index)
+        self._reindex(start)
+        self._resize()
+        if start < len(self._keys) and self._on_screen(start, len(self._keys) - 1):
+            self.refresh()
+        if start == 0:
+            self._tell()
+
+    def remove_rows(self, keys: Iterable[str]) -> None:
+        gone = {k for k in keys if k in self._index}
+        if not gone:
+            return
+        kept = self.cursor_key
+        self._keys = [k for k in self._keys if k not in gone]
+        self._reindex(0)
+        self.cursor_row = self._index.get(kept, min(self.cursor_row, len(self._keys) - 1)) \
+            if kept is not None else 0
+        self._clamp()
+        self._resize()
+        self.refresh()
+        self._tell()
+
+    def refresh_rows(self, keys: Iterable[str]) -> None:
+        """Redraw these rows' lines, those on screen (their cells changed)."""
+        top, lines = int(self.scroll_offset.y), self._lines()
+        for key in keys:
+            row = self._index.get(key)
+            if row is not None and top <= row < top + lines:
+                self.refresh_line(row + 1)
+
+    def move_cursor(self, row: int, scroll: bool = True) -> None:
+        self.cursor_row = row
+        self._clamp()
+        if scroll:
+            self._scroll_to_cursor()
+        self.refresh()
+        self._tell()
+
+    def _reindex(self, start: int) -> None:
+        if start == 0:
+            self._index = {}
+        for i in range(start, len(self._keys)):
+            self._index[self._keys[i]] = i
+
+    def _clamp(self) -> None:
+        self.cursor_row = max(0, min(self.cursor_row, len(self._keys) - 1))
+
+    def _width(self) -> int:
+        return sum(w + 2 * self._padding for _, _, w in self._columns)
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(self._width(), len(self._keys) + 1)
+
+    def _lines(self) -> int:
+        """Rows that fit under the header."""
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _on_screen(self, first: int, last: int) -> bool:
+        top = int(self.scroll_offset.y)
+        return first < top + self._lines() and last >= top
+
+    def _scroll_to_cursor(self) -> None:
+        top, lines = int(self.scroll_offset.y), self._lines()
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + lines:
+            self.scroll_to(y=self.cursor_row - lines + 1, animate=False, immediate=True)
+
+    def _tell(self) -> None:
+        key = self.cursor_key
+        if key != self._told:
+            self._told = key
+            self.post_message(self.Highlighted(self, key))
+
+    # -- keys and the mouse ------------------------------------------------------------------------
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step)
+
+    def action_page(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step * self._lines())
+
+    def action_edge(self, last: int) -> None:
+        self.move_cursor(len(self._keys) - 1 if last else 0)
+
+    def on_click(self, event: events.Click) -> None:
+        row = int(self.scroll_offset.y) + event.y - 1
+        if event.y >= 1 and 0 <= row < len(self._keys):
+            self.move_cursor(row, scroll=False)
+
+    def on_resize(self) -> None:
+        self._scroll_to_cursor()
+
+    # -- drawing ---------------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            cells: Sequence[Any] = [Text(label) for label, _, _ in self._columns]
+            style = base + self.get_component_rich_style("row-table--header")
+            post = None
+        else:
+            row = int(self.scroll_offset.y) + y - 1
+            if row >= len(self._keys):
+                return Strip.blank(width, base)
+            cells = self._cells(self._keys[row])
+            style = base
+            post = None
+            if row == self.cursor_row:  # the cursor's colours over the cells' own, as DataTable's
+                post = self.get_component_rich_style("row-table--cursor")
+        segments = list(Segment.apply_style(self._segments(cells), style, post))
+        strip = Strip(segments).crop_extend(int(self.scroll_offset.x), int(self.scroll_offset.x) + width,
+                                            style if post is None else style + post)
+        return strip
+
+    def _segments(self, cells: Sequence[Any]) -> list[Segment]:
+        console = self.app.console
+        pad = " " * self._padding
+        out: list[Segment] = []
+        for (_, _, width), cell in zip(self._columns, cells):
+            text = safe(cell if isinstance(cell, Text) else Text(str(cell)), CELL_CAP)
+            text.truncate(width, overflow="ellipsis", pad=True)
+            text.no_wrap = True
+            if pad:
+                out.append(Segment(pad))
+            out.extend(Segment.apply_style(text.render(console), console.get_style(text.style)))  # its own style
+            if pad:
+                out.append(Segment(pad))
+        return out
