@@ -322,11 +322,12 @@ def _report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _wire_cost(seconds: float, repeat: int) -> str:
+async def _wire_cost(seconds: float, repeat: int, only: str | None = None) -> str:
     """The inbound wire recorder's cost: the same server with it off and on, both running, each
     workload measured on one then the other (the order swapped each round), so that a neighbour's
     load moves both sides of a pair alike."""
     plan = [("card", 64), ("get", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
+    plan = [(op, c) for op, c in plan if only is None or op in only.split(",")]
     # both watched by a bus reader, as the TUI's hosted servers are: the difference is the recorder
     kinds = ("toolnexus-watched", "toolnexus-wire")
     servers = {kind: _start(kind) for kind in kinds}
@@ -364,6 +365,7 @@ def main() -> None:
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
     ap.add_argument("--wire", action="store_true", help="measure only the inbound wire recorder's cost (off vs on)")
+    ap.add_argument("--only", metavar="OPS", help="with --wire: only these workloads (e.g. card,get)")
     args = ap.parse_args()
     import uvloop
 
@@ -374,7 +376,7 @@ def main() -> None:
         print(uvloop.run(_memory_only(args.tasks)))
         return
     if args.wire:
-        print(uvloop.run(_wire_cost(args.seconds, args.repeat)))
+        print(uvloop.run(_wire_cost(args.seconds, args.repeat, args.only)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
     print(_report(results))

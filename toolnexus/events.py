@@ -196,6 +196,10 @@ class _Subscription:
         self.heard = heard
 
     def push_many(self, events: Sequence[Any]) -> None:
+        if self.accept is None and not self.dropped and len(self.queue) + len(events) <= self.max_queue:
+            self.queue.extend(events)  # the common case: a reader that takes everything and keeps up
+            self.wake.set()
+            return
         for event in events:
             self.push(event)
 

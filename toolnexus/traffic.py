@@ -353,6 +353,7 @@ class InboundRecorder:
         request: list[Any] = [0]  # bytes kept, then the body's chunks
         response: list[Any] = [None, (), 0]  # status, headers, bytes kept, then the body's chunks
         error: str | None = None
+        method = scope["method"]
 
         async def recv() -> Any:
             message = await receive()
@@ -362,7 +363,7 @@ class InboundRecorder:
                 request[0] += len(chunk)
             return message
 
-        async def emit(message: Any) -> None:
+        def emit(message: Any) -> Any:  # hands back send's own awaitable: no coroutine of its own
             if message["type"] == "http.response.body":
                 if response[2] < BODY_CAP:
                     chunk = message.get("body", b"")
@@ -371,9 +372,8 @@ class InboundRecorder:
             elif message["type"] == "http.response.start":
                 response[0] = message["status"]
                 response[1] = message.get("headers", ())
-            await send(message)
+            return send(message)
 
-        method = scope["method"]
         try:
             await self.app(scope, receive if method == "GET" or method == "HEAD" else recv, emit)
         except BaseException as exc:
@@ -397,11 +397,13 @@ class InboundRecorder:
         rec = self.recorder
         wall, now = time.time(), time.perf_counter()
         for raw in ended:  # learnt first, so that every event masks them
-            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)]
+            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4]
+                      if k not in _PLAIN_NAMES and _secret_raw(k)]
             if secret or raw[3]:
                 rec.learn(secret, f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
         events = [_Inbound(rec, raw, wall - (now - raw[12]), self.server) for raw in ended]
-        rec.events.extend(events)
+        if rec.events.maxlen != 0:  # a served toolkit's recorder keeps none: the bus keeps them
+            rec.events.extend(events)
         if rec.bus is not None:
             rec.bus.publish_many(events)
 
@@ -410,9 +412,16 @@ def _pairs(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
 
 
+_PLAIN_NAMES: set[bytes] = set()
+"""Header names (as they came) that carry no secret: most of a request's, passed with one lookup."""
+
+
 @functools.lru_cache(maxsize=1024)
 def _secret_raw(name: bytes) -> bool:
-    return is_secret_name(name.decode("latin-1"))
+    secret = is_secret_name(name.decode("latin-1"))
+    if not secret and len(_PLAIN_NAMES) < 4096:
+        _PLAIN_NAMES.add(name)
+    return secret
 
 
 _cached = functools.cached_property
