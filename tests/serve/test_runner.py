@@ -136,3 +136,31 @@ def test_now_iso_is_the_one_timestamp_form_and_follows_the_clock():
         after = iso_utc(datetime.now(timezone.utc))
         assert before <= stamp <= after and len(stamp) == len(before) and stamp.endswith("Z")
         time.sleep(0.4)  # across a second boundary at least once
+
+
+def test_the_mcp_sdk_is_imported_off_the_loop():
+    """Serving MCP the first time imports the MCP SDK (most of a second of pydantic models): in a
+    thread, so that the loop a TUI or a kernel shares keeps running. Checked in a fresh interpreter
+    with an audit hook that notes which thread imports ``mcp``."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import asyncio, sys, threading
+        import toolnexus as tn
+        assert "mcp" not in sys.modules
+        importers = []
+        sys.addaudithook(lambda event, args: event == "import" and args[0] == "mcp"
+                         and importers.append(threading.get_ident()))
+
+        async def main():
+            tk = await tn.create_toolkit(builtins=False)
+            handle = await tk.serve(mcp=True)
+            await handle.stop()
+
+        asyncio.run(main())
+        print(len(importers) > 0, threading.main_thread().ident not in importers)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]

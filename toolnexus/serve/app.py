@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -217,7 +219,7 @@ async def serve(
     mcp_profile = None
     lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
     if mcp_cfg is not None:
-        from .mcp import MCPProfile
+        MCPProfile = (await _imported(f"{__package__}.mcp")).MCPProfile
 
         mcp_profile = MCPProfile(toolkit, mcp_cfg, bus=bus, server=name, on_call=on_call,
                                  auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None))
@@ -259,6 +261,14 @@ async def serve(
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server)
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
+
+
+async def _imported(name: str) -> Any:
+    """Module ``name``, imported in a thread the first time: the MCP SDK's pydantic models take
+    most of a second to build, and the loop serving (a TUI's screen, a kernel's cells, the other
+    servers) keeps running meanwhile."""
+    module = sys.modules.get(name)
+    return module if module is not None else await asyncio.to_thread(importlib.import_module, name)
 
 
 def _refuse_open_commands(toolkit: Toolkit, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:
