@@ -53,6 +53,22 @@ async def test_allowed_hosts_extend_the_check():
         assert (await http.get(h.card_url, headers={"host": "other.internal"})).status_code == 421
 
 
+async def test_forwarded_headers_never_rewrite_who_the_caller_is():
+    """A caller that says it is someone else (X-Forwarded-For/-Proto) is still the socket's peer,
+    on the wire log as anywhere (uvicorn would believe it from 127.0.0.1 by default)."""
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="fwd"), record_wire=True) as h, \
+            httpx.AsyncClient() as http:
+        r = await http.get(h.card_url, headers={"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"})
+        assert r.status_code == 200
+        for _ in range(200):
+            seen = [e for e in h.events.history() if isinstance(e, tn.TrafficEvent) and e.direction == "in"]
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        assert seen[0].peer.startswith("127.0.0.1:") and seen[0].url.startswith("http://127.0.0.1:")
+
+
 def _deep(levels: int) -> dict:
     value: dict = {}
     for _ in range(levels):
