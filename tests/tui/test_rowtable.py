@@ -157,3 +157,19 @@ def test_the_app_sets_the_book_aside_from_the_collector_as_it_grows():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True", "150"], out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("width", [80, 100, 108, 130])
+async def test_every_task_column_shows_at_any_width_from_80(width):
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(width, 30)) as pilot:
+        await pilot.press("2")
+        app.workspace.events.publish(_event(1))
+        table = app.screen.query_one("#tasks", RowTable)
+        await until(pilot, lambda: table.row_count == 1)
+        await pilot.pause()
+        header = "".join(s.text for s in table.render_line(0))
+        row = "".join(s.text for s in table.render_line(1))
+        assert header.split() == ["state", "task", "server", "skill", "context", "age", "took", "tokens", "tools"]
+        assert row.rstrip().endswith("—") and "task-000…" in row
+        await pilot.press("ctrl+q")

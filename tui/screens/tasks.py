@@ -35,8 +35,10 @@ COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14
 """Label, key and width of each column of the task table."""
 NARROW = {"state": 12, "task": 10, "server": 11, "skill": 9, "context": 10, "age": 7, "took": 7, "tokens": 7,
           "tools": 5}
-"""The widths below 100 columns (no cell padding; one character of each is the gap after its text):
-78 in all, so that every column shows on an 80-column terminal."""
+"""The widths on a terminal narrower than WIDE (no cell padding; one character of each is the gap
+after its text): 78 in all, so that every column shows on an 80-column terminal."""
+WIDE = sum(width + 2 for _, _, width in COLUMNS) + 2
+"""Columns a terminal needs for the padded widths, the scrollbar included (108)."""
 
 
 class TasksScreen(ModeScreen):
@@ -93,7 +95,7 @@ class TasksScreen(ModeScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._narrow = self.app.size.width < 100
+        self._narrow = self.app.size.width < WIDE
         self._columns()
         calls = self.query_one("#calls", DataTable)
         calls.add_columns("time", "server", "tool", "source", "ms", "result", "args")
@@ -113,7 +115,7 @@ class TasksScreen(ModeScreen):
             padding=0 if self._narrow else 1)
 
     def on_resize(self) -> None:
-        narrow = self.app.size.width < 100
+        narrow = self.app.size.width < WIDE
         if narrow != self._narrow:  # every column on screen at 80 columns as at 110
             self._narrow = narrow
             self._columns()
