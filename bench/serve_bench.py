@@ -18,8 +18,11 @@ leaves Python's). (TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire re
 --wire measures only its cost: the same server with the recorder off and on, alternating.)
 (about 3 minutes; the servers are measured alternately and the medians reported, as a shared
 machine's neighbours move single runs by 10-20%).
-Targets (issue 4): round trips at c=64 >= 50% of bare with CPU/op <= 2x; card GET >= 50%; p99 at
-c=64 <= 3x bare.
+Also printed: memory per retained task (over --tasks, 20,000 by default) and the first call of a
+tool with a schema against its tenth (bench/first_call.py's measurement).
+Targets (issue 15), against bare in the same run: send + poll >= 0.75x at <= 1.5x CPU and p99 <=
+1.5x; blocking >= 0.6x at <= 1.5x CPU and p99 <= 2x; GetTask of a finished task >= 0.85x; card
+GET >= 0.9x; <= 1,000 B per retained task; the first call <= the tenth + 50 ms.
 """
 
 from __future__ import annotations
@@ -304,6 +307,16 @@ async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str
     return results
 
 
+def _first_call(runs: int) -> dict[str, float] | None:
+    """The first and tenth call of a tool with a schema, medians over fresh interpreters."""
+    from first_call import TOOL, run
+
+    found = [r for r in (run(TOOL) for _ in range(runs)) if r]
+    if not found:
+        return None
+    return {key: statistics.median(r[key] for r in found) for key in ("first", "tenth")}
+
+
 def _report(results: dict[str, Any]) -> str:
     bare = {(r["op"], r["concurrency"]): r for r in results["bare"]["rows"]}
     lines = [f"{'op':<10}{'c':>4}{'bare/s':>10}{'tn/s':>10}{'ratio':>8}{'bare p50':>10}{'tn p50':>9}"
@@ -317,6 +330,10 @@ def _report(results: dict[str, Any]) -> str:
             f"{r['cpu_us_per_op'] / b['cpu_us_per_op']:>7.2f}")
     lines.append(f"memory per retained task: bare {results['bare']['bytes_per_task'] / 1024:.1f} KiB, "
                  f"toolnexus {results['toolnexus']['bytes_per_task'] / 1024:.1f} KiB")
+    first = results.get("first_call")
+    if first:
+        lines.append(f"first tool call with a schema: {first['first']:.2f} ms, the tenth {first['tenth']:.3f} ms "
+                     f"(target: first <= tenth + 50 ms; fresh interpreters, bench/first_call.py)")
     polls = [r["polls_per_op"] for r in results["toolnexus"]["rows"] if r["op"] == "roundtrip"]
     lines.append(f"toolnexus polls per round trip: {', '.join(f'{p:.2f}' for p in polls)} (c={CONCURRENCY})")
     return "\n".join(lines)
@@ -360,7 +377,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "bare"])
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--tasks", type=int, default=8000, help="tasks created to measure memory per task")
+    ap.add_argument("--tasks", type=int, default=20000, help="tasks created to measure memory per task")
     ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
@@ -379,6 +396,7 @@ def main() -> None:
         print(uvloop.run(_wire_cost(args.seconds, args.repeat, args.only)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
+    results["first_call"] = _first_call(args.repeat)
     print(_report(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
