@@ -183,3 +183,20 @@ async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_
     assert gc.is_tracked(store._tasks["task-1"])  # a task in flight is the live object
     assert [t.id for t in (await store.list(state=TaskState.COMPLETED)).tasks] == ["task-2"]
     assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]
+
+
+async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpacking():
+    store = MemoryTaskStore(max_tasks=MemoryTaskStore.RECENT + 10)
+    first = make(0)
+    await store.save(first)
+    assert await store.get("task-0") is first  # the polls right after its end: nothing unpacked
+    for i in range(1, MemoryTaskStore.RECENT + 1):
+        await store.save(make(i))
+    again = await store.get("task-0")  # older: read back from its packed record
+    assert again is not first
+    assert (again.id, again.state, again.history[0].text, again.artifacts[0].text, again.skill) == \
+        ("task-0", TaskState.COMPLETED, "q0", "a0", "greet")
+    for i in range(MemoryTaskStore.RECENT + 1, MemoryTaskStore.RECENT + 20):  # retention drops both forms
+        await store.save(make(i))
+    assert await store.get("task-0") is None and await store.get("task-9") is None
+    assert len(store._recent) == MemoryTaskStore.RECENT

@@ -131,16 +131,21 @@ class MemoryTaskStore:
     One entry per task: ``(context_id, state value, status timestamp, owner, body)``. A task in
     flight is kept as the live object; a finished one packed (``_json.pack``: compact bytes, ~250
     bytes for a short exchange), so that its entry holds only strings and bytes and the garbage
-    collector stops walking it after its first pass. Listings walk the entries newest
-    first (the dict keeps the order of creation).
+    collector stops walking it after its first pass. The last ``RECENT`` tasks to finish are also
+    kept as they were, so that the polls that follow a task's end (most of a busy agent's traffic)
+    do not unpack it again. Listings walk the entries newest first (the dict keeps the order of
+    creation).
 
     Retention: past ``max_tasks`` finished tasks, or for finished tasks older than ``max_age``
     seconds, the oldest finished tasks are dropped (a task in flight never is). None: no limit.
     """
 
+    RECENT = 256
+
     def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
         self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
         self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
+        self._recent: collections.OrderedDict[str, Task] = collections.OrderedDict()  # just finished, live
         self.max_tasks = max_tasks
         self.max_age = max_age
 
@@ -150,7 +155,8 @@ class MemoryTaskStore:
             return None
         body = found[4]
         if isinstance(body, bytes):
-            return _readable(id, lambda: task_from_record(_json.unpack(body)))
+            live = self._recent.get(id)
+            return live if live is not None else _readable(id, lambda: task_from_record(_json.unpack(body)))
         return body
 
     async def save(self, task: Task) -> None:
@@ -162,19 +168,28 @@ class MemoryTaskStore:
                 log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
             if task.id not in self._tasks or not _STATE[self._tasks[task.id][1]].terminal:
                 self._finished.append(task.id)
+            self._recent[task.id] = task
+            self._recent.move_to_end(task.id)
+            if len(self._recent) > self.RECENT:
+                self._recent.popitem(last=False)
         self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, body)
         if task.state.terminal:
             self._retain()
 
     def _retain(self) -> None:
         """Drop the oldest finished tasks past ``max_tasks`` or ``max_age``."""
-        finished, tasks = self._finished, self._tasks
+        finished = self._finished
         while self.max_tasks is not None and len(finished) > self.max_tasks:
-            tasks.pop(finished.popleft(), None)
+            self._drop_oldest()
         if self.max_age is not None:
             cutoff = time.time() - self.max_age
-            while finished and _epoch(tasks[finished[0]][2]) < cutoff:
-                tasks.pop(finished.popleft(), None)
+            while finished and _epoch(self._tasks[finished[0]][2]) < cutoff:
+                self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        gone = self._finished.popleft()
+        self._tasks.pop(gone, None)
+        self._recent.pop(gone, None)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
