@@ -69,7 +69,7 @@ class TasksScreen(ModeScreen):
             with TabPane("Tasks", id="tab-tasks"):
                 yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
-                yield RowTable(self._row, id="tasks")
+                yield RowTable(self._cells, id="tasks")
                 with Vertical(id="answer-box", classes="hidden"):
                     yield SafeStatic("", id="answer-question")
                     yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
@@ -129,11 +129,9 @@ class TasksScreen(ModeScreen):
             self._rebuild()
 
     # -- rows -------------------------------------------------------------------------------------
-    def _row(self, task_id: str) -> list[Any]:
+    def _cells(self, task_id: str) -> list[Any]:
         """The cells of a task's line, made when the line is drawn."""
-        return self._cells(self.tn.book.tasks[task_id])
-
-    def _cells(self, view: TaskView) -> list[Any]:
+        view = self.tn.book.tasks[task_id]
         symbol, style = STATE_STYLE[view.state]
         age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
         tokens, tools = view.tokens(), view.tool_calls()
