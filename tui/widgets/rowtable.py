@@ -122,15 +122,9 @@ class RowTable(ScrollView, can_focus=True):
         return self._cells(key)[at]
 
     def set_rows(self, keys: Iterable[str]) -> None:
-        """Show these rows, in this order; the cursor stays on its row when that row is kept."""
-        kept = self.cursor_key
-        self._keys = list(keys)
-        self._reindex(0)
-        self.cursor_row = self._index.get(kept, 0) if kept is not None else 0
-        self._clamp()
-        self._resize()
-        self.refresh()
-        self._tell()
+        """Show these rows, in this order; the cursor stays on its row when that row is kept (else
+        it goes to the first)."""
+        self._replace(list(keys), 0)
 
     def add_rows(self, keys: Iterable[str]) -> None:
         """Append rows (a key already shown is left where it is)."""
@@ -145,17 +139,8 @@ class RowTable(ScrollView, can_focus=True):
 
     def remove_rows(self, keys: Iterable[str]) -> None:
         gone = {k for k in keys if k in self._index}
-        if not gone:
-            return
-        kept = self.cursor_key
-        self._keys = [k for k in self._keys if k not in gone]
-        self._reindex(0)
-        self.cursor_row = self._index.get(kept, min(self.cursor_row, len(self._keys) - 1)) \
-            if kept is not None else 0
-        self._clamp()
-        self._resize()
-        self.refresh()
-        self._tell()
+        if gone:  # the cursor stays on its row, or where its row was
+            self._replace([k for k in self._keys if k not in gone], self.cursor_row)
 
     def refresh_rows(self, keys: Iterable[str]) -> None:
         """Redraw these rows' lines, those on screen (their cells changed)."""
@@ -170,6 +155,17 @@ class RowTable(ScrollView, can_focus=True):
         self._clamp()
         if scroll:
             self._scroll_to_cursor()
+        self.refresh()
+        self._tell()
+
+    def _replace(self, keys: list[str], fallback: int) -> None:
+        """All rows anew; the cursor on its key's new row when the key is kept, else at ``fallback``."""
+        kept = self.cursor_key
+        self._keys = keys
+        self._reindex(0)
+        self.cursor_row = self._index.get(kept, fallback) if kept is not None else 0
+        self._clamp()
+        self._resize()
         self.refresh()
         self._tell()
 
