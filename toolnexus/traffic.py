@@ -397,8 +397,7 @@ class InboundRecorder:
         rec = self.recorder
         wall, now = time.time(), time.perf_counter()
         for raw in ended:  # learnt first, so that every event masks them
-            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4]
-                      if k not in _PLAIN_NAMES and _secret_raw(k)]
+            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)]
             if secret or raw[3]:
                 rec.learn(secret, f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
         events = [_Inbound(rec, raw, wall - (now - raw[12]), self.server) for raw in ended]
@@ -412,16 +411,9 @@ def _pairs(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
 
 
-_PLAIN_NAMES: set[bytes] = set()
-"""Header names (as they came) that carry no secret: most of a request's, passed with one lookup."""
-
-
 @functools.lru_cache(maxsize=1024)
 def _secret_raw(name: bytes) -> bool:
-    secret = is_secret_name(name.decode("latin-1"))
-    if not secret and len(_PLAIN_NAMES) < 4096:
-        _PLAIN_NAMES.add(name)
-    return secret
+    return is_secret_name(name.decode("latin-1"))
 
 
 _cached = functools.cached_property
