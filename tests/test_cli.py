@@ -121,6 +121,10 @@ def test_text_output_and_sigterm():
     (["--store", "sqlite:x"], "store must be"),
     (["--no-a2a"], "--no-a2a needs --mcp"),
     (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
+    (["--keep-tasks", "-1"], "keep_tasks (the finished tasks the memory store keeps) must be a whole number >= 0"),
+    (["--keep-for", "0"], "keep_for (seconds the memory store keeps a finished task) must be a number > 0"),
+    (["--keep-for", "nan"], "must be a number > 0"),
+    (["--keep-tasks", "5", "--store", "file:/tmp/x"], "the file and PostgreSQL stores keep every task"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, needle):
     proc = start("serve", *args)
@@ -128,6 +132,32 @@ def test_usage_errors_are_one_line_and_exit_2(args, needle):
     assert proc.returncode == 2, (out, err)
     assert needle in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_keeps_only_the_newest_finished_tasks_it_is_told_to():
+    """A long-running `toolnexus serve` bounds what it keeps: --keep-tasks 2 keeps the newest two."""
+    with start("serve", "--json", "--keep-tasks", "2") as proc:
+        try:
+            url = read_until(proc, "ready")[0]["url"]
+            ids = []
+            for i in range(4):
+                r = httpx.post(url + "/", json={"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {
+                    "message": {"kind": "message", "messageId": f"m{i}", "role": "user",
+                                "parts": [{"kind": "text", "text": "greet Ada"}]}}}, timeout=10)
+                assert r.json()["result"]["status"]["state"] == "completed"
+                ids.append(r.json()["result"]["id"])
+            for i, tid in enumerate(ids):
+                got = httpx.post(url + "/", json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get",
+                                                  "params": {"id": tid}}, timeout=10).json()
+                if i < 2:
+                    assert got["error"]["code"] == -32001, got
+                else:
+                    assert got["result"]["status"]["state"] == "completed"
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(10) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
 
 
 def test_port_in_use_exits_2():

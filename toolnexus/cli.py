@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve command-running builtins beyond loopback without auth (you mean it)")
     s.add_argument("--workers", type=int, default=1, metavar="N",
                    help="serve from N processes on one port (needs --store postgresql://...)")
+    s.add_argument("--keep-tasks", type=int, default=None, metavar="N",
+                   help="the memory store keeps at most N finished tasks, oldest dropped first (default 100000)")
+    s.add_argument("--keep-for", type=float, default=None, metavar="SECONDS",
+                   help="the memory store drops finished tasks older than this (default: no limit)")
     s.add_argument("--lease", type=float, default=None, metavar="SECONDS",
                    help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
     s.add_argument("--worker-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --workers
@@ -172,6 +176,13 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.store = args.store
         if args.lease is not None:
             a2a.lease = args.lease
+        if (args.keep_tasks is not None or args.keep_for is not None) and a2a.store not in (None, "memory"):
+            raise UsageError("--keep-tasks and --keep-for set the memory store's retention; the file and "
+                             "PostgreSQL stores keep every task")
+        if args.keep_tasks is not None:
+            a2a.keep_tasks = args.keep_tasks
+        if args.keep_for is not None:
+            a2a.keep_for = args.keep_for
         if args.grpc:
             a2a.grpc = args.grpc
     if args.workers > 1 and args.worker_fd is None:

@@ -142,6 +142,19 @@ async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():
     assert [t.id for t in (await store.list(page_size=100)).tasks] == ["task-5", "task-4", "task-0"]
 
 
+@pytest.mark.parametrize("options", [{"max_tasks": -1}, {"max_tasks": 2.5}, {"max_tasks": True}, {"max_tasks": "10"},
+                                     {"max_age": 0}, {"max_age": -5}, {"max_age": float("nan")}, {"max_age": "60"}])
+def test_the_memory_store_refuses_a_retention_that_is_not_one(options):
+    with pytest.raises(tn.ConfigError, match="keep_(tasks|for) .* must be"):
+        MemoryTaskStore(**options)
+
+
+async def test_serve_refuses_a_bad_retention_before_it_listens():
+    tk = await tn.create_toolkit(builtins=False)
+    with pytest.raises(tn.ConfigError, match="keep_tasks"):
+        await tk.serve(client=tn.create_in_process_client(lambda req: "ok"), a2a=tn.A2AConfig(keep_tasks=-3))
+
+
 async def test_the_memory_store_drops_finished_tasks_past_max_age():
     import datetime
 

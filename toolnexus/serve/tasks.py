@@ -143,6 +143,13 @@ class MemoryTaskStore:
     RECENT = 256
 
     def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
+        if max_tasks is not None and (type(max_tasks) is not int or max_tasks < 0):
+            raise ConfigError(f"keep_tasks (the finished tasks the memory store keeps) must be a whole number "
+                              f">= 0 or None, not {max_tasks!r}")
+        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
+                                    or not max_age > 0):
+            raise ConfigError(f"keep_for (seconds the memory store keeps a finished task) must be a number > 0 "
+                              f"or None, not {max_age!r}")
         self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
         self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
         self._recent: collections.OrderedDict[str, Task] = collections.OrderedDict()  # just finished, live
