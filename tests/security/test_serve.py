@@ -230,3 +230,36 @@ async def test_a_trickled_body_is_cut_off():
         async with httpx.AsyncClient() as http:  # a body that arrives is served as ever
             r = await http.post(h.url, json=_rpc("message/send", {"message": v03_message("hi")}))
             assert r.json()["result"]["status"]["state"] == "completed"
+
+
+def test_ids_are_v4_uuids_never_repeated_by_threads_or_a_forked_worker():
+    """Ids come 64 to one read of the secure source: threads taking them at once never share one,
+    and a forked child (a worker of --workers) never hands out what its parent still holds."""
+    import os
+    import threading
+    import uuid
+
+    from toolnexus.a2a.model import new_id
+
+    first = new_id()
+    assert uuid.UUID(first).version == 4 and str(uuid.UUID(first)) == first
+    taken: list[list[str]] = [[] for _ in range(8)]
+    threads = [threading.Thread(target=lambda out: out.extend(new_id() for _ in range(5000)), args=(out,))
+               for out in taken]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [i for out in taken for i in out]
+    assert len(set(every)) == len(every) == 40_000
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first ids, then out without running any test machinery
+        os.write(write, " ".join(new_id() for _ in range(64)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = set(os.read(read, 1 << 16).decode().split())
+    os.close(read)
+    parent = {new_id() for _ in range(64)}
+    assert len(child) == 64 and not child & parent
