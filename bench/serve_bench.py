@@ -8,7 +8,8 @@ Two servers, each in its own process, on the same uvicorn settings (uvloop + htt
   sides pay a send and a poll), a blocking send gets ``completed`` at once.
 
 The load comes from a third process speaking raw HTTP/1.1 keep-alive on asyncio + uvloop (a
-general-purpose client would be the bottleneck on two cores). Measured per server: card GETs per
+general-purpose client would be the bottleneck on two cores); the servers run on the last core
+and the load on the others (``--no-pin``: all share every core). Measured per server: card GETs per
 second, GetTask of a finished task per second, send-then-poll round trips per second and blocking sends per second at concurrency 1, 16
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
@@ -249,8 +250,20 @@ async def _memory_per_task(url: str, pid: int, n: int) -> float:
     return (_rss_kib(pid) - before) * 1024 / n
 
 
+def _cpus() -> tuple[set[int], set[int]] | None:
+    """The cores for the load generator and for the servers: the last one for the servers, the
+    rest for the load (as the issue's comparison ran); None with one core or with --no-pin."""
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
+        return None
+    return set(mine[:-1]), {mine[-1]}
+
+
 def _start(kind: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, __file__, "--server", kind], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    cpus = _cpus()
+    if cpus is not None:
+        os.sched_setaffinity(proc.pid, cpus[1])
 
     url = proc.stdout.readline().strip()
     if not url.startswith("http://"):
@@ -383,12 +396,18 @@ def main() -> None:
     ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
     ap.add_argument("--wire", action="store_true", help="measure only the inbound wire recorder's cost (off vs on)")
     ap.add_argument("--only", metavar="OPS", help="with --wire: only these workloads (e.g. card,get)")
+    ap.add_argument("--no-pin", action="store_true", help="let the servers and the load share every core")
     args = ap.parse_args()
     import uvloop
 
     if args.server:
         uvloop.run(_run_server(args.server))
         return
+    if args.no_pin:
+        os.environ["TOOLNEXUS_BENCH_PIN"] = "0"
+    cpus = _cpus()
+    if cpus is not None:  # the load generator here, each server on the last core
+        os.sched_setaffinity(0, cpus[0])
     if args.memory_only:
         print(uvloop.run(_memory_only(args.tasks)))
         return

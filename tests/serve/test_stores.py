@@ -198,6 +198,32 @@ async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_
     assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]
 
 
+def test_finished_tasks_pack_with_either_codec_and_from_many_threads_at_once():
+    """zstd (the ``fast`` extra, installed here) or zlib: the same value back, a quarter of the
+    size; zstd contexts are per thread, so stores on other threads (a notebook's servers) never
+    share one mid-call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolnexus import _json
+    from toolnexus.serve.tasks import task_from_record, task_record
+
+    task = make(1)
+    task.history[0].parts[0].text = "Grüße, 東京 \u0000 " + "x" * 200
+    record = task_record(task)
+    assert _json.zstandard is not None and _json.pack is not _json._zlib_pack  # what a served task uses
+    for pack, unpack in ((_json._zstd_pack, _json._zstd_unpack), (_json._zlib_pack, _json._zlib_unpack)):
+        blob = pack(record)
+        assert unpack(blob) == record and task_from_record(unpack(blob)) == task
+        assert len(blob) < len(_json.dumps(record)) / 2
+
+    def round_trip(i: int) -> bool:
+        value = {**record, "id": f"task-{i}", "n": [i] * (i % 50)}
+        return all(_json.unpack(_json.pack(value)) == value for _ in range(50))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(round_trip, range(400)))
+
+
 async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpacking():
     store = MemoryTaskStore(max_tasks=MemoryTaskStore.RECENT + 10)
     first = make(0)
