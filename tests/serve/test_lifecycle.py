@@ -162,6 +162,31 @@ async def test_blocking_send_is_capped():
         await rpc(http, h.url, "tasks/cancel", {"id": r["result"]["id"]})
 
 
+async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
+    """Waits with a timeout share one timer per interval: a short wait ends on time while a longer
+    one and one without a timeout on the same task go on; the end of the task ends the rest; nothing
+    of them is left behind."""
+    from toolnexus.serve.tasks import WAKE_EVERY
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
+        sent = await rpc(http, h.url, "message/send", {"message": v03_message("slow 30"),
+                                                       "configuration": {"blocking": False}})
+        task = await h.runner.get(sent["result"]["id"])
+        t0 = time.monotonic()
+        short, long, endless = (asyncio.ensure_future(h.runner.wait(task, t)) for t in (0.2, 0.6, None))
+        await asyncio.wait_for(short, 10)
+        assert 0.2 <= time.monotonic() - t0 < 1.5 and not long.done() and not endless.done()
+        await asyncio.wait_for(long, 10)
+        assert 0.6 <= time.monotonic() - t0 < 2.5 and task.state is TaskState.WORKING and not endless.done()
+        again = asyncio.ensure_future(h.runner.wait(task, 30))
+        await asyncio.sleep(2 * WAKE_EVERY)
+        await rpc(http, h.url, "tasks/cancel", {"id": task.id})
+        for waiting in (endless, again):
+            assert (await asyncio.wait_for(waiting, 5)).state is TaskState.CANCELED
+        assert not any(task.id in due for due in h.runner._due.values())
+
+
 async def test_terminal_states_never_change():
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:

@@ -126,7 +126,8 @@ class A2AConfig:
             seconds ago (no limit by default); the oldest finished go first, a task in flight never.
             The file store and other stores keep everything.
         auth: an :class:`Auth`; None for an open agent.
-        blocking_timeout: the most seconds a blocking send waits before it returns the current state.
+        blocking_timeout: the seconds a blocking send waits before it returns the current state
+            (it returns within 0.05 s after: waits share one timer per 50 ms).
         max_body: the largest request body accepted, in bytes.
         streaming: advertise and serve SSE streaming.
         input_modes, output_modes: the card's default modes.

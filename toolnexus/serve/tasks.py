@@ -13,6 +13,7 @@ import collections
 import datetime
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -396,6 +397,11 @@ SETTLE_FOR = 120.0
 INBOX_LIMIT = 100
 """Messages that may wait for a working task's next model turn; more are refused (-32602)."""
 
+WAKE_EVERY = 0.05
+"""A wait with a timeout (a blocking send's) ends at the first multiple of this many seconds past
+its deadline: one timer wakes every wait due in that interval. A timer per wait
+(``asyncio.timeout``) was the costliest single step of a blocking send (``bench/README.md``)."""
+
 
 class TaskRunner:
     """Creates, runs, answers and cancels the tasks of one served toolkit."""
@@ -418,6 +424,7 @@ class TaskRunner:
         self.on_task = Hook(on_task, "on_task")
         self._locks: dict[str, asyncio.Lock] = {}
         self._changed: dict[str, asyncio.Event] = {}
+        self._due: dict[int, dict[str, int]] = {}  # a WAKE_EVERY interval -> the tasks waited on until then (how many waits)
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
@@ -738,26 +745,48 @@ class TaskRunner:
         future.add_done_callback(self._hooks.discard)
 
     async def wait(self, task: Task, timeout: float | None) -> Task:
-        """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed."""
+        """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
+        within ``WAKE_EVERY`` after that)."""
+        due: dict[str, int] | None = None
+        if timeout is not None:
+            loop = asyncio.get_running_loop()
+            slot = math.ceil((loop.time() + timeout) / WAKE_EVERY)
+            due = self._due.get(slot)
+            if due is None:
+                due = self._due[slot] = {}
+                loop.call_at(slot * WAKE_EVERY, self._time_up, slot)
+            due[task.id] = due.get(task.id, 0) + 1
         try:
-            async with asyncio.timeout(timeout):
-                while not (task.state.terminal or task.state.interrupted):
-                    changed = self._changed.get(task.id)
-                    if changed is None:
-                        changed = self._changed[task.id] = asyncio.Event()
-                    if self.link is None:
+            while not (task.state.terminal or task.state.interrupted):
+                if due is not None and self._due.get(slot) is not due:  # its time is up
+                    break
+                changed = self._changed.get(task.id)
+                if changed is None:
+                    changed = self._changed[task.id] = asyncio.Event()
+                if self.link is None:
+                    await changed.wait()
+                    continue
+                try:  # shared: another worker's change may be announced while this one hears nothing
+                    async with asyncio.timeout(1.0):
                         await changed.wait()
-                        continue
-                    try:  # shared: another worker's change may be announced while this one hears nothing
-                        async with asyncio.timeout(1.0):
-                            await changed.wait()
-                    except TimeoutError:
-                        fresh = await self.store.get(task.id)
-                        if fresh is not None and fresh.version > task.version:
-                            _adopt(task, fresh)
-        except TimeoutError:
-            pass
+                except TimeoutError:
+                    fresh = await self.store.get(task.id)
+                    if fresh is not None and fresh.version > task.version:
+                        _adopt(task, fresh)
+        finally:
+            if due is not None and self._due.get(slot) is due:
+                left = due.pop(task.id) - 1
+                if left:
+                    due[task.id] = left
         return task
+
+    def _time_up(self, slot: int) -> None:
+        """End the waits due in this interval: their tasks' waiters wake, and those with time left
+        wait again."""
+        for task_id in self._due.pop(slot, ()):
+            changed = self._changed.pop(task_id, None)
+            if changed is not None:
+                changed.set()
 
     def listen(self, task_id: str) -> asyncio.Queue[TaskEvent]:
         """A queue that receives every later transition of the task; end with :meth:`unlisten`."""
