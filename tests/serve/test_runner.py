@@ -164,3 +164,119 @@ def test_the_mcp_sdk_is_imported_off_the_loop():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
+class _Writes:
+    """Records what a connection's real transport is asked to write, then writes it."""
+
+    def __init__(self, transport):
+        self.transport, self.calls = transport, []
+
+    def write(self, data):
+        self.calls.append(bytes(data))
+        self.transport.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.transport, name)
+
+
+def _watch_writes(h) -> list[_Writes]:
+    """The write calls of every connection the server holds now (the _OneWrite of each)."""
+    found = []
+    for protocol in h._server._server.server_state.connections:
+        one = protocol._tn_one
+        if not isinstance(one._transport, _Writes):
+            one._transport = _Writes(one._transport)
+        found.append(one._transport)
+    return found
+
+
+async def _raw(port: int, head: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head)
+    await writer.drain()
+    return reader, writer
+
+
+async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
+    """A response with a Content-Length (a JSON-RPC answer, the card, a HEAD of it) goes out in one
+    system call, head and body together; a streamed one (SSE) sends its head at once and each
+    event as it happens; an Expect: 100-continue is answered before the body is sent."""
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h:
+        reader, writer = await _raw(h.port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+        [watched] = _watch_writes(h)
+        call = b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",' \
+               b'"messageId":"m1","role":"user","parts":[{"kind":"text","text":"greet Ada"}]}}}'
+        for request in (b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+                        b"HEAD /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+                        b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (len(call), call)):
+            watched.calls.clear()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            body = b"" if request.startswith(b"HEAD") else await reader.readexactly(length)
+            assert head.startswith(b"HTTP/1.1 200") and len(watched.calls) == 1, watched.calls
+            assert watched.calls[0] == head + body
+            if request.startswith(b"POST"):
+                assert b'"state":"completed"' in body
+        writer.close()
+
+        # Expect: 100-continue: the interim answer is not held back waiting for a body
+        head = b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" \
+               b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % len(call)
+        reader, writer = await _raw(h.port, head)
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 100")
+        writer.write(call)
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 200")
+        writer.close()
+
+        # a stream: its head and first event arrive while the task still runs
+        stream = call.replace(b"message/send", b"message/stream").replace(b"greet Ada", b"slow 3")
+        reader, writer = await _raw(h.port, b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
+                                            b"\r\ncontent-length: %d\r\n\r\n%s" % (len(stream), stream))
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 2)
+        assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+        first = await asyncio.wait_for(reader.readuntil(b"\n\n"), 2)
+        assert b'"submitted"' in first or b'"working"' in first
+        writer.close()
+
+
+async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
+    parts = short_first = [b"a" * 100, b"b" * 70_000, b"c" * 10, b"d" * 80_000]
+    long_first = [b"e" * 70_000, b"f" * 5]
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        parts = long_first if scope["path"] == "/c" else short_first
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"%d" % sum(map(len, parts)))]})
+        for i, part in enumerate(parts):
+            await send({"type": "http.response.body", "body": part, "more_body": i < len(parts) - 1})
+            await asyncio.sleep(0)
+
+    server = AsgiServer(app, "127.0.0.1:0")
+    await server.start()
+    try:
+        reader, writer = await _raw(server.port, b"GET /a HTTP/1.1\r\nhost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(sum(map(len, parts))) == b"".join(parts)
+        [protocol] = server._server.server_state.connections
+        protocol._tn_one._transport = watched = _Writes(protocol._tn_one._transport)
+        writer.write(b"GET /b HTTP/1.1\r\nhost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert await reader.readexactly(sum(map(len, parts))) == b"".join(parts)
+        # its head with the first part, then each part as written (never held)
+        assert [len(c) for c in watched.calls] == [len(head) + 100, 70_000, 10, 80_000]
+        watched.calls.clear()
+        writer.write(b"GET /c HTTP/1.1\r\nhost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert await reader.readexactly(70_005) == b"".join(long_first)
+        assert [len(c) for c in watched.calls] == [len(head), 70_000, 5]  # a long part is not copied to join it
+        writer.close()
+    finally:
+        await server.stop()

@@ -118,7 +118,54 @@ class _Uvicorn(uvicorn.Server):
                 pass
 
 
-def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asyncio.Protocol]:
+class _OneWrite:
+    """What a connection's requests write their responses through (uvicorn's ``cycle.transport``):
+    a response with a Content-Length leaves in one system call, its head held until its body is
+    written (one TCP segment, not two, and the peer wakes once). Anything else (a streamed body, a
+    100 Continue, a refusal) goes out as written; a held head goes out first when the response
+    ends without a body or the connection is closed, and on its own before a body of 64 KiB or
+    more (not copied to join it)."""
+
+    __slots__ = ("_transport", "_protocol", "_held", "_cycle")
+
+    def __init__(self, transport: Any, protocol: Any) -> None:
+        self._transport = transport
+        self._protocol = protocol  # its current cycle says whether more of the response must follow
+        self._held: bytes | None = None
+        self._cycle: Any = None  # the request whose response wrote last
+
+    def write(self, data: bytes) -> None:
+        cycle = self._protocol.cycle
+        first, self._cycle = cycle is not self._cycle, cycle
+        if first and cycle.expected_content_length > 0 and not cycle.chunked_encoding \
+                and not cycle.response_complete:  # a response's head, and a body must follow
+            self._held = data
+            return
+        held, self._held = self._held, None
+        if held is not None:
+            if len(data) >= 65536:
+                self._transport.write(held)
+            else:
+                data = held + data
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _guarded(base: type[asyncio.Protocol], header_timeout: float, one_write: bool = False) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
     interval (checked every interval, so within two) with no request in progress and no keep-alive
     timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
@@ -127,6 +174,7 @@ def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asynci
     class Guarded(base):  # type: ignore[valid-type,misc]
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self._tn_one = _OneWrite(transport, self) if one_write else None
             self._tn_seen = None
             self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
 
@@ -143,6 +191,16 @@ def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asynci
             self._tn_seen = cycle
             self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
 
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            if self._tn_one is not None:
+                self.cycle.transport = self._tn_one  # the protocol itself keeps the socket's transport
+
+        def on_response_complete(self) -> None:
+            if self._tn_one is not None:
+                self._tn_one.flush()  # a body that wrote nothing (HEAD, an empty one): its head goes now
+            super().on_response_complete()
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._tn_timer.cancel()
             super().connection_lost(exc)
@@ -155,10 +213,12 @@ def _guarded(base: type[asyncio.Protocol], header_timeout: float) -> type[asynci
 def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """The guarded protocol class for this timeout (made once, not per server)."""
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
-    return _guarded(base, header_timeout)
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return _guarded(H11Protocol, header_timeout)
+    return _guarded(HttpToolsProtocol, header_timeout, one_write=True)  # its cycle says what must follow
 
 
 class AsgiServer:
