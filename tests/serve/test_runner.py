@@ -244,6 +244,21 @@ async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
         assert b'"submitted"' in first or b'"working"' in first
         writer.close()
 
+        # pipelined: a slow POST, then GET, HEAD, GET sent with it: four whole answers, in order
+        slow = call.replace(b"greet Ada", b"slow 0.3")
+        card = b" /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
+        reader, writer = await _raw(h.port, b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
+                                            b"\r\ncontent-length: %d\r\n\r\n%s" % (len(slow), slow)
+                                    + b"GET" + card + b"HEAD" + card + b"GET" + card)
+        bodies = []
+        for method in ("POST", "GET", "HEAD", "GET"):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            assert head.startswith(b"HTTP/1.1 200")
+            bodies.append(b"" if method == "HEAD" else await asyncio.wait_for(reader.readexactly(length), 5))
+        assert b'"state":"completed"' in bodies[0] and bodies[1] == bodies[3] and bodies[1].startswith(b'{"name"')
+        writer.close()
+
 
 async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
     parts = short_first = [b"a" * 100, b"b" * 70_000, b"c" * 10, b"d" * 80_000]
