@@ -219,6 +219,9 @@ class ServerWidget(w.VBox):
             elif isinstance(ev, TrafficEvent):
                 self.book.traffic.append(ev)
             elif isinstance(ev, ServerEvent):
+                url = self._info()[1]
+                if ev.url and url and ev.url != url:  # an earlier run of this name that stopped after this one began
+                    continue
                 self.status = ev.state
                 if ev.state in ("stopped", "failed"):  # this run is over; a new one gets a new widget
                     self._draw()

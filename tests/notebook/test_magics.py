@@ -71,6 +71,26 @@ async def test_serve_send_tasks_list_stop(ip):
     assert server.state == "stopped"
 
 
+async def test_a_server_served_again_right_after_stop_keeps_its_own_widget_live(ip):
+    """"stop" then "serve" of one name in a row: the first server's "stopped" comes after the new
+    widget began; it is the old run's, and the new widget keeps showing its own server's tasks."""
+    first = ip.run_line_magic("toolnexus", "serve --name again")
+    await wait_running(first)
+    ip.run_line_magic("toolnexus", "stop again")
+    second = ip.run_line_magic("toolnexus", "serve --name again")  # before the stop has run
+    await wait_running(second)
+    assert first.url != second.url and second.state == "running"
+    task = await ip.run_line_magic("toolnexus", f"send {second.url} greet the shell").done()
+    for _ in range(50):
+        await asyncio.sleep(0.05)
+        second.widget.refresh()
+        if second.widget.rows:
+            break
+    assert [(r["id"], r["state"]) for r in second.widget.rows] == [(task.id, "completed")]
+    assert second.widget.status == "running"
+    ip.run_line_magic("toolnexus", "stop again")
+
+
 async def test_threaded_server_serves_blocking_cells(ip):
     handle = ip.run_line_magic("toolnexus", "serve --name t-desk --thread")
     r = httpx.post(handle.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
