@@ -295,3 +295,27 @@ async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
         writer.close()
     finally:
         await server.stop()
+
+
+async def test_without_httptools_the_h11_protocol_serves_as_guarded():
+    """`pip install toolnexus[tui]` brings no httptools: uvicorn's h11 protocol, guarded the same
+    way, writes as uvicorn does (the one-write transport needs httptools' cycle)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from toolnexus.serve.runner import HEADER_TIMEOUT, _guarded
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    server = AsgiServer(app, "127.0.0.1:0", http=_guarded(H11Protocol, HEADER_TIMEOUT))
+    await server.start()
+    try:
+        async with httpx.AsyncClient() as http:
+            assert [(await http.get(server.url + "/x")).text for _ in range(3)] == ["ok"] * 3
+            assert (await http.head(server.url + "/x")).headers["content-length"] == "2"
+            [protocol] = server._server.server_state.connections  # the client's kept-alive one
+            assert isinstance(protocol, H11Protocol) and protocol._tn_one is None
+    finally:
+        await server.stop()
