@@ -43,6 +43,7 @@ def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
             lines = read_until(proc, "ready")
             started = lines[0]
             assert started["name"] == "demo-desk" and started["profiles"] == ["A2A"] and started["model"] == "demo"
+            assert started["loop"] == "uvloop"  # the fast extra's loop, installed with the test extra
             url = started["url"]
             card = httpx.get(url + "/.well-known/agent-card.json").json()
             assert {s["id"] for s in card["skills"]} == {"greet", "report", "weather"}

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from typing import Any
 
 from .errors import MissingExtra
@@ -112,21 +113,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _run(work: Coroutine[Any, Any, int]) -> int:
+    """``work`` on uvloop when it is installed (the ``fast`` extra), else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(work)
+    return uvloop.run(work)  # type: ignore[no-any-return]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what a worker of --workers is started with
     try:
         if args.command == "serve":
-            return asyncio.run(_serve(args))
+            return _run(_serve(args))
         if args.command == "card":
-            return asyncio.run(_card(args))
+            return _run(_card(args))
         if args.command == "doctor":
-            return asyncio.run(_doctor(args))
+            return _run(_doctor(args))
         if args.command == "send":
-            return asyncio.run(_send(args))
+            return _run(_send(args))
         if args.command == "replay":
-            return asyncio.run(_replay(args))
+            return _run(_replay(args))
     except UsageError as exc:
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -226,9 +236,10 @@ async def _serve(args: argparse.Namespace) -> int:
         _emit(args, f"worker {worker} ready (pid {os.getpid()})", {"event": "worker-ready", "worker": worker,
                                                                    "pid": os.getpid()})
     else:
+        loop = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop or asyncio
         _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
               {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles,
-               "model": args.model})
+               "model": args.model, "loop": loop})
     if worker is None:
         if a2a is not None:
             _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
