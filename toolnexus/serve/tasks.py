@@ -425,6 +425,7 @@ class TaskRunner:
         self._locks: dict[str, asyncio.Lock] = {}
         self._changed: dict[str, asyncio.Event] = {}
         self._due: dict[int, dict[str, int]] = {}  # a WAKE_EVERY interval -> the tasks waited on until then (how many waits)
+        self._timers: dict[int, asyncio.TimerHandle] = {}  # the timer of each interval in _due
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
@@ -748,13 +749,13 @@ class TaskRunner:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
         within ``WAKE_EVERY`` after that)."""
         due: dict[str, int] | None = None
-        if timeout is not None:
+        if timeout is not None and not (task.state.terminal or task.state.interrupted):
             loop = asyncio.get_running_loop()
             slot = math.ceil((loop.time() + timeout) / WAKE_EVERY)
             due = self._due.get(slot)
             if due is None:
                 due = self._due[slot] = {}
-                loop.call_at(slot * WAKE_EVERY, self._time_up, slot)
+                self._timers[slot] = loop.call_at(slot * WAKE_EVERY, self._time_up, slot)
             due[task.id] = due.get(task.id, 0) + 1
         try:
             while not (task.state.terminal or task.state.interrupted):
@@ -783,6 +784,7 @@ class TaskRunner:
     def _time_up(self, slot: int) -> None:
         """End the waits due in this interval: their tasks' waiters wake, and those with time left
         wait again."""
+        self._timers.pop(slot, None)
         for task_id in self._due.pop(slot, ()):
             changed = self._changed.pop(task_id, None)
             if changed is not None:
@@ -816,6 +818,8 @@ class TaskRunner:
 
     async def close(self) -> None:
         """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
+        for timer in self._timers.values():
+            timer.cancel()
         runs = list(self._runs.values()) + list(self._hooks)
         for run in runs:
             run.cancel()
