@@ -184,8 +184,8 @@ async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
         await rpc(http, h.url, "tasks/cancel", {"id": task.id})
         for waiting in (endless, again):
             assert (await asyncio.wait_for(waiting, 5)).state is TaskState.CANCELED
-        assert not any(task.id in due for due in h.runner._due.values())
-        timers = list(h.runner._timers.values())
+        assert not any(task.id in waits for _, waits in h.runner._due.values())
+        timers = [timer for timer, _ in h.runner._due.values()]
         assert timers  # the 30 s wait's interval is still to come
     assert all(timer.cancelled() for timer in timers)  # a stopped server leaves no timer behind
 

@@ -180,13 +180,12 @@ class _Writes:
         return getattr(self.transport, name)
 
 
-def _watch_writes(h) -> list[_Writes]:
+def _watch_writes(server: AsgiServer) -> list[_Writes]:
     """The write calls of every connection the server holds now (the _OneWrite of each)."""
     found = []
-    for protocol in h._server._server.server_state.connections:
+    for protocol in server._server.server_state.connections:
         one = protocol._tn_one
-        if not isinstance(one._transport, _Writes):
-            one._transport = _Writes(one._transport)
+        one._transport = _Writes(one._transport)
         found.append(one._transport)
     return found
 
@@ -207,7 +206,7 @@ async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
         reader, writer = await _raw(h.port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
         await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
-        [watched] = _watch_writes(h)
+        [watched] = _watch_writes(h._server)
         call = b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",' \
                b'"messageId":"m1","role":"user","parts":[{"kind":"text","text":"greet Ada"}]}}}'
         for request in (b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
@@ -280,8 +279,7 @@ async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
         reader, writer = await _raw(server.port, b"GET /a HTTP/1.1\r\nhost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(sum(map(len, parts))) == b"".join(parts)
-        [protocol] = server._server.server_state.connections
-        protocol._tn_one._transport = watched = _Writes(protocol._tn_one._transport)
+        [watched] = _watch_writes(server)
         writer.write(b"GET /b HTTP/1.1\r\nhost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
         assert await reader.readexactly(sum(map(len, parts))) == b"".join(parts)

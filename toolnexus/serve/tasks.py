@@ -424,8 +424,8 @@ class TaskRunner:
         self.on_task = Hook(on_task, "on_task")
         self._locks: dict[str, asyncio.Lock] = {}
         self._changed: dict[str, asyncio.Event] = {}
-        self._due: dict[int, dict[str, int]] = {}  # a WAKE_EVERY interval -> the tasks waited on until then (how many waits)
-        self._timers: dict[int, asyncio.TimerHandle] = {}  # the timer of each interval in _due
+        # a WAKE_EVERY interval -> its timer, and the tasks waited on until then (how many waits each)
+        self._due: dict[int, tuple[asyncio.TimerHandle, dict[str, int]]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
@@ -748,15 +748,15 @@ class TaskRunner:
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
         within ``WAKE_EVERY`` after that)."""
-        due: dict[str, int] | None = None
+        due: tuple[asyncio.TimerHandle, dict[str, int]] | None = None
         if timeout is not None and not (task.state.terminal or task.state.interrupted):
             loop = asyncio.get_running_loop()
             slot = math.ceil((loop.time() + timeout) / WAKE_EVERY)
             due = self._due.get(slot)
             if due is None:
-                due = self._due[slot] = {}
-                self._timers[slot] = loop.call_at(slot * WAKE_EVERY, self._time_up, slot)
-            due[task.id] = due.get(task.id, 0) + 1
+                due = self._due[slot] = (loop.call_at(slot * WAKE_EVERY, self._time_up, slot), {})
+            waits = due[1]
+            waits[task.id] = waits.get(task.id, 0) + 1
         try:
             while not (task.state.terminal or task.state.interrupted):
                 if due is not None and self._due.get(slot) is not due:  # its time is up
@@ -776,16 +776,15 @@ class TaskRunner:
                         _adopt(task, fresh)
         finally:
             if due is not None and self._due.get(slot) is due:
-                left = due.pop(task.id) - 1
+                left = waits.pop(task.id) - 1
                 if left:
-                    due[task.id] = left
+                    waits[task.id] = left
         return task
 
     def _time_up(self, slot: int) -> None:
         """End the waits due in this interval: their tasks' waiters wake, and those with time left
         wait again."""
-        self._timers.pop(slot, None)
-        for task_id in self._due.pop(slot, ()):
+        for task_id in self._due.pop(slot, (None, ()))[1]:
             changed = self._changed.pop(task_id, None)
             if changed is not None:
                 changed.set()
@@ -818,7 +817,7 @@ class TaskRunner:
 
     async def close(self) -> None:
         """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
-        for timer in self._timers.values():
+        for timer, _ in self._due.values():
             timer.cancel()
         runs = list(self._runs.values()) + list(self._hooks)
         for run in runs:
