@@ -286,7 +286,7 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
-    from .serve.postgres import is_postgres_url
+    from .stores import is_postgres_url
     from .serve.runner import http_url, listening_socket
     from .traffic import mask_url
 

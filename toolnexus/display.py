@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .errors import MissingExtra
+
 if TYPE_CHECKING:
     from .a2a.card import AgentCard, CardReport
     from .a2a.model import Task
@@ -140,7 +142,5 @@ def to_dataframe(rows: list[dict[str, Any]]) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        from .errors import MissingExtra
-
         raise MissingExtra("to_dataframe() needs pandas: pip install 'toolnexus[notebook]' (or pandas)") from None
     return pd.DataFrame(rows)

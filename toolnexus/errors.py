@@ -200,6 +200,18 @@ class VersionNotSupportedError(RPCError):
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
+class StaleTaskError(ToolnexusError):
+    """A save over a task version another worker has written since this one read it (a store's
+    refusal: ``TaskRunner.transition`` reads the task again and decides the move anew)."""
+
+
+class StoreUnavailableError(InternalError):
+    """The task store's database cannot be reached (down, restarting, refusing): the call fails, the
+    agent stays up and uses the database again as soon as it answers."""
+
+    message = "the task store is unavailable: try again shortly"
+
+
 RPC_ERRORS: dict[int, type[RPCError]] = {
     cls.code: cls
     for cls in (

@@ -230,7 +230,7 @@ class Workspace:
         return server
 
     async def _start(self, server: HostedServer, sock: Any = None) -> None:
-        from . import create_toolkit
+        from .toolkit import create_toolkit  # at first use: the toolkit and serving stack load in a second
 
         spec = server.spec
         client, auth = prepare(spec)

@@ -26,10 +26,10 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .events import EventBus
+from .errors import MissingExtra
+from .events import EventBus, RemoteCallEvent, TaskEvent
 
 __all__ = ["TraceContext", "parse_traceparent", "new_trace", "export_spans", "HEADER"]
 
@@ -143,11 +143,7 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
         from opentelemetry.sdk.trace import ReadableSpan
         from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
     except ImportError:
-        from .errors import MissingExtra
-
         raise MissingExtra("exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'") from None
-    from .events import RemoteCallEvent, TaskEvent
-
     resource = Resource.create({"service.name": service})
     started: dict[str, int] = {}
 

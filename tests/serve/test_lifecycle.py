@@ -166,7 +166,7 @@ async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
     """Waits with a timeout share one timer per interval: a short wait ends on time while a longer
     one and one without a timeout on the same task go on; the end of the task ends the rest; nothing
     of them is left behind."""
-    from toolnexus.serve.tasks import WAKE_EVERY
+    from toolnexus.serve.lifecycle import WAKE_EVERY
 
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:

@@ -13,7 +13,8 @@ import toolnexus as tn
 from toolnexus.a2a.model import Message, Part, Task, TaskState, TaskStatus
 from toolnexus.errors import ConfigError
 from toolnexus import _json
-from toolnexus.serve.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresTaskStore, StaleTaskError, migrate
+from toolnexus.errors import StaleTaskError
+from toolnexus.stores.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresTaskStore, migrate
 
 from ..conftest import EXAMPLE_SKILLS
 from .wire import rpc, v03_message
@@ -60,7 +61,7 @@ async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgre
 
 
 async def test_a_database_of_an_older_version_is_migrated_and_keeps_its_tasks(postgres):
-    from toolnexus.serve.tasks import task_record
+    from toolnexus.stores import task_record
 
     old = await asyncpg.connect(postgres)
     try:  # a database as version 1 left it, with a task in it
@@ -138,7 +139,7 @@ async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recover
 
 
 def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
-    from toolnexus.serve.tasks import open_store
+    from toolnexus.stores import open_store
 
     with pytest.raises(ConfigError, match=r"'postgresql://\.\.\.'.*'mysql://u:\*\*\*@h/db'"):
         open_store("mysql://u:hunter2@h/db")

@@ -10,8 +10,7 @@ import pytest
 
 import toolnexus as tn
 from toolnexus.a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
-from toolnexus.serve.postgres import PostgresTaskStore
-from toolnexus.serve.tasks import FileTaskStore, MemoryTaskStore, open_store
+from toolnexus.stores import FileTaskStore, MemoryTaskStore, PostgresTaskStore, open_store
 
 from .wire import rpc, v03_message
 
@@ -205,7 +204,7 @@ def test_finished_tasks_pack_with_either_codec_and_from_many_threads_at_once():
     from concurrent.futures import ThreadPoolExecutor
 
     from toolnexus import _json
-    from toolnexus.serve.tasks import task_from_record, task_record
+    from toolnexus.stores import task_from_record, task_record
 
     task = make(1)
     task.history[0].parts[0].text = "Grüße, 東京 \u0000 " + "x" * 200
@@ -235,7 +234,7 @@ def test_a_packed_task_holds_no_more_memory_than_its_bytes():
     code = textwrap.dedent("""
         import os
         from toolnexus import _json
-        from toolnexus.serve.tasks import task_record
+        from toolnexus.stores import task_record
         from tests.serve.test_stores import make
 
         def rss():

@@ -633,7 +633,7 @@ async def test_a_message_to_a_working_task_reaches_the_model_at_its_next_turn(ht
 
 
 async def test_messages_waiting_for_a_working_task_are_bounded(http):
-    from toolnexus.serve.tasks import INBOX_LIMIT
+    from toolnexus.serve.lifecycle import INBOX_LIMIT
 
     release = asyncio.Event()
 

@@ -22,24 +22,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .model import Part, Task
+    from .model import Task
 
-__all__ = ["MAX_FILE", "read_file_part", "save_artifacts", "SavedArtifacts", "safe_name"]
+__all__ = ["MAX_FILE", "read_file", "save_artifacts", "SavedArtifacts", "safe_name"]
 
 MAX_FILE = 10 * 1024 * 1024  # a file sent as a part is held in memory and base64 on the wire
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|\u202a-\u202e\u2066-\u2069]+")
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
-def read_file_part(path: str | os.PathLike[str], *, media_type: str | None = None, max_bytes: int = MAX_FILE) -> Part:
-    """The regular file at ``path`` as a file part (base64 ``raw``, its name and media type).
+def read_file(path: str | os.PathLike[str], *, media_type: str | None = None,
+              max_bytes: int = MAX_FILE) -> tuple[str, str, str]:
+    """The regular file at ``path`` as a file part's fields: ``(base64 raw, media type, name)``
+    (``Part.of_file`` makes the part).
 
     Raises:
         ValueError: the path is missing, not a regular file, or larger than ``max_bytes`` (the
             message says which).
     """
-    from .model import Part
-
     p = Path(path).expanduser()
     try:
         info = p.stat()
@@ -54,7 +54,7 @@ def read_file_part(path: str | os.PathLike[str], *, media_type: str | None = Non
     if len(data) > max_bytes:  # it grew while we looked
         raise ValueError(f"cannot attach {p}: over the {max_bytes:,}-byte limit")
     kind = media_type or mimetypes.guess_type(p.name)[0] or "application/octet-stream"
-    return Part("file", raw=base64.b64encode(data).decode("ascii"), media_type=kind, filename=p.name)
+    return base64.b64encode(data).decode("ascii"), kind, p.name
 
 
 def safe_name(name: str | None, fallback: str = "artifact") -> str:

@@ -12,9 +12,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..trace import TraceContext
+from .. import display
+from . import files
+
+if TYPE_CHECKING:
+    from ..trace import TraceContext
 
 __all__ = [
     "TaskState",
@@ -137,9 +141,8 @@ class Part:
     def of_file(cls, path: str | os.PathLike[str], media_type: str | None = None) -> Part:
         """A local regular file, inline (base64), with its name and media type (guessed from the
         name unless given); at most 10 MiB, else ``ValueError`` says why."""
-        from .files import read_file_part
-
-        return read_file_part(path, media_type=media_type)
+        raw, kind, name = files.read_file(path, media_type=media_type)
+        return cls("file", raw=raw, media_type=kind, filename=name)
 
     def as_text(self) -> str:
         """The part as prompt text: data as JSON, files as a one-line mention."""
@@ -235,30 +238,18 @@ class Task:
             self.version,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The task as the 1.0 dialect renders it (camelCase, no ``kind``)."""
-        from .dialects import Dialect, render_task
-
-        return render_task(self, Dialect.V10)
-
     def to_dataframe(self) -> Any:
         """One row per message (needs pandas)."""
-        from ..display import to_dataframe
-
-        return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
+        return display.to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
                              for m in self.history])
 
     def save_artifacts(self, folder: str | os.PathLike[str]) -> Any:
         """Write every artifact part into ``folder``; returns a :class:`~toolnexus.a2a.files.SavedArtifacts`.
         Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched."""
-        from .files import save_artifacts
-
-        return save_artifacts(self, folder)
+        return files.save_artifacts(self, folder)
 
     def _repr_html_(self) -> str:
-        from ..display import task_html
-
-        return task_html(self)
+        return display.task_html(self)
 
     @property
     def reply(self) -> str:

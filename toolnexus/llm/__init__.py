@@ -13,7 +13,7 @@ from .client import Client, RunResult, Style, ToolCall, Turn, Usage, WaitFor
 from .demo import DEMO_MODEL, approval_tool, demo_generate
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle
-from .store import ConversationStore, FileConversationStore, MemoryConversationStore
+from ..stores.conversations import ConversationStore, FileConversationStore, MemoryConversationStore
 
 __all__ = [
     "Client",

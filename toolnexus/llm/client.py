@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import MaxTurnsError, ModelTimeout
 from ..tools import Answer, Request, Tool, ToolContext, ToolResult
-from .store import ConversationStore, MemoryConversationStore
+from ..stores.conversations import ConversationStore, MemoryConversationStore
 
 if TYPE_CHECKING:
     from ..toolkit import Toolkit

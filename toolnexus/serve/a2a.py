@@ -54,7 +54,7 @@ from ..errors import (
 from ..events import TaskEvent
 from ..skills import SkillDef
 from .config import A2AConfig
-from .tasks import TaskRunner
+from .lifecycle import TaskRunner
 
 __all__ = ["A2AEndpoint", "KEEPALIVE"]
 

@@ -29,9 +29,9 @@ from .config import A2AConfig, MCPServeConfig
 from .guard import HostGuard, is_loopback
 from .push import PushNotifier
 from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
-from ..llm.store import MemoryConversationStore
-from .postgres import PostgresConversationStore, PostgresTaskStore, WorkerLink
-from .tasks import FileTaskStore, TaskRunner, open_store
+from ..stores import FileTaskStore, MemoryConversationStore, PostgresConversationStore, PostgresTaskStore, open_store
+from ..stores.postgres import WorkerLink
+from .lifecycle import TaskRunner
 
 if TYPE_CHECKING:
     from ..llm import Client

@@ -25,10 +25,11 @@ from typing import Any
 
 from .. import _json
 from ..a2a.model import Task, TaskState
-from ..errors import ConfigError, InternalError, MissingExtra, ToolnexusError
+from ..errors import ConfigError, MissingExtra, StaleTaskError, StoreUnavailableError
+from ..traffic import mask_url
+from .base import TaskPage, task_from_record, task_record
 
-__all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "StaleTaskError", "StoreUnavailableError",
-           "SCHEMA_VERSION", "is_postgres_url"]
+__all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "SCHEMA_VERSION", "is_postgres_url"]
 
 log = logging.getLogger("toolnexus.serve")
 
@@ -82,17 +83,6 @@ def is_postgres_url(store: Any) -> bool:
     return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
 
 
-class StaleTaskError(ToolnexusError):
-    """A save over a task version another worker has written since this one read it."""
-
-
-class StoreUnavailableError(InternalError):
-    """The database cannot be reached (down, restarting, refusing): the call fails, the agent stays
-    up and uses the database again as soon as it answers."""
-
-    message = "the task store is unavailable: try again shortly"
-
-
 @contextlib.asynccontextmanager
 async def _reachable(db: _Database) -> AsyncIterator[Any]:
     """The pool, with the database being out of reach turned into :class:`StoreUnavailableError`."""
@@ -140,8 +130,6 @@ class _Database:
     """One asyncpg pool, opened (and the schema migrated) on first use, shared by the stores of a URL."""
 
     def __init__(self, url: str, size: int = 10) -> None:
-        from ..traffic import mask_url
-
         self.url = url
         self.safe_url = mask_url(url)  # what a log line may say
         self.size = size
@@ -181,7 +169,6 @@ class PostgresTaskStore:
     """
 
     def __init__(self, url: str, *, pool_size: int = 10, lease: float = 5.0) -> None:
-        from .tasks import task_from_record, task_record
 
         self.db = _Database(url, pool_size)
         self._record, self._task = task_record, task_from_record
@@ -238,7 +225,6 @@ class PostgresTaskStore:
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
                    owner: str | None = None) -> Any:
-        from .tasks import TaskPage
 
         try:
             start = int(page_token) if page_token else 0

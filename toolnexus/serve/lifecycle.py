@@ -1,4 +1,5 @@
-"""Served tasks: where they are kept (stores) and the one place that moves them (TaskRunner).
+"""The task lifecycle: the one place that moves a served task (TaskRunner); the tasks are kept in a
+store (:mod:`toolnexus.stores`).
 
 Every state change goes through :meth:`TaskRunner.transition`, which checks the move against
 ``LEGAL``, saves, wakes the waiters and publishes a :class:`TaskEvent`. A terminal state never
@@ -8,22 +9,13 @@ changes; an illegal move is refused and recorded nowhere.
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
-import datetime
-import json
 import logging
 import math
-import os
-import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from .. import _json, trace
-from ..trace import TraceContext
-from ..a2a.dialects import Dialect, parse_task, render_task
-from ..a2a.jsonrpc import too_deep
+from .. import trace
 from ..a2a.model import (
     Artifact,
     Message,
@@ -36,7 +28,8 @@ from ..a2a.model import (
     now_iso,
 )
 from ..errors import (
-    ConfigError,
+    StaleTaskError,
+    StoreUnavailableError,
     InvalidParamsError,
     MaxTurnsError,
     ModelError,
@@ -44,9 +37,8 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, Hook, TaskEvent
-from ..traffic import mask_url
-from .postgres import StaleTaskError, StoreUnavailableError
 from ..llm.client import Inbox
+from ..stores import TaskStore, visible
 from ..tools import Answer
 
 if TYPE_CHECKING:
@@ -54,334 +46,11 @@ if TYPE_CHECKING:
     from ..toolkit import Toolkit
     from .push import PushNotifier
 
-__all__ = ["TaskStore", "MemoryTaskStore", "FileTaskStore", "TaskRunner", "open_store", "TaskPage"]
+__all__ = ["TaskRunner", "OnTask"]
 
 log = logging.getLogger("toolnexus.serve")
 
 OnTask = Callable[[dict[str, Any]], Any]
-
-
-class TaskPage:
-    """One page of a task listing."""
-
-    def __init__(self, tasks: list[Task], next_token: str, total: int) -> None:
-        self.tasks = tasks
-        self.next_token = next_token
-        self.total = total
-
-
-@runtime_checkable
-class TaskStore(Protocol):
-    """Where served tasks live. Every store keeps the same contract (tests/serve/test_stores.py)."""
-
-    async def get(self, id: str) -> Task | None: ...
-
-    async def save(self, task: Task) -> None: ...
-
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> TaskPage:
-        """Newest first. ``updated_after``: only tasks whose status changed at or after it (UTC, in
-        ``now_iso`` form). ``owner``: only the tasks that owner may see (its own and unowned ones)."""
-        ...
-
-
-def visible(task_owner: str | None, caller: str | None) -> bool:
-    """Whether a caller may see a task: the server itself and callers not told apart (None) see
-    every task, a caller its own tasks and unowned ones."""
-    return caller is None or task_owner is None or task_owner == caller
-
-
-def _page(tasks: list[Task], context_id: str | None, state: TaskState | None, updated_after: str | None,
-          page_size: int, page_token: str, owner: str | None = None) -> TaskPage:
-    """Newest first; the token is the offset into the filtered listing."""
-    chosen = [
-        t for t in tasks
-        if (context_id is None or t.context_id == context_id)
-        and visible(t.owner, owner)
-        and (state is None or t.state is state)
-        and (updated_after is None or (t.status.timestamp or "") >= updated_after)
-    ]
-    chosen.sort(key=lambda t: (t.created, t.id), reverse=True)
-    start, end, next_token = _window(len(chosen), page_size, page_token)
-    return TaskPage(chosen[start:end], next_token, len(chosen))
-
-
-def _window(total: int, page_size: int, page_token: str) -> tuple[int, int, str]:
-    """The slice a page covers, and the token of the next page ("" at the end)."""
-    try:
-        start = int(page_token) if page_token else 0
-    except ValueError:
-        raise ValueError("pageToken is not one this server gave out") from None
-    if start < 0 or start > total:
-        raise ValueError("pageToken is not one this server gave out")
-    end = min(start + page_size, total)
-    return start, end, str(end) if end < total else ""
-
-
-class MemoryTaskStore:
-    """Tasks in memory, for the life of the process (the default).
-
-    One entry per task: ``(context_id, state value, status timestamp, owner, body)``. A task in
-    flight is kept as the live object; a finished one packed (``_json.pack``: compact bytes, ~250
-    bytes for a short exchange), so that its entry holds only strings and bytes and the garbage
-    collector stops walking it after its first pass. The last ``RECENT`` tasks to finish are also
-    kept as they were, so that the polls that follow a task's end (most of a busy agent's traffic)
-    do not unpack it again. Listings walk the entries newest first (the dict keeps the order of
-    creation).
-
-    Retention: past ``max_tasks`` finished tasks, or for finished tasks older than ``max_age``
-    seconds, the oldest finished tasks are dropped (a task in flight never is). None: no limit.
-    """
-
-    RECENT = 256
-
-    def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
-        if max_tasks is not None and (type(max_tasks) is not int or max_tasks < 0):
-            raise ConfigError(f"keep_tasks (the finished tasks the memory store keeps) must be a whole number "
-                              f">= 0 or None, not {max_tasks!r}")
-        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
-                                    or not max_age > 0):
-            raise ConfigError(f"keep_for (seconds the memory store keeps a finished task) must be a number > 0 "
-                              f"or None, not {max_age!r}")
-        self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
-        self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
-        self._recent: collections.OrderedDict[str, Task] = collections.OrderedDict()  # just finished, live
-        self.max_tasks = max_tasks
-        self.max_age = max_age
-
-    async def get(self, id: str) -> Task | None:
-        found = self._tasks.get(id)
-        if found is None:
-            return None
-        body = found[4]
-        if isinstance(body, bytes):
-            live = self._recent.get(id)
-            return live if live is not None else _readable(id, lambda: task_from_record(_json.unpack(body)))
-        return body
-
-    async def save(self, task: Task) -> None:
-        body: Task | bytes = task
-        if task.state.terminal:
-            try:
-                body = _json.pack(task_record(task))
-            except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
-                log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
-            if task.id not in self._tasks or not _STATE[self._tasks[task.id][1]].terminal:
-                self._finished.append(task.id)
-            self._recent[task.id] = task
-            self._recent.move_to_end(task.id)
-            if len(self._recent) > self.RECENT:
-                self._recent.popitem(last=False)
-        self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, body)
-        if task.state.terminal:
-            self._retain()
-
-    def _retain(self) -> None:
-        """Drop the oldest finished tasks past ``max_tasks`` or ``max_age``."""
-        finished = self._finished
-        while self.max_tasks is not None and len(finished) > self.max_tasks:
-            self._drop_oldest()
-        if self.max_age is not None:
-            cutoff = time.time() - self.max_age
-            while finished and _epoch(self._tasks[finished[0]][2]) < cutoff:
-                self._drop_oldest()
-
-    def _drop_oldest(self) -> None:
-        gone = self._finished.popleft()
-        self._tasks.pop(gone, None)
-        self._recent.pop(gone, None)
-
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> TaskPage:
-        chosen = [
-            id for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
-            if (context_id is None or ctx == context_id)
-            and visible(who, owner)
-            and (state is None or st == state.value)
-            and (updated_after is None or stamp >= updated_after)
-        ]
-        start, end, next_token = _window(len(chosen), page_size, page_token)
-        tasks = [t for t in [await self.get(id) for id in chosen[start:end]] if t is not None]
-        return TaskPage(tasks, next_token, len(chosen))
-
-    def __len__(self) -> int:
-        return len(self._tasks)
-
-
-def _epoch(stamp: str) -> float:
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def _readable(id: str, read: Callable[[], Task]) -> Task | None:
-    """``read()``, or None (reported) when the record cannot be read: one bad record never breaks
-    a listing or a lookup of any other task."""
-    try:
-        return read()
-    except Exception as exc:
-        log.error("task %s: its stored record cannot be read (%s: %s); skipped", id, type(exc).__name__, exc)
-        return None
-
-
-RECORD_DEPTH = 200
-"""The deepest stored record read back (orjson writes at most 255 levels)."""
-
-
-def task_record(task: Task) -> dict[str, Any]:
-    """A task as the file store writes it: the v0.3 rendering plus what never crosses the wire."""
-    record = render_task(task, Dialect.V03)
-    record["toolnexus"] = {"skill": task.skill, "request": task.request, "created": task.created}
-    if task.owner is not None:
-        record["toolnexus"]["owner"] = task.owner
-    if task.trace is not None:
-        record["toolnexus"]["trace"] = task.trace.to_dict()
-    return record
-
-
-def task_from_record(record: dict[str, Any]) -> Task:
-    """A task from :func:`task_record` (or any v0.3-shaped task, through the lenient parser)."""
-    extra = record.get("toolnexus")
-    if extra is None:
-        return parse_task(record)
-    status = record["status"]
-    message = status.get("message")
-    return Task(
-        record["id"],
-        record["contextId"],
-        TaskStatus(_STATE[status["state"]], _message(message) if message else None, status.get("timestamp")),
-        [_message(m) for m in record.get("history", ())],
-        [Artifact([_part(p) for p in a["parts"]], a["artifactId"], a.get("name"), a.get("description"),
-                  a.get("metadata")) for a in record.get("artifacts", ())],
-        record.get("metadata"),
-        extra.get("skill"),
-        extra.get("request") or "",
-        extra.get("created") or now_iso(),
-        extra.get("owner"),
-        TraceContext.from_dict(extra.get("trace")),
-    )
-
-
-_STATE = {s.value: s for s in TaskState}
-
-
-def _part(p: dict[str, Any]) -> Part:
-    kind = p["kind"]
-    if kind == "text":
-        return Part("text", text=p["text"], metadata=p.get("metadata"))
-    if kind == "data":
-        return Part("data", data=p["data"], metadata=p.get("metadata"))
-    f = p["file"]
-    return Part("file", raw=f.get("bytes"), url=f.get("uri"), media_type=f.get("mimeType"), filename=f.get("name"),
-                metadata=p.get("metadata"))
-
-
-def _message(m: dict[str, Any]) -> Message:
-    return Message(m["role"], [_part(p) for p in m["parts"]], m["messageId"], m.get("contextId"), m.get("taskId"),
-                   m.get("metadata"), m.get("referenceTaskIds"))
-
-
-class FileTaskStore:
-    """One JSON file per task in ``folder``, replaced atomically (write a temp file, then rename).
-
-    A crash never leaves a partial task file; reads are served from memory after the first load.
-    """
-
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._cache: dict[str, Task] = {}
-        self._loaded = False
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    def _path(self, id: str) -> Path:
-        safe = base64.urlsafe_b64encode(id.encode()).decode().rstrip("=") if not _plain(id) else id
-        return self.folder / f"{safe}.json"
-
-    def load(self) -> list[Task]:
-        """Read every task file (skipping and logging any that does not parse)."""
-        if not self._loaded:
-            for path in sorted(self.folder.glob("*.json")):
-                task = _readable(path.name, lambda: _read_file(path))  # a damaged file must not stop the server
-                if task is not None:
-                    self._cache[task.id] = task
-            for tmp in self.folder.glob(".*.tmp"):  # left by a crash mid-write; the old file stands
-                tmp.unlink(missing_ok=True)
-            self._loaded = True
-        return list(self._cache.values())
-
-    async def get(self, id: str) -> Task | None:
-        if not self._loaded:
-            await asyncio.to_thread(self.load)
-        return self._cache.get(id)
-
-    async def save(self, task: Task) -> None:
-        if not self._loaded:
-            await asyncio.to_thread(self.load)
-        snapshot = task.snapshot()
-        self._cache[task.id] = task
-        body = json.dumps(task_record(snapshot), ensure_ascii=False)
-        path = self._path(task.id)
-        lock = self._locks.setdefault(task.id, asyncio.Lock())
-        async with lock:  # saves of one task land in order
-            await asyncio.to_thread(_atomic_write, path, body)
-
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> TaskPage:
-        if not self._loaded:
-            await asyncio.to_thread(self.load)
-        return _page(list(self._cache.values()), context_id, state, updated_after, page_size, page_token, owner)
-
-
-def _read_file(path: Path) -> Task:
-    record = json.loads(path.read_text(encoding="utf-8"))
-    if too_deep(record, RECORD_DEPTH):
-        raise ValueError(f"nested deeper than {RECORD_DEPTH} levels")
-    return task_from_record(record)
-
-
-def _plain(id: str) -> bool:
-    return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
-
-
-def _atomic_write(path: Path, body: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(body)
-    os.replace(tmp, path)
-
-
-def open_store(store: str | TaskStore | None, *, max_tasks: int | None = 100_000,
-               max_age: float | None = None) -> TaskStore:
-    """``"memory"`` (default; keeps at most ``max_tasks`` finished tasks, none older than ``max_age``
-    seconds), ``"file:<dir>"`` (keeps everything), ``"postgresql://..."`` (keeps everything, shared by
-    every worker: see :mod:`toolnexus.serve.postgres`), or any object with the TaskStore methods."""
-    if store is None or store == "memory":
-        return MemoryTaskStore(max_tasks, max_age)
-    if isinstance(store, str):
-        if store.startswith("file:") and len(store) > 5:
-            return FileTaskStore(Path(store[5:]).expanduser())
-        from .postgres import PostgresTaskStore, is_postgres_url
-
-        if is_postgres_url(store):
-            return PostgresTaskStore(store)
-        raise ConfigError(f"store must be 'memory', 'file:<dir>', 'postgresql://...' or a TaskStore object, "
-                          f"not {mask_url(store)!r}")
-    for name in ("get", "save", "list"):
-        if not callable(getattr(store, name, None)):
-            raise ConfigError(f"store object {store!r} has no {name}() method")
-    return store
 
 
 def _adopt(task: Task, fresh: Task) -> None:
@@ -434,7 +103,7 @@ class TaskRunner:
         self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
         self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
         self.link: Any = None
-        """The shared store's :class:`~toolnexus.serve.postgres.WorkerLink`, when there is one."""
+        """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
         self.push: PushNotifier | None = None
         """Where changes of tasks with push-notification configs go (None: the agent has none)."""
 
@@ -658,7 +327,7 @@ class TaskRunner:
                 await asyncio.sleep(pause)
                 waited, pause = waited + pause, min(pause * 2, 5.0)
 
-    # -- other workers (a shared store: see serve.postgres.WorkerLink) --------------------------
+    # -- other workers (a shared store: see stores.postgres.WorkerLink) --------------------------
     async def arrived(self, task_id: str, version: int, state: TaskState) -> None:
         """Another worker moved a task: tell this worker's bus, streams and waits; stop a run here
         that it ended (a cancel sent to it), forget a question it took the answer to. A change of

@@ -1,0 +1,85 @@
+"""Served tasks as one JSON file each in a folder (``store="file:<dir>"``)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+from pathlib import Path
+
+from ..a2a.jsonrpc import too_deep
+from ..a2a.model import Task, TaskState
+from .base import RECORD_DEPTH, TaskPage, page_of, readable, task_from_record, task_record
+
+__all__ = ["FileTaskStore"]
+
+class FileTaskStore:
+    """One JSON file per task in ``folder``, replaced atomically (write a temp file, then rename).
+
+    A crash never leaves a partial task file; reads are served from memory after the first load.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._cache: dict[str, Task] = {}
+        self._loaded = False
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _path(self, id: str) -> Path:
+        safe = base64.urlsafe_b64encode(id.encode()).decode().rstrip("=") if not _plain(id) else id
+        return self.folder / f"{safe}.json"
+
+    def load(self) -> list[Task]:
+        """Read every task file (skipping and logging any that does not parse)."""
+        if not self._loaded:
+            for path in sorted(self.folder.glob("*.json")):
+                task = readable(path.name, lambda: _read_file(path))  # a damaged file must not stop the server
+                if task is not None:
+                    self._cache[task.id] = task
+            for tmp in self.folder.glob(".*.tmp"):  # left by a crash mid-write; the old file stands
+                tmp.unlink(missing_ok=True)
+            self._loaded = True
+        return list(self._cache.values())
+
+    async def get(self, id: str) -> Task | None:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        return self._cache.get(id)
+
+    async def save(self, task: Task) -> None:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        snapshot = task.snapshot()
+        self._cache[task.id] = task
+        body = json.dumps(task_record(snapshot), ensure_ascii=False)
+        path = self._path(task.id)
+        lock = self._locks.setdefault(task.id, asyncio.Lock())
+        async with lock:  # saves of one task land in order
+            await asyncio.to_thread(_atomic_write, path, body)
+
+    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
+                   owner: str | None = None) -> TaskPage:
+        if not self._loaded:
+            await asyncio.to_thread(self.load)
+        return page_of(list(self._cache.values()), context_id, state, updated_after, page_size, page_token, owner)
+
+
+def _read_file(path: Path) -> Task:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if too_deep(record, RECORD_DEPTH):
+        raise ValueError(f"nested deeper than {RECORD_DEPTH} levels")
+    return task_from_record(record)
+
+
+def _plain(id: str) -> bool:
+    return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
+
+
+def _atomic_write(path: Path, body: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(body)
+    os.replace(tmp, path)
