@@ -100,7 +100,7 @@ def _bare_app() -> Any:
 
 async def _run_server(kind: str) -> None:
     import toolnexus as tn
-    from toolnexus.serve.runner import AsgiServer, serving_gc
+    from toolnexus.http.server import AsgiServer, serving_gc
 
     # both on this process's uvloop; uvicorn's http="auto" picks httptools when it is installed
     if kind == "bare":

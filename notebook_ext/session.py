@@ -109,7 +109,7 @@ class NotebookSession:
         """A server on the kernel's loop. It answers once the cell ends, but its socket listens at once,
         so its URL is known and any client (the next line's send, an SDK client) can use it: the
         connection waits until the server runs."""
-        from toolnexus.serve.runner import listening_socket
+        from toolnexus.http.server import listening_socket
 
         self.check(spec)
         try:  # listening now: a client that connects before the server runs waits in the backlog
@@ -151,7 +151,7 @@ class NotebookSession:
     def start_thread(self, spec: ServerSpec) -> Any:
         """A server on its own loop in a thread: for notebooks whose cells block."""
         from toolnexus import create_toolkit
-        from toolnexus.serve.runner import LoopThread
+        from toolnexus.http.server import LoopThread
 
         client, auth = self.check(spec)
         # the toolkit is built on a throwaway loop in a thread; skills and config are read at once

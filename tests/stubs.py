@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 
 @dataclass

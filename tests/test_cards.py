@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 import toolnexus as tn
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 CARDS = Path(__file__).parent / "fixtures" / "cards"
 

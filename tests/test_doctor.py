@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 import toolnexus as tn
 from toolnexus import doctor
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 from .conftest import EXAMPLE_SKILLS
 from .peers.js_peer import js_server

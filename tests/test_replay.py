@@ -352,7 +352,7 @@ async def test_a_hostile_live_peer_cannot_crash_or_hold_the_diff():
     from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    from toolnexus.serve.runner import AsgiServer
+    from toolnexus.http.server import AsgiServer
 
     deep = "[" * 900 + "]" * 900
 

@@ -17,8 +17,8 @@ from typing import Any
 from .errors import MissingExtra
 from .display import printable
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
-from .serve.guard import is_loopback
-from .serve.runner import serving_gc
+from .http.guard import is_loopback
+from .http.server import serving_gc
 
 __all__ = ["main"]
 
@@ -287,7 +287,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
     from .stores import is_postgres_url
-    from .serve.runner import http_url, listening_socket
+    from .http.server import http_url, listening_socket
     from .traffic import mask_url
 
     if args.grpc:

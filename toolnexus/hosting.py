@@ -156,7 +156,7 @@ class HostedServer:
         if self.handle is not None:
             return self.handle.url
         if self.state == "starting" and self.spec.port:
-            from .serve.runner import http_url
+            from .http.server import http_url
 
             return http_url(self.spec.host, self.spec.port)
         return ""
@@ -209,7 +209,7 @@ class Workspace:
     async def start(self, spec: ServerSpec, sock: Any = None) -> HostedServer:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
         server is recorded as ``failed`` with the reason; nothing else is affected. ``sock``: a socket
-        already listening on the spec's address (see ``serve.runner.listening_socket``)."""
+        already listening on the spec's address (see ``http.server.listening_socket``)."""
         async with self._lock:
             server = self.servers.get(spec.name)
             if server is not None and server.state == "running":

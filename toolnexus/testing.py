@@ -43,7 +43,7 @@ def _path(request: pytest.FixtureRequest, cassette: str | os.PathLike[str]) -> P
 def a2a_replay(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``a2a_replay(cassette, match="lenient", origin=None)`` -> a started ReplayPeer."""
     from .a2a.replay import ReplayPeer
-    from .serve.runner import LoopThread
+    from .http.server import LoopThread
 
     thread: LoopThread | None = None
     peers: list[ReplayPeer] = []

@@ -24,6 +24,7 @@ from typing import Any
 
 from . import _json
 from .a2a import rest
+from .a2a.operations import OPERATIONS
 from .a2a.model import iso_utc
 from .events import EventBus, TrafficEvent
 
@@ -475,7 +476,7 @@ class _Inbound(TrafficEvent):
     @_cached
     def rpc_method(self) -> str | None:  # type: ignore[override]
         found = self._rest
-        return rest.operation_name(found[0]) if found else _method_of(self._sent)
+        return OPERATIONS[found[0]].v10 if found else _method_of(self._sent)
 
     @_cached
     def task_id(self) -> str | None:  # type: ignore[override]

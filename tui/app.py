@@ -22,7 +22,7 @@ from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.display import printable
 from toolnexus.events import RemoteCallEvent, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
-from toolnexus.serve.runner import serving_gc
+from toolnexus.http.server import serving_gc
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 
 class LegacyStub:

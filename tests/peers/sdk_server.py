@@ -28,7 +28,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 
 class ScriptExecutor(AgentExecutor):

@@ -139,7 +139,7 @@ async def test_model_endpoint_faults_fail_their_tasks_and_others_are_served():
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from toolnexus.serve.runner import AsgiServer
+    from toolnexus.http.server import AsgiServer
 
     counts: dict[str, int] = {}
 

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 import toolnexus as tn
 import toolnexus.a2a.client as client_mod
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 from toolnexus.traffic import TrafficRecorder, to_curl
 
 from ..stubs import Reply, ScriptedServer
@@ -191,7 +191,7 @@ async def test_peer_errors_and_the_wire_log_never_show_a_secret():
 
 
 def test_trace_masks_a_token_echoed_in_a_body():
-    from toolnexus.serve.runner import LoopThread
+    from toolnexus.http.server import LoopThread
 
     async def the_card(request, peer):
         return JSONResponse(card(peer.url + "/"))

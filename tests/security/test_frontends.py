@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import toolnexus as tn
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 from ..serve.wire import v03_message
 
@@ -151,7 +151,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
 
 
 def test_the_cli_prints_a_hostile_card_without_obeying_it():
-    from toolnexus.serve.runner import LoopThread
+    from toolnexus.http.server import LoopThread
 
     thread = LoopThread()
     peer = EvilPeer()

@@ -24,7 +24,7 @@ from toolnexus.a2a.model import TaskState
 from toolnexus.a2a.push import PushConfig, webhook_refusal
 from toolnexus.a2a.webhook import WebhookReceiver
 from toolnexus.events import EventBus, TrafficEvent
-from toolnexus.serve.runner import AsgiServer
+from toolnexus.http.server import AsgiServer
 
 from ..peers.js_peer import js_server
 from ..peers.sdk_server import sdk_server

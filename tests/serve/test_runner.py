@@ -13,7 +13,7 @@ import pytest
 from starlette.applications import Starlette
 
 import toolnexus as tn
-from toolnexus.serve.runner import AsgiServer, parse_addr
+from toolnexus.http.server import AsgiServer, parse_addr
 
 
 @pytest.mark.parametrize("addr, expected", [
@@ -118,7 +118,7 @@ def test_serving_gc_sets_start_up_aside_and_collects_the_young_less_often():
     import subprocess
     import sys
 
-    code = ("import gc; from toolnexus.serve.runner import serving_gc, GC_THRESHOLD; before = gc.get_freeze_count(); "
+    code = ("import gc; from toolnexus.http.server import serving_gc, GC_THRESHOLD; before = gc.get_freeze_count(); "
             "serving_gc(); print(before == 0, gc.get_freeze_count() > 10000, gc.get_threshold() == GC_THRESHOLD)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["True", "True", "True"]
@@ -300,7 +300,7 @@ async def test_without_httptools_the_h11_protocol_serves_as_guarded():
     way, writes as uvicorn does (the one-write transport needs httptools' cycle)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    from toolnexus.serve.runner import HEADER_TIMEOUT, _guarded
+    from toolnexus.http.server import HEADER_TIMEOUT, _guarded
 
     async def app(scope, receive, send):
         if scope["type"] == "http":

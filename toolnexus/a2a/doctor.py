@@ -27,9 +27,9 @@ from .. import _json
 from ..errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotCancelableError, TaskNotFoundError
 from ..events import TrafficEvent
 from ..traffic import TrafficRecorder
-from . import grpc_binding
-from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin, origin_text, validate_card
-from .client import A2AClient, _exchange, _why, fetch_card
+from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text, validate_card
+from ..http.fetch import exchange, why
+from .client import A2AClient, fetch_card
 from .dialects import Dialect
 from .model import TaskState
 
@@ -227,12 +227,10 @@ async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, htt
         return False
     client = A2AClient(card, headers=headers, timeout=timeout, http=http,
                        dialect="1.0" if version == "1" else "0.3", binding=binding.lower())
-    client.endpoint, client.binding = endpoint, binding
+    client.use(endpoint)
     client.traffic = traffic
     # credentials go only to the host the user named, as A2AClient.connect decides
-    named = origin(card.source or "")
-    client.credentials_sent = (named[1] == grpc_binding.host_of(endpoint)) if binding == "GRPC" else \
-        origin(endpoint) == named
+    client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
     if headers and not client.credentials_sent:
         add(Finding("info", name, f"not on the host named ({origin_text(card.source or '')}): checked without "
                     "your headers"))
@@ -284,10 +282,10 @@ async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: Tr
         before, started = len(traffic.events), time.perf_counter()
         sent = {**client._headers(dialect), **extra}
         try:
-            r, content = await _exchange(client._http, "POST", client.endpoint, headers=sent, content=body,
+            r, content = await exchange(client._http, "POST", client.endpoint, headers=sent, content=body,
                                          limit=1 << 20, timeout=client.timeout)
         except httpx.HTTPError as exc:
-            add(Finding("warning", f"{name}: {check}", f"no answer: {_why(exc)}"))
+            add(Finding("warning", f"{name}: {check}", f"no answer: {why(exc)}"))
             continue
         traffic.record(direction="out", method="POST", url=client.endpoint, status=r.status_code, started=started,
                        request_headers=sent, request_body=body, response_headers=dict(r.headers),

@@ -42,9 +42,11 @@ from typing import Any
 import httpx
 
 from ..errors import PeerError
+from ..http.fetch import MAX_RESPONSE, exchange, why
 from ..traffic import MASK, _json_or_none, sse_data
 from . import rest
 from .jsonrpc import too_deep
+from .operations import OPERATIONS
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 from .dialects import parse_state
 from .model import INTERRUPTED, TERMINAL, new_id
@@ -70,7 +72,7 @@ def _operation(method: str, path: str, body: Any) -> str:
     if isinstance(body, dict) and isinstance(body.get("method"), str) and "jsonrpc" in body:
         return body["method"]
     found = rest.match(method, path)
-    return rest.operation_name(found[0]) if found else f"{method} {path}"
+    return OPERATIONS[found[0]].v10 if found else f"{method} {path}"
 
 
 def _normal(value: Any, match: str, envelope: bool = True) -> Any:
@@ -240,8 +242,8 @@ class ReplayPeer:
     # -- serving --------------------------------------------------------------------------------
     async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
         """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
-        from ..serve.guard import HostGuard
-        from ..serve.runner import AsgiServer
+        from ..http.guard import HostGuard
+        from ..http.server import AsgiServer
 
         server: AsgiServer | None = None
 
@@ -459,8 +461,6 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
     Raises:
         CassetteError: the cassette cannot be read or names no such peer.
     """
-    from .client import MAX_RESPONSE, _exchange, _why
-
     tape = cassette if isinstance(cassette, Cassette) else load(cassette)
     played = pick_origin(tape, origin)
     base = url.rstrip("/")
@@ -501,11 +501,11 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
             waited = 0.0
             while True:
                 try:
-                    r, raw = await _exchange(client, x.method, target, headers=sent, content=content,
+                    r, raw = await exchange(client, x.method, target, headers=sent, content=content,
                                              limit=MAX_RESPONSE, timeout=timeout)
                     status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
                 except (httpx.HTTPError, PeerError) as exc:
-                    status, answer, error = None, "", _why(exc)
+                    status, answer, error = None, "", why(exc)
                 streamed = "text/event-stream" in (r.headers.get("content-type", "") if error is None else "")
                 live_values = [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None] \
                     if streamed else [v for v in [_loads(answer)] if v is not None]

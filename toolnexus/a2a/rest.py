@@ -18,6 +18,7 @@ import re
 import urllib.parse
 from typing import Any
 
+from .operations import OPERATIONS, Operation
 from ..errors import (
     RPC_ERRORS,
     RPC_REASONS,
@@ -29,26 +30,11 @@ from ..errors import (
     UnsupportedOperationError,
 )
 
-__all__ = ["OPERATIONS", "ROUTES", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
-           "parse_error", "operation_name", "v03_route", "V03_OPERATIONS", "v03_params", "v03_result", "v03_error_body",
-           "v03_request", "v03_answer"]
+__all__ = ["ROUTES", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
+           "parse_error", "v03_params", "v03_result", "v03_error_body", "v03_request", "v03_answer"]
 
 MEDIA_TYPE = "application/a2a+json"
 
-# op: (HTTP method, path template, the 1.0 method name it stands for)
-OPERATIONS: dict[str, tuple[str, str, str]] = {
-    "send": ("POST", "/message:send", "SendMessage"),
-    "stream": ("POST", "/message:stream", "SendStreamingMessage"),
-    "get": ("GET", "/tasks/{id}", "GetTask"),
-    "list": ("GET", "/tasks", "ListTasks"),
-    "cancel": ("POST", "/tasks/{id}:cancel", "CancelTask"),
-    "resubscribe": ("POST", "/tasks/{id}:subscribe", "SubscribeToTask"),
-    "push-set": ("POST", "/tasks/{taskId}/pushNotificationConfigs", "CreateTaskPushNotificationConfig"),
-    "push-get": ("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "GetTaskPushNotificationConfig"),
-    "push-list": ("GET", "/tasks/{taskId}/pushNotificationConfigs", "ListTaskPushNotificationConfigs"),
-    "push-delete": ("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "DeleteTaskPushNotificationConfig"),
-    "extended": ("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
-}
 _INTS = frozenset({"historyLength", "pageSize"})
 _BOOLS = frozenset({"includeArtifacts"})
 
@@ -58,50 +44,37 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(f"(?P<{p[1:-1]}>[^/]+?)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
 
 
-def v03_route(op: str) -> str:
-    """The path of an operation on 0.3's REST routes."""
-    return "/v1/card" if op == "extended" else "/v1" + OPERATIONS[op][1]
-
-
-V03_OPERATIONS = ("send", "stream", "get", "cancel", "resubscribe", "push-set", "push-get", "push-list", "extended")
-"""What 0.3's REST binding has (no ListTasks, no delete of a push config: a2a.proto 0.3 defines
-neither as a route)."""
-
-ROUTES: list[tuple[str, str, str, bool]] = sorted(
-    [(m, t, op, False) for op, (m, t, _) in OPERATIONS.items()]
-    + [(OPERATIONS[op][0], v03_route(op), op, True) for op in V03_OPERATIONS]
-    + [("GET", "/tasks/{id}:subscribe", "resubscribe", False),  # the 1.x SDK serves it on GET as well
-       ("GET", "/v1/tasks/{id}:subscribe", "resubscribe", True)],
+ROUTES: list[tuple[str, str, Operation, bool]] = sorted(
+    [(op.verb, op.route, op, False) for op in OPERATIONS.values()]
+    + [(op.verb, op.v03_route, op, True) for op in OPERATIONS.values() if op.v03_route]
+    + [("GET", route, op, v03) for op in OPERATIONS.values() if op.also_get
+       for route, v03 in ((op.route, False), (op.v03_route, True)) if route],
     key=lambda row: ":" not in row[1])
-"""Every route served and recognised: ``(HTTP method, path template, op, 0.3's)``; the
-``/tasks/{id}:verb`` ones first, as ``/tasks/{id}`` would take them otherwise."""
+"""Every route served and recognised: ``(HTTP method, path template, operation, 0.3's)``, from
+the table of operations; the ``/tasks/{id}:verb`` ones first, as ``/tasks/{id}`` would take them
+otherwise."""
 _MATCHERS = [(m, _pattern(t), op) for m, t, op, _ in ROUTES]
 
 
-def operation_name(op: str) -> str:
-    """The 1.0 method an operation stands for (what the wire log names it)."""
-    return OPERATIONS[op][2]
-
-
 def match(method: str, path: str) -> tuple[str, dict[str, str]] | None:
-    """``(op, path params)`` of a request relative to the interface URL, or None."""
+    """``(operation key, path params)`` of a request relative to the interface URL, or None."""
     for want, pattern, op in _MATCHERS:
         if want == method:
             found = pattern.match(path)
             if found:
-                return op, {k: urllib.parse.unquote(v) for k, v in found.groupdict().items()}
+                return op.key, {k: urllib.parse.unquote(v) for k, v in found.groupdict().items()}
     return None
 
 
-def request_for(op: str, params: dict[str, Any], v03: bool = False) -> tuple[str, str, dict[str, Any] | None]:
+def request_for(op: Operation, params: dict[str, Any], v03: bool = False) -> tuple[str, str, dict[str, Any] | None]:
     """``(HTTP method, path with its query, JSON body or None)`` of an operation whose 1.0
     JSON-RPC ``params`` are given: path fields are taken out of them, GETs and DELETEs put the
     rest in the query (``v03``: 0.3's route and body)."""
-    method, template, _ = OPERATIONS[op]
+    method, template = op.verb, op.route
     if v03:
-        if op not in V03_OPERATIONS:
-            raise UnsupportedOperationError(f"A2A 0.3's HTTP+JSON binding has no {OPERATIONS[op][2]}")
-        template = v03_route(op)
+        if op.v03_route is None:
+            raise UnsupportedOperationError(f"A2A 0.3's HTTP+JSON binding has no {op.v10}")
+        template = op.v03_route
     rest = dict(params)
     names = re.findall(r"\{(\w+)\}", template)
     path = template
@@ -113,7 +86,7 @@ def request_for(op: str, params: dict[str, Any], v03: bool = False) -> tuple[str
     if method in ("GET", "DELETE"):
         query = {k: _query_text(v) for k, v in rest.items() if v is not None}
         return method, path + ("?" + urllib.parse.urlencode(query) if query else ""), None
-    return method, path, v03_request(op, {**rest, **({"taskId": params["taskId"]} if "taskId" in params else {})}) \
+    return method, path, v03_request(op.key, {**rest, **({"taskId": params["taskId"]} if "taskId" in params else {})}) \
         if v03 else rest
 
 

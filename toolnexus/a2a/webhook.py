@@ -21,8 +21,8 @@ from typing import Any
 
 from .. import _json
 from ..events import EventBus
-from ..serve.guard import HostGuard
-from ..serve.runner import AsgiServer
+from ..http.guard import HostGuard
+from ..http.server import AsgiServer
 from ..traffic import TrafficRecorder
 from .dialects import Dialect
 from .model import TaskState, now_iso

@@ -1,9 +1,13 @@
-"""The A2A routes of a served toolkit: the card, and JSON-RPC at ``POST /`` in all three dialects.
+"""The A2A agent of a served toolkit: the card, JSON-RPC at ``POST /`` in all three dialects, and
+the HTTP+JSON routes of 1.0 and 0.3; the gRPC binding (``grpc_server.py``) calls the same handlers.
 
-The order of checks on ``POST /``: auth (401/403), content type (415), body size (413), JSON
-(-32700), the envelope (-32600/-32602), the ``A2A-Version`` header (-32009), then the method. A
-rejected call creates no task and runs nothing. Every other failure is a JSON-RPC error with
-HTTP 200; an unexpected one is a generic -32603 whose detail only the server log sees.
+Each binding only decodes, calls a handler of an operation (the table in
+:mod:`toolnexus.a2a.operations`) and encodes. What comes before, for every binding alike: auth
+(401/403, UNAUTHENTICATED/PERMISSION_DENIED), the ``A2A-Version`` header, then for a request
+that carries a body its content type (415), its size (413), JSON (-32700) and depth. On
+``POST /`` the envelope is read before the version header (the method decides the dialect). A
+rejected call creates no task and runs nothing. An unexpected failure, in a handler or in
+rendering its answer, is a generic internal error whose detail only the server log sees.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from ..a2a.dialects import (
 )
 from ..a2a.jsonrpc import error_envelope, parse_request, refuse_too_deep, request_id_of, result_envelope
 from ..a2a.model import Task, TaskState, iso_utc
+from ..a2a.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
 from ..a2a.push import PushConfig, parse_push_config, render_push_config
 from ..errors import (
     ContentTypeNotSupportedError,
@@ -65,39 +70,6 @@ KEEPALIVE = 15.0
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 
-_SEND, _STREAM, _GET, _CANCEL, _LIST, _RESUB, _EXTENDED = (
-    "send", "stream", "get", "cancel", "list", "resubscribe", "extended")
-_PUSH_SET, _PUSH_GET, _PUSH_LIST, _PUSH_DELETE = "push-set", "push-get", "push-list", "push-delete"
-_PUSH = frozenset({_PUSH_SET, _PUSH_GET, _PUSH_LIST, _PUSH_DELETE})
-
-_V03_METHODS = {
-    "message/send": _SEND,
-    "message/stream": _STREAM,
-    "tasks/get": _GET,
-    "tasks/cancel": _CANCEL,
-    "tasks/resubscribe": _RESUB,
-    "tasks/pushNotificationConfig/set": _PUSH_SET,
-    "tasks/pushNotificationConfig/get": _PUSH_GET,
-    "tasks/pushNotificationConfig/list": _PUSH_LIST,
-    "tasks/pushNotificationConfig/delete": _PUSH_DELETE,
-    "agent/getAuthenticatedExtendedCard": _EXTENDED,
-}
-_V10_METHODS = {
-    "SendMessage": _SEND,
-    "SendStreamingMessage": _STREAM,
-    "GetTask": _GET,
-    "CancelTask": _CANCEL,
-    "ListTasks": _LIST,
-    "SubscribeToTask": _RESUB,
-    "CreateTaskPushNotificationConfig": _PUSH_SET,
-    "GetTaskPushNotificationConfig": _PUSH_GET,
-    "ListTaskPushNotificationConfigs": _PUSH_LIST,
-    "ListTaskPushNotificationConfig": _PUSH_LIST,
-    "DeleteTaskPushNotificationConfig": _PUSH_DELETE,
-    "GetExtendedAgentCard": _EXTENDED,
-}
-_LEGACY_CAPABLE = frozenset({_SEND, _GET, _CANCEL})
-_REST_BODIES = frozenset({_SEND, _STREAM, _PUSH_SET})  # the HTTP+JSON operations whose body is read
 _SERVED_VERSIONS = "0.3, 1.0"
 _DRAIN = 1024 * 1024
 """Bytes past the limit read and thrown away before a 413, so that the client sees the answer."""
@@ -268,7 +240,8 @@ class A2AEndpoint:
 
     async def _rpc(self, request: Request, headers: Mapping[str, str]) -> Any:
         try:
-            body, owner = await self._read(request, headers)
+            owner = self._owner_of(headers)
+            body = await self._read(request, headers)
         except _Refusal as refusal:
             if refusal.status in (401, 403):  # HTTP authentication, answered before JSON-RPC begins
                 return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
@@ -290,19 +263,21 @@ class A2AEndpoint:
             return _json_response(error_envelope(request_id_of(err), err))
         rid = None if call.is_notification else call.id
         dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
-        kind = ""
+        op: Operation | None = None
         try:
-            dialect, kind = self._route(call.method, call.params, headers)
+            dialect, op = self._route(call.method, call.params, headers)
             if call.is_notification:
-                if kind not in (_STREAM, _RESUB):
-                    self._background(self._dispatch(kind, call.params, dialect, None, owner))
+                if not op.streams:
+                    self._background(self._dispatch(op, call.params, dialect, None, owner))
                 return Response(status_code=204)
-            outcome = await self._dispatch(kind, call.params, dialect, rid, owner)
+            outcome = await self._dispatch(op, call.params, dialect, rid, owner)
+            if not isinstance(outcome, Response):
+                return _json_response(result_envelope(rid, outcome))
         except RPCError as err:
             if call.is_notification:
                 return Response(status_code=204)
             status = 200
-            if kind == _RESUB and dialect is Dialect.V03:  # 0.3 §7.9: a failed resubscribe is a 4xx
+            if op is not None and op.key == "resubscribe" and dialect is Dialect.V03:  # 0.3 §7.9: a failed resubscribe is a 4xx
                 status = 404 if isinstance(err, TaskNotFoundError) else 400
             return _json_response(error_envelope(rid, err, error_info=dialect is Dialect.V10), status)
         except Exception:
@@ -310,9 +285,7 @@ class A2AEndpoint:
             if call.is_notification:
                 return Response(status_code=204)
             return _json_response(error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10))
-        if isinstance(outcome, Response):
-            return outcome
-        return _json_response(result_envelope(rid, outcome))
+        return outcome
 
     def _owner_of(self, headers: Mapping[str, str]) -> str | None:
         """The caller's owner key (see ``Auth.identify``) from its headers (lower-case names) or a
@@ -330,11 +303,13 @@ class A2AEndpoint:
         return owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
-    async def rest(self, op: str, request: Request, v03: bool = False) -> Response:
+    async def rest(self, op: Operation, request: Request, v03: bool = False) -> Response:
         """One operation of the HTTP+JSON binding (A2A 1.0 §11; ``v03``: 0.3's under ``/v1/``):
-        the checks and the work of its JSON-RPC method, the answer as the binding writes it (the
+        the checks and the handler of its JSON-RPC method, the answer as the binding writes it (the
         result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
+        error_body = rest.v03_error_body if v03 else rest.error_body
         try:
+            owner = self._owner_of(request.headers)  # first: an unauthenticated caller learns nothing more
             version = request.headers.get("a2a-version")
             if version is not None and _major(version) != (0 if v03 else 1):
                 speaks = "0.3 under /v1/" if v03 else "1.0"
@@ -342,36 +317,34 @@ class A2AEndpoint:
                     f"Version not supported: A2A-Version {version} on {request.url.path} (these HTTP+JSON routes "
                     f"speak {speaks})", data={"supportedVersions": "0.3" if v03 else "1.0"})
             body = None
-            if op in _REST_BODIES:
-                raw, owner = await self._read(request, request.headers)
+            if request.method == "POST" and (op.body == "required" or _has_body(request.headers)):
+                raw = await self._read(request, request.headers)
                 try:
                     body = _json.loads(raw)
                 except (*_json.JSONDecodeError, ValueError):
                     raise ParseError("Parse error: the body is not valid JSON") from None
                 refuse_too_deep(body, raw)  # the limit JSON-RPC's params have
-            else:
-                owner = self._owner_of(request.headers)
-            params = rest.params_from(op, dict(request.path_params), dict(request.query_params), body)
+            params = rest.params_from(op.key, dict(request.path_params), dict(request.query_params), body)
             frame = functools.partial(rest.v03_result, "stream") if v03 else _bare
-            outcome = await self._dispatch(op, rest.v03_params(op, params) if v03 else params, Dialect.V10, None,
+            outcome = await self._dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
                                            owner, wrap=lambda results: sse(results, frame))
+            if isinstance(outcome, Response):
+                return outcome
+            return Response(_json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome), 200,
+                            media_type=rest.MEDIA_TYPE)
         except _Refusal as refusal:
             return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
         except ClientDisconnect:
             return Response(status_code=400)
         except RPCError as err:
-            return _json_response((rest.v03_error_body if v03 else rest.error_body)(err), err.http_status)
+            return _json_response(error_body(err), err.http_status)
         except Exception:
             log.exception("HTTP+JSON %s %s failed", request.method, request.url.path)
-            return _json_response((rest.v03_error_body if v03 else rest.error_body)(InternalError()), 500)
-        if isinstance(outcome, Response):
-            return outcome
-        return Response(_json.dumps(rest.v03_result(op, outcome) if v03 else outcome), 200,
-                        media_type=rest.MEDIA_TYPE)
+            return _json_response(error_body(InternalError()), 500)
 
-    async def _read(self, request: Request, headers: Mapping[str, str]) -> tuple[bytes, str | None]:
-        """The body, and the caller's owner key (see ``Auth.identify``); refusals raise _Refusal."""
-        owner = self._owner_of(headers)
+    async def _read(self, request: Request, headers: Mapping[str, str]) -> bytes:
+        """The body of an admitted caller's request, within the content type and size every
+        binding takes; refusals raise _Refusal."""
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype not in _JSON_TYPES and not ctype.endswith("+json"):
             raise _Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
@@ -384,8 +357,8 @@ class A2AEndpoint:
                 raise _Refusal(400, "invalid Content-Length") from None
             if size > limit:
                 raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
-            return await _whole_body(request), owner  # the server enforces Content-Length: no more can arrive
-        # a trickled body: the server's header_timeout closes the connection (serve.runner)
+            return await _whole_body(request)  # the server enforces Content-Length: no more can arrive
+        # a trickled body: the server's header_timeout closes the connection (http.server)
         chunks = []
         size = 0
         async for chunk in request.stream():
@@ -398,7 +371,7 @@ class A2AEndpoint:
                         break
                 raise _Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
             chunks.append(chunk)
-        return b"".join(chunks), owner
+        return b"".join(chunks)
 
     def _background(self, work: Any) -> None:
         async def swallow() -> None:
@@ -411,71 +384,75 @@ class A2AEndpoint:
         self._notifications.add(t)
         t.add_done_callback(self._notifications.discard)
 
-    def _route(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Dialect, str]:
-        """The dialect and handler of a call, after the A2A-Version check. Nothing has run yet."""
+    def _route(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Dialect, Operation]:
+        """The dialect and operation of a call, after the A2A-Version check. Nothing has run yet."""
         version = headers.get("a2a-version")
         major = _major(version) if version else None
         if version is not None and major not in (0, 1):
             raise VersionNotSupportedError(
                 f"Version not supported: A2A-Version {version} (this agent speaks {_SERVED_VERSIONS})",
                 data={"supportedVersions": _SERVED_VERSIONS})
-        if method in _V03_METHODS:
-            return Dialect.V03, _V03_METHODS[method]
-        kind = _V10_METHODS.get(method)
-        if kind is None:
+        found = V03_METHODS.get(method)
+        if found is not None:
+            return Dialect.V03, found
+        op = V10_METHODS.get(method)
+        if op is None:
             raise MethodNotFoundError(f"Method not found: {method}")
         if major == 0:
             raise VersionNotSupportedError(
                 f"Version not supported: A2A-Version {version} with method {method} (0.3 methods are "
                 f"message/send, tasks/get, ...; this agent speaks {_SERVED_VERSIONS})",
                 data={"supportedVersions": _SERVED_VERSIONS})
-        if major == 1 or kind not in _LEGACY_CAPABLE:
-            return Dialect.V10, kind
-        if kind == _SEND and _looks_v10(params.get("message")):
-            return Dialect.V10, kind
-        return Dialect.LEGACY, kind
+        if major == 1 or op.v10 not in LEGACY_METHODS:
+            return Dialect.V10, op
+        if op.key == "send" and _looks_v10(params.get("message")):
+            return Dialect.V10, op
+        return Dialect.LEGACY, op
 
-    async def _dispatch(self, kind: str, params: dict[str, Any], dialect: Dialect, rid: Any = None,
+    async def _dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
                         owner: str | None = None, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
-        """What ``kind`` answers: a rendered result, or a stream: its results as ``wrap`` makes
+        """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
         them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
-        if kind == _SEND:
-            return await self._send(params, dialect, rid, owner, stream=False)
-        if kind == _STREAM:
-            return await self._send(params, dialect, rid, owner, stream=True, wrap=wrap)
-        if kind == _GET:
-            key = (_id(params), dialect, _history_length(params), owner)
-            rendered = self._finished.get(key)
-            if rendered is not None:
-                self._finished.move_to_end(key)
-                return rendered
-            task = await self.runner.get(key[0], owner)
-            rendered = render_task(task, dialect, key[2])
-            if task.state.terminal:
-                self._finished[key] = rendered
-                if len(self._finished) > FINISHED_CACHE:
-                    self._finished.popitem(last=False)
-            return rendered
-        if kind == _CANCEL:
-            task = await self.runner.cancel(_id(params), owner)
-            return render_task(task, dialect)
-        if kind == _LIST:
-            return await self._list(params, owner)
-        if kind == _RESUB:
+        key = op.key
+        if op.streams:
+            if not self.config.streaming:
+                raise UnsupportedOperationError("Streaming is not supported by this agent")
+            if key == "stream":
+                return await self._send(params, dialect, rid, owner, stream=True, wrap=wrap)
             return await self._resubscribe(params, dialect, rid, owner, wrap)
-        if kind in _PUSH:
-            return await self._push(kind, params, dialect, owner)
+        if key == "send":
+            return await self._send(params, dialect, rid, owner, stream=False)
+        if key == "get":
+            return await self._get(params, dialect, owner)
+        if key == "cancel":
+            return render_task(await self.runner.cancel(_id(params), owner), dialect)
+        if key == "list":
+            return await self._list(params, owner)
+        if key.startswith("push-"):
+            return await self._push(key, params, dialect, owner)
         # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
         # 0.3 has only "not configured" for it
         if dialect is Dialect.V10:
             raise UnsupportedOperationError("This agent's card declares no extended agent card")
         raise ExtendedCardNotConfiguredError()
 
+    async def _get(self, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
+        key = (_id(params), dialect, _history_length(params), owner)
+        rendered = self._finished.get(key)
+        if rendered is not None:
+            self._finished.move_to_end(key)
+            return rendered
+        task = await self.runner.get(key[0], owner)
+        rendered = render_task(task, dialect, key[2])
+        if task.state.terminal:
+            self._finished[key] = rendered
+            if len(self._finished) > FINISHED_CACHE:
+                self._finished.popitem(last=False)
+        return rendered
+
     # -- send ---------------------------------------------------------------------------------
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
                     stream: bool, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
-        if stream and not self.config.streaming:
-            raise UnsupportedOperationError("Streaming is not supported by this agent")
         message = parse_message(params.get("message"))
         config = params.get("configuration") or {}
         if not isinstance(config, dict):
@@ -491,41 +468,16 @@ class A2AEndpoint:
                 raise ContentTypeNotSupportedError(
                     f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
                     f"{', '.join(self.config.input_modes)}")
-        if message.task_id:
-            try:
-                task = await self.runner.get(message.task_id, owner)
-            except TaskNotFoundError:
-                raise TaskNotFoundError(f"Task not found: {message.task_id}") from None
-            if message.context_id and message.context_id != task.context_id:
-                raise InvalidParamsError(
-                    f"message.contextId {message.context_id} does not match the context of task {task.id}")
-            queue = self.runner.listen(task.id) if stream else None
-            if push is not None:
-                push.task_id = task.id
-                await self.runner.push.keep(self.runner.push.set(push))  # type: ignore[union-attr]
-            if task.state.interrupted:
-                await self.runner.answer(task, message)
-            elif not await self.runner.tell(task, message):  # a working task takes it at its next turn
-                if queue is not None:
-                    self.runner.unlisten(task.id, queue)
-                why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
-                       if task.state.terminal else "is finishing; send a new message without taskId")
-                err_cls = UnsupportedOperationError if dialect is Dialect.V10 else InvalidParamsError
-                raise err_cls(f"Task {task.id} {why}")
-        else:
-            prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-            task = await self.runner.create(message, skill, prompt, owner)
-            # no await since the run was scheduled: the task is still 'submitted' here
-            queue = self.runner.listen(task.id) if stream else None
-            if push is not None:  # its webhook hears of every state, this first one too
-                push.task_id = task.id
-                await self.runner.push.keep(self.runner.push.set(push))  # type: ignore[union-attr]
-                self.runner.push.notify(task.snapshot(), [])  # type: ignore[union-attr]
+        try:
+            task, queue = await self.runner.send(message, skill=skill, owner=owner, push=push, follow=stream)
+        except UnsupportedOperationError as err:  # a finished task: 0.3 and legacy have no such error
+            if dialect is Dialect.V10:
+                raise
+            raise InvalidParamsError(err.message) from None
         if queue is not None:
             return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, wrap)
-        if not blocking:
-            return render_send_result(task, dialect, history_length)
-        await self.runner.wait(task, self.config.blocking_timeout)
+        if blocking:
+            await self.runner.wait(task, self.config.blocking_timeout)
         return render_send_result(task, dialect, history_length)
 
     def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:
@@ -546,7 +498,7 @@ class A2AEndpoint:
         if notifier is None:
             raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
         v10 = dialect is Dialect.V10
-        if kind == _PUSH_SET:
+        if kind == "push-set":
             config = parse_push_config(params, dialect)
             if not config.task_id:
                 raise InvalidParamsError("Invalid params: taskId is required")
@@ -558,9 +510,9 @@ class A2AEndpoint:
         await self.runner.get(task_id, owner)
         config_id = _opt_str(params, "id" if v10 else "pushNotificationConfigId")
         await notifier.load(task_id)  # shared by workers: what the database holds (set on any of them)
-        if kind == _PUSH_GET:
+        if kind == "push-get":
             return render_push_config(notifier.get(task_id, config_id), dialect)
-        if kind == _PUSH_LIST:
+        if kind == "push-list":
             configs = [render_push_config(c, dialect) for c in notifier.list(task_id)]
             return {"configs": configs, "nextPageToken": ""} if v10 else configs
         if not config_id:
@@ -602,8 +554,6 @@ class A2AEndpoint:
 
     async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
                            wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
-        if not self.config.streaming:
-            raise UnsupportedOperationError("Streaming is not supported by this agent")
         task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
             raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
@@ -658,6 +608,11 @@ def sse(results: AsyncIterator[Any], data: Callable[[Any], Any]) -> StreamingRes
 
 
 # -- parameter helpers ------------------------------------------------------------------------------
+
+
+def _has_body(headers: Mapping[str, str]) -> bool:
+    """Whether a request carries a body (HTTP/1.1: a Content-Length other than 0, or chunked)."""
+    return headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in headers
 
 
 def _major(version: str) -> int | None:

@@ -26,9 +26,9 @@ from ..traffic import InboundRecorder, TrafficRecorder
 from ..events import EventBus, ServerEvent
 from .a2a import A2AEndpoint
 from .config import A2AConfig, MCPServeConfig
-from .guard import HostGuard, is_loopback
+from ..http.guard import HostGuard, is_loopback
 from .push import PushNotifier
-from .runner import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
+from ..http.server import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
 from ..stores import FileTaskStore, MemoryConversationStore, PostgresConversationStore, PostgresTaskStore, open_store
 from ..stores.postgres import WorkerLink
 from .lifecycle import TaskRunner
@@ -163,7 +163,7 @@ async def serve(
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
-    Every route checks Host and Origin (``serve.guard``). A toolkit with tools that run commands
+    Every route checks Host and Origin (``http.guard``). A toolkit with tools that run commands
     or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
     unless ``allow_unauthenticated=True``. A connection that spends ``header_timeout`` seconds with
     no request in progress, or with a request whose body is still arriving, is closed; past

@@ -133,7 +133,7 @@ class A2AConfig:
         input_modes, output_modes: the card's default modes.
         documentation_url, icon_url: optional card fields.
         allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
-            (DNS-rebinding protection) of every route; see ``toolnexus.serve.guard``.
+            (DNS-rebinding protection) of every route; see ``toolnexus.http.guard``.
         push_notifications: accept push-notification configs and deliver them (the card says so).
         push_private_ok: allow webhooks on loopback and private addresses; None: only when the
             agent is bound to loopback (an agent reachable from elsewhere must not be a way into

@@ -1,8 +1,12 @@
 """A served toolkit's A2A agent over gRPC (A2A 1.0 §10), on its own port beside the HTTP one.
 
-Every method runs the endpoint's ``_dispatch`` with the request as its 1.0 JSON, so auth,
-checks, task work and errors are those of JSON-RPC and HTTP+JSON; the answer is the result as its
-proto message. Needs ``pip install 'toolnexus[grpc]'`` (see ``a2a.grpc_binding``).
+An adapter, as thin as the HTTP ones: every RPC of the table of operations
+(:mod:`toolnexus.a2a.operations`) admits its caller as every binding does (auth, then the
+``A2A-Version`` metadata), runs the endpoint's handler with the request as its 1.0 JSON, and
+encodes the result as its proto message. A failure anywhere, the encoding of the answer
+included, ends the call with the gRPC status of its error (``toolnexus.errors``); an unexpected
+one is a generic INTERNAL whose detail only the server log sees. Needs
+``pip install 'toolnexus[grpc]'`` (see ``a2a.grpc_binding``).
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..a2a.dialects import Dialect
-from ..a2a.grpc_binding import METHODS, abort_args, modules, to_json, to_proto
+from ..a2a.grpc_binding import abort_args, modules, to_json, to_proto
+from ..a2a.operations import OPERATIONS, Operation
 from ..errors import InternalError, RPCError, VersionNotSupportedError
 from .a2a import A2AEndpoint, _bare, _major, _Refusal
-from .runner import MAX_CONNECTIONS, http_url, parse_addr
+from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 
 __all__ = ["GrpcServer"]
 
@@ -44,8 +49,7 @@ class GrpcServer:
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
                                  maximum_concurrent_rpcs=MAX_CONNECTIONS)  # past it: RESOURCE_EXHAUSTED
         service = type("A2AService", (pb_grpc.A2AServiceServicer,), {
-            rpc: (self._streaming(op) if streaming else self._unary(op))
-            for op, (rpc, _, _, streaming) in METHODS.items()})
+            op.v10: (self._streaming(op) if op.streams else self._unary(op)) for op in OPERATIONS.values()})
         pb_grpc.add_A2AServiceServicer_to_server(service(), server)
         port = server.add_insecure_port(self.target)
         if port == 0:
@@ -59,49 +63,62 @@ class GrpcServer:
             await self._server.stop(grace)
             self._server = None
 
-    async def _params(self, op: str, request: Any, context: Any) -> tuple[dict[str, Any], str | None]:
+    async def _params(self, request: Any, context: Any) -> tuple[dict[str, Any], str | None]:
         """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call."""
         grpc, _, _ = modules()
         metadata = {k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
-        version = metadata.get("a2a-version")
-        if version is not None and _major(version) != 1:
-            raise VersionNotSupportedError(f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
-                                           data={"supportedVersions": "1.0"})
         try:
             owner = self.endpoint._owner_of(metadata)
         except _Refusal as refusal:
             code = grpc.StatusCode.UNAUTHENTICATED if refusal.status == 401 else grpc.StatusCode.PERMISSION_DENIED
             await context.abort(code, str(refusal))
+        version = metadata.get("a2a-version")
+        if version is not None and _major(version) != 1:
+            raise VersionNotSupportedError(f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
+                                           data={"supportedVersions": "1.0"})
         return to_json(request), owner
 
-    def _unary(self, op: str) -> Any:
-        reply = METHODS[op][2]
+    async def _failed(self, op: Operation, exc: Exception, context: Any) -> None:
+        """End the call with ``exc``'s status: an RPCError's own, anything else a generic INTERNAL
+        (context.abort raises to end the call: that one goes through as it is)."""
+        if type(exc).__name__ == "AbortError":
+            raise exc
+        if not isinstance(exc, RPCError):
+            log.error("gRPC %s failed", op.v10, exc_info=exc)
+            exc = InternalError()
+        await context.abort(*abort_args(exc))
 
+    def _unary(self, op: Operation) -> Any:
         async def call(servicer: Any, request: Any, context: Any) -> Any:
             try:
-                params, owner = await self._params(op, request, context)
+                params, owner = await self._params(request, context)
                 result = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner)
-            except RPCError as err:
-                await context.abort(*abort_args(err))
-            except Exception as exc:  # context.abort raises to end the call: let that one through
-                if type(exc).__name__ == "AbortError":
-                    raise
-                log.exception("gRPC %s failed", METHODS[op][0])
-                await context.abort(*abort_args(InternalError()))
-            return to_proto(reply, result)
+                return _answer(op, result)
+            except Exception as exc:
+                await self._failed(op, exc, context)
 
         return call
 
-    def _streaming(self, op: str) -> Any:
+    def _streaming(self, op: Operation) -> Any:
         async def call(servicer: Any, request: Any, context: Any) -> AsyncIterator[Any]:
             try:
-                params, owner = await self._params(op, request, context)
+                params, owner = await self._params(request, context)
                 results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_bare)
-            except RPCError as err:
-                await context.abort(*abort_args(err))
-            async with contextlib.aclosing(results):
-                async for result in results:
-                    if result is not None:  # a quiet spell: gRPC keeps its own connection alive
-                        yield to_proto("StreamResponse", result)
+                async with contextlib.aclosing(results):
+                    async for result in results:
+                        if result is not None:  # a quiet spell: gRPC keeps its own connection alive
+                            yield _answer(op, result)
+            except Exception as exc:
+                await self._failed(op, exc, context)
 
         return call
+
+
+def _answer(op: Operation, result: Any) -> Any:
+    """A handler's result as the RPC's response message; one that does not fit it is this
+    server's fault, never the caller's: a generic INTERNAL, the parser's words in the log only."""
+    try:
+        return to_proto(op.grpc_response, result)
+    except RPCError as exc:
+        log.error("gRPC %s: the answer is not a valid %s: %s", op.v10, op.grpc_response, exc.message)
+        raise InternalError() from None

@@ -28,6 +28,8 @@ from ..a2a.model import (
     now_iso,
 )
 from ..errors import (
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
     StaleTaskError,
     StoreUnavailableError,
     InvalidParamsError,
@@ -44,6 +46,7 @@ from ..tools import Answer
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
     from ..toolkit import Toolkit
+    from ..a2a.push import PushConfig
     from .push import PushNotifier
 
 __all__ = ["TaskRunner", "OnTask"]
@@ -200,6 +203,56 @@ class TaskRunner:
                            "state": state.value, "context_id": task.context_id})
 
     # -- create and run -----------------------------------------------------------------------
+    async def send(self, message: Message, *, skill: str | None = None, owner: str | None = None,
+                   push: PushConfig | None = None, follow: bool = False
+                   ) -> tuple[Task, asyncio.Queue[TaskEvent] | None]:
+        """The send operation, whatever the binding: a message without ``taskId`` creates a task
+        (for ``skill``, when it names one); with one, it answers the task's question or reaches
+        its running model at the next turn. ``push`` (checked by the caller) is registered for the
+        task before anything can change it (a new task's webhook hears its first state too);
+        ``follow``: the queue of its changes from now on, for a stream.
+
+        Raises:
+            TaskNotFoundError: ``taskId`` names no task the caller may see.
+            InvalidParamsError: ``contextId`` is not the task's, or its inbox is full.
+            UnsupportedOperationError: the task is finished, or finishing, and takes no message.
+        """
+        if message.task_id:
+            try:
+                task = await self.get(message.task_id, owner)
+            except TaskNotFoundError:
+                raise TaskNotFoundError(f"Task not found: {message.task_id}") from None
+            if message.context_id and message.context_id != task.context_id:
+                raise InvalidParamsError(
+                    f"message.contextId {message.context_id} does not match the context of task {task.id}")
+            queue = self.listen(task.id) if follow else None
+            if push is not None:
+                await self._register(push, task)
+            if task.state.interrupted:
+                await self.answer(task, message)
+            elif not await self.tell(task, message):  # a working task takes it at its next turn
+                if queue is not None:
+                    self.unlisten(task.id, queue)
+                why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
+                       if task.state.terminal else "is finishing; send a new message without taskId")
+                raise UnsupportedOperationError(f"Task {task.id} {why}")
+            return task, queue
+        prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
+        task = await self.create(message, skill, prompt, owner)
+        # no await since the run was scheduled: the task is still 'submitted' here
+        queue = self.listen(task.id) if follow else None
+        if push is not None:  # its webhook hears of every state, this first one too
+            notifier = await self._register(push, task)
+            notifier.notify(task.snapshot(), [])
+        return task, queue
+
+    async def _register(self, push: PushConfig, task: Task) -> PushNotifier:
+        if self.push is None:
+            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+        push.task_id = task.id
+        await self.push.keep(self.push.set(push))
+        return self.push
+
     async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself."""
         context = message.context_id or new_id()

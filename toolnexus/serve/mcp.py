@@ -5,7 +5,7 @@ verbatim); ``tools/call`` runs ``Tool.execute``, whose output becomes one text c
 ``isError`` kept. Exposed: the tools named in ``MCPServeConfig.tools``, or, when none are named,
 every tool except the builtins that run commands or write files (``bash``, ``write``, ``edit``).
 
-Host and Origin are checked for the whole app (``serve.guard``); the serve options' ``auth``
+Host and Origin are checked for the whole app (``http.guard``); the serve options' ``auth``
 applies here too.
 """
 
@@ -71,7 +71,7 @@ class MCPProfile:
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        # Host/Origin are checked for the whole app by serve.guard.HostGuard, in front of this
+        # Host/Origin are checked for the whole app by http.guard.HostGuard, in front of this
         self._manager = StreamableHTTPSessionManager(
             app=self.app, stateless=True, json_response=False,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from .. import _json
-from ..a2a.client import _why
+from ..http.fetch import why
 from ..a2a.model import Artifact, Task, new_id
 from ..a2a.dialects import Dialect
 from ..a2a.push import PushConfig, parse_push_config, payloads, render_push_config, webhook_refusal
@@ -248,7 +248,7 @@ class PushNotifier:
             except TimeoutError:
                 error = f"no answer within {self.timeout:g}s"
             except (httpx.HTTPError, OSError) as exc:
-                error = _why(exc)
+                error = why(exc)
             if self.traffic is not None:
                 self.traffic.record(direction="out", method="POST", url=config.url, status=status, started=started,
                                     request_headers=headers, request_body=body, response_body=answer,

@@ -1,0 +1,461 @@
+"""How the client's calls reach a peer: one transport per binding (JSON-RPC in the 0.3 and 1.0
+dialects, the toolnexus legacy dialect over JSON-RPC, HTTP+JSON in 1.0 or 0.3, gRPC in 1.0).
+
+A transport takes an operation of the table (:mod:`toolnexus.a2a.operations`) and its params in
+the transport's shapes (``Transport.shapes``), sends it, and hands back the result as that
+binding answers it (in 1.0 JSON for HTTP+JSON and gRPC), or a stream's frames folded into tasks.
+Every exchange is on the client's wire log however it ends; every read is bounded in size and
+time (:mod:`toolnexus.http.fetch`). ``A2AClient`` picks one transport from the card, once, and
+holds the fallbacks between them (``A2AClient._send_op``, ``A2AClient.stream``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import httpx
+
+from .. import _json, trace
+from ..errors import RPC_ERRORS, PeerError, RPCError, UnsupportedOperationError
+from ..http.fetch import MAX_FRAME, MAX_RESPONSE, AnswerTooLarge, exchange, read_body, sse_events, why
+from . import grpc_binding, rest
+from .card import origin
+from .dialects import Dialect, parse_message, parse_task
+from .model import Message, Task, TaskState, TaskStatus, new_id
+from .operations import OPERATIONS, Binding, Operation
+
+if TYPE_CHECKING:
+    from .client import A2AClient
+
+__all__ = ["Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
+           "as_task"]
+
+
+class Transport:
+    """One binding's way to a peer, for one client (its HTTP client, headers, wire log, timeout)."""
+
+    binding: ClassVar[Binding]
+    caller_dialect: ClassVar[bool] = False
+    """The caller's dialect holds on this binding (JSON-RPC speaks every dialect at one URL);
+    otherwise the card's interface decides it."""
+    streams: ClassVar[bool] = True
+    """Whether the binding has streams at all (the legacy dialect has none)."""
+    push_get_needs_id: ClassVar[bool] = True
+    """A push config is got by its id (the route or the request names one)."""
+
+    def __init__(self, client: A2AClient, dialect: Dialect) -> None:
+        self.client = client
+        self.dialect = dialect
+
+    @property
+    def shapes(self) -> Dialect:
+        """The dialect whose shapes calls are built in and answers read in: 1.0's, but for
+        JSON-RPC (0.3's REST routes are converted to and from them, see ``a2a.rest``)."""
+        return Dialect.V10
+
+    def method(self, op: Operation) -> str | None:
+        """What the wire log names a call of ``op`` (None: not in this dialect)."""
+        return op.v10
+
+    def elsewhere(self, endpoint: str, named: str) -> bool:
+        """Whether ``endpoint`` is on another host than the one the caller ``named``."""
+        return origin(endpoint) != origin(named)
+
+    async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
+        raise NotImplementedError
+
+    def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Close what the transport opened (it reopens on the next call)."""
+
+    def _unsupported(self, op: Operation) -> UnsupportedOperationError:
+        what = "streaming" if op.streams else f"{op.key} operation"
+        return UnsupportedOperationError(f"the {self.dialect.value} dialect has no {what}")
+
+
+class _HttpTransport(Transport):
+    """What JSON-RPC and HTTP+JSON share: a request, its bounded answer, SSE streams."""
+
+    def request(self, op: Operation, params: dict[str, Any],
+                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+        """``(method name, HTTP method, URL, body, headers)`` of a call."""
+        raise NotImplementedError
+
+    def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
+        raise NotImplementedError
+
+    async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
+        """One call; ``empty_ok``: an answer with neither result nor error is a null result (the
+        official SDK's 0.3 compat answers a delete that way)."""
+        c = self.client
+        method, verb, url, body, headers = self.request(op, params)
+        started = time.perf_counter()
+        try:
+            r, content = await exchange(c._http, verb, url, headers=headers, content=body,
+                                        limit=MAX_RESPONSE, timeout=c.timeout)
+        except httpx.HTTPError as exc:
+            c.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
+                             request_headers=headers, request_body=body, rpc_method=method, error=why(exc))
+            raise PeerError(f"{c.peer}: {method} failed: {why(exc)}") from None
+        c.traffic.record(direction="out", method=verb, url=url, status=r.status_code, started=started,
+                         request_headers=dict(r.request.headers), request_body=body,
+                         response_headers=dict(r.headers), response_body=content, rpc_method=method)
+        return self.result(method, r.status_code, content, empty_ok=empty_ok)
+
+    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive
+        whole within ``timeout`` of its first byte; between events the peer may stay silent for
+        ``max(timeout, 60)`` seconds. A peer that answers with a whole result instead of a stream
+        is read as that result."""
+        c = self.client
+        method, verb, url, body, headers = self.request(op, params, stream=True)
+        started = time.perf_counter()
+        frames: list[str] = []
+        task: Task | None = None
+        status, response_headers, content = None, {}, b""
+        error: str | None = None
+        timeout = httpx.Timeout(c.timeout, read=max(c.timeout, 60.0))
+        try:
+            async with c._http.stream(verb, url, content=body, headers=headers, timeout=timeout) as r:
+                status, response_headers = r.status_code, dict(r.headers)
+                if not r.headers.get("content-type", "").startswith("text/event-stream"):
+                    async with asyncio.timeout(c.timeout):
+                        content = await read_body(r, MAX_RESPONSE)
+                    yield as_task(self.result(method, status, content), sent)
+                    return
+                async for frame in sse_events(r, c.timeout, MAX_FRAME):
+                    frames.append(frame)
+                    task = _apply(task, self.result(method, status, frame.encode()), sent)
+                    yield task.snapshot()
+        except TimeoutError:
+            error = f"AnswerTooSlow: no whole answer within {c.timeout:g}s"
+            raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
+        except httpx.HTTPError as exc:
+            error = why(exc)
+            raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
+        except (GeneratorExit, RPCError, PeerError):  # the caller had enough, or the peer said no
+            raise
+        except asyncio.CancelledError:
+            error = "canceled"
+            raise
+        except BaseException as exc:  # a frame that is not what it claims to be
+            error = why(exc)
+            raise
+        finally:
+            c.traffic.record(direction="out", method=verb, url=url, status=status, started=started,
+                             request_headers=headers, request_body=body, response_headers=response_headers,
+                             response_body=content or "\n\n".join(frames), rpc_method=method, frames=frames,
+                             error=error)
+
+    def _unreadable(self, method: str, status: int, content: bytes, what: str) -> PeerError:
+        excerpt = self.client.traffic.mask(content[:200].decode("utf-8", "replace"))
+        return PeerError(f"{self.client.peer}: {method} answered HTTP {status}{what}: {excerpt}", status=status)
+
+    def _refused(self, method: str, status: int) -> PeerError | None:
+        """The error of an answer refusing the credentials (401, 403), else None."""
+        if status not in (401, 403):
+            return None
+        meaning = "authentication required" if status == 401 else "invalid credentials"
+        return PeerError(f"{self.client.peer}: {method} answered HTTP {status} ({meaning}): check the "
+                         "headers/credentials", status=status)
+
+
+class JsonRpcTransport(_HttpTransport):
+    """JSON-RPC 2.0 at the interface URL, in the 0.3 or the 1.0 dialect."""
+
+    binding = Binding.JSONRPC
+    caller_dialect = True
+    push_get_needs_id = False
+
+    @property
+    def shapes(self) -> Dialect:
+        return self.dialect
+
+    def method(self, op: Operation) -> str | None:
+        return op.v03 if self.dialect is Dialect.V03 else op.v10
+
+    def request(self, op: Operation, params: dict[str, Any],
+                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+        method = self.method(op)
+        if method is None:
+            raise self._unsupported(op)
+        body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
+        return method, "POST", self.client.endpoint, body, self.client._headers(self.dialect, stream=stream)
+
+    def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
+        try:
+            data = _json.loads(content)
+        except (*_json.JSONDecodeError, ValueError):
+            raise self._unreadable(method, status, content, " with no JSON-RPC body") from None
+        if empty_ok and isinstance(data, dict) and status == 200 and data.get("error") is None and "result" not in data:
+            return None
+        if not isinstance(data, dict) or ("result" not in data and not isinstance(data.get("error"), dict)):
+            # e.g. a proxy's {"error": "..."} on a 401: not the agent's JSON-RPC answer
+            raise self._refused(method, status) or PeerError(
+                f"{self.client.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
+        if data.get("error") is not None:
+            raise rpc_error(data["error"], self.client.traffic.mask)
+        return data["result"]
+
+
+class LegacyTransport(JsonRpcTransport):
+    """The toolnexus legacy dialect (the ports in other languages): JSON-RPC with the 1.0 names of
+    send, get and cancel only, the older shapes, no streams."""
+
+    streams = False
+
+    def method(self, op: Operation) -> str | None:
+        return op.v10 if op.legacy else None
+
+
+class RestTransport(_HttpTransport):
+    """HTTP+JSON: 1.0's routes, or 0.3's under ``/v1/`` (calls are built and answers read in the
+    1.0 shapes either way; ``a2a.rest`` converts 0.3's)."""
+
+    binding = Binding.HTTP_JSON
+
+    def request(self, op: Operation, params: dict[str, Any],
+                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+        v03 = self.dialect is Dialect.V03
+        verb, path, payload = rest.request_for(op, params, v03=v03)
+        headers = self.client._headers(self.dialect, stream=stream)
+        if v03:
+            headers["A2A-Version"] = "0.3"
+        if payload is None:
+            del headers["content-type"]
+        body = b"" if payload is None else _json.dumps(payload)
+        return op.v10, verb, self.client.endpoint.rstrip("/") + path, body, headers
+
+    def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
+        """An HTTP+JSON answer: the result is the whole body; a failure is ``{"error": {...}}``."""
+        c = self.client
+        if not content.strip() and 200 <= status < 300:
+            return {}
+        try:
+            data = _json.loads(content)
+        except (*_json.JSONDecodeError, ValueError):
+            hint = " (it serves no HTTP+JSON binding there)" if status in (404, 405) else ""
+            raise self._unreadable(method, status, content, f"{hint} with no JSON body") from None
+        error = rest.parse_error(status, data, c.traffic.mask)
+        if error is not None:
+            raise error
+        if not 200 <= status < 300:
+            raise self._refused(method, status) or PeerError(
+                f"{c.peer}: {method} answered HTTP {status} without an A2A error", status=status)
+        if self.dialect is not Dialect.V03:
+            return data
+        try:
+            return rest.v03_answer(_BY_V10[method], data)
+        except RPCError as exc:  # the peer's answer, not our call, is what is wrong
+            raise PeerError(f"{c.peer}: {method} answered a shape A2A 0.3 does not have: {exc.message}",
+                            status=status) from None
+
+
+class GrpcTransport(Transport):
+    """gRPC (1.0) on the interface's ``host:port``; needs ``pip install 'toolnexus[grpc]'``."""
+
+    binding = Binding.GRPC
+
+    def __init__(self, client: A2AClient, dialect: Dialect) -> None:
+        super().__init__(client, dialect)
+        self._channel: Any = None  # opened on first use
+
+    def elsewhere(self, endpoint: str, named: str) -> bool:
+        # gRPC has a port of its own: the host named is what credentials may go to
+        return origin(named)[1] != grpc_binding.host_of(endpoint)
+
+    async def close(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
+
+    def _stub(self, op: Operation) -> tuple[Any, str, list[tuple[str, str]]]:
+        """``(stub method, wire URL, metadata)`` of ``op``."""
+        c = self.client
+        _, _, pb_grpc = grpc_binding.modules()
+        if self._channel is None:
+            self._channel = grpc_binding.channel(c.endpoint, MAX_RESPONSE)
+        metadata = [("a2a-version", "1.0")] + [(k.lower(), v) for k, v in c.headers.items() if c.credentials_sent]
+        parent = trace.outgoing()
+        if parent is not None:
+            metadata.append((trace.HEADER, parent))
+        url = f"grpc://{grpc_binding.target_of(c.endpoint)}/{grpc_binding.SERVICE}/{op.v10}"
+        return getattr(pb_grpc.A2AServiceStub(self._channel), op.v10), url, metadata
+
+    def _failed(self, rpc: str, exc: BaseException) -> Exception:
+        c = self.client
+        if not hasattr(exc, "code"):  # no status: the channel or the message failed
+            return PeerError(f"{c.peer}: {rpc} failed: {why(exc)}")
+        return grpc_binding.error_of(exc, c.traffic.mask) or PeerError(
+            f"{c.peer}: {rpc} failed: {exc.code().name}: {c.traffic.mask(exc.details() or '')}")  # type: ignore[attr-defined]  # a grpc.RpcError, by its code()
+
+    async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
+        c = self.client
+        stub, url, metadata = self._stub(op)
+        message = grpc_binding.to_proto(op.grpc_request, params)
+        body = _json.dumps(params)
+        started = time.perf_counter()
+        try:
+            reply = await stub(message, metadata=metadata, timeout=c.timeout)
+        except Exception as exc:
+            failed = self._failed(op.v10, exc)
+            c.traffic.record(direction="out", method="POST", url=url, status=getattr(failed, "http_status", None),
+                             started=started, request_headers=dict(metadata), request_body=body, rpc_method=op.v10,
+                             error=str(failed))
+            raise failed from None
+        result = grpc_binding.to_json(reply)
+        c.traffic.record(direction="out", method="POST", url=url, status=200, started=started,
+                         request_headers=dict(metadata), request_body=body, response_body=_json.dumps(result),
+                         rpc_method=op.v10)
+        return result
+
+    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+        """A server-streaming call's messages as tasks; each must come within ``max(timeout, 60)``
+        seconds of the one before. On the wire log however it ends."""
+        c = self.client
+        stub, url, metadata = self._stub(op)
+        body = _json.dumps(params)
+        started = time.perf_counter()
+        frames: list[str] = []
+        error: str | None = None
+        task: Task | None = None
+        call = stub(grpc_binding.to_proto(op.grpc_request, params), metadata=metadata)
+        try:
+            replies = call.__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout(max(c.timeout, 60.0)):
+                        reply = await replies.__anext__()
+                except StopAsyncIteration:
+                    break
+                frame = grpc_binding.to_json(reply)
+                frames.append(_json.dumps(frame).decode())
+                task = _apply(task, frame, sent)
+                yield task.snapshot()
+        except TimeoutError:
+            error = f"AnswerTooSlow: no message within {max(c.timeout, 60.0):g}s"
+            raise PeerError(f"{c.peer}: {op.v10} stream failed: {error}") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            error = "canceled"
+            raise
+        except Exception as exc:
+            failed = self._failed(op.v10, exc)
+            error = str(failed)
+            raise failed from None
+        finally:
+            call.cancel()
+            c.traffic.record(direction="out", method="POST", url=url, status=None if error else 200, started=started,
+                             request_headers=dict(metadata), request_body=body, response_body="\n\n".join(frames),
+                             rpc_method=op.v10, frames=frames, error=error)
+
+
+_BY_BINDING: dict[Binding, type[Transport]] = {Binding.JSONRPC: JsonRpcTransport, Binding.HTTP_JSON: RestTransport,
+                                               Binding.GRPC: GrpcTransport}
+
+
+def transport_for(client: A2AClient, binding: Binding, dialect: Dialect) -> Transport:
+    """The transport of ``binding`` in ``dialect`` (JSON-RPC in the legacy dialect is its own)."""
+    if binding is Binding.JSONRPC and dialect is Dialect.LEGACY:
+        return LegacyTransport(client, dialect)
+    return _BY_BINDING[binding](client, dialect)
+
+
+# -- answers and frames, whichever transport they came by ------------------------------------------
+
+_BY_V10 = {op.v10: op.key for op in OPERATIONS.values()}
+
+
+def rpc_error(error: Any, mask: Any = str) -> RPCError:
+    """A JSON-RPC error object as the RPCError of its code (peer text masked and cut)."""
+    if not isinstance(error, dict):
+        return RPCError(mask(f"peer error: {error!r}"[:500]))
+    code = error.get("code")
+    message = mask(str(error.get("message") or "")[:2000])
+    cls = RPC_ERRORS.get(code) if isinstance(code, int) else None
+    if cls is None:
+        err = RPCError(message or f"peer error {code}", data=error.get("data"))
+        err.code = code if isinstance(code, int) else -32603
+        return err
+    return cls(message or None, data=error.get("data"))
+
+
+def as_task(result: Any, sent: Message | None) -> Task:
+    """A send/get result as a Task: a task (wrapped or not), or a Message reply."""
+    if isinstance(result, dict):
+        if "task" in result and isinstance(result["task"], dict):
+            return parse_task(result["task"])
+        if "message" in result and isinstance(result["message"], dict) and "id" not in result:
+            return _message_task(parse_message(result["message"], inbound=False), sent)
+        if "messageId" in result and "status" not in result:
+            return _message_task(parse_message(result, inbound=False), sent)
+        return parse_task(result)
+    raise PeerError(f"the peer answered with {type(result).__name__}, not a task or a message")
+
+
+def _message_task(reply: Message, sent: Message | None) -> Task:
+    """A peer that answers with a Message (no task): shown as a completed task holding it."""
+    history = [sent, reply] if sent is not None else [reply]
+    return Task(reply.task_id or "", reply.context_id or (sent.context_id if sent else "") or "",
+                TaskStatus(TaskState.COMPLETED), history)
+
+
+def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
+    """Fold one stream frame (any dialect) into the task it is about."""
+    if not isinstance(result, dict):
+        raise PeerError("a stream frame is not an object")
+    kind = result.get("kind")
+    body = result
+    for wrapper, name in (("statusUpdate", "status-update"), ("artifactUpdate", "artifact-update"),
+                          ("task", "task"), ("message", "message")):
+        if wrapper in result and isinstance(result[wrapper], dict):
+            kind, body = name, result[wrapper]
+            break
+    if kind is None:
+        if "artifact" in body and "taskId" in body:
+            kind = "artifact-update"
+        elif "status" in body and "taskId" in body:
+            kind = "status-update"
+        elif "messageId" in body and "status" not in body:
+            kind = "message"
+        else:
+            kind = "task"
+    if kind == "task":
+        return parse_task(body)
+    if kind == "message":
+        msg = parse_message(body, inbound=False)
+        if task is None:
+            return _message_task(msg, sent)
+        task.history.append(msg)
+        return task
+    if task is None:
+        task = Task(str(body.get("taskId", "")), str(body.get("contextId", "")), TaskStatus(TaskState.SUBMITTED),
+                    [sent] if sent else [])
+    if kind == "status-update":
+        task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
+        return task
+    art = parse_task({"id": task.id, "artifacts": [body.get("artifact") or {}]}).artifacts
+    if art:
+        new = art[0]
+        same = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
+        if same is not None and body.get("append"):
+            parts = list(new.parts)
+            if same.parts and parts and same.parts[-1].kind == "text" and parts[0].kind == "text":
+                # a text streamed in pieces is one text, not a line per piece; bounded like an answer,
+                # since each piece copies what came before
+                text = (same.parts[-1].text or "") + (parts.pop(0).text or "")
+                if len(text) > MAX_RESPONSE:
+                    raise AnswerTooLarge(f"a streamed artifact passed {MAX_RESPONSE:,} characters; at most that "
+                                         "much is kept")
+                same.parts[-1] = replace(same.parts[-1], text=text)
+            same.parts.extend(parts)
+        elif same is not None:
+            task.artifacts[task.artifacts.index(same)] = new
+        else:
+            task.artifacts.append(new)
+    return task
