@@ -4,6 +4,7 @@ official a2a-sdk 1.x server (default and 0.3 compat), and a stub of the toolnexu
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from toolnexus.a2a.model import TaskState
 from .conftest import EXAMPLE_SKILLS
 from .helpers import write_skill
 from .peers.legacy_stub import legacy_stub
+from .stubs import Reply, ScriptedServer
 
 sdk = pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 from .peers.sdk_server import sdk_server  # noqa: E402
@@ -241,3 +243,49 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             with pytest.raises(asyncio.CancelledError):
                 await call
         assert "CancelTask" in stub.methods
+
+
+# -- the client's fallbacks, one place for every transport ------------------------------------------
+
+async def test_a_stream_to_a_peer_that_cannot_stream_is_a_send_then_followed():
+    """An upstream toolnexus port answers message/stream with -32601 (and then speaks only the
+    legacy dialect): the stream is a blocking send, polled until it settles, and says so."""
+    async with legacy_stub() as stub:
+        async with tn.A2AClient(stub.url) as client:
+            tasks = [t async for t in client.stream("what is 6*7?")]
+            assert tasks[-1].state is TaskState.COMPLETED and tasks[-1].reply == "42"
+            assert client.dialect.value == "legacy"
+            assert any("-32601" in w and "blocking send instead of a stream" in w for w in client.warnings)
+            # known now: the next stream goes straight to the send, and says why
+            again = [t async for t in client.stream("again")]
+            assert again[-1].reply == "echo: again"
+            assert any("the legacy dialect has no streams" in w for w in client.warnings)
+        assert stub.methods[:3] == ["message/stream", "message/send", "SendMessage"]
+        assert stub.methods.count("message/stream") == 1
+
+
+async def test_a_stream_that_ends_finished_without_its_reply_is_followed_by_a_get():
+    """Some peers stream only the states: the reply, kept on the task, is fetched once at the end."""
+    def frame(result: dict) -> bytes:
+        return b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode() + b"\n\n"
+
+    stream = (frame({"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "submitted"}})
+              + frame({"kind": "status-update", "taskId": "t1", "contextId": "c1", "status": {"state": "working"},
+                       "final": False})
+              + frame({"kind": "status-update", "taskId": "t1", "contextId": "c1",
+                       "status": {"state": "completed"}, "final": True}))
+    kept = {"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "the reply"}]}]}
+    async with ScriptedServer() as peer:
+        peer.replies[:] = [
+            Reply(body={"name": "states-only", "url": peer.url + "/", "version": "1", "protocolVersion": "0.3.0",
+                        "capabilities": {"streaming": True}, "defaultInputModes": ["text"],
+                        "defaultOutputModes": ["text"], "skills": []}),
+            Reply(raw=stream, headers={"content-type": "text/event-stream"}),
+            Reply(body={"jsonrpc": "2.0", "id": 1, "result": kept}),
+        ]
+        async with tn.A2AClient(peer.url) as client:
+            tasks = [t async for t in client.stream("hello")]
+    assert [t.state.value for t in tasks] == ["submitted", "working", "completed", "completed"]
+    assert tasks[-1].reply == "the reply"
+    assert [r["json"]["method"] for r in peer.requests[1:]] == ["message/stream", "tasks/get"]

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import toolnexus as tn
-import toolnexus.a2a.client as client_mod
+import toolnexus.http.fetch as fetch_limits
 from toolnexus.http.server import AsgiServer
 from toolnexus.traffic import TrafficRecorder, to_curl
 
@@ -92,7 +92,7 @@ async def test_a_trickling_card_is_cut_off_at_the_total_timeout():
 
 
 async def test_an_endless_stream_event_is_cut_off(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(client_mod, "MAX_FRAME", 64 * 1024)
+    monkeypatch.setattr(fetch_limits, "MAX_FRAME", 64 * 1024)
 
     async def the_card(request, peer):
         return JSONResponse(card(peer.url + "/"))
@@ -115,7 +115,7 @@ async def test_an_endless_stream_event_is_cut_off(monkeypatch: pytest.MonkeyPatc
 
 async def test_an_endlessly_appended_artifact_is_cut_off(monkeypatch: pytest.MonkeyPatch):
     """Appends to one text are joined (each copies what came before): bounded like an answer."""
-    monkeypatch.setattr(client_mod, "MAX_RESPONSE", 256 * 1024)
+    monkeypatch.setattr(fetch_limits, "MAX_RESPONSE", 256 * 1024)
 
     async def the_card(request, peer):
         return JSONResponse(card(peer.url + "/"))

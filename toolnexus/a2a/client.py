@@ -438,8 +438,8 @@ class A2AClient:
                      task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncIterator[Task]:
         """Send and follow the task as the peer streams it; yields the task after every frame, until
         the stream ends. A peer that cannot stream (a dialect without streams, or a stream refused
-        as an unknown method before its first frame) gets a blocking send instead, and
-        ``warnings`` says so; a stream that ends finished but without the reply is followed by a
+        as an unknown method before its first frame) gets a blocking send instead, followed by
+        polling until the task settles, and ``warnings`` says so; a stream that ends finished but without the reply is followed by a
         get (see :meth:`_frames`)."""
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata)
@@ -459,8 +459,14 @@ class A2AClient:
                 why_not = f"it answered {self.transport.method(OPERATIONS['stream'])} with -32601 (method not found)"
         else:
             why_not = f"the {self.transport.dialect.value} dialect has no streams"
-        self.warnings.append(f"{why_not}: sent as a blocking send instead of a stream")
-        yield await self.send(msg, blocking=True)
+        self.warnings.append(f"{why_not}: sent as a blocking send instead of a stream, then polled")
+        task = await self.send(msg, blocking=True)
+        yield task
+        if task.id and not (task.state.terminal or task.state.interrupted):
+            async for event in self.watch(task.id, stream=False):
+                if event.state is not task.state:
+                    task = event.task
+                    yield task
 
     async def resubscribe(self, task_id: str) -> AsyncIterator[Task]:
         """Follow a running task over SSE; yields the task after every frame."""

@@ -21,12 +21,13 @@ import httpx
 
 from .. import _json, trace
 from ..errors import RPC_ERRORS, PeerError, RPCError, UnsupportedOperationError
-from ..http.fetch import MAX_FRAME, MAX_RESPONSE, AnswerTooLarge, exchange, read_body, sse_events, why
+from ..http import fetch
+from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
 from . import grpc_binding, rest
 from .card import origin
 from .dialects import Dialect, parse_message, parse_task
 from .model import Message, Task, TaskState, TaskStatus, new_id
-from .operations import OPERATIONS, Binding, Operation
+from .operations import V03_METHODS, Binding, Operation
 
 if TYPE_CHECKING:
     from .client import A2AClient
@@ -98,7 +99,7 @@ class _HttpTransport(Transport):
         started = time.perf_counter()
         try:
             r, content = await exchange(c._http, verb, url, headers=headers, content=body,
-                                        limit=MAX_RESPONSE, timeout=c.timeout)
+                                        limit=fetch.MAX_RESPONSE, timeout=c.timeout)
         except httpx.HTTPError as exc:
             c.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
                              request_headers=headers, request_body=body, rpc_method=method, error=why(exc))
@@ -109,7 +110,7 @@ class _HttpTransport(Transport):
         return self.result(method, r.status_code, content, empty_ok=empty_ok)
 
     async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
-        """The frames of a stream as tasks. Each event is at most ``MAX_FRAME`` bytes and must arrive
+        """The frames of a stream as tasks. Each event is at most ``fetch.MAX_FRAME`` bytes and must arrive
         whole within ``timeout`` of its first byte; between events the peer may stay silent for
         ``max(timeout, 60)`` seconds. A peer that answers with a whole result instead of a stream
         is read as that result."""
@@ -126,10 +127,10 @@ class _HttpTransport(Transport):
                 status, response_headers = r.status_code, dict(r.headers)
                 if not r.headers.get("content-type", "").startswith("text/event-stream"):
                     async with asyncio.timeout(c.timeout):
-                        content = await read_body(r, MAX_RESPONSE)
+                        content = await read_body(r, fetch.MAX_RESPONSE)
                     yield as_task(self.result(method, status, content), sent)
                     return
-                async for frame in sse_events(r, c.timeout, MAX_FRAME):
+                async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME):
                     frames.append(frame)
                     task = _apply(task, self.result(method, status, frame.encode()), sent)
                     yield task.snapshot()
@@ -220,6 +221,9 @@ class RestTransport(_HttpTransport):
 
     binding = Binding.HTTP_JSON
 
+    def method(self, op: Operation) -> str | None:
+        return op.v03 if self.dialect is Dialect.V03 else op.v10
+
     def request(self, op: Operation, params: dict[str, Any],
                 stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
         v03 = self.dialect is Dialect.V03
@@ -230,7 +234,7 @@ class RestTransport(_HttpTransport):
         if payload is None:
             del headers["content-type"]
         body = b"" if payload is None else _json.dumps(payload)
-        return op.v10, verb, self.client.endpoint.rstrip("/") + path, body, headers
+        return self.method(op) or op.v10, verb, self.client.endpoint.rstrip("/") + path, body, headers
 
     def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
         """An HTTP+JSON answer: the result is the whole body; a failure is ``{"error": {...}}``."""
@@ -251,7 +255,7 @@ class RestTransport(_HttpTransport):
         if self.dialect is not Dialect.V03:
             return data
         try:
-            return rest.v03_answer(_BY_V10[method], data)
+            return rest.v03_answer(V03_METHODS[method].key, data)
         except RPCError as exc:  # the peer's answer, not our call, is what is wrong
             raise PeerError(f"{c.peer}: {method} answered a shape A2A 0.3 does not have: {exc.message}",
                             status=status) from None
@@ -280,7 +284,7 @@ class GrpcTransport(Transport):
         c = self.client
         _, _, pb_grpc = grpc_binding.modules()
         if self._channel is None:
-            self._channel = grpc_binding.channel(c.endpoint, MAX_RESPONSE)
+            self._channel = grpc_binding.channel(c.endpoint, fetch.MAX_RESPONSE)
         metadata = [("a2a-version", "1.0")] + [(k.lower(), v) for k, v in c.headers.items() if c.credentials_sent]
         parent = trace.outgoing()
         if parent is not None:
@@ -368,7 +372,6 @@ def transport_for(client: A2AClient, binding: Binding, dialect: Dialect) -> Tran
 
 # -- answers and frames, whichever transport they came by ------------------------------------------
 
-_BY_V10 = {op.v10: op.key for op in OPERATIONS.values()}
 
 
 def rpc_error(error: Any, mask: Any = str) -> RPCError:
@@ -449,8 +452,8 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
                 # a text streamed in pieces is one text, not a line per piece; bounded like an answer,
                 # since each piece copies what came before
                 text = (same.parts[-1].text or "") + (parts.pop(0).text or "")
-                if len(text) > MAX_RESPONSE:
-                    raise AnswerTooLarge(f"a streamed artifact passed {MAX_RESPONSE:,} characters; at most that "
+                if len(text) > fetch.MAX_RESPONSE:
+                    raise AnswerTooLarge(f"a streamed artifact passed {fetch.MAX_RESPONSE:,} characters; at most that "
                                          "much is kept")
                 same.parts[-1] = replace(same.parts[-1], text=text)
             same.parts.extend(parts)
