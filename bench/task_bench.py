@@ -24,7 +24,7 @@ from typing import Any
 
 async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
     import toolnexus as tn
-    from toolnexus.a2a.dialects import Dialect
+    from toolnexus.protocol.dialects import Dialect
     from toolnexus.http.server import serving_gc
 
     async def instant(request: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolnexus.a2a.webhook import WebhookReceiver
+from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
 

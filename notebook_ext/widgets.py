@@ -24,8 +24,8 @@ import ipywidgets as w
 import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
-from toolnexus.a2a.model import Task, TaskState
-from toolnexus.a2a.webhook import WebhookReceiver
+from toolnexus.protocol.model import Task, TaskState
+from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import (
     badge,
     card_html,
@@ -256,7 +256,7 @@ class ServerWidget(w.VBox):
         if path.suffix not in (".json", ".csv", ".jsonl"):
             raise ConfigError(f"export: {path.name!r} must end in .json, .csv or .jsonl")
         if path.suffix == ".jsonl":
-            from toolnexus.a2a.cassette import save
+            from toolnexus.debug.cassette import save
 
             save(list(self.book.traffic), path)
         elif path.suffix == ".csv":
@@ -574,7 +574,7 @@ class CardWidget(w.VBox):
 
 class DoctorWidget(w.VBox):
     """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped); ``await
-    widget.done()`` for the :class:`~toolnexus.a2a.doctor.DoctorReport`."""
+    widget.done()`` for the :class:`~toolnexus.debug.doctor.DoctorReport`."""
 
     def __init__(self, url: str, *, send: bool = False, headers: dict[str, str] | None = None) -> None:
         self.url = url
@@ -585,7 +585,7 @@ class DoctorWidget(w.VBox):
         self._run = _schedule(self._probe(send, headers))
 
     async def _probe(self, send: bool, headers: dict[str, str] | None) -> Any:
-        from toolnexus.a2a.doctor import doctor
+        from toolnexus.debug.doctor import doctor
 
         try:
             self.report = await doctor(self.url, headers=headers, send=send)

@@ -27,7 +27,7 @@ def assert_legal(events) -> dict:
     states of each task in order."""
     from collections import defaultdict
 
-    from toolnexus.a2a.model import LEGAL
+    from toolnexus.protocol.model import LEGAL
     from toolnexus.events import TaskEvent
 
     by_task: dict = defaultdict(list)

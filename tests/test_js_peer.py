@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.agents import Agent
-from toolnexus.a2a.model import TaskState
+from toolnexus.client.agents import Agent
+from toolnexus.protocol.model import TaskState
 
 from .peers.js_peer import js_server
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.agents import Agent
-from toolnexus.a2a.model import TaskState
+from toolnexus.client.agents import Agent
+from toolnexus.protocol.model import TaskState
 
 from .conftest import EXAMPLE_SKILLS
 from .helpers import write_skill

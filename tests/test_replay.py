@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.cassette import CassetteError, load
-from toolnexus.a2a.replay import ReplayPeer, diff
+from toolnexus.debug.cassette import CassetteError, load
+from toolnexus.debug.replay import ReplayPeer, diff
 
 from .conftest import EXAMPLE_SKILLS, ROOT
 from .peers.sdk_server import sdk_server

@@ -6,13 +6,13 @@ The public API is what ``__all__`` names; everything else may change.
 
 from __future__ import annotations
 
-from .a2a.agents import Agent, agent_tools
-from .a2a.card import AgentCard, CardReport, validate_card
-from .a2a.client import A2AClient, fetch_card
-from .a2a.doctor import DoctorReport, Finding, doctor
-from .a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
-from .a2a.push import PushConfig
-from .a2a.webhook import Notification, WebhookReceiver
+from .client.agents import Agent, agent_tools
+from .protocol.card import AgentCard, CardReport, validate_card
+from .client.peer import A2AClient, fetch_card
+from .debug.doctor import DoctorReport, Finding, doctor
+from .protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from .protocol.push import PushConfig
+from .client.webhook import Notification, WebhookReceiver
 from .errors import (
     ConfigError,
     MaxTurnsError,

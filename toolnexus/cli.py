@@ -379,7 +379,7 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from toolnexus.a2a.doctor import doctor
+    from toolnexus.debug.doctor import doctor
 
     headers = _headers(args.header)
     report = await doctor(args.url, headers=headers, timeout=args.timeout, send=args.send)
@@ -425,7 +425,7 @@ async def _card(args: argparse.Namespace) -> int:
 
 async def _send(args: argparse.Namespace) -> int:
     import toolnexus as tn
-    from toolnexus.a2a.dialects import Dialect, render_task
+    from toolnexus.protocol.dialects import Dialect, render_task
 
     headers = _headers(args.header)
     try:
@@ -496,8 +496,8 @@ async def _send(args: argparse.Namespace) -> int:
 
 
 async def _replay(args: argparse.Namespace) -> int:
-    from toolnexus.a2a.cassette import CassetteError
-    from toolnexus.a2a.replay import ReplayPeer, diff
+    from toolnexus.debug.cassette import CassetteError
+    from toolnexus.debug.replay import ReplayPeer, diff
 
     try:
         if args.against:

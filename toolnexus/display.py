@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import MissingExtra
 
 if TYPE_CHECKING:
-    from .a2a.card import AgentCard, CardReport
-    from .a2a.model import Task
+    from .protocol.card import AgentCard, CardReport
+    from .protocol.model import Task
     from .llm import RunResult
 
 __all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe", "printable", "plural",

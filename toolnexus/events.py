@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .a2a.model import Task, TaskState, now_iso
+from .protocol.model import Task, TaskState, now_iso
 
 if TYPE_CHECKING:
     from .llm import RunResult

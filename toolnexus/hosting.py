@@ -296,7 +296,7 @@ class Workspace:
 
     async def answer(self, server: str, task_id: str, text: str) -> Any:
         """Answer a hosted task waiting for input; the same task resumes."""
-        from .a2a.model import Message, Part
+        from .protocol.model import Message, Part
         from .errors import InvalidParamsError
 
         runner = self._runner(server)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .a2a.agents import connect_agent, parse_agents
+from .client.agents import connect_agent, parse_agents
 from .builtins import builtin_tools
 from .errors import ConfigError
 from .mcp_client import connect_all, parse_servers
@@ -125,12 +125,12 @@ class Toolkit:
                 for c in self._connections}
 
     async def add_agent(self, agent: Any) -> list[Tool]:
-        """Connect a remote A2A agent (:class:`~toolnexus.a2a.agents.Agent`) and add its tools.
+        """Connect a remote A2A agent (:class:`~toolnexus.client.agents.Agent`) and add its tools.
 
         Returns the tools added; an agent that cannot be reached adds none (and is logged). Names
         already taken are skipped, first-wins.
         """
-        from .a2a.agents import connect_agent
+        from .client.agents import connect_agent
 
         source = await connect_agent(agent)
         if source is None:
@@ -252,8 +252,8 @@ async def create_toolkit(
         root: the working folder of the builtins (default: the current directory).
         mcp_servers: MCP servers whose tools join the toolkit, in the config's ``mcpServers`` form
             (added to the config file's servers); see :mod:`toolnexus.mcp_client`.
-        agents: remote A2A agents (:class:`~toolnexus.a2a.agents.Agent`) whose skills become tools
-            (added to the config file's ``agents``); see :mod:`toolnexus.a2a.agents`.
+        agents: remote A2A agents (:class:`~toolnexus.client.agents.Agent`) whose skills become tools
+            (added to the config file's ``agents``); see :mod:`toolnexus.client.agents`.
 
     Raises:
         ConfigError: the config cannot be used.

@@ -2,7 +2,7 @@
 
 A request to a served agent may carry a W3C ``traceparent`` header (``00-<trace id>-<parent span
 id>-<flags>``): the task it creates joins that trace, its own span a child of the caller's. When a
-task's run calls another agent through an A2A tool (:mod:`toolnexus.a2a.agents`), the call is a
+task's run calls another agent through an A2A tool (:mod:`toolnexus.client.agents`), the call is a
 span of its own, a child of the task's, and the request carries ``traceparent`` naming it, so the
 remote task (on any agent that honours W3C trace context) joins the same trace. A task that was
 given no trace starts one at its first remote call.

@@ -23,9 +23,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import _json
-from .a2a import rest
-from .a2a.operations import OPERATIONS
-from .a2a.model import iso_utc
+from .protocol import rest
+from .protocol.operations import OPERATIONS
+from .protocol.model import iso_utc
 from .events import EventBus, TrafficEvent
 
 __all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
@@ -139,7 +139,7 @@ class TrafficRecorder:
         self.secret_values: set[str] = set()
         self._sorted: tuple[int, list[str]] | None = None
         self.cassette: Any = None
-        """A :class:`~toolnexus.a2a.cassette.CassetteWriter` that each exchange is also written to."""
+        """A :class:`~toolnexus.debug.cassette.CassetteWriter` that each exchange is also written to."""
 
     def secret(self, header: str, value: str | None = None) -> None:
         """Treat this header (and this value, wherever it appears) as a secret."""

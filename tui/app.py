@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.signal import Signal
 
-from toolnexus.a2a.webhook import WebhookReceiver
+from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import printable
 from toolnexus.events import RemoteCallEvent, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
@@ -246,7 +246,7 @@ class ToolnexusApp(App[None]):
 
     def save_cassette(self, path: Path | None = None) -> Path:
         """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
-        from toolnexus.a2a.cassette import save
+        from toolnexus.debug.cassette import save
 
         return save(list(self.book.traffic), path or self._session_path(".jsonl"))
 

@@ -340,8 +340,8 @@ async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path,
     data = json.loads(whole.read_text())
     assert len(data["tasks"]) == 2 and any(ev["rpc_method"] == "SendMessage" for ev in data["wire"])
     # its wire as a cassette: replayed, it answers as data-desk did
-    from toolnexus.a2a.cassette import load
-    from toolnexus.a2a.replay import ReplayPeer
+    from toolnexus.debug.cassette import load
+    from toolnexus.debug.replay import ReplayPeer
 
     tape = load(ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'session.jsonl'}"))
     sends = [x for x in tape if x.rpc_method == "SendMessage"]

@@ -156,7 +156,7 @@ async def follow_the_script(client, hello: str):  # type: ignore[no-untyped-def]
     read with and without its id, deleted. Returns the echo's task."""
     import pytest
 
-    from toolnexus.a2a.model import TaskState
+    from toolnexus.protocol.model import TaskState
     from toolnexus.errors import TaskNotCancelableError, TaskNotFoundError
 
     task = await client.send(hello, blocking=True)

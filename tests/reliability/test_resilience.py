@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.model import TaskState
 
 from ..helpers import assert_legal
 from ..serve.wire import rpc, v03_message

@@ -253,7 +253,7 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
 
 
 def test_one_origin_written_two_ways_is_one_origin():
-    from toolnexus.a2a.card import AgentCard, origin
+    from toolnexus.protocol.card import AgentCard, origin
 
     assert origin("http://h.example/") == origin("HTTP://H.example:80/x") != origin("https://h.example/")
     assert origin("http://h.example:notaport/") != origin("http://h.example/")

@@ -239,7 +239,7 @@ def test_ids_are_v4_uuids_never_repeated_by_threads_or_a_forked_worker():
     import threading
     import uuid
 
-    from toolnexus.a2a.model import new_id
+    from toolnexus.protocol.model import new_id
 
     first = new_id()
     assert uuid.UUID(first).version == 4 and str(uuid.UUID(first)) == first

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.model import TaskState
 from toolnexus.errors import MissingExtra
 
 from ..peers.sdk_server import follow_the_script, sdk_server

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.model import TaskState
 from toolnexus.events import RemoteCallEvent, TaskEvent
 from toolnexus.monitor import TaskBook, trace_tree
 

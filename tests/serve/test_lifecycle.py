@@ -8,7 +8,7 @@ import time
 import httpx
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.model import TaskState
 
 from ..conftest import EXAMPLE_SKILLS
 from ..helpers import assert_legal

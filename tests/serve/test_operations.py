@@ -1,4 +1,4 @@
-"""The table of operations (toolnexus.a2a.operations) against the specification's own service and a
+"""The table of operations (toolnexus.protocol.operations) against the specification's own service and a
 real served agent: every operation the official a2a.v1.A2AService declares is a row, and every
 row is served on every binding it names; the checks before an operation are the same on all of
 them (auth first, then the version, then the body's type and size)."""
@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.operations import OPERATIONS, V03_METHODS, V10_METHODS
+from toolnexus.protocol.operations import OPERATIONS, V03_METHODS, V10_METHODS
 
 try:
     import grpc

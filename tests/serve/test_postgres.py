@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import Message, Part, Task, TaskState, TaskStatus
+from toolnexus.protocol.model import Message, Part, Task, TaskState, TaskStatus
 from toolnexus.errors import ConfigError
 from toolnexus import _json
 from toolnexus.errors import StaleTaskError

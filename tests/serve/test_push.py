@@ -20,9 +20,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
-from toolnexus.a2a.push import PushConfig, webhook_refusal
-from toolnexus.a2a.webhook import WebhookReceiver
+from toolnexus.protocol.model import TaskState
+from toolnexus.protocol.push import PushConfig, webhook_refusal
+from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.http.server import AsgiServer
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.model import TaskState
 from toolnexus.errors import TaskNotCancelableError, TaskNotFoundError
 
 from ..peers.js_peer import js_client, js_server
@@ -298,7 +298,7 @@ async def test_our_client_on_0_3_rest_routes(peer):
 
 
 def test_one_route_table_names_every_route_the_server_serves():
-    from toolnexus.a2a import rest
+    from toolnexus.protocol import rest
 
     # a path with a :verb is never taken for /tasks/{id}, on the wire log as in the server
     assert rest.match("GET", "/tasks/abc:subscribe") == ("resubscribe", {"id": "abc"})

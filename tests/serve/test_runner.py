@@ -128,7 +128,7 @@ def test_now_iso_is_the_one_timestamp_form_and_follows_the_clock():
     import time
     from datetime import datetime, timezone
 
-    from toolnexus.a2a.model import iso_utc, now_iso
+    from toolnexus.protocol.model import iso_utc, now_iso
 
     for _ in range(3):
         before = iso_utc(datetime.now(timezone.utc))

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from toolnexus.protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from toolnexus.stores import FileTaskStore, MemoryTaskStore, PostgresTaskStore, open_store
 
 from .wire import rpc, v03_message

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
-from toolnexus.a2a.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from toolnexus.protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from toolnexus.events import TaskEvent, ToolCallEvent
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace
 from toolnexus.llm import RunResult, Usage
@@ -75,7 +75,7 @@ def fixed_peers(folder):  # -> tui.peers.PeerBook
     from pathlib import Path
 
     from toolnexus import A2AClient
-    from toolnexus.a2a.dialects import Dialect
+    from toolnexus.protocol.dialects import Dialect
     from tui.peers import Peer, PeerBook
 
     cards = Path(__file__).resolve().parent.parent / "fixtures" / "cards"
@@ -87,7 +87,7 @@ def fixed_peers(folder):  # -> tui.peers.PeerBook
         peer.client.dialect_reason = "fixed for the picture"
         peer.state = "reachable"
         book.peers[url] = peer
-    from toolnexus.a2a.card import build_card
+    from toolnexus.protocol.card import build_card
     from toolnexus.skills import SkillDef
 
     hosted = Peer("http://127.0.0.1:43211", hosted=True)  # the fixed workspace's demo-desk

@@ -149,7 +149,7 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
 
 
 async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
-    from toolnexus.a2a.model import TaskState
+    from toolnexus.protocol.model import TaskState
 
     from ..serve.test_hops import chain
 
@@ -296,8 +296,8 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
 
 
 async def test_the_wire_saves_as_a_cassette_that_replays(tmp_path):
-    from toolnexus.a2a.cassette import load
-    from toolnexus.a2a.replay import ReplayPeer
+    from toolnexus.debug.cassette import load
+    from toolnexus.debug.replay import ReplayPeer
     from toolnexus.hosting import demo_spec
     from tui.screens.export import ExportPrompt
 

@@ -88,7 +88,7 @@ async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp
 
 
 def test_save_artifacts_lists_links_skips_bad_bytes_and_never_follows_a_link(tmp_path: Path):
-    from toolnexus.a2a.model import Artifact, Part, Task, TaskStatus
+    from toolnexus.protocol.model import Artifact, Part, Task, TaskStatus
 
     target = tmp_path / "victim.txt"
     target.write_text("keep me")

@@ -14,7 +14,7 @@ pytest.importorskip("textual")
 
 from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
 
-from toolnexus.a2a.model import TaskState  # noqa: E402
+from toolnexus.protocol.model import TaskState  # noqa: E402
 from toolnexus.hosting import demo_spec  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402

@@ -13,7 +13,7 @@ pytest.importorskip("textual")
 from rich.text import Text  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
-from toolnexus.a2a.model import Message, Task, TaskState, TaskStatus  # noqa: E402
+from toolnexus.protocol.model import Message, Task, TaskState, TaskStatus  # noqa: E402
 from toolnexus.events import TaskEvent  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402

@@ -65,7 +65,7 @@ def test_peers_screen(snap_compare, tmp_path):
 
 
 def test_chat_screen(snap_compare, tmp_path):
-    from toolnexus.a2a.model import TaskState
+    from toolnexus.protocol.model import TaskState
     from tui.screens.chat import Conversation
 
     async def before(pilot) -> None:

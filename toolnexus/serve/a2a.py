@@ -2,7 +2,7 @@
 the HTTP+JSON routes of 1.0 and 0.3; the gRPC binding (``grpc_server.py``) calls the same handlers.
 
 Each binding only decodes, calls a handler of an operation (the table in
-:mod:`toolnexus.a2a.operations`) and encodes. What comes before, for every binding alike: auth
+:mod:`toolnexus.protocol.operations`) and encodes. What comes before, for every binding alike: auth
 (401/403, UNAUTHENTICATED/PERMISSION_DENIED), the ``A2A-Version`` header, then for a request
 that carries a body its content type (415), its size (413), JSON (-32700) and depth. On
 ``POST /`` the envelope is read before the version header (the method decides the dialect). A
@@ -27,9 +27,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import _json, trace
-from ..a2a import rest
-from ..a2a.card import CARD_PATH, LEGACY_CARD_PATH, build_card
-from ..a2a.dialects import (
+from ..protocol import rest
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
+from ..protocol.dialects import (
     Dialect,
     parse_message,
     parse_state,
@@ -38,10 +38,10 @@ from ..a2a.dialects import (
     render_status_update,
     render_task,
 )
-from ..a2a.jsonrpc import error_envelope, parse_request, refuse_too_deep, request_id_of, result_envelope
-from ..a2a.model import Task, TaskState, iso_utc
-from ..a2a.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
-from ..a2a.push import PushConfig, parse_push_config, render_push_config
+from ..protocol.jsonrpc import error_envelope, parse_request, refuse_too_deep, request_id_of, result_envelope
+from ..protocol.model import Task, TaskState, iso_utc
+from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
+from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,

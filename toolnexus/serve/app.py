@@ -18,8 +18,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 
-from ..a2a.card import CARD_PATH
-from ..a2a.model import Task, TaskState
+from ..protocol.card import CARD_PATH
+from ..protocol.model import Task, TaskState
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
 from ..traffic import InboundRecorder, TrafficRecorder

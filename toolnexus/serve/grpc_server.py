@@ -1,7 +1,7 @@
 """A served toolkit's A2A agent over gRPC (A2A 1.0 §10), on its own port beside the HTTP one.
 
 An adapter, as thin as the HTTP ones: every RPC of the table of operations
-(:mod:`toolnexus.a2a.operations`) admits its caller as every binding does (auth, then the
+(:mod:`toolnexus.protocol.operations`) admits its caller as every binding does (auth, then the
 ``A2A-Version`` metadata), runs the endpoint's handler with the request as its 1.0 JSON, and
 encodes the result as its proto message. A failure anywhere, the encoding of the answer
 included, ends the call with the gRPC status of its error (``toolnexus.errors``); an unexpected
@@ -16,9 +16,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..a2a.dialects import Dialect
-from ..a2a.grpc_binding import abort_args, modules, to_json, to_proto
-from ..a2a.operations import OPERATIONS, Operation
+from ..protocol.dialects import Dialect
+from ..protocol.grpc_binding import abort_args, modules, to_json, to_proto
+from ..protocol.operations import OPERATIONS, Operation
 from ..errors import InternalError, RPCError, VersionNotSupportedError
 from .a2a import A2AEndpoint, _bare, _major, _Refusal
 from ..http.server import MAX_CONNECTIONS, http_url, parse_addr

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import trace
-from ..a2a.model import (
+from ..protocol.model import (
     Artifact,
     Message,
     Part,
@@ -46,7 +46,7 @@ from ..tools import Answer
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
     from ..toolkit import Toolkit
-    from ..a2a.push import PushConfig
+    from ..protocol.push import PushConfig
     from .push import PushNotifier
 
 __all__ = ["TaskRunner", "OnTask"]

@@ -3,7 +3,7 @@
 ``TaskRunner.transition`` hands every change of a task that has a config to
 :meth:`PushNotifier.notify`, which only queues it: each config has its own queue and its own
 sender, so a slow or dead webhook delays its own notifications and nothing else (not the task,
-not another webhook). Shapes per dialect and the URL rules are in ``toolnexus.a2a.push``.
+not another webhook). Shapes per dialect and the URL rules are in ``toolnexus.protocol.push``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import httpx
 
 from .. import _json
 from ..http.fetch import why
-from ..a2a.model import Artifact, Task, new_id
-from ..a2a.dialects import Dialect
-from ..a2a.push import PushConfig, parse_push_config, payloads, render_push_config, webhook_refusal
+from ..protocol.model import Artifact, Task, new_id
+from ..protocol.dialects import Dialect
+from ..protocol.push import PushConfig, parse_push_config, payloads, render_push_config, webhook_refusal
 from ..errors import InvalidParamsError, TaskNotFoundError
 from ..traffic import TrafficRecorder
 

@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from ..a2a.jsonrpc import too_deep
-from ..a2a.model import Task, TaskState
+from ..protocol.jsonrpc import too_deep
+from ..protocol.model import Task, TaskState
 from .base import RECORD_DEPTH, TaskPage, page_of, readable, task_from_record, task_record
 
 __all__ = ["FileTaskStore"]

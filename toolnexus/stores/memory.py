@@ -7,7 +7,7 @@ import logging
 import time
 
 from .. import _json
-from ..a2a.model import Task, TaskState
+from ..protocol.model import Task, TaskState
 from ..errors import ConfigError
 from .base import STATES, TaskPage, epoch, readable, task_from_record, task_record, visible, window
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .. import _json
-from ..a2a.model import Task, TaskState
+from ..protocol.model import Task, TaskState
 from ..errors import ConfigError, MissingExtra, StaleTaskError, StoreUnavailableError
 from ..traffic import mask_url
 from .base import TaskPage, task_from_record, task_record

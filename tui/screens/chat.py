@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Select, Static
 
-from toolnexus.a2a.files import MAX_FILE, safe_name
-from toolnexus.a2a.model import Message, Part, Task, TaskState
+from toolnexus.protocol.files import MAX_FILE, safe_name
+from toolnexus.protocol.model import Message, Part, Task, TaskState
 from toolnexus.errors import PeerError
 from toolnexus.monitor import STATE_STYLE
 

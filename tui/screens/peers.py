@@ -185,7 +185,7 @@ class PeersScreen(ModeScreen):
 
     @work(exclusive=True, group="peer-doctor")
     async def _doctor(self, peer: Any) -> None:
-        from toolnexus.a2a.doctor import doctor
+        from toolnexus.debug.doctor import doctor
 
         view = self.query_one("#doctor-view", Static)
         view.update(f"probing {peer.url} …")

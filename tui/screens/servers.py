@@ -10,8 +10,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
-from toolnexus.a2a.card import CARD_PATH
-from toolnexus.a2a.model import TaskState
+from toolnexus.protocol.card import CARD_PATH
+from toolnexus.protocol.model import TaskState
 from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar

@@ -21,7 +21,7 @@ from textual.widgets import (
     TabPane,
 )
 
-from toolnexus.a2a.dialects import Dialect
+from toolnexus.protocol.dialects import Dialect
 from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire, trace_tree
 
 from ..widgets import ModeBar

@@ -1,4 +1,4 @@
-"""Replay a cassette (see :mod:`toolnexus.a2a.cassette`): as a peer, or against a live one.
+"""Replay a cassette (see :mod:`toolnexus.debug.cassette`): as a peer, or against a live one.
 
 **As a peer** (:class:`ReplayPeer`, ``toolnexus replay session.jsonl``): an HTTP server that answers
 each request with the recorded answer of a matching recorded request, so a peer's behaviour can be
@@ -44,12 +44,12 @@ import httpx
 from ..errors import PeerError
 from ..http.fetch import MAX_RESPONSE, exchange, why
 from ..traffic import MASK, _json_or_none, sse_data
-from . import rest
-from .jsonrpc import too_deep
-from .operations import OPERATIONS
+from ..protocol import rest
+from ..protocol.jsonrpc import too_deep
+from ..protocol.operations import OPERATIONS
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
-from .dialects import parse_state
-from .model import INTERRUPTED, TERMINAL, new_id
+from ..protocol.dialects import parse_state
+from ..protocol.model import INTERRUPTED, TERMINAL, new_id
 
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
 

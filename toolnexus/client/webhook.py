@@ -24,9 +24,9 @@ from ..events import EventBus
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
 from ..traffic import TrafficRecorder
-from .dialects import Dialect
-from .model import TaskState, now_iso
-from .push import TOKEN_HEADER, PushConfig, parse_notification
+from ..protocol.dialects import Dialect
+from ..protocol.model import TaskState, now_iso
+from ..protocol.push import TOKEN_HEADER, PushConfig, parse_notification
 
 __all__ = ["WebhookReceiver", "Notification", "MAX_NOTIFICATION"]
 

@@ -5,13 +5,13 @@ the fixtures are there in any test suite:
 
 ``a2a_replay``
     ``peer = a2a_replay("session.jsonl")`` serves the cassette as a peer (see
-    :class:`toolnexus.a2a.replay.ReplayPeer`; ``match=`` and ``origin=`` as there) on a thread of
+    :class:`toolnexus.debug.replay.ReplayPeer`; ``match=`` and ``origin=`` as there) on a thread of
     its own, so sync and async tests alike can talk to ``peer.url``; it stops after the test.
 
 ``a2a_verify``
     ``a2a_verify("session.jsonl", url)`` sends the recorded requests to the live peer at ``url``
     and fails the test, with the report, when an answer differs (see
-    :func:`toolnexus.a2a.replay.diff`; ``headers=`` and the rest as there); it returns the report.
+    :func:`toolnexus.debug.replay.diff`; ``headers=`` and the rest as there); it returns the report.
     In an async test whose peer runs on the test's own loop: ``await a2a_verify.check(...)``.
 
 A relative cassette path is looked up beside the test file first, then from the current folder.
@@ -42,8 +42,8 @@ def _path(request: pytest.FixtureRequest, cassette: str | os.PathLike[str]) -> P
 @pytest.fixture
 def a2a_replay(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``a2a_replay(cassette, match="lenient", origin=None)`` -> a started ReplayPeer."""
-    from .a2a.replay import ReplayPeer
-    from .http.server import LoopThread
+    from .replay import ReplayPeer
+    from ..http.server import LoopThread
 
     thread: LoopThread | None = None
     peers: list[ReplayPeer] = []
@@ -78,7 +78,7 @@ class Verifier:
 
     async def check(self, cassette: str | os.PathLike[str], url: str, **options: Any) -> Any:
         """Replay ``cassette`` against ``url``; fail the test when an answer differs."""
-        from .a2a.replay import diff
+        from .replay import diff
 
         report = await diff(_path(self._request, cassette), url, **options)
         if not report.ok:
@@ -89,5 +89,5 @@ class Verifier:
 @pytest.fixture
 def a2a_verify(request: pytest.FixtureRequest) -> Verifier:
     """``a2a_verify(cassette, url, headers=..., timeout=...)``: fails the test when the live peer
-    answers differently from the recording; returns the :class:`~toolnexus.a2a.replay.ReplayReport`."""
+    answers differently from the recording; returns the :class:`~toolnexus.debug.replay.ReplayReport`."""
     return Verifier(request)

@@ -20,7 +20,7 @@ exchange (``date``, ``content-length``, ``host``, ``etag`` ...) are left out.
 characters or more is written as a name in order of first appearance (``task-1``, ``context-1``,
 ``message-3``, ``rpc-2``), everywhere it appears (bodies, frames, URL paths). Recording the same
 session twice gives the same cassette, whatever ids the peer made up, and a replay (see
-:mod:`toolnexus.a2a.replay`) can tell a recorded id from a live one.
+:mod:`toolnexus.debug.replay`) can tell a recorded id from a live one.
 
 ``A2AClient(record="session.jsonl")`` writes one as it goes; :func:`save` writes the wire log of a
 TUI or notebook session; :func:`load` reads one back, with a clear error for a file that is not one.
@@ -41,7 +41,7 @@ from .. import _json
 from ..errors import ToolnexusError
 from ..events import TrafficEvent
 from ..traffic import _json_or_none, task_id_of
-from .model import now_iso
+from ..protocol.model import now_iso
 
 __all__ = ["FORMAT", "CassetteError", "CassetteWriter", "Exchange", "Cassette", "save", "load", "STABLE_ID"]
 

@@ -32,12 +32,12 @@ from ..errors import (
 from ..events import EventBus, TaskEvent
 from ..http.fetch import MAX_CARD, exchange, why
 from ..traffic import TrafficRecorder
-from .cassette import CassetteWriter
-from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
-from .dialects import Dialect, parse_message, parse_task, render_message
-from .model import Message, Part, Task, TaskState
-from .operations import BINDING_NAMES, OPERATIONS, Binding
-from .push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
+from ..debug.cassette import CassetteWriter
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
+from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
+from ..protocol.model import Message, Part, Task, TaskState
+from ..protocol.operations import BINDING_NAMES, OPERATIONS, Binding
+from ..protocol.push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card"]
@@ -110,9 +110,9 @@ class A2AClient:
             (the REST binding, spoken in 1.0) or ``"grpc"`` (1.0; ``pip install 'toolnexus[grpc]'``).
         bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
         secret_headers: more header names to mask on the wire log.
-        record: a cassette path (or a :class:`~toolnexus.a2a.cassette.CassetteWriter`): every
+        record: a cassette path (or a :class:`~toolnexus.debug.cassette.CassetteWriter`): every
             exchange is also written there as it ends, masked, ids made stable (see
-            :mod:`toolnexus.a2a.cassette`); a path is closed with the client.
+            :mod:`toolnexus.debug.cassette`); a path is closed with the client.
     """
 
     def __init__(

@@ -13,7 +13,7 @@ and (once parsed) its depth. Errors map to a JSON-RPC code, an HTTP status and a
 one table: :mod:`toolnexus.errors`.
 
 A new operation is a row here, then a handler in ``TaskRunner``/``A2AEndpoint``; a new binding is
-an adapter on each side (``serve/`` and ``a2a/transports.py``) that reads this table.
+an adapter on each side (``serve/`` and ``client/transports.py``) that reads this table.
 """
 
 from __future__ import annotations

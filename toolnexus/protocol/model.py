@@ -1,4 +1,4 @@
-"""The canonical A2A model: the only shapes code outside ``toolnexus.a2a`` sees.
+"""The canonical A2A model: the only shapes code outside ``toolnexus.protocol`` sees.
 
 Dialects (v0.3, v1.0, toolnexus legacy) exist only at the edge, in ``dialects.py``. Here a task
 has a state from :class:`TaskState`, and :data:`LEGAL` says which moves between states are allowed;
@@ -244,7 +244,7 @@ class Task:
                              for m in self.history])
 
     def save_artifacts(self, folder: str | os.PathLike[str]) -> Any:
-        """Write every artifact part into ``folder``; returns a :class:`~toolnexus.a2a.files.SavedArtifacts`.
+        """Write every artifact part into ``folder``; returns a :class:`~toolnexus.protocol.files.SavedArtifacts`.
         Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched."""
         return files.save_artifacts(self, folder)
 

@@ -27,11 +27,11 @@ from .. import _json
 from ..errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotCancelableError, TaskNotFoundError
 from ..events import TrafficEvent
 from ..traffic import TrafficRecorder
-from .card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text, validate_card
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text, validate_card
 from ..http.fetch import exchange, why
-from .client import A2AClient, fetch_card
-from .dialects import Dialect
-from .model import TaskState
+from ..client.peer import A2AClient, fetch_card
+from ..protocol.dialects import Dialect
+from ..protocol.model import TaskState
 
 __all__ = ["doctor", "DoctorReport", "Finding"]
 

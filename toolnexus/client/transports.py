@@ -1,7 +1,7 @@
 """How the client's calls reach a peer: one transport per binding (JSON-RPC in the 0.3 and 1.0
 dialects, the toolnexus legacy dialect over JSON-RPC, HTTP+JSON in 1.0 or 0.3, gRPC in 1.0).
 
-A transport takes an operation of the table (:mod:`toolnexus.a2a.operations`) and its params in
+A transport takes an operation of the table (:mod:`toolnexus.protocol.operations`) and its params in
 the transport's shapes (``Transport.shapes``), sends it, and hands back the result as that
 binding answers it (in 1.0 JSON for HTTP+JSON and gRPC), or a stream's frames folded into tasks.
 Every exchange is on the client's wire log however it ends; every read is bounded in size and
@@ -23,14 +23,14 @@ from .. import _json, trace
 from ..errors import RPC_ERRORS, PeerError, RPCError, UnsupportedOperationError
 from ..http import fetch
 from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
-from . import grpc_binding, rest
-from .card import origin
-from .dialects import Dialect, parse_message, parse_task
-from .model import Message, Task, TaskState, TaskStatus, new_id
-from .operations import V03_METHODS, Binding, Operation
+from ..protocol import grpc_binding, rest
+from ..protocol.card import origin
+from ..protocol.dialects import Dialect, parse_message, parse_task
+from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
+from ..protocol.operations import V03_METHODS, Binding, Operation
 
 if TYPE_CHECKING:
-    from .client import A2AClient
+    from .peer import A2AClient
 
 __all__ = ["Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
            "as_task"]

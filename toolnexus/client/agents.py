@@ -33,8 +33,8 @@ from .. import trace
 from ..events import EventBus, RemoteCallEvent
 from ..mcp_client import expand_env
 from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
-from .client import A2AClient
-from .model import Task, TaskState, now_iso
+from .peer import A2AClient
+from ..protocol.model import Task, TaskState, now_iso
 
 __all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
 
