@@ -13,7 +13,9 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ip: Any) -> None:
-    from .magics import ToolnexusMagics  # imported lazily: loading the extension is cheap
+    from .magics import (
+        ToolnexusMagics,  # imported lazily: loading the extension is cheap
+    )
 
     ip.register_magics(ToolnexusMagics(ip))
 

@@ -22,7 +22,14 @@ from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
 
 from .session import NotebookSession
-from .widgets import STYLE, CardWidget, ChatWidget, DoctorWidget, RemoteTaskWidget, ServerWidget
+from .widgets import (
+    STYLE,
+    CardWidget,
+    ChatWidget,
+    DoctorWidget,
+    RemoteTaskWidget,
+    ServerWidget,
+)
 
 __all__ = ["ToolnexusMagics"]
 
@@ -245,7 +252,7 @@ class ToolnexusMagics(Magics):
                               lambda: (server.state, server.url, server.spec.profiles, server.error),
                               lambda: session.stop_later(name),
                               lambda task_id: session.schedule(session.cancel(task_id)))
-        server.widget = widget  # type: ignore[attr-defined]
+        server.widget = widget  # type: ignore[attr-defined]  # the widget rides on the hosted server for the magics
         display(widget)
         return Served(server, widget)
 
@@ -327,7 +334,7 @@ class ToolnexusMagics(Magics):
             return task
 
         display(out)
-        out.done = self.session.schedule(go())  # type: ignore[attr-defined]
+        out.done = self.session.schedule(go())  # type: ignore[attr-defined]  # the output widget keeps its send, to cancel it
         return Shown(out)
 
     def _export(self, args: argparse.Namespace) -> Any:

@@ -24,7 +24,6 @@ import ipywidgets as w
 import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
-from toolnexus.protocol.model import Task, TaskState
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import (
     badge,
@@ -35,7 +34,15 @@ from toolnexus.display import (
 )
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
 from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TrafficEvent
-from toolnexus.monitor import TaskBook, TaskView, duration, parse_time, task_wire, trace_tree
+from toolnexus.monitor import (
+    TaskBook,
+    TaskView,
+    duration,
+    parse_time,
+    task_wire,
+    trace_tree,
+)
+from toolnexus.protocol.model import Task, TaskState
 
 __all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget", "STYLE"]
 
@@ -262,7 +269,7 @@ class ServerWidget(w.VBox):
         elif path.suffix == ".csv":
             buffer = io.StringIO()
             records = self.records()
-            writer = csv.DictWriter(buffer, RECORD_FIELDS)
+            writer = csv.DictWriter(buffer, list[str](RECORD_FIELDS))
             writer.writeheader()
             for record in records:
                 writer.writerow({k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in record.items()})

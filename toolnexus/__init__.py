@@ -6,22 +6,21 @@ The public API is what ``__all__`` names; everything else may change.
 
 from __future__ import annotations
 
+from . import errors, mcp_client, trace, traffic
 from .client.agents import Agent, agent_tools
-from .protocol.card import AgentCard, CardReport, validate_card
 from .client.peer import A2AClient, fetch_card
-from .debug.doctor import DoctorReport, Finding, doctor
-from .protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
-from .protocol.push import PushConfig
 from .client.webhook import Notification, WebhookReceiver
+from .debug.doctor import DoctorReport, Finding, doctor
 from .errors import (
     ConfigError,
     MaxTurnsError,
     ModelError,
-    PeerError,
     ModelTimeout,
+    PeerError,
     RPCError,
     ToolnexusError,
 )
+from .events import EventBus, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from .llm import (
     Client,
     ConversationStore,
@@ -33,11 +32,12 @@ from .llm import (
     create_in_process_client,
     demo_client,
 )
-from .events import EventBus, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
+from .protocol.card import AgentCard, CardReport, validate_card
+from .protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from .protocol.push import PushConfig
 from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
-from . import errors, mcp_client, trace, traffic
 from .tools import Answer, Request, Tool, ToolContext, ToolResult, sanitize, tool
 
 __version__ = "0.1.0"

@@ -60,12 +60,13 @@ _codecs = threading.local()  # a zstd context is not for two threads at once; on
 
 def _zstd() -> tuple[Any, Any]:
     try:
-        return _codecs.zstd  # type: ignore[no-any-return]
+        return _codecs.zstd
     except AttributeError:
-        shapes = zstandard.ZstdCompressionDict(_ZDICT, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-        _codecs.zstd = (zstandard.ZstdCompressor(level=3, dict_data=shapes, write_checksum=False, write_dict_id=False),
-                        zstandard.ZstdDecompressor(dict_data=shapes))
-        return _codecs.zstd  # type: ignore[no-any-return]
+        z: Any = zstandard  # only called where it imported (pack and unpack look first)
+        shapes = z.ZstdCompressionDict(_ZDICT, dict_type=z.DICT_TYPE_RAWCONTENT)
+        _codecs.zstd = (z.ZstdCompressor(level=3, dict_data=shapes, write_checksum=False, write_dict_id=False),
+                        z.ZstdDecompressor(dict_data=shapes))
+        return _codecs.zstd
 
 
 def _zstd_pack(value: Any) -> bytes:

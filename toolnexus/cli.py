@@ -14,8 +14,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from .errors import MissingExtra
 from .display import printable
+from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.guard import is_loopback
 from .http.server import serving_gc
@@ -119,7 +119,7 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
         import uvloop
     except ImportError:
         return asyncio.run(work)
-    return uvloop.run(work)  # type: ignore[no-any-return]
+    return uvloop.run(work)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,8 +286,8 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
-    from .stores import is_postgres_url
     from .http.server import http_url, listening_socket
+    from .stores import is_postgres_url
     from .traffic import mask_url
 
     if args.grpc:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import MissingExtra
 
 if TYPE_CHECKING:
+    from .llm import RunResult
     from .protocol.card import AgentCard, CardReport
     from .protocol.model import Task
-    from .llm import RunResult
 
 __all__ = ["task_html", "tasks_html", "card_html", "run_html", "STATE_COLORS", "to_dataframe", "printable", "plural",
            "error_html"]

@@ -14,7 +14,7 @@ import inspect
 import itertools
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -271,7 +271,7 @@ class EventBus:
     async def subscribe(
         self, *, replay: bool = True, max_queue: int = 1000, accept: Callable[[Any], bool] | None = None,
         heard: bool = True,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Events as they come: first the kept history (with ``replay``), then live ones.
 
         Args:

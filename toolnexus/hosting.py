@@ -48,7 +48,7 @@ def build_client(model: str = "demo", base_url: str | None = None, api_key_env: 
         key = os.environ.get(api_key_env)
         if not key:
             raise ConfigError(f"the API key variable {api_key_env} is not set")
-    return create_client(base_url or DEFAULT_BASE_URLS[style], style, name, api_key=key)  # type: ignore[arg-type]
+    return create_client(base_url or DEFAULT_BASE_URLS[style], style, name, api_key=key)  # type: ignore[arg-type]  # a spec's style is one of DEFAULT_BASE_URLS' keys
 
 
 @dataclass
@@ -230,7 +230,9 @@ class Workspace:
         return server
 
     async def _start(self, server: HostedServer, sock: Any = None) -> None:
-        from .toolkit import create_toolkit  # at first use: the toolkit and serving stack load in a second
+        from .toolkit import (
+            create_toolkit,  # at first use: the toolkit and serving stack load in a second
+        )
 
         spec = server.spec
         client, auth = prepare(spec)
@@ -296,8 +298,8 @@ class Workspace:
 
     async def answer(self, server: str, task_id: str, text: str) -> Any:
         """Answer a hosted task waiting for input; the same task resumes."""
-        from .protocol.model import Message, Part
         from .errors import InvalidParamsError
+        from .protocol.model import Message, Part
 
         runner = self._runner(server)
         task = await runner.get(task_id)

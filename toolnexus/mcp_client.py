@@ -19,12 +19,14 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .display import printable
 from .errors import ConfigError, PeerError
 from .tools import Tool, ToolContext, ToolResult, sanitize
+from .traffic import TrafficRecorder, recording_transport
 
 __all__ = [
     "MCPServerSpec",
@@ -345,8 +347,6 @@ def _where(target: str | list[str]) -> str:
 
 
 def _recorder(url: str | list[str], headers: dict[str, str] | None, bus: Any) -> Any:
-    from .traffic import TrafficRecorder
-
     recorder = TrafficRecorder(bus, peer=_where(url))
     for name, value in (headers or {}).items():
         recorder.secret(name, value)
@@ -354,12 +354,11 @@ def _recorder(url: str | list[str], headers: dict[str, str] | None, bus: Any) ->
 
 
 @contextlib.asynccontextmanager
-async def _session(url: str | list[str], headers: dict[str, str] | None, recorder: Any, timeout: float) -> Any:
+async def _session(url: str | list[str], headers: dict[str, str] | None, recorder: Any,
+                   timeout: float) -> AsyncGenerator[Any, None]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-
-    from .traffic import recording_transport
 
     if not isinstance(url, str):
         if not url or not url[0]:
@@ -376,8 +375,6 @@ async def _session(url: str | list[str], headers: dict[str, str] | None, recorde
                 tail = errlog.read()[-400:].strip()
                 if not tail:
                     raise
-                from .display import printable
-
                 raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
         return
 
@@ -388,7 +385,7 @@ async def _session(url: str | list[str], headers: dict[str, str] | None, recorde
 
 
 @contextlib.asynccontextmanager
-async def _tapped_stdio(argv: list[str], recorder: Any, errlog: Any) -> Any:
+async def _tapped_stdio(argv: list[str], recorder: Any, errlog: Any) -> AsyncGenerator[Any, None]:
     """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
     its response as one exchange (method ``STDIO``), a notification on its own."""
     import time

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .events import RemoteCallEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from .protocol.dialects import Dialect, render_task
 from .protocol.model import Task, TaskState
-from .events import RemoteCallEvent, TaskEvent, ToolCallEvent, TrafficEvent
 
 __all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration", "task_wire", "trace_tree"]
 

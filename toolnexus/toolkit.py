@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .client.agents import connect_agent, parse_agents
 from .builtins import builtin_tools
+from .client.agents import connect_agent, parse_agents
 from .errors import ConfigError
 from .mcp_client import connect_all, parse_servers
 from .skills import SkillDef, Skipped, as_roots, list_skills, skill_tool, skills_prompt
@@ -130,8 +130,6 @@ class Toolkit:
         Returns the tools added; an agent that cannot be reached adds none (and is logged). Names
         already taken are skipped, first-wins.
         """
-        from .client.agents import connect_agent
-
         source = await connect_agent(agent)
         if source is None:
             return []

@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
 __all__ = [
     "Tool",
@@ -231,7 +231,7 @@ class FunctionTool(Tool):
             source="function",
         )
         self.fn = fn
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -276,8 +276,9 @@ def _json_default(value: Any) -> Any:
         return value.value
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
+    dump = getattr(value, "model_dump", None)  # a pydantic model, if the user brings one
+    if callable(dump):
+        return dump()
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
@@ -474,12 +475,13 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
         return out
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _object_schema(hint, seen, _dataclass_fields(hint))
-    if _is_typeddict(hint):
+    if _is_typeddict(hint) and isinstance(hint, type):
         hints = get_type_hints(hint, include_extras=True)
         required = getattr(hint, "__required_keys__", set(hints))
         return _object_schema(hint, seen, [(n, h, None, n in required, _no_default) for n, h in hints.items()])
-    if hasattr(hint, "model_json_schema"):  # a pydantic model, if the user brings one
-        return dict(hint.model_json_schema())
+    schema = getattr(hint, "model_json_schema", None)  # a pydantic model, if the user brings one
+    if callable(schema):
+        return cast("dict[str, Any]", schema())
     raise TypeError(f"cannot derive a JSON Schema from type hint {hint!r}")
 
 
@@ -562,8 +564,8 @@ def _param_docs(doc: str) -> dict[str, str]:
         line = raw.strip()
         sphinx = _SPHINX_PARAM.match(line)
         if sphinx:
-            current = sphinx.group(1)
-            out[current] = sphinx.group(2).strip()
+            name = current = str(sphinx.group(1))
+            out[name] = sphinx.group(2).strip()
             in_args = False
             continue
         section = _SECTION.match(line)
@@ -577,8 +579,9 @@ def _param_docs(doc: str) -> dict[str, str]:
         if in_args:
             match = _GOOGLE_PARAM.match(line)
             if match and (current is None or level <= indent):
-                current, indent = match.group(1), level
-                out[current] = match.group(2).strip()
+                name = current = str(match.group(1))
+                indent = level
+                out[name] = match.group(2).strip()
                 continue
             if current is not None and level > indent:
                 out[current] = (out[current] + " " + line).strip()

@@ -141,7 +141,13 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+        from opentelemetry.trace import (
+            SpanContext,
+            SpanKind,
+            Status,
+            StatusCode,
+            TraceFlags,
+        )
     except ImportError:
         raise MissingExtra("exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'") from None
     resource = Resource.create({"service.name": service})

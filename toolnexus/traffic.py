@@ -20,13 +20,13 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from . import _json
-from .protocol import rest
-from .protocol.operations import OPERATIONS
-from .protocol.model import iso_utc
 from .events import EventBus, TrafficEvent
+from .protocol import rest
+from .protocol.model import iso_utc
+from .protocol.operations import OPERATIONS
 
 __all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
            "TrafficRecorder", "InboundRecorder", "to_curl", "curl_masks", "recording_transport"]
@@ -65,7 +65,7 @@ def mask_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]], secret_
     """A copy of ``headers`` with every secret value replaced (``Bearer ***`` keeps the scheme)."""
     names = {n.lower() for n in secret_names}
     values = [v for v in secret_values if v]
-    items = headers.items() if isinstance(headers, Mapping) else headers
+    items = cast("Iterable[tuple[str, str]]", headers.items() if isinstance(headers, Mapping) else headers)
     out: dict[str, str] = {}
     for key, value in items:
         lower = key.lower()
@@ -150,7 +150,8 @@ class TrafficRecorder:
     def learn(self, headers: Mapping[str, str] | Iterable[tuple[str, str]], url: str = "") -> None:
         """Remember the secret values in these request headers and this URL, to mask them wherever
         they appear again (a peer echoing a token in its body, an error message)."""
-        for key, value in headers.items() if isinstance(headers, Mapping) else headers:
+        items = cast("Iterable[tuple[str, str]]", headers.items() if isinstance(headers, Mapping) else headers)
+        for key, value in items:
             if value and (key.lower() in self.secret_names or is_secret_name(key)):
                 self.secret_values.update(secret_parts(value))
         if url:
@@ -264,7 +265,7 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
 
     module = httpx_module
 
-    class RecordingTransport(module.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+    class RecordingTransport(module.AsyncBaseTransport):
         def __init__(self) -> None:
             self.inner = module.AsyncHTTPTransport()
 
@@ -281,7 +282,7 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
                 raise
             inner_stream, chunks = response.stream, []
 
-            class Tee(module.AsyncByteStream):  # type: ignore[misc,name-defined]
+            class Tee(module.AsyncByteStream):
                 async def __aiter__(self) -> Any:
                     async for chunk in inner_stream:
                         chunks.append(chunk)
@@ -442,21 +443,21 @@ class _Inbound(TrafficEvent):
         rec = self._rec
         return mask_headers(_pairs(headers), rec.secret_names, rec._sorted_values())
 
-    method = _cached(lambda self: self._raw[0])  # type: ignore[assignment]
-    peer = _cached(lambda self: "%s:%s" % (self._raw[5] or ("?", 0)))  # type: ignore[assignment]
-    status = _cached(lambda self: self._raw[7])  # type: ignore[assignment]
-    error = _cached(lambda self: self._raw[10] and self._rec.mask(self._raw[10]))  # type: ignore[assignment]
-    ms = _cached(lambda self: (self._raw[12] - self._raw[11]) * 1000)  # type: ignore[assignment]
+    method = _cached(lambda self: self._raw[0])  # type: ignore[assignment]  # a field decoded on first read, over the event's own
+    peer = _cached(lambda self: "%s:%s" % (self._raw[5] or ("?", 0)))  # type: ignore[assignment]  # a field decoded on first read, over the event's own
+    status = _cached(lambda self: self._raw[7])  # type: ignore[assignment]  # a field decoded on first read, over the event's own
+    error = _cached(lambda self: self._raw[10] and self._rec.mask(self._raw[10]))  # type: ignore[assignment]  # a field decoded on first read, over the event's own
+    ms = _cached(lambda self: (self._raw[12] - self._raw[11]) * 1000)  # type: ignore[assignment]  # a field decoded on first read, over the event's own
 
     @_cached
-    def url(self) -> str:  # type: ignore[override]
+    def url(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         raw = self._raw
         host = next((v.decode("latin-1") for k, v in raw[4] if k == b"host"), "")
         query = raw[3].decode("latin-1")
         return self._rec.mask(mask_url(f"{raw[1]}://{host}{raw[2]}" + (f"?{query}" if query else "")))
 
     @_cached
-    def time(self) -> str:  # type: ignore[override]
+    def time(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         return iso_utc(datetime.fromtimestamp(self._wall, timezone.utc))
 
     def _decoded(self) -> tuple[Any, tuple[str, dict[str, str]] | None]:
@@ -474,12 +475,12 @@ class _Inbound(TrafficEvent):
     _rest = property(lambda self: self._decoded()[1])
 
     @_cached
-    def rpc_method(self) -> str | None:  # type: ignore[override]
+    def rpc_method(self) -> str | None:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         found = self._rest
         return OPERATIONS[found[0]].v10 if found else _method_of(self._sent)
 
     @_cached
-    def task_id(self) -> str | None:  # type: ignore[override]
+    def task_id(self) -> str | None:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         if self.rpc_method is None:
             return None
         answer = self._raw[9]
@@ -494,23 +495,23 @@ class _Inbound(TrafficEvent):
         return task_id_of({"params": {**sent, "id": named} if named else sent}, {"result": first})
 
     @_cached
-    def request_headers(self) -> dict[str, str]:  # type: ignore[override]
+    def request_headers(self) -> dict[str, str]:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         return self._headers(self._raw[4])
 
     @_cached
-    def request_body(self) -> str:  # type: ignore[override]
+    def request_body(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         return self._rec.mask(_text(self._raw[6]))
 
     @_cached
-    def response_headers(self) -> dict[str, str]:  # type: ignore[override]
+    def response_headers(self) -> dict[str, str]:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         return self._headers(self._raw[8])
 
     @_cached
-    def response_body(self) -> str:  # type: ignore[override]
+    def response_body(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         return self._rec.mask(_text(self._raw[9]))
 
     @_cached
-    def frames(self) -> list[str]:  # type: ignore[override]
+    def frames(self) -> list[str]:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
         if not self.response_headers.get("content-type", "").startswith("text/event-stream"):
             return []
         return [self._rec.mask(frame) for frame in sse_data(self._raw[9])]

@@ -20,20 +20,26 @@ from textual.signal import Signal
 
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import printable
-from toolnexus.events import RemoteCallEvent, ServerEvent, TaskEvent, ToolCallEvent, TrafficEvent
+from toolnexus.events import (
+    RemoteCallEvent,
+    ServerEvent,
+    TaskEvent,
+    ToolCallEvent,
+    TrafficEvent,
+)
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 from toolnexus.http.server import serving_gc
+from toolnexus.monitor import TaskBook
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook
-from .screens.export import ExportPrompt, default_export_dir
 from .screens.chat import ChatScreen, Conversation
+from .screens.export import ExportPrompt, default_export_dir
 from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
 from .screens.wire import WireScreen
-from toolnexus.monitor import TaskBook
 
 __all__ = ["ToolnexusApp", "main"]
 

@@ -28,13 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, PeerError, RPCError
 from .. import trace
+from ..errors import ConfigError, PeerError, RPCError
 from ..events import EventBus, RemoteCallEvent
 from ..mcp_client import expand_env
+from ..protocol.model import Task, TaskState, now_iso
 from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
 from .peer import A2AClient
-from ..protocol.model import Task, TaskState, now_iso
 
 __all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
 
@@ -149,8 +149,8 @@ class AgentSource:
         try:
             if waiting is not None:
                 task_id, context_id, _ = waiting
-                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")  # type: ignore[union-attr]
-                if not ctx.answer.ok:  # type: ignore[union-attr]
+                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")  # type: ignore[union-attr]  # the call was answered: its context carries the Answer
+                if not ctx.answer.ok:  # type: ignore[union-attr]  # the call was answered: its context carries the Answer
                     await client.cancel(task_id)
                     state = "canceled"
                     _Call.report(call, task_id, state, done=True)

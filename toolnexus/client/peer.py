@@ -16,13 +16,14 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from .. import _json, trace
+from ..debug.cassette import CassetteWriter
 from ..errors import (
     MethodNotFoundError,
     PeerError,
@@ -31,13 +32,17 @@ from ..errors import (
 )
 from ..events import EventBus, TaskEvent
 from ..http.fetch import MAX_CARD, exchange, why
-from ..traffic import TrafficRecorder
-from ..debug.cassette import CassetteWriter
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
 from ..protocol.model import Message, Part, Task, TaskState
 from ..protocol.operations import BINDING_NAMES, OPERATIONS, Binding
-from ..protocol.push import TOKEN_HEADER, PushConfig, parse_push_config, render_push_config
+from ..protocol.push import (
+    TOKEN_HEADER,
+    PushConfig,
+    parse_push_config,
+    render_push_config,
+)
+from ..traffic import TrafficRecorder
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card"]
@@ -132,11 +137,11 @@ class A2AClient:
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
         if binding.lower() not in BINDING_NAMES:
             raise ValueError(f"binding must be auto, jsonrpc, http+json or grpc, not {binding!r}")
-        self.forced_binding = BINDING_NAMES[binding.lower()]
-        spoken = _SPOKEN.get(self.forced_binding) if self.forced_binding else None
-        if spoken is not None and dialect not in ("auto", *spoken):
+        self.forced_binding = forced = BINDING_NAMES[binding.lower()]
+        spoken = _SPOKEN.get(forced) if forced is not None else None
+        if forced is not None and spoken is not None and dialect not in ("auto", *spoken):
             only = " and ".join(spoken) + " only"
-            raise ValueError(f"the {self.forced_binding.value} binding is spoken in {only}, not in {dialect}")
+            raise ValueError(f"the {forced.value} binding is spoken in {only}, not in {dialect}")
         self.card: AgentCard | None = None
         self.url = ""
         if isinstance(card_or_url, AgentCard):
@@ -435,7 +440,7 @@ class A2AClient:
         return config
 
     async def stream(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
-                     task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncIterator[Task]:
+                     task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncGenerator[Task, None]:
         """Send and follow the task as the peer streams it; yields the task after every frame, until
         the stream ends. A peer that cannot stream (a dialect without streams, or a stream refused
         as an unknown method before its first frame) gets a blocking send instead, followed by
@@ -468,13 +473,13 @@ class A2AClient:
                     task = event.task
                     yield task
 
-    async def resubscribe(self, task_id: str) -> AsyncIterator[Task]:
+    async def resubscribe(self, task_id: str) -> AsyncGenerator[Task, None]:
         """Follow a running task over SSE; yields the task after every frame."""
         async with contextlib.aclosing(self._frames("resubscribe", {"id": task_id}, None)) as frames:  # closed with us
             async for task in frames:
                 yield task
 
-    async def _frames(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+    async def _frames(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         """A stream's tasks; when it ends with the task finished but holding no reply (no artifact,
         no answer from the agent: some peers stream only the states), the task as the peer keeps
         it, got once, so that the reply is not lost."""
@@ -487,7 +492,7 @@ class A2AClient:
                 and not any(m.role == "agent" for m in last.history) and last.status.message is None:
             yield await self.get(last.id)
 
-    async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+    async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks, over the transport in use (bounded as it says)."""
         await self.connect()
         operation = OPERATIONS[op]
@@ -499,7 +504,7 @@ class A2AClient:
 
     async def watch(self, task_id: str, *, poll_every: float = 1.0, max_interval: float = 5.0, backoff: float = 1.5,
                     timeout: float | None = None, bus: EventBus | None = None,
-                    stream: bool = True) -> AsyncIterator[TaskEvent]:
+                    stream: bool = True) -> AsyncGenerator[TaskEvent, None]:
         """Every state change of a remote task as a TaskEvent, until it is terminal or interrupted.
 
         Over SSE when the peer streams (``stream`` and the card say so), else one polling loop whose

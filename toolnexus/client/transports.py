@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -69,7 +69,7 @@ class Transport:
     async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         raise NotImplementedError
 
-    def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+    def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -109,7 +109,7 @@ class _HttpTransport(Transport):
                          response_headers=dict(r.headers), response_body=content, rpc_method=method)
         return self.result(method, r.status_code, content, empty_ok=empty_ok)
 
-    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks. Each event is at most ``fetch.MAX_FRAME`` bytes and must arrive
         whole within ``timeout`` of its first byte; between events the peer may stay silent for
         ``max(timeout, 60)`` seconds. A peer that answers with a whole result instead of a stream
@@ -319,7 +319,7 @@ class GrpcTransport(Transport):
                          rpc_method=op.v10)
         return result
 
-    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncIterator[Task]:
+    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         """A server-streaming call's messages as tasks; each must come within ``max(timeout, 60)``
         seconds of the one before. On the wire log however it ends."""
         c = self.client

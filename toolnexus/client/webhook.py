@@ -23,10 +23,10 @@ from .. import _json
 from ..events import EventBus
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
-from ..traffic import TrafficRecorder
 from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState, now_iso
 from ..protocol.push import TOKEN_HEADER, PushConfig, parse_notification
+from ..traffic import TrafficRecorder
 
 __all__ = ["WebhookReceiver", "Notification", "MAX_NOTIFICATION"]
 
@@ -109,7 +109,7 @@ class WebhookReceiver:
         async with asyncio.timeout(timeout):
             async with self._arrived:
                 await self._arrived.wait_for(lambda: found() is not None)
-        return found()  # type: ignore[return-value]
+        return found()  # type: ignore[return-value]  # what the waiter was given is a Notification
 
     def _known(self, headers: dict[str, str]) -> bool:
         given = headers.get(TOKEN_HEADER.lower(), "")

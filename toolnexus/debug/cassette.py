@@ -40,8 +40,8 @@ from typing import Any
 from .. import _json
 from ..errors import ToolnexusError
 from ..events import TrafficEvent
-from ..traffic import _json_or_none, task_id_of
 from ..protocol.model import now_iso
+from ..traffic import _json_or_none, task_id_of
 
 __all__ = ["FORMAT", "CassetteError", "CassetteWriter", "Exchange", "Cassette", "save", "load", "STABLE_ID"]
 
@@ -324,15 +324,15 @@ def load(path: str | os.PathLike[str]) -> Cassette:
                 request = _field(number, data, "request", dict)
                 response = _field(number, data, "response", dict)
                 cassette.exchanges.append(Exchange(
-                    seq=data.get("seq") if isinstance(data.get("seq"), int) else number - 1,
-                    direction=data.get("direction") if data.get("direction") in ("in", "out") else "out",
+                    seq=seq if isinstance(seq := data.get("seq"), int) else number - 1,
+                    direction="in" if data.get("direction") == "in" else "out",
                     method=_field(number, data, "method", str).upper(),
                     url=_field(number, data, "url", str),
                     rpc_method=data.get("rpc_method") if isinstance(data.get("rpc_method"), str) else None,
                     request=request, response=response,
                     error=data.get("error") if isinstance(data.get("error"), str) else None,
                     task_id=data.get("task_id") if isinstance(data.get("task_id"), str) else None,
-                    peer=data.get("peer") if isinstance(data.get("peer"), str) else "",
+                    peer=peer if isinstance(peer := data.get("peer"), str) else "",
                     line=number))
             except CassetteError as exc:
                 raise CassetteError(f"{path}: {exc}") from None

@@ -24,14 +24,29 @@ from typing import Any
 import httpx
 
 from .. import _json
-from ..errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotCancelableError, TaskNotFoundError
-from ..events import TrafficEvent
-from ..traffic import TrafficRecorder
-from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text, validate_card
-from ..http.fetch import exchange, why
 from ..client.peer import A2AClient, fetch_card
+from ..display import printable
+from ..errors import (
+    MethodNotFoundError,
+    MissingExtra,
+    PeerError,
+    RPCError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
+from ..events import TrafficEvent
+from ..http.fetch import exchange, why
+from ..protocol.card import (
+    CARD_PATH,
+    LEGACY_CARD_PATH,
+    AgentCard,
+    origin_text,
+    validate_card,
+)
 from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState
+from ..protocol.operations import Binding
+from ..traffic import TrafficRecorder
 
 __all__ = ["doctor", "DoctorReport", "Finding"]
 
@@ -95,8 +110,6 @@ class DoctorReport:
 
     def text(self) -> str:
         """The report as plain lines (a peer's words are kept as data: no markup, no control characters)."""
-        from ..display import printable
-
         out = [f"doctor: {self.url}"]
         for f in self.findings:
             out.append(f"  {_MARK[f.severity]} {f.check}: {printable(f.message, 400)}")
@@ -110,8 +123,6 @@ class DoctorReport:
 
     def html(self) -> str:
         """The report as HTML, every peer-supplied string escaped (and its control characters shown)."""
-        from ..display import printable
-
         def e(value: str) -> str:
             return html.escape(printable(value))
         rows = "".join(
@@ -314,7 +325,7 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
         task = await client.send("hello from toolnexus doctor", blocking=True)
         add(Finding("ok", "send", f"a message made task {task.id} ({task.state.value}) over "
                     f"{client.binding} {client.dialect.value if client.dialect else '?'}"))
-        if client.binding == "JSONRPC" and client.dialect in (Dialect.V03, Dialect.V10):
+        if client.binding is Binding.JSONRPC and client.dialect is not None and client.dialect is not Dialect.LEGACY:
             _shapes(list(traffic.events)[-1], client.dialect, add)
         before = len(traffic.events)
         started = await client.send("hello from toolnexus doctor (to cancel)")

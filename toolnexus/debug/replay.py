@@ -43,13 +43,15 @@ import httpx
 
 from ..errors import PeerError
 from ..http.fetch import MAX_RESPONSE, exchange, why
-from ..traffic import MASK, _json_or_none, sse_data
+from ..http.guard import HostGuard
+from ..http.server import AsgiServer
 from ..protocol import rest
-from ..protocol.jsonrpc import too_deep
-from ..protocol.operations import OPERATIONS
-from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 from ..protocol.dialects import parse_state
+from ..protocol.jsonrpc import too_deep
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id
+from ..protocol.operations import OPERATIONS
+from ..traffic import MASK, _json_or_none, sse_data
+from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
 
@@ -242,9 +244,6 @@ class ReplayPeer:
     # -- serving --------------------------------------------------------------------------------
     async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
         """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
-        from ..http.guard import HostGuard
-        from ..http.server import AsgiServer
-
         server: AsgiServer | None = None
 
         def bound() -> tuple[str, int]:
@@ -504,9 +503,9 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
                     r, raw = await exchange(client, x.method, target, headers=sent, content=content,
                                              limit=MAX_RESPONSE, timeout=timeout)
                     status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
+                    streamed = "text/event-stream" in r.headers.get("content-type", "")
                 except (httpx.HTTPError, PeerError) as exc:
-                    status, answer, error = None, "", why(exc)
-                streamed = "text/event-stream" in (r.headers.get("content-type", "") if error is None else "")
+                    status, answer, error, streamed = None, "", why(exc), False
                 live_values = [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None] \
                     if streamed else [v for v in [_loads(answer)] if v is not None]
                 if op in _GET_OPS and error is None and status == x.status and waited < settle \

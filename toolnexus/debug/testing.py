@@ -42,8 +42,8 @@ def _path(request: pytest.FixtureRequest, cassette: str | os.PathLike[str]) -> P
 @pytest.fixture
 def a2a_replay(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``a2a_replay(cassette, match="lenient", origin=None)`` -> a started ReplayPeer."""
-    from .replay import ReplayPeer
     from ..http.server import LoopThread
+    from .replay import ReplayPeer
 
     thread: LoopThread | None = None
     peers: list[ReplayPeer] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 
 import httpx
 
@@ -56,7 +56,7 @@ async def exchange(http: httpx.AsyncClient, method: str, url: str, *, headers: M
         raise AnswerTooSlow(f"no whole answer within {timeout:g}s") from None
 
 
-async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> AsyncIterator[str]:
+async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> AsyncGenerator[str, None]:
     """The ``data`` of each SSE event of ``r``, bounded in size (``max_frame`` bytes) and in the time one
     event may take to arrive once begun (``timeout``); comments and other fields are skipped."""
     buffer = b""

@@ -159,19 +159,19 @@ class _OneWrite:
         self._transport.close()
 
     def is_closing(self) -> bool:
-        return self._transport.is_closing()  # type: ignore[no-any-return]
+        return self._transport.is_closing()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
 
-def _guarded(base: type[asyncio.Protocol], header_timeout: float, one_write: bool = False) -> type[asyncio.Protocol]:
+def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
     interval (checked every interval, so within two) with no request in progress and no keep-alive
     timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
     same request's body still arriving (a trickled body). No cost per request."""
 
-    class Guarded(base):  # type: ignore[valid-type,misc]
+    class Guarded(base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._tn_one = _OneWrite(transport, self) if one_write else None

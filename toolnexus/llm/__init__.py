@@ -8,12 +8,16 @@ from typing import Literal
 
 import httpx
 
+from ..stores.conversations import (
+    ConversationStore,
+    FileConversationStore,
+    MemoryConversationStore,
+)
 from ..tools import Tool
 from .client import Client, RunResult, Style, ToolCall, Turn, Usage, WaitFor
 from .demo import DEMO_MODEL, approval_tool, demo_generate
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle
-from ..stores.conversations import ConversationStore, FileConversationStore, MemoryConversationStore
 
 __all__ = [
     "Client",

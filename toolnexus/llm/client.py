@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..display import run_html, to_dataframe
 from ..errors import MaxTurnsError, ModelTimeout
-from ..tools import Answer, Request, Tool, ToolContext, ToolResult
 from ..stores.conversations import ConversationStore, MemoryConversationStore
+from ..tools import Answer, Request, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from ..toolkit import Toolkit
@@ -121,14 +122,10 @@ class RunResult:
         return len(self.tool_calls)
 
     def _repr_html_(self) -> str:
-        from ..display import run_html
-
         return run_html(self)
 
     def to_dataframe(self) -> Any:
         """One row per tool call (needs pandas)."""
-        from ..display import to_dataframe
-
         return to_dataframe([{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls])
 
     def suspended(self) -> dict[str, Any] | None:
@@ -161,7 +158,7 @@ class RunResult:
         }
 
 
-class Inbox(collections.deque):  # type: ignore[type-arg]
+class Inbox(collections.deque):
     """User messages that arrive while a run works (texts). The run adds them to the conversation
     before its next model turn, in order, and asks again rather than answer past one. It closes the
     inbox at the moment it returns: empty when it answers; when a tool suspends it, what is left is

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..display import card_html, to_dataframe
 from ..errors import PeerError
 from ..skills import SkillDef
 
@@ -104,14 +105,10 @@ class AgentCard:
 
     def to_dataframe(self) -> Any:
         """One row per skill (needs pandas)."""
-        from ..display import to_dataframe
-
         return to_dataframe([{"id": s.get("id"), "name": s.get("name"), "description": s.get("description"),
                               "tags": s.get("tags")} for s in self.skills])
 
     def _repr_html_(self) -> str:
-        from ..display import card_html
-
         return card_html(self, validate_card(self))
 
     @property

@@ -255,7 +255,7 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     mid = d.get("messageId")
     if inbound and (not isinstance(mid, str) or not mid):
         raise InvalidParamsError(f"{where}.messageId is required")
-    role = _ROLE_IN.get(d.get("role")) if isinstance(d.get("role"), str) else None
+    role = _ROLE_IN.get(given) if isinstance(given := d.get("role"), str) else None
     if inbound and role != "user":
         raise InvalidParamsError(f"{where}.role must be user (ROLE_USER), got {d.get('role')!r}")
     parts = d.get("parts")
@@ -266,7 +266,7 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
         raise InvalidParamsError(f"{where}.metadata must be an object")
     refs = d.get("referenceTaskIds")
     return Message(
-        role=role or "agent",  # type: ignore[arg-type]
+        role=role or "agent",  # type: ignore[arg-type]  # parsed from the wire: only user or agent get here
         parts=[parse_part(p, f"{where}.parts[{i}]") for i, p in enumerate(parts)],
         message_id=mid if isinstance(mid, str) and mid else "",
         context_id=_opt_id(d, "contextId", where),
@@ -289,7 +289,7 @@ def parse_task(d: Any) -> Task:
         d = d["task"]
     if not isinstance(d, Mapping) or not isinstance(d.get("id"), str):
         raise InvalidParamsError("a task must be an object with an id")
-    status = d.get("status") if isinstance(d.get("status"), Mapping) else {}
+    status: Mapping[str, Any] = given if isinstance(given := d.get("status"), Mapping) else {}
     state = parse_state(status.get("state")) or TaskState.UNKNOWN
     msg = _lenient_message(status.get("message")) if status.get("message") is not None else None
     artifacts = []

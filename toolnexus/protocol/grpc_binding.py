@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import RPC_REASONS, InternalError, InvalidRequestError, MissingExtra, RPCError
+from ..errors import (
+    RPC_REASONS,
+    InternalError,
+    InvalidRequestError,
+    MissingExtra,
+    RPCError,
+)
 
 __all__ = ["SERVICE", "modules", "channel", "target_of", "host_of", "to_proto", "to_json", "abort_args",
            "error_of", "DETAILS_KEY"]

@@ -102,7 +102,7 @@ def too_deep(value: Any, limit: int) -> bool:
 
 
 def _with_id(err: RPCError, rid: Any) -> RPCError:
-    err.request_id = rid  # type: ignore[attr-defined]
+    err.request_id = rid  # type: ignore[attr-defined]  # the id of the refused call, for its error answer
     return err
 
 

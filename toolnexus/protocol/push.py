@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParamsError
-from .dialects import Dialect, parse_state, render_artifact_update, render_status_update, render_task
+from .dialects import (
+    Dialect,
+    parse_state,
+    render_artifact_update,
+    render_status_update,
+    render_task,
+)
 from .dialects import _opt_id as _text  # a string field, or None when absent or empty
 from .model import Artifact, Task, TaskState
 

@@ -18,7 +18,6 @@ import re
 import urllib.parse
 from typing import Any
 
-from .operations import OPERATIONS, Operation
 from ..errors import (
     RPC_ERRORS,
     RPC_REASONS,
@@ -29,6 +28,7 @@ from ..errors import (
     RPCError,
     UnsupportedOperationError,
 )
+from .operations import OPERATIONS, Operation
 
 __all__ = ["ROUTES", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
            "parse_error", "v03_params", "v03_result", "v03_error_body", "v03_request", "v03_answer"]
@@ -157,7 +157,7 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
     error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict) and isinstance(data, dict) and status >= 400:
         named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
-        cls = named.get(data.get("type")) if isinstance(data.get("type"), str) else None
+        cls = named.get(kind) if isinstance(kind := data.get("type"), str) else None
         if cls is None and isinstance(data.get("code"), int) and not isinstance(data.get("code"), bool):
             cls = RPC_ERRORS.get(data["code"])
         if cls is not None:
@@ -249,7 +249,8 @@ def _message_v10(m: Any) -> dict[str, Any]:
 
 def _status(status: dict[str, Any], to_v03: bool) -> dict[str, Any]:
     states = _STATES_V03 if to_v03 else _STATES_V10
-    out = {**status, "state": states.get(status.get("state"), status.get("state"))}
+    state = status.get("state")
+    out = {**status, "state": states.get(state, state) if isinstance(state, str) else state}
     if isinstance(status.get("message"), dict):
         out["message"] = (_message_v03 if to_v03 else _message_v10)(status["message"])
     return out

@@ -18,7 +18,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -27,21 +27,6 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import _json, trace
-from ..protocol import rest
-from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
-from ..protocol.dialects import (
-    Dialect,
-    parse_message,
-    parse_state,
-    render_artifact_update,
-    render_send_result,
-    render_status_update,
-    render_task,
-)
-from ..protocol.jsonrpc import error_envelope, parse_request, refuse_too_deep, request_id_of, result_envelope
-from ..protocol.model import Task, TaskState, iso_utc
-from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
-from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,
@@ -57,6 +42,27 @@ from ..errors import (
     VersionNotSupportedError,
 )
 from ..events import TaskEvent
+from ..protocol import rest
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
+from ..protocol.dialects import (
+    Dialect,
+    parse_message,
+    parse_state,
+    render_artifact_update,
+    render_send_result,
+    render_status_update,
+    render_task,
+)
+from ..protocol.jsonrpc import (
+    error_envelope,
+    parse_request,
+    refuse_too_deep,
+    request_id_of,
+    result_envelope,
+)
+from ..protocol.model import Task, TaskState, iso_utc
+from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
+from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
 from .config import A2AConfig
 from .lifecycle import TaskRunner
@@ -303,7 +309,7 @@ class A2AEndpoint:
         return owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
-    async def rest(self, op: Operation, request: Request, v03: bool = False) -> Response:
+    async def rest(self, op: Operation, request: Request, v03: bool = False) -> Response | _Answer:
         """One operation of the HTTP+JSON binding (A2A 1.0 §11; ``v03``: 0.3's under ``/v1/``):
         the checks and the handler of its JSON-RPC method, the answer as the binding writes it (the
         result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
@@ -410,7 +416,7 @@ class A2AEndpoint:
         return Dialect.LEGACY, op
 
     async def _dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                        owner: str | None = None, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+                        owner: str | None = None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
         them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
         key = op.key
@@ -452,7 +458,7 @@ class A2AEndpoint:
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                    stream: bool, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+                    stream: bool, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         message = parse_message(params.get("message"))
         config = params.get("configuration") or {}
         if not isinstance(config, dict):
@@ -553,7 +559,7 @@ class A2AEndpoint:
         }
 
     async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                           wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+                           wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
             raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
@@ -562,13 +568,13 @@ class A2AEndpoint:
 
     # -- streams ----------------------------------------------------------------------------------
     def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
-                history_length: int | None, wrap: Callable[[AsyncIterator[Any]], Any] | None = None) -> Any:
+                history_length: int | None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         """A task's results from ``first`` on, as ``wrap`` makes them (default: JSON-RPC over SSE)."""
         results = self._results(task, first, queue, dialect, history_length)
         return wrap(results) if wrap else sse(results, functools.partial(result_envelope, rid))
 
     async def _results(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect,
-                       history_length: int | None) -> AsyncIterator[Any]:
+                       history_length: int | None) -> AsyncGenerator[Any, None]:
         """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds)."""
         sent_artifacts = {a.artifact_id for a in first.artifacts}
         try:
@@ -596,9 +602,9 @@ class A2AEndpoint:
             self.runner.unlisten(task.id, queue)
 
 
-def sse(results: AsyncIterator[Any], data: Callable[[Any], Any]) -> StreamingResponse:
+def sse(results: AsyncGenerator[Any, None], data: Callable[[Any], Any]) -> StreamingResponse:
     """A stream's results as SSE: each one's ``data`` is ``data(result)``; a quiet spell is a ``: ping``."""
-    async def frames() -> AsyncIterator[bytes]:
+    async def frames() -> AsyncGenerator[bytes, None]:
         async with contextlib.aclosing(results):  # closed with the response, however it ends
             async for result in results:
                 yield b": ping\n\n" if result is None else b"data: " + _json.dumps(data(result)) + b"\n\n"

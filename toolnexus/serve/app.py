@@ -11,27 +11,39 @@ import contextlib
 import importlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 
-from ..protocol.card import CARD_PATH
-from ..protocol.model import Task, TaskState
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
-from ..traffic import InboundRecorder, TrafficRecorder
 from ..events import EventBus, ServerEvent
+from ..http.guard import HostGuard, is_loopback
+from ..http.server import (
+    HEADER_TIMEOUT,
+    MAX_CONNECTIONS,
+    AsgiServer,
+    LoopThread,
+    parse_addr,
+)
+from ..protocol.card import CARD_PATH
+from ..protocol.model import Task, TaskState
+from ..stores import (
+    FileTaskStore,
+    MemoryConversationStore,
+    PostgresConversationStore,
+    PostgresTaskStore,
+    open_store,
+)
+from ..stores.postgres import WorkerLink
+from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
 from .config import A2AConfig, MCPServeConfig
-from ..http.guard import HostGuard, is_loopback
-from .push import PushNotifier
-from ..http.server import HEADER_TIMEOUT, MAX_CONNECTIONS, AsgiServer, LoopThread, parse_addr
-from ..stores import FileTaskStore, MemoryConversationStore, PostgresConversationStore, PostgresTaskStore, open_store
-from ..stores.postgres import WorkerLink
 from .lifecycle import TaskRunner
+from .push import PushNotifier
 
 if TYPE_CHECKING:
     from ..llm import Client
@@ -227,7 +239,7 @@ async def serve(
         lifespans.append(mcp_profile.lifespan)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
+    async def lifespan(app: Any) -> AsyncGenerator[None, None]:
         async with contextlib.AsyncExitStack() as stack:
             for enter in lifespans:
                 await stack.enter_async_context(enter())
@@ -353,8 +365,8 @@ class _ServeCall:
         return self._coro.__await__()
 
     async def __aenter__(self) -> ServeHandle:
-        self._handle = await self._coro
-        return self._handle
+        self._handle = handle = await self._coro
+        return handle
 
     async def __aexit__(self, *exc: object) -> None:
         if self._handle is not None:

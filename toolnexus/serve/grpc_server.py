@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
+from ..errors import InternalError, RPCError, VersionNotSupportedError
+from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 from ..protocol.dialects import Dialect
 from ..protocol.grpc_binding import abort_args, modules, to_json, to_proto
 from ..protocol.operations import OPERATIONS, Operation
-from ..errors import InternalError, RPCError, VersionNotSupportedError
 from .a2a import A2AEndpoint, _bare, _major, _Refusal
-from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 
 __all__ = ["GrpcServer"]
 
@@ -71,7 +71,8 @@ class GrpcServer:
             owner = self.endpoint._owner_of(metadata)
         except _Refusal as refusal:
             code = grpc.StatusCode.UNAUTHENTICATED if refusal.status == 401 else grpc.StatusCode.PERMISSION_DENIED
-            await context.abort(code, str(refusal))
+            await context.abort(code, str(refusal))  # ends the call: it raises
+            raise
         version = metadata.get("a2a-version")
         if version is not None and _major(version) != 1:
             raise VersionNotSupportedError(f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
@@ -100,7 +101,7 @@ class GrpcServer:
         return call
 
     def _streaming(self, op: Operation) -> Any:
-        async def call(servicer: Any, request: Any, context: Any) -> AsyncIterator[Any]:
+        async def call(servicer: Any, request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
                 params, owner = await self._params(request, context)
                 results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_bare)

@@ -16,6 +16,19 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import trace
+from ..errors import (
+    InvalidParamsError,
+    MaxTurnsError,
+    ModelError,
+    PushNotificationNotSupportedError,
+    StaleTaskError,
+    StoreUnavailableError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..events import EventBus, Hook, TaskEvent
+from ..llm.client import Inbox
 from ..protocol.model import (
     Artifact,
     Message,
@@ -27,26 +40,13 @@ from ..protocol.model import (
     new_id,
     now_iso,
 )
-from ..errors import (
-    PushNotificationNotSupportedError,
-    UnsupportedOperationError,
-    StaleTaskError,
-    StoreUnavailableError,
-    InvalidParamsError,
-    MaxTurnsError,
-    ModelError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-)
-from ..events import EventBus, Hook, TaskEvent
-from ..llm.client import Inbox
 from ..stores import TaskStore, visible
 from ..tools import Answer
 
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
-    from ..toolkit import Toolkit
     from ..protocol.push import PushConfig
+    from ..toolkit import Toolkit
     from .push import PushNotifier
 
 __all__ = ["TaskRunner", "OnTask"]
@@ -316,7 +316,7 @@ class TaskRunner:
                     "no model client is configured for this agent (serve(..., client=...))", task.context_id, task.id))
                 return
             if pending is not None:
-                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]
+                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
                                                   inbox=inbox)
             else:
                 # callers told apart never share a conversation, even when they name the same context
@@ -351,8 +351,9 @@ class TaskRunner:
             self._pending[task.id] = result
             keep = getattr(self.store, "save_pending", None)
             suspended = result.suspended() if keep is not None else None
-            if suspended is not None:  # any worker may take the answer
-                await self._settle(task, lambda: keep(task.id, suspended))
+            if keep is not None and suspended is not None:  # any worker may take the answer
+                save = keep
+                await self._settle(task, lambda: save(task.id, suspended))
             await self._settle(task, lambda: self.transition(task, TaskState.INPUT_REQUIRED, message=question,
                                                              history=[question], result=result))
             return
@@ -471,6 +472,7 @@ class TaskRunner:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
         within ``WAKE_EVERY`` after that)."""
         due: tuple[asyncio.TimerHandle, dict[str, int]] | None = None
+        slot, waits = 0, dict[str, int]()
         if timeout is not None and not (task.state.terminal or task.state.interrupted):
             loop = asyncio.get_running_loop()
             slot = math.ceil((loop.time() + timeout) / WAKE_EVERY)

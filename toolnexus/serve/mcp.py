@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -70,7 +70,7 @@ class MCPProfile:
         return [Route("/mcp", endpoint=_AsgiEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
 
     @contextlib.asynccontextmanager
-    async def lifespan(self) -> AsyncIterator[None]:
+    async def lifespan(self) -> AsyncGenerator[None, None]:
         # Host/Origin are checked for the whole app by http.guard.HostGuard, in front of this
         self._manager = StreamableHTTPSessionManager(
             app=self.app, stateless=True, json_response=False,
@@ -108,8 +108,8 @@ class MCPProfile:
         finally:
             outcome = result or ToolResult.error(f"{tool.name}: canceled by the client")
             self._report(tool, args, outcome, (time.perf_counter() - started) * 1000)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=result.output)],
-                                    is_error=result.is_error)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.output)],
+                                    is_error=outcome.is_error)
 
     def _report(self, tool: Tool, args: Any, result: ToolResult, ms: float) -> None:
         self.bus.publish(ToolCallEvent(self.server_name, tool.name, tool.source, args, result.output,

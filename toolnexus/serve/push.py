@@ -19,11 +19,17 @@ from typing import Any
 import httpx
 
 from .. import _json
-from ..http.fetch import why
-from ..protocol.model import Artifact, Task, new_id
-from ..protocol.dialects import Dialect
-from ..protocol.push import PushConfig, parse_push_config, payloads, render_push_config, webhook_refusal
 from ..errors import InvalidParamsError, TaskNotFoundError
+from ..http.fetch import why
+from ..protocol.dialects import Dialect
+from ..protocol.model import Artifact, Task, new_id
+from ..protocol.push import (
+    PushConfig,
+    parse_push_config,
+    payloads,
+    render_push_config,
+    webhook_refusal,
+)
 from ..traffic import TrafficRecorder
 
 __all__ = ["PushNotifier", "MAX_PER_TASK", "MAX_TASKS", "QUEUE", "RETRY_DELAYS"]

@@ -9,7 +9,11 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..traffic import mask_url
 from .base import TaskPage, TaskStore, task_from_record, task_record, visible
-from .conversations import ConversationStore, FileConversationStore, MemoryConversationStore
+from .conversations import (
+    ConversationStore,
+    FileConversationStore,
+    MemoryConversationStore,
+)
 from .file import FileTaskStore
 from .memory import MemoryTaskStore
 from .postgres import PostgresConversationStore, PostgresTaskStore, is_postgres_url

@@ -9,7 +9,15 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..protocol.dialects import Dialect, parse_task, render_task
-from ..protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus, now_iso
+from ..protocol.model import (
+    Artifact,
+    Message,
+    Part,
+    Task,
+    TaskState,
+    TaskStatus,
+    now_iso,
+)
 from ..trace import TraceContext
 
 __all__ = ["TaskPage", "TaskStore", "visible", "task_record", "task_from_record", "RECORD_DEPTH", "STATES"]

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from ..protocol.jsonrpc import too_deep
 from ..protocol.model import Task, TaskState
-from .base import RECORD_DEPTH, TaskPage, page_of, readable, task_from_record, task_record
+from .base import (
+    RECORD_DEPTH,
+    TaskPage,
+    page_of,
+    readable,
+    task_from_record,
+    task_record,
+)
 
 __all__ = ["FileTaskStore"]
 

@@ -7,9 +7,18 @@ import logging
 import time
 
 from .. import _json
-from ..protocol.model import Task, TaskState
 from ..errors import ConfigError
-from .base import STATES, TaskPage, epoch, readable, task_from_record, task_record, visible, window
+from ..protocol.model import Task, TaskState
+from .base import (
+    STATES,
+    TaskPage,
+    epoch,
+    readable,
+    task_from_record,
+    task_record,
+    visible,
+    window,
+)
 
 __all__ = ["MemoryTaskStore"]
 

@@ -20,12 +20,12 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from .. import _json
-from ..protocol.model import Task, TaskState
 from ..errors import ConfigError, MissingExtra, StaleTaskError, StoreUnavailableError
+from ..protocol.model import Task, TaskState
 from ..traffic import mask_url
 from .base import TaskPage, task_from_record, task_record
 
@@ -84,14 +84,14 @@ def is_postgres_url(store: Any) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _reachable(db: _Database) -> AsyncIterator[Any]:
+async def _reachable(db: _Database) -> AsyncGenerator[Any, None]:
     """The pool, with the database being out of reach turned into :class:`StoreUnavailableError`."""
     asyncpg = _asyncpg()
     try:
         yield await db.pool()
     except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         # a connection failure (08), the server shutting down or restarting (57), out of connections (53)
-        if isinstance(exc, asyncpg.PostgresError) and (exc.sqlstate or "")[:2] not in ("08", "57", "53"):
+        if isinstance(exc, asyncpg.PostgresError) and (getattr(exc, "sqlstate", None) or "")[:2] not in ("08", "57", "53"):
             raise
         log.warning("the task store at %s is unavailable: %s: %s", db.safe_url, type(exc).__name__, exc)
         raise StoreUnavailableError() from None

@@ -15,4 +15,4 @@ class ModeScreen(Screen[None]):
 
     @property
     def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]
+        return self.app  # type: ignore[return-value]  # a mode screen's app is always the ToolnexusApp

@@ -14,10 +14,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Select, Static
 
-from toolnexus.protocol.files import MAX_FILE, safe_name
-from toolnexus.protocol.model import Message, Part, Task, TaskState
 from toolnexus.errors import PeerError
 from toolnexus.monitor import STATE_STYLE
+from toolnexus.protocol.files import MAX_FILE, safe_name
+from toolnexus.protocol.model import Message, Part, Task, TaskState
 
 from ..peers import spoken
 from ..widgets import ModeBar

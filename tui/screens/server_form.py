@@ -120,8 +120,8 @@ class ServerForm(ModalScreen[str | None]):
         except Exception as exc:  # the reason of this attempt (a running namesake has no error of its own)
             self._error(_field_reason(spec, exc))
             return
-        self.app.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)  # type: ignore[attr-defined]
-        self.app.servers_changed.publish(None)  # type: ignore[attr-defined]
+        self.app.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)  # type: ignore[attr-defined]  # the form is pushed by the ToolnexusApp only
+        self.app.servers_changed.publish(None)  # type: ignore[attr-defined]  # the form is pushed by the ToolnexusApp only
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
         self.dismiss(spec.name)
 

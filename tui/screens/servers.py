@@ -10,9 +10,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
+from toolnexus.monitor import STATE_STYLE
 from toolnexus.protocol.card import CARD_PATH
 from toolnexus.protocol.model import TaskState
-from toolnexus.monitor import STATE_STYLE
 
 from ..widgets import ModeBar
 from ..widgets.safe import SafeStatic, SafeTable
@@ -30,7 +30,7 @@ class ServersScreen(ModeScreen):
 
     BINDINGS = [
         Binding("n", "new_server", "New server", id="server-new"),
-        Binding("s", "toggle", "Start/stop", id="server-toggle"),
+        Binding("s", "toggle_server", "Start/stop", id="server-toggle"),
         Binding("r", "restart", "Restart", id="server-restart"),
         Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
         Binding("e", "edit", "Edit", id="server-edit"),
@@ -134,7 +134,7 @@ class ServersScreen(ModeScreen):
         if name:
             self.tn.delete_server(name)
 
-    def action_toggle(self) -> None:
+    def action_toggle_server(self) -> None:
         name = self._selected()
         if name:
             self.tn.toggle_server(name)

@@ -21,8 +21,15 @@ from textual.widgets import (
     TabPane,
 )
 
+from toolnexus.monitor import (
+    STATE_STYLE,
+    TaskView,
+    duration,
+    short,
+    task_wire,
+    trace_tree,
+)
 from toolnexus.protocol.dialects import Dialect
-from toolnexus.monitor import STATE_STYLE, TaskView, duration, short, task_wire, trace_tree
 
 from ..widgets import ModeBar
 from ..widgets.rowtable import RowTable

@@ -24,7 +24,7 @@ class ModeBar(Horizontal):
         self.current = current
 
     def compose(self) -> ComposeResult:
-        available = set(self.app.MODES)  # type: ignore[attr-defined]
+        available = set(self.app.MODES)
         for mode, label in MODES:
             if mode in available:
                 yield Label(label, id=f"mode-{mode}", classes="current" if mode == self.current else "")

@@ -52,7 +52,7 @@ class SafeStatic(Static):
         super().update(safe(content), **kwargs)
 
 
-class SafeTable(DataTable):  # type: ignore[type-arg]
+class SafeTable(DataTable):
     """A DataTable whose cells are never parsed as markup and show only printable text."""
 
     def add_row(self, *cells: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,92 @@
+"""The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), no import
+circle anywhere (an import inside a function counts), and the type checker, clean."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOK = ("toolnexus", "notebook_ext")  # `%load_ext toolnexus`: the one import of a front end by the library
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    assert found, f"{name} is a test dependency: pip install -e '.[test]'"
+    return found
+
+
+def test_the_import_contracts_are_kept():
+    run = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout
+
+
+def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Every strongly connected set of more than one module (Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_import_circle_anywhere_but_the_notebook_hook():
+    graph = grimp.build_graph("toolnexus", "tui", "notebook_ext", exclude_type_checking_imports=True)
+    assert HOOK[1] in graph.find_modules_directly_imported_by(HOOK[0])  # the hook is where it is said to be
+    graph.remove_import(importer=HOOK[0], imported=HOOK[1])
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    graph = grimp.ImportGraph()
+    for a, b in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d")):
+        graph.add_import(importer=a, imported=b)
+    assert _circles(graph) == [["p.a", "p.b", "p.c"]]
+
+
+def test_the_type_checker_is_clean():
+    env = {**os.environ, "NO_COLOR": "1"}
+    run = subprocess.run([_tool("basedpyright")], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0 and "0 errors" in run.stdout, run.stdout[-4000:] + run.stderr[-2000:]
