@@ -25,6 +25,7 @@ from typing import Any
 async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
     import toolnexus as tn
     from toolnexus.protocol.dialects import Dialect
+    from toolnexus.protocol.operations import OPERATIONS
     from toolnexus.http.server import serving_gc
 
     async def instant(request: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +43,7 @@ async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
         sent += 1
         params = {"configuration": {"blocking": True}, "message": {
             "kind": "message", "messageId": f"m{sent}", "role": "user", "parts": [{"kind": "text", "text": "hello"}]}}
-        out = await endpoint._dispatch("send", params, Dialect.V03, sent, None)
+        out = await endpoint._dispatch(OPERATIONS["send"], params, Dialect.V03, sent, None)
         assert out["status"]["state"] == "completed", out
 
     per_task = []
