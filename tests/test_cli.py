@@ -232,3 +232,20 @@ def test_send_over_the_http_json_binding(served_demo):
                          "--json").stdout)
     assert (old["binding"], old["dialect"], old["task"]["status"]["state"]) == ("HTTP+JSON", "0.3", "completed")
     assert "over JSONRPC" in run("card", served_demo).stdout
+
+
+async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so():
+    """An upstream toolnexus port answers message/stream with -32601: --stream still gets the reply."""
+    import asyncio
+
+    from .peers.legacy_stub import legacy_stub
+
+    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
+    async with legacy_stub() as stub:
+        proc = await asyncio.create_subprocess_exec(*cmd, "send", stub.url, "what is 6*7?", "--stream", cwd=ROOT,
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err
+    assert out.decode().strip() == "42"
+    assert "warning:" in err.decode() and "blocking send instead of a stream" in err.decode()
+    assert stub.methods[:3] == ["message/stream", "message/send", "SendMessage"]
