@@ -497,7 +497,7 @@ class A2AClient:
         await self.connect()
         operation = OPERATIONS[op]
         if not self.transport.streams:
-            raise self.transport._unsupported(operation)
+            raise self.transport.unsupported(operation)
         async with contextlib.aclosing(self.transport.stream(operation, params, sent)) as frames:
             async for task in frames:
                 yield task

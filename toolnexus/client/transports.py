@@ -75,7 +75,8 @@ class Transport:
     async def close(self) -> None:
         """Close what the transport opened (it reopens on the next call)."""
 
-    def _unsupported(self, op: Operation) -> UnsupportedOperationError:
+    def unsupported(self, op: Operation) -> UnsupportedOperationError:
+        """The error for an operation this transport's dialect does not have."""
         what = "streaming" if op.streams else f"{op.key} operation"
         return UnsupportedOperationError(f"the {self.dialect.value} dialect has no {what}")
 
@@ -185,7 +186,7 @@ class JsonRpcTransport(_HttpTransport):
                 stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
         method = self.method(op)
         if method is None:
-            raise self._unsupported(op)
+            raise self.unsupported(op)
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
         return method, "POST", self.client.endpoint, body, self.client._headers(self.dialect, stream=stream)
 

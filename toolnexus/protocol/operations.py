@@ -6,10 +6,11 @@ its gRPC request and response messages (the RPC is named as the 1.0 method), whe
 is a stream, and whether its HTTP+JSON request carries a JSON body (``"required"``,
 ``"optional"``: a POST that may come empty, ``"none"``: a GET or DELETE).
 
-What applies to every operation on every binding, in this order, before anything is decoded
-(``A2AEndpoint.admit``): the Host/Origin guard, auth (the caller's owner key), the
-``A2A-Version`` header, then, for a request that carries a body, its Content-Type, its size
-and (once parsed) its depth. Errors map to a JSON-RPC code, an HTTP status and a gRPC status in
+What applies to every operation on every binding, in this order, before anything is decoded:
+the Host/Origin guard (``http.guard``), auth (``A2AEndpoint._owner_of``: the caller's owner key),
+the ``A2A-Version`` header, then, for a request that carries a body, its Content-Type and size
+(``A2AEndpoint._read``) and, once parsed, its depth (JSON-RPC reads its envelope before the
+version header: the method decides the dialect). Errors map to a JSON-RPC code, an HTTP status and a gRPC status in
 one table: :mod:`toolnexus.errors`.
 
 A new operation is a row here, then a handler in ``TaskRunner``/``A2AEndpoint``; a new binding is
@@ -22,7 +23,7 @@ import enum
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Binding", "Operation", "OPERATIONS", "V03_METHODS", "V10_METHODS", "LEGACY_METHODS", "by_method",
+__all__ = ["Binding", "Operation", "OPERATIONS", "V03_METHODS", "V10_METHODS", "LEGACY_METHODS",
            "BINDING_NAMES"]
 
 
@@ -33,14 +34,6 @@ class Binding(str, enum.Enum):
     HTTP_JSON = "HTTP+JSON"
     GRPC = "GRPC"
 
-    @classmethod
-    def of(cls, name: str | None) -> Binding | None:
-        """The binding a card's transport name stands for (any case; ``REST`` is HTTP+JSON), or None."""
-        return _SPELLINGS.get((name or "").strip().upper())
-
-
-_SPELLINGS = {"JSONRPC": Binding.JSONRPC, "JSON-RPC": Binding.JSONRPC, "HTTP+JSON": Binding.HTTP_JSON,
-              "REST": Binding.HTTP_JSON, "GRPC": Binding.GRPC}
 
 BINDING_NAMES: dict[str, Binding | None] = {"auto": None, "jsonrpc": Binding.JSONRPC, "json-rpc": Binding.JSONRPC,
                                             "http+json": Binding.HTTP_JSON, "rest": Binding.HTTP_JSON,
@@ -123,8 +116,3 @@ V03_METHODS: dict[str, Operation] = {row.v03: row for row in _ROWS if row.v03}
 """Every 0.3 JSON-RPC method name to its operation."""
 LEGACY_METHODS: dict[str, Operation] = {row.v10: row for row in _ROWS if row.legacy}
 """What the toolnexus legacy dialect speaks (1.0 names)."""
-
-
-def by_method(name: str) -> Operation | None:
-    """The operation a JSON-RPC method of any dialect names, or None."""
-    return V03_METHODS.get(name) or V10_METHODS.get(name)
