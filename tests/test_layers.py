@@ -22,7 +22,7 @@ def _tool(name: str) -> str:
 
 
 def test_the_import_contracts_are_kept():
-    run = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([_tool("lint-imports"), "--no-cache", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "0 broken" in run.stdout
 
@@ -88,7 +88,8 @@ def test_the_circle_finder_finds_a_circle():
 
 def test_the_type_checker_is_clean():
     env = {**os.environ, "NO_COLOR": "1"}
-    # the interpreter running the tests is the environment checked against (a checkout without .venv too)
-    run = subprocess.run([_tool("basedpyright"), "--pythonpath", sys.executable], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600, env=env)
+    # this checkout's own settings (a pyrightconfig.json in a folder above would win otherwise), against
+    # the interpreter running the tests (a checkout without a .venv of its own too)
+    command = [_tool("basedpyright"), "--project", str(ROOT / "pyproject.toml"), "--pythonpath", sys.executable]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0 and "0 errors" in run.stdout, run.stdout[-4000:] + run.stderr[-2000:]

@@ -7,7 +7,7 @@ import threading
 import zlib
 from typing import Any
 
-__all__ = ["dumps", "loads", "JSONDecodeError", "pack", "unpack", "tight"]
+__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight"]
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson
@@ -95,3 +95,14 @@ def tight(value: Any) -> bytes:
     """``value`` as JSON bytes that take no more memory than their length (orjson's own come with
     spare room: a 900-byte document held 4 KB)."""
     return bytes(memoryview(dumps(value)))
+
+
+def loads_or_none(data: bytes | str) -> Any:
+    """``data`` (bytes or text) decoded when it is a JSON object or array, else None (never an error)."""
+    data = data.lstrip()
+    if data[:1] not in (b"{", b"[", "{", "["):
+        return None
+    try:
+        return loads(data)
+    except (*JSONDecodeError, ValueError):
+        return None

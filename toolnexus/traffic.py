@@ -313,7 +313,7 @@ def sse_data(content: bytes) -> list[str]:
 
 
 def _rpc_method(body: bytes) -> str | None:
-    return _method_of(_json_or_none(body))
+    return _method_of(_json.loads_or_none(body))
 
 
 def _method_of(request: Any) -> str | None:
@@ -466,7 +466,7 @@ class _Inbound(TrafficEvent):
         try:
             return self._parsed
         except AttributeError:
-            sent = _json_or_none(self._raw[6]) if self._raw[0] == "POST" else None
+            sent = _json.loads_or_none(self._raw[6]) if self._raw[0] == "POST" else None
             route = None if self._raw[0] == "POST" and _method_of(sent) else rest.match(self._raw[0], self._raw[2])
             self._parsed = (sent, route)
             return self._parsed
@@ -485,7 +485,7 @@ class _Inbound(TrafficEvent):
             return None
         answer = self._raw[9]
         sse = answer.startswith(b"data:") or b"\ndata:" in answer[:200]
-        first = _json_or_none((answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer).strip())
+        first = _json.loads_or_none((answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer).strip())
         found = self._rest
         if found is None:
             return task_id_of(self._sent, first)
@@ -516,16 +516,6 @@ class _Inbound(TrafficEvent):
             return []
         return [self._rec.mask(frame) for frame in sse_data(self._raw[9])]
 
-
-def _json_or_none(data: bytes | str) -> Any:
-    """``data`` (bytes or text) decoded when it is a JSON object or array, else None (never an error)."""
-    data = data.lstrip()
-    if data[:1] not in (b"{", b"[", "{", "["):
-        return None
-    try:
-        return _json.loads(data)
-    except (*_json.JSONDecodeError, ValueError):
-        return None
 
 
 def task_id_of(request: Any, response: Any) -> str | None:

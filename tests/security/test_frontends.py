@@ -75,7 +75,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
     from tui.widgets.rowtable import RowTable
     from tui.peers import PeerBook
 
-    from ..tui.test_part2 import chat
+    from ..tui.test_peers_chat_and_wire import chat
     from ..tui.test_pilot import until
 
     @tn.tool(name="evil_tool", description=EVIL)

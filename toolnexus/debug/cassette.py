@@ -41,7 +41,7 @@ from .. import _json
 from ..errors import ToolnexusError
 from ..events import TrafficEvent
 from ..protocol.model import now_iso
-from ..traffic import _json_or_none, task_id_of
+from ..traffic import task_id_of
 
 __all__ = ["FORMAT", "CassetteError", "CassetteWriter", "Exchange", "Cassette", "save", "load", "STABLE_ID"]
 
@@ -112,14 +112,14 @@ class StableIds:
 
 def _body(text: str) -> dict[str, Any]:
     """A body as it is written: ``{"json": value}`` when it is JSON, ``{"text": text}`` else."""
-    value = _json_or_none(text)
+    value = _json.loads_or_none(text)
     if value is not None:
         return {"json": value}
     return {"text": text} if text else {}
 
 
 def _frame(text: str) -> Any:
-    value = _json_or_none(text)
+    value = _json.loads_or_none(text)
     return text if value is None else value
 
 
@@ -129,8 +129,8 @@ def _headers(headers: dict[str, str]) -> dict[str, str]:
 
 def entry(event: TrafficEvent, ids: StableIds, seq: int) -> dict[str, Any]:
     """One exchange as a cassette line (a dict), its ids rewritten to stable names."""
-    sent, answer = _json_or_none(event.request_body), _json_or_none(event.frames[0] if event.frames else event.response_body)
-    for decoded in (sent, answer, *(_json_or_none(f) for f in event.frames[1:])):
+    sent, answer = _json.loads_or_none(event.request_body), _json.loads_or_none(event.frames[0] if event.frames else event.response_body)
+    for decoded in (sent, answer, *(_json.loads_or_none(f) for f in event.frames[1:])):
         if decoded is not None:
             ids.learn(decoded)
     task_id = event.task_id or task_id_of(sent, answer)

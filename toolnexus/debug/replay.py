@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from .. import _json
 from ..errors import PeerError
 from ..http.fetch import MAX_RESPONSE, exchange, why
 from ..http.guard import HostGuard
@@ -50,7 +51,7 @@ from ..protocol.dialects import parse_state
 from ..protocol.jsonrpc import too_deep
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id
 from ..protocol.operations import OPERATIONS
-from ..traffic import MASK, _json_or_none, sse_data
+from ..traffic import MASK, sse_data
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
@@ -115,7 +116,7 @@ def _split(url: str) -> tuple[str, str]:
 def _loads(text: str) -> Any:
     """``text`` as JSON when it is an object or array nesting at most 200 levels (what is compared
     is walked recursively), else None."""
-    value = _json_or_none(text)
+    value = _json.loads_or_none(text)
     return None if value is not None and too_deep(value, 200) else value
 
 

@@ -180,7 +180,7 @@ async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
 async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatch: pytest.MonkeyPatch):
     from toolnexus.hosting import ServerSpec
 
-    from .test_part2 import chat
+    from .test_peers_chat_and_wire import chat
 
     monkeypatch.setenv("TN_OWN_TOKEN", "own-token-5678")
     spec = ServerSpec(name="locked-desk", skills=[], a2a=True, mcp=True, auth_token_env="TN_OWN_TOKEN")
@@ -376,7 +376,7 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
 
 
 async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_again(tmp_path):
-    from .test_part2 import chat
+    from .test_peers_chat_and_wire import chat
 
     store = f"file:{tmp_path / 'tasks'}"
     tk = await tn.create_toolkit(builtins=False)
@@ -410,7 +410,7 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
 async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancelled():
     from textual.widgets import Select
 
-    from .test_part2 import chat
+    from .test_peers_chat_and_wire import chat
 
     one, two = await tn.create_toolkit(builtins=False), await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])

@@ -21,7 +21,7 @@ from tui.screens.chat import _label  # noqa: E402
 from tui.screens.export import Prompt  # noqa: E402
 
 from ..peers.sdk_server import sdk_server  # noqa: E402
-from .test_daily import shown  # noqa: E402
+from .test_handler_errors_and_streams import shown  # noqa: E402
 from .test_pilot import until  # noqa: E402
 
 
@@ -114,7 +114,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
 
     from tui.peers import PeerBook
 
-    from .test_part2 import chat
+    from .test_peers_chat_and_wire import chat
 
     monkeypatch.setenv("TN_BASIC_PW", "pa55-w0rd")
     book = PeerBook(tmp_path / "config")
