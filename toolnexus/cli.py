@@ -287,8 +287,8 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
     from .http.server import http_url, listening_socket
+    from .secrets import mask_url
     from .stores import is_postgres_url
-    from .traffic import mask_url
 
     if args.grpc:
         raise UsageError("--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one")
@@ -372,7 +372,7 @@ def _headers(pairs: list[str]) -> dict[str, str]:
         name, sep, value = pair.partition(":")
         if not sep or not name.strip():
             raise UsageError(f"--header must be NAME:VALUE, not {pair!r}")
-        from .mcp_client import expand_env
+        from .secrets import expand_env
 
         out[name.strip()] = expand_env(value.strip())
     return out

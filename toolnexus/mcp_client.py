@@ -18,13 +18,13 @@ import contextlib
 import json
 import logging
 import os
-import re
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .display import printable
 from .errors import ConfigError, PeerError
+from .secrets import expand_env
 from .tools import Tool, ToolContext, ToolResult, sanitize
 from .traffic import TrafficRecorder, recording_transport
 
@@ -40,12 +40,6 @@ __all__ = [
 log = logging.getLogger("toolnexus.mcp")
 
 DEFAULT_TIMEOUT = 30.0
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def expand_env(value: str) -> str:
-    """``${NAME}`` replaced by the environment variable NAME ("" when unset)."""
-    return _ENV.sub(lambda m: os.environ.get(m.group(1), ""), value)
 
 
 @dataclass

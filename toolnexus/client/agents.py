@@ -31,8 +31,8 @@ from typing import Any
 from .. import trace
 from ..errors import ConfigError, PeerError, RPCError
 from ..events import EventBus, RemoteCallEvent
-from ..mcp_client import expand_env
 from ..protocol.model import Task, TaskState, now_iso
+from ..secrets import expand_env
 from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
 from .peer import A2AClient
 

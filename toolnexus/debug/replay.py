@@ -51,7 +51,8 @@ from ..protocol.dialects import parse_state
 from ..protocol.jsonrpc import too_deep
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id
 from ..protocol.operations import OPERATIONS
-from ..traffic import MASK, sse_data
+from ..secrets import MASK
+from ..traffic import sse_data
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..traffic import mask_url
+from ..secrets import mask_url
 from .base import TaskPage, TaskStore, task_from_record, task_record, visible
 from .conversations import (
     ConversationStore,

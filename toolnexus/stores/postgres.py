@@ -26,7 +26,7 @@ from typing import Any
 from .. import _json
 from ..errors import ConfigError, MissingExtra, StaleTaskError, StoreUnavailableError
 from ..protocol.model import Task, TaskState
-from ..traffic import mask_url
+from ..secrets import mask_url
 from .base import TaskPage, task_from_record, task_record
 
 __all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "SCHEMA_VERSION", "is_postgres_url"]

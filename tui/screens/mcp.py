@@ -18,7 +18,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
 
 from toolnexus.display import printable
-from toolnexus.mcp_client import call_remote_tool, expand_env, remote_tools
+from toolnexus.mcp_client import call_remote_tool, remote_tools
+from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
