@@ -236,11 +236,12 @@ class A2AClient:
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
-            binding = Binding(binding)
-            kind = transport_for(self, binding, Dialect(dialect))
-            if self.forced is None or not kind.caller_dialect:
-                self.dialect, self.dialect_reason = Dialect(dialect), reason
-            self._transport = transport_for(self, binding, self.dialect or Dialect(dialect))
+            transport = transport_for(self, Binding(binding), Dialect(dialect))
+            if self.forced is not None and transport.caller_dialect:  # JSON-RPC speaks the one asked for
+                transport = transport_for(self, transport.binding, self.forced)
+            else:
+                self.dialect, self.dialect_reason = transport.dialect, reason
+            self._transport = transport
             named = self.url or self.card.source
             if named and self.headers and self._transport.elsewhere(endpoint, named):
                 self.credentials_sent = False

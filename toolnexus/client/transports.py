@@ -55,12 +55,13 @@ class Transport:
     @property
     def shapes(self) -> Dialect:
         """The dialect whose shapes calls are built in and answers read in: 1.0's, but for
-        JSON-RPC (0.3's REST routes are converted to and from them, see ``a2a.rest``)."""
+        JSON-RPC (0.3's REST routes are converted to and from them, see ``protocol.rest``)."""
         return Dialect.V10
 
     def method(self, op: Operation) -> str | None:
-        """What the wire log names a call of ``op`` (None: not in this dialect)."""
-        return op.v10
+        """What a call of ``op`` is named on the wire and in the log: its method in the dialect
+        spoken (None: not in this dialect)."""
+        return op.v03 if self.dialect is Dialect.V03 else op.v10
 
     def elsewhere(self, endpoint: str, named: str) -> bool:
         """Whether ``endpoint`` is on another host than the one the caller ``named``."""
@@ -179,9 +180,6 @@ class JsonRpcTransport(_HttpTransport):
     def shapes(self) -> Dialect:
         return self.dialect
 
-    def method(self, op: Operation) -> str | None:
-        return op.v03 if self.dialect is Dialect.V03 else op.v10
-
     def request(self, op: Operation, params: dict[str, Any],
                 stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
         method = self.method(op)
@@ -218,12 +216,9 @@ class LegacyTransport(JsonRpcTransport):
 
 class RestTransport(_HttpTransport):
     """HTTP+JSON: 1.0's routes, or 0.3's under ``/v1/`` (calls are built and answers read in the
-    1.0 shapes either way; ``a2a.rest`` converts 0.3's)."""
+    1.0 shapes either way; ``protocol.rest`` converts 0.3's)."""
 
     binding = Binding.HTTP_JSON
-
-    def method(self, op: Operation) -> str | None:
-        return op.v03 if self.dialect is Dialect.V03 else op.v10
 
     def request(self, op: Operation, params: dict[str, Any],
                 stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:

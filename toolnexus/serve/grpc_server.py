@@ -6,7 +6,7 @@ An adapter, as thin as the HTTP ones: every RPC of the table of operations
 encodes the result as its proto message. A failure anywhere, the encoding of the answer
 included, ends the call with the gRPC status of its error (``toolnexus.errors``); an unexpected
 one is a generic INTERNAL whose detail only the server log sees. Needs
-``pip install 'toolnexus[grpc]'`` (see ``a2a.grpc_binding``).
+``pip install 'toolnexus[grpc]'`` (see ``protocol.grpc_binding``).
 """
 
 from __future__ import annotations
