@@ -24,6 +24,7 @@ import ipywidgets as w
 import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
+from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import (
     badge,
@@ -607,34 +608,45 @@ class DoctorWidget(w.VBox):
 
 
 class ChatWidget(w.VBox):
-    """A small chat with a peer: the messages, a text box, the skill, a new-conversation button and
-    a cancel button for the running task. An ``input-required`` question is answered by the next
-    message, on the same task."""
-
-    messages = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """A small chat with a peer: the messages, a text box, the skill, a new-conversation button, a
+    cancel button for the running task and a retry button after a lost connection. An
+    ``input-required`` question is answered by the next message, on the same task. The chat itself
+    is a :class:`~toolnexus.client.conversation.Conversation` (``conversation``), as in the TUI."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         self.url = url
         self.headers = headers
-        self.context_id: str | None = None
-        self.waiting_task: str | None = None
-        self.running_task: str | None = None
+        self.conversation = Conversation(peer=url)
         self.view = w.HTML("<i>say something</i>")
         self.text = w.Text(placeholder="message (enter sends)", layout=w.Layout(width="60%"))
         self.skill = w.Dropdown(options=[("any skill", "")], value="", description="skill")
         self.send_button = w.Button(description="send", button_style="primary")
         self.new_button = w.Button(description="new conversation")
         self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True)
+        self.retry_button = w.Button(description="retry", icon="redo", disabled=True)
         self.send_button.on_click(lambda _: self.say(self.text.value))
         self.new_button.on_click(lambda _: self.new_conversation())
         self.cancel_button.on_click(lambda _: self.cancel())
+        self.retry_button.on_click(lambda _: self.retry())
         self.text.observe(self._on_enter, names="value")  # ipywidgets 8: continuous_update handles enter
         self.text.continuous_update = False
         super().__init__([self.view, w.HBox([self.text, self.send_button]),
-                          w.HBox([self.skill, self.new_button, self.cancel_button])])
+                          w.HBox([self.skill, self.new_button, self.cancel_button, self.retry_button])])
         self.add_class("toolnexus-w")
         self._sending: asyncio.Task[Any] | None = None
         _schedule(self._load_skills())
+
+    @property
+    def context_id(self) -> str | None:
+        return self.conversation.context_id
+
+    @property
+    def waiting_task(self) -> str | None:
+        return self.conversation.waiting_task
+
+    @property
+    def turns(self) -> list[Turn]:
+        return self.conversation.turns
 
     def _on_enter(self, change: dict[str, Any]) -> None:
         if change.get("new"):
@@ -650,8 +662,7 @@ class ChatWidget(w.VBox):
                                                     for s in card.skills]
 
     def new_conversation(self) -> None:
-        self.context_id, self.waiting_task = None, None
-        self.messages = []
+        self.conversation = Conversation(peer=self.url)
         self._draw()
 
     def say(self, text: str) -> asyncio.Task[Any] | None:
@@ -659,14 +670,22 @@ class ChatWidget(w.VBox):
         if not text:
             return None
         self.text.value = ""
-        self.messages = [*self.messages, {"role": "user", "text": text, "state": ""}]
+        reply = self.conversation.say(text, self.skill.value or None)
+        return self._run(reply)
+
+    def retry(self) -> asyncio.Task[Any] | None:
+        """After a lost connection: follow the cut task again, or send the message again."""
+        reply = self.conversation.retry()
+        return self._run(reply) if reply is not None else None
+
+    def _run(self, reply: Turn) -> asyncio.Task[Any]:
         self._draw()
-        self._sending = _schedule(self._exchange(text))
+        self._sending = _schedule(self._exchange(self.conversation, reply))
         return self._sending
 
     def cancel(self) -> asyncio.Task[Any] | None:
         """Cancel the task the agent is working on (or waiting with)."""
-        task_id = self.running_task or self.waiting_task
+        task_id = self.conversation.running
         if task_id is None:
             return None
         return _schedule(self._cancel(task_id))
@@ -674,52 +693,17 @@ class ChatWidget(w.VBox):
     async def _cancel(self, task_id: str) -> None:
         try:
             async with A2AClient(self.url, headers=self.headers) as client:
-                task = await client.cancel(task_id)
+                await self.conversation.cancel(client, task_id)
         except Exception as exc:
-            self.messages = [*self.messages, {"role": "agent", "text": str(_failure(exc)), "state": "error"}]
-            self._draw()
-            return
-        for entry in self.messages:
-            if entry.get("task") == task_id and entry["role"] == "agent":
-                entry.update(state=task.state.value)
-        self.waiting_task = None
-        self.messages = list(self.messages)
+            self.conversation.turns.append(Turn("agent", str(_failure(exc)), state=TurnState.ERROR))
         self._draw()
 
-    async def _exchange(self, text: str) -> None:
-        entry = {"role": "agent", "text": "…", "state": "sending"}
-        self.messages = [*self.messages, entry]
+    async def _exchange(self, conversation: Conversation, reply: Turn) -> None:
+        client = A2AClient(self.url, headers=self.headers)  # it connects on the first call, inside run()
         try:
-            async with A2AClient(self.url, headers=self.headers) as client:
-                task = await client.send(text, skill=self.skill.value or None, context_id=self.context_id,
-                                         task_id=self.waiting_task)
-                self._update(entry, task)
-                if not (task.state.terminal or task.state.interrupted):
-                    async for ev in client.watch(task.id, poll_every=0.1, max_interval=1.0):
-                        task = ev.task
-                        self._update(entry, task)
-        except Exception as exc:
-            entry.update(text=str(_failure(exc)), state="error")
-            self.running_task = None
-            self.messages = list(self.messages)
-            self._draw()
-            return
-        self.running_task = None
-        self.context_id = task.context_id or self.context_id
-        self.waiting_task = task.id if task.state.interrupted else None
-        self._draw()
-
-    def _update(self, entry: dict[str, Any], task: Task) -> None:
-        if task.state is TaskState.COMPLETED:
-            text = task.reply
-        elif task.status.message is not None:
-            text = task.status.message.text
-        else:
-            text = "…"
-        entry.update(text=text.strip(), state=task.state.value, task=task.id)
-        self.running_task = None if task.state.terminal or task.state.interrupted else task.id
-        self.messages = list(self.messages)
-        self._draw()
+            await conversation.run(client, reply, on_change=lambda _: self._draw(), poll_every=0.1)
+        finally:
+            await client.aclose()
 
     async def wait(self) -> None:
         if self._sending is not None:
@@ -727,14 +711,17 @@ class ChatWidget(w.VBox):
 
     def _draw(self) -> None:
         lines = []
-        for item in self.messages:
-            who = "you" if item["role"] == "user" else "agent"
-            if item.get("state") == "error":
-                lines.append(f"<div><b>{who}</b>: {error_html(item['text'])}</div>")
+        for turn in self.conversation.turns:
+            who = "you" if turn.role == "user" else "agent"
+            if turn.state in (TurnState.ERROR, TurnState.LOST):
+                lost = " (connection lost: retry follows the task again)" if turn.state is TurnState.LOST else ""
+                lines.append(f"<div><b>{who}</b>: {error_html(turn.text + lost)}</div>")
                 continue
-            state = f" {badge(item['state'])}" if item.get("state") and item["state"] not in ("sending",) else ""
+            state = f" {badge(turn.task_state.value)}" if turn.task_state is not None else ""
             lines.append(f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
-                         f"{html.escape(item['text'])}</span></div>")
-        ctx = f"<small class='toolnexus-muted'>context {html.escape(self.context_id)}</small>" if self.context_id else ""
-        self.view.value = STYLE + "".join(lines) + ctx
-        self.cancel_button.disabled = (self.running_task or self.waiting_task) is None
+                         f"{html.escape(turn.text.strip())}</span></div>")
+        ctx = self.conversation.context_id
+        self.view.value = STYLE + "".join(lines) + (
+            f"<small class='toolnexus-muted'>context {html.escape(ctx)}</small>" if ctx else "")
+        self.cancel_button.disabled = self.conversation.running is None
+        self.retry_button.disabled = self.conversation.lost is None

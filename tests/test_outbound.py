@@ -289,3 +289,60 @@ async def test_a_stream_that_ends_finished_without_its_reply_is_followed_by_a_ge
     assert [t.state.value for t in tasks] == ["submitted", "working", "completed", "completed"]
     assert tasks[-1].reply == "the reply"
     assert [r["json"]["method"] for r in peer.requests[1:]] == ["message/stream", "tasks/get"]
+
+
+# -- the conversation the TUI and the notebook run -----------------------------------------------------
+
+@pytest.mark.parametrize("dialect", ["auto", "0.3", "legacy"])
+async def test_a_conversation_keeps_its_context_and_answers_a_question_on_its_task(ours, dialect):
+    chat = tn.Conversation(peer=ours.url)
+    seen: list[tn.TurnState | None] = []
+    async with tn.A2AClient(ours.url, dialect=dialect) as client:
+        first = chat.say("hello there")
+        assert [t.role for t in chat.turns] == ["user", "agent"] and first.state is tn.TurnState.SENDING
+        await chat.run(client, first, on_change=lambda t: seen.append(t.state), poll_every=0.01)
+        assert first.text == "You said: hello there" and first.task_state is TaskState.COMPLETED
+        assert seen[-1] is tn.TurnState.FINISHED and chat.context_id == first.task.context_id
+        asked = chat.say("please approve the budget")
+        await chat.run(client, asked, poll_every=0.01)
+        assert asked.state is tn.TurnState.ASKED and chat.waiting_task == asked.task_id == chat.running
+        answered = chat.say("yes")
+        await chat.run(client, answered, poll_every=0.01)
+        assert answered.task_id == asked.task_id and "Request approved (yes)" in answered.text
+        assert chat.waiting_task is None and chat.running is None
+        slow = chat.say("slow 20")
+        runner = asyncio.create_task(chat.run(client, slow, poll_every=0.01))
+        while chat.running is None:
+            await asyncio.sleep(0.01)
+        await chat.cancel(client, chat.running)
+        await runner
+        assert slow.task_state is TaskState.CANCELED and slow.state is tn.TurnState.FINISHED
+        assert len({t.task.context_id for t in chat.turns if t.task}) == 1
+    with pytest.raises(ValueError, match="nothing to say"):
+        chat.say("")
+    assert chat.to_dict()["turns"][1] == {"role": "agent", "text": "You said: hello there", "state": "finished",
+                                          "task": first.task_id, "taskState": "completed"}
+
+
+async def test_a_conversation_cut_by_a_dead_peer_is_lost_and_a_retry_follows_its_task():
+    async with sdk_server() as url:
+        chat = tn.Conversation(peer=url)
+        client = tn.A2AClient(url)
+        reply = chat.say("a question")
+        await chat.run(client, reply, poll_every=0.01)
+        assert reply.state is tn.TurnState.ASKED and reply.text == "What is your favourite colour?"
+        task_id = reply.task_id
+        await client.aclose()
+    dead = tn.A2AClient(url, timeout=2)
+    answer = chat.say("blue")
+    await chat.run(dead, answer)  # the peer is gone: the turn says so, nothing raises
+    await dead.aclose()
+    assert answer.state is tn.TurnState.LOST and chat.lost is answer and answer.task_id is None
+    assert chat.waiting_task == task_id  # the question is still open: nothing the peer saw changed it
+    again = chat.retry()
+    assert again is answer and again.state is tn.TurnState.SENDING and chat.lost is None
+    assert again.follow is None and again.message is not None  # never reached the peer: it is sent again
+    assert chat.retry() is None
+    bad = chat.say("to nowhere")
+    await chat.run(tn.A2AClient("http://127.0.0.1:1/not-a-card", timeout=1), bad)
+    assert bad.state in (tn.TurnState.LOST, tn.TurnState.ERROR) and bad.text

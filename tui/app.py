@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.signal import Signal
 
+from toolnexus.client.conversation import Conversation
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import printable
 from toolnexus.events import (
@@ -33,7 +34,7 @@ from toolnexus.monitor import TaskBook
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook
-from .screens.chat import ChatScreen, Conversation
+from .screens.chat import ChatScreen
 from .screens.export import ExportPrompt, default_export_dir
 from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
@@ -237,10 +238,7 @@ class ToolnexusApp(App[None]):
 
         path = path or self._session_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        chat = [{k: (v.value if hasattr(v, "value") else v) for k, v in line.items()}
-                for line in self.conversation.lines]
-        data = {"wire": [asdict(ev) for ev in self.book.traffic],
-                "chat": {"peer": self.conversation.peer, "context": self.conversation.context_id, "lines": chat}}
+        data = {"wire": [asdict(ev) for ev in self.book.traffic], "chat": self.conversation.to_dict()}
         path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
         return path
 

@@ -16,6 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 from notebook_ext.session import NotebookSession  # noqa: E402
 from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
+from toolnexus import TaskState, TurnState  # noqa: E402
 from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
 
 from ..serve.wire import rpc, v03_message  # noqa: E402
@@ -187,22 +188,40 @@ async def test_card_and_chat(ip):
     await asyncio.sleep(0.2)
     chat.say("please confirm the refund")
     await chat.wait()
-    assert chat.messages[-1]["state"] == "input-required" and chat.waiting_task
+    assert chat.turns[-1].task_state is TaskState.INPUT_REQUIRED and chat.waiting_task
+    assert chat.turns[-1].state is TurnState.ASKED and not chat.cancel_button.disabled
     chat.say("yes")
     await chat.wait()
-    assert chat.messages[-1]["state"] == "completed"
-    assert chat.messages[-1]["text"].startswith("Request approved (yes)")
+    assert chat.turns[-1].task_state is TaskState.COMPLETED and chat.cancel_button.disabled
+    assert chat.turns[-1].text.startswith("Request approved (yes)")
     first_context = chat.context_id
     chat.say("and another")
     await chat.wait()
-    assert chat.context_id == first_context and "(message 2 of this conversation)" in chat.messages[-1]["text"]
+    assert chat.context_id == first_context and "(message 2 of this conversation)" in chat.turns[-1].text
     chat.new_conversation()
     chat.say("fresh")
     await chat.wait()
-    assert chat.context_id != first_context and chat.messages[-1]["text"] == "You said: fresh"
+    assert chat.context_id != first_context and chat.turns[-1].text == "You said: fresh"
     async with httpx.AsyncClient() as http:  # the served agent saw all of it
-        r = await rpc(http, server.url, "tasks/get", {"id": chat.messages[-1]["task"]})
+        r = await rpc(http, server.url, "tasks/get", {"id": chat.turns[-1].task_id})
     assert r["result"]["status"]["state"] == "completed"
+
+
+async def test_a_chat_whose_peer_is_down_is_retried_once_it_is_up(ip):
+    with socket.socket() as s:  # a port nothing listens on yet
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    chat = ChatWidget(f"http://127.0.0.1:{port}")
+    chat.say("hello there")
+    await chat.wait()
+    assert chat.turns[-1].state is TurnState.LOST and chat.conversation.lost is chat.turns[-1]
+    assert "connection lost" in chat.view.value and not chat.retry_button.disabled
+    server = ip.run_line_magic("toolnexus", f"serve --name late-desk --port {port}")
+    await wait_running(server)
+    chat.retry_button.click()
+    await chat.wait()
+    assert chat.turns[-1].task_state is TaskState.COMPLETED and chat.turns[-1].text == "You said: hello there"
+    assert len(chat.turns) == 2 and chat.retry_button.disabled and chat.conversation.lost is None
 
 
 async def test_unreachable_peer_shows_an_error_not_a_crash(ip):

@@ -124,7 +124,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
         await pilot.press("enter")
         await until(pilot, lambda: app.conversation.peer == evil)
         reply = await chat(app, pilot, "hello")
-        assert "[/bold]evil" in reply["text"]
+        assert "[/bold]evil" in reply.text
         assert "\x1b" not in _shown(app, "#chat-log")
         # the Wire: every exchange with it, selected one by one
         await pilot.press("escape", "5")

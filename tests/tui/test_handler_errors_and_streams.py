@@ -12,6 +12,7 @@ pytest.importorskip("textual")
 from textual.widgets import DataTable, Input, Static  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
+from toolnexus import TurnState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
@@ -193,7 +194,7 @@ async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatc
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == url)
         reply = await chat(app, pilot, "hello there")
-        assert "authentication required" not in reply["text"] and reply["state"] is tn.TaskState.COMPLETED
+        assert "authentication required" not in reply.text and reply.task_state is tn.TaskState.COMPLETED
         await pilot.press("escape", "6")
         await pilot.pause(0.1)
         app.screen.query_one("#mcp-url", Input).focus()
@@ -393,16 +394,16 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
             box = app.screen.query_one("#chat-input", Input)
             box.value = "slow 3"
             await pilot.press("enter")
-            await until(pilot, lambda: app.conversation.lines and app.conversation.lines[-1].get("task"))
+            await until(pilot, lambda: app.conversation.turns and app.conversation.turns[-1].task_id)
             await h.stop()  # the peer goes away mid-task
-            await until(pilot, lambda: app.conversation.lines[-1]["state"] == "connection lost", timeout=15)
-            assert "ctrl+r" in app.conversation.lines[-1]["text"]
+            await until(pilot, lambda: app.conversation.turns[-1].state is TurnState.LOST, timeout=15)
+            assert "ctrl+r: follow the task again" in shown(app, "#chat-log")
             assert "connection lost" in shown(app, "#chat-log") and "✘" not in shown(app, "#chat-log")
             await until(pilot, lambda: app.peer_book.peers[h.url].state == "unreachable")
             h = await tk.serve(f"127.0.0.1:{port}", client=tn.demo_client(), a2a=tn.A2AConfig(store=store))
             await pilot.press("ctrl+r")  # follow the same task again: the restart failed it, and says why
-            await until(pilot, lambda: app.conversation.lines[-1]["state"] is tn.TaskState.FAILED)
-            assert app.conversation.lines[-1]["text"] == "interrupted by restart"
+            await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.FAILED)
+            assert app.conversation.turns[-1].text == "interrupted by restart"
     finally:
         await h.stop()
 
@@ -424,21 +425,21 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == a.url)
         first = await chat(app, pilot, "hello one")
-        assert first["text"] == "You said: hello one"
+        assert first.text == "You said: hello one"
         app.screen.query_one("#chat-peer", Select).value = b.url
         await until(pilot, lambda: app.conversation.peer == b.url)
-        assert app.conversation.lines == []
+        assert app.conversation.turns == []
         await chat(app, pilot, "hello two")
         app.screen.query_one("#chat-peer", Select).value = a.url
         await until(pilot, lambda: app.conversation.peer == a.url)
-        assert [line["text"] for line in app.conversation.lines] == ["hello one", "You said: hello one"]
+        assert [turn.text for turn in app.conversation.turns] == ["hello one", "You said: hello one"]
         # cancel the running task of the last reply
         box = app.screen.query_one("#chat-input", Input)
         box.value = "slow 20"
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.WORKING)
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.WORKING)
         await pilot.press("ctrl+x")
-        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.CANCELED)
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.CANCELED)
 
 
 async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
@@ -472,7 +473,7 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
         await until(pilot, lambda: isinstance(app.screen, Prompt))
         app.screen.query_one("#prompt-text", Input).value = made["id"]
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.lines and
-                    app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
-        assert app.conversation.lines[-1]["task"] == made["id"]
+        await until(pilot, lambda: app.conversation.turns and
+                    app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
+        assert app.conversation.turns[-1].task_id == made["id"]
         assert app.conversation.context_id == made["contextId"]

@@ -65,7 +65,7 @@ async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp
         assert "next message carries: file report.csv (text/csv, 30 B), data" in shown(app, "#chat-log")
         app.screen.query_one("#chat-input", Input).value = "forecast please"
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
         assert app.conversation.attachments == []
         log = shown(app, "#chat-log")
         assert "echo: forecast please (+2 parts)" in log
@@ -130,7 +130,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == sdk_url)
         refused = await chat(app, pilot, "hello")
-        assert "401" in refused["text"], refused
+        assert "401" in refused.text, refused
         # the Auth tab offers what the card asks for: basic
         await pilot.press("escape", "3")  # escape leaves the message box, where 3 would be typed
         await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
@@ -149,7 +149,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == sdk_url)
         ok = await chat(app, pilot, "hello again")
-        assert ok["text"] == "echo: hello again"
+        assert ok.text == "echo: hello again"
         # the API key peer: its card names the header; a literal key works and is never saved
         await pilot.press("escape", "3")  # escape leaves the message box, where 3 would be typed
         await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
@@ -171,7 +171,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         app.chat_peer = h.url
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == h.url)
-        assert (await chat(app, pilot, "keyed hello"))["text"] == "You said: keyed hello"
+        assert (await chat(app, pilot, "keyed hello")).text == "You said: keyed hello"
         # the file keeps the reference and the key's header name, never a literal secret
         saved = (tmp_path / "config" / "peers-v1.json").read_text()
         entries = {e["url"]: e for e in json.loads(saved)["peers"]}
@@ -264,8 +264,8 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         assert "push on" in shown(app, "#chat-context")
         app.screen.query_one("#chat-input", Input).value = "hello with push"
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.lines[-1].get("state") is tn.TaskState.COMPLETED)
-        task_id = app.conversation.lines[-1]["task"]
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
+        task_id = app.conversation.turns[-1].task_id
         await app.webhook.wait(task_id, state=tn.TaskState.COMPLETED)
         await until(pilot, lambda: "submitted → working → completed" in shown(app, "#chat-log"))
         # on the task's own timeline, beside its other exchanges: both sides of each delivery, the

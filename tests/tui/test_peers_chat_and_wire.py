@@ -29,12 +29,12 @@ def text_of(app: ToolnexusApp, selector: str) -> str:
 async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
     box = app.screen.query_one("#chat-input", Input)
     box.value = message
-    count = len(app.conversation.lines)
+    count = len(app.conversation.turns)
     await pilot.press("enter")
-    await until(pilot, lambda: len(app.conversation.lines) == count + 2
-                and app.conversation.lines[-1]["text"] != "…"
+    await until(pilot, lambda: len(app.conversation.turns) == count + 2
+                and app.conversation.turns[-1].text != "…"
                 and not any(w.group == "chat" and not w.is_finished for w in app.workers))
-    return app.conversation.lines[-1]
+    return app.conversation.turns[-1]
 
 
 async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -82,16 +82,16 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         await pilot.press("enter")
         await until(pilot, lambda: app.conversation.peer == hosted)
         first = await chat(app, pilot, "hello there")
-        assert first["text"] == "You said: hello there"
+        assert first.text == "You said: hello there"
         second = await chat(app, pilot, "and again")
-        assert second["text"] == "You said: and again (message 2 of this conversation)"
+        assert second.text == "You said: and again (message 2 of this conversation)"
         asked = await chat(app, pilot, "please confirm the order")
-        assert asked["state"].value == "input-required" and app.conversation.waiting_task == asked["task"]
+        assert asked.task_state.value == "input-required" and app.conversation.waiting_task == asked.task_id
         answered = await chat(app, pilot, "yes")
-        assert answered["task"] == asked["task"] and answered["text"].startswith("Request approved (yes)")
+        assert answered.task_id == asked.task_id and answered.text.startswith("Request approved (yes)")
         assert "context" in text_of(app, "#chat-context")
         await pilot.press("ctrl+n")
-        assert app.conversation.context_id is None and app.conversation.lines == []
+        assert app.conversation.context_id is None and app.conversation.turns == []
 
         # per-peer overrides: force the SDK peer to 0.3 (its compat transport) and blocking sends
         await pilot.press("escape", "3")
@@ -115,7 +115,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
             app.screen.on_screen_resume()
             await until(pilot, lambda: app.conversation.peer == url)
             reply = await chat(app, pilot, "hi sdk" if url == sdk_url else "what is 6*7")
-            assert reply["text"] == expect, reply
+            assert reply.text == expect, reply
 
         # the wire: every exchange, the Authorization masked
         await pilot.press("escape", "5")

@@ -65,18 +65,22 @@ def test_peers_screen(snap_compare, tmp_path):
 
 
 def test_chat_screen(snap_compare, tmp_path):
-    from toolnexus.protocol.model import TaskState
-    from tui.screens.chat import Conversation
+    from toolnexus import Conversation, Turn, TurnState
+    from toolnexus.protocol.model import Task, TaskState, TaskStatus
+
+    def task(state: TaskState) -> Task:
+        return Task("77b00000", "81c00000-0000-4000-8000-000000000001", TaskStatus(state))
 
     async def before(pilot) -> None:
         await pilot.pause(0.2)
         pilot.app.conversation = Conversation(
             peer="http://127.0.0.1:9405", context_id="81c00000-0000-4000-8000-000000000001",
-            waiting_task="77b00000", lines=[
-                {"role": "you", "text": "hello"},
-                {"role": "agent", "text": "echo: hello", "state": TaskState.COMPLETED},
-                {"role": "you", "text": "a question"},
-                {"role": "agent", "text": "What is your favourite colour?", "state": TaskState.INPUT_REQUIRED}])
+            waiting_task="77b00000", turns=[
+                Turn("user", "hello"),
+                Turn("agent", "echo: hello", state=TurnState.FINISHED, task=task(TaskState.COMPLETED)),
+                Turn("user", "a question"),
+                Turn("agent", "What is your favourite colour?", state=TurnState.ASKED,
+                     task=task(TaskState.INPUT_REQUIRED))])
         await pilot.press("4")
         await pilot.pause(0.2)
 

@@ -4,7 +4,6 @@ an input-required question is answered by the next message, on the same task."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
@@ -14,29 +13,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Select, Static
 
-from toolnexus.errors import PeerError
+from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.monitor import STATE_STYLE
 from toolnexus.protocol.files import MAX_FILE, safe_name
-from toolnexus.protocol.model import Message, Part, Task, TaskState
+from toolnexus.protocol.model import Part, Task
 
 from ..peers import spoken
 from ..widgets import ModeBar
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
 from .export import Prompt, default_export_dir
-
-
-@dataclass
-class Conversation:
-    """One chat: the peer, the context, the task waiting for an answer, and what was said."""
-
-    peer: str = ""
-    context_id: str | None = None
-    waiting_task: str | None = None
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    lost: dict[str, Any] | None = None  # the exchange a lost connection cut: what to retry (ctrl+r)
-    attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
-    push: bool = False  # its tasks notify the app's webhook (ctrl+y)
 
 
 class ChatScreen(ModeScreen):
@@ -119,11 +105,9 @@ class ChatScreen(ModeScreen):
         def chosen(task_id: str | None) -> None:
             if not task_id:
                 return
-            self.chat.lines.append({"role": "you", "text": f"(attached to task {task_id})"})
-            reply: dict[str, Any] = {"role": "agent", "text": "…", "state": None}
-            self.chat.lines.append(reply)
+            reply = self.chat.follow(task_id)
             self._draw()
-            self.exchange(self.chat, "", None, reply, follow=task_id)
+            self.exchange(self.chat, reply)
 
         self.app.push_screen(Prompt("Task id to follow on this peer"), chosen)
 
@@ -161,11 +145,11 @@ class ChatScreen(ModeScreen):
 
     def action_save_artifacts(self) -> None:
         """Write the artifacts of the last reply's task to a folder (asked; a default offered)."""
-        reply = next((line for line in reversed(self.chat.lines) if line.get("artifacts")), None)
-        if reply is None:
+        reply = next((turn for turn in reversed(self.chat.turns) if turn.has_artifacts), None)
+        if reply is None or reply.task is None:
             self.notify("no reply with artifacts to save yet", severity="information")
             return
-        task: Task = reply["task_obj"]
+        task: Task = reply.task
         default = default_export_dir().parent / "artifacts" / safe_name(task.id)
 
         def chosen(text: str | None) -> None:
@@ -192,10 +176,7 @@ class ChatScreen(ModeScreen):
             self.notify("push notifications off for the next messages (a peer keeps what it was given)")
             self._draw()
             return
-        reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
-        state = reply.get("state") if reply else None
-        running = reply.get("task") if reply and isinstance(state, TaskState) and not state.terminal else None
-        self._push_on(running)
+        self._push_on(self.chat.running)
 
     @work(group="chat-push")
     async def _push_on(self, task_id: str | None) -> None:
@@ -226,7 +207,7 @@ class ChatScreen(ModeScreen):
         if webhook is None or not webhook.notifications:
             return
         latest = webhook.notifications[-1]
-        if latest is not self._last_push and any(line.get("task") == latest.task_id for line in self.chat.lines):
+        if latest is not self._last_push and latest.task_id and self.chat.turns_of(latest.task_id):
             self._last_push = latest
             self._draw()
 
@@ -234,12 +215,11 @@ class ChatScreen(ModeScreen):
 
     def action_cancel_task(self) -> None:
         """Cancel the task of the last reply while it runs (or waits for an answer)."""
-        reply = next((line for line in reversed(self.chat.lines) if line["role"] == "agent"), None)
-        state = reply.get("state") if reply else None
-        if reply is None or not reply.get("task") or (isinstance(state, TaskState) and state.terminal):
+        running = self.chat.running
+        if running is None:
             self.notify("no running task to cancel", severity="information")
             return
-        self._cancel(reply["task"])
+        self._cancel(running)
 
     @work(group="chat-cancel")
     async def _cancel(self, task_id: str) -> None:
@@ -247,25 +227,22 @@ class ChatScreen(ModeScreen):
         if peer is None or peer.client is None:
             return
         try:
-            task = await peer.client.cancel(task_id)
+            task = await self.chat.cancel(peer.client, task_id)
             self.notify(f"task {task_id[:8]} {task.state.value}")
         except Exception as exc:
             self.notify(f"cannot cancel: {exc}", severity="warning")
         finally:
             await peer.client.release()
-        if self.chat.waiting_task == task_id:
-            self.chat.waiting_task = None
+        self._draw()
 
     def action_retry(self) -> None:
         """After a lost connection: follow the cut task again, or send the message again."""
-        lost = self.chat.lost
-        if lost is None:
+        reply = self.chat.retry()
+        if reply is None:
             self.notify("nothing to retry: no exchange was cut", severity="information")
             return
-        reply = lost["reply"]
-        reply.update(text="…", state=None)
         self._draw()
-        self.exchange(self.chat, lost["text"], lost["skill"], reply, follow=lost["task"])
+        self.exchange(self.chat, reply)
 
     def action_new_conversation(self) -> None:
         self.tn.conversations.pop(self.chat.peer, None)
@@ -288,93 +265,54 @@ class ChatScreen(ModeScreen):
             self.notify("pick a peer first (or add one in Peers, 3)", severity="warning")
             return
         event.input.value = ""
-        parts = ([Part.of_text(text)] if text else []) + self.chat.attachments
-        self.chat.attachments = []
-        self.chat.lines.append({"role": "you", "text": text, "parts": parts})
-        reply: dict[str, Any] = {"role": "agent", "text": "…", "state": None}
-        self.chat.lines.append(reply)
-        self._draw()
         skill = self.query_one("#chat-skill", Select).value
-        self.exchange(self.chat, Message("user", parts), skill if isinstance(skill, str) else None, reply)
+        reply = self.chat.say(text, skill if isinstance(skill, str) else None)
+        self._draw()
+        self.exchange(self.chat, reply)
 
     @work(group="chat")
-    async def exchange(self, chat: Conversation, text: str | Message, skill: str | None, reply: dict[str, Any],
-                       follow: str | None = None) -> None:
-        """Send ``text`` (or, with ``follow``, follow that task again) and show the reply live."""
-        if isinstance(text, Message):  # a retry sends the same parts again, under a new message id
-            text = Message("user", list(text.parts))
+    async def exchange(self, chat: Conversation, reply: Turn) -> None:
+        """Run the reply turn (send its message, or follow its task) and show it live."""
         peer = self.tn.peer_book.peers.get(chat.peer)
         if peer is None or peer.client is None:
-            reply.update(text="the peer is not connected", state="failed")
+            reply.text, reply.state = "the peer is not connected", TurnState.ERROR
             self._draw()
             return
-        task: Task | None = None
         try:
-            if follow is not None:
-                task = await peer.client.get(follow)
-            else:
-                push = (await self.tn.ensure_webhook()).target() if chat.push else None
-                task = await peer.client.send(text, skill=skill, context_id=chat.context_id,
-                                              task_id=chat.waiting_task, blocking=peer.blocking, push=push)
-            self._show(reply, task)
-            if not (task.state.terminal or task.state.interrupted):
-                async for ev in peer.client.watch(task.id, poll_every=0.2, max_interval=1.0):
-                    task = ev.task
-                    self._show(reply, task)
-        except PeerError as exc:  # the connection, not the peer's answer: say so, and look again
-            chat.lost = {"text": text, "skill": skill, "task": task.id if task else follow, "reply": reply}
-            reply.update(text=f"{exc}  (ctrl+r: {'follow the task again' if chat.lost['task'] else 'send again'})",
-                         state="connection lost")
-            self._draw()
-            self.tn.connect_peer(peer)
-            return
-        except Exception as exc:
-            reply.update(text=str(exc), state="failed")
-            self._draw()
-            return
+            push = (await self.tn.ensure_webhook()).target() if chat.push else None
+            await chat.run(peer.client, reply, on_change=lambda _: self._draw(), push=push, blocking=peer.blocking)
         finally:
             await peer.client.release()
-        chat.lost = None
-        chat.context_id = task.context_id or chat.context_id
-        chat.waiting_task = task.id if task.state.interrupted else None
-        self._draw()
-
-    def _show(self, reply: dict[str, Any], task: Task) -> None:
-        if task.state.value == "completed":
-            text = task.reply
-        elif task.status.message is not None:
-            text = task.status.message.text
-        else:
-            text = "…"
-        reply.update(text=text, state=task.state, task=task.id, task_obj=task,
-                     artifacts=any(a.parts for a in task.artifacts))
-        self._draw()
+        if reply.state is TurnState.LOST:  # the connection, not the peer's answer: look again
+            self.tn.connect_peer(peer)
 
     def _draw(self) -> None:
         log = Text()
-        for line in self.chat.lines:
-            if line["role"] == "you":
+        for turn in self.chat.turns:
+            text = turn.text
+            if turn.role == "user":
                 log.append("you  ", "bold cyan")
             else:
                 log.append("agent", "bold green")
-                state = line.get("state")
-                if isinstance(state, TaskState):
-                    symbol, style = STATE_STYLE[state]
-                    log.append(f" {symbol} {state.value}", style)
-                elif state == "connection lost":
+                if turn.state is TurnState.LOST:
                     log.append(" ⚡ connection lost", "yellow")
-                elif state:
-                    log.append(f" ✘ {state}", "red")
+                    text += f"  (ctrl+r: {'follow the task again' if turn.task_id else 'send again'})"
+                elif turn.state is TurnState.ERROR:
+                    log.append(" ✘ failed", "red")
+                elif turn.task_state is not None:
+                    symbol, style = STATE_STYLE[turn.task_state]
+                    log.append(f" {symbol} {turn.task_state.value}", style)
                 log.append(" ")
-            log.append(f" {line['text']}\n")
-            for part in line.get("parts") or []:  # what was sent besides the text
+            log.append(f" {text}\n")
+            for part in turn.parts:  # what was sent besides the text
                 if part.kind != "text":
                     log.append(f"       + {_describe(part)}\n", "grey62")
-            pushes = self.tn.webhook.received(line["task"]) if self.tn.webhook and line.get("task") else []
+            task_id = turn.task_id if turn.role == "agent" else None
+            pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []
             if pushes:
                 seen = [n.state.value for n in pushes if n.state is not None]
                 log.append(f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}\n", "yellow")
-            task = line.get("task_obj")
+            task = turn.task
             if task is not None:  # what came back besides the text
                 others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
                 for part in others[:20]:

@@ -1,0 +1,193 @@
+"""A conversation with one peer, as the TUI's chat and the notebook's run it.
+
+A :class:`Conversation` holds what a chat knows between messages: the peer, the context the peer
+gave, the task whose question the next message answers, and the :class:`Turn` s said so far. It
+runs an exchange on an :class:`~toolnexus.client.peer.A2AClient` the caller owns: send (on the
+waiting task when there is one), follow the task until it finishes or asks, and keep each turn's
+latest task. The front ends only render turns and call ``on_change`` to redraw; nothing here
+touches a screen or a widget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from ..errors import PeerError, ToolnexusError
+from ..protocol.model import Message, Part, Task, TaskState
+from ..protocol.push import PushConfig
+from .peer import A2AClient
+
+
+class TurnState(str, Enum):
+    """Where a turn stands. The peer's own word on a task is ``Turn.task.state``; this says what
+    the task's state alone cannot: nothing back yet, or the exchange cut before the peer answered."""
+
+    SENDING = "sending"  # sent (or following), nothing back yet
+    RUNNING = "running"  # the peer has the task and works on it
+    ASKED = "asked"  # the peer asks (input-required, auth-required): the next message answers it
+    FINISHED = "finished"  # the task ended: completed, failed, canceled or rejected
+    LOST = "lost"  # the connection was cut: retry follows the task again, or sends again
+    ERROR = "error"  # the exchange failed without a task (refused, not connected, bad answer)
+
+    @property
+    def open(self) -> bool:
+        """The turn's task may still change: a cancel has something to cancel."""
+        return self in (TurnState.SENDING, TurnState.RUNNING, TurnState.ASKED)
+
+
+@dataclass
+class Turn:
+    """One thing said: the user's message (``role="user"``, with the parts sent) or the agent's
+    reply (``role="agent"``, with the latest value of its task)."""
+
+    role: Literal["user", "agent"]
+    text: str
+    parts: list[Part] = field(default_factory=list)
+    state: TurnState | None = None  # agent turns only
+    task: Task | None = None
+    message: Message | None = None  # what this reply answers: sent again on retry
+    skill: str | None = None
+    follow: str | None = None  # a task followed by its id instead of a message sent
+
+    @property
+    def task_id(self) -> str | None:
+        return self.task.id if self.task is not None else self.follow
+
+    @property
+    def task_state(self) -> TaskState | None:
+        return self.task.state if self.task is not None else None
+
+    @property
+    def has_artifacts(self) -> bool:
+        return self.task is not None and any(a.parts for a in self.task.artifacts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The turn as JSON: what a session export holds."""
+        return {"role": self.role, "text": self.text, "state": self.state.value if self.state else None,
+                "task": self.task_id, "taskState": self.task_state.value if self.task_state else None}
+
+
+def reply_text(task: Task) -> str:
+    """What a reply turn shows of its task: the answer once completed, else the status message."""
+    if task.state is TaskState.COMPLETED:
+        return task.reply
+    if task.status.message is not None:
+        return task.status.message.text
+    return "…"
+
+
+def _state_of(task: Task) -> TurnState:
+    if task.state.terminal:
+        return TurnState.FINISHED
+    return TurnState.ASKED if task.state.interrupted else TurnState.RUNNING
+
+
+@dataclass
+class Conversation:
+    """One chat with one peer: the context, the task waiting for an answer, and what was said."""
+
+    peer: str = ""
+    context_id: str | None = None
+    waiting_task: str | None = None  # its question is open: the next message answers it, on it
+    turns: list[Turn] = field(default_factory=list)
+    lost: Turn | None = None  # the reply a lost connection cut: what retry takes up again
+    attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
+    push: bool = False  # its tasks notify a webhook
+
+    def say(self, text: str, skill: str | None = None) -> Turn:
+        """Add the user's message (``text`` and the attachments, which it takes) and the reply
+        turn that :meth:`run` fills in; return the reply turn."""
+        parts = ([Part.of_text(text)] if text else []) + self.attachments
+        if not parts:
+            raise ValueError("nothing to say: no text and no attachment")
+        self.attachments = []
+        self.turns.append(Turn("user", text, parts))
+        reply = Turn("agent", "…", state=TurnState.SENDING, message=Message("user", parts), skill=skill)
+        self.turns.append(reply)
+        return reply
+
+    def follow(self, task_id: str) -> Turn:
+        """Add a reply turn that follows a task by its id (one started elsewhere)."""
+        self.turns.append(Turn("user", f"(attached to task {task_id})"))
+        reply = Turn("agent", "…", state=TurnState.SENDING, follow=task_id)
+        self.turns.append(reply)
+        return reply
+
+    def retry(self) -> Turn | None:
+        """The reply a lost connection cut, made ready to run again (None: nothing was cut)."""
+        turn, self.lost = self.lost, None
+        if turn is not None:
+            turn.follow = turn.task_id
+            turn.text, turn.state = "…", TurnState.SENDING
+        return turn
+
+    @property
+    def last_reply(self) -> Turn | None:
+        return next((t for t in reversed(self.turns) if t.role == "agent"), None)
+
+    @property
+    def running(self) -> str | None:
+        """The id of the last reply's task while it may still change (working or asking)."""
+        reply = self.last_reply
+        return reply.task_id if reply is not None and reply.state is not None and reply.state.open else None
+
+    def turns_of(self, task_id: str) -> list[Turn]:
+        return [t for t in self.turns if t.role == "agent" and t.task_id == task_id]
+
+    async def run(self, client: A2AClient, turn: Turn, *, on_change: Callable[[Turn], Any] = lambda _: None,
+                  push: PushConfig | None = None, blocking: bool = False, poll_every: float = 0.2,
+                  max_interval: float = 1.0) -> None:
+        """Send the turn's message (or follow its task) and keep the turn current until the task
+        finishes or asks; ``on_change`` is called after every change. Never raises for the peer's
+        sake: a cut connection leaves the turn LOST (see :meth:`retry`), any other failure ERROR."""
+        task: Task | None = None
+        try:
+            if turn.follow is not None:
+                task = await client.get(turn.follow)
+            else:
+                assert turn.message is not None, "a reply turn sends a message or follows a task"
+                message = Message("user", list(turn.message.parts))  # again: under a new message id
+                task = await client.send(message, skill=turn.skill, context_id=self.context_id,
+                                         task_id=self.waiting_task, blocking=blocking, push=push)
+            self._show(turn, task, on_change)
+            if not (task.state.terminal or task.state.interrupted):
+                async for ev in client.watch(task.id, poll_every=poll_every, max_interval=max_interval):
+                    task = ev.task
+                    self._show(turn, task, on_change)
+        except PeerError as exc:  # the connection, not the peer's answer
+            if task is not None:
+                turn.task = task
+            turn.text, turn.state = str(exc), TurnState.LOST
+            self.lost = turn
+            on_change(turn)
+            return
+        except Exception as exc:
+            turn.text = str(exc) if isinstance(exc, ToolnexusError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
+            turn.state = TurnState.ERROR
+            on_change(turn)
+            return
+        self.lost = None
+        self.context_id = task.context_id or self.context_id
+        self.waiting_task = task.id if task.state.interrupted else None
+        on_change(turn)
+
+    def _show(self, turn: Turn, task: Task, on_change: Callable[[Turn], Any]) -> None:
+        turn.task, turn.text, turn.state = task, reply_text(task), _state_of(task)
+        on_change(turn)
+
+    async def cancel(self, client: A2AClient, task_id: str) -> Task:
+        """Cancel a task of this conversation; its turns show the peer's answer."""
+        task = await client.cancel(task_id)
+        for turn in self.turns_of(task_id):
+            turn.task, turn.state = task, _state_of(task)
+        if self.waiting_task == task_id:
+            self.waiting_task = None
+        return task
+
+    def to_dict(self) -> dict[str, Any]:
+        """The conversation as JSON: what a session export holds."""
+        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task,
+                "turns": [t.to_dict() for t in self.turns]}
