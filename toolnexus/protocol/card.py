@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from ..display import card_html, to_dataframe
 from ..errors import PeerError
 from ..skills import SkillDef
+from .operations import Binding
 
 __all__ = [
     "build_card",
@@ -143,9 +144,9 @@ class AgentCard:
     def interfaces(self) -> list[dict[str, Any]]:
         return [i for i in self.raw.get("supportedInterfaces") or [] if isinstance(i, dict)]
 
-    def _interface(self, major: str, binding: str = "JSONRPC") -> dict[str, Any] | None:
+    def _interface(self, major: str, binding: Binding = Binding.JSONRPC) -> dict[str, Any] | None:
         for i in self.interfaces:
-            named = str(i.get("protocolBinding", "JSONRPC")).upper()
+            named = Binding.named(i.get("protocolBinding", "JSONRPC"))
             version = str(i.get("protocolVersion") or "")
             if named == binding and (version.split(".")[0] == major or (major == "1" and not version)):
                 return i
@@ -162,32 +163,38 @@ class AgentCard:
     def _rest_v03(self) -> str | None:
         """The URL of a 0.3 HTTP+JSON interface: listed in ``supportedInterfaces``, or a 0.3
         card's ``url`` when its ``preferredTransport`` is HTTP+JSON."""
-        listed = self._interface("0", "HTTP+JSON")
+        listed = self._interface("0", Binding.HTTP_JSON)
         if listed is not None and listed.get("url"):
             return str(listed["url"])
         url = self.raw.get("url")
-        if str(self.raw.get("preferredTransport", "")).upper() == "HTTP+JSON" and isinstance(url, str) and url:
+        if Binding.named(self.raw.get("preferredTransport")) is Binding.HTTP_JSON and isinstance(url, str) and url:
             return url
         return None
 
-    def route(self, binding: str | None = None, dialect: str | None = None) -> tuple[str, str, str, str]:
+    def route(self, binding: Binding | str | None = None,
+              dialect: str | None = None) -> tuple[str, str, str, Binding]:
         """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
         interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
         HTTP+JSON 1.0 when the card offers only that, gRPC 1.0 when it offers only gRPC, or the
         binding asked for (``"HTTP+JSON"``, ``"GRPC"``; with ``dialect="0.3"``, 0.3's HTTP+JSON).
         A 0.3 card whose ``preferredTransport`` is HTTP+JSON is spoken to over 0.3's REST routes."""
-        rest = self._interface("1", "HTTP+JSON")
-        grpc = self._interface("1", "GRPC")
-        if binding == "GRPC":
+        if binding is not None:
+            asked = Binding.named(binding)
+            if asked is None:
+                raise ValueError(f"no such binding: {binding!r} (JSONRPC, HTTP+JSON or GRPC)")
+            binding = asked
+        rest = self._interface("1", Binding.HTTP_JSON)
+        grpc = self._interface("1", Binding.GRPC)
+        if binding is Binding.GRPC:
             if grpc is not None and grpc.get("url"):
-                return "1.0", str(grpc["url"]), "gRPC asked for; the card lists it for protocol 1.x", "GRPC"
+                return "1.0", str(grpc["url"]), "gRPC asked for; the card lists it for protocol 1.x", binding
             raise PeerError("gRPC asked for, but the card lists no gRPC interface (its host:port is needed)")
-        if binding == "HTTP+JSON" and dialect == "0.3":
+        if binding is Binding.HTTP_JSON and dialect == "0.3":
             url = self._rest_v03()
             if url:
                 return "0.3", url, "0.3 over HTTP+JSON asked for; the card lists it", binding
             return "0.3", self._base(), "0.3 over HTTP+JSON asked for; the card lists none, trying its address", binding
-        if binding == "HTTP+JSON":
+        if binding is Binding.HTTP_JSON:
             if rest is not None and rest.get("url"):
                 return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding
             v1 = self._jsonrpc("1")
@@ -195,26 +202,27 @@ class AgentCard:
             return "1.0", base, "HTTP+JSON asked for; the card lists no such interface, trying its address", binding
         v1 = self._jsonrpc("1")
         if v1 is not None and v1.get("url"):
-            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x", "JSONRPC"
+            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x", Binding.JSONRPC
         v0 = self._jsonrpc("0")
         if v0 is not None and v0.get("url"):
-            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", "JSONRPC"
+            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", Binding.JSONRPC
         if binding is None and rest is not None and rest.get("url"):
-            return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", "HTTP+JSON"
+            return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", Binding.HTTP_JSON
         rest_v03 = self._rest_v03()
-        additional = [str(i.get("transport", "")).upper() for i in self.raw.get("additionalInterfaces") or []
+        additional = [Binding.named(i.get("transport")) for i in self.raw.get("additionalInterfaces") or []
                       if isinstance(i, dict)]
-        if binding is None and rest_v03 and "JSONRPC" not in additional and self._jsonrpc("0") is None:
-            return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", "HTTP+JSON"
+        if binding is None and rest_v03 and Binding.JSONRPC not in additional and self._jsonrpc("0") is None:
+            return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", Binding.HTTP_JSON
         url = self.raw.get("url")
         if binding is None and grpc is not None and grpc.get("url") and not url and not any(
-                str(i.get("protocolBinding", "JSONRPC")).upper() in ("JSONRPC", "HTTP+JSON") for i in self.interfaces):
+                Binding.named(i.get("protocolBinding", "JSONRPC")) in (Binding.JSONRPC, Binding.HTTP_JSON)
+                for i in self.interfaces):
             why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
-            return "1.0", str(grpc["url"]), why, "GRPC"
+            return "1.0", str(grpc["url"]), why, Binding.GRPC
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
-            return "0.3", url, reason, "JSONRPC"
-        return "0.3", self._base(), "the card names no endpoint; using the address it was fetched from", "JSONRPC"
+            return "0.3", url, reason, Binding.JSONRPC
+        return "0.3", self._base(), "the card names no endpoint; using the address it was fetched from", Binding.JSONRPC
 
     def _base(self) -> str:
         return (self.source.split("/.well-known/")[0] if self.source else "") + "/"
@@ -291,7 +299,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
     if pv is not None and (not isinstance(pv, str) or not pv.startswith(("0.", "1."))):
         add("warning", "$.protocolVersion", f"protocolVersion {pv!r} is not one the official clients know (0.3.x, 1.x)")
     pt = raw.get("preferredTransport")
-    if pt is not None and str(pt).upper() != "JSONRPC":
+    if pt is not None and Binding.named(pt) is not Binding.JSONRPC:
         add("info", "$.preferredTransport", f"preferredTransport is {pt!r}; toolnexus speaks 0.3 over JSONRPC only")
     caps = raw.get("capabilities")
     if caps is None:
@@ -351,7 +359,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                 if not isinstance(itf, dict):
                     add("error", where, "an interface must be an object")
                     continue
-                grpc = str(itf.get("protocolBinding", "")).upper() == "GRPC"
+                grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
                 if grpc and isinstance(itf.get("url"), str) and re.fullmatch(r"[\w.\-\[\]:]+:\d+", itf["url"]):
                     pass  # a gRPC target: host:port, as gRPC clients dial it
                 elif not _absolute_url(itf.get("url")):
@@ -410,7 +418,7 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
     dialect, endpoint, reason, binding = card.route()
     v1 = card._jsonrpc("1")
-    rest = card._interface("1", "HTTP+JSON")
+    rest = card._interface("1", Binding.HTTP_JSON)
     has_url = isinstance(card.raw.get("url"), str) and bool(card.raw.get("url"))
     verdict = {}
     if v1 is not None:
@@ -429,7 +437,7 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
         f"speaks {dialect} over {binding} at {endpoint} ({reason})"
     if broken:
         summary = "the card is broken: clients will not use it"
-    elif binding == "HTTP+JSON":
+    elif binding is Binding.HTTP_JSON:
         summary = "speaks 1.0 over HTTP+JSON only: REST clients will work; JSON-RPC clients will not"
     elif dialect == "1.0" and has_url:
         summary = "speaks 1.0 and 0.3: both official client lines will work"

@@ -34,6 +34,17 @@ class Binding(str, enum.Enum):
     HTTP_JSON = "HTTP+JSON"
     GRPC = "GRPC"
 
+    def __str__(self) -> str:  # as the card spells it, in messages and f-strings too
+        return self.value
+
+    @classmethod
+    def named(cls, value: object, default: Binding | None = None) -> Binding | None:
+        """The binding a card's ``protocolBinding``/``transport`` field names (any case), else ``default``."""
+        try:
+            return cls(str(value).upper())
+        except ValueError:
+            return default
+
 
 BINDING_NAMES: dict[str, Binding | None] = {"auto": None, "jsonrpc": Binding.JSONRPC, "json-rpc": Binding.JSONRPC,
                                             "http+json": Binding.HTTP_JSON, "rest": Binding.HTTP_JSON,
