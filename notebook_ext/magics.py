@@ -17,9 +17,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import HTML, display
 
-from toolnexus.display import e, error_html, task_html, tasks_html
+from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
+from toolnexus.protocol.model import task_html, tasks_html
 
 from .session import NotebookSession
 from .widgets import (

@@ -26,13 +26,7 @@ import traitlets
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
-from toolnexus.display import (
-    badge,
-    card_html,
-    error_html,
-    task_html,
-    to_dataframe,
-)
+from toolnexus.display import badge, error_html, to_dataframe
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
 from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TrafficEvent
 from toolnexus.monitor import (
@@ -43,7 +37,8 @@ from toolnexus.monitor import (
     task_wire,
     trace_tree,
 )
-from toolnexus.protocol.model import Task, TaskState
+from toolnexus.protocol.card import card_html
+from toolnexus.protocol.model import Task, task_html
 
 __all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget", "STYLE"]
 

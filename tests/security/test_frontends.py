@@ -173,7 +173,8 @@ def test_the_cli_prints_a_hostile_card_without_obeying_it():
 async def test_the_notebook_html_escapes_hostile_text():
     from toolnexus.protocol.card import AgentCard
     from toolnexus.protocol.dialects import parse_task
-    from toolnexus.display import card_html, task_html, tasks_html
+    from toolnexus.protocol.card import card_html
+    from toolnexus.protocol.model import task_html, tasks_html
 
     card = AgentCard(evil_card("http://127.0.0.1:1/"), "http://127.0.0.1:1/.well-known/agent-card.json")
     task = parse_task(evil_task())

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..display import run_html, to_dataframe
+from ..display import e, plural, to_dataframe
 from ..errors import MaxTurnsError, ModelTimeout
 from ..stores.conversations import ConversationStore, MemoryConversationStore
 from ..tools import Answer, Request, Tool, ToolContext, ToolResult
@@ -400,3 +400,16 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None]:
 
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
+
+
+def run_html(result: RunResult) -> str:
+    """A run as HTML: status, model, turns, tokens, the text and the tool calls."""
+    u = result.usage
+    calls = "".join(f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
+                    f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>" for c in result.tool_calls)
+    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {plural(result.turns, 'turn')} · "
+            f"{plural(u.total_tokens, 'token')} ({u.prompt_tokens} in, {u.completion_tokens} out) · "
+            f"{plural(result.tool_call_count, 'tool call')}"
+            f"<pre style='white-space:pre-wrap'>{e(result.text.strip())}</pre>"
+            + (f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>" if calls else "")
+            + "</div>")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..display import card_html, to_dataframe
+from ..display import ERR, MUTED, WARN, e, to_dataframe
 from ..errors import PeerError
 from ..skills import SkillDef
 from .operations import Binding
@@ -449,3 +450,31 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     if errors and not broken:
         summary += f" (but the card has {errors} error{'s' if errors > 1 else ''}: strict validators reject it)"
     return verdict, summary
+
+
+def card_html(card: AgentCard, report: CardReport | None = None) -> str:
+    """A card as HTML: name, endpoint and dialect, skills, the verdict and diagnostics, the raw card."""
+    raw = card.raw
+    parts = [f"<h4 style='margin:0'>{e(card.name)} <small>{e(card.version)}</small></h4>"]
+    if card.description:
+        parts.append(f"<p>{e(card.description)}</p>")
+    dialect, endpoint, reason = card.choose()
+    parts.append(f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
+                 f"streaming {'yes' if card.streaming else 'no'}</p>")
+    if isinstance(raw.get("provider"), dict):
+        parts.append(f"<p><b>provider</b> {e(raw['provider'].get('organization', ''))}</p>")
+    skills = "".join(
+        f"<tr><td><code>{e(s.get('id'))}</code></td><td style='text-align:left'>{e(s.get('description', ''))}</td>"
+        f"<td>{e(', '.join(map(str, s.get('tags') or [])))}</td></tr>" for s in card.skills)
+    parts.append(f"<table><tr><th>skill</th><th>description</th><th>tags</th></tr>{skills}</table>")
+    if report is not None:
+        parts.append(f"<p><b>verdict</b> {e(report.summary)}</p><ul>")
+        parts += [f"<li>{e(line)}: {e(what)}</li>" for line, what in report.verdict.items()]
+        parts.append("</ul>")
+        if report.diagnostics:
+            colors = {"error": ERR, "warning": WARN, "info": MUTED}
+            parts.append("<table><tr><th>level</th><th>path</th><th>message</th></tr>" + "".join(
+                f"<tr><td style='color:{colors.get(d.level, MUTED)}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
+                f"</td><td style='text-align:left'>{e(d.message)}</td></tr>" for d in report.diagnostics) + "</table>")
+    parts.append(f"<details><summary>raw card</summary><pre>{e(json.dumps(raw, indent=2))}</pre></details>")
+    return "<div class='toolnexus-card'>" + "".join(parts) + "</div>"

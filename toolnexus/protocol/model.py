@@ -10,11 +10,12 @@ from __future__ import annotations
 import enum
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import display
+from ..display import badge, e, plural, to_dataframe
 from . import files
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ class Task:
 
     def to_dataframe(self) -> Any:
         """One row per message (needs pandas)."""
-        return display.to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
+        return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
                              for m in self.history])
 
     def save_artifacts(self, folder: str | os.PathLike[str]) -> Any:
@@ -249,7 +250,7 @@ class Task:
         return files.save_artifacts(self, folder)
 
     def _repr_html_(self) -> str:
-        return display.task_html(self)
+        return task_html(self)
 
     @property
     def reply(self) -> str:
@@ -263,3 +264,34 @@ class Task:
         if self.status.message is not None:
             return self.status.message.text
         return ""
+
+
+def task_html(task: Task) -> str:
+    """A task as HTML (a notebook's view of it): id, state, context, skill, status, reply, history."""
+    state = task.state.value
+    rows = [f"<b>task</b> <code>{e(task.id)}</code> {badge(state)}",
+            f"<b>context</b> <code>{e(task.context_id)}</code>"]
+    if task.skill:
+        rows.append(f"<b>skill</b> {e(task.skill)}")
+    if task.status.message is not None:
+        rows.append(f"<b>status</b> {e(task.status.message.text)}")
+    if task.reply and task.state.value == "completed":
+        rows.append(f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply.strip())}</pre>")
+    history = "".join(f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>" for m in task.history)
+    if history:
+        rows.append(f"<details><summary>{plural(len(task.history), 'message')}</summary><table>{history}</table>"
+                    "</details>")
+    # block rows, no <br> after the reply's <pre>: nothing trails the reply but the history
+    return "<div class='toolnexus-task'>" + "".join(f"<div>{r}</div>" for r in rows) + "</div>"
+
+
+def tasks_html(tasks: Iterable[Task], server: str | None = None) -> str:
+    """Tasks as one HTML table: state, id, skill, context, request."""
+    body = []
+    for t in tasks:
+        body.append(f"<tr><td>{badge(t.state.value)}</td><td><code>{e(t.id[:8])}…</code></td>"
+                    f"<td>{e(t.skill or '—')}</td><td><code>{e(t.context_id[:8])}…</code></td>"
+                    f"<td style='text-align:left'>{e(t.request[:80])}</td></tr>")
+    head = f"<caption>{e(server)}</caption>" if server else ""
+    return ("<table class='toolnexus-tasks'>" + head + "<tr><th>state</th><th>task</th><th>skill</th>"
+            "<th>context</th><th>request</th></tr>" + "".join(body) + "</table>")
