@@ -34,6 +34,7 @@ from toolnexus.monitor import TaskBook
 
 from .peers import Peer, PeerBook
 from .saved import ServerBook
+from .screens.base import Desk
 from .screens.chat import ChatScreen
 from .screens.export import ExportPrompt, default_export_dir
 from .screens.mcp import MCPScreen
@@ -414,3 +415,8 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":  # pragma: no cover
     main()
 
+
+
+def _is_a_desk(app: ToolnexusApp) -> Desk:
+    """The type checker holds the app to what its screens may use of it (``screens/base.py``)."""
+    return app

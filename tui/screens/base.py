@@ -1,18 +1,61 @@
-"""What every mode screen shares: typed access to the app (its workspace, book, peers, signals)."""
+"""What every mode screen shares: typed access to the app through :class:`Desk`, what a screen
+may use of it (its workspace, book, peers, signals, the chat, the server and export actions).
+
+The screens know the app only by this protocol, so that ``app.py`` imports the screens and no
+screen imports ``app.py``; ``ToolnexusApp`` is checked against it where it is defined."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 from textual.screen import Screen
+from textual.signal import Signal
 
-if TYPE_CHECKING:
-    from ..app import ToolnexusApp
+from toolnexus.client.conversation import Conversation
+from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.hosting import ServerSpec, Workspace
+from toolnexus.monitor import TaskBook
+
+from ..peers import Peer, PeerBook
+
+
+class Desk(Protocol):
+    """The app as its screens see it."""
+
+    workspace: Workspace
+    book: TaskBook
+    peer_book: PeerBook
+    selected_server: str | None
+    webhook: WebhookReceiver | None
+    conversation: Conversation
+    conversations: dict[str, Conversation]
+    chat_peer: str | None
+    export_dir: Path
+    now: Callable[[], datetime]
+    tasks_changed: Signal[frozenset[str]]
+    servers_changed: Signal[None]
+    calls_changed: Signal[None]
+    peers_changed: Signal[None]
+    traffic_changed: Signal[None]
+
+    # the app's workers (each returns its Worker): they run in the background
+    def connect_peer(self, peer: Peer) -> Any: ...
+    def delete_server(self, name: str) -> Any: ...
+    def toggle_server(self, name: str) -> Any: ...
+    def restart_server(self, name: str) -> Any: ...
+    def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None: ...
+    async def ensure_webhook(self) -> WebhookReceiver: ...
+    def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None: ...
+    def ask_export_session(self) -> None: ...
+    def ask_save_cassette(self) -> None: ...
 
 
 class ModeScreen(Screen[None]):
     """A screen of one of the app's modes."""
 
     @property
-    def tn(self) -> ToolnexusApp:
-        return self.app  # type: ignore[return-value]  # a mode screen's app is always the ToolnexusApp
+    def tn(self) -> Desk:
+        return cast(Desk, self.app)  # a mode screen's app is always the ToolnexusApp (app.py checks it is a Desk)

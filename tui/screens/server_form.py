@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,6 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
 
 from ..widgets.safe import SafeStatic
+from .base import Desk
 
 
 class ServerForm(ModalScreen[str | None]):
@@ -120,8 +123,9 @@ class ServerForm(ModalScreen[str | None]):
         except Exception as exc:  # the reason of this attempt (a running namesake has no error of its own)
             self._error(_field_reason(spec, exc))
             return
-        self.app.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)  # type: ignore[attr-defined]  # the form is pushed by the ToolnexusApp only
-        self.app.servers_changed.publish(None)  # type: ignore[attr-defined]  # the form is pushed by the ToolnexusApp only
+        desk = cast(Desk, self.app)  # the form is pushed by the ToolnexusApp only
+        desk.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)
+        desk.servers_changed.publish(None)
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
         self.dismiss(spec.name)
 
