@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
+import socket
 import time
 import uuid
 
@@ -55,8 +57,16 @@ class Hook:
         self.got: list[tuple[float, dict[str, str], dict]] = []
         self.server = AsgiServer(Starlette(routes=[Route("/hook", self.hook, methods=["POST"])]))
 
+    inflight = 0
+    peak = 0  # the most requests it held at once
+
     async def hook(self, request: Request) -> JSONResponse:
-        await asyncio.sleep(self.delay)
+        self.inflight += 1
+        self.peak = max(self.peak, self.inflight)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.inflight -= 1
         self.got.append((time.monotonic(), dict(request.headers), await request.json()))
         return JSONResponse({}, self.statuses.pop(0) if self.statuses else 200)
 
@@ -415,3 +425,146 @@ async def test_odd_answers_from_a_hostile_peer_are_clear_errors():
                 await peer.list_push("t1")
     finally:
         await server.stop()
+
+
+# -- trust, round 2: the address connected to, shared renderings, one destination's share ---------
+
+def about(body: dict) -> str:
+    """The task a 1.0 notification is about."""
+    return (body.get("statusUpdate") or body.get("artifactUpdate") or {}).get("taskId", "")
+
+
+INWARD = ["2130706433", "127.1", "0x7f000001", "0", "0177.0.0.1", "[::ffff:127.0.0.1]", "localhost.",
+          "2852039166", "169.254.169.254."]
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "http+json"])
+async def test_loopback_by_another_spelling_is_refused_on_every_binding(binding):
+    tk = await tn.create_toolkit(builtins=False)
+    async with hook() as inside, tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
+            name="strict", description="d", push_private_ok=False)) as handle:
+        async with tn.A2AClient(handle.url, binding=binding) as peer:
+            task = await peer.send("slow 1")
+            for host in INWARD:
+                with pytest.raises(tn.RPCError, match="local or private|this agent itself") as seen:
+                    await peer.set_push(task.id, f"http://{host}:{inside.server.port}/hook")
+                assert seen.value.code == -32602, host
+            assert await peer.list_push(task.id) == []
+            with pytest.raises(tn.RPCError, match="local or private"):  # in a send's configuration too
+                await peer.send("hi", push=PushConfig("", f"http://127.1:{inside.server.port}/hook"))
+    assert inside.got == []
+
+
+async def test_a_name_that_resolves_inward_is_refused_where_it_connects_and_a_loopback_agent_pins_it(caplog):
+    name = socket.gethostname()  # a name (not an address) that this machine resolves to itself
+    resolved = {info[4][0] for info in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
+    assert resolved and not any(ipaddress.ip_address(a).is_global for a in resolved), resolved
+    tk = await tn.create_toolkit(builtins=False)
+    async with hook() as inside:
+        url = f"http://{name}:{inside.server.port}/hook"
+        bus = EventBus()
+        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
+                name="strict", description="d", push_private_ok=False), events=bus, record_wire=True) as handle:
+            async with tn.A2AClient(handle.url) as peer:
+                task = await peer.send("hello", push=PushConfig("", url), blocking=True)  # a name: taken
+                assert task.state is TaskState.COMPLETED
+                assert await handle.runner.push.drain(5)
+        refused = [e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"]
+        assert inside.got == [] and handle.runner.push.delivered == 0
+        assert refused and all("local or private" in (ev.error or "") and ev.status is None for ev in refused)
+        assert "not sent" in caplog.text
+        # the same name on an agent that may call loopback: it connects to the address it resolved,
+        # and the webhook sees the name it was given in Host
+        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
+                name="loose", description="d")) as handle:
+            async with tn.A2AClient(handle.url) as peer:
+                await peer.send("hello", push=PushConfig("", url), blocking=True)
+                assert await handle.runner.push.drain(5)
+    assert len(inside.got) >= 3 and {h["host"] for _, h, _ in inside.got} == {f"{name}:{inside.server.port}"}
+
+
+async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bounded_in_bytes(monkeypatch):
+    from toolnexus.serve import push as push_module
+
+    monkeypatch.setattr(push_module, "QUEUED_BYTES", 8 * 2**20)
+    monkeypatch.setattr(push_module, "TOTAL_BYTES", 24 * 2**20)
+    big = "x" * 900_000
+    tk = await tn.create_toolkit(builtins=False)
+    async with hook(delay=3600) as never, tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
+            name="p", description="d")) as handle:
+        notifier = handle.runner.push
+        notifier.timeout = 3600  # a webhook that takes the request and never answers
+        async with tn.A2AClient(handle.url, dialect="0.3") as peer:  # 0.3 configs get the whole task
+            tasks = []
+            for _ in range(30):
+                task = await peer.send(f"slow 0.3 {big}")
+                for _ in range(10):
+                    await peer.set_push(task.id, never.url)
+                tasks.append(task.id)
+            for task_id in tasks:
+                done = await peer.get(task_id)
+                while not done.state.terminal:
+                    await asyncio.sleep(0.05)
+                    done = await peer.get(task_id)
+            held: dict[int, int] = {}
+            shared = 0
+            for task_id in tasks:
+                senders = list(notifier._configs[task_id].values())
+                assert len(senders) == 10
+                # the last change (completed) is one body for the ten configs, not ten copies
+                last = {id(s.queue[-1]) for s in senders if s.queue}
+                assert len(last) <= 1
+                shared += sum(1 for s in senders if s.queue) == 10
+                for s in senders:
+                    for body in s.queue:
+                        held[id(body)] = len(body.data)
+            biggest = max(held.values())
+            assert biggest > 900_000  # whole tasks, each carrying the big message
+            in_flight = push_module.PER_DESTINATION * biggest
+            assert sum(held.values()) <= notifier.queued_bytes <= sum(held.values()) + in_flight
+            assert notifier.queued_bytes <= 24 * 2**20 + biggest and notifier.failed > 0
+            assert shared >= 5  # the newest tasks: all ten configs wait with the one body
+            assert never.peak == push_module.PER_DESTINATION  # one destination: never more POSTs at once
+            assert (await peer.get(tasks[0])).state is TaskState.COMPLETED  # and it keeps serving
+
+
+async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_slow_one():
+    tk = await tn.create_toolkit(builtins=False)
+    auth = tn.Auth.bearer("alice-token", "bob-token")
+    async with hook(delay=3600) as dead, hook() as healthy, hook(delay=0.1) as slow, tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d", auth=auth)) as handle:
+        handle.runner.push.timeout = 3600
+        alice = tn.A2AClient(handle.url, headers={"Authorization": "Bearer alice-token"})
+        bob = tn.A2AClient(handle.url, headers={"Authorization": "Bearer bob-token"})
+        async with alice, bob:
+            for _ in range(30):  # alice: 300 configs on a webhook that never answers
+                task = await alice.send("slow 1")
+                for _ in range(10):
+                    await alice.set_push(task.id, dead.url)
+            async with asyncio.timeout(15):
+                while dead.inflight < 4:
+                    await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+            assert dead.peak == 4 and dead.got == []
+            mine = await bob.send("hello", push=PushConfig("", healthy.url), blocking=True)
+            await healthy.wait(4)  # bob's webhook hears every change while alice's still hang
+            assert dead.got == [] and dead.inflight == 4
+            assert {about(b) for _, _, b in healthy.got} == {mine.id}
+            assert "TASK_STATE_COMPLETED" in str(healthy.got[-1][2])
+            # one slow webhook shared by both: alice's 60 configs queue theirs, then bob's one
+            hers = []
+            for _ in range(6):
+                hers.append(task := await alice.send("slow 0.3"))
+                for _ in range(10):
+                    await alice.set_push(task.id, slow.url)
+            for task in hers:  # every one of her 60 configs has its notifications waiting
+                while not (await alice.get(task.id)).state.terminal:
+                    await asyncio.sleep(0.02)
+            late = await bob.send("hi", push=PushConfig("", slow.url), blocking=True)
+            async with asyncio.timeout(30):
+                while not any(about(b) == late.id and "COMPLETED" in str(b) for _, _, b in slow.got):
+                    await asyncio.sleep(0.02)
+            slow_left = sum(len(s.queue) for c in handle.runner.push._configs.values() for s in c.values()
+                            if s.config.url == slow.url)
+        order = [about(b) for _, _, b in slow.got]
+        assert order.index(late.id) < 16 and slow_left > 20  # bob takes turns with alice, not with each of her configs

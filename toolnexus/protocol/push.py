@@ -11,6 +11,8 @@ gets ``StreamResponse`` objects (``{"statusUpdate": ...}``, ``{"artifactUpdate":
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,7 @@ from .dialects import _opt_id as _text  # a string field, or None when absent or
 from .model import Artifact, Task, TaskState
 
 __all__ = ["PushConfig", "TOKEN_HEADER", "parse_push_config", "render_push_config", "payloads",
-           "parse_notification", "webhook_refusal"]
+           "parse_notification", "webhook_refusal", "address_refusal", "host_address"]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 """The header a config's ``token`` travels in (both SDK lines use it)."""
@@ -142,13 +144,58 @@ def parse_notification(body: Any) -> tuple[str | None, TaskState | None]:
     return (task_id if isinstance(task_id, str) and task_id else None), state
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def host_address(host: str) -> Address | None:
+    """The address a URL's host spells, in every spelling a resolver accepts (``127.0.0.1``, the
+    short ``127.1``, one number ``2130706433``, hex ``0x7f000001``, octal, a trailing dot, an IPv6
+    literal; an IPv4-mapped IPv6 address as its IPv4 one), or None when the host is a name."""
+    text = host.strip("[]").rstrip(".").split("%")[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        if not _NUMERIC.fullmatch(text):
+            return None
+        try:  # what getaddrinfo does with a numeric host: the classic inet_aton forms
+            address = ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+_NUMERIC = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+def address_refusal(address: Address, port: int, agent: tuple[str, int] | None = None, *,
+                    private_ok: bool = True, shown: str = "") -> str | None:
+    """Why an agent must not connect to ``address``:``port`` for a webhook, or None when it may:
+    the agent itself (any address of this machine on its port), and unless ``private_ok`` every
+    address that is not public (loopback, private, link-local such as cloud metadata, shared,
+    reserved, multicast, unspecified). ``shown``: the URL, for the message."""
+    shown = shown or f"{address}:{port}"
+    if agent is not None and port == agent[1]:
+        bound = host_address(agent[0])
+        mine = bound is None or bound.is_unspecified
+        if address == bound or address.is_loopback or address.is_unspecified or (mine and not address.is_global):
+            return f"{shown} is this agent itself; notifications go to another endpoint"
+    if not private_ok and (not address.is_global or address.is_multicast or address.is_unspecified):
+        return (f"{shown} is a local or private address ({address}), refused by an agent served beyond "
+                "loopback (A2AConfig(push_private_ok=True) allows it)")
+    return None
+
+
 def webhook_refusal(url: str, agent: tuple[str, int] | None = None, *, private_ok: bool = True) -> str | None:
-    """Why an agent must not POST to ``url``, or None when it may.
+    """Why an agent must not POST to ``url``, or None when it may, from the URL alone.
 
     Refused: anything but http(s); a user name or password in the URL; the agent itself
     (``agent`` is its bound host and port: a loop of notifications into its own JSON-RPC); and,
-    unless ``private_ok``, loopback, private and link-local addresses (an agent reachable beyond
-    this machine must not be a way into the network behind it).
+    unless ``private_ok``, every address that is not public, however it is spelled (see
+    :func:`host_address`), and ``localhost`` names. A name is checked again where it counts: the
+    agent resolves it once at each delivery, checks the address it got with
+    :func:`address_refusal`, and connects to that address (see ``serve/push.py``).
     """
     try:
         parts = urllib.parse.urlsplit(url)
@@ -159,20 +206,11 @@ def webhook_refusal(url: str, agent: tuple[str, int] | None = None, *, private_o
         return f"a webhook must be an http(s) URL with a host, got {url!r}"
     if parts.username or parts.password:
         return "a webhook URL must not carry a user name or password (use token or authentication)"
-    host = parts.hostname.lower()
+    host = parts.hostname.lower().rstrip(".")
     port = port or (443 if parts.scheme == "https" else 80)
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    local = host == "localhost" or host.endswith(".localhost") or (address is not None and address.is_loopback)
-    if agent is not None and port == agent[1]:
-        bound = agent[0].strip("[]").lower()
-        any_address = bound in ("0.0.0.0", "::")
-        if host == bound or local or (any_address and address is not None and not address.is_global):
-            return f"{url} is this agent itself; notifications go to another endpoint"
-    if not private_ok and (local or (address is not None and (address.is_private or address.is_link_local
-                                                               or address.is_unspecified))):
-        return (f"{url} is a local or private address, refused by an agent served beyond loopback "
-                "(A2AConfig(push_private_ok=True) allows it)")
+    address = host_address(host)
+    if address is not None:
+        return address_refusal(address, port, agent, private_ok=private_ok, shown=url)
+    if host == "localhost" or host.endswith(".localhost"):
+        return address_refusal(ipaddress.ip_address("127.0.0.1"), port, agent, private_ok=private_ok, shown=url)
     return None

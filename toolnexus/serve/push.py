@@ -4,6 +4,16 @@
 :meth:`PushNotifier.notify`, which only queues it: each config has its own queue and its own
 sender, so a slow or dead webhook delays its own notifications and nothing else (not the task,
 not another webhook). Shapes per dialect and the URL rules are in ``toolnexus.protocol.push``.
+
+What one webhook can cost is bounded per destination (scheme, host and port): at most
+``PER_DESTINATION`` POSTs in flight, handed out in turn between the callers (task owners) that
+wait for it, and at most ``QUEUED_BYTES`` of notifications waiting for it (past that the oldest
+waiting ones go; every config keeps its newest). One change is rendered once per dialect and the
+same bytes are queued for every config that gets it.
+
+Each delivery resolves the webhook's host once, checks the address it got (not the URL's text:
+``127.1``, ``2130706433`` or a name that resolves inward are caught there) and connects to that
+very address, the URL's host kept in ``Host`` and TLS's server name; redirects are not followed.
 """
 
 from __future__ import annotations
@@ -11,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -20,11 +32,14 @@ import httpx
 
 from .. import _json
 from ..errors import InvalidParamsError, TaskNotFoundError
-from ..http.fetch import why
+from ..http.fetch import why as why_text
 from ..protocol.dialects import Dialect
 from ..protocol.model import Artifact, Task, new_id
 from ..protocol.push import (
+    Address,
     PushConfig,
+    address_refusal,
+    host_address,
     parse_push_config,
     payloads,
     render_push_config,
@@ -32,7 +47,7 @@ from ..protocol.push import (
 )
 from ..traffic import TrafficRecorder
 
-__all__ = ["PushNotifier", "MAX_PER_TASK", "MAX_TASKS", "QUEUE", "RETRY_DELAYS"]
+__all__ = ["PushNotifier", "MAX_PER_TASK", "MAX_TASKS", "QUEUE", "QUEUED_BYTES", "PER_DESTINATION", "RETRY_DELAYS"]
 
 log = logging.getLogger("toolnexus.serve.push")
 
@@ -49,14 +64,114 @@ TIMEOUT = 5.0
 """Seconds one POST to a webhook may take in all."""
 ANSWER_KEPT = 4096
 """Bytes of a webhook's answer read (for the wire log); the rest is never read."""
+QUEUED_BYTES = 16 * 2**20
+"""Bytes of notifications waiting for one destination (a body queued for several of its configs
+counts once); past that the oldest waiting ones go, each config keeping its newest."""
+TOTAL_BYTES = 64 * 2**20
+"""Bytes of notifications waiting for all webhooks together; past that the oldest waiting ones of
+the destination holding most go, newest or not (memory before completeness)."""
+PER_DESTINATION = 4
+"""POSTs in flight to one destination at a time; its waiting callers take turns."""
+
+
+class _Body:
+    """One rendered notification, shared by every config of one destination that gets it."""
+
+    __slots__ = ("data", "refs")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.refs = 0  # the queues (and the POSTs under way) that hold it
+
+
+class _Destination:
+    """One webhook destination (scheme, host, port): its slots, handed out in turn between the
+    owners that wait, and the bytes queued for it."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.free = PER_DESTINATION
+        self.waiting: collections.OrderedDict[str, collections.deque[asyncio.Future[None]]] = \
+            collections.OrderedDict()
+        self.bytes = 0
+        self.bodies: collections.deque[_Body] = collections.deque()  # what it holds, oldest first
+        self.senders: set[_Sender] = set()
+
+    async def acquire(self, owner: str) -> None:
+        if self.free > 0 and not self.waiting:
+            self.free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.setdefault(owner, collections.deque()).append(future)
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # handed a slot while being cancelled: pass it on
+            else:
+                queue = self.waiting.get(owner)
+                if queue is not None and future in queue:
+                    queue.remove(future)
+                    if not queue:
+                        del self.waiting[owner]
+            raise
+
+    def release(self) -> None:
+        while self.waiting:
+            owner, queue = next(iter(self.waiting.items()))
+            future = queue.popleft()
+            if queue:
+                self.waiting.move_to_end(owner)  # the next waiting owner goes first next time
+            else:
+                del self.waiting[owner]
+            if not future.done():
+                future.set_result(None)
+                return
+        self.free += 1
+
+    def hold(self, body: _Body) -> int:
+        """Count a queue's hold on ``body``; returns the bytes this destination now holds more."""
+        body.refs += 1
+        grown = 0
+        if body.refs == 1:
+            grown = len(body.data)
+            self.bodies.append(body)
+        self.bytes += grown
+        return grown
+
+    def let_go(self, body: _Body) -> int:
+        """Count a hold given up; returns the bytes this destination now holds less."""
+        body.refs -= 1
+        freed = len(body.data) if body.refs == 0 else 0  # it leaves ``bodies`` when shedding meets it
+        self.bytes -= freed
+        return freed
+
+    def oldest(self, *, newest_too: bool) -> _Body | None:
+        """The oldest body waiting in a queue (one being sent is not), to be shed; unless
+        ``newest_too``, never the newest of any of its queues."""
+        while self.bodies and self.bodies[0].refs == 0:
+            self.bodies.popleft()
+        for body in self.bodies:
+            queues = [s.queue for s in self.senders if body in s.queue]
+            if queues and (newest_too or all(q[-1] is not body for q in queues)):
+                return body
+        return None
+
+
+def _destination_key(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{(parts.hostname or '').lower().rstrip('.')}:{port}"
 
 
 class _Sender:
     """The queue and the delivering task of one config."""
 
-    def __init__(self, config: PushConfig) -> None:
+    def __init__(self, config: PushConfig, destination: _Destination) -> None:
         self.config = config
-        self.queue: collections.deque[bytes] = collections.deque(maxlen=QUEUE)
+        self.destination = destination
+        self.owner = ""
+        self.queue: collections.deque[_Body] = collections.deque()
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.sending = False
@@ -101,6 +216,9 @@ class PushNotifier:
         """A store shared by workers (PostgreSQL) that keeps the configs; None: in memory only."""
         self._loaded: dict[str, int] = {}  # task -> the shared store's count of its config changes, as loaded
         self._http: httpx.AsyncClient | None = None
+        self._destinations: dict[str, _Destination] = {}
+        self.queued_bytes = 0
+        """Bytes of notifications waiting (or being sent), every destination together."""
         self.delivered = 0
         """Notifications a webhook accepted (2xx)."""
         self.failed = 0
@@ -130,8 +248,17 @@ class PushNotifier:
         old = configs.get(config.id)
         if old is not None:
             self._close(old)
-        configs[config.id] = _Sender(config)
+        configs[config.id] = self._sender(config)
         return config
+
+    def _sender(self, config: PushConfig) -> _Sender:
+        key = _destination_key(config.url)
+        destination = self._destinations.get(key)
+        if destination is None:
+            destination = self._destinations[key] = _Destination(key)
+        sender = _Sender(config, destination)
+        destination.senders.add(sender)
+        return sender
 
     def get(self, task_id: str, config_id: str | None = None) -> PushConfig:
         """The config of ``task_id`` named ``config_id`` (None: its first)."""
@@ -179,7 +306,7 @@ class PushNotifier:
             self._close(held.pop(config_id))
         for config_id, config in wanted.items():
             if config_id not in held:
-                held[config_id] = _Sender(config)
+                held[config_id] = self._sender(config)
         if held:
             self._configs[task_id] = held
         else:
@@ -196,16 +323,60 @@ class PushNotifier:
             await self.load(task_id)
 
     def notify(self, task: Task, new_artifacts: list[Artifact]) -> None:
-        """Queue this change of ``task`` for each of its webhooks (never waits)."""
-        for sender in (self._configs.get(task.id) or {}).values():
-            for payload in payloads(task, new_artifacts, sender.config.dialect):
-                if len(sender.queue) == QUEUE:
-                    self.failed += 1  # the oldest waiting one goes
-                sender.queue.append(_json.dumps(payload))
+        """Queue this change of ``task`` for each of its webhooks (never waits). It is rendered
+        once per dialect, and queued as one body per destination, whatever the number of configs."""
+        senders = self._configs.get(task.id)
+        if not senders:
+            return
+        rendered: dict[Any, list[bytes]] = {}
+        shared: dict[tuple[Any, str], list[_Body]] = {}
+        for sender in senders.values():
+            dialect, destination = sender.config.dialect, sender.destination
+            bodies = shared.get((dialect, destination.key))
+            if bodies is None:
+                data = rendered.get(dialect)
+                if data is None:
+                    data = rendered[dialect] = [_json.dumps(p) for p in payloads(task, new_artifacts, dialect)]
+                bodies = shared[(dialect, destination.key)] = [_Body(d) for d in data]
+            sender.owner = task.owner or ""
+            for body in bodies:
+                self._enqueue(sender, body)
             sender.final = task.state.terminal
             sender.wake.set()
             if sender.task is None:
                 sender.task = asyncio.ensure_future(self._deliver(sender))
+
+    def _enqueue(self, sender: _Sender, body: _Body) -> None:
+        destination = sender.destination
+        if len(sender.queue) >= QUEUE:
+            self._drop(sender)  # the oldest waiting one goes
+        sender.queue.append(body)
+        self.queued_bytes += destination.hold(body)
+        while destination.bytes > QUEUED_BYTES:  # the oldest go first, every config keeping its newest
+            oldest = destination.oldest(newest_too=False)
+            if oldest is None:
+                break
+            self._shed(destination, oldest)
+        while self.queued_bytes > TOTAL_BYTES:  # memory first: the heaviest destination's oldest go
+            heaviest = max(self._destinations.values(), key=lambda d: d.bytes)
+            oldest = heaviest.oldest(newest_too=True)
+            if oldest is None:
+                break  # what is left is being sent
+            log.warning("push notifications for %s dropped: %d bytes wait for webhooks", heaviest.key,
+                        self.queued_bytes)
+            self._shed(heaviest, oldest)
+
+    def _drop(self, sender: _Sender) -> None:
+        self.queued_bytes -= sender.destination.let_go(sender.queue.popleft())
+        self.failed += 1
+
+    def _shed(self, destination: _Destination, body: _Body) -> None:
+        """Take ``body`` out of every queue of ``destination`` that holds it (it is freed)."""
+        for sender in destination.senders:
+            if body in sender.queue:
+                sender.queue.remove(body)
+                self.queued_bytes -= destination.let_go(body)
+                self.failed += 1
 
     async def _deliver(self, sender: _Sender) -> None:
         while not sender.closed:
@@ -216,63 +387,128 @@ class PushNotifier:
                 sender.wake.clear()
                 await sender.wake.wait()
                 continue
+            await sender.destination.acquire(sender.owner)  # a turn first: what waits stays in the queue
+            if sender.closed or not sender.queue:
+                sender.destination.release()
+                continue
             body = sender.queue.popleft()
             sender.sending = True
             try:
-                ok = await self._post(sender.config, body)
+                ok = await self._post(sender, body.data)
             finally:
                 sender.sending = False
+                self.queued_bytes -= sender.destination.let_go(body)
             if ok:
                 self.delivered += 1
             else:
                 self.failed += 1
 
-    async def _post(self, config: PushConfig, body: bytes) -> bool:
-        """One notification, retried after ``retry_delays``; True once the webhook took it."""
-        if self._http is None:
-            self._http = httpx.AsyncClient(follow_redirects=False, trust_env=False)
-        headers = config.headers()
-        for attempt, delay in enumerate((0.0, *self.retry_delays)):
-            if delay:
-                await asyncio.sleep(delay)
-            try:  # checked again at each delivery: the agent's own address is known only once bound
-                self.check(config.url)
-            except InvalidParamsError as exc:
-                log.warning("push %s for task %s not sent: %s", config.id, config.task_id, exc)
-                return False
-            started = time.perf_counter()
-            status, answer, error = None, b"", None
+    async def _pinned(self, url: str) -> tuple[str, dict[str, str], dict[str, Any]] | str:
+        """Where to connect for ``url``: the URL with its host replaced by the address it resolves
+        to now (checked: see ``address_refusal``), the ``Host`` header, and the TLS server name; or
+        why not (a string)."""
+        why = webhook_refusal(url, self._bound(), private_ok=self.private_ok)
+        if why is not None:  # checked again at each delivery: the agent's own address is known only once bound
+            return why
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        address = host_address(host)
+        if address is not None:
+            found: list[Address] = [address]
+        else:
             try:
                 async with asyncio.timeout(self.timeout):
-                    async with self._http.stream("POST", config.url, content=body, headers=headers) as r:
-                        status = r.status_code
-                        async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
-                            answer += chunk
-                            if len(answer) >= ANSWER_KEPT:
-                                break
-                    answer = answer[:ANSWER_KEPT]
+                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except TimeoutError:
-                error = f"no answer within {self.timeout:g}s"
-            except (httpx.HTTPError, OSError) as exc:
-                error = why(exc)
+                return f"{host} did not resolve within {self.timeout:g}s"
+            except OSError as exc:
+                return f"{host} does not resolve: {why_text(exc)}"
+            found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
+        refusals = [address_refusal(a, port, self._bound(), private_ok=self.private_ok, shown=url) for a in found]
+        chosen = next((a for a, refused in zip(found, refusals) if refused is None), None)
+        if chosen is None:
+            return next((r for r in refusals if r), f"{host} resolves to no address")
+        netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
+        extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
+        return (urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
+                {"host": parts.netloc}, extensions)
+
+    async def _post(self, sender: _Sender, body: bytes) -> bool:
+        """One notification, retried after ``retry_delays``; True once the webhook took it. Called
+        holding a slot of the destination; gives it up while it waits to retry, and at the end."""
+        destination = sender.destination
+        held = True
+        try:
+            for attempt, delay in enumerate((0.0, *self.retry_delays)):
+                if delay:  # a retry waits without the slot, then takes its turn again
+                    destination.release()
+                    held = False
+                    await asyncio.sleep(delay)
+                    await destination.acquire(sender.owner)
+                    held = True
+                outcome = await self._attempt(sender.config, body, attempt)
+                if outcome is not None:
+                    return outcome
+            return False
+        finally:
+            if held:
+                destination.release()
+
+    async def _attempt(self, config: PushConfig, body: bytes, attempt: int) -> bool | None:
+        """One POST: True taken, False refused for good (not to be retried), None to retry."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(follow_redirects=False, trust_env=False,
+                                           limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64))
+        headers = config.headers()
+        pinned = await self._pinned(config.url)
+        if isinstance(pinned, str):
+            log.warning("push %s for task %s not sent: %s", config.id, config.task_id, pinned)
             if self.traffic is not None:
-                self.traffic.record(direction="out", method="POST", url=config.url, status=status, started=started,
-                                    request_headers=headers, request_body=body, response_body=answer,
-                                    rpc_method="push", error=error, task_id=config.task_id, server=self.server,
-                                    peer=config.url)
-            if status is not None and 200 <= status < 300:
-                return True
-            if status is not None and status not in (408, 429) and status < 500:
-                log.warning("push %s for task %s refused by %s: HTTP %s", config.id, config.task_id,
-                            config.url, status)
-                return False  # the webhook said no: asking again gets the same answer
-            log.info("push %s for task %s, attempt %d: %s", config.id, config.task_id, attempt + 1,
-                     error or f"HTTP {status}")
-        return False
+                self.traffic.record(direction="out", method="POST", url=config.url, status=None,
+                                    started=time.perf_counter(), request_headers=headers, request_body=body,
+                                    rpc_method="push", error=f"refused: {pinned}", task_id=config.task_id,
+                                    server=self.server, peer=config.url)
+            return False
+        target, host_header, extensions = pinned
+        started = time.perf_counter()
+        status, answer, error = None, b"", None
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self._http.stream("POST", target, content=body, headers={**headers, **host_header},
+                                             extensions=extensions) as r:
+                    status = r.status_code
+                    async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
+                        answer += chunk
+                        if len(answer) >= ANSWER_KEPT:
+                            break
+                answer = answer[:ANSWER_KEPT]
+        except TimeoutError:
+            error = f"no answer within {self.timeout:g}s"
+        except (httpx.HTTPError, OSError) as exc:
+            error = why_text(exc)
+        if self.traffic is not None:
+            self.traffic.record(direction="out", method="POST", url=config.url, status=status, started=started,
+                                request_headers=headers, request_body=body, response_body=answer,
+                                rpc_method="push", error=error, task_id=config.task_id, server=self.server,
+                                peer=config.url)
+        if status is not None and 200 <= status < 300:
+            return True
+        if status is not None and status not in (408, 429) and status < 500:
+            log.warning("push %s for task %s refused by %s: HTTP %s", config.id, config.task_id, config.url, status)
+            return False  # the webhook said no: asking again gets the same answer
+        log.info("push %s for task %s, attempt %d: %s", config.id, config.task_id, attempt + 1, error or f"HTTP {status}")
+        return None
 
     def _close(self, sender: _Sender) -> None:
         sender.closed = True
         sender.wake.set()
+        destination = sender.destination
+        while sender.queue:
+            self.queued_bytes -= destination.let_go(sender.queue.popleft())
+        destination.senders.discard(sender)
+        if not destination.senders and self._destinations.get(destination.key) is destination:
+            del self._destinations[destination.key]
 
     async def close(self, grace: float = 1.0) -> None:
         """Stop delivering, after up to ``grace`` seconds for what is queued (a stop's last states)."""
