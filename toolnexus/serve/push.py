@@ -357,26 +357,31 @@ class PushNotifier:
             if oldest is None:
                 break
             self._shed(destination, oldest)
+        shed = 0
         while self.queued_bytes > TOTAL_BYTES:  # memory first: the heaviest destination's oldest go
             heaviest = max(self._destinations.values(), key=lambda d: d.bytes)
             oldest = heaviest.oldest(newest_too=True)
             if oldest is None:
                 break  # what is left is being sent
-            log.warning("push notifications for %s dropped: %d bytes wait for webhooks", heaviest.key,
-                        self.queued_bytes)
-            self._shed(heaviest, oldest)
+            shed += self._shed(heaviest, oldest)
+        if shed:
+            log.warning("%d push notification(s) dropped: more than %d MiB wait for webhooks", shed, TOTAL_BYTES >> 20)
 
     def _drop(self, sender: _Sender) -> None:
         self.queued_bytes -= sender.destination.let_go(sender.queue.popleft())
         self.failed += 1
 
-    def _shed(self, destination: _Destination, body: _Body) -> None:
-        """Take ``body`` out of every queue of ``destination`` that holds it (it is freed)."""
+    def _shed(self, destination: _Destination, body: _Body) -> int:
+        """Take ``body`` out of every queue of ``destination`` that holds it (it is freed); returns
+        how many notifications that dropped."""
+        dropped = 0
         for sender in destination.senders:
             if body in sender.queue:
                 sender.queue.remove(body)
                 self.queued_bytes -= destination.let_go(body)
-                self.failed += 1
+                dropped += 1
+        self.failed += dropped
+        return dropped
 
     async def _deliver(self, sender: _Sender) -> None:
         while not sender.closed:
