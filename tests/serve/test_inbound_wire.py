@@ -39,7 +39,7 @@ async def test_every_exchange_is_recorded_masked_with_its_task_frames_and_caps()
                 "params": {"message": v10_message(f"say {TOKEN}")}}) as stream:
             sent = [line async for line in stream.aiter_lines() if line.startswith("data:")]
         assert len(sent) >= 2
-        huge = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "x" * (BODY_CAP + 1000)}}
+        huge = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "no-such-task", "x": "x" * (BODY_CAP + 1000)}}
         refused = await http.post(handle.url + "/", json=huge)
         assert refused.status_code == 200 and refused.json()["error"]["code"] == -32001
         bad = await http.post(handle.url + "/", content=b"not json", headers={"Content-Type": "text/plain"})

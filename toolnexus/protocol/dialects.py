@@ -14,6 +14,7 @@ spelling). Rendering writes exactly one.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,8 @@ __all__ = [
     "parse_task",
     "parse_state",
     "state_name",
+    "check_id",
+    "MAX_ID",
 ]
 
 
@@ -239,6 +242,24 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+MAX_ID = 256
+"""Characters an id a caller sends may have (task, context, message, push config ids)."""
+_NOT_IN_ID = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # controls (NUL too), lone surrogates
+
+
+def check_id(value: str, where: str) -> str:
+    """``value`` when it may be an id: one rule for every binding and every store (at most
+    ``MAX_ID`` characters; no control character, NUL included, and no lone surrogate, which no
+    store can keep and no log should show); else InvalidParamsError naming ``where``."""
+    if len(value) > MAX_ID:
+        raise InvalidParamsError(f"Invalid params: {where} is {len(value):,} characters long; an id has at most {MAX_ID}")
+    bad = _NOT_IN_ID.search(value)
+    if bad is not None:
+        raise InvalidParamsError(f"Invalid params: {where} holds the character U+{ord(bad.group()):04X} at "
+                                 f"{bad.start()}; an id has no control characters")
+    return value
+
+
 def _opt_id(d: Mapping[str, Any], key: str, where: str) -> str | None:
     v = d.get(key)
     if v is None or v == "":
@@ -255,6 +276,12 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     mid = d.get("messageId")
     if inbound and (not isinstance(mid, str) or not mid):
         raise InvalidParamsError(f"{where}.messageId is required")
+    context_id, task_id = _opt_id(d, "contextId", where), _opt_id(d, "taskId", where)
+    if inbound:  # what a caller names: ids every store can keep
+        check_id(str(mid), f"{where}.messageId")
+        for key, value in (("contextId", context_id), ("taskId", task_id)):
+            if value is not None:
+                check_id(value, f"{where}.{key}")
     role = _ROLE_IN.get(given) if isinstance(given := d.get("role"), str) else None
     if inbound and role != "user":
         raise InvalidParamsError(f"{where}.role must be user (ROLE_USER), got {d.get('role')!r}")
@@ -269,8 +296,8 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
         role=role or "agent",  # type: ignore[arg-type]  # parsed from the wire: only user or agent get here
         parts=[parse_part(p, f"{where}.parts[{i}]") for i, p in enumerate(parts)],
         message_id=mid if isinstance(mid, str) and mid else "",
-        context_id=_opt_id(d, "contextId", where),
-        task_id=_opt_id(d, "taskId", where),
+        context_id=context_id,
+        task_id=task_id,
         metadata=dict(meta) if meta else None,
         reference_task_ids=[r for r in refs if isinstance(r, str)] if isinstance(refs, list) else None,
     )

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import InvalidParamsError
 from .dialects import (
     Dialect,
+    check_id,
     parse_state,
     render_artifact_update,
     render_status_update,
@@ -101,6 +102,9 @@ def parse_push_config(d: Any, dialect: Dialect, where: str = "params", task_id: 
             scheme = schemes[0] if schemes else None
         credentials = _text(auth, "credentials", f"{where}.authentication")
     given_task = _text(outer, "taskId", where) or _text(d, "taskId", where)
+    for key, value in (("taskId", given_task), ("id", _text(d, "id", where))):
+        if value:
+            check_id(value, f"{where}.{key}")
     return PushConfig(task_id=task_id if task_id is not None else (given_task or ""), url=url,
                       id=_text(d, "id", where) or "", token=_text(d, "token", where), scheme=scheme,
                       credentials=credentials, dialect=dialect)

@@ -46,6 +46,7 @@ from ..protocol import rest
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..protocol.dialects import (
     Dialect,
+    check_id,
     parse_message,
     parse_state,
     render_artifact_update,
@@ -510,11 +511,11 @@ class A2AEndpoint:
                 raise InvalidParamsError("Invalid params: taskId is required")
             await self.runner.get(config.task_id, owner)
             return render_push_config(await notifier.keep(notifier.set(config)), dialect)
-        task_id = _opt_str(params, "taskId" if v10 else "id")
+        task_id = _opt_id(params, "taskId" if v10 else "id")
         if not task_id:
             raise InvalidParamsError(f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string")
         await self.runner.get(task_id, owner)
-        config_id = _opt_str(params, "id" if v10 else "pushNotificationConfigId")
+        config_id = _opt_id(params, "id" if v10 else "pushNotificationConfigId")
         await notifier.load(task_id)  # shared by workers: what the database holds (set on any of them)
         if kind == "push-get":
             return render_push_config(notifier.get(task_id, config_id), dialect)
@@ -528,7 +529,7 @@ class A2AEndpoint:
         return {} if v10 else None
 
     async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:
-        context = _opt_str(params, "contextId")
+        context = _opt_id(params, "contextId")
         state = None
         if params.get("status") not in (None, "", "TASK_STATE_UNSPECIFIED"):
             state = parse_state(params["status"])
@@ -643,7 +644,12 @@ def _id(params: dict[str, Any]) -> str:
     value = params.get("id")
     if not isinstance(value, str) or not value:
         raise InvalidParamsError("Invalid params: id must be a non-empty string")
-    return value
+    return check_id(value, "id")
+
+
+def _opt_id(params: dict[str, Any], key: str) -> str | None:
+    value = _opt_str(params, key)
+    return check_id(value, key) if value else value
 
 
 def _timestamp(params: dict[str, Any], key: str) -> str | None:
