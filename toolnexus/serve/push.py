@@ -463,8 +463,9 @@ class PushNotifier:
     async def _attempt(self, config: PushConfig, body: bytes, attempt: int) -> bool | None:
         """One POST: True taken, False refused for good (not to be retried), None to retry."""
         if self._http is None:
-            self._http = httpx.AsyncClient(follow_redirects=False, trust_env=False,
-                                           limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64))
+            self._http = httpx.AsyncClient(  # its own 5 s timeouts off: ``timeout`` bounds each POST whole
+                follow_redirects=False, trust_env=False, timeout=None,
+                limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64))
         headers = config.headers()
         pinned = await self._pinned(config.url)
         if isinstance(pinned, str):
