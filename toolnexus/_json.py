@@ -7,7 +7,7 @@ import threading
 import zlib
 from typing import Any
 
-__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight"]
+__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight", "too_deep", "cut_deep"]
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson
@@ -106,3 +106,32 @@ def loads_or_none(data: bytes | str) -> Any:
         return loads(data)
     except (*JSONDecodeError, ValueError):
         return None
+
+
+def cut_deep(value: Any, limit: int, marker: str) -> Any:
+    """``value`` with whatever nests deeper than ``limit`` levels replaced by ``marker`` (a copy
+    where something is cut; ``value`` itself when nothing is)."""
+    if not too_deep(value, limit):
+        return value
+    if limit <= 1 or not isinstance(value, (dict, list)):
+        return marker
+    if isinstance(value, dict):
+        return {k: cut_deep(v, limit - 1, marker) for k, v in value.items()}
+    return [cut_deep(v, limit - 1, marker) for v in value]
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects/arrays more than ``limit`` levels (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

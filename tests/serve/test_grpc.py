@@ -156,3 +156,82 @@ async def test_without_grpcio_the_error_says_what_to_install(monkeypatch):
     with pytest.raises(tn.PeerError, match="no gRPC interface"):
         async with tn.A2AClient({"name": "x", "url": "http://127.0.0.1:9/"}, binding="grpc") as client:
             await client.send("hi")
+
+
+# -- what one binding accepts, every binding answers -----------------------------------------------
+
+def _nest(levels: int):
+    value = "leaf"
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [30, 50])
+async def test_a_value_too_deep_for_grpc_is_refused_on_every_binding_and_nothing_is_stored(levels):
+    import httpx
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0")) as handle:
+        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "hi"}],
+                   "metadata": _nest(levels)}
+        data = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"data": _nest(levels)}]}
+        async with httpx.AsyncClient(base_url=handle.url, headers={"A2A-Version": "1.0"}) as http:
+            for m, where in ((message, "message.metadata"), (data, "message.parts[0].data")):
+                r = await http.post("/", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                                               "params": {"message": m}})
+                assert r.json()["error"]["code"] == -32602 and where in r.json()["error"]["message"]
+                rest = await http.post("/message:send", json={"message": m})
+                assert rest.status_code == 400 and where in rest.json()["error"]["message"]
+        from a2a.types import a2a_pb2_grpc
+
+        request = pb.SendMessageRequest()  # built by hand: protobuf's JSON reader stops at 50
+        request.message.message_id, request.message.role = message["messageId"], pb.ROLE_USER
+        request.message.parts.add().text = "hi"
+        struct = request.message.metadata
+        for _ in range(levels - 1):
+            struct = struct.fields["k"].struct_value
+        struct.fields["k"].string_value = "leaf"
+        async with grpc.aio.insecure_channel(handle.grpc_target) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.SendMessage(request)
+            # 30 levels decode and are refused by the rule; 50 are past protobuf's own decoder (about 32), whose
+            # words never reach the wire either
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            details = refused.value.details() or ""
+            assert "Error" not in details and "Traceback" not in details and "upb" not in details, details
+            assert ("message.metadata" in details) if levels == 30 else ("nested deeper than protobuf decodes" in details), details
+        assert await handle.tasks(limit=100) == []
+
+
+async def test_a_stored_task_too_deep_for_grpc_never_takes_a_listing_down(postgres):
+    from toolnexus.protocol.grpc_binding import CUT
+    from toolnexus.protocol.model import Message, Part, Task, TaskStatus
+    from toolnexus.stores.postgres import PostgresTaskStore
+
+    store = PostgresTaskStore(postgres)  # a task stored before the rule (or by an agent's own code)
+    deep = Task("deep-task", "deep-ctx", TaskStatus(TaskState.COMPLETED, timestamp="2026-12-01T08:00:00.000000Z"),
+                history=[Message("user", [Part.of_text("hi"), Part.of_data(_nest(45))], message_id="m1",
+                                 metadata=_nest(45))])
+    await store.save(deep)
+    await store.aclose()
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0",
+                                                                   store=postgres)) as handle:
+        async with tn.A2AClient(handle.url) as peer:
+            fine = await peer.send("hello", blocking=True)
+            by_jsonrpc = await peer.get("deep-task")
+        assert by_jsonrpc.history[0].metadata == _nest(45)  # JSON-RPC answers it whole
+        client = await _sdk_client(handle.url)  # the official client, over gRPC
+        try:
+            listed = await client.list_tasks(pb.ListTasksRequest(page_size=10))
+            assert {t.id for t in listed.tasks} == {"deep-task", fine.id}
+            got = await client.get_task(pb.GetTaskRequest(id="deep-task"))
+        finally:
+            await client.close()
+        assert CUT in str(got.history[0].metadata) and CUT in str(got.history[0].parts[1].data)
+        async with tn.A2AClient(handle.url, binding="grpc") as ours:
+            again = await ours.get("deep-task")
+            assert CUT in str(again.history[0].metadata)
+            assert len((await ours.list_tasks())["tasks"]) == 2

@@ -48,7 +48,6 @@ from ..http.guard import HostGuard
 from ..http.server import AsgiServer
 from ..protocol import rest
 from ..protocol.dialects import parse_state
-from ..protocol.jsonrpc import too_deep
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id
 from ..protocol.operations import OPERATIONS
 from ..secrets import MASK
@@ -118,7 +117,7 @@ def _loads(text: str) -> Any:
     """``text`` as JSON when it is an object or array nesting at most 200 levels (what is compared
     is walked recursively), else None."""
     value = _json.loads_or_none(text)
-    return None if value is not None and too_deep(value, 200) else value
+    return None if value is not None and _json.too_deep(value, 200) else value
 
 
 # -- the replay peer ------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._json import too_deep
 from ..errors import InvalidParamsError
-from .model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from .model import MAX_VALUE_DEPTH, Artifact, Message, Part, Task, TaskState, TaskStatus
 
 __all__ = [
     "Dialect",
@@ -260,6 +261,12 @@ def check_id(value: str, where: str) -> str:
     return value
 
 
+def _check_value(value: Any, where: str) -> None:
+    if isinstance(value, (dict, list)) and too_deep(value, MAX_VALUE_DEPTH):
+        raise InvalidParamsError(f"Invalid params: {where} nests deeper than {MAX_VALUE_DEPTH} levels, "
+                                 "more than every binding can answer with (gRPC's decoders stop near 32)")
+
+
 def _opt_id(d: Mapping[str, Any], key: str, where: str) -> str | None:
     v = d.get(key)
     if v is None or v == "":
@@ -277,7 +284,7 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     if inbound and (not isinstance(mid, str) or not mid):
         raise InvalidParamsError(f"{where}.messageId is required")
     context_id, task_id = _opt_id(d, "contextId", where), _opt_id(d, "taskId", where)
-    if inbound:  # what a caller names: ids every store can keep
+    if inbound:  # what a caller names: ids every store can keep, values every binding can answer with
         check_id(str(mid), f"{where}.messageId")
         for key, value in (("contextId", context_id), ("taskId", task_id)):
             if value is not None:
@@ -291,6 +298,12 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     meta = d.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         raise InvalidParamsError(f"{where}.metadata must be an object")
+    if inbound:
+        _check_value(meta, f"{where}.metadata")
+        for i, part in enumerate(parts):
+            if isinstance(part, Mapping):
+                _check_value(part.get("metadata"), f"{where}.parts[{i}].metadata")
+                _check_value(part.get("data"), f"{where}.parts[{i}].data")
     refs = d.get("referenceTaskIds")
     return Message(
         role=role or "agent",  # type: ignore[arg-type]  # parsed from the wire: only user or agent get here

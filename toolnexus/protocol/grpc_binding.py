@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._json import cut_deep, too_deep
 from ..errors import (
     RPC_REASONS,
     InternalError,
@@ -23,9 +24,10 @@ from ..errors import (
     MissingExtra,
     RPCError,
 )
+from .model import MAX_VALUE_DEPTH
 
 __all__ = ["SERVICE", "modules", "channel", "target_of", "host_of", "to_proto", "to_json", "abort_args",
-           "error_of", "DETAILS_KEY"]
+           "error_of", "fit", "message_type", "DETAILS_KEY", "CUT"]
 
 SERVICE = "a2a.v1.A2AService"
 DETAILS_KEY = "grpc-status-details-bin"
@@ -60,16 +62,55 @@ def channel(url: str, max_message: int) -> Any:
     return grpc.aio.insecure_channel(target_of(url), options=options)
 
 
-def to_proto(type_name: str, data: Any) -> Any:
-    """A 1.0 JSON object as the proto message ``type_name`` (unknown fields are ignored)."""
-    from google.protobuf import empty_pb2, json_format
+def message_type(type_name: str) -> Any:
+    """The proto message class a row of the table names (``Empty`` is protobuf's own)."""
+    from google.protobuf import empty_pb2
 
     _, pb, _ = modules()
-    message = empty_pb2.Empty() if type_name == "Empty" else getattr(pb, type_name)()
+    return empty_pb2.Empty if type_name == "Empty" else getattr(pb, type_name)
+
+
+def to_proto(type_name: str, data: Any) -> Any:
+    """A 1.0 JSON object as the proto message ``type_name`` (unknown fields are ignored)."""
+    from google.protobuf import json_format
+
+    message = message_type(type_name)()
     try:
         return json_format.ParseDict(data or {}, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise InvalidRequestError(f"not a valid {type_name}: {exc}") from None
+
+
+CUT = "(cut: nested deeper than gRPC carries; read this task over JSON-RPC or HTTP+JSON)"
+"""What stands in a gRPC answer for a stored value nested deeper than its decoders take."""
+
+
+def fit(data: Any) -> tuple[Any, bool]:
+    """``data`` (an answer's 1.0 JSON) with every free-form value (``metadata``, a part's
+    ``data``) cut at ``MAX_VALUE_DEPTH`` levels, so that every gRPC decoder can read it, and whether
+    anything was cut. Callers cannot store deeper values (``protocol.dialects``); a task stored
+    before that rule, or by an agent's own code, still answers, marked with ``CUT``."""
+    if not too_deep(data, MAX_VALUE_DEPTH):
+        return data, False
+    cut = False
+
+    def walk(item: Any) -> Any:
+        nonlocal cut
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if not isinstance(item, dict):
+            return item
+        out = {}
+        for key, value in item.items():
+            if key in ("metadata", "data") and isinstance(value, (dict, list)):
+                fitted = cut_deep(value, MAX_VALUE_DEPTH, CUT)
+                cut = cut or fitted is not value
+                out[key] = fitted
+            else:
+                out[key] = walk(value)
+        return out
+
+    return walk(data), cut
 
 
 def to_json(message: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import too_deep
 from ..errors import InvalidParamsError, InvalidRequestError, RPCError
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "error_object",
     "NO_ID",
     "MAX_DEPTH",
-    "too_deep",
     "refuse_too_deep",
 ]
 
@@ -82,23 +82,6 @@ def refuse_too_deep(params: Any, raw: bytes | None = None) -> None:
     the bytes they were read from, skips the walk when they hold too few brackets to nest that deep."""
     if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(params, MAX_DEPTH):
         raise InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels")
-
-
-def too_deep(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests objects/arrays more than ``limit`` levels (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def _with_id(err: RPCError, rid: Any) -> RPCError:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TaskState",
     "TERMINAL",
+    "MAX_VALUE_DEPTH",
     "INTERRUPTED",
     "LEGAL",
     "Part",
@@ -63,6 +64,10 @@ class TaskState(str, enum.Enum):
 
 TERMINAL = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED})
 INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+MAX_VALUE_DEPTH = 24
+"""The deepest a free-form value a caller stores may nest (a message's or part's ``metadata``, a
+data part's ``data``): what every binding can answer with. gRPC carries these as protobuf
+``Struct``s, which the official decoders refuse past about 32 levels inside a task."""
 
 LEGAL: dict[TaskState | None, frozenset[TaskState]] = {
     None: frozenset({TaskState.SUBMITTED}),

@@ -16,10 +16,10 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..errors import InternalError, RPCError, VersionNotSupportedError
+from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSupportedError
 from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 from ..protocol.dialects import Dialect
-from ..protocol.grpc_binding import abort_args, modules, to_json, to_proto
+from ..protocol.grpc_binding import abort_args, fit, message_type, modules, to_json, to_proto
 from ..protocol.operations import OPERATIONS, Operation
 from .a2a import A2AEndpoint, _bare, _major, _Refusal
 
@@ -45,12 +45,17 @@ class GrpcServer:
         return http_url(self.host, self.port).removeprefix("http://")
 
     async def start(self) -> None:
-        grpc, _, pb_grpc = modules()
+        grpc, pb, _ = modules()
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
                                  maximum_concurrent_rpcs=MAX_CONNECTIONS)  # past it: RESOURCE_EXHAUSTED
-        service = type("A2AService", (pb_grpc.A2AServiceServicer,), {
-            op.v10: (self._streaming(op) if op.streams else self._unary(op)) for op in OPERATIONS.values()})
-        pb_grpc.add_A2AServiceServicer_to_server(service(), server)
+        handlers = {}
+        for op in OPERATIONS.values():  # the service the official stubs call, one handler per row
+            kind = grpc.unary_stream_rpc_method_handler if op.streams else grpc.unary_unary_rpc_method_handler
+            handlers[op.v10] = kind(self._streaming(op) if op.streams else self._unary(op),
+                                    request_deserializer=_decoder(message_type(op.grpc_request)),
+                                    response_serializer=message_type(op.grpc_response).SerializeToString)
+        service = pb.DESCRIPTOR.services_by_name["A2AService"].full_name
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
         port = server.add_insecure_port(self.target)
         if port == 0:
             raise OSError(f"cannot bind gRPC to {self.target}")
@@ -66,6 +71,9 @@ class GrpcServer:
     async def _params(self, request: Any, context: Any) -> tuple[dict[str, Any], str | None]:
         """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call."""
         grpc, _, _ = modules()
+        if isinstance(request, _Undecodable):
+            raise InvalidRequestError(f"Invalid request: not a valid {request.type_name} (malformed, or nested "
+                                      "deeper than protobuf decodes)")
         metadata = {k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
         try:
             owner = self.endpoint._owner_of(metadata)
@@ -90,7 +98,7 @@ class GrpcServer:
         await context.abort(*abort_args(exc))
 
     def _unary(self, op: Operation) -> Any:
-        async def call(servicer: Any, request: Any, context: Any) -> Any:
+        async def call(request: Any, context: Any) -> Any:
             try:
                 params, owner = await self._params(request, context)
                 result = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner)
@@ -101,7 +109,7 @@ class GrpcServer:
         return call
 
     def _streaming(self, op: Operation) -> Any:
-        async def call(servicer: Any, request: Any, context: Any) -> AsyncGenerator[Any, None]:
+        async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
                 params, owner = await self._params(request, context)
                 results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_bare)
@@ -115,9 +123,32 @@ class GrpcServer:
         return call
 
 
+class _Undecodable:
+    """A request protobuf could not decode: handed to the handler, which refuses it plainly (a
+    deserializer that raises makes grpcio answer UNKNOWN with the parser's class name and words)."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+
+def _decoder(cls: Any) -> Any:
+    def decode(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except Exception:  # a caller's bytes: anything protobuf refuses is the caller's mistake
+            log.info("gRPC: a request that is not a valid %s", cls.DESCRIPTOR.name)
+            return _Undecodable(cls.DESCRIPTOR.name)
+
+    return decode
+
+
 def _answer(op: Operation, result: Any) -> Any:
-    """A handler's result as the RPC's response message; one that does not fit it is this
-    server's fault, never the caller's: a generic INTERNAL, the parser's words in the log only."""
+    """A handler's result as the RPC's response message, every value cut to what every gRPC decoder
+    reads (``grpc_binding.fit``); one that still does not fit is this server's fault, never the
+    caller's: a generic INTERNAL, the parser's words in the log only."""
+    result, cut = fit(result)
+    if cut:
+        log.warning("gRPC %s: a value nested deeper than gRPC carries was cut from the answer", op.v10)
     try:
         return to_proto(op.grpc_response, result)
     except RPCError as exc:

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from ..protocol.jsonrpc import too_deep
+from .._json import too_deep
 from ..protocol.model import Task, TaskState
 from .base import (
     RECORD_DEPTH,
