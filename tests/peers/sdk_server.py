@@ -3,7 +3,9 @@
 Its script: "echo" answers ``echo: <text>``; a message containing "question" asks for input and
 answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests); "fail"
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
-"../../escape.txt", a name no client should write outside its folder).
+"../../escape.txt", a name no client should write outside its folder). "many files N" answers one
+artifact of N file parts all called ``a.txt``, then parts named as a shell would run them and
+``links.txt``, and a part that only links to a URL.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from starlette.responses import JSONResponse
 from toolnexus.http.server import AsgiServer
 
 
+HOSTILE_NAMES = ("$(touch PWNED).txt", "`touch PWNED`.sh", "a;touch PWNED;.txt", "-rf", "x|touch PWNED",
+                 "a&&touch PWNED", "~root", "links.txt", "two words.txt", "*", "'q'\"q\"", "> out", "#!x", "{a,b}")
+"""File names as a shell would read them: saved, each must paste into a shell as one plain word."""
+
+
 class ScriptExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
@@ -54,6 +61,13 @@ class ScriptExecutor(AgentExecutor):
                 await updater.add_artifact([pb.Part(text=piece)], artifact_id="reply-1", name="reply",
                                            append=i > 0, last_chunk=i == 2)
             await updater.complete()
+        elif text.startswith("many files"):
+            n = int(text.split()[-1])
+            parts = [pb.Part(raw=f"a{i}".encode(), filename="a.txt") for i in range(n)]
+            parts += [pb.Part(raw=name.encode(), filename=name) for name in HOSTILE_NAMES]
+            parts.append(pb.Part(url="https://elsewhere.example/x.pdf", filename="x.pdf", media_type="application/pdf"))
+            await updater.add_artifact(parts, name="many")
+            await self._reply(updater, f"{n} files")
         elif "fail" in text:
             await updater.failed(new_text_message("the agent could not do it", context_id=task.context_id, task_id=task.id))
         elif others := [p for p in context.message.parts if p.WhichOneof("content") != "text"]:

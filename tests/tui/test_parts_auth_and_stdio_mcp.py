@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -347,3 +349,53 @@ async def test_doctor_on_a_peer_with_one_key():
         assert report.startswith("0 errors, 2 warnings")
         assert "not TaskNotFound (-32001)" in report and "fix: answer TaskNotFoundError" in report
         assert any(title == "Doctor" for title, _, _ in app.palette_commands())
+
+
+async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tmp_path: Path, monkeypatch):
+    """3,000 parts called a.txt, hostile names and a links.txt from the official SDK's agent: saved in
+    a worker thread (the screen keeps answering keys meanwhile), a progress line while it runs, every
+    name safe for a shell, the list of links under its own name."""
+    import threading
+
+    from toolnexus.protocol import files
+
+    from ..peers.sdk_server import HOSTILE_NAMES
+
+    out = tmp_path / "saved"
+    where: list[bool] = []
+    lines: list[str] = []
+    real_save = files.save_artifacts
+
+    def watched(task, folder, progress=None):  # type: ignore[no-untyped-def]
+        where.append(threading.current_thread() is threading.main_thread())
+
+        def told(done: int, total: int) -> None:
+            progress(done, total)
+            if done in (1, total):  # what the line said, read back once the UI has drawn it
+                lines.append(f"{done}/{total}")
+
+        return real_save(task, folder, told)
+
+    monkeypatch.setattr(files, "save_artifacts", watched)
+    app = ToolnexusApp(specs=[])
+    async with sdk_server() as url, app.run_test(size=(120, 40)) as pilot:
+        await _chat_with(app, pilot, url)
+        app.screen.query_one("#chat-input", Input).value = "many files 3000"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED, timeout=30)
+        await pilot.press("ctrl+s")
+        await _answer(app, pilot, str(out))
+        saving = app.screen.query_one("#chat-saving")
+        await until(pilot, lambda: any(n.message.startswith("saved ") for n in app._notifications), timeout=60)
+        assert where == [False]  # the worker's thread, never the UI loop's
+        assert not saving.has_class("busy")  # the line goes once it is done ...
+        total = 3000 + len(HOSTILE_NAMES) + 2  # ... having said how far it got
+        assert lines == ["1/" + str(total), f"{total}/{total}"]
+        assert f"{total:,} / {total:,} parts" in shown(app, "#chat-saving")
+        names = os.listdir(out)
+        assert len([n for n in names if n.startswith("a")]) >= 3000
+        assert all(shlex.quote(n) == n and not n.startswith("-") for n in names), names
+        assert (out / "links.txt").read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
+        assert (out / "links-2.txt").read_text() == "links.txt"  # the peer's own file of that name
+        note = next(n.message for n in app._notifications if n.message.startswith("saved "))
+        assert note.startswith(f"saved {total} file(s) in {out}")  # the link is one line of links.txt, the reply one file and "listed in links.txt" in note

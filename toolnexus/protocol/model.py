@@ -249,10 +249,12 @@ class Task:
         return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
                              for m in self.history])
 
-    def save_artifacts(self, folder: str | os.PathLike[str]) -> Any:
+    def save_artifacts(self, folder: str | os.PathLike[str], progress: files.Progress | None = None
+                       ) -> files.SavedArtifacts:
         """Write every artifact part into ``folder``; returns a :class:`~toolnexus.protocol.files.SavedArtifacts`.
-        Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched."""
-        return files.save_artifacts(self, folder)
+        Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched.
+        Blocking file I/O (``progress(done, total)`` is told as it goes): from a UI, run it in a thread."""
+        return files.save_artifacts(self, folder, progress)
 
     def _repr_html_(self) -> str:
         return task_html(self)

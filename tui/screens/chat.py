@@ -4,6 +4,7 @@ an input-required question is answered by the next message, on the same task."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from rich.text import Text
@@ -11,9 +12,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Header, Input, Select, Static
 
 from toolnexus.client.conversation import Conversation, Turn, TurnState
+from toolnexus.display import printable
 from toolnexus.monitor import STATE_STYLE
 from toolnexus.protocol.files import MAX_FILE, safe_name
 from toolnexus.protocol.model import Part, Task
@@ -47,6 +50,7 @@ class ChatScreen(ModeScreen):
             yield Select([], prompt="peer", id="chat-peer", compact=True)
             yield Select([], prompt="any skill", id="chat-skill", compact=True)
             yield SafeStatic("", id="chat-context")
+        yield SafeStatic("", id="chat-saving")
         yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
         yield Input(placeholder="message (enter sends; an open question is answered on its task)", id="chat-input")
         yield Footer()
@@ -144,25 +148,50 @@ class ChatScreen(ModeScreen):
         self.app.push_screen(Prompt('JSON to send as a data part with the next message, e.g. {"city": "Oslo"}'), chosen)
 
     def action_save_artifacts(self) -> None:
-        """Write the artifacts of the last reply's task to a folder (asked; a default offered)."""
+        """Write the artifacts of the last reply's task to a folder (asked; a default offered), in a
+        worker thread with its progress shown: thousands of parts never freeze the screen."""
         reply = next((turn for turn in reversed(self.chat.turns) if turn.has_artifacts), None)
         if reply is None or reply.task is None:
             self.notify("no reply with artifacts to save yet", severity="information")
+            return
+        if self.query_one("#chat-saving", SafeStatic).has_class("busy"):
+            self.notify("still saving the last artifacts", severity="warning")
             return
         task: Task = reply.task
         default = default_export_dir().parent / "artifacts" / safe_name(task.id)
 
         def chosen(text: str | None) -> None:
-            if not text:
-                return
-            try:
-                saved = task.save_artifacts(text)
-            except OSError as exc:
-                self.notify(f"cannot save into {text}: {exc.strerror or exc}", severity="error")
-                return
-            self.notify(f"saved {saved.summary()}", severity="warning" if saved.skipped else "information")
+            if text:
+                line = self.query_one("#chat-saving", SafeStatic)
+                line.add_class("busy")
+                line.update(f"saving artifacts into {text} …")
+                self._save(task, text, line)
 
         self.app.push_screen(Prompt("Save the artifacts of the last reply into the folder", str(default)), chosen)
+
+    @work(thread=True, group="chat-save")
+    def _save(self, task: Task, folder: str, line: SafeStatic) -> None:
+        shown = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - shown[0] >= 0.1 or done == total:  # a screen refresh, not one per part
+                shown[0] = now
+                self.app.call_from_thread(line.update, f"saving artifacts into {folder}: {done:,} / {total:,} parts")
+
+        def finished(note: str, severity: SeverityLevel) -> None:
+            line.remove_class("busy")
+            self.notify(note, severity=severity)
+
+        try:
+            saved = task.save_artifacts(folder, progress)
+        except OSError as exc:
+            self.app.call_from_thread(finished, f"cannot save into {folder}: {exc.strerror or exc}", "error")
+            return
+        except Exception as exc:  # a front end never dies of what a peer sent
+            self.app.call_from_thread(finished, f"cannot save into {folder}: {printable(str(exc), 200)}", "error")
+            return
+        self.app.call_from_thread(finished, f"saved {saved.summary()}", "warning" if saved.skipped else "information")
 
     def action_push(self) -> None:
         """Push notifications on or off for this conversation: the peer POSTs every change of its
