@@ -39,6 +39,7 @@ __all__ = [
     "state_name",
     "check_id",
     "MAX_ID",
+    "json_names",
 ]
 
 
@@ -259,6 +260,43 @@ def check_id(value: str, where: str) -> str:
         raise InvalidParamsError(f"Invalid params: {where} holds the character U+{ord(bad.group()):04X} at "
                                  f"{bad.start()}; an id has no control characters")
     return value
+
+
+_FREE_FORM = frozenset({"metadata", "data"})
+"""Fields of protobuf type Struct/Value: a caller's own keys, which are never renamed."""
+
+
+def _json_name(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def json_names(value: Any) -> Any:
+    """1.0 params (of any binding) with every field named by its JSON name: ProtoJSON readers
+    accept a field's proto name too (``task_id`` for ``taskId``, as the official TCK sends), so
+    this agent does; a caller's own keys, inside ``metadata`` or a data part, are left as they are.
+    ``value`` itself when nothing is renamed.
+
+    Raises:
+        InvalidParamsError: one object names a field both ways (``task_id`` and ``taskId``).
+    """
+    if isinstance(value, list):
+        items = [json_names(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    changed = False
+    for key, item in value.items():
+        name = _json_name(key) if isinstance(key, str) and "_" in key.strip("_") else key
+        if name != key:
+            if name in value:
+                raise InvalidParamsError(f"Invalid params: {key} and {name} name the same field; send one")
+            changed = True
+        inner = item if name in _FREE_FORM else json_names(item)
+        changed = changed or inner is not item
+        out[name] = inner
+    return out if changed else value
 
 
 def _check_value(value: Any, where: str) -> None:

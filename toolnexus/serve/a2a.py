@@ -47,6 +47,7 @@ from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..protocol.dialects import (
     Dialect,
     check_id,
+    json_names,
     parse_message,
     parse_state,
     render_artifact_update,
@@ -421,6 +422,8 @@ class A2AEndpoint:
         """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
         them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
         key = op.key
+        if dialect is Dialect.V10:
+            params = json_names(params)  # ProtoJSON: proto field names (task_id) as well as JSON names
         if op.streams:
             if not self.config.streaming:
                 raise UnsupportedOperationError("Streaming is not supported by this agent")
