@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import httpx
 import pytest
@@ -554,12 +555,60 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
     legacy = await http.get(demo_server.url + "/.well-known/agent.json")
     assert legacy.json() == card
     # answered ahead of the router: the same headers, HEAD without a body, other methods still 405
-    assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-cache"
+    assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "max-age=60"
     assert int(r.headers["content-length"]) == len(r.content)
     head = await http.head(demo_server.card_url)
     assert head.status_code == 200 and head.content == b"" and head.headers["content-length"] == r.headers["content-length"]
     assert (await http.post(demo_server.card_url, json={})).status_code == 405
     assert (await http.get(demo_server.card_url, headers={"If-None-Match": 'W/"other", ' + etag})).status_code == 304
+
+
+async def test_the_card_caches_with_max_age_etag_and_last_modified(demo_server, http):
+    """As the TCK's 1.0 branch checks: Cache-Control with max-age, an ETag and a Last-Modified,
+    conditional requests answered 304 without a body (If-None-Match first, RFC 9110 §13.2.2)."""
+    from email.utils import formatdate, parsedate_to_datetime
+
+    r = await http.get(demo_server.card_url)
+    assert r.headers["cache-control"] == "max-age=60"
+    modified = r.headers["last-modified"]
+    stamp = parsedate_to_datetime(modified).timestamp()
+    for headers, status in (
+            ({"If-Modified-Since": modified}, 304),
+            ({"If-Modified-Since": formatdate(stamp + 3600, usegmt=True)}, 304),
+            ({"If-Modified-Since": formatdate(stamp - 3600, usegmt=True)}, 200),
+            ({"If-Modified-Since": "not a date"}, 200),
+            ({"If-Modified-Since": "Tue, 01 Dec 2026 08:00:00"}, 200),  # no zone: not an HTTP date
+            ({"If-None-Match": 'W/"other"', "If-Modified-Since": modified}, 200),  # the ETag decides
+            ({"If-None-Match": r.headers["etag"], "If-Modified-Since": "not a date"}, 304)):
+        for method in ("GET", "HEAD"):
+            again = await http.request(method, demo_server.card_url, headers=headers)
+            assert again.status_code == status, (method, headers)
+            assert again.headers["etag"] == r.headers["etag"] and again.headers["last-modified"] == modified
+            assert again.content == (r.content if status == 200 and method == "GET" else b"")
+
+
+async def test_our_client_asks_for_a_card_it_has_conditionally(demo_server, tmp_path):
+    from toolnexus.client.peer import fetch_card
+    from toolnexus.debug.cassette import CassetteWriter
+    from toolnexus.traffic import TrafficRecorder
+
+    traffic = TrafficRecorder()
+    first = await fetch_card(demo_server.url, traffic=traffic, headers={"X-Probe": str(uuid.uuid4())})
+    headers = {"X-Probe": "again-" + str(uuid.uuid4())}
+    await fetch_card(demo_server.url, traffic=traffic, headers=headers)  # other headers: asked afresh
+    second = await fetch_card(demo_server.url, traffic=traffic, headers=headers)
+    assert second.raw == first.raw
+    statuses = [e.status for e in traffic.events if e.method == "GET"]
+    assert statuses == [200, 200, 304], statuses
+    asked = traffic.events[-1].request_headers
+    assert {k.lower() for k in asked} >= {"if-none-match", "if-modified-since"}
+    # the doctor, and a client recording a cassette (replayed where nothing is cached), get it whole
+    await fetch_card(demo_server.url, traffic=traffic, headers=headers, cached=False)
+    traffic.cassette = CassetteWriter(tmp_path / "card.jsonl")
+    await fetch_card(demo_server.url, traffic=traffic, headers=headers)
+    traffic.cassette.close()
+    assert [e.status for e in traffic.events if e.method == "GET"][-2:] == [200, 200]
+    assert not {k.lower() for k in traffic.events[-1].request_headers} & {"if-none-match", "if-modified-since"}
 
 
 async def test_seed_example_one_card_defaults_and_no_profile_404(http):

@@ -13,7 +13,9 @@ Results come back as the canonical model (``Task``); peers' small differences (r
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import hashlib
 import os
 import time
 from collections.abc import AsyncGenerator, Mapping
@@ -50,12 +52,59 @@ __all__ = ["A2AClient", "fetch_card"]
 _SPOKEN = {Binding.GRPC: ("1.0",), Binding.HTTP_JSON: ("1.0", "0.3")}
 """The dialects a binding other than JSON-RPC is spoken in."""
 
+class _CardCache:
+    """Cards fetched in this process, by URL and request headers (hashed: no credential is kept),
+    with their validators: the next fetch of the same card asks conditionally (``If-None-Match``,
+    ``If-Modified-Since``) and a 304 costs no body. Bounded in bytes, the oldest dropped first."""
+
+    LIMIT = 8 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self._cards: collections.OrderedDict[str, tuple[dict[str, str], bytes]] = collections.OrderedDict()
+        self._bytes = 0
+
+    @staticmethod
+    def key(url: str, headers: Mapping[str, str]) -> str:
+        given = "\n".join(f"{k.lower()}:{v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0].lower()))
+        return url + "\n" + hashlib.sha256(given.encode("utf-8", "surrogateescape")).hexdigest()
+
+    def validators(self, key: str) -> dict[str, str]:
+        """The conditional headers for the card under ``key`` ("": none, the card is not cached)."""
+        held = self._cards.get(key)
+        return held[0] if held is not None else {}
+
+    def body(self, key: str) -> bytes | None:
+        held = self._cards.get(key)
+        if held is None:
+            return None
+        self._cards.move_to_end(key)
+        return held[1]
+
+    def keep(self, key: str, response: httpx.Response, content: bytes) -> None:
+        validators = {name: response.headers[given] for given, name in
+                      (("etag", "If-None-Match"), ("last-modified", "If-Modified-Since")) if given in response.headers}
+        old = self._cards.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old[1])
+        if not validators or "no-store" in response.headers.get("cache-control", ""):
+            return
+        self._cards[key] = (validators, content)
+        self._bytes += len(content)
+        while self._bytes > self.LIMIT and self._cards:
+            self._bytes -= len(self._cards.popitem(last=False)[1][1])
+
+
+_CARDS = _CardCache()
+
+
 async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
                      http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None,
-                     version: str = "1.0") -> AgentCard:
+                     version: str = "1.0", cached: bool = True) -> AgentCard:
     """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
     ``/.well-known/agent.json``). Sends ``A2A-Version: version`` (the newest the caller speaks;
-    a server that serves one card per version picks by it) unless ``headers`` name one.
+    a server that serves one card per version picks by it) unless ``headers`` name one. A card
+    fetched before is asked for conditionally (a 304 reuses it), unless ``cached`` is False or
+    ``traffic`` records a cassette (which must hold the whole card to replay it).
 
     Raises:
         PeerError: nothing answered, or no card was found, or it is not a JSON object.
@@ -73,9 +122,11 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
         last = ""
         for candidate in candidates:
             started = time.perf_counter()
+            conditional = cached and (traffic is None or traffic.cassette is None)
+            key = _CARDS.key(candidate, headers or {}) if conditional else ""
             try:
-                r, content = await exchange(client, "GET", candidate, headers=headers or {}, limit=MAX_CARD,
-                                             timeout=timeout)
+                r, content = await exchange(client, "GET", candidate, limit=MAX_CARD, timeout=timeout,
+                                             headers={**(headers or {}), **_CARDS.validators(key)})
             except httpx.HTTPError as exc:
                 if traffic is not None:
                     traffic.record(direction="out", method="GET", url=candidate, status=None, started=started,
@@ -88,7 +139,12 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
             if r.status_code == 404 and candidate != candidates[-1]:
                 last = f"{candidate} answered 404"
                 continue
-            if r.status_code != 200:
+            if r.status_code == 304 and (kept := _CARDS.body(key)) is not None:
+                content = kept  # unchanged since we last fetched it
+            elif r.status_code == 200:
+                if key:
+                    _CARDS.keep(key, r, content)
+            else:
                 raise PeerError(f"the agent card at {candidate} answered HTTP {r.status_code}", status=r.status_code)
             try:
                 raw = _json.loads(content)

@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import email.utils
 import functools
 import hashlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -75,6 +77,10 @@ log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
+CARD_MAX_AGE = 60
+"""Seconds a client or cache may keep the card without asking again (``Cache-Control: max-age``);
+after that a conditional GET (ETag, Last-Modified) costs a 304. The card changes only when the
+served toolkit does, which means a new server."""
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 
@@ -157,6 +163,7 @@ class A2AEndpoint:
         """``host:port`` of the gRPC service, when one is served (``A2AConfig.grpc``)."""
         self._card: tuple[bytes, str] | None = None
         self._card_headers: list[tuple[bytes, bytes]] = []
+        self._card_time = 0
         self._notifications: set[asyncio.Task[Any]] = set()
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
@@ -195,22 +202,32 @@ class A2AEndpoint:
             icon_url=c.icon_url,
         )
 
-    def card_answer(self, if_none_match: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Status, raw headers and body of a card GET (304 when ``If-None-Match`` has its ETag)."""
+    def card_answer(self, if_none_match: str, if_modified_since: str = "") -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, raw headers and body of a card GET: cacheable for ``CARD_MAX_AGE`` seconds, with
+        an ETag (of its bytes: the same on every host serving the same card) and a Last-Modified
+        (when this server first served it); 304 when ``If-None-Match`` names the ETag or, without
+        one, ``If-Modified-Since`` is not older than the card (RFC 9110 §13.1)."""
         if self._card is None:
             body = _json.dumps(self.card_json())
             etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             self._card = (body, etag)
-            self._card_headers = [(b"etag", etag.encode()), (b"cache-control", b"no-cache")]
+            self._card_time = int(time.time())
+            self._card_headers = [(b"etag", etag.encode()),
+                                  (b"last-modified", email.utils.formatdate(self._card_time, usegmt=True).encode()),
+                                  (b"cache-control", f"max-age={CARD_MAX_AGE}".encode())]
         body, etag = self._card
-        if if_none_match and any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
-                                 for tag in if_none_match.split(",")):
+        if if_none_match:
+            if any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
+                   for tag in if_none_match.split(",")):
+                return 304, self._card_headers, b""
+        elif if_modified_since and _not_after(self._card_time, if_modified_since):
             return 304, self._card_headers, b""
         return 200, [*self._card_headers, (b"content-type", b"application/json"),
                      (b"content-length", str(len(body)).encode())], body
 
     async def card(self, request: Request) -> Response:
-        status, headers, body = self.card_answer(request.headers.get("if-none-match", ""))
+        status, headers, body = self.card_answer(request.headers.get("if-none-match", ""),
+                                                 request.headers.get("if-modified-since", ""))
         response = Response(body, status_code=status)
         response.raw_headers = headers
         return response
@@ -233,8 +250,10 @@ class A2AEndpoint:
                     response = _json_response({"error": "internal server error"}, 500)
                 await response(scope, receive, send)
             elif scope["path"] in paths and scope["method"] in ("GET", "HEAD"):
-                given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match"), "")
-                status, headers, body = self.card_answer(given)
+                given = {k: v.decode("latin-1") for k, v in scope["headers"]
+                         if k in (b"if-none-match", b"if-modified-since")}
+                status, headers, body = self.card_answer(given.get(b"if-none-match", ""),
+                                                         given.get(b"if-modified-since", ""))
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
             else:
@@ -641,6 +660,15 @@ def _looks_v10(message: Any) -> bool:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _not_after(stamp: int, if_modified_since: str) -> bool:
+    """Whether ``stamp`` (seconds) is no later than an HTTP date; False for a date that is not one."""
+    try:
+        since = email.utils.parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return since.tzinfo is not None and stamp <= since.timestamp()
 
 
 def _id(params: dict[str, Any]) -> str:
