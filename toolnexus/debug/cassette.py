@@ -14,7 +14,7 @@ and every other line is one exchange, in the order they ended::
 A body is ``"json"`` when it was JSON, else ``"text"``; a streamed answer has ``"frames"`` (each
 SSE event's data, as JSON where it was JSON). What was recorded is what the wire log shows:
 secrets are masked (``***``) before anything is written, and headers that say nothing about the
-exchange (``date``, ``content-length``, ``host``, ``etag`` ...) are left out.
+exchange (``date``, ``content-length``, ``host``, ``etag``, ``last-modified`` ...) are left out.
 
 **Stable ids.** Every task, context, message and artifact id and every JSON-RPC request id of 8
 characters or more is written as a name in order of first appearance (``task-1``, ``context-1``,
@@ -52,7 +52,7 @@ MAX_LINE = 64 * 1024 * 1024
 """The longest line read from a cassette, in bytes (a recorded body is at most 256 KiB)."""
 
 _NOISE = frozenset({"date", "content-length", "host", "user-agent", "accept-encoding", "connection", "server",
-                    "transfer-encoding", "keep-alive", "etag"})
+                    "transfer-encoding", "keep-alive", "etag", "last-modified"})
 """Headers left out of a cassette: they change every time and say nothing about the exchange."""
 
 _ID_KINDS = {"taskId": "task", "contextId": "context", "messageId": "message", "artifactId": "artifact",
