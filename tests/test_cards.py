@@ -159,3 +159,18 @@ async def test_wire_log_masks_secrets_and_copies_as_curl():
     assert "-H 'authorization: Bearer ***'" in curl and "t0ps3cret" not in curl
     assert curl.endswith(f"'{h.url}/'")
     assert replay.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_grpc_interface_is_judged_by_its_host_and_shown_as_its_target():
+    def card(target: str) -> tn.AgentCard:
+        return tn.AgentCard({"name": "g", "description": "d", "version": "1", "capabilities": {}, "skills": [],
+                             "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
+                             "supportedInterfaces": [{"url": target, "protocolBinding": "GRPC", "protocolVersion": "1.0"}]},
+                            "http://agent.example:8080/.well-known/agent-card.json")
+
+    same = [d.message for d in tn.validate_card(card("agent.example:50051")).diagnostics]
+    assert not any("sends" in m for m in same), same  # its own port, the host named: nothing to say
+    other = [d.message for d in tn.validate_card(card("elsewhere.example:50051")).diagnostics]
+    [line] = [m for m in other if "sends gRPC calls" in m]
+    assert line.startswith("the card sends gRPC calls to elsewhere.example:50051, not to the host agent.example")
+    assert ":None" not in " ".join(other)

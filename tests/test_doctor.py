@@ -206,3 +206,17 @@ async def test_cli_json_report(capsys):
     assert data["worst"] == "warning" and data["url"] == url
     assert {"severity", "check", "message", "evidence", "breaks", "fix"} == set(data["findings"][0])
     assert "doc-secret-1" not in json.dumps(data)
+
+
+async def test_a_grpc_only_official_server_is_checked_as_grpc():
+    """The official a2a-sdk 1.3 server with gRPC alone on its card: its target is a host:port, not a
+    URL (it was shown as ``://:None``), and its stream is a gRPC stream, not SSE (it was faulted for
+    "no content type, not SSE" while the stream worked)."""
+    async with sdk_server(binding="GRPC") as url:
+        report = await doctor(url, send=True)
+    said = [f"{f.check}: {f.message}" for f in report.findings]
+    assert not any(":None" in line for line in said), said
+    assert not any("not SSE" in line for line in said), said
+    [stream] = [f for f in report.findings if f.check == "streaming"]
+    assert stream.severity == "ok" and stream.message.endswith("over a gRPC stream"), stream
+    assert any(f.check.startswith("GRPC 1.x") and f.severity == "ok" for f in report.findings), said

@@ -362,6 +362,9 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
             answered = list(traffic.events)[-1].response_headers.get("content-type", "") if traffic.events else ""
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
+            elif frames and client.binding is Binding.GRPC:  # a server-streaming call: no SSE to check
+                add(Finding("ok", "streaming", f"the card says streaming, and {len(frames)} frame(s) arrived "
+                            "over a gRPC stream"))
             elif frames and answered.startswith("text/event-stream"):
                 add(Finding("ok", "streaming", f"the card says streaming, and {len(frames)} frame(s) arrived"))
             elif frames:

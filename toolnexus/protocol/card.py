@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from ..display import ERR, MUTED, WARN, e, to_dataframe
 from ..errors import PeerError
 from ..skills import SkillDef
+from . import grpc_binding
 from .operations import Binding
 
 __all__ = [
@@ -387,10 +388,16 @@ def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
     """Warn when the card sends calls to another host than the one it was fetched from: a client
     that trusted it would send the user's credentials there (toolnexus does not)."""
     try:
-        endpoint = card.choose()[1]
+        _, endpoint, _, binding = card.route()
     except Exception:
         return
     if endpoint.startswith("/"):
+        return
+    if binding is Binding.GRPC:  # a host:port target on a port of its own: the host is what counts
+        if origin(card.source)[1] != grpc_binding.host_of(endpoint):
+            add("warning", "$.supportedInterfaces", f"the card sends gRPC calls to {grpc_binding.target_of(endpoint)}, "
+                f"not to the host {origin(card.source)[1]} where it was fetched: toolnexus sends no credentials "
+                "there unless that host is named; other clients may")
         return
     if origin(card.source) != origin(endpoint):
         add("warning", "$.url", f"the card sends calls to {origin_text(endpoint)}, not to {origin_text(card.source)} "
