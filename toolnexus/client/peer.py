@@ -69,7 +69,7 @@ class _CardCache:
         return url + "\n" + hashlib.sha256(given.encode("utf-8", "surrogateescape")).hexdigest()
 
     def validators(self, key: str) -> dict[str, str]:
-        """The conditional headers for the card under ``key`` ("": none, the card is not cached)."""
+        """The conditional headers for the card kept under ``key`` (none for a card not kept)."""
         held = self._cards.get(key)
         return held[0] if held is not None else {}
 

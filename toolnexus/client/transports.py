@@ -24,7 +24,7 @@ from ..errors import RPC_ERRORS, PeerError, RPCError, UnsupportedOperationError
 from ..http import fetch
 from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
 from ..protocol import grpc_binding, rest
-from ..protocol.card import origin
+from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
@@ -65,7 +65,7 @@ class Transport:
 
     def elsewhere(self, endpoint: str, named: str) -> bool:
         """Whether ``endpoint`` is on another host than the one the caller ``named``."""
-        return origin(endpoint) != origin(named)
+        return elsewhere(endpoint, named, self.binding)
 
     async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         raise NotImplementedError
@@ -265,10 +265,6 @@ class GrpcTransport(Transport):
     def __init__(self, client: A2AClient, dialect: Dialect) -> None:
         super().__init__(client, dialect)
         self._channel: Any = None  # opened on first use
-
-    def elsewhere(self, endpoint: str, named: str) -> bool:
-        # gRPC has a port of its own: the host named is what credentials may go to
-        return origin(named)[1] != grpc_binding.host_of(endpoint)
 
     async def close(self) -> None:
         channel, self._channel = self._channel, None

@@ -391,18 +391,25 @@ def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
         _, endpoint, _, binding = card.route()
     except Exception:
         return
-    if endpoint.startswith("/"):
+    if endpoint.startswith("/") or not elsewhere(endpoint, card.source, binding):
         return
-    if binding is Binding.GRPC:  # a host:port target on a port of its own: the host is what counts
-        if origin(card.source)[1] != grpc_binding.host_of(endpoint):
-            add("warning", "$.supportedInterfaces", f"the card sends gRPC calls to {grpc_binding.target_of(endpoint)}, "
-                f"not to the host {origin(card.source)[1]} where it was fetched: toolnexus sends no credentials "
-                "there unless that host is named; other clients may")
-        return
-    if origin(card.source) != origin(endpoint):
+    if binding is Binding.GRPC:  # a host:port target on a port of its own: shown as it is
+        add("warning", "$.supportedInterfaces", f"the card sends gRPC calls to {grpc_binding.target_of(endpoint)}, "
+            f"not to the host {origin(card.source)[1]} where it was fetched: toolnexus sends no credentials "
+            "there unless that host is named; other clients may")
+    else:
         add("warning", "$.url", f"the card sends calls to {origin_text(endpoint)}, not to {origin_text(card.source)} "
                                 "where it was fetched: toolnexus sends no credentials there unless that host is "
                                 "named; other clients may")
+
+
+def elsewhere(endpoint: str, named: str, binding: Binding) -> bool:
+    """Whether calls to ``endpoint`` over ``binding`` reach another host than the URL ``named``
+    (where credentials may go): another origin over HTTP; over gRPC, which has a port of its own,
+    another host."""
+    if binding is Binding.GRPC:
+        return origin(named)[1] != grpc_binding.host_of(endpoint)
+    return origin(endpoint) != origin(named)
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

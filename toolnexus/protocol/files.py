@@ -112,14 +112,14 @@ def save_artifacts(task: Task, folder: str | os.PathLike[str], progress: Progres
     out = SavedArtifacts(Path(folder).expanduser())
     out.folder.mkdir(parents=True, exist_ok=True)
     names = _Names(out.folder)
+    bases = [safe_name(artifact.name, f"artifact-{n}") for n, artifact in enumerate(task.artifacts, 1)]
     parts = [(n, i, artifact, part) for n, artifact in enumerate(task.artifacts, 1)
              for i, part in enumerate(artifact.parts, 1)]
     links_path: Path | None = None
     if any(part.kind == "file" and part.raw is None and part.url for *_, part in parts):
         links_path = names.create(LINKS)  # ours first: a peer's own links.txt is the one renamed
     for done, (n, i, artifact, part) in enumerate(parts, 1):
-        stem = safe_name(artifact.name, f"artifact-{n}")
-        stem = stem if len(artifact.parts) == 1 else f"{stem}-{i}"
+        stem = bases[n - 1] if len(artifact.parts) == 1 else f"{bases[n - 1]}-{i}"
         if part.kind == "text":
             out.files.append(names.write(_with_ext(stem, ".txt"), (part.text or "").encode("utf-8")))
         elif part.kind == "data":

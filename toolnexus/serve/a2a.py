@@ -161,9 +161,8 @@ class A2AEndpoint:
         self._base_url = base_url
         self.grpc_target: str | None = None
         """``host:port`` of the gRPC service, when one is served (``A2AConfig.grpc``)."""
-        self._card: tuple[bytes, str] | None = None
+        self._card: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
         self._card_headers: list[tuple[bytes, bytes]] = []
-        self._card_time = 0
         self._notifications: set[asyncio.Task[Any]] = set()
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
@@ -210,17 +209,16 @@ class A2AEndpoint:
         if self._card is None:
             body = _json.dumps(self.card_json())
             etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-            self._card = (body, etag)
-            self._card_time = int(time.time())
+            self._card = (body, etag, int(time.time()))
             self._card_headers = [(b"etag", etag.encode()),
-                                  (b"last-modified", email.utils.formatdate(self._card_time, usegmt=True).encode()),
+                                  (b"last-modified", email.utils.formatdate(self._card[2], usegmt=True).encode()),
                                   (b"cache-control", f"max-age={CARD_MAX_AGE}".encode())]
-        body, etag = self._card
+        body, etag, served = self._card
         if if_none_match:
             if any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
                    for tag in if_none_match.split(",")):
                 return 304, self._card_headers, b""
-        elif if_modified_since and _not_after(self._card_time, if_modified_since):
+        elif if_modified_since and _not_after(served, if_modified_since):
             return 304, self._card_headers, b""
         return 200, [*self._card_headers, (b"content-type", b"application/json"),
                      (b"content-length", str(len(body)).encode())], body

@@ -185,11 +185,9 @@ class ChatScreen(ModeScreen):
 
         try:
             saved = task.save_artifacts(folder, progress)
-        except OSError as exc:
-            self.app.call_from_thread(finished, f"cannot save into {folder}: {exc.strerror or exc}", "error")
-            return
         except Exception as exc:  # a front end never dies of what a peer sent
-            self.app.call_from_thread(finished, f"cannot save into {folder}: {printable(str(exc), 200)}", "error")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else printable(str(exc), 200)
+            self.app.call_from_thread(finished, f"cannot save into {folder}: {reason}", "error")
             return
         self.app.call_from_thread(finished, f"saved {saved.summary()}", "warning" if saved.skipped else "information")
 
