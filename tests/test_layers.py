@@ -1,5 +1,5 @@
 """The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), no import
-circle anywhere (an import inside a function counts), and the type checker, clean."""
+circle anywhere (an import inside a function or under TYPE_CHECKING counts), and the type checker, clean."""
 
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_circle_anywhere_but_the_notebook_hook():
-    graph = grimp.build_graph("toolnexus", "tui", "notebook_ext", exclude_type_checking_imports=True)
+    graph = grimp.build_graph("toolnexus", "tui", "notebook_ext", exclude_type_checking_imports=False,
+                               cache_dir=None)  # a cache read a file as it was, not as it is
     assert HOOK[1] in graph.find_modules_directly_imported_by(HOOK[0])  # the hook is where it is said to be
     graph.remove_import(importer=HOOK[0], imported=HOOK[1])
     assert _circles(graph) == []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .protocol.model import Task, TaskState, now_iso
 
 if TYPE_CHECKING:
-    from .llm import RunResult
+    from .llm.run import RunResult
 
 __all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "RemoteCallEvent", "ServerEvent", "Dropped", "EventBus", "Event", "Hook"]
 

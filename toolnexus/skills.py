@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import yaml
 
@@ -29,6 +29,7 @@ __all__ = [
     "skill_tool",
     "skills_prompt",
     "SKILL_FILE",
+    "ToolkitLike",
 ]
 
 log = logging.getLogger("toolnexus.skills")
@@ -195,6 +196,22 @@ def skills_prompt(skills: Iterable[SkillDef]) -> str:
     lines = [_PROMPT_PREAMBLE, "", "## Available Skills"]
     lines += [f"- **{s.name}**: {s.description}" for s in described]
     return "\n".join(lines)
+
+
+
+class ToolkitLike(Protocol):
+    """What serving (:mod:`toolnexus.serve`) and the model loop (:mod:`toolnexus.llm`) use of a
+    toolkit; :class:`toolnexus.toolkit.Toolkit` is the one there is. Its shape is named here, below
+    both, because the toolkit serves itself through them (``Toolkit.serve``): they take the shape,
+    not the module above them."""
+
+    config: dict[str, Any]
+
+    def tools(self) -> list[Tool]: ...
+
+    def skills(self) -> list[SkillDef]: ...
+
+    def skills_prompt(self) -> str: ...
 
 
 # ----------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 from toolnexus import A2AClient
 from toolnexus.events import EventBus
 from toolnexus.secrets import expand_env
-from toolnexus.traffic import is_secret_name
+from toolnexus.secrets import is_secret_name
 
 from .saved import write_private
 

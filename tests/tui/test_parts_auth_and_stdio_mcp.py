@@ -366,7 +366,7 @@ async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tm
     lines: list[str] = []
     real_save = files.save_artifacts
 
-    def watched(task, folder, progress=None):  # type: ignore[no-untyped-def]
+    def watched(artifacts, folder, progress=None):  # type: ignore[no-untyped-def]
         where.append(threading.current_thread() is threading.main_thread())
 
         def told(done: int, total: int) -> None:
@@ -374,7 +374,7 @@ async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tm
             if done in (1, total):  # what the line said, read back once the UI has drawn it
                 lines.append(f"{done}/{total}")
 
-        return real_save(task, folder, told)
+        return real_save(artifacts, folder, told)
 
     monkeypatch.setattr(files, "save_artifacts", watched)
     app = ToolnexusApp(specs=[])

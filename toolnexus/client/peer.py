@@ -250,7 +250,7 @@ class A2AClient:
         return (self.card.name if self.card and self.card.name else "") or self.url or self.endpoint
 
     @property
-    def _http(self) -> httpx.AsyncClient:
+    def http(self) -> httpx.AsyncClient:
         """The HTTP client: the caller's, or our own, opened on first use."""
         if self._given_http is not None:
             return self._given_http
@@ -283,7 +283,7 @@ class A2AClient:
         """Fetch the card (when given a URL) and choose the dialect and endpoint."""
         if self.card is None:
             version = "0.3" if self.forced in (Dialect.V03, Dialect.LEGACY) else "1.0"  # what it will speak
-            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self._http, traffic=self.traffic,
+            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self.http, traffic=self.traffic,
                                          version=version)
             self.traffic.peer = self.card.name or self.url
         if self._transport is None:
@@ -307,7 +307,9 @@ class A2AClient:
         return self.card
 
     # -- JSON-RPC -----------------------------------------------------------------------------------
-    def _headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:
+    def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:
+        """The headers of a call in ``dialect``: JSON in and out (or SSE), the caller's headers where they
+        may go, 1.0's version header, and the running task's ``traceparent``."""
         h = {"content-type": "application/json", **(self.headers if self.credentials_sent else {})}
         if dialect is Dialect.V10:
             h["A2A-Version"] = "1.0"

@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import httpx
 
@@ -28,12 +28,29 @@ from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
+from ..traffic import TrafficRecorder
 
-if TYPE_CHECKING:
-    from .peer import A2AClient
-
-__all__ = ["Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
+__all__ = ["Caller", "Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
            "as_task"]
+
+
+class Caller(Protocol):
+    """What a transport uses of the client whose calls it carries (:class:`~toolnexus.client.peer.A2AClient`
+    is the one there is), named here so that the transports sit below the client that picks them."""
+
+    endpoint: str
+    timeout: float
+    traffic: TrafficRecorder
+    headers: dict[str, str]
+    credentials_sent: bool
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+
+    def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]: ...
 
 
 class Transport:
@@ -48,7 +65,7 @@ class Transport:
     push_get_needs_id: ClassVar[bool] = True
     """A push config is got by its id (the route or the request names one)."""
 
-    def __init__(self, client: A2AClient, dialect: Dialect) -> None:
+    def __init__(self, client: Caller, dialect: Dialect) -> None:
         self.client = client
         self.dialect = dialect
 
@@ -100,7 +117,7 @@ class _HttpTransport(Transport):
         method, verb, url, body, headers = self.request(op, params)
         started = time.perf_counter()
         try:
-            r, content = await exchange(c._http, verb, url, headers=headers, content=body,
+            r, content = await exchange(c.http, verb, url, headers=headers, content=body,
                                         limit=fetch.MAX_RESPONSE, timeout=c.timeout)
         except httpx.HTTPError as exc:
             c.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
@@ -125,7 +142,7 @@ class _HttpTransport(Transport):
         error: str | None = None
         timeout = httpx.Timeout(c.timeout, read=max(c.timeout, 60.0))
         try:
-            async with c._http.stream(verb, url, content=body, headers=headers, timeout=timeout) as r:
+            async with c.http.stream(verb, url, content=body, headers=headers, timeout=timeout) as r:
                 status, response_headers = r.status_code, dict(r.headers)
                 if not r.headers.get("content-type", "").startswith("text/event-stream"):
                     async with asyncio.timeout(c.timeout):
@@ -186,7 +203,7 @@ class JsonRpcTransport(_HttpTransport):
         if method is None:
             raise self.unsupported(op)
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
-        return method, "POST", self.client.endpoint, body, self.client._headers(self.dialect, stream=stream)
+        return method, "POST", self.client.endpoint, body, self.client.request_headers(self.dialect, stream=stream)
 
     def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
         try:
@@ -224,7 +241,7 @@ class RestTransport(_HttpTransport):
                 stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
         v03 = self.dialect is Dialect.V03
         verb, path, payload = rest.request_for(op, params, v03=v03)
-        headers = self.client._headers(self.dialect, stream=stream)
+        headers = self.client.request_headers(self.dialect, stream=stream)
         if v03:
             headers["A2A-Version"] = "0.3"
         if payload is None:
@@ -262,7 +279,7 @@ class GrpcTransport(Transport):
 
     binding = Binding.GRPC
 
-    def __init__(self, client: A2AClient, dialect: Dialect) -> None:
+    def __init__(self, client: Caller, dialect: Dialect) -> None:
         super().__init__(client, dialect)
         self._channel: Any = None  # opened on first use
 
@@ -355,7 +372,7 @@ _BY_BINDING: dict[Binding, type[Transport]] = {Binding.JSONRPC: JsonRpcTransport
                                                Binding.GRPC: GrpcTransport}
 
 
-def transport_for(client: A2AClient, binding: Binding, dialect: Dialect) -> Transport:
+def transport_for(client: Caller, binding: Binding, dialect: Dialect) -> Transport:
     """The transport of ``binding`` in ``dialect`` (JSON-RPC in the legacy dialect is its own)."""
     if binding is Binding.JSONRPC and dialect is Dialect.LEGACY:
         return LegacyTransport(client, dialect)

@@ -292,9 +292,9 @@ async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: Tr
     for check, method, params, want, extra in probes:
         body = _json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
         before, started = len(traffic.events), time.perf_counter()
-        sent = {**client._headers(dialect), **extra}
+        sent = {**client.request_headers(dialect), **extra}
         try:
-            r, content = await exchange(client._http, "POST", client.endpoint, headers=sent, content=body,
+            r, content = await exchange(client.http, "POST", client.endpoint, headers=sent, content=body,
                                          limit=1 << 20, timeout=client.timeout)
         except httpx.HTTPError as exc:
             add(Finding("warning", f"{name}: {check}", f"no answer: {why(exc)}"))

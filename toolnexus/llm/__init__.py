@@ -14,7 +14,8 @@ from ..stores.conversations import (
     MemoryConversationStore,
 )
 from ..tools import Tool
-from .client import Client, RunResult, Style, ToolCall, Turn, Usage, WaitFor
+from .client import Client, Style, WaitFor
+from .run import RunResult, ToolCall, Turn, Usage
 from .demo import DEMO_MODEL, approval_tool, demo_generate
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle

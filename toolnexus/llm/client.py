@@ -4,74 +4,24 @@ A :class:`Client` owns a :class:`Style` (how to talk to one kind of model: OpenA
 Anthropic-style, in process) and runs the loop: ask the model, execute the tool calls it makes
 through the toolkit, feed the results back in the style's own shapes, until it answers without
 tool calls. A tool that asks for out-of-band input suspends the run (see :meth:`Client.resume`).
+What a run is made of and returns (turns, calls, usage, :class:`RunResult`) is :mod:`toolnexus.llm.run`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import dataclasses
-import json
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Protocol
 
-from ..display import e, plural, to_dataframe
 from ..errors import MaxTurnsError, ModelTimeout
+from ..skills import ToolkitLike
 from ..stores.conversations import ConversationStore, MemoryConversationStore
 from ..tools import Answer, Request, Tool, ToolContext, ToolResult
+from .run import Inbox, RunResult, RunState, ToolCall, Turn, Usage
 
-if TYPE_CHECKING:
-    from ..toolkit import Toolkit
-
-__all__ = ["Client", "RunResult", "Usage", "ToolCall", "Turn", "Style", "WaitFor", "Inbox"]
+__all__ = ["Client", "Style", "WaitFor"]
 
 WaitFor = Callable[[Request], Awaitable[Answer]]
-
-
-@dataclass
-class Usage:
-    """Token counts, summed over every turn of a run."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-    def add(self, other: Usage) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.total_tokens += other.total_tokens
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-
-
-@dataclass
-class ToolCall:
-    """One tool call the model asked for. ``arguments`` is the parsed object, or the raw text
-    when the model sent JSON that does not parse (``bad_arguments`` then says why)."""
-
-    id: str
-    name: str
-    arguments: Any
-    bad_arguments: str | None = None
-
-
-@dataclass
-class Turn:
-    """One model answer: its text, its tool calls and its usage."""
-
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    model: str | None = None
-    raw: Any = None
-    """The answer in the style's own shape, when the style keeps it (Anthropic's content blocks)."""
 
 
 class Style(Protocol):
@@ -88,98 +38,6 @@ class Style(Protocol):
     def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]: ...
 
     async def aclose(self) -> None: ...
-
-
-@dataclass
-class RunResult:
-    """What a run returns.
-
-    Attributes:
-        text: the model's final answer ("" while pending).
-        messages: the transcript in the style's shapes (the system prompt is not in it; see ``system``).
-        tool_calls: each executed call: ``{name, args, output, is_error, metadata}``.
-        turns: how many times the model was asked.
-        usage: tokens summed over the turns.
-        model: the model that answered.
-        status: ``"ok"``, or ``"pending"`` when a tool waits for input (see ``pending``).
-        pending: the :class:`Request` the run waits on.
-        system: the system prompt the run used.
-    """
-
-    text: str = ""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    model: str = ""
-    status: Literal["ok", "pending"] = "ok"
-    pending: Request | None = None
-    system: str = ""
-    _state: _RunState | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def tool_call_count(self) -> int:
-        return len(self.tool_calls)
-
-    def _repr_html_(self) -> str:
-        return run_html(self)
-
-    def to_dataframe(self) -> Any:
-        """One row per tool call (needs pandas)."""
-        return to_dataframe([{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls])
-
-    def suspended(self) -> dict[str, Any] | None:
-        """A pending run as JSON data (None when it is not pending), so that another process can
-        resume it with :meth:`Client.restore`: the transcript, the calls done and still queued,
-        the call waiting and what the run has used so far. A tool's own state (a Python object)
-        is not in it: the tool is executed again with the answer, as in one process."""
-        state = self._state
-        if self.status != "pending" or state is None or state.waiting is None or self.pending is None:
-            return None
-        return json.loads(json.dumps({
-            "system": state.system, "messages": state.messages, "conversation": state.conversation,
-            "queue": [dataclasses.asdict(c) for c in state.queue], "waiting": dataclasses.asdict(state.waiting),
-            "done": [[dataclasses.asdict(c), {"output": o.output, "is_error": o.is_error,
-                                              "metadata": {k: v for k, v in o.metadata.items() if k != "pending"}}]
-                     for c, o in state.done],
-            "pending": self.pending.to_dict(), "turns": self.turns, "usage": self.usage.to_dict(),
-            "model": self.model, "tool_calls": self.tool_calls}, default=str))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "status": self.status,
-            "pending": self.pending.to_dict() if self.pending else None,
-            "model": self.model,
-            "turns": self.turns,
-            "usage": self.usage.to_dict(),
-            "tool_call_count": self.tool_call_count,
-            "tool_calls": self.tool_calls,
-        }
-
-
-class Inbox(collections.deque):
-    """User messages that arrive while a run works (texts). The run adds them to the conversation
-    before its next model turn, in order, and asks again rather than answer past one. It closes the
-    inbox at the moment it returns: empty when it answers; when a tool suspends it, what is left is
-    the caller's to send with the answer. Once ``closed``, a message must go to a new run."""
-
-    closed = False
-
-
-@dataclass
-class _RunState:
-    """Where a run stands, so that a suspended run can continue."""
-
-    toolkit: Toolkit | None
-    system: str
-    messages: list[dict[str, Any]]
-    conversation: str | None = None
-    queue: list[ToolCall] = field(default_factory=list)
-    done: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
-    waiting: ToolCall | None = None
-    result: RunResult = field(default_factory=RunResult)
-    inbox: Inbox | None = None
 
 
 class Client:
@@ -228,13 +86,13 @@ class Client:
         return f"Client(style={self.style.name!r}, model={self.model!r})"
 
     async def run(
-        self, prompt: str, toolkit: Toolkit | None = None, history: Sequence[dict[str, Any]] | None = None
+        self, prompt: str, toolkit: ToolkitLike | None = None, history: Sequence[dict[str, Any]] | None = None
     ) -> RunResult:
         """Run ``prompt`` to a final answer (or to a suspension), with ``history`` before it."""
         state = self._start(prompt, toolkit, history, None)
         return await self._bounded(self._drive(state))
 
-    async def ask(self, prompt: str, toolkit: Toolkit | None = None, id: str | None = None,
+    async def ask(self, prompt: str, toolkit: ToolkitLike | None = None, id: str | None = None,
                   inbox: Inbox | None = None) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
         ``inbox``: messages that arrive while it runs (see :class:`Inbox`)."""
@@ -256,10 +114,10 @@ class Client:
         state.result.status, state.result.pending = "ok", None
         return await self._bounded(self._drive(state))
 
-    def restore(self, data: dict[str, Any], toolkit: Toolkit | None) -> RunResult:
+    def restore(self, data: dict[str, Any], toolkit: ToolkitLike | None) -> RunResult:
         """The pending run :meth:`RunResult.suspended` wrote (in this process or another), ready
         for :meth:`resume` with ``toolkit``'s tools."""
-        state = _RunState(toolkit, data["system"], list(data["messages"]), data.get("conversation"))
+        state = RunState(toolkit, data["system"], list(data["messages"]), data.get("conversation"))
         state.queue = [ToolCall(**c) for c in data.get("queue", ())]
         state.waiting = ToolCall(**data["waiting"])
         state.done = [(ToolCall(**c), ToolResult(o["output"], o["is_error"], o.get("metadata") or {}))
@@ -282,12 +140,12 @@ class Client:
         await self.aclose()
 
     # -- the loop ------------------------------------------------------------------------------
-    def _start(self, prompt: str, toolkit: Toolkit | None, history: Sequence[dict[str, Any]] | None,
-               conversation: str | None) -> _RunState:
+    def _start(self, prompt: str, toolkit: ToolkitLike | None, history: Sequence[dict[str, Any]] | None,
+               conversation: str | None) -> RunState:
         parts = [self.system_prompt.strip(), toolkit.skills_prompt() if toolkit is not None else ""]
         system = "\n\n".join(p for p in parts if p)
         messages = [*(history or []), self.style.user(prompt)]
-        state = _RunState(toolkit, system, messages, conversation)
+        state = RunState(toolkit, system, messages, conversation)
         state.result = RunResult(messages=messages, model=self.model, system=system, _state=state)
         return state
 
@@ -300,12 +158,12 @@ class Client:
         except TimeoutError:
             raise ModelTimeout(f"the run took longer than its timeout of {self.timeout:g}s") from None
 
-    def _tools(self, toolkit: Toolkit | None) -> list[Tool]:
+    def _tools(self, toolkit: ToolkitLike | None) -> list[Tool]:
         own = toolkit.tools() if toolkit is not None else []
         names = {t.name for t in own}
         return own + [t for t in self.tools if t.name not in names]
 
-    async def _drive(self, state: _RunState) -> RunResult:
+    async def _drive(self, state: RunState) -> RunResult:
         result = state.result
         tools = self._tools(state.toolkit)
         while True:
@@ -334,7 +192,7 @@ class Client:
                 return result
             state.queue = list(turn.tool_calls)
 
-    async def _run_calls(self, state: _RunState, tools: list[Tool]) -> bool:
+    async def _run_calls(self, state: RunState, tools: list[Tool]) -> bool:
         """Execute the queued calls; True when the run suspended on one of them."""
         by_name = {t.name: t for t in tools}
         while state.queue:
@@ -361,7 +219,7 @@ class Client:
         state.done = []
         return False
 
-    async def _answered(self, state: _RunState, call: ToolCall, answer: Answer,
+    async def _answered(self, state: RunState, call: ToolCall, answer: Answer,
                         by_name: dict[str, Tool] | None = None) -> ToolResult:
         if not answer.ok:
             reason = answer.data if isinstance(answer.data, str) and answer.data else "no reason given"
@@ -383,33 +241,3 @@ class Client:
         return await tool.execute(call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer))
 
 
-def parse_arguments(raw: Any) -> tuple[Any, str | None]:
-    """A tool call's arguments as an object, from a dict or a JSON string; else the reason."""
-    if raw is None or raw == "":
-        return {}, None
-    if isinstance(raw, dict):
-        return raw, None
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return raw, f"{exc.msg} at column {exc.colno}"
-        return value, None
-    return raw, f"expected an object, got {type(raw).__name__}"
-
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
-
-
-def run_html(result: RunResult) -> str:
-    """A run as HTML: status, model, turns, tokens, the text and the tool calls."""
-    u = result.usage
-    calls = "".join(f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
-                    f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>" for c in result.tool_calls)
-    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {plural(result.turns, 'turn')} · "
-            f"{plural(u.total_tokens, 'token')} ({u.prompt_tokens} in, {u.completion_tokens} out) · "
-            f"{plural(result.tool_call_count, 'tool call')}"
-            f"<pre style='white-space:pre-wrap'>{e(result.text.strip())}</pre>"
-            + (f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>" if calls else "")
-            + "</div>")

@@ -19,8 +19,8 @@ import httpx
 
 from ..errors import ModelError, ModelTimeout
 from ..tools import Tool, ToolResult
-from ..traffic import is_secret_name, mask_text, secret_parts
-from .client import ToolCall, Turn, Usage, new_call_id, parse_arguments
+from ..secrets import is_secret_name, mask_text, secret_parts
+from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["OpenAIStyle", "AnthropicStyle", "RETRY_STATUSES"]
 

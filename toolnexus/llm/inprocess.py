@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ModelError
 from ..tools import Tool
-from .client import ToolCall, Turn, Usage, new_call_id, parse_arguments
+from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
 from .endpoints import OpenAIShapes
 
 __all__ = ["InProcessStyle", "Generate"]

@@ -20,13 +20,10 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .model import Task
+from typing import Protocol
 
 __all__ = ["MAX_FILE", "LINKS", "read_file", "save_artifacts", "SavedArtifacts", "Progress", "safe_name"]
 
@@ -104,16 +101,44 @@ Progress = Callable[[int, int], None]
 """Told ``(parts done, parts in all)`` as saving goes (from the thread that saves)."""
 
 
-def save_artifacts(task: Task, folder: str | os.PathLike[str], progress: Progress | None = None) -> SavedArtifacts:
-    """Write every part of every artifact of ``task`` into ``folder`` (created if need be): text as
+class _Part(Protocol):
+    """What saving reads of a part (a :class:`~toolnexus.protocol.model.Part`: the model, above
+    this module, hands its artifacts down, so they are typed here by their shape)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def data(self) -> object: ...
+    @property
+    def raw(self) -> str | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def media_type(self) -> str | None: ...
+    @property
+    def filename(self) -> str | None: ...
+
+
+class _Artifact(Protocol):
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def parts(self) -> Sequence[_Part]: ...
+
+
+def save_artifacts(artifacts: Sequence[_Artifact], folder: str | os.PathLike[str],
+                   progress: Progress | None = None) -> SavedArtifacts:
+    """Write every part of every artifact (a task's, see ``Task.save_artifacts``) into ``folder`` (created if need be): text as
     ``.txt``, data as ``.json``, inline files as their bytes under their (made safe) name; linked
     files go to ``links.txt``. Never overwrites and never follows a link. Blocking file I/O: a UI
     runs it in a worker thread, ``progress`` telling it how far it got."""
     out = SavedArtifacts(Path(folder).expanduser())
     out.folder.mkdir(parents=True, exist_ok=True)
     names = _Names(out.folder)
-    bases = [safe_name(artifact.name, f"artifact-{n}") for n, artifact in enumerate(task.artifacts, 1)]
-    parts = [(n, i, artifact, part) for n, artifact in enumerate(task.artifacts, 1)
+    bases = [safe_name(artifact.name, f"artifact-{n}") for n, artifact in enumerate(artifacts, 1)]
+    parts = [(n, i, artifact, part) for n, artifact in enumerate(artifacts, 1)
              for i, part in enumerate(artifact.parts, 1)]
     links_path: Path | None = None
     if any(part.kind == "file" and part.raw is None and part.url for *_, part in parts):

@@ -13,13 +13,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..display import badge, e, plural, to_dataframe
 from . import files
-
-if TYPE_CHECKING:
-    from ..trace import TraceContext
+from .tracecontext import TraceContext
 
 __all__ = [
     "TaskState",
@@ -254,7 +252,7 @@ class Task:
         """Write every artifact part into ``folder``; returns a :class:`~toolnexus.protocol.files.SavedArtifacts`.
         Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched.
         Blocking file I/O (``progress(done, total)`` is told as it goes): from a UI, run it in a thread."""
-        return files.save_artifacts(self, folder, progress)
+        return files.save_artifacts(self.artifacts, folder, progress)
 
     def _repr_html_(self) -> str:
         return task_html(self)

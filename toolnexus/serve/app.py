@@ -31,6 +31,7 @@ from ..http.server import (
 )
 from ..protocol.card import CARD_PATH
 from ..protocol.model import Task, TaskState
+from ..skills import ToolkitLike
 from ..stores import (
     FileTaskStore,
     MemoryConversationStore,
@@ -47,7 +48,6 @@ from .push import PushNotifier
 
 if TYPE_CHECKING:
     from ..llm import Client
-    from ..toolkit import Toolkit
 
 __all__ = ["ServeHandle", "ThreadServeHandle", "serve", "serve_in_thread", "build_app"]
 
@@ -158,7 +158,7 @@ def build_app(routes: list[BaseRoute], lifespan: Any = None) -> Starlette:
 
 
 async def serve(
-    toolkit: Toolkit,
+    toolkit: ToolkitLike,
     addr: str | int | None = "127.0.0.1:0",
     *,
     client: Client | None = None,
@@ -283,7 +283,7 @@ async def _imported(name: str) -> Any:
     return module if module is not None else await asyncio.to_thread(importlib.import_module, name)
 
 
-def _refuse_open_commands(toolkit: Toolkit, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:
+def _refuse_open_commands(toolkit: ToolkitLike, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:
     """Refuse to serve command-running tools beyond loopback to anyone who asks."""
     commands = sorted(t.name for t in toolkit.tools() if t.source == "builtin" and t.name in COMMAND_TOOLS)
     if not commands:
@@ -343,7 +343,7 @@ class ThreadServeHandle:
         self.stop()
 
 
-def serve_in_thread(toolkit: Toolkit, addr: str | int | None = "127.0.0.1:0", **options: Any) -> ThreadServeHandle:
+def serve_in_thread(toolkit: ToolkitLike, addr: str | int | None = "127.0.0.1:0", **options: Any) -> ThreadServeHandle:
     """Like :func:`serve`, on a new event loop in a daemon thread. Raises ``OSError`` on a bind failure."""
     loop_thread = LoopThread(name="toolnexus-serve")
     try:

@@ -28,7 +28,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..events import EventBus, Hook, TaskEvent
-from ..llm.client import Inbox
+from ..llm.run import Inbox
 from ..protocol.model import (
     Artifact,
     Message,
@@ -40,13 +40,13 @@ from ..protocol.model import (
     new_id,
     now_iso,
 )
+from ..skills import ToolkitLike
 from ..stores import TaskStore, visible
 from ..tools import Answer
 
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
     from ..protocol.push import PushConfig
-    from ..toolkit import Toolkit
     from .push import PushNotifier
 
 __all__ = ["TaskRunner", "OnTask"]
@@ -81,7 +81,7 @@ class TaskRunner:
     def __init__(
         self,
         *,
-        toolkit: Toolkit,
+        toolkit: ToolkitLike,
         client: Client | None,
         store: TaskStore,
         bus: EventBus,

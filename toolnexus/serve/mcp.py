@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -27,11 +27,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..events import EventBus, Hook, ToolCallEvent
+from ..skills import ToolkitLike
 from ..tools import Tool, ToolContext, ToolResult
 from .config import Auth, MCPServeConfig
-
-if TYPE_CHECKING:
-    from ..toolkit import Toolkit
 
 __all__ = ["MCPProfile"]
 
@@ -53,7 +51,7 @@ class _AsgiEndpoint:
 class MCPProfile:
     """``/mcp`` for one served toolkit."""
 
-    def __init__(self, toolkit: Toolkit, config: MCPServeConfig, *, bus: EventBus, server: str,
+    def __init__(self, toolkit: ToolkitLike, config: MCPServeConfig, *, bus: EventBus, server: str,
                  on_call: OnCall | None, auth: Auth | None) -> None:
         self.toolkit = toolkit
         self.config = config

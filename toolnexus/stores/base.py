@@ -18,7 +18,7 @@ from ..protocol.model import (
     TaskStatus,
     now_iso,
 )
-from ..trace import TraceContext
+from ..protocol.tracecontext import TraceContext
 
 __all__ = ["TaskPage", "TaskStore", "visible", "task_record", "task_from_record", "RECORD_DEPTH", "STATES"]
 
