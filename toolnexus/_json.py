@@ -5,9 +5,30 @@ from __future__ import annotations
 import json
 import threading
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight", "too_deep", "cut_deep"]
+from typing_extensions import TypeIs
+
+__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight", "too_deep", "cut_deep",
+           "is_object", "is_mapping", "is_array"]
+
+
+# What a value read from JSON (or from a peer) is, told to the type checker too: after the test its
+# keys are strings and its values anything, which ``isinstance`` alone leaves unknown.
+def is_object(value: object) -> TypeIs[dict[str, Any]]:
+    """A JSON object (a ``dict``)."""
+    return isinstance(value, dict)
+
+
+def is_mapping(value: object) -> TypeIs[Mapping[str, Any]]:
+    """Any mapping read like a JSON object (a ``dict``, or headers, or a protobuf map)."""
+    return isinstance(value, Mapping)
+
+
+def is_array(value: object) -> TypeIs[list[Any]]:
+    """A JSON array (a ``list``)."""
+    return isinstance(value, list)
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson

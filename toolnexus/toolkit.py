@@ -109,9 +109,9 @@ class Toolkit:
         bound; ``async with tk.serve(...) as handle`` stops it on exit. Options: ``client``, ``a2a``,
         ``on_task``, ``mcp``, ``on_call``, ``events`` (see :func:`toolnexus.serve.app.serve`).
         """
-        from .serve.app import _ServeCall, serve
+        from .serve.app import ServeCall, serve
 
-        return _ServeCall(serve(self, addr, **options))
+        return ServeCall(serve(self, addr, **options))
 
     def serve_in_thread(self, addr: str | int | None = "127.0.0.1:0", **options: Any) -> Any:
         """Like :meth:`serve`, on its own event loop in a daemon thread, for code with no running loop."""

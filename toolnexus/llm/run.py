@@ -130,7 +130,7 @@ class RunResult:
         }
 
 
-class Inbox(collections.deque):
+class Inbox(collections.deque[str]):
     """User messages that arrive while a run works (texts). The run adds them to the conversation
     before its next model turn, in order, and asks again rather than answer past one. It closes the
     inbox at the moment it returns: empty when it answers; when a tool suspends it, what is left is

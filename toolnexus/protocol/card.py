@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._json import is_array, is_object
 from ..display import ERR, MUTED, WARN, e, to_dataframe
 from ..errors import PeerError
 from ..skills import SkillDef
@@ -128,7 +129,7 @@ class AgentCard:
 
     @property
     def skills(self) -> list[dict[str, Any]]:
-        return [s for s in self.raw.get("skills") or [] if isinstance(s, dict)]
+        return [s for s in self.raw.get("skills") or () if is_object(s)]
 
     @property
     def streaming(self) -> bool:
@@ -140,13 +141,13 @@ class AgentCard:
 
     def _capability(self, name: str) -> bool:
         caps = self.raw.get("capabilities")
-        return bool(isinstance(caps, dict) and caps.get(name) is True)
+        return bool(is_object(caps) and caps.get(name) is True)
 
     @property
     def interfaces(self) -> list[dict[str, Any]]:
-        return [i for i in self.raw.get("supportedInterfaces") or [] if isinstance(i, dict)]
+        return [i for i in self.raw.get("supportedInterfaces") or () if is_object(i)]
 
-    def _interface(self, major: str, binding: Binding = Binding.JSONRPC) -> dict[str, Any] | None:
+    def interface(self, major: str, binding: Binding = Binding.JSONRPC) -> dict[str, Any] | None:
         for i in self.interfaces:
             named = Binding.named(i.get("protocolBinding", "JSONRPC"))
             version = str(i.get("protocolVersion") or "")
@@ -154,8 +155,8 @@ class AgentCard:
                 return i
         return None
 
-    def _jsonrpc(self, major: str) -> dict[str, Any] | None:
-        return self._interface(major)
+    def jsonrpc_interface(self, major: str) -> dict[str, Any] | None:
+        return self.interface(major)
 
     def choose(self) -> tuple[str, str, str]:
         """``(dialect, endpoint, reason)`` of :meth:`route` with the binding left to the card."""
@@ -165,7 +166,7 @@ class AgentCard:
     def _rest_v03(self) -> str | None:
         """The URL of a 0.3 HTTP+JSON interface: listed in ``supportedInterfaces``, or a 0.3
         card's ``url`` when its ``preferredTransport`` is HTTP+JSON."""
-        listed = self._interface("0", Binding.HTTP_JSON)
+        listed = self.interface("0", Binding.HTTP_JSON)
         if listed is not None and listed.get("url"):
             return str(listed["url"])
         url = self.raw.get("url")
@@ -185,8 +186,8 @@ class AgentCard:
             if asked is None:
                 raise ValueError(f"no such binding: {binding!r} (JSONRPC, HTTP+JSON or GRPC)")
             binding = asked
-        rest = self._interface("1", Binding.HTTP_JSON)
-        grpc = self._interface("1", Binding.GRPC)
+        rest = self.interface("1", Binding.HTTP_JSON)
+        grpc = self.interface("1", Binding.GRPC)
         if binding is Binding.GRPC:
             if grpc is not None and grpc.get("url"):
                 return "1.0", str(grpc["url"]), "gRPC asked for; the card lists it for protocol 1.x", binding
@@ -199,21 +200,21 @@ class AgentCard:
         if binding is Binding.HTTP_JSON:
             if rest is not None and rest.get("url"):
                 return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding
-            v1 = self._jsonrpc("1")
+            v1 = self.jsonrpc_interface("1")
             base = str(v1["url"]) if v1 is not None and v1.get("url") else self._base()
             return "1.0", base, "HTTP+JSON asked for; the card lists no such interface, trying its address", binding
-        v1 = self._jsonrpc("1")
+        v1 = self.jsonrpc_interface("1")
         if v1 is not None and v1.get("url"):
             return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x", Binding.JSONRPC
-        v0 = self._jsonrpc("0")
+        v0 = self.jsonrpc_interface("0")
         if v0 is not None and v0.get("url"):
             return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", Binding.JSONRPC
         if binding is None and rest is not None and rest.get("url"):
             return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", Binding.HTTP_JSON
         rest_v03 = self._rest_v03()
-        additional = [Binding.named(i.get("transport")) for i in self.raw.get("additionalInterfaces") or []
-                      if isinstance(i, dict)]
-        if binding is None and rest_v03 and Binding.JSONRPC not in additional and self._jsonrpc("0") is None:
+        additional = [Binding.named(i.get("transport")) for i in self.raw.get("additionalInterfaces") or ()
+                      if is_object(i)]
+        if binding is None and rest_v03 and Binding.JSONRPC not in additional and self.jsonrpc_interface("0") is None:
             return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", Binding.HTTP_JSON
         url = self.raw.get("url")
         if binding is None and grpc is not None and grpc.get("url") and not url and not any(
@@ -278,7 +279,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
     def add(level: str, path: str, message: str) -> None:
         out.append(Diagnostic(level, path, message))
 
-    if not isinstance(raw, dict):
+    if not is_object(raw):
         add("error", "$", "the card is not a JSON object")
         return CardReport(out, {"a2a-sdk 1.x": "cannot use this card", "a2a-sdk 0.3": "cannot use this card"},
                           "not a card")
@@ -306,7 +307,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
     caps = raw.get("capabilities")
     if caps is None:
         add("error", "$.capabilities", "capabilities is required (an object)")
-    elif not isinstance(caps, dict):
+    elif not is_object(caps):
         add("error", "$.capabilities", "capabilities must be an object")
     else:
         for flag in ("streaming", "pushNotifications", "extendedAgentCard", "stateTransitionHistory"):
@@ -316,14 +317,14 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
         modes = raw.get(key)
         if modes is None:
             add("error", f"$.{key}", f"{key} is required (a list of modes such as \"text\" or \"text/plain\")")
-        elif not isinstance(modes, list) or not all(isinstance(m, str) and m for m in modes):
+        elif not is_array(modes) or not all(isinstance(m, str) and m for m in modes):
             add("error", f"$.{key}", f"{key} must be a list of non-empty strings")
         elif not modes:
             add("warning", f"$.{key}", f"{key} is empty: clients cannot tell what to send")
     skills = raw.get("skills")
     if skills is None:
         add("error", "$.skills", "skills is required (a list)")
-    elif not isinstance(skills, list):
+    elif not is_array(skills):
         add("error", "$.skills", "skills must be a list")
     else:
         if not skills:
@@ -331,7 +332,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
         seen: set[str] = set()
         for i, s in enumerate(skills):
             where = f"$.skills[{i}]"
-            if not isinstance(s, dict):
+            if not is_object(s):
                 add("error", where, "a skill must be an object")
                 continue
             for key in ("id", "name", "description"):
@@ -342,7 +343,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
             tags = s.get("tags")
             if tags is None:
                 add("error", f"{where}.tags", "skill tags are required; strict validators reject a skill without them")
-            elif not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            elif not is_array(tags) or not all(isinstance(t, str) for t in tags):
                 add("error", f"{where}.tags", "skill tags must be a list of strings")
             elif not tags:
                 add("warning", f"{where}.tags", "skill tags are empty; linters mark this")
@@ -353,12 +354,12 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                 seen.add(sid)
     if has_interfaces:
         interfaces = raw["supportedInterfaces"]
-        if not isinstance(interfaces, list) or not interfaces:
+        if not is_array(interfaces) or not interfaces:
             add("error", "$.supportedInterfaces", "supportedInterfaces must be a non-empty list")
         else:
             for i, itf in enumerate(interfaces):
                 where = f"$.supportedInterfaces[{i}]"
-                if not isinstance(itf, dict):
+                if not is_object(itf):
                     add("error", where, "an interface must be an object")
                     continue
                 grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
@@ -432,13 +433,13 @@ def origin_text(url: str) -> str:
 def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:
     broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
     dialect, endpoint, reason, binding = card.route()
-    v1 = card._jsonrpc("1")
-    rest = card._interface("1", Binding.HTTP_JSON)
+    v1 = card.jsonrpc_interface("1")
+    rest = card.interface("1", Binding.HTTP_JSON)
     has_url = isinstance(card.raw.get("url"), str) and bool(card.raw.get("url"))
-    verdict = {}
+    verdict: dict[str, str] = {}
     if v1 is not None:
         verdict["a2a-sdk 1.x"] = "speaks 1.0 at " + str(v1.get("url"))
-    elif has_url or card._jsonrpc("0") is not None:
+    elif has_url or card.jsonrpc_interface("0") is not None:
         verdict["a2a-sdk 1.x"] = "falls back to its 0.3 compat transport at " + endpoint
     elif rest is not None:
         verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over HTTP+JSON at {rest.get('url')} when its ClientConfig lists "
@@ -475,7 +476,7 @@ def card_html(card: AgentCard, report: CardReport | None = None) -> str:
     dialect, endpoint, reason = card.choose()
     parts.append(f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
                  f"streaming {'yes' if card.streaming else 'no'}</p>")
-    if isinstance(raw.get("provider"), dict):
+    if is_object(raw.get("provider")):
         parts.append(f"<p><b>provider</b> {e(raw['provider'].get('organization', ''))}</p>")
     skills = "".join(
         f"<tr><td><code>{e(s.get('id'))}</code></td><td style='text-align:left'>{e(s.get('description', ''))}</td>"

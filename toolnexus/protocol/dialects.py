@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import too_deep
+from .._json import is_array, is_mapping, is_object, too_deep
 from ..errors import InvalidParamsError
 from .model import MAX_VALUE_DEPTH, Artifact, Message, Part, Task, TaskState, TaskStatus
 
@@ -201,9 +201,9 @@ _CONTENT_KEYS = ("text", "raw", "url", "data")
 
 def parse_part(d: Any, where: str) -> Part:
     """One part from any dialect. Raises InvalidParamsError naming ``where`` when it is not one."""
-    if not isinstance(d, Mapping):
+    if not is_mapping(d):
         raise InvalidParamsError(f"{where} must be an object")
-    meta = d.get("metadata") if isinstance(d.get("metadata"), Mapping) else None
+    meta = d.get("metadata") if is_mapping(d.get("metadata")) else None
     kind = d.get("kind")
     if kind is not None:
         if kind == "text":
@@ -216,7 +216,7 @@ def parse_part(d: Any, where: str) -> Part:
             return Part("data", data=d["data"], metadata=meta)
         if kind == "file":
             f = d.get("file")
-            if not isinstance(f, Mapping):
+            if not is_mapping(f):
                 raise InvalidParamsError(f"{where}.file must be an object")
             has = [k for k in ("bytes", "uri") if f.get(k) is not None]
             if len(has) != 1:
@@ -280,15 +280,15 @@ def json_names(value: Any) -> Any:
     Raises:
         InvalidParamsError: one object names a field both ways (``task_id`` and ``taskId``).
     """
-    if isinstance(value, list):
+    if is_array(value):
         items = [json_names(v) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
-    if not isinstance(value, dict):
+    if not is_object(value):
         return value
     out: dict[str, Any] = {}
     changed = False
     for key, item in value.items():
-        name = _json_name(key) if isinstance(key, str) and "_" in key.strip("_") else key
+        name = _json_name(key) if "_" in key.strip("_") else key
         if name != key:
             if name in value:
                 raise InvalidParamsError(f"Invalid params: {key} and {name} name the same field; send one")
@@ -305,7 +305,9 @@ def _check_value(value: Any, where: str) -> None:
                                  "more than every binding can answer with (gRPC's decoders stop near 32)")
 
 
-def _opt_id(d: Mapping[str, Any], key: str, where: str) -> str | None:
+def optional_string(d: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``d[key]`` as a string, or None when absent or empty; anything but a string is -32602 naming
+    ``where.key``."""
     v = d.get(key)
     if v is None or v == "":
         return None
@@ -316,12 +318,12 @@ def _opt_id(d: Mapping[str, Any], key: str, where: str) -> str | None:
 
 def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Message:
     """A message from any dialect. ``inbound`` demands the user role and a messageId."""
-    if not isinstance(d, Mapping):
+    if not is_mapping(d):
         raise InvalidParamsError(f"{where} must be an object")
     mid = d.get("messageId")
     if inbound and (not isinstance(mid, str) or not mid):
         raise InvalidParamsError(f"{where}.messageId is required")
-    context_id, task_id = _opt_id(d, "contextId", where), _opt_id(d, "taskId", where)
+    context_id, task_id = optional_string(d, "contextId", where), optional_string(d, "taskId", where)
     if inbound:  # what a caller names: ids every store can keep, values every binding can answer with
         check_id(str(mid), f"{where}.messageId")
         for key, value in (("contextId", context_id), ("taskId", task_id)):
@@ -331,15 +333,15 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     if inbound and role != "user":
         raise InvalidParamsError(f"{where}.role must be user (ROLE_USER), got {d.get('role')!r}")
     parts = d.get("parts")
-    if not isinstance(parts, list) or not parts:
+    if not is_array(parts) or not parts:
         raise InvalidParamsError(f"{where}.parts must be a non-empty array")
     meta = d.get("metadata")
-    if meta is not None and not isinstance(meta, Mapping):
+    if meta is not None and not is_mapping(meta):
         raise InvalidParamsError(f"{where}.metadata must be an object")
     if inbound:
         _check_value(meta, f"{where}.metadata")
         for i, part in enumerate(parts):
-            if isinstance(part, Mapping):
+            if is_mapping(part):
                 _check_value(part.get("metadata"), f"{where}.parts[{i}].metadata")
                 _check_value(part.get("data"), f"{where}.parts[{i}].data")
     refs = d.get("referenceTaskIds")
@@ -350,7 +352,7 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
         context_id=context_id,
         task_id=task_id,
         metadata=dict(meta) if meta else None,
-        reference_task_ids=[r for r in refs if isinstance(r, str)] if isinstance(refs, list) else None,
+        reference_task_ids=[r for r in refs if isinstance(r, str)] if is_array(refs) else None,
     )
 
 
@@ -363,20 +365,20 @@ def _lenient_message(d: Any) -> Message | None:
 
 def parse_task(d: Any) -> Task:
     """A task from any dialect (or a v1.0 ``{"task": ...}`` wrapper). Raises InvalidParamsError."""
-    if isinstance(d, Mapping) and "task" in d and isinstance(d["task"], Mapping) and "id" not in d:
+    if is_mapping(d) and "task" in d and is_mapping(d["task"]) and "id" not in d:
         d = d["task"]
-    if not isinstance(d, Mapping) or not isinstance(d.get("id"), str):
+    if not is_mapping(d) or not isinstance(d.get("id"), str):
         raise InvalidParamsError("a task must be an object with an id")
-    status: Mapping[str, Any] = given if isinstance(given := d.get("status"), Mapping) else {}
+    status: Mapping[str, Any] = given if is_mapping(given := d.get("status")) else {}
     state = parse_state(status.get("state")) or TaskState.UNKNOWN
     msg = _lenient_message(status.get("message")) if status.get("message") is not None else None
-    artifacts = []
-    for a in d.get("artifacts") or []:
-        if isinstance(a, Mapping):
-            parts = [p for p in (_lenient_part(x) for x in a.get("parts") or []) if p is not None]
+    artifacts: list[Artifact] = []
+    for a in d.get("artifacts") or ():
+        if is_mapping(a):
+            parts = [p for p in (_lenient_part(x) for x in a.get("parts") or ()) if p is not None]
             artifacts.append(Artifact(parts, str(a.get("artifactId") or ""), _str(a.get("name")),
                                       _str(a.get("description")), a.get("metadata") or None))
-    history = [m for m in (_lenient_message(x) for x in d.get("history") or []) if m is not None]
+    history = [m for m in (_lenient_message(x) for x in d.get("history") or ()) if m is not None]
     return Task(
         id=d["id"],
         context_id=str(d.get("contextId") or ""),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._json import cut_deep, too_deep
+from .._json import cut_deep, is_array, is_object, too_deep
 from ..errors import (
     RPC_REASONS,
     InternalError,
@@ -96,11 +96,11 @@ def fit(data: Any) -> tuple[Any, bool]:
 
     def walk(item: Any) -> Any:
         nonlocal cut
-        if isinstance(item, list):
+        if is_array(item):
             return [walk(v) for v in item]
-        if not isinstance(item, dict):
+        if not is_object(item):
             return item
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in item.items():
             if key in ("metadata", "data") and isinstance(value, (dict, list)):
                 fitted = cut_deep(value, MAX_VALUE_DEPTH, CUT)
@@ -128,12 +128,12 @@ def abort_args(err: RPCError) -> tuple[Any, str, tuple[tuple[str, bytes], ...]]:
     """``(status code, message, trailing metadata)`` to end a call with ``err`` (§5.4's gRPC status
     and the A2A reason in a ``google.rpc.Status`` detail)."""
     from google.protobuf import any_pb2
-    from google.rpc import error_details_pb2, status_pb2
+    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none
 
     grpc, _, _ = modules()
     info = error_details_pb2.ErrorInfo(reason=err.reason, domain="a2a-protocol.org",
                                        metadata={k: str(v) for k, v in (err.data or {}).items()}
-                                       if isinstance(err.data, dict) else {})
+                                       if is_object(err.data) else {})
     detail = any_pb2.Any()
     detail.Pack(info)
     number = _CODES.get(err.grpc_status, 13)
@@ -145,7 +145,7 @@ def abort_args(err: RPCError) -> tuple[Any, str, tuple[tuple[str, bytes], ...]]:
 def error_of(exc: Any, mask: Any = str) -> RPCError | None:
     """The RPCError a failed call carries (by its A2A reason; else by its status code), or None
     when it is not a status a peer sent (a connection that failed, a deadline)."""
-    from google.rpc import error_details_pb2, status_pb2
+    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none
 
     grpc, _, _ = modules()
     code = exc.code()

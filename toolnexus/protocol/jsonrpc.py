@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._json import too_deep
+from .._json import is_array, is_object, too_deep
 from ..errors import InvalidParamsError, InvalidRequestError, RPCError
 
 __all__ = [
@@ -52,9 +52,9 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
     """Check one decoded JSON-RPC request. Raises InvalidRequestError / InvalidParamsError; the
     error's ``data`` carries the request id when it could be read. ``raw``, the bytes it was read
     from, lets the depth check be skipped when they hold too few brackets to nest that deep."""
-    if isinstance(body, list):
+    if is_array(body):
         raise InvalidRequestError("Invalid Request: batch requests are not supported")
-    if not isinstance(body, dict):
+    if not is_object(body):
         raise InvalidRequestError("Invalid Request: the request must be a JSON object")
     rid = body.get("id", NO_ID)
     if rid is not NO_ID and not _valid_id(rid):
@@ -65,10 +65,10 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
     method = body.get("method")
     if not isinstance(method, str) or not method:
         raise _with_id(InvalidRequestError("Invalid Request: method must be a non-empty string"), echo)
-    params = body.get("params", {})
+    params: Any = body.get("params", {})
     if params is None:
         params = {}
-    if not isinstance(params, dict):
+    if not is_object(params):
         raise _with_id(InvalidParamsError("Invalid params: params must be an object"), echo)
     try:
         refuse_too_deep(params, raw)
@@ -103,7 +103,7 @@ def error_object(err: RPCError, *, error_info: bool) -> dict[str, Any]:
     if error_info:
         detail: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": err.reason,
                                   "domain": "a2a-protocol.org", "metadata": {}}
-        if isinstance(err.data, dict):
+        if is_object(err.data):
             detail["metadata"] = {k: str(v) for k, v in err.data.items()}
         out["data"] = [detail]
     elif err.data is not None:

@@ -292,7 +292,7 @@ def task_html(task: Task) -> str:
 
 def tasks_html(tasks: Iterable[Task], server: str | None = None) -> str:
     """Tasks as one HTML table: state, id, skill, context, request."""
-    body = []
+    body: list[str] = []
     for t in tasks:
         body.append(f"<tr><td>{badge(t.state.value)}</td><td><code>{e(t.id[:8])}…</code></td>"
                     f"<td>{e(t.skill or '—')}</td><td><code>{e(t.context_id[:8])}…</code></td>"

@@ -7,7 +7,7 @@ is a stream, and whether its HTTP+JSON request carries a JSON body (``"required"
 ``"optional"``: a POST that may come empty, ``"none"``: a GET or DELETE).
 
 What applies to every operation on every binding, in this order, before anything is decoded:
-the Host/Origin guard (``http.guard``), auth (``A2AEndpoint._owner_of``: the caller's owner key),
+the Host/Origin guard (``http.guard``), auth (``A2AEndpoint.owner_of``: the caller's owner key),
 the ``A2A-Version`` header, then, for a request that carries a body, its Content-Type and size
 (``A2AEndpoint._read``) and, once parsed, its depth (JSON-RPC reads its envelope before the
 version header: the method decides the dialect). Errors map to a JSON-RPC code, an HTTP status and a gRPC status in

@@ -17,6 +17,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import is_array, is_object
 from ..errors import InvalidParamsError
 from .dialects import (
     Dialect,
@@ -26,7 +27,7 @@ from .dialects import (
     render_status_update,
     render_task,
 )
-from .dialects import _opt_id as _text  # a string field, or None when absent or empty
+from .dialects import optional_string
 from .model import Artifact, Task, TaskState
 
 __all__ = ["PushConfig", "TOKEN_HEADER", "parse_push_config", "render_push_config", "payloads",
@@ -80,33 +81,33 @@ def parse_push_config(d: Any, dialect: Dialect, where: str = "params", task_id: 
     Raises:
         InvalidParamsError: a field of the wrong type, or no url.
     """
-    if not isinstance(d, dict):
+    if not is_object(d):
         raise InvalidParamsError(f"Invalid params: {where} must be an object")
     outer = d
     inner = d.get("pushNotificationConfig")
-    if isinstance(inner, dict):  # 0.3's wrapper (tolerated in 1.0 too)
+    if is_object(inner):  # 0.3's wrapper (tolerated in 1.0 too)
         where, d = f"{where}.pushNotificationConfig", inner
-    url = _text(d, "url", where)
+    url = optional_string(d, "url", where)
     if url is None:
         raise InvalidParamsError(f"Invalid params: {where}.url is required (the webhook to notify)")
     auth = d.get("authentication")
     scheme = credentials = None
     if auth is not None:
-        if not isinstance(auth, dict):
+        if not is_object(auth):
             raise InvalidParamsError(f"Invalid params: {where}.authentication must be an object")
-        scheme = _text(auth, "scheme", f"{where}.authentication")
+        scheme = optional_string(auth, "scheme", f"{where}.authentication")
         schemes = auth.get("schemes")
         if scheme is None and schemes is not None:
-            if not isinstance(schemes, list) or not all(isinstance(s, str) for s in schemes):
+            if not is_array(schemes) or not all(isinstance(s, str) for s in schemes):
                 raise InvalidParamsError(f"Invalid params: {where}.authentication.schemes must be a list of strings")
             scheme = schemes[0] if schemes else None
-        credentials = _text(auth, "credentials", f"{where}.authentication")
-    given_task = _text(outer, "taskId", where) or _text(d, "taskId", where)
-    for key, value in (("taskId", given_task), ("id", _text(d, "id", where))):
+        credentials = optional_string(auth, "credentials", f"{where}.authentication")
+    given_task = optional_string(outer, "taskId", where) or optional_string(d, "taskId", where)
+    for key, value in (("taskId", given_task), ("id", optional_string(d, "id", where))):
         if value:
             check_id(value, f"{where}.{key}")
     return PushConfig(task_id=task_id if task_id is not None else (given_task or ""), url=url,
-                      id=_text(d, "id", where) or "", token=_text(d, "token", where), scheme=scheme,
+                      id=optional_string(d, "id", where) or "", token=optional_string(d, "token", where), scheme=scheme,
                       credentials=credentials, dialect=dialect)
 
 
@@ -136,15 +137,15 @@ def payloads(task: Task, new_artifacts: list[Artifact], dialect: Dialect) -> lis
 def parse_notification(body: Any) -> tuple[str | None, TaskState | None]:
     """The task a notification is about and the state it reports (None where it reports none,
     e.g. an artifact update), in any dialect's shapes; never an error."""
-    if not isinstance(body, dict):
+    if not is_object(body):
         return None, None
     for key in ("statusUpdate", "artifactUpdate", "task"):
-        if isinstance(body.get(key), dict):
+        if is_object(body.get(key)):
             body = body[key]
             break
     task_id = body.get("taskId") if "taskId" in body else (body.get("id") if "status" in body else None)
     status = body.get("status")
-    state = parse_state(status.get("state")) if isinstance(status, dict) else None
+    state = parse_state(status.get("state")) if is_object(status) else None
     return (task_id if isinstance(task_id, str) and task_id else None), state
 
 

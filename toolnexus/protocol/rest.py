@@ -18,6 +18,7 @@ import re
 import urllib.parse
 from typing import Any
 
+from .._json import is_array, is_object
 from ..errors import (
     RPC_ERRORS,
     RPC_REASONS,
@@ -101,7 +102,7 @@ def params_from(op: str, path_params: dict[str, str], query: dict[str, str], bod
     one), its query (numbers and booleans parsed, as §11.5 writes them) and its path fields."""
     if body is None:
         params: dict[str, Any] = {}
-    elif isinstance(body, dict):
+    elif is_object(body):
         params = dict(body)
     else:
         raise InvalidParamsError("Invalid params: the body must be a JSON object")
@@ -125,7 +126,7 @@ def error_body(err: RPCError) -> dict[str, Any]:
     """A failure as §11.6 writes it: ``google.rpc.Status`` with the A2A reason in an ErrorInfo."""
     info: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": err.reason,
                             "domain": "a2a-protocol.org", "metadata": {}}
-    if isinstance(err.data, dict):
+    if is_object(err.data):
         info["metadata"] = {k: str(v) for k, v in err.data.items()}
     return {"error": {"code": err.http_status, "status": err.grpc_status, "message": err.message, "details": [info]}}
 
@@ -154,8 +155,8 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
     ``{"type": "TaskNotFoundError", "message"}`` and ``{"code": -32001, "message"}`` (the JS SDK's
     0.3 routes). None when ``data`` is not an error, or is a 401/403 without an A2A reason (a
     refused credential, which the client reports as such)."""
-    error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict) and isinstance(data, dict) and status >= 400:
+    error = data.get("error") if is_object(data) else None
+    if not is_object(error) and is_object(data) and status >= 400:
         named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
         cls = named.get(kind) if isinstance(kind := data.get("type"), str) else None
         if cls is None and isinstance(data.get("code"), int) and not isinstance(data.get("code"), bool):
@@ -163,11 +164,11 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
         if cls is not None:
             message = data.get("message")
             return cls(mask(message) if isinstance(message, str) and message else f"HTTP {status}")
-    if not isinstance(error, dict):
+    if not is_object(error):
         return None
     reason = None
-    for detail in error.get("details") or []:
-        if isinstance(detail, dict) and isinstance(detail.get("reason"), str):
+    for detail in error.get("details") or ():
+        if is_object(detail) and isinstance(detail.get("reason"), str):
             reason = detail["reason"]
             break
     cls = RPC_REASONS.get(reason or "")
@@ -195,7 +196,7 @@ def _some(**fields: Any) -> dict[str, Any]:
 def _objects(items: Any) -> list[dict[str, Any]]:
     if items is None:
         return []
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+    if not is_array(items) or not all(is_object(i) for i in items):
         raise InvalidParamsError("Invalid params: expected a list of objects")
     return items
 
@@ -206,7 +207,7 @@ def _part_v03(part: dict[str, Any]) -> dict[str, Any]:
         return {"text": part["text"], **meta}
     if "data" in part:
         data = part["data"]
-        return {"data": {"data": data if isinstance(data, dict) else {"value": data}}, **meta}
+        return {"data": {"data": data if is_object(data) else {"value": data}}, **meta}
     file = _some(mimeType=part.get("mediaType"), name=part.get("filename"))
     if "raw" in part:
         file["fileWithBytes"] = part["raw"]
@@ -221,9 +222,9 @@ def _part_v10(part: dict[str, Any]) -> dict[str, Any]:
         return {"text": part["text"], **meta}
     if "data" in part:
         data = part["data"]
-        return {"data": data.get("data", {}) if isinstance(data, dict) else data, **meta}
+        return {"data": data.get("data", {}) if is_object(data) else data, **meta}
     file = part.get("file")
-    if not isinstance(file, dict):
+    if not is_object(file):
         raise InvalidParamsError("Invalid params: a part must have text, file or data")
     out = _some(mediaType=file.get("mimeType"), filename=file.get("name"), **meta)
     if "fileWithBytes" in file:
@@ -240,7 +241,7 @@ def _message_v03(m: dict[str, Any]) -> dict[str, Any]:
 
 
 def _message_v10(m: Any) -> dict[str, Any]:
-    if not isinstance(m, dict):
+    if not is_object(m):
         raise InvalidParamsError("Invalid params: message must be an object")
     out = {k: v for k, v in m.items() if k != "content"}
     out["parts"] = [_part_v10(p) for p in _objects(m.get("content"))]
@@ -251,22 +252,22 @@ def _status(status: dict[str, Any], to_v03: bool) -> dict[str, Any]:
     states = _STATES_V03 if to_v03 else _STATES_V10
     state = status.get("state")
     out = {**status, "state": states.get(state, state) if isinstance(state, str) else state}
-    if isinstance(status.get("message"), dict):
+    if is_object(status.get("message")):
         out["message"] = (_message_v03 if to_v03 else _message_v10)(status["message"])
     return out
 
 
 def _artifact(a: Any, to_v03: bool) -> Any:
-    if not isinstance(a, dict):  # a peer's odd shape: left for the parser to refuse
+    if not is_object(a):  # a peer's odd shape: left for the parser to refuse
         return a
     return {**a, "parts": [(_part_v03 if to_v03 else _part_v10)(p) for p in _objects(a.get("parts"))]}
 
 
 def _task(t: Any, to_v03: bool) -> Any:
-    if not isinstance(t, dict):
+    if not is_object(t):
         return t
     out = dict(t)
-    if isinstance(t.get("status"), dict):
+    if is_object(t.get("status")):
         out["status"] = _status(t["status"], to_v03)
     if "artifacts" in t:
         out["artifacts"] = [_artifact(a, to_v03) for a in _objects(t["artifacts"])]
@@ -278,22 +279,22 @@ def _task(t: Any, to_v03: bool) -> Any:
 def _event(frame: Any, to_v03: bool) -> Any:
     """A send result or a stream frame (``{task}``, ``{message}``, ``{statusUpdate}``,
     ``{artifactUpdate}``) from 1.0 to 0.3 (``to_v03``) or back; 0.3's status updates carry ``final``."""
-    if not isinstance(frame, dict):
+    if not is_object(frame):
         return frame
-    if isinstance(frame.get("task"), dict):
+    if is_object(frame.get("task")):
         return {"task": _task(frame["task"], to_v03)}
-    if isinstance(frame.get("message"), dict):
+    if is_object(frame.get("message")):
         return {"message": (_message_v03 if to_v03 else _message_v10)(frame["message"])}
-    if isinstance(frame.get("statusUpdate"), dict):
+    if is_object(frame.get("statusUpdate")):
         update = {k: v for k, v in frame["statusUpdate"].items() if k != "final"}
-        status = update.get("status")
+        status: Any = update.get("status")
         if to_v03:
             status = status or {}
             update["final"] = status.get("state") in _FINAL
-        if isinstance(status, dict):
+        if is_object(status):
             update["status"] = _status(status, to_v03)
         return {"statusUpdate": update}
-    if isinstance(frame.get("artifactUpdate"), dict):
+    if is_object(frame.get("artifactUpdate")):
         update = frame["artifactUpdate"]
         return {"artifactUpdate": {**update, "artifact": _artifact(update.get("artifact") or {}, to_v03)}}
     return frame
@@ -303,7 +304,7 @@ def _push_v03(c: dict[str, Any]) -> dict[str, Any]:
     auth = c.get("authentication")
     inner = _some(id=c.get("id"), url=c.get("url"), token=c.get("token"),
                   authentication=_some(schemes=[auth["scheme"]] if auth.get("scheme") else None,
-                                       credentials=auth.get("credentials")) if isinstance(auth, dict) else None)
+                                       credentials=auth.get("credentials")) if is_object(auth) else None)
     return {"name": f"tasks/{c.get('taskId', '')}/pushNotificationConfigs/{c.get('id', '')}",
             "pushNotificationConfig": inner}
 
@@ -312,18 +313,18 @@ def _push_v10(body: Any, task_id: str) -> dict[str, Any]:
     """A 0.3 push config in 1.0's shape: the config itself (``{name, pushNotificationConfig}``, as
     the JS SDK sends it), or the Create request around it (``{parent, configId, config}``, as the
     1.x SDK's compat client does), or the bare ``PushNotificationConfig``."""
-    if isinstance(body, dict) and isinstance(body.get("config"), dict):
+    if is_object(body) and is_object(body.get("config")):
         body = body["config"]
-    if not isinstance(body, dict):
+    if not is_object(body):
         raise InvalidParamsError("Invalid params: the push notification config must be an object")
     inner = body.get("pushNotificationConfig", body)
-    if not isinstance(inner, dict):
+    if not is_object(inner):
         raise InvalidParamsError("Invalid params: pushNotificationConfig must be an object")
     auth = inner.get("authentication")
-    schemes = auth.get("schemes") if isinstance(auth, dict) else None
+    schemes = auth.get("schemes") if is_object(auth) else None
     return _some(taskId=task_id, id=inner.get("id"), url=inner.get("url"), token=inner.get("token"),
-                 authentication=_some(scheme=schemes[0] if isinstance(schemes, list) and schemes else None,
-                                      credentials=auth.get("credentials")) if isinstance(auth, dict) else None)
+                 authentication=_some(scheme=schemes[0] if is_array(schemes) and schemes else None,
+                                      credentials=auth.get("credentials")) if is_object(auth) else None)
 
 
 _RENAMED = {"request": "message", "update": "message", "msg": "message"}  # 0.3 proto names whose JSON name differs
@@ -334,13 +335,13 @@ def _json_names(value: Any, key: str = "") -> Any:
     names (``messageId``, ``message``); ``metadata`` and a data part's ``data`` are free-form."""
     if key == "metadata":
         return value
-    if isinstance(value, list):
+    if is_array(value):
         return [_json_names(v, key) for v in value]
-    if not isinstance(value, dict):
+    if not is_object(value):
         return value
     if key == "data" and set(value) == {"data"}:  # a DataPart: its Struct stays as it is
         return value
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in value.items():
         name = _RENAMED.get(k) or re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k)
         out[name] = _json_names(v, name)
@@ -356,7 +357,7 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
         out["message"] = _message_v10(params.get("message"))
         config = params.get("configuration")
         if config is not None:
-            if not isinstance(config, dict):
+            if not is_object(config):
                 raise InvalidParamsError("Invalid params: configuration must be an object")
             blocking = config.get("blocking", False)
             if not isinstance(blocking, bool):
@@ -375,7 +376,7 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def _named_push(body: Any) -> dict[str, Any]:
     """A 0.3 config ``{name: tasks/{id}/pushNotificationConfigs/{configId}, pushNotificationConfig}`` in 1.0's shape."""
-    name = body.get("name") if isinstance(body, dict) else None
+    name = body.get("name") if is_object(body) else None
     parts = name.split("/") if isinstance(name, str) else []
     return _push_v10(body, parts[1] if len(parts) >= 2 and parts[0] == "tasks" else "")
 
@@ -383,7 +384,7 @@ def _named_push(body: Any) -> dict[str, Any]:
 def v03_request(op: str, params: dict[str, Any]) -> dict[str, Any]:
     """1.0 params (what the client builds for any binding) as a 0.3 REST body."""
     if op in ("send", "stream"):
-        config = params.get("configuration") or {}
+        config: dict[str, Any] = params.get("configuration") or {}
         push = config.get("taskPushNotificationConfig")
         body = {"message": _message_v03(params["message"]),
                 "configuration": _some(acceptedOutputModes=config.get("acceptedOutputModes"),
@@ -408,7 +409,7 @@ def v03_answer(op: str, data: Any) -> Any:
     if op in ("push-set", "push-get"):
         return _named_push(data)
     if op == "push-list":
-        items = data.get("configs", []) if isinstance(data, dict) else data
+        items = data.get("configs", []) if is_object(data) else data
         return {"configs": [_named_push(c) for c in _objects(items)]}
     return data
 

@@ -8,6 +8,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import is_object
+
 __all__ = ["TraceContext", "parse_traceparent", "new_trace", "HEADER"]
 
 HEADER = "traceparent"
@@ -42,7 +44,7 @@ class TraceContext:
     @classmethod
     def from_dict(cls, data: Any) -> TraceContext | None:
         """The context :meth:`to_dict` wrote, or None for anything else."""
-        if not isinstance(data, dict):
+        if not is_object(data):
             return None
         trace, span, parent = data.get("traceId"), data.get("spanId"), data.get("parentId")
         if not (isinstance(trace, str) and len(trace) == 32 and isinstance(span, str) and len(span) == 16):

@@ -90,7 +90,8 @@ _DRAIN = 1024 * 1024
 _JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
 
 
-def _bare(result: Any) -> Any:
+def as_is(result: Any) -> Any:
+    """A stream's results as the runner renders them (the ``wrap`` of a binding that frames them itself)."""
     return result
 
 
@@ -118,7 +119,7 @@ def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | No
 async def _whole_body(request: Request) -> bytes:
     """The body of a request whose length the server holds it to, read straight from ``receive``
     (Starlette's ``body()`` goes through an async generator per request)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         message = await request.receive()
         if message["type"] == "http.disconnect":
@@ -139,7 +140,7 @@ def _header_map(scope: Any) -> dict[str, str]:
     return out
 
 
-class _Refusal(Exception):
+class Refusal(Exception):
     """A transport-level refusal (HTTP 4xx) before JSON-RPC begins."""
 
     def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
@@ -265,9 +266,9 @@ class A2AEndpoint:
 
     async def _rpc(self, request: Request, headers: Mapping[str, str]) -> Any:
         try:
-            owner = self._owner_of(headers)
+            owner = self.owner_of(headers)
             body = await self._read(request, headers)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             if refusal.status in (401, 403):  # HTTP authentication, answered before JSON-RPC begins
                 return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
             # 415, 413, 400 keep their status (415 also closes the browser simple-request path), and
@@ -293,9 +294,9 @@ class A2AEndpoint:
             dialect, op = self._route(call.method, call.params, headers)
             if call.is_notification:
                 if not op.streams:
-                    self._background(self._dispatch(op, call.params, dialect, None, owner))
+                    self._background(self.dispatch(op, call.params, dialect, None, owner))
                 return Response(status_code=204)
-            outcome = await self._dispatch(op, call.params, dialect, rid, owner)
+            outcome = await self.dispatch(op, call.params, dialect, rid, owner)
             if not isinstance(outcome, Response):
                 return _json_response(result_envelope(rid, outcome))
         except RPCError as err:
@@ -312,9 +313,9 @@ class A2AEndpoint:
             return _json_response(error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10))
         return outcome
 
-    def _owner_of(self, headers: Mapping[str, str]) -> str | None:
+    def owner_of(self, headers: Mapping[str, str]) -> str | None:
         """The caller's owner key (see ``Auth.identify``) from its headers (lower-case names) or a
-        gRPC call's metadata; a refused caller raises _Refusal. Every binding reads its caller here,
+        gRPC call's metadata; a refused caller raises Refusal. Every binding reads its caller here,
         so the caller's W3C trace is noted here too (``trace.accept``)."""
         trace.accept(headers)
         auth = self.config.auth
@@ -324,7 +325,7 @@ class A2AEndpoint:
         if status is not None:
             challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
             text = "authentication required" if status == 401 else "invalid credentials"
-            raise _Refusal(status, text, challenge)
+            raise Refusal(status, text, challenge)
         return owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
@@ -334,9 +335,9 @@ class A2AEndpoint:
         result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
         error_body = rest.v03_error_body if v03 else rest.error_body
         try:
-            owner = self._owner_of(request.headers)  # first: an unauthenticated caller learns nothing more
+            owner = self.owner_of(request.headers)  # first: an unauthenticated caller learns nothing more
             version = request.headers.get("a2a-version")
-            if version is not None and _major(version) != (0 if v03 else 1):
+            if version is not None and major_version(version) != (0 if v03 else 1):
                 speaks = "0.3 under /v1/" if v03 else "1.0"
                 raise VersionNotSupportedError(
                     f"Version not supported: A2A-Version {version} on {request.url.path} (these HTTP+JSON routes "
@@ -350,14 +351,14 @@ class A2AEndpoint:
                     raise ParseError("Parse error: the body is not valid JSON") from None
                 refuse_too_deep(body, raw)  # the limit JSON-RPC's params have
             params = rest.params_from(op.key, dict(request.path_params), dict(request.query_params), body)
-            frame = functools.partial(rest.v03_result, "stream") if v03 else _bare
-            outcome = await self._dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
+            frame = functools.partial(rest.v03_result, "stream") if v03 else as_is
+            outcome = await self.dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
                                            owner, wrap=lambda results: sse(results, frame))
             if isinstance(outcome, Response):
                 return outcome
             return Response(_json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome), 200,
                             media_type=rest.MEDIA_TYPE)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
         except ClientDisconnect:
             return Response(status_code=400)
@@ -369,22 +370,22 @@ class A2AEndpoint:
 
     async def _read(self, request: Request, headers: Mapping[str, str]) -> bytes:
         """The body of an admitted caller's request, within the content type and size every
-        binding takes; refusals raise _Refusal."""
+        binding takes; refusals raise Refusal."""
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype not in _JSON_TYPES and not ctype.endswith("+json"):
-            raise _Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
+            raise Refusal(415, f"Content-Type must be application/json, got {ctype or 'none'}")
         limit = self.config.max_body
         declared = headers.get("content-length")
         if declared is not None:
             try:
                 size = int(declared)
             except ValueError:
-                raise _Refusal(400, "invalid Content-Length") from None
+                raise Refusal(400, "invalid Content-Length") from None
             if size > limit:
-                raise _Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
+                raise Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
             return await _whole_body(request)  # the server enforces Content-Length: no more can arrive
         # a trickled body: the server's header_timeout closes the connection (http.server)
-        chunks = []
+        chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
@@ -394,7 +395,7 @@ class A2AEndpoint:
                     size += len(rest)
                     if size > limit + _DRAIN:
                         break
-                raise _Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
+                raise Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -412,7 +413,7 @@ class A2AEndpoint:
     def _route(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Dialect, Operation]:
         """The dialect and operation of a call, after the A2A-Version check. Nothing has run yet."""
         version = headers.get("a2a-version")
-        major = _major(version) if version else None
+        major = major_version(version) if version else None
         if version is not None and major not in (0, 1):
             raise VersionNotSupportedError(
                 f"Version not supported: A2A-Version {version} (this agent speaks {_SERVED_VERSIONS})",
@@ -434,7 +435,7 @@ class A2AEndpoint:
             return Dialect.V10, op
         return Dialect.LEGACY, op
 
-    async def _dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
+    async def dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
                         owner: str | None = None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
         them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
@@ -481,8 +482,8 @@ class A2AEndpoint:
     async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
                     stream: bool, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         message = parse_message(params.get("message"))
-        config = params.get("configuration") or {}
-        if not isinstance(config, dict):
+        config: Any = params.get("configuration") or {}
+        if not _json.is_object(config):
             raise InvalidParamsError("configuration must be an object")
         history_length = _history_length(config)
         blocking = _blocking(config, dialect, "configuration" in params)
@@ -531,11 +532,11 @@ class A2AEndpoint:
                 raise InvalidParamsError("Invalid params: taskId is required")
             await self.runner.get(config.task_id, owner)
             return render_push_config(await notifier.keep(notifier.set(config)), dialect)
-        task_id = _opt_id(params, "taskId" if v10 else "id")
+        task_id = optional_string(params, "taskId" if v10 else "id")
         if not task_id:
             raise InvalidParamsError(f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string")
         await self.runner.get(task_id, owner)
-        config_id = _opt_id(params, "id" if v10 else "pushNotificationConfigId")
+        config_id = optional_string(params, "id" if v10 else "pushNotificationConfigId")
         await notifier.load(task_id)  # shared by workers: what the database holds (set on any of them)
         if kind == "push-get":
             return render_push_config(notifier.get(task_id, config_id), dialect)
@@ -549,7 +550,7 @@ class A2AEndpoint:
         return {} if v10 else None
 
     async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:
-        context = _opt_id(params, "contextId")
+        context = optional_string(params, "contextId")
         state = None
         if params.get("status") not in (None, "", "TASK_STATE_UNSPECIFIED"):
             state = parse_state(params["status"])
@@ -642,18 +643,18 @@ def _has_body(headers: Mapping[str, str]) -> bool:
     return headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in headers
 
 
-def _major(version: str) -> int | None:
+def major_version(version: str) -> int | None:
     head = version.strip().split(".")[0]
     return int(head) if head.isdigit() else None
 
 
 def _looks_v10(message: Any) -> bool:
-    if not isinstance(message, dict):
+    if not _json.is_object(message):
         return False
     if message.get("role") in ("ROLE_USER", "ROLE_AGENT"):
         return True
     parts = message.get("parts")
-    return isinstance(parts, list) and any(isinstance(p, dict) and "kind" not in p for p in parts)
+    return _json.is_array(parts) and any(_json.is_object(p) and "kind" not in p for p in parts)
 
 
 def _is_int(v: Any) -> bool:
@@ -676,7 +677,7 @@ def _id(params: dict[str, Any]) -> str:
     return check_id(value, "id")
 
 
-def _opt_id(params: dict[str, Any], key: str) -> str | None:
+def optional_string(params: dict[str, Any], key: str) -> str | None:
     value = _opt_str(params, key)
     return check_id(value, key) if value else value
 

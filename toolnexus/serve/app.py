@@ -162,7 +162,7 @@ async def serve(
     addr: str | int | None = "127.0.0.1:0",
     *,
     client: Client | None = None,
-    a2a: A2AConfig | dict[str, Any] | None = None,
+    a2a: A2AConfig | dict[str, Any] | bool | None = None,
     on_task: Callable[[dict[str, Any]], Any] | None = None,
     mcp: MCPServeConfig | dict[str, Any] | bool | None = None,
     on_call: Callable[[dict[str, Any]], Any] | None = None,
@@ -288,7 +288,7 @@ def _refuse_open_commands(toolkit: ToolkitLike, host: str, a2a: A2AConfig | None
     commands = sorted(t.name for t in toolkit.tools() if t.source == "builtin" and t.name in COMMAND_TOOLS)
     if not commands:
         return
-    open_profiles = []
+    open_profiles: list[str] = []
     if a2a is not None and a2a.auth is None:
         open_profiles.append("A2A")
     if mcp is not None and (mcp.auth or (a2a.auth if a2a else None)) is None \
@@ -354,7 +354,7 @@ def serve_in_thread(toolkit: ToolkitLike, addr: str | int | None = "127.0.0.1:0"
     return ThreadServeHandle(loop_thread, handle)
 
 
-class _ServeCall:
+class ServeCall:
     """What ``Toolkit.serve`` returns: ``await`` it for the handle, or use it with ``async with``."""
 
     def __init__(self, coro: Any) -> None:

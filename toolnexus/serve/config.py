@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from .._json import is_mapping
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
 from ..tools import Tool
@@ -54,7 +55,7 @@ class Auth:
     def from_config(cls, value: Any) -> Auth | None:
         if value is None or isinstance(value, Auth):
             return value
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             raise ConfigError("a2a.auth must be an object such as {\"bearer\": [\"token\"]}")
         if "bearer" in value:
             tokens = value["bearer"]
@@ -229,7 +230,7 @@ def _from_block(cls: Any, value: Any, block: str) -> Any:
         return value
     if value is None or value is True:
         return cls()
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise ConfigError(f"{block} must be an object")
     names = {f.name for f in fields(cls)}
     out: dict[str, Any] = {}

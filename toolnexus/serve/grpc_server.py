@@ -21,7 +21,7 @@ from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 from ..protocol.dialects import Dialect
 from ..protocol.grpc_binding import abort_args, fit, message_type, modules, to_json, to_proto
 from ..protocol.operations import OPERATIONS, Operation
-from .a2a import A2AEndpoint, _bare, _major, _Refusal
+from .a2a import A2AEndpoint, Refusal, as_is, major_version
 
 __all__ = ["GrpcServer"]
 
@@ -76,13 +76,13 @@ class GrpcServer:
                                       "deeper than protobuf decodes)")
         metadata = {k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
         try:
-            owner = self.endpoint._owner_of(metadata)
-        except _Refusal as refusal:
+            owner = self.endpoint.owner_of(metadata)
+        except Refusal as refusal:
             code = grpc.StatusCode.UNAUTHENTICATED if refusal.status == 401 else grpc.StatusCode.PERMISSION_DENIED
             await context.abort(code, str(refusal))  # ends the call: it raises
             raise
         version = metadata.get("a2a-version")
-        if version is not None and _major(version) != 1:
+        if version is not None and major_version(version) != 1:
             raise VersionNotSupportedError(f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
                                            data={"supportedVersions": "1.0"})
         return to_json(request), owner
@@ -101,7 +101,7 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> Any:
             try:
                 params, owner = await self._params(request, context)
-                result = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner)
+                result = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner)
                 return _answer(op, result)
             except Exception as exc:
                 await self._failed(op, exc, context)
@@ -112,7 +112,7 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
                 params, owner = await self._params(request, context)
-                results = await self.endpoint._dispatch(op, params, Dialect.V10, None, owner, wrap=_bare)
+                results = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, wrap=as_is)
                 async with contextlib.aclosing(results):
                     async for result in results:
                         if result is not None:  # a quiet spell: gRPC keeps its own connection alive

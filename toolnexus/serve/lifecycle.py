@@ -15,6 +15,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from .._json import is_object
 from .. import trace
 from ..errors import (
     InvalidParamsError,
@@ -345,7 +346,7 @@ class TaskRunner:
                     del self._inboxes[task.id]
         if task.skill is None:
             task.skill = next((c["args"].get("name") for c in result.tool_calls
-                               if c["name"] == "skill" and isinstance(c.get("args"), dict)), None)
+                               if c["name"] == "skill" and is_object(c.get("args"))), None)
         if result.status == "pending" and result.pending is not None:
             question = Message.agent(result.pending.prompt or "input required", task.context_id, task.id)
             self._pending[task.id] = result
