@@ -32,7 +32,7 @@ def test_our_own_card_is_clean_and_both_lines_work():
         tn.SkillDef("greet", "says hello")], streaming=True)
     report = tn.validate_card(ours)
     assert report.ok and [d for d in report.diagnostics if d.level != "info"] == []
-    assert report.summary == "speaks 1.0 and 0.3: both official client lines will work"
+    assert report.summary == "offers 1.0 and 0.3: each official client line finds its own"
     assert report.verdict["a2a-sdk 0.3"] == "speaks 0.3 at http://127.0.0.1:5000/"
 
 
@@ -40,10 +40,10 @@ def test_sdk_cards():
     no_compat = tn.validate_card(card("sdk-1x-no-compat.json"))
     assert no_compat.ok
     assert ("warning", "$.url") in diags(no_compat)
-    assert no_compat.summary == "speaks 1.0 only: the official 1.x client will work; 0.3 clients will not"
+    assert no_compat.summary == "offers 1.0 only: the official 1.x client finds it; 0.3 clients do not"
     assert no_compat.verdict["a2a-sdk 0.3"] == "rejects this card (no top-level url)"
     compat = tn.validate_card(card("sdk-1x-compat.json"))
-    assert compat.ok and compat.summary.startswith("speaks 1.0 and 0.3")
+    assert compat.ok and compat.summary.startswith("offers 1.0 and 0.3")
 
 
 def test_a_rest_only_card_is_spoken_to_over_http_json():
@@ -52,7 +52,7 @@ def test_a_rest_only_card_is_spoken_to_over_http_json():
                  "supportedInterfaces": [{"url": "http://127.0.0.1:7100/", "protocolBinding": "HTTP+JSON",
                                           "protocolVersion": "1.0"}]}
     report = tn.validate_card(rest_only)
-    assert report.summary == "speaks 1.0 over HTTP+JSON only: REST clients will work; JSON-RPC clients will not"
+    assert report.summary == "offers 1.0 over HTTP+JSON only: REST clients find it; JSON-RPC clients do not"
     assert report.verdict["a2a-sdk 1.x"].startswith("speaks 1.0 over HTTP+JSON at http://127.0.0.1:7100/ when")
     assert report.verdict["toolnexus"].startswith("speaks 1.0 over HTTP+JSON at http://127.0.0.1:7100/")
     card_ = tn.AgentCard(rest_only)
@@ -78,7 +78,7 @@ def test_toolnexus_port_card():
     report = tn.validate_card(card("toolnexus-port.json"))
     assert diags(report) == {("warning", "$.description"), ("warning", "$.skills[0].tags"),
                              ("info", "$.supportedInterfaces")}
-    assert report.summary == "speaks 0.3: the official 1.x client will fall back to 0.3; it will work"
+    assert report.summary == "offers 0.3 only: the official 1.x client falls back to its 0.3 compat transport"
     assert "falls back to the toolnexus legacy dialect" in report.verdict["toolnexus"]
     assert report.verdict["a2a-sdk 1.x"] == "falls back to its 0.3 compat transport at http://127.0.0.1:7000/"
 

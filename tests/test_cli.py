@@ -190,7 +190,7 @@ def test_card_and_validate(served_demo):
     out = run("card", served_demo, "--validate")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("demo-desk 0.1.0")
-    assert "verdict: speaks 1.0 and 0.3: both official client lines will work" in out.stdout
+    assert "verdict: offers 1.0 and 0.3: each official client line finds its own" in out.stdout
     data = json.loads(run("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout)
     assert data["card"]["name"] == "demo-desk" and data["validation"]["ok"] is True
     assert run("card", "http://127.0.0.1:1").returncode == 1

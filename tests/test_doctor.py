@@ -74,6 +74,13 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
         if method == "SendMessage":
             answer = task("hi") if defect == "bare-task" else {"task": task("hi")}
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": answer})
+        if method == "message/send":  # the card's top-level url is 0.3: its send, in 0.3's shapes
+            if not isinstance(params.get("message"), dict):
+                return error(-32602, "Invalid params: message is required")
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": {
+                "kind": "task", "id": str(uuid.uuid4()), "contextId": str(uuid.uuid4()),
+                "status": {"state": "completed", "timestamp": "2026-12-01T00:00:00Z"},
+                "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "echo: hi"}]}]}})
         if method == "CancelTask":  # every task here is finished at once
             return error(-32002, "Task cannot be canceled: it is already completed")
         if method == "SendStreamingMessage":
@@ -145,8 +152,11 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
     elif defect == "stream-is-json":
         assert any(c == "streaming" and "not SSE" in m for c, m in warnings)
     elif defect == "bare-task":
-        assert [c for c, _ in warnings] == ["result wrapping"]
+        assert [c for c, _ in warnings] == ["result wrapping", "client: a2a-sdk 1.x", "client: JS SDK 1.x"]
         assert "a2a-sdk 1.x" in found["result wrapping"].breaks
+        assert found["client: a2a-sdk 1.x"].message.endswith('cannot read the answer: the result is not wrapped '
+                                                              'as {"task": …} or {"message": …}')
+        assert found["client: a2a-sdk 1.x"].breaks == ["a2a-sdk 1.x"]  # only the clients that do break
     elif defect == "many-interfaces":
         assert ("card", "the card lists 5002 interfaces; the first 16 were checked") in warnings
         assert sum(c.startswith("JSONRPC 1.x at http://127.0.0.1:9/") for c, _ in errors) == 15

@@ -180,7 +180,7 @@ async def test_card_and_chat(ip):
     card = ip.run_line_magic("toolnexus", f"card {server.url}")
     await card.done()
     assert card.card.name == "c-desk" and card.report.ok
-    assert "speaks 1.0 and 0.3" in card.view.value and not card.chat_button.disabled
+    assert "offers 1.0 and 0.3" in card.view.value and not card.chat_button.disabled
     card.chat_button.click()
     assert isinstance(card.chat_area.children[0], ChatWidget)
     assert repr(card) == "<CardWidget (shown above)>"

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from toolnexus.http.server import AsgiServer
+from . import on_loopback
 
 
 class LegacyStub:
@@ -96,10 +96,6 @@ async def legacy_stub() -> AsyncIterator[LegacyStub]:
     stub = LegacyStub()
     app = Starlette(routes=[Route("/.well-known/agent-card.json", stub.card),
                             Route("/", stub.rpc, methods=["POST"])])
-    server = AsgiServer(app)
-    await server.start()
-    stub.url = server.url
-    try:
+    async with on_loopback(app) as url:
+        stub.url = url
         yield stub
-    finally:
-        await server.stop()

@@ -59,7 +59,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         app.screen.query_one("#peer-detail").active = "p-diag"
         await pilot.pause(0.1)
         diag = text_of(app, "#diag-view")
-        assert "speaks 1.0 and 0.3: both official client lines will work" in diag and "dialect in use: 1.0" in diag
+        assert "offers 1.0 and 0.3: each official client line finds its own" in diag and "dialect in use: 1.0" in diag
         table.move_cursor(row=table.get_row_index(legacy.url))
         await pilot.pause(0.1)
         assert "speaks 0.3" in text_of(app, "#diag-view")

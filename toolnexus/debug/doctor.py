@@ -4,11 +4,19 @@ the fix on the peer's side.
 
 The checks are harmless by default: the card at both well-known paths, its schema (both lines),
 every declared interface asked for an unknown task in its own dialect and binding (the answer
-must be that binding's TaskNotFound), JSON-RPC's own error codes (unknown method, invalid
-params, an unsupported ``A2A-Version``), auth declared against auth enforced. ``send=True`` adds
-the active ones (tasks are created on the peer): a message sent and the letter of its answer
-(content type, wrapping, ``kind``, enum casing), a cancel, and, when the card says so, a stream
-that must really be SSE.
+must be that binding's TaskNotFound), each JSON-RPC endpoint asked both dialects' method names
+with nothing to act on (``message/send`` and ``SendMessage`` without a message: a server that
+knows the method refuses the params, one that does not answers -32601), JSON-RPC's own error codes
+(unknown method, invalid params, an unsupported ``A2A-Version``), auth declared against auth
+enforced. ``send=True`` adds the active ones (tasks are created on the peer): a message sent in
+each dialect an official client would speak, and the letter of its answer (content type,
+wrapping, ``kind``, enum spellings, timestamps with a zone), a cancel, and, when the card says
+so, a stream (SSE, or a gRPC stream).
+
+Last, one verdict per official client (``client: a2a-sdk 1.x`` and the others), derived from
+what that client does: the interface and dialect it picks from this card, the method names it
+sends, and the shapes it parses, each set against what the peer was seen to answer. What was
+not seen (the shapes, without ``send=True``) is said to be unknown, never guessed.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -64,6 +73,26 @@ _LINES = {  # who picks an interface of this binding and version
     ("GRPC", "1"): ["gRPC clients (a2a-sdk 1.x, toolnexus)"],
 }
 EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
+_NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
+"""The send method of each dialect, asked of every JSON-RPC endpoint with nothing to send."""
+
+
+@dataclass
+class _Seen:
+    """What the peer was seen to answer, for the verdicts on each client."""
+
+    answered: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+    """``(binding, major, url)`` of each interface probed: it gave an A2A answer (TaskNotFound or an
+    error in its binding), or refused credentials."""
+    knows: dict[str, dict[str, bool | None]] = field(default_factory=dict)
+    """JSON-RPC endpoint → method name → known (True), -32601 (False), no JSON-RPC answer (None)."""
+    shapes: dict[tuple[str, Dialect], _Answer | None] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of each send made → the letter of its answer (None: no result to read)."""
+    sent: dict[tuple[str, Dialect], str] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of each send made → how it went: "" when a task came back, else why not."""
+    ours: str | None = None
+    """toolnexus' own send: None when none was made, "" when it came back, else why not."""
+    ours_over: str = ""
 
 
 @dataclass
@@ -160,10 +189,11 @@ async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: fl
         add(Finding("info", "card verdict", checked.summary))
         declares_auth = any(card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements"))
         answered_open = False
+        seen = _Seen()
         interfaces = _interfaces(card)
         for binding, version, endpoint in interfaces[:MAX_INTERFACES]:
             answered_open |= await _probe(card, binding, version, endpoint, http, headers, timeout, traffic, add,
-                                          declares_auth)
+                                          declares_auth, seen)
         if len(interfaces) > MAX_INTERFACES:
             add(Finding("warning", "card", f"the card lists {len(interfaces)} interfaces; the first {MAX_INTERFACES} "
                         "were checked", fix="list each interface the agent serves once"))
@@ -172,7 +202,8 @@ async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: fl
                         "any credentials", breaks=["clients that trust the card's security"],
                         fix="enforce the declared scheme, or drop it from the card"))
         if send:
-            await _active(card, http, headers, timeout, traffic, add)
+            await _active(card, http, headers, timeout, traffic, add, seen)
+        _verdicts(card, seen, send, add)
     return report
 
 
@@ -230,8 +261,9 @@ def _interfaces(card: AgentCard) -> list[tuple[str, str, str]]:
 
 async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, http: httpx.AsyncClient,
                  headers: dict[str, str] | None, timeout: float, traffic: TrafficRecorder, add: Any,
-                 declares_auth: bool) -> bool:
-    """GetTask of an unknown task over one interface; True when it answered without credentials."""
+                 declares_auth: bool, seen: _Seen) -> bool:
+    """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
+    names); True when it answered without credentials."""
     name = f"{binding} {version}.x at {endpoint}"
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
     if binding not in ("JSONRPC", "HTTP+JSON", "GRPC") or (binding == "GRPC" and version != "1"):
@@ -248,30 +280,48 @@ async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, htt
                     "your headers"))
     before = len(traffic.events)
     unknown = f"toolnexus-doctor-{uuid.uuid4()}"
+    key = (binding, version, endpoint)
     try:
         await client.get(unknown)
     except TaskNotFoundError:
+        seen.answered[key] = True
         add(Finding("ok", name, "answers in its own dialect and binding; an unknown task is TaskNotFound"))
         if binding == "JSONRPC":
+            await _names(client, name, traffic, add, seen)
             await _jsonrpc_codes(client, name, version, traffic, add)
         return True
     except MethodNotFoundError as exc:
-        add(Finding("error", name, f"declared, but it does not know GetTask there: {exc}",
-                    _since(traffic, before), breaks,
-                    "list only the interfaces and versions the agent really serves"))
+        seen.answered[key] = False
+        known = await _names(client, name, traffic, add, seen) if binding == "JSONRPC" else {}
+        if version == "0" and known.get("message/send") is False and known.get("SendMessage"):
+            add(Finding("error", name, "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
+                        "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
+                        "(upstream toolnexus 0.21 and its ports), not 0.3", _since(traffic, before),
+                        ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"],
+                        "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
+                        "endpoint as protocolVersion 1.0 if it speaks 1.0"))
+        else:
+            add(Finding("error", name, f"declared, but it does not know GetTask there: {exc}",
+                        _since(traffic, before), breaks,
+                        "list only the interfaces and versions the agent really serves"))
     except RPCError as exc:
+        seen.answered[key] = True
+        if binding == "JSONRPC":
+            await _names(client, name, traffic, add, seen)
         add(Finding("warning", name, f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
                     "not TaskNotFound (-32001)", _since(traffic, before),
                     ["clients that tell errors apart (every SDK)"], "answer TaskNotFoundError for an unknown task id"))
         return True
     except PeerError as exc:
         if exc.status in (401, 403):
+            seen.answered[key] = True
             severity = "info" if declares_auth else "error"
             add(Finding(severity, name, f"refuses calls without credentials (HTTP {exc.status})"
                         + ("" if declares_auth else "; the card declares no security scheme, so clients cannot know"),
                         _since(traffic, before), [] if declares_auth else breaks,
                         "" if declares_auth else "declare the scheme in securitySchemes"))
         else:
+            seen.answered[key] = False
             add(Finding("error", name, f"declared, but no A2A answer: {exc}",
                         _since(traffic, before), breaks,
                         "serve this interface, or drop it from the card"))
@@ -282,6 +332,53 @@ async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, htt
     return False
 
 
+async def _rpc(client: A2AClient, method: str, params: dict[str, Any], traffic: TrafficRecorder,
+               extra: dict[str, str] | None = None) -> tuple[Any, httpx.Response | None, str]:
+    """One raw JSON-RPC call, on the wire log: ``(what it answered, the response, why none)``, the
+    answer being the error code, ``"result"``, or None when it is no JSON-RPC answer."""
+    dialect = client.dialect or Dialect.V03
+    body = _json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    started = time.perf_counter()
+    sent = {**client.request_headers(dialect), **(extra or {})}
+    try:
+        r, content = await exchange(client.http, "POST", client.endpoint, headers=sent, content=body,
+                                     limit=1 << 20, timeout=client.timeout)
+    except httpx.HTTPError as exc:
+        return None, None, why(exc)
+    traffic.record(direction="out", method="POST", url=client.endpoint, status=r.status_code, started=started,
+                   request_headers=sent, request_body=body, response_headers=dict(r.headers),
+                   response_body=content, rpc_method=method)
+    data = _json.loads_or_none(content)
+    if not _json.is_object(data):
+        return None, r, f"HTTP {r.status_code} without a JSON-RPC answer"
+    error = data.get("error")
+    if _json.is_object(error):
+        return error.get("code"), r, ""
+    return ("result" if "result" in data else None), r, f"HTTP {r.status_code} without a JSON-RPC answer"
+
+
+async def _names(client: A2AClient, name: str, traffic: TrafficRecorder, add: Any, seen: _Seen) -> dict[str, bool | None]:
+    """Which dialects' method names one JSON-RPC endpoint knows: each send method asked with no
+    message (nothing to act on: one that knows it refuses the params, one that does not answers
+    -32601), and the legacy dialect's ``GetTask`` for an unknown task."""
+    if client.endpoint in seen.knows:
+        return seen.knows[client.endpoint]
+    known: dict[str, bool | None] = {}
+    for method in _NAMES:
+        extra = {"A2A-Version": "1.0"} if _NAMES[method] is Dialect.V10 else {}
+        answer, _, _ = await _rpc(client, method, {}, traffic, extra)
+        known[method] = None if answer is None else answer != -32601
+    if known["SendMessage"] is not True:  # a legacy peer may fail on an empty send: its GetTask tells
+        answer, _, _ = await _rpc(client, "GetTask", {"id": f"toolnexus-doctor-{uuid.uuid4()}"}, traffic)
+        if answer is not None and answer != -32601:
+            known["SendMessage"] = True
+    seen.knows[client.endpoint] = known
+    said = {True: "knows", False: "answers -32601 to", None: "gave no JSON-RPC answer to"}
+    add(Finding("info", f"{name}: method names", "; ".join(
+        f"{said[known[m]]} {m} ({_NAMES[m].value})" for m in _NAMES)))
+    return known
+
+
 async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: Any) -> None:
     """JSON-RPC's own error codes: an unknown method, invalid params, a version it does not speak."""
     dialect = client.dialect or Dialect.V03
@@ -290,44 +387,41 @@ async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: Tr
     if version == "1":
         probes.append(("version header", "GetTask", {"id": "x"}, -32009, {"A2A-Version": "99.0"}))
     for check, method, params, want, extra in probes:
-        body = _json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-        before, started = len(traffic.events), time.perf_counter()
-        sent = {**client.request_headers(dialect), **extra}
-        try:
-            r, content = await exchange(client.http, "POST", client.endpoint, headers=sent, content=body,
-                                         limit=1 << 20, timeout=client.timeout)
-        except httpx.HTTPError as exc:
-            add(Finding("warning", f"{name}: {check}", f"no answer: {why(exc)}"))
+        before = len(traffic.events)
+        got, r, reason = await _rpc(client, method, params, traffic, extra)
+        if r is None:
+            add(Finding("warning", f"{name}: {check}", f"no answer: {reason}"))
             continue
-        traffic.record(direction="out", method="POST", url=client.endpoint, status=r.status_code, started=started,
-                       request_headers=sent, request_body=body, response_headers=dict(r.headers),
-                       response_body=content, rpc_method=method)
-        try:
-            got = (_json.loads(content).get("error") or {}).get("code")
-        except (*_json.JSONDecodeError, ValueError, AttributeError):
-            got = None
         if got == want:
             add(Finding("ok", f"{name}: {check}", f"answered {want}"))
         else:
             severity = "info" if check == "version header" else "warning"
             add(Finding(severity, f"{name}: {check}", f"expected JSON-RPC error {want}, got "
-                        + (str(got) if got is not None else f"HTTP {r.status_code} without one"),
+                        + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
                         _since(traffic, before), ["clients that tell errors apart"],
                         f"answer {want} as JSON-RPC 2.0 and A2A specify"))
 
 
 async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, str] | None, timeout: float,
-                  traffic: TrafficRecorder, add: Any) -> None:
-    """A message sent as toolnexus would send it, and a stream when the card offers one."""
+                  traffic: TrafficRecorder, add: Any, seen: _Seen) -> None:
+    """A message sent as toolnexus would send it, one in each other dialect an official client
+    would speak to this card, and a stream when the card offers one."""
     client = A2AClient(card, headers=headers, timeout=timeout, http=http)
     client.traffic = traffic
     before = len(traffic.events)
     try:
         task = await client.send("hello from toolnexus doctor", blocking=True)
+        seen.ours, seen.ours_over = "", f"{client.dialect.value if client.dialect else '?'} over {client.binding} " \
+                                         f"at {client.endpoint}"
         add(Finding("ok", "send", f"a message made task {task.id} ({task.state.value}) over "
                     f"{client.binding} {client.dialect.value if client.dialect else '?'}"))
+        if client.dialect is Dialect.LEGACY:  # it fell back: the 0.3 send was answered -32601
+            seen.sent[(client.endpoint, Dialect.V03)] = "it answered message/send with -32601 (method not found)"
+        if client.dialect is not None:
+            seen.sent[(client.endpoint, client.dialect)] = ""
         if client.binding is Binding.JSONRPC and client.dialect is not None and client.dialect is not Dialect.LEGACY:
-            _shapes(list(traffic.events)[-1], client.dialect, add)
+            seen.shapes[(client.endpoint, client.dialect)] = _shapes(list(traffic.events)[-1], client.dialect, add)
+        await _as_others_send(card, http, headers, timeout, traffic, add, seen)
         before = len(traffic.events)
         started = await client.send("hello from toolnexus doctor (to cancel)")
         try:
@@ -359,7 +453,9 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
             except TimeoutError:
                 add(Finding("warning", "streaming", f"a stream for a one-line message did not end within "
                             f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))", _since(traffic, before)))
-            answered = list(traffic.events)[-1].response_headers.get("content-type", "") if traffic.events else ""
+            streamed = [e for e in list(traffic.events)[before:] if e.rpc_method in ("message/stream",
+                                                                                     "SendStreamingMessage")]
+            answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
             elif frames and client.binding is Binding.GRPC:  # a server-streaming call: no SSE to check
@@ -376,11 +472,46 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
                             _since(traffic, before), ["streaming clients"],
                             "serve message/stream (SSE), or set capabilities.streaming to false"))
     except (RPCError, PeerError) as exc:
+        if seen.ours is None:
+            seen.ours = str(exc)
+        if client.dialect is not None and client.endpoint:
+            seen.sent.setdefault((client.endpoint, client.dialect), str(exc))
         add(Finding("error", "send", f"a plain text message failed: {exc}",
-                    _since(traffic, before), EVERY_CLIENT,
+                    _since(traffic, before), ["toolnexus"],
                     "accept a text message as every client sends it"))
     finally:
         await client.release()
+
+
+async def _as_others_send(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, str] | None, timeout: float,
+                          traffic: TrafficRecorder, add: Any, seen: _Seen) -> None:
+    """One blocking send in each JSON-RPC dialect and endpoint an official client picks from this
+    card and toolnexus did not use, so that each verdict rests on an answer that client would read;
+    and one in 0.3 wherever an endpoint knows ``message/send`` though no client picks it there, so
+    that a hybrid (0.3's method names, 1.0's shapes) is named as such."""
+    wanted = [(route[1], route[2]) for route in _routes(card).values()
+              if not isinstance(route, str) and route[0] is Binding.JSONRPC]
+    wanted += [(endpoint, Dialect.V03) for endpoint, known in seen.knows.items() if known.get("message/send")]
+    for endpoint, dialect in dict.fromkeys(wanted):
+        if (endpoint, dialect) in seen.sent:
+            continue
+        if seen.knows.get(endpoint, {}).get(next(m for m, d in _NAMES.items() if d is dialect)) is False:
+            seen.sent[(endpoint, dialect)] = "its send method is answered -32601 (method not found)"
+            continue
+        client = A2AClient(card, headers=headers, timeout=timeout, http=http, dialect=dialect.value, binding="jsonrpc")
+        client.use(endpoint)
+        client.traffic = traffic
+        client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
+        try:
+            await client.send(f"hello from toolnexus doctor (in {dialect.value})", blocking=True)
+            seen.sent[(endpoint, dialect)] = ""
+        except (RPCError, PeerError) as exc:
+            seen.sent[(endpoint, dialect)] = str(exc)
+        finally:
+            await client.release()
+        last = list(traffic.events)[-1] if traffic.events else None
+        if last is not None and last.url == endpoint and last.status is not None:
+            seen.shapes[(endpoint, dialect)] = _shapes(last, dialect, add)
 
 
 async def _round_trip(client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: Any) -> None:
@@ -411,38 +542,217 @@ async def _round_trip(client: A2AClient, card: AgentCard, traffic: TrafficRecord
         add(Finding("info", "input-required", "no skill example asked for input: the round trip was not tried"))
 
 
-def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> None:
+_Route = tuple[Binding, str, Dialect]
+
+
+def _routes(card: AgentCard) -> dict[str, _Route | str]:
+    """Where each official client sends its calls for this card, and in which dialect, as that
+    client picks from it; a string says why the client does not take the card."""
+    v1, v0 = card.jsonrpc_interface("1"), card.jsonrpc_interface("0")
+    rest, grpc = card.interface("1", Binding.HTTP_JSON), card.interface("1", Binding.GRPC)
+    raw_url = card.raw.get("url")
+    url = raw_url if isinstance(raw_url, str) and raw_url else None
+    out: dict[str, _Route | str] = {}
+    # a2a-sdk 1.x: JSONRPC 1.x, else its 0.3 compat transport at a 0.3 url; REST or gRPC when configured
+    if v1 is not None and v1.get("url"):
+        out["a2a-sdk 1.x"] = (Binding.JSONRPC, str(v1["url"]), Dialect.V10)
+    elif (v0 is not None and v0.get("url")) or url:
+        out["a2a-sdk 1.x"] = (Binding.JSONRPC, str(v0["url"]) if v0 is not None and v0.get("url") else str(url),
+                              Dialect.V03)
+    elif rest is not None and rest.get("url"):
+        out["a2a-sdk 1.x"] = (Binding.HTTP_JSON, str(rest["url"]), Dialect.V10)
+    elif grpc is not None and grpc.get("url"):
+        out["a2a-sdk 1.x"] = (Binding.GRPC, str(grpc["url"]), Dialect.V10)
+    else:
+        out["a2a-sdk 1.x"] = "it finds no interface it speaks on the card"
+    # a2a-sdk 0.3: its card model first (a top-level url, every required field), then the url
+    said = validate_card(card).verdict["a2a-sdk 0.3"]
+    transport = Binding.named(card.raw.get("preferredTransport") or "JSONRPC")
+    if said.startswith("rejects"):
+        out["a2a-sdk 0.3"] = "it " + said
+    elif transport is not Binding.JSONRPC:
+        out["a2a-sdk 0.3"] = f"it would speak 0.3 over {card.raw.get('preferredTransport')}, which the doctor " \
+                             "does not check"
+    else:
+        out["a2a-sdk 0.3"] = (Binding.JSONRPC, str(url), Dialect.V03)
+    # the JS SDK 1.x: a 1.x interface; a 0.3 card only with its legacyCompat option (off by default)
+    if v1 is not None and v1.get("url"):
+        out["JS SDK 1.x"] = (Binding.JSONRPC, str(v1["url"]), Dialect.V10)
+    elif rest is not None and rest.get("url"):
+        out["JS SDK 1.x"] = (Binding.HTTP_JSON, str(rest["url"]), Dialect.V10)
+    else:
+        out["JS SDK 1.x"] = "it finds no 1.x JSONRPC or HTTP+JSON interface (it reads a 0.3 card only with its " \
+                            "legacyCompat option, off by default)"
+    return out
+
+
+def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: Any) -> None:
+    """One finding per official client: whether it works with this peer, from what it would send
+    and read set against what the peer was seen to answer; unknown where nothing was seen. A client
+    that breaks is a warning: the peer may mean to serve one line only; what it serves wrongly is
+    an error of the checks above."""
+    unzoned = [a for a in seen.shapes.values() if a is not None and not a.zoned]
+    if unzoned:  # once, however many answers showed it
+        add(Finding("warning", "timestamp", f"status.timestamp {unzoned[0].timestamp!r} has no zone (RFC 3339 needs Z "
+                    "or an offset)", [unzoned[0].evidence], ["a2a-sdk 1.x"],
+                    "write timestamps in UTC with a Z: 2026-12-03T10:00:00Z"))
+    for line, route in _routes(card).items():
+        check = f"client: {line}"
+        if isinstance(route, str):
+            add(Finding("warning", check, f"breaks: {route}", breaks=[line],
+                        fix="serve a card this client reads (see the card findings above)"))
+            continue
+        binding, endpoint, dialect = route
+        where = f"{dialect.value} over {binding.value} at {endpoint}"
+        if line == "a2a-sdk 1.x" and binding is not Binding.JSONRPC:
+            where += (f" (when its ClientConfig lists {binding.value}"
+                      + (", with a grpc_channel_factory" if binding is Binding.GRPC else "")
+                      + ": its default is JSONRPC only)")
+        method = next(m for m, d in _NAMES.items() if d is dialect)
+        known = seen.knows.get(endpoint, {}).get(method) if binding is Binding.JSONRPC else None
+        probed = seen.answered.get((binding.value, "1" if dialect is Dialect.V10 else "0", endpoint))
+        if known is False:
+            add(Finding("warning", check, f"breaks: it speaks {where} and sends {method}, which the peer answers "
+                        "with -32601 (method not found)", breaks=[line],
+                        fix=f"answer {method} at {endpoint}, or list that endpoint with the version it speaks"))
+            continue
+        if binding is not Binding.JSONRPC and probed is False:
+            add(Finding("warning", check, f"breaks: it speaks {where}, where the peer gave no A2A answer",
+                        breaks=[line], fix="serve that interface, or drop it from the card"))
+            continue
+        outcome = seen.sent.get((endpoint, dialect))
+        if outcome is None:
+            unknown = "no JSON-RPC answer to its send method" if binding is Binding.JSONRPC and known is None else ""
+            add(Finding("info", check, f"cannot tell: it speaks {where}" + (f"; {unknown}" if unknown else
+                        "; the peer knows its methods") + ", and whether it reads the answers is not known "
+                        + ("without --send (a task is created)" if not send else f"(no message went over {binding.value})")))
+            continue
+        if outcome:
+            add(Finding("warning", check, f"breaks: a message sent as it sends one ({where}) failed: {outcome}",
+                        breaks=[line], fix="answer a plain text message in that dialect"))
+            continue
+        answer = seen.shapes.get((endpoint, dialect))
+        departures = answer.departures(dialect, proto_timestamps=line == "a2a-sdk 1.x") if answer is not None else []
+        if binding is Binding.JSONRPC and answer is None:
+            add(Finding("info", check, f"cannot tell: it speaks {where}, and the answer had no result to read"))
+        elif departures:
+            add(Finding("warning", check, f"breaks: it speaks {where}, and cannot read the answer: "
+                        + "; ".join(departures), breaks=[line], fix=f"answer in {dialect.value}'s shapes"))
+        else:
+            add(Finding("ok", check, f"works: it speaks {where}; the peer knows its send method and answers in the "
+                        "shapes it reads"))
+    if seen.ours is not None:
+        add(Finding("ok" if not seen.ours else "warning", "client: toolnexus",
+                    f"works: {seen.ours_over}" if not seen.ours else f"breaks: {seen.ours}",
+                    breaks=[] if not seen.ours else ["toolnexus"]))
+    else:
+        dialect, endpoint, _, binding = card.route()
+        knows = seen.knows.get(endpoint, {})
+        legacy = dialect == "0.3" and knows.get("message/send") is False and knows.get("SendMessage")
+        add(Finding("info", "client: toolnexus", f"reaches it: {'legacy' if legacy else dialect} over {binding} at "
+                    f"{endpoint}" + (" (it falls back to the legacy dialect on -32601)" if legacy else "")
+                    + "; whether it reads the answers is not known without --send"))
+
+
+_ZONED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
+
+
+@dataclass
+class _Answer:
+    """The letter of one send's JSON-RPC result, as each client's parser meets it."""
+
+    wrapped: bool = False
+    """``{"task": …}`` or ``{"message": …}`` (1.0's SendMessageResponse), not the bare task."""
+    kind: bool = False
+    """The task or message carries ``kind`` (0.3's discriminator)."""
+    parts_without_kind: int = 0
+    state: str = ""
+    timestamp: str | None = None
+    evidence: str = ""
+    """The exchange it was read from, as an evidence line."""
+
+    @property
+    def zoned(self) -> bool:
+        return self.timestamp is None or bool(_ZONED.match(self.timestamp))
+
+    def departures(self, dialect: Dialect, *, proto_timestamps: bool) -> list[str]:
+        """What of this answer a strict reader of ``dialect`` refuses; ``proto_timestamps``: the
+        reader converts to protobuf, whose Timestamp needs a zone (the a2a-sdk 1.x, on both lines)."""
+        out = []
+        if dialect is Dialect.V10:
+            if not self.wrapped:
+                out.append('the result is not wrapped as {"task": …} or {"message": …}')
+            if self.state and not self.state.startswith("TASK_STATE_"):
+                out.append(f"the state {self.state!r} is not TASK_STATE_*")
+        else:
+            if self.wrapped:
+                out.append('the result is wrapped as {"task": …}, a 1.0 shape')
+            if not self.kind:
+                out.append("the result has no kind (task or message)")
+            if self.parts_without_kind:
+                out.append(f"{self.parts_without_kind} part(s) without kind")
+            if self.state.startswith("TASK_STATE_"):
+                out.append(f"the state {self.state!r} is not 0.3's spelling (completed)")
+        if proto_timestamps and not self.zoned:
+            out.append(f"status.timestamp {self.timestamp!r} has no zone (protobuf's Timestamp needs Z or an offset)")
+        return out
+
+
+def _answer_of(result: Any) -> _Answer:
+    if not _json.is_object(result):
+        return _Answer()
+    wrapped = len(result) == 1 and next(iter(result)) in ("task", "message")
+    body = result.get("task") or result.get("message") if wrapped else result
+    if not _json.is_object(body):
+        return _Answer(wrapped=wrapped)
+    status = body.get("status")
+    status = status if _json.is_object(status) else {}
+    messages = [status.get("message"), *(body.get("history") or ())] if "parts" not in body else [body]
+    parts = [p for m in messages if _json.is_object(m) for p in (m.get("parts") or ()) if _json.is_object(p)]
+    parts += [p for a in (body.get("artifacts") or ()) if _json.is_object(a) for p in (a.get("parts") or ())
+              if _json.is_object(p)]
+    stamp = status.get("timestamp")
+    return _Answer(wrapped=wrapped, kind=body.get("kind") in ("task", "message"),
+                   parts_without_kind=sum("kind" not in p for p in parts), state=str(status.get("state") or ""),
+                   timestamp=stamp if isinstance(stamp, str) else None)
+
+
+def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
     """The letter of a send's JSON-RPC answer in its dialect: content type, result wrapping, ``kind``,
-    the casing of the task state."""
+    the spelling of the task state, a timestamp with its zone; a 0.3 method answered in 1.0's shapes
+    is named as the hybrid it is. Returns the answer's letter (None when there is no result)."""
     evidence = [_evidence(event)]
     if not event.response_headers.get("content-type", "").startswith("application/json"):
         add(Finding("warning", "content type", f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
                     evidence, ["strict clients"], "answer with Content-Type: application/json"))
-    try:
-        result = _json.loads(event.response_body).get("result")
-    except (*_json.JSONDecodeError, ValueError, AttributeError):
-        return
-    if not isinstance(result, dict):
-        return
+    data = _json.loads_or_none(event.response_body or "")
+    result = data.get("result") if _json.is_object(data) else None
+    if not _json.is_object(result):
+        return None
+    answer = _answer_of(result)
+    answer.evidence = evidence[0]
     if dialect is Dialect.V10:
-        body = result.get("task") or result.get("message")
-        if body is None or len(result) != 1:
+        if not answer.wrapped:
             add(Finding("warning", "result wrapping", "a 1.0 SendMessage result is not {\"task\": ...} or "
                         "{\"message\": ...}", evidence, ["a2a-sdk 1.x", "JS SDK 1.x"],
                         "wrap the task (or message) as SendMessageResponse does"))
-            body = result
-        state = (body.get("status") or {}).get("state", "TASK_STATE_") if isinstance(body, dict) else ""
-        if isinstance(state, str) and not state.startswith("TASK_STATE_"):
-            add(Finding("warning", "enum casing", f"a 1.0 task state is {state!r}, not TASK_STATE_*", evidence,
+        if answer.state and not answer.state.startswith("TASK_STATE_"):
+            add(Finding("warning", "enum casing", f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*", evidence,
                         ["a2a-sdk 1.x", "JS SDK 1.x"], "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)"))
-        return
-    if result.get("kind") not in ("task", "message"):
+        return answer
+    if answer.wrapped or (answer.parts_without_kind and not answer.kind):
+        add(Finding("warning", "hybrid", "answers the 0.3 method message/send in 1.0's shapes ("
+                    + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False)) + "): a hybrid of the two "
+                    "dialects, which 0.3 clients cannot read", evidence, ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
+                    "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's"))
+        return answer
+    if not answer.kind:
         add(Finding("warning", "kind", "a 0.3 message/send result has no kind (task or message)", evidence,
                     ["a2a-sdk 0.3", "JS SDK compat"], "add kind: \"task\" (or \"message\")"))
-    state = (result.get("status") or {}).get("state", "")
-    if isinstance(state, str) and state.startswith("TASK_STATE_"):
-        add(Finding("warning", "enum casing", f"a 0.3 task state is {state!r}, not lower-case (completed)", evidence,
-                    ["a2a-sdk 0.3"], "write 0.3 states in lower case with dashes (input-required)"))
+    if answer.state.startswith("TASK_STATE_"):
+        add(Finding("warning", "enum casing", f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
+                    evidence, ["a2a-sdk 0.3"], "write 0.3 states in lower case with dashes (input-required)"))
+    return answer
 
 
 def _since(traffic: TrafficRecorder, before: int) -> list[str]:
@@ -452,4 +762,4 @@ def _since(traffic: TrafficRecorder, before: int) -> list[str]:
 
 def _schema_breaks(report: Any) -> list[str]:
     return [line for line, what in report.verdict.items()
-            if any(w in what for w in ("reject", "cannot", "no JSONRPC"))]
+            if any(w in what for w in ("rejects", "cannot", "finds no"))]

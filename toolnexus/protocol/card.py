@@ -342,7 +342,8 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                 add("warning", f"{where}.description", "skill description is empty")
             tags = s.get("tags")
             if tags is None:
-                add("error", f"{where}.tags", "skill tags are required; strict validators reject a skill without them")
+                add("error", f"{where}.tags", "skill tags are required; the a2a-sdk 0.3 client rejects a card with a "
+                    "skill without them")
             elif not is_array(tags) or not all(isinstance(t, str) for t in tags):
                 add("error", f"{where}.tags", "skill tags must be a list of strings")
             elif not tags:
@@ -431,10 +432,14 @@ def origin_text(url: str) -> str:
 
 
 def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], str]:
+    """What the card alone leads each official client to do: which interface and dialect it finds,
+    or why it refuses the card. Whether the peer then answers what that client sends, in shapes it
+    parses, is not on the card: the doctor probes it (``toolnexus doctor``)."""
     broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
     dialect, endpoint, reason, binding = card.route()
     v1 = card.jsonrpc_interface("1")
     rest = card.interface("1", Binding.HTTP_JSON)
+    grpc = card.interface("1", Binding.GRPC)
     has_url = isinstance(card.raw.get("url"), str) and bool(card.raw.get("url"))
     verdict: dict[str, str] = {}
     if v1 is not None:
@@ -444,27 +449,46 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     elif rest is not None:
         verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over HTTP+JSON at {rest.get('url')} when its ClientConfig lists "
                                   "HTTP+JSON (its default is JSONRPC only)")
+    elif grpc is not None:
+        verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over gRPC at {grpc.get('url')} when its ClientConfig lists GRPC, "
+                                  "with a grpc_channel_factory (its default is JSONRPC only)")
     else:
-        verdict["a2a-sdk 1.x"] = "finds no JSONRPC endpoint: cannot connect"
-    verdict["a2a-sdk 0.3"] = ("speaks 0.3 at " + str(card.raw["url"])) if has_url else \
-        "rejects this card (no top-level url)"
+        verdict["a2a-sdk 1.x"] = "finds no interface it speaks: cannot connect"
+    refused = _refused_by_v03(diags)
+    if not has_url:
+        verdict["a2a-sdk 0.3"] = "rejects this card (no top-level url)"
+    elif refused:
+        verdict["a2a-sdk 0.3"] = "rejects this card (" + "; ".join(refused[:3]) + ")"
+    else:
+        verdict["a2a-sdk 0.3"] = "speaks 0.3 at " + str(card.raw["url"])
     verdict["toolnexus"] = f"speaks {dialect} at {endpoint} ({reason}); falls back to the toolnexus legacy dialect " \
                            "if the peer does not know the 0.3 methods" if dialect == "0.3" else \
         f"speaks {dialect} over {binding} at {endpoint} ({reason})"
     if broken:
         summary = "the card is broken: clients will not use it"
     elif binding is Binding.HTTP_JSON:
-        summary = "speaks 1.0 over HTTP+JSON only: REST clients will work; JSON-RPC clients will not"
+        summary = "offers 1.0 over HTTP+JSON only: REST clients find it; JSON-RPC clients do not"
+    elif binding is Binding.GRPC:
+        summary = "offers 1.0 over gRPC only: gRPC clients find it; JSON-RPC and REST clients do not"
     elif dialect == "1.0" and has_url:
-        summary = "speaks 1.0 and 0.3: both official client lines will work"
+        summary = "offers 1.0 and 0.3: each official client line finds its own"
     elif dialect == "1.0":
-        summary = "speaks 1.0 only: the official 1.x client will work; 0.3 clients will not"
+        summary = "offers 1.0 only: the official 1.x client finds it; 0.3 clients do not"
     else:
-        summary = "speaks 0.3: the official 1.x client will fall back to 0.3; it will work"
+        summary = "offers 0.3 only: the official 1.x client falls back to its 0.3 compat transport"
     errors = sum(d.level == "error" for d in diags)
     if errors and not broken:
-        summary += f" (but the card has {errors} error{'s' if errors > 1 else ''}: strict validators reject it)"
+        summary += f" (but the card has {errors} error{'s' if errors > 1 else ''}" + (
+            ": the a2a-sdk 0.3 client rejects it)" if refused and has_url else ")")
     return verdict, summary
+
+
+def _refused_by_v03(diags: list[Diagnostic]) -> list[str]:
+    """The errors for which the a2a-sdk 0.3 client's card model (pydantic) refuses a card: a field
+    it requires is missing (a skill's tags among them). Other errors are not said to stop it."""
+    return [f"{d.path}: {d.message}" for d in diags
+            if d.level == "error" and (d.path.endswith(".tags") or "required" in d.message)
+            and not d.path.startswith("$.supportedInterfaces")]
 
 
 def card_html(card: AgentCard, report: CardReport | None = None) -> str:
