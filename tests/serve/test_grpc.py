@@ -148,6 +148,31 @@ async def test_our_client_against_the_sdk_grpc_server():
             await gone.send("anyone?")
 
 
+async def test_a_grpc_interface_is_reached_in_every_form_cards_write_it():
+    """The official SDK's samples list gRPC as a plain host:port (what grpcio's insecure_channel, the
+    channel factory the SDK documents, dials); the spec's comment and the TCK's gRPC client write a
+    URL (https://grpc.example.com/a2a, grpc://host:port). Our card serves the first; our client
+    dials each form, a path after the host and grpc's own dns:/// and ipv4: targets included."""
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="forms", grpc="127.0.0.1:0")) as handle:
+        target = handle.grpc_target
+        assert target.startswith("127.0.0.1:") and "//" not in target  # what the card lists
+        for form in (target, f"grpc://{target}", f"http://{target}/a2a/grpc/", f"dns:///{target}", f"ipv4:{target}"):
+            card = {"name": "forms", "supportedInterfaces": [
+                {"url": form, "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}
+            assert not [d for d in tn.validate_card(card | {"description": "d", "version": "1", "capabilities": {},
+                                                            "skills": [], "defaultInputModes": ["text"],
+                                                            "defaultOutputModes": ["text"]}).diagnostics
+                        if d.path.startswith("$.supportedInterfaces") and d.level == "error"], form
+            async with tn.A2AClient(card, timeout=10) as client:
+                task = await client.send(f"hello over {form}", blocking=True)
+            assert task.state is TaskState.COMPLETED and client.binding == "GRPC", form
+    from toolnexus.protocol.grpc_binding import target_of
+
+    assert target_of("https://grpc.example.com/a2a") == "grpc.example.com:443"
+    assert target_of("grpc://h") == "h:80" and target_of("http://[::1]:5000/x") == "[::1]:5000"
+
+
 async def test_without_grpcio_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "grpc", None)
     tk = await tn.create_toolkit(builtins=False)

@@ -560,6 +560,7 @@ async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_sl
             for task in hers:  # every one of her 60 configs has its notifications waiting
                 while not (await alice.get(task.id)).state.terminal:
                     await asyncio.sleep(0.02)
+            delivered = len(slow.got)  # hers so far: what came before bob's was queued is no test of turns
             late = await bob.send("hi", push=PushConfig("", slow.url), blocking=True)
             async with asyncio.timeout(30):
                 while not any(about(b) == late.id and "COMPLETED" in str(b) for _, _, b in slow.got):
@@ -567,4 +568,5 @@ async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_sl
             slow_left = sum(len(s.queue) for c in handle.runner.push._configs.values() for s in c.values()
                             if s.config.url == slow.url)
         order = [about(b) for _, _, b in slow.got]
-        assert order.index(late.id) < 16 and slow_left > 20  # bob takes turns with alice, not with each of her configs
+        # bob takes turns with alice, not with each of her configs: his comes within a few of hers
+        assert order.index(late.id) - delivered < 16 and slow_left > 20

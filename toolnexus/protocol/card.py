@@ -364,8 +364,9 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                     add("error", where, "an interface must be an object")
                     continue
                 grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
-                if grpc and isinstance(itf.get("url"), str) and re.fullmatch(r"[\w.\-\[\]:]+:\d+", itf["url"]):
-                    pass  # a gRPC target: host:port, as gRPC clients dial it
+                if grpc and isinstance(itf.get("url"), str) and \
+                        re.fullmatch(r"[\w.\-\[\]:]+:\d+", grpc_binding.target_of(itf["url"])):
+                    pass  # a gRPC target: host:port as grpcio dials it, or a URL (grpc://, https://) naming one
                 elif not _absolute_url(itf.get("url")):
                     add("error", f"{where}.url", "interface url must be an absolute http(s) URL"
                         + (" or a gRPC host:port" if grpc else ""))

@@ -14,6 +14,7 @@ and the 1.x SDK have them.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._json import cut_deep, is_array, is_object, too_deep
@@ -44,8 +45,21 @@ def modules() -> tuple[Any, Any, Any]:
 
 
 def target_of(url: str) -> str:
-    """The ``host:port`` a gRPC interface URL names (``grpc://``, ``http(s)://`` or none)."""
-    return url.split("://", 1)[-1].rstrip("/")
+    """The ``host:port`` a gRPC interface names, in every form cards use: a plain ``host:port`` (as
+    the official SDK's own samples list it, and as grpcio dials it), a URL (``grpc://`` and
+    ``http://``, port 80 by default; ``grpcs://`` and ``https://``, 443; a path after the host is
+    no part of a gRPC target), or grpc's own ``dns:///host:port`` and ``ipv4:host:port``."""
+    text = url.strip()
+    for prefix in ("dns:///", "dns:", "ipv4:", "ipv6:"):
+        if text.startswith(prefix):
+            return text[len(prefix):].rstrip("/")
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text.rstrip("/")
+    host = rest.split("/", 1)[0]
+    if re.search(r":\d+$", host) and not host.endswith("]"):
+        return host
+    return f"{host}:{443 if scheme.lower() in ('https', 'grpcs') else 80}"
 
 
 def host_of(url: str) -> str:
