@@ -234,6 +234,24 @@ def test_send_over_the_http_json_binding(served_demo):
     assert "over JSONRPC" in run("card", served_demo).stdout
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_send_to_a_hybrid_gets_the_reply_whole_sent_or_streamed(stream):
+    """0.3's method names, 1.0's shapes, and a stream that ends without the artifact (as fasta2a
+    2.1 was seen): the reply is printed either way (the stream is followed by a get)."""
+    import asyncio
+
+    from .peers.hybrid_stub import hybrid_stub
+
+    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
+    async with hybrid_stub() as stub:
+        proc = await asyncio.create_subprocess_exec(*cmd, "send", stub.url, "hi there", *(["--stream"] if stream else []),
+                                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err
+    assert out.decode() == "echo: hi there\n" and "[completed]" in err.decode()
+    assert ("GetTask" in stub.methods) is stream  # the stream's reply, fetched once at its end
+
+
 async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so():
     """An upstream toolnexus port answers message/stream with -32601: --stream still gets the reply."""
     import asyncio

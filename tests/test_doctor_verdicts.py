@@ -134,8 +134,13 @@ async def test_the_hybrid_is_named_and_our_client_gets_its_reply_streamed_or_not
         async with tn.A2AClient(stub.url) as client:
             turn = chat.say("three")
             await chat.run(client, turn, poll_every=0.01)
+        tk = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=stub.url, poll_every=0.01)])
+        async with tk:
+            [tool] = [t.name for t in tk.tools() if t.source == "a2a"]
+            called = await tk.execute(tool, {"task": "four"})
     assert sent.reply == "echo: one" and streamed[-1].reply == "echo: two"
     assert turn.text == "echo: three" and turn.state is tn.TurnState.FINISHED
+    assert not called.is_error and called.output == "echo: four"
     assert stub.methods.count("GetTask") >= 1  # the stream's reply came by a get
 
 
