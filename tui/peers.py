@@ -22,8 +22,8 @@ from typing import Any
 
 from toolnexus import A2AClient
 from toolnexus.events import EventBus
-from toolnexus.secrets import expand_env
-from toolnexus.secrets import is_secret_name
+from toolnexus.protocol.operations import Binding
+from toolnexus.secrets import expand_env, is_secret_name
 
 from .saved import write_private
 
@@ -111,7 +111,7 @@ def spoken(client: A2AClient | None) -> str:
     over HTTP+JSON) or ``grpc``; ``—`` before its card is read."""
     if client is None or client.dialect is None:
         return "—"
-    return {"HTTP+JSON": "rest", "GRPC": "grpc"}.get(client.binding, client.dialect.value)
+    return {Binding.HTTP_JSON: "rest", Binding.GRPC: "grpc"}.get(client.binding, client.dialect.value)
 
 
 @dataclass

@@ -66,11 +66,11 @@ MAX_INTERFACES = 16
 """The most interfaces of one card the doctor probes (a card may list any number)."""
 _MARK = {"ok": "✔", "info": "·", "warning": "!", "error": "✘"}
 _LINES = {  # who picks an interface of this binding and version
-    ("JSONRPC", "1"): ["a2a-sdk 1.x", "JS SDK 1.x", "toolnexus"],
-    ("JSONRPC", "0"): ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat", "toolnexus"],
-    ("HTTP+JSON", "1"): ["REST clients (a2a-sdk 1.x, JS SDK, toolnexus)"],
-    ("HTTP+JSON", "0"): ["0.3 REST clients"],
-    ("GRPC", "1"): ["gRPC clients (a2a-sdk 1.x, toolnexus)"],
+    (Binding.JSONRPC, "1"): ["a2a-sdk 1.x", "JS SDK 1.x", "toolnexus"],
+    (Binding.JSONRPC, "0"): ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat", "toolnexus"],
+    (Binding.HTTP_JSON, "1"): ["REST clients (a2a-sdk 1.x, JS SDK, toolnexus)"],
+    (Binding.HTTP_JSON, "0"): ["0.3 REST clients"],
+    (Binding.GRPC, "1"): ["gRPC clients (a2a-sdk 1.x, toolnexus)"],
 }
 EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
 _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
@@ -81,7 +81,7 @@ _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
 class _Seen:
     """What the peer was seen to answer, for the verdicts on each client."""
 
-    answered: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+    answered: dict[tuple[Binding, str, str], bool] = field(default_factory=dict)
     """``(binding, major, url)`` of each interface probed: it gave an A2A answer (TaskNotFound or an
     error in its binding), or refused credentials."""
     knows: dict[str, dict[str, bool | None]] = field(default_factory=dict)
@@ -243,34 +243,39 @@ async def _card(url: str, http: httpx.AsyncClient, traffic: TrafficRecorder, hea
     return card
 
 
-def _interfaces(card: AgentCard) -> list[tuple[str, str, str]]:
-    """Every interface the card declares: ``(binding, major version, url)``."""
-    out: list[tuple[str, str, str]] = []
+def _interfaces(card: AgentCard) -> list[tuple[Binding | str, str, str]]:
+    """Every interface the card declares: ``(binding, major version, url)``; a binding no client
+    here speaks stays the name the card gives it."""
+    out: list[tuple[Binding | str, str, str]] = []
+
+    def binding_of(value: object) -> Binding | str:
+        return Binding.named(value) or str(value).upper()
+
     for i in card.interfaces:
-        binding = str(i.get("protocolBinding", "JSONRPC")).upper()
+        binding = binding_of(i.get("protocolBinding", "JSONRPC"))
         version = str(i.get("protocolVersion") or "1").split(".")[0]
         if i.get("url") and (binding, version, str(i["url"])) not in out:
             out.append((binding, version, str(i["url"])))
     url = card.raw.get("url")
     if isinstance(url, str) and url:
-        binding = str(card.raw.get("preferredTransport") or "JSONRPC").upper()
+        binding = binding_of(card.raw.get("preferredTransport") or "JSONRPC")
         if not any(b == binding and v == "0" for b, v, _ in out):
             out.append((binding, "0", url))
     return out
 
 
-async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, http: httpx.AsyncClient,
+async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint: str, http: httpx.AsyncClient,
                  headers: dict[str, str] | None, timeout: float, traffic: TrafficRecorder, add: Any,
                  declares_auth: bool, seen: _Seen) -> bool:
     """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
     names); True when it answered without credentials."""
     name = f"{binding} {version}.x at {endpoint}"
-    breaks = _LINES.get((binding, version), [f"{binding} clients"])
-    if binding not in ("JSONRPC", "HTTP+JSON", "GRPC") or (binding == "GRPC" and version != "1"):
+    if not isinstance(binding, Binding) or (binding is Binding.GRPC and version != "1"):
         add(Finding("info", name, f"{binding} {version}.x is not a binding toolnexus can check"))
         return False
+    breaks = _LINES.get((binding, version), [f"{binding} clients"])
     client = A2AClient(card, headers=headers, timeout=timeout, http=http,
-                       dialect="1.0" if version == "1" else "0.3", binding=binding.lower())
+                       dialect="1.0" if version == "1" else "0.3", binding=binding.value.lower())
     client.use(endpoint)
     client.traffic = traffic
     # credentials go only to the host the user named, as A2AClient.connect decides
@@ -286,13 +291,13 @@ async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, htt
     except TaskNotFoundError:
         seen.answered[key] = True
         add(Finding("ok", name, "answers in its own dialect and binding; an unknown task is TaskNotFound"))
-        if binding == "JSONRPC":
+        if binding is Binding.JSONRPC:
             await _names(client, name, traffic, add, seen)
             await _jsonrpc_codes(client, name, version, traffic, add)
         return True
     except MethodNotFoundError as exc:
         seen.answered[key] = False
-        known = await _names(client, name, traffic, add, seen) if binding == "JSONRPC" else {}
+        known = await _names(client, name, traffic, add, seen) if binding is Binding.JSONRPC else {}
         if version == "0" and known.get("message/send") is False and known.get("SendMessage"):
             add(Finding("error", name, "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
                         "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
@@ -306,7 +311,7 @@ async def _probe(card: AgentCard, binding: str, version: str, endpoint: str, htt
                         "list only the interfaces and versions the agent really serves"))
     except RPCError as exc:
         seen.answered[key] = True
-        if binding == "JSONRPC":
+        if binding is Binding.JSONRPC:
             await _names(client, name, traffic, add, seen)
         add(Finding("warning", name, f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
                     "not TaskNotFound (-32001)", _since(traffic, before),
@@ -610,7 +615,7 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: Any) -> None:
                       + ": its default is JSONRPC only)")
         method = next(m for m, d in _NAMES.items() if d is dialect)
         known = seen.knows.get(endpoint, {}).get(method) if binding is Binding.JSONRPC else None
-        probed = seen.answered.get((binding.value, "1" if dialect is Dialect.V10 else "0", endpoint))
+        probed = seen.answered.get((binding, "1" if dialect is Dialect.V10 else "0", endpoint))
         if known is False:
             add(Finding("warning", check, f"breaks: it speaks {where} and sends {method}, which the peer answers "
                         "with -32601 (method not found)", breaks=[line],
