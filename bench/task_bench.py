@@ -1,6 +1,6 @@
 """Benchmark: a served task's lifecycle without HTTP, CPU per task.
 
-Blocking ``message/send`` calls straight into the A2A endpoint (``A2AEndpoint._dispatch``: parse,
+Blocking ``message/send`` calls straight into the A2A endpoint (``A2AEndpoint.dispatch``: parse,
 create, submitted -> working -> completed with an instant in-process model, the terminal save,
 the rendered answer), in batches of --batch at once, on uvloop with the collector tuned as
 ``toolnexus serve`` tunes it. What an HTTP benchmark adds on top (uvicorn, the socket) is the same
@@ -43,7 +43,7 @@ async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
         sent += 1
         params = {"configuration": {"blocking": True}, "message": {
             "kind": "message", "messageId": f"m{sent}", "role": "user", "parts": [{"kind": "text", "text": "hello"}]}}
-        out = await endpoint._dispatch(OPERATIONS["send"], params, Dialect.V03, sent, None)
+        out = await endpoint.dispatch(OPERATIONS["send"], params, Dialect.V03, sent, None)
         assert out["status"]["state"] == "completed", out
 
     per_task = []
