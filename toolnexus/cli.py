@@ -34,8 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve a toolkit (with no flags: the example skills on the demo model)")
-    s.add_argument("--config", help="a toolkit config file (JSON)")
-    s.add_argument("--skills", action="append", help="a skills folder (repeatable)")
+    _toolkit_options(s)
     s.add_argument("--name", help="the agent's name on its card")
     s.add_argument("--description", help="the agent's description on its card")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -50,7 +49,6 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--grpc", metavar="[HOST]:PORT",
                    help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
-    s.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
     s.add_argument("--auth-token-env", metavar="NAME",
                    help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
@@ -66,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
     s.add_argument("--worker-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --workers
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
+
+    x = sub.add_parser("mcp", help="serve the toolkit's tools as MCP over stdio, for desktop MCP hosts "
+                                   "(Claude Desktop, VS Code, Cursor): the host starts this command")
+    _toolkit_options(x)
+    x.add_argument("--name", help="the server's name in MCP's initialize (default toolnexus)")
+    x.add_argument("--expose", action="append", metavar="TOOL",
+                   help="expose only this tool (repeatable; default: every tool but bash, write and edit)")
 
     c = sub.add_parser("card", help="fetch an agent card (card URL or base URL), optionally validate it")
     c.add_argument("url")
@@ -113,6 +118,70 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _toolkit_options(p: argparse.ArgumentParser) -> None:
+    """What a toolkit is made of, the same for ``serve`` and ``mcp``."""
+    p.add_argument("--config", help="a toolkit config file (JSON)")
+    p.add_argument("--skills", action="append", help="a skills folder (repeatable)")
+    p.add_argument("--tools", action="append", metavar="MODULE:FUNCTION",
+                   help="Python functions as tools: a module or a .py file, and the functions to take "
+                        "(FUNCTION,FUNCTION; without them, the functions its __all__ lists) (repeatable)")
+    p.add_argument("--agent", action="append", metavar="URL",
+                   help="a remote A2A agent whose skills become tools (its card URL or base URL; repeatable)")
+    p.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
+
+
+def _functions(specs: list[str] | None) -> list[Any]:
+    """The functions ``--tools`` names: ``MODULE:NAME,NAME`` or ``path/file.py:NAME``; a module
+    alone gives what its ``__all__`` lists."""
+    import importlib
+    import importlib.util
+    import inspect
+    from pathlib import Path
+
+    out: list[Any] = []
+    for spec in specs or []:
+        where, _, names = spec.rpartition(":") if ":" in spec else (spec, "", "")
+        try:
+            if where.endswith(".py"):
+                path = Path(where).expanduser()
+                loader = importlib.util.spec_from_file_location(path.stem, path)
+                if loader is None or loader.loader is None or not path.is_file():
+                    raise UsageError(f"--tools {spec}: no Python file at {path}")
+                module = importlib.util.module_from_spec(loader)
+                loader.loader.exec_module(module)
+            else:
+                module = importlib.import_module(where)
+        except UsageError:
+            raise
+        except Exception as exc:  # the user's module failed to import: say which and why, on one line
+            raise UsageError(f"--tools {spec}: cannot import {where}: {type(exc).__name__}: {exc}") from None
+        wanted = [n for n in names.split(",") if n] if names else list(getattr(module, "__all__", []))
+        if not wanted:
+            raise UsageError(f"--tools {spec}: name the functions ({where}:FUNCTION), or list them in its __all__")
+        for name in wanted:
+            fn = getattr(module, name, None)
+            if inspect.isroutine(fn):
+                out.append(fn)
+            elif names:  # named, and not a function (a class, a constant, nothing)
+                raise UsageError(f"--tools {spec}: {where} has no function {name!r}")
+    return out
+
+
+async def _toolkit(args: argparse.Namespace) -> tuple[Any, bool]:
+    """The toolkit the command line describes, and whether it is the demo (no toolkit option given:
+    the example skills). A bad option is a usage error."""
+    import toolnexus as tn
+
+    demo = not (args.config or args.skills or args.tools or args.agent)
+    skills = args.skills or ([str(EXAMPLE_SKILLS)] if demo and EXAMPLE_SKILLS.is_dir() else [])
+    try:
+        return await tn.create_toolkit(skills, builtins=args.builtins, config=args.config,
+                                       tools=_functions(args.tools),
+                                       agents=[tn.Agent(card=url) for url in args.agent or []]), demo
+    except tn.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _run(work: Coroutine[Any, Any, int]) -> int:
     """``work`` on uvloop when it is installed (the ``fast`` extra), else on asyncio's own loop."""
     try:
@@ -129,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _run(_serve(args))
+        if args.command == "mcp":
+            return _run(_mcp(args))
         if args.command == "card":
             return _run(_card(args))
         if args.command == "doctor":
@@ -165,12 +236,7 @@ def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
 async def _serve(args: argparse.Namespace) -> int:
     import toolnexus as tn
 
-    demo = not (args.config or args.skills)
-    skills = args.skills or ([str(EXAMPLE_SKILLS)] if demo and EXAMPLE_SKILLS.is_dir() else [])
-    try:
-        tk = await tn.create_toolkit(skills, builtins=args.builtins, config=args.config)
-    except tn.ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    tk, demo = await _toolkit(args)
     a2a: Any = None
     if not args.no_a2a:
         a2a = tn.A2AConfig.from_config(tk.config.get("a2a"))
@@ -281,6 +347,35 @@ async def _serve(args: argparse.Namespace) -> int:
             _emit(args, f"worker {worker} stopped", {"event": "worker-stopped", "worker": worker})
     return EXIT_OK
 
+
+
+async def _mcp(args: argparse.Namespace) -> int:
+    """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin. stdout carries
+    the protocol alone; what happens is logged on stderr."""
+    import logging
+
+    import toolnexus as tn
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s")
+    tk, _ = await _toolkit(args)
+    config = tn.MCPServeConfig.from_config(tk.config.get("mcpServer"))
+    if args.name:
+        config.name = args.name
+    if args.expose:
+        config.tools = list(args.expose)
+
+    def told(call: dict[str, Any]) -> None:
+        outcome = "error" if call["is_error"] else "ok"
+        print(printable(f"{call['name']}: {outcome} in {call['ms']:.0f} ms"), file=sys.stderr, flush=True)
+
+    exposed = [t.name for t in config.exposed(tk.tools())]
+    print(printable(f"serving {len(exposed)} tool(s) over stdio as {config.name}: {', '.join(exposed)}"),
+          file=sys.stderr, flush=True)
+    try:
+        await tk.serve_stdio(config, on_call=told)
+    finally:
+        await tk.close()
+    return EXIT_OK
 
 
 async def _supervise(args: argparse.Namespace, a2a: Any) -> int:

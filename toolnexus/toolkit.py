@@ -119,6 +119,14 @@ class Toolkit:
 
         return serve_in_thread(self, addr, **options)
 
+    async def serve_stdio(self, mcp: Any = None, **options: Any) -> None:
+        """Serve this toolkit's tools as MCP over stdio until the client closes stdin (desktop MCP
+        hosts start a server this way); ``mcp``: the ``mcpServer`` block, else the config's. Options:
+        ``on_call``, ``events`` (see :func:`toolnexus.serve.mcp.serve_stdio`)."""
+        from .serve.mcp import serve_stdio  # the MCP SDK's server: imported when first used
+
+        await serve_stdio(self, mcp, **options)
+
     def mcp_status(self) -> dict[str, dict[str, Any]]:
         """Each configured MCP server: ``{status: connected | failed | disabled | closed, reason, tools}``."""
         return {c.spec.name: {"status": c.status, "reason": c.reason, "tools": [t.name for t in c.tools]}
