@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 
-async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
+async def _main(rounds: int, tasks: int, batch: int, metrics: bool) -> list[float]:
     import toolnexus as tn
     from toolnexus.protocol.dialects import Dialect
     from toolnexus.protocol.operations import OPERATIONS
@@ -33,7 +33,7 @@ async def _main(rounds: int, tasks: int, batch: int) -> list[float]:
 
     tk = await tn.create_toolkit(builtins=False)
     handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                            a2a=tn.A2AConfig(name="bench", description="bench"))
+                            a2a=tn.A2AConfig(name="bench", description="bench"), metrics=metrics)
     serving_gc()
     endpoint = handle.a2a
     sent = 0
@@ -63,12 +63,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--tasks", type=int, default=1920, help="tasks per round")
     ap.add_argument("--batch", type=int, default=64, help="sends at once")
+    ap.add_argument("--metrics", choices=["on", "off"], default="on", help="the Prometheus metrics (default on)")
     args = ap.parse_args()
     import uvloop
 
-    per_task = uvloop.run(_main(args.rounds, args.tasks, args.batch))
+    per_task = uvloop.run(_main(args.rounds, args.tasks, args.batch, args.metrics == "on"))
     print(f"CPU per blocking task, no HTTP: min {min(per_task):.1f} µs, median {statistics.median(per_task):.1f} µs "
-          f"({args.rounds} rounds of {args.tasks}, {args.batch} at once)")
+          f"({args.rounds} rounds of {args.tasks}, {args.batch} at once, metrics {args.metrics})")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.guard import is_loopback
 from .http.server import serving_gc
+from .serve.metrics import MULTIPROC_ENV
 
 __all__ = ["main"]
 
@@ -50,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
+    s.add_argument("--no-metrics", action="store_true", help="no Prometheus metrics at /metrics")
+    s.add_argument("--metrics-at", metavar="[HOST:]PORT",
+                   help="serve the Prometheus metrics on a port of their own (default: /metrics on the agent's)")
     s.add_argument("--auth-token-env", metavar="NAME",
                    help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
     s.add_argument("--allow-unauthenticated", action="store_true",
@@ -287,8 +291,9 @@ async def _serve(args: argparse.Namespace) -> int:
 
         sock = socket.socket(fileno=args.worker_fd)
     try:
+        metrics: Any = False if args.no_metrics else (_addr(args.metrics_at, args.host) if args.metrics_at else None)
         handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp,
-                                allow_unauthenticated=args.allow_unauthenticated, sock=sock)
+                                allow_unauthenticated=args.allow_unauthenticated, sock=sock, metrics=metrics)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     except (tn.ConfigError, MissingExtra) as exc:
@@ -313,6 +318,8 @@ async def _serve(args: argparse.Namespace) -> int:
             _emit(args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target})
         if mcp:
             _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
+        if handle.metrics_url:
+            _emit(args, f"metrics {handle.metrics_url}", {"event": "metrics", "url": handle.metrics_url})
         if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
             _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
                   {"event": "warning", "message": "bound beyond loopback without auth"})
@@ -387,6 +394,8 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
 
     if args.grpc:
         raise UsageError("--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one")
+    if args.metrics_at:
+        raise UsageError("--workers and --metrics-at: every worker answers /metrics on the agent's port, summed")
     if a2a is None or not is_postgres_url(a2a.store):
         raise UsageError(f"--workers {args.workers} needs a store the workers share: --store postgresql://... "
                          "(the memory and file stores live in one process)")
@@ -407,6 +416,12 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
         _emit(args, f"worker {index} started (pid {proc.pid})", {"event": "worker", "worker": index, "pid": proc.pid})
 
     url = http_url(args.host, port)
+    made = None
+    if not args.no_metrics and not os.environ.get(MULTIPROC_ENV):  # the workers' counts, summed at /metrics
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="toolnexus-metrics-")
+        os.environ[MULTIPROC_ENV] = made
     for index in range(args.workers):
         await start(index)
     _emit(args, f"serving {a2a.name} at {url}  ({args.workers} workers sharing {mask_url(a2a.store)})",
@@ -432,8 +447,17 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
                 proc.terminate()
         await asyncio.gather(*(p.wait() for p in workers.values()))
         sock.close()
+        if made is not None:
+            import shutil
+
+            shutil.rmtree(made, ignore_errors=True)
         _emit(args, "stopped", {"event": "stopped"})
     return EXIT_OK
+
+
+def _addr(value: str, host: str) -> str:
+    """``[HOST:]PORT`` as ``host:port`` (the serve host when none is given)."""
+    return value if ":" in value else f"{host}:{value}"
 
 
 def _without(argv: list[str], flag: str) -> list[str]:

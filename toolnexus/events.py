@@ -225,6 +225,7 @@ class _Subscription:
                 self.queue.append(Dropped(first))
                 self.dropped = True
                 self.bus._subs.discard(self)
+                self.bus.dropped_subscribers += 1
         self.wake.set()
 
 
@@ -233,6 +234,11 @@ class EventBus:
 
     def __init__(self, history: int = 1000) -> None:
         self._subs: set[_Subscription] = set()
+        self.dropped_subscribers = 0
+        """Subscribers cut off so far for falling too far behind (each was told with ``Dropped``)."""
+        self.taps: list[Callable[[Sequence[Any]], None]] = []
+        """Called with every batch as it is published, in the publisher's thread: for counts that
+        must cost next to nothing (``serve.metrics``); a tap must be quick and must not raise."""
         self._history: collections.deque[Any] = collections.deque(maxlen=history)
         self._seq = itertools.count(1)
         self.seq = 0
@@ -255,6 +261,8 @@ class EventBus:
                 event.seq = self.seq = next(self._seq)
             self._history.extend(events)
             subs = list(self._subs)
+        for tap in self.taps:
+            tap(events)
         try:
             here = asyncio.get_running_loop()
         except RuntimeError:

@@ -65,11 +65,12 @@ from ..protocol.jsonrpc import (
     result_envelope,
 )
 from ..protocol.model import Task, TaskState, iso_utc
-from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Operation
+from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Binding, Operation
 from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
 from .config import A2AConfig
 from .lifecycle import TaskRunner
+from .metrics import Metrics
 
 __all__ = ["A2AEndpoint", "KEEPALIVE"]
 
@@ -162,6 +163,8 @@ class A2AEndpoint:
         self._base_url = base_url
         self.grpc_target: str | None = None
         """``host:port`` of the gRPC service, when one is served (``A2AConfig.grpc``)."""
+        self.metrics: Metrics | None = None
+        """Where each dispatched operation is counted, when the agent exports metrics."""
         self._card: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
         self._card_headers: list[tuple[bytes, bytes]] = []
         self._notifications: set[asyncio.Task[Any]] = set()
@@ -353,7 +356,7 @@ class A2AEndpoint:
             params = rest.params_from(op.key, dict(request.path_params), dict(request.query_params), body)
             frame = functools.partial(rest.v03_result, "stream") if v03 else as_is
             outcome = await self.dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
-                                           owner, wrap=lambda results: sse(results, frame))
+                                          owner, wrap=lambda results: sse(results, frame), binding=Binding.HTTP_JSON)
             if isinstance(outcome, Response):
                 return outcome
             return Response(_json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome), 200,
@@ -436,9 +439,24 @@ class A2AEndpoint:
         return Dialect.LEGACY, op
 
     async def dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                        owner: str | None = None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
+                       owner: str | None = None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
+                       binding: Binding = Binding.JSONRPC) -> Any:
         """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
-        them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own)."""
+        them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own).
+        Counted once in ``metrics`` (by ``binding``) when the agent exports them."""
+        if self.metrics is None:
+            return await self._answer(op, params, dialect, rid, owner, wrap)
+        started, error = time.perf_counter(), None
+        try:
+            return await self._answer(op, params, dialect, rid, owner, wrap)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self.metrics.request(binding, op, error, time.perf_counter() - started)
+
+    async def _answer(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any,
+                      owner: str | None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None) -> Any:
         key = op.key
         if dialect is Dialect.V10:
             params = json_names(params)  # ProtoJSON: proto field names (task_id) as well as JSON names

@@ -15,8 +15,9 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
@@ -42,8 +43,11 @@ from ..stores import (
 from ..stores.postgres import WorkerLink
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
-from .config import A2AConfig, MCPServeConfig
+from .config import A2AConfig, Auth, MCPServeConfig
 from .lifecycle import TaskRunner
+from .metrics import CONTENT_TYPE as METRICS_TYPE
+from .metrics import Metrics
+from .metrics import available as metrics_available
 from .push import PushNotifier
 
 if TYPE_CHECKING:
@@ -64,13 +68,17 @@ class ServeHandle:
         runner: the task runner (None without the A2A profile).
         name: the server's name (the card's name, or the MCP server's).
         grpc_target: ``host:port`` of the gRPC service (``A2AConfig.grpc``), or None.
+        metrics: the agent's Prometheus metrics (None when it exports none).
+        metrics_url: where they are scraped (``/metrics`` on the agent's port, or their own).
     """
 
     def __init__(self, server: AsgiServer, name: str, events: EventBus, runner: TaskRunner | None,
                  a2a: A2AEndpoint | None, mcp: Any, on_close: Callable[[], Any] | None = None,
-                 grpc: Any = None) -> None:
+                 grpc: Any = None, metrics: Metrics | None = None, metrics_server: AsgiServer | None = None) -> None:
         self._server = server
         self._grpc = grpc
+        self.metrics = metrics
+        self._metrics_server = metrics_server
         self.grpc_target: str | None = grpc.target if grpc is not None else None
         self.name = name
         self.events = events
@@ -96,6 +104,12 @@ class ServeHandle:
         return self.url + "/mcp"
 
     @property
+    def metrics_url(self) -> str | None:
+        if self.metrics is None:
+            return None
+        return (self._metrics_server.url if self._metrics_server is not None else self.url) + "/metrics"
+
+    @property
     def running(self) -> bool:
         return self._server.running
 
@@ -118,6 +132,10 @@ class ServeHandle:
             return
         self._stopped = True
         await self._server.stop()
+        if self._metrics_server is not None:
+            await self._metrics_server.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self._grpc is not None:
             await self._grpc.stop()
         if self.runner is not None:
@@ -172,6 +190,7 @@ async def serve(
     max_connections: int = MAX_CONNECTIONS,
     record_wire: bool = False,
     sock: Any = None,
+    metrics: bool | str | None = None,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
@@ -183,6 +202,9 @@ async def serve(
     a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
     ``sock``: a socket already bound and listening on ``addr`` to serve on (connections made to it
     meanwhile wait in its backlog): a notebook hands out a server's URL before the server starts.
+    ``metrics``: Prometheus metrics of the A2A agent (``serve.metrics``) at ``/metrics``, behind the
+    agent's auth: None (the default) when prometheus-client is installed, True to require it, False
+    for none, or ``host:port`` to serve them on a port of their own (behind the same auth).
 
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
     the options are unsafe or wrong.
@@ -227,6 +249,11 @@ async def serve(
                 runner.push.shared = store
         endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
         routes += endpoint.routes()
+        if metrics is not False and (metrics is not None or metrics_available()):
+            exported = endpoint.metrics = Metrics(name)
+            exported.time_store(store)
+            if not isinstance(metrics, str):
+                routes.append(metrics_route(exported, a2a_cfg.auth))
 
     mcp_profile = None
     lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
@@ -245,6 +272,7 @@ async def serve(
                 await stack.enter_async_context(enter())
             yield
 
+    exported = endpoint.metrics if endpoint is not None else None
     extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
     app: Any = build_app(routes, lifespan)
     if endpoint is not None:
@@ -264,13 +292,24 @@ async def serve(
             _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)
         await grpc_server.start()
         endpoint.grpc_target = grpc_server.target
+    metrics_server = None
+    if exported is not None and isinstance(metrics, str) and a2a_cfg is not None:  # a port of their own
+        guarded_metrics = HostGuard(build_app([metrics_route(exported, a2a_cfg.auth)]),
+                                    lambda: (holder["metrics"].host, holder["metrics"].port))
+        metrics_server = holder["metrics"] = AsgiServer(guarded_metrics, metrics, header_timeout=header_timeout)
     try:
         await server.start()
+        if metrics_server is not None:
+            await metrics_server.start()
     except BaseException:
         if grpc_server is not None:
             await grpc_server.stop(0)
+        await server.stop()
         raise
-    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server)
+    if exported is not None:
+        exported.start(bus, runner.push if runner is not None else None)
+    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server, metrics=exported,
+                         metrics_server=metrics_server)
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
 
@@ -281,6 +320,19 @@ async def _imported(name: str) -> Any:
     servers) keeps running meanwhile."""
     module = sys.modules.get(name)
     return module if module is not None else await asyncio.to_thread(importlib.import_module, name)
+
+
+def metrics_route(metrics: Metrics, auth: Auth | None) -> Route:
+    """``GET /metrics``: the exposition, behind ``auth`` (the agent's); scraped in a thread, as
+    multiprocess mode reads every worker's files."""
+    async def scrape(request: Request) -> Response:
+        if auth is not None:
+            status = auth.check({k.lower(): v for k, v in request.headers.items()})
+            if status is not None:
+                return JSONResponse({"error": "authentication required" if status == 401 else "invalid credentials"},
+                                    status)
+        return Response(await asyncio.to_thread(metrics.exposition), media_type=METRICS_TYPE)
+    return Route("/metrics", scrape, methods=["GET"])
 
 
 def _refuse_open_commands(toolkit: ToolkitLike, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:

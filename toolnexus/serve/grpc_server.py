@@ -20,7 +20,7 @@ from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSup
 from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
 from ..protocol.dialects import Dialect
 from ..protocol.grpc_binding import abort_args, fit, message_type, modules, to_json, to_proto
-from ..protocol.operations import OPERATIONS, Operation
+from ..protocol.operations import OPERATIONS, Binding, Operation
 from .a2a import A2AEndpoint, Refusal, as_is, major_version
 
 __all__ = ["GrpcServer"]
@@ -101,7 +101,7 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> Any:
             try:
                 params, owner = await self._params(request, context)
-                result = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner)
+                result = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, binding=Binding.GRPC)
                 return _answer(op, result)
             except Exception as exc:
                 await self._failed(op, exc, context)
@@ -112,7 +112,8 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
                 params, owner = await self._params(request, context)
-                results = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, wrap=as_is)
+                results = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, wrap=as_is,
+                                                       binding=Binding.GRPC)
                 async with contextlib.aclosing(results):
                     async for result in results:
                         if result is not None:  # a quiet spell: gRPC keeps its own connection alive
