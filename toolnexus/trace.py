@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +62,24 @@ def outgoing() -> str | None:
 
 
 # -- OpenTelemetry -------------------------------------------------------------------------------
+OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def otlp_exporter() -> Any:
+    """An OTLP/HTTP span exporter when the standard ``OTEL_EXPORTER_OTLP_*`` variables name an
+    endpoint (it reads them all itself: headers, timeout, compression), else None.
+
+    Raises:
+        MissingExtra: an endpoint is set and the exporter is not installed.
+    """
+    if not any(os.environ.get(name) for name in OTLP_ENV):
+        return None
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise MissingExtra("OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
+                           "pip install 'toolnexus[otel]'") from None
+    return OTLPSpanExporter()
 def _nanos(stamp: str | None) -> int:
     if not stamp:
         return 0
@@ -74,7 +93,8 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
     memory): a task is a SERVER span from its first state to its last (an input-required wait
     included), a remote call a CLIENT span, each with the ids it had on the wire, so the spans of
     every agent in a chain fit into one trace in any OTel backend. Returns the task that reads the
-    bus; cancel it to stop. Needs ``pip install 'toolnexus[otel]'``.
+    bus; cancel it to stop. Each export runs in a thread (a network exporter blocks). Needs
+    ``pip install 'toolnexus[otel]'``.
     """
     try:
         from opentelemetry.sdk.resources import Resource
@@ -109,13 +129,13 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
                     continue
                 started.setdefault(trace.span_id, _nanos(ev.time))
                 if ev.state.terminal:
-                    exporter.export([span(f"task {ev.skill or ev.server}", SpanKind.SERVER, trace,
+                    await asyncio.to_thread(exporter.export, [span(f"task {ev.skill or ev.server}", SpanKind.SERVER, trace,
                                           started.pop(trace.span_id), _nanos(ev.time), ev.state.value == "completed",
                                           {"a2a.task_id": ev.task_id, "a2a.context_id": ev.context_id,
                                            "a2a.state": ev.state.value, "toolnexus.server": ev.server})])
             elif isinstance(ev, RemoteCallEvent) and ev.done:
                 call = TraceContext(ev.trace_id, ev.span_id, ev.parent_span_id)
-                exporter.export([span(f"call {ev.peer}", SpanKind.CLIENT, call, _nanos(ev.started), _nanos(ev.time),
+                await asyncio.to_thread(exporter.export, [span(f"call {ev.peer}", SpanKind.CLIENT, call, _nanos(ev.started), _nanos(ev.time),
                                       ev.state == "completed",
                                       {"a2a.task_id": ev.task_id, "a2a.remote_task_id": ev.remote_task_id,
                                        "a2a.peer": ev.peer, "a2a.state": ev.state})])

@@ -201,3 +201,38 @@ async def test_the_trace_exports_as_opentelemetry_spans(tmp_path):
     assert call_bc.parent.span_id == server_b.context.span_id and call_bc.attributes["a2a.remote_task_id"] == task_c.id
     assert server_a.start_time <= call_ab.start_time <= server_b.start_time <= server_b.end_time <= server_a.end_time
     assert server_c.attributes["a2a.state"] == "completed" and server_c.resource.attributes["service.name"] == "chain"
+
+
+async def test_with_the_standard_otlp_variables_a_served_agent_exports_its_spans(monkeypatch):
+    """OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set: the real OTLP/HTTP exporter posts each traced task
+    to it (here a collector stub on loopback that decodes what the exporter sent)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from ..peers import on_loopback
+
+    received: list[ExportTraceServiceRequest] = []
+
+    async def collect(request: Request) -> Response:
+        received.append(ExportTraceServiceRequest.FromString(await request.body()))
+        return Response(ExportTraceServiceRequest().SerializeToString(), media_type="application/x-protobuf")
+
+    async with on_loopback(Starlette(routes=[Route("/v1/traces", collect, methods=["POST"])])) as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector + "/v1/traces")
+        tk = await tn.create_toolkit(builtins=False)
+        async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="otlp-desk")) as handle:
+            headers = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
+            async with tn.A2AClient(handle.url, headers=headers) as caller:
+                done = await caller.send("hello", blocking=True)
+            async with asyncio.timeout(10):
+                while not received:
+                    await asyncio.sleep(0.05)
+    spans = [s for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    resource = {a.key: a.value.string_value for a in received[0].resource_spans[0].resource.attributes}
+    assert resource["service.name"] == "otlp-desk"
+    [span] = [s for s in spans if s.name == "task otlp-desk"]
+    assert span.trace_id.hex() == CALLER_TRACE and span.parent_span_id.hex() == CALLER_SPAN
+    assert {a.key: a.value.string_value for a in span.attributes}["a2a.task_id"] == done.id

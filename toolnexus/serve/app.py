@@ -19,8 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from .. import trace
 from ..builtins import COMMAND_TOOLS
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingExtra
 from ..events import EventBus, ServerEvent
 from ..http.guard import HostGuard, is_loopback
 from ..http.server import (
@@ -309,7 +310,7 @@ async def serve(
     if exported is not None:
         exported.start(bus, runner.push if runner is not None else None)
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server, metrics=exported,
-                         metrics_server=metrics_server)
+                         metrics_server=metrics_server, on_close=_spans_over_otlp(bus, name))
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
 
@@ -320,6 +321,26 @@ async def _imported(name: str) -> Any:
     servers) keeps running meanwhile."""
     module = sys.modules.get(name)
     return module if module is not None else await asyncio.to_thread(importlib.import_module, name)
+
+
+def _spans_over_otlp(bus: EventBus, name: str) -> Callable[[], Any] | None:
+    """Export the server's traced tasks as OpenTelemetry spans over OTLP when the standard
+    ``OTEL_EXPORTER_OTLP_*`` variables name an endpoint (``trace.otlp_exporter``); what stops it."""
+    try:
+        exporter = trace.otlp_exporter()
+    except MissingExtra as exc:
+        log.warning("%s: %s", name, exc)
+        return None
+    if exporter is None:
+        return None
+    pump = trace.export_spans(bus, exporter, service=name)
+
+    async def stop() -> None:
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+        await asyncio.to_thread(exporter.shutdown)
+    return stop
 
 
 def metrics_route(metrics: Metrics, auth: Auth | None) -> Route:
