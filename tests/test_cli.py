@@ -234,6 +234,26 @@ def test_send_over_the_http_json_binding(served_demo):
     assert "over JSONRPC" in run("card", served_demo).stdout
 
 
+async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
+    """The official SDK server streams one reply as three appends to one artifact, which it keeps as
+    three text parts: a plain send prints them as one text, as --stream does (it printed a line per
+    part: "echo: chu" / "nked repl" / "y please")."""
+    import asyncio
+
+    from .peers.sdk_server import sdk_server
+
+    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
+    printed = []
+    async with sdk_server() as url:
+        for extra in ([], ["--stream"]):
+            proc = await asyncio.create_subprocess_exec(*cmd, "send", url, "chunked reply please", *extra, cwd=ROOT,
+                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 0, err
+            printed.append(out.decode())
+    assert printed == ["echo: chunked reply please\n"] * 2
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_send_to_a_hybrid_gets_the_reply_whole_sent_or_streamed(stream):
     """0.3's method names, 1.0's shapes, and a stream that ends without the artifact (as fasta2a

@@ -193,6 +193,8 @@ async def test_against_the_official_sdk_server(compat, dialect):
             chunked = [t async for t in client.stream("chunked reply please")]  # three appends, one text
             assert chunked[-1].reply == "echo: chunked reply please"
             assert [len(a.parts) for a in chunked[-1].artifacts] == [1]
+            fetched = await client.get(chunked[-1].id)  # as the peer keeps it: the three pieces as parts
+            assert len(fetched.artifacts[0].parts) == 3 and fetched.reply == chunked[-1].reply  # read the same
         tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=url, poll_every=0.01, dialect=dialect)])
         async with tk:
             assert [t.name for t in tk.tools()] == ["sdk-echo_echo"]

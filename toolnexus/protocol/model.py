@@ -190,7 +190,9 @@ class Artifact:
 
     @property
     def text(self) -> str:
-        return "\n".join(p.text or "" for p in self.parts if p.kind == "text")
+        """The artifact's text parts as one text, joined as sent with nothing added: a peer that
+        streams a reply as appends makes it parts, and a peer that wants a line break sends one."""
+        return "".join(p.text or "" for p in self.parts if p.kind == "text")
 
 
 @dataclass(slots=True)
@@ -259,10 +261,11 @@ class Task:
 
     @property
     def reply(self) -> str:
-        """The answer text: every text part of every artifact, else the last agent message."""
+        """The answer text: each artifact's text (its text parts joined as sent), a blank line
+        between artifacts; else the last agent message."""
         texts = [a.text for a in self.artifacts if a.text]
         if texts:
-            return "\n".join(texts)
+            return "\n\n".join(texts)
         for m in reversed(self.history):
             if m.role == "agent":
                 return m.text
