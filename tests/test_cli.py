@@ -234,6 +234,38 @@ def test_send_over_the_http_json_binding(served_demo):
     assert "over JSONRPC" in run("card", served_demo).stdout
 
 
+@pytest.mark.parametrize("command", ["card", "doctor", "send"])
+@pytest.mark.parametrize("url", ["htp:/bad", "not a url", "http://", "ftp://example.com/"])
+def test_a_url_that_names_no_peer_is_a_usage_error(command, url):
+    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
+    run = subprocess.run([*cmd, command, url, *(["hi"] if command == "send" else [])], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == f"toolnexus: not an http(s) URL: {url!r} (give the agent's base URL or card URL, " \
+                                 "such as http://127.0.0.1:8000)"
+
+
+async def test_a_plain_web_page_is_no_card_and_both_paths_are_named():
+    import toolnexus as tn
+
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    from .peers import on_loopback
+
+    async def page(request):
+        if request.url.path.endswith("agent-card.json"):
+            return PlainTextResponse("Not Found", 404)
+        return HTMLResponse("<html>a blog</html>")
+
+    async with on_loopback(Starlette(routes=[Route("/{path:path}", page)])) as url:
+        with pytest.raises(tn.PeerError) as caught:
+            await tn.fetch_card(url)
+    assert str(caught.value) == (f"no agent card at {url}/.well-known/agent-card.json (404), and the agent card at "
+                                 f"{url}/.well-known/agent.json is not JSON")
+
+
 async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
     """The official SDK server streams one reply as three appends to one artifact, which it keeps as
     three text parts: a plain send prints them as one text, as --stream does (it printed a line per

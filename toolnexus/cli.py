@@ -17,6 +17,7 @@ from typing import Any
 from .display import printable
 from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
+from .http.fetch import peer_url
 from .http.guard import is_loopback
 from .http.server import serving_gc
 from .serve.metrics import MULTIPROC_ENV
@@ -200,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what a worker of --workers is started with
     try:
+        if args.command in ("card", "doctor", "send"):
+            args.url = _peer(args.url)
+        if args.command == "replay" and args.against:
+            args.against = _peer(args.against)
         if args.command == "serve":
             return _run(_serve(args))
         if args.command == "mcp":
@@ -218,6 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_OK
     return EXIT_USAGE
+
+
+def _peer(url: str) -> str:
+    """A peer's URL from the command line; anything else is a usage error."""
+    try:
+        return peer_url(url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def say(text: str, **kwargs: Any) -> None:

@@ -156,15 +156,17 @@ class Peer:
             await self.client.aclose()
         headers = self.live_headers()
         binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
-        self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
-                                dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
         try:
+            self.client = None
+            self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
+                                    dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
             await self.client.connect()
-        except Exception as exc:
+        except Exception as exc:  # a URL that names no peer is said like an unreachable one
             self.state, self.error = "unreachable", str(exc)
             return
         finally:
-            await self.client.release()  # nothing stays open between uses; the next call reconnects
+            if self.client is not None:
+                await self.client.release()  # nothing stays open between uses; the next call reconnects
         self.state = "reachable"
 
 

@@ -33,7 +33,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, TaskEvent
-from ..http.fetch import MAX_CARD, exchange, why
+from ..http.fetch import MAX_CARD, exchange, peer_url, why
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
 from ..protocol.model import Message, Part, Task, TaskState
@@ -109,6 +109,7 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
     Raises:
         PeerError: nothing answered, or no card was found, or it is not a JSON object.
     """
+    url = peer_url(url)
     own = http is None
     client = http or httpx.AsyncClient(timeout=timeout)
     if not any(k.lower() == "a2a-version" for k in (headers or {})):
@@ -120,6 +121,11 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
             base = url.rstrip("/")
             candidates = [base + CARD_PATH, base + LEGACY_CARD_PATH]
         last = ""
+
+        def where(candidate: str) -> str:  # after a 404 at the card's path, both paths tried are named
+            return f"no agent card at {candidates[0]} (404), and the agent card at {candidate}" if last \
+                else f"the agent card at {candidate}"
+
         for candidate in candidates:
             started = time.perf_counter()
             conditional = cached and (traffic is None or traffic.cassette is None)
@@ -145,13 +151,13 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
                 if key:
                     _CARDS.keep(key, r, content)
             else:
-                raise PeerError(f"the agent card at {candidate} answered HTTP {r.status_code}", status=r.status_code)
+                raise PeerError(f"{where(candidate)} answered HTTP {r.status_code}", status=r.status_code)
             try:
                 raw = _json.loads(content)
             except (*_json.JSONDecodeError, ValueError):
-                raise PeerError(f"the agent card at {candidate} is not JSON") from None
+                raise PeerError(f"{where(candidate)} is not JSON") from None
             if not isinstance(raw, dict):
-                raise PeerError(f"the agent card at {candidate} is not a JSON object")
+                raise PeerError(f"{where(candidate)} is not a JSON object")
             return AgentCard(raw, candidate)
         raise PeerError(f"no agent card found: {last}")
     finally:
@@ -205,7 +211,7 @@ class A2AClient:
         elif isinstance(card_or_url, dict):
             self.card = AgentCard(card_or_url)
         else:
-            self.url = card_or_url
+            self.url = peer_url(card_or_url)
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.forced = None if dialect == "auto" else Dialect(dialect)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Mapping
+from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["MAX_CARD", "MAX_RESPONSE", "MAX_FRAME", "AnswerTooLarge", "AnswerTooSlow", "read_body", "exchange", "sse_events", "why"]
+__all__ = ["MAX_CARD", "MAX_RESPONSE", "MAX_FRAME", "AnswerTooLarge", "AnswerTooSlow", "read_body", "exchange", "sse_events", "why",
+           "peer_url"]
 
 
 MAX_CARD = 2 * 1024 * 1024
@@ -91,3 +93,22 @@ async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> Async
 def why(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def peer_url(url: str) -> str:
+    """``url`` when it can name a peer: an absolute ``http://`` or ``https://`` URL with a host.
+
+    Raises:
+        ValueError: it is not one (``htp:/bad``, ``not a url``), said in one line.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and " " not in url.strip()
+        parts.port  # noqa: B018  # a port that is not a number raises here
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"not an http(s) URL: {url!r} (give the agent's base URL or card URL, "
+                         "such as http://127.0.0.1:8000)")
+    return url.strip()
+
