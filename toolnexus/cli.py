@@ -85,7 +85,10 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("doctor", help="probe an A2A agent: which clients can work with it, why, and the fix")
     d.add_argument("url", help="the agent's card URL or base URL")
-    d.add_argument("--send", action="store_true", help="also send a message and stream one (creates tasks there)")
+    d.add_argument("--send", action="store_true",
+                   help="also send messages: one in each dialect a client would speak, one to cancel, one "
+                        "streamed, and the card's first three skill examples (answering a question 'yes'): "
+                        "these create real tasks on the peer, about 5 to 9; without it nothing is created")
     d.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
     d.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     d.add_argument("--fail-on", choices=["warning", "error"], default="error",

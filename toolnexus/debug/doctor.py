@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import json
 import re
 import time
 import uuid
@@ -185,7 +186,7 @@ async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: fl
         for d in checked.diagnostics:
             if d.level in ("error", "warning"):
                 add(Finding(d.level, "card schema", f"{d.path}: {d.message}", breaks=_schema_breaks(checked),
-                            fix="correct the card field named"))
+                            fix=_fix_for(d.path, d.message, card)))
         add(Finding("info", "card verdict", checked.summary))
         declares_auth = any(card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements"))
         answered_open = False
@@ -763,6 +764,52 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
 def _since(traffic: TrafficRecorder, before: int) -> list[str]:
     """The exchanges recorded since the ``before``-th, as evidence lines."""
     return [_evidence(e) for e in list(traffic.events)[before:]]
+
+
+def _fix_for(path: str, message: str, card: AgentCard) -> str:
+    """What to change on the card for one diagnostic: the field, and to what."""
+    base = (card.source or "").split("/.well-known/")[0] or "https://agent.example"
+    skill = re.match(r"\$\.skills\[(\d+)\]", path)
+    if skill:
+        entries = card.skills  # the skills that are objects, in order (what a diagnostic's index counts)
+        raw = card.raw.get("skills")
+        at = int(skill.group(1))
+        entry = raw[at] if _json.is_array(raw) and at < len(raw) else None
+        named = entry.get("id") if _json.is_object(entry) and entry in entries else None
+        which = f"skill {at}" + (f" ({named!r})" if isinstance(named, str) else "")
+        if path.endswith(".tags"):
+            return f'give {which} a list of tags, e.g. "tags": [{json.dumps(named or "general")}]'
+        if path.endswith(".id") and "twice" in message:
+            return f"give {which} an id of its own (another skill has the same)"
+        field_name = path.rsplit(".", 1)[-1]
+        return f"give {which} its {field_name} (a non-empty string)" if "." in path[len(skill.group(0)):] \
+            else f"make {which} an object with id, name, description and tags"
+    if path == "$.url":
+        if "sends calls to" in message:
+            return "list the interfaces on the host that serves the card, or name that host yourself"
+        return f'add "url": "{base}/" (the 0.3 JSON-RPC endpoint) if 0.3 clients should reach the agent'
+    if path == "$.description":
+        return 'say in "description" what the agent does'
+    if path == "$.name":
+        return 'set "name" to a non-empty string naming the agent'
+    if path == "$.version":
+        return 'set "version" to the agent\'s own version, e.g. "1.0.0"'
+    if path == "$.protocolVersion":
+        return 'set "protocolVersion" to "0.3.0" (the 0.3 line reads it), or leave it out of a 1.0-only card'
+    if path.startswith("$.supportedInterfaces["):
+        if path.endswith(".url"):
+            return "give the interface an absolute http(s) URL (a gRPC interface: host:port)"
+        if path.endswith(".protocolBinding"):
+            return 'name the interface\'s binding: "JSONRPC", "HTTP+JSON" or "GRPC"'
+        if path.endswith(".protocolVersion"):
+            return 'give the interface a protocolVersion the SDKs know: "1.0" or "0.3"'
+    if path in ("$.defaultInputModes", "$.defaultOutputModes"):
+        return f'list the modes in {path[2:]}, e.g. ["text/plain"]'
+    if path == "$.skills":
+        return 'list what the agent can do in "skills" (each with id, name, description, tags)'
+    if path == "$.capabilities" or path.startswith("$.capabilities."):
+        return 'make "capabilities" an object of true/false flags, e.g. {"streaming": true}'
+    return f"set {path} as the message says: {message}"
 
 
 def _schema_breaks(report: Any) -> list[str]:
