@@ -193,6 +193,9 @@ async def test_the_official_servers_come_out_with_only_their_real_quirks():
         "'ask me a question' asked for input; the answer went on the same task, now completed"]
     assert not _findings(js, "error")
     assert any(c == "card schema" and m.startswith("$.url") for c, m in _findings(js, "warning"))  # no 0.3 url
+    [no_url] = [f for f in js.findings if f.check == "card schema" and f.message.startswith("$.url")]
+    assert no_url.fix == f'add "url": "{url}/" (the 0.3 JSON-RPC endpoint) if 0.3 clients should reach the agent'
+    assert no_url.breaks == ["a2a-sdk 0.3"]
 
 
 async def test_cli_text_json_and_exit_codes():
