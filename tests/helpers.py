@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 
@@ -39,3 +40,21 @@ def assert_legal(events) -> dict:
         assert e.state in LEGAL.get(prev, frozenset()), (e.task_id, prev, e.state)
         by_task[e.task_id].append(e.state)
     return by_task
+
+
+def stop_process(proc: subprocess.Popen, *, wait: float = 15.0, terminate: bool = True) -> None:
+    """End a helper process (``terminate``, else it is expected to end on its own once its stdin
+    closes), kill it if it will not, and close its pipes."""
+    if terminate:
+        proc.terminate()
+    elif proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdout, proc.stderr, proc.stdin):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+

@@ -398,7 +398,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-key-env", help="the environment variable holding the model key")
     parser.add_argument("--name", default=None, help="the served agent's name")
     parser.add_argument("--port", type=int, default=0, help="port for the served toolkit (default: any)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--web", action="store_true",
+                        help="serve this app in a browser instead (needs pip install 'toolnexus[web]'): the URL to "
+                             "open, with its one-time token, is printed")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="with --web: the address to serve on (default 127.0.0.1; beyond it, still the token)")
+    parser.add_argument("--web-port", type=int, default=0, help="with --web: the port (default: any free one)")
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    if args.web:
+        from .web import serve_web  # textual-serve and aiohttp: only for --web
+
+        app_args = _without_web(given)
+        serve_web(app_args, host=args.host, port=args.web_port,
+                  announce=lambda url: print(f"toolnexus-tui in the browser: {url}\n(Ctrl-C to stop)", flush=True))
+        return
     if args.config or args.skills:
         spec = ServerSpec(name=args.name or "toolnexus-agent", skills=args.skills or [], config=args.config,
                           model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, mcp=True,
@@ -410,6 +424,21 @@ def main(argv: list[str] | None = None) -> None:
     app.run()
     if app.return_code:
         sys.exit(app.return_code)
+
+
+def _without_web(argv: list[str]) -> list[str]:
+    """The app's own arguments: ``--web``, ``--host`` and ``--web-port`` (and their values) left out."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--web":
+            continue
+        elif arg in ("--host", "--web-port"):
+            skip = True
+        elif not arg.startswith(("--host=", "--web-port=")):
+            out.append(arg)
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ..helpers import stop_process
+
 HERE = Path(__file__).parent / "js"
 
 
@@ -47,16 +49,7 @@ async def js_server(*, compat: bool = False, rest: bool = False) -> AsyncIterato
             raise RuntimeError(f"the JS SDK peer did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
         yield line.strip()
     finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        stop_process(proc, wait=5, terminate=False)  # it ends when its stdin closes
 
 
 async def js_client(url: str, transport: str, version: str = "") -> dict[str, Any]:

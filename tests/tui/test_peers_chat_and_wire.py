@@ -176,3 +176,18 @@ async def test_call_an_mcp_tool_through_the_form():
         # the exchanges are in the wire log
         await until(pilot, lambda: any(e.rpc_method == "tools/call" for e in app.book.traffic))
         await pilot.press("ctrl+q")
+
+
+async def test_chat_opens_on_the_server_the_hint_names():
+    """The Servers hint says "press 4 to chat with it": Chat opens on that hosted server, and a
+    message goes to it (the picker was blank and Enter said "pick a peer first")."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        hosted = next(url for url, p in app.peer_book.peers.items() if p.hosted)
+        assert "press 4 to chat with it" in text_of(app, "#server-detail")
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        app.screen.query_one("#chat-input", Input).value = "hello hint"
+        await pilot.press("enter")
+        await until(pilot, lambda: "You said: hello hint" in text_of(app, "#chat-log"))

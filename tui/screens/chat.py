@@ -77,10 +77,20 @@ class ChatScreen(ModeScreen):
                    if peer.state == "reachable" or url == self.chat.peer]
         if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
             select.set_options(options)
-        wanted = self.tn.chat_peer or self.chat.peer
+        chosen = select.value if isinstance(select.value, str) else None  # picked, its Changed maybe not yet handled
+        wanted = self.tn.chat_peer or self.chat.peer or chosen or self._first_choice([url for _, url in options])
         if wanted and any(url == wanted for _, url in options) and select.value != wanted:
             select.value = wanted
         self.tn.chat_peer = None
+
+    def _first_choice(self, urls: list[str]) -> str | None:
+        """Whom a new chat talks to when no one was named: the server this app hosts (what the
+        Servers hint says to chat with), else the only reachable peer."""
+        peers = self.tn.peer_book.peers
+        hosted = [url for url in urls if url in peers and peers[url].hosted]
+        if hosted:
+            return hosted[0]
+        return urls[0] if len(urls) == 1 else None
 
     @on(Select.Changed, "#chat-peer")
     def _peer_chosen(self, event: Select.Changed) -> None:
