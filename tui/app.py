@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -234,7 +236,6 @@ class ToolnexusApp(App[None]):
 
     def export_session(self, path: Path | None = None) -> Path:
         """The wire log and the chat, as one JSON file (by default in the export folder)."""
-        import json
         from dataclasses import asdict
 
         path = path or self._session_path()
@@ -380,7 +381,30 @@ class ToolnexusApp(App[None]):
             verb = "Stop" if server.state == "running" else "Start"
             out.append((f"{verb} server {name}", server.url or server.state, partial(self.toggle_server, name)))
             out.append((f"Restart server {name}", server.url or server.state, partial(self.restart_server, name)))
+            out.append((f"Copy desktop MCP config for {name}", "its toolkit as `toolnexus mcp` in Claude Desktop, "
+                        "VS Code or Cursor", partial(self.copy_mcp_config, name)))
+            metrics = getattr(server.handle, "metrics_url", None) if server.handle is not None else None
+            if metrics:
+                out.append((f"Copy metrics URL of {name}", metrics, partial(self._copy, metrics, "metrics URL")))
+        out.append(("Open in a browser", "run toolnexus-tui --web: this app in a browser, behind a token",
+                    partial(self.notify, "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
+                            "token; pip install 'toolnexus[web]')", timeout=10)))
         return out
+
+    def copy_mcp_config(self, name: str) -> None:
+        """A desktop MCP host's entry that serves this server's toolkit over stdio (Claude Desktop's
+        and Cursor's form; VS Code's takes the same command and args under "servers")."""
+        spec = self.workspace.servers[name].spec
+        args = ["mcp", *(a for folder in spec.skills for a in ("--skills", str(Path(folder).resolve())))]
+        if spec.config:
+            args += ["--config", str(Path(spec.config).resolve())]
+        command = shutil.which("toolnexus") or str(Path(sys.executable).parent / "toolnexus")
+        entry = {"mcpServers": {name: {"command": command, "args": args}}}
+        self._copy(json.dumps(entry, indent=2), "desktop MCP config")
+
+    def _copy(self, text: str, what: str) -> None:
+        self.copy_to_clipboard(text)
+        self.notify(f"copied the {what}:\n{text}", timeout=10)
 
     def _palette_new_server(self) -> None:
         from .screens.server_form import ServerForm

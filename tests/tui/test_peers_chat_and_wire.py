@@ -191,3 +191,27 @@ async def test_chat_opens_on_the_server_the_hint_names():
         app.screen.query_one("#chat-input", Input).value = "hello hint"
         await pilot.press("enter")
         await until(pilot, lambda: "You said: hello hint" in text_of(app, "#chat-log"))
+
+
+async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():
+    """ctrl+p lists the desktop MCP config, the metrics URL and the browser for each hosted server;
+    the copied config, run as a desktop host would (the official MCP client over stdio), serves it."""
+    import os
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        titles = {title: help_ for title, help_, _ in app.palette_commands()}
+        assert "Copy desktop MCP config for demo-desk" in titles and "Open in a browser" in titles
+        metrics = titles["Copy metrics URL of demo-desk"]
+        assert metrics == app.workspace.running()[0].url + "/metrics"
+        app.copy_mcp_config("demo-desk")
+        entry = json.loads(app.clipboard)["mcpServers"]["demo-desk"]
+    assert entry["args"][:2] == ["mcp", "--skills"] and Path(entry["args"][2]).is_absolute()
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=dict(os.environ))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        assert [t.name for t in (await client.list_tools()).tools] == ["skill"]
