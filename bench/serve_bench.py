@@ -115,7 +115,8 @@ async def _run_server(kind: str) -> None:
         watched = wire or kind == "toolnexus-watched"
         tk = await tn.create_toolkit(builtins=False)
         handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                                a2a=tn.A2AConfig(name="bench", description="bench"), record_wire=wire)
+                                a2a=tn.A2AConfig(name="bench", description="bench"), record_wire=wire,
+                                metrics=kind == "toolnexus-metrics")
         url = handle.url
         if watched:  # as in the TUI: one reader takes every event off the bus (and reads nothing of it)
             async def drain() -> None:
@@ -352,14 +353,13 @@ def _report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _wire_cost(seconds: float, repeat: int, only: str | None = None) -> str:
-    """The inbound wire recorder's cost: the same server with it off and on, both running, each
+async def _paired_cost(kinds: tuple[str, str], seconds: float, repeat: int, only: str | None = None) -> str:
+    """What one feature costs: the server without it (``kinds[0]``) and with it, both running, each
     workload measured on one then the other (the order swapped each round), so that a neighbour's
-    load moves both sides of a pair alike."""
+    load moves both sides of a pair alike. ``--wire``: the inbound wire recorder (both watched by a
+    bus reader, as the TUI's hosted servers are); ``--metrics``: the Prometheus metrics."""
     plan = [("card", 64), ("get", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
     plan = [(op, c) for op, c in plan if only is None or op in only.split(",")]
-    # both watched by a bus reader, as the TUI's hosted servers are: the difference is the recorder
-    kinds = ("toolnexus-watched", "toolnexus-wire")
     servers = {kind: _start(kind) for kind in kinds}
     runs: dict[str, list[list[dict[str, Any]]]] = {kind: [[] for _ in plan] for kind in kinds}
     try:
@@ -388,14 +388,16 @@ async def _wire_cost(seconds: float, repeat: int, only: str | None = None) -> st
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--server", choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "bare"])
+    ap.add_argument("--server", choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "toolnexus-metrics",
+                                         "bare"])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--tasks", type=int, default=20000, help="tasks created to measure memory per task")
     ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
     ap.add_argument("--wire", action="store_true", help="measure only the inbound wire recorder's cost (off vs on)")
-    ap.add_argument("--only", metavar="OPS", help="with --wire: only these workloads (e.g. card,get)")
+    ap.add_argument("--metrics", action="store_true", help="measure only the Prometheus metrics' cost (off vs on)")
+    ap.add_argument("--only", metavar="OPS", help="with --wire or --metrics: only these workloads (e.g. card,get)")
     ap.add_argument("--no-pin", action="store_true", help="let the servers and the load share every core")
     args = ap.parse_args()
     import uvloop
@@ -411,8 +413,9 @@ def main() -> None:
     if args.memory_only:
         print(uvloop.run(_memory_only(args.tasks)))
         return
-    if args.wire:
-        print(uvloop.run(_wire_cost(args.seconds, args.repeat, args.only)))
+    if args.wire or args.metrics:
+        kinds = ("toolnexus-watched", "toolnexus-wire") if args.wire else ("toolnexus", "toolnexus-metrics")
+        print(uvloop.run(_paired_cost(kinds, args.seconds, args.repeat, args.only)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
     results["first_call"] = _first_call(args.repeat)

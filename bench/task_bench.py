@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--tasks", type=int, default=1920, help="tasks per round")
     ap.add_argument("--batch", type=int, default=64, help="sends at once")
-    ap.add_argument("--metrics", choices=["on", "off"], default="on", help="the Prometheus metrics (default on)")
+    ap.add_argument("--metrics", choices=["on", "off"], default="off", help="the Prometheus metrics (default off)")
     args = ap.parse_args()
     import uvloop
 

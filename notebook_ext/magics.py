@@ -38,9 +38,9 @@ HELP = {
     "serve": ("%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]\n"
               "                 [--api-key-env VAR] [--store memory|file:DIR] [--mcp] [--thread]",
               "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
-              "Without --skills it serves the bundled example skills. With prometheus-client installed it\n"
-              "answers its metrics at URL/metrics. Outside the notebook: toolnexus mcp serves a toolkit to desktop\n"
-              "MCP hosts over stdio, toolnexus-tui --web the debugger to a browser.",
+              "Without --skills it serves the bundled example skills. Outside the notebook: toolnexus mcp\n"
+              "serves a toolkit to desktop MCP hosts over stdio, toolnexus-tui --web the debugger to a browser,\n"
+              "toolnexus serve --metrics an agent's Prometheus metrics.",
               "h = %toolnexus serve --name desk --mcp"),
     "list": ("%toolnexus list", "The notebook's servers: name, state, URL, profiles.", "%toolnexus list"),
     "stop": ("%toolnexus stop NAME | --all", "Stop a server (its tasks in flight are canceled); --all also\n"

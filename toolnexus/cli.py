@@ -52,9 +52,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
-    s.add_argument("--no-metrics", action="store_true", help="no Prometheus metrics at /metrics")
+    s.add_argument("--metrics", action="store_true",
+                   help="Prometheus metrics at /metrics, behind the agent's auth (needs pip install 'toolnexus[metrics]')")
     s.add_argument("--metrics-at", metavar="[HOST:]PORT",
-                   help="serve the Prometheus metrics on a port of their own (default: /metrics on the agent's)")
+                   help="Prometheus metrics on a port of their own instead (implies --metrics)")
     s.add_argument("--auth-token-env", metavar="NAME",
                    help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
     s.add_argument("--allow-unauthenticated", action="store_true",
@@ -307,7 +308,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
         sock = socket.socket(fileno=args.worker_fd)
     try:
-        metrics: Any = False if args.no_metrics else (_addr(args.metrics_at, args.host) if args.metrics_at else None)
+        metrics: Any = _addr(args.metrics_at, args.host) if args.metrics_at else bool(args.metrics)
         handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp,
                                 allow_unauthenticated=args.allow_unauthenticated, sock=sock, metrics=metrics)
     except OSError as exc:
@@ -433,7 +434,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
 
     url = http_url(args.host, port)
     made = None
-    if not args.no_metrics and not os.environ.get(MULTIPROC_ENV):  # the workers' counts, summed at /metrics
+    if args.metrics and not os.environ.get(MULTIPROC_ENV):  # the workers' counts, summed at /metrics
         import tempfile
 
         made = tempfile.mkdtemp(prefix="toolnexus-metrics-")

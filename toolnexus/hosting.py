@@ -86,6 +86,8 @@ class ServerSpec:
     builtins: bool = False
     auth_token_env: str | None = None
     description: str = ""
+    metrics: bool = False
+    """Prometheus metrics at ``/metrics`` (needs prometheus-client)."""
 
     @property
     def profiles(self) -> list[str]:
@@ -240,7 +242,8 @@ class Workspace:
         a2a, mcp = profiles(spec, server.toolkit, auth)
         # hosted servers are watched by a debugger (the TUI, the notebook): their inbound wire too
         server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
-                                                   events=self.events, record_wire=True, sock=sock)
+                                                   events=self.events, record_wire=True, sock=sock,
+                                                   metrics=spec.metrics)
         if spec.port == 0:  # keep the port it got: a restart must not break saved peers and curl lines
             server.spec = replace(spec, port=server.handle.port)
         server.state, server.error = "running", ""

@@ -49,7 +49,7 @@ async def test_a_served_agent_under_load_reports_what_it_did():
     config = tn.A2AConfig(name="metered", auth=tn.Auth.bearer("metrics-token"), grpc="127.0.0.1:0",
                           push_notifications=True)
     async with on_loopback(Starlette(routes=[Route("/hook", hook, methods=["POST"])])) as webhook, \
-            tk.serve(client=tn.demo_client(), a2a=config) as handle:
+            tk.serve(client=tn.demo_client(), a2a=config, metrics=True) as handle:
         assert handle.metrics_url == handle.url + "/metrics"
         async with tn.A2AClient(handle.url, headers=TOKEN) as rpc, \
                 tn.A2AClient(handle.url, headers=TOKEN, binding="http+json") as rest, \
@@ -96,14 +96,14 @@ async def test_metrics_on_a_port_of_their_own_or_none():
             assert (await http.get(handle.url + "/metrics")).status_code == 404
             found = samples((await http.get(handle.metrics_url)).text)
     assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 1
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="none"), metrics=False) as handle:
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="none")) as handle:  # off by default
         assert handle.metrics_url is None
         async with httpx.AsyncClient(timeout=10) as http:
             assert (await http.get(handle.url + "/metrics")).status_code == 404
 
 
 async def test_two_workers_answer_the_sum_of_both(postgres):
-    async with Served("--store", postgres, "--workers", "2") as served:
+    async with Served("--store", postgres, "--workers", "2", "--metrics") as served:
         started = await served.until(lambda lines: [x for x in lines if x.get("event") == "started"])
         url = started[0]["url"]
         await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2)

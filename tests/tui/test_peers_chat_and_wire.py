@@ -201,7 +201,9 @@ async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    app = ToolnexusApp(specs=[demo_spec()])
+    spec = demo_spec()
+    spec.metrics = True
+    app = ToolnexusApp(specs=[spec])
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         titles = {title: help_ for title, help_, _ in app.palette_commands()}

@@ -48,7 +48,6 @@ from .config import A2AConfig, Auth, MCPServeConfig
 from .lifecycle import TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
-from .metrics import available as metrics_available
 from .push import PushNotifier
 
 if TYPE_CHECKING:
@@ -191,7 +190,7 @@ async def serve(
     max_connections: int = MAX_CONNECTIONS,
     record_wire: bool = False,
     sock: Any = None,
-    metrics: bool | str | None = None,
+    metrics: bool | str = False,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one; host 127.0.0.1 by default).
 
@@ -203,9 +202,10 @@ async def serve(
     a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
     ``sock``: a socket already bound and listening on ``addr`` to serve on (connections made to it
     meanwhile wait in its backlog): a notebook hands out a server's URL before the server starts.
-    ``metrics``: Prometheus metrics of the A2A agent (``serve.metrics``) at ``/metrics``, behind the
-    agent's auth: None (the default) when prometheus-client is installed, True to require it, False
-    for none, or ``host:port`` to serve them on a port of their own (behind the same auth).
+    ``metrics``: Prometheus metrics of the A2A agent (``serve.metrics``, needs prometheus-client):
+    True for ``/metrics`` behind the agent's auth, ``host:port`` to serve them on a port of their
+    own (behind the same auth); off by default (they cost a served task 7-10 % of its CPU today,
+    ``bench/README.md``).
 
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
     the options are unsafe or wrong.
@@ -250,7 +250,7 @@ async def serve(
                 runner.push.shared = store
         endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
         routes += endpoint.routes()
-        if metrics is not False and (metrics is not None or metrics_available()):
+        if metrics:
             exported = endpoint.metrics = Metrics(name)
             exported.time_store(store)
             if not isinstance(metrics, str):

@@ -15,9 +15,11 @@ What is counted, each labelled with the served agent's name (``server``):
 - ``toolnexus_bus_subscribers_dropped_total``: readers of the event bus (a front end, a hook) cut
   off for falling too far behind.
 
-Off the request's path: prometheus-client's own metric objects cost a served task about 33 µs of
-CPU (labels looked up, a lock and a bucket search per observation, an async reader of the bus),
-20 % of a blocking send; so a request only adds to plain counters here (a dict entry, a bisect for a
+Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``): the served bench, paired, still shows
+5-10 % more CPU per request with them on (``bench/README.md``). Kept as light as found so far:
+prometheus-client's own metric objects cost a served task about 33 µs of CPU (labels looked up, a
+lock and a bucket search per observation, an async reader of the bus), 20 % of a blocking send; so
+a request only adds to plain counters here (a dict entry, a bisect for a
 histogram's bucket), task transitions are counted by a tap on the event bus as they are
 published, and prometheus-client builds the exposition from those counts at scrape time. Across
 ``toolnexus serve --workers N`` every worker writes its counts once a second to a file of its own
