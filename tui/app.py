@@ -99,6 +99,7 @@ class ToolnexusApp(App[None]):
         Binding("5", "switch_mode('wire')", "Wire", id="mode-wire", show=False),
         Binding("6", "switch_mode('mcp')", "MCP", id="mode-mcp", show=False),
         Binding("question_mark", "toggle_help", "Help", id="help"),
+        Binding("escape", "close_help", show=False, priority=True),  # only while the panel is open
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -333,6 +334,15 @@ class ToolnexusApp(App[None]):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_close_help(self) -> None:
+        self.action_hide_help_panel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape closes the ``?`` panel while it is open; otherwise it is the mode's own key."""
+        if action == "close_help":
+            return bool(self.screen.query("HelpPanel"))
+        return True
 
     async def ensure_webhook(self) -> WebhookReceiver:
         """The app's webhook receiver on 127.0.0.1, started if it is not: its deliveries are on the

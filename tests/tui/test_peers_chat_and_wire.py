@@ -217,3 +217,16 @@ async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         assert [t.name for t in (await client.list_tools()).tools] == ["skill"]
+
+
+async def test_escape_closes_the_help_panel_and_is_the_modes_own_key_otherwise():
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.screen.query("HelpPanel"))
+        await pilot.press("4")  # Chat, its message box focused: Escape is its own key again
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "chat-input")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "chat-scroll")
