@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._json import is_array
 from ..errors import MissingExtra, RPCError
 from ..events import EventBus, TaskEvent
 from ..protocol.model import INTERRUPTED, TERMINAL
@@ -213,8 +214,9 @@ class Metrics:
 
     def gathered(self) -> dict[str, dict[tuple[str, ...], Any]]:
         """The counts to expose: this process's, or with workers the sum of every worker's file."""
-        if self.folder is None:
-            return self.values
+        if self.folder is None:  # copies: the scrape runs in a thread while the loop keeps counting
+            return {name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
+                    for name, series in self.values.items()}
         self._write()
         total: dict[str, dict[tuple[str, ...], Any]] = {name: {} for name in _SERIES}
         for path in self.folder.glob(f"toolnexus-{self.server}-*.json"):
