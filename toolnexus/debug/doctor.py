@@ -76,6 +76,7 @@ _LINES = {  # who picks an interface of this binding and version
 EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
 _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
 """The send method of each dialect, asked of every JSON-RPC endpoint with nothing to send."""
+_SEND_METHOD = {dialect: method for method, dialect in _NAMES.items()}
 
 
 @dataclass
@@ -501,7 +502,7 @@ async def _as_others_send(card: AgentCard, http: httpx.AsyncClient, headers: dic
     for endpoint, dialect in dict.fromkeys(wanted):
         if (endpoint, dialect) in seen.sent:
             continue
-        if seen.knows.get(endpoint, {}).get(next(m for m, d in _NAMES.items() if d is dialect)) is False:
+        if seen.knows.get(endpoint, {}).get(_SEND_METHOD[dialect]) is False:
             seen.sent[(endpoint, dialect)] = "its send method is answered -32601 (method not found)"
             continue
         client = A2AClient(card, headers=headers, timeout=timeout, http=http, dialect=dialect.value, binding="jsonrpc")
@@ -614,7 +615,7 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: Any) -> None:
             where += (f" (when its ClientConfig lists {binding.value}"
                       + (", with a grpc_channel_factory" if binding is Binding.GRPC else "")
                       + ": its default is JSONRPC only)")
-        method = next(m for m, d in _NAMES.items() if d is dialect)
+        method = _SEND_METHOD[dialect]
         known = seen.knows.get(endpoint, {}).get(method) if binding is Binding.JSONRPC else None
         probed = seen.answered.get((binding, "1" if dialect is Dialect.V10 else "0", endpoint))
         if known is False:
