@@ -117,8 +117,11 @@ async def test_a_slow_remote_agent_answers_and_a_canceled_call_cancels_its_remot
         assert text(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
 
 
-async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_protocol_only():
-    proc = await asyncio.create_subprocess_exec(*command(), cwd=ROOT, stdin=subprocess.PIPE,
+async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_protocol_only(tmp_path):
+    noisy = tmp_path / "noisy.py"  # a user's tools module that prints as it loads
+    noisy.write_text('print("loading my tools")\n\ndef shout(text: str) -> str:\n    """Shout."""\n'
+                     '    return text.upper()\n')
+    proc = await asyncio.create_subprocess_exec(*command("--tools", f"{noisy}:shout"), cwd=ROOT, stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -131,7 +134,8 @@ async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_pr
     out, err = await asyncio.wait_for(proc.communicate(), 15)
     assert proc.returncode == 0, err.decode()
     assert out == b"" and b"Traceback" not in err
-    assert b"serving 3 tool(s) over stdio as toolnexus: add, explode, nap" in err  # what it does: on stderr
+    assert b"serving 4 tool(s) over stdio as toolnexus: add, explode, nap, shout" in err  # what it does: on stderr
+    assert b"loading my tools" in err
 
 
 async def test_the_typescript_client_lists_and_calls():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -381,7 +382,8 @@ async def _mcp(args: argparse.Namespace) -> int:
     import toolnexus as tn
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s")
-    tk, _ = await _toolkit(args)
+    with contextlib.redirect_stdout(sys.stderr):  # a --tools module that prints as it loads: not on the protocol's stream
+        tk, _ = await _toolkit(args)
     config = tn.MCPServeConfig.from_config(tk.config.get("mcpServer"))
     if args.name:
         config.name = args.name
