@@ -11,6 +11,8 @@ and without the values of secret-looking query parameters. The file is readable 
 
 from __future__ import annotations
 
+import asyncio
+
 import base64
 import json
 import os
@@ -127,6 +129,7 @@ class Peer:
     client: A2AClient | None = None
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
+    _dialing: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -151,23 +154,28 @@ class Peer:
         return {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
 
     async def connect(self, bus: EventBus | None) -> None:
-        self.state, self.error = "checking", ""
-        if self.client is not None:
-            await self.client.aclose()
-        headers = self.live_headers()
-        binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
-        try:
-            self.client = None
-            self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
-                                    dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
-            await self.client.connect()
-        except Exception as exc:  # a URL that names no peer is said like an unreachable one
-            self.state, self.error = "unreachable", str(exc)
-            return
-        finally:
-            if self.client is not None:
-                await self.client.release()  # nothing stays open between uses; the next call reconnects
-        self.state = "reachable"
+        """Dial the peer afresh in the dialect asked for, closing the client before. One dial at a
+        time: a second (``v`` pressed again while the first still dials) waits, then dials what is
+        asked for by then; two at once each replaced the other's client unclosed, and its
+        connection was left to the collector (an unclosed-socket warning)."""
+        async with self._dialing:
+            self.state, self.error = "checking", ""
+            old, self.client = self.client, None
+            if old is not None:
+                await old.aclose()
+            headers = self.live_headers()
+            binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
+            try:
+                self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
+                                        dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
+                await self.client.connect()
+            except Exception as exc:  # a URL that names no peer is said like an unreachable one
+                self.state, self.error = "unreachable", str(exc)
+                return
+            finally:
+                if self.client is not None:
+                    await self.client.release()  # nothing stays open between uses; the next call reconnects
+            self.state = "reachable"
 
 
 class PeerBook:

@@ -230,3 +230,31 @@ async def test_escape_closes_the_help_panel_and_is_the_modes_own_key_otherwise()
         await until(pilot, lambda: app.focused is not None and app.focused.id == "chat-input")
         await pilot.press("escape")
         await until(pilot, lambda: app.focused is not None and app.focused.id == "chat-scroll")
+
+
+async def test_dialing_a_peer_again_while_it_dials_closes_every_client():
+    """``v`` pressed three times fast dials three times at once: each dial waits for the one
+    before, the last asked-for binding wins, and no client is left open for the collector (the
+    unclosed-socket warning that made a TUI test fail now and then)."""
+    import asyncio
+    import gc
+    import warnings
+
+    import toolnexus as tn
+    from tui.peers import Peer
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="dialed")) as handle:
+        peer = Peer(handle.url)
+
+        async def dial(dialect: str) -> None:
+            peer.dialect = dialect
+            await peer.connect(None)
+
+        await asyncio.gather(dial("0.3"), dial("1.0"), dial("rest"))
+        assert peer.state == "reachable" and peer.client is not None and peer.client.binding == "HTTP+JSON"
+        await peer.client.aclose()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
