@@ -56,6 +56,8 @@ class TrafficRecorder:
         self._sorted: tuple[int, list[str]] | None = None
         self.cassette: Any = None
         """A :class:`~toolnexus.debug.cassette.CassetteWriter` that each exchange is also written to."""
+        self.cut = 0
+        """Inbound exchanges recorded cut short: a request or response body past ``BODY_CAP``."""
 
     def secret(self, header: str, value: str | None = None) -> None:
         """Treat this header (and this value, wherever it appears) as a secret."""
@@ -275,18 +277,19 @@ class InboundRecorder:
 
         async def recv() -> Any:
             message = await receive()
-            if message["type"] == "http.request" and request[0] < BODY_CAP:
+            if message["type"] == "http.request":
                 chunk = message.get("body", b"")
-                request.append(chunk)
-                request[0] += len(chunk)
+                if request[0] < BODY_CAP:
+                    request.append(chunk)
+                request[0] += len(chunk)  # every byte counted: past BODY_CAP, the record is cut
             return message
 
         def emit(message: Any) -> Any:  # hands back send's own awaitable: no coroutine of its own
             if message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
                 if response[2] < BODY_CAP:
-                    chunk = message.get("body", b"")
                     response.append(chunk)
-                    response[2] += len(chunk)
+                response[2] += len(chunk)
             elif message["type"] == "http.response.start":
                 response[0] = message["status"]
                 response[1] = message.get("headers", ())
@@ -305,7 +308,7 @@ class InboundRecorder:
                 tuple(scope["headers"]), scope.get("client"),
                 b"".join(request[1:])[:BODY_CAP] if request[0] else b"",
                 response[0], tuple(response[1]), b"".join(response[3:])[:BODY_CAP] if response[2] else b"",
-                error, started, time.perf_counter()))
+                error, started, time.perf_counter(), request[0] > BODY_CAP or response[2] > BODY_CAP))
             if len(self._ended) == 1:  # published in batches: one wake-up of the bus's readers for many
                 asyncio.get_running_loop().call_later(PUBLISH_EVERY, self._publish)
 
@@ -318,6 +321,7 @@ class InboundRecorder:
             secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)]
             if secret or raw[3]:
                 rec.learn(secret, f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
+        rec.cut += sum(raw[13] for raw in ended)
         events = [_Inbound(rec, raw, wall - (now - raw[12]), self.server) for raw in ended]
         if rec.events.maxlen != 0:  # a served toolkit's recorder keeps none: the bus keeps them
             rec.events.extend(events)

@@ -38,7 +38,7 @@ def value(found: dict, name: str, **labels: str) -> float:
     return found.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-async def test_a_served_agent_under_load_reports_what_it_did():
+async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
     posts: list[bytes] = []
 
     async def hook(request: Request) -> Response:
@@ -47,7 +47,7 @@ async def test_a_served_agent_under_load_reports_what_it_did():
 
     tk = await tn.create_toolkit(builtins=False)
     config = tn.A2AConfig(name="metered", auth=tn.Auth.bearer("metrics-token"), grpc="127.0.0.1:0",
-                          push_notifications=True)
+                          push_notifications=True, store=f"file:{tmp_path}")  # a store that waits on a disk is timed
     async with on_loopback(Starlette(routes=[Route("/hook", hook, methods=["POST"])])) as webhook, \
             tk.serve(client=tn.demo_client(), a2a=config, metrics=True) as handle:
         assert handle.metrics_url == handle.url + "/metrics"
@@ -96,10 +96,26 @@ async def test_metrics_on_a_port_of_their_own_or_none():
             assert (await http.get(handle.url + "/metrics")).status_code == 404
             found = samples((await http.get(handle.metrics_url)).text)
     assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 1
+    assert not [name for name, _ in found if name.startswith("toolnexus_store_")]  # the memory store: not timed
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="none")) as handle:  # off by default
         assert handle.metrics_url is None
         async with httpx.AsyncClient(timeout=10) as http:
             assert (await http.get(handle.url + "/metrics")).status_code == 404
+
+
+async def test_the_wire_recorders_cut_records_are_counted():
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="recorded"), metrics=True,
+                        record_wire=True) as handle:
+        async with httpx.AsyncClient(timeout=10) as http:
+            small = await http.post(handle.url + "/", json=send(1, "hello", blocking=True))
+            big = await http.post(handle.url + "/", json=send(2, "x" * 300_000, blocking=True))  # past 256 KiB
+            assert small.status_code == big.status_code == 200
+            async with asyncio.timeout(10):  # sampled once a second
+                while not value(found := samples((await http.get(handle.metrics_url)).text), "toolnexus_wire_cut_total"):
+                    await asyncio.sleep(0.2)
+    assert value(found, "toolnexus_wire_cut_total") == 1  # the big one (request and answer): one exchange
+    assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 2
 
 
 async def test_two_workers_answer_the_sum_of_both(postgres):

@@ -308,7 +308,7 @@ async def serve(
         await server.stop()
         raise
     if exported is not None:
-        exported.start(bus, runner.push if runner is not None else None)
+        exported.start(bus, runner.push if runner is not None else None, wire)
     handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server, metrics=exported,
                          metrics_server=metrics_server, on_close=_spans_over_otlp(bus, name))
     bus.publish(ServerEvent(name, "started", server.url))

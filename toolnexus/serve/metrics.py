@@ -11,12 +11,16 @@ What is counted, each labelled with the served agent's name (``server``):
   ``toolnexus_task_seconds{state, skill}``: from creation to the final (or interrupted) state;
 - ``toolnexus_push_deliveries_total{outcome}``: push notifications delivered and failed;
 - ``toolnexus_store_seconds{operation}`` (count and sum) and ``toolnexus_store_errors_total``:
-  the task store's ``save``, ``get`` and ``list``;
+  the task store's ``save``, ``get`` and ``list`` when it is a file or a database (the memory
+  store's calls are not timed: see ``Metrics.time_store``);
 - ``toolnexus_bus_subscribers_dropped_total``: readers of the event bus (a front end, a hook) cut
-  off for falling too far behind.
+  off for falling too far behind;
+- ``toolnexus_wire_cut_total``: with the inbound wire recorder on (a server the TUI or a notebook
+  hosts), exchanges recorded cut short, a body past its 256 KiB cap.
 
-Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``): the served bench, paired, still shows
-5-10 % more CPU per request with them on (``bench/README.md``). Kept as light as found so far:
+Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``): counted by callgrind they add
+3.2 % to a blocking task's instructions in-process, and the served bench, paired, reads 2-10 % it
+cannot resolve on this machine (``bench/README.md``). Kept as light as found so far:
 prometheus-client's own metric objects cost a served task about 33 µs of CPU (labels looked up, a
 lock and a bucket search per observation, an async reader of the bus), 20 % of a blocking send; so
 a request only adds to plain counters here (a dict entry, a bisect for a
@@ -46,6 +50,7 @@ from ..errors import MissingExtra, RPCError
 from ..events import EventBus, TaskEvent
 from ..protocol.model import INTERRUPTED, TERMINAL
 from ..protocol.operations import Binding, Operation
+from ..stores.memory import MemoryTaskStore
 
 __all__ = ["Metrics", "available", "MULTIPROC_ENV", "CONTENT_TYPE"]
 
@@ -70,6 +75,7 @@ _SERIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "toolnexus_store_seconds": ("summary", "Task store calls", ("operation",), ()),
     "toolnexus_store_errors": ("counter", "Task store calls that failed", ("operation",), ()),
     "toolnexus_bus_subscribers_dropped": ("counter", "Event-bus readers cut off for falling behind", (), ()),
+    "toolnexus_wire_cut": ("counter", "Exchanges the wire recorder kept cut short (a body past its cap)", (), ()),
 }
 
 
@@ -91,7 +97,7 @@ class Metrics:
         self.values: dict[str, dict[tuple[Any, ...], Any]] = {name: {} for name in _SERIES}
         """Series name -> label values (strings, or the str enums Binding and TaskState) -> a count,
         or a histogram's ``[bucket counts..., +Inf count, sum, count]``."""
-        self._requests = self.values["toolnexus_requests"]
+        self._failed = self.values["toolnexus_requests"]  # counted as they happen: the failures only
         self._tasks_entered = self.values["toolnexus_tasks"]
         self._request_time = _histogram(self.values["toolnexus_request_seconds"], REQUEST_BUCKETS)
         self._task_time = _histogram(self.values["toolnexus_task_seconds"], TASK_BUCKETS)
@@ -103,11 +109,11 @@ class Metrics:
     # -- the request path: plain counts ------------------------------------------------------------
     def request(self, binding: Binding, op: Operation, error: BaseException | None, seconds: float) -> None:
         """One dispatched operation (called by the endpoint, once per request)."""
-        outcome = "ok" if error is None else error.reason if isinstance(error, RPCError) else "INTERNAL"
-        key = (binding, op.key, outcome)
-        counts = self._requests
-        counts[key] = counts.get(key, 0) + 1
         self._request_time((binding, op.key), seconds)
+        if error is not None:  # the ok ones are the histogram's count less these (``_with_ok``)
+            key = (binding, op.key, error.reason if isinstance(error, RPCError) else "INTERNAL")
+            failed = self._failed
+            failed[key] = failed.get(key, 0) + 1
 
     def _tap(self, events: Sequence[Any]) -> None:
         """Task transitions as the bus publishes them (a tap: called synchronously, never raises)."""
@@ -129,7 +135,13 @@ class Metrics:
 
     # -- the store ---------------------------------------------------------------------------------
     def time_store(self, store: Any) -> None:
-        """Time ``store``'s ``save``, ``get`` and ``list`` (on this instance only)."""
+        """Time ``store``'s ``save``, ``get`` and ``list`` (on this instance only), when it waits on
+        a disk or a database. The memory store answers from a dict: a timed call costs more than
+        the call (a coroutine and two clock reads on each of a task's three saves, 2-3 % of a
+        blocking send, counted by callgrind in ``bench/README.md``), and says nothing worth a
+        series; its calls are not timed."""
+        if isinstance(store, MemoryTaskStore):
+            return
         for name in ("save", "get", "list"):
             setattr(store, name, self._timed(name, getattr(store, name)))
 
@@ -152,11 +164,12 @@ class Metrics:
         return timed
 
     # -- off the path: the tap, the samples, the workers' files ------------------------------------
-    def start(self, bus: EventBus, push: Any = None) -> None:
-        """Count tasks on ``bus``; sample ``push`` (a ``PushNotifier``) and the bus's drops."""
+    def start(self, bus: EventBus, push: Any = None, wire: Any = None) -> None:
+        """Count tasks on ``bus``; sample ``push`` (a ``PushNotifier``), the bus's drops and what
+        ``wire`` (the inbound ``TrafficRecorder``, when there is one) cut short."""
         self._bus = bus
         bus.taps.append(self._tap)
-        self._tasks = [asyncio.ensure_future(self._sample(bus, push))]
+        self._tasks = [asyncio.ensure_future(self._sample(bus, push, wire))]
 
     async def stop(self) -> None:
         if self._bus is not None and self._tap in self._bus.taps:
@@ -169,23 +182,22 @@ class Metrics:
         self._tasks = []
         self._write()
 
-    async def _sample(self, bus: EventBus, push: Any) -> None:
-        seen = {"delivered": 0, "failed": 0, "dropped": 0}
+    async def _sample(self, bus: EventBus, push: Any, wire: Any) -> None:
+        seen = {"delivered": 0, "failed": 0, "dropped": 0, "cut": 0}
         while True:
             await asyncio.sleep(SAMPLE_EVERY)
-            self.sample(bus, push, seen)
+            self.sample(bus, push, seen, wire)
             if self.folder is not None:
                 await asyncio.to_thread(self._write)
 
-    def sample(self, bus: EventBus, push: Any, seen: dict[str, int]) -> None:
-        """Turn what ``push`` and ``bus`` have counted since the last sample into counts here."""
+    def sample(self, bus: EventBus, push: Any, seen: dict[str, int], wire: Any = None) -> None:
+        """Turn what ``push``, ``bus`` and ``wire`` have counted since the last sample into counts here."""
         now = {"delivered": getattr(push, "delivered", 0), "failed": getattr(push, "failed", 0),
-               "dropped": bus.dropped_subscribers}
+               "dropped": bus.dropped_subscribers, "cut": getattr(wire, "cut", 0)}
         for what, value in now.items():
             step = value - seen[what]
             if step > 0:
-                name, key = ("toolnexus_bus_subscribers_dropped", ()) if what == "dropped" else \
-                    ("toolnexus_push_deliveries", (what,))
+                name, key = _SAMPLED[what]
                 counts = self.values[name]
                 counts[key] = counts.get(key, 0) + step
             seen[what] = value
@@ -215,8 +227,8 @@ class Metrics:
     def gathered(self) -> dict[str, dict[tuple[str, ...], Any]]:
         """The counts to expose: this process's, or with workers the sum of every worker's file."""
         if self.folder is None:  # copies: the scrape runs in a thread while the loop keeps counting
-            return {name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
-                    for name, series in self.values.items()}
+            return _with_ok({name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
+                             for name, series in self.values.items()})
         self._write()
         total: dict[str, dict[tuple[str, ...], Any]] = {name: {} for name in _SERIES}
         for path in self.folder.glob(f"toolnexus-{self.server}-*.json"):
@@ -227,7 +239,21 @@ class Metrics:
             for name, rows in data.get("values", {}).items():
                 if name in total:
                     _add(total[name], rows)
-        return total
+        return _with_ok(total)
+
+
+def _with_ok(values: dict[str, dict[tuple[Any, ...], Any]]) -> dict[str, dict[tuple[Any, ...], Any]]:
+    """``values`` with each operation's ``ok`` requests: the request path counts only a request's
+    time (the histogram) and, when it failed, its reason; the rest of the count succeeded."""
+    requests = values["toolnexus_requests"]
+    failed: dict[tuple[Any, ...], Any] = {}
+    for (binding, op, _), count in requests.items():
+        failed[(binding, op)] = failed.get((binding, op), 0) + count
+    for (binding, op), entry in values["toolnexus_request_seconds"].items():
+        ok = entry[-1] - failed.get((binding, op), 0)
+        if ok > 0:
+            requests[(binding, op, "ok")] = ok
+    return values
 
 
 def _add(series: dict[tuple[str, ...], Any], rows: list[Any]) -> None:
@@ -243,6 +269,10 @@ def _add(series: dict[tuple[str, ...], Any], rows: list[Any]) -> None:
 
 
 _ENDS = TERMINAL | INTERRUPTED
+_SAMPLED = {"dropped": ("toolnexus_bus_subscribers_dropped", ()), "cut": ("toolnexus_wire_cut", ()),
+            "delivered": ("toolnexus_push_deliveries", ("delivered",)),
+            "failed": ("toolnexus_push_deliveries", ("failed",))}
+"""What ``Metrics.sample`` reads -> the series and labels it is counted in."""
 
 
 def _histogram(series: dict[tuple[Any, ...], Any], buckets: tuple[float, ...]) -> Callable[[tuple[Any, ...], float], None]:
