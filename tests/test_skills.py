@@ -172,3 +172,13 @@ def test_skills_prompt():
     )
     assert skills_prompt([SkillDef("quiet")]) == ""
     assert skills_prompt([]) == ""
+
+
+async def test_a_folder_given_as_skills_data_is_a_clear_error(example_skills: Path):
+    import toolnexus as tn
+    from toolnexus.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"skills= takes SkillDef objects, not str .*skills_dir"):
+        await tn.create_toolkit(skills=[str(example_skills)], builtins=False)
+    tk = await tn.create_toolkit(str(example_skills), builtins=False)  # where a folder goes
+    assert "weather" in {s.name for s in tk.skills()}

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
+from .errors import ConfigError
 from .tools import Tool, ToolContext, ToolResult
 
 __all__ = [
@@ -126,6 +127,9 @@ def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
             if skill is not None:
                 found.append(skill)
     for d in skills:
+        if not isinstance(d, SkillDef):  # a folder's name given where skills as data go
+            hint = " (a folder of SKILL.md files goes first, as skills_dir)" if isinstance(d, (str, os.PathLike)) else ""
+            raise ConfigError(f"skills= takes SkillDef objects, not {type(d).__name__} {d!r}{hint}")
         if not d.name or not d.name.strip():
             skipped.append(Skipped(f"skill://{d.name}/", "missing-name", "a data skill needs a name"))
             continue
