@@ -61,6 +61,8 @@ class TaskView:
     result: Any = None
     ordinal: int = 0
     """The order the book first saw it in (1, 2, ...)."""
+    known_skill: str | None = None
+    """The skill any of its events named (a watched remote task's carry none)."""
 
     @property
     def id(self) -> str:
@@ -72,7 +74,7 @@ class TaskView:
 
     @property
     def skill(self) -> str:
-        return self.task.skill or ""
+        return self.task.skill or self.known_skill or ""
 
     def started(self) -> datetime:
         return parse_time(self.timeline[0][1])
@@ -173,14 +175,20 @@ class TaskBook:
         self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(collections.Counter)
 
     def apply(self, event: TaskEvent) -> TaskView:
+        """One task event into its view. A task both hosted here and chatted with (the same id, from
+        the server and from the client that watches it) is one view: counted under the server it
+        was first seen on, and its skill, which only the server knows, stays known when the client's
+        events (no skill on the wire) come after."""
         view = self.tasks.get(event.task_id)
-        counts = self._counts[event.server]
         if view is None:
             view = self.tasks[event.task_id] = TaskView(event.task, event.server, ordinal=len(self.tasks) + 1)
+            counts = self._counts[view.server]
         else:
+            counts = self._counts[view.server]
             counts[view.state] -= 1
         counts[event.task.state] += 1
         view.task = event.task
+        view.known_skill = event.task.skill or event.skill or view.known_skill
         if not view.timeline or view.timeline[-1][0] is not event.state:
             view.timeline.append((event.state, event.time))
         if event.result is not None:

@@ -177,3 +177,25 @@ async def test_stop_and_restart_and_the_palette_lists_actions():
         titles = [t for t, _, _ in app.palette_commands()]
         assert "Stop server demo-desk" in titles and "New server" in titles
         await pilot.press("ctrl+q")
+
+
+async def test_a_chatted_task_keeps_the_skill_its_server_ran():
+    """Chat with the hosted demo: the task is one row for both sides (the server's events and the
+    chat client's, which carry no skill), and its skill column says what the server ran."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        hosted = app.workspace.running()[0].url
+        await until(pilot, lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable")
+        app.chat_peer = hosted
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        app.screen.query_one("#chat-input", Input).value = "what is the weather in Paris"
+        await pilot.press("enter")
+        await until(pilot, lambda: any(v.state is TaskState.COMPLETED for v in app.book.tasks.values()))
+        (view,) = app.book.tasks.values()
+        await pilot.press("escape", "2")
+        await until(pilot, lambda: view.id in app.screen.query_one("#tasks", RowTable).rows)
+        assert str(app.screen.query_one("#tasks", RowTable).get_cell(view.id, "skill")) == "weather"
+        assert app.book.counts(view.server)[TaskState.COMPLETED] == 1 and sum(app.book.counts(view.server).values()) == 1
+        await pilot.press("ctrl+q")
