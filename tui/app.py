@@ -9,6 +9,7 @@ import logging
 import shutil
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -31,7 +32,7 @@ from toolnexus.events import (
     TrafficEvent,
 )
 from toolnexus.hosting import ServerSpec, Workspace, demo_spec
-from toolnexus.http.server import serving_gc
+from toolnexus.http.server import listening_socket, serving_gc
 from toolnexus.monitor import TaskBook
 
 from .peers import Peer, PeerBook
@@ -157,10 +158,11 @@ class ToolnexusApp(App[None]):
     async def on_mount(self) -> None:
         self.peer_book.load()
         self.pump()
-        for spec in self.start_specs:
-            self.start_server(spec)
+        saved = self.server_book.load()
+        for spec in self.start_specs:  # the demo (or --spec) on the port it had last time, when free
+            self.start_server(spec, at_launch=True)
         named = {spec.name for spec in self.start_specs}
-        for spec in self.server_book.load():  # the servers created last time, on the ports they had
+        for spec in saved:  # the servers created last time, on the ports they had
             if spec.name not in named:
                 self.start_server(spec)
         for peer in list(self.peer_book.peers.values()):
@@ -281,9 +283,24 @@ class ToolnexusApp(App[None]):
 
     # -- server control (used by screens and the palette) ------------------------------------------
     @work(group="servers")
-    async def start_server(self, spec: ServerSpec) -> None:
+    async def start_server(self, spec: ServerSpec, at_launch: bool = False) -> None:
+        """Start a server; shown, never a crash, when it fails. ``at_launch``: one the app starts
+        by itself (the demo, ``--spec``): on any free port the first time, then on that same port
+        at every launch (a copied curl line, a saved peer, a desktop MCP config keep working),
+        unless another program has it now, which is said."""
+        kept = self.server_book.ports.get(spec.name) if at_launch and spec.port == 0 else None
+        sock = None
+        if kept is not None:
+            try:
+                sock = listening_socket(spec.host, kept)
+                spec = replace(spec, port=kept)
+            except OSError:
+                self.notify(f"{spec.name}: port {kept}, its port last time, is taken now; it starts on another",
+                            title="New port", severity="warning")
         try:
-            await self.workspace.start(spec)
+            server = await self.workspace.start(spec, sock=sock)
+            if at_launch:
+                self.server_book.keep_port(spec.name, server.spec.port)
         except Exception as exc:  # shown, never a crash
             self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
         self.servers_changed.publish(None)

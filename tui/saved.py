@@ -1,6 +1,7 @@
 """What toolnexus-tui keeps between launches, under the user's config folder, readable by its owner
 only: the servers created with ``n`` (``servers-v1.json``: their specs, which name environment
-variables but hold no secret, with the port each got) and the peers (``tui.peers``)."""
+variables but hold no secret, with the port each got; and the port the servers started at
+launch, such as the demo, got, so that a copied curl line still works) and the peers (``tui.peers``)."""
 
 from __future__ import annotations
 
@@ -34,17 +35,27 @@ class ServerBook:
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / SERVERS_FILE
         self.specs: dict[str, ServerSpec] = {}
+        self.ports: dict[str, int] = {}
+        """The port each server started at launch (the demo's, ``--spec``'s) got last time, by name."""
 
     def load(self) -> list[ServerSpec]:
         known = {f.name for f in fields(ServerSpec)}
         try:
-            entries = json.loads(self.path.read_text(encoding="utf-8")).get("servers", [])
-            for entry in entries:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            for entry in data.get("servers", []):
                 spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
                 self.specs[spec.name] = spec
+            self.ports = {str(k): v for k, v in (data.get("ports") or {}).items()
+                          if type(v) is int and 0 < v < 65536}
         except (OSError, ValueError, TypeError, AttributeError):
             pass
         return list(self.specs.values())
+
+    def keep_port(self, name: str, port: int) -> None:
+        """Remember the port a server started at launch got, for the next launch."""
+        if self.ports.get(name) != port:
+            self.ports[name] = port
+            self.save()
 
     def put(self, spec: ServerSpec, old_name: str | None = None) -> None:
         if old_name and old_name != spec.name:
@@ -58,6 +69,6 @@ class ServerBook:
 
     def save(self) -> None:
         try:
-            write_private(self.path, {"servers": [asdict(s) for s in self.specs.values()]})
+            write_private(self.path, {"servers": [asdict(s) for s in self.specs.values()], "ports": self.ports})
         except OSError:
             pass

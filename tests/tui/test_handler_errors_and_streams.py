@@ -477,3 +477,40 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
                     app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
         assert app.conversation.turns[-1].task_id == made["id"]
         assert app.conversation.context_id == made["contextId"]
+
+
+async def test_the_demo_keeps_its_port_across_launches_unless_it_is_taken(tmp_path):
+    """A curl line copied from the demo still works after a restart of the app: the demo starts on
+    any free port the first time, then on that one; if another program holds it, elsewhere, said."""
+    import json
+    import socket
+
+    from toolnexus.hosting import demo_spec
+    from tui.peers import PeerBook
+
+    folder = tmp_path / "config"
+
+    async def launch() -> tuple[int, list[str]]:
+        """The demo's port at this launch, and what the app said of a new port."""
+        app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
+        async with app.run_test(size=(110, 34)) as pilot:
+            await until(pilot, lambda: app.workspace.get("demo-desk").state == "running")
+            port = app.workspace.get("demo-desk").handle.port
+            said = [n.message for n in app._notifications if n.title == "New port"]
+            await pilot.press("ctrl+q")
+        return port, said
+
+    first, said = await launch()
+    assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": first} and not said
+    second, said = await launch()
+    assert second == first and not said
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", first))  # another program has it now
+    holder.listen()
+    try:
+        third, said = await launch()
+    finally:
+        holder.close()
+    assert third != first
+    assert said and f"port {first}" in said[0]
+    assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": third}
