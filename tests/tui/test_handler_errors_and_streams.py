@@ -479,38 +479,48 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
         assert app.conversation.context_id == made["contextId"]
 
 
-async def test_the_demo_keeps_its_port_across_launches_unless_it_is_taken(tmp_path):
-    """A curl line copied from the demo still works after a restart of the app: the demo starts on
-    any free port the first time, then on that one; if another program holds it, elsewhere, said."""
-    import json
-    import socket
-
+async def _launch_demo(folder) -> tuple[int, list[str]]:
+    """One launch of the app with the demo: the demo's port, and what the app said of a new port."""
     from toolnexus.hosting import demo_spec
     from tui.peers import PeerBook
 
+    app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
+    async with app.run_test(size=(110, 34)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running")
+        port = app.workspace.get("demo-desk").handle.port
+        said = [n.message for n in app._notifications if n.title == "New port"]
+        await pilot.press("ctrl+q")
+    return port, said
+
+
+async def test_the_demo_keeps_its_port_across_launches(tmp_path):
+    """A curl line copied from the demo still works after a restart of the app: the demo starts on
+    any free port the first time, then on that one."""
+    import json
+
     folder = tmp_path / "config"
-
-    async def launch() -> tuple[int, list[str]]:
-        """The demo's port at this launch, and what the app said of a new port."""
-        app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
-        async with app.run_test(size=(110, 34)) as pilot:
-            await until(pilot, lambda: app.workspace.get("demo-desk").state == "running")
-            port = app.workspace.get("demo-desk").handle.port
-            said = [n.message for n in app._notifications if n.title == "New port"]
-            await pilot.press("ctrl+q")
-        return port, said
-
-    first, said = await launch()
+    first, said = await _launch_demo(folder)
     assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": first} and not said
-    second, said = await launch()
+    second, said = await _launch_demo(folder)
     assert second == first and not said
+
+
+async def test_the_demo_starts_elsewhere_when_its_port_is_taken_and_says_so(tmp_path):
+    import json
+    import socket
+
+    from tui.saved import write_private
+
+    folder = tmp_path / "config"
     holder = socket.socket()
-    holder.bind(("127.0.0.1", first))  # another program has it now
+    holder.bind(("127.0.0.1", 0))  # another program has the demo's port of last time
     holder.listen()
+    taken = holder.getsockname()[1]
+    write_private(folder / "servers-v1.json", {"servers": [], "ports": {"demo-desk": taken}})
     try:
-        third, said = await launch()
+        port, said = await _launch_demo(folder)
     finally:
         holder.close()
-    assert third != first
-    assert said and f"port {first}" in said[0]
-    assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": third}
+    assert port != taken
+    assert said and f"port {taken}" in said[0]
+    assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": port}
