@@ -258,3 +258,43 @@ async def test_dialing_a_peer_again_while_it_dials_closes_every_client():
         warnings.simplefilter("always")
         gc.collect()
     assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+async def test_wire_rows_are_in_the_order_the_exchanges_began_and_keep_coming_past_the_logs_end():
+    """A slow blocking send that began first is logged after the card GETs that began later (an
+    exchange is logged when it ends); its row comes first all the same, stamped with its start.
+    And once the wire log is full (it keeps the last N), new exchanges still appear, the oldest go."""
+    import asyncio
+    import collections
+
+    import httpx
+
+    from .test_pilot import send
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        url = app.workspace.running()[0].url
+        await until(pilot, lambda: url in app.peer_book.peers and app.peer_book.peers[url].state == "reachable")
+        app.book.traffic = collections.deque(maxlen=6)
+        await pilot.press("5")
+        table = app.screen.query_one("#wire", DataTable)
+        slow = asyncio.ensure_future(send(url, "slow 0.6", blocking=True))
+        await asyncio.sleep(0.2)
+        async with httpx.AsyncClient() as http:
+            for _ in range(3):
+                assert (await http.get(url + "/.well-known/agent-card.json")).status_code == 200
+        await slow
+        await until(pilot, lambda: table.row_count == 4 and len(app.book.traffic) == 4)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert [str(r[3]) for r in rows] == ["message/send", "GET", "GET", "GET"]
+        assert [str(r[0]) for r in rows] == sorted(str(r[0]) for r in rows)  # start times, ascending
+        assert app.book.traffic[-1].rpc_method == "message/send"  # logged last: it ended last
+        async with httpx.AsyncClient() as http:  # past the log's end: 4 + 5 = 9 > 6
+            for i in range(5):
+                await http.get(url + f"/.well-known/agent-card.json?n={i}")
+        await until(pilot, lambda: table.row_count == 6 and str(table.get_row_at(5)[6]).endswith("?n=4"))
+        # the log kept the last 6 to end: the send (it ended after the first GETs) and the new five
+        assert [str(table.get_row_at(i)[3]) for i in range(6)] == ["message/send"] + ["GET"] * 5
+        assert [str(table.get_row_at(i)[6])[-4:] for i in range(1, 6)] == ["?n=0", "?n=1", "?n=2", "?n=3", "?n=4"]
+        await pilot.press("ctrl+q")

@@ -1,8 +1,10 @@
-"""Mode 5, Wire: every HTTP exchange with peers, as it crossed the wire (secrets masked)."""
+"""Mode 5, Wire: every HTTP exchange with peers, as it crossed the wire (secrets masked), in the
+order the exchanges began (each row's time is its start)."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 from rich.text import Text
@@ -74,6 +76,7 @@ class WireScreen(ModeScreen):
 
     def on_mount(self) -> None:
         self._shown: list[Any] = []
+        self._starts: dict[int, tuple[Any, float]] = {}  # id(event) -> (the event, when its exchange began)
         self._narrow = self.app.size.width < 100
         self._columns()
         self.tn.traffic_changed.subscribe(self, lambda _: self._append())
@@ -118,21 +121,53 @@ class WireScreen(ModeScreen):
     def action_leave_filter(self) -> None:
         self.query_one("#wire", DataTable).focus()
 
+    def _started(self, ev: Any) -> float:
+        """When an exchange began (its event is stamped when it ended), worked out once per event
+        (kept with the event itself, so that an id the collector gives again is never mistaken)."""
+        known = self._starts.get(id(ev))
+        if known is not None and known[0] is ev:
+            return known[1]
+        ended = datetime.fromisoformat(ev.time.replace("Z", "+00:00")).timestamp()
+        start = ended - ev.ms / 1000
+        self._starts[id(ev)] = (ev, start)
+        return start
+
     def _append(self) -> None:
+        """The rows follow the wire log in the order the exchanges began: an exchange is logged
+        when it ends, so a long one that began first arrives after shorter ones; the rows from
+        where the order changed are drawn again (most often the last few), and rows whose
+        exchanges left the log (it keeps the last 2,000) go from the top."""
         if not self.is_current:
             return
         table = self.query_one("#wire", DataTable)
-        events = self._events()
-        self._shown = events
-        for i in range(table.row_count, len(events)):
-            ev = events[i]
+        if len(self._starts) > 2 * len(self.tn.book.traffic) + 100:  # forget events the log let go
+            alive = {id(ev) for ev in self.tn.book.traffic}
+            self._starts = {k: v for k, v in self._starts.items() if k in alive}
+        events = sorted(self._events(), key=self._started)
+        shown = self._shown
+        kept = {id(ev) for ev in events}
+        gone = [ev for ev in shown if id(ev) not in kept]
+        for ev in gone:  # rows are keyed by their event's id: every shown event is held in _shown
+            table.remove_row(str(id(ev)))
+        if gone:
+            shown = [ev for ev in shown if id(ev) in kept]
+        same = 0
+        for a, b in zip(shown, events):
+            if a is not b:
+                break
+            same += 1
+        for ev in shown[same:]:
+            table.remove_row(str(id(ev)))
+        for ev in events[same:]:
             if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
                 status = Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
             else:
                 status = Text(str(ev.status) if ev.status else "—", "green" if ev.status and ev.status < 400 else "red")
             who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
-            table.add_row(ev.time[11:23], "→" if ev.direction == "out" else "←", who[:16],
-                          ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(i))
+            began = datetime.fromtimestamp(self._started(ev), timezone.utc).strftime("%H:%M:%S.%f")[:12]
+            table.add_row(began, "→" if ev.direction == "out" else "←", who[:16],
+                          ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(id(ev)))
+        self._shown = events
         if table.row_count and len(events) and table.cursor_row == 0:
             self._show(0)
 
