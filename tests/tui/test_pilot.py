@@ -179,7 +179,7 @@ async def test_stop_and_restart_and_the_palette_lists_actions():
         await pilot.press("ctrl+q")
 
 
-async def test_a_chatted_task_keeps_the_skill_its_server_ran():
+async def test_a_chatted_task_keeps_its_skill_and_shows_both_sides_of_its_wire():
     """Chat with the hosted demo: the task is one row for both sides (the server's events and the
     chat client's, which carry no skill), and its skill column says what the server ran."""
     app = ToolnexusApp(specs=[demo_spec()])
@@ -198,4 +198,14 @@ async def test_a_chatted_task_keeps_the_skill_its_server_ran():
         await until(pilot, lambda: view.id in app.screen.query_one("#tasks", RowTable).rows)
         assert str(app.screen.query_one("#tasks", RowTable).get_cell(view.id, "skill")) == "weather"
         assert app.book.counts(view.server)[TaskState.COMPLETED] == 1 and sum(app.book.counts(view.server).values()) == 1
+        # its Wire tab: the app's own call about it (→, the chat's send) beside what the server received (←)
+        table = app.screen.query_one("#tasks", RowTable)
+        table.move_cursor(row=table.get_row_index(view.id))
+        app.screen.query_one("#detail").active = "d-wire"
+        await until(pilot, lambda: "→ SendMessage 200" in str(app.screen.query_one("#task-wire", Static).render()))
+        wire = str(app.screen.query_one("#task-wire", Static).render())
+        assert "← SendMessage 200" in wire and "completed" in wire
+        out = [e for e in app.book.traffic if e.direction == "out" and e.task_id == view.id]
+        methods = [e.rpc_method for e in out]  # the chat sends, follows the task, reads it when done
+        assert methods[0] == "SendMessage" and set(methods) <= {"SendMessage", "SubscribeToTask", "GetTask"}
         await pilot.press("ctrl+q")

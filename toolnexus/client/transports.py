@@ -28,7 +28,7 @@ from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
-from ..traffic import TrafficRecorder
+from ..traffic import TrafficRecorder, task_id_of
 
 __all__ = ["Caller", "Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
            "as_task"]
@@ -99,6 +99,12 @@ class Transport:
         return UnsupportedOperationError(f"the {self.dialect.value} dialect has no {what}")
 
 
+def about(params: dict[str, Any], result: Any = None) -> str | None:
+    """The task a call is about, for its line on the wire log: the task its answer is or names,
+    else the one its params name (a get, a cancel, an answer to a question); in any dialect."""
+    return task_id_of({"params": params}, {"result": result})
+
+
 class _HttpTransport(Transport):
     """What JSON-RPC and HTTP+JSON share: a request, its bounded answer, SSE streams."""
 
@@ -121,12 +127,18 @@ class _HttpTransport(Transport):
                                         limit=fetch.MAX_RESPONSE, timeout=c.timeout)
         except httpx.HTTPError as exc:
             c.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
-                             request_headers=headers, request_body=body, rpc_method=method, error=why(exc))
+                             request_headers=headers, request_body=body, rpc_method=method, error=why(exc),
+                             task_id=about(params))
             raise PeerError(f"{c.peer}: {method} failed: {why(exc)}") from None
-        c.traffic.record(direction="out", method=verb, url=url, status=r.status_code, started=started,
-                         request_headers=dict(r.request.headers), request_body=body,
-                         response_headers=dict(r.headers), response_body=content, rpc_method=method)
-        return self.result(method, r.status_code, content, empty_ok=empty_ok)
+        result: Any = None
+        try:
+            result = self.result(method, r.status_code, content, empty_ok=empty_ok)
+            return result
+        finally:
+            c.traffic.record(direction="out", method=verb, url=url, status=r.status_code, started=started,
+                             request_headers=dict(r.request.headers), request_body=body,
+                             response_headers=dict(r.headers), response_body=content, rpc_method=method,
+                             task_id=about(params, result))
 
     async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks. Each event is at most ``fetch.MAX_FRAME`` bytes and must arrive
@@ -171,7 +183,7 @@ class _HttpTransport(Transport):
             c.traffic.record(direction="out", method=verb, url=url, status=status, started=started,
                              request_headers=headers, request_body=body, response_headers=response_headers,
                              response_body=content or "\n\n".join(frames), rpc_method=method, frames=frames,
-                             error=error)
+                             error=error, task_id=task.id if task is not None else about(params))
 
     def _unreadable(self, method: str, status: int, content: bytes, what: str) -> PeerError:
         excerpt = self.client.traffic.mask(content[:200].decode("utf-8", "replace"))
@@ -320,12 +332,12 @@ class GrpcTransport(Transport):
             failed = self._failed(op.v10, exc)
             c.traffic.record(direction="out", method="POST", url=url, status=getattr(failed, "http_status", None),
                              started=started, request_headers=dict(metadata), request_body=body, rpc_method=op.v10,
-                             error=str(failed))
+                             error=str(failed), task_id=about(params))
             raise failed from None
         result = grpc_binding.to_json(reply)
         c.traffic.record(direction="out", method="POST", url=url, status=200, started=started,
                          request_headers=dict(metadata), request_body=body, response_body=_json.dumps(result),
-                         rpc_method=op.v10)
+                         rpc_method=op.v10, task_id=about(params, result))
         return result
 
     async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
@@ -365,7 +377,8 @@ class GrpcTransport(Transport):
             call.cancel()
             c.traffic.record(direction="out", method="POST", url=url, status=None if error else 200, started=started,
                              request_headers=dict(metadata), request_body=body, response_body="\n\n".join(frames),
-                             rpc_method=op.v10, frames=frames, error=error)
+                             rpc_method=op.v10, frames=frames, error=error,
+                             task_id=task.id if task is not None else about(params))
 
 
 _BY_BINDING: dict[Binding, type[Transport]] = {Binding.JSONRPC: JsonRpcTransport, Binding.HTTP_JSON: RestTransport,
