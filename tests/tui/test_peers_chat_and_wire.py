@@ -276,25 +276,33 @@ async def test_wire_rows_are_in_the_order_the_exchanges_began_and_keep_coming_pa
         await until(pilot, lambda: bool(app.workspace.running()))
         url = app.workspace.running()[0].url
         await until(pilot, lambda: url in app.peer_book.peers and app.peer_book.peers[url].state == "reachable")
-        app.book.traffic = collections.deque(maxlen=6)
+        app.book.traffic = collections.deque(maxlen=8)
         await pilot.press("5")
+        app.screen.query_one("#wire-filter", Input).value = "dir:in"  # what the server received: ours only
         table = app.screen.query_one("#wire", DataTable)
+
+        def rows() -> list[tuple[str, str, str]]:  # (start, method, url) of each row, top to bottom
+            return [(str(r[0]), str(r[3]), str(r[6])) for r in (table.get_row_at(i) for i in range(table.row_count))]
+
         slow = asyncio.ensure_future(send(url, "slow 0.6", blocking=True))
         await asyncio.sleep(0.2)
         async with httpx.AsyncClient() as http:
-            for _ in range(3):
-                assert (await http.get(url + "/.well-known/agent-card.json")).status_code == 200
+            for i in range(3):
+                assert (await http.get(url + f"/.well-known/agent-card.json?early={i}")).status_code == 200
         await slow
-        await until(pilot, lambda: table.row_count == 4 and len(app.book.traffic) == 4)
-        rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert [str(r[3]) for r in rows] == ["message/send", "GET", "GET", "GET"]
-        assert [str(r[0]) for r in rows] == sorted(str(r[0]) for r in rows)  # start times, ascending
-        assert app.book.traffic[-1].rpc_method == "message/send"  # logged last: it ended last
-        async with httpx.AsyncClient() as http:  # past the log's end: 4 + 5 = 9 > 6
-            for i in range(5):
+        await until(pilot, lambda: [m for _, m, _ in rows()].count("GET") >= 3 and "message/send" in
+                    [m for _, m, _ in rows()])
+        ours = [(at, m, u) for at, m, u in rows() if m == "message/send" or "?early=" in u]
+        assert [m for _, m, _ in ours] == ["message/send", "GET", "GET", "GET"]
+        assert [at for at, _, _ in ours] == sorted(at for at, _, _ in ours)  # start times, ascending
+        logged = [e for e in app.book.traffic if e.direction == "in"]
+        assert logged.index(next(e for e in logged if e.rpc_method == "message/send")) > \
+            logged.index(next(e for e in logged if "?early=0" in e.url))  # logged after: it ended after
+        async with httpx.AsyncClient() as http:  # past the log's end: it keeps 8
+            for i in range(10):
                 await http.get(url + f"/.well-known/agent-card.json?n={i}")
-        await until(pilot, lambda: table.row_count == 6 and str(table.get_row_at(5)[6]).endswith("?n=4"))
-        # the log kept the last 6 to end: the send (it ended after the first GETs) and the new five
-        assert [str(table.get_row_at(i)[3]) for i in range(6)] == ["message/send"] + ["GET"] * 5
-        assert [str(table.get_row_at(i)[6])[-4:] for i in range(1, 6)] == ["?n=0", "?n=1", "?n=2", "?n=3", "?n=4"]
+        await until(pilot, lambda: bool(rows()) and rows()[-1][2].endswith("?n=9"))
+        assert len(rows()) <= 8
+        late = [u[-4:] for _, _, u in rows() if "?n=" in u]
+        assert late == [f"?n={i}" for i in range(10 - len(late), 10)] and len(late) >= 6  # the newest, in order
         await pilot.press("ctrl+q")
