@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import logging
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable
@@ -19,6 +21,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.notifications import SeverityLevel
 from textual.signal import Signal
 
 from toolnexus.client.conversation import Conversation
@@ -35,6 +38,7 @@ from toolnexus.hosting import ServerSpec, Workspace, demo_spec
 from toolnexus.http.server import listening_socket, serving_gc
 from toolnexus.monitor import TaskBook
 
+from .clipboard import clipboard_doubt
 from .peers import Peer, PeerBook
 from .saved import ServerBook
 from .screens.base import Desk
@@ -121,6 +125,8 @@ class ToolnexusApp(App[None]):
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
         self.now = now or (lambda: datetime.now(timezone.utc))
         self.export_dir = Path(export_dir) if export_dir else default_export_dir()
+        self.last_copy: tuple[str, str] | None = None
+        """What was copied last, and what it was (``"curl command"``): for "Save the last copy to a file"."""
         self.tasks_changed: Signal[frozenset[str]] = Signal(self, "tasks-changed")
         self.servers_changed: Signal[None] = Signal(self, "servers-changed")
         self.calls_changed: Signal[None] = Signal(self, "calls-changed")
@@ -393,6 +399,8 @@ class ToolnexusApp(App[None]):
             ("MCP", "list and call the tools of any MCP endpoint (6)", partial(self.switch_mode, "mcp")),
             ("Export session", "the wire log and the chat as JSON", self.ask_export_session),
             ("Save cassette", "the wire log as a cassette to replay (k on Wire)", self.ask_save_cassette),
+            ("Save the last copy to a file", "for a terminal that did not take the copy (tmux, screen, ssh)",
+             self.ask_save_copy),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]
@@ -412,7 +420,7 @@ class ToolnexusApp(App[None]):
                         "VS Code or Cursor", partial(self.copy_mcp_config, name)))
             metrics = getattr(server.handle, "metrics_url", None) if server.handle is not None else None
             if metrics:
-                out.append((f"Copy metrics URL of {name}", metrics, partial(self._copy, metrics, "metrics URL")))
+                out.append((f"Copy metrics URL of {name}", metrics, partial(self.copy_text, metrics, "metrics URL")))
         out.append(("Open in a browser", "run toolnexus-tui --web: this app in a browser, behind a token",
                     partial(self.notify, "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
                             "token; pip install 'toolnexus[web]')", timeout=10)))
@@ -427,11 +435,36 @@ class ToolnexusApp(App[None]):
             args += ["--config", str(Path(spec.config).resolve())]
         command = shutil.which("toolnexus") or str(Path(sys.executable).parent / "toolnexus")
         entry = {"mcpServers": {name: {"command": command, "args": args}}}
-        self._copy(json.dumps(entry, indent=2), "desktop MCP config")
+        self.copy_text(json.dumps(entry, indent=2), "desktop MCP config")
 
-    def _copy(self, text: str, what: str) -> None:
+    def copy_text(self, text: str, what: str, note: str = "", severity: SeverityLevel = "information") -> None:
+        """Put ``text`` on the clipboard (OSC 52, through the terminal) and say what was copied,
+        shown as it is (never read as markup), with ``note``; kept for "Save the last copy to a
+        file". Whether the terminal took it cannot be seen from here; where it is known not to
+        pass (tmux without ``set-clipboard on``, GNU screen), that is said too."""
         self.copy_to_clipboard(text)
-        self.notify(f"copied the {what}:\n{text}", timeout=10)
+        self.last_copy = (what, text)
+        self._say_copied(text, what, note, severity)
+
+    @work(group="copy")
+    async def _say_copied(self, text: str, what: str, note: str, severity: SeverityLevel) -> None:
+        doubt = await asyncio.to_thread(clipboard_doubt, dict(os.environ))  # asks tmux: not on the UI loop
+        lines = text.splitlines() or [""]
+        shown = "\n".join(line[:200] for line in lines[:12]) + ("\n…" if len(lines) > 12 else "")
+        said = [f"copied the {what}:", shown] + ([note] if note else [])
+        if doubt:
+            said.append(f"{doubt}; ctrl+p → Save the last copy to a file")
+        self.notify("\n".join(said), markup=False, timeout=15 if doubt else 10,
+                    severity="warning" if doubt and severity == "information" else severity)
+
+    def ask_save_copy(self) -> None:
+        if self.last_copy is None:
+            self.notify("nothing copied yet")
+            return
+        what, text = self.last_copy
+        self.ask_export(f"the last copy (the {what})", self._session_path(".txt").with_name(
+            f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt"),
+            lambda path: path.write_text(text + "\n", encoding="utf-8"))
 
     def _palette_new_server(self) -> None:
         from .screens.server_form import ServerForm

@@ -524,3 +524,31 @@ async def test_the_demo_starts_elsewhere_when_its_port_is_taken_and_says_so(tmp_
     assert port != taken
     assert said and f"port {taken}" in said[0]
     assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": port}
+
+
+async def test_a_copy_is_shown_as_it_is_and_can_be_saved_to_a_file(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """What was copied is shown (never read as markup: a peer's text may hold [brackets]); the last
+    copy saves to a file from the palette, for a terminal that did not take it; GNU screen is named."""
+    from tui.screens.export import ExportPrompt
+
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.setenv("STY", "1234.pts-0.host")
+    app = ToolnexusApp(specs=[], export_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.ask_save_copy()
+        await pilot.pause(0.1)
+        assert any(n.message == "nothing copied yet" for n in app._notifications)
+        text = "curl -d '{\"a\": \"[bold]x[/bold] [link=http://evil]y[/link]\"}' http://127.0.0.1:1/"
+        app.copy_text(text, "exchange as curl")
+        await until(pilot, lambda: any("copied the exchange as curl" in n.message for n in app._notifications))
+        said = next(n for n in app._notifications if "copied the exchange as curl" in n.message)
+        assert text in said.message and not said.markup and "GNU screen" in said.message
+        assert app.clipboard == text
+        titles = {title: run for title, _, run in app.palette_commands()}
+        titles["Save the last copy to a file"]()
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(list(tmp_path.glob("toolnexus-copy-*.txt"))))
+        (saved,) = tmp_path.glob("toolnexus-copy-*.txt")
+        assert saved.read_text(encoding="utf-8") == text + "\n"
+        await pilot.press("ctrl+q")

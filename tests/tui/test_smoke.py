@@ -73,3 +73,42 @@ def test_tui_in_tmux_with_curl(tmp_path):
             s.bind(("127.0.0.1", port))  # the server's port is closed
     finally:
         subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True)
+
+
+def test_a_copy_in_tmux_says_when_tmux_will_not_pass_it_and_arrives_when_it_does(tmp_path):
+    """tmux's default (set-clipboard external) keeps an application's copy from the terminal: the
+    app says so and how to fix it; with set-clipboard on, the copy arrives (in tmux's buffer)."""
+    sock = f"tn-copy-{uuid.uuid4().hex[:8]}"  # a tmux server of its own: its options are this test's
+    tmux = [TMUX, "-L", sock]
+    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-s", "copy", "-x", "120", "-y", "40",
+                    f"TOOLNEXUS_CONFIG_DIR={tmp_path} {EXE}"], check=True)
+    try:
+        subprocess.run([*tmux, "set", "-g", "set-clipboard", "external"], check=True)
+
+        def shown() -> str:
+            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "copy"], capture_output=True, text=True).stdout
+
+        def until(pattern: str, timeout: float = 20) -> str:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                flat = re.sub(r"\s+", " ", shown())
+                if re.search(pattern, flat):
+                    return flat
+                time.sleep(0.2)
+            raise AssertionError(f"{pattern!r} never appeared:\n{shown()}")
+
+        text = until(r"demo-desk\s+http://127\.0\.0\.1:\d+")
+        url = re.search(r"http://127\.0\.0\.1:\d+", text).group(0)
+        subprocess.run([*tmux, "send-keys", "-t", "copy", "c"], check=True)
+        until(r"copied the URL of demo-desk")
+        until(r"set-clipboard")  # the doubt, with the fix
+        assert subprocess.run([*tmux, "show-buffer"], capture_output=True, text=True).stdout != url  # not taken
+        subprocess.run([*tmux, "set", "-g", "set-clipboard", "on"], check=True)
+        subprocess.run([*tmux, "send-keys", "-t", "copy", "c"], check=True)
+        deadline = time.monotonic() + 10
+        while subprocess.run([*tmux, "show-buffer"], capture_output=True, text=True).stdout != url:
+            assert time.monotonic() < deadline, "the copy never reached tmux's buffer"
+            time.sleep(0.2)
+        subprocess.run([*tmux, "send-keys", "-t", "copy", "C-q"], check=True)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

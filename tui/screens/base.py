@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -51,6 +52,7 @@ class Desk(Protocol):
     def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None: ...
     def ask_export_session(self) -> None: ...
     def ask_save_cassette(self) -> None: ...
+    def copy_text(self, text: str, what: str, note: str = "", severity: SeverityLevel = "information") -> None: ...
 
 
 class ModeScreen(Screen[None]):

@@ -147,9 +147,7 @@ class ServersScreen(ModeScreen):
     def action_copy_url(self) -> None:
         name = self._selected()
         if name and self.tn.workspace.get(name).url:
-            url = self.tn.workspace.get(name).url
-            self.app.copy_to_clipboard(url)
-            self.notify(f"copied {url}")
+            self.tn.copy_text(self.tn.workspace.get(name).url, f"URL of {name}")
 
     def action_show_tasks(self) -> None:
         self.tn.selected_server = self._selected()

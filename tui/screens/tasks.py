@@ -295,8 +295,7 @@ class TasksScreen(ModeScreen):
     def action_copy_id(self) -> None:
         view = self._current()
         if view is not None:
-            self.app.copy_to_clipboard(view.id)
-            self.notify(f"copied {view.id}")
+            self.tn.copy_text(view.id, "task id")
 
     def action_export(self) -> None:
         view = self._current()

@@ -218,14 +218,13 @@ class WireScreen(ModeScreen):
                      if ev.direction == "out" and ev.url.startswith(url)), None)
         curl = to_curl(ev, peer.templates() if peer is not None else None)
         self.last_curl = curl
-        self.app.copy_to_clipboard(curl)
         if curl_masks(curl):
-            self.notify("copied as curl; a secret in it is masked (***): put it back before you run it",
-                        severity="warning")
+            self.tn.copy_text(curl, "exchange as curl", "a secret in it is masked (***): put it back before you run it",
+                              severity="warning")
         elif peer is not None and "${" in curl:
-            self.notify("copied as curl; credentials as environment references (set them where you paste)")
+            self.tn.copy_text(curl, "exchange as curl", "credentials as environment references (set them where you paste)")
         else:
-            self.notify("copied as curl")
+            self.tn.copy_text(curl, "exchange as curl")
 
     def action_export(self) -> None:
         self.tn.ask_export_session()
