@@ -306,3 +306,50 @@ async def test_wire_rows_are_in_the_order_the_exchanges_began_and_keep_coming_pa
         late = [u[-4:] for _, _, u in rows() if "?n=" in u]
         assert late == [f"?n={i}" for i in range(10 - len(late), 10)] and len(late) >= 6  # the newest, in order
         await pilot.press("ctrl+q")
+
+
+async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refuses_a_call_missing_arguments():
+    import toolnexus as tn
+
+    @tn.tool
+    def add(a: int, b: int = 2) -> int:
+        """Add two integers."""
+        return a + b
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        await pilot.press("6")  # the hosted demo's /mcp: listed on entering, no key needed
+        await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count >= 1)
+        assert "skill" in app.screen.query_one("#mcp-tools", DataTable).rows
+
+        tk = await tn.create_toolkit(builtins=False, tools=[add])
+        async with tk.serve(mcp=True) as served:
+            url = app.screen.query_one("#mcp-url", Input)
+            url.value = served.mcp_url
+            url.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: list(app.screen.query_one("#mcp-tools", DataTable).rows) == ["add"])
+            await until(pilot, lambda: bool(app.screen.query("#arg-1")))
+            form = str(app.screen.query_one("#mcp-form").query(Static).nodes[1].render())
+            assert "a  integer  required" in form
+            assert app.screen.query_one("#arg-1", Input).placeholder == "integer, optional: empty leaves it out"
+            # Tab goes round the form's fields, never out to the endpoint
+            app.screen.query_one("#arg-0", Input).focus()
+            await pilot.press("tab")
+            assert app.focused is app.screen.query_one("#arg-1", Input)
+            await pilot.press("tab")
+            assert app.focused is app.screen.query_one("#arg-0", Input)
+            await pilot.press("shift+tab")
+            assert app.focused is app.screen.query_one("#arg-1", Input)
+            # a required argument left empty: said, and nothing is sent
+            calls = sum(e.rpc_method == "tools/call" for e in app.book.traffic)
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: "fill in the required argument: a" in text_of(app, "#mcp-result"))
+            await pilot.pause(0.2)
+            assert sum(e.rpc_method == "tools/call" for e in app.book.traffic) == calls
+            # focusing the endpoint does not select it: a keystroke adds to it, does not replace it
+            url.focus()
+            await pilot.press("x")
+            assert url.value == served.mcp_url + "x"
+        await pilot.press("ctrl+q")

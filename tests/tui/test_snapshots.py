@@ -140,11 +140,24 @@ def test_peer_auth_at_80x24(snap_compare, tmp_path):
     assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=before)
 
 
-def test_mcp_at_80x24(snap_compare, tmp_path):
+def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
+    """The MCP mode lists the hosted server's tools as it opens; the fixed workspace's server does
+    not listen, so its listing is the fixed one below (the real listing is tested in
+    test_peers_chat_and_wire.py against real servers)."""
+    import tui.screens.mcp as mcp_screen
+
+    async def listed(url, **_):
+        return [{"name": "skill", "description": "Load a skill's instructions by name.",
+                 "input_schema": {"type": "object", "required": ["name"], "properties": {
+                     "name": {"type": "string", "description": "the skill's name"},
+                     "tags": {"type": "array", "items": {"type": "string"}}}}}]
+
+    monkeypatch.setattr(mcp_screen, "remote_tools", listed)
+
     async def before(pilot) -> None:
         await pilot.pause(0.2)
         await pilot.press("6")
-        await pilot.pause(0.1)
+        await pilot.pause(0.2)
         pilot.app.screen.query_one("#mcp-headers").value = "X-Team: ${TEAM_KEY}"
         await pilot.pause(0.1)
 

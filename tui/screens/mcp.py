@@ -39,6 +39,24 @@ def field_value(text: str, schema: dict[str, Any]) -> Any:
         return text
 
 
+def _kind(schema: dict[str, Any]) -> str:
+    """An argument's type as a schema gives it: ``integer``, ``string | null``, ``array of string``,
+    one of its ``enum`` values, or ``any``."""
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"][:8])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"].get("type"):
+        return f"array of {schema['items']['type']}"
+    if isinstance(kind, str):
+        return kind
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and all(isinstance(o, dict) for o in options):
+        return " | ".join(_kind(o) for o in options)
+    return "any"
+
+
 class MCPScreen(ModeScreen):
     BINDINGS = [
         # ctrl+enter reaches few terminals (not tmux, xterm or VS Code's): ctrl+r and F5 do everywhere
@@ -48,6 +66,10 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
         Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
         Binding("escape", "leave_input", "Back", show=False, id="mcp-back"),
+        # inside the argument form, Tab goes round its fields (it went on to the URL box, and the
+        # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere
+        Binding("tab", "next_argument(1)", show=False, priority=True),
+        Binding("shift+tab", "next_argument(-1)", show=False, priority=True),
     ]
 
     def __init__(self) -> None:
@@ -61,9 +83,10 @@ class MCPScreen(ModeScreen):
         yield Header()
         yield ModeBar("mcp")
         with Horizontal(id="mcp-where"):
+            # focus never selects the endpoint: the next keystroke would replace it
             yield Input(placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
-                        id="mcp-url")
-            yield Input(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers")
+                        id="mcp-url", select_on_focus=False)
+            yield Input(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers", select_on_focus=False)
         with Horizontal(id="mcp-body"):
             yield SafeTable(id="mcp-tools", cursor_type="row")
             with Vertical(id="mcp-right"):
@@ -77,8 +100,22 @@ class MCPScreen(ModeScreen):
         table.add_column("tool", key="tool", width=24)
         table.add_column("description", key="description", width=30)
         hosted = [s for s in self.tn.workspace.running() if s.spec.mcp and s.url]
-        if hosted:
+        if hosted:  # a hosted server's /mcp: its tools are listed on entering the mode
             self.query_one("#mcp-url", Input).value = hosted[0].url + "/mcp"
+            self.action_list_tools()
+
+    def _arguments_shown(self) -> list[Input]:
+        return list(self.query_one("#mcp-form", VerticalScroll).query(Input))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_argument":
+            return self.focused in self._arguments_shown()
+        return True
+
+    def action_next_argument(self, step: int) -> None:
+        fields, at = self._arguments_shown(), self.focused
+        if isinstance(at, Input) and at in fields:
+            fields[(fields.index(at) + step) % len(fields)].focus()
 
     def _target(self) -> str | list[str] | None:
         """The endpoint as typed: a URL, or a stdio server's command line (split as a shell would)."""
@@ -167,13 +204,18 @@ class MCPScreen(ModeScreen):
         widgets: list[Any] = [SafeStatic(Text(f"{tool['name']}", "bold"))]
         for i, (name, schema) in enumerate(props.items()):
             schema = schema if isinstance(schema, dict) else {}
-            kind = schema.get("type", "any")
-            label = f"{name}{' *' if name in required else ''}  ({kind if isinstance(kind, str) else '/'.join(kind)})"
+            kind = _kind(schema)
+            label = Text(printable(str(name), 80), "bold")
+            label.append(f"  {kind}" + ("  required" if name in required else "  optional"), "cyan")
+            described = printable(str(schema.get("description") or ""), 200)
+            if described:
+                label.append(f"\n{described}", "grey62")
             widgets.append(SafeStatic(label))
             default = schema.get("default")
+            hint = f"{kind}, required" if name in required else (f"{kind}, optional: empty leaves it out")
             widgets.append(Input("" if default is None else (default if isinstance(default, str) else
                                                               json.dumps(default)),
-                                 placeholder=printable(schema.get("description", ""), 200), id=f"arg-{i}", compact=True))
+                                 placeholder=hint, id=f"arg-{i}", compact=True))
         if not props:
             widgets.append(Label("no arguments"))
         await form.mount_all(widgets)
@@ -181,17 +223,25 @@ class MCPScreen(ModeScreen):
                                                                      if "default" in s}, indent=2)
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments from the form (or the raw JSON); ValueError names the required ones
+        left empty: such a call is not sent (it went out as ``{}`` and the tool said why)."""
+        schema_of = tool["input_schema"] or {}
         if self.raw_mode:
             value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
             if not isinstance(value, dict):
                 raise ValueError("the raw arguments must be a JSON object")
-            return value
-        props = (tool["input_schema"] or {}).get("properties") or {}
-        args = {}
-        for i, (name, schema) in enumerate(props.items()):  # ids by position: a name is the peer's text
-            text = self.query_one(f"#arg-{i}", Input).value
-            if text != "":
-                args[name] = field_value(text, schema)
+            args = value
+        else:
+            props = schema_of.get("properties") or {}
+            args = {}
+            for i, (name, schema) in enumerate(props.items()):  # ids by position: a name is the peer's text
+                text = self.query_one(f"#arg-{i}", Input).value
+                if text != "":
+                    args[name] = field_value(text, schema if isinstance(schema, dict) else {})
+        missing = [str(n) for n in schema_of.get("required") or [] if n not in args]
+        if missing:
+            raise ValueError(f"fill in the required argument{'s' if len(missing) > 1 else ''}: "
+                             + ", ".join(printable(n, 80) for n in missing) + " (nothing was sent)")
         return args
 
     def action_toggle_raw(self) -> None:
