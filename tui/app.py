@@ -97,8 +97,8 @@ class ToolnexusApp(App[None]):
              "wire": WireScreen, "mcp": MCPScreen}
     DEFAULT_MODE = "servers"
     BINDINGS = [
-        Binding("1", "switch_mode('servers')", "Servers", id="mode-servers"),
-        Binding("2", "switch_mode('tasks')", "Tasks", id="mode-tasks"),
+        Binding("1", "switch_mode('servers')", "Servers", id="mode-servers", show=False),  # the mode bar shows 1-6
+        Binding("2", "switch_mode('tasks')", "Tasks", id="mode-tasks", show=False),
         Binding("3", "switch_mode('peers')", "Peers", id="mode-peers", show=False),
         Binding("4", "switch_mode('chat')", "Chat", id="mode-chat", show=False),
         Binding("5", "switch_mode('wire')", "Wire", id="mode-wire", show=False),
@@ -412,6 +412,8 @@ class ToolnexusApp(App[None]):
             seen.add(binding.description)
             key = self.get_key_display(binding)
             out.append((binding.description, f"{key} in this mode", partial(screen.run_action, binding.action)))
+        for url, peer in self.peer_book.peers.items():
+            out.append((f"Chat with {peer.name}", f"{url} ({peer.state})", partial(self.chat_with, url)))
         for name, server in self.workspace.servers.items():
             verb = "Stop" if server.state == "running" else "Start"
             out.append((f"{verb} server {name}", server.url or server.state, partial(self.toggle_server, name)))
@@ -425,6 +427,11 @@ class ToolnexusApp(App[None]):
                     partial(self.notify, "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
                             "token; pip install 'toolnexus[web]')", timeout=10)))
         return out
+
+    def chat_with(self, url: str) -> None:
+        """Open Chat on the peer at ``url``."""
+        self.chat_peer = url
+        self.switch_mode("chat")
 
     def copy_mcp_config(self, name: str) -> None:
         """A desktop MCP host's entry that serves this server's toolkit over stdio (Claude Desktop's

@@ -353,3 +353,46 @@ async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refu
             await pilot.press("x")
             assert url.value == served.mcp_url + "x"
         await pilot.press("ctrl+q")
+
+
+async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_palette_command_away():
+    from textual.widgets import Footer, Select
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        hosted = app.workspace.running()[0].url
+        await until(pilot, lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable")
+        for key in "123456":
+            await pilot.press("escape", key)
+            await pilot.pause(0.2)
+            footer = app.screen.query_one(Footer)
+            keys = list(footer.query("FooterKey"))
+            assert sum(k.outer_size.width for k in keys) <= 80, (key, [k.description for k in keys])
+            assert all(k.region.right <= 80 for k in keys)  # every hint whole on screen
+        # the hints the footer leaves out are in ? (Peers: Auth, Remove, Blocking, Its tasks)
+        await pilot.press("escape", "3")
+        await pilot.pause(0.1)
+        assert "Chat" in [k.description for k in app.screen.query_one(Footer).query("FooterKey")]
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        from rich.console import Console
+
+        import io
+
+        shown = Console(width=120, record=True, file=io.StringIO())
+        for table in app.screen.query("HelpPanel BindingsTable"):
+            shown.print(table.render())
+        panel = shown.export_text()
+        assert all(word in panel for word in ("Auth", "Remove", "Blocking", "Its tasks"))
+        await pilot.press("escape")
+        # the picker: ctrl+l from Chat opens it; ctrl+p → "Chat with demo-desk" opens Chat on it
+        titles = {title: run for title, _, run in app.palette_commands()}
+        titles["Chat with demo-desk"]()
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        await pilot.press("ctrl+l")
+        await pilot.pause(0.1)
+        picker = app.screen.query_one("#chat-peer", Select)
+        assert picker.expanded and picker.value == hosted
+        await pilot.press("escape")
+        await pilot.press("ctrl+q")

@@ -30,16 +30,17 @@ from .export import Prompt, default_export_dir
 
 class ChatScreen(ModeScreen):
     BINDINGS = [
+        Binding("ctrl+l", "pick_peer", "Peer", id="chat-pick", priority=True),
         Binding("ctrl+n", "new_conversation", "New chat", id="chat-new"),
         Binding("escape", "leave_input", "Keys", show=False, id="chat-keys"),
         Binding("i", "focus_input", "Type", id="chat-type"),
         Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
         Binding("ctrl+x", "cancel_task", "Cancel", id="chat-cancel", priority=True),
-        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True),
+        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True, show=False),  # these three: in ?
         Binding("ctrl+o", "attach_file", "+File", id="chat-file", priority=True),
         Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True),
-        Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True),
-        Binding("ctrl+y", "push", "Push", id="chat-push", priority=True),
+        Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True, show=False),
+        Binding("ctrl+y", "push", "Push", id="chat-push", priority=True, show=False),
     ]
 
 
@@ -53,7 +54,7 @@ class ChatScreen(ModeScreen):
         yield SafeStatic("", id="chat-saving")
         yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
         yield Input(placeholder="message (enter sends; an open question is answered on its task)", id="chat-input")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.tn.peers_changed.subscribe(self, lambda _: self._peers())
@@ -280,6 +281,12 @@ class ChatScreen(ModeScreen):
             return
         self._draw()
         self.exchange(self.chat, reply)
+
+    def action_pick_peer(self) -> None:
+        """The peer picker, open, from anywhere in Chat (ctrl+l; also ctrl+p → "Chat with ...")."""
+        select = self.query_one("#chat-peer", Select)
+        select.focus()
+        select.expanded = True
 
     def action_new_conversation(self) -> None:
         self.tn.conversations.pop(self.chat.peer, None)

@@ -93,7 +93,7 @@ class MCPScreen(ModeScreen):
                 yield VerticalScroll(id="mcp-form")
                 yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
                 yield VerticalScroll(SafeStatic(id="mcp-result"))
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#mcp-tools", DataTable)

@@ -34,13 +34,14 @@ from .base import ModeScreen
 class PeersScreen(ModeScreen):
     _auth_shown: tuple[str, bool] | None = None  # the peer (and whether its card was in) the Auth tab shows
     BINDINGS = [
+        Binding("c", "chat", "Chat", id="peer-chat-c"),  # enter does too, but a table hides its enter from the footer
         Binding("n", "add_peer", "Add peer", id="peer-add"),
         Binding("r", "recheck", "Recheck", id="peer-recheck"),
-        Binding("h", "edit_headers", "Auth", id="peer-headers"),
-        Binding("d", "delete_peer", "Remove", id="peer-remove"),
+        Binding("h", "edit_headers", "Auth", id="peer-headers", show=False),  # these four: in ? (the footer fits 80 columns)
+        Binding("d", "delete_peer", "Remove", id="peer-remove", show=False),
         Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
-        Binding("b", "toggle_blocking", "Blocking", id="peer-blocking"),
-        Binding("t", "remote_tasks", "Its tasks", id="peer-tasks"),
+        Binding("b", "toggle_blocking", "Blocking", id="peer-blocking", show=False),
+        Binding("t", "remote_tasks", "Its tasks", id="peer-tasks", show=False),
         Binding("o", "doctor", "Doctor", id="peer-doctor"),
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
@@ -73,7 +74,7 @@ class PeersScreen(ModeScreen):
                     yield Input(placeholder="header name / user", id="auth-name", compact=True)
                     yield Input(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
                 yield Input(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#peers", DataTable)

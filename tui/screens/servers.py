@@ -31,7 +31,7 @@ class ServersScreen(ModeScreen):
     BINDINGS = [
         Binding("n", "new_server", "New server", id="server-new"),
         Binding("s", "toggle_server", "Start/stop", id="server-toggle"),
-        Binding("r", "restart", "Restart", id="server-restart"),
+        Binding("r", "restart", "Restart", id="server-restart", show=False),  # in ? and the palette: the footer fits 80 columns
         Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
         Binding("e", "edit", "Edit", id="server-edit"),
         Binding("d", "delete", "Delete", id="server-delete"),
@@ -45,7 +45,7 @@ class ServersScreen(ModeScreen):
         with Vertical(id="servers-body"):
             yield SafeTable(id="servers", cursor_type="row", zebra_stripes=True)
             yield SafeStatic(id="server-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#servers", DataTable)

@@ -58,7 +58,7 @@ class TasksScreen(ModeScreen):
         Binding("a", "answer", "Answer", id="task-answer"),
         Binding("y", "copy_id", "Copy id", id="task-copy"),
         Binding("e", "export", "Export", id="task-export"),
-        Binding("m", "toggle_calls", "MCP calls", id="tasks-calls"),
+        Binding("m", "toggle_calls", "MCP calls", id="tasks-calls", show=False),  # in ?: the footer fits 80 columns
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
     ]
 
@@ -99,7 +99,7 @@ class TasksScreen(ModeScreen):
             with TabPane("Inbound MCP calls", id="tab-calls"):
                 yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(SafeStatic(id="call-detail"))
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._narrow = self.app.size.width < WIDE

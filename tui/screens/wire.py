@@ -72,7 +72,7 @@ class WireScreen(ModeScreen):
         yield Input(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
         yield SafeTable(id="wire", cursor_type="row")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._shown: list[Any] = []
