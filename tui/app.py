@@ -103,6 +103,15 @@ class ToolnexusApp(App[None]):
         Binding("4", "switch_mode('chat')", "Chat", id="mode-chat", show=False),
         Binding("5", "switch_mode('wire')", "Wire", id="mode-wire", show=False),
         Binding("6", "switch_mode('mcp')", "MCP", id="mode-mcp", show=False),
+        # from every screen, a text box included (where 1-6 type): alt+digit, also what a terminal
+        # or the browser sends for escape then a digit typed quickly (ESC 2), which Textual reads
+        # as the character a Mac's Option+digit types (™ for 2): those are bound too
+        *(Binding(f"alt+{n},{named}", f"switch_mode('{mode}')", f"{label} (from a text box too)", show=False,
+                  priority=True, id=f"mode-alt-{mode}")
+          for n, named, mode, label in ((1, "inverted_exclamation_mark", "servers", "Servers"),
+                                        (2, "trade_mark_sign", "tasks", "Tasks"),
+                                        (3, "pound_sign", "peers", "Peers"), (4, "cent_sign", "chat", "Chat"),
+                                        (5, "infinity", "wire", "Wire"), (6, "section_sign", "mcp", "MCP"))),
         Binding("question_mark", "toggle_help", "Help", id="help"),
         Binding("escape", "close_help", show=False, priority=True),  # only while the panel is open
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),

@@ -396,3 +396,27 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
         assert picker.expanded and picker.value == hosted
         await pilot.press("escape")
         await pilot.press("ctrl+q")
+
+
+async def test_alt_digits_switch_modes_from_the_chat_box_where_digits_type():
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        await pilot.press("4")
+        box = app.screen.query_one("#chat-input", Input)
+        box.focus()
+        await pilot.press("1", "2")  # digits type into the message
+        assert box.value == "12" and app.current_mode == "chat"
+        await pilot.press("alt+2")
+        await until(pilot, lambda: app.current_mode == "tasks")
+        await pilot.press("alt+4")
+        await until(pilot, lambda: app.current_mode == "chat")
+        app.screen.query_one("#chat-input", Input).focus()
+        await pilot.press("trade_mark_sign")  # what ESC 2 (alt+2, escape then 2) arrives as from tmux or a browser
+        await until(pilot, lambda: app.current_mode == "tasks")
+        app.screen.query_one("#filter", Input).focus()  # every mode's text box lets them through
+        await pilot.press("cent_sign")  # ESC 4
+        await until(pilot, lambda: app.current_mode == "chat")
+        assert app.screen.query_one("#chat-input", Input).value == "12"  # nothing lost on the way
+        assert "alt+1-6" in app.screen.query_one("#chat-input", Input).placeholder
+        await pilot.press("ctrl+q")

@@ -23,6 +23,7 @@ from toolnexus.protocol.model import Part, Task
 
 from ..peers import spoken
 from ..widgets import ModeBar
+from ..widgets.textbox import TextBox
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
 from .export import Prompt, default_export_dir
@@ -53,7 +54,8 @@ class ChatScreen(ModeScreen):
             yield SafeStatic("", id="chat-context")
         yield SafeStatic("", id="chat-saving")
         yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
-        yield Input(placeholder="message (enter sends; an open question is answered on its task)", id="chat-input")
+        yield TextBox(placeholder="message (enter sends; an open question is answered on its task; alt+1-6 or "
+                                "esc then 1-6: modes)", id="chat-input")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

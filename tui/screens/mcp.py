@@ -23,6 +23,7 @@ from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
+from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
@@ -84,9 +85,9 @@ class MCPScreen(ModeScreen):
         yield ModeBar("mcp")
         with Horizontal(id="mcp-where"):
             # focus never selects the endpoint: the next keystroke would replace it
-            yield Input(placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
+            yield TextBox(placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
                         id="mcp-url", select_on_focus=False)
-            yield Input(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers", select_on_focus=False)
+            yield TextBox(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers", select_on_focus=False)
         with Horizontal(id="mcp-body"):
             yield SafeTable(id="mcp-tools", cursor_type="row")
             with Vertical(id="mcp-right"):

@@ -27,6 +27,7 @@ from toolnexus.monitor import STATE_STYLE
 
 from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
 from ..widgets import ModeBar
+from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
@@ -51,7 +52,7 @@ class PeersScreen(ModeScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("peers")
-        yield Input(placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url")
+        yield TextBox(placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url")
         yield SafeTable(id="peers", cursor_type="row")
         with TabbedContent(id="peer-detail"):
             with TabPane("Card", id="p-card"):
@@ -71,9 +72,9 @@ class PeersScreen(ModeScreen):
                 with Horizontal(id="auth-row"):
                     yield Select([(label, kind) for kind, label in AUTH_KINDS.items()], value="none",
                                  allow_blank=False, id="auth-kind", compact=True)
-                    yield Input(placeholder="header name / user", id="auth-name", compact=True)
-                    yield Input(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
-                yield Input(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
+                    yield TextBox(placeholder="header name / user", id="auth-name", compact=True)
+                    yield TextBox(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
+                yield TextBox(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -32,6 +32,7 @@ from toolnexus.monitor import (
 from toolnexus.protocol.dialects import Dialect
 
 from ..widgets import ModeBar
+from ..widgets.textbox import TextBox
 from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -74,12 +75,12 @@ class TasksScreen(ModeScreen):
         yield ModeBar("tasks")
         with TabbedContent(id="tasks-tabs", initial="tab-tasks"):
             with TabPane("Tasks", id="tab-tasks"):
-                yield Input(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
+                yield TextBox(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
                             id="filter")
                 yield RowTable(self._cells, id="tasks")
                 with Vertical(id="answer-box", classes="hidden"):
                     yield SafeStatic("", id="answer-question")
-                    yield Input(placeholder="your answer (enter sends it on the same task, escape closes)",
+                    yield TextBox(placeholder="your answer (enter sends it on the same task, escape closes)",
                                 id="answer")
                 with TabbedContent(id="detail"):
                     with TabPane("Timeline", id="d-timeline"):

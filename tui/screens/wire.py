@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
+from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
@@ -69,7 +70,7 @@ class WireScreen(ModeScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("wire")
-        yield Input(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
+        yield TextBox(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
         yield SafeTable(id="wire", cursor_type="row")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
         yield Footer(compact=True)
