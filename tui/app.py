@@ -21,6 +21,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.signal import Signal
 
@@ -60,6 +61,12 @@ FREEZE_EVERY = 1000
 """New tasks in the book between two times what the app holds is set aside from the collector."""
 
 
+def _as_text(line: str) -> str:
+    """A palette line as plain text: the palette reads its lines as markup, and they carry peers'
+    card names and URLs, which must show as sent (control characters made visible)."""
+    return escape(printable(line, 300))
+
+
 class ToolnexusCommands(Provider):
     """Every action of the app in the command palette."""
 
@@ -68,16 +75,17 @@ class ToolnexusCommands(Provider):
         app = self.app
         assert isinstance(app, ToolnexusApp)
         for title, help_text, callback in app.palette_commands():
-            yield DiscoveryHit(title, callback, help=help_text)
+            yield DiscoveryHit(_as_text(title), callback, help=_as_text(help_text))
 
     async def search(self, query: str) -> Hits:
         app = self.app
         assert isinstance(app, ToolnexusApp)
         matcher = self.matcher(query)
         for title, help_text, callback in app.palette_commands():
-            score = matcher.match(title)
+            shown = _as_text(title)
+            score = matcher.match(shown)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+                yield Hit(score, matcher.highlight(shown), callback, help=_as_text(help_text))
 
 
 class ToolnexusApp(App[None]):

@@ -420,3 +420,30 @@ async def test_alt_digits_switch_modes_from_the_chat_box_where_digits_type():
         assert app.screen.query_one("#chat-input", Input).value == "12"  # nothing lost on the way
         assert "alt+1-6" in app.screen.query_one("#chat-input", Input).placeholder
         await pilot.press("ctrl+q")
+
+
+async def test_the_palette_shows_a_peers_name_as_sent_never_as_markup():
+    """A card's name reaches the palette ("Chat with NAME"), which reads its lines as markup: a
+    hostile name shows as written, brackets and control characters included, and runs nothing."""
+    import toolnexus as tn
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    hostile = "[b]evil[/b] [link=http://example.invalid]x[/link]\x1b[31m"
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name=hostile)) as served, \
+            app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(app.peer_book.add(served.url))
+        await until(pilot, lambda: app.peer_book.peers[served.url].state == "reachable")
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"chat with")
+        options = app.screen.query_one(OptionList)
+        await until(pilot, lambda: options.option_count >= 1)
+        await pilot.pause(0.2)
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        line = next(s for s in shown if "Chat with" in s)
+        assert "[b]evil[/b] [link=http://example.invalid]x[/link]" in line and "\x1b" not in line
+        await pilot.press("escape")
+        await pilot.press("ctrl+q")
