@@ -182,11 +182,9 @@ class TaskBook:
         view = self.tasks.get(event.task_id)
         if view is None:
             view = self.tasks[event.task_id] = TaskView(event.task, event.server, ordinal=len(self.tasks) + 1)
-            counts = self._counts[view.server]
         else:
-            counts = self._counts[view.server]
-            counts[view.state] -= 1
-        counts[event.task.state] += 1
+            self._counts[view.server][view.state] -= 1
+        self._counts[view.server][event.task.state] += 1
         view.task = event.task
         view.known_skill = event.task.skill or event.skill or view.known_skill
         if not view.timeline or view.timeline[-1][0] is not event.state:

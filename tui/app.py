@@ -478,7 +478,7 @@ class ToolnexusApp(App[None]):
         said = [f"copied the {what}:", shown] + ([note] if note else [])
         if doubt:
             said.append(f"{doubt}; ctrl+p → Save the last copy to a file")
-        self.notify("\n".join(said), markup=False, timeout=15 if doubt else 10,
+        self.notify("\n".join(said), timeout=15 if doubt else 10,  # the app's notify never reads markup
                     severity="warning" if doubt and severity == "information" else severity)
 
     def ask_save_copy(self) -> None:
@@ -486,9 +486,9 @@ class ToolnexusApp(App[None]):
             self.notify("nothing copied yet")
             return
         what, text = self.last_copy
-        self.ask_export(f"the last copy (the {what})", self._session_path(".txt").with_name(
-            f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt"),
-            lambda path: path.write_text(text + "\n", encoding="utf-8"))
+        self.ask_export(f"the last copy (the {what})",
+                        self.export_dir / f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt",
+                        lambda path: path.write_text(text + "\n", encoding="utf-8"))
 
     def _palette_new_server(self) -> None:
         from .screens.server_form import ServerForm

@@ -12,7 +12,6 @@ and without the values of secret-looking query parameters. The file is readable 
 from __future__ import annotations
 
 import asyncio
-
 import base64
 import json
 import os

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from toolnexus.monitor import parse_time
 from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
@@ -128,8 +129,7 @@ class WireScreen(ModeScreen):
         known = self._starts.get(id(ev))
         if known is not None and known[0] is ev:
             return known[1]
-        ended = datetime.fromisoformat(ev.time.replace("Z", "+00:00")).timestamp()
-        start = ended - ev.ms / 1000
+        start = parse_time(ev.time).timestamp() - ev.ms / 1000
         self._starts[id(ev)] = (ev, start)
         return start
 
