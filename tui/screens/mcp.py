@@ -205,7 +205,7 @@ class MCPScreen(ModeScreen):
         widgets: list[Any] = [SafeStatic(Text(f"{tool['name']}", "bold"))]
         for i, (name, schema) in enumerate(props.items()):
             schema = schema if isinstance(schema, dict) else {}
-            kind = _kind(schema)
+            kind = printable(_kind(schema), 120)  # enum values, type names: the peer's text
             label = Text(printable(str(name), 80), "bold")
             label.append(f"  {kind}" + ("  required" if name in required else "  optional"), "cyan")
             described = printable(str(schema.get("description") or ""), 200)
