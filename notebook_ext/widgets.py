@@ -605,8 +605,10 @@ class DoctorWidget(w.VBox):
 class ChatWidget(w.VBox):
     """A small chat with a peer: the messages, a text box, the skill, a new-conversation button, a
     cancel button for the running task and a retry button after a lost connection. An
-    ``input-required`` question is answered by the next message, on the same task. The chat itself
-    is a :class:`~toolnexus.client.conversation.Conversation` (``conversation``), as in the TUI."""
+    ``input-required`` question shows under the messages with a box, ticked: the next message
+    answers it, on the same task; untick it to start a new task while the question stays open. The
+    chat itself is a :class:`~toolnexus.client.conversation.Conversation` (``conversation``), as in
+    the TUI."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         self.url = url
@@ -619,13 +621,16 @@ class ChatWidget(w.VBox):
         self.new_button = w.Button(description="new conversation")
         self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True)
         self.retry_button = w.Button(description="retry", icon="redo", disabled=True)
+        self.answer_box = w.Checkbox(value=True, description="the next message answers the question",
+                                     indent=False, layout=w.Layout(display="none"))
+        self.answer_box.observe(self._on_answering, names="value")
         self.send_button.on_click(lambda _: self.say(self.text.value))
         self.new_button.on_click(lambda _: self.new_conversation())
         self.cancel_button.on_click(lambda _: self.cancel())
         self.retry_button.on_click(lambda _: self.retry())
         self.text.observe(self._on_enter, names="value")  # ipywidgets 8: continuous_update handles enter
         self.text.continuous_update = False
-        super().__init__([self.view, w.HBox([self.text, self.send_button]),
+        super().__init__([self.view, self.answer_box, w.HBox([self.text, self.send_button]),
                           w.HBox([self.skill, self.new_button, self.cancel_button, self.retry_button])])
         self.add_class("toolnexus-w")
         self._sending: asyncio.Task[Any] | None = None
@@ -642,6 +647,10 @@ class ChatWidget(w.VBox):
     @property
     def turns(self) -> list[Turn]:
         return self.conversation.turns
+
+    def _on_answering(self, change: dict[str, Any]) -> None:
+        self.conversation.answering = bool(change.get("new"))
+        self._draw()
 
     def _on_enter(self, change: dict[str, Any]) -> None:
         if change.get("new"):
@@ -715,7 +724,16 @@ class ChatWidget(w.VBox):
             state = f" {badge(turn.task_state.value)}" if turn.task_state is not None else ""
             lines.append(f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
                          f"{html.escape(turn.text.strip())}</span></div>")
-        ctx = self.conversation.context_id
+        ctx, question = self.conversation.context_id, self.conversation.question
+        if question is not None:
+            task = html.escape((self.conversation.waiting_task or "")[:8])
+            does = ("your next message answers it, on that task" if self.conversation.answering
+                    else "your next message starts a new task; the question stays open")
+            lines.append(f"<div><b>task {task} asks</b>: {html.escape(' '.join(question.split()))} "
+                         f"<small class='toolnexus-muted'>({does})</small></div>")
+        self.answer_box.layout.display = None if question is not None else "none"
+        if self.answer_box.value != self.conversation.answering:
+            self.answer_box.value = self.conversation.answering
         self.view.value = STYLE + "".join(lines) + (
             f"<small class='toolnexus-muted'>context {html.escape(ctx)}</small>" if ctx else "")
         self.cancel_button.disabled = self.conversation.running is None

@@ -308,6 +308,14 @@ async def test_a_conversation_keeps_its_context_and_answers_a_question_on_its_ta
         asked = chat.say("please approve the budget")
         await chat.run(client, asked, poll_every=0.01)
         assert asked.state is tn.TurnState.ASKED and chat.waiting_task == asked.task_id == chat.running
+        assert chat.question == asked.text and chat.question and chat.answering
+        chat.answering = False  # the user's choice: a new task; the question stays open
+        aside = chat.say("hello meanwhile")
+        await chat.run(client, aside, poll_every=0.01)
+        assert aside.task_id != asked.task_id and aside.task_state is TaskState.COMPLETED
+        assert aside.task.context_id == asked.task.context_id and aside.text.startswith("You said: hello meanwhile")
+        assert chat.waiting_task == asked.task_id and chat.question == asked.text and not chat.answering
+        chat.answering = True
         answered = chat.say("yes")
         await chat.run(client, answered, poll_every=0.01)
         assert answered.task_id == asked.task_id and "Request approved (yes)" in answered.text

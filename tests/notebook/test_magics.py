@@ -190,10 +190,20 @@ async def test_card_and_chat(ip):
     await chat.wait()
     assert chat.turns[-1].task_state is TaskState.INPUT_REQUIRED and chat.waiting_task
     assert chat.turns[-1].state is TurnState.ASKED and not chat.cancel_button.disabled
+    asked = chat.turns[-1]
+    assert chat.answer_box.layout.display is None and chat.answer_box.value  # shown, ticked: the answer
+    assert f"task {asked.task_id[:8]} asks" in chat.view.value and "your next message answers it" in chat.view.value
+    chat.answer_box.value = False  # a new task instead; the question stays open
+    assert "starts a new task" in chat.view.value
+    chat.say("meanwhile")
+    await chat.wait()
+    assert chat.turns[-1].task_id != asked.task_id and chat.waiting_task == asked.task_id
+    chat.answer_box.value = True
     chat.say("yes")
     await chat.wait()
     assert chat.turns[-1].task_state is TaskState.COMPLETED and chat.cancel_button.disabled
-    assert chat.turns[-1].text.startswith("Request approved (yes)")
+    assert chat.turns[-1].text.startswith("Request approved (yes)") and chat.turns[-1].task_id == asked.task_id
+    assert chat.answer_box.layout.display == "none" and "asks</b>" not in chat.view.value
     first_context = chat.context_id
     chat.say("and another")
     await chat.wait()

@@ -26,6 +26,11 @@ def text_of(app: ToolnexusApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
 
+def footer_of(app: ToolnexusApp) -> str:
+    """The keys the footer shows now: their descriptions, one string."""
+    return " ".join(b.binding.description for b in app.active_bindings.values() if b.binding.show and b.enabled)
+
+
 async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
     box = app.screen.query_one("#chat-input", Input)
     box.value = message
@@ -87,8 +92,23 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         assert second.text == "You said: and again (message 2 of this conversation)"
         asked = await chat(app, pilot, "please confirm the order")
         assert asked.task_state.value == "input-required" and app.conversation.waiting_task == asked.task_id
+        # the open question, shown with what the next message does about it: answer it, or (ctrl+f) a new task
+        box = app.screen.query_one("#chat-input", Input)
+        question = text_of(app, "#chat-question")
+        assert f"task {asked.task_id[:8]} asks: {' '.join(asked.text.split())}" in question
+        assert "enter answers it" in question and box.has_class("answering") and "your answer" in box.placeholder
+        assert "New task" in footer_of(app) and "Answer it" not in footer_of(app)
+        await pilot.press("ctrl+f")
+        assert "the next message starts a new task" in text_of(app, "#chat-question") and not box.has_class("answering")
+        assert "Answer it" in footer_of(app)
+        aside = await chat(app, pilot, "and meanwhile")
+        assert aside.task_id != asked.task_id and aside.text.startswith("You said: and meanwhile")
+        assert app.conversation.waiting_task == asked.task_id and "asks:" in text_of(app, "#chat-question")
+        await pilot.press("ctrl+f")
+        assert box.has_class("answering")
         answered = await chat(app, pilot, "yes")
         assert answered.task_id == asked.task_id and answered.text.startswith("Request approved (yes)")
+        assert not app.screen.query_one("#chat-question").display and not box.has_class("answering")
         assert "context" in text_of(app, "#chat-context")
         await pilot.press("ctrl+n")
         assert app.conversation.context_id is None and app.conversation.turns == []
@@ -395,6 +415,15 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
         picker = app.screen.query_one("#chat-peer", Select)
         assert picker.expanded and picker.value == hosted
         await pilot.press("escape")
+        # a question open: its key (ctrl+f) joins Chat's footer, which still fits
+        asked = app.conversation.say("a question")
+        asked.text, app.conversation.waiting_task = "Which colour?", "77b00000"
+        app.conversation.turns[-1].follow = "77b00000"
+        app.screen._draw()
+        await pilot.pause(0.1)
+        keys = list(app.screen.query_one(Footer).query("FooterKey"))
+        assert "New task" in [k.description for k in keys] and all(k.region.right <= 80 for k in keys), \
+            " ".join(f"{k.description}:{k.region.right}" for k in keys)
         await pilot.press("ctrl+q")
 
 

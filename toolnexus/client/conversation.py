@@ -1,10 +1,10 @@
 """A conversation with one peer, as the TUI's chat and the notebook's run it.
 
 A :class:`Conversation` holds what a chat knows between messages: the peer, the context the peer
-gave, the task whose question the next message answers, and the :class:`Turn` s said so far. It
-runs an exchange on an :class:`~toolnexus.client.peer.A2AClient` the caller owns: send (on the
-waiting task when there is one), follow the task until it finishes or asks, and keep each turn's
-latest task. The front ends only render turns and call ``on_change`` to redraw; nothing here
+gave, the task whose question is open (and whether the next message answers it, ``answering``: an
+explicit choice a front end shows), and the :class:`Turn` s said so far. It runs an exchange on an
+:class:`~toolnexus.client.peer.A2AClient` the caller owns: send (on the waiting task when the
+message answers it), follow the task until it finishes or asks, and keep each turn's latest task. The front ends only render turns and call ``on_change`` to redraw; nothing here
 touches a screen or a widget.
 """
 
@@ -51,6 +51,7 @@ class Turn:
     message: Message | None = None  # what this reply answers: sent again on retry
     skill: str | None = None
     follow: str | None = None  # a task followed by its id instead of a message sent
+    answers: str | None = None  # the task whose question this reply's message answers (sent on it)
 
     @property
     def task_id(self) -> str | None:
@@ -91,7 +92,8 @@ class Conversation:
 
     peer: str = ""
     context_id: str | None = None
-    waiting_task: str | None = None  # its question is open: the next message answers it, on it
+    waiting_task: str | None = None  # its question is open
+    answering: bool = True  # the next message answers the open question, on its task (else: a new task)
     turns: list[Turn] = field(default_factory=list)
     lost: Turn | None = None  # the reply a lost connection cut: what retry takes up again
     attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
@@ -99,13 +101,16 @@ class Conversation:
 
     def say(self, text: str, skill: str | None = None) -> Turn:
         """Add the user's message (``text`` and the attachments, which it takes) and the reply
-        turn that :meth:`run` fills in; return the reply turn."""
+        turn that :meth:`run` fills in; return the reply turn. The message answers the open
+        question when there is one and ``answering`` is on; otherwise it starts a new task (in
+        the same context) and the question stays open."""
         parts = ([Part.of_text(text)] if text else []) + self.attachments
         if not parts:
             raise ValueError("nothing to say: no text and no attachment")
         self.attachments = []
         self.turns.append(Turn("user", text, parts))
-        reply = Turn("agent", "…", state=TurnState.SENDING, message=Message("user", parts), skill=skill)
+        reply = Turn("agent", "…", state=TurnState.SENDING, message=Message("user", parts), skill=skill,
+                     answers=self.waiting_task if self.answering else None)
         self.turns.append(reply)
         return reply
 
@@ -127,6 +132,15 @@ class Conversation:
     @property
     def last_reply(self) -> Turn | None:
         return next((t for t in reversed(self.turns) if t.role == "agent"), None)
+
+    @property
+    def question(self) -> str | None:
+        """The open question's text (what the waiting task's last turn shows: its status message),
+        or None when none is open."""
+        if self.waiting_task is None:
+            return None
+        turns = self.turns_of(self.waiting_task)
+        return turns[-1].text if turns else ""
 
     @property
     def running(self) -> str | None:
@@ -151,7 +165,7 @@ class Conversation:
                 assert turn.message is not None, "a reply turn sends a message or follows a task"
                 message = Message("user", list(turn.message.parts))  # again: under a new message id
                 task = await client.send(message, skill=turn.skill, context_id=self.context_id,
-                                         task_id=self.waiting_task, blocking=blocking, push=push)
+                                         task_id=turn.answers, blocking=blocking, push=push)
             self._show(turn, task, on_change)
             if not (task.state.terminal or task.state.interrupted):
                 async for ev in client.watch(task.id, poll_every=poll_every, max_interval=max_interval):
@@ -171,7 +185,10 @@ class Conversation:
             return
         self.lost = None
         self.context_id = task.context_id or self.context_id
-        self.waiting_task = task.id if task.state.interrupted else None
+        if task.state.interrupted:  # a new question: answered by the next message unless the user says otherwise
+            self.waiting_task, self.answering = task.id, True
+        elif task.id == self.waiting_task:  # the question was answered (or the task ended another way)
+            self.waiting_task = None
         on_change(turn)
 
     def _show(self, turn: Turn, task: Task, on_change: Callable[[Turn], Any]) -> None:
@@ -189,5 +206,5 @@ class Conversation:
 
     def to_dict(self) -> dict[str, Any]:
         """The conversation as JSON: what a session export holds."""
-        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task,
+        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task, "answering": self.answering,
                 "turns": [t.to_dict() for t in self.turns]}

@@ -1,5 +1,6 @@
-"""Mode 4, Chat: talk to any peer (hosted servers too); each reply's task state updates live and
-an input-required question is answered by the next message, on the same task."""
+"""Mode 4, Chat: talk to any peer (hosted servers too); each reply's task state updates live. An
+input-required question shows above the message box with the choice it leaves: the next message
+answers it, on the same task, or (ctrl+f) starts a new task while the question stays open."""
 
 from __future__ import annotations
 
@@ -37,9 +38,12 @@ class ChatScreen(ModeScreen):
         Binding("i", "focus_input", "Type", id="chat-type"),
         Binding("ctrl+r", "retry", "Retry", id="chat-retry", priority=True),
         Binding("ctrl+x", "cancel_task", "Cancel", id="chat-cancel", priority=True),
-        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True, show=False),  # these three: in ?
+        # while a question is open (else ctrl+f is the text box's): what the next message does, shown by its label
+        Binding("ctrl+f", "answering(False)", "New task", id="chat-new-task", priority=True),
+        Binding("ctrl+f", "answering(True)", "Answer it", id="chat-answer", priority=True),
+        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True, show=False),  # these four: in ?
         Binding("ctrl+o", "attach_file", "+File", id="chat-file", priority=True),
-        Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True),
+        Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True, show=False),
         Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True, show=False),
         Binding("ctrl+y", "push", "Push", id="chat-push", priority=True, show=False),
     ]
@@ -54,8 +58,8 @@ class ChatScreen(ModeScreen):
             yield SafeStatic("", id="chat-context")
         yield SafeStatic("", id="chat-saving")
         yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
-        yield TextBox(placeholder="message (enter sends; an open question is answered on its task; alt+1-6 or "
-                                "esc then 1-6: modes)", id="chat-input")
+        yield SafeStatic("", id="chat-question")
+        yield TextBox(placeholder=_PLACEHOLDER, id="chat-input")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -296,6 +300,20 @@ class ChatScreen(ModeScreen):
         self._draw()
         self.notify("new conversation")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "answering":  # the one of the two that changes what the next message does
+            return self.chat.waiting_task is not None and self.chat.answering != parameters[0]
+        if action == "retry":  # shown when an exchange was cut
+            return self.chat.lost is not None
+        if action == "cancel_task":  # shown while the last reply's task runs or asks
+            return self.chat.running is not None
+        return True
+
+    def action_answering(self, on: bool) -> None:
+        """Whether the next message answers the open question (on its task) or starts a new task."""
+        self.chat.answering = on
+        self._draw()
+
     def action_focus_input(self) -> None:
         self.query_one("#chat-input", Input).focus()
 
@@ -370,10 +388,40 @@ class ChatScreen(ModeScreen):
                        "bold magenta")
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
         ctx = self.chat.context_id
-        waiting = "   (answering its question)" if self.chat.waiting_task else ""
         push = "🔔 push on   " if self.chat.push else ""  # first: the context id is what gets cut
-        self.query_one("#chat-context", Static).update(push + (f"context {ctx}{waiting}" if ctx else "new conversation"))
+        self.query_one("#chat-context", Static).update(push + (f"context {ctx}" if ctx else "new conversation"))
+        self._question()
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
+
+    def _question(self) -> None:
+        """The open question above the message box, with what the next message will do about it."""
+        line, box = self.query_one("#chat-question", SafeStatic), self.query_one("#chat-input", Input)
+        question, task = self.chat.question, (self.chat.waiting_task or "")[:8]
+        answering = question is not None and self.chat.answering
+        line.set_class(question is not None, "open")
+        box.set_class(answering, "answering")
+        if question is None:
+            line.update("")
+            box.placeholder = _PLACEHOLDER
+        else:
+            asks = Text.assemble(("? ", "bold yellow"), (f"task {task} asks: ", "yellow"),
+                                 (" ".join(question.split())[:CELL_CAP] or "(no question text)", "bold"), "\n")
+            if answering:
+                asks.append("   enter answers it, on that task · ctrl+f sends a new task instead", "grey62")
+                box.placeholder = f"your answer to task {task} (ctrl+f: a new task instead)"
+            else:
+                asks.append("   the next message starts a new task; the question stays open · ctrl+f answers it", "grey62")
+                box.placeholder = "a new task (its question stays open; ctrl+f: answer it)"
+            line.update(asks)
+        shown = (question is not None, answering, self.chat.lost is not None, self.chat.running is not None)
+        if shown != self._keys_shown:  # the footer follows what the keys can do now (check_action)
+            self._keys_shown = shown
+            self.refresh_bindings()
+
+    _keys_shown: tuple[bool, ...] = ()
+
+
+_PLACEHOLDER = "message (enter sends; alt+1-6 or esc then 1-6: modes)"
 
 
 def _describe(part: Part) -> str:
