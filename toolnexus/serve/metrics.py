@@ -18,14 +18,16 @@ What is counted, each labelled with the served agent's name (``server``):
 - ``toolnexus_wire_cut_total``: with the inbound wire recorder on (a server the TUI or a notebook
   hosts), exchanges recorded cut short, a body past its 256 KiB cap.
 
-Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``): counted by callgrind they add
-3.2 % to a blocking task's instructions in-process, and the served bench, paired, reads 2-10 % it
-cannot resolve on this machine (``bench/README.md``). Kept as light as found so far:
+Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``: an extra to install and an endpoint
+to expose, which a user asks for). Counted by callgrind in a served agent, request after request
+(``bench/served_instructions.py``), they add 2.9 % to a blocking send's instructions, 2.0 % to a
+GetTask's, 0.2 % to a card GET's (``bench/README.md``). Kept as light as found so far:
 prometheus-client's own metric objects cost a served task about 33 µs of CPU (labels looked up, a
 lock and a bucket search per observation, an async reader of the bus), 20 % of a blocking send; so
 a request only adds to plain counters here (a dict entry, a bisect for a
 histogram's bucket), task transitions are counted by a tap on the event bus as they are
-published, and prometheus-client builds the exposition from those counts at scrape time. Across
+published, and prometheus-client builds the exposition from those counts at scrape time (the push
+notifier's, the bus's and the recorder's own counts read then too: one process runs no timer). Across
 ``toolnexus serve --workers N`` every worker writes its counts once a second to a file of its own
 in the directory named by ``PROMETHEUS_MULTIPROC_DIR`` (the supervisor makes one), and any
 worker's ``/metrics`` answers the sum of every worker's, the dead ones' included, as counters must.
@@ -40,6 +42,7 @@ import functools
 import importlib.util
 import json
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -57,7 +60,8 @@ __all__ = ["Metrics", "available", "MULTIPROC_ENV", "CONTENT_TYPE"]
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SAMPLE_EVERY = 1.0
-"""Seconds between samples of the push notifier's and the bus's counts (and, with workers, writes)."""
+"""With workers, seconds between writes of a worker's counts into its file. (One process wakes for
+nothing: it samples the push notifier's, the bus's and the recorder's counts when scraped.)"""
 _STARTED_LIMIT = 100_000
 """Tasks whose start time is kept for their duration (the oldest are forgotten past it)."""
 REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -105,6 +109,9 @@ class Metrics:
         self._started: dict[str, float] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._bus: EventBus | None = None
+        self._sources: tuple[Any, Any] = (None, None)  # the push notifier and the wire recorder sampled
+        self._seen = {"delivered": 0, "failed": 0, "dropped": 0, "cut": 0}
+        self._sampling = threading.Lock()  # a scrape samples from a thread; two scrapes at once count once
 
     # -- the request path: plain counts ------------------------------------------------------------
     def request(self, binding: Binding, op: Operation, error: BaseException | None, seconds: float) -> None:
@@ -167,9 +174,10 @@ class Metrics:
     def start(self, bus: EventBus, push: Any = None, wire: Any = None) -> None:
         """Count tasks on ``bus``; sample ``push`` (a ``PushNotifier``), the bus's drops and what
         ``wire`` (the inbound ``TrafficRecorder``, when there is one) cut short."""
-        self._bus = bus
+        self._bus, self._sources = bus, (push, wire)
         bus.taps.append(self._tap)
-        self._tasks = [asyncio.ensure_future(self._sample(bus, push, wire))]
+        if self.folder is not None:  # the workers' files are written on a clock; one process needs none
+            self._tasks = [asyncio.ensure_future(self._every_second())]
 
     async def stop(self) -> None:
         if self._bus is not None and self._tap in self._bus.taps:
@@ -182,25 +190,27 @@ class Metrics:
         self._tasks = []
         self._write()
 
-    async def _sample(self, bus: EventBus, push: Any, wire: Any) -> None:
-        seen = {"delivered": 0, "failed": 0, "dropped": 0, "cut": 0}
+    async def _every_second(self) -> None:
         while True:
             await asyncio.sleep(SAMPLE_EVERY)
-            self.sample(bus, push, seen, wire)
-            if self.folder is not None:
-                await asyncio.to_thread(self._write)
+            await asyncio.to_thread(self._write)
 
-    def sample(self, bus: EventBus, push: Any, seen: dict[str, int], wire: Any = None) -> None:
-        """Turn what ``push``, ``bus`` and ``wire`` have counted since the last sample into counts here."""
-        now = {"delivered": getattr(push, "delivered", 0), "failed": getattr(push, "failed", 0),
-               "dropped": bus.dropped_subscribers, "cut": getattr(wire, "cut", 0)}
-        for what, value in now.items():
-            step = value - seen[what]
-            if step > 0:
-                name, key = _SAMPLED[what]
-                counts = self.values[name]
-                counts[key] = counts.get(key, 0) + step
-            seen[what] = value
+    def sample(self) -> None:
+        """Turn what the push notifier, the bus and the wire recorder have counted since the last
+        sample into counts here (at each scrape, and before each write of a worker's file)."""
+        push, wire = self._sources
+        with self._sampling:
+            seen = self._seen
+            now = {"delivered": getattr(push, "delivered", 0), "failed": getattr(push, "failed", 0),
+                   "dropped": self._bus.dropped_subscribers if self._bus is not None else 0,
+                   "cut": getattr(wire, "cut", 0)}
+            for what, value in now.items():
+                step = value - seen[what]
+                if step > 0:
+                    name, key = _SAMPLED[what]
+                    counts = self.values[name]
+                    counts[key] = counts.get(key, 0) + step
+                seen[what] = value
 
     def _snapshot(self) -> dict[str, list[Any]]:
         return {name: [[[str(k) for k in key], value] for key, value in list(series.items())]
@@ -210,6 +220,7 @@ class Metrics:
         """This worker's counts into its file (replaced whole: a reader never sees half of one)."""
         if self.folder is None:
             return
+        self.sample()
         target = self.folder / f"toolnexus-{self.server}-{os.getpid()}.json"
         part = target.with_suffix(".part")
         part.write_text(json.dumps({"server": self.server, "values": self._snapshot()}))
@@ -227,6 +238,7 @@ class Metrics:
     def gathered(self) -> dict[str, dict[tuple[str, ...], Any]]:
         """The counts to expose: this process's, or with workers the sum of every worker's file."""
         if self.folder is None:  # copies: the scrape runs in a thread while the loop keeps counting
+            self.sample()
             return _with_ok({name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
                              for name, series in self.values.items()})
         self._write()

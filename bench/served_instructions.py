@@ -1,0 +1,111 @@
+"""Benchmark (not a test): what a served request costs the server, counted in instructions.
+
+Wall-clock pairs on this machine move 20-40 % run to run; an instruction count does not. Each
+server of ``serve_bench.py --server KIND`` runs under ``valgrind --tool=callgrind`` with its
+counting off; once it is up and warmed (``--warm`` requests of each op), counting is switched on
+(``callgrind_control -i on``), exactly ``--count`` requests of one op are sent one after another
+(so the server's work does not depend on timing), counting is switched off, the counts dumped and the server stopped.
+Instructions per request = the window's total / ``--count``. Both kinds are run for each op, one
+after the other, ``--repeat`` times; the spread between repeats is the measurement's noise (the
+event loop's idle ticks during the window, mostly).
+
+Run: python bench/served_instructions.py [--kinds toolnexus,toolnexus-metrics] [--ops blocking,get,card]
+(about a minute a run under valgrind; needs valgrind's callgrind_control on PATH)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from serve_bench import CARD, Conn, _send_body  # noqa: E402
+
+
+async def _requests(url: str, op: str, count: int) -> None:
+    host, port = url.split("//", 1)[1].rstrip("/").split(":")
+    conn = Conn(host, int(port))
+    await conn.open()
+    finished = b""
+    if op == "get":
+        done = json.loads(await conn.request("POST", "/", _send_body(True)))
+        finished = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+                               "params": {"id": done["result"]["id"]}}).encode()
+    for _ in range(count):
+        if op == "card":
+            await conn.request("GET", CARD)
+        elif op == "get":
+            await conn.request("POST", "/", finished)
+        else:
+            out = json.loads(await conn.request("POST", "/", _send_body(True)))
+            assert out["result"]["status"]["state"] == "completed", out
+    conn.close()
+
+
+def _control(pid: int, *args: str) -> None:
+    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True, timeout=120)
+
+
+def measure(kind: str, op: str, warm: int, count: int) -> float:
+    """Instructions the server spent per request over ``count`` requests of ``op``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
+        server = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+             sys.executable, str(HERE / "serve_bench.py"), "--server", kind],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip()
+            if not url.startswith("http"):
+                raise RuntimeError(f"{kind} did not start under valgrind")
+            asyncio.run(_requests(url, op, warm))
+            _control(server.pid, "-i", "on")
+            asyncio.run(_requests(url, op, count))
+            _control(server.pid, "-i", "off")
+            _control(server.pid, "--dump")
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        total = 0
+        for dump in Path(tmp).glob("callgrind.out*"):
+            found = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M)
+            total += int(found.group(1)) if found else 0
+        return total / count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kinds", default="toolnexus,toolnexus-metrics")
+    ap.add_argument("--ops", default="blocking,get,card")
+    ap.add_argument("--warm", type=int, default=200)
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=2)
+    a = ap.parse_args()
+    kinds = a.kinds.split(",")
+    print(f"instructions per request over {a.count} sequential requests, after {a.warm} to warm")
+    print(f"{'op':<10}" + "".join(f"{k:>20}" for k in kinds) + (f"{'ratio':>9}" if len(kinds) == 2 else ""))
+    for op in a.ops.split(","):
+        for _ in range(a.repeat):
+            got = [measure(k, op, a.warm, a.count) for k in kinds]
+            ratio = f"{got[1] / got[0]:>9.3f}" if len(got) == 2 else ""
+            print(f"{op:<10}" + "".join(f"{g:>20,.0f}" for g in got) + ratio, flush=True)
+
+
+if __name__ == "__main__":
+    main()
