@@ -58,6 +58,9 @@ log = logging.getLogger("toolnexus.tui")
 FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
 FREEZE_EVERY = 1000
+PREBUILD_EVERY = 0.3
+"""Seconds between building one mode's screen ahead and the next (from the first screen on), so
+that no first visit to a mode builds its screen while the user waits (``bench/tui_bench.py``)."""
 """New tasks in the book between two times what the app holds is set aside from the collector."""
 
 
@@ -194,7 +197,22 @@ class ToolnexusApp(App[None]):
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
         if self.tune_gc:  # it hosts servers: a served request costs the collector as in `toolnexus serve`
             self.call_after_refresh(serving_gc)  # after the first screen (a full collection first)
+        if self.prebuild:
+            self.set_timer(PREBUILD_EVERY, self._prebuild)
         self._tn_up = True
+
+    prebuild = True
+    """Build every mode's screen ahead, unseen, one every PREBUILD_EVERY seconds after launch."""
+
+    def _prebuild(self) -> None:
+        """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
+        a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
+        ``is_current`` false; the screens act only when shown."""
+        for mode in self.MODES:
+            if mode not in self._screen_stacks:  # noqa: SLF001 (Textual builds a mode's screen here)
+                self._init_mode(mode)  # noqa: SLF001
+                self.set_timer(PREBUILD_EVERY, self._prebuild)
+                return
 
     # -- the bus pump: the only reader of library events ------------------------------------------
     @work(exclusive=True, group="bus-pump")

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from textual import events
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
@@ -57,6 +58,14 @@ class Desk(Protocol):
 
 class ModeScreen(Screen[None]):
     """A screen of one of the app's modes."""
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Switching back to a mode does not restyle its every widget (Textual's default, a third of
+        a switch: ``bench/tui_bench.py``): its styles are current. A class set on a widget of a
+        suspended screen restyles that widget at once, and a change of the app's CSS or theme is
+        caught by the switch itself (``App.refresh_css`` on a stale ``_css_update_count``). Runs
+        before ``Screen._on_screen_resume``, which then skips only the restyle."""
+        event.refresh_styles = False
 
     @property
     def tn(self) -> Desk:

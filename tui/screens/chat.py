@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.notifications import SeverityLevel
-from textual.widgets import Footer, Header, Input, Select, Static
+from textual.widgets import Header, Input, Select, Static
 
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.display import printable
@@ -24,6 +24,7 @@ from toolnexus.protocol.model import Part, Task
 
 from ..peers import spoken
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from .base import ModeScreen
@@ -60,7 +61,7 @@ class ChatScreen(ModeScreen):
         yield VerticalScroll(SafeStatic(id="chat-log"), id="chat-scroll")
         yield SafeStatic("", id="chat-question")
         yield TextBox(placeholder=_PLACEHOLDER, id="chat-input")
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         self.tn.peers_changed.subscribe(self, lambda _: self._peers())
@@ -70,6 +71,8 @@ class ChatScreen(ModeScreen):
         self.query_one("#chat-input", Input).focus()
 
     def on_screen_resume(self) -> None:
+        if not self.is_current:  # built ahead, not shown yet
+            return
         self._peers()
         self.query_one("#chat-input", Input).focus()  # every visit: typed text goes to the message
 

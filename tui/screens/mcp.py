@@ -15,7 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Input, Label, Static, TextArea
+from textual.widgets import DataTable, Header, Input, Label, Static, TextArea
 
 from toolnexus.display import printable
 from toolnexus.mcp_client import call_remote_tool, remote_tools
@@ -23,6 +23,7 @@ from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -94,15 +95,25 @@ class MCPScreen(ModeScreen):
                 yield VerticalScroll(id="mcp-form")
                 yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
                 yield VerticalScroll(SafeStatic(id="mcp-result"))
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#mcp-tools", DataTable)
         table.add_column("tool", key="tool", width=24)
         table.add_column("description", key="description", width=30)
+
+    _entered = False
+
+    def on_screen_resume(self) -> None:
+        """The first time the mode is shown (its screen may be built ahead, unseen): a hosted
+        server's /mcp filled in and its tools listed."""
+        if self._entered or not self.is_current:
+            return
+        self._entered = True
         hosted = [s for s in self.tn.workspace.running() if s.spec.mcp and s.url]
-        if hosted:  # a hosted server's /mcp: its tools are listed on entering the mode
-            self.query_one("#mcp-url", Input).value = hosted[0].url + "/mcp"
+        url = self.query_one("#mcp-url", Input)
+        if hosted and not url.value:
+            url.value = hosted[0].url + "/mcp"
             self.action_list_tools()
 
     def _arguments_shown(self) -> list[Input]:

@@ -13,7 +13,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     Input,
     Select,
@@ -27,6 +26,7 @@ from toolnexus.monitor import STATE_STYLE
 
 from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -75,7 +75,7 @@ class PeersScreen(ModeScreen):
                     yield TextBox(placeholder="header name / user", id="auth-name", compact=True)
                     yield TextBox(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
                 yield TextBox(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#peers", DataTable)
@@ -89,7 +89,8 @@ class PeersScreen(ModeScreen):
         table.focus()  # keys (1-5, n, h...) work at once; n focuses the URL box
 
     def on_screen_resume(self) -> None:
-        self.refresh_peers()
+        if self.is_current:  # (not when built ahead, unseen)
+            self.refresh_peers()
 
     def refresh_peers(self) -> None:
         table = self.query_one("#peers", DataTable)

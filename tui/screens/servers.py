@@ -8,13 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from toolnexus.monitor import STATE_STYLE
 from toolnexus.protocol.card import CARD_PATH
 from toolnexus.protocol.model import TaskState
 
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
 
@@ -45,7 +46,7 @@ class ServersScreen(ModeScreen):
         with Vertical(id="servers-body"):
             yield SafeTable(id="servers", cursor_type="row", zebra_stripes=True)
             yield SafeStatic(id="server-detail")
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#servers", DataTable)

@@ -13,7 +13,6 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     Input,
     Static,
@@ -32,6 +31,7 @@ from toolnexus.monitor import (
 from toolnexus.protocol.dialects import Dialect
 
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
 from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic, SafeTable
@@ -100,7 +100,7 @@ class TasksScreen(ModeScreen):
             with TabPane("Inbound MCP calls", id="tab-calls"):
                 yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(SafeStatic(id="call-detail"))
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         self._narrow = self.app.size.width < WIDE
@@ -130,6 +130,8 @@ class TasksScreen(ModeScreen):
             self.query_one("#tasks", RowTable).refresh()
 
     def on_screen_resume(self) -> None:
+        if not self.is_current:  # built ahead, not shown yet
+            return
         if self.tn.selected_server:
             self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
             self.tn.selected_server = None

@@ -12,12 +12,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from toolnexus.monitor import parse_time
 from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
+from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
@@ -74,7 +75,7 @@ class WireScreen(ModeScreen):
         yield TextBox(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
         yield SafeTable(id="wire", cursor_type="row")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
-        yield Footer(compact=True)
+        yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
         self._shown: list[Any] = []
@@ -103,7 +104,7 @@ class WireScreen(ModeScreen):
             self._append()
 
     def on_screen_resume(self) -> None:
-        self._append()
+        self._append()  # (nothing while built ahead, unseen: it draws only when current)
 
     filter_text = ""
 

@@ -46,10 +46,17 @@ class SafeStatic(Static):
 
     def __init__(self, content: Any = "", **kwargs: Any) -> None:
         kwargs.setdefault("markup", False)
-        super().__init__(safe(content), **kwargs)
+        self._shown: Any = safe(content)
+        super().__init__(self._shown, **kwargs)
 
     def update(self, content: Any = "", **kwargs: Any) -> None:
-        super().update(safe(content), **kwargs)
+        """Show ``content``; the same content again changes nothing (an update lays the screen out
+        anew: screens redraw their views on every visit and every event, most often unchanged)."""
+        shown = safe(content)
+        if not kwargs and type(shown) is type(self._shown) and isinstance(shown, (str, Text)) and shown == self._shown:
+            return
+        self._shown = shown
+        super().update(shown, **kwargs)
 
 
 class SafeTable(DataTable):
