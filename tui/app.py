@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
@@ -208,11 +209,21 @@ class ToolnexusApp(App[None]):
         """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
         a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
+        if time.monotonic() - self._last_key < PREBUILD_EVERY:  # the user is at the keys: later
+            self.set_timer(PREBUILD_EVERY, self._prebuild)
+            return
         for mode in self.MODES:
             if mode not in self._screen_stacks:  # noqa: SLF001 (Textual builds a mode's screen here)
-                self._init_mode(mode)  # noqa: SLF001
+                self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
+
+    _last_key = 0.0
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._last_key = time.monotonic()
+        await super().on_event(event)
 
     # -- the bus pump: the only reader of library events ------------------------------------------
     @work(exclusive=True, group="bus-pump")

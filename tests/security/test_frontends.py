@@ -129,7 +129,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
         # the Wire: every exchange with it, selected one by one
         await pilot.press("escape", "5")
         await pilot.pause(0.2)
-        wire = app.screen.query_one("#wire", DataTable)
+        wire = app.screen.query_one("#wire", RowTable)
         wire.focus()
         for row in range(wire.row_count):
             wire.move_cursor(row=row)

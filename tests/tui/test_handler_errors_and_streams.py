@@ -137,7 +137,7 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         await pilot.pause(0.2)
         app.screen.query_one("#wire-filter", Input).value = f"dir:in task:{task_id[:8]}"
         await pilot.pause(0.2)
-        assert app.screen.query_one("#wire", DataTable).row_count == 2
+        assert app.screen.query_one("#wire", RowTable).row_count == 2
         await pilot.press("escape", "2")
         await until(pilot, lambda: app.screen.query_one("#tasks", RowTable).row_count >= 1)
         table = app.screen.query_one("#tasks", RowTable)
@@ -332,7 +332,7 @@ async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_maske
         await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
         await pilot.press("5")
         await pilot.pause(0.2)
-        wire = app.screen.query_one("#wire", DataTable)
+        wire = app.screen.query_one("#wire", RowTable)
         wire.focus()
         wire.move_cursor(row=0)
         await pilot.pause(0.1)

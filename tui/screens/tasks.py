@@ -57,7 +57,7 @@ class TasksScreen(ModeScreen):
         Binding("F", "toggle_follow", "Follow", id="tasks-follow"),
         Binding("x", "cancel_task", "Cancel", id="task-cancel"),
         Binding("a", "answer", "Answer", id="task-answer"),
-        Binding("y", "copy_id", "Copy id", id="task-copy"),
+        Binding("y", "copy_id", "Copy", id="task-copy", tooltip="Copy the task id"),
         Binding("e", "export", "Export", id="task-export"),
         Binding("m", "toggle_calls", "MCP calls", id="tasks-calls", show=False),  # in ?: the footer fits 80 columns
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),

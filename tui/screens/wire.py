@@ -1,5 +1,7 @@
 """Mode 5, Wire: every HTTP exchange with peers, as it crossed the wire (secrets masked), in the
-order the exchanges began (each row's time is its start)."""
+order the exchanges began (each row's time is its start). The rows are a :class:`RowTable`: an
+exchange's cells are made when its line is drawn, so the log's 2,000 exchanges cost a list of
+keys on a first visit, not 14,000 cells."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from toolnexus.monitor import parse_time
 from toolnexus.traffic import curl_masks, to_curl
@@ -20,7 +22,8 @@ from toolnexus.traffic import curl_masks, to_curl
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.textbox import TextBox
-from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.rowtable import RowTable
+from ..widgets.safe import SafeStatic
 from .base import ModeScreen
 
 
@@ -63,9 +66,9 @@ class WireScreen(ModeScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="wire-filter"),
         Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
-        Binding("c", "copy_curl", "Copy as curl", id="wire-curl"),
-        Binding("e", "export", "Export session", id="wire-export"),
-        Binding("k", "cassette", "Save cassette", id="wire-cassette"),
+        Binding("c", "copy_curl", "Curl", id="wire-curl", tooltip="Copy the exchange as a curl command"),
+        Binding("e", "export", "Export", id="wire-export", tooltip="Export the session: the wire log and the chat as JSON"),
+        Binding("k", "cassette", "Cassette", id="wire-cassette", tooltip="Save the wire log as a cassette to replay"),
     ]
 
 
@@ -73,35 +76,31 @@ class WireScreen(ModeScreen):
         yield Header()
         yield ModeBar("wire")
         yield TextBox(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
-        yield SafeTable(id="wire", cursor_type="row")
+        yield RowTable(self._cells, id="wire")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
-        self._shown: list[Any] = []
+        self._by_key: dict[str, Any] = {}  # a row's key -> its event (rows are keyed by the event's id)
         self._starts: dict[int, tuple[Any, float]] = {}  # id(event) -> (the event, when its exchange began)
         self._narrow = self.app.size.width < 100
         self._columns()
         self.tn.traffic_changed.subscribe(self, lambda _: self._append())
         self._append()
-        self.query_one("#wire", DataTable).focus()
+        self.query_one("#wire", RowTable).focus()
 
     def _columns(self) -> None:
         """Every column on screen at 80 columns (no cell padding, shorter) as at 110."""
-        table = self.query_one("#wire", DataTable)
-        table.cell_padding = 0 if self._narrow else 1
         widths = _NARROW if self._narrow else _WIDE
-        for label, width in widths:
-            table.add_column(label, key=label, width=width)
+        self.query_one("#wire", RowTable).set_columns([(label, label, width) for label, width in widths],
+                                                      padding=0 if self._narrow else 1)
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < 100
         if narrow != self._narrow:
             self._narrow = narrow
-            self.query_one("#wire", DataTable).clear(columns=True)
-            self._shown = []
             self._columns()
-            self._append()
+            self.query_one("#wire", RowTable).refresh()
 
     def on_screen_resume(self) -> None:
         self._append()  # (nothing while built ahead, unseen: it draws only when current)
@@ -114,15 +113,13 @@ class WireScreen(ModeScreen):
     @on(Input.Changed, "#wire-filter")
     def _filter(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
-        self.query_one("#wire", DataTable).clear()
-        self._shown = []
         self._append()
 
     def action_focus_filter(self) -> None:
         self.query_one("#wire-filter", Input).focus()
 
     def action_leave_filter(self) -> None:
-        self.query_one("#wire", DataTable).focus()
+        self.query_one("#wire", RowTable).focus()
 
     def _started(self, ev: Any) -> float:
         """When an exchange began (its event is stamped when it ended), worked out once per event
@@ -136,58 +133,43 @@ class WireScreen(ModeScreen):
 
     def _append(self) -> None:
         """The rows follow the wire log in the order the exchanges began: an exchange is logged
-        when it ends, so a long one that began first arrives after shorter ones; the rows from
-        where the order changed are drawn again (most often the last few), and rows whose
-        exchanges left the log (it keeps the last 2,000) go from the top."""
+        when it ends, so a long one that began first arrives after shorter ones; the rows are the
+        log's events (it keeps the last 2,000) sorted by start, the cursor kept on its exchange."""
         if not self.is_current:
             return
-        table = self.query_one("#wire", DataTable)
         if len(self._starts) > 2 * len(self.tn.book.traffic) + 100:  # forget events the log let go
             alive = {id(ev) for ev in self.tn.book.traffic}
             self._starts = {k: v for k, v in self._starts.items() if k in alive}
         events = sorted(self._events(), key=self._started)
-        shown = self._shown
-        kept = {id(ev) for ev in events}
-        gone = [ev for ev in shown if id(ev) not in kept]
-        for ev in gone:  # rows are keyed by their event's id: every shown event is held in _shown
-            table.remove_row(str(id(ev)))
-        if gone:
-            shown = [ev for ev in shown if id(ev) in kept]
-        same = 0
-        for a, b in zip(shown, events):
-            if a is not b:
-                break
-            same += 1
-        for ev in shown[same:]:
-            table.remove_row(str(id(ev)))
-        for ev in events[same:]:
-            if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
-                status = Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
-            else:
-                status = Text(str(ev.status) if ev.status else "—", "green" if ev.status and ev.status < 400 else "red")
-            who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
-            began = datetime.fromtimestamp(self._started(ev), timezone.utc).strftime("%H:%M:%S.%f")[:12]
-            table.add_row(began, "→" if ev.direction == "out" else "←", who[:16],
-                          ev.rpc_method or ev.method, status, f"{ev.ms:.1f}", ev.url, key=str(id(ev)))
-        self._shown = events
-        if table.row_count and len(events) and table.cursor_row == 0:
-            self._show(0)
+        self._by_key = {str(id(ev)): ev for ev in events}  # every shown event is held here: its id stays its own
+        table = self.query_one("#wire", RowTable)
+        table.set_rows(self._by_key)
+        table.refresh()
+
+    def _cells(self, key: str) -> list[Any]:
+        """An exchange's line, made when it is drawn."""
+        ev = self._by_key[key]
+        if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
+            status = Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
+        else:
+            status = Text(str(ev.status) if ev.status else "—", "green" if ev.status and ev.status < 400 else "red")
+        who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
+        began = datetime.fromtimestamp(self._started(ev), timezone.utc).strftime("%H:%M:%S.%f")[:12]
+        return [began, "→" if ev.direction == "out" else "←", who[:16], ev.rpc_method or ev.method, status,
+                f"{ev.ms:.1f}", ev.url]
 
     def _current(self) -> Any:
-        table = self.query_one("#wire", DataTable)
-        events = self._shown
-        if not table.row_count or table.cursor_row >= len(events):
-            return None
-        return events[table.cursor_row]
+        key = self.query_one("#wire", RowTable).cursor_key
+        return self._by_key.get(key) if key is not None else None
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show(event.cursor_row)
+    @on(RowTable.Highlighted, "#wire")
+    def _highlighted(self, event: RowTable.Highlighted) -> None:
+        ev = self._by_key.get(event.key) if event.key is not None else None
+        if ev is not None:
+            self._show(ev)
 
-    def _show(self, row: int) -> None:
-        events = self._shown
-        if not 0 <= row < len(events):
-            return
-        ev = events[row]
+    def _show(self, ev: Any) -> None:
+        """The exchange in full under the rows."""
         t = Text()
         if ev.direction == "in":
             t.append(f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
