@@ -40,11 +40,13 @@ class NotebookSession:
         return cls._current
 
     @classmethod
-    def shutdown(cls) -> None:
-        """Stop every server (kernel shutdown, or unloading the extension)."""
+    def shutdown(cls) -> asyncio.Task[Any] | None:
+        """Stop every server (kernel shutdown, or unloading the extension). On the kernel's running
+        loop the servers stop in a task, returned (await it to know they have); with no loop
+        running, before this returns."""
         session, cls._current = cls._current, None
         if session is None:
-            return
+            return None
         for widget in list(session.widgets):  # their views outlive the kernel: no stale "running"
             try:
                 widget.disconnect("disconnected: the kernel that ran this server stopped")
@@ -58,12 +60,12 @@ class NotebookSession:
         except RuntimeError:
             loop = None
         if loop is not None and not loop.is_closed():
-            session.schedule(session._close())
-        else:
-            try:
-                asyncio.run(session._close())
-            except Exception:
-                pass
+            return session.schedule(session._close())
+        try:
+            asyncio.run(session._close())
+        except Exception:
+            pass
+        return None
 
     async def _close(self) -> None:
         await self.workspace.close()

@@ -32,11 +32,13 @@ class RaisingShell(InteractiveShell):
 
 
 @pytest.fixture
-def ip():
+async def ip():
     shell = RaisingShell.instance()
     shell.run_line_magic("load_ext", "toolnexus")
     yield shell
-    NotebookSession.shutdown()
+    closing = NotebookSession.shutdown()  # on the test's loop, where its servers run: stopped, not cancelled
+    if closing is not None:  # (None: the test shut the session down itself)
+        await closing
 
 
 async def wait_running(server, timeout=5.0):
@@ -403,7 +405,9 @@ async def test_widgets_look_finished_theme_colours_plurals_and_disconnect(ip):
     chat.say("anyone?")
     await chat.wait()
     assert "toolnexus-error" in chat.view.value and "var(--jp-error-color1" in chat.view.value
-    NotebookSession.shutdown()  # what the kernel does when it stops or restarts
+    closing = NotebookSession.shutdown()  # what the kernel does when it stops or restarts
+    assert closing is not None
+    await closing
     assert h.widget.status == "disconnected" and h.widget.stop_button.disabled
     assert "kernel that ran this server stopped" in h.widget.header.value
     assert task.state.value == "completed"
