@@ -215,6 +215,9 @@ class ToolnexusApp(App[None]):
         for mode in self.MODES:
             if mode not in self._screen_stacks:  # noqa: SLF001 (Textual builds a mode's screen here)
                 self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
+                # Textual re-read all CSS for it just now, then marks only the current screen's
+                # widgets as styled by it: the first visit would re-read it all again (~100 ms)
+                self._screen_stacks[mode][0]._css_update_count = self._css_update_count  # noqa: SLF001
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
 

@@ -91,7 +91,8 @@ class ChatScreen(ModeScreen):
         wanted = self.tn.chat_peer or self.chat.peer or chosen or self._first_choice([url for _, url in options])
         if wanted and any(url == wanted for _, url in options) and select.value != wanted:
             select.value = wanted
-        self.tn.chat_peer = None
+        if self.is_current:  # the peer named for Chat is taken when Chat shows (not while it is built ahead)
+            self.tn.chat_peer = None
 
     def _first_choice(self, urls: list[str]) -> str | None:
         """Whom a new chat talks to when no one was named: the server this app hosts (what the

@@ -236,13 +236,29 @@ class TasksScreen(ModeScreen):
             artifacts.append(a.text + "\n\n")
         self.query_one("#artifacts", Static).update(artifacts or "No artifacts yet.")
         self.query_one("#telemetry", Static).update(_telemetry(view))
-        raw = Text()
-        for dialect in Dialect:
-            raw.append(f"— as {dialect.value} —\n", "bold")
-            raw.append(view.raw(dialect) + "\n")
-        self.query_one("#raw", Static).update(raw)
-        self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
-        self.query_one("#task-trace", Static).update(_trace(view, self.tn.book))
+        self._show_costly(view)
+
+    def _show_costly(self, view: TaskView) -> None:
+        """The panes that cost most to draw (the raw JSON in every dialect, the task's wire out of
+        the whole log, its trace), drawn for the pane on view: the others when they are opened.
+        A switch to Tasks drew all three two or three times (``bench/tui_bench.py``)."""
+        active = self.query_one("#detail", TabbedContent).active
+        if active == "d-raw":
+            raw = Text()
+            for dialect in Dialect:
+                raw.append(f"— as {dialect.value} —\n", "bold")
+                raw.append(view.raw(dialect) + "\n")
+            self.query_one("#raw", Static).update(raw)
+        elif active == "d-wire":
+            self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
+        elif active == "d-trace":
+            self.query_one("#task-trace", Static).update(_trace(view, self.tn.book))
+
+    @on(TabbedContent.TabActivated, "#detail")
+    def _pane_opened(self, _: TabbedContent.TabActivated) -> None:
+        view = self._current()
+        if view is not None:
+            self._show_costly(view)
 
     def _traffic_changed(self, _: Any) -> None:
         """A task's exchanges are recorded when they end, after its last transition: redraw."""

@@ -58,6 +58,10 @@ def _pretty(body: str) -> str:
         return body
 
 
+REDRAW_EVERY = 0.1
+"""Seconds the rows wait for more exchanges before they are drawn again (a busy server logs
+hundreds a second; each redraw sorts the whole log)."""
+
 _WIDE = (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7), ("url", 40))
 _NARROW = (("time", 13), ("dir", 2), ("peer", 14), ("method", 15), ("status", 4), ("ms", 7), ("url", 22))
 
@@ -85,7 +89,7 @@ class WireScreen(ModeScreen):
         self._starts: dict[int, tuple[Any, float]] = {}  # id(event) -> (the event, when its exchange began)
         self._narrow = self.app.size.width < 100
         self._columns()
-        self.tn.traffic_changed.subscribe(self, lambda _: self._append())
+        self.tn.traffic_changed.subscribe(self, lambda _: self._traffic())
         self._append()
         self.query_one("#wire", RowTable).focus()
 
@@ -101,6 +105,21 @@ class WireScreen(ModeScreen):
             self._narrow = narrow
             self._columns()
             self.query_one("#wire", RowTable).refresh()
+
+    def _traffic(self) -> None:
+        """An exchange was logged: shown at once, or (while another mode is on screen) its start
+        worked out now, so that showing the log later does not parse 2,000 times at a key press."""
+        if self.is_current:  # drawn with the others of the next tenth of a second, not once per exchange
+            if self._pending is None:
+                self._pending = self.set_timer(REDRAW_EVERY, self._redraw)
+        elif self.tn.book.traffic:
+            self._started(self.tn.book.traffic[-1])
+
+    _pending: Any = None
+
+    def _redraw(self) -> None:
+        self._pending = None
+        self._append()
 
     def on_screen_resume(self) -> None:
         self._append()  # (nothing while built ahead, unseen: it draws only when current)
