@@ -209,3 +209,32 @@ async def test_a_chatted_task_keeps_its_skill_and_shows_both_sides_of_its_wire()
         methods = [e.rpc_method for e in out]  # the chat sends, follows the task, reads it when done
         assert methods[0] == "SendMessage" and set(methods) <= {"SendMessage", "SubscribeToTask", "GetTask"}
         await pilot.press("ctrl+q")
+
+
+async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothing():
+    """Issue 34 item 6, what bench/tui_bench.py times: each mode's screen is built in the first
+    seconds, unseen, styled by the CSS of now (a first visit re-reads none) and acting only when
+    shown (MCP lists its tools on the first visit); going back to a mode keeps its footer's keys."""
+    from tui.widgets.footer import ModeFooter
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        stacks = app._screen_stacks  # noqa: SLF001
+        await until(pilot, lambda: set(stacks) == set(app.MODES))
+        assert app.current_mode == "servers"
+        assert all(s[0]._css_update_count == app._css_update_count for s in stacks.values())  # noqa: SLF001
+        mcp = stacks["mcp"][0]
+        assert mcp.query_one("#mcp-url", Input).value == "" and not mcp.tools  # nothing listed unseen
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        keys = list(app.screen.query_one(ModeFooter).query("FooterKey"))
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        assert list(app.screen.query_one(ModeFooter).query("FooterKey")) == keys  # the same widgets: not rebuilt
+        await pilot.press("6")
+        await until(pilot, lambda: app.screen is mcp and bool(mcp.tools))  # listed on entering
+        assert mcp.query_one("#mcp-url", Input).value.endswith("/mcp")
+        await pilot.press("ctrl+q")
