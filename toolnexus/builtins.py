@@ -26,7 +26,6 @@ import fnmatch
 import os
 import signal
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 
 import re2
 
+from ._fs import write_whole
 from .errors import ConfigError
 from .tools import Tool, ToolContext, ToolResult
 
@@ -357,7 +357,7 @@ class _Root:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 if self.path(str(p)) != p:  # a folder on the way was swapped for a link meanwhile
                     raise PermissionError(f"{args['path']}: outside the working folder {self.root}")
-                _atomic_write(p, content)
+                write_whole(p, content, keep_mode=True)
 
             await _run("write", self.timeout, run)
             return f"Wrote {len(content.encode('utf-8'))} bytes to {self.rel(p)}"
@@ -398,7 +398,7 @@ class _Root:
                     raise ValueError(f"old_string occurs {count} times in {self.rel(p)}; "
                                      "add context to make it unique or set replace_all")
                 budget.check()
-                _atomic_write(p, text.replace(old, new) if replace_all else text.replace(old, new, 1))
+                write_whole(p, text.replace(old, new) if replace_all else text.replace(old, new, 1), keep_mode=True)
                 return count if replace_all else 1
 
             count = await _run("edit", self.timeout, run)
@@ -535,19 +535,6 @@ def _lines(p: Path, budget: _Budget) -> Iterator[tuple[int, bytes]]:
             yield n, line
 
 
-def _atomic_write(p: Path, content: str) -> None:
-    """Replace ``p`` with ``content``: a fresh temporary file in the same folder (``mkstemp``:
-    ``O_EXCL``, so a planted link is never followed), then a rename over the target."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(content)
-        if p.exists():
-            os.chmod(tmp, stat.S_IMODE(os.stat(p).st_mode))
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # -- patterns ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from textual.signal import Signal
 from toolnexus.client.conversation import Conversation
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import printable
+from toolnexus._fs import write_whole
 from toolnexus.events import (
     RemoteCallEvent,
     ServerEvent,
@@ -294,19 +295,15 @@ class ToolnexusApp(App[None]):
 
     def export_session(self, path: Path | None = None) -> Path:
         """The wire log and the chat, as one JSON file (by default in the export folder)."""
-        from dataclasses import asdict
-
-        path = path or self._session_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"wire": [asdict(ev) for ev in self.book.traffic], "chat": self.conversation.to_dict()}
-        path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-        return path
+        return _write_session(path or self._session_path(), list(self.book.traffic), self.conversation.to_dict())
 
     def _session_path(self, suffix: str = ".json") -> Path:
         return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}{suffix}"
 
     def ask_export_session(self) -> None:
-        self.ask_export("the session (wire log and chat)", self._session_path(), self.export_session)
+        events, chat = list(self.book.traffic), self.conversation.to_dict()  # as they are now, on the loop
+        self.ask_export("the session (wire log and chat)", self._session_path(),
+                        lambda path: _write_session(path, events, chat))
 
     def save_cassette(self, path: Path | None = None) -> Path:
         """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
@@ -315,26 +312,33 @@ class ToolnexusApp(App[None]):
         return save(list(self.book.traffic), path or self._session_path(".jsonl"))
 
     def ask_save_cassette(self) -> None:
+        from toolnexus.debug.cassette import save
+
+        events = list(self.book.traffic)  # the log as it is now, on the loop
         self.ask_export("the wire as a cassette (toolnexus replay FILE)", self._session_path(".jsonl"),
-                        self.save_cassette)
+                        lambda path: save(events, path))
 
     def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None:
-        """Ask where to export ``what`` (``default`` offered), write it there with ``write``, and say
-        where it went, or why it could not be written."""
+        """Ask where to export ``what`` (``default`` offered), write it there with ``write`` in a
+        thread (a wire log of 2,000 exchanges is seconds of JSON and disk: never on the screen's
+        loop; ``write`` reads only what was taken from the app beforehand), and say where it went,
+        or why it could not be written."""
 
         def chosen(text: str | None) -> None:
-            if text is None:
-                return
-            path = Path(text).expanduser()
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write(path)
-            except OSError as exc:
-                self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
-                return
-            self.notify(f"exported to {path.resolve()}")
+            if text is not None:
+                self._export(Path(text).expanduser(), write)
 
         self.push_screen(ExportPrompt(what, default), chosen)
+
+    @work(thread=True, group="export")
+    def _export(self, path: Path, write: Callable[[Path], Any]) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(path)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"cannot write {path}: {exc.strerror or exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"exported to {path.resolve()}")
 
     # -- server control (used by screens and the palette) ------------------------------------------
     @work(group="servers")
@@ -527,6 +531,13 @@ class ToolnexusApp(App[None]):
 
         self.switch_mode("servers")
         self.push_screen(ServerForm(self.workspace))
+
+
+def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:
+    """A session export: the wire log and the chat, one JSON file, written whole or not at all."""
+    from dataclasses import asdict
+
+    return write_whole(path, json.dumps({"wire": [asdict(ev) for ev in events], "chat": chat}, indent=2, default=str))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,11 +6,11 @@ launch, such as the demo, got, so that a copied curl line still works) and the p
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from toolnexus._fs import write_whole
 from toolnexus.hosting import ServerSpec
 
 __all__ = ["ServerBook", "write_private"]
@@ -21,12 +21,7 @@ SERVERS_FILE = "servers-v1.json"
 def write_private(path: Path, data: Any) -> None:
     """``data`` as JSON at ``path``, mode 0600, replaced atomically; never through a planted link."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(data, indent=2))
 
 
 class ServerBook:

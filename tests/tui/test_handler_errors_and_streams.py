@@ -296,6 +296,33 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
     assert not list(tmp_path.glob("*.json")) and not (tmp_path / "default-exports").exists()
 
 
+async def test_an_export_is_written_off_the_screens_loop_and_a_failure_is_said(tmp_path):
+    import threading
+
+    from tui.screens.export import ExportPrompt
+
+    app = ToolnexusApp(specs=[], export_dir=tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        threads = []
+
+        def write(path: Path) -> None:
+            threads.append(threading.current_thread())
+            path.write_text("x")
+
+        app.ask_export("a thing", tmp_path / "thing.txt", write)
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        await pilot.press("enter")
+        await until(pilot, lambda: any("exported to" in n.message for n in app._notifications))
+        assert (tmp_path / "thing.txt").read_text() == "x" and threads[0] is not threading.main_thread()
+        (tmp_path / "a-file").write_text("not a folder")
+        app.ask_export("a thing", tmp_path / "a-file" / "thing.txt", write)
+        await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
+        await pilot.press("enter")
+        await until(pilot, lambda: any(n.message.startswith("cannot write") and n.severity == "error"
+                                       for n in app._notifications))
+        await pilot.press("ctrl+q")
+
+
 async def test_the_wire_saves_as_a_cassette_that_replays(tmp_path):
     from toolnexus.debug.cassette import load
     from toolnexus.debug.replay import ReplayPeer

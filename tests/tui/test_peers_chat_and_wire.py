@@ -159,8 +159,8 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         assert "POST" in text_of(app, "#exchange")
         await pilot.press("e")  # asks where, the export folder by default; enter writes there
         await pilot.pause(0.1)
-        await pilot.press("enter")
-        await pilot.pause(0.1)
+        await pilot.press("enter")  # written in a thread, whole: there once complete
+        await until(pilot, lambda: bool(list(tmp_path.glob("toolnexus-session-*.json"))))
         exported = list(tmp_path.glob("toolnexus-session-*.json"))
         assert exported and json.loads(exported[0].read_text())["wire"]
         await pilot.press("ctrl+q")

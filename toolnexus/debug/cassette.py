@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _json
+from .._fs import write_whole
 from ..errors import ToolnexusError
 from ..events import TrafficEvent
 from ..protocol.model import now_iso
@@ -201,11 +202,14 @@ class CassetteWriter:
 
 
 def save(events: Iterable[TrafficEvent], path: str | os.PathLike[str]) -> Path:
-    """Write these exchanges (a wire log: the TUI's, a notebook server's) as a cassette at ``path``."""
-    with CassetteWriter(path) as writer:
-        for event in events:
-            writer.write(event)
-    return writer.path
+    """Write these exchanges (a wire log: the TUI's, a notebook server's) as a cassette at ``path``,
+    whole (a reader never finds half of it; :class:`CassetteWriter` is for recording as it happens)."""
+    ids = StableIds()
+    lines = [_header_line(), *(json.dumps(entry(event, ids, seq), ensure_ascii=False)
+                               for seq, event in enumerate(events, 1))]
+    target = Path(path).expanduser()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return write_whole(target, "\n".join(lines) + "\n")
 
 
 @dataclass

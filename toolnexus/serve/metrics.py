@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._fs import write_whole
 from .._json import is_array
 from ..errors import MissingExtra, RPCError
 from ..events import EventBus, TaskEvent
@@ -221,10 +222,8 @@ class Metrics:
         if self.folder is None:
             return
         self.sample()
-        target = self.folder / f"toolnexus-{self.server}-{os.getpid()}.json"
-        part = target.with_suffix(".part")
-        part.write_text(json.dumps({"server": self.server, "values": self._snapshot()}))
-        os.replace(part, target)
+        write_whole(self.folder / f"toolnexus-{self.server}-{os.getpid()}.json",
+                    json.dumps({"server": self.server, "values": self._snapshot()}))
 
     # -- the scrape --------------------------------------------------------------------------------
     def exposition(self) -> bytes:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import _json
+from .._fs import write_whole
 from ..tools import sanitize
 
 __all__ = ["ConversationStore", "MemoryConversationStore", "FileConversationStore"]
@@ -69,9 +70,4 @@ class FileConversationStore:
         path = self._path(id)
         body = json.dumps({"id": id, "messages": messages}, ensure_ascii=False)
 
-        def write() -> None:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(body, encoding="utf-8")
-            os.replace(tmp, path)
-
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(write_whole, path, body)

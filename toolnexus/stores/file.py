@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from .._fs import write_whole
 from .._json import too_deep
 from ..protocol.model import Task, TaskState
 from .base import (
@@ -64,7 +65,7 @@ class FileTaskStore:
         path = self._path(task.id)
         lock = self._locks.setdefault(task.id, asyncio.Lock())
         async with lock:  # saves of one task land in order
-            await asyncio.to_thread(_atomic_write, path, body)
+            await asyncio.to_thread(write_whole, path, body)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
@@ -85,8 +86,3 @@ def _plain(id: str) -> bool:
     return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
 
 
-def _atomic_write(path: Path, body: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(body)}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(body)
-    os.replace(tmp, path)
