@@ -61,8 +61,10 @@ FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
 FREEZE_EVERY = 1000
 PREBUILD_EVERY = 0.3
-"""Seconds between building one mode's screen ahead and the next (from the first screen on), so
-that no first visit to a mode builds its screen while the user waits (``bench/tui_bench.py``)."""
+"""Seconds between building one mode's screen ahead and the next, so that no first visit to a
+mode builds its screen while the user waits (``bench/tui_bench.py``); each waits for a second
+without a key press (a build holds the loop up to ~130 ms here)."""
+PREBUILD_IDLE = 1.0
 """New tasks in the book between two times what the app holds is set aside from the collector."""
 
 
@@ -200,17 +202,18 @@ class ToolnexusApp(App[None]):
         if self.tune_gc:  # it hosts servers: a served request costs the collector as in `toolnexus serve`
             self.call_after_refresh(serving_gc)  # after the first screen (a full collection first)
         if self.prebuild:
-            self.set_timer(PREBUILD_EVERY, self._prebuild)
+            self.set_timer(PREBUILD_IDLE, self._prebuild)
         self._tn_up = True
 
     prebuild = True
-    """Build every mode's screen ahead, unseen, one every PREBUILD_EVERY seconds after launch."""
+    """Build every mode's screen ahead, unseen, one every PREBUILD_EVERY seconds from a second
+    after launch, while no key has been pressed for PREBUILD_IDLE seconds."""
 
     def _prebuild(self) -> None:
         """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
         a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
-        if time.monotonic() - self._last_key < PREBUILD_EVERY:  # the user is at the keys: later
+        if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
             self.set_timer(PREBUILD_EVERY, self._prebuild)
             return
         for mode in self.MODES:

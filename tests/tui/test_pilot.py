@@ -50,7 +50,7 @@ async def test_a_task_passes_through_every_state_live(tmp_path: Path):
         await until(pilot, lambda: app.workspace.running())
         url = app.workspace.get("demo-desk").url
         await pilot.press("2")
-        task = await send(url, "slow 1.2")  # long enough to be seen working by a loop that also builds screens
+        task = await send(url, "slow 3")  # long enough to be seen working by a loaded loop that also builds screens
         await until(pilot, lambda: task["id"] in app.book.tasks
                     and app.book.tasks[task["id"]].state is TaskState.WORKING)
         await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", RowTable).rows)
@@ -61,11 +61,11 @@ async def test_a_task_passes_through_every_state_live(tmp_path: Path):
         table = app.screen.query_one("#tasks", RowTable)
         assert str(table.get_cell(task["id"], "tokens")) == str(view.tokens())
         # the table draws the book as it is; the detail pane follows at the next batch of changes
-        await until(pilot, lambda: "You said: slow 1.2" in str(app.screen.query_one("#messages", Static).render()))
+        await until(pilot, lambda: "You said: slow 3" in str(app.screen.query_one("#messages", Static).render()))
         await pilot.press("e")
         await pilot.pause(0.1)
-        await pilot.press("enter")
-        await pilot.pause(0.1)
+        await pilot.press("enter")  # written in a thread, whole: there once complete
+        await until(pilot, lambda: (tmp_path / f"task-{task['id']}.json").exists())
         exported = json.loads((tmp_path / f"task-{task['id']}.json").read_text())
         assert exported["task"]["1.0"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert [t["state"] for t in exported["timeline"]] == ["submitted", "working", "completed"]
