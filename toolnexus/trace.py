@@ -22,14 +22,19 @@ data of the wire, in :mod:`toolnexus.protocol.tracecontext`; it is named here to
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import contextvars
+import logging
 import os
 from datetime import datetime
 from typing import Any
 
 from .errors import MissingExtra
-from .events import EventBus, RemoteCallEvent, TaskEvent
+from .events import Dropped, EventBus, RemoteCallEvent, TaskEvent
 from .protocol.tracecontext import HEADER, TraceContext, new_trace, parse_traceparent
+
+log = logging.getLogger("toolnexus.trace")
 
 __all__ = ["TraceContext", "parse_traceparent", "new_trace", "export_spans", "HEADER"]
 
@@ -63,6 +68,8 @@ def outgoing() -> str | None:
 
 # -- OpenTelemetry -------------------------------------------------------------------------------
 OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+STARTED_LIMIT = 100_000
+"""Traced tasks whose start is kept until they end (the oldest are forgotten past it)."""
 
 
 def otlp_exporter() -> Any:
@@ -86,15 +93,21 @@ def _nanos(stamp: str | None) -> int:
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1_000_000_000)
 
 
-def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") -> asyncio.Task[None]:
+def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", batch: int = 512,
+                 keep: int = 10_000) -> asyncio.Task[None]:
     """Export every traced task and remote call seen on ``bus`` as OpenTelemetry spans.
 
     ``exporter`` is any ``opentelemetry.sdk.trace.export.SpanExporter`` (OTLP, console, in
     memory): a task is a SERVER span from its first state to its last (an input-required wait
     included), a remote call a CLIENT span, each with the ids it had on the wire, so the spans of
     every agent in a chain fit into one trace in any OTel backend. Returns the task that reads the
-    bus; cancel it to stop. Each export runs in a thread (a network exporter blocks). Needs
-    ``pip install 'toolnexus[otel]'``.
+    bus; cancel it to stop (what is made and not yet exported goes first, for up to 5 s).
+
+    Reading the bus never waits on the exporter: spans wait in a queue (at most ``keep``; past
+    it the oldest are dropped, and said) and go out ``batch`` at a time from a task of their own,
+    each export in a thread (a network exporter blocks; a slow or dead collector only delays its
+    spans). A reader the bus cuts off (it fell behind) reads on from there, saying what it lost.
+    Needs ``pip install 'toolnexus[otel]'``.
     """
     try:
         from opentelemetry.sdk.resources import Resource
@@ -109,7 +122,10 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
     except ImportError:
         raise MissingExtra("exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'") from None
     resource = Resource.create({"service.name": service})
-    started: dict[str, int] = {}
+    started: dict[str, int] = {}  # a traced task's first state, by span id (at most STARTED_LIMIT)
+    pending: collections.deque[Any] = collections.deque()
+    ready = asyncio.Event()
+    dropped = [0]
 
     def context(trace: str, span: str, remote: bool = False) -> Any:
         return SpanContext(int(trace, 16), int(span, 16), is_remote=remote, trace_flags=TraceFlags(1))
@@ -121,23 +137,63 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus") ->
                             attributes=attributes, kind=kind, start_time=start, end_time=end,
                             status=Status(StatusCode.OK if ok else StatusCode.ERROR))
 
+    def add(made: Any) -> None:
+        if len(pending) >= keep:
+            pending.popleft()
+            dropped[0] += 1
+            if dropped[0] in (1, 10, 100) or dropped[0] % 1000 == 0:
+                log.warning("%s: %d span(s) dropped: the exporter is %d behind", service, dropped[0], keep)
+        pending.append(made)
+        ready.set()
+
+    async def ship() -> None:
+        while True:
+            await ready.wait()
+            ready.clear()
+            while pending:
+                chunk = [pending.popleft() for _ in range(min(batch, len(pending)))]
+                try:
+                    await asyncio.to_thread(exporter.export, chunk)
+                except Exception as exc:  # a collector's failure is the exporter's to say; the bus reads on
+                    log.warning("%s: %d span(s) not exported: %s", service, len(chunk), exc)
+
+    def seen(ev: Any) -> None:
+        if isinstance(ev, TaskEvent):
+            trace = ev.task.trace
+            if trace is None:
+                return
+            if trace.span_id not in started:
+                if len(started) >= STARTED_LIMIT:  # tasks that never end (a question never answered)
+                    started.pop(next(iter(started)))
+                started[trace.span_id] = _nanos(ev.time)
+            if ev.state.terminal:
+                add(span(f"task {ev.skill or ev.server}", SpanKind.SERVER, trace,
+                         started.pop(trace.span_id, _nanos(ev.time)), _nanos(ev.time), ev.state.value == "completed",
+                         {"a2a.task_id": ev.task_id, "a2a.context_id": ev.context_id,
+                          "a2a.state": ev.state.value, "toolnexus.server": ev.server}))
+        elif isinstance(ev, RemoteCallEvent) and ev.done:
+            call = TraceContext(ev.trace_id, ev.span_id, ev.parent_span_id)
+            add(span(f"call {ev.peer}", SpanKind.CLIENT, call, _nanos(ev.started), _nanos(ev.time),
+                     ev.state == "completed",
+                     {"a2a.task_id": ev.task_id, "a2a.remote_task_id": ev.remote_task_id,
+                      "a2a.peer": ev.peer, "a2a.state": ev.state}))
+
     async def pump() -> None:
-        async for ev in bus.subscribe(replay=False):
-            if isinstance(ev, TaskEvent):
-                trace = ev.task.trace
-                if trace is None:
-                    continue
-                started.setdefault(trace.span_id, _nanos(ev.time))
-                if ev.state.terminal:
-                    await asyncio.to_thread(exporter.export, [span(f"task {ev.skill or ev.server}", SpanKind.SERVER, trace,
-                                          started.pop(trace.span_id), _nanos(ev.time), ev.state.value == "completed",
-                                          {"a2a.task_id": ev.task_id, "a2a.context_id": ev.context_id,
-                                           "a2a.state": ev.state.value, "toolnexus.server": ev.server})])
-            elif isinstance(ev, RemoteCallEvent) and ev.done:
-                call = TraceContext(ev.trace_id, ev.span_id, ev.parent_span_id)
-                await asyncio.to_thread(exporter.export, [span(f"call {ev.peer}", SpanKind.CLIENT, call, _nanos(ev.started), _nanos(ev.time),
-                                      ev.state == "completed",
-                                      {"a2a.task_id": ev.task_id, "a2a.remote_task_id": ev.remote_task_id,
-                                       "a2a.peer": ev.peer, "a2a.state": ev.state})])
+        shipper = asyncio.ensure_future(ship())
+        try:
+            while True:
+                async for ev in bus.subscribe(replay=False, max_queue=10_000):
+                    if isinstance(ev, Dropped):  # cut off for falling behind: what it missed has no span
+                        log.warning("%s: spans of the events from seq %d on were lost: the reader fell behind",
+                                    service, ev.missed_from)
+                    else:
+                        seen(ev)
+        finally:
+            shipper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await shipper
+            if pending:  # stopping: what was made goes out first (a dead collector: 5 s at most)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.to_thread(exporter.export, list(pending)), 5)
 
     return asyncio.ensure_future(pump())

@@ -203,6 +203,49 @@ async def test_the_trace_exports_as_opentelemetry_spans(tmp_path):
     assert server_c.attributes["a2a.state"] == "completed" and server_c.resource.attributes["service.name"] == "chain"
 
 
+async def test_a_slow_collector_delays_spans_never_loses_them_and_never_holds_the_bus():
+    """Export runs apart from reading the bus: 3,000 traced tasks ending at once (three times what
+    a reader may have waiting) against a collector taking 0.2 s an export all arrive, in batches;
+    before the fix the reader exported each span in turn, was cut off by the bus and stopped."""
+    import time
+
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from toolnexus.events import EventBus
+    from toolnexus.protocol.model import Task, TaskStatus
+    from toolnexus.protocol.tracecontext import TraceContext
+    from toolnexus.trace import export_spans
+
+    class SlowCollector(InMemorySpanExporter):
+        batches: list[int] = []
+
+        def export(self, spans):  # in a thread, as a network exporter's call is
+            time.sleep(0.2)
+            self.batches.append(len(spans))
+            return super().export(spans)
+
+    bus, exporter = EventBus(history=10), SlowCollector()
+    exporting = export_spans(bus, exporter, service="burst", batch=512)
+    await asyncio.sleep(0)  # subscribed
+    try:
+        for i in range(3000):
+            ctx = TraceContext(CALLER_TRACE, f"{i + 1:016x}", CALLER_SPAN)
+            task = Task(f"t{i}", "c", TaskStatus(TaskState.COMPLETED), trace=ctx)
+            bus.publish(TaskEvent(task.id, "c", None, TaskState.WORKING, TaskState.COMPLETED, task, "burst"))
+            if i % 500 == 0:
+                await asyncio.sleep(0)  # the reader gets a turn now and then, far less often than tasks end
+        assert bus.dropped_subscribers == 0  # reading never waited on the exporter
+        async with asyncio.timeout(20):
+            while len(exporter.get_finished_spans()) < 3000:
+                await asyncio.sleep(0.05)
+    finally:
+        exporting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await exporting
+    assert len({s.context.span_id for s in exporter.get_finished_spans()}) == 3000
+    assert max(exporter.batches) == 512 and len(exporter.batches) < 20  # in batches, not one export each
+
+
 async def test_with_the_standard_otlp_variables_a_served_agent_exports_its_spans(monkeypatch):
     """OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set: the real OTLP/HTTP exporter posts each traced task
     to it (here a collector stub on loopback that decodes what the exporter sent)."""
