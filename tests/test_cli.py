@@ -204,6 +204,8 @@ def test_send_follows_the_task_and_answers_input(served_demo):
     for dialect in ("0.3", "legacy", "1.0"):
         data = json.loads(run("send", served_demo, "hi", "--dialect", dialect, "--json").stdout)
         assert data["dialect"] == dialect and data["task"]["status"]["state"] == "completed"
+    slow = run("send", served_demo, "slow 30", "--stream", "--timeout", "1")  # a stream is bounded too
+    assert slow.returncode == 1 and "still working after 1s" in slow.stderr, slow.stderr
     streamed = run("send", served_demo, "streamed", "--stream")
     assert streamed.stdout.strip() == "You said: streamed" and "[working]" in streamed.stderr
     asked = run("send", served_demo, "please confirm the order", "--json")

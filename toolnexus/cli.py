@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--binding", default="auto", choices=["auto", "jsonrpc", "http+json", "grpc"],
                    help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)")
     m.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
-    m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task (default 300)")
+    m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task, streamed or polled (default 300)")
     m.add_argument("--json", action="store_true", help="print JSON")
     m.add_argument("--trace", action="store_true", help="print every HTTP exchange (secrets masked)")
     m.add_argument("--record", metavar="FILE.jsonl", help="write every exchange to this cassette (secrets masked)")
@@ -581,12 +581,13 @@ async def _send(args: argparse.Namespace) -> int:
     code = EXIT_OK
     try:
         await client.connect()
-        if args.stream:
-            async for snapshot in client.stream(args.text, skill=args.skill, context_id=args.context,
-                                                task_id=args.task):
-                if task is None or snapshot.state is not task.state:
-                    _progress(args, snapshot)
-                task = snapshot
+        if args.stream:  # as long as a followed task, at most (a peer may stream, or be polled, forever)
+            async with asyncio.timeout(args.timeout):
+                async for snapshot in client.stream(args.text, skill=args.skill, context_id=args.context,
+                                                    task_id=args.task):
+                    if task is None or snapshot.state is not task.state:
+                        _progress(args, snapshot)
+                    task = snapshot
         else:
             task = await client.send(args.text, skill=args.skill, context_id=args.context, task_id=args.task)
             _progress(args, task)
