@@ -518,6 +518,10 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
                 for s in senders:
                     for body in s.queue:
                         held[id(body)] = len(body.data)
+            every = [s for configs in notifier._configs.values() for s in configs.values()]
+            for s in every:  # each body knows the queues that hold it (shedding asks it, not every sender)
+                assert all(s in body.queued for body in s.queue)
+                assert all(body in q.queue for body in s.queue for q in body.queued)
             biggest = max(held.values())
             assert biggest > 900_000  # whole tasks, each carrying the big message
             in_flight = push_module.PER_DESTINATION * biggest

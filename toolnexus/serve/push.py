@@ -77,11 +77,12 @@ PER_DESTINATION = 4
 class _Body:
     """One rendered notification, shared by every config of one destination that gets it."""
 
-    __slots__ = ("data", "refs")
+    __slots__ = ("data", "refs", "queued")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.refs = 0  # the queues (and the POSTs under way) that hold it
+        self.queued: list[_Sender] = []  # the senders whose queue holds it (the configs of one task: a few)
 
 
 class _Destination:
@@ -148,12 +149,13 @@ class _Destination:
 
     def oldest(self, *, newest_too: bool) -> _Body | None:
         """The oldest body waiting in a queue (one being sent is not), to be shed; unless
-        ``newest_too``, never the newest of any of its queues."""
+        ``newest_too``, never the newest of any of its queues. (Each body knows its queues: asking
+        every sender of a destination, thousands of configs to one slow webhook, for every body
+        was quadratic at best.)"""
         while self.bodies and self.bodies[0].refs == 0:
             self.bodies.popleft()
         for body in self.bodies:
-            queues = [s.queue for s in self.senders if body in s.queue]
-            if queues and (newest_too or all(q[-1] is not body for q in queues)):
+            if body.queued and (newest_too or all(s.queue[-1] is not body for s in body.queued)):
                 return body
         return None
 
@@ -177,6 +179,12 @@ class _Sender:
         self.sending = False
         self.closed = False
         self.final = False  # the task's last change is queued: the sender ends once it is sent
+
+    def unqueue(self) -> _Body:
+        """The oldest body of the queue, taken out of it (its hold is still to be let go)."""
+        body = self.queue.popleft()
+        body.queued.remove(self)
+        return body
 
 
 def _stored(config: PushConfig) -> dict[str, Any]:
@@ -351,6 +359,7 @@ class PushNotifier:
         if len(sender.queue) >= QUEUE:
             self._drop(sender)  # the oldest waiting one goes
         sender.queue.append(body)
+        body.queued.append(sender)
         self.queued_bytes += destination.hold(body)
         while destination.bytes > QUEUED_BYTES:  # the oldest go first, every config keeping its newest
             oldest = destination.oldest(newest_too=False)
@@ -368,18 +377,18 @@ class PushNotifier:
             log.warning("%d push notification(s) dropped: more than %d MiB wait for webhooks", shed, TOTAL_BYTES >> 20)
 
     def _drop(self, sender: _Sender) -> None:
-        self.queued_bytes -= sender.destination.let_go(sender.queue.popleft())
+        self.queued_bytes -= sender.destination.let_go(sender.unqueue())
         self.failed += 1
 
     def _shed(self, destination: _Destination, body: _Body) -> int:
         """Take ``body`` out of every queue of ``destination`` that holds it (it is freed); returns
         how many notifications that dropped."""
         dropped = 0
-        for sender in destination.senders:
-            if body in sender.queue:
-                sender.queue.remove(body)
-                self.queued_bytes -= destination.let_go(body)
-                dropped += 1
+        for sender in list(body.queued):
+            sender.queue.remove(body)
+            body.queued.remove(sender)
+            self.queued_bytes -= destination.let_go(body)
+            dropped += 1
         self.failed += dropped
         return dropped
 
@@ -396,7 +405,7 @@ class PushNotifier:
             if sender.closed or not sender.queue:
                 sender.destination.release()
                 continue
-            body = sender.queue.popleft()
+            body = sender.unqueue()
             sender.sending = True
             try:
                 ok = await self._post(sender, body.data)
@@ -511,7 +520,7 @@ class PushNotifier:
         sender.wake.set()
         destination = sender.destination
         while sender.queue:
-            self.queued_bytes -= destination.let_go(sender.queue.popleft())
+            self.queued_bytes -= destination.let_go(sender.unqueue())
         destination.senders.discard(sender)
         if not destination.senders and self._destinations.get(destination.key) is destination:
             del self._destinations[destination.key]
