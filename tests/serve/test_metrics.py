@@ -63,7 +63,7 @@ async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
             await rpc.send("pushed", blocking=True, push=PushConfig("", webhook + "/hook"))
             async with httpx.AsyncClient(timeout=10) as http:
                 assert (await http.get(handle.metrics_url)).status_code == 401  # the agent's auth
-                async with asyncio.timeout(10):  # sampled once a second
+                async with asyncio.timeout(10):  # the webhook answers in its own time
                     while True:
                         scraped = await http.get(handle.metrics_url, headers=TOKEN)
                         found = samples(scraped.text)
@@ -111,7 +111,7 @@ async def test_the_wire_recorders_cut_records_are_counted():
             small = await http.post(handle.url + "/", json=send(1, "hello", blocking=True))
             big = await http.post(handle.url + "/", json=send(2, "x" * 300_000, blocking=True))  # past 256 KiB
             assert small.status_code == big.status_code == 200
-            async with asyncio.timeout(10):  # sampled once a second
+            async with asyncio.timeout(10):  # counted once the exchange ends
                 while not value(found := samples((await http.get(handle.metrics_url)).text), "toolnexus_wire_cut_total"):
                     await asyncio.sleep(0.2)
     assert value(found, "toolnexus_wire_cut_total") == 1  # the big one (request and answer): one exchange

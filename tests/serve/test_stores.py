@@ -268,3 +268,32 @@ async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpac
         await store.save(make(i))
     assert await store.get("task-0") is None and await store.get("task-9") is None
     assert len(store._recent) == MemoryTaskStore.RECENT
+
+
+@pytest.mark.parametrize("store", ["file", "memory"])
+async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(tmp_path: Path, store: str):
+    """A blocking send answered "completed" while that state was still being saved (a file store's
+    save waits on a thread, and the waiter, woken by the move to working, read the live task's new
+    status meanwhile): a caller was told what was not yet on disk nor on the bus. Every answer now
+    finds its state saved and published."""
+    from toolnexus.events import TaskEvent
+    from toolnexus.protocol.dialects import Dialect
+    from toolnexus.protocol.operations import OPERATIONS
+
+    async def instant(request: dict) -> dict:
+        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+    tk = await tn.create_toolkit(builtins=False)
+    where = f"file:{tmp_path}" if store == "file" else "memory"
+    async with tk.serve(client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="told", store=where)) as h:
+        for i in range(30):
+            params = {"configuration": {"blocking": True}, "message": {
+                "kind": "message", "messageId": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
+            out = await h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, i, None)
+            assert out["status"]["state"] == "completed"
+            # at the moment of the answer, with no await in between: on the bus, and in the store
+            told = [e for e in h.events.history() if isinstance(e, TaskEvent) and e.task_id == out["id"]]
+            assert [e.state.value for e in told][-1:] == ["completed"], (i, [e.state.value for e in told])
+            if store == "file":
+                saved = json.loads((tmp_path / f"{out['id']}.json").read_text())
+                assert "completed" in json.dumps(saved["status"])

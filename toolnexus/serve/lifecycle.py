@@ -469,6 +469,15 @@ class TaskRunner:
         self._hooks.add(future := asyncio.ensure_future(run()))
         future.add_done_callback(self._hooks.discard)
 
+    def _settled(self, task: Task) -> bool:
+        """``task`` is terminal or interrupted, and told: not in the middle of its move there. A
+        move sets the live task's status before it saves it (a file or a database: a wait), and a
+        waiter woken by the move before must not answer with a state not yet saved nor published."""
+        if not (task.state.terminal or task.state.interrupted):
+            return False
+        moving = self._locks.get(task.id)
+        return moving is None or not moving.locked()
+
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
         within ``WAKE_EVERY`` after that)."""
@@ -483,7 +492,7 @@ class TaskRunner:
             waits = due[1]
             waits[task.id] = waits.get(task.id, 0) + 1
         try:
-            while not (task.state.terminal or task.state.interrupted):
+            while not self._settled(task):
                 if due is not None and self._due.get(slot) is not due:  # its time is up
                     break
                 changed = self._changed.get(task.id)
