@@ -1,10 +1,12 @@
-"""Benchmark: the PostgreSQL store at 1 and 2 workers beside the memory store, in one run.
+"""Benchmark: what a durable task costs: the file and PostgreSQL stores (at 1 and 2 workers)
+beside the memory store, in one run.
 
 Each configuration is ``toolnexus serve`` (the demo model: instant) in its own process(es):
-``--store memory``, ``--store postgresql://...`` and ``--store postgresql://... --workers 2``, on a
-private PostgreSQL cluster (Debian's postgresql package, fsync off: a database's disk is not what is
-measured). The load is serve_bench.py's raw keep-alive client in this process: send+poll round
-trips and blocking sends at concurrency 16, ``--seconds`` each, alternated over ``--repeat`` rounds,
+``--store memory``, ``--store file:DIR`` (a fresh folder), ``--store postgresql://...`` and
+``--store postgresql://... --workers 2``, on a private PostgreSQL cluster (Debian's postgresql
+package, fsync off: a database's disk is not what is measured). The load is serve_bench.py's raw
+keep-alive client in this process, at concurrency 16, ``--seconds`` each: send+poll round trips,
+blocking sends, GetTask of a finished task and card GETs, alternated over ``--repeat`` rounds,
 medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
 separately, of the database's processes, per task. Also: how long a cancel sent to one worker
 takes to stop the run on another (two workers in this process, the time until the run is gone).
@@ -18,10 +20,12 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,16 +126,18 @@ async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
 
 async def main(seconds: float, repeat: int) -> None:
     pg = Postgres(binaries())
+    folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     try:
-        configs = [("memory", "memory", 1), ("postgresql", pg.database(), 1), ("postgresql x2", pg.database(), 2)]
+        configs = [("memory", "memory", 1), ("file", f"file:{folder}", 1), ("postgresql", pg.database(), 1),
+                   ("postgresql x2", pg.database(), 2)]
         rows: dict[tuple[str, str], list[dict[str, float]]] = {}
         for _ in range(repeat):
             for name, store, workers in configs:
                 proc, url = _start(store, workers)
                 try:
                     server = [proc.pid, *_children(proc.pid)]
-                    db = _postgres_pids(pg) if store != "memory" else []
-                    for op in ("roundtrip", "blocking"):
+                    db = _postgres_pids(pg) if store.startswith("postgresql") else []
+                    for op in ("roundtrip", "blocking", "get", "card"):
                         rows.setdefault((name, op), []).append(
                             await _measure(url, op, 16, seconds, server, db))
                 finally:
@@ -147,6 +153,7 @@ async def main(seconds: float, repeat: int) -> None:
               f"max {latencies[-1]:.1f} ms over {len(latencies)}")
     finally:
         pg.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
