@@ -297,3 +297,37 @@ async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
             if store == "file":
                 saved = json.loads((tmp_path / f"{out['id']}.json").read_text())
                 assert "completed" in json.dumps(saved["status"])
+
+
+async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it_is_saved(tmp_path: Path):
+    """The blocking wait's time may end while the task's move is saving (the live status already
+    new): its answer waits for that save rather than tell what is not yet stored."""
+    import asyncio
+
+    from toolnexus.protocol.dialects import Dialect
+    from toolnexus.protocol.operations import OPERATIONS
+
+    class HeldStore(FileTaskStore):  # the file store, its final save held until the test lets it go
+        held = asyncio.Event()
+
+        async def save(self, task: Task) -> None:
+            if task.state.terminal:
+                await self.held.wait()
+            await super().save(task)
+
+    async def instant(request: dict) -> dict:
+        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+    tk = await tn.create_toolkit(builtins=False)
+    store = HeldStore(tmp_path)
+    config = tn.A2AConfig(name="held", store=store, blocking_timeout=0.3)
+    async with tk.serve(client=tn.create_in_process_client(instant), a2a=config) as h:
+        params = {"configuration": {"blocking": True}, "message": {
+            "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
+        answer = asyncio.ensure_future(h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, 1, None))
+        await asyncio.sleep(1.0)  # the wait's time (0.3 s) is long up; the final save is still held
+        assert not answer.done()
+        store.held.set()
+        out = await asyncio.wait_for(answer, 5)
+        assert out["status"]["state"] == "completed"
+        assert (await FileTaskStore(tmp_path).get(out["id"])).state is TaskState.COMPLETED

@@ -473,10 +473,12 @@ class TaskRunner:
         """``task`` is terminal or interrupted, and told: not in the middle of its move there. A
         move sets the live task's status before it saves it (a file or a database: a wait), and a
         waiter woken by the move before must not answer with a state not yet saved nor published."""
-        if not (task.state.terminal or task.state.interrupted):
-            return False
-        moving = self._locks.get(task.id)
-        return moving is None or not moving.locked()
+        return (task.state.terminal or task.state.interrupted) and self._moving(task.id) is None
+
+    def _moving(self, task_id: str) -> asyncio.Lock | None:
+        """The lock of the task's move under way (it holds it while saving), or None."""
+        lock = self._locks.get(task_id)
+        return lock if lock is not None and lock.locked() else None
 
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
@@ -513,6 +515,10 @@ class TaskRunner:
                 left = waits.pop(task.id) - 1
                 if left:
                     waits[task.id] = left
+        moving = self._moving(task.id)
+        if moving is not None:  # time up in the middle of a move: answered once it is saved
+            async with moving:
+                pass
         return task
 
     def _time_up(self, slot: int) -> None:
