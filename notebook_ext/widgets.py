@@ -24,6 +24,7 @@ import ipywidgets as w
 import traitlets
 
 from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
+from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import badge, error_html, to_dataframe
@@ -269,11 +270,11 @@ class ServerWidget(w.VBox):
             writer.writeheader()
             for record in records:
                 writer.writerow({k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in record.items()})
-            path.write_text(buffer.getvalue(), encoding="utf-8")
+            write_whole(path, buffer.getvalue())
         else:
             data = {"server": self.name, "tasks": [v.export() for v in self.book.tasks.values()],
                     "wire": [asdict(ev) for ev in self.book.traffic]}
-            path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+            write_whole(path, json.dumps(data, indent=2, default=str))
         return path
 
     # -- drawing ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -296,10 +296,6 @@ class ToolnexusApp(App[None]):
         await peer.connect(self.workspace.events)
         self.peers_changed.publish(None)
 
-    def export_session(self, path: Path | None = None) -> Path:
-        """The wire log and the chat, as one JSON file (by default in the export folder)."""
-        return _write_session(path or self._session_path(), list(self.book.traffic), self.conversation.to_dict())
-
     def _session_path(self, suffix: str = ".json") -> Path:
         return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}{suffix}"
 
@@ -308,13 +304,8 @@ class ToolnexusApp(App[None]):
         self.ask_export("the session (wire log and chat)", self._session_path(),
                         lambda path: _write_session(path, events, chat))
 
-    def save_cassette(self, path: Path | None = None) -> Path:
-        """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
-        from toolnexus.debug.cassette import save
-
-        return save(list(self.book.traffic), path or self._session_path(".jsonl"))
-
     def ask_save_cassette(self) -> None:
+        """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
         from toolnexus.debug.cassette import save
 
         events = list(self.book.traffic)  # the log as it is now, on the loop
@@ -527,7 +518,7 @@ class ToolnexusApp(App[None]):
         what, text = self.last_copy
         self.ask_export(f"the last copy (the {what})",
                         self.export_dir / f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt",
-                        lambda path: path.write_text(text + "\n", encoding="utf-8"))
+                        lambda path: write_whole(path, text + "\n"))
 
     def _palette_new_server(self) -> None:
         from .screens.server_form import ServerForm
@@ -538,8 +529,6 @@ class ToolnexusApp(App[None]):
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:
     """A session export: the wire log and the chat, one JSON file, written whole or not at all."""
-    from dataclasses import asdict
-
     return write_whole(path, json.dumps({"wire": [asdict(ev) for ev in events], "chat": chat}, indent=2, default=str))
 
 

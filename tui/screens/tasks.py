@@ -20,6 +20,7 @@ from textual.widgets import (
     TabPane,
 )
 
+from toolnexus._fs import write_whole
 from toolnexus.monitor import (
     STATE_STYLE,
     TaskView,
@@ -322,8 +323,7 @@ class TasksScreen(ModeScreen):
             return
         export = view.export()
         self.tn.ask_export(f"task {short(view.id)}", self.tn.export_dir / f"task-{view.id}.json",
-                           lambda path: path.write_text(json.dumps(export, indent=2, ensure_ascii=False),
-                                                        encoding="utf-8"))
+                           lambda path: write_whole(path, json.dumps(export, indent=2, ensure_ascii=False)))
 
     def action_cancel_task(self) -> None:
         view = self._current()
