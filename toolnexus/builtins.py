@@ -535,8 +535,6 @@ def _lines(p: Path, budget: _Budget) -> Iterator[tuple[int, bytes]]:
             yield n, line
 
 
-
-
 # -- patterns ---------------------------------------------------------------------------------------------
 
 

@@ -4,8 +4,9 @@ A :class:`Conversation` holds what a chat knows between messages: the peer, the 
 gave, the task whose question is open (and whether the next message answers it, ``answering``: an
 explicit choice a front end shows), and the :class:`Turn` s said so far. It runs an exchange on an
 :class:`~toolnexus.client.peer.A2AClient` the caller owns: send (on the waiting task when the
-message answers it), follow the task until it finishes or asks, and keep each turn's latest task. The front ends only render turns and call ``on_change`` to redraw; nothing here
-touches a screen or a widget.
+message answers it), follow the task until it finishes or asks, and keep each turn's latest task.
+The front ends only render turns and call ``on_change`` to redraw; nothing here touches a screen
+or a widget.
 """
 
 from __future__ import annotations
@@ -206,5 +207,5 @@ class Conversation:
 
     def to_dict(self) -> dict[str, Any]:
         """The conversation as JSON: what a session export holds."""
-        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task, "answering": self.answering,
-                "turns": [t.to_dict() for t in self.turns]}
+        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task,
+                "answering": self.answering, "turns": [t.to_dict() for t in self.turns]}

@@ -42,7 +42,8 @@ class ChatScreen(ModeScreen):
         # while a question is open (else ctrl+f is the text box's): what the next message does, shown by its label
         Binding("ctrl+f", "answering(False)", "New task", id="chat-new-task", priority=True),
         Binding("ctrl+f", "answering(True)", "Answer it", id="chat-answer", priority=True),
-        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True, show=False),  # this and the others shown=False: in ?
+        # these five are left to ? (the footer fits 80 columns)
+        Binding("ctrl+g", "attach", "Follow task", id="chat-attach", priority=True, show=False),
         Binding("ctrl+o", "attach_file", "+File", id="chat-file", priority=True, show=False),
         Binding("ctrl+t", "attach_data", "+JSON", id="chat-data", priority=True, show=False),
         Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True, show=False),

@@ -161,9 +161,7 @@ class WireScreen(ModeScreen):
             self._starts = {k: v for k, v in self._starts.items() if k in alive}
         events = sorted(self._events(), key=self._started)
         self._by_key = {str(id(ev)): ev for ev in events}  # every shown event is held here: its id stays its own
-        table = self.query_one("#wire", RowTable)
-        table.set_rows(self._by_key)
-        table.refresh()
+        self.query_one("#wire", RowTable).set_rows(self._by_key)  # (drawn again, the cursor kept on its exchange)
 
     def _cells(self, key: str) -> list[Any]:
         """An exchange's line, made when it is drawn."""
