@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -213,19 +214,32 @@ class ToolnexusApp(App[None]):
         """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
         a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
+        if not self.is_running:  # shutting down
+            return
         if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
             self.set_timer(PREBUILD_EVERY, self._prebuild)
             return
         for mode in self.MODES:
             if mode not in self._screen_stacks:  # noqa: SLF001 (Textual builds a mode's screen here)
-                self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
+                mounted = self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
                 # Textual re-read all CSS for it just now, then marks only the current screen's
                 # widgets as styled by it: the first visit would re-read it all again (~100 ms)
                 self._screen_stacks[mode][0]._css_update_count = self._css_update_count  # noqa: SLF001
+                self._building = asyncio.ensure_future(_mounted(mounted))
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
 
     _last_key = 0.0
+    _building: asyncio.Future[None] | None = None
+
+    async def _shutdown(self) -> None:
+        """A screen being built ahead is let finish mounting first: closing the app under it failed
+        in its own mount (its widgets pruned while its ``on_mount`` ran), every time."""
+        building = self._building
+        if building is not None and not building.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(building), 5)
+        await super()._shutdown()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
@@ -525,6 +539,11 @@ class ToolnexusApp(App[None]):
 
         self.switch_mode("servers")
         self.push_screen(ServerForm(self.workspace))
+
+
+async def _mounted(mount: Any) -> None:
+    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted."""
+    await mount
 
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:

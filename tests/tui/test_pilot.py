@@ -238,3 +238,16 @@ async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothi
         await until(pilot, lambda: app.screen is mcp and bool(mcp.tools))  # listed on entering
         assert mcp.query_one("#mcp-url", Input).value.endswith("/mcp")
         await pilot.press("ctrl+q")
+
+
+async def test_the_app_closes_cleanly_while_a_screen_is_being_built_ahead():
+    """Closing the app in the middle of building a screen ahead failed in that screen's own mount
+    (its widgets pruned under its on_mount: "No Tab with id ..."), every time; it now lets the
+    build finish, then closes."""
+    app = ToolnexusApp(specs=[])
+    app.prebuild = False  # built by hand below, at the worst moment
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        app._prebuild()  # noqa: SLF001 (the next mode's screen, Tasks: mounting as the app closes)
+        assert "tasks" in app._screen_stacks  # noqa: SLF001
+    assert app.return_code in (None, 0) and not app.handler_errors
