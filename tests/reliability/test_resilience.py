@@ -239,6 +239,16 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
             assert all(t["status"]["state"] == "completed" for t in done)
             assert all(t["status"]["state"] == "input-required" for t in waiting)
             before = {p.name: p.read_text() for p in store.glob("*.json")}
+            for i in range(5):  # blocking sends in flight: nobody is told of their tasks before they settle
+                try:
+                    http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+                        "message": v03_message(f"slow 30 unseen {i}"), "configuration": {"blocking": True}}},
+                        timeout=0.2)
+                except httpx.HTTPError:
+                    pass
+            for t in running:  # a poll tells its caller 'working': from then on it is on the disk
+                assert http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {
+                    "id": t["id"]}}).json()["result"]["status"]["state"] in ("submitted", "working")
             for i in range(30):  # more load in flight at the moment of the kill
                 try:
                     http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
@@ -263,7 +273,7 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
                 return http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
                                                   "params": {"id": task_id}}).json()["result"]
 
-            for t in running:
+            for t in running:  # every task a caller was told of is there
                 got = get(t["id"])
                 assert got["status"]["state"] == "failed"
                 assert got["status"]["message"]["parts"][0]["text"] == "interrupted by restart"
@@ -277,8 +287,9 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
             assert answered["result"]["id"] == waiting[0]["id"]
             assert answered["result"]["status"]["state"] == "completed"
             for path in store.glob("*.json"):
-                state = json.loads(path.read_text())["status"]["state"]
-                assert state not in ("submitted", "working")  # none left pretending to run
+                record = json.loads(path.read_text())
+                assert record["status"]["state"] not in ("submitted", "working")  # none left pretending to run
+                assert "unseen" not in path.read_text()  # those nobody was told of were never written
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(10)

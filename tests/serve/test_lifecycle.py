@@ -162,6 +162,35 @@ async def test_blocking_send_is_capped():
         await rpc(http, h.url, "tasks/cancel", {"id": r["result"]["id"]})
 
 
+async def test_a_blocking_sends_task_not_yet_written_is_found_by_every_reader(tmp_path):
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{tmp_path}")) as h, \
+            httpx.AsyncClient(timeout=30) as http:
+        async def blocking(text: str) -> asyncio.Task:
+            seen = h.events.seq
+            call = asyncio.ensure_future(rpc(http, h.url, "message/send", {"message": v03_message(text)}))
+            async with asyncio.timeout(5):  # the bus (the TUI's view) hears it working at once
+                while not [e for e in h.events.history() if e.seq > seen and e.state is TaskState.WORKING]:
+                    await asyncio.sleep(0.01)
+            return call
+
+        listed_call = await blocking("slow 30 listed")
+        assert not list(tmp_path.glob("*.json"))  # nobody was told of it yet: not written
+        listed = await rpc(http, h.url, "ListTasks", {}, headers=V10)  # a listing tells: written first
+        [found] = listed["result"]["tasks"]
+        assert found["status"]["state"] == "TASK_STATE_WORKING" and len(list(tmp_path.glob("*.json"))) == 1
+        assert [t.id for t in await h.tasks()] == [found["id"]]
+        got_call = await blocking("slow 30 got")
+        got_id = next(e.task_id for e in reversed(h.events.history()) if e.task.request == "slow 30 got")
+        assert (await h.runner.get(got_id)).state is TaskState.WORKING  # as the TUI reads it, to cancel it
+        assert len(list(tmp_path.glob("*.json"))) == 2
+        for call, task_id in ((listed_call, found["id"]), (got_call, got_id)):
+            await h.runner.cancel(task_id)
+            answer = await asyncio.wait_for(call, 5)  # the blocking caller hears the cancel
+            assert answer["result"]["status"]["state"] == "canceled"
+        assert_legal(h.events.history())
+
+
 async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
     """Waits with a timeout share one timer per interval: a short wait ends on time while a longer
     one and one without a timeout on the same task go on; the end of the task ends the rest; nothing

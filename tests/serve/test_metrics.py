@@ -81,7 +81,8 @@ async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
     assert value(found, "toolnexus_tasks_total", state="completed", skill="") == 56
     assert value(found, "toolnexus_tasks_total", state="submitted", skill="") == 56
     assert value(found, "toolnexus_task_seconds_count", state="completed", skill="") == 56
-    assert value(found, "toolnexus_store_seconds_count", operation="save") >= 56 * 2
+    # a blocking send's task is written once, as it settles; the one with a webhook at every state
+    assert value(found, "toolnexus_store_seconds_count", operation="save") == 55 * 1 + 3
     assert value(found, "toolnexus_store_errors_total", operation="save") == 0
     assert len(posts) >= 1
 

@@ -138,6 +138,42 @@ async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recover
         await handle.stop()
 
 
+async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(postgres):
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    first = await tk.serve("127.0.0.1:0", client=tn.demo_client(),
+                           a2a=tn.A2AConfig(name="pg-desk", store=postgres, blocking_timeout=0.5))
+    second = await serve_worker(postgres)
+    db = await asyncpg.connect(postgres)
+
+    async def written(task_id: str) -> tuple[int, str] | None:  # (version: how many writes, state)
+        row = await db.fetchrow("SELECT version, state FROM toolnexus_tasks WHERE id = $1", task_id)
+        return None if row is None else (row["version"], row["state"])
+
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            done = await one.send("hello there", blocking=True)
+            assert await written(done.id) == (1, "completed")  # submitted, working, completed: one write
+            polled = await one.send("slow 30 polled")  # answered at once: its submitted is written first
+            assert (await written(polled.id))[1] in ("submitted", "working")
+            assert (await until_state(one, polled.id, TaskState.WORKING)).state is TaskState.WORKING
+            assert await written(polled.id) == (2, "working")
+            timed_out = await one.send("slow 30 waited on", blocking=True)  # answered 'working' after 0.5 s
+            assert timed_out.state is TaskState.WORKING
+            assert await written(timed_out.id) == (1, "working")  # written before it was told
+            assert (await two.get(timed_out.id)).state is TaskState.WORKING  # so any worker finds it
+            await two.cancel(timed_out.id)
+            assert (await until_state(one, timed_out.id, TaskState.CANCELED)).state is TaskState.CANCELED
+            asked = await one.send("please approve the budget", blocking=True)  # settles waiting for input
+            assert asked.state is TaskState.INPUT_REQUIRED
+            answered = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            assert answered.state is TaskState.COMPLETED  # its run, kept beside its record, taken by the other
+            await one.cancel(polled.id)
+    finally:
+        await db.close()
+        await first.stop()
+        await second.stop()
+
+
 def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
     from toolnexus.stores import open_store
 

@@ -515,7 +515,8 @@ class A2AEndpoint:
                     f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
                     f"{', '.join(self.config.input_modes)}")
         try:
-            task, queue = await self.runner.send(message, skill=skill, owner=owner, push=push, follow=stream)
+            task, queue = await self.runner.send(message, skill=skill, owner=owner, push=push, follow=stream,
+                                                     blocking=blocking)
         except UnsupportedOperationError as err:  # a finished task: 0.3 and legacy have no such error
             if dialect is Dialect.V10:
                 raise
@@ -586,9 +587,8 @@ class A2AEndpoint:
             raise InvalidParamsError("includeArtifacts must be a boolean")
         history_length = _history_length(params)
         try:
-            mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
-            page = await self.runner.store.list(context_id=context, state=state, updated_after=after,
-                                                page_size=size, page_token=token, **mine)
+            page = await self.runner.list(context_id=context, state=state, updated_after=after, page_size=size,
+                                          page_token=token, owner=owner)
         except ValueError as exc:
             raise InvalidParamsError(str(exc)) from None
         return {

@@ -123,7 +123,7 @@ class ServeHandle:
         if self.runner is None:
             return []
         st = TaskState(state) if isinstance(state, str) else state
-        page = await self.runner.store.list(context_id=context_id, state=st, page_size=min(limit, 100))
+        page = await self.runner.list(context_id=context_id, state=st, page_size=min(limit, 100))
         return page.tasks
 
     async def stop(self) -> None:

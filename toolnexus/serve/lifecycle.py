@@ -4,6 +4,15 @@ store (:mod:`toolnexus.stores`).
 Every state change goes through :meth:`TaskRunner.transition`, which checks the move against
 ``LEGAL``, saves, wakes the waiters and publishes a :class:`TaskEvent`. A terminal state never
 changes; an illegal move is refused and recorded nowhere.
+
+Durable when told: a state a caller is told of (a send's answer, a stream's frame, a poll, a push
+notification, a listing) is saved before it is told. A blocking send's caller is told only once
+its task settles, so its task's ``submitted`` and ``working`` are kept in memory (``_unsaved``) and
+written with the state it settles in: one write to a file or a database, not three. Anything that
+reads such a task through the runner (``get``, ``list``, a blocking wait that times out) saves it
+first. In-process observers (the event bus: the TUI, the notebook, ``toolnexus serve``'s log) see
+every state as it happens; after a ``kill -9`` a task no caller was told of is gone, as its caller's
+connection is.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from ..protocol.model import (
     now_iso,
 )
 from ..skills import ToolkitLike
-from ..stores import TaskStore, visible
+from ..stores import TaskPage, TaskStore, visible
 from ..tools import Answer
 
 if TYPE_CHECKING:
@@ -106,6 +115,8 @@ class TaskRunner:
         self._hooks: set[asyncio.Future[None]] = set()
         self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
         self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
+        self._quiet: set[str] = set()  # tasks whose caller is told only when they settle (a blocking send)
+        self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
         self.link: Any = None
         """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
         self.push: PushNotifier | None = None
@@ -144,6 +155,12 @@ class TaskRunner:
                 if artifacts:
                     task.artifacts.extend(artifacts)
                 try:
+                    if task.id in self._quiet:
+                        if not (state.terminal or state.interrupted):
+                            self._unsaved[task.id] = task  # written when told (see the module's doc)
+                            break
+                        self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
+                        self._unsaved.pop(task.id, None)
                     await self.store.save(task)
                     break
                 except BaseException as exc:  # not saved: the task is as it was
@@ -182,6 +199,7 @@ class TaskRunner:
 
     def _forget(self, task_id: str) -> None:
         """Drop what this worker kept for a task in flight, once it ended (here or on another worker)."""
+        self._quiet.discard(task_id)
         self._locks.pop(task_id, None)
         self._pending.pop(task_id, None)
         self._inboxes.pop(task_id, None)  # e.g. left over by a suspended run, then canceled
@@ -205,13 +223,15 @@ class TaskRunner:
 
     # -- create and run -----------------------------------------------------------------------
     async def send(self, message: Message, *, skill: str | None = None, owner: str | None = None,
-                   push: PushConfig | None = None, follow: bool = False
+                   push: PushConfig | None = None, follow: bool = False, blocking: bool = False
                    ) -> tuple[Task, asyncio.Queue[TaskEvent] | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for ``skill``, when it names one); with one, it answers the task's question or reaches
         its running model at the next turn. ``push`` (checked by the caller) is registered for the
         task before anything can change it (a new task's webhook hears its first state too);
-        ``follow``: the queue of its changes from now on, for a stream.
+        ``follow``: the queue of its changes from now on, for a stream; ``blocking``: the caller
+        is answered only once the task settles (:meth:`wait`), so a new task's states before that
+        are written with the one it settles in.
 
         Raises:
             TaskNotFoundError: ``taskId`` names no task the caller may see.
@@ -239,7 +259,7 @@ class TaskRunner:
                 raise UnsupportedOperationError(f"Task {task.id} {why}")
             return task, queue
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-        task = await self.create(message, skill, prompt, owner)
+        task = await self.create(message, skill, prompt, owner, quiet=blocking and push is None and not follow)
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
         if push is not None:  # its webhook hears of every state, this first one too
@@ -254,13 +274,17 @@ class TaskRunner:
         await self.push.keep(self.push.set(push))
         return self.push
 
-    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None) -> Task:
-        """A new ``submitted`` task for ``message``, its run started. Returns the task itself."""
+    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None,
+                     quiet: bool = False) -> Task:
+        """A new ``submitted`` task for ``message``, its run started. Returns the task itself.
+        ``quiet``: nobody is told of it before it settles (it is written then, or when read)."""
         context = message.context_id or new_id()
         caller = trace.incoming.get()
         task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
                     owner=owner, trace=caller.child() if caller is not None else None)
         message.context_id, message.task_id = context, task.id
+        if quiet:
+            self._quiet.add(task.id)
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
         self._live[task.id] = task
         self._inboxes[task.id] = Inbox()
@@ -353,6 +377,8 @@ class TaskRunner:
             keep = getattr(self.store, "save_pending", None)
             suspended = result.suspended() if keep is not None else None
             if keep is not None and suspended is not None:  # any worker may take the answer
+                if task.id in self._quiet:  # the run is kept beside the task's record: written first
+                    await self._settle(task, lambda: self._told(task.id))
                 save = keep
                 await self._settle(task, lambda: save(task.id, suspended))
             await self._settle(task, lambda: self.transition(task, TaskState.INPUT_REQUIRED, message=question,
@@ -439,10 +465,35 @@ class TaskRunner:
     # -- queries and control ------------------------------------------------------------------
     async def get(self, id: str, owner: str | None = None) -> Task:
         """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
+        if id in self._quiet:
+            await self._told(id)
         task = await self.store.get(id)
         if task is None or not visible(task.owner, owner):
             raise TaskNotFoundError()
         return task
+
+    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
+                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
+                   owner: str | None = None) -> TaskPage:
+        """A page of the store's tasks (see :meth:`TaskStore.list`), the quiet ones in it too."""
+        for id in list(self._quiet):
+            await self._told(id)
+        mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
+        return await self.store.list(context_id=context_id, state=state, updated_after=updated_after,
+                                     page_size=page_size, page_token=page_token, **mine)
+
+    async def _told(self, id: str) -> None:
+        """A quiet task is about to be told of: from now on every state is written, this one first."""
+        self._quiet.discard(id)
+        async with self._locks.setdefault(id, asyncio.Lock()):
+            task = self._unsaved.pop(id, None)
+            if task is not None:
+                try:
+                    await self.store.save(task)
+                except BaseException:
+                    self._quiet.add(id)  # as it was: written by its next move, or the next read
+                    self._unsaved[id] = task
+                    raise
 
     async def cancel(self, id: str, owner: str | None = None) -> Task:
         """Cancel a task: its run is cancelled (a remote call under way sends the peer a cancel);
@@ -519,6 +570,8 @@ class TaskRunner:
         if moving is not None:  # time up in the middle of a move: answered once it is saved
             async with moving:
                 pass
+        if task.id in self._quiet:  # time up before it settled: its caller is told of this state
+            await self._told(task.id)
         return task
 
     def _time_up(self, slot: int) -> None:
