@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -190,10 +191,13 @@ async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_
     running, done = make(1, state=TaskState.WORKING), make(2)
     await store.save(running)
     await store.save(done)
+    for i in range(3, MemoryTaskStore.RECENT + 3):  # once it has left the recently finished, kept live
+        await store.save(make(i))
+    await asyncio.sleep(0)
     gc.collect()
     assert not gc.is_tracked(store._tasks["task-2"])
     assert gc.is_tracked(store._tasks["task-1"])  # a task in flight is the live object
-    assert [t.id for t in (await store.list(state=TaskState.COMPLETED)).tasks] == ["task-2"]
+    assert (await store.list(state=TaskState.COMPLETED, page_size=100)).total == MemoryTaskStore.RECENT + 1
     assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]
 
 
@@ -260,12 +264,16 @@ async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpac
     assert await store.get("task-0") is first  # the polls right after its end: nothing unpacked
     for i in range(1, MemoryTaskStore.RECENT + 1):
         await store.save(make(i))
+    assert store._tasks["task-0"][4] is first  # no save packs: the request that finished a task waits for none
+    await asyncio.sleep(0)  # packed once the loop is free, all that left the recent ones in one batch
+    assert isinstance(store._tasks["task-0"][4], bytes) and len(store._recent) == MemoryTaskStore.RECENT
     again = await store.get("task-0")  # older: read back from its packed record
     assert again is not first
     assert (again.id, again.state, again.history[0].text, again.artifacts[0].text, again.skill) == \
         ("task-0", TaskState.COMPLETED, "q0", "a0", "greet")
     for i in range(MemoryTaskStore.RECENT + 1, MemoryTaskStore.RECENT + 20):  # retention drops both forms
         await store.save(make(i))
+    await asyncio.sleep(0)
     assert await store.get("task-0") is None and await store.get("task-9") is None
     assert len(store._recent) == MemoryTaskStore.RECENT
 

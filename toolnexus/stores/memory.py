@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 import time
@@ -31,9 +32,10 @@ class MemoryTaskStore:
     One entry per task: ``(context_id, state value, status timestamp, owner, body)``. A task in
     flight is kept as the live object; a finished one packed (``_json.pack``: compact bytes, ~250
     bytes for a short exchange), so that its entry holds only strings and bytes and the garbage
-    collector stops walking it after its first pass. The last ``RECENT`` tasks to finish are also
-    kept as they were, so that the polls that follow a task's end (most of a busy agent's traffic)
-    do not unpack it again. Listings walk the entries newest first (the dict keeps the order of
+    collector stops walking it after its first pass. The last ``RECENT`` tasks to finish are kept
+    as they were, so that the polls that follow a task's end (most of a busy agent's traffic)
+    do not unpack it, and are packed as they leave those (``_pack``, after the request that
+    finished them, in one batch): no request waits for a pack. Listings walk the entries newest first (the dict keeps the order of
     creation).
 
     Retention: past ``max_tasks`` finished tasks, or for finished tasks older than ``max_age``
@@ -53,6 +55,7 @@ class MemoryTaskStore:
         self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
         self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
         self._recent: collections.OrderedDict[str, Task] = collections.OrderedDict()  # just finished, live
+        self._packing = False
         self.max_tasks = max_tasks
         self.max_age = max_age
 
@@ -67,21 +70,33 @@ class MemoryTaskStore:
         return body
 
     async def save(self, task: Task) -> None:
-        body: Task | bytes = task
+        was = self._tasks.get(task.id)
+        self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, task)
         if task.state.terminal:
-            try:
-                body = _json.pack(task_record(task))
-            except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
-                log.error("task %s cannot be stored as JSON (%s); kept as it is", task.id, exc)
-            if task.id not in self._tasks or not STATES[self._tasks[task.id][1]].terminal:
+            if was is None or not STATES[was[1]].terminal:
                 self._finished.append(task.id)
             self._recent[task.id] = task
             self._recent.move_to_end(task.id)
-            if len(self._recent) > self.RECENT:
-                self._recent.popitem(last=False)
-        self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, body)
-        if task.state.terminal:
+            if len(self._recent) > self.RECENT and not self._packing:  # packed after this request, in a batch
+                self._packing = True
+                asyncio.get_running_loop().call_soon(self._pack)
             self._retain()
+
+    def _pack(self) -> None:
+        """Pack the finished tasks that left the last ``RECENT`` (off the path of the request that
+        finished them: one call for all that left since)."""
+        self._packing = False
+        while len(self._recent) > self.RECENT:
+            id, task = self._recent.popitem(last=False)
+            entry = self._tasks.get(id)
+            if entry is None or entry[4] is not task:
+                continue
+            try:
+                body = _json.pack(task_record(task))
+            except (TypeError, ValueError) as exc:  # keep the live task rather than lose it
+                log.error("task %s cannot be stored as JSON (%s); kept as it is", id, exc)
+                continue
+            self._tasks[id] = (*entry[:4], body)
 
     def _retain(self) -> None:
         """Drop the oldest finished tasks past ``max_tasks`` or ``max_age``."""
