@@ -38,7 +38,7 @@ class TaskEvent:
         server: the hosted server's name, or the peer's URL for a watched remote task.
         previous: the state before (None for a new task).
         state: the state after.
-        task: a snapshot of the task after the transition.
+        task: the task's value after the transition (shared with the store, never changed after).
         result: the run's RunResult on terminal and interrupted states.
         heard: another worker made this change (a shared store) and this one heard of it.
     """

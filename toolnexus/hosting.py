@@ -308,8 +308,7 @@ class Workspace:
         task = await runner.get(task_id)
         if not task.state.interrupted:
             raise InvalidParamsError(f"task {task_id} is {task.state.value}, not waiting for input")
-        await runner.answer(task, Message("user", [Part.of_text(text)]))
-        return task
+        return await runner.answer(task, Message("user", [Part.of_text(text)]))
 
 
 def _reason(exc: BaseException) -> str:

@@ -44,7 +44,7 @@ async def test_on_task_exactly_once_across_200_concurrent_tasks():
     assert sample["result"].usage.total_tokens > 0 and sample["result"].tool_call_count == 1
 
 
-async def test_events_carry_snapshots_and_run_results():
+async def test_events_carry_the_tasks_values_and_run_results():
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ev")) as h, httpx.AsyncClient() as http:
         got = []
@@ -58,13 +58,19 @@ async def test_events_carry_snapshots_and_run_results():
 
         collector = asyncio.ensure_future(collect())
         await asyncio.sleep(0)
-        await rpc(http, h.url, "message/send", {"message": v03_message("greet Bob")})
+        answer = await rpc(http, h.url, "message/send", {"message": v03_message("greet Bob")})
         await asyncio.wait_for(collector, 5)
+        stored = await h.runner.store.get(answer["result"]["id"])
     assert [e.state for e in got] == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+    # each move made one value: the event holds it, the store keeps that same value, and what a move
+    # did not change is shared with the value before (nothing copied twice, nothing changed after)
+    assert stored is got[2].task
+    assert got[1].task.history is got[0].task.history and got[1].task.artifacts is got[0].task.artifacts
+    assert len(got[0].task.history) == 1 and not got[0].task.artifacts and len(got[2].task.history) == 2
     assert got[0].previous is None and got[1].previous is TaskState.SUBMITTED
     assert all(e.server == "ev" for e in got)
     assert [e.seq for e in got] == sorted(e.seq for e in got)
-    assert got[0].task.state is TaskState.SUBMITTED  # a snapshot, not the live task
+    assert got[0].task.state is TaskState.SUBMITTED  # a value, never the live task
     assert got[2].result is not None and got[2].result.tool_calls[0]["name"] == "skill"
     assert got[2].skill == "greet"
     assert got[2].task.artifacts[0].text.startswith('Using the "greet" skill')
@@ -225,7 +231,7 @@ async def test_terminal_states_never_change():
         r = await rpc(http, h.url, "message/send", {"message": v03_message("done")})
         task = await h.runner.get(r["result"]["id"])
         for state in TaskState:
-            assert await h.runner.transition(task, state) is False
+            assert await h.runner.transition(task, state) is None
         assert task.state is TaskState.COMPLETED
 
 

@@ -227,6 +227,16 @@ class Task:
     def state(self) -> TaskState:
         return self.status.state
 
+    def moved(self, status: TaskStatus, history: list[Message] | None = None,
+              artifacts: list[Artifact] | None = None) -> Task:
+        """The task's next value: this status, these messages and artifacts added. What did not
+        change (the lists when nothing is added, metadata, the trace) is shared with this one: a
+        value is never changed in place once made (``TaskRunner.transition`` makes one per move,
+        and the event, the store and every reader hold that same value)."""
+        return Task(self.id, self.context_id, status, [*self.history, *history] if history else self.history,
+                    [*self.artifacts, *artifacts] if artifacts else self.artifacts, self.metadata, self.skill,
+                    self.request, self.created, self.owner, self.trace, self.version)
+
     def snapshot(self) -> Task:
         """A copy whose lists and status later changes to this task do not touch."""
         return Task(

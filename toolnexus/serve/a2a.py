@@ -524,7 +524,7 @@ class A2AEndpoint:
         if queue is not None:
             return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, wrap)
         if blocking:
-            await self.runner.wait(task, self.config.blocking_timeout)
+            task = await self.runner.wait(task, self.config.blocking_timeout)
         return render_send_result(task, dialect, history_length)
 
     def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:

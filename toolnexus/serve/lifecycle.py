@@ -2,8 +2,11 @@
 store (:mod:`toolnexus.stores`).
 
 Every state change goes through :meth:`TaskRunner.transition`, which checks the move against
-``LEGAL``, saves, wakes the waiters and publishes a :class:`TaskEvent`. A terminal state never
-changes; an illegal move is refused and recorded nowhere.
+``LEGAL``, makes the task's next value (:meth:`Task.moved`: what did not change is shared with
+the one before), saves it, publishes it in a :class:`TaskEvent` and wakes the waiters. The store,
+the event and every reader hold that same value, never changed after; only the live task (the
+object a run holds, ``_live``) follows the moves. A terminal state never changes; an illegal move
+is refused and recorded nowhere.
 
 Durable when told: a state a caller is told of (a send's answer, a stream's frame, a poll, a push
 notification, a listing) is saved before it is told. A blocking send's caller is told only once
@@ -133,52 +136,54 @@ class TaskRunner:
         history: list[Message] | None = None,
         result: RunResult | None = None,
         new: bool = False,
-    ) -> bool:
-        """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. False if refused.
+    ) -> Task | None:
+        """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. Returns the
+        task's new value (see :meth:`Task.moved`), None if the move was refused.
 
-        ``new`` marks the first record of a task (its move from nothing to ``submitted``).
+        The live task (the object this worker's run of it holds, :attr:`_live`) takes the new
+        value's status, lists and version once it is saved; a task passed in that is not live (a
+        value a store handed back) is never changed. ``new`` marks the first record of a task (its
+        move from nothing to ``submitted``).
         """
         lock = self._locks.get(task.id)
         if lock is None:
             lock = self._locks[task.id] = asyncio.Lock()
         async with lock:
+            live = self._live.get(task.id)
+            if live is not None and live is not task and live.version >= task.version:
+                task = live  # what this worker holds is as new as what was read: move that
             for _ in range(5):
                 before = None if new else task.status.state
                 if not is_legal(before, state):
                     log.debug("task %s: refused move %s -> %s", task.id, before, state)
-                    return False
-                kept = (task.status, len(task.history), len(task.artifacts))
+                    return None
                 stamp = now_iso()
-                task.status = TaskStatus(state, message, stamp)
-                if history:
-                    task.history.extend(history)
-                if artifacts:
-                    task.artifacts.extend(artifacts)
+                value = task.moved(TaskStatus(state, message, stamp), history, artifacts)
                 try:
                     if task.id in self._quiet:
                         if not (state.terminal or state.interrupted):
-                            self._unsaved[task.id] = task  # written when told (see the module's doc)
+                            self._unsaved[task.id] = value  # written when told (see the module's doc)
                             break
                         self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
                         self._unsaved.pop(task.id, None)
-                    await self.store.save(task)
+                    await self.store.save(value)
                     break
-                except BaseException as exc:  # not saved: the task is as it was
-                    task.status, history_was, artifacts_were = kept
-                    del task.history[history_was:], task.artifacts[artifacts_were:]
-                    if not isinstance(exc, StaleTaskError):
-                        raise
-                fresh = await self.store.get(task.id)  # another worker moved it first: take that, decide again
+                except StaleTaskError:  # another worker moved it first: take that, decide again
+                    pass
+                fresh = await self.store.get(task.id)
                 if fresh is None:
-                    return False
-                _adopt(task, fresh)
-                if fresh.state is state and not state.terminal and fresh.status.timestamp != kept[0].timestamp:
-                    return True  # our own write, whose answer was lost with the connection
+                    return None
+                was = task.status
+                _adopt(task, fresh)  # a live task, or a private read of a shared store
+                if fresh.state is state and not state.terminal and fresh.status.timestamp != was.timestamp:
+                    return fresh  # our own write, whose answer was lost with the connection
             else:
                 log.warning("task %s: gave up moving it to %s after 5 writes by other workers", task.id, state.value)
-                return False
-            event = TaskEvent(task.id, task.context_id, task.skill, before, state, task.snapshot(), self.server,
-                              result, stamp)
+                return None
+            if new or task is self._live.get(task.id):
+                task.status, task.history, task.artifacts = value.status, value.history, value.artifacts
+                task.version = value.version
+            event = TaskEvent(task.id, task.context_id, task.skill, before, state, value, self.server, result, stamp)
             self.bus.publish(event)
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
@@ -187,15 +192,15 @@ class TaskRunner:
                     await self.push.sync(task.id)  # shared by workers: configs set on any of them
                 except Exception as exc:  # the move is saved and told; only its notification may miss
                     log.warning("task %s: its push configs could not be read: %s", task.id, exc)
-                self.push.notify(event.task, artifacts or [])
+                self.push.notify(value, artifacts or [])
             changed = self._changed.pop(task.id, None)
             if changed is not None:
                 changed.set()
             if state.terminal:
                 self._forget(task.id)
             if state.terminal or state.interrupted:
-                self._fire_on_task(task, state, result)
-        return True
+                self._fire_on_task(value, state, result)
+        return value
 
     def _forget(self, task_id: str) -> None:
         """Drop what this worker kept for a task in flight, once it ended (here or on another worker)."""
@@ -250,8 +255,10 @@ class TaskRunner:
             if push is not None:
                 await self._register(push, task)
             if task.state.interrupted:
-                await self.answer(task, message)
-            elif not await self.tell(task, message):  # a working task takes it at its next turn
+                task = await self.answer(task, message)
+            elif await self.tell(task, message):
+                task = self._live.get(task.id, task)  # what a blocking send waits on
+            else:  # a working task takes it at its next turn
                 if queue is not None:
                     self.unlisten(task.id, queue)
                 why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
@@ -302,12 +309,26 @@ class TaskRunner:
         message.context_id, message.task_id = task.context_id, task.id
         inbox.append(message.text)
         async with self._locks.setdefault(task.id, asyncio.Lock()):
-            task.history.append(message)
-            await self.store.save(task)
+            live = self._live.get(task.id, task)
+            value = live.moved(live.status, [message])
+            await self.store.save(value)
+            if live is self._live.get(task.id):
+                live.history, live.version = value.history, value.version
         return True
 
-    async def answer(self, task: Task, message: Message) -> None:
-        """Resume an interrupted task with the user's ``message``."""
+    def _hold(self, task: Task) -> Task:
+        """This worker's live object for ``task`` (a value a store handed back, never changed):
+        brought up to its version, or made when there is none."""
+        live = self._live.get(task.id)
+        if live is None:
+            live = self._live[task.id] = task.moved(task.status)
+        elif live.version < task.version:
+            _adopt(live, task)
+        return live
+
+    async def answer(self, task: Task, message: Message) -> Task:
+        """Resume an interrupted task with the user's ``message``. Returns the live task, which
+        follows its run from here."""
         message.context_id, message.task_id = task.context_id, task.id
         pending = self._pending.pop(task.id, None)
         take = getattr(self.store, "take_pending", None)
@@ -317,13 +338,17 @@ class TaskRunner:
                 raise InvalidParamsError(f"task {task.id} is already being answered")
             if pending is None and stored is not None:
                 pending = self.client.restore(stored, self.toolkit)  # suspended on another worker
+        held = task.id in self._live
+        task = self._hold(task)
         if not await self.transition(task, TaskState.WORKING, history=[message]):
+            if not held:
+                self._live.pop(task.id, None)
             raise InvalidParamsError(f"the task is {task.state.value}, no longer waiting for input")
-        self._live[task.id] = task
         # messages that came in as the run suspended go with the answer, before it
         earlier = list(self._inboxes.pop(task.id, ()))
         self._inboxes[task.id] = Inbox()
         self._start(task, self._fulfil(task, "\n\n".join([*earlier, message.text]), pending, started=True))
+        return task
 
     def _start(self, task: Task, work: Awaitable[None]) -> None:
         run = asyncio.ensure_future(work)
@@ -430,10 +455,10 @@ class TaskRunner:
             self._heard[task_id] = state
             if len(self._heard) > 10_000:
                 self._heard.popitem(last=False)
-        snapshot = fresh.snapshot()
+        value = fresh  # a read of its own: the event's value
         if fresh.version != version:  # it moved on since: this announcement's state, with what is stored
-            snapshot.status = TaskStatus(state, None, fresh.status.timestamp)
-        event = TaskEvent(task_id, fresh.context_id, fresh.skill, previous, state, snapshot, self.server, None,
+            value = fresh.moved(TaskStatus(state, None, fresh.status.timestamp))
+        event = TaskEvent(task_id, fresh.context_id, fresh.skill, previous, state, value, self.server, None,
                           fresh.status.timestamp or now_iso(), heard=True)
         self.bus.publish(event)
         for q in self._watchers.get(task_id, ()):
@@ -494,6 +519,9 @@ class TaskRunner:
                     self._quiet.add(id)  # as it was: written by its next move, or the next read
                     self._unsaved[id] = task
                     raise
+                live = self._live.get(id)
+                if live is not None:
+                    live.version = task.version
 
     async def cancel(self, id: str, owner: str | None = None) -> Task:
         """Cancel a task: its run is cancelled (a remote call under way sends the peer a cancel);
@@ -503,10 +531,12 @@ class TaskRunner:
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
         run = self._runs.pop(id, None)
         waiting = self._pending.get(id)
-        if not await self.transition(task, TaskState.CANCELED):
-            raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
+        canceled = await self.transition(task, TaskState.CANCELED)
+        if canceled is None:
+            now = self._live.get(id, task).state.value
+            raise TaskNotCancelableError(f"Task cannot be canceled: it is already {now}")
         self._stop_here(task, run, waiting, canceled=True)
-        return task
+        return canceled
 
     def _start_hook(self, task: Task, hook: Callable[[], Awaitable[Any]]) -> None:
         """Run a suspended tool's cancel hook in the background (bounded; a failure is logged)."""
@@ -521,9 +551,9 @@ class TaskRunner:
         future.add_done_callback(self._hooks.discard)
 
     def _settled(self, task: Task) -> bool:
-        """``task`` is terminal or interrupted, and told: not in the middle of its move there. A
-        move sets the live task's status before it saves it (a file or a database: a wait), and a
-        waiter woken by the move before must not answer with a state not yet saved nor published."""
+        """``task`` is terminal or interrupted, and told: not in the middle of its move there. The
+        live task takes a move's state once it is saved and published, but the move still holds
+        its lock while it tells the webhooks; a waiter woken by the move before answers after it."""
         return (task.state.terminal or task.state.interrupted) and self._moving(task.id) is None
 
     def _moving(self, task_id: str) -> asyncio.Lock | None:
@@ -533,7 +563,9 @@ class TaskRunner:
 
     async def wait(self, task: Task, timeout: float | None) -> Task:
         """Wait until ``task`` is terminal or interrupted, or ``timeout`` seconds have passed (ending
-        within ``WAKE_EVERY`` after that)."""
+        within ``WAKE_EVERY`` after that). Returns its latest value: ``task`` itself when it is
+        the live one, which its moves change; a value a store handed back never changes."""
+        task = self._live.get(task.id, task)
         due: tuple[asyncio.TimerHandle, dict[str, int]] | None = None
         slot, waits = 0, dict[str, int]()
         if timeout is not None and not (task.state.terminal or task.state.interrupted):
@@ -553,14 +585,16 @@ class TaskRunner:
                     changed = self._changed[task.id] = asyncio.Event()
                 if self.link is None:
                     await changed.wait()
+                    task = await self._latest(task)
                     continue
                 try:  # shared: another worker's change may be announced while this one hears nothing
                     async with asyncio.timeout(1.0):
                         await changed.wait()
+                    task = await self._latest(task)
                 except TimeoutError:
                     fresh = await self.store.get(task.id)
                     if fresh is not None and fresh.version > task.version:
-                        _adopt(task, fresh)
+                        task = fresh
         finally:
             if due is not None and self._due.get(slot) is due:
                 left = waits.pop(task.id) - 1
@@ -573,6 +607,17 @@ class TaskRunner:
         if task.id in self._quiet:  # time up before it settled: its caller is told of this state
             await self._told(task.id)
         return task
+
+    async def _latest(self, task: Task) -> Task:
+        """``task`` as it is now: itself once settled (a live task is changed by its moves), else
+        the live one, else what the store holds."""
+        if self._settled(task):
+            return task
+        live = self._live.get(task.id)
+        if live is not None:
+            return live
+        fresh = await self.store.get(task.id)
+        return fresh if fresh is not None and fresh.version >= task.version else task
 
     def _time_up(self, slot: int) -> None:
         """End the waits due in this interval: their tasks' waiters wake, and those with time left
@@ -603,7 +648,7 @@ class TaskRunner:
             for task in page.tasks:
                 if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
                     note = Message.agent("interrupted by restart", task.context_id, task.id)
-                    count += await self.transition(task, TaskState.FAILED, message=note)
+                    count += await self.transition(task, TaskState.FAILED, message=note) is not None
             if not page.next_token:
                 return count
             page_token = page.next_token

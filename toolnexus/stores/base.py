@@ -39,7 +39,10 @@ class TaskStore(Protocol):
 
     async def get(self, id: str) -> Task | None: ...
 
-    async def save(self, task: Task) -> None: ...
+    async def save(self, task: Task) -> None:
+        """Keep ``task``: a value the runner made (``Task.moved``) and never changes after, so a
+        store may hold it as it is."""
+        ...
 
     async def list(
         self,

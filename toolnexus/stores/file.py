@@ -59,9 +59,8 @@ class FileTaskStore:
     async def save(self, task: Task) -> None:
         if not self._loaded:
             await asyncio.to_thread(self.load)
-        snapshot = task.snapshot()
-        self._cache[task.id] = task
-        body = json.dumps(task_record(snapshot), ensure_ascii=False)
+        self._cache[task.id] = task  # a value, never changed once saved (Task.moved)
+        body = json.dumps(task_record(task), ensure_ascii=False)
         path = self._path(task.id)
         lock = self._locks.setdefault(task.id, asyncio.Lock())
         async with lock:  # saves of one task land in order
