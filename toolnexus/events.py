@@ -60,6 +60,20 @@ class TaskEvent:
     def key(self) -> str:
         return self.task_id
 
+    @property
+    def size(self) -> int:
+        """About the bytes this event holds (see :func:`size_of`): a settled task's texts and its
+        run's result, counted once, on the event that ends the run; an earlier event shares them."""
+        if not (self.state.terminal or self.state.interrupted):
+            return 256
+        task = self.task
+        size = 512 + sum(len(p.text or "") for m in task.history for p in m.parts) + \
+            sum(len(p.text or "") for a in task.artifacts for p in a.parts)
+        if self.result is not None:
+            size += len(self.result.text) + sum(len(c) if isinstance(c := m.get("content"), str) else 256
+                                                for m in self.result.messages)
+        return size
+
 
 @dataclass
 class ToolCallEvent:
@@ -107,6 +121,11 @@ class TrafficEvent:
     @property
     def key(self) -> str | None:
         return None
+
+    @property
+    def size(self) -> int:
+        """About the bytes this exchange holds: its bodies (each cut at ``traffic.BODY_CAP``)."""
+        return 512 + len(self.request_body) + len(self.response_body) + sum(map(len, self.frames))
 
 
 @dataclass
@@ -229,17 +248,34 @@ class _Subscription:
         self.wake.set()
 
 
-class EventBus:
-    """Fan-out of events to any number of subscribers; keeps the last ``history`` events for replay."""
+HISTORY_BYTES = 32 * 1024 * 1024
+"""What a bus's history may hold, about, in bytes (``EventBus.history_bytes``)."""
 
-    def __init__(self, history: int = 1000) -> None:
+
+def size_of(event: Any) -> int:
+    """About how many bytes keeping ``event`` holds: its own ``size`` when it has one (bodies,
+    texts), else a small event's."""
+    size = getattr(event, "size", None)
+    return size if type(size) is int else 256
+
+
+class EventBus:
+    """Fan-out of events to any number of subscribers; keeps the last ``history`` events for
+    replay, and fewer when those would hold more than ``history_bytes`` (see :func:`size_of`):
+    a history of large exchanges or long tasks is bounded in memory, not only in count."""
+
+    def __init__(self, history: int = 1000, history_bytes: int = HISTORY_BYTES) -> None:
         self._subs: set[_Subscription] = set()
         self.dropped_subscribers = 0
         """Subscribers cut off so far for falling too far behind (each was told with ``Dropped``)."""
         self.taps: list[Callable[[Sequence[Any]], None]] = []
         """Called with every batch as it is published, in the publisher's thread: for counts that
         must cost next to nothing (``serve.metrics``); a tap must be quick and must not raise."""
-        self._history: collections.deque[Any] = collections.deque(maxlen=history)
+        self._history: collections.deque[Any] = collections.deque()
+        self._sizes: collections.deque[int] = collections.deque()  # each kept event's size_of, in order
+        self._held = 0
+        self.history_limit = history
+        self.history_bytes = history_bytes
         self._seq = itertools.count(1)
         self.seq = 0
         """The ``seq`` of the newest event published (0 before the first): "from now on" for a reader."""
@@ -259,7 +295,15 @@ class EventBus:
         with self._lock:
             for event in events:
                 event.seq = self.seq = next(self._seq)
-            self._history.extend(events)
+            history, sizes = self._history, self._sizes
+            history.extend(events)
+            for event in events:
+                size = size_of(event)
+                sizes.append(size)
+                self._held += size
+            while len(history) > self.history_limit or (self._held > self.history_bytes and len(history) > 1):
+                history.popleft()
+                self._held -= sizes.popleft()
             subs = list(self._subs)
         for tap in self.taps:
             tap(events)

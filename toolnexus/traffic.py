@@ -363,6 +363,11 @@ class _Inbound(TrafficEvent):
         rec = self._rec
         return mask_headers(_pairs(headers), rec.secret_names, rec._sorted_values())
 
+    @property
+    def size(self) -> int:  # the raw bodies' lengths, nothing decoded
+        raw = self._raw
+        return 512 + len(raw[6]) + len(raw[9])
+
     method = _cached(lambda self: self._raw[0])  # type: ignore[assignment]  # a field decoded on first read, over the event's own
     peer = _cached(lambda self: "%s:%s" % (self._raw[5] or ("?", 0)))  # type: ignore[assignment]  # a field decoded on first read, over the event's own
     status = _cached(lambda self: self._raw[7])  # type: ignore[assignment]  # a field decoded on first read, over the event's own

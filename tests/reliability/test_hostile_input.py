@@ -203,7 +203,7 @@ def test_twenty_thousand_hostile_requests():
     import asyncio
 
     tk = asyncio.run(tn.create_toolkit(builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")]))
-    bus = tn.EventBus(history=1_000_000)  # keeps every transition, for the legality check at the end
+    bus = tn.EventBus(history=1_000_000, history_bytes=1 << 40)  # keeps every transition, for the legality check at the end
     with tk.serve_in_thread(client=tn.demo_client(), a2a=tn.A2AConfig(name="fuzz", max_body=1024 * 1024,
                                                                        blocking_timeout=2.0), events=bus) as handle:
         store = handle.runner.store

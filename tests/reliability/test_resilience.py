@@ -28,7 +28,7 @@ from ..stubs import Reply, ScriptedServer, openai_text
 async def test_a_thousand_concurrent_tasks_with_a_keeping_up_and_a_slow_subscriber():
     calls: list[str] = []
     tk = await tn.create_toolkit(builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")])
-    bus = tn.EventBus(history=100_000)
+    bus = tn.EventBus(history=100_000, history_bytes=1 << 40)
     seen: list[tn.TaskEvent] = []
     slow_seen: list[object] = []
     working = peak = 0

@@ -10,6 +10,7 @@ from dataclasses import asdict
 import httpx
 
 import toolnexus as tn
+from toolnexus.events import size_of
 from toolnexus.traffic import BODY_CAP
 
 from .wire import V10, v10_message
@@ -66,3 +67,41 @@ async def test_every_exchange_is_recorded_masked_with_its_task_frames_and_caps()
             shown = str(vars(event)) + str(asdict(event)) + repr(event)
             assert TOKEN not in shown and "query-secret-55" not in shown
         assert TOKEN in "".join(sent)  # the answer carried it: the recorder masked it, not the server
+
+
+async def test_the_bus_keeps_a_history_bounded_in_bytes_as_well_as_in_count():
+    """Large exchanges (a long task's bodies, twice, each up to BODY_CAP) fill the bus's history by
+    bytes long before its count; small ones by count. A reader that keeps up still sees them all."""
+    bus = tn.EventBus(history=1000, history_bytes=2_000_000)
+    seen: list[object] = []
+
+    async def reader() -> None:
+        async for ev in bus.subscribe(replay=False, max_queue=10_000):
+            seen.append(ev)
+
+    follow = asyncio.ensure_future(reader())
+    await asyncio.sleep(0)
+    tk = await tn.create_toolkit(builtins=False)
+    try:
+        async with tk.serve(client=tn.demo_client(), record_wire=True, events=bus, a2a=tn.A2AConfig(name="big")) \
+                as handle, httpx.AsyncClient(headers=V10, timeout=30) as http:
+            text = "x" * 100_000
+            for i in range(40):  # the request and the reply each carry the text: ~200 KB an exchange
+                answer = await http.post(handle.url + "/", json={"jsonrpc": "2.0", "id": i, "method": "SendMessage",
+                                                                 "params": {"message": v10_message(f"{i} {text}")}})
+                assert answer.status_code == 200
+            await _inbound(handle, 1)
+            await asyncio.sleep(0.1)  # the last batch published
+            kept = bus.history()
+            assert sum(map(size_of, kept)) <= 2_000_000 and len(kept) < 40
+            traffic = [e for e in kept if isinstance(e, tn.TrafficEvent)]
+            assert traffic and all(e.size > 100_000 for e in traffic)
+            assert traffic[-1].request_body.startswith('{"jsonrpc"')  # the newest are the ones kept
+            for i in range(1100):  # small ones: bounded by count
+                assert (await http.get(handle.card_url)).status_code == 200
+            await asyncio.sleep(0.1)
+            assert len(bus.history()) == 1000 and sum(map(size_of, bus.history())) <= 2_000_000
+    finally:
+        follow.cancel()
+    assert sum(isinstance(e, tn.TrafficEvent) for e in seen) == 40 + 1100  # every one reached the reader
+    assert sum(isinstance(e, tn.TaskEvent) for e in seen) == 40 * 3
