@@ -25,6 +25,8 @@ from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.signal import Signal
 
 from toolnexus.client.conversation import Conversation
@@ -145,6 +147,7 @@ class ToolnexusApp(App[None]):
         """Tune this process's garbage collector (``main`` does: the process is the app's). See
         :meth:`_settle_gc`."""
         self._frozen = 0
+        self._building: set[asyncio.Future[None]] = set()  # the screens being built ahead, till mounted
         self.workspace = workspace or Workspace()
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
@@ -214,7 +217,7 @@ class ToolnexusApp(App[None]):
         """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
         a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
-        if not self.is_running:  # shutting down
+        if self._tn_closing or not self.is_running:  # shutting down
             return
         if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
             self.set_timer(PREBUILD_EVERY, self._prebuild)
@@ -225,20 +228,24 @@ class ToolnexusApp(App[None]):
                 # Textual re-read all CSS for it just now, then marks only the current screen's
                 # widgets as styled by it: the first visit would re-read it all again (~100 ms)
                 self._screen_stacks[mode][0]._css_update_count = self._css_update_count  # noqa: SLF001
-                self._building = asyncio.ensure_future(_mounted(mounted))
+                build = asyncio.ensure_future(_mounted(mounted, self._screen_stacks[mode][0]))  # noqa: SLF001
+                self._building.add(build)
+                build.add_done_callback(self._building.discard)
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
 
     _last_key = 0.0
-    _building: asyncio.Future[None] | None = None
+
+    _tn_closing = False  # (Textual has a `_closing` of its own)
 
     async def _shutdown(self) -> None:
         """A screen being built ahead is let finish mounting first: closing the app under it failed
-        in its own mount (its widgets pruned while its ``on_mount`` ran), every time."""
-        building = self._building
-        if building is not None and not building.done():
+        in its own mount (its widgets pruned while its ``on_mount`` ran), every time. No build
+        starts from here on: the next one's timer could fire while this one finishes."""
+        self._tn_closing = True
+        if self._building:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(building), 5)
+                await asyncio.wait(set(self._building), timeout=5)
         await super()._shutdown()
 
     async def on_event(self, event: events.Event) -> None:
@@ -541,9 +548,13 @@ class ToolnexusApp(App[None]):
         self.push_screen(ServerForm(self.workspace))
 
 
-async def _mounted(mount: Any) -> None:
-    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted."""
+async def _mounted(mount: Any, screen: Screen[Any]) -> None:
+    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted, and every widget
+    under it too: a widget that mounts more in its own ``on_mount`` is still mounting when the
+    screen's own mount is done."""
     await mount
+    while pending := [w for w in screen.walk_children(Widget, with_self=False) if not w.is_mounted]:
+        await asyncio.wait([asyncio.ensure_future(w._mounted_event.wait()) for w in pending])  # noqa: SLF001
 
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:

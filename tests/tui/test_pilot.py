@@ -16,6 +16,7 @@ from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
 
 from toolnexus.protocol.model import TaskState  # noqa: E402
 from toolnexus.hosting import demo_spec  # noqa: E402
+from tui import app as app_module  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 from tui.screens.server_form import ServerForm  # noqa: E402
@@ -251,3 +252,18 @@ async def test_the_app_closes_cleanly_while_a_screen_is_being_built_ahead():
         app._prebuild()  # noqa: SLF001 (the next mode's screen, Tasks: mounting as the app closes)
         assert "tasks" in app._screen_stacks  # noqa: SLF001
     assert app.return_code in (None, 0) and not app.handler_errors
+
+
+@pytest.mark.parametrize("every", [0.01, 0.03, 0.05])
+async def test_the_app_closes_cleanly_while_the_next_build_ahead_is_due(monkeypatch, every):
+    """The next screen's build comes due while the app waits for the last one to finish closing
+    (timers still fire then): it must not start. It did, and failed in the Peers screen's mount,
+    pruned as the app closed ("No nodes match '#card-view'"; found once in a loaded full run)."""
+    monkeypatch.setattr(app_module, "PREBUILD_EVERY", every)  # due while Tasks' build (~60 ms) finishes
+    app = ToolnexusApp(specs=[])
+    app.prebuild = False
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        app._prebuild()  # noqa: SLF001 (Tasks; the next is due `every` later, as the app closes)
+    assert app.return_code in (None, 0) and not app.handler_errors
+    assert len(app._screen_stacks) < len(app.MODES)  # noqa: SLF001 (closed before every mode was built)
