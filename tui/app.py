@@ -25,8 +25,6 @@ from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
-from textual.widget import Widget
 from textual.signal import Signal
 
 from toolnexus.client.conversation import Conversation
@@ -228,7 +226,7 @@ class ToolnexusApp(App[None]):
                 # Textual re-read all CSS for it just now, then marks only the current screen's
                 # widgets as styled by it: the first visit would re-read it all again (~100 ms)
                 self._screen_stacks[mode][0]._css_update_count = self._css_update_count  # noqa: SLF001
-                build = asyncio.ensure_future(_mounted(mounted, self._screen_stacks[mode][0]))  # noqa: SLF001
+                build = asyncio.ensure_future(_mounted(mounted))
                 self._building.add(build)
                 build.add_done_callback(self._building.discard)
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
@@ -548,13 +546,9 @@ class ToolnexusApp(App[None]):
         self.push_screen(ServerForm(self.workspace))
 
 
-async def _mounted(mount: Any, screen: Screen[Any]) -> None:
-    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted, and every widget
-    under it too: a widget that mounts more in its own ``on_mount`` is still mounting when the
-    screen's own mount is done."""
+async def _mounted(mount: Any) -> None:
+    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted."""
     await mount
-    while pending := [w for w in screen.walk_children(Widget, with_self=False) if not w.is_mounted]:
-        await asyncio.wait([asyncio.ensure_future(w._mounted_event.wait()) for w in pending])  # noqa: SLF001
 
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:
