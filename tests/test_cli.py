@@ -177,8 +177,12 @@ def served_demo():
         try:
             yield url
         finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(10)
+            proc.send_signal(signal.SIGINT)  # a slow task a test left running is drained for 30 s:
+            try:
+                proc.wait(2)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)  # as a user in a hurry: the second Ctrl-C stops now
+                proc.wait(10)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,8 @@ from .serve.metrics import MULTIPROC_ENV
 __all__ = ["main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+DRAIN = 30.0
+"""``serve --drain``'s default: seconds a stop gives what runs (as long as Kubernetes' default grace)."""
 DEMO_NAME = "demo-desk"
 
 
@@ -69,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="the memory store drops finished tasks older than this (default: no limit)")
     s.add_argument("--lease", type=float, default=None, metavar="SECONDS",
                    help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
+    s.add_argument("--drain", type=float, default=DRAIN, metavar="SECONDS",
+                   help="on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
+                        "callers answered), and fail what is left, saying so; a second signal stops at once "
+                        f"(default {DRAIN:g})")
     s.add_argument("--worker-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --workers
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -318,7 +324,7 @@ async def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
     serving_gc()
-    stop = _stop_on_signals()
+    stop = _stop_on_signals(worker=args.worker_fd is not None)
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
     worker = args.worker_index
     if worker is not None:  # the supervisor said where it serves; a worker says only what it does
@@ -364,8 +370,19 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         await stop.wait()
     finally:
+        stop.clear()
+        running = handle.runner.running if handle.runner is not None else 0
+        if args.drain > 0 and running and worker is None:
+            _emit(args, f"draining: {running} task(s) running, up to {args.drain:g}s (Ctrl-C again to stop now)",
+                  {"event": "draining", "running": running, "seconds": args.drain})
+        stopping = asyncio.ensure_future(handle.stop(args.drain))
+        hurried = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({stopping, hurried}, return_when=asyncio.FIRST_COMPLETED)
+        if hurried.done():
+            handle.hurry()
+        hurried.cancel()
+        await stopping
         follower.cancel()
-        await handle.stop()
         if worker is None:
             _emit(args, "stopped", {"event": "stopped"})
         else:
@@ -461,11 +478,21 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
                           {"event": "worker-exited", "worker": index, "code": workers[index].returncode})
                     await start(index)
     finally:
+        sock.close()  # with the workers' copies closed as they stop accepting, the port refuses
+        stop.clear()
         for proc in workers.values():
             if proc.returncode is None:
-                proc.terminate()
-        await asyncio.gather(*(p.wait() for p in workers.values()))
-        sock.close()
+                proc.terminate()  # each drains (--drain)
+        ended = asyncio.ensure_future(asyncio.gather(*(p.wait() for p in workers.values())))
+        while not ended.done():
+            hurried = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({ended, hurried}, return_when=asyncio.FIRST_COMPLETED)
+            hurried.cancel()
+            if stop.is_set():  # a second Ctrl-C: the workers stop now (their second signal)
+                stop.clear()
+                for proc in workers.values():
+                    if proc.returncode is None:
+                        proc.terminate()
         if made is not None:
             import shutil
 
@@ -492,11 +519,15 @@ def _without(argv: list[str], flag: str) -> list[str]:
     return out
 
 
-def _stop_on_signals() -> asyncio.Event:
-    """An event set by Ctrl-C or SIGTERM (where the platform lets a loop handle them)."""
+def _stop_on_signals(worker: bool = False) -> asyncio.Event:
+    """An event set by Ctrl-C or SIGTERM (where the platform lets a loop handle them). A worker of
+    ``--workers`` leaves Ctrl-C to its supervisor, which sends it SIGTERM (once, and again for a
+    second Ctrl-C), and would otherwise count a terminal's Ctrl-C and that SIGTERM as two."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    if worker:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM,) if worker else (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform/thread

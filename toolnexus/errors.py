@@ -41,6 +41,9 @@ __all__ = [
     "InvalidAgentResponseError",
     "ExtendedCardNotConfiguredError",
     "VersionNotSupportedError",
+    "UnavailableError",
+    "StoreUnavailableError",
+    "ServerStoppingError",
     "RPC_ERRORS",
     "RPC_REASONS",
 ]
@@ -205,11 +208,27 @@ class StaleTaskError(ToolnexusError):
     refusal: ``TaskRunner.transition`` reads the task again and decides the move anew)."""
 
 
-class StoreUnavailableError(InternalError):
+class UnavailableError(InternalError):
+    """Not now, not here: the same call, sent again as it was, may succeed (shortly, or on another
+    host behind the same balancer). JSON-RPC has only the generic -32603 for it (A2A names no code);
+    HTTP+JSON answers 503 and gRPC ``UNAVAILABLE``, which balancers and clients know to retry."""
+
+    message = "unavailable: try again shortly"
+    http_status, grpc_status = 503, "UNAVAILABLE"
+
+
+class StoreUnavailableError(UnavailableError):
     """The task store's database cannot be reached (down, restarting, refusing): the call fails, the
     agent stays up and uses the database again as soon as it answers."""
 
     message = "the task store is unavailable: try again shortly"
+
+
+class ServerStoppingError(UnavailableError):
+    """The server is stopping (a deploy, a SIGTERM): a stream following a task is ended with it
+    once the drain's time is up; resubscribing (through a balancer: to another host) continues."""
+
+    message = "the server is stopping: resubscribe to go on following the task"
 
 
 RPC_ERRORS: dict[int, type[RPCError]] = {

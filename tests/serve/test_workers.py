@@ -52,13 +52,18 @@ class Served:
         return [line for line in self.lines if line.get("event") == kind]
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.proc.returncode is None:
+        for patience in (2, 20):  # a task left running is drained for 30 s: the second Ctrl-C stops now
+            if self.proc.returncode is not None:
+                break
             self.proc.send_signal(signal.SIGINT)
             try:
-                async with asyncio.timeout(20):
+                async with asyncio.timeout(patience):
                     await self.proc.wait()
             except TimeoutError:
-                self.proc.kill()
+                pass
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
         await asyncio.gather(self._reader, return_exceptions=True)
 
 

@@ -404,35 +404,36 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
 
 
 async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_again(tmp_path):
-    from .test_peers_chat_and_wire import chat
+    import signal
+
+    from ..serve.test_workers import Served
 
     store = f"file:{tmp_path / 'tasks'}"
-    tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    h = await tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=store))
-    port = h.port
-    try:
+    peer = Served("--store", store)  # a peer of its own process: it can die as peers do
+    async with peer:
+        url = (await peer.until(lambda lines: peer.events("started")))[0]["url"]
         async with app.run_test(size=(120, 40)) as pilot:
-            app.connect_peer(app.peer_book.add(h.url))
-            await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
-            app.chat_peer = h.url
+            app.connect_peer(app.peer_book.add(url))
+            await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
+            app.chat_peer = url
             await pilot.press("4")
-            await until(pilot, lambda: app.conversation.peer == h.url)
+            await until(pilot, lambda: app.conversation.peer == url)
             box = app.screen.query_one("#chat-input", Input)
             box.value = "slow 3"
             await pilot.press("enter")
             await until(pilot, lambda: app.conversation.turns and app.conversation.turns[-1].task_id)
-            await h.stop()  # the peer goes away mid-task
+            peer.proc.send_signal(signal.SIGKILL)  # the peer goes away mid-task, its connections cut
             await until(pilot, lambda: app.conversation.turns[-1].state is TurnState.LOST, timeout=15)
             assert "ctrl+r: follow the task again" in shown(app, "#chat-log")
             assert "connection lost" in shown(app, "#chat-log") and "✘" not in shown(app, "#chat-log")
-            await until(pilot, lambda: app.peer_book.peers[h.url].state == "unreachable")
-            h = await tk.serve(f"127.0.0.1:{port}", client=tn.demo_client(), a2a=tn.A2AConfig(store=store))
-            await pilot.press("ctrl+r")  # follow the same task again: the restart failed it, and says why
-            await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.FAILED)
-            assert app.conversation.turns[-1].text == "interrupted by restart"
-    finally:
-        await h.stop()
+            await until(pilot, lambda: app.peer_book.peers[url].state == "unreachable")
+            again = Served("--store", store, "--port", url.rsplit(":", 1)[1])
+            async with again:
+                await again.until(lambda lines: again.events("started"))
+                await pilot.press("ctrl+r")  # follow the same task again: the restart failed it, and says why
+                await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.FAILED)
+                assert app.conversation.turns[-1].text == "interrupted by restart"
 
 
 async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancelled():

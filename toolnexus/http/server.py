@@ -14,13 +14,13 @@ import gc
 import ipaddress
 import socket
 import threading
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 import uvicorn
 
 __all__ = ["AsgiServer", "LoopThread", "parse_addr", "http_url", "listening_socket", "serving_gc", "HEADER_TIMEOUT",
-           "MAX_CONNECTIONS", "GC_THRESHOLD"]
+           "MAX_CONNECTIONS", "GC_THRESHOLD", "ANSWER_GRACE"]
 
 DEFAULT_HOST = "127.0.0.1"
 HEADER_TIMEOUT = 10.0
@@ -30,6 +30,9 @@ sends nothing, one trickling a request head or a body. uvicorn's keep-alive time
 an idle connection after a response."""
 MAX_CONNECTIONS = 1000
 """Open connections (or requests in progress) past which new requests get 503."""
+ANSWER_GRACE = 1.0
+"""Seconds a stop gives the requests still open when its drain's time is up to write the answers
+its ``time_up`` gave them (a blocking send's task, a stream's last event), before they are cancelled."""
 GC_THRESHOLD = (20_000, 20, 20)
 """The collector's thresholds in a serving process (see :func:`serving_gc`; Python's are 700, 10, 10)."""
 
@@ -77,12 +80,18 @@ def parse_addr(addr: str | int | None) -> tuple[str, int]:
 
 
 class _Uvicorn(uvicorn.Server):
-    """A uvicorn server that leaves signals to its host and stops on an event, not a 0.1 s poll."""
+    """A uvicorn server that leaves signals to its host, stops on an event, not a 0.1 s poll, and
+    drains (see :meth:`AsgiServer.stop`)."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.ready = asyncio.Event()
         self.stopping = asyncio.Event()
+        self.hurry = asyncio.Event()  # set: the drain ends now
+        graceful = config.timeout_graceful_shutdown
+        self.grace: float | None = float(graceful) if graceful is not None else None
+        self.until_idle: Callable[[], Awaitable[None]] | None = None
+        self.time_up: Callable[[], Awaitable[None]] | None = None
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -93,22 +102,40 @@ class _Uvicorn(uvicorn.Server):
         self.ready.set()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        """uvicorn's shutdown without its unconditional 0.1 s sleep when no connection is open."""
+        """Stop accepting, drain, cancel what is left (uvicorn's shutdown, without its
+        unconditional 0.1 s sleep when no connection is open, and with the host's drain)."""
         for server in self.servers:
             server.close()
         for sock in sockets or []:
             sock.close()
         for connection in list(self.server_state.connections):
-            connection.shutdown()
+            connection.shutdown()  # an idle one closes now, a busy one after its response
         if self.server_state.connections:
             await asyncio.sleep(0.02)
-        try:
-            await asyncio.wait_for(self._wait_tasks_to_complete(), timeout=self.config.timeout_graceful_shutdown)
-        except asyncio.TimeoutError:
+        if not await self._within(self.grace, self._drain()):
+            if self.time_up is not None:
+                await self.time_up()  # the callers still waiting are answered
+                await self._within(ANSWER_GRACE, self._wait_tasks_to_complete())
             for task in self.server_state.tasks:
                 task.cancel(msg="toolnexus: server stopping")
         if not self.force_exit:
             await self.lifespan.shutdown()
+
+    async def _drain(self) -> None:
+        await self._wait_tasks_to_complete()
+        if self.until_idle is not None:
+            await self.until_idle()
+
+    async def _within(self, seconds: float | None, work: Coroutine[Any, Any, None]) -> bool:
+        """Run ``work`` for at most ``seconds`` (less once :attr:`hurry` is set); whether it ended."""
+        job, hurry = asyncio.ensure_future(work), asyncio.ensure_future(self.hurry.wait())
+        try:
+            await asyncio.wait({job, hurry}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            hurry.cancel()
+            if not job.done():
+                job.cancel()
+        return job.done() and not job.cancelled()
 
     async def main_loop(self) -> None:
         while not await self.on_tick(0):  # tick 0 refreshes the Date header
@@ -290,11 +317,19 @@ class AsgiServer:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def stop(self) -> None:
-        """Stop accepting, let open requests finish (up to ``graceful`` s), close the socket."""
+    async def stop(self, drain: float | None = None, *, until_idle: Callable[[], Awaitable[None]] | None = None,
+                   time_up: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Stop accepting at once (an idle connection is closed, a busy one after its response), let
+        the requests in flight finish and ``until_idle()`` return, for up to ``drain`` seconds
+        (default ``graceful``) or until :meth:`hurry`; past that, ``time_up()`` runs, the requests
+        still open get :data:`ANSWER_GRACE` to write what it gave them, and the rest are cancelled.
+        Closes the socket."""
         task, server = self._task, self._server
         if task is None or server is None:
             return
+        if drain is not None:
+            server.grace = drain
+        server.until_idle, server.time_up = until_idle, time_up
         server.should_exit = True
         server.stopping.set()
         try:
@@ -305,6 +340,12 @@ class AsgiServer:
             if self._sock is not None:
                 self._sock.close()
             self._task = None
+
+
+    def hurry(self) -> None:
+        """End a stop's drain now (a second Ctrl-C)."""
+        if self._server is not None:
+            self._server.hurry.set()
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

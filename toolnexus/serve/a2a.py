@@ -39,11 +39,11 @@ from ..errors import (
     ParseError,
     PushNotificationNotSupportedError,
     RPCError,
+    ServerStoppingError,
     TaskNotFoundError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
-from ..events import TaskEvent
 from ..protocol import rest
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..protocol.dialects import (
@@ -69,7 +69,7 @@ from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Bind
 from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
 from .config import A2AConfig
-from .lifecycle import TaskRunner
+from .lifecycle import Follow, TaskRunner
 from .metrics import Metrics
 
 __all__ = ["A2AEndpoint", "KEEPALIVE"]
@@ -356,7 +356,8 @@ class A2AEndpoint:
             params = rest.params_from(op.key, dict(request.path_params), dict(request.query_params), body)
             frame = functools.partial(rest.v03_result, "stream") if v03 else as_is
             outcome = await self.dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
-                                          owner, wrap=lambda results: sse(results, frame), binding=Binding.HTTP_JSON)
+                                          owner, wrap=lambda results: sse(results, frame, error_body),
+                                          binding=Binding.HTTP_JSON)
             if isinstance(outcome, Response):
                 return outcome
             return Response(_json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome), 200,
@@ -607,13 +608,16 @@ class A2AEndpoint:
         return self._stream(task, task.snapshot(), queue, dialect, rid, None, wrap)
 
     # -- streams ----------------------------------------------------------------------------------
-    def _stream(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect, rid: Any,
+    def _stream(self, task: Task, first: Task, queue: Follow, dialect: Dialect, rid: Any,
                 history_length: int | None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
         """A task's results from ``first`` on, as ``wrap`` makes them (default: JSON-RPC over SSE)."""
         results = self._results(task, first, queue, dialect, history_length)
-        return wrap(results) if wrap else sse(results, functools.partial(result_envelope, rid))
+        if wrap is not None:
+            return wrap(results)
+        return sse(results, functools.partial(result_envelope, rid),
+                   lambda err: error_envelope(rid, err, error_info=dialect is Dialect.V10))
 
-    async def _results(self, task: Task, first: Task, queue: asyncio.Queue[TaskEvent], dialect: Dialect,
+    async def _results(self, task: Task, first: Task, queue: Follow, dialect: Dialect,
                        history_length: int | None) -> AsyncGenerator[Any, None]:
         """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds)."""
         sent_artifacts = {a.artifact_id for a in first.artifacts}
@@ -627,6 +631,8 @@ class A2AEndpoint:
                 except asyncio.TimeoutError:
                     yield None
                     continue
+                if event is None:  # this server stops before the task ends: follow it on another
+                    raise ServerStoppingError()
                 snap = event.task
                 if event.state is TaskState.SUBMITTED:
                     continue
@@ -642,12 +648,17 @@ class A2AEndpoint:
             self.runner.unlisten(task.id, queue)
 
 
-def sse(results: AsyncGenerator[Any, None], data: Callable[[Any], Any]) -> StreamingResponse:
-    """A stream's results as SSE: each one's ``data`` is ``data(result)``; a quiet spell is a ``: ping``."""
+def sse(results: AsyncGenerator[Any, None], data: Callable[[Any], Any],
+        error: Callable[[RPCError], Any]) -> StreamingResponse:
+    """A stream's results as SSE: each one's ``data`` is ``data(result)``; a quiet spell is a
+    ``: ping``; a stream that cannot go on (its server stopping) ends with ``error(err)``."""
     async def frames() -> AsyncGenerator[bytes, None]:
         async with contextlib.aclosing(results):  # closed with the response, however it ends
-            async for result in results:
-                yield b": ping\n\n" if result is None else b"data: " + _json.dumps(data(result)) + b"\n\n"
+            try:
+                async for result in results:
+                    yield b": ping\n\n" if result is None else b"data: " + _json.dumps(data(result)) + b"\n\n"
+            except RPCError as err:
+                yield b"data: " + _json.dumps(error(err)) + b"\n\n"
 
     return StreamingResponse(frames(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

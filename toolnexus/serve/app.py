@@ -25,6 +25,7 @@ from ..errors import ConfigError, MissingExtra
 from ..events import EventBus, ServerEvent
 from ..http.guard import HostGuard, is_loopback
 from ..http.server import (
+    ANSWER_GRACE,
     HEADER_TIMEOUT,
     MAX_CONNECTIONS,
     AsgiServer,
@@ -45,7 +46,7 @@ from ..stores.postgres import WorkerLink
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
 from .config import A2AConfig, Auth, MCPServeConfig
-from .lifecycle import TaskRunner
+from .lifecycle import STOPPED, TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
 from .push import PushNotifier
@@ -126,18 +127,40 @@ class ServeHandle:
         page = await self.runner.list(context_id=context_id, state=st, page_size=min(limit, 100))
         return page.tasks
 
-    async def stop(self) -> None:
-        """Stop serving: cancel runs in flight, close the socket. Safe to call twice."""
+    async def stop(self, drain: float | None = None) -> None:
+        """Stop serving. Safe to call twice.
+
+        New connections are refused at once. With ``drain`` (seconds), what is under way gets that
+        long to end: requests in flight (a blocking send waiting for its task, a stream) and the
+        runs of tasks (a suspended one, waiting for input, is not running: it stays, and resumes
+        wherever its answer arrives). Without, open requests get a second and runs none. Then
+        every task still running here is failed, saying so (:data:`STOPPED`; saved, so that
+        every host asked sees it), the callers waiting on one are answered with it, a stream
+        following a task run elsewhere ends with a retryable error (``ServerStoppingError``),
+        and what is still open a second later is closed. :meth:`hurry` ends the drain early.
+        """
         if self._stopped:
             return
         self._stopped = True
-        await self._server.stop()
+        runner = self.runner
+
+        async def time_up() -> None:
+            if runner is not None:
+                failed = await runner.stop_runs(STOPPED)
+                if failed:
+                    log.warning("%s: %d task(s) still running when it stopped were failed", self.name, failed)
+
+        idle = runner.idle if runner is not None and drain is not None else None
+        if self._grpc is not None:  # its calls drain beside the HTTP ones
+            await asyncio.gather(self._server.stop(drain, until_idle=idle, time_up=time_up),
+                                 self._grpc.stop(drain + ANSWER_GRACE if drain is not None else 0.5))
+        else:
+            await self._server.stop(drain, until_idle=idle, time_up=time_up)
+        await time_up()  # what no open request waited on
         if self._metrics_server is not None:
             await self._metrics_server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
-        if self._grpc is not None:
-            await self._grpc.stop()
         if self.runner is not None:
             if self.runner.link is not None:
                 await self.runner.link.stop()
@@ -152,6 +175,10 @@ class ServeHandle:
             if asyncio.iscoroutine(out):
                 await out
         self.events.publish(ServerEvent(self.name, "stopped", self.url))
+
+    def hurry(self) -> None:
+        """End a drain under way (:meth:`stop`) now: what still runs is failed and answered."""
+        self._server.hurry()
 
     async def __aenter__(self) -> ServeHandle:
         return self

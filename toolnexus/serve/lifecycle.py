@@ -62,11 +62,15 @@ if TYPE_CHECKING:
     from ..protocol.push import PushConfig
     from .push import PushNotifier
 
-__all__ = ["TaskRunner", "OnTask"]
+__all__ = ["TaskRunner", "OnTask", "Follow", "STOPPED"]
 
 log = logging.getLogger("toolnexus.serve")
 
 OnTask = Callable[[dict[str, Any]], Any]
+
+Follow = asyncio.Queue["TaskEvent | None"]
+"""What a stream reads (:meth:`TaskRunner.listen`): each later transition of its task; None when
+this server stops before the task ends (:meth:`TaskRunner.stop_runs`): the stream ends there."""
 
 
 def _adopt(task: Task, fresh: Task) -> None:
@@ -75,6 +79,9 @@ def _adopt(task: Task, fresh: Task) -> None:
     task.metadata, task.version = fresh.metadata, fresh.version
     task.trace = task.trace or fresh.trace
 
+
+STOPPED = "the server stopped before this task finished: send it again"
+"""Why a task still running when its server stopped failed (:meth:`TaskRunner.stop_runs`)."""
 
 SETTLE_FOR = 120.0
 """Seconds a run's result waits for an unavailable store (see ``TaskRunner._settle``)."""
@@ -114,12 +121,13 @@ class TaskRunner:
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, RunResult] = {}
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
-        self._watchers: dict[str, list[asyncio.Queue[TaskEvent]]] = {}
+        self._watchers: dict[str, list[Follow]] = {}
         self._hooks: set[asyncio.Future[None]] = set()
         self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
         self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
         self._quiet: set[str] = set()  # tasks whose caller is told only when they settle (a blocking send)
         self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
+        self._stopping = False  # a stop's drain is over: waits return what they have
         self.link: Any = None
         """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
         self.push: PushNotifier | None = None
@@ -229,7 +237,7 @@ class TaskRunner:
     # -- create and run -----------------------------------------------------------------------
     async def send(self, message: Message, *, skill: str | None = None, owner: str | None = None,
                    push: PushConfig | None = None, follow: bool = False, blocking: bool = False
-                   ) -> tuple[Task, asyncio.Queue[TaskEvent] | None]:
+                   ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for ``skill``, when it names one); with one, it answers the task's question or reaches
         its running model at the next turn. ``push`` (checked by the caller) is registered for the
@@ -577,7 +585,7 @@ class TaskRunner:
             waits = due[1]
             waits[task.id] = waits.get(task.id, 0) + 1
         try:
-            while not self._settled(task):
+            while not self._settled(task) and not self._stopping:
                 if due is not None and self._due.get(slot) is not due:  # its time is up
                     break
                 changed = self._changed.get(task.id)
@@ -627,13 +635,13 @@ class TaskRunner:
             if changed is not None:
                 changed.set()
 
-    def listen(self, task_id: str) -> asyncio.Queue[TaskEvent]:
+    def listen(self, task_id: str) -> Follow:
         """A queue that receives every later transition of the task; end with :meth:`unlisten`."""
-        queue: asyncio.Queue[TaskEvent] = asyncio.Queue()
+        queue: Follow = asyncio.Queue()
         self._watchers.setdefault(task_id, []).append(queue)
         return queue
 
-    def unlisten(self, task_id: str, queue: asyncio.Queue[TaskEvent]) -> None:
+    def unlisten(self, task_id: str, queue: Follow) -> None:
         watchers = self._watchers.get(task_id, [])
         if queue in watchers:
             watchers.remove(queue)
@@ -652,6 +660,40 @@ class TaskRunner:
             if not page.next_token:
                 return count
             page_token = page.next_token
+
+    # -- stopping -------------------------------------------------------------------------------
+    @property
+    def running(self) -> int:
+        """How many runs are in flight here."""
+        return len(self._runs)
+
+    async def idle(self) -> None:
+        """Return once no run is in flight here (a stop's drain: what runs may finish; a request
+        still being answered may start one more, waited for too). A suspended run (a task waiting
+        for input) is not in flight: it resumes wherever its answer arrives."""
+        while self._runs:
+            await asyncio.wait(list(self._runs.values()))
+
+    async def stop_runs(self, why: str) -> int:
+        """The end of a stop's drain: fail every task still running here, saying ``why`` (saved
+        first, so that every caller told of it and every host asked sees it; a blocking send
+        waiting on it is answered with it, a stream gets it as its last event), and stop its run.
+        Streams following a task not run here end (the caller resubscribes, through a balancer
+        to a host that stays), and every wait returns what it has. Returns how many failed."""
+        self._stopping = True
+        failed = 0
+        for task_id, run in list(self._runs.items()):
+            task = self._live.get(task_id)
+            if task is not None and not task.state.terminal:
+                note = Message.agent(why, task.context_id, task.id)
+                failed += await self.transition(task, TaskState.FAILED, message=note) is not None
+            run.cancel()
+        for queues in self._watchers.values():
+            for queue in queues:
+                queue.put_nowait(None)
+        for changed in self._changed.values():
+            changed.set()
+        return failed
 
     async def close(self) -> None:
         """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
