@@ -274,12 +274,10 @@ class TaskRunner:
                 raise UnsupportedOperationError(f"Task {task.id} {why}")
             return task, queue
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-        task = await self.create(message, skill, prompt, owner, quiet=blocking and push is None and not follow)
+        task = await self.create(message, skill, prompt, owner, quiet=blocking and push is None and not follow,
+                                 push=push)
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
-        if push is not None:  # its webhook hears of every state, this first one too
-            notifier = await self._register(push, task)
-            notifier.notify(task.snapshot(), [])
         return task, queue
 
     async def _register(self, push: PushConfig, task: Task) -> PushNotifier:
@@ -290,9 +288,11 @@ class TaskRunner:
         return self.push
 
     async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None,
-                     quiet: bool = False) -> Task:
+                     quiet: bool = False, push: PushConfig | None = None) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself.
-        ``quiet``: nobody is told of it before it settles (it is written then, or when read)."""
+        ``quiet``: nobody is told of it before it settles (it is written then, or when read);
+        ``push``: registered, and told of this first state, before the run can move it (keeping
+        a config may wait on a database: a run started first would be told of twice)."""
         context = message.context_id or new_id()
         caller = trace.incoming.get()
         task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
@@ -303,7 +303,12 @@ class TaskRunner:
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
         self._live[task.id] = task
         self._inboxes[task.id] = Inbox()
-        self._start(task, self._fulfil(task, prompt, None))
+        try:
+            if push is not None:  # its webhook hears of every state, this first one too
+                notifier = await self._register(push, task)
+                notifier.notify(task.snapshot(), [])
+        finally:  # a config that could not be kept fails the call, not the task
+            self._start(task, self._fulfil(task, prompt, None))
         return task
 
     async def tell(self, task: Task, message: Message) -> bool:
