@@ -36,25 +36,33 @@ class Postgres:
     """A running private cluster: ``dsn`` of its admin database, ``database()`` for a fresh one,
     ``stop()`` / ``start()`` to take it down and up again (same port, same data)."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, *, host: str = "127.0.0.1", inside: list[str] | None = None,
+                 clients: str | None = None) -> None:
+        """``host``: the address it listens on; ``inside``: the command prefix that runs it
+        elsewhere (``ip netns exec NS``, with ``host`` that namespace's address); ``clients``: a
+        network (CIDR) whose hosts it trusts besides loopback."""
         self.bin = bin_dir
+        self.host = host
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-pg-"))
         self.data = self.root / "data"
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self._as:
+        self._as = [*(inside or []), *(["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else [])]
+        if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "toolnexus", "--no-sync", "-E", "UTF8")
-        self.dsn = f"postgresql://toolnexus@127.0.0.1:{self.port}/postgres"
+        if clients:
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {clients} trust\n")
+        self.dsn = f"postgresql://toolnexus@{host}:{self.port}/postgres"
         self.start()
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run([*self._as, str(self.bin / tool), *args], check=True, capture_output=True, timeout=60)
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off " \
+        options = f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off " \
                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
 

@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="the memory store drops finished tasks older than this (default: no limit)")
     s.add_argument("--lease", type=float, default=None, metavar="SECONDS",
                    help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
+    s.add_argument("--public-url", metavar="URL",
+                   help="the URL callers reach the agent at, behind a balancer or proxy: the card's URLs")
     s.add_argument("--drain", type=float, default=DRAIN, metavar="SECONDS",
                    help="on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
                         "callers answered), and fail what is left, saying so; a second signal stops at once "
@@ -289,6 +291,10 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.keep_for = args.keep_for
         if args.grpc:
             a2a.grpc = args.grpc
+        if args.public_url:
+            if not args.public_url.startswith(("http://", "https://")):
+                raise UsageError(f"--public-url must be an http:// or https:// URL, not {args.public_url!r}")
+            a2a.public_url = args.public_url
     if args.workers > 1 and args.worker_fd is None:
         return await _supervise(args, a2a)
     auth = None
@@ -360,6 +366,9 @@ async def _serve(args: argparse.Namespace) -> int:
             if worker is not None:
                 data["worker"] = worker
                 line = f"[{worker}] {line}"
+            elif ev.heard:  # another host (or process) sharing the store made this move
+                data["heard"] = True
+                line += "  (elsewhere)"
             if ev.result is not None:
                 data["usage"] = ev.result.usage.to_dict()
                 data["tool_calls"] = ev.result.tool_call_count

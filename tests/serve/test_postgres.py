@@ -45,7 +45,7 @@ async def test_a_write_over_another_workers_write_is_refused_not_lost(postgres):
         await two.aclose()
 
 
-async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgres):
+async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgres, caplog):
     connections = [await asyncpg.connect(postgres) for _ in range(5)]
     try:
         found = await asyncio.gather(*(migrate(c) for c in connections))  # five workers starting at once
@@ -53,8 +53,9 @@ async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgre
         assert await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == SCHEMA_VERSION
         assert await migrate(connections[0]) == SCHEMA_VERSION  # idempotent
         await connections[0].execute("INSERT INTO toolnexus_schema (version) VALUES (99)")
-        with pytest.raises(ConfigError, match=f"schema is version 99; this toolnexus knows {SCHEMA_VERSION}: upgrade"):
-            await migrate(connections[1])
+        assert await migrate(connections[1]) == 99  # served on as it is (migrations only add), never downgraded
+        assert await connections[0].fetchval("SELECT max(version) FROM toolnexus_schema") == 99
+        assert "newer than this toolnexus's" in caplog.text
     finally:
         for c in connections:
             await c.close()
@@ -85,6 +86,32 @@ async def test_a_database_of_an_older_version_is_migrated_and_keeps_its_tasks(po
             await connection.close()
     finally:
         await store.aclose()
+
+
+async def test_a_database_a_newer_version_migrated_is_served_on_as_it_is(postgres, caplog):
+    """A rolling deploy: the first new host migrates; an old host that starts meanwhile (a restart,
+    a rollback) serves on the newer schema, which only added, and says so."""
+    newer = PostgresTaskStore(postgres)
+    try:
+        await newer.save(task())  # the schema as this version makes it
+    finally:
+        await newer.aclose()
+    db = await asyncpg.connect(postgres)
+    try:  # what a next version might add: a column with a default, a table
+        await db.execute(f"ALTER TABLE toolnexus_tasks ADD COLUMN labels text NOT NULL DEFAULT ''; "
+                         f"CREATE TABLE toolnexus_future (id text); "
+                         f"INSERT INTO toolnexus_schema (version) VALUES ({SCHEMA_VERSION + 1})")
+    finally:
+        await db.close()
+    older = PostgresTaskStore(postgres)
+    try:
+        kept = await older.get("task-1")
+        kept.status = TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:05.000000Z")
+        await older.save(kept)
+        assert (await older.get("task-1")).state is TaskState.COMPLETED
+    finally:
+        await older.aclose()
+    assert f"schema is version {SCHEMA_VERSION + 1}, newer than this toolnexus's {SCHEMA_VERSION}" in caplog.text
 
 
 async def serve_worker(dsn: str, name: str = "pg-desk"):
@@ -315,6 +342,28 @@ async def test_a_push_config_is_kept_in_the_database_and_delivered_by_the_worker
         for h in (first, second, third):
             if h is not None:
                 await h.stop()
+
+
+async def test_a_send_with_a_push_config_tells_each_state_once_in_order(postgres):
+    """The config is kept in the database before the run may move the task: a run that moved it
+    while the config was being written was told of twice ('working' as the first state, then again)."""
+    handle = await serve_worker(postgres)
+    try:
+        async with tn.WebhookReceiver() as receiver, httpx.AsyncClient(timeout=30) as http:
+            ids = []
+            for i in range(10):
+                target = receiver.target()
+                answer = await rpc(http, handle.url, "message/send", {
+                    "message": v03_message(f"push {i}"),
+                    "configuration": {"pushNotificationConfig": {"url": target.url, "token": target.token}}})
+                ids.append(answer["result"]["id"])
+            for task_id in ids:
+                await receiver.wait(task_id, state=TaskState.COMPLETED, timeout=10)
+            await asyncio.sleep(0.3)
+            told = {t: [n.state.value for n in receiver.received(t)] for t in ids}
+            assert set(map(tuple, told.values())) == {("submitted", "working", "completed")}, told
+    finally:
+        await handle.stop()
 
 
 async def test_a_chain_suspended_on_one_worker_is_answered_through_another(postgres, tmp_path):

@@ -19,15 +19,16 @@ from ..conftest import ROOT
 class Served:
     """``toolnexus serve --workers N --json`` in a child process, its JSON lines collected."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, inside: list[str] | None = None) -> None:
         self.args = args
+        self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
         self.lines: list[dict] = []
         self.proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task | None = None
 
     async def __aenter__(self) -> Served:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "toolnexus.cli", "serve", "--json", *self.args, cwd=ROOT,
+            *self.inside, sys.executable, "-m", "toolnexus.cli", "serve", "--json", *self.args, cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._reader = asyncio.ensure_future(self._read())
         return self

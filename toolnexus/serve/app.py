@@ -275,7 +275,8 @@ async def serve(
                                        traffic=wire, server=name)
             if isinstance(store, PostgresTaskStore):  # every worker delivers for the configs set on any
                 runner.push.shared = store
-        endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: holder["server"].url)
+        public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
+        endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: public or holder["server"].url)
         routes += endpoint.routes()
         if metrics:
             exported = endpoint.metrics = Metrics(name)

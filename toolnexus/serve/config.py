@@ -139,6 +139,9 @@ class A2AConfig:
         push_private_ok: allow webhooks on loopback and private addresses; None: only when the
             agent is bound to loopback (an agent reachable from elsewhere must not be a way into
             the network behind it).
+        public_url: where callers reach the agent when that is not the address it is bound to
+            (behind a balancer or a proxy: ``https://agents.example.com``): the URL its card
+            gives for every binding. Default: the bound address.
         grpc: also serve the gRPC binding at this address (``"127.0.0.1:0"``, ``":50051"``; the
             host defaults to loopback), listed on the card; needs ``pip install 'toolnexus[grpc]'``.
     """
@@ -164,6 +167,7 @@ class A2AConfig:
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     push_notifications: bool = True
     push_private_ok: bool | None = None
+    public_url: str | None = None
     grpc: str | None = None
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file

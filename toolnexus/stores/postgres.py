@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from .. import _json
-from ..errors import ConfigError, MissingExtra, StaleTaskError, StoreUnavailableError
+from ..errors import MissingExtra, StaleTaskError, StoreUnavailableError
 from ..protocol.model import Task, TaskState
 from ..secrets import mask_url
 from .base import TaskPage, task_from_record, task_record
@@ -34,6 +34,10 @@ __all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "SCHE
 log = logging.getLogger("toolnexus.serve")
 
 MIGRATIONS: list[str] = [
+    # Each migration only adds (tables, indexes, columns that may be null or have a default) and
+    # never removes or renames: an older toolnexus serves on the newer schema unchanged, so a
+    # rolling deploy migrates once (under the advisory lock) while the old version still serves,
+    # and a host of the old version may still start (or be rolled back to) meanwhile.
     # 1: tasks (the record is the file store's JSON) and conversations
     """
     CREATE TABLE IF NOT EXISTS toolnexus_tasks (
@@ -111,9 +115,9 @@ async def migrate(connection: Any) -> int:
         await connection.execute("SELECT pg_advisory_xact_lock($1)", _LOCK)
         await connection.execute("CREATE TABLE IF NOT EXISTS toolnexus_schema (version integer NOT NULL)")
         found = await connection.fetchval("SELECT max(version) FROM toolnexus_schema")
-        if found is not None and found > SCHEMA_VERSION:
-            raise ConfigError(f"the database's toolnexus schema is version {found}; this toolnexus knows "
-                              f"{SCHEMA_VERSION}: upgrade toolnexus")
+        if found is not None and found > SCHEMA_VERSION:  # a newer host migrated it: what it added, unused here
+            log.warning("the database's toolnexus schema is version %d, newer than this toolnexus's %d: "
+                        "serving on it (migrations only add); upgrade this host", found, SCHEMA_VERSION)
         for version in range((found or 0) + 1, SCHEMA_VERSION + 1):
             await connection.execute(MIGRATIONS[version - 1])
             await connection.execute("INSERT INTO toolnexus_schema (version) VALUES ($1)", version)
