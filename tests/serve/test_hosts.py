@@ -279,3 +279,44 @@ async def test_a_rolling_restart_under_load_answers_every_request(cluster):
                     await asyncio.sleep(0.2)
             assert not left  # no task lost, none failed by the restarts
         assert not [s for s in cluster.lb.statuses() if s != "200"]
+
+
+async def test_the_database_going_away_every_host_says_retry_and_all_serve_again_when_it_is_back(cluster):
+    lb = cluster.lb.url
+    async with Agents(cluster, cluster.pg.database()) as agents:
+        async with httpx.AsyncClient(timeout=30) as http:
+            running = (await http.post(lb + "/", json=send(1, "slow 3 then answer"))).json()["result"]["id"]
+            async with asyncio.timeout(10):
+                while agents.ran_on(running) is None:
+                    await asyncio.sleep(0.05)
+            elsewhere = next(h.addr for h in cluster.agent_hosts if h.addr != agents.ran_on(running))
+            first = asyncio.Event()  # a stream on another host, following it across the outage
+            follow = asyncio.ensure_future(sse(http, url_of(elsewhere), {
+                "jsonrpc": "2.0", "id": 6, "method": "tasks/resubscribe", "params": {"id": running}}, first))
+            await first.wait()
+            await asyncio.to_thread(cluster.pg.stop)
+            try:
+                for h in cluster.agent_hosts:
+                    answer = (await http.post(url_of(h.addr) + "/", json=send(2, "during", blocking=True))).json()
+                    assert answer["error"] == {"code": -32603, "message": "the task store is unavailable: try again shortly"}
+                    r = await http.get(f"{url_of(h.addr)}/tasks/{running}")
+                    assert r.status_code == 503 and r.json()["error"]["status"] == "UNAVAILABLE"
+            finally:
+                await asyncio.to_thread(cluster.pg.start)
+            for h in cluster.agent_hosts:  # each reconnects by itself, no restart
+                async with asyncio.timeout(30):
+                    while "result" not in (answer := (await http.post(url_of(h.addr) + "/", json=send(
+                            3, "after", blocking=True))).json()):
+                        await asyncio.sleep(0.2)
+                assert answer["result"]["status"]["state"] == "completed"
+            async with asyncio.timeout(30):  # the run that ended while the database was away: its result kept
+                while (await state_of(http, lb, running))["state"] != "completed":
+                    await asyncio.sleep(0.2)
+            frames = await asyncio.wait_for(follow, 15)  # what it missed while the database was away, read again
+            assert frames[-1]["result"]["final"] is True and frames[-1]["result"]["status"]["state"] == "completed"
+            # and the hosts hear each other again: a stream on one follows a task another runs
+            a, b = cluster.agent_hosts[0].addr, cluster.agent_hosts[1].addr
+            task = (await http.post(url_of(a) + "/", json=send(4, "slow 1 then answer"))).json()["result"]["id"]
+            frames = await sse(http, url_of(b), {"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe",
+                                                 "params": {"id": task}})
+            assert frames[-1]["result"]["final"] is True and frames[-1]["result"]["status"]["state"] == "completed"

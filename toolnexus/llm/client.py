@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..errors import MaxTurnsError, ModelTimeout
 from ..skills import ToolkitLike
+from ..stores.base import when_available
 from ..stores.conversations import ConversationStore, MemoryConversationStore
 from ..tools import Answer, Request, Tool, ToolContext, ToolResult
 from .run import Inbox, RunResult, RunState, ToolCall, Turn, Usage
@@ -187,8 +188,10 @@ class Client:
                     state.inbox.closed = True
                 result.text = turn.content
                 result._state = None
-                if state.conversation is not None:
-                    await self.store.save(state.conversation, state.messages)
+                if state.conversation is not None:  # a database restarting: kept once it is back
+                    conversation, messages = state.conversation, state.messages
+                    await when_available(lambda: self.store.save(conversation, messages),
+                                         f"conversation {conversation}")
                 return result
             state.queue = list(turn.tool_calls)
 

@@ -55,6 +55,7 @@ from ..protocol.model import (
 )
 from ..skills import ToolkitLike
 from ..stores import TaskPage, TaskStore, visible
+from ..stores.base import when_available
 from ..tools import Answer
 
 if TYPE_CHECKING:
@@ -82,9 +83,6 @@ def _adopt(task: Task, fresh: Task) -> None:
 
 STOPPED = "the server stopped before this task finished: send it again"
 """Why a task still running when its server stopped failed (:meth:`TaskRunner.stop_runs`)."""
-
-SETTLE_FOR = 120.0
-"""Seconds a run's result waits for an unavailable store (see ``TaskRunner._settle``)."""
 
 INBOX_LIMIT = 100
 """Messages that may wait for a working task's next model turn; more are refused (-32602)."""
@@ -432,19 +430,8 @@ class TaskRunner:
         await self._settle(task, lambda: self.transition(task, TaskState.FAILED, message=note))
 
     async def _settle(self, task: Task, write: Callable[[], Awaitable[Any]]) -> Any:
-        """A run's write, tried again while the store is unavailable (a database restarting): what
-        a run produced is written once it is back, never dropped (up to ``SETTLE_FOR`` seconds)."""
-        waited, pause = 0.0, 0.25
-        while True:
-            try:
-                return await write()
-            except StoreUnavailableError:
-                if waited >= SETTLE_FOR:
-                    log.error("task %s: the store stayed unavailable for %gs; its run's result is lost", task.id,
-                              waited)
-                    raise
-                await asyncio.sleep(pause)
-                waited, pause = waited + pause, min(pause * 2, 5.0)
+        """A run's write, tried again while the store is unavailable (``stores.when_available``)."""
+        return await when_available(write, f"task {task.id}: its run's result")
 
     # -- other workers (a shared store: see stores.postgres.WorkerLink) --------------------------
     async def arrived(self, task_id: str, version: int, state: TaskState) -> None:
@@ -665,6 +652,16 @@ class TaskRunner:
             if not page.next_token:
                 return count
             page_token = page.next_token
+
+    async def resync(self) -> None:
+        """After this worker stopped hearing the others (the database away): each task it follows
+        or waits on that another worker runs, read again; one that ended or asks for input
+        meanwhile is told as if announced (its streams and waits end)."""
+        for task_id in list({*self._watchers, *self._changed} - set(self._runs)):
+            fresh = await self.store.get(task_id)
+            if fresh is not None and (fresh.state.terminal or fresh.state.interrupted) \
+                    and self._heard.get(task_id) is not fresh.state:
+                await self.arrived(task_id, fresh.version, fresh.state)
 
     # -- stopping -------------------------------------------------------------------------------
     @property

@@ -3,10 +3,13 @@ a task, and a task as a stored record (the file and PostgreSQL stores write the 
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from ..errors import StoreUnavailableError
 
 from ..protocol.dialects import Dialect, parse_task, render_task
 from ..protocol.model import (
@@ -20,7 +23,31 @@ from ..protocol.model import (
 )
 from ..protocol.tracecontext import TraceContext
 
-__all__ = ["TaskPage", "TaskStore", "visible", "task_record", "task_from_record", "RECORD_DEPTH", "STATES"]
+__all__ = ["TaskPage", "TaskStore", "visible", "task_record", "task_from_record", "RECORD_DEPTH", "STATES",
+           "when_available", "SETTLE_FOR"]
+
+SETTLE_FOR = 120.0
+"""Seconds a run's writes wait for an unavailable store (see :func:`when_available`)."""
+
+_T = TypeVar("_T")
+
+
+async def when_available(write: Callable[[], Awaitable[_T]], what: str) -> _T:
+    """``write()``, tried again while the store is unavailable (a database restarting, failing
+    over): what a run produced (its task's states, its conversation) is written once the store is
+    back, never dropped, for up to :data:`SETTLE_FOR` seconds (pauses from 0.25 s, doubling to
+    5 s); past that the error is raised, and ``what`` is logged as lost."""
+    waited, pause = 0.0, 0.25
+    while True:
+        try:
+            return await write()
+        except StoreUnavailableError:
+            if waited >= SETTLE_FOR:
+                log.error("%s: the store stayed unavailable for %gs; it is lost", what, waited)
+                raise
+            await asyncio.sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, 5.0)
+
 
 log = logging.getLogger("toolnexus.serve")
 

@@ -370,17 +370,29 @@ class WorkerLink:
                 log.warning("worker link: could not deliver %r: %s: %s", payload[:200], type(exc).__name__, exc)
 
     async def _tick(self) -> None:
-        """Heartbeat, reap and keep listening: every third of the lease."""
+        """Heartbeat, reap and keep listening: every third of the lease. Once the database is
+        back after this worker lost it, it reads again what it follows (the announcements it
+        missed) and reaps nothing for a lease: every other worker lost it too, most likely, and
+        renews its leases first (an outage longer than a lease would otherwise fail live runs)."""
+        loop = asyncio.get_running_loop()
+        lost, calm_until = False, 0.0
         while True:
             await asyncio.sleep(self.store.lease / 3)
             try:
-                if self._listener is None or self._listener.is_closed():
+                missed = self._listener is None or self._listener.is_closed()
+                if missed:
                     self._listener = None
                     await self._listen()
                 await self.store.heartbeat(list(self.runner._runs))
-                for task_id in await self.store.expired():
-                    await self.runner.lapsed(task_id)
+                if missed:
+                    await self.runner.resync()
+                if lost:
+                    lost, calm_until = False, loop.time() + self.store.lease
+                if loop.time() >= calm_until:
+                    for task_id in await self.store.expired():
+                        await self.runner.lapsed(task_id)
             except Exception as exc:
+                lost = True
                 log.warning("worker link: %s: %s (again in %gs)", type(exc).__name__, exc, self.store.lease / 3)
 
     async def stop(self) -> None:
