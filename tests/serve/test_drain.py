@@ -66,7 +66,7 @@ async def test_sigterm_finishes_what_fits_in_the_drain_answers_every_caller_and_
             last = frames[-1]["result"]
             assert last["kind"] == "status-update" and last["final"] is True and last["status"]["state"] == "failed"
             await asyncio.wait_for(served.proc.wait(), 10)
-        err = (await served.proc.stderr.read()).decode()
+        err = await served.stderr()
         assert served.proc.returncode == 0 and "Traceback" not in err and "CancelledError" not in err, err
         assert "2 task(s) still running when it stopped were failed" in err
     # what a caller was told stays true after a restart: nothing was left 'working' to be failed by recovery
@@ -159,7 +159,7 @@ async def test_sigterm_to_workers_drains_each_and_the_port_refuses_at_once(postg
                 pass
             await asyncio.wait_for(served.proc.wait(), 15)
         assert {a.json()["result"]["status"]["state"] for a in answers} == {"completed"}
-        err = (await served.proc.stderr.read()).decode()
+        err = await served.stderr()
         assert served.proc.returncode == 0 and "Traceback" not in err, err
         assert sorted(x["worker"] for x in served.events("worker-stopped")) == [0, 1]  # each stopped, once
         assert not served.events("worker-exited")  # stopped, not restarted as if it had died

@@ -23,15 +23,26 @@ class Served:
         self.args = args
         self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
         self.lines: list[dict] = []
+        self.errors: list[str] = []  # its stderr, read as it comes (a full pipe would stall the server)
         self.proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task | None = None
+        self._readers: list[asyncio.Task] = []
 
     async def __aenter__(self) -> Served:
         self.proc = await asyncio.create_subprocess_exec(
             *self.inside, sys.executable, "-m", "toolnexus.cli", "serve", "--json", *self.args, cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        self._reader = asyncio.ensure_future(self._read())
+        self._readers = [asyncio.ensure_future(self._read()), asyncio.ensure_future(self._read_errors())]
         return self
+
+    async def stderr(self) -> str:
+        """All it wrote to stderr, once it has exited."""
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        return "".join(self.errors)
+
+    async def _read_errors(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        async for line in self.proc.stderr:
+            self.errors.append(line.decode("utf-8", "replace"))
 
     async def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -45,7 +56,8 @@ class Served:
         async with asyncio.timeout(timeout):
             while not (found := check(self.lines)):
                 if self.proc.returncode is not None:
-                    raise AssertionError(f"exited {self.proc.returncode}: {(await self.proc.stderr.read()).decode()}")
+                    await asyncio.gather(*self._readers, return_exceptions=True)
+                    raise AssertionError(f"exited {self.proc.returncode}: {''.join(self.errors)}")
                 await asyncio.sleep(0.05)
         return found
 
@@ -65,7 +77,7 @@ class Served:
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
-        await asyncio.gather(self._reader, return_exceptions=True)
+        await asyncio.gather(*self._readers, return_exceptions=True)
 
 
 def send(i: int, text: str, blocking: bool = False) -> dict:
