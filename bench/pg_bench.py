@@ -5,13 +5,14 @@ Each configuration is ``toolnexus serve`` (the demo model: instant) in its own p
 ``--store memory``, ``--store file:DIR`` (a fresh folder), ``--store postgresql://...`` and
 ``--store postgresql://... --workers 2``, on a private PostgreSQL cluster (Debian's postgresql
 package, fsync off: a database's disk is not what is measured). The load is serve_bench.py's raw
-keep-alive client in this process, at concurrency 16, ``--seconds`` each: send+poll round trips,
+keep-alive client in this process, at concurrency ``--concurrency`` (64), ``--seconds`` each: send+poll round trips,
 blocking sends, GetTask of a finished task and card GETs, alternated over ``--repeat`` rounds,
 medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
-separately, of the database's processes, per task. Also: how long a cancel sent to one worker
+separately, of the database's processes, per task; the database's statements (round trips)
+per task and per poll, counted by pg_stat_statements, with the costliest listed. Also: how long a cancel sent to one worker
 takes to stop the run on another (two workers in this process, the time until the run is gone).
 
-Run: python bench/pg_bench.py [--seconds 3] [--repeat 2]
+Run: python bench/pg_bench.py [--seconds 3] [--repeat 2] [--concurrency 64]
 """
 
 from __future__ import annotations
@@ -61,14 +62,33 @@ def _postgres_pids(pg: Postgres) -> list[int]:
     return [int(p) for p in out]
 
 
+async def _statements(dsn: str, reset: bool) -> dict[str, int]:
+    """The calls of each statement on database ``dsn`` since the last reset (then reset)."""
+    import asyncpg
+
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        rows = await connection.fetch(
+            "SELECT query, calls FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'")
+        if reset:
+            await connection.execute("SELECT pg_stat_statements_reset()")
+    finally:
+        await connection.close()
+    return {r["query"]: r["calls"] for r in rows}
+
+
 async def _measure(url: str, op: str, concurrency: int, seconds: float, server: list[int],
-                   db: list[int]) -> dict[str, float]:
+                   db: list[int], dsn: str | None) -> dict[str, float]:
     host, port = url.split("//")[1].split(":")
     conns = [Conn(host, int(port)) for _ in range(concurrency)]
     for c in conns:
         await c.open()
     latencies: list[float] = []
     counts = {"ops": 0, "polls": 0}
+    if dsn is not None:
+        await _statements(dsn, reset=True)
     cpu0, db0, t0 = _cpu(server), _cpu(db), time.perf_counter()
     stop_at = t0 + seconds
     await asyncio.gather(*(_worker(c, op, stop_at, latencies, counts) for c in conns))
@@ -78,8 +98,16 @@ async def _measure(url: str, op: str, concurrency: int, seconds: float, server: 
         c.close()
     latencies.sort()
     n = counts["ops"]
+    calls = await _statements(dsn, reset=True) if dsn is not None else {}
+    for query, count in calls.items():
+        _STATEMENTS.setdefault(op, {}).setdefault(query, []).append(count / n)
     return {"per_s": n / elapsed, "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-            "cpu_us": cpu / n * 1e6, "db_us": dbcpu / n * 1e6}
+            "cpu_us": cpu / n * 1e6, "db_us": dbcpu / n * 1e6, "polls": counts["polls"] / n,
+            "trips": sum(calls.values()) / n}
+
+
+_STATEMENTS: dict[str, dict[str, list[float]]] = {}
+"""op -> statement -> its calls per operation, one entry per measurement of a PostgreSQL store."""
 
 
 def _start(store: str, workers: int) -> tuple[subprocess.Popen[str], str]:
@@ -124,8 +152,8 @@ async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
     return out
 
 
-async def main(seconds: float, repeat: int) -> None:
-    pg = Postgres(binaries())
+async def main(seconds: float, repeat: int, concurrency: int) -> None:
+    pg = Postgres(binaries(), settings=("shared_preload_libraries=pg_stat_statements",))
     folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     try:
         configs = [("memory", "memory", 1), ("file", f"file:{folder}", 1), ("postgresql", pg.database(), 1),
@@ -137,17 +165,25 @@ async def main(seconds: float, repeat: int) -> None:
                 try:
                     server = [proc.pid, *_children(proc.pid)]
                     db = _postgres_pids(pg) if store.startswith("postgresql") else []
+                    dsn = store if store.startswith("postgresql") else None
                     for op in ("roundtrip", "blocking", "get", "card"):
                         rows.setdefault((name, op), []).append(
-                            await _measure(url, op, 16, seconds, server, db))
+                            await _measure(url, op, concurrency, seconds, server, db, dsn))
                 finally:
                     proc.send_signal(signal.SIGINT)
                     proc.wait(30)
-        print(f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15}")
+        print(f"c={concurrency}, medians of {repeat}; polls and DB statements per operation")
+        print(f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15} "
+              f"{'polls':>6} {'DB stmts':>9}")
         for (name, op), runs in rows.items():
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             print(f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
-                  f"{med['db_us']:15.0f}")
+                  f"{med['db_us']:15.0f} {med['polls']:6.2f} {med['trips']:9.2f}")
+        for op, statements in _STATEMENTS.items():
+            print(f"statements per {op} (both PostgreSQL configurations, median):")
+            for query, per in sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))[:8]:
+                if statistics.median(per) >= 0.01:
+                    print(f"  {statistics.median(per):6.2f}  {' '.join(query.split())[:110]}")
         latencies = sorted(await _cancel_latency(pg.database()))
         print(f"cancel on one worker to the run stopped on the other: p50 {statistics.median(latencies):.1f} ms, "
               f"max {latencies[-1]:.1f} ms over {len(latencies)}")
@@ -160,5 +196,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=64)
     a = ap.parse_args()
-    asyncio.run(main(a.seconds, a.repeat))
+    asyncio.run(main(a.seconds, a.repeat, a.concurrency))

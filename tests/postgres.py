@@ -37,12 +37,14 @@ class Postgres:
     ``stop()`` / ``start()`` to take it down and up again (same port, same data)."""
 
     def __init__(self, bin_dir: Path, *, host: str = "127.0.0.1", inside: list[str] | None = None,
-                 clients: str | None = None) -> None:
+                 clients: str | None = None, settings: tuple[str, ...] = ()) -> None:
         """``host``: the address it listens on; ``inside``: the command prefix that runs it
         elsewhere (``ip netns exec NS``, with ``host`` that namespace's address); ``clients``: a
-        network (CIDR) whose hosts it trusts besides loopback."""
+        network (CIDR) whose hosts it trusts besides loopback; ``settings``: more ``name=value``
+        server settings (``shared_preload_libraries=pg_stat_statements``)."""
         self.bin = bin_dir
         self.host = host
+        self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-pg-"))
         self.data = self.root / "data"
         with socket.socket() as s:
@@ -63,7 +65,8 @@ class Postgres:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off " \
-                  "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+                  "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200" + \
+                  "".join(f" -c {setting}" for setting in self.settings)
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
 
     def stop(self, mode: str = "fast") -> None:

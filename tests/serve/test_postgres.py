@@ -149,11 +149,14 @@ async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recover
             assert ok["result"]["status"]["state"] == "completed"
             await asyncio.to_thread(postgres_server.stop)
             try:
-                for params in ({"message": v03_message("during")}, {"id": ok["result"]["id"]}):
+                for params in ({"message": v03_message("during")}, {"id": "ended-on-another-worker"}):
                     method = "message/send" if "message" in params else "tasks/get"
                     answer = await rpc(http, handle.url, method, params)
                     assert answer["error"] == {"code": -32603, "message": "the task store is unavailable: try again shortly"}
                     assert "Traceback" not in str(answer)
+                # a task that ended here never changes: told as it ended, without the database
+                known = await rpc(http, handle.url, "tasks/get", {"id": ok["result"]["id"]})
+                assert known["result"]["status"]["state"] == "completed"
             finally:
                 await asyncio.to_thread(postgres_server.start)
             again = await rpc(http, handle.url, "message/send", {"message": v03_message("after"), "configuration": {
@@ -168,9 +171,15 @@ async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recover
 async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(postgres):
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
     first = await tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                           a2a=tn.A2AConfig(name="pg-desk", store=postgres, blocking_timeout=0.5))
+                           a2a=tn.A2AConfig(name="pg-desk", store=postgres, blocking_timeout=0.5, lease=1.5))
     second = await serve_worker(postgres)
     db = await asyncpg.connect(postgres)
+
+    async def settled(task_id: str) -> tuple[int, str]:  # watched in the database: no caller is told
+        async with asyncio.timeout(10):
+            while (found := await written(task_id)) is None or found[1] not in ("completed", "failed"):
+                await asyncio.sleep(0.01)
+        return found
 
     async def written(task_id: str) -> tuple[int, str] | None:  # (version: how many writes, state)
         row = await db.fetchrow("SELECT version, state FROM toolnexus_tasks WHERE id = $1", task_id)
@@ -180,6 +189,16 @@ async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(p
         async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
             done = await one.send("hello there", blocking=True)
             assert await written(done.id) == (1, "completed")  # submitted, working, completed: one write
+            quick = await one.send("hello again")  # answered 'submitted' at once: that, then how it ends
+            assert await settled(quick.id) == (2, "completed")  # its 'working' was never told: not written
+            assert (await two.get(quick.id)).state is TaskState.COMPLETED
+            unpolled = await one.send("slow 30 not polled here")
+            assert await written(unpolled.id) == (1, "submitted")
+            # a run that lasts is written as it is at the next heartbeat but one: every worker sees it working
+            assert (await until_state(two, unpolled.id, TaskState.WORKING, timeout=5)).state is TaskState.WORKING
+            assert await written(unpolled.id) == (2, "working")
+            await two.cancel(unpolled.id)
+            assert (await until_state(one, unpolled.id, TaskState.CANCELED)).state is TaskState.CANCELED
             polled = await one.send("slow 30 polled")  # answered at once: its submitted is written first
             assert (await written(polled.id))[1] in ("submitted", "working")
             assert (await until_state(one, polled.id, TaskState.WORKING)).state is TaskState.WORKING

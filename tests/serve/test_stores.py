@@ -182,6 +182,28 @@ async def test_serve_passes_the_retention_and_conversations_are_capped():
         assert gone.json()["error"]["code"] == -32001
 
 
+async def test_a_task_in_a_context_the_server_just_made_reads_no_conversation():
+    from toolnexus.stores import MemoryConversationStore
+
+    class Reads(MemoryConversationStore):  # the real store, its reads counted
+        asked: list[str] = []
+
+        async def get(self, id):
+            self.asked.append(id)
+            return await super().get(id)
+
+    tk = await tn.create_toolkit(builtins=False)
+    client = tn.create_in_process_client(lambda req: f"heard {len(req['messages'])}")
+    client.store = Reads()
+    async with tk.serve(client=client, a2a=tn.A2AConfig()) as h, tn.A2AClient(h.url) as a2a:
+        first = await a2a.send("one", blocking=True)
+        assert Reads.asked == [] and first.reply == "heard 1"  # nothing could be there yet: not read
+        second = await a2a.send("two", context_id=first.context_id, blocking=True)
+        assert Reads.asked == [first.context_id] and second.reply == "heard 3"  # a context named: read
+        own = await a2a.send("three", context_id="chosen-by-the-caller", blocking=True)
+        assert Reads.asked[-1] == "chosen-by-the-caller" and own.reply == "heard 1"
+
+
 async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_collector():
     """A retained task is one entry of strings and bytes: after its first collection the collector
     no longer walks it (100,000 retained tasks would otherwise be walked by every full collection)."""

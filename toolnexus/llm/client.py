@@ -94,10 +94,11 @@ class Client:
         return await self._bounded(self._drive(state))
 
     async def ask(self, prompt: str, toolkit: ToolkitLike | None = None, id: str | None = None,
-                  inbox: Inbox | None = None) -> RunResult:
+                  inbox: Inbox | None = None, *, new: bool = False) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
-        ``inbox``: messages that arrive while it runs (see :class:`Inbox`)."""
-        history = (await self.store.get(id) or []) if id is not None else None
+        ``inbox``: messages that arrive while it runs (see :class:`Inbox`); ``new``: the caller
+        made ``id`` up just now, so there is nothing to read (a served task in a new context)."""
+        history = (await self.store.get(id) or []) if id is not None and not new else None
         state = self._start(prompt, toolkit, history, id)
         state.inbox = inbox
         return await self._bounded(self._drive(state))

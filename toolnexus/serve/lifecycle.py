@@ -9,11 +9,20 @@ object a run holds, ``_live``) follows the moves. A terminal state never changes
 is refused and recorded nowhere.
 
 Durable when told: a state a caller is told of (a send's answer, a stream's frame, a poll, a push
-notification, a listing) is saved before it is told. A blocking send's caller is told only once
-its task settles, so its task's ``submitted`` and ``working`` are kept in memory (``_unsaved``) and
-written with the state it settles in: one write to a file or a database, not three. Anything that
-reads such a task through the runner (``get``, ``list``, a blocking wait that times out) saves it
-first. In-process observers (the event bus: the TUI, the notebook, ``toolnexus serve``'s log) see
+notification, a listing) is saved before it is told, and a state nobody is told of is written with
+the next one somebody is. A blocking send's caller is told only once its task settles, so its
+task's ``submitted`` and ``working`` are kept in memory (``_unsaved``) and written with the state it
+settles in: one write to a file or a database, not three; a send answered at once writes its
+``submitted`` and then the state it settles in, ``working`` only if a poll comes meanwhile. A task
+that a stream or a webhook follows from its start is written at every move. With a shared store,
+a state left unwritten for a heartbeat is written then (``write_behind``): another host's poll of a
+task that runs for a while sees it ``working``. Anything that reads
+such a task through the runner (``get``, ``list``, a blocking wait that times out) saves it first.
+
+Read where known: a poll of a task this worker runs is answered from the task it holds (saved at
+each move it was told of; another worker's move is announced and adopted, see
+``stores.postgres.WorkerLink``), and one that ended lately here from the value it ended with (an
+ended task never changes): no store read. In-process observers (the event bus: the TUI, the notebook, ``toolnexus serve``'s log) see
 every state as it happens; after a ``kill -9`` a task no caller was told of is gone, as its caller's
 connection is.
 """
@@ -87,6 +96,9 @@ STOPPED = "the server stopped before this task finished: send it again"
 INBOX_LIMIT = 100
 """Messages that may wait for a working task's next model turn; more are refused (-32602)."""
 
+ENDED_KEPT = 1024
+"""How many of the tasks that ended here lately a poll is answered for without a store read."""
+
 WAKE_EVERY = 0.05
 """A wait with a timeout (a blocking send's) ends at the first multiple of this many seconds past
 its deadline: one timer wakes every wait due in that interval. A timer per wait
@@ -123,8 +135,11 @@ class TaskRunner:
         self._hooks: set[asyncio.Future[None]] = set()
         self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
         self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
-        self._quiet: set[str] = set()  # tasks whose caller is told only when they settle (a blocking send)
+        self._quiet: set[str] = set()  # tasks whose states are written only when told (see the module's doc)
         self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
+        self._ends_kept = getattr(store, "keeps_ended", False) is True
+        self._aging: set[str] = set()  # those of them already unwritten at the last write_behind()
+        self._ended: collections.OrderedDict[str, Task] = collections.OrderedDict()  # the last ENDED_KEPT ended here
         self._stopping = False  # a stop's drain is over: waits return what they have
         self.link: Any = None
         """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
@@ -204,9 +219,17 @@ class TaskRunner:
                 changed.set()
             if state.terminal:
                 self._forget(task.id)
+                self._keep_ended(value)
             if state.terminal or state.interrupted:
                 self._fire_on_task(value, state, result)
         return value
+
+    def _keep_ended(self, value: Task) -> None:
+        if not self._ends_kept:  # a store that may drop it (retention): asked every time
+            return
+        self._ended[value.id] = value
+        if len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
 
     def _forget(self, task_id: str) -> None:
         """Drop what this worker kept for a task in flight, once it ended (here or on another worker)."""
@@ -272,8 +295,7 @@ class TaskRunner:
                 raise UnsupportedOperationError(f"Task {task.id} {why}")
             return task, queue
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-        task = await self.create(message, skill, prompt, owner, quiet=blocking and push is None and not follow,
-                                 push=push)
+        task = await self.create(message, skill, prompt, owner, answered=not blocking, followed=follow, push=push)
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
         return task, queue
@@ -285,20 +307,27 @@ class TaskRunner:
         await self.push.keep(self.push.set(push))
         return self.push
 
-    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None,
-                     quiet: bool = False, push: PushConfig | None = None) -> Task:
+    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None, *,
+                     answered: bool = True, followed: bool = False, push: PushConfig | None = None) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself.
-        ``quiet``: nobody is told of it before it settles (it is written then, or when read);
+        ``answered``: its caller is told of this first state now (False: a blocking send, told
+        once it settles); ``followed``: a stream follows each of its states from this one;
         ``push``: registered, and told of this first state, before the run can move it (keeping
-        a config may wait on a database: a run started first would be told of twice)."""
+        a config may wait on a database: a run started first would be told of twice). Unless a
+        stream or a webhook follows it, a later state is written only once somebody is told of
+        it (see the module's doc)."""
+        minted = not message.context_id
         context = message.context_id or new_id()
         caller = trace.incoming.get()
         task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
                     owner=owner, trace=caller.child() if caller is not None else None)
         message.context_id, message.task_id = context, task.id
-        if quiet:
+        quiet = push is None and not followed
+        if quiet and not answered:
             self._quiet.add(task.id)
         await self.transition(task, TaskState.SUBMITTED, history=[message], new=True)
+        if quiet and answered:  # written: the send's answer tells it
+            self._quiet.add(task.id)
         self._live[task.id] = task
         self._inboxes[task.id] = Inbox()
         try:
@@ -306,7 +335,7 @@ class TaskRunner:
                 notifier = await self._register(push, task)
                 notifier.notify(task.snapshot(), [])
         finally:  # a config that could not be kept fails the call, not the task
-            self._start(task, self._fulfil(task, prompt, None))
+            self._start(task, self._fulfil(task, prompt, None, new_context=minted))
         return task
 
     async def tell(self, task: Task, message: Message) -> bool:
@@ -366,7 +395,10 @@ class TaskRunner:
         self._runs[task.id] = run
         run.add_done_callback(lambda _: self._runs.pop(task.id, None) if self._runs.get(task.id) is run else None)
 
-    async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False) -> None:
+    async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False,
+                      new_context: bool = False) -> None:
+        """Run ``task`` to its end (or its next question); ``new_context``: this server made up its
+        context just now, so its conversation has nothing to read yet."""
         inbox = self._inboxes.get(task.id)
         trace.running.set((task, self))  # this run's own context: its tools' remote calls join the task's trace
         try:
@@ -382,7 +414,8 @@ class TaskRunner:
             else:
                 # callers told apart never share a conversation, even when they name the same context
                 conversation = task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
-                result = await self.client.ask(prompt, self.toolkit, id=conversation, inbox=inbox)
+                result = await self.client.ask(prompt, self.toolkit, id=conversation, inbox=inbox,
+                                               new=new_context)
         except asyncio.CancelledError:
             return  # cancel() already moved the task
         except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
@@ -470,6 +503,8 @@ class TaskRunner:
             self._stop_here(fresh, self._runs.pop(task_id, None), self._pending.get(task_id),
                             canceled=state is TaskState.CANCELED)
             self._forget(task_id)
+            if fresh.version == version:
+                self._keep_ended(fresh)
         elif not state.interrupted:
             self._pending.pop(task_id, None)  # its question was answered on another worker
 
@@ -492,10 +527,20 @@ class TaskRunner:
         """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
         if id in self._quiet:
             await self._told(id)
-        task = await self.store.get(id)
+        task = self._known(id)
+        if task is None:
+            task = await self.store.get(id)
         if task is None or not visible(task.owner, owner):
             raise TaskNotFoundError()
         return task
+
+    def _known(self, id: str) -> Task | None:
+        """A task's value as this worker knows it without asking the store: one it holds in flight
+        (written at each move anybody was told of), or one that ended here lately."""
+        live = self._live.get(id)
+        if live is not None:
+            return live.moved(live.status)  # a value: later moves of the live task do not touch it
+        return self._ended.get(id)
 
     async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
                    updated_after: str | None = None, page_size: int = 50, page_token: str = "",
@@ -515,6 +560,12 @@ class TaskRunner:
             if task is not None:
                 try:
                     await self.store.save(task)
+                except StaleTaskError:  # another worker moved it since (a cancel): that is what is told
+                    fresh = await self.store.get(id)
+                    live = self._live.get(id)
+                    if fresh is not None and live is not None and live.version < fresh.version:
+                        _adopt(live, fresh)  # its run's next move is decided on that
+                    return
                 except BaseException:
                     self._quiet.add(id)  # as it was: written by its next move, or the next read
                     self._unsaved[id] = task
@@ -522,6 +573,16 @@ class TaskRunner:
                 live = self._live.get(id)
                 if live is not None:
                     live.version = task.version
+
+    async def write_behind(self) -> int:
+        """Write the quiet tasks whose state was already unwritten at the last call (a shared
+        store's heartbeat calls it): a run that lasts shows as it is on every host within two
+        calls, not only once a caller here asks. Returns how many were written."""
+        due = [id for id in self._unsaved if id in self._aging]
+        self._aging = set(self._unsaved).difference(due)
+        for id in due:
+            await self._told(id)
+        return len(due)
 
     async def cancel(self, id: str, owner: str | None = None) -> Task:
         """Cancel a task: its run is cancelled (a remote call under way sends the peer a cancel);

@@ -28,6 +28,10 @@ class FileTaskStore:
     A crash never leaves a partial task file; reads are served from memory after the first load.
     """
 
+    keeps_ended = True
+    """A task that ended stays here as it ended (no retention): the runner may answer a poll of
+    one that ended lately from the value it ended with (``TaskRunner._known``)."""
+
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)

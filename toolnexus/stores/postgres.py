@@ -172,6 +172,10 @@ class PostgresTaskStore:
     version check: each :class:`Task` read or saved here carries the version it was at.
     """
 
+    keeps_ended = True
+    """A task that ended stays here as it ended (no retention): the runner may answer a poll of
+    one that ended lately from the value it ended with (``TaskRunner._known``)."""
+
     def __init__(self, url: str, *, pool_size: int = 10, lease: float = 5.0) -> None:
 
         self.db = _Database(url, pool_size)
@@ -370,7 +374,8 @@ class WorkerLink:
                 log.warning("worker link: could not deliver %r: %s: %s", payload[:200], type(exc).__name__, exc)
 
     async def _tick(self) -> None:
-        """Heartbeat, reap and keep listening: every third of the lease. Once the database is
+        """Heartbeat (and the runner's write-behind: a state no caller was told of yet, written
+        for the other hosts), reap and keep listening: every third of the lease. Once the database is
         back after this worker lost it, it reads again what it follows (the announcements it
         missed) and reaps nothing for a lease: every other worker lost it too, most likely, and
         renews its leases first (an outage longer than a lease would otherwise fail live runs)."""
@@ -384,6 +389,7 @@ class WorkerLink:
                     self._listener = None
                     await self._listen()
                 await self.store.heartbeat(list(self.runner._runs))
+                await self.runner.write_behind()
                 if missed:
                     await self.runner.resync()
                 if lost:
