@@ -19,9 +19,10 @@ from ..conftest import ROOT
 class Served:
     """``toolnexus serve --workers N --json`` in a child process, its JSON lines collected."""
 
-    def __init__(self, *args: str, inside: list[str] | None = None) -> None:
+    def __init__(self, *args: str, inside: list[str] | None = None, program: list[str] | None = None) -> None:
         self.args = args
         self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
+        self.program = program or ["-m", "toolnexus.cli"]  # what python runs: another version (``-c CODE``)
         self.lines: list[dict] = []
         self.errors: list[str] = []  # its stderr, read as it comes (a full pipe would stall the server)
         self.proc: asyncio.subprocess.Process | None = None
@@ -29,7 +30,7 @@ class Served:
 
     async def __aenter__(self) -> Served:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.inside, sys.executable, "-m", "toolnexus.cli", "serve", "--json", *self.args, cwd=ROOT,
+            *self.inside, sys.executable, *self.program, "serve", "--json", *self.args, cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._readers = [asyncio.ensure_future(self._read()), asyncio.ensure_future(self._read_errors())]
         return self
@@ -172,3 +173,80 @@ async def test_workers_without_a_shared_store_are_refused_in_one_line():
                                     "postgresql://... (the memory and file stores live in one process)")
 
 
+
+
+NEXT_VERSION = """
+import sys
+from toolnexus.stores import postgres
+# what a next version of toolnexus might bring: a column with a default, and a table made once
+# (no IF NOT EXISTS: run twice, it fails); it holds its locks a while, as a real one on a big table would
+postgres.MIGRATIONS.append("ALTER TABLE toolnexus_tasks ADD COLUMN labels text NOT NULL DEFAULT ''; "
+                           "CREATE TABLE toolnexus_next (ran timestamptz NOT NULL DEFAULT now()); "
+                           "INSERT INTO toolnexus_next DEFAULT VALUES; SELECT pg_sleep(0.5)")
+postgres.SCHEMA_VERSION = len(postgres.MIGRATIONS)
+from toolnexus.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(postgres):
+    """A rolling deploy that brings a migration: two hosts of the new version start at once while a
+    host of the old one serves under load. The migration runs once (the second new host waits on
+    the lock and finds it done), the old host answers every request through it and after it, and
+    each version reads what the other wrote."""
+    import asyncpg
+
+    from toolnexus.stores.postgres import SCHEMA_VERSION
+
+    answered: list[str] = []
+    failures: list[str] = []
+    stop = asyncio.Event()
+
+    async def load(http: httpx.AsyncClient, url: str, k: int) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            r = await http.post(url + "/", json=send(k * 100_000 + i, f"load {k} {i}", blocking=True))
+            body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+            if r.status_code != 200 or body.get("result", {}).get("status", {}).get("state") != "completed":
+                failures.append(f"{r.status_code} {r.text[:200]}")
+            else:
+                answered.append(body["result"]["id"])
+
+    async with Served("--store", postgres) as old:
+        await old.until(lambda lines: old.events("ready"))
+        old_url = old.events("started")[0]["url"]
+        async with httpx.AsyncClient(timeout=30) as http:
+            loaders = [asyncio.ensure_future(load(http, old_url, k)) for k in range(4)]
+            await asyncio.sleep(0.3)
+            before = len(answered)
+            new_hosts = [Served("--store", postgres, program=["-c", NEXT_VERSION]) for _ in range(2)]
+            async with new_hosts[0] as one, new_hosts[1] as two:
+                try:
+                    await asyncio.gather(*(h.until(lambda lines, h=h: h.events("ready"), timeout=60)
+                                           for h in (one, two)))
+                    during = len(answered) - before
+                    await asyncio.sleep(0.3)
+                finally:
+                    stop.set()
+                    await asyncio.gather(*loaders)
+                new_url = one.events("started")[0]["url"]
+                made_new = (await http.post(new_url + "/", json=send(1, "made by the new version", True))).json()
+                made_old = (await http.post(old_url + "/", json=send(2, "made by the old version", True))).json()
+                seen_by_old = (await http.post(old_url + "/", json=get(3, made_new["result"]["id"]))).json()
+                seen_by_new = (await http.post(two.events("started")[0]["url"] + "/",
+                                               json=get(4, made_old["result"]["id"]))).json()
+            assert "Traceback" not in await one.stderr() + await two.stderr()
+        assert seen_by_old["result"]["status"]["state"] == "completed"
+        assert seen_by_new["result"]["status"]["state"] == "completed"
+    assert "Traceback" not in await old.stderr()
+    assert not failures, failures[:3]
+    assert during > 0 and len(set(answered)) == len(answered)  # the old host served while the new ones migrated
+    db = await asyncpg.connect(postgres)
+    try:
+        assert await db.fetchval("SELECT count(*) FROM toolnexus_next") == 1  # run once
+        assert [r["version"] for r in await db.fetch("SELECT version FROM toolnexus_schema ORDER BY version")] \
+            == list(range(1, SCHEMA_VERSION + 2))
+        assert await db.fetchval("SELECT count(*) FROM toolnexus_tasks WHERE labels = ''") == len(answered) + 2
+    finally:
+        await db.close()
