@@ -4,15 +4,19 @@ beside the memory store, in one run.
 Each configuration is ``toolnexus serve`` (the demo model: instant) in its own process(es):
 ``--store memory``, ``--store file:DIR`` (a fresh folder), ``--store postgresql://...`` and
 ``--store postgresql://... --workers 2``, on a private PostgreSQL cluster (Debian's postgresql
-package, fsync off: a database's disk is not what is measured). The load is serve_bench.py's raw
-keep-alive client in this process, at concurrency ``--concurrency`` (64), ``--seconds`` each: send+poll round trips,
-blocking sends, GetTask of a finished task and card GETs, alternated over ``--repeat`` rounds,
-medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
+package, fsync off: a database's disk is not what is measured); and, for comparison, the official
+a2a-sdk 1.3 server on its own ``DatabaseTaskStore`` (SQLAlchemy, asyncpg, a pool of 10 as ours;
+its echo agent, tests/peers/sdk_server.py, as instant; JSON-RPC with its 0.3 compatibility on,
+served by the same uvicorn stack; needs ``pip install -e '.[test,bench]'``). The load is
+serve_bench.py's raw keep-alive client in this process, at concurrency ``--concurrency`` (64),
+``--seconds`` each: send+poll (polled again at once: ``roundtrip``; polled as a client's watch
+does, pauses from 10 ms growing by half: ``paced``), blocking sends, GetTask of a finished task
+and card GETs, alternated over ``--repeat`` rounds, medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
 separately, of the database's processes, per task; the database's statements (round trips)
 per task and per poll, counted by pg_stat_statements, with the costliest listed. Also: how long a cancel sent to one worker
 takes to stop the run on another (two workers in this process, the time until the run is gone).
 
-Run: python bench/pg_bench.py [--seconds 3] [--repeat 2] [--concurrency 64]
+Run: python bench/pg_bench.py [--seconds 3] [--repeat 2] [--concurrency 64] [--no-sdk]
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ async def _statements(dsn: str, reset: bool) -> dict[str, int]:
 
 
 async def _measure(url: str, op: str, concurrency: int, seconds: float, server: list[int],
-                   db: list[int], dsn: str | None) -> dict[str, float]:
+                   db: list[int], dsn: str | None, label: str = "") -> dict[str, float]:
     host, port = url.split("//")[1].split(":")
     conns = [Conn(host, int(port)) for _ in range(concurrency)]
     for c in conns:
@@ -100,18 +104,37 @@ async def _measure(url: str, op: str, concurrency: int, seconds: float, server: 
     n = counts["ops"]
     calls = await _statements(dsn, reset=True) if dsn is not None else {}
     for query, count in calls.items():
-        _STATEMENTS.setdefault(op, {}).setdefault(query, []).append(count / n)
+        _STATEMENTS.setdefault(f"{label} {op}", {}).setdefault(query, []).append(count / n)
     return {"per_s": n / elapsed, "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
             "cpu_us": cpu / n * 1e6, "db_us": dbcpu / n * 1e6, "polls": counts["polls"] / n,
             "trips": sum(calls.values()) / n}
 
 
 _STATEMENTS: dict[str, dict[str, list[float]]] = {}
-"""op -> statement -> its calls per operation, one entry per measurement of a PostgreSQL store."""
+"""'<store> <op>' -> statement -> its calls per operation, one entry per measurement of a PostgreSQL store."""
+
+
+async def _serve_sdk(dsn: str) -> None:
+    """The official a2a-sdk server on its DatabaseTaskStore at ``dsn`` (run as ``--sdk-server DSN``),
+    saying where and when it is ready as ``toolnexus serve --json`` does."""
+    from a2a.server.tasks import DatabaseTaskStore
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from tests.peers.sdk_server import sdk_server
+
+    engine = create_async_engine(dsn.replace("postgresql://", "postgresql+asyncpg://", 1), pool_size=10,
+                                 max_overflow=0)
+    store = DatabaseTaskStore(engine)
+    await store.initialize()
+    async with sdk_server(compat=True, task_store=store) as url:
+        print(json.dumps({"event": "started", "url": url}), json.dumps({"event": "ready"}), sep="\n", flush=True)
+        await asyncio.Event().wait()
 
 
 def _start(store: str, workers: int) -> tuple[subprocess.Popen[str], str]:
     args = [sys.executable, "-m", "toolnexus.cli", "serve", "--json", "--store", store]
+    if workers == 0:  # the official SDK's server on its own database store
+        args = [sys.executable, __file__, "--sdk-server", store]
     if workers > 1:
         args += ["--workers", str(workers)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
@@ -152,12 +175,14 @@ async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
     return out
 
 
-async def main(seconds: float, repeat: int, concurrency: int) -> None:
+async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) -> None:
     pg = Postgres(binaries(), settings=("shared_preload_libraries=pg_stat_statements",))
     folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     try:
         configs = [("memory", "memory", 1), ("file", f"file:{folder}", 1), ("postgresql", pg.database(), 1),
                    ("postgresql x2", pg.database(), 2)]
+        if sdk:
+            configs.append(("a2a-sdk pg", pg.database(), 0))
         rows: dict[tuple[str, str], list[dict[str, float]]] = {}
         for _ in range(repeat):
             for name, store, workers in configs:
@@ -166,9 +191,9 @@ async def main(seconds: float, repeat: int, concurrency: int) -> None:
                     server = [proc.pid, *_children(proc.pid)]
                     db = _postgres_pids(pg) if store.startswith("postgresql") else []
                     dsn = store if store.startswith("postgresql") else None
-                    for op in ("roundtrip", "blocking", "get", "card"):
+                    for op in ("roundtrip", "paced", "blocking", "get", "card"):
                         rows.setdefault((name, op), []).append(
-                            await _measure(url, op, concurrency, seconds, server, db, dsn))
+                            await _measure(url, op, concurrency, seconds, server, db, dsn, name))
                 finally:
                     proc.send_signal(signal.SIGINT)
                     proc.wait(30)
@@ -179,8 +204,15 @@ async def main(seconds: float, repeat: int, concurrency: int) -> None:
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             print(f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
                   f"{med['db_us']:15.0f} {med['polls']:6.2f} {med['trips']:9.2f}")
-        for op, statements in _STATEMENTS.items():
-            print(f"statements per {op} (both PostgreSQL configurations, median):")
+        by_store = {(name, op): statistics.median(r["cpu_us"] for r in runs) for (name, op), runs in rows.items()}
+        print("server CPU per task against the memory store's, same run:")
+        for name, _store, _workers in configs[1:]:
+            print(f"  {name:14} " + "  ".join(f"{op} {by_store[(name, op)] / by_store[('memory', op)]:5.2f}x"
+                                              for op in ("roundtrip", "paced", "blocking")))
+        for key, statements in _STATEMENTS.items():
+            if key.split()[-1] not in ("roundtrip", "blocking") or key.startswith("postgresql x2"):
+                continue
+            print(f"statements per {key} (median):")
             for query, per in sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))[:8]:
                 if statistics.median(per) >= 0.01:
                     print(f"  {statistics.median(per):6.2f}  {' '.join(query.split())[:110]}")
@@ -197,5 +229,10 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--no-sdk", action="store_true", help="leave out the official a2a-sdk server")
+    ap.add_argument("--sdk-server", metavar="DSN", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    asyncio.run(main(a.seconds, a.repeat, a.concurrency))
+    if a.sdk_server:
+        asyncio.run(_serve_sdk(a.sdk_server))
+    else:
+        asyncio.run(main(a.seconds, a.repeat, a.concurrency, not a.no_sdk))

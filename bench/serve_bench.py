@@ -167,6 +167,11 @@ def _send_body(blocking: bool) -> bytes:
                     "parts": [{"kind": "text", "text": "hello bench"}]}}}).encode()
 
 
+PACE = (0.01, 1.5, 1.0)
+"""The "paced" send+poll's pauses between polls: the first, its growth, the longest (the shape of
+``A2AClient.watch``: a first poll at once, then pauses growing by half, here from 10 ms)."""
+
+
 async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], counts: dict[str, int]) -> None:
     clock = time.perf_counter
     finished = b""
@@ -184,15 +189,19 @@ async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], c
         elif op == "blocking":
             out = json.loads(await conn.request("POST", "/", _send_body(True)))
             assert out["result"]["status"]["state"] == "completed", out
-        else:
+        else:  # send+poll: "roundtrip" polls again at once; "paced" as a client's watch does (PACE)
             out = json.loads(await conn.request("POST", "/", _send_body(False)))
             tid = out["result"]["id"]
+            pause = PACE[0]
             while True:
                 got = json.loads(await conn.request("POST", "/", json.dumps(
                     {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": tid}}).encode()))
                 counts["polls"] += 1
                 if got["result"]["status"]["state"] == "completed":
                     break
+                if op == "paced":
+                    await asyncio.sleep(pause)
+                    pause = min(pause * PACE[1], PACE[2])
         latencies.append(clock() - t0)
         counts["ops"] += 1
 

@@ -23,6 +23,7 @@ from a2a.server.tasks import (
     BasePushNotificationSender,
     InMemoryPushNotificationConfigStore,
     InMemoryTaskStore,
+    TaskStore,
     TaskUpdater,
 )
 from a2a.types import a2a_pb2 as pb
@@ -101,13 +102,15 @@ def card(url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC"
 
 @contextlib.asynccontextmanager
 async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None,
-                     push: bool = False, binding: str = "JSONRPC") -> AsyncIterator[str]:
+                     push: bool = False, binding: str = "JSONRPC", task_store: TaskStore | None = None
+                     ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
     public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
     the SDK's own push-notification store and sender, the card saying so. ``binding="HTTP+JSON"``:
     the SDK's REST routes instead of JSON-RPC, the only interface on its card; ``binding="GRPC"``:
-    the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it."""
+    the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it.
+    ``task_store``: the SDK's own store to keep tasks in (default: its in-memory one)."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -141,7 +144,7 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic")))
     push_http = httpx.AsyncClient(timeout=5)
     push_store = InMemoryPushNotificationConfigStore() if push else None
-    handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=InMemoryTaskStore(),
+    handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=task_store or InMemoryTaskStore(),
                                       agent_card=agent_card, push_config_store=push_store,
                                       push_sender=BasePushNotificationSender(push_http, push_store) if push else None)
     served = (create_rest_routes(handler, enable_v0_3_compat=compat) if binding == "HTTP+JSON"
