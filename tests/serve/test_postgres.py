@@ -220,6 +220,38 @@ async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(p
         await second.stop()
 
 
+async def test_a_runs_conversation_is_written_with_its_tasks_last_state_in_one_statement(postgres):
+    """One round trip for a run's end: the conversation and the settled task are one statement, so
+    one transaction (the rows share their xmin); a send and an answer alike, on either worker."""
+    first, second = await serve_worker(postgres), await serve_worker(postgres)
+    db = await asyncpg.connect(postgres)
+
+    async def written(task_id: str, context_id: str) -> tuple[int, int, int]:
+        task_xmin = await db.fetchval("SELECT xmin::text::bigint FROM toolnexus_tasks WHERE id = $1", task_id)
+        row = await db.fetchrow("SELECT xmin::text::bigint AS xmin, messages FROM toolnexus_conversations "
+                                "WHERE id = $1", context_id)
+        return task_xmin, row["xmin"], len(_json.loads(row["messages"]))
+
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            done = await one.send("hello there", blocking=True)
+            task_xmin, conversation_xmin, count = await written(done.id, done.context_id)
+            assert task_xmin == conversation_xmin and count >= 2
+            again = await two.send("hello again", context_id=done.context_id, blocking=True)  # the other worker
+            task_xmin, conversation_xmin, more = await written(again.id, done.context_id)
+            assert again.state is TaskState.COMPLETED and task_xmin == conversation_xmin and more > count
+            asked = await one.send("please approve the budget", blocking=True)
+            assert asked.state is TaskState.INPUT_REQUIRED
+            answered = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            assert answered.state is TaskState.COMPLETED  # resumed on the other worker
+            task_xmin, conversation_xmin, _ = await written(asked.id, asked.context_id)
+            assert task_xmin == conversation_xmin
+    finally:
+        await db.close()
+        await first.stop()
+        await second.stop()
+
+
 def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
     from toolnexus.stores import open_store
 

@@ -94,21 +94,24 @@ class Client:
         return await self._bounded(self._drive(state))
 
     async def ask(self, prompt: str, toolkit: ToolkitLike | None = None, id: str | None = None,
-                  inbox: Inbox | None = None, *, new: bool = False) -> RunResult:
+                  inbox: Inbox | None = None, *, new: bool = False, keep: bool = True) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
         ``inbox``: messages that arrive while it runs (see :class:`Inbox`); ``new``: the caller
-        made ``id`` up just now, so there is nothing to read (a served task in a new context)."""
+        made ``id`` up just now, so there is nothing to read (a served task in a new context);
+        ``keep=False``: the caller saves the conversation itself (``RunResult.unsaved_conversation``:
+        a served task's runner writes it with the task's last state, in one statement)."""
         history = (await self.store.get(id) or []) if id is not None and not new else None
         state = self._start(prompt, toolkit, history, id)
-        state.inbox = inbox
+        state.inbox, state.keep = inbox, keep
         return await self._bounded(self._drive(state))
 
-    async def resume(self, result: RunResult, answer: Answer, inbox: Inbox | None = None) -> RunResult:
-        """Continue a ``pending`` run with the answer to its request."""
+    async def resume(self, result: RunResult, answer: Answer, inbox: Inbox | None = None, *,
+                     keep: bool = True) -> RunResult:
+        """Continue a ``pending`` run with the answer to its request (``keep``: as :meth:`ask`)."""
         state = result._state
         if result.status != "pending" or state is None or state.waiting is None:
             raise ValueError("only a pending run can be resumed")
-        state.inbox = inbox
+        state.inbox, state.keep = inbox, keep
         call = state.waiting
         state.waiting = None
         outcome = await self._answered(state, call, answer)
@@ -189,7 +192,9 @@ class Client:
                     state.inbox.closed = True
                 result.text = turn.content
                 result._state = None
-                if state.conversation is not None:  # a database restarting: kept once it is back
+                if state.conversation is not None and not state.keep:
+                    result.unsaved_conversation = (state.conversation, state.messages)
+                elif state.conversation is not None:  # a database restarting: kept once it is back
                     conversation, messages = state.conversation, state.messages
                     await when_available(lambda: self.store.save(conversation, messages),
                                          f"conversation {conversation}")

@@ -76,6 +76,8 @@ class RunResult:
         status: ``"ok"``, or ``"pending"`` when a tool waits for input (see ``pending``).
         pending: the :class:`Request` the run waits on.
         system: the system prompt the run used.
+        unsaved_conversation: a run asked with ``keep=False`` (:meth:`Client.ask`): the id and the
+            messages of the conversation it ended with, for the caller to keep (None otherwise).
     """
 
     text: str = ""
@@ -87,6 +89,7 @@ class RunResult:
     status: Literal["ok", "pending"] = "ok"
     pending: Request | None = None
     system: str = ""
+    unsaved_conversation: tuple[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
     _state: RunState | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -152,6 +155,7 @@ class RunState:
     waiting: ToolCall | None = None
     result: RunResult = field(default_factory=RunResult)
     inbox: Inbox | None = None
+    keep: bool = True  # the run saves its conversation as it ends (False: its caller does)
 
 
 def parse_arguments(raw: Any) -> tuple[Any, str | None]:

@@ -138,6 +138,8 @@ class TaskRunner:
         self._quiet: set[str] = set()  # tasks whose states are written only when told (see the module's doc)
         self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
         self._ends_kept = getattr(store, "keeps_ended", False) is True
+        joins = getattr(store, "joins", None)  # a run's conversation written with its task's last state
+        self._joint = client is not None and joins is not None and joins(client.store) is True
         self._aging: set[str] = set()  # those of them already unwritten at the last write_behind()
         self._ended: collections.OrderedDict[str, Task] = collections.OrderedDict()  # the last ENDED_KEPT ended here
         self._stopping = False  # a stop's drain is over: waits return what they have
@@ -157,9 +159,11 @@ class TaskRunner:
         history: list[Message] | None = None,
         result: RunResult | None = None,
         new: bool = False,
+        conversation: tuple[str, list[dict[str, Any]]] | None = None,
     ) -> Task | None:
         """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. Returns the
-        task's new value (see :meth:`Task.moved`), None if the move was refused.
+        task's new value (see :meth:`Task.moved`), None if the move was refused. ``conversation``:
+        written in the same statement as this move (a store that :attr:`_joint` said joins them).
 
         The live task (the object this worker's run of it holds, :attr:`_live`) takes the new
         value's status, lists and version once it is saved; a task passed in that is not live (a
@@ -187,7 +191,11 @@ class TaskRunner:
                             break
                         self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
                         self._unsaved.pop(task.id, None)
-                    await self.store.save(value)
+                    if conversation is not None:
+                        save: Any = self.store.save  # a store that joins them (see __init__)
+                        await save(value, conversation)
+                    else:
+                        await self.store.save(value)
                     break
                 except StaleTaskError:  # another worker moved it first: take that, decide again
                     pass
@@ -408,14 +416,15 @@ class TaskRunner:
                 await self.transition(task, TaskState.FAILED, message=Message.agent(
                     "no model client is configured for this agent (serve(..., client=...))", task.context_id, task.id))
                 return
+            # joint: the conversation is written with the task's last state, one statement (see __init__)
             if pending is not None:
                 result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
-                                                  inbox=inbox)
+                                                  inbox=inbox, keep=not self._joint)
             else:
                 # callers told apart never share a conversation, even when they name the same context
                 conversation = task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
                 result = await self.client.ask(prompt, self.toolkit, id=conversation, inbox=inbox,
-                                               new=new_context)
+                                               new=new_context, keep=not self._joint)
         except asyncio.CancelledError:
             return  # cancel() already moved the task
         except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
@@ -455,8 +464,11 @@ class TaskRunner:
             return
         reply = Message.agent(result.text, task.context_id, task.id)
         artifact = Artifact([Part.of_text(result.text)], name="reply")
-        await self._settle(task, lambda: self.transition(task, TaskState.COMPLETED, artifacts=[artifact],
-                                                         history=[reply], result=result))
+        unsaved, store = result.unsaved_conversation, self.client.store
+        done = await self._settle(task, lambda: self.transition(task, TaskState.COMPLETED, artifacts=[artifact],
+                                                                history=[reply], result=result, conversation=unsaved))
+        if unsaved is not None and done is None:  # not moved (canceled meanwhile): its conversation is kept all the same
+            await self._settle(task, lambda: store.save(*unsaved))
 
     async def _fail(self, task: Task, reason: str) -> None:
         note = Message.agent(reason, task.context_id, task.id)

@@ -83,6 +83,25 @@ _RUNNING = ("submitted", "working")
 _LOCK = 0x746F6F6C6E6578  # the advisory lock migrations hold ("toolnex")
 
 
+_INSERT_TASK = (
+    "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
+    "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
+    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version, push) "
+    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w")
+_UPDATE_TASK = (
+    "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
+    "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
+    "pending = CASE WHEN $2 = 'input-required' THEN pending END "
+    "WHERE id = $1 AND version = $5 RETURNING version, push) "
+    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w")
+
+
+def _upsert_conversation(first: int) -> str:
+    """The statement that keeps a conversation, its id and messages parameters numbered from ``first``."""
+    return (f"INSERT INTO toolnexus_conversations (id, messages) VALUES (${first}, ${first + 1}) ON CONFLICT (id) "
+            "DO UPDATE SET messages = EXCLUDED.messages, updated = now()")
+
+
 def is_postgres_url(store: Any) -> bool:
     return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
 
@@ -197,30 +216,33 @@ class PostgresTaskStore:
         task.version = row["version"]
         return task
 
-    async def save(self, task: Task) -> None:
-        """Insert, or update the version read; :class:`StaleTaskError` when another worker wrote since."""
+    def joins(self, conversations: object) -> bool:
+        """Whether ``conversations`` keeps them in this database: then a run's conversation is
+        written with its task's last state, in one statement (:meth:`save`'s ``conversation``)."""
+        return isinstance(conversations, PostgresConversationStore) and conversations.db is self.db
+
+    async def save(self, task: Task, conversation: tuple[str, list[dict[str, Any]]] | None = None) -> None:
+        """Insert, or update the version read; :class:`StaleTaskError` when another worker wrote since.
+        ``conversation`` (its id and messages) is upserted in the same statement, whether or not
+        the task's write is refused: a run's two results, one round trip, one transaction."""
         record = _json.dumps(self._record(task))
         stamp = task.status.timestamp or ""
         state = task.state.value
         running = state in _RUNNING  # a running task is this worker's, on a lease
         worker, lease = (self.worker, self.lease) if running else (None, None)
+        also: tuple[Any, ...] = ()
+        if task.version == 0:
+            query = _INSERT_TASK
+            args: tuple[Any, ...] = (task.id, task.context_id, state, task.owner, task.created, stamp, record, worker,
+                                     lease, CHANNEL, f"{self.worker} {task.id}")
+        else:
+            query = _UPDATE_TASK
+            args = (task.id, state, stamp, record, task.version, worker, lease, CHANNEL, f"{self.worker} {task.id}")
+        if conversation is not None:  # a data-modifying WITH runs to its end whatever the rest matches
+            query = f"WITH c AS ({_upsert_conversation(len(args) + 1)}), " + query.removeprefix("WITH ")
+            also = (conversation[0], _json.dumps(conversation[1]))
         async with _reachable(self.db) as pool:
-            if task.version == 0:
-                written = await pool.fetchrow(
-                    "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
-                    "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
-                    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version, push) "
-                    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w",
-                    task.id, task.context_id, state, task.owner, task.created, stamp, record, worker, lease,
-                    CHANNEL, f"{self.worker} {task.id}")
-            else:
-                written = await pool.fetchrow(
-                    "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
-                    "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
-                    "pending = CASE WHEN $2 = 'input-required' THEN pending END "
-                    "WHERE id = $1 AND version = $5 RETURNING version, push) "
-                    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w",
-                    task.id, state, stamp, record, task.version, worker, lease, CHANNEL, f"{self.worker} {task.id}")
+            written = await pool.fetchrow(query, *args, *also)
         if written is None:
             raise StaleTaskError(f"task {task.id} was changed by another worker since it was read "
                                  f"(version {task.version})")
@@ -325,8 +347,7 @@ class PostgresConversationStore:
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
         async with _reachable(self.db) as pool:
-            await pool.execute("INSERT INTO toolnexus_conversations (id, messages) VALUES ($1, $2) ON CONFLICT (id) "
-                               "DO UPDATE SET messages = EXCLUDED.messages, updated = now()", id, _json.dumps(messages))
+            await pool.execute(_upsert_conversation(1), id, _json.dumps(messages))
 
     async def aclose(self) -> None:
         await self.db.close()
