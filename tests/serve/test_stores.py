@@ -361,3 +361,63 @@ async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it
         out = await asyncio.wait_for(answer, 5)
         assert out["status"]["state"] == "completed"
         assert (await FileTaskStore(tmp_path).get(out["id"])).state is TaskState.COMPLETED
+
+
+async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_saved(tmp_path: Path):
+    """A send answered at once writes ``submitted``; its run's ``working`` is written only when a
+    caller is told of it. A poll that came while the run's last state was being saved answered the
+    live task's ``working``, written nowhere (a kill then would take back what a caller saw); and
+    when that save failed (the store away) the task was no longer known as unwritten. A poll now
+    waits for the move under way, and a failed write leaves the task as it was."""
+    import asyncio
+
+    from toolnexus.errors import StoreUnavailableError
+    from toolnexus.protocol.dialects import Dialect
+    from toolnexus.protocol.operations import OPERATIONS
+
+    class HeldStore(FileTaskStore):  # its final saves held, or refused as a store away, as the test says
+        held = asyncio.Event()
+        away = 0
+
+        async def save(self, task: Task) -> None:
+            if task.state.terminal:
+                if self.away:
+                    self.away -= 1
+                    raise StoreUnavailableError()
+                await self.held.wait()
+            await super().save(task)
+
+    async def instant(request: dict) -> dict:
+        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+    tk = await tn.create_toolkit(builtins=False)
+    store = HeldStore(tmp_path)
+    async with tk.serve(client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="held", store=store)) as h:
+        def send(i: int) -> dict:
+            return {"configuration": {"blocking": False}, "message": {
+                "kind": "message", "messageId": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
+
+        async def poll(task_id: str) -> str:
+            out = await h.a2a.dispatch(OPERATIONS["get"], {"id": task_id}, Dialect.V03, 2, None)
+            state = out["status"]["state"]  # at the moment of the answer, with no await in between:
+            assert (await FileTaskStore(tmp_path).get(task_id)).state.value == state  # saved as told
+            return state
+
+        first = await h.a2a.dispatch(OPERATIONS["send"], send(1), Dialect.V03, 1, None)
+        assert first["status"]["state"] == "submitted"
+        try:
+            await asyncio.sleep(0.2)  # its run has ended; its last save is held
+            polled = asyncio.ensure_future(poll(first["id"]))
+            await asyncio.sleep(0.3)
+            assert not polled.done()  # waits for the save under way
+        finally:  # a save held for good would hold the server's stop too
+            store.held.set()
+        assert await asyncio.wait_for(polled, 5) == "completed"
+
+        store.away = 2  # the next run's last save finds the store away twice (retried: 0.25 s, 0.5 s)
+        second = await h.a2a.dispatch(OPERATIONS["send"], send(2), Dialect.V03, 3, None)
+        await asyncio.sleep(0.1)
+        assert await poll(second["id"]) == "working"  # written as it was told
+        async with asyncio.timeout(5):
+            while await poll(second["id"]) != "completed":
+                await asyncio.sleep(0.05)

@@ -17,7 +17,10 @@ settles in: one write to a file or a database, not three; a send answered at onc
 that a stream or a webhook follows from its start is written at every move. With a shared store,
 a state left unwritten for a heartbeat is written then (``write_behind``): another host's poll of a
 task that runs for a while sees it ``working``. Anything that reads
-such a task through the runner (``get``, ``list``, a blocking wait that times out) saves it first.
+such a task through the runner (``get``, ``list``, a blocking wait that times out) saves it first;
+a poll that comes while a move is being saved waits for it (the live task may show a state that
+move is about to replace unwritten), and a move whose write fails leaves what was unwritten as it
+was, to be written when told.
 
 Read where known: a poll of a task this worker runs is answered from the task it holds (saved at
 each move it was told of; another worker's move is announced and adopted, see
@@ -184,13 +187,14 @@ class TaskRunner:
                     return None
                 stamp = now_iso()
                 value = task.moved(TaskStatus(state, message, stamp), history, artifacts)
+                quiet, unsaved = task.id in self._quiet, None
                 try:
-                    if task.id in self._quiet:
+                    if quiet:
                         if not (state.terminal or state.interrupted):
                             self._unsaved[task.id] = value  # written when told (see the module's doc)
                             break
                         self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
-                        self._unsaved.pop(task.id, None)
+                        unsaved = self._unsaved.pop(task.id, None)
                     if conversation is not None:
                         save: Any = self.store.save  # a store that joins them (see __init__)
                         await save(value, conversation)
@@ -199,6 +203,12 @@ class TaskRunner:
                     break
                 except StaleTaskError:  # another worker moved it first: take that, decide again
                     pass
+                except BaseException:  # not written (the store away): what was unwritten stays so, and known
+                    if quiet:
+                        self._quiet.add(task.id)
+                        if unsaved is not None:
+                            self._unsaved[task.id] = unsaved
+                    raise
                 fresh = await self.store.get(task.id)
                 if fresh is None:
                     return None
@@ -539,6 +549,9 @@ class TaskRunner:
         """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
         if id in self._quiet:
             await self._told(id)
+        elif (moving := self._moving(id)) is not None:  # a move being saved: told once it is saved
+            async with moving:
+                pass
         task = self._known(id)
         if task is None:
             task = await self.store.get(id)
