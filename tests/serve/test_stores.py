@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
+from toolnexus.errors import StoreUnavailableError
 from toolnexus.protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from toolnexus.stores import FileTaskStore, MemoryTaskStore, PostgresTaskStore, open_store
 
@@ -310,9 +311,6 @@ async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
     from toolnexus.protocol.dialects import Dialect
     from toolnexus.protocol.operations import OPERATIONS
 
-    async def instant(request: dict) -> dict:
-        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
-
     tk = await tn.create_toolkit(builtins=False)
     where = f"file:{tmp_path}" if store == "file" else "memory"
     async with tk.serve(client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="told", store=where)) as h:
@@ -329,24 +327,34 @@ async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
                 assert "completed" in json.dumps(saved["status"])
 
 
+class HeldStore(FileTaskStore):
+    """The file store, its tasks' final saves held until a test lets them go (``held``), or refused
+    as a store that is away (the next ``away`` of them)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.held = asyncio.Event()
+        self.away = 0
+
+    async def save(self, task: Task) -> None:
+        if task.state.terminal:
+            if self.away:
+                self.away -= 1
+                raise StoreUnavailableError()
+            await self.held.wait()
+        await super().save(task)
+
+
+async def instant(request: dict) -> dict:
+    """A model that answers at once."""
+    return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+
 async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it_is_saved(tmp_path: Path):
     """The blocking wait's time may end while the task's move is saving (the live status already
     new): its answer waits for that save rather than tell what is not yet stored."""
-    import asyncio
-
     from toolnexus.protocol.dialects import Dialect
     from toolnexus.protocol.operations import OPERATIONS
-
-    class HeldStore(FileTaskStore):  # the file store, its final save held until the test lets it go
-        held = asyncio.Event()
-
-        async def save(self, task: Task) -> None:
-            if task.state.terminal:
-                await self.held.wait()
-            await super().save(task)
-
-    async def instant(request: dict) -> dict:
-        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
     tk = await tn.create_toolkit(builtins=False)
     store = HeldStore(tmp_path)
@@ -369,26 +377,8 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
     live task's ``working``, written nowhere (a kill then would take back what a caller saw); and
     when that save failed (the store away) the task was no longer known as unwritten. A poll now
     waits for the move under way, and a failed write leaves the task as it was."""
-    import asyncio
-
-    from toolnexus.errors import StoreUnavailableError
     from toolnexus.protocol.dialects import Dialect
     from toolnexus.protocol.operations import OPERATIONS
-
-    class HeldStore(FileTaskStore):  # its final saves held, or refused as a store away, as the test says
-        held = asyncio.Event()
-        away = 0
-
-        async def save(self, task: Task) -> None:
-            if task.state.terminal:
-                if self.away:
-                    self.away -= 1
-                    raise StoreUnavailableError()
-                await self.held.wait()
-            await super().save(task)
-
-    async def instant(request: dict) -> dict:
-        return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
     tk = await tn.create_toolkit(builtins=False)
     store = HeldStore(tmp_path)
