@@ -328,19 +328,22 @@ async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
 
 
 class HeldStore(FileTaskStore):
-    """The file store, its tasks' final saves held until a test lets them go (``held``), or refused
-    as a store that is away (the next ``away`` of them)."""
+    """The file store, its tasks' final saves held until a test lets them go (``held``; ``holding``
+    says one waits), or refused as a store that is away (the next ``away`` of them; ``refused``
+    says one was)."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
-        self.held = asyncio.Event()
+        self.held, self.holding, self.refused = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self.away = 0
 
     async def save(self, task: Task) -> None:
         if task.state.terminal:
             if self.away:
                 self.away -= 1
+                self.refused.set()
                 raise StoreUnavailableError()
+            self.holding.set()
             await self.held.wait()
         await super().save(task)
 
@@ -396,7 +399,7 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
         first = await h.a2a.dispatch(OPERATIONS["send"], send(1), Dialect.V03, 1, None)
         assert first["status"]["state"] == "submitted"
         try:
-            await asyncio.sleep(0.2)  # its run has ended; its last save is held
+            await asyncio.wait_for(store.holding.wait(), 10)  # its run has ended; its last save is held
             polled = asyncio.ensure_future(poll(first["id"]))
             await asyncio.sleep(0.3)
             assert not polled.done()  # waits for the save under way
@@ -404,9 +407,9 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
             store.held.set()
         assert await asyncio.wait_for(polled, 5) == "completed"
 
-        store.away = 2  # the next run's last save finds the store away twice (retried: 0.25 s, 0.5 s)
+        store.away = 3  # the next run's last save finds the store away three times (retried after 0.25, 0.5, 1 s)
         second = await h.a2a.dispatch(OPERATIONS["send"], send(2), Dialect.V03, 3, None)
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(store.refused.wait(), 10)
         assert await poll(second["id"]) == "working"  # written as it was told
         async with asyncio.timeout(5):
             while await poll(second["id"]) != "completed":
