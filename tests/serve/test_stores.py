@@ -366,9 +366,11 @@ async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it
         params = {"configuration": {"blocking": True}, "message": {
             "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
         answer = asyncio.ensure_future(h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, 1, None))
-        await asyncio.sleep(1.0)  # the wait's time (0.3 s) is long up; the final save is still held
-        assert not answer.done()
-        store.held.set()
+        try:
+            await asyncio.sleep(1.0)  # the wait's time (0.3 s) is long up; the final save is still held
+            assert not answer.done()
+        finally:  # a save held for good would hold the server's stop too
+            store.held.set()
         out = await asyncio.wait_for(answer, 5)
         assert out["status"]["state"] == "completed"
         assert (await FileTaskStore(tmp_path).get(out["id"])).state is TaskState.COMPLETED

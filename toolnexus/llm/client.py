@@ -192,12 +192,13 @@ class Client:
                     state.inbox.closed = True
                 result.text = turn.content
                 result._state = None
-                if state.conversation is not None and not state.keep:
-                    result.unsaved_conversation = (state.conversation, state.messages)
-                elif state.conversation is not None:  # a database restarting: kept once it is back
+                if state.conversation is not None:
                     conversation, messages = state.conversation, state.messages
-                    await when_available(lambda: self.store.save(conversation, messages),
-                                         f"conversation {conversation}")
+                    if not state.keep:  # its caller keeps it (a served task: with its last state)
+                        result.unsaved_conversation = (conversation, messages)
+                    else:  # a database restarting: kept once it is back
+                        await when_available(lambda: self.store.save(conversation, messages),
+                                             f"conversation {conversation}")
                 return result
             state.queue = list(turn.tool_calls)
 

@@ -547,11 +547,7 @@ class TaskRunner:
     # -- queries and control ------------------------------------------------------------------
     async def get(self, id: str, owner: str | None = None) -> Task:
         """The task, if ``owner`` may see it (None: the server itself, or callers not told apart)."""
-        if id in self._quiet:
-            await self._told(id)
-        elif (moving := self._moving(id)) is not None:  # a move being saved: told once it is saved
-            async with moving:
-                pass
+        await self._telling(id)
         task = self._known(id)
         if task is None:
             task = await self.store.get(id)
@@ -576,6 +572,16 @@ class TaskRunner:
         mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
         return await self.store.list(context_id=context_id, state=state, updated_after=updated_after,
                                      page_size=page_size, page_token=page_token, **mine)
+
+    async def _telling(self, id: str) -> None:
+        """A caller is about to be told of a task: a move being saved is waited for (the live task
+        may show a state that move is replacing unwritten), and a state left unwritten is written."""
+        moving = self._moving(id)
+        if moving is not None:
+            async with moving:
+                pass
+        if id in self._quiet:
+            await self._told(id)
 
     async def _told(self, id: str) -> None:
         """A quiet task is about to be told of: from now on every state is written, this one first."""
@@ -686,12 +692,7 @@ class TaskRunner:
                 left = waits.pop(task.id) - 1
                 if left:
                     waits[task.id] = left
-        moving = self._moving(task.id)
-        if moving is not None:  # time up in the middle of a move: answered once it is saved
-            async with moving:
-                pass
-        if task.id in self._quiet:  # time up before it settled: its caller is told of this state
-            await self._told(task.id)
+        await self._telling(task.id)  # time up in the middle of a move, or before it settled
         return task
 
     async def _latest(self, task: Task) -> Task:
