@@ -19,9 +19,16 @@ import statistics
 import subprocess
 import sys
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1},
-                                           "units": {"enum": ["metric", "imperial"]}},
-          "required": ["city"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1},
+        "units": {"enum": ["metric", "imperial"]},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+}
 ARGS = {"city": "Lisbon", "days": 3, "units": "metric"}
 
 TOOL = """
@@ -43,8 +50,16 @@ asyncio.run(main())
 """
 
 VALIDATORS = {
-    "jsonschema-rs": ("import jsonschema_rs", "v = jsonschema_rs.validator_for(SCHEMA)", "v.is_valid(ARGS)"),
-    "jsonschema": ("import jsonschema", "v = jsonschema.Draft202012Validator(SCHEMA)", "v.is_valid(ARGS)"),
+    "jsonschema-rs": (
+        "import jsonschema_rs",
+        "v = jsonschema_rs.validator_for(SCHEMA)",
+        "v.is_valid(ARGS)",
+    ),
+    "jsonschema": (
+        "import jsonschema",
+        "v = jsonschema.Draft202012Validator(SCHEMA)",
+        "v.is_valid(ARGS)",
+    ),
     "fastjsonschema": ("import fastjsonschema", "v = fastjsonschema.compile(SCHEMA)", "v(ARGS)"),
 }
 
@@ -77,17 +92,25 @@ def main() -> None:
     tool = [run(TOOL) for _ in range(args.runs)]
     first = statistics.median(t["first"] for t in tool if t)
     tenth = statistics.median(t["tenth"] for t in tool if t)
-    print(f"toolnexus tool call: first {first:.2f} ms, tenth {tenth:.3f} ms "
-          f"(target: first <= tenth + 50 ms: {'met' if first <= tenth + 50 else 'NOT met'})")
-    print(f"\n| validator | import + compile + first check (ms) | each check after (µs) |\n|---|---|---|")
+    print(
+        f"toolnexus tool call: first {first:.2f} ms, tenth {tenth:.3f} ms "
+        f"(target: first <= tenth + 50 ms: {'met' if first <= tenth + 50 else 'NOT met'})"
+    )
+    print(
+        "\n| validator | import + compile + first check (ms) | each check after (µs) |\n|---|---|---|"
+    )
     for name, (imp, make, check) in VALIDATORS.items():
-        code = VALIDATOR.format(schema=json.dumps(SCHEMA), args=json.dumps(ARGS), imp=imp, make=make, check=check)
+        code = VALIDATOR.format(
+            schema=json.dumps(SCHEMA), args=json.dumps(ARGS), imp=imp, make=make, check=check
+        )
         results = [r for r in (run(code) for _ in range(args.runs)) if r]
         if not results:
             print(f"| {name} | not installed | |")
             continue
-        print(f"| {name} | {statistics.median(r['first'] for r in results):.1f} | "
-              f"{statistics.median(r['each_us'] for r in results):.2f} |")
+        print(
+            f"| {name} | {statistics.median(r['first'] for r in results):.1f} | "
+            f"{statistics.median(r['each_us'] for r in results):.2f} |"
+        )
 
 
 if __name__ == "__main__":

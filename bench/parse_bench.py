@@ -54,7 +54,9 @@ class DataPart(msgspec.Struct, tag="data", tag_field="kind", omit_defaults=True)
 WirePart = TextPart | DataPart
 
 
-class WireMessage(msgspec.Struct, rename="camel", omit_defaults=True, tag="message", tag_field="kind"):
+class WireMessage(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag="message", tag_field="kind"
+):
     message_id: str
     role: Literal["user", "agent"]
     parts: list[WirePart]
@@ -114,10 +116,22 @@ _ENCODER = msgspec.json.Encoder()
 
 
 def body() -> bytes:
-    return _json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-        "configuration": {"blocking": True},
-        "message": {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
-                    "parts": [{"kind": "text", "text": "hello bench"}]}}})
+    return _json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "configuration": {"blocking": True},
+                "message": {
+                    "kind": "message",
+                    "messageId": str(uuid.uuid4()),
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hello bench"}],
+                },
+            },
+        }
+    )
 
 
 def parse_today(raw: bytes) -> Message:
@@ -126,9 +140,18 @@ def parse_today(raw: bytes) -> Message:
 
 
 def _message(m: WireMessage) -> Message:
-    return Message(m.role, [Part.of_text(p.text) if isinstance(p, TextPart) else Part.of_data(p.data)
-                            for p in m.parts], m.message_id, m.context_id, m.task_id, m.metadata,
-                   m.reference_task_ids)
+    return Message(
+        m.role,
+        [
+            Part.of_text(p.text) if isinstance(p, TextPart) else Part.of_data(p.data)
+            for p in m.parts
+        ],
+        m.message_id,
+        m.context_id,
+        m.task_id,
+        m.metadata,
+        m.reference_task_ids,
+    )
 
 
 def parse_msgspec(raw: bytes) -> Message:
@@ -141,12 +164,19 @@ def decode_only(raw: bytes) -> Any:
 
 def completed_task() -> Task:
     request = parse_today(body())
-    task = Task(str(uuid.uuid4()), str(uuid.uuid4()), TaskStatus(TaskState.SUBMITTED), history=[request])
+    task = Task(
+        str(uuid.uuid4()), str(uuid.uuid4()), TaskStatus(TaskState.SUBMITTED), history=[request]
+    )
     for state in (TaskState.WORKING, TaskState.COMPLETED):
         extra: dict[str, Any] = {}
         if state is TaskState.COMPLETED:
-            reply = Message.agent("Hello! This is the demo model answering: hello bench", task.context_id, task.id)
-            extra = {"history": [reply], "artifacts": [Artifact([Part.of_text(reply.text)], name="reply")]}
+            reply = Message.agent(
+                "Hello! This is the demo model answering: hello bench", task.context_id, task.id
+            )
+            extra = {
+                "history": [reply],
+                "artifacts": [Artifact([Part.of_text(reply.text)], name="reply")],
+            }
         task = task.moved(TaskStatus(state, None, now_iso()), **extra)
     return task
 
@@ -156,19 +186,35 @@ def render_today(task: Task) -> bytes:
 
 
 def render_dict_msgspec(task: Task) -> bytes:
-    return _ENCODER.encode({"jsonrpc": "2.0", "id": 1, "result": render_send_result(task, Dialect.V03)})
+    return _ENCODER.encode(
+        {"jsonrpc": "2.0", "id": 1, "result": render_send_result(task, Dialect.V03)}
+    )
 
 
 def _wire_message(m: Message) -> WireMessage:
-    return WireMessage(m.message_id, m.role, [TextPart(p.text or "") for p in m.parts], m.context_id, m.task_id,
-                       m.metadata or None, m.reference_task_ids or None)
+    return WireMessage(
+        m.message_id,
+        m.role,
+        [TextPart(p.text or "") for p in m.parts],
+        m.context_id,
+        m.task_id,
+        m.metadata or None,
+        m.reference_task_ids or None,
+    )
 
 
 def render_structs(task: Task) -> bytes:
-    wire = WireTask(task.id, task.context_id, WireStatus(task.status.state.value, None, task.status.timestamp),
-                    [WireArtifact(a.artifact_id, [TextPart(p.text or "") for p in a.parts], a.name)
-                     for a in task.artifacts] or None,
-                    [_wire_message(m) for m in task.history] or None)
+    wire = WireTask(
+        task.id,
+        task.context_id,
+        WireStatus(task.status.state.value, None, task.status.timestamp),
+        [
+            WireArtifact(a.artifact_id, [TextPart(p.text or "") for p in a.parts], a.name)
+            for a in task.artifacts
+        ]
+        or None,
+        [_wire_message(m) for m in task.history] or None,
+    )
     return _ENCODER.encode(Answer("2.0", 1, wire))
 
 
@@ -186,21 +232,31 @@ def main(rounds: int, calls: int) -> None:
     raw, task = body(), completed_task()
     # the candidates agree on what they read and write
     assert parse_today(raw).text == parse_msgspec(raw).text == "hello bench"
-    assert _json.loads(render_today(task)) == _json.loads(render_dict_msgspec(task)) == _json.loads(render_structs(task))
-    cases = {"parse: orjson + parse_message (today)": (parse_today, raw),
-             "parse: msgspec typed decode + Message": (parse_msgspec, raw),
-             "parse: msgspec typed decode alone (bound)": (decode_only, raw),
-             "render: render_send_result + orjson (today)": (render_today, task),
-             "render: render_send_result + msgspec encode": (render_dict_msgspec, task),
-             "render: wire structs + msgspec encode": (render_structs, task)}
+    assert (
+        _json.loads(render_today(task))
+        == _json.loads(render_dict_msgspec(task))
+        == _json.loads(render_structs(task))
+    )
+    cases = {
+        "parse: orjson + parse_message (today)": (parse_today, raw),
+        "parse: msgspec typed decode + Message": (parse_msgspec, raw),
+        "parse: msgspec typed decode alone (bound)": (decode_only, raw),
+        "render: render_send_result + orjson (today)": (render_today, task),
+        "render: render_send_result + msgspec encode": (render_dict_msgspec, task),
+        "render: wire structs + msgspec encode": (render_structs, task),
+    }
     figures: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
         for name, (fn, arg) in cases.items():
             figures[name].append(_best(fn, arg, calls))
-    print(f"µs per call, median of {rounds} rounds (each the best of 5 x {calls} calls); "
-          f"msgspec {msgspec.__version__}, JSON by {'orjson' if _json.dumps.__module__ != 'json' else 'json'}")
+    print(
+        f"µs per call, median of {rounds} rounds (each the best of 5 x {calls} calls); "
+        f"msgspec {msgspec.__version__}, JSON by {'orjson' if _json.dumps.__module__ != 'json' else 'json'}"
+    )
     for name, runs in figures.items():
-        print(f"  {name:48} {statistics.median(runs):6.2f}  (min {min(runs):.2f}, max {max(runs):.2f})")
+        print(
+            f"  {name:48} {statistics.median(runs):6.2f}  (min {min(runs):.2f}, max {max(runs):.2f})"
+        )
 
 
 if __name__ == "__main__":

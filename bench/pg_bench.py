@@ -61,8 +61,11 @@ def _cpu(pids: list[int]) -> float:
 
 
 def _postgres_pids(pg: Postgres) -> list[int]:
-    out = subprocess.run(["pgrep", "-u", "postgres" if os.geteuid() == 0 else str(os.getuid()), "postgres"],
-                         capture_output=True, text=True).stdout.split()
+    out = subprocess.run(
+        ["pgrep", "-u", "postgres" if os.geteuid() == 0 else str(os.getuid()), "postgres"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     return [int(p) for p in out]
 
 
@@ -75,7 +78,8 @@ async def _statements(dsn: str, reset: bool) -> dict[str, int]:
         await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         rows = await connection.fetch(
             "SELECT query, calls FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
-            "WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'")
+            "WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'"
+        )
         if reset:
             await connection.execute("SELECT pg_stat_statements_reset()")
     finally:
@@ -83,8 +87,16 @@ async def _statements(dsn: str, reset: bool) -> dict[str, int]:
     return {r["query"]: r["calls"] for r in rows}
 
 
-async def _measure(url: str, op: str, concurrency: int, seconds: float, server: list[int],
-                   db: list[int], dsn: str | None, label: str = "") -> dict[str, float]:
+async def _measure(
+    url: str,
+    op: str,
+    concurrency: int,
+    seconds: float,
+    server: list[int],
+    db: list[int],
+    dsn: str | None,
+    label: str = "",
+) -> dict[str, float]:
     host, port = url.split("//")[1].split(":")
     conns = [Conn(host, int(port)) for _ in range(concurrency)]
     for c in conns:
@@ -105,9 +117,14 @@ async def _measure(url: str, op: str, concurrency: int, seconds: float, server: 
     calls = await _statements(dsn, reset=True) if dsn is not None else {}
     for query, count in calls.items():
         _STATEMENTS.setdefault(f"{label} {op}", {}).setdefault(query, []).append(count / n)
-    return {"per_s": n / elapsed, "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-            "cpu_us": cpu / n * 1e6, "db_us": dbcpu / n * 1e6, "polls": counts["polls"] / n,
-            "trips": sum(calls.values()) / n}
+    return {
+        "per_s": n / elapsed,
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "cpu_us": cpu / n * 1e6,
+        "db_us": dbcpu / n * 1e6,
+        "polls": counts["polls"] / n,
+        "trips": sum(calls.values()) / n,
+    }
 
 
 _STATEMENTS: dict[str, dict[str, list[float]]] = {}
@@ -122,12 +139,18 @@ async def _serve_sdk(dsn: str) -> None:
 
     from tests.peers.sdk_server import sdk_server
 
-    engine = create_async_engine(dsn.replace("postgresql://", "postgresql+asyncpg://", 1), pool_size=10,
-                                 max_overflow=0)
+    engine = create_async_engine(
+        dsn.replace("postgresql://", "postgresql+asyncpg://", 1), pool_size=10, max_overflow=0
+    )
     store = DatabaseTaskStore(engine)
     await store.initialize()
     async with sdk_server(compat=True, task_store=store) as url:
-        print(json.dumps({"event": "started", "url": url}), json.dumps({"event": "ready"}), sep="\n", flush=True)
+        print(
+            json.dumps({"event": "started", "url": url}),
+            json.dumps({"event": "ready"}),
+            sep="\n",
+            flush=True,
+        )
         await asyncio.Event().wait()
 
 
@@ -137,7 +160,9 @@ def _start(store: str, workers: int) -> tuple[subprocess.Popen[str], str]:
         args = [sys.executable, __file__, "--sdk-server", store]
     if workers > 1:
         args += ["--workers", str(workers)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+    )
     url, ready, up = "", 0, False
     while not (up and (workers == 1 or ready == workers)):
         event = json.loads(proc.stdout.readline())
@@ -155,8 +180,11 @@ async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
     handles = []
     for _ in range(2):
         tk = await tn.create_toolkit(builtins=False)
-        handles.append(await tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                                      a2a=tn.A2AConfig(name="bench", store=dsn)))
+        handles.append(
+            await tk.serve(
+                "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="bench", store=dsn)
+            )
+        )
     one, two = handles
     out = []
     async with tn.A2AClient(one.url) as a, tn.A2AClient(two.url) as b:
@@ -179,8 +207,12 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
     pg = Postgres(binaries(), settings=("shared_preload_libraries=pg_stat_statements",))
     folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     try:
-        configs = [("memory", "memory", 1), ("file", f"file:{folder}", 1), ("postgresql", pg.database(), 1),
-                   ("postgresql x2", pg.database(), 2)]
+        configs = [
+            ("memory", "memory", 1),
+            ("file", f"file:{folder}", 1),
+            ("postgresql", pg.database(), 1),
+            ("postgresql x2", pg.database(), 2),
+        ]
         if sdk:
             configs.append(("a2a-sdk pg", pg.database(), 0))
         rows: dict[tuple[str, str], list[dict[str, float]]] = {}
@@ -193,32 +225,49 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
                     dsn = store if store.startswith("postgresql") else None
                     for op in ("roundtrip", "paced", "blocking", "get", "card"):
                         rows.setdefault((name, op), []).append(
-                            await _measure(url, op, concurrency, seconds, server, db, dsn, name))
+                            await _measure(url, op, concurrency, seconds, server, db, dsn, name)
+                        )
                 finally:
                     proc.send_signal(signal.SIGINT)
                     proc.wait(30)
         print(f"c={concurrency}, medians of {repeat}; polls and DB statements per operation")
-        print(f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15} "
-              f"{'polls':>6} {'DB stmts':>9}")
+        print(
+            f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15} "
+            f"{'polls':>6} {'DB stmts':>9}"
+        )
         for (name, op), runs in rows.items():
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            print(f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
-                  f"{med['db_us']:15.0f} {med['polls']:6.2f} {med['trips']:9.2f}")
-        by_store = {(name, op): statistics.median(r["cpu_us"] for r in runs) for (name, op), runs in rows.items()}
+            print(
+                f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
+                f"{med['db_us']:15.0f} {med['polls']:6.2f} {med['trips']:9.2f}"
+            )
+        by_store = {
+            (name, op): statistics.median(r["cpu_us"] for r in runs)
+            for (name, op), runs in rows.items()
+        }
         print("server CPU per task against the memory store's, same run:")
         for name, _store, _workers in configs[1:]:
-            print(f"  {name:14} " + "  ".join(f"{op} {by_store[(name, op)] / by_store[('memory', op)]:5.2f}x"
-                                              for op in ("roundtrip", "paced", "blocking")))
+            print(
+                f"  {name:14} "
+                + "  ".join(
+                    f"{op} {by_store[(name, op)] / by_store[('memory', op)]:5.2f}x"
+                    for op in ("roundtrip", "paced", "blocking")
+                )
+            )
         for key, statements in _STATEMENTS.items():
             if key.split()[-1] not in ("roundtrip", "blocking") or key.startswith("postgresql x2"):
                 continue
             print(f"statements per {key} (median):")
-            for query, per in sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))[:8]:
+            for query, per in sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))[
+                :8
+            ]:
                 if statistics.median(per) >= 0.01:
                     print(f"  {statistics.median(per):6.2f}  {' '.join(query.split())[:110]}")
         latencies = sorted(await _cancel_latency(pg.database()))
-        print(f"cancel on one worker to the run stopped on the other: p50 {statistics.median(latencies):.1f} ms, "
-              f"max {latencies[-1]:.1f} ms over {len(latencies)}")
+        print(
+            f"cancel on one worker to the run stopped on the other: p50 {statistics.median(latencies):.1f} ms, "
+            f"max {latencies[-1]:.1f} ms over {len(latencies)}"
+        )
     finally:
         pg.close()
         shutil.rmtree(folder, ignore_errors=True)

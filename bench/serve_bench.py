@@ -58,9 +58,19 @@ def _bare_app() -> Any:
     from toolnexus import _json
 
     tasks: dict[str, dict[str, Any]] = {}
-    card = _json.dumps({"name": "bare", "description": "bare ceiling", "url": "http://127.0.0.1/", "version": "0",
-                        "protocolVersion": "0.3.0", "capabilities": {"streaming": False},
-                        "defaultInputModes": ["text"], "defaultOutputModes": ["text"], "skills": []})
+    card = _json.dumps(
+        {
+            "name": "bare",
+            "description": "bare ceiling",
+            "url": "http://127.0.0.1/",
+            "version": "0",
+            "protocolVersion": "0.3.0",
+            "capabilities": {"streaming": False},
+            "defaultInputModes": ["text"],
+            "defaultOutputModes": ["text"],
+            "skills": [],
+        }
+    )
 
     async def get_card(request: Request) -> Response:
         return Response(card, media_type="application/json")
@@ -71,8 +81,14 @@ def _bare_app() -> Any:
         if method == "message/send":
             msg = params["message"]
             tid, ctx = str(uuid.uuid4()), str(uuid.uuid4())
-            task = {"kind": "task", "id": tid, "contextId": ctx, "status": {"state": "submitted"},
-                    "history": [{**msg, "taskId": tid, "contextId": ctx}], "_text": msg["parts"][0]["text"]}
+            task = {
+                "kind": "task",
+                "id": tid,
+                "contextId": ctx,
+                "status": {"state": "submitted"},
+                "history": [{**msg, "taskId": tid, "contextId": ctx}],
+                "_text": msg["parts"][0]["text"],
+            }
             tasks[tid] = task
             if (params.get("configuration") or {}).get("blocking", True):
                 _complete(task)
@@ -80,20 +96,44 @@ def _bare_app() -> Any:
         elif method == "tasks/get":
             task = tasks.get(params.get("id"))
             if task is None:
-                return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32001,
-                                "message": "Task not found"}}), media_type="application/json")
+                return Response(
+                    _json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": rid,
+                            "error": {"code": -32001, "message": "Task not found"},
+                        }
+                    ),
+                    media_type="application/json",
+                )
             if task["status"]["state"] == "submitted":
                 _complete(task)
             result = {k: v for k, v in task.items() if k != "_text"}
         else:
-            return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
-                            "message": "Method not found"}}), media_type="application/json")
-        return Response(_json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), media_type="application/json")
+            return Response(
+                _json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {"code": -32601, "message": "Method not found"},
+                    }
+                ),
+                media_type="application/json",
+            )
+        return Response(
+            _json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}),
+            media_type="application/json",
+        )
 
     def _complete(task: dict[str, Any]) -> None:
         task["status"] = {"state": "completed", "timestamp": "2026-11-30T00:00:00.000000Z"}
-        task["artifacts"] = [{"artifactId": "reply", "name": "reply",
-                              "parts": [{"kind": "text", "text": task["_text"]}]}]
+        task["artifacts"] = [
+            {
+                "artifactId": "reply",
+                "name": "reply",
+                "parts": [{"kind": "text", "text": task["_text"]}],
+            }
+        ]
 
     return Starlette(routes=[Route(CARD, get_card), Route("/", rpc, methods=["POST"])])
 
@@ -108,23 +148,33 @@ async def _run_server(kind: str) -> None:
         await server.start()
         url = server.url
     else:
+
         async def instant(request: dict[str, Any]) -> dict[str, Any]:
             return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
         wire = kind == "toolnexus-wire" or os.environ.get("TOOLNEXUS_BENCH_RECORD_WIRE") == "1"
         watched = wire or kind == "toolnexus-watched"
         tk = await tn.create_toolkit(builtins=False)
-        handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                                a2a=tn.A2AConfig(name="bench", description="bench"), record_wire=wire,
-                                metrics=kind == "toolnexus-metrics")
+        handle = await tk.serve(
+            "127.0.0.1:0",
+            client=tn.create_in_process_client(instant),
+            a2a=tn.A2AConfig(name="bench", description="bench"),
+            record_wire=wire,
+            metrics=kind == "toolnexus-metrics",
+        )
         url = handle.url
-        if watched:  # as in the TUI: one reader takes every event off the bus (and reads nothing of it)
+        if (
+            watched
+        ):  # as in the TUI: one reader takes every event off the bus (and reads nothing of it)
+
             async def drain() -> None:
                 async for _ in handle.events.subscribe(max_queue=5000):
                     pass
 
             asyncio.ensure_future(drain())
-    if os.environ.get("TOOLNEXUS_BENCH_GC") != "default":  # both tuned as `toolnexus serve` tunes its process
+    if (
+        os.environ.get("TOOLNEXUS_BENCH_GC") != "default"
+    ):  # both tuned as `toolnexus serve` tunes its process
         serving_gc()
     print(url, flush=True)
     await asyncio.Event().wait()
@@ -144,8 +194,10 @@ class Conn:
         self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
 
     async def request(self, method: str, path: str, body: bytes = b"") -> bytes:
-        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
         self.writer.write(head + body)
         status_and_headers = await self.reader.readuntil(b"\r\n\r\n")
         length = 0
@@ -161,10 +213,22 @@ class Conn:
 
 
 def _send_body(blocking: bool) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-        "configuration": {"blocking": blocking},
-        "message": {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
-                    "parts": [{"kind": "text", "text": "hello bench"}]}}}).encode()
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "configuration": {"blocking": blocking},
+                "message": {
+                    "kind": "message",
+                    "messageId": str(uuid.uuid4()),
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hello bench"}],
+                },
+            },
+        }
+    ).encode()
 
 
 PACE = (0.01, 1.5, 1.0)
@@ -172,13 +236,21 @@ PACE = (0.01, 1.5, 1.0)
 ``A2AClient.watch``: a first poll at once, then pauses growing by half, here from 10 ms)."""
 
 
-async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], counts: dict[str, int]) -> None:
+async def _worker(
+    conn: Conn, op: str, stop_at: float, latencies: list[float], counts: dict[str, int]
+) -> None:
     clock = time.perf_counter
     finished = b""
     if op == "get":  # GetTask of a finished task: one per connection, asked for again and again
         done = json.loads(await conn.request("POST", "/", _send_body(True)))
-        finished = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
-                               "params": {"id": done["result"]["id"]}}).encode()
+        finished = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tasks/get",
+                "params": {"id": done["result"]["id"]},
+            }
+        ).encode()
     while clock() < stop_at:
         t0 = clock()
         if op == "card":
@@ -194,8 +266,20 @@ async def _worker(conn: Conn, op: str, stop_at: float, latencies: list[float], c
             tid = out["result"]["id"]
             pause = PACE[0]
             while True:
-                got = json.loads(await conn.request("POST", "/", json.dumps(
-                    {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": tid}}).encode()))
+                got = json.loads(
+                    await conn.request(
+                        "POST",
+                        "/",
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 2,
+                                "method": "tasks/get",
+                                "params": {"id": tid},
+                            }
+                        ).encode(),
+                    )
+                )
                 counts["polls"] += 1
                 if got["result"]["status"]["state"] == "completed":
                     break
@@ -228,13 +312,18 @@ async def _measure(url: str, pid: int, op: str, concurrency: int, seconds: float
     latencies: list[float] = []
     counts = {"ops": 0, "polls": 0}
     cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
-    await asyncio.gather(*(_worker(c, op, time.perf_counter() + seconds, latencies, counts) for c in conns))
+    await asyncio.gather(
+        *(_worker(c, op, time.perf_counter() + seconds, latencies, counts) for c in conns)
+    )
     elapsed, cpu = time.perf_counter() - t0, _cpu_seconds(pid) - cpu0
     for c in conns:
         c.close()
     latencies.sort()
     return {
-        "op": op, "concurrency": concurrency, "ops": counts["ops"], "rate": counts["ops"] / elapsed,
+        "op": op,
+        "concurrency": concurrency,
+        "ops": counts["ops"],
+        "rate": counts["ops"] / elapsed,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "cpu_us_per_op": 1e6 * cpu / max(counts["ops"], 1),
@@ -270,7 +359,9 @@ def _cpus() -> tuple[set[int], set[int]] | None:
 
 
 def _start(kind: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, __file__, "--server", kind], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--server", kind], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     cpus = _cpus()
     if cpus is not None:
         os.sched_setaffinity(proc.pid, cpus[1])
@@ -291,8 +382,10 @@ async def _memory_only(tasks_for_memory: int) -> str:
         finally:
             proc.kill()
             proc.wait()
-    return (f"memory per retained task over {tasks_for_memory:,} tasks (RSS): bare {out['bare']:,.0f} B, "
-            f"toolnexus {out['toolnexus']:,.0f} B ({out['toolnexus'] / out['bare']:.2f}x)")
+    return (
+        f"memory per retained task over {tasks_for_memory:,} tasks (RSS): bare {out['bare']:,.0f} B, "
+        f"toolnexus {out['toolnexus']:,.0f} B ({out['toolnexus'] / out['bare']:.2f}x)"
+    )
 
 
 async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str, Any]:
@@ -302,8 +395,10 @@ async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str
         for kind in ("bare", "toolnexus"):
             proc, url = _start(kind)
             try:
-                rows = [await _measure(url, proc.pid, "card", 64, seconds),
-                        await _measure(url, proc.pid, "get", 64, seconds)]
+                rows = [
+                    await _measure(url, proc.pid, "card", 64, seconds),
+                    await _measure(url, proc.pid, "get", 64, seconds),
+                ]
                 for op in ("roundtrip", "blocking"):
                     for c in CONCURRENCY:
                         rows.append(await _measure(url, proc.pid, op, c, seconds))
@@ -323,7 +418,10 @@ async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str
             rows.append(row)
         proc, url = _start(kind)  # a fresh process for memory
         try:
-            results[kind] = {"rows": rows, "bytes_per_task": await _memory_per_task(url, proc.pid, tasks_for_memory)}
+            results[kind] = {
+                "rows": rows,
+                "bytes_per_task": await _memory_per_task(url, proc.pid, tasks_for_memory),
+            }
         finally:
             proc.kill()
             proc.wait()
@@ -342,72 +440,116 @@ def _first_call(runs: int) -> dict[str, float] | None:
 
 def _report(results: dict[str, Any]) -> str:
     bare = {(r["op"], r["concurrency"]): r for r in results["bare"]["rows"]}
-    lines = [f"{'op':<10}{'c':>4}{'bare/s':>10}{'tn/s':>10}{'ratio':>8}{'bare p50':>10}{'tn p50':>9}"
-             f"{'bare p99':>10}{'tn p99':>9}{'p99 x':>7}{'bare µs':>9}{'tn µs':>8}{'cpu x':>7}"]
+    lines = [
+        f"{'op':<10}{'c':>4}{'bare/s':>10}{'tn/s':>10}{'ratio':>8}{'bare p50':>10}{'tn p50':>9}"
+        f"{'bare p99':>10}{'tn p99':>9}{'p99 x':>7}{'bare µs':>9}{'tn µs':>8}{'cpu x':>7}"
+    ]
     for r in results["toolnexus"]["rows"]:
         b = bare[(r["op"], r["concurrency"])]
         lines.append(
             f"{r['op']:<10}{r['concurrency']:>4}{b['rate']:>10.0f}{r['rate']:>10.0f}{r['rate'] / b['rate']:>8.2f}"
             f"{b['p50_ms']:>9.2f}m{r['p50_ms']:>8.2f}m{b['p99_ms']:>9.2f}m{r['p99_ms']:>8.2f}m"
             f"{r['p99_ms'] / b['p99_ms']:>7.2f}{b['cpu_us_per_op']:>9.0f}{r['cpu_us_per_op']:>8.0f}"
-            f"{r['cpu_us_per_op'] / b['cpu_us_per_op']:>7.2f}")
-    lines.append(f"memory per retained task: bare {results['bare']['bytes_per_task'] / 1024:.1f} KiB, "
-                 f"toolnexus {results['toolnexus']['bytes_per_task'] / 1024:.1f} KiB")
+            f"{r['cpu_us_per_op'] / b['cpu_us_per_op']:>7.2f}"
+        )
+    lines.append(
+        f"memory per retained task: bare {results['bare']['bytes_per_task'] / 1024:.1f} KiB, "
+        f"toolnexus {results['toolnexus']['bytes_per_task'] / 1024:.1f} KiB"
+    )
     first = results.get("first_call")
     if first:
-        lines.append(f"first tool call with a schema: {first['first']:.2f} ms, the tenth {first['tenth']:.3f} ms "
-                     f"(target: first <= tenth + 50 ms; fresh interpreters, bench/first_call.py)")
+        lines.append(
+            f"first tool call with a schema: {first['first']:.2f} ms, the tenth {first['tenth']:.3f} ms "
+            f"(target: first <= tenth + 50 ms; fresh interpreters, bench/first_call.py)"
+        )
     polls = [r["polls_per_op"] for r in results["toolnexus"]["rows"] if r["op"] == "roundtrip"]
-    lines.append(f"toolnexus polls per round trip: {', '.join(f'{p:.2f}' for p in polls)} (c={CONCURRENCY})")
+    lines.append(
+        f"toolnexus polls per round trip: {', '.join(f'{p:.2f}' for p in polls)} (c={CONCURRENCY})"
+    )
     return "\n".join(lines)
 
 
-async def _paired_cost(kinds: tuple[str, str], seconds: float, repeat: int, only: str | None = None) -> str:
+async def _paired_cost(
+    kinds: tuple[str, str], seconds: float, repeat: int, only: str | None = None
+) -> str:
     """What one feature costs: the server without it (``kinds[0]``) and with it, both running, each
     workload measured on one then the other (the order swapped each round), so that a neighbour's
     load moves both sides of a pair alike. ``--wire``: the inbound wire recorder (both watched by a
     bus reader, as the TUI's hosted servers are); ``--metrics``: the Prometheus metrics."""
-    plan = [("card", 64), ("get", 64), ("roundtrip", 1), ("roundtrip", 16), ("roundtrip", 64), ("blocking", 64)]
+    plan = [
+        ("card", 64),
+        ("get", 64),
+        ("roundtrip", 1),
+        ("roundtrip", 16),
+        ("roundtrip", 64),
+        ("blocking", 64),
+    ]
     plan = [(op, c) for op, c in plan if only is None or op in only.split(",")]
     servers = {kind: _start(kind) for kind in kinds}
     runs: dict[str, list[list[dict[str, Any]]]] = {kind: [[] for _ in plan] for kind in kinds}
     try:
         for r in range(repeat):
             for i, (op, c) in enumerate(plan):
-                for kind in (kinds if r % 2 == 0 else kinds[::-1]):
+                for kind in kinds if r % 2 == 0 else kinds[::-1]:
                     proc, url = servers[kind]
                     runs[kind][i].append(await _measure(url, proc.pid, op, c, seconds))
     finally:
         for proc, _ in servers.values():
             proc.kill()
             proc.wait()
-    lines = [f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"
-             f"{'pairs on/off (min-max)':>26}"]
+    lines = [
+        f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"
+        f"{'pairs on/off (min-max)':>26}"
+    ]
     for i, (op, c) in enumerate(plan):
         off, on = runs[kinds[0]][i], runs[kinds[1]][i]
         ratios = sorted(b["rate"] / a["rate"] for a, b in zip(off, on))
         rate = {k: statistics.median(m["rate"] for m in runs[k][i]) for k in kinds}
         cpu = {k: statistics.median(m["cpu_us_per_op"] for m in runs[k][i]) for k in kinds}
-        lines.append(f"{op:<10}{c:>4}{rate[kinds[0]]:>10.0f}{rate[kinds[1]]:>10.0f}{statistics.median(ratios):>8.2f}"
-                     f"{cpu[kinds[0]]:>9.0f}{cpu[kinds[1]]:>8.0f}{cpu[kinds[1]] / cpu[kinds[0]]:>7.2f}"
-                     f"{ratios[0]:>17.2f}-{ratios[-1]:.2f}")
+        lines.append(
+            f"{op:<10}{c:>4}{rate[kinds[0]]:>10.0f}{rate[kinds[1]]:>10.0f}{statistics.median(ratios):>8.2f}"
+            f"{cpu[kinds[0]]:>9.0f}{cpu[kinds[1]]:>8.0f}{cpu[kinds[1]] / cpu[kinds[0]]:>7.2f}"
+            f"{ratios[0]:>17.2f}-{ratios[-1]:.2f}"
+        )
     lines.append("on/off: the median of the paired ratios (each pair measured back to back)")
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--server", choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "toolnexus-metrics",
-                                         "bare"])
+    ap.add_argument(
+        "--server",
+        choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "toolnexus-metrics", "bare"],
+    )
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--tasks", type=int, default=20000, help="tasks created to measure memory per task")
-    ap.add_argument("--repeat", type=int, default=3, help="measure each server this many times (medians kept)")
+    ap.add_argument(
+        "--tasks", type=int, default=20000, help="tasks created to measure memory per task"
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="measure each server this many times (medians kept)"
+    )
     ap.add_argument("--json", help="also write the results to this file")
-    ap.add_argument("--memory-only", action="store_true", help="measure only the memory per retained task")
-    ap.add_argument("--wire", action="store_true", help="measure only the inbound wire recorder's cost (off vs on)")
-    ap.add_argument("--metrics", action="store_true", help="measure only the Prometheus metrics' cost (off vs on)")
-    ap.add_argument("--only", metavar="OPS", help="with --wire or --metrics: only these workloads (e.g. card,get)")
-    ap.add_argument("--no-pin", action="store_true", help="let the servers and the load share every core")
+    ap.add_argument(
+        "--memory-only", action="store_true", help="measure only the memory per retained task"
+    )
+    ap.add_argument(
+        "--wire",
+        action="store_true",
+        help="measure only the inbound wire recorder's cost (off vs on)",
+    )
+    ap.add_argument(
+        "--metrics",
+        action="store_true",
+        help="measure only the Prometheus metrics' cost (off vs on)",
+    )
+    ap.add_argument(
+        "--only",
+        metavar="OPS",
+        help="with --wire or --metrics: only these workloads (e.g. card,get)",
+    )
+    ap.add_argument(
+        "--no-pin", action="store_true", help="let the servers and the load share every core"
+    )
     args = ap.parse_args()
     import uvloop
 
@@ -423,7 +565,11 @@ def main() -> None:
         print(uvloop.run(_memory_only(args.tasks)))
         return
     if args.wire or args.metrics:
-        kinds = ("toolnexus-watched", "toolnexus-wire") if args.wire else ("toolnexus", "toolnexus-metrics")
+        kinds = (
+            ("toolnexus-watched", "toolnexus-wire")
+            if args.wire
+            else ("toolnexus", "toolnexus-metrics")
+        )
         print(uvloop.run(_paired_cost(kinds, args.seconds, args.repeat, args.only)))
         return
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))

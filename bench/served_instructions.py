@@ -39,8 +39,14 @@ async def _requests(url: str, op: str, count: int) -> None:
     finished = b""
     if op == "get":
         done = json.loads(await conn.request("POST", "/", _send_body(True)))
-        finished = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
-                               "params": {"id": done["result"]["id"]}}).encode()
+        finished = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tasks/get",
+                "params": {"id": done["result"]["id"]},
+            }
+        ).encode()
     for _ in range(count):
         if op == "card":
             await conn.request("GET", CARD)
@@ -53,7 +59,9 @@ async def _requests(url: str, op: str, count: int) -> None:
 
 
 def _control(pid: int, *args: str) -> None:
-    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["callgrind_control", *args, str(pid)], check=True, capture_output=True, timeout=120
+    )
 
 
 def measure(kind: str, op: str, warm: int, count: int) -> float:
@@ -62,9 +70,21 @@ def measure(kind: str, op: str, warm: int, count: int) -> float:
         out = Path(tmp) / "callgrind.out"
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
         server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-             sys.executable, str(HERE / "serve_bench.py"), "--server", kind],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                str(HERE / "serve_bench.py"),
+                "--server",
+                kind,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         try:
             assert server.stdout is not None
             url = server.stdout.readline().strip()
@@ -99,7 +119,11 @@ def main() -> None:
     a = ap.parse_args()
     kinds = a.kinds.split(",")
     print(f"instructions per request over {a.count} sequential requests, after {a.warm} to warm")
-    print(f"{'op':<10}" + "".join(f"{k:>20}" for k in kinds) + (f"{'ratio':>9}" if len(kinds) == 2 else ""))
+    print(
+        f"{'op':<10}"
+        + "".join(f"{k:>20}" for k in kinds)
+        + (f"{'ratio':>9}" if len(kinds) == 2 else "")
+    )
     for op in a.ops.split(","):
         for _ in range(a.repeat):
             got = [measure(k, op, a.warm, a.count) for k in kinds]

@@ -24,16 +24,20 @@ from typing import Any
 
 async def _main(rounds: int, tasks: int, batch: int, metrics: bool) -> list[float]:
     import toolnexus as tn
+    from toolnexus.http.server import serving_gc
     from toolnexus.protocol.dialects import Dialect
     from toolnexus.protocol.operations import OPERATIONS
-    from toolnexus.http.server import serving_gc
 
     async def instant(request: dict[str, Any]) -> dict[str, Any]:
         return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
     tk = await tn.create_toolkit(builtins=False)
-    handle = await tk.serve("127.0.0.1:0", client=tn.create_in_process_client(instant),
-                            a2a=tn.A2AConfig(name="bench", description="bench"), metrics=metrics)
+    handle = await tk.serve(
+        "127.0.0.1:0",
+        client=tn.create_in_process_client(instant),
+        a2a=tn.A2AConfig(name="bench", description="bench"),
+        metrics=metrics,
+    )
     serving_gc()
     endpoint = handle.a2a
     sent = 0
@@ -41,8 +45,15 @@ async def _main(rounds: int, tasks: int, batch: int, metrics: bool) -> list[floa
     async def one() -> None:
         nonlocal sent
         sent += 1
-        params = {"configuration": {"blocking": True}, "message": {
-            "kind": "message", "messageId": f"m{sent}", "role": "user", "parts": [{"kind": "text", "text": "hello"}]}}
+        params = {
+            "configuration": {"blocking": True},
+            "message": {
+                "kind": "message",
+                "messageId": f"m{sent}",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}],
+            },
+        }
         out = await endpoint.dispatch(OPERATIONS["send"], params, Dialect.V03, sent, None)
         assert out["status"]["state"] == "completed", out
 
@@ -63,13 +74,20 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--tasks", type=int, default=1920, help="tasks per round")
     ap.add_argument("--batch", type=int, default=64, help="sends at once")
-    ap.add_argument("--metrics", choices=["on", "off"], default="off", help="the Prometheus metrics (default off)")
+    ap.add_argument(
+        "--metrics",
+        choices=["on", "off"],
+        default="off",
+        help="the Prometheus metrics (default off)",
+    )
     args = ap.parse_args()
     import uvloop
 
     per_task = uvloop.run(_main(args.rounds, args.tasks, args.batch, args.metrics == "on"))
-    print(f"CPU per blocking task, no HTTP: min {min(per_task):.1f} µs, median {statistics.median(per_task):.1f} µs "
-          f"({args.rounds} rounds of {args.tasks}, {args.batch} at once, metrics {args.metrics})")
+    print(
+        f"CPU per blocking task, no HTTP: min {min(per_task):.1f} µs, median {statistics.median(per_task):.1f} µs "
+        f"({args.rounds} rounds of {args.tasks}, {args.batch} at once, metrics {args.metrics})"
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,20 @@ from tui.widgets.rowtable import RowTable  # noqa: E402
 
 
 def _body(i: int) -> dict:
-    return {"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {
-        "configuration": {"blocking": False},
-        "message": {"kind": "message", "messageId": f"b{i}", "role": "user", "parts": [{"kind": "text", "text": f"t{i}"}]}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "message/send",
+        "params": {
+            "configuration": {"blocking": False},
+            "message": {
+                "kind": "message",
+                "messageId": f"b{i}",
+                "role": "user",
+                "parts": [{"kind": "text", "text": f"t{i}"}],
+            },
+        },
+    }
 
 
 _GC: dict[int, list[float]] = {0: [], 1: [], 2: []}  # pauses of the collector while keys are timed
@@ -70,8 +81,13 @@ def _press(app: ToolnexusApp, key: str) -> float:
 
 def _settled(screen: Any) -> bool:
     """Nothing left to lay out, scroll, paint or recompose on ``screen``."""
-    return not (screen._layout_required or screen._scroll_required or screen._repaint_required  # noqa: SLF001
-                or screen._recompose_required or screen._dirty_widgets)  # noqa: SLF001
+    return not (
+        screen._layout_required
+        or screen._scroll_required
+        or screen._repaint_required  # noqa: SLF001
+        or screen._recompose_required
+        or screen._dirty_widgets
+    )  # noqa: SLF001
 
 
 class Frames:
@@ -95,7 +111,10 @@ class Frames:
         while True:
             screen = self.app.screen
             if done() and _settled(screen):
-                last = next((t for t, shown in reversed(self.shown) if shown is screen and t >= pressed), None)
+                last = next(
+                    (t for t, shown in reversed(self.shown) if shown is screen and t >= pressed),
+                    None,
+                )
                 if last is not None:
                     return (last - pressed) * 1000
             if time.perf_counter() - pressed > 10:
@@ -109,9 +128,13 @@ def _summary(name: str, ms: list[float]) -> str:
     return f"{name:<26} n={len(ms):<4} p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  max {ms[-1]:6.1f} ms"
 
 
-async def main(tasks: int, burst_seconds: float, presses: int, rounds: int, load_on: bool = True) -> None:
+async def main(
+    tasks: int, burst_seconds: float, presses: int, rounds: int, load_on: bool = True
+) -> None:
     ws = Workspace()
-    app = ToolnexusApp(ws, specs=[ServerSpec(name="bench", mcp=False)], tune_gc=True)  # as `toolnexus-tui` runs
+    app = ToolnexusApp(
+        ws, specs=[ServerSpec(name="bench", mcp=False)], tune_gc=True
+    )  # as `toolnexus-tui` runs
     async with app.run_test(size=(120, 40)) as pilot:
         frames = Frames(app)
         while not ws.running():
@@ -120,7 +143,12 @@ async def main(tasks: int, burst_seconds: float, presses: int, rounds: int, load
         async with httpx.AsyncClient(timeout=30) as http:
             t0 = time.perf_counter()
             for start in range(0, tasks, 50):
-                await asyncio.gather(*(http.post(url + "/", json=_body(i)) for i in range(start, min(tasks, start + 50))))
+                await asyncio.gather(
+                    *(
+                        http.post(url + "/", json=_body(i))
+                        for i in range(start, min(tasks, start + 50))
+                    )
+                )
             fill = time.perf_counter() - t0
             while len(app.book.tasks) < tasks:
                 await pilot.pause(0.05)
@@ -130,7 +158,9 @@ async def main(tasks: int, burst_seconds: float, presses: int, rounds: int, load
         stop = threading.Event()
         sent = 0
 
-        def burst() -> None:  # a peer in its own thread: ~500 transitions/s (3 a task, ~170 tasks/s)
+        def burst() -> (
+            None
+        ):  # a peer in its own thread: ~500 transitions/s (3 a task, ~170 tasks/s)
             nonlocal sent
             i = tasks
             with httpx.Client(timeout=30) as peer:
@@ -148,18 +178,35 @@ async def main(tasks: int, burst_seconds: float, presses: int, rounds: int, load
         gc.callbacks.append(_gc_watch)
         began = time.perf_counter()
         timed: dict[str, list[float]] = {}
-        for r in range(rounds):  # every mode's key; the first round visits each screen for the first time
-            for key, mode in (("2", "tasks"), ("3", "peers"), ("4", "chat"), ("5", "wire"), ("6", "mcp"),
-                              ("1", "servers")):
-                if app.focused is not None and app.focused.__class__.__name__ in ("TextBox", "Input"):
+        for r in range(
+            rounds
+        ):  # every mode's key; the first round visits each screen for the first time
+            for key, mode in (
+                ("2", "tasks"),
+                ("3", "peers"),
+                ("4", "chat"),
+                ("5", "wire"),
+                ("6", "mcp"),
+                ("1", "servers"),
+            ):
+                if app.focused is not None and app.focused.__class__.__name__ in (
+                    "TextBox",
+                    "Input",
+                ):
                     focused = app.focused
-                    pressed = _press(app, "escape")  # as from a text box: Escape lets go of the keys
+                    pressed = _press(
+                        app, "escape"
+                    )  # as from a text box: Escape lets go of the keys
                     ms = await frames.until_shown(pressed, lambda: app.focused is not focused)
                     timed.setdefault(f"escape in {app.current_mode}", []).append(ms)
                 pressed = _press(app, key)
                 ms = await frames.until_shown(pressed, lambda: app.current_mode == mode)
-                timed.setdefault(f"{key} {mode} (first visit)" if r == 0 and mode != "servers" else f"{key} {mode}",
-                                 []).append(ms)
+                timed.setdefault(
+                    f"{key} {mode} (first visit)"
+                    if r == 0 and mode != "servers"
+                    else f"{key} {mode}",
+                    [],
+                ).append(ms)
                 await asyncio.sleep(0.1)
 
         table = app.screen.query_one("#tasks", RowTable) if app.current_mode == "tasks" else None
@@ -181,13 +228,19 @@ async def main(tasks: int, burst_seconds: float, presses: int, rounds: int, load
         stop.set()
         await asyncio.to_thread(load.join)
         rate = sent * 3 / elapsed
-        print(f"load: {sent} tasks in {elapsed:.1f}s = {rate:.0f} transitions/s; {len(app.book.tasks)} tasks in the book")
+        print(
+            f"load: {sent} tasks in {elapsed:.1f}s = {rate:.0f} transitions/s; {len(app.book.tasks)} tasks in the book"
+        )
         every = [ms for ms_list in timed.values() for ms in ms_list]
         for name, ms_list in timed.items():
             print(_summary(name, ms_list))
         print(_summary("every key", every) + "   (target: p95 < 100 ms)")
-        print("collector meanwhile: " + ", ".join(f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms"
-                                                  for g, p in _GC.items()))
+        print(
+            "collector meanwhile: "
+            + ", ".join(
+                f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms" for g, p in _GC.items()
+            )
+        )
         await pilot.press("ctrl+q")
 
 
@@ -196,7 +249,16 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", type=int, default=1000)
     ap.add_argument("--burst-seconds", type=float, default=5.0)
     ap.add_argument("--presses", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of the six mode keys (the first: first visits)")
-    ap.add_argument("--no-load", action="store_true", help="no peer sending meanwhile: what the screens cost alone")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds of the six mode keys (the first: first visits)",
+    )
+    ap.add_argument(
+        "--no-load",
+        action="store_true",
+        help="no peer sending meanwhile: what the screens cost alone",
+    )
     a = ap.parse_args()
     asyncio.run(main(a.tasks, a.burst_seconds, a.presses, a.rounds, not a.no_load))

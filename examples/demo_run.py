@@ -26,7 +26,11 @@ async def main(prompts: list[str]) -> None:
             print(f"  pending: {result.pending.prompt}  -> answering 'yes'")
             result = await client.resume(result, tn.Answer(result.pending.id, True, "yes"))
         print(f"  answer: {result.text}")
-        telemetry = {k: v for k, v in result.to_dict().items() if k in ("model", "turns", "usage", "tool_call_count")}
+        telemetry = {
+            k: v
+            for k, v in result.to_dict().items()
+            if k in ("model", "turns", "usage", "tool_call_count")
+        }
         telemetry["tools"] = [c["name"] for c in result.tool_calls]
         print("  telemetry:", json.dumps(telemetry))
 

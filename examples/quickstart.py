@@ -24,7 +24,9 @@ def convert(celsius: float) -> str:
 
 
 async def main() -> None:
-    async with await tn.create_toolkit(SKILLS, tools=[convert], builtins={"tools": {"bash": False}}) as tk:
+    async with await tn.create_toolkit(
+        SKILLS, tools=[convert], builtins={"tools": {"bash": False}}
+    ) as tk:
         print("tools:", ", ".join(f"{t.name} ({t.source})" for t in tk.tools()))
         print()
         print(tk.skills_prompt())

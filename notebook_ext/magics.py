@@ -35,41 +35,71 @@ from .widgets import (
 __all__ = ["ToolnexusMagics"]
 
 HELP = {
-    "serve": ("%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]\n"
-              "                 [--api-key-env VAR] [--store memory|file:DIR] [--mcp] [--thread]",
-              "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
-              "Without --skills it serves the bundled example skills. Outside the notebook: toolnexus mcp\n"
-              "serves a toolkit to desktop MCP hosts over stdio, toolnexus-tui --web the debugger to a browser,\n"
-              "toolnexus serve --metrics an agent's Prometheus metrics.",
-              "h = %toolnexus serve --name desk --mcp"),
-    "list": ("%toolnexus list", "The notebook's servers: name, state, URL, profiles.", "%toolnexus list"),
-    "stop": ("%toolnexus stop NAME | --all", "Stop a server (its tasks in flight are canceled); --all also\n"
-             "stops the webhook receiver of send --push.",
-             "%toolnexus stop desk"),
-    "tasks": ("%toolnexus tasks [NAME]", "The tasks the notebook's servers have seen.", "%toolnexus tasks desk"),
-    "card": ("%toolnexus card URL", "A peer's agent card, checked, with a button to chat with it.",
-             "%toolnexus card {h.url}"),
-    "doctor": ("%toolnexus doctor URL [--send]",
-               "Probe a peer: which clients can work with it, why, and the fix (--send also sends a message\n"
-               "and a stream: it creates tasks there). `await d.done()` for the report.",
-               "d = %toolnexus doctor {h.url}"),
-    "send": ("%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID] [--push]\n"
-             "%%toolnexus send URL [--skill ID] [--context ID] [--push]   (the cell is the message)",
-             "Send a message to any A2A agent and follow the task live; `await s.done()` for the Task,\n"
-             "`s.cancel()` to cancel it. --task answers a task that is waiting for input. --push asks the\n"
-             "peer to notify the notebook's webhook (127.0.0.1) of every change: shown on the task's timeline.",
-             "s = %toolnexus send {h.url} weather in Lisbon please"),
-    "cancel": ("%toolnexus cancel TASK_ID [URL]",
-               "Cancel a task: one of the notebook's servers' or one it sent (found by id), or any on URL.",
-               "%toolnexus cancel {s.task.id}"),
-    "chat": ("%toolnexus chat URL", "A small chat with a peer; answers input-required questions on the same task.",
-             "%toolnexus chat {h.url}"),
-    "export": ("%toolnexus export NAME [PATH.json|PATH.csv|PATH.jsonl]",
-               "A server's tasks and wire to JSON, its tasks to CSV, or its wire to a cassette (.jsonl) that "
-               "toolnexus replay serves or diffs (default: toolnexus-NAME-<time>.json here).",
-               "%toolnexus export desk tasks.csv"),
-    "help": ("%toolnexus help [COMMAND]", "This help; also %toolnexus --help, %toolnexus COMMAND --help.",
-             "%toolnexus help send"),
+    "serve": (
+        "%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]\n"
+        "                 [--api-key-env VAR] [--store memory|file:DIR] [--mcp] [--thread]",
+        "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
+        "Without --skills it serves the bundled example skills. Outside the notebook: toolnexus mcp\n"
+        "serves a toolkit to desktop MCP hosts over stdio, toolnexus-tui --web the debugger to a browser,\n"
+        "toolnexus serve --metrics an agent's Prometheus metrics.",
+        "h = %toolnexus serve --name desk --mcp",
+    ),
+    "list": (
+        "%toolnexus list",
+        "The notebook's servers: name, state, URL, profiles.",
+        "%toolnexus list",
+    ),
+    "stop": (
+        "%toolnexus stop NAME | --all",
+        "Stop a server (its tasks in flight are canceled); --all also\n"
+        "stops the webhook receiver of send --push.",
+        "%toolnexus stop desk",
+    ),
+    "tasks": (
+        "%toolnexus tasks [NAME]",
+        "The tasks the notebook's servers have seen.",
+        "%toolnexus tasks desk",
+    ),
+    "card": (
+        "%toolnexus card URL",
+        "A peer's agent card, checked, with a button to chat with it.",
+        "%toolnexus card {h.url}",
+    ),
+    "doctor": (
+        "%toolnexus doctor URL [--send]",
+        "Probe a peer: which clients can work with it, why, and the fix (--send also sends a message\n"
+        "and a stream: it creates tasks there). `await d.done()` for the report.",
+        "d = %toolnexus doctor {h.url}",
+    ),
+    "send": (
+        "%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID] [--push]\n"
+        "%%toolnexus send URL [--skill ID] [--context ID] [--push]   (the cell is the message)",
+        "Send a message to any A2A agent and follow the task live; `await s.done()` for the Task,\n"
+        "`s.cancel()` to cancel it. --task answers a task that is waiting for input. --push asks the\n"
+        "peer to notify the notebook's webhook (127.0.0.1) of every change: shown on the task's timeline.",
+        "s = %toolnexus send {h.url} weather in Lisbon please",
+    ),
+    "cancel": (
+        "%toolnexus cancel TASK_ID [URL]",
+        "Cancel a task: one of the notebook's servers' or one it sent (found by id), or any on URL.",
+        "%toolnexus cancel {s.task.id}",
+    ),
+    "chat": (
+        "%toolnexus chat URL",
+        "A small chat with a peer; answers input-required questions on the same task.",
+        "%toolnexus chat {h.url}",
+    ),
+    "export": (
+        "%toolnexus export NAME [PATH.json|PATH.csv|PATH.jsonl]",
+        "A server's tasks and wire to JSON, its tasks to CSV, or its wire to a cassette (.jsonl) that "
+        "toolnexus replay serves or diffs (default: toolnexus-NAME-<time>.json here).",
+        "%toolnexus export desk tasks.csv",
+    ),
+    "help": (
+        "%toolnexus help [COMMAND]",
+        "This help; also %toolnexus --help, %toolnexus COMMAND --help.",
+        "%toolnexus help send",
+    ),
 }
 USAGE = "\n".join(usage for usage, _, _ in HELP.values())
 
@@ -77,7 +107,10 @@ USAGE = "\n".join(usage for usage, _, _ in HELP.values())
 def help_text(command: str | None = None) -> str:
     """Usage, what it does and an example, for one subcommand or all of them."""
     names = [command] if command in HELP else list(HELP)
-    blocks = [f"{HELP[n][0]}\n    {HELP[n][1].replace(chr(10), chr(10) + '    ')}\n    e.g. {HELP[n][2]}" for n in names]
+    blocks = [
+        f"{HELP[n][0]}\n    {HELP[n][1].replace(chr(10), chr(10) + '    ')}\n    e.g. {HELP[n][2]}"
+        for n in names
+    ]
     return "\n\n".join(blocks)
 
 
@@ -145,8 +178,10 @@ def _url(command: str, url: str) -> str:
     """``url`` when it is an http(s) URL; else a one-line mistake that says what went wrong."""
     if url.startswith(("http://", "https://")) and len(url) > len("https://"):
         return url.rstrip("/")
-    raise UsageError(f"%toolnexus {command}: {url!r} is not an http(s) URL; the URL comes first "
-                     f"({HELP[command][0].splitlines()[0]}). A server's .url is empty once it has stopped or failed.")
+    raise UsageError(
+        f"%toolnexus {command}: {url!r} is not an http(s) URL; the URL comes first "
+        f"({HELP[command][0].splitlines()[0]}). A server's .url is empty once it has stopped or failed."
+    )
 
 
 class Shown:
@@ -221,7 +256,9 @@ class ToolnexusMagics(Magics):
     def toolnexus_cell(self, line: str, cell: str) -> Any:
         args = self._args(line)
         if args.command != "send":
-            raise UsageError("%%toolnexus takes send URL [--skill ID] [--context ID]; the cell is the message")
+            raise UsageError(
+                "%%toolnexus takes send URL [--skill ID] [--context ID]; the cell is the message"
+            )
         args.text = [cell.strip()]
         return self._send(args)
 
@@ -233,39 +270,65 @@ class ToolnexusMagics(Magics):
     def _serve(self, args: argparse.Namespace) -> Any:
         skills = args.skills or ([str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [])
         name = args.name or f"desk-{len(self.session.names()) + 1}"
-        spec = ServerSpec(name=name, skills=skills, host=args.host, port=args.port, model=args.model,
-                          base_url=args.base_url, api_key_env=args.api_key_env, store=args.store, mcp=args.mcp,
-                          description=f"{name}, served from a notebook")
+        spec = ServerSpec(
+            name=name,
+            skills=skills,
+            host=args.host,
+            port=args.port,
+            model=args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            store=args.store,
+            mcp=args.mcp,
+            description=f"{name}, served from a notebook",
+        )
         session = self.session
         try:
             if args.thread:
                 handle = session.start_thread(spec)
-                widget = ServerWidget(name, session.workspace.events,
-                                      lambda: ("running" if handle.running else "stopped", handle.url,
-                                               spec.profiles, ""),
-                                      lambda: session.stop_later(name),
-                                      lambda task_id: session.schedule(session.cancel(task_id)))
+                widget = ServerWidget(
+                    name,
+                    session.workspace.events,
+                    lambda: (
+                        "running" if handle.running else "stopped",
+                        handle.url,
+                        spec.profiles,
+                        "",
+                    ),
+                    lambda: session.stop_later(name),
+                    lambda task_id: session.schedule(session.cancel(task_id)),
+                )
                 display(widget)
                 handle.widget = widget
                 return Served(handle, widget)
             server = session.start(spec)
         except (ConfigError, OSError) as exc:
             raise UsageError(f"%toolnexus serve: {exc}") from None
-        widget = ServerWidget(name, session.workspace.events,
-                              lambda: (server.state, server.url, server.spec.profiles, server.error),
-                              lambda: session.stop_later(name),
-                              lambda task_id: session.schedule(session.cancel(task_id)))
+        widget = ServerWidget(
+            name,
+            session.workspace.events,
+            lambda: (server.state, server.url, server.spec.profiles, server.error),
+            lambda: session.stop_later(name),
+            lambda task_id: session.schedule(session.cancel(task_id)),
+        )
         server.widget = widget  # type: ignore[attr-defined]  # the widget rides on the hosted server for the magics
         display(widget)
         return Served(server, widget)
 
     def _list(self, args: argparse.Namespace) -> Any:
-        rows = [(s.name, s.state, s.url, " ".join(s.spec.profiles)) for s in self.session.workspace.servers.values()]
+        rows = [
+            (s.name, s.state, s.url, " ".join(s.spec.profiles))
+            for s in self.session.workspace.servers.values()
+        ]
         rows += [(name, "running (thread)", h.url, "") for name, h in self.session.threaded.items()]
-        body = "".join(f"<tr><td>{e(n)}</td><td>{e(st)}</td><td>{e(u)}</td><td>{e(p)}</td></tr>"
-                       for n, st, u, p in rows)
-        return HTML(f"{STYLE}<div class='toolnexus-w'><table><tr><th>name</th><th>state</th><th>url</th>"
-                    f"<th>profiles</th></tr>{body}</table></div>")
+        body = "".join(
+            f"<tr><td>{e(n)}</td><td>{e(st)}</td><td>{e(u)}</td><td>{e(p)}</td></tr>"
+            for n, st, u, p in rows
+        )
+        return HTML(
+            f"{STYLE}<div class='toolnexus-w'><table><tr><th>name</th><th>state</th><th>url</th>"
+            f"<th>profiles</th></tr>{body}</table></div>"
+        )
 
     def _stop(self, args: argparse.Namespace) -> None:
         names = self.session.names() if args.all else [args.name] if args.name else []
@@ -273,8 +336,10 @@ class ToolnexusMagics(Magics):
             raise UsageError("%toolnexus stop NAME | --all")
         for name in names:
             if name not in self.session.names():
-                raise UsageError(f"%toolnexus stop: no server named {name!r} "
-                                 f"(servers: {', '.join(self.session.names()) or 'none'})")
+                raise UsageError(
+                    f"%toolnexus stop: no server named {name!r} "
+                    f"(servers: {', '.join(self.session.names()) or 'none'})"
+                )
         for name in names:
             if name in self.session.threaded:
                 self.session.threaded.pop(name).stop()
@@ -292,8 +357,10 @@ class ToolnexusMagics(Magics):
                 book.apply(ev)
         if args.name is not None and args.name not in self.session.names():
             raise UsageError(f"%toolnexus tasks: no server named {args.name!r}")
-        return HTML(f"{STYLE}<div class='toolnexus-w'>{tasks_html([v.task for v in book.tasks.values()], args.name)}"
-                    "</div>")
+        return HTML(
+            f"{STYLE}<div class='toolnexus-w'>{tasks_html([v.task for v in book.tasks.values()], args.name)}"
+            "</div>"
+        )
 
     def _card(self, args: argparse.Namespace) -> Any:
         widget = CardWidget(_url("card", args.url))
@@ -312,8 +379,9 @@ class ToolnexusMagics(Magics):
             raise UsageError("%toolnexus send URL TEXT: the message is empty")
         # its own wire is shown under it; not on the session's bus, where the remote task would be
         # taken for a hosted server's task of the same name
-        widget = RemoteTaskWidget(url, text, skill=args.skill, context_id=args.context, task_id=args.task,
-                                  push=args.push)
+        widget = RemoteTaskWidget(
+            url, text, skill=args.skill, context_id=args.context, task_id=args.task, push=args.push
+        )
         display(widget)
         return Shown(widget)
 
@@ -343,8 +411,10 @@ class ToolnexusMagics(Magics):
     def _export(self, args: argparse.Namespace) -> Any:
         widget = self.session.server_widget(args.name)
         if widget is None:
-            raise UsageError(f"%toolnexus export: no server named {args.name!r} "
-                             f"(servers: {', '.join(self.session.names()) or 'none'})")
+            raise UsageError(
+                f"%toolnexus export: no server named {args.name!r} "
+                f"(servers: {', '.join(self.session.names()) or 'none'})"
+            )
         try:
             path = widget.export(args.path)
         except (ConfigError, OSError) as exc:
@@ -353,4 +423,6 @@ class ToolnexusMagics(Magics):
         return path
 
 
-ToolnexusMagics.toolnexus.__doc__ = "Serve, send to, chat with and watch A2A agents.\n\n" + help_text()
+ToolnexusMagics.toolnexus.__doc__ = (
+    "Serve, send to, chat with and watch A2A agents.\n\n" + help_text()
+)

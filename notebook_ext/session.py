@@ -95,8 +95,11 @@ class NotebookSession:
         """Everything that can be checked before the cell ends, so that mistakes are one-line errors.
         Returns the spec's model client and auth, as `prepare` builds them."""
         stopping = spec.name in self._stopping and not self._stopping[spec.name].done()
-        if spec.name in self.threaded or (spec.name in self.workspace.servers and not stopping
-                                          and self.workspace.get(spec.name).state in ("running", "starting")):
+        if spec.name in self.threaded or (
+            spec.name in self.workspace.servers
+            and not stopping
+            and self.workspace.get(spec.name).state in ("running", "starting")
+        ):
             raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
         client, auth = prepare(spec)
         if spec.port:
@@ -104,7 +107,9 @@ class NotebookSession:
                 try:
                     probe.bind((spec.host, spec.port))
                 except OSError as exc:
-                    raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {exc.strerror}") from None
+                    raise ConfigError(
+                        f"cannot listen on {spec.host}:{spec.port}: {exc.strerror}"
+                    ) from None
         return client, auth
 
     def start(self, spec: ServerSpec) -> HostedServer:
@@ -159,12 +164,19 @@ class NotebookSession:
         # the toolkit is built on a throwaway loop in a thread; skills and config are read at once
         loop = LoopThread(name="toolnexus-build")
         try:
-            toolkit = loop.run(create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config), 60)
+            toolkit = loop.run(
+                create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config), 60
+            )
         finally:
             loop.close()
         a2a, mcp = profiles(spec, toolkit, auth)
-        handle = toolkit.serve_in_thread(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
-                                         events=self.workspace.events)
+        handle = toolkit.serve_in_thread(
+            f"{spec.host}:{spec.port}",
+            client=client,
+            a2a=a2a,
+            mcp=mcp,
+            events=self.workspace.events,
+        )
         self.threaded[spec.name] = handle
         return handle
 
@@ -173,7 +185,9 @@ class NotebookSession:
         if name in self.threaded:
             task = self.schedule(self.stop(name))
         else:  # this server, even if a later cell serves another under its name before it is done
-            task = self._stopping[name] = self.schedule(self.workspace.stop(self.workspace.get(name)))
+            task = self._stopping[name] = self.schedule(
+                self.workspace.stop(self.workspace.get(name))
+            )
         return task
 
     async def stop(self, name: str) -> None:
@@ -211,8 +225,10 @@ class NotebookSession:
             task = getattr(widget, "task", None)
             if task is not None and task.id == task_id and hasattr(widget, "_cancel"):
                 return await widget._cancel()
-        raise ConfigError(f"no task {task_id!r} among this notebook's servers and sends; "
-                          "name its agent: %toolnexus cancel TASK_ID URL")
+        raise ConfigError(
+            f"no task {task_id!r} among this notebook's servers and sends; "
+            "name its agent: %toolnexus cancel TASK_ID URL"
+        )
 
     def server_widget(self, name: str) -> Any:
         """The widget of the server called ``name`` (None when there is none)."""

@@ -85,7 +85,11 @@ def _hide(widget: Any, hidden: bool = True) -> None:
 
 def _failure(exc: BaseException) -> ToolnexusError:
     """Any failure of a send as a toolnexus error with a one-line reason."""
-    return exc if isinstance(exc, ToolnexusError) else PeerError(f"{type(exc).__name__}: {exc}".rstrip(": "))
+    return (
+        exc
+        if isinstance(exc, ToolnexusError)
+        else PeerError(f"{type(exc).__name__}: {exc}".rstrip(": "))
+    )
 
 
 def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
@@ -93,7 +97,9 @@ def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
     out = []
     for stamp, kind, item in rows:
         if kind == "state":
-            out.append(f"<tr><td>{html.escape(stamp[11:23])}</td><td>{badge(item.value)}</td><td></td></tr>")
+            out.append(
+                f"<tr><td>{html.escape(stamp[11:23])}</td><td>{badge(item.value)}</td><td></td></tr>"
+            )
             continue
         ev: TrafficEvent = item
         arrow = "→ in" if kind == "in" else "← out"
@@ -102,12 +108,22 @@ def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
         bodies = "".join(
             f"<div class='toolnexus-muted'>{label}</div><pre>{html.escape(body[:BODY_SHOWN])}"
             f"{'…' if len(body) > BODY_SHOWN else ''}</pre>"
-            for label, body in (("request", ev.request_body), ("response", ev.response_body or "\n".join(ev.frames)))
-            if body)
-        out.append(f"<tr><td>{html.escape(stamp[11:23])}</td><td>{arrow}</td><td><details><summary>"
-                   f"{html.escape(what)} <b>{html.escape(status)}</b> {ev.ms:.0f} ms</summary>{bodies}</details>"
-                   "</td></tr>")
-    return "<table><tr><th>time (UTC)</th><th>what</th><th>exchange</th></tr>" + "".join(out) + "</table>"
+            for label, body in (
+                ("request", ev.request_body),
+                ("response", ev.response_body or "\n".join(ev.frames)),
+            )
+            if body
+        )
+        out.append(
+            f"<tr><td>{html.escape(stamp[11:23])}</td><td>{arrow}</td><td><details><summary>"
+            f"{html.escape(what)} <b>{html.escape(status)}</b> {ev.ms:.0f} ms</summary>{bodies}</details>"
+            "</td></tr>"
+        )
+    return (
+        "<table><tr><th>time (UTC)</th><th>what</th><th>exchange</th></tr>"
+        + "".join(out)
+        + "</table>"
+    )
 
 
 def _trace_html(rows: list[tuple[int, str, Any]], selected: str) -> str:
@@ -120,29 +136,61 @@ def _trace_html(rows: list[tuple[int, str, Any]], selected: str) -> str:
         pad = f"padding-left:{depth * 1.2:.1f}em"
         if kind == "task":
             mine = " <b>◀ this task</b>" if item.id == selected else ""
-            out.append(f"<div style='{pad}'>{badge(item.state.value)} {html.escape(item.server)} task "
-                       f"<code>{html.escape(item.id[:8])}</code> {duration(item.took())}{mine}</div>")
+            out.append(
+                f"<div style='{pad}'>{badge(item.state.value)} {html.escape(item.server)} task "
+                f"<code>{html.escape(item.id[:8])}</code> {duration(item.took())}{mine}</div>"
+            )
         else:
             state = badge(item.state) if item.state != "error" else "<b>error</b>"
-            detail = f" <span class='toolnexus-muted'>{html.escape(item.detail[:300])}</span>" if item.detail else ""
-            out.append(f"<div style='{pad}'>→ {html.escape(item.peer)} · {html.escape(item.skill or '?')} remote task "
-                       f"<code>{html.escape(item.remote_task_id[:8] or '—')}</code> {state} "
-                       f"{duration(item.ms / 1000)}{detail}</div>")
-    return "<div class='toolnexus-trace'><div class='toolnexus-muted'>trace</div>" + "".join(out) + "</div>"
+            detail = (
+                f" <span class='toolnexus-muted'>{html.escape(item.detail[:300])}</span>"
+                if item.detail
+                else ""
+            )
+            out.append(
+                f"<div style='{pad}'>→ {html.escape(item.peer)} · {html.escape(item.skill or '?')} remote task "
+                f"<code>{html.escape(item.remote_task_id[:8] or '—')}</code> {state} "
+                f"{duration(item.ms / 1000)}{detail}</div>"
+            )
+    return (
+        "<div class='toolnexus-trace'><div class='toolnexus-muted'>trace</div>"
+        + "".join(out)
+        + "</div>"
+    )
 
 
-RECORD_FIELDS = ("task", "context", "server", "skill", "request", "state", "created", "finished", "duration_s",
-                 "tokens", "tool_calls")
+RECORD_FIELDS = (
+    "task",
+    "context",
+    "server",
+    "skill",
+    "request",
+    "state",
+    "created",
+    "finished",
+    "duration_s",
+    "tokens",
+    "tool_calls",
+)
 
 
 def _task_record(view: TaskView) -> dict[str, Any]:
     """One task as numbers and timestamps (for a DataFrame or a CSV)."""
     took = view.took()  # None while it runs
     created = view.started() if view.timeline else parse_time(view.task.created)
-    return {"task": view.id, "context": view.task.context_id, "server": view.server, "skill": view.skill or None,
-            "request": view.task.request, "state": view.state.value, "created": created,
-            "finished": parse_time(view.timeline[-1][1]) if took is not None else None, "duration_s": took,
-            "tokens": view.tokens(), "tool_calls": view.tool_calls()}
+    return {
+        "task": view.id,
+        "context": view.task.context_id,
+        "server": view.server,
+        "skill": view.skill or None,
+        "request": view.task.request,
+        "state": view.state.value,
+        "created": created,
+        "finished": parse_time(view.timeline[-1][1]) if took is not None else None,
+        "duration_s": took,
+        "tokens": view.tokens(),
+        "tool_calls": view.tool_calls(),
+    }
 
 
 class ServerWidget(w.VBox):
@@ -156,31 +204,60 @@ class ServerWidget(w.VBox):
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     status = traitlets.Unicode("starting").tag(sync=True)
 
-    def __init__(self, name: str, events: EventBus, info: Any, stop: Any,
-                 cancel: Callable[[str], Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        events: EventBus,
+        info: Any,
+        stop: Any,
+        cancel: Callable[[str], Any] | None = None,
+    ) -> None:
         self.name = name
         self.book = TaskBook()
-        self.hops = TaskBook()  # this server's tasks, the traced tasks of the others and every remote call
-        self.since = events.seq  # this server's events from now on, not an earlier one's of the same name
+        self.hops = (
+            TaskBook()
+        )  # this server's tasks, the traced tasks of the others and every remote call
+        self.since = (
+            events.seq
+        )  # this server's events from now on, not an earlier one's of the same name
         self.disconnected = ""
         self._info = info  # () -> (state, url, profiles, error)
         self._stop = stop
         self._cancel = cancel
         self.header = w.HTML()
-        self.filter = w.Text(placeholder="filter: state:failed skill:weather lisbon", layout=w.Layout(width="50%"))
+        self.filter = w.Text(
+            placeholder="filter: state:failed skill:weather lisbon", layout=w.Layout(width="50%")
+        )
         self.table = w.HTML()
         self.chart = w.Image(format="png", layout=w.Layout(max_width="620px"))
         _hide(self.chart)
-        self.pick = w.Dropdown(options=[("(select a task)", "")], value="", description="task",
-                               layout=w.Layout(width="60%"))
-        self.cancel_button = w.Button(description="cancel task", icon="ban", disabled=True,
-                                      layout=w.Layout(width="120px"))
+        self.pick = w.Dropdown(
+            options=[("(select a task)", "")],
+            value="",
+            description="task",
+            layout=w.Layout(width="60%"),
+        )
+        self.cancel_button = w.Button(
+            description="cancel task", icon="ban", disabled=True, layout=w.Layout(width="120px")
+        )
         self.detail = w.HTML()
-        self.stop_button = w.Button(description="stop", button_style="warning", layout=w.Layout(width="80px"))
+        self.stop_button = w.Button(
+            description="stop", button_style="warning", layout=w.Layout(width="80px")
+        )
         self.stop_button.on_click(lambda _: self.stop())
-        self.cancel_button.on_click(lambda _: self.cancel(self.pick.value) if self.pick.value else None)
-        super().__init__([w.HBox([self.header, self.stop_button]), self.filter, self.table, self.chart,
-                          w.HBox([self.pick, self.cancel_button]), self.detail])
+        self.cancel_button.on_click(
+            lambda _: self.cancel(self.pick.value) if self.pick.value else None
+        )
+        super().__init__(
+            [
+                w.HBox([self.header, self.stop_button]),
+                self.filter,
+                self.table,
+                self.chart,
+                w.HBox([self.pick, self.cancel_button]),
+                self.detail,
+            ]
+        )
         self.add_class("toolnexus-server")
         self.add_class("toolnexus-w")
         self.pick.observe(lambda change: self._draw_detail(), names="value")
@@ -190,9 +267,19 @@ class ServerWidget(w.VBox):
         self._chart_task: asyncio.Task[Any] | None = None
         self._chart_drawn = -1
         since = self.since
-        self._pump = _schedule(self._follow(events, lambda e: e.seq > since and (
-            getattr(e, "server", None) == name or isinstance(e, RemoteCallEvent)
-            or (isinstance(e, TaskEvent) and e.task.trace is not None))))  # the others: for trace trees
+        self._pump = _schedule(
+            self._follow(
+                events,
+                lambda e: (
+                    e.seq > since
+                    and (
+                        getattr(e, "server", None) == name
+                        or isinstance(e, RemoteCallEvent)
+                        or (isinstance(e, TaskEvent) and e.task.trace is not None)
+                    )
+                ),
+            )
+        )  # the others: for trace trees
         _track(self)
         self._draw()
 
@@ -224,10 +311,15 @@ class ServerWidget(w.VBox):
                 self.book.traffic.append(ev)
             elif isinstance(ev, ServerEvent):
                 url = self._info()[1]
-                if ev.url and url and ev.url != url:  # an earlier run of this name that stopped after this one began
+                if (
+                    ev.url and url and ev.url != url
+                ):  # an earlier run of this name that stopped after this one began
                     continue
                 self.status = ev.state
-                if ev.state in ("stopped", "failed"):  # this run is over; a new one gets a new widget
+                if ev.state in (
+                    "stopped",
+                    "failed",
+                ):  # this run is over; a new one gets a new widget
                     self._draw()
                     return
             if not self._redraw_pending:
@@ -256,7 +348,9 @@ class ServerWidget(w.VBox):
         """The session of this server (its tasks, and the wire with them) to ``.json``, its tasks
         to ``.csv`` (one row per task), or its wire to ``.jsonl``: a cassette that ``toolnexus
         replay`` serves as this server, or diffs against it later. Returns where it went."""
-        path = Path(path or f"toolnexus-{self.name}-{datetime.now():%Y%m%d-%H%M%S}.json").expanduser()
+        path = Path(
+            path or f"toolnexus-{self.name}-{datetime.now():%Y%m%d-%H%M%S}.json"
+        ).expanduser()
         if path.suffix not in (".json", ".csv", ".jsonl"):
             raise ConfigError(f"export: {path.name!r} must end in .json, .csv or .jsonl")
         if path.suffix == ".jsonl":
@@ -269,11 +363,19 @@ class ServerWidget(w.VBox):
             writer = csv.DictWriter(buffer, list[str](RECORD_FIELDS))
             writer.writeheader()
             for record in records:
-                writer.writerow({k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in record.items()})
+                writer.writerow(
+                    {
+                        k: (v.isoformat() if isinstance(v, datetime) else v)
+                        for k, v in record.items()
+                    }
+                )
             write_whole(path, buffer.getvalue())
         else:
-            data = {"server": self.name, "tasks": [v.export() for v in self.book.tasks.values()],
-                    "wire": [asdict(ev) for ev in self.book.traffic]}
+            data = {
+                "server": self.name,
+                "tasks": [v.export() for v in self.book.tasks.values()],
+                "wire": [asdict(ev) for ev in self.book.traffic],
+            }
             write_whole(path, json.dumps(data, indent=2, default=str))
         return path
 
@@ -287,31 +389,52 @@ class ServerWidget(w.VBox):
         self.stop_button.disabled = bool(self.disconnected) or state not in ("running", "starting")
         dot = {"running": "●", "failed": "✘", "starting": "◌"}.get(state, "○")
         card = f"{url}/.well-known/agent-card.json"
-        link = (f"<a href='{html.escape(url)}' target='_blank'>{html.escape(url)}</a>"
-                f" (<a href='{html.escape(card)}' target='_blank'>card</a>)") if url and not self.disconnected else ""
+        link = (
+            (
+                f"<a href='{html.escape(url)}' target='_blank'>{html.escape(url)}</a>"
+                f" (<a href='{html.escape(card)}' target='_blank'>card</a>)"
+            )
+            if url and not self.disconnected
+            else ""
+        )
         flags = " ".join(f"{p} ✓" for p in profiles)
         text = f"{STYLE}<b>{dot} {html.escape(self.name)}</b> {link} {flags} <i>{html.escape(state)}</i>"
         if error:
             text += f"<br>{error_html(error)}"
         self.header.value = text
-        views = self.book.matching(self.filter.value) if self.filter.value.strip() else list(self.book.tasks.values())
+        views = (
+            self.book.matching(self.filter.value)
+            if self.filter.value.strip()
+            else list(self.book.tasks.values())
+        )
         self.rows = [_row(v) for v in views]
         body = "".join(
             f"<tr data-task='{html.escape(r['id'])}'><td>{badge(r['state'])}</td><td><code>{html.escape(r['id'][:8])}…"
             f"</code></td><td>{html.escape(r['skill'] or '—')}</td><td class='toolnexus-request'>{html.escape(r['request'])}</td>"
             f"<td>{r['started']}</td><td>{r['took']}</td><td>{r['tokens']}</td><td>{r['tools']}</td></tr>"
-            for r in self.rows)
+            for r in self.rows
+        )
         if not self.rows:
-            hint = (f"no task matches {html.escape(self.filter.value.strip())!r}" if self.book.tasks
-                    else "no tasks yet" + (f": try <code>%toolnexus send {html.escape(url)} hello</code>" if url else ""))
+            hint = (
+                f"no task matches {html.escape(self.filter.value.strip())!r}"
+                if self.book.tasks
+                else "no tasks yet"
+                + (f": try <code>%toolnexus send {html.escape(url)} hello</code>" if url else "")
+            )
             body = f"<tr class='toolnexus-empty'><td colspan='8' class='toolnexus-muted'>{hint}</td></tr>"
-        self.table.value = ("<table class='toolnexus-live-tasks'><tr><th>state</th><th>task</th><th>skill</th>"
-                            "<th>request</th><th>started (UTC)</th><th>took</th><th>tokens</th><th>tools</th></tr>"
-                            + body + "</table>")
+        self.table.value = (
+            "<table class='toolnexus-live-tasks'><tr><th>state</th><th>task</th><th>skill</th>"
+            "<th>request</th><th>started (UTC)</th><th>took</th><th>tokens</th><th>tools</th></tr>"
+            + body
+            + "</table>"
+        )
         all_views = list(self.book.tasks.values())
-        options = [("(select a task)", "")] + [(f"{v.state.value} {v.id[:8]} {v.task.request[:40]}", v.id)
-                                                for v in all_views]
-        if list(self.pick.options) != options:  # labels too: a canceled task must not still say working
+        options = [("(select a task)", "")] + [
+            (f"{v.state.value} {v.id[:8]} {v.task.request[:40]}", v.id) for v in all_views
+        ]
+        if (
+            list(self.pick.options) != options
+        ):  # labels too: a canceled task must not still say working
             current = self.pick.value
             self.pick.options = options
             self.pick.value = current if current in {o[1] for o in options} else ""
@@ -326,13 +449,19 @@ class ServerWidget(w.VBox):
             self.detail.value = ""
             return
         telemetry = view.result._repr_html_() if view.result is not None else ""
-        self.detail.value = (_trace_html(trace_tree(self.hops, view.id), view.id)
-                             + _wire_html(task_wire(view, self.book.traffic)) + task_html(view.task) + telemetry)
+        self.detail.value = (
+            _trace_html(trace_tree(self.hops, view.id), view.id)
+            + _wire_html(task_wire(view, self.book.traffic))
+            + task_html(view.task)
+            + telemetry
+        )
 
     def _maybe_chart(self) -> None:
         """The chart at most once a second, drawn in a thread (matplotlib, when installed)."""
         count = sum(len(v.timeline) for v in self.book.tasks.values())
-        if count == self._chart_drawn or (self._chart_task is not None and not self._chart_task.done()):
+        if count == self._chart_drawn or (
+            self._chart_task is not None and not self._chart_task.done()
+        ):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -341,8 +470,10 @@ class ServerWidget(w.VBox):
         wait = max(0.0, self._chart_due - loop.time())
         self._chart_drawn = count
         self._chart_due = loop.time() + wait + CHART_EVERY
-        series = [(v.state.value, [(s.value, parse_time(t)) for s, t in v.timeline], v.took())
-                  for v in self.book.tasks.values()]
+        series = [
+            (v.state.value, [(s.value, parse_time(t)) for s, t in v.timeline], v.took())
+            for v in self.book.tasks.values()
+        ]
         self._chart_task = _schedule(self._chart(series, wait))
 
     async def _chart(self, series: list[Any], wait: float) -> None:
@@ -361,11 +492,20 @@ def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    changes = sorted((at, i, state) for i, (_, timeline, _) in enumerate(series) for state, at in timeline)
+    changes = sorted(
+        (at, i, state) for i, (_, timeline, _) in enumerate(series) for state, at in timeline
+    )
     if not changes:
         return None
-    colours = {"submitted": "#999999", "working": "#d4a017", "input-required": "#a855c7", "completed": "#2e9d3a",
-               "failed": "#d33b3b", "canceled": "#8a8a8a", "rejected": "#d33b3b"}
+    colours = {
+        "submitted": "#999999",
+        "working": "#d4a017",
+        "input-required": "#a855c7",
+        "completed": "#2e9d3a",
+        "failed": "#d33b3b",
+        "canceled": "#8a8a8a",
+        "rejected": "#d33b3b",
+    }
     now: dict[int, str] = {}
     counts: dict[str, list[int]] = {s: [] for s in colours}
     times = []
@@ -407,10 +547,17 @@ def _row(view: TaskView) -> dict[str, Any]:
     tokens, tools = view.tokens(), view.tool_calls()
     started = view.timeline[0][1][11:19] if view.timeline else ""
     request = view.task.request
-    return {"id": view.id, "state": view.state.value, "skill": view.skill, "context": view.task.context_id,
-            "request": request[:60] + ("…" if len(request) > 60 else ""), "started": started,
-            "took": duration(view.took()), "tokens": "—" if tokens is None else tokens,
-            "tools": "—" if tools is None else tools}
+    return {
+        "id": view.id,
+        "state": view.state.value,
+        "skill": view.skill,
+        "context": view.task.context_id,
+        "request": request[:60] + ("…" if len(request) > 60 else ""),
+        "started": started,
+        "took": duration(view.took()),
+        "tokens": "—" if tokens is None else tokens,
+        "tools": "—" if tools is None else tools,
+    }
 
 
 class RemoteTaskWidget(w.VBox):
@@ -419,11 +566,22 @@ class RemoteTaskWidget(w.VBox):
 
     state = traitlets.Unicode("sending").tag(sync=True)
 
-    def __init__(self, url: str, text: str, *, skill: str | None = None, context_id: str | None = None,
-                 task_id: str | None = None, headers: dict[str, str] | None = None,
-                 bus: EventBus | None = None, push: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        text: str,
+        *,
+        skill: str | None = None,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        headers: dict[str, str] | None = None,
+        bus: EventBus | None = None,
+        push: bool = False,
+    ) -> None:
         self.view = w.HTML(f"<i>sending to {html.escape(url)}…</i>")
-        self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True, layout=w.Layout(width="100px"))
+        self.cancel_button = w.Button(
+            description="cancel", icon="ban", disabled=True, layout=w.Layout(width="100px")
+        )
         self.cancel_button.on_click(lambda _: self.cancel())
         self.wire = w.HTML()
         super().__init__([self.view, self.cancel_button, self.wire])
@@ -446,7 +604,9 @@ class RemoteTaskWidget(w.VBox):
     def value(self) -> str:
         return self.view.value
 
-    async def _deliver(self, text: str, skill: str | None, context_id: str | None, task_id: str | None) -> None:
+    async def _deliver(
+        self, text: str, skill: str | None, context_id: str | None, task_id: str | None
+    ) -> None:
         from .session import NotebookSession
 
         try:
@@ -457,7 +617,11 @@ class RemoteTaskWidget(w.VBox):
                 if self._push:
                     self.webhook = await NotebookSession.get().webhook()
                     target = self.webhook.target()
-                self._show(await client.send(text, skill=skill, context_id=context_id, task_id=task_id, push=target))
+                self._show(
+                    await client.send(
+                        text, skill=skill, context_id=context_id, task_id=task_id, push=target
+                    )
+                )
                 await self._follow(client)
         except Exception as exc:
             self._fail(exc)
@@ -478,11 +642,16 @@ class RemoteTaskWidget(w.VBox):
         self._settle()
         pause = 1.0
         try:
-            while self.task is not None and self.task.state.interrupted:  # answered elsewhere, or canceled
+            while (
+                self.task is not None and self.task.state.interrupted
+            ):  # answered elsewhere, or canceled
                 await asyncio.sleep(pause)
                 pause = min(pause * 1.5, 5.0)
                 fresh = await client.get(self.task.id)
-                if fresh.state is not self.task.state or fresh.status.timestamp != self.task.status.timestamp:
+                if (
+                    fresh.state is not self.task.state
+                    or fresh.status.timestamp != self.task.status.timestamp
+                ):
                     self._show(fresh)
         except Exception as exc:  # the task itself is as last shown; say it is no longer followed
             self.view.value += f"<div class='toolnexus-muted'>no longer followed: {html.escape(str(_failure(exc)))}</div>"
@@ -512,7 +681,11 @@ class RemoteTaskWidget(w.VBox):
         if self._client is not None:
             rows = [(ev.time, ev.direction, ev) for ev in self._client.traffic.events]
             if self.webhook is not None:  # its push notifications, as they arrived
-                rows += [(ev.time, "in", ev) for ev in self.webhook.traffic.events if ev.task_id == task.id]
+                rows += [
+                    (ev.time, "in", ev)
+                    for ev in self.webhook.traffic.events
+                    if ev.task_id == task.id
+                ]
             self.wire.value = _wire_html(sorted(rows, key=lambda row: row[0]))
 
     async def done(self) -> Task:
@@ -580,7 +753,9 @@ class DoctorWidget(w.VBox):
     """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped); ``await
     widget.done()`` for the :class:`~toolnexus.debug.doctor.DoctorReport`."""
 
-    def __init__(self, url: str, *, send: bool = False, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, url: str, *, send: bool = False, headers: dict[str, str] | None = None
+    ) -> None:
         self.url = url
         self.report: Any = None
         self.view = w.HTML(f"<i>probing {html.escape(url)}…</i>")
@@ -622,17 +797,29 @@ class ChatWidget(w.VBox):
         self.new_button = w.Button(description="new conversation")
         self.cancel_button = w.Button(description="cancel", icon="ban", disabled=True)
         self.retry_button = w.Button(description="retry", icon="redo", disabled=True)
-        self.answer_box = w.Checkbox(value=True, description="the next message answers the question",
-                                     indent=False, layout=w.Layout(display="none"))
+        self.answer_box = w.Checkbox(
+            value=True,
+            description="the next message answers the question",
+            indent=False,
+            layout=w.Layout(display="none"),
+        )
         self.answer_box.observe(self._on_answering, names="value")
         self.send_button.on_click(lambda _: self.say(self.text.value))
         self.new_button.on_click(lambda _: self.new_conversation())
         self.cancel_button.on_click(lambda _: self.cancel())
         self.retry_button.on_click(lambda _: self.retry())
-        self.text.observe(self._on_enter, names="value")  # ipywidgets 8: continuous_update handles enter
+        self.text.observe(
+            self._on_enter, names="value"
+        )  # ipywidgets 8: continuous_update handles enter
         self.text.continuous_update = False
-        super().__init__([self.view, self.answer_box, w.HBox([self.text, self.send_button]),
-                          w.HBox([self.skill, self.new_button, self.cancel_button, self.retry_button])])
+        super().__init__(
+            [
+                self.view,
+                self.answer_box,
+                w.HBox([self.text, self.send_button]),
+                w.HBox([self.skill, self.new_button, self.cancel_button, self.retry_button]),
+            ]
+        )
         self.add_class("toolnexus-w")
         self._sending: asyncio.Task[Any] | None = None
         _schedule(self._load_skills())
@@ -663,8 +850,9 @@ class ChatWidget(w.VBox):
         except Exception as exc:
             self.view.value = error_html(str(_failure(exc)))
             return
-        self.skill.options = [("any skill", "")] + [(str(s.get("name") or s.get("id")), str(s.get("id")))
-                                                    for s in card.skills]
+        self.skill.options = [("any skill", "")] + [
+            (str(s.get("name") or s.get("id")), str(s.get("id"))) for s in card.skills
+        ]
 
     def new_conversation(self) -> None:
         self.conversation = Conversation(peer=self.url)
@@ -704,7 +892,9 @@ class ChatWidget(w.VBox):
         self._draw()
 
     async def _exchange(self, conversation: Conversation, reply: Turn) -> None:
-        client = A2AClient(self.url, headers=self.headers)  # it connects on the first call, inside run()
+        client = A2AClient(
+            self.url, headers=self.headers
+        )  # it connects on the first call, inside run()
         try:
             await conversation.run(client, reply, on_change=lambda _: self._draw(), poll_every=0.1)
         finally:
@@ -719,23 +909,37 @@ class ChatWidget(w.VBox):
         for turn in self.conversation.turns:
             who = "you" if turn.role == "user" else "agent"
             if turn.state in (TurnState.ERROR, TurnState.LOST):
-                lost = " (connection lost: retry follows the task again)" if turn.state is TurnState.LOST else ""
+                lost = (
+                    " (connection lost: retry follows the task again)"
+                    if turn.state is TurnState.LOST
+                    else ""
+                )
                 lines.append(f"<div><b>{who}</b>: {error_html(turn.text + lost)}</div>")
                 continue
             state = f" {badge(turn.task_state.value)}" if turn.task_state is not None else ""
-            lines.append(f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
-                         f"{html.escape(turn.text.strip())}</span></div>")
+            lines.append(
+                f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
+                f"{html.escape(turn.text.strip())}</span></div>"
+            )
         ctx, question = self.conversation.context_id, self.conversation.question
         if question is not None:
             task = html.escape((self.conversation.waiting_task or "")[:8])
-            does = ("your next message answers it, on that task" if self.conversation.answering
-                    else "your next message starts a new task; the question stays open")
-            lines.append(f"<div><b>task {task} asks</b>: {html.escape(' '.join(question.split()))} "
-                         f"<small class='toolnexus-muted'>({does})</small></div>")
+            does = (
+                "your next message answers it, on that task"
+                if self.conversation.answering
+                else "your next message starts a new task; the question stays open"
+            )
+            lines.append(
+                f"<div><b>task {task} asks</b>: {html.escape(' '.join(question.split()))} "
+                f"<small class='toolnexus-muted'>({does})</small></div>"
+            )
         self.answer_box.layout.display = None if question is not None else "none"
         if self.answer_box.value != self.conversation.answering:
             self.answer_box.value = self.conversation.answering
-        self.view.value = STYLE + "".join(lines) + (
-            f"<small class='toolnexus-muted'>context {html.escape(ctx)}</small>" if ctx else "")
+        self.view.value = (
+            STYLE
+            + "".join(lines)
+            + (f"<small class='toolnexus-muted'>context {html.escape(ctx)}</small>" if ctx else "")
+        )
         self.cancel_button.disabled = self.conversation.running is None
         self.retry_button.disabled = self.conversation.lost is None

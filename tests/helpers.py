@@ -6,8 +6,13 @@ import subprocess
 from pathlib import Path
 
 
-def write_skill(folder: Path, name: str | None, body: str = "Do it.", description: str | None = None,
-                extra: str = "") -> Path:
+def write_skill(
+    folder: Path,
+    name: str | None,
+    body: str = "Do it.",
+    description: str | None = None,
+    extra: str = "",
+) -> Path:
     """Write folder/SKILL.md with front matter; returns the file."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = ["---"]
@@ -28,8 +33,8 @@ def assert_legal(events) -> dict:
     states of each task in order."""
     from collections import defaultdict
 
-    from toolnexus.protocol.model import LEGAL
     from toolnexus.events import TaskEvent
+    from toolnexus.protocol.model import LEGAL
 
     by_task: dict = defaultdict(list)
     for e in events:
@@ -57,4 +62,3 @@ def stop_process(proc: subprocess.Popen, *, wait: float = 15.0, terminate: bool 
     for pipe in (proc.stdout, proc.stderr, proc.stdin):
         if pipe is not None and not pipe.closed:
             pipe.close()
-

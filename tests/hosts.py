@@ -47,7 +47,9 @@ class Host:
         return ["ip", "netns", "exec", self.ns, *argv]
 
     def pids(self) -> list[int]:
-        out = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["ip", "netns", "pids", self.ns], capture_output=True, text=True, timeout=30
+        ).stdout
         return [int(p) for p in out.split()]
 
     def die(self) -> None:
@@ -74,7 +76,9 @@ class Network:
 
     def __init__(self) -> None:
         self.tag = uuid.uuid4().hex[:4]
-        taken = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True, timeout=30).stdout
+        taken = subprocess.run(
+            ["ip", "-4", "addr"], capture_output=True, text=True, timeout=30
+        ).stdout
         while True:
             self.prefix = f"10.{random.randint(100, 250)}.{random.randint(0, 255)}"
             if f"inet {self.prefix}." not in taken:
@@ -154,8 +158,11 @@ http {{
 }}
 """)
         self.url = f"http://{host.addr}:{port}"
-        self.proc = subprocess.Popen(host.cmd("nginx", "-p", str(self.root), "-c", str(self.root / "nginx.conf")),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            host.cmd("nginx", "-p", str(self.root), "-c", str(self.root / "nginx.conf")),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def errors(self) -> str:
         path = self.root / "error.log"
@@ -164,7 +171,11 @@ http {{
     def statuses(self) -> list[str]:
         """The HTTP status of every request it answered (its access log's ninth field)."""
         path = self.root / "access.log"
-        return [line.split('"')[2].split()[0] for line in path.read_text().splitlines()] if path.exists() else []
+        return (
+            [line.split('"')[2].split()[0] for line in path.read_text().splitlines()]
+            if path.exists()
+            else []
+        )
 
     def close(self) -> None:
         self.proc.kill()

@@ -18,7 +18,9 @@ import pytest
 
 
 def binaries() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
     return Path(found[-1]).parent if found else None
 
 
@@ -36,8 +38,15 @@ class Postgres:
     """A running private cluster: ``dsn`` of its admin database, ``database()`` for a fresh one,
     ``stop()`` / ``start()`` to take it down and up again (same port, same data)."""
 
-    def __init__(self, bin_dir: Path, *, host: str = "127.0.0.1", inside: list[str] | None = None,
-                 clients: str | None = None, settings: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        bin_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        inside: list[str] | None = None,
+        clients: str | None = None,
+        settings: tuple[str, ...] = (),
+    ) -> None:
         """``host``: the address it listens on; ``inside``: the command prefix that runs it
         elsewhere (``ip netns exec NS``, with ``host`` that namespace's address); ``clients``: a
         network (CIDR) whose hosts it trusts besides loopback; ``settings``: more ``name=value``
@@ -50,10 +59,24 @@ class Postgres:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self._as = [*(inside or []), *(["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else [])]
+        self._as = [
+            *(inside or []),
+            *(["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []),
+        ]
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "toolnexus", "--no-sync", "-E", "UTF8")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "toolnexus",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         if clients:
             with open(self.data / "pg_hba.conf", "a") as hba:
                 hba.write(f"host all all {clients} trust\n")
@@ -61,13 +84,27 @@ class Postgres:
         self.start()
 
     def _run(self, tool: str, *args: str) -> None:
-        subprocess.run([*self._as, str(self.bin / tool), *args], check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [*self._as, str(self.bin / tool), *args], check=True, capture_output=True, timeout=60
+        )
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off " \
-                  "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200" + \
-                  "".join(f" -c {setting}" for setting in self.settings)
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            + "".join(f" -c {setting}" for setting in self.settings)
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
@@ -75,8 +112,12 @@ class Postgres:
     def database(self) -> str:
         """The DSN of a new, empty database."""
         name = "t_" + uuid.uuid4().hex[:12]
-        subprocess.run([str(self.bin / "psql"), self.dsn, "-qc", f"CREATE DATABASE {name}"], check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [str(self.bin / "psql"), self.dsn, "-qc", f"CREATE DATABASE {name}"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         return self.dsn.rsplit("/", 1)[0] + "/" + name
 
     def close(self) -> None:

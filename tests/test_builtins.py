@@ -50,7 +50,10 @@ async def test_paths_outside_the_root_are_refused(tk, tmp_path: Path):
         ]:
             r = await tk.execute(name, args)
             assert r.is_error, (name, args)
-            assert "outside the working folder" in r.output or "relative to the search folder" in r.output
+            assert (
+                "outside the working folder" in r.output
+                or "relative to the search folder" in r.output
+            )
         assert outside.read_text() == "secret"
         (tmp_path / "escape").symlink_to(tmp_path.parent)
         r = await tk.execute("read", {"path": f"escape/{outside.name}"})
@@ -61,7 +64,9 @@ async def test_paths_outside_the_root_are_refused(tk, tmp_path: Path):
 
 async def test_glob(tk):
     assert (await tk.execute("glob", {"pattern": "**/*.py"})).output == "src/a.py"
-    assert (await tk.execute("glob", {"pattern": "*", "path": "src"})).output == "src/a.py\nsrc/b.txt"
+    assert (
+        await tk.execute("glob", {"pattern": "*", "path": "src"})
+    ).output == "src/a.py\nsrc/b.txt"
     assert (await tk.execute("glob", {"pattern": "*.zzz"})).output == "No files found"
 
 
@@ -79,13 +84,22 @@ async def test_write_and_edit(tk, tmp_path: Path):
     assert r.output == "Wrote 12 bytes to new/deep/file.txt"
     target = tmp_path / "new" / "deep" / "file.txt"
     assert target.read_text() == "one two two\n"
-    r = await tk.execute("edit", {"path": "new/deep/file.txt", "old_string": "two", "new_string": "2"})
+    r = await tk.execute(
+        "edit", {"path": "new/deep/file.txt", "old_string": "two", "new_string": "2"}
+    )
     assert r.is_error and "occurs 2 times" in r.output
-    r = await tk.execute("edit", {"path": "new/deep/file.txt", "old_string": "one", "new_string": "1"})
+    r = await tk.execute(
+        "edit", {"path": "new/deep/file.txt", "old_string": "one", "new_string": "1"}
+    )
     assert r.output == "Replaced 1 occurrence(s) in new/deep/file.txt"
-    r = await tk.execute("edit", {"path": "new/deep/file.txt", "old_string": "two", "new_string": "2", "replace_all": True})
+    r = await tk.execute(
+        "edit",
+        {"path": "new/deep/file.txt", "old_string": "two", "new_string": "2", "replace_all": True},
+    )
     assert target.read_text() == "1 2 2\n"
-    r = await tk.execute("edit", {"path": "new/deep/file.txt", "old_string": "absent", "new_string": "x"})
+    r = await tk.execute(
+        "edit", {"path": "new/deep/file.txt", "old_string": "absent", "new_string": "x"}
+    )
     assert r.is_error and "not found" in r.output
     assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]  # no temp file left
 
@@ -97,13 +111,17 @@ async def test_bash(tk, tmp_path: Path):
     r = await tk.execute("bash", {"command": "echo out; exit 3"})
     assert r.is_error and r.output == "out\n\n[exit code 3]"
     r = await tk.execute("bash", {"command": f"head -c {OUTPUT_CAP + 500} /dev/zero | tr '\\0' a"})
-    assert len(r.output) < OUTPUT_CAP + 100 and r.output.endswith("[output truncated: 500 more characters]")
+    assert len(r.output) < OUTPUT_CAP + 100 and r.output.endswith(
+        "[output truncated: 500 more characters]"
+    )
 
 
 async def test_bash_timeout_kills_the_process_group(tk, tmp_path: Path):
     marker = tmp_path / "survived"
     t0 = time.monotonic()
-    r = await tk.execute("bash", {"command": f"(sleep 2; touch {marker}) & sleep 30", "timeout": 0.3})
+    r = await tk.execute(
+        "bash", {"command": f"(sleep 2; touch {marker}) & sleep 30", "timeout": 0.3}
+    )
     assert r.is_error and r.output == "bash: command timed out after 0.3s"
     assert time.monotonic() - t0 < 5
     await asyncio.sleep(2.3)

@@ -21,7 +21,9 @@ EXE = shutil.which("toolnexus", path=os.path.dirname(sys.executable)) or shutil.
 
 def start(*args: str) -> subprocess.Popen[str]:
     cmd = [EXE, *args] if EXE else [sys.executable, "-m", "toolnexus.cli", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
 
 
 def read_until(proc: subprocess.Popen[str], event: str, timeout: float = 30) -> list[dict]:
@@ -34,7 +36,9 @@ def read_until(proc: subprocess.Popen[str], event: str, timeout: float = 30) -> 
         seen.append(json.loads(line))
         if seen[-1]["event"] == event:
             return seen
-    raise AssertionError(f"never saw {event}: {seen} {proc.stderr.read() if proc.poll() is not None else ''}")
+    raise AssertionError(
+        f"never saw {event}: {seen} {proc.stderr.read() if proc.poll() is not None else ''}"
+    )
 
 
 def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
@@ -42,19 +46,43 @@ def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
         try:
             lines = read_until(proc, "ready")
             started = lines[0]
-            assert started["name"] == "demo-desk" and started["profiles"] == ["A2A"] and started["model"] == "demo"
-            assert started["loop"] == "uvloop"  # the fast extra's loop, installed with the test extra
+            assert (
+                started["name"] == "demo-desk"
+                and started["profiles"] == ["A2A"]
+                and started["model"] == "demo"
+            )
+            assert (
+                started["loop"] == "uvloop"
+            )  # the fast extra's loop, installed with the test extra
             url = started["url"]
             card = httpx.get(url + "/.well-known/agent-card.json").json()
             assert {s["id"] for s in card["skills"]} == {"greet", "report", "weather"}
             assert card["description"]
-            r = httpx.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
-                "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "greet Ada"}]}}},
-                timeout=10)
+            r = httpx.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {
+                        "message": {
+                            "kind": "message",
+                            "messageId": "m1",
+                            "role": "user",
+                            "parts": [{"kind": "text", "text": "greet Ada"}],
+                        }
+                    },
+                },
+                timeout=10,
+            )
             assert r.json()["result"]["status"]["state"] == "completed"
             events = read_until(proc, "task")
             events += [json.loads(proc.stdout.readline()) for _ in range(2)]
-            assert [e["state"] for e in events if e["event"] == "task"] == ["submitted", "working", "completed"]
+            assert [e["state"] for e in events if e["event"] == "task"] == [
+                "submitted",
+                "working",
+                "completed",
+            ]
             assert events[-1]["skill"] == "greet" and events[-1]["usage"]["total_tokens"] > 0
             proc.send_signal(signal.SIGINT)
             assert proc.wait(10) == 0
@@ -76,8 +104,11 @@ def test_serve_with_grpc_and_send_over_it():
             [grpc_line] = [line for line in lines if line["event"] == "grpc"]
             assert grpc_line["target"].startswith("127.0.0.1:")
             card = httpx.get(url + "/.well-known/agent-card.json").json()
-            assert {"url": grpc_line["target"], "protocolBinding": "GRPC", "protocolVersion": "1.0"} \
-                in card["supportedInterfaces"]
+            assert {
+                "url": grpc_line["target"],
+                "protocolBinding": "GRPC",
+                "protocolVersion": "1.0",
+            } in card["supportedInterfaces"]
             data = json.loads(run("send", url, "greet Ada", "--binding", "grpc", "--json").stdout)
             assert data["binding"] == "GRPC" and data["task"]["status"]["state"] == "completed"
             proc.send_signal(signal.SIGINT)
@@ -94,8 +125,12 @@ def test_serve_with_mcp():
             assert lines[0]["profiles"] == ["A2A", "MCP"]
             mcp_url = next(line["url"] for line in lines if line["event"] == "mcp")
             assert mcp_url == lines[0]["url"] + "/mcp"
-            r = httpx.post(mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-                           headers={"accept": "application/json, text/event-stream"}, timeout=10)
+            r = httpx.post(
+                mcp_url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                headers={"accept": "application/json, text/event-stream"},
+                timeout=10,
+            )
             assert r.status_code == 200 and '"skill"' in r.text
             proc.send_signal(signal.SIGINT)
             assert proc.wait(10) == 0
@@ -116,17 +151,29 @@ def test_text_output_and_sigterm():
                 proc.kill()
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--model", "gpt4"], "model must be demo, openai:MODEL or anthropic:MODEL"),
-    (["--config", "/no/such/file.json"], "config file not found"),
-    (["--store", "sqlite:x"], "store must be"),
-    (["--no-a2a"], "--no-a2a needs --mcp"),
-    (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
-    (["--keep-tasks", "-1"], "keep_tasks (the finished tasks the memory store keeps) must be a whole number >= 0"),
-    (["--keep-for", "0"], "keep_for (seconds the memory store keeps a finished task) must be a number > 0"),
-    (["--keep-for", "nan"], "must be a number > 0"),
-    (["--keep-tasks", "5", "--store", "file:/tmp/x"], "the file and PostgreSQL stores keep every task"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--model", "gpt4"], "model must be demo, openai:MODEL or anthropic:MODEL"),
+        (["--config", "/no/such/file.json"], "config file not found"),
+        (["--store", "sqlite:x"], "store must be"),
+        (["--no-a2a"], "--no-a2a needs --mcp"),
+        (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
+        (
+            ["--keep-tasks", "-1"],
+            "keep_tasks (the finished tasks the memory store keeps) must be a whole number >= 0",
+        ),
+        (
+            ["--keep-for", "0"],
+            "keep_for (seconds the memory store keeps a finished task) must be a number > 0",
+        ),
+        (["--keep-for", "nan"], "must be a number > 0"),
+        (
+            ["--keep-tasks", "5", "--store", "file:/tmp/x"],
+            "the file and PostgreSQL stores keep every task",
+        ),
+    ],
+)
 def test_usage_errors_are_one_line_and_exit_2(args, needle):
     proc = start("serve", *args)
     out, err = proc.communicate(timeout=30)
@@ -142,14 +189,31 @@ def test_serve_keeps_only_the_newest_finished_tasks_it_is_told_to():
             url = read_until(proc, "ready")[0]["url"]
             ids = []
             for i in range(4):
-                r = httpx.post(url + "/", json={"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {
-                    "message": {"kind": "message", "messageId": f"m{i}", "role": "user",
-                                "parts": [{"kind": "text", "text": "greet Ada"}]}}}, timeout=10)
+                r = httpx.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": i,
+                        "method": "message/send",
+                        "params": {
+                            "message": {
+                                "kind": "message",
+                                "messageId": f"m{i}",
+                                "role": "user",
+                                "parts": [{"kind": "text", "text": "greet Ada"}],
+                            }
+                        },
+                    },
+                    timeout=10,
+                )
                 assert r.json()["result"]["status"]["state"] == "completed"
                 ids.append(r.json()["result"]["id"])
             for i, tid in enumerate(ids):
-                got = httpx.post(url + "/", json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get",
-                                                  "params": {"id": tid}}, timeout=10).json()
+                got = httpx.post(
+                    url + "/",
+                    json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": tid}},
+                    timeout=10,
+                ).json()
                 if i < 2:
                     assert got["error"]["code"] == -32001, got
                 else:
@@ -195,7 +259,9 @@ def test_card_and_validate(served_demo):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("demo-desk 0.1.0")
     assert "verdict: offers 1.0 and 0.3: each official client line finds its own" in out.stdout
-    data = json.loads(run("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout)
+    data = json.loads(
+        run("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout
+    )
     assert data["card"]["name"] == "demo-desk" and data["validation"]["ok"] is True
     assert run("card", "http://127.0.0.1:1").returncode == 1
 
@@ -208,7 +274,9 @@ def test_send_follows_the_task_and_answers_input(served_demo):
     for dialect in ("0.3", "legacy", "1.0"):
         data = json.loads(run("send", served_demo, "hi", "--dialect", dialect, "--json").stdout)
         assert data["dialect"] == dialect and data["task"]["status"]["state"] == "completed"
-    slow = run("send", served_demo, "slow 30", "--stream", "--timeout", "1")  # a stream is bounded too
+    slow = run(
+        "send", served_demo, "slow 30", "--stream", "--timeout", "1"
+    )  # a stream is bounded too
     assert slow.returncode == 1 and "still working after 1s" in slow.stderr, slow.stderr
     streamed = run("send", served_demo, "streamed", "--stream")
     assert streamed.stdout.strip() == "You said: streamed" and "[working]" in streamed.stderr
@@ -219,14 +287,18 @@ def test_send_follows_the_task_and_answers_input(served_demo):
     assert answered.stdout.strip() == "Request approved (yes). You said: please confirm the order"
     failed = run("send", served_demo, "please fail")
     assert failed.returncode == 1 and "failed: model error" in failed.stderr
-    traced = run("send", served_demo, "trace me", "--trace", "--header", "Authorization: Bearer abc123")
+    traced = run(
+        "send", served_demo, "trace me", "--trace", "--header", "Authorization: Bearer abc123"
+    )
     assert "--> POST" in traced.stderr and "authorization: Bearer ***" in traced.stderr
     assert "abc123" not in traced.stderr
     assert run("send", served_demo, "x", "--header", "nocolon").returncode == 2
 
 
 def test_send_over_the_http_json_binding(served_demo):
-    data = json.loads(run("send", served_demo, "over rest", "--binding", "http+json", "--json").stdout)
+    data = json.loads(
+        run("send", served_demo, "over rest", "--binding", "http+json", "--json").stdout
+    )
     assert data["binding"] == "HTTP+JSON" and data["dialect"] == "1.0"
     assert data["task"]["status"]["state"] == "completed"
     traced = run("send", served_demo, "over rest", "--binding", "http+json", "--trace", "--stream")
@@ -234,9 +306,23 @@ def test_send_over_the_http_json_binding(served_demo):
     assert f"--> POST {served_demo}/message:stream SendStreamingMessage [200]" in traced.stderr
     refused = run("send", served_demo, "x", "--binding", "http+json", "--dialect", "legacy")
     assert refused.returncode == 2 and "1.0 and 0.3 only" in refused.stderr
-    old = json.loads(run("send", served_demo, "over 0.3 rest", "--binding", "http+json", "--dialect", "0.3",
-                         "--json").stdout)
-    assert (old["binding"], old["dialect"], old["task"]["status"]["state"]) == ("HTTP+JSON", "0.3", "completed")
+    old = json.loads(
+        run(
+            "send",
+            served_demo,
+            "over 0.3 rest",
+            "--binding",
+            "http+json",
+            "--dialect",
+            "0.3",
+            "--json",
+        ).stdout
+    )
+    assert (old["binding"], old["dialect"], old["task"]["status"]["state"]) == (
+        "HTTP+JSON",
+        "0.3",
+        "completed",
+    )
     assert "over JSONRPC" in run("card", served_demo).stdout
 
 
@@ -244,19 +330,27 @@ def test_send_over_the_http_json_binding(served_demo):
 @pytest.mark.parametrize("url", ["htp:/bad", "not a url", "http://", "ftp://example.com/"])
 def test_a_url_that_names_no_peer_is_a_usage_error(command, url):
     cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
-    run = subprocess.run([*cmd, command, url, *(["hi"] if command == "send" else [])], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [*cmd, command, url, *(["hi"] if command == "send" else [])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2, run.stderr
-    assert run.stderr.strip() == f"toolnexus: not an http(s) URL: {url!r} (give the agent's base URL or card URL, " \
-                                 "such as http://127.0.0.1:8000)"
+    assert (
+        run.stderr.strip()
+        == f"toolnexus: not an http(s) URL: {url!r} (give the agent's base URL or card URL, "
+        "such as http://127.0.0.1:8000)"
+    )
 
 
 async def test_a_plain_web_page_is_no_card_and_both_paths_are_named():
-    import toolnexus as tn
-
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse, PlainTextResponse
     from starlette.routing import Route
+
+    import toolnexus as tn
 
     from .peers import on_loopback
 
@@ -268,8 +362,10 @@ async def test_a_plain_web_page_is_no_card_and_both_paths_are_named():
     async with on_loopback(Starlette(routes=[Route("/{path:path}", page)])) as url:
         with pytest.raises(tn.PeerError) as caught:
             await tn.fetch_card(url)
-    assert str(caught.value) == (f"no agent card at {url}/.well-known/agent-card.json (404), and the agent card at "
-                                 f"{url}/.well-known/agent.json is not JSON")
+    assert str(caught.value) == (
+        f"no agent card at {url}/.well-known/agent-card.json (404), and the agent card at "
+        f"{url}/.well-known/agent.json is not JSON"
+    )
 
 
 async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
@@ -284,8 +380,16 @@ async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
     printed = []
     async with sdk_server() as url:
         for extra in ([], ["--stream"]):
-            proc = await asyncio.create_subprocess_exec(*cmd, "send", url, "chunked reply please", *extra, cwd=ROOT,
-                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = await asyncio.create_subprocess_exec(
+                *cmd,
+                "send",
+                url,
+                "chunked reply please",
+                *extra,
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             out, err = await asyncio.wait_for(proc.communicate(), 60)
             assert proc.returncode == 0, err
             printed.append(out.decode())
@@ -302,8 +406,16 @@ async def test_send_to_a_hybrid_gets_the_reply_whole_sent_or_streamed(stream):
 
     cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     async with hybrid_stub() as stub:
-        proc = await asyncio.create_subprocess_exec(*cmd, "send", stub.url, "hi there", *(["--stream"] if stream else []),
-                                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            "send",
+            stub.url,
+            "hi there",
+            *(["--stream"] if stream else []),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err
     assert out.decode() == "echo: hi there\n" and "[completed]" in err.decode()
@@ -318,8 +430,16 @@ async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so(
 
     cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     async with legacy_stub() as stub:
-        proc = await asyncio.create_subprocess_exec(*cmd, "send", stub.url, "what is 6*7?", "--stream", cwd=ROOT,
-                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            "send",
+            stub.url,
+            "what is 6*7?",
+            "--stream",
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err
     assert out.decode().strip() == "42"

@@ -16,13 +16,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings_handlers") is None:
+    if (
+        importlib.util.find_spec("mkdocs") is None
+        or importlib.util.find_spec("mkdocstrings_handlers") is None
+    ):
         if os.environ.get("CI") == "true":
-            pytest.fail("the docs build needs mkdocs, mkdocs-material and mkdocstrings: pip install -e '.[test]'")
+            pytest.fail(
+                "the docs build needs mkdocs, mkdocs-material and mkdocstrings: pip install -e '.[test]'"
+            )
         pytest.skip("the docs build needs pip install -e '.[docs]'")
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-                          cwd=config.parent, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=config.parent,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def test_the_docs_build_strict_with_the_api_from_the_docstrings(tmp_path: Path):
@@ -31,7 +41,9 @@ def test_the_docs_build_strict_with_the_api_from_the_docstrings(tmp_path: Path):
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     for name in ("WebhookReceiver", "A2AClient", "A2AConfig", "create_toolkit", "PushNotifier"):
         assert name in api
-    assert (tmp_path / "site" / "wire" / "index.html").is_file() and (tmp_path / "site" / "guide" / "index.html").is_file()
+    assert (tmp_path / "site" / "wire" / "index.html").is_file() and (
+        tmp_path / "site" / "guide" / "index.html"
+    ).is_file()
 
 
 def test_a_broken_link_fails_the_build(tmp_path: Path):

@@ -28,24 +28,38 @@ from .peers.sdk_server import sdk_server
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
-SERVERS = ["ours", "sdk-jsonrpc-compat", "sdk-grpc-only", "sdk-rest-only", "js-sdk", "legacy-port", "hybrid"]
+SERVERS = [
+    "ours",
+    "sdk-jsonrpc-compat",
+    "sdk-grpc-only",
+    "sdk-rest-only",
+    "js-sdk",
+    "legacy-port",
+    "hybrid",
+]
 
 
 @contextlib.asynccontextmanager
 async def server(name: str) -> AsyncIterator[str]:
     if name == "ours":
         tk = await tn.create_toolkit(builtins=False)
-        async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ours", grpc="127.0.0.1:0")) as handle:
+        async with tk.serve(
+            client=tn.demo_client(), a2a=tn.A2AConfig(name="ours", grpc="127.0.0.1:0")
+        ) as handle:
             yield handle.url
     elif name.startswith("sdk-"):
-        binding = {"sdk-jsonrpc-compat": "JSONRPC", "sdk-grpc-only": "GRPC", "sdk-rest-only": "HTTP+JSON"}[name]
+        binding = {
+            "sdk-jsonrpc-compat": "JSONRPC",
+            "sdk-grpc-only": "GRPC",
+            "sdk-rest-only": "HTTP+JSON",
+        }[name]
         async with sdk_server(compat=binding == "JSONRPC", binding=binding) as url:
             yield url
     elif name == "js-sdk":
         async with js_server() as url:
             yield url
     else:
-        async with (legacy_stub() if name == "legacy-port" else hybrid_stub()) as stub:
+        async with legacy_stub() if name == "legacy-port" else hybrid_stub() as stub:
             yield stub.url
 
 
@@ -66,10 +80,15 @@ async def official_python(url: str, bindings: list[str]) -> str:
                 import grpc
 
                 extra["grpc_channel_factory"] = grpc.aio.insecure_channel
-            config = ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=bindings, **extra)
+            config = ClientConfig(
+                httpx_client=http, streaming=False, supported_protocol_bindings=bindings, **extra
+            )
             client = ClientFactory(config).create(card)
-            request = pb.SendMessageRequest(message=pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER,
-                                                               parts=[pb.Part(text="hello")]))
+            request = pb.SendMessageRequest(
+                message=pb.Message(
+                    message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="hello")]
+                )
+            )
             tasks = [ev.task async for ev in client.send_message(request) if ev.HasField("task")]
             await client.close()
         except Exception as exc:  # whatever the SDK raises is the outcome being compared
@@ -96,8 +115,11 @@ async def ours(url: str) -> str:
 
 
 def verdicts(report) -> dict[str, tuple[str, str]]:
-    return {f.check.removeprefix("client: "): (f.severity, f.message) for f in report.findings
-            if f.check.startswith("client: ")}
+    return {
+        f.check.removeprefix("client: "): (f.severity, f.message)
+        for f in report.findings
+        if f.check.startswith("client: ")
+    }
 
 
 @pytest.mark.parametrize("name", SERVERS)
@@ -106,15 +128,22 @@ async def test_each_verdict_is_what_the_client_does(name):
         report = await doctor(url, send=True, timeout=10)
         said = verdicts(report)
         assert set(said) == {"a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x", "toolnexus"}, report.text()
-        assert not [line for line, (severity, _) in said.items() if severity not in ("ok", "warning")], report.text()
+        assert not [
+            line for line, (severity, _) in said.items() if severity not in ("ok", "warning")
+        ], report.text()
         # the a2a-sdk 1.x as the doctor says it is set up: its default, or the binding it must be told of
         bindings = [b for b in ("GRPC", "HTTP+JSON") if f"over {b} at" in said["a2a-sdk 1.x"][1]]
-        outcomes = {"a2a-sdk 1.x": await official_python(url, bindings), "JS SDK 1.x": await official_js(url),
-                    "toolnexus": await ours(url)}
+        outcomes = {
+            "a2a-sdk 1.x": await official_python(url, bindings),
+            "JS SDK 1.x": await official_js(url),
+            "toolnexus": await ours(url),
+        }
     for line, failure in outcomes.items():
         severity, message = said[line]
-        assert (severity == "ok") == (failure == ""), f"{name}: the doctor said of {line} {message!r}; " \
-                                                      f"running it: {failure or 'it worked'}\n{report.text()}"
+        assert (severity == "ok") == (failure == ""), (
+            f"{name}: the doctor said of {line} {message!r}; "
+            f"running it: {failure or 'it worked'}\n{report.text()}"
+        )
         assert message.startswith("works: " if severity == "ok" else "breaks: ")
 
 
@@ -134,7 +163,9 @@ async def test_the_hybrid_is_named_and_our_client_gets_its_reply_streamed_or_not
         async with tn.A2AClient(stub.url) as client:
             turn = chat.say("three")
             await chat.run(client, turn, poll_every=0.01)
-        tk = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=stub.url, poll_every=0.01)])
+        tk = await tn.create_toolkit(
+            builtins=False, agents=[tn.Agent(card=stub.url, poll_every=0.01)]
+        )
         async with tk:
             [tool] = [t.name for t in tk.tools() if t.source == "a2a"]
             called = await tk.execute(tool, {"task": "four"})

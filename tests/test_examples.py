@@ -10,8 +10,13 @@ from .conftest import ROOT
 
 
 def run(script: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -26,7 +31,11 @@ def test_quickstart():
 
 def test_demo_run_prints_telemetry():
     out = run("demo_run.py")
-    lines = [json.loads(line.split("telemetry: ", 1)[1]) for line in out.splitlines() if "telemetry:" in line]
+    lines = [
+        json.loads(line.split("telemetry: ", 1)[1])
+        for line in out.splitlines()
+        if "telemetry:" in line
+    ]
     assert [t["tools"] for t in lines] == [[], ["skill"], ["ask_approval"]]
     assert all(t["model"] == "toolnexus-demo" and t["usage"]["total_tokens"] > 0 for t in lines)
     assert "pending: Do you approve: please confirm the order?" in out

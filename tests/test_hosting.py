@@ -39,13 +39,22 @@ async def test_start_serve_stop_restart():
     assert ws.running() == []
 
 
-@pytest.mark.parametrize("spec, needle", [
-    (ServerSpec(name="x", skills=["/no/such/folder"]), "skills folder not found"),
-    (ServerSpec(name="x", a2a=False, mcp=False), "choose at least one profile"),
-    (ServerSpec(name="x", model="gpt4"), "model must be demo"),
-    (ServerSpec(name="x", model="openai:gpt-x", api_key_env="TN_TEST_NOT_SET"), "TN_TEST_NOT_SET is not set"),
-    (ServerSpec(name="x", auth_token_env="TN_TEST_NOT_SET_EITHER"), "TN_TEST_NOT_SET_EITHER is not set"),
-])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        (ServerSpec(name="x", skills=["/no/such/folder"]), "skills folder not found"),
+        (ServerSpec(name="x", a2a=False, mcp=False), "choose at least one profile"),
+        (ServerSpec(name="x", model="gpt4"), "model must be demo"),
+        (
+            ServerSpec(name="x", model="openai:gpt-x", api_key_env="TN_TEST_NOT_SET"),
+            "TN_TEST_NOT_SET is not set",
+        ),
+        (
+            ServerSpec(name="x", auth_token_env="TN_TEST_NOT_SET_EITHER"),
+            "TN_TEST_NOT_SET_EITHER is not set",
+        ),
+    ],
+)
 async def test_start_failures_are_recorded_and_isolated(spec, needle):
     ws = Workspace()
     await ws.start(demo_spec())
@@ -74,19 +83,25 @@ async def test_warnings_and_auth(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TN_TEST_TOKEN", "s3cret")
     ws = Workspace()
     try:
-        risky = await ws.start(ServerSpec(name="risky", mcp=True, builtins=True, mcp_tools=["bash", "read"]))
+        risky = await ws.start(
+            ServerSpec(name="risky", mcp=True, builtins=True, mcp_tools=["bash", "read"])
+        )
         assert risky.warnings() == ["exposes `bash` over MCP without auth"]
         safe = await ws.start(ServerSpec(name="safe", mcp=True, auth_token_env="TN_TEST_TOKEN"))
         assert safe.warnings() == [] and safe.auth
         async with httpx.AsyncClient() as http:
             assert (await http.post(safe.url + "/", json={})).status_code == 401
             assert (await http.post(safe.url + "/mcp", json={})).status_code == 401
-        mcp_only = await ws.start(ServerSpec(name="mcp-only", a2a=False, mcp=True, auth_token_env="TN_TEST_TOKEN"))
+        mcp_only = await ws.start(
+            ServerSpec(name="mcp-only", a2a=False, mcp=True, auth_token_env="TN_TEST_TOKEN")
+        )
         async with httpx.AsyncClient() as http:
             assert (await http.post(mcp_only.url + "/mcp", json={})).status_code == 401
         assert "s3cret" not in repr(ws.get("safe").spec)
         assert ServerSpec(host="0.0.0.0").profiles == ["A2A"]
-        wide = HostedServer(ServerSpec(name="wide", host="0.0.0.0"))  # judged from the spec, never bound here
+        wide = HostedServer(
+            ServerSpec(name="wide", host="0.0.0.0")
+        )  # judged from the spec, never bound here
         assert wide.warnings() == ["binds 0.0.0.0, beyond this machine, without auth"]
     finally:
         await ws.close()

@@ -1,5 +1,6 @@
 """The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), no import
-circle anywhere (an import inside a function or under TYPE_CHECKING counts), and the type checker, clean."""
+circle anywhere (an import inside a function or under TYPE_CHECKING counts), the type checker and
+the linter and formatter (ruff), clean."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
-HOOK = ("toolnexus", "notebook_ext")  # `%load_ext toolnexus`: the one import of a front end by the library
+HOOK = (
+    "toolnexus",
+    "notebook_ext",
+)  # `%load_ext toolnexus`: the one import of a front end by the library
 
 
 def _tool(name: str) -> str:
@@ -22,7 +26,13 @@ def _tool(name: str) -> str:
 
 
 def test_the_import_contracts_are_kept():
-    run = subprocess.run([_tool("lint-imports"), "--no-cache", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [_tool("lint-imports"), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "0 broken" in run.stdout
 
@@ -52,7 +62,9 @@ def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
                     counter += 1
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                    work.append(
+                        (child, iter(sorted(graph.find_modules_directly_imported_by(child))))
+                    )
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
@@ -73,9 +85,12 @@ def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_circle_anywhere_but_the_notebook_hook():
-    graph = grimp.build_graph("toolnexus", "tui", "notebook_ext", exclude_type_checking_imports=False,
-                               cache_dir=None)  # a cache read a file as it was, not as it is
-    assert HOOK[1] in graph.find_modules_directly_imported_by(HOOK[0])  # the hook is where it is said to be
+    graph = grimp.build_graph(
+        "toolnexus", "tui", "notebook_ext", exclude_type_checking_imports=False, cache_dir=None
+    )  # a cache read a file as it was, not as it is
+    assert HOOK[1] in graph.find_modules_directly_imported_by(
+        HOOK[0]
+    )  # the hook is where it is said to be
     graph.remove_import(importer=HOOK[0], imported=HOOK[1])
     assert _circles(graph) == []
 
@@ -91,6 +106,23 @@ def test_the_type_checker_is_clean():
     env = {**os.environ, "NO_COLOR": "1"}
     # this checkout's own settings (a pyrightconfig.json in a folder above would win otherwise), against
     # the interpreter running the tests (a checkout without a .venv of its own too)
-    command = [_tool("basedpyright"), "--project", str(ROOT / "pyproject.toml"), "--pythonpath", sys.executable]
+    command = [
+        _tool("basedpyright"),
+        "--project",
+        str(ROOT / "pyproject.toml"),
+        "--pythonpath",
+        sys.executable,
+    ]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0 and "0 errors" in run.stdout, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_lint_and_format_are_clean():
+    """ruff, with pyproject's [tool.ruff]: the rules hold and the layout is the formatter's."""
+    ruff = _tool("ruff")
+    for command in (
+        [ruff, "check", "--no-cache", "."],
+        [ruff, "format", "--check", "--no-cache", "."],
+    ):
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -9,8 +9,24 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Answer, MaxTurnsError, ModelError, ModelTimeout, Request, SkillDef, ToolContext, ToolResult, create_toolkit, tool
-from toolnexus.llm import FileConversationStore, create_client, create_in_process_client, demo_client
+from toolnexus import (
+    Answer,
+    MaxTurnsError,
+    ModelError,
+    ModelTimeout,
+    Request,
+    SkillDef,
+    ToolContext,
+    ToolResult,
+    create_toolkit,
+    tool,
+)
+from toolnexus.llm import (
+    FileConversationStore,
+    create_client,
+    create_in_process_client,
+    demo_client,
+)
 
 from .stubs import Reply, ScriptedServer, anthropic_calls, anthropic_text, openai_calls, openai_text
 
@@ -39,14 +55,23 @@ def add(a: int, b: int) -> int:
 
 @pytest.fixture
 async def toolkit():
-    return await create_toolkit(builtins=False, tools=[add], skills=[SkillDef("math", "does arithmetic", "Add.")])
+    return await create_toolkit(
+        builtins=False, tools=[add], skills=[SkillDef("math", "does arithmetic", "Add.")]
+    )
 
 
 async def test_openai_multi_turn_tool_calling(toolkit):
-    replies = [openai_calls(("c1", "add", {"a": 1, "b": 2})), openai_calls(("c2", "add", {"a": 3, "b": 4}),
-               ("c3", "nope", {})), openai_text("the sums are 3 and 7")]
+    replies = [
+        openai_calls(("c1", "add", {"a": 1, "b": 2})),
+        openai_calls(("c2", "add", {"a": 3, "b": 4}), ("c3", "nope", {})),
+        openai_text("the sums are 3 and 7"),
+    ]
     async with ScriptedServer(replies) as srv:
-        client = track(create_client(srv.url + "/v1", "openai", "gpt-test", api_key=KEY, system_prompt="Be brief."))
+        client = track(
+            create_client(
+                srv.url + "/v1", "openai", "gpt-test", api_key=KEY, system_prompt="Be brief."
+            )
+        )
         r = await client.run("add things", toolkit)
         await client.aclose()
     assert r.status == "ok" and r.text == "the sums are 3 and 7"
@@ -54,27 +79,53 @@ async def test_openai_multi_turn_tool_calling(toolkit):
     assert r.usage.to_dict() == {"prompt_tokens": 13, "completion_tokens": 10, "total_tokens": 23}
     assert r.model == "stub-model"
     assert [(c["name"], c["output"], c["is_error"]) for c in r.tool_calls] == [
-        ("add", "3", False), ("add", "7", False), ("nope", "Unknown tool 'nope'. Available tools: skill, add", True)]
+        ("add", "3", False),
+        ("add", "7", False),
+        ("nope", "Unknown tool 'nope'. Available tools: skill, add", True),
+    ]
     assert r.tool_call_count == 3
     first = srv.requests[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["headers"]["authorization"] == f"Bearer {KEY}"
     body = first["json"]
     assert body["model"] == "gpt-test"
-    assert body["messages"][0] == {"role": "system", "content": "Be brief.\n\n" + toolkit.skills_prompt()}
+    assert body["messages"][0] == {
+        "role": "system",
+        "content": "Be brief.\n\n" + toolkit.skills_prompt(),
+    }
     assert body["messages"][1] == {"role": "user", "content": "add things"}
     assert body["tools"] == toolkit.to_openai()
     # the transcript, in OpenAI's shapes, without the system message
     assert r.messages[0] == {"role": "user", "content": "add things"}
-    assert r.messages[1] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}
+    assert r.messages[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+            }
+        ],
+    }
     assert r.messages[2] == {"role": "tool", "tool_call_id": "c1", "content": "3"}
-    assert [m["role"] for m in r.messages] == ["user", "assistant", "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in r.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert srv.requests[2]["json"]["messages"][1:] == r.messages[:-1]
 
 
 async def test_anthropic_multi_turn_tool_calling(toolkit):
-    replies = [anthropic_calls(("tu1", "add", {"a": 2, "b": 2}), text="let me add"), anthropic_text("4")]
+    replies = [
+        anthropic_calls(("tu1", "add", {"a": 2, "b": 2}), text="let me add"),
+        anthropic_text("4"),
+    ]
     async with ScriptedServer(replies) as srv:
         client = track(create_client(srv.url, "anthropic", "claude-test", api_key=KEY))
         r = await client.run("2+2?", toolkit)
@@ -90,9 +141,17 @@ async def test_anthropic_multi_turn_tool_calling(toolkit):
     assert req["json"]["max_tokens"] == 4096
     assert r.messages == [
         {"role": "user", "content": "2+2?"},
-        {"role": "assistant", "content": [{"type": "text", "text": "let me add"},
-                                          {"type": "tool_use", "id": "tu1", "name": "add", "input": {"a": 2, "b": 2}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "4"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "let me add"},
+                {"type": "tool_use", "id": "tu1", "name": "add", "input": {"a": 2, "b": 2}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "4"}],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "4"}]},
     ]
 
@@ -112,7 +171,8 @@ async def test_tool_errors_are_fed_back_as_error_blocks():
     async with ScriptedServer([anthropic_calls(("t", "boom", {})), anthropic_text("sorry")]) as srv:
         r = await track(create_client(srv.url, "anthropic", "m", api_key="k")).run("go", tk)
     assert srv.requests[1]["json"]["messages"][2]["content"] == [
-        {"type": "tool_result", "tool_use_id": "t", "content": "kaput", "is_error": True}]
+        {"type": "tool_result", "tool_use_id": "t", "content": "kaput", "is_error": True}
+    ]
     assert r.tool_calls[0]["is_error"]
 
 
@@ -121,7 +181,10 @@ async def test_bad_json_arguments_are_reported_to_the_model(toolkit):
         r = await track(create_client(srv.url, model="m", api_key="k")).run("go", toolkit)
     assert r.tool_calls[0]["is_error"]
     assert "the arguments are not valid JSON" in r.tool_calls[0]["output"]
-    assert srv.requests[1]["json"]["messages"][2]["tool_calls"][0]["function"]["arguments"] == "{not json"
+    assert (
+        srv.requests[1]["json"]["messages"][2]["tool_calls"][0]["function"]["arguments"]
+        == "{not json"
+    )
 
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
@@ -132,9 +195,15 @@ async def test_retryable_statuses_are_retried(status):
 
 
 async def test_retry_after_zero_and_seconds_are_honoured():
-    replies = [Reply(429, {"e": 1}, {"Retry-After": "0"}), Reply(503, {"e": 2}, {"Retry-After": "1"}), openai_text("ok")]
+    replies = [
+        Reply(429, {"e": 1}, {"Retry-After": "0"}),
+        Reply(503, {"e": 2}, {"Retry-After": "1"}),
+        openai_text("ok"),
+    ]
     async with ScriptedServer(replies) as srv:
-        r = await track(create_client(srv.url, model="m", api_key="k", retries=2, retry_base_ms=5000)).run("hi")
+        r = await track(
+            create_client(srv.url, model="m", api_key="k", retries=2, retry_base_ms=5000)
+        ).run("hi")
     assert r.text == "ok"
     gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
     assert gaps[0] < 1.0  # Retry-After: 0 beats a 5 s backoff
@@ -169,7 +238,9 @@ async def test_client_errors_are_not_retried_and_never_show_the_key(status):
 async def test_retries_run_out_with_a_clear_error():
     async with ScriptedServer([Reply(500, {"e": i}) for i in range(3)]) as srv:
         with pytest.raises(ModelError, match=r"answered HTTP 500.*\(after 3 attempts\)"):
-            await track(create_client(srv.url, model="m", api_key="k", retries=2, retry_base_ms=5)).run("hi")
+            await track(
+                create_client(srv.url, model="m", api_key="k", retries=2, retry_base_ms=5)
+            ).run("hi")
     assert len(srv.requests) == 3
 
 
@@ -178,11 +249,15 @@ async def test_network_errors_are_retried_then_reported():
     async with srv:
         url = srv.url
     with pytest.raises(ModelError, match="could not be reached.*after 2 attempts"):
-        await track(create_client(url, model="m", api_key="k", retries=1, retry_base_ms=5)).run("hi")
+        await track(create_client(url, model="m", api_key="k", retries=1, retry_base_ms=5)).run(
+            "hi"
+        )
 
 
 async def test_garbage_json_is_a_model_error():
-    async with ScriptedServer([Reply(raw=b"<html>oops</html>"), Reply(body={"no": "choices"})]) as srv:
+    async with ScriptedServer(
+        [Reply(raw=b"<html>oops</html>"), Reply(body={"no": "choices"})]
+    ) as srv:
         client = track(create_client(srv.url, model="m", api_key="k"))
         with pytest.raises(ModelError, match="invalid JSON: <html>oops</html>"):
             await client.run("hi")
@@ -198,13 +273,17 @@ async def test_whole_run_timeout_and_request_timeout_are_not_retried():
             await track(create_client(srv.url, model="m", api_key="k", timeout=0.3)).run("hi")
         assert time.monotonic() - t0 < 2
         with pytest.raises(ModelError, match="timed out after 0.2s"):
-            await track(create_client(srv.url, model="m", api_key="k", request_timeout=0.2)).run("hi")
+            await track(create_client(srv.url, model="m", api_key="k", request_timeout=0.2)).run(
+                "hi"
+            )
     assert len(srv.requests) == 2
 
 
 async def test_cancelling_the_caller_cancels_the_request():
     async with ScriptedServer([Reply(delay=5)]) as srv:
-        task = asyncio.ensure_future(track(create_client(srv.url, model="m", api_key="k")).run("hi"))
+        task = asyncio.ensure_future(
+            track(create_client(srv.url, model="m", api_key="k")).run("hi")
+        )
         while not srv.requests:
             await asyncio.sleep(0.01)
         t0 = time.monotonic()
@@ -218,7 +297,9 @@ async def test_max_turns_is_a_clear_error(toolkit):
     replies = [openai_calls((f"c{i}", "add", {"a": 1, "b": 1})) for i in range(2)]
     async with ScriptedServer(replies) as srv:
         with pytest.raises(MaxTurnsError, match="no final answer after 2 turns"):
-            await track(create_client(srv.url, model="m", api_key="k", max_turns=2)).run("loop", toolkit)
+            await track(create_client(srv.url, model="m", api_key="k", max_turns=2)).run(
+                "loop", toolkit
+            )
 
 
 async def test_key_falls_back_to_the_environment(monkeypatch: pytest.MonkeyPatch):
@@ -233,14 +314,23 @@ async def test_key_falls_back_to_the_environment(monkeypatch: pytest.MonkeyPatch
 
 
 async def test_conversation_continues_by_id(tmp_path: Path):
-    async with ScriptedServer([openai_text("first"), openai_text("second"), openai_text("other")]) as srv:
-        client = track(create_client(srv.url, model="m", api_key="k", store=FileConversationStore(tmp_path / "conv")))
+    async with ScriptedServer(
+        [openai_text("first"), openai_text("second"), openai_text("other")]
+    ) as srv:
+        client = track(
+            create_client(
+                srv.url, model="m", api_key="k", store=FileConversationStore(tmp_path / "conv")
+            )
+        )
         await client.ask("one", id="conv/1")
         r = await client.ask("two", id="conv/1")
         await client.ask("fresh", id="conv-2")
     assert r.text == "second"
     assert srv.requests[1]["json"]["messages"] == [
-        {"role": "user", "content": "one"}, {"role": "assistant", "content": "first"}, {"role": "user", "content": "two"}]
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "two"},
+    ]
     assert srv.requests[2]["json"]["messages"] == [{"role": "user", "content": "fresh"}]
     saved = await client.store.get("conv/1")
     assert [m["content"] for m in saved] == ["one", "first", "two", "second"]
@@ -248,6 +338,7 @@ async def test_conversation_continues_by_id(tmp_path: Path):
 
 
 # -- suspension ------------------------------------------------------------------------------
+
 
 def _approval_tool(record: list[Any]):
     @tool
@@ -270,12 +361,20 @@ async def test_suspension_with_wait_for():
         return Answer(req.id, True, "yes")
 
     tk = await create_toolkit(builtins=False, tools=[_approval_tool(seen)])
-    async with ScriptedServer([openai_calls(("c1", "approve", {"what": "ship"})), openai_text("shipped")]) as srv:
-        r = await track(create_client(srv.url, model="m", api_key="k", wait_for=wait_for)).run("ship it", tk)
+    async with ScriptedServer(
+        [openai_calls(("c1", "approve", {"what": "ship"})), openai_text("shipped")]
+    ) as srv:
+        r = await track(create_client(srv.url, model="m", api_key="k", wait_for=wait_for)).run(
+            "ship it", tk
+        )
     assert r.status == "ok" and r.text == "shipped"
     assert asked == [Request("q1", "confirm", "ok to ship?")]
     assert seen == [None, Answer("q1", True, "yes")]
-    assert srv.requests[1]["json"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "answered yes"}
+    assert srv.requests[1]["json"]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "answered yes",
+    }
 
 
 async def test_declined_and_repeated_suspensions_feed_errors_back():
@@ -285,8 +384,12 @@ async def test_declined_and_repeated_suspensions_feed_errors_back():
         return Answer(req.id, False, "not today")
 
     tk = await create_toolkit(builtins=False, tools=[_approval_tool(seen)])
-    async with ScriptedServer([openai_calls(("c1", "approve", {"what": "x"})), openai_text("ok")]) as srv:
-        r = await track(create_client(srv.url, model="m", api_key="k", wait_for=decline)).run("x", tk)
+    async with ScriptedServer(
+        [openai_calls(("c1", "approve", {"what": "x"})), openai_text("ok")]
+    ) as srv:
+        r = await track(create_client(srv.url, model="m", api_key="k", wait_for=decline)).run(
+            "x", tk
+        )
     assert r.tool_calls[0]["is_error"]
     assert r.tool_calls[0]["output"] == "approve: the request was declined (not today)"
 
@@ -307,8 +410,14 @@ async def test_declined_and_repeated_suspensions_feed_errors_back():
 async def test_suspension_without_wait_for_returns_pending_and_resumes():
     seen: list[Any] = []
     tk = await create_toolkit(builtins=False, tools=[_approval_tool(seen), add])
-    replies = [openai_calls(("c0", "add", {"a": 1, "b": 1}), ("c1", "approve", {"what": "deploy"}),
-                            ("c2", "add", {"a": 2, "b": 2})), openai_text("deployed")]
+    replies = [
+        openai_calls(
+            ("c0", "add", {"a": 1, "b": 1}),
+            ("c1", "approve", {"what": "deploy"}),
+            ("c2", "add", {"a": 2, "b": 2}),
+        ),
+        openai_text("deployed"),
+    ]
     async with ScriptedServer(replies) as srv:
         client = track(create_client(srv.url, model="m", api_key="k"))
         r = await asyncio.wait_for(client.ask("deploy", tk, id="ctx"), 5)
@@ -320,12 +429,15 @@ async def test_suspension_without_wait_for_returns_pending_and_resumes():
         done = await client.resume(r, Answer("q1", True, "go"))
     assert done.status == "ok" and done.text == "deployed" and done.pending is None
     assert [c["output"] for c in done.tool_calls] == ["2", "answered go", "4"]
-    assert [m.get("content") for m in srv.requests[1]["json"]["messages"] if m["role"] == "tool"] == ["2", "answered go", "4"]
+    assert [
+        m.get("content") for m in srv.requests[1]["json"]["messages"] if m["role"] == "tool"
+    ] == ["2", "answered go", "4"]
     saved = await client.store.get("ctx")
     assert saved[-1] == {"role": "assistant", "content": "deployed"}
 
 
 # -- in process --------------------------------------------------------------------------------
+
 
 async def test_in_process_client_sync_and_async(toolkit):
     requests: list[dict[str, Any]] = []
@@ -333,13 +445,22 @@ async def test_in_process_client_sync_and_async(toolkit):
     def generate(req: dict[str, Any]) -> dict[str, Any]:
         requests.append(req)
         if len(requests) == 1:
-            return {"tool_calls": [{"name": "add", "arguments": {"a": 20, "b": 22}}], "usage": {"prompt_tokens": 2}}
-        return {"content": "42", "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+            return {
+                "tool_calls": [{"name": "add", "arguments": {"a": 20, "b": 22}}],
+                "usage": {"prompt_tokens": 2},
+            }
+        return {
+            "content": "42",
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        }
 
     r = await create_in_process_client(generate, system_prompt="sys").run("6*7?", toolkit)
     assert r.text == "42" and r.model == "in-process"
     assert r.usage.total_tokens == 6
-    assert requests[0]["messages"][0] == {"role": "system", "content": "sys\n\n" + toolkit.skills_prompt()}
+    assert requests[0]["messages"][0] == {
+        "role": "system",
+        "content": "sys\n\n" + toolkit.skills_prompt(),
+    }
     assert requests[0]["tools"] == toolkit.to_openai()
     assert requests[1]["messages"][-1]["content"] == "42"
 
@@ -365,6 +486,7 @@ async def test_in_process_errors_are_final():
 
 
 # -- the demo model ------------------------------------------------------------------------------
+
 
 @pytest.fixture
 async def demo_kit(example_skills):

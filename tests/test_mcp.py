@@ -52,12 +52,22 @@ async def served(**options):
 
 async def test_initialize_list_and_call():
     calls: list[dict] = []
-    async with await served(mcp=tn.MCPServeConfig(name="gw", version="9.9"), on_call=calls.append) as h, \
-            Client(h.mcp_url) as client:
+    async with (
+        await served(mcp=tn.MCPServeConfig(name="gw", version="9.9"), on_call=calls.append) as h,
+        Client(h.mcp_url) as client,
+    ):
         assert (client.server_info.name, client.server_info.version) == ("gw", "9.9")
         assert client.server_capabilities.tools is not None
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(listed) == ["add", "explode", "glob", "grep", "read", "skill", "wait"]  # no bash/write/edit
+        assert sorted(listed) == [
+            "add",
+            "explode",
+            "glob",
+            "grep",
+            "read",
+            "skill",
+            "wait",
+        ]  # no bash/write/edit
         assert listed["add"].description == "Add two integers."
         assert listed["add"].input_schema == add.input_schema
         r = await client.call_tool("add", {"a": 2, "b": 40})
@@ -65,7 +75,10 @@ async def test_initialize_list_and_call():
         r = await client.call_tool("explode", {})
         assert r.is_error and r.content[0].text == "the tool blew up"
         r = await client.call_tool("add", {"a": 2, "b": "x"})
-        assert r.is_error and r.content[0].text == "add: invalid argument 'b': 'x' is not of type 'integer'"
+        assert (
+            r.is_error
+            and r.content[0].text == "add: invalid argument 'b': 'x' is not of type 'integer'"
+        )
         r = await client.call_tool("skill", {"name": "weather"})
         assert r.content[0].text.startswith('<skill_content name="weather">')
         with pytest.raises(MCPError) as info:
@@ -73,17 +86,27 @@ async def test_initialize_list_and_call():
         assert info.value.error.code == -32602 and "Unknown tool: bash" in info.value.error.message
         await asyncio.sleep(0.05)
         events = [e for e in h.events.history() if isinstance(e, tn.ToolCallEvent)]
-    assert [(c["name"], c["is_error"]) for c in calls] == [("add", False), ("explode", True), ("add", True),
-                                                          ("skill", False)]
-    assert calls[0]["args"] == {"a": 2, "b": 40} and calls[0]["output"] == "42" and calls[0]["source"] == "function"
+    assert [(c["name"], c["is_error"]) for c in calls] == [
+        ("add", False),
+        ("explode", True),
+        ("add", True),
+        ("skill", False),
+    ]
+    assert (
+        calls[0]["args"] == {"a": 2, "b": 40}
+        and calls[0]["output"] == "42"
+        and calls[0]["source"] == "function"
+    )
     assert calls[0]["ms"] >= 0
     assert [e.name for e in events] == ["add", "explode", "add", "skill"]
 
 
 async def test_filter_names_tools_including_command_ones(caplog: pytest.LogCaptureFixture):
     with caplog.at_level(logging.WARNING):
-        async with await served(mcp=tn.MCPServeConfig(tools=["add", "bash", "nonexistent"])) as h, \
-                Client(h.mcp_url) as client:
+        async with (
+            await served(mcp=tn.MCPServeConfig(tools=["add", "bash", "nonexistent"])) as h,
+            Client(h.mcp_url) as client,
+        ):
             names = sorted(t.name for t in (await client.list_tools()).tools)
             r = await client.call_tool("bash", {"command": "echo named"})
     assert names == ["add", "bash"]
@@ -107,24 +130,37 @@ async def test_client_cancellation_cancels_the_tool():
 async def test_foreign_origin_and_host_are_refused():
     async with await served(mcp=True) as h, httpx.AsyncClient() as http:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        evil = await http.post(h.mcp_url, json=body, headers={**headers, "origin": "http://evil.example"})
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
+        evil = await http.post(
+            h.mcp_url, json=body, headers={**headers, "origin": "http://evil.example"}
+        )
         assert evil.status_code == 403
-        rebound = await http.post(h.mcp_url, json=body, headers={**headers, "host": f"evil.example:{h.port}"})
+        rebound = await http.post(
+            h.mcp_url, json=body, headers={**headers, "host": f"evil.example:{h.port}"}
+        )
         assert rebound.status_code in (403, 421)
         local = await http.post(h.mcp_url, json=body, headers={**headers, "origin": h.url})
         assert local.status_code == 200
 
 
 async def test_auth_applies_to_mcp_and_profiles_are_independent():
-    async with await served(mcp=True, a2a=tn.A2AConfig(auth=tn.Auth.bearer("tok"))) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        await served(mcp=True, a2a=tn.A2AConfig(auth=tn.Auth.bearer("tok"))) as h,
+        httpx.AsyncClient() as http,
+    ):
         assert (await http.post(h.mcp_url, json={})).status_code == 401
-        assert (await http.post(h.mcp_url, json={}, headers={"authorization": "Bearer bad"})).status_code == 403
+        assert (
+            await http.post(h.mcp_url, json={}, headers={"authorization": "Bearer bad"})
+        ).status_code == 403
         assert (await http.get(h.card_url)).status_code == 200
     async with await served(mcp=True) as h, httpx.AsyncClient() as http:
         assert (await http.get(h.card_url)).status_code == 404  # only MCP: every A2A path 404s
-        assert (await http.post(h.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get"})).status_code == 404
+        assert (
+            await http.post(h.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get"})
+        ).status_code == 404
     async with await served(a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
         assert (await http.post(h.mcp_url, json={})).status_code == 404  # no mcp: no /mcp
 
@@ -142,8 +178,17 @@ async def test_gateway_round_trip():
     async with await served(mcp=True, a2a=tn.A2AConfig(auth=tn.Auth.bearer("sekrit"))) as a:
         os.environ["TN_TEST_GATEWAY_TOKEN"] = "sekrit"
         try:
-            b_kit = await tn.create_toolkit(builtins=False, config={"mcpServers": {
-                "desk a": {"url": a.mcp_url, "headers": {"Authorization": "Bearer ${TN_TEST_GATEWAY_TOKEN}"}}}})
+            b_kit = await tn.create_toolkit(
+                builtins=False,
+                config={
+                    "mcpServers": {
+                        "desk a": {
+                            "url": a.mcp_url,
+                            "headers": {"Authorization": "Bearer ${TN_TEST_GATEWAY_TOKEN}"},
+                        }
+                    }
+                },
+            )
         finally:
             del os.environ["TN_TEST_GATEWAY_TOKEN"]
         assert b_kit.mcp_status()["desk a"]["status"] == "connected"
@@ -155,25 +200,38 @@ async def test_gateway_round_trip():
             assert r.content[0].text == "42"
             r = await client.call_tool("desk_a_explode", {})
             assert r.is_error and r.content[0].text == "the tool blew up"
-        assert "sekrit" not in repr(tn.mcp_client.parse_servers({"x": {"url": "u", "headers": {"h": "sekrit"}}}))
+        assert "sekrit" not in repr(
+            tn.mcp_client.parse_servers({"x": {"url": "u", "headers": {"h": "sekrit"}}})
+        )
 
 
 async def test_stdio_server_as_a_source():
-    tk = await tn.create_toolkit(builtins=False, mcp_servers={
-        "notes": {"command": NOTES[0], "args": NOTES[1:]},
-        "broken": {"command": "/no/such/program"},
-        "off": {"command": "whatever", "enabled": False},
-        "off2": {"url": "http://127.0.0.1:1/mcp", "disabled": True},
-    })
+    tk = await tn.create_toolkit(
+        builtins=False,
+        mcp_servers={
+            "notes": {"command": NOTES[0], "args": NOTES[1:]},
+            "broken": {"command": "/no/such/program"},
+            "off": {"command": "whatever", "enabled": False},
+            "off2": {"url": "http://127.0.0.1:1/mcp", "disabled": True},
+        },
+    )
     async with tk:
         status = tk.mcp_status()
         assert status["notes"]["status"] == "connected"
-        assert status["broken"]["status"] == "failed" and "No such file" in status["broken"]["reason"]
+        assert (
+            status["broken"]["status"] == "failed" and "No such file" in status["broken"]["reason"]
+        )
         assert status["off"]["status"] == "disabled" and status["off2"]["status"] == "disabled"
-        assert [t.name for t in tk.tools()][:3] == ["notes_add", "notes_shout", "notes_stats"]  # MCP tools first
+        assert [t.name for t in tk.tools()][:3] == [
+            "notes_add",
+            "notes_shout",
+            "notes_stats",
+        ]  # MCP tools first
         assert (await tk.execute("notes_add", {"a": 1, "b": 2})).output == "3"
         assert (await tk.execute("notes_shout", {"text": "hi"})).output == "HI"
-        assert (await tk.execute("notes_stats", {"text": "a b c"})).output == '{"words": 3, "chars": 5}'
+        assert (
+            await tk.execute("notes_stats", {"text": "a b c"})
+        ).output == '{"words": 3, "chars": 5}'
         r = await tk.execute("notes_fail", {"reason": "no luck"})
         assert r.is_error and "no luck" in r.output
         pid = int((await tk.execute("notes_pid", {})).output)
@@ -184,7 +242,9 @@ async def test_stdio_server_as_a_source():
 
 
 async def test_a_server_killed_mid_session_fails_calls_without_hanging():
-    tk = await tn.create_toolkit(builtins=False, mcp_servers={"notes": {"command": NOTES[0], "args": NOTES[1:]}})
+    tk = await tn.create_toolkit(
+        builtins=False, mcp_servers={"notes": {"command": NOTES[0], "args": NOTES[1:]}}
+    )
     async with tk:
         pid = int((await tk.execute("notes_pid", {})).output)
         pending = asyncio.ensure_future(tk.execute("notes_sleep", {"seconds": 30}))
@@ -200,8 +260,11 @@ async def test_a_server_killed_mid_session_fails_calls_without_hanging():
 
 
 def test_config_errors_are_clear():
-    for block, needle in [([], "must be an object"), ({"x": {}}, "needs a url or a command"),
-                          ({"x": {"command": "c", "args": "a b"}}, "args must be a list"),
-                          ({"x": {"url": "u", "timeout": 0}}, "timeout must be a positive")]:
+    for block, needle in [
+        ([], "must be an object"),
+        ({"x": {}}, "needs a url or a command"),
+        ({"x": {"command": "c", "args": "a b"}}, "args must be a list"),
+        ({"x": {"url": "u", "timeout": 0}}, "timeout must be a positive"),
+    ]:
         with pytest.raises(tn.ConfigError, match=needle):
             tn.mcp_client.parse_servers(block)

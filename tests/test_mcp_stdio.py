@@ -26,7 +26,8 @@ import toolnexus as tn
 from toolnexus.protocol.model import TaskState
 
 from .conftest import EXAMPLE_SKILLS
-from .peers.js_peer import HERE as JS, need_js_sdk
+from .peers.js_peer import HERE as JS
+from .peers.js_peer import need_js_sdk
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -49,7 +50,9 @@ async def agent() -> AsyncIterator[Any]:
 @contextlib.asynccontextmanager
 async def session(*extra: str, elicit: Any = None) -> AsyncIterator[ClientSession]:
     # the host's own environment (the SDK passes only a safe few by default; PYTHONPATH must reach it)
-    params = StdioServerParameters(command=sys.executable, args=command(*extra)[1:], env=dict(os.environ), cwd=ROOT)
+    params = StdioServerParameters(
+        command=sys.executable, args=command(*extra)[1:], env=dict(os.environ), cwd=ROOT
+    )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=elicit) as client:
             await client.initialize()
@@ -68,9 +71,13 @@ async def test_list_call_a_failing_tool_and_an_unknown_one():
         added = await client.call_tool("add", {"a": 2, "b": 3})
         assert not added.is_error and text(added) == "5"
         failed = await client.call_tool("explode", {"reason": "boom"})
-        assert failed.is_error and "exploded: boom" in text(failed) and "Traceback" not in text(failed)
+        assert (
+            failed.is_error and "exploded: boom" in text(failed) and "Traceback" not in text(failed)
+        )
         refused = await client.call_tool("add", {"a": "two"})
-        assert refused.is_error and "b" in text(refused)  # checked against its schema before it runs
+        assert refused.is_error and "b" in text(
+            refused
+        )  # checked against its schema before it runs
         with pytest.raises(Exception, match="Unknown tool: nope"):
             await client.call_tool("nope", {})
 
@@ -99,14 +106,20 @@ async def test_a_client_without_elicitation_gets_a_clear_error(agent):
 
 async def test_a_slow_remote_agent_answers_and_a_canceled_call_cancels_its_remote_task(agent):
     async with session("--agent", agent.url) as client:
-        [weather] = [t.name for t in (await client.list_tools()).tools if t.name.endswith("_weather")]
+        [weather] = [
+            t.name for t in (await client.list_tools()).tools if t.name.endswith("_weather")
+        ]
         slow = await client.call_tool(weather, {"task": "slow 1 weather in Oslo"})
         assert not slow.is_error and "Oslo" in text(slow)
         with anyio.move_on_after(1.5):  # the host gives up: the SDK sends notifications/cancelled
             await client.call_tool(weather, {"task": "slow 60 weather in Lisbon"})
-        async with asyncio.timeout(15):  # the remote task the call started is canceled, not left running
+        async with asyncio.timeout(
+            15
+        ):  # the remote task the call started is canceled, not left running
             while True:
-                tasks = [t for t in (await agent.runner.store.list()).tasks if "slow 60" in t.request]
+                tasks = [
+                    t for t in (await agent.runner.store.list()).tasks if "slow 60" in t.request
+                ]
                 if tasks and tasks[0].state is TaskState.CANCELED:
                     break
                 await asyncio.sleep(0.05)
@@ -117,15 +130,32 @@ async def test_a_slow_remote_agent_answers_and_a_canceled_call_cancels_its_remot
         assert text(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
 
 
-async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_protocol_only(tmp_path):
+async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_protocol_only(
+    tmp_path,
+):
     noisy = tmp_path / "noisy.py"  # a user's tools module that prints as it loads
-    noisy.write_text('print("loading my tools")\n\ndef shout(text: str) -> str:\n    """Shout."""\n'
-                     '    return text.upper()\n')
-    proc = await asyncio.create_subprocess_exec(*command("--tools", f"{noisy}:shout"), cwd=ROOT, stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    noisy.write_text(
+        'print("loading my tools")\n\ndef shout(text: str) -> str:\n    """Shout."""\n'
+        "    return text.upper()\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *command("--tools", f"{noisy}:shout"),
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
     proc.stdin.write((json.dumps(hello) + "\n").encode())
     await proc.stdin.drain()
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
@@ -134,15 +164,24 @@ async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_pr
     out, err = await asyncio.wait_for(proc.communicate(), 15)
     assert proc.returncode == 0, err.decode()
     assert out == b"" and b"Traceback" not in err
-    assert b"serving 4 tool(s) over stdio as toolnexus: add, explode, nap, shout" in err  # what it does: on stderr
+    assert (
+        b"serving 4 tool(s) over stdio as toolnexus: add, explode, nap, shout" in err
+    )  # what it does: on stderr
     assert b"loading my tools" in err
 
 
 async def test_the_typescript_client_lists_and_calls():
     need_js_sdk()
     calls = [["add", {"a": 20, "b": 22}], ["explode", {"reason": "from ts"}]]
-    run = await asyncio.to_thread(subprocess.run, ["node", str(JS / "mcp_client.mjs"), json.dumps(calls), *command()],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    run = await asyncio.to_thread(
+        subprocess.run,
+        ["node", str(JS / "mcp_client.mjs"), json.dumps(calls), *command()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert seen["server"]["name"] == "toolnexus"
@@ -151,14 +190,28 @@ async def test_the_typescript_client_lists_and_calls():
     assert seen["calls"][1]["isError"] is True and "exploded: from ts" in seen["calls"][1]["text"]
 
 
-@pytest.mark.parametrize("spec, said", [
-    ("no_such_module_here:f", "cannot import no_such_module_here: ModuleNotFoundError"),
-    (f"{TOOLS}:missing", "has no function 'missing'"),
-    ("math", "name the functions (math:FUNCTION), or list them in its __all__"),
-    ("/nowhere/tools.py:f", "no Python file at /nowhere/tools.py"),
-])
+@pytest.mark.parametrize(
+    "spec, said",
+    [
+        ("no_such_module_here:f", "cannot import no_such_module_here: ModuleNotFoundError"),
+        (f"{TOOLS}:missing", "has no function 'missing'"),
+        ("math", "name the functions (math:FUNCTION), or list them in its __all__"),
+        ("/nowhere/tools.py:f", "no Python file at /nowhere/tools.py"),
+    ],
+)
 async def test_a_bad_tools_option_is_a_usage_error_in_one_line(spec, said):
-    run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "toolnexus.cli", "mcp", "--tools", spec],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "toolnexus.cli", "mcp", "--tools", spec],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode == 2 and run.stdout == ""
-    assert said in run.stderr and "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert (
+        said in run.stderr
+        and "Traceback" not in run.stderr
+        and len(run.stderr.strip().splitlines()) == 1
+    )

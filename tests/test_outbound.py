@@ -19,22 +19,38 @@ from .helpers import write_skill
 from .peers.legacy_stub import legacy_stub
 from .stubs import Reply, ScriptedServer
 
-sdk = pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
+sdk = pytest.importorskip(
+    "a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'"
+)
 from .peers.sdk_server import sdk_server  # noqa: E402
 
 
 def reply(text: str):
-    return tn.create_in_process_client(lambda req: {"content": text, "usage": {
-        "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+    return tn.create_in_process_client(
+        lambda req: {
+            "content": text,
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        }
+    )
 
 
 # -- the seeds' examples, in Python ------------------------------------------------------------------
 
+
 async def test_seed_two_a_real_round_trip_between_two_toolkits(tmp_path: Path):
-    write_skill(tmp_path / "skills" / "answer", "answer", body="Answer it.", description="answers a question")
+    write_skill(
+        tmp_path / "skills" / "answer",
+        "answer",
+        body="Answer it.",
+        description="answers a question",
+    )
     served = await tn.create_toolkit(tmp_path / "skills", builtins=False)
-    async with served.serve("127.0.0.1:0", client=reply("42"), a2a=tn.A2AConfig(name="answer-desk")) as handle:
-        caller = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=handle.card_url, poll_every=0.005)])
+    async with served.serve(
+        "127.0.0.1:0", client=reply("42"), a2a=tn.A2AConfig(name="answer-desk")
+    ) as handle:
+        caller = await tn.create_toolkit(
+            builtins=False, agents=[tn.Agent(card=handle.card_url, poll_every=0.005)]
+        )
         async with caller:
             res = await caller.execute("answer-desk_answer", {"task": "what is 6*7?"})
     assert not res.is_error, res.output
@@ -44,13 +60,20 @@ async def test_seed_two_a_real_round_trip_between_two_toolkits(tmp_path: Path):
 
 
 async def test_seed_three_on_task_telemetry_provider_and_skill_filter(tmp_path: Path):
-    write_skill(tmp_path / "s" / "hello-world", "hello-world", body="Say hello.", description="says hello")
+    write_skill(
+        tmp_path / "s" / "hello-world", "hello-world", body="Say hello.", description="says hello"
+    )
     write_skill(tmp_path / "s" / "hidden", "hidden", description="not advertised")
     tk = await tn.create_toolkit(tmp_path / "s", builtins=False)
     states: list[dict] = []
-    a2a = tn.A2AConfig(name="video-desk", skills=["hello-world"],
-                       provider=tn.Provider(organization="acme", url="https://acme.example"))
-    async with tk.serve("127.0.0.1:0", client=reply("TRANSCRIBED"), a2a=a2a, on_task=states.append) as handle:
+    a2a = tn.A2AConfig(
+        name="video-desk",
+        skills=["hello-world"],
+        provider=tn.Provider(organization="acme", url="https://acme.example"),
+    )
+    async with tk.serve(
+        "127.0.0.1:0", client=reply("TRANSCRIBED"), a2a=a2a, on_task=states.append
+    ) as handle:
         tools = await tn.agent_tools(tn.Agent(card=handle.card_url, poll_every=0.005))
         hello = next(t for t in tools if t.name == "video-desk_hello-world")
         assert [t.name for t in tools] == ["video-desk_hello-world"]
@@ -67,10 +90,13 @@ async def test_seed_three_on_task_telemetry_provider_and_skill_filter(tmp_path: 
 
 # -- our client against our server, every dialect ---------------------------------------------------
 
+
 @pytest.fixture
 async def ours():
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="demo-desk", description="demo")) as h:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="demo-desk", description="demo")
+    ) as h:
         yield h
 
 
@@ -109,27 +135,42 @@ async def test_streaming_from_our_server(ours, dialect):
 
 @pytest.mark.parametrize("dialect", ["auto", "0.3", "legacy"])
 async def test_agent_tool_answers_input_required_on_our_server(ours, dialect):
-    tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, dialect=dialect)])
+    tk = await tn.create_toolkit(
+        builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, dialect=dialect)]
+    )
     async with tk:
         first = await tk.execute("demo-desk_report", {"task": "please approve the budget"})
         request = first.pending
-        assert request is not None and request.prompt == "Do you approve: Use the report skill.\n\n" \
-                                                           "please approve the budget?"
+        assert (
+            request is not None
+            and request.prompt
+            == "Do you approve: Use the report skill.\n\nplease approve the budget?"
+        )
         assert first.metadata["state"] == "input-required"
-        done = await tk.execute("demo-desk_report", {"task": "please approve the budget"},
-                                tn.ToolContext(answer=tn.Answer(request.id, True, "yes")))
+        done = await tk.execute(
+            "demo-desk_report",
+            {"task": "please approve the budget"},
+            tn.ToolContext(answer=tn.Answer(request.id, True, "yes")),
+        )
     assert not done.is_error and done.metadata["taskId"] == first.metadata["taskId"]
     assert "Request approved (yes)" in done.output
 
 
 async def test_tool_errors_timeouts_and_cancel(ours):
-    tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, timeout=0.5)])
+    tk = await tn.create_toolkit(
+        builtins=False, agents=[Agent(card=ours.card_url, poll_every=0.01, timeout=0.5)]
+    )
     async with tk:
         failed = await tk.execute("demo-desk_greet", {"task": "please fail"})
         assert failed.is_error
-        assert failed.output == f"A2A task {failed.metadata['taskId']} failed: model error: demo model: asked to fail"
+        assert (
+            failed.output
+            == f"A2A task {failed.metadata['taskId']} failed: model error: demo model: asked to fail"
+        )
         slow = await tk.execute("demo-desk_greet", {"task": "slow 10"})
-        assert slow.is_error and slow.output.startswith(f"A2A task {slow.metadata['taskId']} timed out after 500ms")
+        assert slow.is_error and slow.output.startswith(
+            f"A2A task {slow.metadata['taskId']} timed out after 500ms"
+        )
         assert "(state=working)" in slow.output
         tool = tk.get("demo-desk_greet")
         working = sum(t.state is TaskState.WORKING for t in await ours.tasks())
@@ -155,12 +196,25 @@ async def test_unreachable_agent_is_isolated(caplog: pytest.LogCaptureFixture):
 
 async def test_config_agents_block_and_add_agent(ours, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TN_TEST_AGENT_TOKEN", "hunter2")
-    cfg = {"builtins": False, "agents": {"demo": {"card": ours.card_url, "pollEvery": 10, "timeout": 5000,
-                                                  "headers": {"Authorization": "Bearer ${TN_TEST_AGENT_TOKEN}"}},
-                                         "off": {"card": "http://127.0.0.1:1/", "enabled": False}}}
+    cfg = {
+        "builtins": False,
+        "agents": {
+            "demo": {
+                "card": ours.card_url,
+                "pollEvery": 10,
+                "timeout": 5000,
+                "headers": {"Authorization": "Bearer ${TN_TEST_AGENT_TOKEN}"},
+            },
+            "off": {"card": "http://127.0.0.1:1/", "enabled": False},
+        },
+    }
     tk = await tn.create_toolkit(config=cfg)
     async with tk:
-        assert sorted(t.name for t in tk.tools()) == ["demo-desk_greet", "demo-desk_report", "demo-desk_weather"]
+        assert sorted(t.name for t in tk.tools()) == [
+            "demo-desk_greet",
+            "demo-desk_report",
+            "demo-desk_weather",
+        ]
         source = tk.agents()[0]
         assert source.agent.poll_every == 0.01 and source.agent.timeout == 5.0
         res = await tk.execute("demo-desk_greet", {"task": "hi"})
@@ -178,6 +232,7 @@ async def test_config_agents_block_and_add_agent(ours, monkeypatch: pytest.Monke
 
 # -- the official a2a-sdk 1.x server -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("compat, dialect", [(False, "auto"), (True, "auto"), (True, "0.3")])
 async def test_against_the_official_sdk_server(compat, dialect):
     async with sdk_server(compat=compat) as url:
@@ -189,27 +244,47 @@ async def test_against_the_official_sdk_server(compat, dialect):
             canceled = await client.cancel(pending.id)
             assert canceled.state is TaskState.CANCELED
             streamed = [t async for t in client.stream("streamed")]
-            assert streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: streamed"
-            chunked = [t async for t in client.stream("chunked reply please")]  # three appends, one text
+            assert (
+                streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: streamed"
+            )
+            chunked = [
+                t async for t in client.stream("chunked reply please")
+            ]  # three appends, one text
             assert chunked[-1].reply == "echo: chunked reply please"
             assert [len(a.parts) for a in chunked[-1].artifacts] == [1]
-            fetched = await client.get(chunked[-1].id)  # as the peer keeps it: the three pieces as parts
-            assert len(fetched.artifacts[0].parts) == 3 and fetched.reply == chunked[-1].reply  # read the same
-        tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=url, poll_every=0.01, dialect=dialect)])
+            fetched = await client.get(
+                chunked[-1].id
+            )  # as the peer keeps it: the three pieces as parts
+            assert (
+                len(fetched.artifacts[0].parts) == 3 and fetched.reply == chunked[-1].reply
+            )  # read the same
+        tk = await tn.create_toolkit(
+            builtins=False, agents=[Agent(card=url, poll_every=0.01, dialect=dialect)]
+        )
         async with tk:
             assert [t.name for t in tk.tools()] == ["sdk-echo_echo"]
             res = await tk.execute("sdk-echo_echo", {"task": "via a tool"})
             assert res.output == "echo: via a tool"
             first = await tk.execute("sdk-echo_echo", {"task": "a question"})
-            assert first.pending is not None and first.pending.prompt == "What is your favourite colour?"
-            done = await tk.execute("sdk-echo_echo", {"task": "a question"},
-                                    tn.ToolContext(answer=tn.Answer(first.pending.id, True, "blue")))
-            assert done.output == "answered: blue" and done.metadata["taskId"] == first.metadata["taskId"]
+            assert (
+                first.pending is not None
+                and first.pending.prompt == "What is your favourite colour?"
+            )
+            done = await tk.execute(
+                "sdk-echo_echo",
+                {"task": "a question"},
+                tn.ToolContext(answer=tn.Answer(first.pending.id, True, "blue")),
+            )
+            assert (
+                done.output == "answered: blue"
+                and done.metadata["taskId"] == first.metadata["taskId"]
+            )
             failed = await tk.execute("sdk-echo_echo", {"task": "please fail"})
             assert failed.is_error and failed.output.endswith("failed: the agent could not do it")
 
 
 # -- the toolnexus legacy dialect ------------------------------------------------------------------------
+
 
 async def test_against_a_legacy_peer_auto_falls_back_once():
     async with legacy_stub() as stub:
@@ -231,15 +306,23 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             assert res.output == "42" and res.metadata["dialect"] == "legacy"
             first = await tk.execute("legacy-desk_answer", {"task": "a question"})
             assert first.pending.prompt == "Which colour?"
-            done = await tk.execute("legacy-desk_answer", {"task": "a question"},
-                                    tn.ToolContext(answer=tn.Answer(first.pending.id, True, "red")))
+            done = await tk.execute(
+                "legacy-desk_answer",
+                {"task": "a question"},
+                tn.ToolContext(answer=tn.Answer(first.pending.id, True, "red")),
+            )
             assert done.output == "answered: red"
             failed = await tk.execute("legacy-desk_answer", {"task": "fail"})
-            assert failed.is_error and failed.output == f"A2A task {failed.metadata['taskId']} failed: no can do"
+            assert (
+                failed.is_error
+                and failed.output == f"A2A task {failed.metadata['taskId']} failed: no can do"
+            )
             sent = stub.methods.count("SendMessage")
             call = asyncio.ensure_future(tk.execute("legacy-desk_answer", {"task": "slow"}))
             async with asyncio.timeout(10):  # the peer has the task and answered it
-                while stub.methods.count("SendMessage") <= sent or "GetTask" not in stub.methods[-1:]:
+                while (
+                    stub.methods.count("SendMessage") <= sent or "GetTask" not in stub.methods[-1:]
+                ):
                     await asyncio.sleep(0.01)
             call.cancel()  # the legacy dialect has no cancel: the call still ends at once
             with pytest.raises(asyncio.CancelledError):
@@ -249,6 +332,7 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
 
 # -- the client's fallbacks, one place for every transport ------------------------------------------
 
+
 async def test_a_stream_to_a_peer_that_cannot_stream_is_a_send_then_followed():
     """An upstream toolnexus port answers message/stream with -32601 (and then speaks only the
     legacy dialect): the stream is a blocking send, polled until it settles, and says so."""
@@ -257,7 +341,9 @@ async def test_a_stream_to_a_peer_that_cannot_stream_is_a_send_then_followed():
             tasks = [t async for t in client.stream("what is 6*7?")]
             assert tasks[-1].state is TaskState.COMPLETED and tasks[-1].reply == "42"
             assert client.dialect.value == "legacy"
-            assert any("-32601" in w and "blocking send instead of a stream" in w for w in client.warnings)
+            assert any(
+                "-32601" in w and "blocking send instead of a stream" in w for w in client.warnings
+            )
             # known now: the next stream goes straight to the send, and says why
             again = [t async for t in client.stream("again")]
             assert again[-1].reply == "echo: again"
@@ -268,21 +354,54 @@ async def test_a_stream_to_a_peer_that_cannot_stream_is_a_send_then_followed():
 
 async def test_a_stream_that_ends_finished_without_its_reply_is_followed_by_a_get():
     """Some peers stream only the states: the reply, kept on the task, is fetched once at the end."""
-    def frame(result: dict) -> bytes:
-        return b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode() + b"\n\n"
 
-    stream = (frame({"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "submitted"}})
-              + frame({"kind": "status-update", "taskId": "t1", "contextId": "c1", "status": {"state": "working"},
-                       "final": False})
-              + frame({"kind": "status-update", "taskId": "t1", "contextId": "c1",
-                       "status": {"state": "completed"}, "final": True}))
-    kept = {"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"},
-            "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "the reply"}]}]}
+    def frame(result: dict) -> bytes:
+        return (
+            b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode() + b"\n\n"
+        )
+
+    stream = (
+        frame({"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "submitted"}})
+        + frame(
+            {
+                "kind": "status-update",
+                "taskId": "t1",
+                "contextId": "c1",
+                "status": {"state": "working"},
+                "final": False,
+            }
+        )
+        + frame(
+            {
+                "kind": "status-update",
+                "taskId": "t1",
+                "contextId": "c1",
+                "status": {"state": "completed"},
+                "final": True,
+            }
+        )
+    )
+    kept = {
+        "kind": "task",
+        "id": "t1",
+        "contextId": "c1",
+        "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "the reply"}]}],
+    }
     async with ScriptedServer() as peer:
         peer.replies[:] = [
-            Reply(body={"name": "states-only", "url": peer.url + "/", "version": "1", "protocolVersion": "0.3.0",
-                        "capabilities": {"streaming": True}, "defaultInputModes": ["text"],
-                        "defaultOutputModes": ["text"], "skills": []}),
+            Reply(
+                body={
+                    "name": "states-only",
+                    "url": peer.url + "/",
+                    "version": "1",
+                    "protocolVersion": "0.3.0",
+                    "capabilities": {"streaming": True},
+                    "defaultInputModes": ["text"],
+                    "defaultOutputModes": ["text"],
+                    "skills": [],
+                }
+            ),
             Reply(raw=stream, headers={"content-type": "text/event-stream"}),
             Reply(body={"jsonrpc": "2.0", "id": 1, "result": kept}),
         ]
@@ -295,26 +414,38 @@ async def test_a_stream_that_ends_finished_without_its_reply_is_followed_by_a_ge
 
 # -- the conversation the TUI and the notebook run -----------------------------------------------------
 
+
 @pytest.mark.parametrize("dialect", ["auto", "0.3", "legacy"])
 async def test_a_conversation_keeps_its_context_and_answers_a_question_on_its_task(ours, dialect):
     chat = tn.Conversation(peer=ours.url)
     seen: list[tn.TurnState | None] = []
     async with tn.A2AClient(ours.url, dialect=dialect) as client:
         first = chat.say("hello there")
-        assert [t.role for t in chat.turns] == ["user", "agent"] and first.state is tn.TurnState.SENDING
+        assert [t.role for t in chat.turns] == [
+            "user",
+            "agent",
+        ] and first.state is tn.TurnState.SENDING
         await chat.run(client, first, on_change=lambda t: seen.append(t.state), poll_every=0.01)
         assert first.text == "You said: hello there" and first.task_state is TaskState.COMPLETED
         assert seen[-1] is tn.TurnState.FINISHED and chat.context_id == first.task.context_id
         asked = chat.say("please approve the budget")
         await chat.run(client, asked, poll_every=0.01)
-        assert asked.state is tn.TurnState.ASKED and chat.waiting_task == asked.task_id == chat.running
+        assert (
+            asked.state is tn.TurnState.ASKED and chat.waiting_task == asked.task_id == chat.running
+        )
         assert chat.question == asked.text and chat.question and chat.answering
         chat.answering = False  # the user's choice: a new task; the question stays open
         aside = chat.say("hello meanwhile")
         await chat.run(client, aside, poll_every=0.01)
         assert aside.task_id != asked.task_id and aside.task_state is TaskState.COMPLETED
-        assert aside.task.context_id == asked.task.context_id and aside.text.startswith("You said: hello meanwhile")
-        assert chat.waiting_task == asked.task_id and chat.question == asked.text and not chat.answering
+        assert aside.task.context_id == asked.task.context_id and aside.text.startswith(
+            "You said: hello meanwhile"
+        )
+        assert (
+            chat.waiting_task == asked.task_id
+            and chat.question == asked.text
+            and not chat.answering
+        )
         chat.answering = True
         answered = chat.say("yes")
         await chat.run(client, answered, poll_every=0.01)
@@ -330,8 +461,13 @@ async def test_a_conversation_keeps_its_context_and_answers_a_question_on_its_ta
         assert len({t.task.context_id for t in chat.turns if t.task}) == 1
     with pytest.raises(ValueError, match="nothing to say"):
         chat.say("")
-    assert chat.to_dict()["turns"][1] == {"role": "agent", "text": "You said: hello there", "state": "finished",
-                                          "task": first.task_id, "taskState": "completed"}
+    assert chat.to_dict()["turns"][1] == {
+        "role": "agent",
+        "text": "You said: hello there",
+        "state": "finished",
+        "task": first.task_id,
+        "taskState": "completed",
+    }
 
 
 async def test_a_conversation_cut_by_a_dead_peer_is_lost_and_a_retry_follows_its_task():
@@ -348,10 +484,14 @@ async def test_a_conversation_cut_by_a_dead_peer_is_lost_and_a_retry_follows_its
     await chat.run(dead, answer)  # the peer is gone: the turn says so, nothing raises
     await dead.aclose()
     assert answer.state is tn.TurnState.LOST and chat.lost is answer and answer.task_id is None
-    assert chat.waiting_task == task_id  # the question is still open: nothing the peer saw changed it
+    assert (
+        chat.waiting_task == task_id
+    )  # the question is still open: nothing the peer saw changed it
     again = chat.retry()
     assert again is answer and again.state is tn.TurnState.SENDING and chat.lost is None
-    assert again.follow is None and again.message is not None  # never reached the peer: it is sent again
+    assert (
+        again.follow is None and again.message is not None
+    )  # never reached the peer: it is sent again
     assert chat.retry() is None
     bad = chat.say("to nowhere")
     await chat.run(tn.A2AClient("http://127.0.0.1:1/not-a-card", timeout=1), bad)

@@ -37,7 +37,9 @@ async def demo_session(url: str, record: Path | None = None, **options) -> list[
             pass
         asked = await client.get(task.id)
         out.append((asked.state.value, asked.status.message.text if asked.status.message else ""))
-        task = await client.send("yes, publish it", task_id=asked.id, context_id=asked.context_id, blocking=True)
+        task = await client.send(
+            "yes, publish it", task_id=asked.id, context_id=asked.context_id, blocking=True
+        )
         out.append((task.state.value, task.reply))
         streamed = [t async for t in client.stream("hello there")]
         out.append((streamed[-1].state.value, streamed[-1].reply))
@@ -47,7 +49,9 @@ async def demo_session(url: str, record: Path | None = None, **options) -> list[
 async def serve_demo(token: str | None = None):
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
     auth = tn.Auth.bearer(token) if token else None
-    return await tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="demo-desk", auth=auth))
+    return await tk.serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="demo-desk", auth=auth)
+    )
 
 
 def _without_moments(path: Path, origin: str) -> list[dict]:
@@ -75,18 +79,29 @@ async def test_a_session_records_masked_with_stable_ids_and_replays_as_the_peer(
     assert TOKEN not in text and '"authorization": "Bearer ***"' in text
     assert json.loads(text.splitlines()[0])["toolnexus_cassette"] == 1
     # the same session against another server (other ids, other port) gives the same cassette
-    assert _without_moments(tmp_path / "one.jsonl", first.url) == _without_moments(tmp_path / "two.jsonl", second.url)
+    assert _without_moments(tmp_path / "one.jsonl", first.url) == _without_moments(
+        tmp_path / "two.jsonl", second.url
+    )
     tape = load(tmp_path / "one.jsonl")
     assert [x.rpc_method for x in tape][:3] == [None, "SendMessage", "SendMessage"]
     assert [x.task_id for x in tape][1:3] == ["task-1", "task-2"]
-    assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}", text)  # no uuid left: all made stable
+    assert not re.search(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}", text
+    )  # no uuid left: all made stable
 
-    async with ReplayPeer(tape) as peer, httpx.AsyncClient() as http:  # offline: the servers are gone
+    async with (
+        ReplayPeer(tape) as peer,
+        httpx.AsyncClient() as http,
+    ):  # offline: the servers are gone
         assert await demo_session(peer.url) == answers
         card = (await http.get(peer.url + "/.well-known/agent-card.json")).json()
     assert card["url"] == peer.url + "/"  # the recorded origin is rewritten to the replay's own
     assert peer.misses == []
-    assert [op for op, _ in peer.served][:3] == ["GET /.well-known/agent-card.json", "SendMessage", "SendMessage"]
+    assert [op for op, _ in peer.served][:3] == [
+        "GET /.well-known/agent-card.json",
+        "SendMessage",
+        "SendMessage",
+    ]
 
 
 async def test_the_official_sdk_client_is_answered_by_a_replay(tmp_path):
@@ -101,11 +116,17 @@ async def test_the_official_sdk_client_is_answered_by_a_replay(tmp_path):
         await demo_session(handle.url, tmp_path / "s.jsonl")
     finally:
         await handle.stop()
-    async with ReplayPeer(tmp_path / "s.jsonl", match="method") as peer, httpx.AsyncClient(timeout=10) as http:
+    async with (
+        ReplayPeer(tmp_path / "s.jsonl", match="method") as peer,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         card = await A2ACardResolver(http, peer.url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-        request = pb.SendMessageRequest(message=pb.Message(message_id="m-1", role=pb.ROLE_USER,
-                                                           parts=[pb.Part(text="anything at all")]))
+        request = pb.SendMessageRequest(
+            message=pb.Message(
+                message_id="m-1", role=pb.ROLE_USER, parts=[pb.Part(text="anything at all")]
+            )
+        )
         [task] = [ev.task async for ev in client.send_message(request) if ev.HasField("task")]
         await client.close()
     assert card.name == "demo-desk"
@@ -120,15 +141,20 @@ async def test_diff_against_live_peers_reports_what_changed(tmp_path):
     try:
         await demo_session(handle.url, tmp_path / "ours.jsonl", headers=auth)
         same = await diff(tmp_path / "ours.jsonl", handle.url, headers=auth)
-        refused = await diff(tmp_path / "ours.jsonl", handle.url)  # the token was masked: not sent again
+        refused = await diff(
+            tmp_path / "ours.jsonl", handle.url
+        )  # the token was masked: not sent again
     finally:
         await handle.stop()
     assert same.ok, same.text()
-    assert same.states["task-2"] == {"recorded": ["input-required", "completed"],
-                                     "live": ["input-required", "completed"]}
+    assert same.states["task-2"] == {
+        "recorded": ["input-required", "completed"],
+        "live": ["input-required", "completed"],
+    }
     assert not refused.ok
-    assert {(d.operation, d.what, d.recorded, d.live) for d in refused.differences if d.what == "status"} >= {
-        ("SendMessage", "status", "200", "401")}
+    assert {
+        (d.operation, d.what, d.recorded, d.live) for d in refused.differences if d.what == "status"
+    } >= {("SendMessage", "status", "200", "401")}
     assert any("'authorization' (masked): pass it again" in n for n in refused.notes)
 
     # recorded against the official SDK server, checked against a fresh one (the same) and ours (not)
@@ -139,8 +165,12 @@ async def test_diff_against_live_peers_reports_what_changed(tmp_path):
     async with sdk_server() as url:
         again = await diff(tmp_path / "sdk.jsonl", url)
     assert again.ok, again.text()
-    assert again.states == {"task-1": {"recorded": ["input-required", "completed"],
-                                       "live": ["input-required", "completed"]}}
+    assert again.states == {
+        "task-1": {
+            "recorded": ["input-required", "completed"],
+            "live": ["input-required", "completed"],
+        }
+    }
     handle = await serve_demo()
     try:
         changed = await diff(tmp_path / "sdk.jsonl", handle.url)
@@ -161,7 +191,9 @@ async def test_diff_against_live_peers_reports_what_changed(tmp_path):
         slow = await diff(tmp_path / "slow.jsonl", handle.url)
     finally:
         await handle.stop()
-    assert slow.ok and slow.states == {"task-1": {"recorded": ["completed"], "live": ["completed"]}}, slow.text()
+    assert slow.ok and slow.states == {
+        "task-1": {"recorded": ["completed"], "live": ["completed"]}
+    }, slow.text()
 
     gone = await diff(tmp_path / "ours.jsonl", handle.url)  # stopped: nothing answers
     assert not gone.ok and {d.what for d in gone.differences} >= {"unanswered"}
@@ -180,30 +212,54 @@ async def test_the_pytest_fixtures_verify_a_committed_cassette(a2a_verify, a2a_r
     assert await demo_session(peer.url) == [
         ("completed", recorded_reply(peer, "weather in Lisbon please")),
         ("input-required", "Do you approve: please approve the report?"),
-        ("completed", recorded_reply(peer, "yes, publish it")), ("completed", "You said: hello there")]
+        ("completed", recorded_reply(peer, "yes, publish it")),
+        ("completed", "You said: hello there"),
+    ]
     assert "Lisbon" in recorded_reply(peer, "weather in Lisbon please")
 
 
 def recorded_reply(peer: ReplayPeer, text: str) -> str:
     """The reply of the recorded blocking send of ``text``, read from the cassette itself."""
-    [x] = [x for x in peer.exchanges if x.rpc_method == "SendMessage"
-           and x.request["json"]["params"]["message"]["parts"][0]["text"] == text]
+    [x] = [
+        x
+        for x in peer.exchanges
+        if x.rpc_method == "SendMessage"
+        and x.request["json"]["params"]["message"]["parts"][0]["text"] == text
+    ]
     return x.response["json"]["result"]["task"]["artifacts"][0]["parts"][0]["text"]
 
 
 def test_the_plugin_is_registered_for_any_test_suite(tmp_path):
     """A suite with no conftest gets the fixtures through the pytest11 entry point."""
     (tmp_path / "cassettes").mkdir()
-    (tmp_path / "cassettes" / "demo.jsonl").write_bytes((CASSETTES / "demo-desk.jsonl").read_bytes())
+    (tmp_path / "cassettes" / "demo.jsonl").write_bytes(
+        (CASSETTES / "demo-desk.jsonl").read_bytes()
+    )
     (tmp_path / "test_theirs.py").write_text(
         "import httpx\n"
         "def test_replayed_card(a2a_replay):\n"
         "    peer = a2a_replay('cassettes/demo.jsonl')\n"
         "    assert httpx.get(peer.url + '/.well-known/agent-card.json').json()['name'] == 'demo-desk'\n"
         "def test_verify_fails_with_the_report(a2a_verify):\n"
-        "    a2a_verify('cassettes/demo.jsonl', 'http://127.0.0.1:9')\n")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                          str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        "    a2a_verify('cassettes/demo.jsonl', 'http://127.0.0.1:9')\n"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert "1 failed, 1 passed" in run.stdout, run.stdout + run.stderr
     assert "unanswered" in run.stdout and "Traceback" not in run.stdout
 
@@ -211,26 +267,70 @@ def test_the_plugin_is_registered_for_any_test_suite(tmp_path):
 async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
     tape = tmp_path / "t.jsonl"
     hostile = "\x1b[31m[bold]red[/bold]</pre><script>x</script>"
-    tape.write_text("\n".join(json.dumps(row) for row in [
-        {"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"},
-        {"seq": 1, "direction": "out", "method": "POST", "url": "http://10.1.2.3:7/", "rpc_method": "GetTask",
-         "request": {"headers": {}, "json": {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "task-1"}}},
-         "response": {"status": 200, "headers": {"content-type": "application/json", "x-evil": "a\r\nset-cookie: x=1",
-                                                 "bad name": "x", "content-length": "1"},
-                      "json": {"jsonrpc": "2.0", "id": 1, "result": {"id": "task-1", "note": hostile,
-                                                                    "url": "http://10.1.2.3:7/x"}}}}]) + "\n")
+    tape.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"},
+                {
+                    "seq": 1,
+                    "direction": "out",
+                    "method": "POST",
+                    "url": "http://10.1.2.3:7/",
+                    "rpc_method": "GetTask",
+                    "request": {
+                        "headers": {},
+                        "json": {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "GetTask",
+                            "params": {"id": "task-1"},
+                        },
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": {
+                            "content-type": "application/json",
+                            "x-evil": "a\r\nset-cookie: x=1",
+                            "bad name": "x",
+                            "content-length": "1",
+                        },
+                        "json": {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "result": {
+                                "id": "task-1",
+                                "note": hostile,
+                                "url": "http://10.1.2.3:7/x",
+                            },
+                        },
+                    },
+                },
+            ]
+        )
+        + "\n"
+    )
     async with ReplayPeer(tape) as peer, httpx.AsyncClient(timeout=10) as http:
-        hit = await http.post(peer.url + "/", json={"jsonrpc": "2.0", "id": "abc", "method": "GetTask",
-                                                    "params": {"id": "task-1"}})
-        other = await http.post(peer.url + "/", json={"jsonrpc": "2.0", "id": 7, "method": "GetTask",
-                                                      "params": {"id": "task-2"}})
+        hit = await http.post(
+            peer.url + "/",
+            json={"jsonrpc": "2.0", "id": "abc", "method": "GetTask", "params": {"id": "task-1"}},
+        )
+        other = await http.post(
+            peer.url + "/",
+            json={"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "task-2"}},
+        )
         card = await http.get(peer.url + "/.well-known/agent-card.json")
         junk = await http.post(peer.url + "/", content=b"\x00not json")
         big = await http.post(peer.url + "/", content=b"x" * (16 * 1024 * 1024 + 10))
         foreign = await http.get(peer.url + "/", headers={"Host": "attacker.example"})
-    assert "set-cookie" not in hit.headers and "x-evil" not in hit.headers  # a header never splits the answer
-    assert hit.json() == {"jsonrpc": "2.0", "id": "abc", "result": {
-        "id": "task-1", "note": hostile, "url": peer.url + "/x"}}  # served as recorded, not interpreted
+    assert (
+        "set-cookie" not in hit.headers and "x-evil" not in hit.headers
+    )  # a header never splits the answer
+    assert hit.json() == {
+        "jsonrpc": "2.0",
+        "id": "abc",
+        "result": {"id": "task-1", "note": hostile, "url": peer.url + "/x"},
+    }  # served as recorded, not interpreted
     assert other.json()["id"] == 7 and other.json()["error"]["code"] == -32603
     assert "no recorded exchange matches GetTask" in other.json()["error"]["message"]
     assert card.status_code == 404 and junk.status_code == 404 and big.status_code == 413
@@ -238,20 +338,30 @@ async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
     assert peer.misses == ["GetTask", "GET /.well-known/agent-card.json", "POST /"]
 
 
-@pytest.mark.parametrize("match, context, text, answered", [
-    ("strict", None, "weather in Lisbon please", True),
-    ("strict", "a-context-the-client-made", "weather in Lisbon please", False),
-    ("lenient", "a-context-the-client-made", "weather in Lisbon please", True),
-    ("lenient", None, "weather in Oslo please", False),
-    ("method", "a-context-the-client-made", "weather in Oslo please", True),
-])
+@pytest.mark.parametrize(
+    "match, context, text, answered",
+    [
+        ("strict", None, "weather in Lisbon please", True),
+        ("strict", "a-context-the-client-made", "weather in Lisbon please", False),
+        ("lenient", "a-context-the-client-made", "weather in Lisbon please", True),
+        ("lenient", None, "weather in Oslo please", False),
+        ("method", "a-context-the-client-made", "weather in Oslo please", True),
+    ],
+)
 async def test_how_a_request_finds_its_recorded_answer(match, context, text, answered):
     message = {"messageId": "new-each-time", "role": "ROLE_USER", "parts": [{"text": text}]}
     if context:
         message["contextId"] = context
-    body = {"jsonrpc": "2.0", "id": 5, "method": "SendMessage",
-            "params": {"message": message, "configuration": {"returnImmediately": False}}}
-    async with ReplayPeer(CASSETTES / "demo-desk.jsonl", match=match) as peer, httpx.AsyncClient() as http:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "SendMessage",
+        "params": {"message": message, "configuration": {"returnImmediately": False}},
+    }
+    async with (
+        ReplayPeer(CASSETTES / "demo-desk.jsonl", match=match) as peer,
+        httpx.AsyncClient() as http,
+    ):
         answer = (await http.post(peer.url + "/", json=body, headers={"A2A-Version": "1.0"})).json()
     assert ("result" in answer) is answered, answer
     assert answer["id"] == 5
@@ -259,14 +369,20 @@ async def test_how_a_request_finds_its_recorded_answer(match, context, text, ans
         assert answer["result"]["task"]["id"] == "task-1"
 
 
-@pytest.mark.parametrize("content, error", [
-    ("", "is empty: not a toolnexus cassette"),
-    ("{nope\n", "line 1 is not JSON"),
-    ('{"hello": 1}\n', "is not a toolnexus cassette"),
-    ('{"toolnexus_cassette": 9}\n', "is cassette format 9; this toolnexus reads 1"),
-    ('{"toolnexus_cassette": 1}\n[1, 2]\n', "line 2 is not a JSON object"),
-    ('{"toolnexus_cassette": 1}\n{"method": "GET", "url": "http://a/"}\n', "line 2: the exchange has no valid 'request'"),
-])
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        ("", "is empty: not a toolnexus cassette"),
+        ("{nope\n", "line 1 is not JSON"),
+        ('{"hello": 1}\n', "is not a toolnexus cassette"),
+        ('{"toolnexus_cassette": 9}\n', "is cassette format 9; this toolnexus reads 1"),
+        ('{"toolnexus_cassette": 1}\n[1, 2]\n', "line 2 is not a JSON object"),
+        (
+            '{"toolnexus_cassette": 1}\n{"method": "GET", "url": "http://a/"}\n',
+            "line 2: the exchange has no valid 'request'",
+        ),
+    ],
+)
 def test_a_file_that_is_not_a_cassette_says_why(tmp_path, content, error):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
@@ -275,19 +391,36 @@ def test_a_file_that_is_not_a_cassette_says_why(tmp_path, content, error):
 
 
 def test_a_cassette_with_several_peers_plays_the_one_named(tmp_path):
-    rows = [{"toolnexus_cassette": 1}] + [
-        {"method": "GET", "url": f"http://127.0.0.1:{port}/.well-known/agent-card.json",
-         "request": {"headers": {}}, "response": {"status": 200, "headers": {}, "json": {"name": str(port)}}}
-        for port in (1001, 1002)] + [  # recorded, never replayed: a gRPC call
-        {"method": "POST", "url": "grpc://127.0.0.1:1003/a2a.v1.A2AService/GetTask", "request": {"headers": {}},
-         "response": {"status": 200, "headers": {}, "json": {}}}]
+    rows = (
+        [{"toolnexus_cassette": 1}]
+        + [
+            {
+                "method": "GET",
+                "url": f"http://127.0.0.1:{port}/.well-known/agent-card.json",
+                "request": {"headers": {}},
+                "response": {"status": 200, "headers": {}, "json": {"name": str(port)}},
+            }
+            for port in (1001, 1002)
+        ]
+        + [  # recorded, never replayed: a gRPC call
+            {
+                "method": "POST",
+                "url": "grpc://127.0.0.1:1003/a2a.v1.A2AService/GetTask",
+                "request": {"headers": {}},
+                "response": {"status": 200, "headers": {}, "json": {}},
+            }
+        ]
+    )
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     with pytest.raises(CassetteError, match="talked to 2 peers .*1001.*1002.*name the one to play"):
         ReplayPeer(path)
     with pytest.raises(CassetteError, match="has no exchange with http://127.0.0.1:9"):
         ReplayPeer(path, origin="http://127.0.0.1:9")
-    assert [x.response["json"]["name"] for x in ReplayPeer(path, origin="http://127.0.0.1:1002").exchanges] == ["1002"]
+    assert [
+        x.response["json"]["name"]
+        for x in ReplayPeer(path, origin="http://127.0.0.1:1002").exchanges
+    ] == ["1002"]
     with pytest.raises(ValueError, match="match must be one of strict, lenient, method"):
         ReplayPeer(path, origin="http://127.0.0.1:1002", match="fuzzy")
 
@@ -315,7 +448,9 @@ async def test_cli_records_replays_and_diffs(tmp_path):
                     task = event.task
             assert task.id == "task-1" and task.state.value == "completed" and "greet" in task.reply
             async with httpx.AsyncClient() as http:
-                await http.post(started["url"] + "/", json={"jsonrpc": "2.0", "id": 1, "method": "\x1b[2Jnope"})
+                await http.post(
+                    started["url"] + "/", json={"jsonrpc": "2.0", "id": 1, "method": "\x1b[2Jnope"}
+                )
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
             stopped = json.loads(proc.stdout.read().strip().splitlines()[-1])
@@ -329,13 +464,21 @@ async def test_cli_records_replays_and_diffs(tmp_path):
 
 async def run_cli(*args: str) -> tuple[int, str, str]:
     """The toolnexus command in a child process, awaited (the servers it talks to run on this loop)."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toolnexus.cli", *args, cwd=ROOT,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolnexus.cli",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
 if __name__ == "__main__":  # re-record tests/cassettes/demo-desk.jsonl from the demo agent
+
     async def _record() -> None:
         handle = await serve_demo()
         try:
@@ -358,18 +501,25 @@ async def test_a_hostile_live_peer_cannot_crash_or_hold_the_diff():
 
     async def rpc(request):
         if b"SendStreamingMessage" in await request.body():
+
             async def forever():
                 while True:
                     yield b"data: {}\n\n"
                     await asyncio.sleep(0.05)
+
             return StreamingResponse(forever(), media_type="text/event-stream")
-        return Response('{"jsonrpc":"2.0","id":"1","result":' + deep + "}", media_type="application/json")
+        return Response(
+            '{"jsonrpc":"2.0","id":"1","result":' + deep + "}", media_type="application/json"
+        )
 
     async def card(request):
         return Response(deep, media_type="application/json")
 
-    server = AsgiServer(Starlette(routes=[Route("/", rpc, methods=["POST"]),
-                                          Route("/.well-known/agent-card.json", card)]))
+    server = AsgiServer(
+        Starlette(
+            routes=[Route("/", rpc, methods=["POST"]), Route("/.well-known/agent-card.json", card)]
+        )
+    )
     await server.start()
     try:
         async with asyncio.timeout(30):
@@ -378,6 +528,11 @@ async def test_a_hostile_live_peer_cannot_crash_or_hold_the_diff():
         await server.stop()
     assert not report.ok
     assert ("SendMessage", "shape", "(body)", "JSON", "not JSON") in {
-        (d.operation, d.what, d.path, d.recorded, d.live) for d in report.differences}
-    assert any(d.operation == "SendStreamingMessage" and d.what == "unanswered" and "AnswerTooSlow" in d.live
-               for d in report.differences)
+        (d.operation, d.what, d.path, d.recorded, d.live) for d in report.differences
+    }
+    assert any(
+        d.operation == "SendStreamingMessage"
+        and d.what == "unanswered"
+        and "AnswerTooSlow" in d.live
+        for d in report.differences
+    )

@@ -19,7 +19,11 @@ def test_example_skills_are_real(example_skills: Path):
     weather = next(s for s in found.skills if s.name == "weather")
     assert weather.tags == ["weather", "forecast"]
     assert weather.examples[0] == "what's the weather in Oslo?"
-    assert sorted(Path(f).name for f in weather.files()) == ["climate.csv", "forecast.py", "units.md"]
+    assert sorted(Path(f).name for f in weather.files()) == [
+        "climate.csv",
+        "forecast.py",
+        "units.md",
+    ]
 
 
 async def test_skill_tool_output_is_byte_exact(tmp_path: Path):
@@ -50,7 +54,9 @@ async def test_skill_tool_output_is_byte_exact(tmp_path: Path):
 def test_file_skill_without_files_keeps_an_empty_block(tmp_path: Path):
     write_skill(tmp_path / "a", "a")
     (skill,) = list_skills(tmp_path).skills
-    assert render_skill(skill).endswith("Note: file list is sampled.\n\n<skill_files>\n\n</skill_files>\n</skill_content>")
+    assert render_skill(skill).endswith(
+        "Note: file list is sampled.\n\n<skill_files>\n\n</skill_files>\n</skill_content>"
+    )
 
 
 def test_at_most_ten_files_are_sampled(tmp_path: Path):
@@ -116,10 +122,20 @@ def test_every_skip_reason(tmp_path: Path):
 
 
 def test_scalars_are_trimmed_and_tags_take_two_forms(tmp_path: Path):
-    write_skill(tmp_path / "a", "  spaced  ", description="  d  ", extra="tags: one, two ,three\nexamples: just one")
+    write_skill(
+        tmp_path / "a",
+        "  spaced  ",
+        description="  d  ",
+        extra="tags: one, two ,three\nexamples: just one",
+    )
     write_skill(tmp_path / "b", "listed", extra="tags:\n  - ' x '\n  - y")
     a, b = list_skills(tmp_path).skills
-    assert (a.name, a.description, a.tags, a.examples) == ("spaced", "d", ["one", "two", "three"], ["just one"])
+    assert (a.name, a.description, a.tags, a.examples) == (
+        "spaced",
+        "d",
+        ["one", "two", "three"],
+        ["just one"],
+    )
     assert b.tags == ["x", "y"]
 
 
@@ -154,7 +170,9 @@ def test_relative_roots_and_several_roots(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_data_skill_after_files_and_nameless_data_skill(tmp_path: Path):
     write_skill(tmp_path / "a", "a")
-    found = list_skills(tmp_path, [SkillDef("a", content="data"), SkillDef("", content="x"), SkillDef("c")])
+    found = list_skills(
+        tmp_path, [SkillDef("a", content="data"), SkillDef("", content="x"), SkillDef("c")]
+    )
     assert [s.name for s in found.skills] == ["a", "c"]
     assert found.skills[0].path is not None
     assert sorted(s.reason for s in found.skipped) == ["duplicate-name", "missing-name"]

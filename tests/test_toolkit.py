@@ -66,7 +66,9 @@ async def test_no_skill_tool_without_skills():
 
 
 async def test_data_skills_join_the_skill_tool():
-    tk = await create_toolkit(builtins=False, skills=[SkillDef("greet", "says hello", "Say a friendly hello.")])
+    tk = await create_toolkit(
+        builtins=False, skills=[SkillDef("greet", "says hello", "Say a friendly hello.")]
+    )
     r = await tk.execute("skill", {"name": "greet"})
     assert "Say a friendly hello." in r.output
     assert "skill://greet/" in r.output
@@ -92,7 +94,10 @@ async def test_unknown_tool_suggests_close_names():
         ({"enabled": True, "disabled": True}, []),
         ({"disabled": False}, list(BUILTIN_NAMES)),
         ({"tools": {"bash": False}}, ["read", "glob", "grep", "write", "edit"]),
-        ({"tools": {"bash": False, "write": False, "nonsense": False}}, ["read", "glob", "grep", "edit"]),
+        (
+            {"tools": {"bash": False, "write": False, "nonsense": False}},
+            ["read", "glob", "grep", "edit"],
+        ),
     ],
 )
 async def test_each_builtins_form(config, expected):
@@ -103,8 +108,16 @@ async def test_each_builtins_form(config, expected):
 async def test_config_file(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     write_skill(tmp_path / "skills" / "x", "x", description="from config")
     cfg = tmp_path / "toolnexus.json"
-    cfg.write_text(json.dumps({"skills": "skills", "builtins": {"tools": {"bash": False}},
-                               "a2a": {"name": "desk"}, "typo": 1}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "skills": "skills",
+                "builtins": {"tools": {"bash": False}},
+                "a2a": {"name": "desk"},
+                "typo": 1,
+            }
+        )
+    )
     with caplog.at_level(logging.WARNING):
         tk = await create_toolkit(config=cfg)
     assert [t.name for t in tk.tools()] == ["skill", "read", "glob", "grep", "write", "edit"]
@@ -146,7 +159,9 @@ async def test_adapters():
 
     tk = await create_toolkit(builtins=False, tools=[f])
     schema = f.input_schema
-    assert tk.to_openai() == [{"type": "function", "function": {"name": "f", "description": "F.", "parameters": schema}}]
+    assert tk.to_openai() == [
+        {"type": "function", "function": {"name": "f", "description": "F.", "parameters": schema}}
+    ]
     assert tk.to_anthropic() == [{"name": "f", "description": "F.", "input_schema": schema}]
     (gem,) = tk.to_gemini()
     (decl,) = gem["functionDeclarations"]

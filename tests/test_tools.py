@@ -33,8 +33,15 @@ def test_sanitize_replaces_everything_outside_the_safe_set():
         (Literal[1, 2], {"enum": [1, 2], "type": "integer"}),
         (list[str], {"type": "array", "items": {"type": "string"}}),
         (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
-        (tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                           "minItems": 2, "maxItems": 2}),
+        (
+            tuple[int, str],
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
         (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
         (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
         (dict, {"type": "object"}),
@@ -100,7 +107,9 @@ def test_enums_dataclasses_and_typeddicts():
     }
     assert "required" not in schema_for(PartialMovie)
     assert schema_for(Optional[Point])["type"] == ["object", "null"]
-    assert schema_for(Optional[Color]) == {"anyOf": [{"enum": ["red", "blue"], "type": "string"}, {"type": "null"}]}
+    assert schema_for(Optional[Color]) == {
+        "anyOf": [{"enum": ["red", "blue"], "type": "string"}, {"type": "null"}]
+    }
 
 
 class Opaque:
@@ -113,13 +122,22 @@ def test_unsupported_hint_is_a_clear_type_error():
 
     with pytest.raises(TypeError, match="tool bad, parameter 'x': cannot derive a JSON Schema"):
         tool(bad)
-    assert tool(lambda x: x).input_schema == {"type": "object", "properties": {"x": {}}, "required": ["x"],
-                                              "additionalProperties": False}
+    assert tool(lambda x: x).input_schema == {
+        "type": "object",
+        "properties": {"x": {}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
 
 
 def test_function_schema_from_hints_and_google_docstring():
     @tool
-    def weather(city: str, units: Literal["c", "f"] = "c", days: int | None = None, where: Point | None = None) -> str:
+    def weather(
+        city: str,
+        units: Literal["c", "f"] = "c",
+        days: int | None = None,
+        where: Point | None = None,
+    ) -> str:
         """Report the weather.
 
         Longer explanation.
@@ -142,9 +160,17 @@ def test_function_schema_from_hints_and_google_docstring():
     assert s["required"] == ["city"]
     assert s["additionalProperties"] is False
     assert s["properties"]["city"] == {"type": "string", "description": "The city to report on."}
-    assert s["properties"]["units"] == {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit.",
-                                        "default": "c"}
-    assert s["properties"]["days"] == {"type": ["integer", "null"], "description": "How many days.", "default": None}
+    assert s["properties"]["units"] == {
+        "enum": ["c", "f"],
+        "type": "string",
+        "description": "Celsius or Fahrenheit.",
+        "default": "c",
+    }
+    assert s["properties"]["days"] == {
+        "type": ["integer", "null"],
+        "description": "How many days.",
+        "default": None,
+    }
     assert s["properties"]["where"]["type"] == ["object", "null"]
     assert weather("Oslo") == "Oslo"  # still callable as a function
 
@@ -195,13 +221,29 @@ async def test_values_are_converted_to_the_hinted_python_types():
     seen: dict[str, Any] = {}
 
     @tool
-    def f(p: Point, color: Color, size: Size, pair: tuple[int, str], uniq: set[int], x: float,
-          pts: list[Point] | None = None) -> str:
+    def f(
+        p: Point,
+        color: Color,
+        size: Size,
+        pair: tuple[int, str],
+        uniq: set[int],
+        x: float,
+        pts: list[Point] | None = None,
+    ) -> str:
         seen.update(p=p, color=color, size=size, pair=pair, uniq=uniq, x=x, pts=pts)
         return "ok"
 
-    r = await f.execute({"p": {"x": 1, "tags": ["a"]}, "color": "blue", "size": 3, "pair": [1, "a"],
-                         "uniq": [1, 2], "x": 2, "pts": [{"x": 5}]})
+    r = await f.execute(
+        {
+            "p": {"x": 1, "tags": ["a"]},
+            "color": "blue",
+            "size": 3,
+            "pair": [1, "a"],
+            "uniq": [1, 2],
+            "x": 2,
+            "pts": [{"x": 5}],
+        }
+    )
     assert not r.is_error, r.output
     assert seen["p"] == Point(1, 0, ["a"])
     assert seen["color"] is Color.BLUE and seen["size"] is Size.L
@@ -236,7 +278,9 @@ async def test_results_and_errors():
         return ToolResult("custom", is_error=True, metadata={"k": 1})
 
     assert (await text.execute()).output == "plain"
-    assert (await data.execute()).output == '{"a": [1, 2], "p": {"x": 1, "y": 0, "tags": []}, "c": "red"}'
+    assert (
+        await data.execute()
+    ).output == '{"a": [1, 2], "p": {"x": 1, "y": 0, "tags": []}, "c": "red"}'
     assert (await nothing.execute()).output == ""
     r = await raises.execute()
     assert r.is_error and r.output == "the city is unknown"
@@ -307,7 +351,12 @@ async def test_timeout_and_cancellation():
 
 async def test_pending_metadata_round_trips_through_the_wire_names():
     req = Request(id="r1", kind="confirm", prompt="Approve?", expires_at="2026-12-01T00:00:00Z")
-    assert req.to_dict() == {"id": "r1", "kind": "confirm", "prompt": "Approve?", "expiresAt": "2026-12-01T00:00:00Z"}
+    assert req.to_dict() == {
+        "id": "r1",
+        "kind": "confirm",
+        "prompt": "Approve?",
+        "expiresAt": "2026-12-01T00:00:00Z",
+    }
     assert Request.from_dict(req.to_dict()) == req
     assert ToolResult("", metadata={"pending": req.to_dict()}).pending == req
     assert ToolResult("").pending is None
@@ -317,8 +366,13 @@ async def test_plain_tool_object():
     async def handler(args, ctx):
         return args["a"] + 1
 
-    t = Tool("inc", "adds one", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-             handler, source="mcp")
+    t = Tool(
+        "inc",
+        "adds one",
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        handler,
+        source="mcp",
+    )
     assert (await t.execute({"a": 1})).output == "2"
     assert (await t.execute({})).is_error
 
@@ -329,7 +383,11 @@ async def test_a_broken_input_schema_is_an_error_result_not_a_crash():
     async def handler(args, ctx):
         return "ran"
 
-    broken = Tool("broken", "a peer's tool with an unusable schema", {"type": "object", "properties": {"a": {"type": 5}}},
-                  handler)
+    broken = Tool(
+        "broken",
+        "a peer's tool with an unusable schema",
+        {"type": "object", "properties": {"a": {"type": 5}}},
+        handler,
+    )
     result = await broken.execute({"a": 1})
     assert result.is_error and "the input schema cannot be used" in result.output

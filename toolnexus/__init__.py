@@ -50,6 +50,7 @@ def load_ipython_extension(ip: object) -> None:
 
     load(ip)
 
+
 __all__ = [
     "A2AClient",
     "Conversation",

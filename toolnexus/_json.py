@@ -10,8 +10,20 @@ from typing import Any
 
 from typing_extensions import TypeIs
 
-__all__ = ["dumps", "loads", "loads_or_none", "JSONDecodeError", "pack", "unpack", "tight", "too_deep", "cut_deep",
-           "is_object", "is_mapping", "is_array"]
+__all__ = [
+    "dumps",
+    "loads",
+    "loads_or_none",
+    "JSONDecodeError",
+    "pack",
+    "unpack",
+    "tight",
+    "too_deep",
+    "cut_deep",
+    "is_object",
+    "is_mapping",
+    "is_array",
+]
 
 
 # What a value read from JSON (or from a peer) is, told to the type checker too: after the test its
@@ -29,6 +41,7 @@ def is_mapping(value: object) -> TypeIs[Mapping[str, Any]]:
 def is_array(value: object) -> TypeIs[list[Any]]:
     """A JSON array (a ``list``)."""
     return isinstance(value, list)
+
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson
@@ -53,12 +66,14 @@ except ImportError:  # pragma: no cover
 
 # The shapes of a stored task and transcript, the compressor's dictionary (either codec): a 900-byte
 # finished task packs to ~250 bytes (and orjson's bytes, allocated with spare room, are let go).
-_ZDICT = (b'{"role":"user","content":""},{"role":"assistant","content":"","tool_calls":[{"id":"call_","type":"function",'
-          b'"function":{"name":"","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_","content":""}'
-          b'{"kind":"message","messageId":"","contextId":"","taskId":"","role":"user","parts":[{"kind":"text","text":""}]},'
-          b'{"kind":"message","role":"agent","parts":[{"kind":"text","text":""}]}],"toolnexus":{"skill":null,"request":"",'
-          b'"created":"2026-12-01T"}{"kind":"task","id":"","contextId":"","status":{"state":"completed","timestamp":'
-          b'"2026-12-01T"},"artifacts":[{"artifactId":"","name":"reply","parts":[{"kind":"text","text":""}]}],"history":[')
+_ZDICT = (
+    b'{"role":"user","content":""},{"role":"assistant","content":"","tool_calls":[{"id":"call_","type":"function",'
+    b'"function":{"name":"","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_","content":""}'
+    b'{"kind":"message","messageId":"","contextId":"","taskId":"","role":"user","parts":[{"kind":"text","text":""}]},'
+    b'{"kind":"message","role":"agent","parts":[{"kind":"text","text":""}]}],"toolnexus":{"skill":null,"request":"",'
+    b'"created":"2026-12-01T"}{"kind":"task","id":"","contextId":"","status":{"state":"completed","timestamp":'
+    b'"2026-12-01T"},"artifacts":[{"artifactId":"","name":"reply","parts":[{"kind":"text","text":""}]}],"history":['
+)
 
 
 def _zlib_pack(value: Any) -> bytes:
@@ -85,8 +100,10 @@ def _zstd() -> tuple[Any, Any]:
     except AttributeError:
         z: Any = zstandard  # only called where it imported (pack and unpack look first)
         shapes = z.ZstdCompressionDict(_ZDICT, dict_type=z.DICT_TYPE_RAWCONTENT)
-        _codecs.zstd = (z.ZstdCompressor(level=3, dict_data=shapes, write_checksum=False, write_dict_id=False),
-                        z.ZstdDecompressor(dict_data=shapes))
+        _codecs.zstd = (
+            z.ZstdCompressor(level=3, dict_data=shapes, write_checksum=False, write_dict_id=False),
+            z.ZstdDecompressor(dict_data=shapes),
+        )
         return _codecs.zstd
 
 

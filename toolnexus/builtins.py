@@ -43,8 +43,21 @@ __all__ = ["BUILTIN_NAMES", "COMMAND_TOOLS", "BASH_ENV_ALLOW", "builtin_tools"]
 BUILTIN_NAMES = ("read", "glob", "grep", "write", "edit", "bash")
 COMMAND_TOOLS = frozenset({"bash", "write", "edit"})
 """Builtins that run commands or change files: never exposed over MCP unless named."""
-BASH_ENV_ALLOW = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER",
-                  "LOGNAME", "SHELL", "TMPDIR")
+BASH_ENV_ALLOW = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+)
 """The environment variables ``bash`` inherits (plus the builtins config's ``env`` names)."""
 
 READ_LIMIT = 2000
@@ -85,7 +98,9 @@ def builtin_tools(config: Any = True, root: str | os.PathLike[str] | None = None
         bash_timeout = float(config.get("bash_timeout", config.get("bashTimeout", BASH_TIMEOUT)))
         file_timeout = float(config.get("timeout", FILE_TIMEOUT))
     except (TypeError, ValueError):
-        raise ConfigError("builtins.timeout and builtins.bash_timeout must be numbers of seconds") from None
+        raise ConfigError(
+            "builtins.timeout and builtins.bash_timeout must be numbers of seconds"
+        ) from None
     if bash_timeout <= 0 or file_timeout <= 0:
         raise ConfigError("builtins.timeout and builtins.bash_timeout must be more than 0 seconds")
     env = _Root(base, file_timeout)
@@ -101,7 +116,12 @@ def builtin_tools(config: Any = True, root: str | os.PathLike[str] | None = None
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def _cap(text: str, limit: int = OUTPUT_CAP) -> str:
@@ -126,8 +146,10 @@ class _Budget:
         if self.stopped.is_set():
             raise _Stop()
         if time.monotonic() > self.deadline:
-            raise OverTime(f"{self.tool}: stopped after its time limit of {self.seconds:g}s; "
-                           f"narrow the path or the pattern")
+            raise OverTime(
+                f"{self.tool}: stopped after its time limit of {self.seconds:g}s; "
+                f"narrow the path or the pattern"
+            )
 
 
 class _Stop(Exception):
@@ -208,8 +230,10 @@ class _Root:
                 if seen % 256 == 0:
                     budget.check()
                 if seen > WALK_CAP:
-                    raise RuntimeError(f"{budget.tool}: more than {WALK_CAP:,} entries below "
-                                       f"{self.rel(base) or '.'}; narrow the path")
+                    raise RuntimeError(
+                        f"{budget.tool}: more than {WALK_CAP:,} entries below "
+                        f"{self.rel(base) or '.'}; narrow the path"
+                    )
                 rel = prefix + entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
@@ -243,7 +267,9 @@ class _Root:
             if start - 1 + limit < len(lines):
                 body += f"\n... [{len(lines) - (start - 1 + limit)} more lines; read on with offset={start + limit}]"
             elif more:
-                body += f"\n... [the file goes on past {READ_BYTES:,} bytes; only that much is read]"
+                body += (
+                    f"\n... [the file goes on past {READ_BYTES:,} bytes; only that much is read]"
+                )
             return body
 
         return Tool(
@@ -251,9 +277,22 @@ class _Root:
             "Read a text file inside the working folder. Lines are numbered from 1.",
             _obj(
                 {
-                    "path": {"type": "string", "description": "File path, relative to the working folder"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)", "default": 1},
-                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read", "default": READ_LIMIT},
+                    "path": {
+                        "type": "string",
+                        "description": "File path, relative to the working folder",
+                    },
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to read (1-based)",
+                        "default": 1,
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "How many lines to read",
+                        "default": READ_LIMIT,
+                    },
                 },
                 ["path"],
             ),
@@ -287,7 +326,10 @@ class _Root:
             _obj(
                 {
                     "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.md'"},
-                    "path": {"type": "string", "description": "Folder to search in, relative to the working folder"},
+                    "path": {
+                        "type": "string",
+                        "description": "Folder to search in, relative to the working folder",
+                    },
                 },
                 ["pattern"],
             ),
@@ -298,7 +340,9 @@ class _Root:
     # -- grep ------------------------------------------------------------------------------
     def grep_tool(self) -> Tool:
         async def grep(args: dict[str, Any], ctx: ToolContext) -> str:
-            rx = _compile(args["pattern"], "regular expression", ignore_case=bool(args.get("ignore_case")))
+            rx = _compile(
+                args["pattern"], "regular expression", ignore_case=bool(args.get("ignore_case"))
+            )
             base = self.path(args.get("path") or ".")
             include = args.get("include")
 
@@ -337,8 +381,14 @@ class _Root:
             _obj(
                 {
                     "pattern": {"type": "string", "description": "Regular expression (RE2 syntax)"},
-                    "path": {"type": "string", "description": "File or folder to search, relative to the working folder"},
-                    "include": {"type": "string", "description": "Only files whose name matches this glob, e.g. '*.py'"},
+                    "path": {
+                        "type": "string",
+                        "description": "File or folder to search, relative to the working folder",
+                    },
+                    "include": {
+                        "type": "string",
+                        "description": "Only files whose name matches this glob, e.g. '*.py'",
+                    },
                     "ignore_case": {"type": "boolean", "default": False},
                 },
                 ["pattern"],
@@ -367,8 +417,14 @@ class _Root:
             "Write a text file inside the working folder, creating folders as needed and replacing any old content.",
             _obj(
                 {
-                    "path": {"type": "string", "description": "File path, relative to the working folder"},
-                    "content": {"type": "string", "description": "The whole new content of the file"},
+                    "path": {
+                        "type": "string",
+                        "description": "File path, relative to the working folder",
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The whole new content of the file",
+                    },
                 },
                 ["path", "content"],
             ),
@@ -390,15 +446,23 @@ class _Root:
             def run(budget: _Budget) -> int:
                 text, more = _load(p, budget, errors="strict")
                 if more:
-                    raise ValueError(f"{self.rel(p)} is larger than {READ_BYTES:,} bytes; edit refuses it")
+                    raise ValueError(
+                        f"{self.rel(p)} is larger than {READ_BYTES:,} bytes; edit refuses it"
+                    )
                 count = text.count(old)
                 if count == 0:
                     raise ValueError(f"old_string not found in {self.rel(p)}")
                 if count > 1 and not replace_all:
-                    raise ValueError(f"old_string occurs {count} times in {self.rel(p)}; "
-                                     "add context to make it unique or set replace_all")
+                    raise ValueError(
+                        f"old_string occurs {count} times in {self.rel(p)}; "
+                        "add context to make it unique or set replace_all"
+                    )
                 budget.check()
-                write_whole(p, text.replace(old, new) if replace_all else text.replace(old, new, 1), keep_mode=True)
+                write_whole(
+                    p,
+                    text.replace(old, new) if replace_all else text.replace(old, new, 1),
+                    keep_mode=True,
+                )
                 return count if replace_all else 1
 
             count = await _run("edit", self.timeout, run)
@@ -409,10 +473,17 @@ class _Root:
             "Replace exact text in a file inside the working folder.",
             _obj(
                 {
-                    "path": {"type": "string", "description": "File path, relative to the working folder"},
+                    "path": {
+                        "type": "string",
+                        "description": "File path, relative to the working folder",
+                    },
                     "old_string": {"type": "string", "description": "The exact text to replace"},
                     "new_string": {"type": "string", "description": "The text to put in its place"},
-                    "replace_all": {"type": "boolean", "default": False, "description": "Replace every occurrence"},
+                    "replace_all": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "Replace every occurrence",
+                    },
                 },
                 ["path", "old_string", "new_string"],
             ),
@@ -448,7 +519,8 @@ class _Root:
             text = _cap(out.decode("utf-8", "replace"))
             if proc.returncode != 0:
                 return ToolResult(
-                    f"{text}\n[exit code {proc.returncode}]".lstrip("\n"), is_error=True,
+                    f"{text}\n[exit code {proc.returncode}]".lstrip("\n"),
+                    is_error=True,
                     metadata={"exit_code": proc.returncode},
                 )
             return ToolResult(text, metadata={"exit_code": 0})
@@ -458,8 +530,15 @@ class _Root:
             "Run a shell command, starting in the working folder, and return its combined output.",
             _obj(
                 {
-                    "command": {"type": "string", "description": "The command line for /bin/bash -c"},
-                    "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Seconds before it is killed (default {default_timeout:g})"},
+                    "command": {
+                        "type": "string",
+                        "description": "The command line for /bin/bash -c",
+                    },
+                    "timeout": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "description": f"Seconds before it is killed (default {default_timeout:g})",
+                    },
                 },
                 ["command"],
             ),
@@ -546,8 +625,14 @@ def _compile(pattern: str, what: str, ignore_case: bool = False) -> Any:
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:
-        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"invalid {what}: {reason} (RE2 syntax: no backreferences or look-around)") from None
+        reason = (
+            exc.args[0].decode("utf-8", "replace")
+            if exc.args and isinstance(exc.args[0], bytes)
+            else str(exc)
+        )
+        raise ValueError(
+            f"invalid {what}: {reason} (RE2 syntax: no backreferences or look-around)"
+        ) from None
 
 
 def glob_regex(pattern: str) -> str:

@@ -36,76 +36,160 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server.")
+    p = argparse.ArgumentParser(
+        prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server."
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="serve a toolkit (with no flags: the example skills on the demo model)")
+    s = sub.add_parser(
+        "serve", help="serve a toolkit (with no flags: the example skills on the demo model)"
+    )
     _toolkit_options(s)
     s.add_argument("--name", help="the agent's name on its card")
     s.add_argument("--description", help="the agent's description on its card")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free port)")
-    s.add_argument("--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL (default demo)")
-    s.add_argument("--base-url", help="the model endpoint (any OpenAI-compatible server works with openai:)")
+    s.add_argument(
+        "--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL (default demo)"
+    )
+    s.add_argument(
+        "--base-url", help="the model endpoint (any OpenAI-compatible server works with openai:)"
+    )
     s.add_argument("--api-key-env", help="the environment variable holding the model key")
-    s.add_argument("--store", default=None,
-                   help="memory | file:DIR | postgresql://USER@HOST/DB (default memory; postgresql needs "
-                        "pip install 'toolnexus[postgres]')")
+    s.add_argument(
+        "--store",
+        default=None,
+        help="memory | file:DIR | postgresql://USER@HOST/DB (default memory; postgresql needs "
+        "pip install 'toolnexus[postgres]')",
+    )
     s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
-    s.add_argument("--grpc", metavar="[HOST]:PORT",
-                   help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')")
+    s.add_argument(
+        "--grpc",
+        metavar="[HOST]:PORT",
+        help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')",
+    )
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
-    s.add_argument("--metrics", action="store_true",
-                   help="Prometheus metrics at /metrics, behind the agent's auth (needs pip install 'toolnexus[metrics]')")
-    s.add_argument("--metrics-at", metavar="[HOST:]PORT",
-                   help="Prometheus metrics on a port of their own instead (implies --metrics)")
-    s.add_argument("--auth-token-env", metavar="NAME",
-                   help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable")
-    s.add_argument("--allow-unauthenticated", action="store_true",
-                   help="serve command-running builtins beyond loopback without auth (you mean it)")
-    s.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="serve from N processes on one port (needs --store postgresql://...)")
-    s.add_argument("--keep-tasks", type=int, default=None, metavar="N",
-                   help="the memory store keeps at most N finished tasks, oldest dropped first (default 100000)")
-    s.add_argument("--keep-for", type=float, default=None, metavar="SECONDS",
-                   help="the memory store drops finished tasks older than this (default: no limit)")
-    s.add_argument("--lease", type=float, default=None, metavar="SECONDS",
-                   help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)")
-    s.add_argument("--public-url", metavar="URL",
-                   help="the URL callers reach the agent at, behind a balancer or proxy: the card's URLs")
-    s.add_argument("--drain", type=float, default=DRAIN, metavar="SECONDS",
-                   help="on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
-                        "callers answered), and fail what is left, saying so; a second signal stops at once "
-                        f"(default {DRAIN:g})")
-    s.add_argument("--worker-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --workers
+    s.add_argument(
+        "--metrics",
+        action="store_true",
+        help="Prometheus metrics at /metrics, behind the agent's auth (needs pip install 'toolnexus[metrics]')",
+    )
+    s.add_argument(
+        "--metrics-at",
+        metavar="[HOST:]PORT",
+        help="Prometheus metrics on a port of their own instead (implies --metrics)",
+    )
+    s.add_argument(
+        "--auth-token-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable",
+    )
+    s.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve command-running builtins beyond loopback without auth (you mean it)",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes on one port (needs --store postgresql://...)",
+    )
+    s.add_argument(
+        "--keep-tasks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the memory store keeps at most N finished tasks, oldest dropped first (default 100000)",
+    )
+    s.add_argument(
+        "--keep-for",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the memory store drops finished tasks older than this (default: no limit)",
+    )
+    s.add_argument(
+        "--lease",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)",
+    )
+    s.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL callers reach the agent at, behind a balancer or proxy: the card's URLs",
+    )
+    s.add_argument(
+        "--drain",
+        type=float,
+        default=DRAIN,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
+        "callers answered), and fail what is left, saying so; a second signal stops at once "
+        f"(default {DRAIN:g})",
+    )
+    s.add_argument(
+        "--worker-fd", type=int, default=None, help=argparse.SUPPRESS
+    )  # a worker of --workers
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
 
-    x = sub.add_parser("mcp", help="serve the toolkit's tools as MCP over stdio, for desktop MCP hosts "
-                                   "(Claude Desktop, VS Code, Cursor): the host starts this command")
+    x = sub.add_parser(
+        "mcp",
+        help="serve the toolkit's tools as MCP over stdio, for desktop MCP hosts "
+        "(Claude Desktop, VS Code, Cursor): the host starts this command",
+    )
     _toolkit_options(x)
     x.add_argument("--name", help="the server's name in MCP's initialize (default toolnexus)")
-    x.add_argument("--expose", action="append", metavar="TOOL",
-                   help="expose only this tool (repeatable; default: every tool but bash, write and edit)")
+    x.add_argument(
+        "--expose",
+        action="append",
+        metavar="TOOL",
+        help="expose only this tool (repeatable; default: every tool but bash, write and edit)",
+    )
 
-    c = sub.add_parser("card", help="fetch an agent card (card URL or base URL), optionally validate it")
+    c = sub.add_parser(
+        "card", help="fetch an agent card (card URL or base URL), optionally validate it"
+    )
     c.add_argument("url")
-    c.add_argument("--validate", action="store_true", help="check it against both schema lines; exit 1 on errors")
-    c.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
+    c.add_argument(
+        "--validate",
+        action="store_true",
+        help="check it against both schema lines; exit 1 on errors",
+    )
+    c.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
+    )
     c.add_argument("--json", action="store_true", help="print JSON")
 
-    d = sub.add_parser("doctor", help="probe an A2A agent: which clients can work with it, why, and the fix")
+    d = sub.add_parser(
+        "doctor", help="probe an A2A agent: which clients can work with it, why, and the fix"
+    )
     d.add_argument("url", help="the agent's card URL or base URL")
-    d.add_argument("--send", action="store_true",
-                   help="also send messages: one in each dialect a client would speak, one to cancel, one "
-                        "streamed, and the card's first three skill examples (answering a question 'yes'): "
-                        "these create real tasks on the peer, about 5 to 9; without it nothing is created")
-    d.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
+    d.add_argument(
+        "--send",
+        action="store_true",
+        help="also send messages: one in each dialect a client would speak, one to cancel, one "
+        "streamed, and the card's first three skill examples (answering a question 'yes'): "
+        "these create real tasks on the peer, about 5 to 9; without it nothing is created",
+    )
+    d.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
+    )
     d.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
-    d.add_argument("--fail-on", choices=["warning", "error"], default="error",
-                   help="exit 1 when a finding is at least this bad (default error)")
+    d.add_argument(
+        "--fail-on",
+        choices=["warning", "error"],
+        default="error",
+        help="exit 1 when a finding is at least this bad (default error)",
+    )
     d.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    m = sub.add_parser("send", help="send a message to any A2A agent and follow its task to the end")
+    m = sub.add_parser(
+        "send", help="send a message to any A2A agent and follow its task to the end"
+    )
     m.add_argument("url", help="the agent's card URL or base URL")
     m.add_argument("text")
     m.add_argument("--skill", help="the skill id (message.metadata.skill)")
@@ -113,25 +197,70 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--task", help="answer this input-required task")
     m.add_argument("--stream", action="store_true", help="use SSE streaming")
     m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
-    m.add_argument("--binding", default="auto", choices=["auto", "jsonrpc", "http+json", "grpc"],
-                   help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)")
-    m.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="send this header")
-    m.add_argument("--timeout", type=float, default=300.0, help="seconds to follow the task, streamed or polled (default 300)")
+    m.add_argument(
+        "--binding",
+        default="auto",
+        choices=["auto", "jsonrpc", "http+json", "grpc"],
+        help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)",
+    )
+    m.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
+    )
+    m.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to follow the task, streamed or polled (default 300)",
+    )
     m.add_argument("--json", action="store_true", help="print JSON")
-    m.add_argument("--trace", action="store_true", help="print every HTTP exchange (secrets masked)")
-    m.add_argument("--record", metavar="FILE.jsonl", help="write every exchange to this cassette (secrets masked)")
+    m.add_argument(
+        "--trace", action="store_true", help="print every HTTP exchange (secrets masked)"
+    )
+    m.add_argument(
+        "--record",
+        metavar="FILE.jsonl",
+        help="write every exchange to this cassette (secrets masked)",
+    )
 
-    r = sub.add_parser("replay", help="serve a cassette's recorded answers as a peer, or diff it against a live one")
-    r.add_argument("cassette", help="a cassette (.jsonl) written by --record, A2AClient(record=...), the TUI or a notebook")
-    r.add_argument("--against", metavar="URL", help="send the recorded requests to this live peer and compare its answers")
+    r = sub.add_parser(
+        "replay",
+        help="serve a cassette's recorded answers as a peer, or diff it against a live one",
+    )
+    r.add_argument(
+        "cassette",
+        help="a cassette (.jsonl) written by --record, A2AClient(record=...), the TUI or a notebook",
+    )
+    r.add_argument(
+        "--against",
+        metavar="URL",
+        help="send the recorded requests to this live peer and compare its answers",
+    )
     r.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
-    r.add_argument("--port", type=int, default=0, help="port to serve on (default 0: any free port)")
-    r.add_argument("--match", choices=["strict", "lenient", "method"], default="lenient",
-                   help="how a request finds its recorded answer (default lenient)")
-    r.add_argument("--peer", metavar="ORIGIN", help="the recorded peer to play, when the cassette has several")
-    r.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
-                   help="with --against: send this header (secrets were masked when recorded)")
-    r.add_argument("--timeout", type=float, default=30.0, help="with --against: seconds per answer (default 30)")
+    r.add_argument(
+        "--port", type=int, default=0, help="port to serve on (default 0: any free port)"
+    )
+    r.add_argument(
+        "--match",
+        choices=["strict", "lenient", "method"],
+        default="lenient",
+        help="how a request finds its recorded answer (default lenient)",
+    )
+    r.add_argument(
+        "--peer", metavar="ORIGIN", help="the recorded peer to play, when the cassette has several"
+    )
+    r.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="with --against: send this header (secrets were masked when recorded)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="with --against: seconds per answer (default 30)",
+    )
     r.add_argument("--json", action="store_true", help="print JSON")
     return p
 
@@ -140,12 +269,22 @@ def _toolkit_options(p: argparse.ArgumentParser) -> None:
     """What a toolkit is made of, the same for ``serve`` and ``mcp``."""
     p.add_argument("--config", help="a toolkit config file (JSON)")
     p.add_argument("--skills", action="append", help="a skills folder (repeatable)")
-    p.add_argument("--tools", action="append", metavar="MODULE:FUNCTION",
-                   help="Python functions as tools: a module or a .py file, and the functions to take "
-                        "(FUNCTION,FUNCTION; without them, the functions its __all__ lists) (repeatable)")
-    p.add_argument("--agent", action="append", metavar="URL",
-                   help="a remote A2A agent whose skills become tools (its card URL or base URL; repeatable)")
-    p.add_argument("--builtins", action="store_true", help="include the builtin file and shell tools")
+    p.add_argument(
+        "--tools",
+        action="append",
+        metavar="MODULE:FUNCTION",
+        help="Python functions as tools: a module or a .py file, and the functions to take "
+        "(FUNCTION,FUNCTION; without them, the functions its __all__ lists) (repeatable)",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        metavar="URL",
+        help="a remote A2A agent whose skills become tools (its card URL or base URL; repeatable)",
+    )
+    p.add_argument(
+        "--builtins", action="store_true", help="include the builtin file and shell tools"
+    )
 
 
 def _functions(specs: list[str] | None) -> list[Any]:
@@ -171,11 +310,19 @@ def _functions(specs: list[str] | None) -> list[Any]:
                 module = importlib.import_module(where)
         except UsageError:
             raise
-        except Exception as exc:  # the user's module failed to import: say which and why, on one line
-            raise UsageError(f"--tools {spec}: cannot import {where}: {type(exc).__name__}: {exc}") from None
-        wanted = [n for n in names.split(",") if n] if names else list(getattr(module, "__all__", []))
+        except (
+            Exception
+        ) as exc:  # the user's module failed to import: say which and why, on one line
+            raise UsageError(
+                f"--tools {spec}: cannot import {where}: {type(exc).__name__}: {exc}"
+            ) from None
+        wanted = (
+            [n for n in names.split(",") if n] if names else list(getattr(module, "__all__", []))
+        )
         if not wanted:
-            raise UsageError(f"--tools {spec}: name the functions ({where}:FUNCTION), or list them in its __all__")
+            raise UsageError(
+                f"--tools {spec}: name the functions ({where}:FUNCTION), or list them in its __all__"
+            )
         for name in wanted:
             fn = getattr(module, name, None)
             if inspect.isroutine(fn):
@@ -193,9 +340,13 @@ async def _toolkit(args: argparse.Namespace) -> tuple[Any, bool]:
     demo = not (args.config or args.skills or args.tools or args.agent)
     skills = args.skills or ([str(EXAMPLE_SKILLS)] if demo and EXAMPLE_SKILLS.is_dir() else [])
     try:
-        return await tn.create_toolkit(skills, builtins=args.builtins, config=args.config,
-                                       tools=_functions(args.tools),
-                                       agents=[tn.Agent(card=url) for url in args.agent or []]), demo
+        return await tn.create_toolkit(
+            skills,
+            builtins=args.builtins,
+            config=args.config,
+            tools=_functions(args.tools),
+            agents=[tn.Agent(card=url) for url in args.agent or []],
+        ), demo
     except tn.ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -212,7 +363,9 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a worker of --workers is started with
+    args.argv = list(
+        sys.argv[1:] if argv is None else argv
+    )  # what a worker of --workers is started with
     try:
         if args.command in ("card", "doctor", "send"):
             args.url = _peer(args.url)
@@ -258,7 +411,11 @@ def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
     sys.stdout.flush()
     try:
         os.write(sys.stdout.fileno(), line.encode())
-    except (AttributeError, OSError, ValueError):  # no file descriptor (captured): the stream itself
+    except (
+        AttributeError,
+        OSError,
+        ValueError,
+    ):  # no file descriptor (captured): the stream itself
         sys.stdout.write(line)
         sys.stdout.flush()
 
@@ -282,9 +439,14 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.store = args.store
         if args.lease is not None:
             a2a.lease = args.lease
-        if (args.keep_tasks is not None or args.keep_for is not None) and a2a.store not in (None, "memory"):
-            raise UsageError("--keep-tasks and --keep-for set the memory store's retention; the file and "
-                             "PostgreSQL stores keep every task")
+        if (args.keep_tasks is not None or args.keep_for is not None) and a2a.store not in (
+            None,
+            "memory",
+        ):
+            raise UsageError(
+                "--keep-tasks and --keep-for set the memory store's retention; the file and "
+                "PostgreSQL stores keep every task"
+            )
         if args.keep_tasks is not None:
             a2a.keep_tasks = args.keep_tasks
         if args.keep_for is not None:
@@ -293,7 +455,9 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.grpc = args.grpc
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
-                raise UsageError(f"--public-url must be an http:// or https:// URL, not {args.public_url!r}")
+                raise UsageError(
+                    f"--public-url must be an http:// or https:// URL, not {args.public_url!r}"
+                )
             a2a.public_url = args.public_url
     if args.workers > 1 and args.worker_fd is None:
         return await _supervise(args, a2a)
@@ -301,7 +465,9 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.auth_token_env:
         token = os.environ.get(args.auth_token_env, "")
         if not token:
-            raise UsageError(f"--auth-token-env {args.auth_token_env}: that environment variable is not set")
+            raise UsageError(
+                f"--auth-token-env {args.auth_token_env}: that environment variable is not set"
+            )
         auth = tn.Auth.bearer(token)
         if a2a is not None:
             a2a.auth = auth
@@ -322,10 +488,19 @@ async def _serve(args: argparse.Namespace) -> int:
         sock = socket.socket(fileno=args.worker_fd)
     try:
         metrics: Any = _addr(args.metrics_at, args.host) if args.metrics_at else bool(args.metrics)
-        handle = await tk.serve(f"{args.host}:{args.port}", client=client, a2a=a2a, mcp=mcp,
-                                allow_unauthenticated=args.allow_unauthenticated, sock=sock, metrics=metrics)
+        handle = await tk.serve(
+            f"{args.host}:{args.port}",
+            client=client,
+            a2a=a2a,
+            mcp=mcp,
+            allow_unauthenticated=args.allow_unauthenticated,
+            sock=sock,
+            metrics=metrics,
+        )
     except OSError as exc:
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
     except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 
@@ -334,35 +509,69 @@ async def _serve(args: argparse.Namespace) -> int:
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
     worker = args.worker_index
     if worker is not None:  # the supervisor said where it serves; a worker says only what it does
-        _emit(args, f"worker {worker} ready (pid {os.getpid()})", {"event": "worker-ready", "worker": worker,
-                                                                   "pid": os.getpid()})
+        _emit(
+            args,
+            f"worker {worker} ready (pid {os.getpid()})",
+            {"event": "worker-ready", "worker": worker, "pid": os.getpid()},
+        )
     else:
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop or asyncio
-        _emit(args, f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
-              {"event": "started", "name": handle.name, "url": handle.url, "profiles": profiles,
-               "model": args.model, "loop": loop})
+        _emit(
+            args,
+            f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
+            {
+                "event": "started",
+                "name": handle.name,
+                "url": handle.url,
+                "profiles": profiles,
+                "model": args.model,
+                "loop": loop,
+            },
+        )
     if worker is None:
         if a2a is not None:
             _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
         if handle.grpc_target:
-            _emit(args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target})
+            _emit(
+                args,
+                f"grpc    {handle.grpc_target}",
+                {"event": "grpc", "target": handle.grpc_target},
+            )
         if mcp:
             _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
         if handle.metrics_url:
-            _emit(args, f"metrics {handle.metrics_url}", {"event": "metrics", "url": handle.metrics_url})
+            _emit(
+                args,
+                f"metrics {handle.metrics_url}",
+                {"event": "metrics", "url": handle.metrics_url},
+            )
         if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
-            _emit(args, f"warning: {args.host} is reachable beyond this machine and has no auth",
-                  {"event": "warning", "message": "bound beyond loopback without auth"})
+            _emit(
+                args,
+                f"warning: {args.host} is reachable beyond this machine and has no auth",
+                {"event": "warning", "message": "bound beyond loopback without auth"},
+            )
         _emit(args, "press Ctrl-C to stop", {"event": "ready"})
 
     async def follow() -> None:
-        async for ev in handle.events.subscribe(replay=False, heard=worker is None):  # a worker: its own
+        async for ev in handle.events.subscribe(
+            replay=False, heard=worker is None
+        ):  # a worker: its own
             if not isinstance(ev, tn.TaskEvent):
                 continue
-            text = printable(ev.task.request.replace("\n", " "), 60)  # a caller's text: never terminal control
+            text = printable(
+                ev.task.request.replace("\n", " "), 60
+            )  # a caller's text: never terminal control
             line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
-            data = {"event": "task", "time": ev.time, "task": ev.task_id, "context": ev.context_id,
-                    "skill": ev.skill, "from": ev.previous.value if ev.previous else None, "state": ev.state.value}
+            data = {
+                "event": "task",
+                "time": ev.time,
+                "task": ev.task_id,
+                "context": ev.context_id,
+                "skill": ev.skill,
+                "from": ev.previous.value if ev.previous else None,
+                "state": ev.state.value,
+            }
             if worker is not None:
                 data["worker"] = worker
                 line = f"[{worker}] {line}"
@@ -382,8 +591,11 @@ async def _serve(args: argparse.Namespace) -> int:
         stop.clear()
         running = handle.runner.running if handle.runner is not None else 0
         if args.drain > 0 and running and worker is None:
-            _emit(args, f"draining: {running} task(s) running, up to {args.drain:g}s (Ctrl-C again to stop now)",
-                  {"event": "draining", "running": running, "seconds": args.drain})
+            _emit(
+                args,
+                f"draining: {running} task(s) running, up to {args.drain:g}s (Ctrl-C again to stop now)",
+                {"event": "draining", "running": running, "seconds": args.drain},
+            )
         stopping = asyncio.ensure_future(handle.stop(args.drain))
         hurried = asyncio.ensure_future(stop.wait())
         await asyncio.wait({stopping, hurried}, return_when=asyncio.FIRST_COMPLETED)
@@ -399,7 +611,6 @@ async def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 async def _mcp(args: argparse.Namespace) -> int:
     """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin. stdout carries
     the protocol alone; what happens is logged on stderr."""
@@ -407,8 +618,12 @@ async def _mcp(args: argparse.Namespace) -> int:
 
     import toolnexus as tn
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s")
-    with contextlib.redirect_stdout(sys.stderr):  # a --tools module that prints as it loads: not on the protocol's stream
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s"
+    )
+    with contextlib.redirect_stdout(
+        sys.stderr
+    ):  # a --tools module that prints as it loads: not on the protocol's stream
         tk, _ = await _toolkit(args)
     config = tn.MCPServeConfig.from_config(tk.config.get("mcpServer"))
     if args.name:
@@ -418,11 +633,20 @@ async def _mcp(args: argparse.Namespace) -> int:
 
     def told(call: dict[str, Any]) -> None:
         outcome = "error" if call["is_error"] else "ok"
-        print(printable(f"{call['name']}: {outcome} in {call['ms']:.0f} ms"), file=sys.stderr, flush=True)
+        print(
+            printable(f"{call['name']}: {outcome} in {call['ms']:.0f} ms"),
+            file=sys.stderr,
+            flush=True,
+        )
 
     exposed = [t.name for t in config.exposed(tk.tools())]
-    print(printable(f"serving {len(exposed)} tool(s) over stdio as {config.name}: {', '.join(exposed)}"),
-          file=sys.stderr, flush=True)
+    print(
+        printable(
+            f"serving {len(exposed)} tool(s) over stdio as {config.name}: {', '.join(exposed)}"
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         await tk.serve_stdio(config, on_call=told)
     finally:
@@ -438,16 +662,24 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     from .stores import is_postgres_url
 
     if args.grpc:
-        raise UsageError("--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one")
+        raise UsageError(
+            "--workers and --grpc: not yet (each worker would need the gRPC port); serve gRPC from one"
+        )
     if args.metrics_at:
-        raise UsageError("--workers and --metrics-at: every worker answers /metrics on the agent's port, summed")
+        raise UsageError(
+            "--workers and --metrics-at: every worker answers /metrics on the agent's port, summed"
+        )
     if a2a is None or not is_postgres_url(a2a.store):
-        raise UsageError(f"--workers {args.workers} needs a store the workers share: --store postgresql://... "
-                         "(the memory and file stores live in one process)")
+        raise UsageError(
+            f"--workers {args.workers} needs a store the workers share: --store postgresql://... "
+            "(the memory and file stores live in one process)"
+        )
     try:
         sock = listening_socket(args.host, args.port)
     except OSError as exc:
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
     port = sock.getsockname()[1]
     argv = _without(_without(args.argv, "--workers"), "--port") + ["--port", str(port)]
     stop = _stop_on_signals()
@@ -455,22 +687,39 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
 
     async def start(index: int) -> None:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "toolnexus.cli", *argv, "--worker-fd", str(sock.fileno()),
-            "--worker-index", str(index), pass_fds=(sock.fileno(),))
+            sys.executable,
+            "-m",
+            "toolnexus.cli",
+            *argv,
+            "--worker-fd",
+            str(sock.fileno()),
+            "--worker-index",
+            str(index),
+            pass_fds=(sock.fileno(),),
+        )
         workers[index] = proc
-        _emit(args, f"worker {index} started (pid {proc.pid})", {"event": "worker", "worker": index, "pid": proc.pid})
+        _emit(
+            args,
+            f"worker {index} started (pid {proc.pid})",
+            {"event": "worker", "worker": index, "pid": proc.pid},
+        )
 
     url = http_url(args.host, port)
     made = None
-    if args.metrics and not os.environ.get(MULTIPROC_ENV):  # the workers' counts, summed at /metrics
+    if args.metrics and not os.environ.get(
+        MULTIPROC_ENV
+    ):  # the workers' counts, summed at /metrics
         import tempfile
 
         made = tempfile.mkdtemp(prefix="toolnexus-metrics-")
         os.environ[MULTIPROC_ENV] = made
     for index in range(args.workers):
         await start(index)
-    _emit(args, f"serving {a2a.name} at {url}  ({args.workers} workers sharing {mask_url(a2a.store)})",
-          {"event": "started", "name": a2a.name, "url": url, "workers": args.workers})
+    _emit(
+        args,
+        f"serving {a2a.name} at {url}  ({args.workers} workers sharing {mask_url(a2a.store)})",
+        {"event": "started", "name": a2a.name, "url": url, "workers": args.workers},
+    )
     _emit(args, "press Ctrl-C to stop", {"event": "ready"})
     try:
         while not stop.is_set():
@@ -483,8 +732,15 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
             for finished in done:
                 if finished in waits and not stop.is_set():
                     index = waits[finished]
-                    _emit(args, f"worker {index} exited ({workers[index].returncode}); starting another",
-                          {"event": "worker-exited", "worker": index, "code": workers[index].returncode})
+                    _emit(
+                        args,
+                        f"worker {index} exited ({workers[index].returncode}); starting another",
+                        {
+                            "event": "worker-exited",
+                            "worker": index,
+                            "code": workers[index].returncode,
+                        },
+                    )
                     await start(index)
     finally:
         sock.close()  # with the workers' copies closed as they stop accepting, the port refuses
@@ -539,7 +795,10 @@ def _stop_on_signals(worker: bool = False) -> asyncio.Event:
     for sig in (signal.SIGTERM,) if worker else (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform/thread
+        except (
+            NotImplementedError,
+            RuntimeError,
+        ):  # pragma: no cover - not on this platform/thread
             pass
     return stop
 
@@ -591,7 +850,10 @@ async def _card(args: argparse.Namespace) -> int:
         say(f"  streaming {'yes' if card.streaming else 'no'}")
         for skill in card.skills:
             tags = ", ".join(skill.get("tags") or [])
-            say(f"  skill {skill.get('id')}: {skill.get('description', '')}" + (f"  [{tags}]" if tags else ""))
+            say(
+                f"  skill {skill.get('id')}: {skill.get('description', '')}"
+                + (f"  [{tags}]" if tags else "")
+            )
         if report is not None:
             say(f"verdict: {report.summary}")
             for line, what in report.verdict.items():
@@ -607,29 +869,43 @@ async def _send(args: argparse.Namespace) -> int:
 
     headers = _headers(args.header)
     try:
-        client = tn.A2AClient(args.url, headers=headers, dialect=args.dialect, secret_headers=tuple(headers),
-                              binding=args.binding, record=args.record)
+        client = tn.A2AClient(
+            args.url,
+            headers=headers,
+            dialect=args.dialect,
+            secret_headers=tuple(headers),
+            binding=args.binding,
+            record=args.record,
+        )
     except OSError as exc:
         raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a binding the dialect has not
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    def out(text: str, **kwargs: Any) -> None:  # the headers' secrets, masked even in what the peer echoes
+    def out(
+        text: str, **kwargs: Any
+    ) -> None:  # the headers' secrets, masked even in what the peer echoes
         say(client.traffic.mask(text), **kwargs)
+
     task = None
     code = EXIT_OK
     try:
         await client.connect()
-        if args.stream:  # as long as a followed task, at most (a peer may stream, or be polled, forever)
+        if (
+            args.stream
+        ):  # as long as a followed task, at most (a peer may stream, or be polled, forever)
             async with asyncio.timeout(args.timeout):
-                async for snapshot in client.stream(args.text, skill=args.skill, context_id=args.context,
-                                                    task_id=args.task):
+                async for snapshot in client.stream(
+                    args.text, skill=args.skill, context_id=args.context, task_id=args.task
+                ):
                     if task is None or snapshot.state is not task.state:
                         _progress(args, snapshot)
                     task = snapshot
         else:
-            task = await client.send(args.text, skill=args.skill, context_id=args.context, task_id=args.task)
+            task = await client.send(
+                args.text, skill=args.skill, context_id=args.context, task_id=args.task
+            )
             _progress(args, task)
             if not (task.state.terminal or task.state.interrupted):
                 async with asyncio.timeout(args.timeout):
@@ -641,8 +917,10 @@ async def _send(args: argparse.Namespace) -> int:
         out(f"toolnexus: {exc}", file=sys.stderr)
         code = EXIT_ERROR
     except TimeoutError:
-        out(f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
-              file=sys.stderr)
+        out(
+            f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
+            file=sys.stderr,
+        )
         code = EXIT_ERROR
     finally:
         for warning in client.warnings:
@@ -652,8 +930,16 @@ async def _send(args: argparse.Namespace) -> int:
         if task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
             code = EXIT_ERROR
         if args.json:
-            print(json.dumps({"dialect": client.dialect.value if client.dialect else None, "binding": client.binding,
-                              "dialect_reason": client.dialect_reason, "task": render_task(task, Dialect.V03)}))
+            print(
+                json.dumps(
+                    {
+                        "dialect": client.dialect.value if client.dialect else None,
+                        "binding": client.binding,
+                        "dialect_reason": client.dialect_reason,
+                        "task": render_task(task, Dialect.V03),
+                    }
+                )
+            )
         else:
             if task.state is tn.TaskState.COMPLETED:
                 out(task.reply)
@@ -662,10 +948,16 @@ async def _send(args: argparse.Namespace) -> int:
                 out(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
             else:
                 detail = task.status.message.text if task.status.message else ""
-                out(f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""), file=sys.stderr)
+                out(
+                    f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""),
+                    file=sys.stderr,
+                )
     if args.trace:
         for ev in client.traffic.events:
-            out(f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms", file=sys.stderr)
+            out(
+                f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms",
+                file=sys.stderr,
+            )
             for k, v in ev.request_headers.items():
                 out(f"    {k}: {v}", file=sys.stderr)
             if ev.request_body:
@@ -680,8 +972,13 @@ async def _replay(args: argparse.Namespace) -> int:
 
     try:
         if args.against:
-            report = await diff(args.cassette, args.against, headers=_headers(args.header), origin=args.peer,
-                                timeout=args.timeout)
+            report = await diff(
+                args.cassette,
+                args.against,
+                headers=_headers(args.header),
+                origin=args.peer,
+                timeout=args.timeout,
+            )
             if args.json:
                 print(json.dumps(report.to_json(), indent=2))
             else:
@@ -693,10 +990,20 @@ async def _replay(args: argparse.Namespace) -> int:
     try:
         await peer.start(f"{args.host}:{args.port}")
     except OSError as exc:
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    _emit(args, f"replaying {len(peer.exchanges)} exchange(s) of {peer.origin} at {peer.url}  (match {peer.match})",
-          {"event": "started", "url": peer.url, "origin": peer.origin, "exchanges": len(peer.exchanges),
-           "match": peer.match})
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
+    _emit(
+        args,
+        f"replaying {len(peer.exchanges)} exchange(s) of {peer.origin} at {peer.url}  (match {peer.match})",
+        {
+            "event": "started",
+            "url": peer.url,
+            "origin": peer.origin,
+            "exchanges": len(peer.exchanges),
+            "match": peer.match,
+        },
+    )
     _emit(args, "press Ctrl-C to stop", {"event": "ready"})
     stop = _stop_on_signals()
     try:
@@ -704,9 +1011,12 @@ async def _replay(args: argparse.Namespace) -> int:
     finally:
         await peer.stop()
         misses = peer.misses
-        _emit(args, f"stopped: {len(peer.served)} answered, {len(misses)} unmatched"
-              + "".join(f"\n  unmatched: {printable(m, 200)}" for m in misses),
-              {"event": "stopped", "answered": len(peer.served), "unmatched": misses})
+        _emit(
+            args,
+            f"stopped: {len(peer.served)} answered, {len(misses)} unmatched"
+            + "".join(f"\n  unmatched: {printable(m, 200)}" for m in misses),
+            {"event": "stopped", "answered": len(peer.served), "unmatched": misses},
+        )
     return EXIT_OK
 
 

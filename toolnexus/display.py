@@ -15,14 +15,30 @@ from typing import Any
 
 from .errors import MissingExtra
 
-__all__ = ["STATE_COLORS", "OK", "WARN", "ERR", "MUTED", "to_dataframe", "printable", "plural", "badge", "e",
-           "error_html"]
+__all__ = [
+    "STATE_COLORS",
+    "OK",
+    "WARN",
+    "ERR",
+    "MUTED",
+    "to_dataframe",
+    "printable",
+    "plural",
+    "badge",
+    "e",
+    "error_html",
+]
 
 # C0 controls (but newline and tab) become their Control Pictures (ESC shows as ␛), DEL as ␡, and C1
 # controls and bidi overrides as U+FFFD: one character for one, so styled spans keep their places.
 _UNPRINTABLE = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)}
-_UNPRINTABLE.update({0x7F: 0x2421, **{c: 0xFFFD for c in range(0x80, 0xA0)},
-                     **{c: 0xFFFD for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}})
+_UNPRINTABLE.update(
+    {
+        0x7F: 0x2421,
+        **{c: 0xFFFD for c in range(0x80, 0xA0)},
+        **{c: 0xFFFD for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+    }
+)
 
 
 def printable(value: Any, limit: int | None = None) -> str:
@@ -34,14 +50,36 @@ def printable(value: Any, limit: int | None = None) -> str:
         return text[:limit] + f"… [{len(text) - limit:,} more characters]"
     return text
 
+
 # JupyterLab's theme variables (light and dark themes each set them), with a fallback for other hosts
-OK, WARN, ERR, MUTED = ("var(--jp-success-color1, #2a2)", "var(--jp-warn-color1, #c90)",
-                            "var(--jp-error-color1, #d33)", "var(--jp-ui-font-color2, #777)")
-STATE_COLORS = {"submitted": MUTED, "working": WARN, "input-required": "var(--jp-brand-color1, #a3c)",
-                "auth-required": "var(--jp-brand-color1, #a3c)", "completed": OK, "failed": ERR,
-                "canceled": MUTED, "rejected": ERR, "unknown": MUTED}
-_SYMBOL = {"submitted": "·", "working": "⟳", "input-required": "?", "auth-required": "?", "completed": "✔",
-           "failed": "✘", "canceled": "⊘", "rejected": "✘", "unknown": "·"}
+OK, WARN, ERR, MUTED = (
+    "var(--jp-success-color1, #2a2)",
+    "var(--jp-warn-color1, #c90)",
+    "var(--jp-error-color1, #d33)",
+    "var(--jp-ui-font-color2, #777)",
+)
+STATE_COLORS = {
+    "submitted": MUTED,
+    "working": WARN,
+    "input-required": "var(--jp-brand-color1, #a3c)",
+    "auth-required": "var(--jp-brand-color1, #a3c)",
+    "completed": OK,
+    "failed": ERR,
+    "canceled": MUTED,
+    "rejected": ERR,
+    "unknown": MUTED,
+}
+_SYMBOL = {
+    "submitted": "·",
+    "working": "⟳",
+    "input-required": "?",
+    "auth-required": "?",
+    "completed": "✔",
+    "failed": "✘",
+    "canceled": "⊘",
+    "rejected": "✘",
+    "unknown": "·",
+}
 
 
 def e(value: Any) -> str:
@@ -60,8 +98,10 @@ def error_html(text: str) -> str:
 
 def badge(state: str) -> str:
     color = STATE_COLORS.get(state, MUTED)
-    return (f'<span style="color:{color};font-weight:bold" data-state="{e(state)}">'
-            f"{_SYMBOL.get(state, '·')} {e(state)}</span>")
+    return (
+        f'<span style="color:{color};font-weight:bold" data-state="{e(state)}">'
+        f"{_SYMBOL.get(state, '·')} {e(state)}</span>"
+    )
 
 
 def to_dataframe(rows: list[dict[str, Any]]) -> Any:
@@ -69,5 +109,7 @@ def to_dataframe(rows: list[dict[str, Any]]) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise MissingExtra("to_dataframe() needs pandas: pip install 'toolnexus[notebook]' (or pandas)") from None
+        raise MissingExtra(
+            "to_dataframe() needs pandas: pip install 'toolnexus[notebook]' (or pandas)"
+        ) from None
     return pd.DataFrame(rows)

@@ -75,8 +75,14 @@ class ModelError(ToolnexusError):
             its answer, which a served agent tells no caller (see ``public``).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
-                 remote: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        remote: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
@@ -174,7 +180,11 @@ class TaskNotCancelableError(RPCError):
 
 
 class PushNotificationNotSupportedError(RPCError):
-    code, message, reason = -32003, "Push Notification is not supported", "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    code, message, reason = (
+        -32003,
+        "Push Notification is not supported",
+        "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    )
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
@@ -194,7 +204,11 @@ class InvalidAgentResponseError(RPCError):
 
 
 class ExtendedCardNotConfiguredError(RPCError):
-    code, message, reason = -32007, "Authenticated Extended Card is not configured", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    code, message, reason = (
+        -32007,
+        "Authenticated Extended Card is not configured",
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    )
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 

@@ -23,7 +23,17 @@ from .protocol.model import Task, TaskState, now_iso
 if TYPE_CHECKING:
     from .llm.run import RunResult
 
-__all__ = ["TaskEvent", "ToolCallEvent", "TrafficEvent", "RemoteCallEvent", "ServerEvent", "Dropped", "EventBus", "Event", "Hook"]
+__all__ = [
+    "TaskEvent",
+    "ToolCallEvent",
+    "TrafficEvent",
+    "RemoteCallEvent",
+    "ServerEvent",
+    "Dropped",
+    "EventBus",
+    "Event",
+    "Hook",
+]
 
 log = logging.getLogger("toolnexus.events")
 
@@ -67,11 +77,16 @@ class TaskEvent:
         if not (self.state.terminal or self.state.interrupted):
             return 256
         task = self.task
-        size = 512 + sum(len(p.text or "") for m in task.history for p in m.parts) + \
-            sum(len(p.text or "") for a in task.artifacts for p in a.parts)
+        size = (
+            512
+            + sum(len(p.text or "") for m in task.history for p in m.parts)
+            + sum(len(p.text or "") for a in task.artifacts for p in a.parts)
+        )
         if self.result is not None:
-            size += len(self.result.text) + sum(len(c) if isinstance(c := m.get("content"), str) else 256
-                                                for m in self.result.messages)
+            size += len(self.result.text) + sum(
+                len(c) if isinstance(c := m.get("content"), str) else 256
+                for m in self.result.messages
+            )
         return size
 
 
@@ -202,8 +217,13 @@ Event = TaskEvent | ToolCallEvent | TrafficEvent | RemoteCallEvent | ServerEvent
 
 
 class _Subscription:
-    def __init__(self, bus: EventBus, max_queue: int, accept: Callable[[Any], bool] | None,
-                 heard: bool = True) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        max_queue: int,
+        accept: Callable[[Any], bool] | None,
+        heard: bool = True,
+    ) -> None:
         self.bus = bus
         self.loop = asyncio.get_running_loop()
         self.max_queue = max_queue
@@ -215,8 +235,14 @@ class _Subscription:
         self.heard = heard
 
     def push_many(self, events: Sequence[Any]) -> None:
-        if self.accept is None and not self.dropped and len(self.queue) + len(events) <= self.max_queue:
-            self.queue.extend(events)  # the common case: a reader that takes everything and keeps up
+        if (
+            self.accept is None
+            and not self.dropped
+            and len(self.queue) + len(events) <= self.max_queue
+        ):
+            self.queue.extend(
+                events
+            )  # the common case: a reader that takes everything and keeps up
             self.wake.set()
             return
         for event in events:
@@ -272,7 +298,9 @@ class EventBus:
         """Called with every batch as it is published, in the publisher's thread: for counts that
         must cost next to nothing (``serve.metrics``); a tap must be quick and must not raise."""
         self._history: collections.deque[Any] = collections.deque()
-        self._sizes: collections.deque[int] = collections.deque()  # each kept event's size_of, in order
+        self._sizes: collections.deque[int] = (
+            collections.deque()
+        )  # each kept event's size_of, in order
         self._held = 0
         self.history_limit = history
         self.history_bytes = history_bytes
@@ -301,7 +329,9 @@ class EventBus:
                 size = size_of(event)
                 sizes.append(size)
                 self._held += size
-            while len(history) > self.history_limit or (self._held > self.history_bytes and len(history) > 1):
+            while len(history) > self.history_limit or (
+                self._held > self.history_bytes and len(history) > 1
+            ):
                 history.popleft()
                 self._held -= sizes.popleft()
             subs = list(self._subs)
@@ -321,7 +351,11 @@ class EventBus:
         return list(self._history)
 
     async def subscribe(
-        self, *, replay: bool = True, max_queue: int = 1000, accept: Callable[[Any], bool] | None = None,
+        self,
+        *,
+        replay: bool = True,
+        max_queue: int = 1000,
+        accept: Callable[[Any], bool] | None = None,
         heard: bool = True,
     ) -> AsyncGenerator[Any, None]:
         """Events as they come: first the kept history (with ``replay``), then live ones.
@@ -334,8 +368,11 @@ class EventBus:
         """
         if not heard:
             given = accept
-            accept = (lambda e: not getattr(e, "heard", False)) if given is None else \
-                (lambda e: not getattr(e, "heard", False) and given(e))
+            accept = (
+                (lambda e: not getattr(e, "heard", False))
+                if given is None
+                else (lambda e: not getattr(e, "heard", False) and given(e))
+            )
         sub = _Subscription(self, max_queue, accept, heard)
         with self._lock:
             if replay:

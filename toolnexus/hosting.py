@@ -18,19 +18,34 @@ from typing import Any
 from .errors import ConfigError
 from .events import EventBus, ServerEvent
 
-__all__ = ["ServerSpec", "HostedServer", "Workspace", "build_client", "prepare", "profiles", "EXAMPLE_SKILLS",
-           "demo_spec"]
+__all__ = [
+    "ServerSpec",
+    "HostedServer",
+    "Workspace",
+    "build_client",
+    "prepare",
+    "profiles",
+    "EXAMPLE_SKILLS",
+    "demo_spec",
+]
 
 log = logging.getLogger("toolnexus.hosting")
 
 EXAMPLE_SKILLS = Path(__file__).resolve().parent.parent / "examples" / "skills"
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-DEMO_DESCRIPTION = ("The toolnexus demo agent: greets, reports the weather from a bundled table and drafts "
-                    "reports that need approval. Runs offline on the embedded demo model.")
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+DEMO_DESCRIPTION = (
+    "The toolnexus demo agent: greets, reports the weather from a bundled table and drafts "
+    "reports that need approval. Runs offline on the embedded demo model."
+)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def build_client(model: str = "demo", base_url: str | None = None, api_key_env: str | None = None) -> Any:
+def build_client(
+    model: str = "demo", base_url: str | None = None, api_key_env: str | None = None
+) -> Any:
     """``demo``, ``openai:MODEL`` or ``anthropic:MODEL`` as a client; the key is read from ``api_key_env``.
 
     Raises:
@@ -172,10 +187,19 @@ class HostedServer:
         out = []
         if self.spec.host not in LOOPBACK and not self.auth:
             out.append(f"binds {self.spec.host}, beyond this machine, without auth")
-        if self.spec.mcp and self.toolkit is not None and self.handle is not None and self.handle.mcp is not None:
+        if (
+            self.spec.mcp
+            and self.toolkit is not None
+            and self.handle is not None
+            and self.handle.mcp is not None
+        ):
             from .builtins import COMMAND_TOOLS
 
-            exposed = [t.name for t in self.handle.mcp.tools if t.source == "builtin" and t.name in COMMAND_TOOLS]
+            exposed = [
+                t.name
+                for t in self.handle.mcp.tools
+                if t.source == "builtin" and t.name in COMMAND_TOOLS
+            ]
             for name in exposed:
                 out.append(f"exposes `{name}` over MCP{'' if self.auth else ' without auth'}")
         return out
@@ -206,7 +230,9 @@ class Workspace:
         try:
             return self.servers[name]
         except KeyError:
-            raise ConfigError(f"no server named {name!r} (servers: {', '.join(self.servers) or 'none'})") from None
+            raise ConfigError(
+                f"no server named {name!r} (servers: {', '.join(self.servers) or 'none'})"
+            ) from None
 
     async def start(self, spec: ServerSpec, sock: Any = None) -> HostedServer:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
@@ -218,7 +244,11 @@ class Workspace:
                 raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
             if server is None:
                 server = self.servers[spec.name] = HostedServer(spec)
-            server.spec, server.state, server.error = spec, "starting", ""  # the same object, restarted
+            server.spec, server.state, server.error = (
+                spec,
+                "starting",
+                "",
+            )  # the same object, restarted
         try:
             await self._start(server, sock)
         except BaseException as exc:
@@ -238,13 +268,24 @@ class Workspace:
 
         spec = server.spec
         client, auth = prepare(spec)
-        server.toolkit = await create_toolkit(spec.skills, builtins=spec.builtins, config=spec.config)
+        server.toolkit = await create_toolkit(
+            spec.skills, builtins=spec.builtins, config=spec.config
+        )
         a2a, mcp = profiles(spec, server.toolkit, auth)
         # hosted servers are watched by a debugger (the TUI, the notebook): their inbound wire too
-        server.handle = await server.toolkit.serve(f"{spec.host}:{spec.port}", client=client, a2a=a2a, mcp=mcp,
-                                                   events=self.events, record_wire=True, sock=sock,
-                                                   metrics=spec.metrics)
-        if spec.port == 0:  # keep the port it got: a restart must not break saved peers and curl lines
+        server.handle = await server.toolkit.serve(
+            f"{spec.host}:{spec.port}",
+            client=client,
+            a2a=a2a,
+            mcp=mcp,
+            events=self.events,
+            record_wire=True,
+            sock=sock,
+            metrics=spec.metrics,
+        )
+        if (
+            spec.port == 0
+        ):  # keep the port it got: a restart must not break saved peers and curl lines
             server.spec = replace(spec, port=server.handle.port)
         server.state, server.error = "running", ""
 
@@ -284,7 +325,7 @@ class Workspace:
     async def tasks(self, name: str | None = None, limit: int = 100) -> list[Any]:
         """The newest tasks of one server, or of all running servers."""
         out = []
-        for server in ([self.get(name)] if name else self.running()):
+        for server in [self.get(name)] if name else self.running():
             if server.handle is not None:
                 out += await server.handle.tasks(limit=limit)
         return out
@@ -316,4 +357,3 @@ def _reason(exc: BaseException) -> str:
         return f"cannot listen: {exc.strerror}"
     text = str(exc).strip()
     return text or type(exc).__name__
-

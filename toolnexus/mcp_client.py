@@ -75,7 +75,9 @@ def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
     for name, entry in block.items():
         if not isinstance(entry, Mapping):
             raise ConfigError(f"mcpServers.{name} must be an object")
-        enabled = entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
+        enabled = (
+            entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
+        )
         url, command = entry.get("url"), entry.get("command")
         if enabled and not url and not command:
             raise ConfigError(f"mcpServers.{name} needs a url or a command")
@@ -83,21 +85,33 @@ def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ConfigError(f"mcpServers.{name}.args must be a list of strings")
         timeout_ms = entry.get("timeout", DEFAULT_TIMEOUT * 1000)
-        if not isinstance(timeout_ms, (int, float)) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
-            raise ConfigError(f"mcpServers.{name}.timeout must be a positive number of milliseconds")
+        if (
+            not isinstance(timeout_ms, (int, float))
+            or isinstance(timeout_ms, bool)
+            or timeout_ms <= 0
+        ):
+            raise ConfigError(
+                f"mcpServers.{name}.timeout must be a positive number of milliseconds"
+            )
         headers = entry.get("headers") or {}
         if not isinstance(headers, Mapping):
             raise ConfigError(f"mcpServers.{name}.headers must be an object")
         cwd = entry.get("cwd")
         if cwd and base and not os.path.isabs(cwd):
             cwd = os.path.join(base, cwd)
-        specs.append(MCPServerSpec(
-            name=str(name), url=url, command=command, args=list(args),
-            env={k: expand_env(str(v)) for k, v in (entry.get("env") or {}).items()} or None,
-            cwd=cwd or (base if command else None),
-            headers={str(k): expand_env(str(v)) for k, v in headers.items()},
-            timeout=float(timeout_ms) / 1000.0, enabled=enabled,
-        ))
+        specs.append(
+            MCPServerSpec(
+                name=str(name),
+                url=url,
+                command=command,
+                args=list(args),
+                env={k: expand_env(str(v)) for k, v in (entry.get("env") or {}).items()} or None,
+                cwd=cwd or (base if command else None),
+                headers={str(k): expand_env(str(v)) for k, v in headers.items()},
+                timeout=float(timeout_ms) / 1000.0,
+                enabled=enabled,
+            )
+        )
     return specs
 
 
@@ -108,14 +122,17 @@ class MCPConnection:
     def __init__(self, spec: MCPServerSpec) -> None:
         self.spec = spec
         self.status: Literal["connected", "failed", "disabled", "connecting", "closed"] = (
-            "connecting" if spec.enabled else "disabled")
+            "connecting" if spec.enabled else "disabled"
+        )
         self.reason = ""
         self.tools: list[Tool] = []
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[list[Any]] | None = None
-        self._http: Any = None  # our own HTTP client when headers are configured; closed with the session
+        self._http: Any = (
+            None  # our own HTTP client when headers are configured; closed with the session
+        )
 
     def __repr__(self) -> str:
         return f"MCPConnection({self.spec.name!r}, status={self.status!r})"
@@ -132,7 +149,9 @@ class MCPConnection:
             self._http = httpx2.AsyncClient(headers=self.spec.headers, timeout=self.spec.timeout)
             return streamable_http_client(self.spec.url, http_client=self._http)
         env = {**os.environ, **(self.spec.env or {})} if self.spec.env else None
-        return StdioServerParameters(command=self.spec.command or "", args=self.spec.args, env=env, cwd=self.spec.cwd)
+        return StdioServerParameters(
+            command=self.spec.command or "", args=self.spec.args, env=env, cwd=self.spec.cwd
+        )
 
     async def start(self) -> list[Tool]:
         """Connect and list the tools; on failure the status says why and no tools are returned."""
@@ -163,9 +182,15 @@ class MCPConnection:
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - the session ended; report, never raise here
             if self._ready is not None and not self._ready.done():
-                self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("connection closed"))
+                self._ready.set_exception(
+                    exc if isinstance(exc, Exception) else RuntimeError("connection closed")
+                )
             elif not self._stop.is_set():
-                why = "it exited or closed the connection" if isinstance(exc, asyncio.CancelledError) else _reason(exc)
+                why = (
+                    "it exited or closed the connection"
+                    if isinstance(exc, asyncio.CancelledError)
+                    else _reason(exc)
+                )
                 self._fail(f"the server stopped: {why}")
             if isinstance(exc, asyncio.CancelledError):
                 return
@@ -188,26 +213,40 @@ class MCPConnection:
             return await self.call(remote, args)
 
         schema = dict(t.input_schema) if t.input_schema else {"type": "object"}
-        return Tool(f"{sanitize(self.spec.name)}_{sanitize(remote)}", t.description or "", schema, call,
-                    source="mcp", validate=False)
+        return Tool(
+            f"{sanitize(self.spec.name)}_{sanitize(remote)}",
+            t.description or "",
+            schema,
+            call,
+            source="mcp",
+            validate=False,
+        )
 
     async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         client = self._client
         where = f"MCP server {self.spec.name}"
         if client is None or self.status != "connected":
-            return ToolResult.error(f"{where} is {self.status}{': ' + self.reason if self.reason else ''}")
-        work = asyncio.ensure_future(client.call_tool(name, args, read_timeout_seconds=self.spec.timeout))
+            return ToolResult.error(
+                f"{where} is {self.status}{': ' + self.reason if self.reason else ''}"
+            )
+        work = asyncio.ensure_future(
+            client.call_tool(name, args, read_timeout_seconds=self.spec.timeout)
+        )
         owner = self._owner
         waits: set[asyncio.Future[Any]] = {work} if owner is None else {work, owner}
         try:
-            done, _ = await asyncio.wait(waits, timeout=self.spec.timeout + 1, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                waits, timeout=self.spec.timeout + 1, return_when=asyncio.FIRST_COMPLETED
+            )
         except asyncio.CancelledError:
             work.cancel()
             raise
         if work not in done:
             work.cancel()
             if owner is not None and owner.done():
-                return ToolResult.error(f"{where} stopped during the call to {name}: {self.reason or 'connection lost'}")
+                return ToolResult.error(
+                    f"{where} stopped during the call to {name}: {self.reason or 'connection lost'}"
+                )
             return ToolResult.error(f"{where}: {name} timed out after {self.spec.timeout:g}s")
         try:
             result = work.result()
@@ -215,7 +254,9 @@ class MCPConnection:
             if _closed(exc):  # the server died or hung up: this session is over
                 self._fail("the server stopped: it exited or closed the connection")
                 self._stop.set()
-                return ToolResult.error(f"{where} stopped during the call to {name}: it exited or closed the connection")
+                return ToolResult.error(
+                    f"{where} stopped during the call to {name}: it exited or closed the connection"
+                )
             return ToolResult.error(f"{where}: {name} failed: {_reason(exc)}")
         return _result(result)
 
@@ -275,8 +316,13 @@ async def connect_all(specs: list[MCPServerSpec]) -> tuple[list[MCPConnection], 
     return conns, [t for tools in lists for t in tools]
 
 
-async def remote_tools(url: str | list[str], *, headers: dict[str, str] | None = None, bus: Any = None,
-                       timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+async def remote_tools(
+    url: str | list[str],
+    *,
+    headers: dict[str, str] | None = None,
+    bus: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[dict[str, Any]]:
     """The tools of any MCP endpoint, ``[{name, description, input_schema}]`` (every exchange on ``bus``).
 
     ``url``: a streamable-HTTP endpoint, or a command line as a list (``["uvx", "some-mcp"]``) to
@@ -291,13 +337,25 @@ async def remote_tools(url: str | list[str], *, headers: dict[str, str] | None =
             listed = await client.list_tools()
     except Exception as exc:
         raise PeerError(f"{_where(url)}: {mcp_failure(exc, recorder)}") from None
-    return [{"name": t.name, "description": t.description or "", "input_schema": dict(t.input_schema or {})}
-            for t in listed.tools]
+    return [
+        {
+            "name": t.name,
+            "description": t.description or "",
+            "input_schema": dict(t.input_schema or {}),
+        }
+        for t in listed.tools
+    ]
 
 
-async def call_remote_tool(url: str | list[str], name: str, args: dict[str, Any], *,
-                           headers: dict[str, str] | None = None, bus: Any = None,
-                           timeout: float = DEFAULT_TIMEOUT) -> ToolResult:
+async def call_remote_tool(
+    url: str | list[str],
+    name: str,
+    args: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    bus: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> ToolResult:
     """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult.
     ``url`` as in :func:`remote_tools` (a list: a stdio server's command line).
 
@@ -322,10 +380,16 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
         return str(exc)
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None and recorder is not None:
-        status = next((e.status for e in reversed(recorder.events) if e.status and e.status >= 400), None)
+        status = next(
+            (e.status for e in reversed(recorder.events) if e.status and e.status >= 400), None
+        )
     if isinstance(status, int):
-        meaning = {401: "authentication required", 403: "invalid credentials", 404: "no MCP endpoint there",
-                   421: "the server does not answer for this host name"}.get(status, "")
+        meaning = {
+            401: "authentication required",
+            403: "invalid credentials",
+            404: "no MCP endpoint there",
+            421: "the server does not answer for this host name",
+        }.get(status, "")
         return f"HTTP {status}" + (f": {meaning}" if meaning else "")
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -348,8 +412,9 @@ def _recorder(url: str | list[str], headers: dict[str, str] | None, bus: Any) ->
 
 
 @contextlib.asynccontextmanager
-async def _session(url: str | list[str], headers: dict[str, str] | None, recorder: Any,
-                   timeout: float) -> AsyncGenerator[Any, None]:
+async def _session(
+    url: str | list[str], headers: dict[str, str] | None, recorder: Any, timeout: float
+) -> AsyncGenerator[Any, None]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -361,7 +426,9 @@ async def _session(url: str | list[str], headers: dict[str, str] | None, recorde
 
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                async with Client(_tapped_stdio(url, recorder, errlog), read_timeout_seconds=timeout) as client:
+                async with Client(
+                    _tapped_stdio(url, recorder, errlog), read_timeout_seconds=timeout
+                ) as client:
                     yield client
             except Exception as exc:  # what the server said on stderr is often the reason
                 errlog.flush()
@@ -372,9 +439,12 @@ async def _session(url: str | list[str], headers: dict[str, str] | None, recorde
                 raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
         return
 
-    async with httpx2.AsyncClient(headers=headers or {}, timeout=timeout,
-                                  transport=recording_transport(recorder, httpx2)) as http:
-        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:
+    async with httpx2.AsyncClient(
+        headers=headers or {}, timeout=timeout, transport=recording_transport(recorder, httpx2)
+    ) as http:
+        async with Client(
+            streamable_http_client(url, http_client=http), read_timeout_seconds=timeout
+        ) as client:
             yield client
 
 
@@ -392,7 +462,11 @@ async def _tapped_stdio(argv: list[str], recorder: Any, errlog: Any) -> AsyncGen
 
     def dump(m: Any) -> tuple[dict[str, Any], str]:
         msg = getattr(m, "message", m)
-        body = msg.model_dump_json(by_alias=True, exclude_none=True) if hasattr(msg, "model_dump_json") else str(msg)
+        body = (
+            msg.model_dump_json(by_alias=True, exclude_none=True)
+            if hasattr(msg, "model_dump_json")
+            else str(msg)
+        )
         try:
             return json.loads(body), body
         except ValueError:
@@ -403,22 +477,54 @@ async def _tapped_stdio(argv: list[str], recorder: Any, errlog: Any) -> AsyncGen
         if "method" in data and "id" in data:
             pending[data["id"]] = (time.perf_counter(), body, data["method"])
         else:  # a notification, or our answer to the server's own request
-            recorder.record(direction="out", method="STDIO", url=where, status=None, started=time.perf_counter(),
-                            request_headers={}, request_body=body, rpc_method=data.get("method"))
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=time.perf_counter(),
+                request_headers={},
+                request_body=body,
+                rpc_method=data.get("method"),
+            )
 
     def received(m: Any) -> None:
         if isinstance(m, Exception):
-            recorder.record(direction="out", method="STDIO", url=where, status=None, started=time.perf_counter(),
-                            request_headers={}, request_body="", error=_reason(m))
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=time.perf_counter(),
+                request_headers={},
+                request_body="",
+                error=_reason(m),
+            )
             return
         data, body = dump(m)
-        started, request, method = pending.pop(data.get("id"), (time.perf_counter(), "", data.get("method")))
-        recorder.record(direction="out", method="STDIO", url=where, status=None, started=started,
-                        request_headers={}, request_body=request, response_body=body, rpc_method=method,
-                        error=(data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else None)
+        started, request, method = pending.pop(
+            data.get("id"), (time.perf_counter(), "", data.get("method"))
+        )
+        recorder.record(
+            direction="out",
+            method="STDIO",
+            url=where,
+            status=None,
+            started=started,
+            request_headers={},
+            request_body=request,
+            response_body=body,
+            rpc_method=method,
+            error=(data.get("error") or {}).get("message")
+            if isinstance(data.get("error"), dict)
+            else None,
+        )
 
     params = StdioServerParameters(command=argv[0], args=list(argv[1:]))
-    async with stdio_client(params, errlog=errlog) as (read, write):  # its stderr must not draw over a TUI
+    async with stdio_client(params, errlog=errlog) as (
+        read,
+        write,
+    ):  # its stderr must not draw over a TUI
         yield _Tap(read, received), _Tap(write, sent)
 
 

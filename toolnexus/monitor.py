@@ -18,7 +18,16 @@ from .events import RemoteCallEvent, TaskEvent, ToolCallEvent, TrafficEvent
 from .protocol.dialects import Dialect, render_task
 from .protocol.model import Task, TaskState
 
-__all__ = ["TaskView", "TaskBook", "STATE_STYLE", "parse_time", "short", "duration", "task_wire", "trace_tree"]
+__all__ = [
+    "TaskView",
+    "TaskBook",
+    "STATE_STYLE",
+    "parse_time",
+    "short",
+    "duration",
+    "task_wire",
+    "trace_tree",
+]
 
 STATE_STYLE: dict[TaskState, tuple[str, str]] = {
     TaskState.SUBMITTED: ("·", "grey62"),
@@ -97,7 +106,9 @@ class TaskView:
         prev: datetime | None = None
         for state, stamp in self.timeline:
             at = parse_time(stamp)
-            rows.append((stamp[11:23], state.value, duration((at - prev).total_seconds()) if prev else ""))
+            rows.append(
+                (stamp[11:23], state.value, duration((at - prev).total_seconds()) if prev else "")
+            )
             prev = at
         return rows
 
@@ -124,7 +135,9 @@ def trace_tree(book: TaskBook, task_id: str) -> list[tuple[int, str, Any]]:
     view = book.tasks.get(task_id)
     if view is None:
         return []
-    below: dict[str, list[TaskView]] = collections.defaultdict(list)  # call span -> the tasks it made
+    below: dict[str, list[TaskView]] = collections.defaultdict(
+        list
+    )  # call span -> the tasks it made
     for other in book.tasks.values():
         if other.task.trace is not None and other.task.trace.parent_id:
             below[other.task.trace.parent_id].append(other)
@@ -132,7 +145,9 @@ def trace_tree(book: TaskBook, task_id: str) -> list[tuple[int, str, Any]]:
     for call in book.remote_calls.values():
         calls[call.task_id].append(call)
     seen = {view.id}
-    while view.task.trace is not None and view.task.trace.parent_id in book.remote_calls:  # up to the root
+    while (
+        view.task.trace is not None and view.task.trace.parent_id in book.remote_calls
+    ):  # up to the root
         parent = book.tasks.get(book.remote_calls[view.task.trace.parent_id].task_id)
         if parent is None or parent.id in seen:
             break
@@ -165,14 +180,18 @@ def task_wire(view: TaskView, traffic: Iterable[TrafficEvent]) -> list[tuple[str
 class TaskBook:
     """Every task and inbound MCP call seen on the bus."""
 
-    def __init__(self, keep_calls: int = 1000, keep_traffic: int = 2000, keep_remote: int = 10_000) -> None:
+    def __init__(
+        self, keep_calls: int = 1000, keep_traffic: int = 2000, keep_remote: int = 10_000
+    ) -> None:
         self.tasks: dict[str, TaskView] = {}
         self.calls: collections.deque[ToolCallEvent] = collections.deque(maxlen=keep_calls)
         self.remote_calls: dict[str, RemoteCallEvent] = {}
         """The latest of each remote call hosted tasks made (by the call's span id), oldest first."""
         self._keep_remote = keep_remote
         self.traffic: collections.deque[TrafficEvent] = collections.deque(maxlen=keep_traffic)
-        self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(collections.Counter)
+        self._counts: dict[str, collections.Counter[TaskState]] = collections.defaultdict(
+            collections.Counter
+        )
 
     def apply(self, event: TaskEvent) -> TaskView:
         """One task event into its view. A task both hosted here and chatted with (the same id, from
@@ -181,7 +200,9 @@ class TaskBook:
         events (no skill on the wire) come after."""
         view = self.tasks.get(event.task_id)
         if view is None:
-            view = self.tasks[event.task_id] = TaskView(event.task, event.server, ordinal=len(self.tasks) + 1)
+            view = self.tasks[event.task_id] = TaskView(
+                event.task, event.server, ordinal=len(self.tasks) + 1
+            )
         else:
             self._counts[view.server][view.state] -= 1
         self._counts[view.server][event.task.state] += 1
@@ -226,5 +247,9 @@ def _match(view: TaskView, word: str) -> bool:
     if sep and key == "skill":
         return value in view.skill.lower()
     needle = word.lower()
-    return (needle in view.id.lower() or needle in view.skill.lower() or needle in view.task.request.lower()
-            or needle in view.server.lower())
+    return (
+        needle in view.id.lower()
+        or needle in view.skill.lower()
+        or needle in view.task.request.lower()
+        or needle in view.server.lower()
+    )

@@ -13,12 +13,34 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import cast
 
-__all__ = ["SECRET_HEADERS", "MASK", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",
-           "url_secrets", "expand_env"]
+__all__ = [
+    "SECRET_HEADERS",
+    "MASK",
+    "is_secret_name",
+    "secret_parts",
+    "mask_headers",
+    "mask_text",
+    "mask_url",
+    "url_secrets",
+    "expand_env",
+]
 
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
-                            "x-auth-token", "x-goog-api-key", "private-token"})
-_SECRET_WORDS = re.compile(r"auth|token|secret|passw|key|cookie|session|signature|credential", re.IGNORECASE)
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "x-auth-token",
+        "x-goog-api-key",
+        "private-token",
+    }
+)
+_SECRET_WORDS = re.compile(
+    r"auth|token|secret|passw|key|cookie|session|signature|credential", re.IGNORECASE
+)
 _SCHEMES = ("bearer", "basic", "token", "digest")
 MASK = "***"
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -41,15 +63,24 @@ def secret_parts(value: str) -> list[str]:
     if "=" in value:  # a cookie's or a query's name=value pairs: each value is a secret too
         parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
     escaped = [json.dumps(p)[1:-1] for p in parts]
-    return [p for p in dict.fromkeys(parts + escaped + [p.replace("/", "\\/") for p in escaped]) if len(p) >= 4]
+    return [
+        p
+        for p in dict.fromkeys(parts + escaped + [p.replace("/", "\\/") for p in escaped])
+        if len(p) >= 4
+    ]
 
 
-def mask_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]], secret_names: Iterable[str] = (),
-                 secret_values: Iterable[str] = ()) -> dict[str, str]:
+def mask_headers(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
+    secret_names: Iterable[str] = (),
+    secret_values: Iterable[str] = (),
+) -> dict[str, str]:
     """A copy of ``headers`` with every secret value replaced (``Bearer ***`` keeps the scheme)."""
     names = {n.lower() for n in secret_names}
     values = [v for v in secret_values if v]
-    items = cast("Iterable[tuple[str, str]]", headers.items() if isinstance(headers, Mapping) else headers)
+    items = cast(
+        "Iterable[tuple[str, str]]", headers.items() if isinstance(headers, Mapping) else headers
+    )
     out: dict[str, str] = {}
     for key, value in items:
         lower = key.lower()
@@ -65,7 +96,9 @@ def mask_text(text: str, secret_values: Iterable[str]) -> str:
     """``text`` with each secret value (of 4 characters or more; the longest first) masked."""
     if not secret_values or not text:
         return text
-    return _masked(text, sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True))
+    return _masked(
+        text, sorted((v for v in secret_values if v and len(v) >= 4), key=len, reverse=True)
+    )
 
 
 def _masked(text: str, longest_first: list[str]) -> str:
@@ -94,8 +127,10 @@ def mask_url(url: str) -> str:
     if query:
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
         if any(is_secret_name(k) for k, _ in pairs):
-            query = "&".join(f"{urllib.parse.quote(k, safe='')}={MASK if is_secret_name(k) else urllib.parse.quote(v, safe='')}"
-                             for k, v in pairs)
+            query = "&".join(
+                f"{urllib.parse.quote(k, safe='')}={MASK if is_secret_name(k) else urllib.parse.quote(v, safe='')}"
+                for k, v in pairs
+            )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -109,7 +144,9 @@ def url_secrets(url: str) -> list[str]:
         return []
     found = [parts.password] if parts.password else []
     found += [v for k, v in urllib.parse.parse_qsl(parts.query) if is_secret_name(k) and v]
-    return [p for v in found for p in secret_parts(v)] + [urllib.parse.quote(v, safe="") for v in found]
+    return [p for v in found for p in secret_parts(v)] + [
+        urllib.parse.quote(v, safe="") for v in found
+    ]
 
 
 def expand_env(value: str) -> str:

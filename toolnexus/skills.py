@@ -108,8 +108,10 @@ class SkillList:
     skipped: list[Skipped]
 
 
-def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-                skills: Iterable[SkillDef] = ()) -> SkillList:
+def list_skills(
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    skills: Iterable[SkillDef] = (),
+) -> SkillList:
     """Discover skills under ``roots`` (and add ``skills`` given as data), without a toolkit.
 
     Relative roots are taken from the current directory. A root that does not exist is logged and
@@ -128,10 +130,16 @@ def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
                 found.append(skill)
     for d in skills:
         if not isinstance(d, SkillDef):  # a folder's name given where skills as data go
-            hint = " (a folder of SKILL.md files goes first, as skills_dir)" if isinstance(d, (str, os.PathLike)) else ""
+            hint = (
+                " (a folder of SKILL.md files goes first, as skills_dir)"
+                if isinstance(d, (str, os.PathLike))
+                else ""
+            )
             raise ConfigError(f"skills= takes SkillDef objects, not {type(d).__name__} {d!r}{hint}")
         if not d.name or not d.name.strip():
-            skipped.append(Skipped(f"skill://{d.name}/", "missing-name", "a data skill needs a name"))
+            skipped.append(
+                Skipped(f"skill://{d.name}/", "missing-name", "a data skill needs a name")
+            )
             continue
         found.append(d)
     unique: list[SkillDef] = []
@@ -140,7 +148,9 @@ def list_skills(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         if s.name in names:
             where = str(s.path) if s.path else s.base
             log.warning("duplicate skill name %r at %s: keeping the first", s.name, where)
-            skipped.append(Skipped(where, "duplicate-name", f"a skill named {s.name!r} was found first"))
+            skipped.append(
+                Skipped(where, "duplicate-name", f"a skill named {s.name!r} was found first")
+            )
             continue
         names.add(s.name)
         unique.append(s)
@@ -200,7 +210,6 @@ def skills_prompt(skills: Iterable[SkillDef]) -> str:
     lines = [_PROMPT_PREAMBLE, "", "## Available Skills"]
     lines += [f"- **{s.name}**: {s.description}" for s in described]
     return "\n".join(lines)
-
 
 
 class ToolkitLike(Protocol):
@@ -265,7 +274,11 @@ def _walk(root: Path) -> list[Path]:
 
 def _sample_files(folder: Path, limit: int) -> list[str]:
     """Up to ``limit`` files of a skill's folder, its own ``SKILL.md`` left out."""
-    files = (entry.path for where, entry in _files(folder) if not (where == folder and entry.name == SKILL_FILE))
+    files = (
+        entry.path
+        for where, entry in _files(folder)
+        if not (where == folder and entry.name == SKILL_FILE)
+    )
     return list(itertools.islice(files, limit))
 
 
@@ -295,7 +308,9 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         return None
     match = _FENCE.match(text)
     if match is None:
-        skipped.append(Skipped(where, "malformed-frontmatter", "front matter is not closed by a --- line"))
+        skipped.append(
+            Skipped(where, "malformed-frontmatter", "front matter is not closed by a --- line")
+        )
         return None
     try:
         meta = yaml.safe_load(match.group(1))
@@ -317,6 +332,8 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         description=str(desc).strip() if isinstance(desc, (str, int, float)) else "",
         content=match.group(2),
         tags=_strings(meta.get("tags")),
-        examples=_strings(meta.get("examples")) if not isinstance(meta.get("examples"), str) else [meta["examples"].strip()],
+        examples=_strings(meta.get("examples"))
+        if not isinstance(meta.get("examples"), str)
+        else [meta["examples"].strip()],
         path=path.absolute(),
     )

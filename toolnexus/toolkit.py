@@ -65,7 +65,9 @@ class Toolkit:
     def get(self, name: str) -> Tool | None:
         return self._by_name.get(name)
 
-    async def execute(self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None) -> ToolResult:
+    async def execute(
+        self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
         """Run a tool by name. An unknown name is an error result that suggests close names."""
         t = self._by_name.get(name)
         if t is None:
@@ -86,18 +88,32 @@ class Toolkit:
     def to_openai(self) -> list[dict[str, Any]]:
         """``[{type: "function", function: {name, description, parameters}}]``."""
         return [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
             for t in self._tools
         ]
 
     def to_anthropic(self) -> list[dict[str, Any]]:
         """``[{name, description, input_schema}]``."""
-        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in self._tools]
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in self._tools
+        ]
 
     def to_gemini(self) -> list[dict[str, Any]]:
         """``[{functionDeclarations: [{name, description, parameters}]}]`` in Gemini's schema subset."""
         decls = [
-            {"name": t.name, "description": t.description, "parameters": _gemini_schema(t.input_schema)}
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": _gemini_schema(t.input_schema),
+            }
             for t in self._tools
         ]
         return [{"functionDeclarations": decls}]
@@ -129,8 +145,14 @@ class Toolkit:
 
     def mcp_status(self) -> dict[str, dict[str, Any]]:
         """Each configured MCP server: ``{status: connected | failed | disabled | closed, reason, tools}``."""
-        return {c.spec.name: {"status": c.status, "reason": c.reason, "tools": [t.name for t in c.tools]}
-                for c in self._connections}
+        return {
+            c.spec.name: {
+                "status": c.status,
+                "reason": c.reason,
+                "tools": [t.name for t in c.tools],
+            }
+            for c in self._connections
+        }
 
     async def add_agent(self, agent: Any) -> list[Tool]:
         """Connect a remote A2A agent (:class:`~toolnexus.client.agents.Agent`) and add its tools.
@@ -166,7 +188,17 @@ class Toolkit:
         await self.close()
 
 
-_GEMINI_DROP = frozenset({"additionalProperties", "$schema", "$defs", "default", "examples", "uniqueItems", "prefixItems"})
+_GEMINI_DROP = frozenset(
+    {
+        "additionalProperties",
+        "$schema",
+        "$defs",
+        "default",
+        "examples",
+        "uniqueItems",
+        "prefixItems",
+    }
+)
 
 
 def _gemini_schema(schema: Any) -> Any:
@@ -191,7 +223,9 @@ def _gemini_schema(schema: Any) -> Any:
     return out
 
 
-def load_config(config: str | os.PathLike[str] | Mapping[str, Any] | None) -> tuple[dict[str, Any], Path | None]:
+def load_config(
+    config: str | os.PathLike[str] | Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], Path | None]:
     """Read a toolkit config (a JSON file or a dict); returns it and the folder relative paths start from.
 
     Raises:
@@ -213,13 +247,25 @@ def load_config(config: str | os.PathLike[str] | Mapping[str, Any] | None) -> tu
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            raise ConfigError(
+                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
         if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a toolkit config must be a JSON object, got {type(data).__name__}")
+            raise ConfigError(
+                f"{path}: a toolkit config must be a JSON object, got {type(data).__name__}"
+            )
         folder = path.absolute().parent
-    unknown = sorted(k for k in data if k not in CONFIG_KEYS and k not in ("servers", "mcp") and not k.startswith("$"))
+    unknown = sorted(
+        k
+        for k in data
+        if k not in CONFIG_KEYS and k not in ("servers", "mcp") and not k.startswith("$")
+    )
     if unknown:
-        log.warning("config: ignoring unknown keys %s (known: %s)", ", ".join(unknown), ", ".join(CONFIG_KEYS))
+        log.warning(
+            "config: ignoring unknown keys %s (known: %s)",
+            ", ".join(unknown),
+            ", ".join(CONFIG_KEYS),
+        )
     return data, folder
 
 
@@ -281,7 +327,9 @@ async def create_toolkit(
     specs = parse_servers(block, str(folder) if folder else None) + parse_servers(mcp_servers)
     wanted_agents = [*parse_agents(cfg.get("agents")), *agents]
     (connections, remote), sources = await asyncio.gather(
-        connect_all(specs) if specs else _nothing(), asyncio.gather(*(connect_agent(a) for a in wanted_agents)))
+        connect_all(specs) if specs else _nothing(),
+        asyncio.gather(*(connect_agent(a) for a in wanted_agents)),
+    )
     agent_sources = [s for s in sources if s is not None]
 
     ordered: list[Tool] = list(remote) + [t for s in agent_sources for t in s.tools]
@@ -297,8 +345,14 @@ async def create_toolkit(
             continue
         seen.add(t.name)
         unique.append(t)
-    return Toolkit(unique, found.skills, skipped=found.skipped, config=cfg, connections=connections,
-                   agents=agent_sources)
+    return Toolkit(
+        unique,
+        found.skills,
+        skipped=found.skipped,
+        config=cfg,
+        connections=connections,
+        agents=agent_sources,
+    )
 
 
 async def _nothing() -> tuple[list[Any], list[Tool]]:

@@ -196,7 +196,9 @@ class Tool:
         error = next(iter(self._validator.iter_errors(args)), None)
         return None if error is None else _describe_error(error)
 
-    async def execute(self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None) -> ToolResult:
+    async def execute(
+        self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
         """Run the tool. Never raises, except when the calling task itself is cancelled."""
         ctx = ctx or ToolContext()
         args = {} if args is None else args
@@ -221,7 +223,9 @@ class Tool:
 class FunctionTool(Tool):
     """A Tool made from a Python function by :func:`tool`; calling it calls the function."""
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], name: str | None = None, description: str | None = None
+    ) -> None:
         spec = _FunctionSpec(fn)
         super().__init__(
             name or fn.__name__,
@@ -240,9 +244,15 @@ class FunctionTool(Tool):
 @typing.overload
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @typing.overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a Tool of a plain function, sync or async.
 
@@ -312,7 +322,9 @@ async def _bounded(coro: Awaitable[Any], ctx: ToolContext) -> Any:
     work = asyncio.ensure_future(coro)
     stop = asyncio.ensure_future(ctx.cancel.wait())
     try:
-        done, _ = await asyncio.wait({work, stop}, timeout=ctx.timeout, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {work, stop}, timeout=ctx.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if work in done:
             return work.result()
         if stop in done:
@@ -415,7 +427,11 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
     if origin in (Union, types.UnionType):
         members = [a for a in args if a is not _NONE_TYPE]
         nullable = len(members) != len(args)
-        inner = _schema(members[0], seen) if len(members) == 1 else {"anyOf": [_schema(a, seen) for a in members]}
+        inner = (
+            _schema(members[0], seen)
+            if len(members) == 1
+            else {"anyOf": [_schema(a, seen) for a in members]}
+        )
         if not nullable:
             return inner
         if isinstance(inner.get("type"), str) and "enum" not in inner:
@@ -427,7 +443,9 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
         out: dict[str, Any] = {"enum": values}
         if len(kinds) == 1:
             kind = kinds.pop()
-            out["type"] = "integer" if kind == "number" and all(isinstance(v, int) for v in values) else kind
+            out["type"] = (
+                "integer" if kind == "number" and all(isinstance(v, int) for v in values) else kind
+            )
         return out
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [m.value for m in hint]
@@ -468,7 +486,12 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
             "minItems": len(args),
             "maxItems": len(args),
         }
-    if hint in (dict, Mapping) or origin in (dict, Mapping, typing.Mapping, collections.abc.Mapping):
+    if hint in (dict, Mapping) or origin in (
+        dict,
+        Mapping,
+        typing.Mapping,
+        collections.abc.Mapping,
+    ):
         out = {"type": "object"}
         if len(args) == 2 and args[1] is not Any:
             out["additionalProperties"] = _schema(args[1], seen)
@@ -478,7 +501,9 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
     if _is_typeddict(hint) and isinstance(hint, type):
         hints = get_type_hints(hint, include_extras=True)
         required = getattr(hint, "__required_keys__", set(hints))
-        return _object_schema(hint, seen, [(n, h, None, n in required, _no_default) for n, h in hints.items()])
+        return _object_schema(
+            hint, seen, [(n, h, None, n in required, _no_default) for n, h in hints.items()]
+        )
     schema = getattr(hint, "model_json_schema", None)  # a pydantic model, if the user brings one
     if callable(schema):
         return cast("dict[str, Any]", schema())
@@ -495,14 +520,20 @@ def _dataclass_fields(cls: type) -> list[tuple[str, Any, str | None, bool, Any]]
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        has_default = (
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        )
         default = f.default if f.default is not dataclasses.MISSING else _no_default
         desc = f.metadata.get("description") if f.metadata else None
-        out.append((f.name, hints.get(f.name, Any), desc or docs.get(f.name), not has_default, default))
+        out.append(
+            (f.name, hints.get(f.name, Any), desc or docs.get(f.name), not has_default, default)
+        )
     return out
 
 
-def _object_schema(cls: type, seen: set[int], fields: list[tuple[str, Any, str | None, bool, Any]]) -> dict[str, Any]:
+def _object_schema(
+    cls: type, seen: set[int], fields: list[tuple[str, Any, str | None, bool, Any]]
+) -> dict[str, Any]:
     if id(cls) in seen:
         raise TypeError(f"recursive type {cls.__name__} cannot be described without $ref")
     seen = seen | {id(cls)}
@@ -602,7 +633,9 @@ class _FunctionSpec:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)
+        )
         doc = inspect.getdoc(fn) or ""
         self.description = _summary(doc)
         docs = _param_docs(doc)
@@ -626,7 +659,9 @@ class _FunctionSpec:
                 extra = True
                 continue
             if param.kind is param.VAR_POSITIONAL:
-                raise TypeError(f"tool {fn.__name__}: *{pname} cannot be described as a JSON argument")
+                raise TypeError(
+                    f"tool {fn.__name__}: *{pname} cannot be described as a JSON argument"
+                )
             if param.kind is param.POSITIONAL_ONLY:
                 self.positional.append(pname)
             try:
@@ -639,7 +674,11 @@ class _FunctionSpec:
                 required.append(pname)
             elif _json_safe(param.default):
                 d = param.default
-                prop["default"] = d.value if isinstance(d, enum.Enum) else (list(d) if isinstance(d, tuple) else d)
+                prop["default"] = (
+                    d.value
+                    if isinstance(d, enum.Enum)
+                    else (list(d) if isinstance(d, tuple) else d)
+                )
             props[pname] = prop
             self.hints[pname] = hint
         schema: dict[str, Any] = {"type": "object", "properties": props}

@@ -39,10 +39,14 @@ log = logging.getLogger("toolnexus.trace")
 __all__ = ["TraceContext", "parse_traceparent", "new_trace", "export_spans", "HEADER"]
 
 # -- where a trace is, while a request or a run is under way ------------------------------------
-incoming: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar("toolnexus_incoming", default=None)
+incoming: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
+    "toolnexus_incoming", default=None
+)
 """The caller's span of the request being served (set where the request is read)."""
 
-calling: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar("toolnexus_calling", default=None)
+calling: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
+    "toolnexus_calling", default=None
+)
 """The span of the remote call under way: what an outbound request names as its parent."""
 
 running: contextvars.ContextVar[Any] = contextvars.ContextVar("toolnexus_running", default=None)
@@ -84,17 +88,27 @@ def otlp_exporter() -> Any:
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
-        raise MissingExtra("OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
-                           "pip install 'toolnexus[otel]'") from None
+        raise MissingExtra(
+            "OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
+            "pip install 'toolnexus[otel]'"
+        ) from None
     return OTLPSpanExporter()
+
+
 def _nanos(stamp: str | None) -> int:
     if not stamp:
         return 0
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1_000_000_000)
 
 
-def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", batch: int = 512,
-                 keep: int = 10_000) -> asyncio.Task[None]:
+def export_spans(
+    bus: EventBus,
+    exporter: Any,
+    *,
+    service: str = "toolnexus",
+    batch: int = 512,
+    keep: int = 10_000,
+) -> asyncio.Task[None]:
     """Export every traced task and remote call seen on ``bus`` as OpenTelemetry spans.
 
     ``exporter`` is any ``opentelemetry.sdk.trace.export.SpanExporter`` (OTLP, console, in
@@ -120,7 +134,9 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", ba
             TraceFlags,
         )
     except ImportError:
-        raise MissingExtra("exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'") from None
+        raise MissingExtra(
+            "exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'"
+        ) from None
     resource = Resource.create({"service.name": service})
     started: dict[str, int] = {}  # a traced task's first state, by span id (at most STARTED_LIMIT)
     pending: collections.deque[Any] = collections.deque()
@@ -128,21 +144,40 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", ba
     dropped = [0]
 
     def context(trace: str, span: str, remote: bool = False) -> Any:
-        return SpanContext(int(trace, 16), int(span, 16), is_remote=remote, trace_flags=TraceFlags(1))
+        return SpanContext(
+            int(trace, 16), int(span, 16), is_remote=remote, trace_flags=TraceFlags(1)
+        )
 
-    def span(name: str, kind: Any, ctx: TraceContext, start: int, end: int, ok: bool,
-             attributes: dict[str, Any]) -> Any:
+    def span(
+        name: str,
+        kind: Any,
+        ctx: TraceContext,
+        start: int,
+        end: int,
+        ok: bool,
+        attributes: dict[str, Any],
+    ) -> Any:
         parent = context(ctx.trace_id, ctx.parent_id, True) if ctx.parent_id else None
-        return ReadableSpan(name=name, context=context(ctx.trace_id, ctx.span_id), parent=parent, resource=resource,
-                            attributes=attributes, kind=kind, start_time=start, end_time=end,
-                            status=Status(StatusCode.OK if ok else StatusCode.ERROR))
+        return ReadableSpan(
+            name=name,
+            context=context(ctx.trace_id, ctx.span_id),
+            parent=parent,
+            resource=resource,
+            attributes=attributes,
+            kind=kind,
+            start_time=start,
+            end_time=end,
+            status=Status(StatusCode.OK if ok else StatusCode.ERROR),
+        )
 
     def add(made: Any) -> None:
         if len(pending) >= keep:
             pending.popleft()
             dropped[0] += 1
             if dropped[0] in (1, 10, 100) or dropped[0] % 1000 == 0:
-                log.warning("%s: %d span(s) dropped: the exporter is %d behind", service, dropped[0], keep)
+                log.warning(
+                    "%s: %d span(s) dropped: the exporter is %d behind", service, dropped[0], keep
+                )
         pending.append(made)
         ready.set()
 
@@ -154,7 +189,9 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", ba
                 chunk = [pending.popleft() for _ in range(min(batch, len(pending)))]
                 try:
                     await asyncio.to_thread(exporter.export, chunk)
-                except Exception as exc:  # a collector's failure is the exporter's to say; the bus reads on
+                except (
+                    Exception
+                ) as exc:  # a collector's failure is the exporter's to say; the bus reads on
                     log.warning("%s: %d span(s) not exported: %s", service, len(chunk), exc)
 
     def seen(ev: Any) -> None:
@@ -163,29 +200,60 @@ def export_spans(bus: EventBus, exporter: Any, *, service: str = "toolnexus", ba
             if trace is None:
                 return
             if trace.span_id not in started:
-                if len(started) >= STARTED_LIMIT:  # tasks that never end (a question never answered)
+                if (
+                    len(started) >= STARTED_LIMIT
+                ):  # tasks that never end (a question never answered)
                     started.pop(next(iter(started)))
                 started[trace.span_id] = _nanos(ev.time)
             if ev.state.terminal:
-                add(span(f"task {ev.skill or ev.server}", SpanKind.SERVER, trace,
-                         started.pop(trace.span_id, _nanos(ev.time)), _nanos(ev.time), ev.state.value == "completed",
-                         {"a2a.task_id": ev.task_id, "a2a.context_id": ev.context_id,
-                          "a2a.state": ev.state.value, "toolnexus.server": ev.server}))
+                add(
+                    span(
+                        f"task {ev.skill or ev.server}",
+                        SpanKind.SERVER,
+                        trace,
+                        started.pop(trace.span_id, _nanos(ev.time)),
+                        _nanos(ev.time),
+                        ev.state.value == "completed",
+                        {
+                            "a2a.task_id": ev.task_id,
+                            "a2a.context_id": ev.context_id,
+                            "a2a.state": ev.state.value,
+                            "toolnexus.server": ev.server,
+                        },
+                    )
+                )
         elif isinstance(ev, RemoteCallEvent) and ev.done:
             call = TraceContext(ev.trace_id, ev.span_id, ev.parent_span_id)
-            add(span(f"call {ev.peer}", SpanKind.CLIENT, call, _nanos(ev.started), _nanos(ev.time),
-                     ev.state == "completed",
-                     {"a2a.task_id": ev.task_id, "a2a.remote_task_id": ev.remote_task_id,
-                      "a2a.peer": ev.peer, "a2a.state": ev.state}))
+            add(
+                span(
+                    f"call {ev.peer}",
+                    SpanKind.CLIENT,
+                    call,
+                    _nanos(ev.started),
+                    _nanos(ev.time),
+                    ev.state == "completed",
+                    {
+                        "a2a.task_id": ev.task_id,
+                        "a2a.remote_task_id": ev.remote_task_id,
+                        "a2a.peer": ev.peer,
+                        "a2a.state": ev.state,
+                    },
+                )
+            )
 
     async def pump() -> None:
         shipper = asyncio.ensure_future(ship())
         try:
             while True:
                 async for ev in bus.subscribe(replay=False, max_queue=10_000):
-                    if isinstance(ev, Dropped):  # cut off for falling behind: what it missed has no span
-                        log.warning("%s: spans of the events from seq %d on were lost: the reader fell behind",
-                                    service, ev.missed_from)
+                    if isinstance(
+                        ev, Dropped
+                    ):  # cut off for falling behind: what it missed has no span
+                        log.warning(
+                            "%s: spans of the events from seq %d on were lost: the reader fell behind",
+                            service,
+                            ev.missed_from,
+                        )
                     else:
                         seen(ev)
         finally:

@@ -37,11 +37,24 @@ from .secrets import (
     url_secrets,
 )
 
-__all__ = ["SECRET_HEADERS", "is_secret_name", "secret_parts", "mask_headers", "mask_text", "mask_url",  # from .secrets
-           "TrafficRecorder", "InboundRecorder", "to_curl", "curl_masks", "recording_transport"]
+__all__ = [
+    "SECRET_HEADERS",
+    "is_secret_name",
+    "secret_parts",
+    "mask_headers",
+    "mask_text",
+    "mask_url",  # from .secrets
+    "TrafficRecorder",
+    "InboundRecorder",
+    "to_curl",
+    "curl_masks",
+    "recording_transport",
+]
 
 BODY_CAP = 256 * 1024
-PUBLISH_EVERY = 0.02  # seconds an inbound exchange may wait to be published with the others of its batch
+PUBLISH_EVERY = (
+    0.02  # seconds an inbound exchange may wait to be published with the others of its batch
+)
 
 
 class TrafficRecorder:
@@ -68,7 +81,10 @@ class TrafficRecorder:
     def learn(self, headers: Mapping[str, str] | Iterable[tuple[str, str]], url: str = "") -> None:
         """Remember the secret values in these request headers and this URL, to mask them wherever
         they appear again (a peer echoing a token in its body, an error message)."""
-        items = cast("Iterable[tuple[str, str]]", headers.items() if isinstance(headers, Mapping) else headers)
+        items = cast(
+            "Iterable[tuple[str, str]]",
+            headers.items() if isinstance(headers, Mapping) else headers,
+        )
         for key, value in items:
             if value and (key.lower() in self.secret_names or is_secret_name(key)):
                 self.secret_values.update(secret_parts(value))
@@ -82,15 +98,31 @@ class TrafficRecorder:
     def _sorted_values(self) -> list[str]:
         """The secret values, longest first (sorted again only when one was learnt)."""
         if self._sorted is None or self._sorted[0] != len(self.secret_values):
-            self._sorted = (len(self.secret_values), sorted((v for v in self.secret_values if len(v) >= 4),
-                                                            key=len, reverse=True))
+            self._sorted = (
+                len(self.secret_values),
+                sorted((v for v in self.secret_values if len(v) >= 4), key=len, reverse=True),
+            )
         return self._sorted[1]
 
-    def record(self, *, direction: str, method: str, url: str, status: int | None, started: float,
-               request_headers: Mapping[str, str], request_body: bytes | str,
-               response_headers: Mapping[str, str] | None = None, response_body: bytes | str = b"",
-               rpc_method: str | None = None, frames: list[str] | None = None, error: str | None = None,
-               peer: str | None = None, task_id: str | None = None, server: str | None = None) -> TrafficEvent:
+    def record(
+        self,
+        *,
+        direction: str,
+        method: str,
+        url: str,
+        status: int | None,
+        started: float,
+        request_headers: Mapping[str, str],
+        request_body: bytes | str,
+        response_headers: Mapping[str, str] | None = None,
+        response_body: bytes | str = b"",
+        rpc_method: str | None = None,
+        frames: list[str] | None = None,
+        error: str | None = None,
+        peer: str | None = None,
+        task_id: str | None = None,
+        server: str | None = None,
+    ) -> TrafficEvent:
         self.learn(request_headers, url)
         values = self._sorted_values()
         event = TrafficEvent(
@@ -159,7 +191,7 @@ def _dquote_env(text: str) -> str:
     everything else literal (``\\ " $ ` `` escaped)."""
     out, last = [], 0
     for ref in _ENV_REF.finditer(text):
-        out.append(re.sub(r'([\\"$`])', r"\\\1", text[last:ref.start()]))
+        out.append(re.sub(r'([\\"$`])', r"\\\1", text[last : ref.start()]))
         out.append(ref.group(0))
         last = ref.end()
     out.append(re.sub(r'([\\"$`])', r"\\\1", text[last:]))
@@ -194,9 +226,17 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
             try:
                 response = await self.inner.handle_async_request(request)
             except Exception as exc:
-                recorder.record(direction="out", method=request.method, url=str(request.url), status=None,
-                                started=started, request_headers=dict(request.headers), request_body=body,
-                                rpc_method=rpc, error=f"{type(exc).__name__}: {exc}")
+                recorder.record(
+                    direction="out",
+                    method=request.method,
+                    url=str(request.url),
+                    status=None,
+                    started=started,
+                    request_headers=dict(request.headers),
+                    request_body=body,
+                    rpc_method=rpc,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
                 raise
             inner_stream, chunks = response.stream, []
 
@@ -210,14 +250,27 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
                     await inner_stream.aclose()
                     content = b"".join(chunks)
                     frames = sse_data(content)
-                    recorder.record(direction="out", method=request.method, url=str(request.url),
-                                    status=response.status_code, started=started,
-                                    request_headers=dict(request.headers), request_body=body,
-                                    response_headers=dict(response.headers), response_body=content,
-                                    rpc_method=rpc, frames=frames)
+                    recorder.record(
+                        direction="out",
+                        method=request.method,
+                        url=str(request.url),
+                        status=response.status_code,
+                        started=started,
+                        request_headers=dict(request.headers),
+                        request_body=body,
+                        response_headers=dict(response.headers),
+                        response_body=content,
+                        rpc_method=rpc,
+                        frames=frames,
+                    )
 
-            return module.Response(status_code=response.status_code, headers=response.headers, stream=Tee(),
-                                   extensions=response.extensions, request=request)
+            return module.Response(
+                status_code=response.status_code,
+                headers=response.headers,
+                stream=Tee(),
+                extensions=response.extensions,
+                request=request,
+            )
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -227,7 +280,11 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
 
 def sse_data(content: bytes) -> list[str]:
     """The ``data:`` lines of a recorded SSE body, one per frame as the wire log shows them."""
-    return [line[5:].strip().decode("utf-8", "replace") for line in content.split(b"\n") if line.startswith(b"data:")]
+    return [
+        line[5:].strip().decode("utf-8", "replace")
+        for line in content.split(b"\n")
+        if line.startswith(b"data:")
+    ]
 
 
 def _rpc_method(body: bytes) -> str | None:
@@ -303,13 +360,27 @@ class InboundRecorder:
         finally:
             # flat: bytes, strings, numbers and tuples of them (no list, no dict, nothing of the
             # scope), so that the collector untracks it at first sight and keeps nothing else alive
-            self._ended.append((
-                method, scope.get("scheme", "http"), scope["path"], scope["query_string"],
-                tuple(scope["headers"]), scope.get("client"),
-                b"".join(request[1:])[:BODY_CAP] if request[0] else b"",
-                response[0], tuple(response[1]), b"".join(response[3:])[:BODY_CAP] if response[2] else b"",
-                error, started, time.perf_counter(), request[0] > BODY_CAP or response[2] > BODY_CAP))
-            if len(self._ended) == 1:  # published in batches: one wake-up of the bus's readers for many
+            self._ended.append(
+                (
+                    method,
+                    scope.get("scheme", "http"),
+                    scope["path"],
+                    scope["query_string"],
+                    tuple(scope["headers"]),
+                    scope.get("client"),
+                    b"".join(request[1:])[:BODY_CAP] if request[0] else b"",
+                    response[0],
+                    tuple(response[1]),
+                    b"".join(response[3:])[:BODY_CAP] if response[2] else b"",
+                    error,
+                    started,
+                    time.perf_counter(),
+                    request[0] > BODY_CAP or response[2] > BODY_CAP,
+                )
+            )
+            if (
+                len(self._ended) == 1
+            ):  # published in batches: one wake-up of the bus's readers for many
                 asyncio.get_running_loop().call_later(PUBLISH_EVERY, self._publish)
 
     def _publish(self) -> None:
@@ -318,7 +389,9 @@ class InboundRecorder:
         rec = self.recorder
         wall, now = time.time(), time.perf_counter()
         for raw in ended:  # learnt first, so that every event masks them
-            secret = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)]
+            secret = [
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw[4] if _secret_raw(k)
+            ]
             if secret or raw[3]:
                 rec.learn(secret, f"http://x/?{raw[3].decode('latin-1')}" if raw[3] else "")
         rec.cut += sum(raw[13] for raw in ended)
@@ -352,7 +425,9 @@ class _Inbound(TrafficEvent):
     direction = "in"
     kind = "traffic"
 
-    def __init__(self, recorder: TrafficRecorder, raw: tuple[Any, ...], wall: float, server: str) -> None:
+    def __init__(
+        self, recorder: TrafficRecorder, raw: tuple[Any, ...], wall: float, server: str
+    ) -> None:
         self._rec = recorder
         self._raw = raw  # method, scheme, path, query, headers, client, body, status, headers, answer, error, started, ended
         self._wall = wall
@@ -379,7 +454,9 @@ class _Inbound(TrafficEvent):
         raw = self._raw
         host = next((v.decode("latin-1") for k, v in raw[4] if k == b"host"), "")
         query = raw[3].decode("latin-1")
-        return self._rec.mask(mask_url(f"{raw[1]}://{host}{raw[2]}" + (f"?{query}" if query else "")))
+        return self._rec.mask(
+            mask_url(f"{raw[1]}://{host}{raw[2]}" + (f"?{query}" if query else ""))
+        )
 
     @_cached
     def time(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
@@ -392,7 +469,11 @@ class _Inbound(TrafficEvent):
             return self._parsed
         except AttributeError:
             sent = _json.loads_or_none(self._raw[6]) if self._raw[0] == "POST" else None
-            route = None if self._raw[0] == "POST" and _method_of(sent) else rest.match(self._raw[0], self._raw[2])
+            route = (
+                None
+                if self._raw[0] == "POST" and _method_of(sent)
+                else rest.match(self._raw[0], self._raw[2])
+            )
             self._parsed = (sent, route)
             return self._parsed
 
@@ -410,7 +491,9 @@ class _Inbound(TrafficEvent):
             return None
         answer = self._raw[9]
         sse = answer.startswith(b"data:") or b"\ndata:" in answer[:200]
-        first = _json.loads_or_none((answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer).strip())
+        first = _json.loads_or_none(
+            (answer.split(b"\n\n", 1)[0].partition(b"data:")[2] if sse else answer).strip()
+        )
         found = self._rest
         if found is None:
             return task_id_of(self._sent, first)
@@ -442,14 +525,18 @@ class _Inbound(TrafficEvent):
         return [self._rec.mask(frame) for frame in sse_data(self._raw[9])]
 
 
-
 def task_id_of(request: Any, response: Any) -> str | None:
     """The A2A task an exchange is about: from the answer (a task, a task wrapped in ``task``, a
     status or artifact update, in any dialect), else from the request (``params.id``,
     ``params.message.taskId``)."""
     result = response.get("result") if isinstance(response, dict) else None
     if isinstance(result, dict):
-        for body in (result, result.get("task"), result.get("statusUpdate"), result.get("artifactUpdate")):
+        for body in (
+            result,
+            result.get("task"),
+            result.get("statusUpdate"),
+            result.get("artifactUpdate"),
+        ):
             if isinstance(body, dict):
                 found = body.get("taskId") or (body.get("id") if "status" in body else None)
                 if isinstance(found, str) and found:

@@ -27,10 +27,10 @@ from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.signal import Signal
 
+from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.display import printable
-from toolnexus._fs import write_whole
 from toolnexus.events import (
     RemoteCallEvent,
     ServerEvent,
@@ -109,11 +109,19 @@ class ToolnexusApp(App[None]):
     TITLE = "toolnexus"
     CSS_PATH = Path(__file__).parent / "toolnexus.tcss"
     COMMANDS = App.COMMANDS | {ToolnexusCommands}
-    MODES = {"servers": ServersScreen, "tasks": TasksScreen, "peers": PeersScreen, "chat": ChatScreen,
-             "wire": WireScreen, "mcp": MCPScreen}
+    MODES = {
+        "servers": ServersScreen,
+        "tasks": TasksScreen,
+        "peers": PeersScreen,
+        "chat": ChatScreen,
+        "wire": WireScreen,
+        "mcp": MCPScreen,
+    }
     DEFAULT_MODE = "servers"
     BINDINGS = [
-        Binding("1", "switch_mode('servers')", "Servers", id="mode-servers", show=False),  # the mode bar shows 1-6
+        Binding(
+            "1", "switch_mode('servers')", "Servers", id="mode-servers", show=False
+        ),  # the mode bar shows 1-6
         Binding("2", "switch_mode('tasks')", "Tasks", id="mode-tasks", show=False),
         Binding("3", "switch_mode('peers')", "Peers", id="mode-peers", show=False),
         Binding("4", "switch_mode('chat')", "Chat", id="mode-chat", show=False),
@@ -122,12 +130,24 @@ class ToolnexusApp(App[None]):
         # from every screen, a text box included (where 1-6 type): alt+digit, also what a terminal
         # or the browser sends for escape then a digit typed quickly (ESC 2), which Textual reads
         # as the character a Mac's Option+digit types (™ for 2): those are bound too
-        *(Binding(f"alt+{n},{named}", f"switch_mode('{mode}')", f"{label} (from a text box too)", show=False,
-                  priority=True, id=f"mode-alt-{mode}")
-          for n, named, mode, label in ((1, "inverted_exclamation_mark", "servers", "Servers"),
-                                        (2, "trade_mark_sign", "tasks", "Tasks"),
-                                        (3, "pound_sign", "peers", "Peers"), (4, "cent_sign", "chat", "Chat"),
-                                        (5, "infinity", "wire", "Wire"), (6, "section_sign", "mcp", "MCP"))),
+        *(
+            Binding(
+                f"alt+{n},{named}",
+                f"switch_mode('{mode}')",
+                f"{label} (from a text box too)",
+                show=False,
+                priority=True,
+                id=f"mode-alt-{mode}",
+            )
+            for n, named, mode, label in (
+                (1, "inverted_exclamation_mark", "servers", "Servers"),
+                (2, "trade_mark_sign", "tasks", "Tasks"),
+                (3, "pound_sign", "peers", "Peers"),
+                (4, "cent_sign", "chat", "Chat"),
+                (5, "infinity", "wire", "Wire"),
+                (6, "section_sign", "mcp", "MCP"),
+            )
+        ),
         Binding("question_mark", "toggle_help", "Help", id="help"),
         Binding("escape", "close_help", show=False, priority=True),  # only while the panel is open
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
@@ -135,17 +155,29 @@ class ToolnexusApp(App[None]):
 
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kwargs: Any) -> None:
         """Notifications carry peers' text (errors, names): never parsed as markup, always printable."""
-        super().notify(printable(message, 2000), title=printable(title, 200), markup=False, **kwargs)
+        super().notify(
+            printable(message, 2000), title=printable(title, 200), markup=False, **kwargs
+        )
 
-    def __init__(self, workspace: Workspace | None = None, specs: Iterable[ServerSpec] | None = None, *,
-                 now: Callable[[], datetime] | None = None, export_dir: str | Path | None = None,
-                 peers: PeerBook | None = None, servers: ServerBook | None = None, tune_gc: bool = False) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | None = None,
+        specs: Iterable[ServerSpec] | None = None,
+        *,
+        now: Callable[[], datetime] | None = None,
+        export_dir: str | Path | None = None,
+        peers: PeerBook | None = None,
+        servers: ServerBook | None = None,
+        tune_gc: bool = False,
+    ) -> None:
         super().__init__()
         self.tune_gc = tune_gc
         """Tune this process's garbage collector (``main`` does: the process is the app's). See
         :meth:`_settle_gc`."""
         self._frozen = 0
-        self._building: set[asyncio.Future[None]] = set()  # the screens being built ahead, till mounted
+        self._building: set[asyncio.Future[None]] = (
+            set()
+        )  # the screens being built ahead, till mounted
         self.workspace = workspace or Workspace()
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
@@ -184,14 +216,20 @@ class ToolnexusApp(App[None]):
         cause = getattr(error, "error", None) or error  # a failed worker wraps the exception
         self.handler_errors.append(cause)
         log.error("toolnexus-tui: a handler failed", exc_info=cause)
-        self.notify(f"{type(cause).__name__}: {cause}", title="That action failed (the app keeps running)",
-                    severity="error", timeout=10)
+        self.notify(
+            f"{type(cause).__name__}: {cause}",
+            title="That action failed (the app keeps running)",
+            severity="error",
+            timeout=10,
+        )
 
     async def on_mount(self) -> None:
         self.peer_book.load()
         self.pump()
         saved = self.server_book.load()
-        for spec in self.start_specs:  # the demo (or --spec) on the port it had last time, when free
+        for (
+            spec
+        ) in self.start_specs:  # the demo (or --spec) on the port it had last time, when free
             self.start_server(spec, at_launch=True)
         named = {spec.name for spec in self.start_specs}
         for spec in saved:  # the servers created last time, on the ports they had
@@ -201,7 +239,9 @@ class ToolnexusApp(App[None]):
             if peer.client is None:
                 self.connect_peer(peer)
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
-        if self.tune_gc:  # it hosts servers: a served request costs the collector as in `toolnexus serve`
+        if (
+            self.tune_gc
+        ):  # it hosts servers: a served request costs the collector as in `toolnexus serve`
             self.call_after_refresh(serving_gc)  # after the first screen (a full collection first)
         if self.prebuild:
             self.set_timer(PREBUILD_IDLE, self._prebuild)
@@ -258,7 +298,9 @@ class ToolnexusApp(App[None]):
             if isinstance(event, TaskEvent):
                 self.book.apply(event)
                 self._changed(event.task_id)
-            elif isinstance(event, RemoteCallEvent):  # a hosted task's call to another agent: part of its view
+            elif isinstance(
+                event, RemoteCallEvent
+            ):  # a hosted task's call to another agent: part of its view
                 self.book.remote(event)
                 self._changed(event.task_id)
             elif isinstance(event, ToolCallEvent):
@@ -319,17 +361,26 @@ class ToolnexusApp(App[None]):
         return self.export_dir / f"toolnexus-session-{self.now().strftime('%Y%m%d-%H%M%S')}{suffix}"
 
     def ask_export_session(self) -> None:
-        events, chat = list(self.book.traffic), self.conversation.to_dict()  # as they are now, on the loop
-        self.ask_export("the session (wire log and chat)", self._session_path(),
-                        lambda path: _write_session(path, events, chat))
+        events, chat = (
+            list(self.book.traffic),
+            self.conversation.to_dict(),
+        )  # as they are now, on the loop
+        self.ask_export(
+            "the session (wire log and chat)",
+            self._session_path(),
+            lambda path: _write_session(path, events, chat),
+        )
 
     def ask_save_cassette(self) -> None:
         """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
         from toolnexus.debug.cassette import save
 
         events = list(self.book.traffic)  # the log as it is now, on the loop
-        self.ask_export("the wire as a cassette (toolnexus replay FILE)", self._session_path(".jsonl"),
-                        lambda path: save(events, path))
+        self.ask_export(
+            "the wire as a cassette (toolnexus replay FILE)",
+            self._session_path(".jsonl"),
+            lambda path: save(events, path),
+        )
 
     def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None:
         """Ask where to export ``what`` (``default`` offered), write it there with ``write`` in a
@@ -349,7 +400,9 @@ class ToolnexusApp(App[None]):
             path.parent.mkdir(parents=True, exist_ok=True)
             write(path)
         except OSError as exc:
-            self.call_from_thread(self.notify, f"cannot write {path}: {exc.strerror or exc}", severity="error")
+            self.call_from_thread(
+                self.notify, f"cannot write {path}: {exc.strerror or exc}", severity="error"
+            )
             return
         self.call_from_thread(self.notify, f"exported to {path.resolve()}")
 
@@ -367,8 +420,11 @@ class ToolnexusApp(App[None]):
                 sock = listening_socket(spec.host, kept)
                 spec = replace(spec, port=kept)
             except OSError:
-                self.notify(f"{spec.name}: port {kept}, its port last time, is taken now; it starts on another",
-                            title="New port", severity="warning")
+                self.notify(
+                    f"{spec.name}: port {kept}, its port last time, is taken now; it starts on another",
+                    title="New port",
+                    severity="warning",
+                )
         try:
             server = await self.workspace.start(spec, sock=sock)
             if at_launch:
@@ -459,39 +515,104 @@ class ToolnexusApp(App[None]):
         out: list[tuple[str, str, Callable[[], Any]]] = [
             ("Servers", "show the hosted servers (1)", partial(self.switch_mode, "servers")),
             ("Tasks", "show every task, live (2)", partial(self.switch_mode, "tasks")),
-            ("Peers", "remote agents, their cards and diagnostics (3)", partial(self.switch_mode, "peers")),
+            (
+                "Peers",
+                "remote agents, their cards and diagnostics (3)",
+                partial(self.switch_mode, "peers"),
+            ),
             ("Chat", "talk to a peer (4)", partial(self.switch_mode, "chat")),
             ("Wire", "every HTTP exchange with peers (5)", partial(self.switch_mode, "wire")),
-            ("MCP", "list and call the tools of any MCP endpoint (6)", partial(self.switch_mode, "mcp")),
+            (
+                "MCP",
+                "list and call the tools of any MCP endpoint (6)",
+                partial(self.switch_mode, "mcp"),
+            ),
             ("Export session", "the wire log and the chat as JSON", self.ask_export_session),
-            ("Save cassette", "the wire log as a cassette to replay (k on Wire)", self.ask_save_cassette),
-            ("Save the last copy to a file", "for a terminal that did not take the copy (tmux, screen, ssh)",
-             self.ask_save_copy),
+            (
+                "Save cassette",
+                "the wire log as a cassette to replay (k on Wire)",
+                self.ask_save_cassette,
+            ),
+            (
+                "Save the last copy to a file",
+                "for a terminal that did not take the copy (tmux, screen, ssh)",
+                self.ask_save_copy,
+            ),
             ("New server", "start a server from a form (n on Servers)", self._palette_new_server),
             ("Quit", "stop every hosted server and leave (ctrl+q)", self.action_quit),
         ]
-        screen = self.screen if not isinstance(self.screen, CommandPalette) else self.screen_stack[-2]
+        screen = (
+            self.screen if not isinstance(self.screen, CommandPalette) else self.screen_stack[-2]
+        )
         seen = {title for title, _, _ in out}
-        for binding in getattr(screen, "BINDINGS", ()):  # every key of the mode in view, with its key
-            if not isinstance(binding, Binding) or not binding.description or binding.description in seen:
+        for binding in getattr(
+            screen, "BINDINGS", ()
+        ):  # every key of the mode in view, with its key
+            if (
+                not isinstance(binding, Binding)
+                or not binding.description
+                or binding.description in seen
+            ):
                 continue
             seen.add(binding.description)
             key = self.get_key_display(binding)
-            out.append((binding.description, f"{key} in this mode", partial(screen.run_action, binding.action)))
+            out.append(
+                (
+                    binding.description,
+                    f"{key} in this mode",
+                    partial(screen.run_action, binding.action),
+                )
+            )
         for url, peer in self.peer_book.peers.items():
-            out.append((f"Chat with {peer.name}", f"{url} ({peer.state})", partial(self.chat_with, url)))
+            out.append(
+                (f"Chat with {peer.name}", f"{url} ({peer.state})", partial(self.chat_with, url))
+            )
         for name, server in self.workspace.servers.items():
             verb = "Stop" if server.state == "running" else "Start"
-            out.append((f"{verb} server {name}", server.url or server.state, partial(self.toggle_server, name)))
-            out.append((f"Restart server {name}", server.url or server.state, partial(self.restart_server, name)))
-            out.append((f"Copy desktop MCP config for {name}", "its toolkit as `toolnexus mcp` in Claude Desktop, "
-                        "VS Code or Cursor", partial(self.copy_mcp_config, name)))
-            metrics = getattr(server.handle, "metrics_url", None) if server.handle is not None else None
+            out.append(
+                (
+                    f"{verb} server {name}",
+                    server.url or server.state,
+                    partial(self.toggle_server, name),
+                )
+            )
+            out.append(
+                (
+                    f"Restart server {name}",
+                    server.url or server.state,
+                    partial(self.restart_server, name),
+                )
+            )
+            out.append(
+                (
+                    f"Copy desktop MCP config for {name}",
+                    "its toolkit as `toolnexus mcp` in Claude Desktop, VS Code or Cursor",
+                    partial(self.copy_mcp_config, name),
+                )
+            )
+            metrics = (
+                getattr(server.handle, "metrics_url", None) if server.handle is not None else None
+            )
             if metrics:
-                out.append((f"Copy metrics URL of {name}", metrics, partial(self.copy_text, metrics, "metrics URL")))
-        out.append(("Open in a browser", "run toolnexus-tui --web: this app in a browser, behind a token",
-                    partial(self.notify, "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
-                            "token; pip install 'toolnexus[web]')", timeout=10)))
+                out.append(
+                    (
+                        f"Copy metrics URL of {name}",
+                        metrics,
+                        partial(self.copy_text, metrics, "metrics URL"),
+                    )
+                )
+        out.append(
+            (
+                "Open in a browser",
+                "run toolnexus-tui --web: this app in a browser, behind a token",
+                partial(
+                    self.notify,
+                    "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
+                    "token; pip install 'toolnexus[web]')",
+                    timeout=10,
+                ),
+            )
+        )
         return out
 
     def chat_with(self, url: str) -> None:
@@ -503,14 +624,19 @@ class ToolnexusApp(App[None]):
         """A desktop MCP host's entry that serves this server's toolkit over stdio (Claude Desktop's
         and Cursor's form; VS Code's takes the same command and args under "servers")."""
         spec = self.workspace.servers[name].spec
-        args = ["mcp", *(a for folder in spec.skills for a in ("--skills", str(Path(folder).resolve())))]
+        args = [
+            "mcp",
+            *(a for folder in spec.skills for a in ("--skills", str(Path(folder).resolve()))),
+        ]
         if spec.config:
             args += ["--config", str(Path(spec.config).resolve())]
         command = shutil.which("toolnexus") or str(Path(sys.executable).parent / "toolnexus")
         entry = {"mcpServers": {name: {"command": command, "args": args}}}
         self.copy_text(json.dumps(entry, indent=2), "desktop MCP config")
 
-    def copy_text(self, text: str, what: str, note: str = "", severity: SeverityLevel = "information") -> None:
+    def copy_text(
+        self, text: str, what: str, note: str = "", severity: SeverityLevel = "information"
+    ) -> None:
         """Put ``text`` on the clipboard (OSC 52, through the terminal) and say what was copied,
         shown as it is (never read as markup), with ``note``; kept for "Save the last copy to a
         file". Whether the terminal took it cannot be seen from here; where it is known not to
@@ -521,23 +647,30 @@ class ToolnexusApp(App[None]):
 
     @work(group="copy")
     async def _say_copied(self, text: str, what: str, note: str, severity: SeverityLevel) -> None:
-        doubt = await asyncio.to_thread(clipboard_doubt, dict(os.environ))  # asks tmux: not on the UI loop
+        doubt = await asyncio.to_thread(
+            clipboard_doubt, dict(os.environ)
+        )  # asks tmux: not on the UI loop
         lines = text.splitlines() or [""]
         shown = "\n".join(line[:200] for line in lines[:12]) + ("\n…" if len(lines) > 12 else "")
         said = [f"copied the {what}:", shown] + ([note] if note else [])
         if doubt:
             said.append(f"{doubt}; ctrl+p → Save the last copy to a file")
-        self.notify("\n".join(said), timeout=15 if doubt else 10,  # the app's notify never reads markup
-                    severity="warning" if doubt and severity == "information" else severity)
+        self.notify(
+            "\n".join(said),
+            timeout=15 if doubt else 10,  # the app's notify never reads markup
+            severity="warning" if doubt and severity == "information" else severity,
+        )
 
     def ask_save_copy(self) -> None:
         if self.last_copy is None:
             self.notify("nothing copied yet")
             return
         what, text = self.last_copy
-        self.ask_export(f"the last copy (the {what})",
-                        self.export_dir / f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt",
-                        lambda path: write_whole(path, text + "\n"))
+        self.ask_export(
+            f"the last copy (the {what})",
+            self.export_dir / f"toolnexus-copy-{self.now().strftime('%Y%m%d-%H%M%S')}.txt",
+            lambda path: write_whole(path, text + "\n"),
+        )
 
     def _palette_new_server(self) -> None:
         from .screens.server_form import ServerForm
@@ -553,40 +686,73 @@ async def _mounted(mount: Any) -> None:
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:
     """A session export: the wire log and the chat, one JSON file, written whole or not at all."""
-    return write_whole(path, json.dumps({"wire": [asdict(ev) for ev in events], "chat": chat}, indent=2, default=str))
+    return write_whole(
+        path,
+        json.dumps({"wire": [asdict(ev) for ev in events], "chat": chat}, indent=2, default=str),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="toolnexus-tui", description="Host A2A/MCP servers and watch their tasks.")
+    parser = argparse.ArgumentParser(
+        prog="toolnexus-tui", description="Host A2A/MCP servers and watch their tasks."
+    )
     parser.add_argument("--config", help="a toolkit config file to serve")
     parser.add_argument("--skills", action="append", help="a skills folder to serve (repeatable)")
     parser.add_argument("--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL")
     parser.add_argument("--base-url", help="the model endpoint")
     parser.add_argument("--api-key-env", help="the environment variable holding the model key")
     parser.add_argument("--name", default=None, help="the served agent's name")
-    parser.add_argument("--port", type=int, default=0, help="port for the served toolkit (default: any)")
-    parser.add_argument("--web", action="store_true",
-                        help="serve this app in a browser instead (needs pip install 'toolnexus[web]'): the URL to "
-                             "open, with its one-time token, is printed")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="with --web: the address to serve on (default 127.0.0.1; beyond it, still the token)")
-    parser.add_argument("--web-port", type=int, default=0, help="with --web: the port (default: any free one)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="port for the served toolkit (default: any)"
+    )
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        help="serve this app in a browser instead (needs pip install 'toolnexus[web]'): the URL to "
+        "open, with its one-time token, is printed",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="with --web: the address to serve on (default 127.0.0.1; beyond it, still the token)",
+    )
+    parser.add_argument(
+        "--web-port", type=int, default=0, help="with --web: the port (default: any free one)"
+    )
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
     if args.web:
         from .web import serve_web  # textual-serve and aiohttp: only for --web
 
         app_args = _without_web(given)
-        serve_web(app_args, host=args.host, port=args.web_port,
-                  announce=lambda url: print(f"toolnexus-tui in the browser: {url}\n(Ctrl-C to stop)", flush=True))
+        serve_web(
+            app_args,
+            host=args.host,
+            port=args.web_port,
+            announce=lambda url: print(
+                f"toolnexus-tui in the browser: {url}\n(Ctrl-C to stop)", flush=True
+            ),
+        )
         return
     if args.config or args.skills:
-        spec = ServerSpec(name=args.name or "toolnexus-agent", skills=args.skills or [], config=args.config,
-                          model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, mcp=True,
-                          port=args.port)
+        spec = ServerSpec(
+            name=args.name or "toolnexus-agent",
+            skills=args.skills or [],
+            config=args.config,
+            model=args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            mcp=True,
+            port=args.port,
+        )
     else:
         spec = demo_spec(args.name or "demo-desk")
-        spec.model, spec.base_url, spec.api_key_env, spec.port = args.model, args.base_url, args.api_key_env, args.port
+        spec.model, spec.base_url, spec.api_key_env, spec.port = (
+            args.model,
+            args.base_url,
+            args.api_key_env,
+            args.port,
+        )
     app = ToolnexusApp(specs=[spec], tune_gc=True)
     app.run()
     if app.return_code:
@@ -610,7 +776,6 @@ def _without_web(argv: list[str]) -> list[str]:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-
 
 
 def _is_a_desk(app: ToolnexusApp) -> Desk:

@@ -19,16 +19,23 @@ def clipboard_doubt(env: Mapping[str, str]) -> str | None:
         setting = None
         if tmux:
             try:
-                asked = subprocess.run([tmux, "show-options", "-gv", "set-clipboard"], capture_output=True,
-                                       text=True, timeout=1.0, env=dict(env))
+                asked = subprocess.run(
+                    [tmux, "show-options", "-gv", "set-clipboard"],
+                    capture_output=True,
+                    text=True,
+                    timeout=1.0,
+                    env=dict(env),
+                )
                 setting = asked.stdout.strip() if asked.returncode == 0 else None
             except (OSError, subprocess.SubprocessError):
                 setting = None
         if setting == "on":
             return None
         now = f" (it is {setting!r} now)" if setting else ""
-        return (f"inside tmux, a copy reaches your terminal only with `set -g set-clipboard on`{now}, and "
-                "only if the terminal takes OSC 52")
+        return (
+            f"inside tmux, a copy reaches your terminal only with `set -g set-clipboard on`{now}, and "
+            "only if the terminal takes OSC 52"
+        )
     if env.get("STY"):
         return "inside GNU screen, a copy (OSC 52) does not reach your terminal"
     return None

@@ -31,8 +31,10 @@ from .saved import write_private
 __all__ = ["Peer", "PeerAuth", "PeerBook", "config_dir", "card_auth"]
 
 _ENV_REF_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
-_ENV_ONLY = re.compile(r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
-                       r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_ENV_ONLY = re.compile(
+    r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
+    r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$"
+)
 FILE = "peers-v1.json"
 
 
@@ -88,7 +90,11 @@ class PeerAuth:
     def saved(self) -> dict[str, str] | None:
         if self.kind not in AUTH_KINDS or self.kind == "none":
             return None
-        return {"kind": self.kind, "name": self.name, "secret": self.secret if self.saves_secret else ""}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "secret": self.secret if self.saves_secret else "",
+        }
 
 
 def card_auth(raw: Any) -> PeerAuth | None:
@@ -98,11 +104,18 @@ def card_auth(raw: Any) -> PeerAuth | None:
     for scheme in (schemes or {}).values() if isinstance(schemes, dict) else ():
         if not isinstance(scheme, dict):
             continue
-        http = scheme.get("httpAuthSecurityScheme") or (scheme if scheme.get("type") == "http" else None)
+        http = scheme.get("httpAuthSecurityScheme") or (
+            scheme if scheme.get("type") == "http" else None
+        )
         if isinstance(http, dict) and str(http.get("scheme", "")).lower() in ("bearer", "basic"):
             return PeerAuth(str(http["scheme"]).lower())
-        key = scheme.get("apiKeySecurityScheme") or (scheme if scheme.get("type") == "apiKey" else None)
-        if isinstance(key, dict) and str(key.get("location", key.get("in", ""))).lower() == "header":
+        key = scheme.get("apiKeySecurityScheme") or (
+            scheme if scheme.get("type") == "apiKey" else None
+        )
+        if (
+            isinstance(key, dict)
+            and str(key.get("location", key.get("in", ""))).lower() == "header"
+        ):
             return PeerAuth("apikey", str(key.get("name") or "X-API-Key"))
     return None
 
@@ -112,7 +125,9 @@ def spoken(client: A2AClient | None) -> str:
     over HTTP+JSON) or ``grpc``; ``—`` before its card is read."""
     if client is None or client.dialect is None:
         return "—"
-    return {Binding.HTTP_JSON: "rest", Binding.GRPC: "grpc"}.get(client.binding, client.dialect.value)
+    return {Binding.HTTP_JSON: "rest", Binding.GRPC: "grpc"}.get(
+        client.binding, client.dialect.value
+    )
 
 
 @dataclass
@@ -123,16 +138,24 @@ class Peer:
     headers: dict[str, str] = field(default_factory=dict)
     hosted: bool = False
     auth: PeerAuth = field(default_factory=PeerAuth)
-    dialect: str = "auto"  # auto | 0.3 | 1.0 | rest (1.0 over HTTP+JSON) | grpc (1.0 over gRPC) | legacy
+    dialect: str = (
+        "auto"  # auto | 0.3 | 1.0 | rest (1.0 over HTTP+JSON) | grpc (1.0 over gRPC) | legacy
+    )
     blocking: bool = False
     client: A2AClient | None = None
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
-    _dialing: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False, compare=False)
+    _dialing: asyncio.Lock = field(
+        default_factory=asyncio.Lock, init=False, repr=False, compare=False
+    )
 
     @property
     def name(self) -> str:
-        return self.client.card.name if self.client is not None and self.client.card is not None else self.url
+        return (
+            self.client.card.name
+            if self.client is not None and self.client.card is not None
+            else self.url
+        )
 
     def saved_headers(self) -> dict[str, str]:
         """Only the headers whose values name environment variables: never a literal secret."""
@@ -141,8 +164,9 @@ class Peer:
     @property
     def keeps_literal(self) -> bool:
         """Whether a secret typed in as a literal lives only in this session (not in the file)."""
-        return self.saved_headers() != self.headers or (self.auth.kind != "none" and bool(self.auth.secret)
-                                                        and not self.auth.saves_secret)
+        return self.saved_headers() != self.headers or (
+            self.auth.kind != "none" and bool(self.auth.secret) and not self.auth.saves_secret
+        )
 
     def templates(self) -> dict[str, str]:
         """Every header as the user wrote it (``${ENV}`` unexpanded), for copy-as-curl."""
@@ -165,15 +189,23 @@ class Peer:
             headers = self.live_headers()
             binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
             try:
-                self.client = A2AClient(self.url, headers=headers, bus=bus, secret_headers=tuple(headers),
-                                        dialect="1.0" if binding != "auto" else self.dialect, binding=binding)
+                self.client = A2AClient(
+                    self.url,
+                    headers=headers,
+                    bus=bus,
+                    secret_headers=tuple(headers),
+                    dialect="1.0" if binding != "auto" else self.dialect,
+                    binding=binding,
+                )
                 await self.client.connect()
             except Exception as exc:  # a URL that names no peer is said like an unreachable one
                 self.state, self.error = "unreachable", str(exc)
                 return
             finally:
                 if self.client is not None:
-                    await self.client.release()  # nothing stays open between uses; the next call reconnects
+                    await (
+                        self.client.release()
+                    )  # nothing stays open between uses; the next call reconnects
             self.state = "reachable"
 
 
@@ -189,19 +221,35 @@ class PeerBook:
             data = json.loads((self.folder / FILE).read_text(encoding="utf-8"))
             for entry in data.get("peers", []):
                 auth = entry.get("auth") or {}
-                self.peers.setdefault(entry["url"], Peer(entry["url"], dict(entry.get("headers") or {}),
-                                                         dialect=str(entry.get("dialect", "auto")),
-                                                         blocking=bool(entry.get("blocking", False)),
-                                                         auth=PeerAuth(str(auth.get("kind", "none")),
-                                                                       str(auth.get("name", "")),
-                                                                       str(auth.get("secret", "")))))
+                self.peers.setdefault(
+                    entry["url"],
+                    Peer(
+                        entry["url"],
+                        dict(entry.get("headers") or {}),
+                        dialect=str(entry.get("dialect", "auto")),
+                        blocking=bool(entry.get("blocking", False)),
+                        auth=PeerAuth(
+                            str(auth.get("kind", "none")),
+                            str(auth.get("name", "")),
+                            str(auth.get("secret", "")),
+                        ),
+                    ),
+                )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
 
     def save(self) -> None:
-        saved = [{"url": _savable_url(p.url), "headers": p.saved_headers(), "dialect": p.dialect,
-                  "blocking": p.blocking, **({"auth": a} if (a := p.auth.saved()) else {})}
-                 for p in self.peers.values() if not p.hosted]
+        saved = [
+            {
+                "url": _savable_url(p.url),
+                "headers": p.saved_headers(),
+                "dialect": p.dialect,
+                "blocking": p.blocking,
+                **({"auth": a} if (a := p.auth.saved()) else {}),
+            }
+            for p in self.peers.values()
+            if not p.hosted
+        ]
         try:
             write_private(self.folder / FILE, {"peers": saved})
         except OSError:
@@ -229,8 +277,14 @@ def _savable_url(url: str) -> str:
     """``url`` without the secrets it may carry (a password, secret query parameter values)."""
     parts = urllib.parse.urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
-    pairs = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment))
+    pairs = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not is_secret_name(k)
+    ]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment)
+    )
 
 
 def parse_headers(text: str) -> dict[str, str]:

@@ -40,8 +40,11 @@ class ServerBook:
             for entry in data.get("servers", []):
                 spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
                 self.specs[spec.name] = spec
-            self.ports = {str(k): v for k, v in (data.get("ports") or {}).items()
-                          if type(v) is int and 0 < v < 65536}
+            self.ports = {
+                str(k): v
+                for k, v in (data.get("ports") or {}).items()
+                if type(v) is int and 0 < v < 65536
+            }
         except (OSError, ValueError, TypeError, AttributeError):
             pass
         return list(self.specs.values())
@@ -64,6 +67,9 @@ class ServerBook:
 
     def save(self) -> None:
         try:
-            write_private(self.path, {"servers": [asdict(s) for s in self.specs.values()], "ports": self.ports})
+            write_private(
+                self.path,
+                {"servers": [asdict(s) for s in self.specs.values()], "ports": self.ports},
+            )
         except OSError:
             pass

@@ -24,15 +24,23 @@ __all__ = ["serve_web", "COOKIE"]
 COOKIE = "toolnexus_web"
 
 
-def serve_web(app_args: Sequence[str], *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-              announce: Callable[[str], None] | None = None) -> None:
+def serve_web(
+    app_args: Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
     """Serve ``toolnexus-tui`` with ``app_args`` in the browser until interrupted; ``announce`` is
     told the URL to open (with its token) once the socket is bound."""
     try:
         from aiohttp import web
         from textual_serve.server import Server
     except ImportError:
-        raise SystemExit("toolnexus-tui --web needs textual-serve: pip install 'toolnexus[web]'") from None
+        raise SystemExit(
+            "toolnexus-tui --web needs textual-serve: pip install 'toolnexus[web]'"
+        ) from None
     token = token or secrets.token_urlsafe(24)
     sock = socket.create_server((host, port))
     bound = sock.getsockname()[1]
@@ -45,9 +53,15 @@ def serve_web(app_args: Sequence[str], *, host: str = "127.0.0.1", port: int = 0
     async def guard(request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         if request.host.lower() not in allowed:
             return web.Response(status=403, text="this page is not served under that name\n")
-        given = request.query.get("token", "") if request.path == "/" else request.cookies.get(COOKIE, "")
+        given = (
+            request.query.get("token", "")
+            if request.path == "/"
+            else request.cookies.get(COOKIE, "")
+        )
         if not hmac.compare_digest(given.encode(), token.encode()):
-            return web.Response(status=403, text="open the URL toolnexus-tui --web printed (it has the token)\n")
+            return web.Response(
+                status=403, text="open the URL toolnexus-tui --web printed (it has the token)\n"
+            )
         response = await handler(request)
         if request.path == "/":
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
@@ -59,7 +73,9 @@ def serve_web(app_args: Sequence[str], *, host: str = "127.0.0.1", port: int = 0
             app.middlewares.append(guard)
             return app
 
-        async def on_startup(self, app: Any) -> None:  # say where, instead of textual-serve's banner
+        async def on_startup(
+            self, app: Any
+        ) -> None:  # say where, instead of textual-serve's banner
             if announce is not None:
                 announce(f"{public}/?token={token}")
 

@@ -18,8 +18,12 @@ import pytest
 from ..conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)")
-sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[test]')")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)"
+)
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="needs playwright (pip install -e '.[test]')"
+)
 pytest.importorskip("jupyterlab", reason="needs jupyterlab (pip install -e '.[test]')")
 
 
@@ -36,16 +40,31 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
     (work / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                            "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     port, token = _free_port(), uuid.uuid4().hex
     jupyter = Path(sys.executable).parent / "jupyter"
     lab = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}",
-         "--allow-root", "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",
-         f"--ServerApp.root_dir={work}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=work)
+        [
+            str(jupyter),
+            "lab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            "--allow-root",
+            "--ServerApp.port_retries=0",
+            "--LabApp.expose_app_in_browser=True",
+            f"--ServerApp.root_dir={work}",
+            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=work,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -57,21 +76,34 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
                 assert time.monotonic() < deadline, "jupyter lab did not start"
                 time.sleep(0.3)
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"http://127.0.0.1:{port}/lab/tree/notebook_demo.ipynb?token={token}")
             page.wait_for_function(
                 "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
                 " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
-                " return k && k.connectionStatus === 'connected' && k.status === 'idle'; }", timeout=60_000)
+                " return k && k.connectionStatus === 'connected' && k.status === 'idle'; }",
+                timeout=60_000,
+            )
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
             table = page.locator("table.toolnexus-live-tasks")
             table.first.wait_for(timeout=60_000)
             page.wait_for_function(
                 "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
-                " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }", timeout=60_000)
+                " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }",
+                timeout=60_000,
+            )
             server = page.locator(".toolnexus-server").first
             server.scroll_into_view_if_needed()  # JupyterLab does not render cells far out of view
             widget_area = server.text_content()
@@ -80,15 +112,23 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
             page.screenshot(path=str(tmp_path / "jupyterlab.png"))
             # the widgets take their colours from the theme: header cells and the completed badge
             # change with it (fixed colours would not), in a column as narrow as 620 px
-            look = ("() => { const t = document.querySelector('table.toolnexus-live-tasks');"
-                    " const th = getComputedStyle(t.querySelector('th'));"
-                    " const ok = getComputedStyle(t.querySelector('[data-state=\"completed\"]'));"
-                    " return [th.backgroundColor, th.borderTopWidth, th.paddingLeft, ok.color]; }")
+            look = (
+                "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
+                " const th = getComputedStyle(t.querySelector('th'));"
+                " const ok = getComputedStyle(t.querySelector('[data-state=\"completed\"]'));"
+                " return [th.backgroundColor, th.borderTopWidth, th.paddingLeft, ok.color]; }"
+            )
             light = page.evaluate(look)
-            assert light[1] != "0px" and light[2] != "0px", light  # borders and padding: columns apart
-            page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme',"
-                          " {theme: 'JupyterLab Dark'})")
-            page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+            assert light[1] != "0px" and light[2] != "0px", (
+                light
+            )  # borders and padding: columns apart
+            page.evaluate(
+                "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+                " {theme: 'JupyterLab Dark'})"
+            )
+            page.wait_for_function(
+                "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+            )
             page.set_viewport_size({"width": 620 + 300, "height": 1000})
             server.scroll_into_view_if_needed()
             dark = page.evaluate(look)

@@ -36,7 +36,9 @@ async def ip():
     shell = RaisingShell.instance()
     shell.run_line_magic("load_ext", "toolnexus")
     yield shell
-    closing = NotebookSession.shutdown()  # on the test's loop, where its servers run: stopped, not cancelled
+    closing = (
+        NotebookSession.shutdown()
+    )  # on the test's loop, where its servers run: stopped, not cancelled
     if closing is not None:  # (None: the test shut the session down itself)
         await closing
 
@@ -57,25 +59,31 @@ async def test_serve_send_tasks_list_stop(ip):
     task = await sent.done()
     assert task.state.value == "completed" and sent.state == "completed"
     assert task.reply.startswith('Using the "greet" skill')
-    cell = ip.run_cell_magic("toolnexus", f"send {server.url} --context {task.context_id}", "second line\n")
+    cell = ip.run_cell_magic(
+        "toolnexus", f"send {server.url} --context {task.context_id}", "second line\n"
+    )
     second = await cell.done()
-    assert second.context_id == task.context_id and second.reply.endswith("(message 2 of this conversation)")
+    assert second.context_id == task.context_id and second.reply.endswith(
+        "(message 2 of this conversation)"
+    )
     await asyncio.sleep(0.3)
     server.widget.refresh()
     assert [r["state"] for r in server.widget.rows] == ["completed", "completed"]
     server.widget.pick.value = task.id
-    assert "greet the shell" in server.widget.detail.value and "<table>" in server.widget.detail.value
+    assert (
+        "greet the shell" in server.widget.detail.value and "<table>" in server.widget.detail.value
+    )
     listing = ip.run_line_magic("toolnexus", "list")
     assert "m-desk" in listing.data and "running" in listing.data
     tasks = ip.run_line_magic("toolnexus", "tasks m-desk")
-    assert tasks.data.count("data-state=\"completed\"") == 2
+    assert tasks.data.count('data-state="completed"') == 2
     ip.run_line_magic("toolnexus", "stop m-desk")
     await asyncio.sleep(0.3)
     assert server.state == "stopped"
 
 
 async def test_a_server_served_again_right_after_stop_keeps_its_own_widget_live(ip):
-    """"stop" then "serve" of one name in a row: the first server's "stopped" comes after the new
+    """ "stop" then "serve" of one name in a row: the first server's "stopped" comes after the new
     widget began; it is the old run's, and the new widget keeps showing its own server's tasks."""
     first = ip.run_line_magic("toolnexus", "serve --name again")
     await wait_running(first)
@@ -96,8 +104,16 @@ async def test_a_server_served_again_right_after_stop_keeps_its_own_widget_live(
 
 async def test_threaded_server_serves_blocking_cells(ip):
     handle = ip.run_line_magic("toolnexus", "serve --name t-desk --thread")
-    r = httpx.post(handle.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                                           "params": {"message": v03_message("from a blocking cell")}}, timeout=10)
+    r = httpx.post(
+        handle.url + "/",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {"message": v03_message("from a blocking cell")},
+        },
+        timeout=10,
+    )
     assert r.json()["result"]["status"]["state"] == "completed"  # a blocking call did not freeze it
     await asyncio.sleep(0.3)
     handle.widget.refresh()
@@ -112,14 +128,22 @@ async def test_threaded_server_is_built_like_a_workspace_one(ip, monkeypatch):
 
     monkeypatch.setenv("TN_NB_TOKEN", "nb-s3cret")
     session = NotebookSession.get()
-    handle = session.start_thread(ServerSpec(name="locked", mcp=True, description="a locked desk",
-                                             auth_token_env="TN_NB_TOKEN"))
+    handle = session.start_thread(
+        ServerSpec(
+            name="locked", mcp=True, description="a locked desk", auth_token_env="TN_NB_TOKEN"
+        )
+    )
     try:
         assert httpx.post(handle.url + "/", json={}, timeout=10).status_code == 401
         assert httpx.post(handle.url + "/mcp", json={}, timeout=10).status_code == 401
         async with httpx.AsyncClient(timeout=10) as http:
-            reply = await rpc(http, handle.url, "message/send", {"message": v03_message("let me in")},
-                              headers={"Authorization": "Bearer nb-s3cret"})
+            reply = await rpc(
+                http,
+                handle.url,
+                "message/send",
+                {"message": v03_message("let me in")},
+                headers={"Authorization": "Bearer nb-s3cret"},
+            )
         assert reply["result"]["status"]["state"] == "completed"
         card = httpx.get(handle.url + "/.well-known/agent-card.json", timeout=10).json()
         assert card["description"] == "a locked desk"
@@ -131,18 +155,21 @@ async def test_threaded_server_is_built_like_a_workspace_one(ip, monkeypatch):
     assert "locked" not in session.threaded
 
 
-@pytest.mark.parametrize("line, needle", [
-    ("", "%toolnexus serve"),
-    ("nonsense", "invalid choice: 'nonsense'"),
-    ("serve --port x", "argument --port: invalid int value"),
-    ("serve --skills /no/such/folder", "skills folder not found"),
-    ("serve --model gpt4", "model must be demo"),
-    ("stop", "%toolnexus stop NAME | --all"),
-    ("stop nobody", "no server named 'nobody'"),
-    ("tasks nobody", "no server named 'nobody'"),
-    ("send", "the following arguments are required"),
-    ("send 'unclosed", "No closing quotation"),
-])
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("", "%toolnexus serve"),
+        ("nonsense", "invalid choice: 'nonsense'"),
+        ("serve --port x", "argument --port: invalid int value"),
+        ("serve --skills /no/such/folder", "skills folder not found"),
+        ("serve --model gpt4", "model must be demo"),
+        ("stop", "%toolnexus stop NAME | --all"),
+        ("stop nobody", "no server named 'nobody'"),
+        ("tasks nobody", "no server named 'nobody'"),
+        ("send", "the following arguments are required"),
+        ("send 'unclosed", "No closing quotation"),
+    ],
+)
 async def test_mistakes_are_one_line_usage_errors(ip, line, needle):
     with pytest.raises(UsageError, match=needle.replace("(", r"\(").replace("|", r"\|")):
         ip.run_line_magic("toolnexus", line)
@@ -169,7 +196,11 @@ async def test_doctor_shows_an_html_report(ip):
     await wait_running(server)
     healthy = ip.run_line_magic("toolnexus", f"doctor {server.url} --send")
     report = await healthy.done()
-    assert not report.failed("error") and "JSONRPC 1.x" in healthy.view.value and "✔" in healthy.view.value
+    assert (
+        not report.failed("error")
+        and "JSONRPC 1.x" in healthy.view.value
+        and "✔" in healthy.view.value
+    )
     async with broken_peer("ansi-name") as url:
         evil = await ip.run_line_magic("toolnexus", f"doctor {url}").done()
     assert evil is not None and "\x1b" not in evil.html() and "&#x27;evil␛[2J" in evil.html()
@@ -193,8 +224,13 @@ async def test_card_and_chat(ip):
     assert chat.turns[-1].task_state is TaskState.INPUT_REQUIRED and chat.waiting_task
     assert chat.turns[-1].state is TurnState.ASKED and not chat.cancel_button.disabled
     asked = chat.turns[-1]
-    assert chat.answer_box.layout.display is None and chat.answer_box.value  # shown, ticked: the answer
-    assert f"task {asked.task_id[:8]} asks" in chat.view.value and "your next message answers it" in chat.view.value
+    assert (
+        chat.answer_box.layout.display is None and chat.answer_box.value
+    )  # shown, ticked: the answer
+    assert (
+        f"task {asked.task_id[:8]} asks" in chat.view.value
+        and "your next message answers it" in chat.view.value
+    )
     chat.answer_box.value = False  # a new task instead; the question stays open
     assert "starts a new task" in chat.view.value
     chat.say("meanwhile")
@@ -204,12 +240,18 @@ async def test_card_and_chat(ip):
     chat.say("yes")
     await chat.wait()
     assert chat.turns[-1].task_state is TaskState.COMPLETED and chat.cancel_button.disabled
-    assert chat.turns[-1].text.startswith("Request approved (yes)") and chat.turns[-1].task_id == asked.task_id
+    assert (
+        chat.turns[-1].text.startswith("Request approved (yes)")
+        and chat.turns[-1].task_id == asked.task_id
+    )
     assert chat.answer_box.layout.display == "none" and "asks</b>" not in chat.view.value
     first_context = chat.context_id
     chat.say("and another")
     await chat.wait()
-    assert chat.context_id == first_context and "(message 2 of this conversation)" in chat.turns[-1].text
+    assert (
+        chat.context_id == first_context
+        and "(message 2 of this conversation)" in chat.turns[-1].text
+    )
     chat.new_conversation()
     chat.say("fresh")
     await chat.wait()
@@ -232,7 +274,10 @@ async def test_a_chat_whose_peer_is_down_is_retried_once_it_is_up(ip):
     await wait_running(server)
     chat.retry_button.click()
     await chat.wait()
-    assert chat.turns[-1].task_state is TaskState.COMPLETED and chat.turns[-1].text == "You said: hello there"
+    assert (
+        chat.turns[-1].task_state is TaskState.COMPLETED
+        and chat.turns[-1].text == "You said: hello there"
+    )
     assert len(chat.turns) == 2 and chat.retry_button.disabled and chat.conversation.lost is None
 
 
@@ -240,7 +285,9 @@ async def test_unreachable_peer_shows_an_error_not_a_crash(ip):
     sent = ip.run_line_magic("toolnexus", "send http://127.0.0.1:1 hello")
     with pytest.raises(PeerError, match="cannot fetch the agent card") as caught:
         await sent.done()  # never None: the one-line reason
-    assert caught.value._render_traceback_() == [f"PeerError: {caught.value}"]  # one line in Jupyter
+    assert caught.value._render_traceback_() == [
+        f"PeerError: {caught.value}"
+    ]  # one line in Jupyter
     assert sent.state == "error" and "cannot fetch the agent card" in sent.error
     card = ip.run_line_magic("toolnexus", "card http://127.0.0.1:1")
     assert await card.done() is None and "✘" in card.view.value
@@ -252,15 +299,25 @@ async def test_run_all_a_send_right_after_serve_waits_for_the_server(ip):
     h = ip.run_line_magic("toolnexus", "serve --name ra-desk")
     assert h.state == "starting" and h.url.startswith("http://127.0.0.1:")
     sent = ip.run_line_magic("toolnexus", f"send {h.url} weather in Lisbon please")
-    async with httpx.AsyncClient(timeout=10) as http:  # any client: its connection waits in the backlog
+    async with httpx.AsyncClient(
+        timeout=10
+    ) as http:  # any client: its connection waits in the backlog
         card = (await http.get(h.url + "/.well-known/agent-card.json")).json()
     assert card["name"] == "ra-desk"
     task = await sent.done()
     assert task.state.value == "completed" and task.reply.startswith('Using the "weather" skill')
 
 
-@pytest.mark.parametrize("line", ["send weather in Lisbon please", "send '' hello", "card nowhere",
-                                  "chat ftp://x", "cancel abc not-a-url"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "send weather in Lisbon please",
+        "send '' hello",
+        "card nowhere",
+        "chat ftp://x",
+        "cancel abc not-a-url",
+    ],
+)
 async def test_a_missing_or_malformed_url_is_a_one_line_error(ip, line):
     with pytest.raises(UsageError, match="is not an http\\(s\\) URL; the URL comes first"):
         ip.run_line_magic("toolnexus", line)
@@ -277,7 +334,9 @@ async def test_a_server_started_again_under_its_name_starts_with_an_empty_table(
     second.refresh()
     first.refresh()
     assert [r["request"] for r in second.widget.rows] == ["hello two"]
-    assert [r["request"] for r in first.widget.rows] == ["hello one"]  # the old handle keeps its own
+    assert [r["request"] for r in first.widget.rows] == [
+        "hello one"
+    ]  # the old handle keeps its own
 
 
 async def test_cancel_from_the_magic_the_send_and_the_server_widget(ip):
@@ -289,7 +348,9 @@ async def test_cancel_from_the_magic_the_send_and_the_server_widget(ip):
     h.refresh()
     h.widget.pick.value = question.id
     assert "input-required" in h.widget.pick.label and not h.widget.cancel_button.disabled
-    shown = ip.run_line_magic("toolnexus", f"cancel {question.id}")  # found among the notebook's servers
+    shown = ip.run_line_magic(
+        "toolnexus", f"cancel {question.id}"
+    )  # found among the notebook's servers
     canceled = await shown.done
     assert canceled.state.value == "canceled"
     for _ in range(100):  # the send widget still follows it: canceled elsewhere shows here
@@ -317,12 +378,15 @@ async def test_cancel_from_the_magic_the_send_and_the_server_widget(ip):
     assert await nobody.done is None and "name its agent" in nobody.value
 
 
-@pytest.mark.parametrize("line, needle", [
-    ("help", "e.g. h = %toolnexus serve --name desk --mcp"),
-    ("--help", "%toolnexus cancel TASK_ID [URL]"),
-    ("serve --help", "--store memory|file:DIR"),
-    ("help send", "s.cancel()"),
-])
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("help", "e.g. h = %toolnexus serve --name desk --mcp"),
+        ("--help", "%toolnexus cancel TASK_ID [URL]"),
+        ("serve --help", "--store memory|file:DIR"),
+        ("help send", "s.cancel()"),
+    ],
+)
 async def test_help_shows_every_subcommand_with_an_example(ip, capsys, line, needle):
     ip.run_line_magic("toolnexus", line)
     out = capsys.readouterr().out
@@ -342,7 +406,9 @@ async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path,
     assert "no tasks yet" in h.widget.table.value  # the empty state
     for text in ("greet the data", "weather in Porto please"):
         await (ip.run_line_magic("toolnexus", f"send {h.url} {text}")).done()
-    for _ in range(100):  # the chart draws at most once a second, off the loop: wait for it, 10 s at most
+    for _ in range(
+        100
+    ):  # the chart draws at most once a second, off the loop: wait for it, 10 s at most
         h.refresh()
         if h.widget.chart.value[:4] == b"\x89PNG":
             break
@@ -365,9 +431,12 @@ async def test_data_to_analyse_dataframe_export_chart_and_the_wire(ip, tmp_path,
     assert "→ in" in detail and "POST SendMessage" in detail and "greet the data" in detail, detail
     saved = ip.run_line_magic("toolnexus", f"export data-desk {tmp_path / 'tasks.csv'}")
     lines = saved.read_text().splitlines()
-    assert lines[0].startswith("task,context,server,skill,request,state,created") and len(lines) == 3
+    assert (
+        lines[0].startswith("task,context,server,skill,request,state,created") and len(lines) == 3
+    )
     whole = h.export(tmp_path / "session.json")
     import json
+
     data = json.loads(whole.read_text())
     assert len(data["tasks"]) == 2 and any(ev["rpc_method"] == "SendMessage" for ev in data["wire"])
     # its wire as a cassette: replayed, it answers as data-desk did
@@ -395,12 +464,18 @@ async def test_widgets_look_finished_theme_colours_plurals_and_disconnect(ip):
     sent = ip.run_line_magic("toolnexus", f"send {h.url} greet the looks")
     task = await sent.done()
     import re
+
     html_out = sent.value + h.widget.header.value + h.widget.table.value
     fixed = re.findall(r"color:\s*#[0-9a-f]{3,6}", html_out)
     assert not fixed, fixed  # theme variables (with fallbacks), never fixed colours
-    assert "var(--jp-success-color1" in sent.value and "var(--jp-content-link-color" in h.widget.header.value
+    assert (
+        "var(--jp-success-color1" in sent.value
+        and "var(--jp-content-link-color" in h.widget.header.value
+    )
     assert "1 message<" in sent.value or "2 messages<" in sent.value
-    assert "</pre></div></div>" in sent.value or "</pre></div><div>" in sent.value  # nothing trails the reply
+    assert (
+        "</pre></div></div>" in sent.value or "</pre></div><div>" in sent.value
+    )  # nothing trails the reply
     chat = ip.run_line_magic("toolnexus", "chat http://127.0.0.1:1")
     chat.say("anyone?")
     await chat.wait()
@@ -442,8 +517,12 @@ async def test_a_servers_task_view_shows_its_trace_across_the_agents_of_the_note
 
     session = NotebookSession.get()
     async with chain(tmp_path, events=session.workspace.events) as (a, b, c, _):
-        widget = ServerWidget("agent-a", session.workspace.events, lambda: ("running", a.url, ["A2A"], ""),
-                              lambda: None)
+        widget = ServerWidget(
+            "agent-a",
+            session.workspace.events,
+            lambda: ("running", a.url, ["A2A"], ""),
+            lambda: None,
+        )
         async with A2AClient(a.url) as caller:
             asked = await caller.send("please approve the move", blocking=True)
             for _ in range(100):
@@ -453,9 +532,16 @@ async def test_a_servers_task_view_shows_its_trace_across_the_agents_of_the_note
             widget.pick.value = asked.id
             detail = widget.detail.value
             assert detail.startswith("<div class='toolnexus-trace'>") and "◀ this task" in detail
-            assert detail.index("agent-a task") < detail.index("→ agent-b") < detail.index("agent-b task") \
-                < detail.index("→ agent-c") < detail.index("agent-c task")
-            assert [b.id for b in widget.book.tasks.values()] == [asked.id]  # its table: its own tasks only
+            assert (
+                detail.index("agent-a task")
+                < detail.index("→ agent-b")
+                < detail.index("agent-b task")
+                < detail.index("→ agent-c")
+                < detail.index("agent-c task")
+            )
+            assert [b.id for b in widget.book.tasks.values()] == [
+                asked.id
+            ]  # its table: its own tasks only
             await caller.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
 
         def tree() -> str:

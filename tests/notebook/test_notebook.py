@@ -19,7 +19,9 @@ from ..conftest import ROOT  # noqa: E402
 
 
 def _outputs(nb):
-    return {c.source.splitlines()[0]: c.outputs for c in nb.cells if c.cell_type == "code" and c.source}
+    return {
+        c.source.splitlines()[0]: c.outputs for c in nb.cells if c.cell_type == "code" and c.source
+    }
 
 
 def _run_all(client, nb) -> None:
@@ -28,17 +30,32 @@ def _run_all(client, nb) -> None:
 
 
 def test_example_notebook_runs_twice_in_one_kernel_from_any_folder(tmp_path: Path):
-    shutil.copy(ROOT / "examples" / "notebook_demo.ipynb", tmp_path / "demo.ipynb")  # no examples/ beside it
+    shutil.copy(
+        ROOT / "examples" / "notebook_demo.ipynb", tmp_path / "demo.ipynb"
+    )  # no examples/ beside it
     nb = nbformat.read(tmp_path / "demo.ipynb", as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     with client.setup_kernel():
-        for _ in range(2):  # the second run: a fresh server and an empty table (its in-kernel asserts)
+        for _ in range(
+            2
+        ):  # the second run: a fresh server and an empty table (its in-kernel asserts)
             _run_all(client, nb)
-            final = _outputs(nb)["await asyncio.sleep(0.5)  # the widget redraws at most ten times a second"]
-            assert "['completed', 'completed', 'completed', 'completed']" in final[0]["data"]["text/plain"]
-    widget_views = [o for outs in _outputs(nb).values() for o in outs
-                    if o.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in o["data"]]
+            final = _outputs(nb)[
+                "await asyncio.sleep(0.5)  # the widget redraws at most ten times a second"
+            ]
+            assert (
+                "['completed', 'completed', 'completed', 'completed']"
+                in final[0]["data"]["text/plain"]
+            )
+    widget_views = [
+        o
+        for outs in _outputs(nb).values()
+        for o in outs
+        if o.get("output_type") == "display_data"
+        and "application/vnd.jupyter.widget-view+json" in o["data"]
+    ]
     assert widget_views, "the live widgets were displayed"
 
 
@@ -52,11 +69,14 @@ def test_readme_jupyter_lines_work_under_run_all_exactly_as_written(tmp_path: Pa
     lines = _readme_jupyter_lines()
     assert lines[0] == "%load_ext toolnexus" and any("send {h.url}" in line for line in lines)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(line) for line in lines])
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()  # Run All after a (fresh) kernel start: every line works as written
     outputs = _outputs(nb)
-    task = next(outs for first, outs in outputs.items() if first.startswith("task = await sent.done()"))
+    task = next(
+        outs for first, outs in outputs.items() if first.startswith("task = await sent.done()")
+    )
     assert not task  # an assignment: nothing shown, and no error
     frame = next(outs for first, outs in outputs.items() if first.startswith("h.to_dataframe()"))
     html = frame[0]["data"]["text/html"]
@@ -68,8 +88,11 @@ def test_widgets_say_disconnected_when_the_kernel_stops(tmp_path: Path):
 
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
     try:
-        for code in ("%load_ext toolnexus", "h = %toolnexus serve --name gone-desk",
-                     "s = %toolnexus send {h.url} greet me\nt = await s.done()\nassert t.state.value == 'completed'"):
+        for code in (
+            "%load_ext toolnexus",
+            "h = %toolnexus serve --name gone-desk",
+            "s = %toolnexus send {h.url} greet me\nt = await s.done()\nassert t.state.value == 'completed'",
+        ):
             reply = kc.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
             assert reply["content"]["status"] == "ok", reply["content"]
         kc.shutdown()  # what stopping or restarting the kernel sends

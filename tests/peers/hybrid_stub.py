@@ -39,20 +39,36 @@ class HybridStub:
         self.methods: list[str] = []
 
     def card(self, request: Request) -> JSONResponse:
-        return JSONResponse({
-            "name": "hybrid-desk", "description": "0.3 method names, 1.0 shapes", "version": "2.1.0",
-            "protocolVersion": "1.0", "capabilities": {"streaming": True}, "defaultInputModes": ["text"],
-            "defaultOutputModes": ["text"], "skills": [{"id": "echo", "name": "echo", "description": "echoes",
-                                                        "tags": ["echo"]}],
-            "supportedInterfaces": [{"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+        return JSONResponse(
+            {
+                "name": "hybrid-desk",
+                "description": "0.3 method names, 1.0 shapes",
+                "version": "2.1.0",
+                "protocolVersion": "1.0",
+                "capabilities": {"streaming": True},
+                "defaultInputModes": ["text"],
+                "defaultOutputModes": ["text"],
+                "skills": [
+                    {"id": "echo", "name": "echo", "description": "echoes", "tags": ["echo"]}
+                ],
+                "supportedInterfaces": [
+                    {"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+            }
+        )
 
     def _new(self, params: dict[str, Any]) -> dict[str, Any]:
         message = params.get("message") or {}
-        text = " ".join(str(p.get("text", "")) for p in message.get("parts") or [] if isinstance(p, dict))
+        text = " ".join(
+            str(p.get("text", "")) for p in message.get("parts") or [] if isinstance(p, dict)
+        )
         tid = str(uuid.uuid4())
-        self.tasks[tid] = {"id": tid, "contextId": str(uuid.uuid4()),
-                           "status": {"state": "TASK_STATE_COMPLETED", "timestamp": STAMP},
-                           "artifacts": [{"artifactId": str(uuid.uuid4()), "parts": [{"text": f"echo: {text}"}]}]}
+        self.tasks[tid] = {
+            "id": tid,
+            "contextId": str(uuid.uuid4()),
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": STAMP},
+            "artifacts": [{"artifactId": str(uuid.uuid4()), "parts": [{"text": f"echo: {text}"}]}],
+        }
         return self.tasks[tid]
 
     async def rpc(self, request: Request) -> Response:
@@ -64,7 +80,9 @@ class HybridStub:
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
         def error(code: int, message: str) -> JSONResponse:
-            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+            return JSONResponse(
+                {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+            )
 
         if method in SENDS + STREAMS and not isinstance(params.get("message"), dict):
             return error(-32602, "Invalid params: message is required")
@@ -73,16 +91,35 @@ class HybridStub:
         if method in STREAMS:
             task = self._new(params)
             head = {k: v for k, v in task.items() if k != "artifacts"} | {
-                "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": STAMP}}
-            frames = [{"task": head},
-                      {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"],
-                                        "status": {"state": "TASK_STATE_WORKING", "timestamp": STAMP}}},
-                      {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"],
-                                        "status": task["status"], "final": True}}]
+                "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": STAMP}
+            }
+            frames = [
+                {"task": head},
+                {
+                    "statusUpdate": {
+                        "taskId": task["id"],
+                        "contextId": task["contextId"],
+                        "status": {"state": "TASK_STATE_WORKING", "timestamp": STAMP},
+                    }
+                },
+                {
+                    "statusUpdate": {
+                        "taskId": task["id"],
+                        "contextId": task["contextId"],
+                        "status": task["status"],
+                        "final": True,
+                    }
+                },
+            ]
 
             async def sse() -> AsyncIterator[bytes]:
                 for frame in frames:
-                    yield b"data: " + json.dumps({"jsonrpc": "2.0", "id": rid, "result": frame}).encode() + b"\n\n"
+                    yield (
+                        b"data: "
+                        + json.dumps({"jsonrpc": "2.0", "id": rid, "result": frame}).encode()
+                        + b"\n\n"
+                    )
+
             return StreamingResponse(sse(), media_type="text/event-stream")
         if method in GETS:
             task = self.tasks.get(params.get("id"))
@@ -93,7 +130,12 @@ class HybridStub:
 @contextlib.asynccontextmanager
 async def hybrid_stub() -> AsyncIterator[HybridStub]:
     stub = HybridStub()
-    app = Starlette(routes=[Route("/.well-known/agent-card.json", stub.card), Route("/", stub.rpc, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/.well-known/agent-card.json", stub.card),
+            Route("/", stub.rpc, methods=["POST"]),
+        ]
+    )
     async with on_loopback(app) as url:
         stub.url = url
         yield stub

@@ -13,8 +13,8 @@ import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,9 +25,13 @@ HERE = Path(__file__).parent / "js"
 
 def need_js_sdk() -> None:
     """Skip (fail in CI) unless node and the JS SDK are installed."""
-    missing = ("node" if shutil.which("node") is None
-               else "@a2a-js/sdk (cd tests/peers/js && npm ci)" if not (HERE / "node_modules" / "@a2a-js" / "sdk").is_dir()
-               else None)
+    missing = (
+        "node"
+        if shutil.which("node") is None
+        else "@a2a-js/sdk (cd tests/peers/js && npm ci)"
+        if not (HERE / "node_modules" / "@a2a-js" / "sdk").is_dir()
+        else None
+    )
     if missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the JavaScript SDK peer needs {missing}")
@@ -39,14 +43,26 @@ async def js_server(*, compat: bool = False, rest: bool = False) -> AsyncIterato
     """An agent on the JS SDK's express server on 127.0.0.1 (its base URL); see js/server.mjs.
     ``rest``: it serves the HTTP+JSON binding only."""
     need_js_sdk()
-    args = ["node", str(HERE / "server.mjs")] + (["--compat"] if compat else []) + (["--rest"] if rest else [])
-    proc = subprocess.Popen(args, cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    args = (
+        ["node", str(HERE / "server.mjs")]
+        + (["--compat"] if compat else [])
+        + (["--rest"] if rest else [])
+    )
+    proc = subprocess.Popen(
+        args,
+        cwd=HERE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 30)
         if not line.startswith("http://"):
-            raise RuntimeError(f"the JS SDK peer did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"the JS SDK peer did not start: {line}{proc.stderr.read() if proc.stderr else ''}"
+            )
         yield line.strip()
     finally:
         stop_process(proc, wait=5, terminate=False)  # it ends when its stdin closes
@@ -58,8 +74,9 @@ async def js_client(url: str, transport: str, version: str = "") -> dict[str, An
     the SDK's legacy compat."""
     need_js_sdk()
     args = ["node", str(HERE / "client.mjs"), url, transport] + ([version] if version else [])
-    done = await asyncio.to_thread(subprocess.run, args, cwd=HERE,
-                                   capture_output=True, text=True, timeout=60)
+    done = await asyncio.to_thread(
+        subprocess.run, args, cwd=HERE, capture_output=True, text=True, timeout=60
+    )
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(f"the JS SDK client failed ({done.returncode}): {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -31,11 +31,21 @@ class LegacyStub:
         self.url = ""
 
     def card(self, request: Request) -> JSONResponse:
-        return JSONResponse({"name": "legacy-desk", "description": "a toolnexus port in another language",
-                             "url": self.url + "/", "version": "0.1.0", "protocolVersion": "0.3.0",
-                             "capabilities": {"streaming": False, "pushNotifications": False},
-                             "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
-                             "skills": [{"id": "answer", "name": "answer", "description": "answers", "tags": ["answer"]}]})
+        return JSONResponse(
+            {
+                "name": "legacy-desk",
+                "description": "a toolnexus port in another language",
+                "url": self.url + "/",
+                "version": "0.1.0",
+                "protocolVersion": "0.3.0",
+                "capabilities": {"streaming": False, "pushNotifications": False},
+                "defaultInputModes": ["text"],
+                "defaultOutputModes": ["text"],
+                "skills": [
+                    {"id": "answer", "name": "answer", "description": "answers", "tags": ["answer"]}
+                ],
+            }
+        )
 
     async def rpc(self, request: Request) -> JSONResponse:
         body = json.loads(await request.body())
@@ -53,16 +63,32 @@ class LegacyStub:
                 task["_answer"] = text
             else:
                 tid = str(uuid.uuid4())
-                task = self.tasks[tid] = {"id": tid, "contextId": str(uuid.uuid4()), "status": {"state": "submitted"},
-                                          "_text": text}
+                task = self.tasks[tid] = {
+                    "id": tid,
+                    "contextId": str(uuid.uuid4()),
+                    "status": {"state": "submitted"},
+                    "_text": text,
+                }
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": _public(task)})
         if method == "GetTask":
             task = self.tasks.get(params.get("id"))
             if task is None:
-                return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": {"code": -32001, "message": "Task not found"}})
+                return JSONResponse(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {"code": -32001, "message": "Task not found"},
+                    }
+                )
             self._advance(task)
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": _public(task)})
-        return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}})
+        return JSONResponse(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": -32601, "message": f"Method not found: {method}"},
+            }
+        )
 
     def _advance(self, task: dict[str, Any]) -> None:
         state = task["status"]["state"]
@@ -72,11 +98,23 @@ class LegacyStub:
         elif state != "submitted":
             return
         elif "question" in text:
-            task["status"] = {"state": "input-required", "message": {
-                "role": "agent", "messageId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": "Which colour?"}]}}
+            task["status"] = {
+                "state": "input-required",
+                "message": {
+                    "role": "agent",
+                    "messageId": str(uuid.uuid4()),
+                    "parts": [{"kind": "text", "text": "Which colour?"}],
+                },
+            }
         elif "fail" in text:
-            task["status"] = {"state": "failed", "message": {
-                "role": "agent", "messageId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": "no can do"}]}}
+            task["status"] = {
+                "state": "failed",
+                "message": {
+                    "role": "agent",
+                    "messageId": str(uuid.uuid4()),
+                    "parts": [{"kind": "text", "text": "no can do"}],
+                },
+            }
         elif "slow" in text:
             task["status"] = {"state": "working"}
         else:
@@ -84,7 +122,9 @@ class LegacyStub:
 
     def _done(self, task: dict[str, Any], text: str) -> None:
         task["status"] = {"state": "completed"}
-        task["artifacts"] = [{"artifactId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": text}]}]
+        task["artifacts"] = [
+            {"artifactId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": text}]}
+        ]
 
 
 def _public(task: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +134,12 @@ def _public(task: dict[str, Any]) -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def legacy_stub() -> AsyncIterator[LegacyStub]:
     stub = LegacyStub()
-    app = Starlette(routes=[Route("/.well-known/agent-card.json", stub.card),
-                            Route("/", stub.rpc, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/.well-known/agent-card.json", stub.card),
+            Route("/", stub.rpc, methods=["POST"]),
+        ]
+    )
     async with on_loopback(app) as url:
         stub.url = url
         yield stub

@@ -15,6 +15,7 @@ import base64
 import contextlib
 from collections.abc import AsyncIterator
 
+import httpx
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -27,15 +28,27 @@ from a2a.server.tasks import (
     TaskUpdater,
 )
 from a2a.types import a2a_pb2 as pb
-import httpx
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
 from toolnexus.http.server import AsgiServer
 
-
-HOSTILE_NAMES = ("$(touch PWNED).txt", "`touch PWNED`.sh", "a;touch PWNED;.txt", "-rf", "x|touch PWNED",
-                 "a&&touch PWNED", "~root", "links.txt", "two words.txt", "*", "'q'\"q\"", "> out", "#!x", "{a,b}")
+HOSTILE_NAMES = (
+    "$(touch PWNED).txt",
+    "`touch PWNED`.sh",
+    "a;touch PWNED;.txt",
+    "-rf",
+    "x|touch PWNED",
+    "a&&touch PWNED",
+    "~root",
+    "links.txt",
+    "two words.txt",
+    "*",
+    "'q'\"q\"",
+    "> out",
+    "#!x",
+    "{a,b}",
+)
 """File names as a shell would read them: saved, each must paste into a shell as one plain word."""
 
 
@@ -52,28 +65,49 @@ class ScriptExecutor(AgentExecutor):
         if waiting:
             await self._reply(updater, f"answered: {text}")
         elif "question" in text:
-            await updater.requires_input(new_text_message("What is your favourite colour?", context_id=task.context_id, task_id=task.id))
+            await updater.requires_input(
+                new_text_message(
+                    "What is your favourite colour?", context_id=task.context_id, task_id=task.id
+                )
+            )
         elif "slow" in text:
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")
         elif "chunked" in text:  # one reply streamed as three appends to one artifact
             for i, piece in enumerate(("echo: chu", "nked repl", "y please")):
                 await asyncio.sleep(0.05)
-                await updater.add_artifact([pb.Part(text=piece)], artifact_id="reply-1", name="reply",
-                                           append=i > 0, last_chunk=i == 2)
+                await updater.add_artifact(
+                    [pb.Part(text=piece)],
+                    artifact_id="reply-1",
+                    name="reply",
+                    append=i > 0,
+                    last_chunk=i == 2,
+                )
             await updater.complete()
         elif text.startswith("many files"):
             n = int(text.split()[-1])
             parts = [pb.Part(raw=f"a{i}".encode(), filename="a.txt") for i in range(n)]
             parts += [pb.Part(raw=name.encode(), filename=name) for name in HOSTILE_NAMES]
-            parts.append(pb.Part(url="https://elsewhere.example/x.pdf", filename="x.pdf", media_type="application/pdf"))
+            parts.append(
+                pb.Part(
+                    url="https://elsewhere.example/x.pdf",
+                    filename="x.pdf",
+                    media_type="application/pdf",
+                )
+            )
             await updater.add_artifact(parts, name="many")
             await self._reply(updater, f"{n} files")
         elif "fail" in text:
-            await updater.failed(new_text_message("the agent could not do it", context_id=task.context_id, task_id=task.id))
+            await updater.failed(
+                new_text_message(
+                    "the agent could not do it", context_id=task.context_id, task_id=task.id
+                )
+            )
         elif others := [p for p in context.message.parts if p.WhichOneof("content") != "text"]:
             await updater.add_artifact(list(others), name="echoed")
-            await updater.add_artifact([pb.Part(raw=b"outside?", filename="../../escape.txt")], name="hostile")
+            await updater.add_artifact(
+                [pb.Part(raw=b"outside?", filename="../../escape.txt")], name="hostile"
+            )
             await self._reply(updater, f"echo: {text} (+{len(others)} parts)")
         else:
             await self._reply(updater, f"echo: {text}")
@@ -89,21 +123,38 @@ class ScriptExecutor(AgentExecutor):
 def card(url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC") -> pb.AgentCard:
     interfaces = [pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")]
     if compat:
-        interfaces.append(pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="0.3"))
+        interfaces.append(
+            pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="0.3")
+        )
     return pb.AgentCard(
-        name="sdk-echo", description="Echo agent on the official a2a-sdk 1.3.0", version="1.0.0",
+        name="sdk-echo",
+        description="Echo agent on the official a2a-sdk 1.3.0",
+        version="1.0.0",
         supported_interfaces=interfaces,
         capabilities=pb.AgentCapabilities(streaming=True, push_notifications=push),
-        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[pb.AgentSkill(id="echo", name="Echo", description="Replies with the text", tags=["echo", "test"],
-                              examples=["hello"])],
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            pb.AgentSkill(
+                id="echo",
+                name="Echo",
+                description="Replies with the text",
+                tags=["echo", "test"],
+                examples=["hello"],
+            )
+        ],
     )
 
 
 @contextlib.asynccontextmanager
-async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = None,
-                     push: bool = False, binding: str = "JSONRPC", task_store: TaskStore | None = None
-                     ) -> AsyncIterator[str]:
+async def sdk_server(
+    *,
+    compat: bool = False,
+    basic: tuple[str, str] | None = None,
+    push: bool = False,
+    binding: str = "JSONRPC",
+    task_store: TaskStore | None = None,
+) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
     public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
@@ -115,13 +166,18 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     app = Starlette()
     front = app
     if basic is not None:
-        expected = ("Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()).encode()
+        expected = (
+            "Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
+        ).encode()
 
         async def front(scope, receive, send):  # type: ignore[no-untyped-def]
             given = dict(scope.get("headers") or []).get(b"authorization")
             if scope["type"] == "http" and scope["method"] == "POST" and given != expected:
-                refusal = JSONResponse({"error": "basic auth required"}, status_code=401,
-                                       headers={"WWW-Authenticate": 'Basic realm="a2a"'})
+                refusal = JSONResponse(
+                    {"error": "basic auth required"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Basic realm="a2a"'},
+                )
                 return await refusal(scope, receive, send)
             return await app(scope, receive, send)
 
@@ -141,14 +197,24 @@ async def sdk_server(*, compat: bool = False, basic: tuple[str, str] | None = No
     agent_card = card(url, compat=compat, push=push, binding=binding)
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
-            pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic")))
+            pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic"))
+        )
     push_http = httpx.AsyncClient(timeout=5)
     push_store = InMemoryPushNotificationConfigStore() if push else None
-    handler = DefaultRequestHandlerV2(agent_executor=ScriptExecutor(), task_store=task_store or InMemoryTaskStore(),
-                                      agent_card=agent_card, push_config_store=push_store,
-                                      push_sender=BasePushNotificationSender(push_http, push_store) if push else None)
-    served = (create_rest_routes(handler, enable_v0_3_compat=compat) if binding == "HTTP+JSON"
-              else [] if binding == "GRPC" else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat))
+    handler = DefaultRequestHandlerV2(
+        agent_executor=ScriptExecutor(),
+        task_store=task_store or InMemoryTaskStore(),
+        agent_card=agent_card,
+        push_config_store=push_store,
+        push_sender=BasePushNotificationSender(push_http, push_store) if push else None,
+    )
+    served = (
+        create_rest_routes(handler, enable_v0_3_compat=compat)
+        if binding == "HTTP+JSON"
+        else []
+        if binding == "GRPC"
+        else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat)
+    )
     if grpc_server is not None:
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
         await grpc_server.start()
@@ -173,18 +239,23 @@ async def follow_the_script(client, hello: str):  # type: ignore[no-untyped-def]
     read with and without its id, deleted. Returns the echo's task."""
     import pytest
 
-    from toolnexus.protocol.model import TaskState
     from toolnexus.errors import TaskNotCancelableError, TaskNotFoundError
+    from toolnexus.protocol.model import TaskState
 
     task = await client.send(hello, blocking=True)
     assert task.state is TaskState.COMPLETED and task.reply == f"echo: {hello}"
     got = await client.get(task.id)
     assert got.state is TaskState.COMPLETED and got.reply == f"echo: {hello}"
     streamed = [t async for t in client.stream("chunked reply please")]
-    assert streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "echo: chunked reply please"
+    assert (
+        streamed[-1].state is TaskState.COMPLETED
+        and streamed[-1].reply == "echo: chunked reply please"
+    )
     question = await client.send("a question", blocking=True)
     assert question.state is TaskState.INPUT_REQUIRED
-    answered = await client.send("blue", task_id=question.id, context_id=question.context_id, blocking=True)
+    answered = await client.send(
+        "blue", task_id=question.id, context_id=question.context_id, blocking=True
+    )
     assert answered.reply == "answered: blue"
     slow = await client.send("slow")
     assert (await client.cancel(slow.id)).state is TaskState.CANCELED

@@ -24,12 +24,49 @@ from ..helpers import assert_legal
 SEED = 20261130
 COUNT = 20_000
 
-METHODS = ["message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe", "SendMessage",
-           "SendStreamingMessage", "GetTask", "CancelTask", "ListTasks", "SubscribeToTask",
-           "tasks/pushNotificationConfig/set", "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard",
-           "nope", "", "message/send/", "SENDMESSAGE"]
-WEIRD = [None, True, False, 0, -1, 1.5, 1e308, "", "x" * 70_000, [], [1, 2], {}, {"a": {"b": [None]}}, "\u0000",
-         "\ud7ff", "😀" * 100, "<script>alert(1)</script>", "../../etc/passwd", "' OR 1=1 --", -2**63, 2**64]
+METHODS = [
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "CancelTask",
+    "ListTasks",
+    "SubscribeToTask",
+    "tasks/pushNotificationConfig/set",
+    "GetExtendedAgentCard",
+    "agent/getAuthenticatedExtendedCard",
+    "nope",
+    "",
+    "message/send/",
+    "SENDMESSAGE",
+]
+WEIRD = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    1e308,
+    "",
+    "x" * 70_000,
+    [],
+    [1, 2],
+    {},
+    {"a": {"b": [None]}},
+    "\u0000",
+    "\ud7ff",
+    "😀" * 100,
+    "<script>alert(1)</script>",
+    "../../etc/passwd",
+    "' OR 1=1 --",
+    -(2**63),
+    2**64,
+]
 
 
 def _weird(r: random.Random) -> Any:
@@ -43,7 +80,11 @@ def _part(r: random.Random) -> Any:
     if shape == 1:
         return {"text": "hi"}
     if shape == 2:
-        return {"kind": r.choice(["data", "file", "video", None, 3]), "data": _weird(r), "file": _weird(r)}
+        return {
+            "kind": r.choice(["data", "file", "video", None, 3]),
+            "data": _weird(r),
+            "file": _weird(r),
+        }
     if shape == 3:
         return {"text": "a", "data": {}, "url": "http://x"}
     if shape == 4:
@@ -55,11 +96,14 @@ def _message(r: random.Random) -> Any:
     if r.random() < 0.1:
         return _weird(r)
     msg: dict[str, Any] = {}
-    for key, options in (("messageId", ["m1", "", None, 5, ["x"]]), ("role", ["user", "ROLE_USER", "agent", "ROLE_AGENT",
-                                                                          "", None, 1]),
-                         ("kind", ["message", None, 7]), ("contextId", [None, "", 5, "ctx"]),
-                         ("taskId", [None, "", 5, "ghost", {}]), ("metadata", [None, {"skill": 5}, {"skill": "nope"},
-                                                                              [], "x"])):
+    for key, options in (
+        ("messageId", ["m1", "", None, 5, ["x"]]),
+        ("role", ["user", "ROLE_USER", "agent", "ROLE_AGENT", "", None, 1]),
+        ("kind", ["message", None, 7]),
+        ("contextId", [None, "", 5, "ctx"]),
+        ("taskId", [None, "", 5, "ghost", {}]),
+        ("metadata", [None, {"skill": 5}, {"skill": "nope"}, [], "x"]),
+    ):
         if r.random() < 0.7:
             msg[key] = r.choice(options)
     if r.random() < 0.9:
@@ -73,11 +117,28 @@ def _params(r: random.Random) -> Any:
     params: dict[str, Any] = {}
     if r.random() < 0.8:
         params["message"] = _message(r)
-    for key in ("id", "historyLength", "configuration", "pageSize", "pageToken", "status", "includeArtifacts",
-                "contextId", "statusTimestampAfter"):
+    for key in (
+        "id",
+        "historyLength",
+        "configuration",
+        "pageSize",
+        "pageToken",
+        "status",
+        "includeArtifacts",
+        "contextId",
+        "statusTimestampAfter",
+    ):
         if r.random() < 0.3:
-            params[key] = r.choice([_weird(r), {"blocking": _weird(r), "returnImmediately": _weird(r),
-                                                "historyLength": _weird(r)}])
+            params[key] = r.choice(
+                [
+                    _weird(r),
+                    {
+                        "blocking": _weird(r),
+                        "returnImmediately": _weird(r),
+                        "historyLength": _weird(r),
+                    },
+                ]
+            )
     return params
 
 
@@ -90,34 +151,75 @@ def generate(r: random.Random) -> tuple[bytes, str]:
     kind = r.randrange(12)
     ctype = "application/json"
     if kind == 0:  # truncated valid request
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                           "params": {"message": _message(r)}}).encode()
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": _message(r)},
+            }
+        ).encode()
         body = body[: r.randrange(len(body))]
     elif kind == 1:  # invalid UTF-8
         body = b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe\xfd", "params": {}}'
     elif kind == 2:  # deep nesting
         body = (_nested(r.choice([50, 1000, 5000, 100_000]))).encode()
     elif kind == 3:  # wrong content type
-        ctype = r.choice(["text/plain", "application/x-www-form-urlencoded", "", "multipart/form-data",
-                          "application/json; charset=latin-1"])
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}).encode()
+        ctype = r.choice(
+            [
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                "",
+                "multipart/form-data",
+                "application/json; charset=latin-1",
+            ]
+        )
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}
+        ).encode()
     elif kind == 4:  # random bytes
         body = bytes(r.randrange(256) for _ in range(r.randrange(1, 200)))
     elif kind == 5:  # envelope types
-        env: dict[str, Any] = {"jsonrpc": r.choice(["2.0", "1.0", 2, None]), "method": r.choice(METHODS + [5, None])}
+        env: dict[str, Any] = {
+            "jsonrpc": r.choice(["2.0", "1.0", 2, None]),
+            "method": r.choice(METHODS + [5, None]),
+        }
         if r.random() < 0.8:
             env["id"] = r.choice([1, "a", None, True, [1], {"x": 1}, 1.5])
         env["params"] = _params(r)
         body = json.dumps(env).encode()
     elif kind == 6:  # batch
-        body = json.dumps([{"jsonrpc": "2.0", "id": i, "method": "tasks/get", "params": {"id": "x"}}
-                           for i in range(r.randrange(0, 5))]).encode()
+        body = json.dumps(
+            [
+                {"jsonrpc": "2.0", "id": i, "method": "tasks/get", "params": {"id": "x"}}
+                for i in range(r.randrange(0, 5))
+            ]
+        ).encode()
     elif kind == 7:  # huge string (stays under the body limit)
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-            "message": {"kind": "message", "messageId": "m", "role": "user",
-                        "parts": [{"kind": "text", "text": "fail " + "x" * r.randrange(1000, 500_000)}]}}}).encode()
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {
+                    "message": {
+                        "kind": "message",
+                        "messageId": "m",
+                        "role": "user",
+                        "parts": [
+                            {"kind": "text", "text": "fail " + "x" * r.randrange(1000, 500_000)}
+                        ],
+                    }
+                },
+            }
+        ).encode()
     else:  # a method with generated params, any dialect
-        env = {"jsonrpc": "2.0", "id": r.randrange(1_000_000), "method": r.choice(METHODS), "params": _params(r)}
+        env = {
+            "jsonrpc": "2.0",
+            "id": r.randrange(1_000_000),
+            "method": r.choice(METHODS),
+            "params": _params(r),
+        }
         body = json.dumps(env, default=str).encode()
     return body, ctype
 
@@ -136,7 +238,9 @@ class Raw:
             self.buf = b""
         return self.sock
 
-    def post(self, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    def post(
+        self, body: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         sock = self._connect()
         head = f"POST / HTTP/1.1\r\nHost: {self.addr[0]}:{self.addr[1]}\r\nContent-Length: {len(body)}\r\n"
         if ctype:
@@ -202,10 +306,17 @@ def check(status: int, headers: dict[str, str], content: bytes, note: str) -> bo
 def test_twenty_thousand_hostile_requests():
     import asyncio
 
-    tk = asyncio.run(tn.create_toolkit(builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")]))
-    bus = tn.EventBus(history=1_000_000, history_bytes=1 << 40)  # keeps every transition, for the legality check at the end
-    with tk.serve_in_thread(client=tn.demo_client(), a2a=tn.A2AConfig(name="fuzz", max_body=1024 * 1024,
-                                                                       blocking_timeout=2.0), events=bus) as handle:
+    tk = asyncio.run(
+        tn.create_toolkit(builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")])
+    )
+    bus = tn.EventBus(
+        history=1_000_000, history_bytes=1 << 40
+    )  # keeps every transition, for the legality check at the end
+    with tk.serve_in_thread(
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="fuzz", max_body=1024 * 1024, blocking_timeout=2.0),
+        events=bus,
+    ) as handle:
         store = handle.runner.store
         host, port = handle.url.removeprefix("http://").split(":")
         client = Raw(host, int(port))
@@ -217,7 +328,9 @@ def test_twenty_thousand_hostile_requests():
             before = len(store)
             status, headers, content = client.post(body, ctype)
             note = f"seed {SEED} request {i}"
-            if status == 204:  # a notification runs after its answer: let it land before counting again
+            if (
+                status == 204
+            ):  # a notification runs after its answer: let it land before counting again
                 time.sleep(0.005)
             if check(status, headers, content, note):
                 rejected += 1
@@ -226,16 +339,34 @@ def test_twenty_thousand_hostile_requests():
                 created_ok += 1
         elapsed = time.monotonic() - started
         # normal service afterwards
-        ok_body = json.dumps({"jsonrpc": "2.0", "id": "after", "method": "message/send", "params": {"message": {
-            "kind": "message", "messageId": "after", "role": "user", "parts": [{"kind": "text", "text": "still ok"}]}}})
+        ok_body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "after",
+                "method": "message/send",
+                "params": {
+                    "message": {
+                        "kind": "message",
+                        "messageId": "after",
+                        "role": "user",
+                        "parts": [{"kind": "text", "text": "still ok"}],
+                    }
+                },
+            }
+        )
         status, _, content = client.post(ok_body.encode(), "application/json")
-        assert status == 200 and json.loads(content)["result"]["artifacts"][0]["parts"][0]["text"] == \
-            "You said: still ok"
+        assert (
+            status == 200
+            and json.loads(content)["result"]["artifacts"][0]["parts"][0]["text"]
+            == "You said: still ok"
+        )
         client.close()
         history = bus.history()
     assert rejected > COUNT // 2
     assert_legal(history)
-    print(f"\n{COUNT} hostile requests in {elapsed:.1f}s: {rejected} rejected, {created_ok} created a task, 0 5xx")
+    print(
+        f"\n{COUNT} hostile requests in {elapsed:.1f}s: {rejected} rejected, {created_ok} created a task, 0 5xx"
+    )
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000, 1_000_000])

@@ -22,12 +22,14 @@ from ..helpers import assert_legal
 from ..serve.wire import rpc, v03_message
 from ..stubs import Reply, ScriptedServer, openai_text
 
-
 # -- load ----------------------------------------------------------------------------------------
+
 
 async def test_a_thousand_concurrent_tasks_with_a_keeping_up_and_a_slow_subscriber():
     calls: list[str] = []
-    tk = await tn.create_toolkit(builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")])
+    tk = await tn.create_toolkit(
+        builtins=False, skills=[tn.SkillDef("greet", "says hello", "Say hello.")]
+    )
     bus = tn.EventBus(history=100_000, history_bytes=1 << 40)
     seen: list[tn.TaskEvent] = []
     slow_seen: list[object] = []
@@ -48,28 +50,55 @@ async def test_a_thousand_concurrent_tasks_with_a_keeping_up_and_a_slow_subscrib
 
     readers = [asyncio.ensure_future(keeping_up()), asyncio.ensure_future(slow())]
     await asyncio.sleep(0)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="load"), events=bus,
-                        on_task=lambda ev: calls.append(ev["id"])) as h:
+    async with tk.serve(
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="load"),
+        events=bus,
+        on_task=lambda ev: calls.append(ev["id"]),
+    ) as h:
         t0 = time.monotonic()
         host, port = h.url.removeprefix("http://").split(":")
 
-        async def sender(first: int) -> list[dict]:  # raw keep-alive HTTP: a general client is too slow here
+        async def sender(
+            first: int,
+        ) -> list[dict]:  # raw keep-alive HTTP: a general client is too slow here
             reader, writer = await asyncio.open_connection(host, int(port))
             out = []
             for i in range(first, first + 20):
-                text = ("greet " if i % 3 == 0 else "") + f"task {i} slow 4"  # four seconds each: all in flight
-                body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {
-                    "message": v03_message(text), "configuration": {"blocking": False}}}).encode()
-                writer.write(f"POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                text = (
+                    "greet " if i % 3 == 0 else ""
+                ) + f"task {i} slow 4"  # four seconds each: all in flight
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": i,
+                        "method": "message/send",
+                        "params": {
+                            "message": v03_message(text),
+                            "configuration": {"blocking": False},
+                        },
+                    }
+                ).encode()
+                writer.write(
+                    f"POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
+                length = int(
+                    next(
+                        line.split(b":")[1]
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    )
+                )
                 out.append(json.loads(await reader.readexactly(length)))
             writer.close()
             return out
 
-        sent = [r for batch in await asyncio.gather(*(sender(k * 20) for k in range(50))) for r in batch]
+        sent = [
+            r for batch in await asyncio.gather(*(sender(k * 20) for k in range(50))) for r in batch
+        ]
         assert all(r["result"]["status"]["state"] == "submitted" for r in sent)
         for _ in range(600):
             if len(calls) >= 1000 and len(seen) >= 3000:
@@ -84,26 +113,43 @@ async def test_a_thousand_concurrent_tasks_with_a_keeping_up_and_a_slow_subscrib
     for ev in seen:
         per_task.setdefault(ev.task_id, []).append(ev.state)
     assert len(per_task) == 1000
-    assert all(states == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED] for states in per_task.values())
+    assert all(
+        states == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+        for states in per_task.values()
+    )
     assert [e.seq for e in seen] == sorted(e.seq for e in seen)  # each exactly once, in order
     assert_legal(bus.history())
     assert peak >= 900, peak  # truly concurrent
     assert len(slow_seen) < 50  # the slow one fell behind; the server did not wait for it
-    print(f"\n1,000 tasks, {peak} in flight at once, all terminal in {elapsed:.2f}s; "
-          f"keeping-up subscriber saw {len(seen)} transitions, the slow one {len(slow_seen)}")
+    print(
+        f"\n1,000 tasks, {peak} in flight at once, all terminal in {elapsed:.2f}s; "
+        f"keeping-up subscriber saw {len(seen)} transitions, the slow one {len(slow_seen)}"
+    )
 
 
 # -- slow clients ----------------------------------------------------------------------------------
 
+
 async def test_a_client_sending_a_byte_a_second_does_not_stop_others():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
         host, port = h.url.removeprefix("http://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                           "params": {"message": v03_message("slowly")}}).encode()
-        writer.write(f"POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {len(body)}\r\n\r\n".encode())
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": v03_message("slowly")},
+            }
+        ).encode()
+        writer.write(
+            f"POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
         await writer.drain()
 
         async def trickle() -> None:
@@ -127,10 +173,14 @@ async def test_a_client_sending_a_byte_a_second_does_not_stop_others():
 
 # -- faults ------------------------------------------------------------------------------------------
 
+
 async def test_model_endpoint_faults_fail_their_tasks_and_others_are_served():
     replies = {
         "boom": [Reply(500, {"error": "kaput"})] * 3,
-        "busy": [Reply(429, {"error": "slow down"}, {"Retry-After": "0"}), openai_text("after retry")],
+        "busy": [
+            Reply(429, {"error": "slow down"}, {"Retry-After": "0"}),
+            openai_text("after retry"),
+        ],
         "garbage": [Reply(raw=b"<html>not json</html>")],
         "hang": [Reply(delay=30)],
     }
@@ -160,28 +210,55 @@ async def test_model_endpoint_faults_fail_their_tasks_and_others_are_served():
 
     stub = AsgiServer(Starlette(routes=[Route("/chat/completions", model, methods=["POST"])]))
     await stub.start()
-    client = tn.create_client(stub.url, "openai", "m", api_key="sk-fault-key", retries=2, retry_base_ms=10,
-                              request_timeout=1.0)
+    client = tn.create_client(
+        stub.url,
+        "openai",
+        "m",
+        api_key="sk-fault-key",
+        retries=2,
+        retry_base_ms=10,
+        request_timeout=1.0,
+    )
     tk = await tn.create_toolkit(builtins=False)
     try:
-        async with tk.serve(client=client, a2a=tn.A2AConfig(blocking_timeout=10)) as h, httpx.AsyncClient() as http:
+        async with (
+            tk.serve(client=client, a2a=tn.A2AConfig(blocking_timeout=10)) as h,
+            httpx.AsyncClient() as http,
+        ):
+
             async def send(text):
-                return (await rpc(http, h.url, "message/send", {"message": v03_message(text)}))["result"]
+                return (await rpc(http, h.url, "message/send", {"message": v03_message(text)}))[
+                    "result"
+                ]
 
             t0 = time.monotonic()
-            results = await asyncio.gather(send("boom"), send("busy"), send("garbage"), send("hang"),
-                                           *(send(f"normal {i}") for i in range(5)))
+            results = await asyncio.gather(
+                send("boom"),
+                send("busy"),
+                send("garbage"),
+                send("hang"),
+                *(send(f"normal {i}") for i in range(5)),
+            )
             by_text = {r["history"][0]["parts"][0]["text"]: r for r in results}
             boom = by_text["boom"]["status"]
             # the caller learns the kind of failure, never the endpoint's URL or its answer
-            assert boom["state"] == "failed" and boom["message"]["parts"][0]["text"] == \
-                "model error: the model endpoint failed (HTTP 500)"
+            assert (
+                boom["state"] == "failed"
+                and boom["message"]["parts"][0]["text"]
+                == "model error: the model endpoint failed (HTTP 500)"
+            )
             assert counts["boom"] == 3
             assert by_text["busy"]["status"]["state"] == "completed" and counts["busy"] == 2
             garbage = by_text["garbage"]["status"]["message"]["parts"][0]["text"]
-            assert garbage == "model error: the model endpoint could not be reached or gave an unusable answer"
+            assert (
+                garbage
+                == "model error: the model endpoint could not be reached or gave an unusable answer"
+            )
             hang = by_text["hang"]["status"]["message"]["parts"][0]["text"]
-            assert by_text["hang"]["status"]["state"] == "failed" and hang == "model error: the model did not answer in time"
+            assert (
+                by_text["hang"]["status"]["state"] == "failed"
+                and hang == "model error: the model did not answer in time"
+            )
             assert stub.url not in json.dumps(results)
             assert all(by_text[f"normal {i}"]["status"]["state"] == "completed" for i in range(5))
             assert time.monotonic() - t0 < 8
@@ -192,9 +269,15 @@ async def test_model_endpoint_faults_fail_their_tasks_and_others_are_served():
 
 
 async def test_a_peer_that_dies_mid_poll_gives_the_tool_an_error():
-    served = await tn.create_toolkit(builtins=False, skills=[tn.SkillDef("work", "works slowly", "Work.")])
-    h = await served.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="doomed", streaming=False))
-    caller = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=h.card_url, poll_every=0.05, timeout=30)])
+    served = await tn.create_toolkit(
+        builtins=False, skills=[tn.SkillDef("work", "works slowly", "Work.")]
+    )
+    h = await served.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="doomed", streaming=False)
+    )
+    caller = await tn.create_toolkit(
+        builtins=False, agents=[tn.Agent(card=h.card_url, poll_every=0.05, timeout=30)]
+    )
     async with caller:
         call = asyncio.ensure_future(caller.execute("doomed_work", {"task": "slow 20"}))
         await asyncio.sleep(0.5)
@@ -207,6 +290,7 @@ async def test_a_peer_that_dies_mid_poll_gives_the_tool_an_error():
 
 # -- a crash mid-load ---------------------------------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -214,7 +298,17 @@ def _free_port() -> int:
 
 
 def _serve_process(store: Path, port: int) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "toolnexus.cli", "serve", "--store", f"file:{store}", "--port", str(port), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolnexus.cli",
+        "serve",
+        "--store",
+        f"file:{store}",
+        "--port",
+        str(port),
+        "--json",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for line in proc.stdout:
         if json.loads(line)["event"] == "ready":
@@ -228,9 +322,20 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
     proc = _serve_process(store, port)
     try:
         with httpx.Client(timeout=30) as http:
+
             def send(text: str, blocking: bool) -> dict:
-                r = http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-                    "message": v03_message(text), "configuration": {"blocking": blocking}}})
+                r = http.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "message/send",
+                        "params": {
+                            "message": v03_message(text),
+                            "configuration": {"blocking": blocking},
+                        },
+                    },
+                )
                 return r.json()["result"]
 
             done = [send(f"done {i}", True) for i in range(20)]
@@ -239,20 +344,50 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
             assert all(t["status"]["state"] == "completed" for t in done)
             assert all(t["status"]["state"] == "input-required" for t in waiting)
             before = {p.name: p.read_text() for p in store.glob("*.json")}
-            for i in range(5):  # blocking sends in flight: nobody is told of their tasks before they settle
+            for i in range(
+                5
+            ):  # blocking sends in flight: nobody is told of their tasks before they settle
                 try:
-                    http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-                        "message": v03_message(f"slow 30 unseen {i}"), "configuration": {"blocking": True}}},
-                        timeout=0.2)
+                    http.post(
+                        url + "/",
+                        json={
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "message/send",
+                            "params": {
+                                "message": v03_message(f"slow 30 unseen {i}"),
+                                "configuration": {"blocking": True},
+                            },
+                        },
+                        timeout=0.2,
+                    )
                 except httpx.HTTPError:
                     pass
             for t in running:  # a poll tells its caller 'working': from then on it is on the disk
-                assert http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {
-                    "id": t["id"]}}).json()["result"]["status"]["state"] in ("submitted", "working")
+                assert http.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tasks/get",
+                        "params": {"id": t["id"]},
+                    },
+                ).json()["result"]["status"]["state"] in ("submitted", "working")
             for i in range(30):  # more load in flight at the moment of the kill
                 try:
-                    http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-                        "message": v03_message(f"late {i}"), "configuration": {"blocking": False}}}, timeout=0.2)
+                    http.post(
+                        url + "/",
+                        json={
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "message/send",
+                            "params": {
+                                "message": v03_message(f"late {i}"),
+                                "configuration": {"blocking": False},
+                            },
+                        },
+                        timeout=0.2,
+                    )
                 except httpx.HTTPError:
                     pass
         proc.send_signal(signal.SIGKILL)
@@ -269,9 +404,17 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
     try:
         assert not list(store.glob(".*.tmp"))  # leftovers of the crash are cleaned at start
         with httpx.Client(timeout=30) as http:
+
             def get(task_id: str) -> dict:
-                return http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
-                                                  "params": {"id": task_id}}).json()["result"]
+                return http.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tasks/get",
+                        "params": {"id": task_id},
+                    },
+                ).json()["result"]
 
             for t in running:  # every task a caller was told of is there
                 got = get(t["id"])
@@ -282,14 +425,30 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
             for name, text in before.items():  # completed ones are unchanged, byte for byte
                 if json.loads(text)["status"]["state"] == "completed":
                     assert (store / name).read_text() == text
-            answered = http.post(url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-                "message": v03_message("yes", taskId=waiting[0]["id"], contextId=waiting[0]["contextId"])}}).json()
+            answered = http.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {
+                        "message": v03_message(
+                            "yes", taskId=waiting[0]["id"], contextId=waiting[0]["contextId"]
+                        )
+                    },
+                },
+            ).json()
             assert answered["result"]["id"] == waiting[0]["id"]
             assert answered["result"]["status"]["state"] == "completed"
             for path in store.glob("*.json"):
                 record = json.loads(path.read_text())
-                assert record["status"]["state"] not in ("submitted", "working")  # none left pretending to run
-                assert "unseen" not in path.read_text()  # those nobody was told of were never written
+                assert record["status"]["state"] not in (
+                    "submitted",
+                    "working",
+                )  # none left pretending to run
+                assert (
+                    "unseen" not in path.read_text()
+                )  # those nobody was told of were never written
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(10)
@@ -299,19 +458,26 @@ def test_kill_9_during_load_then_restart(tmp_path: Path):
 
 # -- security ---------------------------------------------------------------------------------------
 
+
 async def test_secrets_never_reach_logs_or_the_wire_log(caplog: pytest.LogCaptureFixture):
     token, key = "tok-secret-123456", "sk-model-secret-987654"
     caplog.set_level(logging.DEBUG)
     async with ScriptedServer([Reply(401, {"error": f"bad key {key}"})]) as model:
         client = tn.create_client(model.url, "openai", "m", api_key=key)
         tk = await tn.create_toolkit(builtins=False)
-        async with tk.serve(client=client, a2a=tn.A2AConfig(auth=tn.Auth.bearer(token)), mcp=True) as h:
+        async with tk.serve(
+            client=client, a2a=tn.A2AConfig(auth=tn.Auth.bearer(token)), mcp=True
+        ) as h:
             assert h.url.startswith("http://127.0.0.1:")  # the default bind is loopback
             async with httpx.AsyncClient() as http:
                 assert (await http.get(h.card_url)).status_code == 200  # the card stays public
                 for path in ("/", "/mcp"):
                     assert (await http.post(h.url + path, json={})).status_code == 401
-                    assert (await http.post(h.url + path, json={}, headers={"authorization": "Bearer x"})).status_code == 403
+                    assert (
+                        await http.post(
+                            h.url + path, json={}, headers={"authorization": "Bearer x"}
+                        )
+                    ).status_code == 403
             async with tn.A2AClient(h.url, headers={"Authorization": f"Bearer {token}"}) as peer:
                 task = await peer.send("hello", blocking=True)
                 wire = [vars(e) for e in peer.traffic.events]
@@ -321,4 +487,3 @@ async def test_secrets_never_reach_logs_or_the_wire_log(caplog: pytest.LogCaptur
     text = caplog.text + json.dumps(wire, default=str)
     assert token not in text and key not in text
     assert "Bearer ***" in json.dumps(wire, default=str)
-

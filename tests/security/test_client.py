@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,9 +27,18 @@ from ..stubs import Reply, ScriptedServer
 
 
 def card(url: str, **extra) -> dict:
-    return {"name": "peer", "description": "a peer", "version": "1", "url": url, "protocolVersion": "0.3.0",
-            "capabilities": {"streaming": True}, "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
-            "skills": [{"id": "s", "name": "s", "description": "d", "tags": []}], **extra}
+    return {
+        "name": "peer",
+        "description": "a peer",
+        "version": "1",
+        "url": url,
+        "protocolVersion": "0.3.0",
+        "capabilities": {"streaming": True},
+        "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"],
+        "skills": [{"id": "s", "name": "s", "description": "d", "tags": []}],
+        **extra,
+    }
 
 
 class Peer:
@@ -38,13 +46,20 @@ class Peer:
 
     def __init__(self, **routes) -> None:
         self.seen: list[dict] = []
-        self.server = AsgiServer(Starlette(routes=[Route(path, self._wrap(fn), methods=["GET", "POST"])
-                                                   for path, fn in routes.items()]))
+        self.server = AsgiServer(
+            Starlette(
+                routes=[
+                    Route(path, self._wrap(fn), methods=["GET", "POST"])
+                    for path, fn in routes.items()
+                ]
+            )
+        )
 
     def _wrap(self, fn):
         async def endpoint(request: Request):
             self.seen.append({"path": request.url.path, "headers": dict(request.headers)})
             return await fn(request, self)
+
         return endpoint
 
     @property
@@ -69,6 +84,7 @@ async def test_a_huge_card_is_refused_without_reading_it_all():
             for _ in range(40):
                 yield b"a" * (1024 * 1024)
             yield b'"}'
+
         return StreamingResponse(body(), media_type="application/json")
 
     async with Peer(**{CARD_PATH: huge}) as peer:
@@ -82,6 +98,7 @@ async def test_a_trickling_card_is_cut_off_at_the_total_timeout():
             for ch in json.dumps(card("http://127.0.0.1:1/")):
                 await asyncio.sleep(0.2)
                 yield ch.encode()
+
         return StreamingResponse(body(), media_type="application/json")
 
     async with Peer(**{CARD_PATH: trickle}) as peer:
@@ -99,10 +116,11 @@ async def test_an_endless_stream_event_is_cut_off(monkeypatch: pytest.MonkeyPatc
 
     async def endless(request, peer):
         async def body():
-            yield b"data: {\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": \""
+            yield b'data: {"jsonrpc": "2.0", "id": 1, "result": "'
             for _ in range(200):
                 yield b"a" * 4096
                 await asyncio.sleep(0)
+
         return StreamingResponse(body(), media_type="text/event-stream")
 
     async with Peer(**{CARD_PATH: the_card, "/": endless}) as peer:
@@ -123,10 +141,23 @@ async def test_an_endlessly_appended_artifact_is_cut_off(monkeypatch: pytest.Mon
     async def appends(request, peer):
         async def body():
             for i in range(1000):
-                event = {"kind": "artifact-update", "taskId": "t", "contextId": "c", "append": i > 0,
-                         "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "\x1b[2J<b>" * 1000}]}}
-                yield b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": event}).encode() + b"\n\n"
+                event = {
+                    "kind": "artifact-update",
+                    "taskId": "t",
+                    "contextId": "c",
+                    "append": i > 0,
+                    "artifact": {
+                        "artifactId": "a",
+                        "parts": [{"kind": "text", "text": "\x1b[2J<b>" * 1000}],
+                    },
+                }
+                yield (
+                    b"data: "
+                    + json.dumps({"jsonrpc": "2.0", "id": 1, "result": event}).encode()
+                    + b"\n\n"
+                )
                 await asyncio.sleep(0)
+
         return StreamingResponse(body(), media_type="text/event-stream")
 
     async with Peer(**{CARD_PATH: the_card, "/": appends}) as peer:
@@ -140,24 +171,41 @@ async def test_an_endlessly_appended_artifact_is_cut_off(monkeypatch: pytest.Mon
 
 async def test_credentials_go_only_to_the_host_the_user_named():
     async def rpc(request, peer):
-        return JSONResponse({"jsonrpc": "2.0", "id": "1", "result": {
-            "kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"}}})
+        return JSONResponse(
+            {
+                "jsonrpc": "2.0",
+                "id": "1",
+                "result": {
+                    "kind": "task",
+                    "id": "t1",
+                    "contextId": "c1",
+                    "status": {"state": "completed"},
+                },
+            }
+        )
 
     async with Peer(**{"/": rpc}) as elsewhere:
+
         async def pointing_elsewhere(request, peer):
             return JSONResponse(card(elsewhere.url + "/"))
 
         async with Peer(**{CARD_PATH: pointing_elsewhere}) as named:
-            async with tn.A2AClient(named.url, headers={"Authorization": "Bearer user-secret-tok",
-                                                         "X-Api-Key": "k-secret-1234"}) as client:
+            async with tn.A2AClient(
+                named.url,
+                headers={"Authorization": "Bearer user-secret-tok", "X-Api-Key": "k-secret-1234"},
+            ) as client:
                 task = await client.send("hello")
                 assert task.state is tn.TaskState.COMPLETED
                 assert not client.credentials_sent and "not sent" in client.warnings[0]
-            assert named.seen[0]["headers"]["authorization"] == "Bearer user-secret-tok"  # the card fetch
+            assert (
+                named.seen[0]["headers"]["authorization"] == "Bearer user-secret-tok"
+            )  # the card fetch
             sent = elsewhere.seen[0]["headers"]
             assert "authorization" not in sent and "x-api-key" not in sent
             report = tn.validate_card(await tn.fetch_card(named.url))
-            assert any(d.level == "warning" and "sends calls to" in d.message for d in report.diagnostics)
+            assert any(
+                d.level == "warning" and "sends calls to" in d.message for d in report.diagnostics
+            )
 
 
 async def test_peer_errors_and_the_wire_log_never_show_a_secret():
@@ -170,8 +218,10 @@ async def test_peer_errors_and_the_wire_log_never_show_a_secret():
         return Response(f"<html>denied for Bearer {token} ({json.dumps(token)})</html>", 502)
 
     async with Peer(**{CARD_PATH: the_card, "/": echo}) as peer:
-        async with tn.A2AClient(peer.url + CARD_PATH + "?api_key=q-secret-777&x=1",
-                                headers={"Authorization": f"Bearer {token}"}) as client:
+        async with tn.A2AClient(
+            peer.url + CARD_PATH + "?api_key=q-secret-777&x=1",
+            headers={"Authorization": f"Bearer {token}"},
+        ) as client:
             with pytest.raises(tn.PeerError) as caught:
                 await client.send("hi")
         assert token not in str(caught.value)
@@ -179,11 +229,21 @@ async def test_peer_errors_and_the_wire_log_never_show_a_secret():
         assert token not in wire and "q-secret-777" not in wire and "Bearer ***" in wire
 
     rec = TrafficRecorder()
-    ev = rec.record(direction="out", method="POST", url="http://user:pa55word@h.example/a?token=t-123456&page=2",
-                    status=200, started=time.perf_counter(),
-                    request_headers={"x-goog-api-key": "goog-secret-1", "private-token": "gl-secret-22",
-                                     "cookie": "session=c-secret-333", "accept": "application/json"},
-                    request_body='{"echo": "goog-secret-1"}', response_body="gl-secret-22 c-secret-333")
+    ev = rec.record(
+        direction="out",
+        method="POST",
+        url="http://user:pa55word@h.example/a?token=t-123456&page=2",
+        status=200,
+        started=time.perf_counter(),
+        request_headers={
+            "x-goog-api-key": "goog-secret-1",
+            "private-token": "gl-secret-22",
+            "cookie": "session=c-secret-333",
+            "accept": "application/json",
+        },
+        request_body='{"echo": "goog-secret-1"}',
+        response_body="gl-secret-22 c-secret-333",
+    )
     curl = to_curl(ev)
     for secret in ("pa55word", "t-123456", "goog-secret-1", "gl-secret-22", "c-secret-333"):
         assert secret not in curl and secret not in json.dumps(vars(ev), default=str), secret
@@ -198,20 +258,54 @@ def test_trace_masks_a_token_echoed_in_a_body():
 
     async def rpc(request, peer):  # echoes the caller's token in its reply
         body = await request.json()
-        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": {
-            "kind": "task", "id": "t1", "contextId": "c1",
-            "status": {"state": "completed", "message": {
-                "kind": "message", "role": "agent", "messageId": "m",
-                "parts": [{"kind": "text", "text": f"your token is {request.headers['authorization'][7:]}"}]}}}})
+        return JSONResponse(
+            {
+                "jsonrpc": "2.0",
+                "id": body["id"],
+                "result": {
+                    "kind": "task",
+                    "id": "t1",
+                    "contextId": "c1",
+                    "status": {
+                        "state": "completed",
+                        "message": {
+                            "kind": "message",
+                            "role": "agent",
+                            "messageId": "m",
+                            "parts": [
+                                {
+                                    "kind": "text",
+                                    "text": f"your token is {request.headers['authorization'][7:]}",
+                                }
+                            ],
+                        },
+                    },
+                },
+            }
+        )
 
     thread = LoopThread()
     peer = Peer(**{CARD_PATH: the_card, "/": rpc})
     thread.run(peer.__aenter__(), 10)
     try:
         env = {**os.environ, "PEER_TOK": "tr-secret-token-99"}
-        out = subprocess.run([sys.executable, "-m", "toolnexus.cli", "send", peer.url, "hi", "--trace",
-                              "--header", "Authorization: Bearer ${PEER_TOK}"],
-                             capture_output=True, text=True, timeout=60, env=env)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolnexus.cli",
+                "send",
+                peer.url,
+                "hi",
+                "--trace",
+                "--header",
+                "Authorization: Bearer ${PEER_TOK}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
     finally:
         thread.run(peer.__aexit__(), 10)
         thread.close()
@@ -235,19 +329,25 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
     from tui.peers import PeerBook
 
     book = PeerBook(tmp_path)
-    book.add("http://alice:pw-literal-1@127.0.0.1:9/a?api_key=k-literal-2&page=3", {
-        "Cookie": "session=c-literal-3",
-        "Authorization": "Bearer ${PEER_TOKEN}",
-        "X-Mixed": "literal-4 ${PEER_TOKEN}",
-        "X-Session": "session=${SESSION}",
-    })
+    book.add(
+        "http://alice:pw-literal-1@127.0.0.1:9/a?api_key=k-literal-2&page=3",
+        {
+            "Cookie": "session=c-literal-3",
+            "Authorization": "Bearer ${PEER_TOKEN}",
+            "X-Mixed": "literal-4 ${PEER_TOKEN}",
+            "X-Session": "session=${SESSION}",
+        },
+    )
     book.save()
     path = tmp_path / "peers-v1.json"
     text = path.read_text()
     for secret in ("pw-literal-1", "k-literal-2", "c-literal-3", "literal-4"):
         assert secret not in text
     saved = json.loads(text)["peers"][0]
-    assert saved["headers"] == {"Authorization": "Bearer ${PEER_TOKEN}", "X-Session": "session=${SESSION}"}
+    assert saved["headers"] == {
+        "Authorization": "Bearer ${PEER_TOKEN}",
+        "X-Session": "session=${SESSION}",
+    }
     assert saved["url"] == "http://127.0.0.1:9/a?page=3"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -255,39 +355,69 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
 def test_one_origin_written_two_ways_is_one_origin():
     from toolnexus.protocol.card import AgentCard, origin
 
-    assert origin("http://h.example/") == origin("HTTP://H.example:80/x") != origin("https://h.example/")
+    assert (
+        origin("http://h.example/")
+        == origin("HTTP://H.example:80/x")
+        != origin("https://h.example/")
+    )
     assert origin("http://h.example:notaport/") != origin("http://h.example/")
     same = AgentCard(card("http://h.example:80/"), "http://h.example/.well-known/agent-card.json")
-    other = AgentCard(card("http://h.example:8080/"), "http://h.example/.well-known/agent-card.json")
+    other = AgentCard(
+        card("http://h.example:8080/"), "http://h.example/.well-known/agent-card.json"
+    )
     assert not any("sends calls to" in d.message for d in tn.validate_card(same).diagnostics)
     assert any("sends calls to" in d.message for d in tn.validate_card(other).diagnostics)
 
 
 async def test_odd_shapes_from_a_0_3_rest_peer_are_refused_clearly_never_a_crash():
     """A 0.3 REST-only peer answering shapes no peer should: not a TypeError, not interpreted."""
-    frames = [{"task": {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}},
-              {"artifactUpdate": {"taskId": "t", "artifact": [1, 2]}},
-              {"statusUpdate": {"taskId": "t", "status": "\x1b[31mred"}}]
+    frames = [
+        {"task": {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}},
+        {"artifactUpdate": {"taskId": "t", "artifact": [1, 2]}},
+        {"statusUpdate": {"taskId": "t", "status": "\x1b[31mred"}},
+    ]
 
     async def the_card(request, peer):
-        return JSONResponse({"name": "odd", "url": peer.url + "/", "protocolVersion": "0.3.0",
-                             "preferredTransport": "HTTP+JSON", "capabilities": {"streaming": True}})
+        return JSONResponse(
+            {
+                "name": "odd",
+                "url": peer.url + "/",
+                "protocolVersion": "0.3.0",
+                "preferredTransport": "HTTP+JSON",
+                "capabilities": {"streaming": True},
+            }
+        )
 
     async def stream(request, peer):
         async def body():
             for frame in frames:
                 yield b"data: " + json.dumps(frame).encode() + b"\n\n"
+
         return StreamingResponse(body(), media_type="text/event-stream")
 
     async def send(request, peer):
-        return JSONResponse({"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED",
-                                                           "message": {"content": "not a list"}}}})
+        return JSONResponse(
+            {
+                "task": {
+                    "id": "t",
+                    "status": {
+                        "state": "TASK_STATE_COMPLETED",
+                        "message": {"content": "not a list"},
+                    },
+                }
+            }
+        )
 
-    async with Peer(**{CARD_PATH: the_card, "/v1/message:stream": stream, "/v1/message:send": send}) as peer:
+    async with Peer(
+        **{CARD_PATH: the_card, "/v1/message:stream": stream, "/v1/message:send": send}
+    ) as peer:
         async with tn.A2AClient(peer.url) as client:
             states = [t.state.value async for t in client.stream("hi")]
             assert (client.binding, client.dialect.value) == ("HTTP+JSON", "0.3")
             assert states[:2] == ["working", "working"]  # the odd artifact is no artifact
-            with pytest.raises(tn.PeerError, match="message/send answered a shape A2A 0.3 does not have: "
-                                                   "Invalid params: expected a list of objects"):
+            with pytest.raises(
+                tn.PeerError,
+                match="message/send answered a shape A2A 0.3 does not have: "
+                "Invalid params: expected a list of objects",
+            ):
                 await client.send("hi")

@@ -3,7 +3,6 @@ characters and 1 MB strings go through every view of the TUI, the CLI and the no
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,19 +24,45 @@ HUGE = "H" * 1_000_000
 
 
 def evil_card(url: str) -> dict:
-    return {"name": EVIL, "description": EVIL + HUGE, "version": "[red]1[/red]", "url": url,
-            "protocolVersion": "0.3.0", "capabilities": {"streaming": False},
-            "provider": {"organization": EVIL, "url": "[link=x]"},
-            "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
-            "skills": [{"id": "[/]", "name": EVIL, "description": HUGE, "tags": ["[b]", "\x1b[31m"],
-                        "examples": [EVIL]}]}
+    return {
+        "name": EVIL,
+        "description": EVIL + HUGE,
+        "version": "[red]1[/red]",
+        "url": url,
+        "protocolVersion": "0.3.0",
+        "capabilities": {"streaming": False},
+        "provider": {"organization": EVIL, "url": "[link=x]"},
+        "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"],
+        "skills": [
+            {
+                "id": "[/]",
+                "name": EVIL,
+                "description": HUGE,
+                "tags": ["[b]", "\x1b[31m"],
+                "examples": [EVIL],
+            }
+        ],
+    }
 
 
 def evil_task(task_id: str = "t-[/]") -> dict:
-    message = {"kind": "message", "role": "agent", "messageId": "m[/]", "parts": [{"kind": "text", "text": EVIL}]}
-    return {"kind": "task", "id": task_id, "contextId": "c[/b]", "status": {"state": "completed", "message": message},
-            "history": [message], "artifacts": [{"artifactId": "a[/]", "name": EVIL,
-                                                 "parts": [{"kind": "text", "text": EVIL + HUGE}]}]}
+    message = {
+        "kind": "message",
+        "role": "agent",
+        "messageId": "m[/]",
+        "parts": [{"kind": "text", "text": EVIL}],
+    }
+    return {
+        "kind": "task",
+        "id": task_id,
+        "contextId": "c[/b]",
+        "status": {"state": "completed", "message": message},
+        "history": [message],
+        "artifacts": [
+            {"artifactId": "a[/]", "name": EVIL, "parts": [{"kind": "text", "text": EVIL + HUGE}]}
+        ],
+    }
 
 
 class EvilPeer:
@@ -49,8 +74,14 @@ class EvilPeer:
             body = await request.json()
             return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": evil_task()})
 
-        self.server = AsgiServer(Starlette(routes=[Route("/.well-known/agent-card.json", card),
-                                                   Route("/", rpc, methods=["POST"])]))
+        self.server = AsgiServer(
+            Starlette(
+                routes=[
+                    Route("/.well-known/agent-card.json", card),
+                    Route("/", rpc, methods=["POST"]),
+                ]
+            )
+        )
 
     async def __aenter__(self) -> str:
         await self.server.start()
@@ -72,8 +103,8 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
 
     from toolnexus.hosting import demo_spec
     from tui.app import ToolnexusApp
-    from tui.widgets.rowtable import RowTable
     from tui.peers import PeerBook
+    from tui.widgets.rowtable import RowTable
 
     from ..tui.test_peers_chat_and_wire import chat
     from ..tui.test_pilot import until
@@ -86,13 +117,26 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
     evil_tool.input_schema["properties"]["[/]bad id!"] = {"type": "string", "description": EVIL}
     book = PeerBook(tmp_path / "config")
     app = ToolnexusApp(specs=[demo_spec()], peers=book, export_dir=tmp_path)
-    async with EvilPeer() as evil, mcp_tk.serve(mcp=True) as mcp_served, app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in book.peers.values()))
+    async with (
+        EvilPeer() as evil,
+        mcp_tk.serve(mcp=True) as mcp_served,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
+        await until(
+            pilot, lambda: any(p.hosted and p.state == "reachable" for p in book.peers.values())
+        )
         # a task with hostile text on the hosted server: Tasks mode
         hosted_url = next(url for url, p in book.peers.items() if p.hosted)
         async with httpx.AsyncClient() as http:
-            await http.post(hosted_url, json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                                              "params": {"message": v03_message(EVIL)}})
+            await http.post(
+                hosted_url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {"message": v03_message(EVIL)},
+                },
+            )
         await pilot.press("2")
         await until(pilot, lambda: app.screen.query_one("#tasks", RowTable).row_count >= 1)
         app.screen.query_one("#tasks", RowTable).move_cursor(row=0)
@@ -157,32 +201,52 @@ def test_the_cli_prints_a_hostile_card_without_obeying_it():
     peer = EvilPeer()
     url = thread.run(peer.__aenter__(), 10)
     try:
-        card = subprocess.run([sys.executable, "-m", "toolnexus.cli", "card", url, "--validate"],
-                              capture_output=True, text=True, timeout=60)
-        sent = subprocess.run([sys.executable, "-m", "toolnexus.cli", "send", url, "hi"],
-                              capture_output=True, text=True, timeout=60)
+        card = subprocess.run(
+            [sys.executable, "-m", "toolnexus.cli", "card", url, "--validate"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        sent = subprocess.run(
+            [sys.executable, "-m", "toolnexus.cli", "send", url, "hi"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         thread.run(peer.__aexit__(), 10)
         thread.close()
     for out in (card, sent):
         text = out.stdout + out.stderr
         assert "[/bold]evil" in text and "␛[2J" in text
-        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\x00" not in text
+        assert (
+            "\x1b" not in text
+            and "\x07" not in text
+            and "\u202e" not in text
+            and "\x00" not in text
+        )
 
 
 async def test_the_notebook_html_escapes_hostile_text():
-    from toolnexus.protocol.card import AgentCard
+    from toolnexus.protocol.card import AgentCard, card_html
     from toolnexus.protocol.dialects import parse_task
-    from toolnexus.protocol.card import card_html
     from toolnexus.protocol.model import task_html, tasks_html
 
-    card = AgentCard(evil_card("http://127.0.0.1:1/"), "http://127.0.0.1:1/.well-known/agent-card.json")
+    card = AgentCard(
+        evil_card("http://127.0.0.1:1/"), "http://127.0.0.1:1/.well-known/agent-card.json"
+    )
     task = parse_task(evil_task())
-    for html in (card_html(card, tn.validate_card(card)), task_html(task), tasks_html([task], EVIL)):
+    for html in (
+        card_html(card, tn.validate_card(card)),
+        task_html(task),
+        tasks_html([task], EVIL),
+    ):
         assert "<script>" not in html and "&lt;script&gt;" in html
 
 
-async def test_a_relative_skills_folder_is_reported_as_its_canonical_path(tmp_path: Path, monkeypatch):
+async def test_a_relative_skills_folder_is_reported_as_its_canonical_path(
+    tmp_path: Path, monkeypatch
+):
     from ..helpers import write_skill
 
     write_skill(tmp_path / "skills" / "hello", "hello", description="says hello")

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 import toolnexus as tn
 
@@ -25,31 +24,48 @@ def _rpc(method: str, params: dict, id: int = 1) -> dict:
 
 async def test_dns_rebinding_is_refused_on_every_route():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=True, mcp=True) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=True, mcp=True) as h,
+        httpx.AsyncClient() as http,
+    ):
         send = _rpc("message/send", {"message": v03_message("hello")})
         foreign_host = {"host": f"attacker.example:{h.port}"}
         foreign_origin = {"origin": "http://attacker.example"}
         for path in ("/", "/mcp"):
             r = await http.post(h.url + path, json=send, headers=foreign_host)
             assert r.status_code == 421 and "attacker.example" in r.json()["error"]
-            assert (await http.post(h.url + path, json=send, headers=foreign_origin)).status_code == 403
-            assert (await http.post(h.url + path, json=send, headers={"origin": "null"})).status_code == 403
+            assert (
+                await http.post(h.url + path, json=send, headers=foreign_origin)
+            ).status_code == 403
+            assert (
+                await http.post(h.url + path, json=send, headers={"origin": "null"})
+            ).status_code == 403
         assert (await http.get(h.card_url, headers=foreign_host)).status_code == 421
         assert not await h.tasks()  # nothing ran
         # this machine's own names and origins pass
-        for headers in ({}, {"host": f"localhost:{h.port}"}, {"origin": h.url},
-                        {"origin": f"http://localhost:{h.port}"}):
+        for headers in (
+            {},
+            {"host": f"localhost:{h.port}"},
+            {"origin": h.url},
+            {"origin": f"http://localhost:{h.port}"},
+        ):
             r = await http.post(h.url + "/", json=send, headers=headers)
             assert r.status_code == 200 and "result" in r.json(), headers
-        assert (await http.get(h.card_url, headers={"host": f"127.0.0.1:{h.port + 1}"})).status_code == 421
+        assert (
+            await http.get(h.card_url, headers={"host": f"127.0.0.1:{h.port + 1}"})
+        ).status_code == 421
 
 
 async def test_allowed_hosts_extend_the_check():
     tk = await tn.create_toolkit(builtins=False)
-    cfg = tn.A2AConfig(allowed_hosts=["agent.internal"], allowed_origins=["https://console.internal"])
+    cfg = tn.A2AConfig(
+        allowed_hosts=["agent.internal"], allowed_origins=["https://console.internal"]
+    )
     async with tk.serve(client=tn.demo_client(), a2a=cfg) as h, httpx.AsyncClient() as http:
         assert (await http.get(h.card_url, headers={"host": "agent.internal"})).status_code == 200
-        assert (await http.get(h.card_url, headers={"origin": "https://console.internal"})).status_code == 200
+        assert (
+            await http.get(h.card_url, headers={"origin": "https://console.internal"})
+        ).status_code == 200
         assert (await http.get(h.card_url, headers={"host": "other.internal"})).status_code == 421
 
 
@@ -57,12 +73,20 @@ async def test_forwarded_headers_never_rewrite_who_the_caller_is():
     """A caller that says it is someone else (X-Forwarded-For/-Proto) is still the socket's peer,
     on the wire log as anywhere (uvicorn would believe it from 127.0.0.1 by default)."""
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="fwd"), record_wire=True) as h, \
-            httpx.AsyncClient() as http:
-        r = await http.get(h.card_url, headers={"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"})
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="fwd"), record_wire=True) as h,
+        httpx.AsyncClient() as http,
+    ):
+        r = await http.get(
+            h.card_url, headers={"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
+        )
         assert r.status_code == 200
         for _ in range(200):
-            seen = [e for e in h.events.history() if isinstance(e, tn.TrafficEvent) and e.direction == "in"]
+            seen = [
+                e
+                for e in h.events.history()
+                if isinstance(e, tn.TrafficEvent) and e.direction == "in"
+            ]
             if seen:
                 break
             await asyncio.sleep(0.01)
@@ -79,12 +103,28 @@ def _deep(levels: int) -> dict:
 async def test_over_deep_params_are_refused_and_listing_keeps_working(tmp_path: Path):
     tk = await tn.create_toolkit(builtins=False)
     store = tmp_path / "tasks"
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{store}")) as h, \
-            httpx.AsyncClient() as http:
-        r = (await http.post(h.url, json=_rpc("message/send", {"message": v03_message("x", metadata=_deep(300))}))).json()
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{store}")) as h,
+        httpx.AsyncClient() as http,
+    ):
+        r = (
+            await http.post(
+                h.url, json=_rpc("message/send", {"message": v03_message("x", metadata=_deep(300))})
+            )
+        ).json()
         assert r["error"]["code"] == -32602 and "deeper than 64 levels" in r["error"]["message"]
-        fine = (await http.post(h.url, json=_rpc("message/send", {"message": v03_message("ok", metadata=_deep(20)),
-                                                                   "configuration": {"blocking": True}}))).json()
+        fine = (
+            await http.post(
+                h.url,
+                json=_rpc(
+                    "message/send",
+                    {
+                        "message": v03_message("ok", metadata=_deep(20)),
+                        "configuration": {"blocking": True},
+                    },
+                ),
+            )
+        ).json()
         assert fine["result"]["status"]["state"] == "completed"
         listed = (await http.post(h.url, json=_rpc("ListTasks", {}), headers=V10)).json()
         assert [t["id"] for t in listed["result"]["tasks"]] == [fine["result"]["id"]]
@@ -93,8 +133,10 @@ async def test_over_deep_params_are_refused_and_listing_keeps_working(tmp_path: 
     record["id"], record["metadata"] = "poison", _deep(300)
     (store / "poison.json").write_text(json.dumps(record))
     (store / "garbage.json").write_text("{not json")
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{store}")) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{store}")) as h,
+        httpx.AsyncClient() as http,
+    ):
         listed = (await http.post(h.url, json=_rpc("ListTasks", {}), headers=V10)).json()
         assert [t["id"] for t in listed["result"]["tasks"]] == [fine["result"]["id"]]
         got = (await http.post(h.url, json=_rpc("GetTask", {"id": "poison"}), headers=V10)).json()
@@ -111,21 +153,32 @@ async def test_each_credential_sees_only_its_own_tasks():
 
     tk = await tn.create_toolkit(builtins=False)
     client = tn.create_in_process_client(model)
-    alice, bob = {"authorization": "Bearer alice-tok", **V10}, {"authorization": "Bearer bob-tok", **V10}
+    alice, bob = (
+        {"authorization": "Bearer alice-tok", **V10},
+        {"authorization": "Bearer bob-tok", **V10},
+    )
     cfg = tn.A2AConfig(auth=tn.Auth.bearer("alice-tok", "bob-tok"))
     async with tk.serve(client=client, a2a=cfg) as h, httpx.AsyncClient() as http:
+
         async def call(who, method, params):
             return (await http.post(h.url, json=_rpc(method, params), headers=who)).json()
 
-        mine = (await call(alice, "SendMessage", {"message": v10_message("secret plans")}))["result"]["task"]
+        mine = (await call(alice, "SendMessage", {"message": v10_message("secret plans")}))[
+            "result"
+        ]["task"]
         await asyncio.sleep(0.1)
-        for method, params in (("GetTask", {"id": mine["id"]}), ("CancelTask", {"id": mine["id"]}),
-                               ("SubscribeToTask", {"id": mine["id"]}),
-                               ("SendMessage", {"message": v10_message("more", taskId=mine["id"])})):
+        for method, params in (
+            ("GetTask", {"id": mine["id"]}),
+            ("CancelTask", {"id": mine["id"]}),
+            ("SubscribeToTask", {"id": mine["id"]}),
+            ("SendMessage", {"message": v10_message("more", taskId=mine["id"])}),
+        ):
             r = await call(bob, method, params)
             assert r["error"]["code"] == -32001, (method, r)
         assert (await call(bob, "ListTasks", {}))["result"]["tasks"] == []
-        assert [t["id"] for t in (await call(alice, "ListTasks", {}))["result"]["tasks"]] == [mine["id"]]
+        assert [t["id"] for t in (await call(alice, "ListTasks", {}))["result"]["tasks"]] == [
+            mine["id"]
+        ]
         got = (await call(alice, "GetTask", {"id": mine["id"]}))["result"]
         assert got["id"] == mine["id"] and got["status"]["state"] == "TASK_STATE_COMPLETED"
         # finished tasks' answers are kept rendered: never handed to another caller
@@ -133,18 +186,34 @@ async def test_each_credential_sees_only_its_own_tasks():
         assert (await call(alice, "GetTask", {"id": mine["id"]}))["result"] == got
         # bob naming alice's context starts a conversation of his own: he never hears her messages
         seen.clear()
-        r = await call(bob, "SendMessage", {"message": v10_message("what did she say?", contextId=mine["contextId"]),
-                                            "configuration": {"returnImmediately": False}})
+        r = await call(
+            bob,
+            "SendMessage",
+            {
+                "message": v10_message("what did she say?", contextId=mine["contextId"]),
+                "configuration": {"returnImmediately": False},
+            },
+        )
         assert r["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert seen == [["what did she say?"]]
         assert len((await call(bob, "ListTasks", {}))["result"]["tasks"]) == 1
         assert len((await call(alice, "ListTasks", {}))["result"]["tasks"]) == 1
     # one shared token: today's behaviour, every caller sees every task
-    async with tk.serve(client=client, a2a=tn.A2AConfig(auth=tn.Auth.bearer("team-tok"))) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=client, a2a=tn.A2AConfig(auth=tn.Auth.bearer("team-tok"))) as h,
+        httpx.AsyncClient() as http,
+    ):
         team = {"authorization": "Bearer team-tok", **V10}
-        made = (await http.post(h.url, json=_rpc("SendMessage", {"message": v10_message("hi")}), headers=team)).json()
-        got = (await http.post(h.url, json=_rpc("GetTask", {"id": made["result"]["task"]["id"]}), headers=team)).json()
+        made = (
+            await http.post(
+                h.url, json=_rpc("SendMessage", {"message": v10_message("hi")}), headers=team
+            )
+        ).json()
+        got = (
+            await http.post(
+                h.url, json=_rpc("GetTask", {"id": made["result"]["task"]["id"]}), headers=team
+            )
+        ).json()
         assert "result" in got
 
 
@@ -181,8 +250,13 @@ async def test_idle_and_slow_header_connections_are_closed():
                         cut.add(i)
         await asyncio.sleep(0.6)
         loop = asyncio.get_running_loop()
-        results = await loop.run_in_executor(None, lambda: [_closed_by_peer(s) for s in idle] +
-                                             [i in cut or _closed_by_peer(s) for i, s in enumerate(slow)])
+        results = await loop.run_in_executor(
+            None,
+            lambda: (
+                [_closed_by_peer(s) for s in idle]
+                + [i in cut or _closed_by_peer(s) for i, s in enumerate(slow)]
+            ),
+        )
         assert all(results), f"{results.count(False)} of {len(results)} connections still open"
         for s in idle + slow:
             s.close()
@@ -209,8 +283,10 @@ async def test_a_trickled_body_is_cut_off():
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=True, header_timeout=0.4) as h:
         reader, writer = await asyncio.open_connection("127.0.0.1", h.port)
-        writer.write(f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{h.port}\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: 100\r\n\r\n{{".encode())
+        writer.write(
+            f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{h.port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: 100\r\n\r\n{{".encode()
+        )
         await writer.drain()
         t0 = time.monotonic()
 
@@ -221,8 +297,12 @@ async def test_a_trickled_body_is_cut_off():
                 await writer.drain()
 
         dribble = asyncio.ensure_future(trickle())
-        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, no answer to a body that never ends
-        assert time.monotonic() - t0 < 3  # within two 0.4 s intervals, with room for a loaded machine
+        assert (
+            await asyncio.wait_for(reader.read(), 5) == b""
+        )  # closed, no answer to a body that never ends
+        assert (
+            time.monotonic() - t0 < 3
+        )  # within two 0.4 s intervals, with room for a loaded machine
         dribble.cancel()
         await asyncio.gather(dribble, return_exceptions=True)
         writer.close()
@@ -244,8 +324,10 @@ def test_ids_are_v4_uuids_never_repeated_by_threads_or_a_forked_worker():
     first = new_id()
     assert uuid.UUID(first).version == 4 and str(uuid.UUID(first)) == first
     taken: list[list[str]] = [[] for _ in range(8)]
-    threads = [threading.Thread(target=lambda out: out.extend(new_id() for _ in range(5000)), args=(out,))
-               for out in taken]
+    threads = [
+        threading.Thread(target=lambda out: out.extend(new_id() for _ in range(5000)), args=(out,))
+        for out in taken
+    ]
     for t in threads:
         t.start()
     for t in threads:

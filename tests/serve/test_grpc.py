@@ -10,8 +10,8 @@ import uuid
 import pytest
 
 import toolnexus as tn
-from toolnexus.protocol.model import TaskState
 from toolnexus.errors import MissingExtra
+from toolnexus.protocol.model import TaskState
 
 from ..peers.sdk_server import follow_the_script, sdk_server
 
@@ -24,7 +24,10 @@ try:
 except ImportError as exc:  # a real part missing: CI fails, a laptop skips
     if os.environ.get("CI") == "true":
         raise
-    pytest.skip(f"the gRPC tests need grpcio and a2a-sdk: pip install -e '.[test]' ({exc})", allow_module_level=True)
+    pytest.skip(
+        f"the gRPC tests need grpcio and a2a-sdk: pip install -e '.[test]' ({exc})",
+        allow_module_level=True,
+    )
 
 TOKEN = "grpc-secret-5150"
 
@@ -43,59 +46,94 @@ async def _sdk_client(url: str, *, headers: dict[str, str] | None = None):
     def channel(target: str):
         interceptors = []
         if headers:
+
             class Auth(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
                 async def _with(self, continuation, details, request):
                     metadata = list(details.metadata or []) + list(headers.items())
                     return await continuation(details._replace(metadata=metadata), request)
 
                 intercept_unary_unary = intercept_unary_stream = _with
+
             interceptors.append(Auth())
         return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
-    config = ClientConfig(streaming=True, supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel)
+    config = ClientConfig(
+        streaming=True, supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel
+    )
     return ClientFactory(config).create(card)
 
 
 def _message(text: str, **ids: str) -> pb.Message:
-    return pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text=text)], **ids)
+    return pb.Message(
+        message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text=text)], **ids
+    )
 
 
 async def test_the_sdk_grpc_client_against_a_served_toolkit():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="grpc-desk", grpc="127.0.0.1:0")) as handle:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="grpc-desk", grpc="127.0.0.1:0")
+    ) as handle:
         assert handle.grpc_target.startswith("127.0.0.1:")
         client = await _sdk_client(handle.url)
         try:
-            sent = [ev async for ev in client.send_message(pb.SendMessageRequest(message=_message("hello grpc")))]
+            sent = [
+                ev
+                async for ev in client.send_message(
+                    pb.SendMessageRequest(message=_message("hello grpc"))
+                )
+            ]
             kinds = [ev.WhichOneof("payload") for ev in sent]
             assert kinds[0] == "task" and kinds[-1] == "status_update"
             assert sent[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
             task_id = sent[0].task.id
             got = await client.get_task(pb.GetTaskRequest(id=task_id))
             assert got.artifacts[0].parts[0].text == "You said: hello grpc"
-            with pytest.raises(sdk_errors.TaskNotFoundError):  # the reason crossed in the status details
+            with pytest.raises(
+                sdk_errors.TaskNotFoundError
+            ):  # the reason crossed in the status details
                 await client.get_task(pb.GetTaskRequest(id="no-such-task"))
             with pytest.raises(sdk_errors.TaskNotCancelableError):
                 await client.cancel_task(pb.CancelTaskRequest(id=task_id))
-            asked = [ev async for ev in client.send_message(pb.SendMessageRequest(
-                message=_message("please confirm the order")))]
-            question = asked[-1].status_update if asked[-1].HasField("status_update") else asked[-1].task
+            asked = [
+                ev
+                async for ev in client.send_message(
+                    pb.SendMessageRequest(message=_message("please confirm the order"))
+                )
+            ]
+            question = (
+                asked[-1].status_update if asked[-1].HasField("status_update") else asked[-1].task
+            )
             assert question.status.state == pb.TASK_STATE_INPUT_REQUIRED
-            answered = [ev async for ev in client.send_message(pb.SendMessageRequest(
-                message=_message("yes", task_id=asked[0].task.id, context_id=asked[0].task.context_id)))]
+            answered = [
+                ev
+                async for ev in client.send_message(
+                    pb.SendMessageRequest(
+                        message=_message(
+                            "yes", task_id=asked[0].task.id, context_id=asked[0].task.context_id
+                        )
+                    )
+                )
+            ]
             assert answered[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
             listed = await client.list_tasks(pb.ListTasksRequest(page_size=10))
             assert {t.id for t in listed.tasks} >= {task_id, asked[0].task.id}
-            config = await client.create_task_push_notification_config(pb.TaskPushNotificationConfig(
-                task_id=task_id, url="http://127.0.0.1:9/hook", token="t-1"))
+            config = await client.create_task_push_notification_config(
+                pb.TaskPushNotificationConfig(
+                    task_id=task_id, url="http://127.0.0.1:9/hook", token="t-1"
+                )
+            )
             assert config.id and config.task_id == task_id
             again = await client.get_task_push_notification_config(
-                pb.GetTaskPushNotificationConfigRequest(task_id=task_id, id=config.id))
+                pb.GetTaskPushNotificationConfigRequest(task_id=task_id, id=config.id)
+            )
             assert again.url == "http://127.0.0.1:9/hook"
             await client.delete_task_push_notification_config(
-                pb.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id=config.id))
+                pb.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id=config.id)
+            )
             configs = await client.list_task_push_notification_configs(
-                pb.ListTaskPushNotificationConfigsRequest(task_id=task_id))
+                pb.ListTaskPushNotificationConfigsRequest(task_id=task_id)
+            )
             assert list(configs.configs) == []
         finally:
             await client.close()
@@ -120,12 +158,18 @@ async def test_grpc_auth_and_bounds():
                 await stub.SendMessage(huge, metadata=[("authorization", f"Bearer {TOKEN}")])
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             with pytest.raises(grpc.aio.AioRpcError) as old:
-                await stub.GetTask(pb.GetTaskRequest(id="x"), metadata=[("authorization", f"Bearer {TOKEN}"),
-                                                                         ("a2a-version", "0.3")])
+                await stub.GetTask(
+                    pb.GetTaskRequest(id="x"),
+                    metadata=[("authorization", f"Bearer {TOKEN}"), ("a2a-version", "0.3")],
+                )
             assert old.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         # it keeps serving, and the right token works
-        async with tn.A2AClient(handle.url, binding="grpc", headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-            assert client.credentials_sent  # the same host as named: the token goes to its gRPC port
+        async with tn.A2AClient(
+            handle.url, binding="grpc", headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as client:
+            assert (
+                client.credentials_sent
+            )  # the same host as named: the token goes to its gRPC port
             task = await client.send("still here", blocking=True)
             assert task.state is TaskState.COMPLETED and task.reply == "You said: still here"
             rows = [e for e in client.traffic.events if e.url.startswith("grpc://")]
@@ -139,11 +183,23 @@ async def test_our_client_against_the_sdk_grpc_server():
         assert (client.binding, client.dialect.value) == ("GRPC", "1.0")
         await follow_the_script(client, "hello sdk grpc")
         assert len((await client.list_tasks())["tasks"]) >= 4
-        assert {e.rpc_method for e in client.traffic.events} >= {"SendMessage", "SendStreamingMessage", "GetTask",
-                                                                "CancelTask", "ListTasks"}
+        assert {e.rpc_method for e in client.traffic.events} >= {
+            "SendMessage",
+            "SendStreamingMessage",
+            "GetTask",
+            "CancelTask",
+            "ListTasks",
+        }
     # a dead peer: a clear error, not a hang
-    async with tn.A2AClient({"name": "gone", "supportedInterfaces": [
-            {"url": "127.0.0.1:9", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}, timeout=3) as gone:
+    async with tn.A2AClient(
+        {
+            "name": "gone",
+            "supportedInterfaces": [
+                {"url": "127.0.0.1:9", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+            ],
+        },
+        timeout=3,
+    ) as gone:
         with pytest.raises(tn.PeerError, match="SendMessage failed: UNAVAILABLE"):
             await gone.send("anyone?")
 
@@ -154,16 +210,39 @@ async def test_a_grpc_interface_is_reached_in_every_form_cards_write_it():
     URL (https://grpc.example.com/a2a, grpc://host:port). Our card serves the first; our client
     dials each form, a path after the host and grpc's own dns:/// and ipv4: targets included."""
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="forms", grpc="127.0.0.1:0")) as handle:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="forms", grpc="127.0.0.1:0")
+    ) as handle:
         target = handle.grpc_target
         assert target.startswith("127.0.0.1:") and "//" not in target  # what the card lists
-        for form in (target, f"grpc://{target}", f"http://{target}/a2a/grpc/", f"dns:///{target}", f"ipv4:{target}"):
-            card = {"name": "forms", "supportedInterfaces": [
-                {"url": form, "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}
-            assert not [d for d in tn.validate_card(card | {"description": "d", "version": "1", "capabilities": {},
-                                                            "skills": [], "defaultInputModes": ["text"],
-                                                            "defaultOutputModes": ["text"]}).diagnostics
-                        if d.path.startswith("$.supportedInterfaces") and d.level == "error"], form
+        for form in (
+            target,
+            f"grpc://{target}",
+            f"http://{target}/a2a/grpc/",
+            f"dns:///{target}",
+            f"ipv4:{target}",
+        ):
+            card = {
+                "name": "forms",
+                "supportedInterfaces": [
+                    {"url": form, "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+                ],
+            }
+            assert not [
+                d
+                for d in tn.validate_card(
+                    card
+                    | {
+                        "description": "d",
+                        "version": "1",
+                        "capabilities": {},
+                        "skills": [],
+                        "defaultInputModes": ["text"],
+                        "defaultOutputModes": ["text"],
+                    }
+                ).diagnostics
+                if d.path.startswith("$.supportedInterfaces") and d.level == "error"
+            ], form
             async with tn.A2AClient(card, timeout=10) as client:
                 task = await client.send(f"hello over {form}", blocking=True)
             assert task.state is TaskState.COMPLETED and client.binding == "GRPC", form
@@ -179,11 +258,14 @@ async def test_without_grpcio_the_error_says_what_to_install(monkeypatch):
     with pytest.raises(MissingExtra, match=r"pip install 'toolnexus\[grpc\]'"):
         await tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(grpc="127.0.0.1:0"))
     with pytest.raises(tn.PeerError, match="no gRPC interface"):
-        async with tn.A2AClient({"name": "x", "url": "http://127.0.0.1:9/"}, binding="grpc") as client:
+        async with tn.A2AClient(
+            {"name": "x", "url": "http://127.0.0.1:9/"}, binding="grpc"
+        ) as client:
             await client.send("hi")
 
 
 # -- what one binding accepts, every binding answers -----------------------------------------------
+
 
 def _nest(levels: int):
     value = "leaf"
@@ -197,14 +279,31 @@ async def test_a_value_too_deep_for_grpc_is_refused_on_every_binding_and_nothing
     import httpx
 
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0")) as handle:
-        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "hi"}],
-                   "metadata": _nest(levels)}
-        data = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"data": _nest(levels)}]}
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0")
+    ) as handle:
+        message = {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "hi"}],
+            "metadata": _nest(levels),
+        }
+        data = {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"data": _nest(levels)}],
+        }
         async with httpx.AsyncClient(base_url=handle.url, headers={"A2A-Version": "1.0"}) as http:
             for m, where in ((message, "message.metadata"), (data, "message.parts[0].data")):
-                r = await http.post("/", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                                               "params": {"message": m}})
+                r = await http.post(
+                    "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "SendMessage",
+                        "params": {"message": m},
+                    },
+                )
                 assert r.json()["error"]["code"] == -32602 and where in r.json()["error"]["message"]
                 rest = await http.post("/message:send", json={"message": m})
                 assert rest.status_code == 400 and where in rest.json()["error"]["message"]
@@ -225,8 +324,14 @@ async def test_a_value_too_deep_for_grpc_is_refused_on_every_binding_and_nothing
             # words never reach the wire either
             assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             details = refused.value.details() or ""
-            assert "Error" not in details and "Traceback" not in details and "upb" not in details, details
-            assert ("message.metadata" in details) if levels == 30 else ("nested deeper than protobuf decodes" in details), details
+            assert "Error" not in details and "Traceback" not in details and "upb" not in details, (
+                details
+            )
+            assert (
+                ("message.metadata" in details)
+                if levels == 30
+                else ("nested deeper than protobuf decodes" in details)
+            ), details
         assert await handle.tasks(limit=100) == []
 
 
@@ -236,14 +341,25 @@ async def test_a_stored_task_too_deep_for_grpc_never_takes_a_listing_down(postgr
     from toolnexus.stores.postgres import PostgresTaskStore
 
     store = PostgresTaskStore(postgres)  # a task stored before the rule (or by an agent's own code)
-    deep = Task("deep-task", "deep-ctx", TaskStatus(TaskState.COMPLETED, timestamp="2026-12-01T08:00:00.000000Z"),
-                history=[Message("user", [Part.of_text("hi"), Part.of_data(_nest(45))], message_id="m1",
-                                 metadata=_nest(45))])
+    deep = Task(
+        "deep-task",
+        "deep-ctx",
+        TaskStatus(TaskState.COMPLETED, timestamp="2026-12-01T08:00:00.000000Z"),
+        history=[
+            Message(
+                "user",
+                [Part.of_text("hi"), Part.of_data(_nest(45))],
+                message_id="m1",
+                metadata=_nest(45),
+            )
+        ],
+    )
     await store.save(deep)
     await store.aclose()
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0",
-                                                                   store=postgres)) as handle:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="deep", grpc="127.0.0.1:0", store=postgres)
+    ) as handle:
         async with tn.A2AClient(handle.url) as peer:
             fine = await peer.send("hello", blocking=True)
             by_jsonrpc = await peer.get("deep-task")

@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 import toolnexus as tn
-from toolnexus.protocol.model import TaskState
 from toolnexus.events import RemoteCallEvent, TaskEvent
 from toolnexus.monitor import TaskBook, trace_tree
+from toolnexus.protocol.model import TaskState
 
 from ..helpers import write_skill
 
@@ -27,12 +27,22 @@ def relay_model() -> tn.Client:
     def generate(request: dict) -> dict:
         messages = request["messages"]
         last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-        results = [m["content"] for m in messages[last + 1:] if m.get("role") == "tool"]
+        results = [m["content"] for m in messages[last + 1 :] if m.get("role") == "tool"]
         if results:
             return {"content": f"relayed: {results[-1]}"}
-        [agent] = [t["function"]["name"] for t in request["tools"] if t["function"]["name"].endswith("_relay")]
-        prompt = messages[last]["content"].split("\n\n")[-1]  # without the "Use the relay skill." the server adds
-        return {"tool_calls": [{"id": "call_" + uuid.uuid4().hex[:8], "name": agent, "arguments": {"task": prompt}}]}
+        [agent] = [
+            t["function"]["name"]
+            for t in request["tools"]
+            if t["function"]["name"].endswith("_relay")
+        ]
+        prompt = messages[last]["content"].split("\n\n")[
+            -1
+        ]  # without the "Use the relay skill." the server adds
+        return {
+            "tool_calls": [
+                {"id": "call_" + uuid.uuid4().hex[:8], "name": agent, "arguments": {"task": prompt}}
+            ]
+        }
 
     return tn.create_in_process_client(generate)
 
@@ -60,8 +70,12 @@ async def chain(tmp_path, events=None):
         for name in ("agent-c", "agent-b", "agent-a"):
             agents = [tn.Agent(card=below.url, poll_every=0.02, timeout=60)] if below else []
             tk = await tn.create_toolkit(skills, builtins=False, agents=agents)
-            handle = await tk.serve("127.0.0.1:0", client=relay_model() if below else tn.demo_client(),
-                                    a2a=tn.A2AConfig(name=name), events=events)
+            handle = await tk.serve(
+                "127.0.0.1:0",
+                client=relay_model() if below else tn.demo_client(),
+                a2a=tn.A2AConfig(name=name),
+                events=events,
+            )
             handles.append(handle)
             if events is None or not pumps:
                 pumps.append(asyncio.ensure_future(pump(handle.events)))
@@ -99,29 +113,54 @@ async def test_input_required_at_c_surfaces_at_a_and_the_answer_flows_down(tmp_p
             asking_b, asking_c = await only_task(b), await only_task(c)
             assert asking_b.state is asking_c.state is TaskState.INPUT_REQUIRED
             question = asking_c.status.message.text  # C's own question, asked of A's caller
-            assert question.startswith("Do you approve:") and question.endswith("please approve the budget?")
+            assert question.startswith("Do you approve:") and question.endswith(
+                "please approve the budget?"
+            )
             assert asked.status.message.text == asking_b.status.message.text == question
-            done = await caller.send("yes, go ahead", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            done = await caller.send(
+                "yes, go ahead", task_id=asked.id, context_id=asked.context_id, blocking=True
+            )
         task_a, task_b, task_c = await only_task(a), await only_task(b), await only_task(c)
         assert done.state is TaskState.COMPLETED and done.id == asked.id
-        assert "Request approved (yes, go ahead)." in task_c.artifacts[0].text  # the answer reached C
+        assert (
+            "Request approved (yes, go ahead)." in task_c.artifacts[0].text
+        )  # the answer reached C
         assert done.reply == f"relayed: relayed: {task_c.artifacts[0].text}"
         assert task_b.state is task_c.state is TaskState.COMPLETED
         # one trace: the caller's; each task a child of the call that made it
-        assert task_a.trace.trace_id == task_b.trace.trace_id == task_c.trace.trace_id == CALLER_TRACE
+        assert (
+            task_a.trace.trace_id == task_b.trace.trace_id == task_c.trace.trace_id == CALLER_TRACE
+        )
         assert task_a.trace.parent_id == CALLER_SPAN
         await asyncio.sleep(0.1)  # the last bus events reach the book
         [call_ab] = [e for e in book.remote_calls.values() if e.task_id == task_a.id]
         [call_bc] = [e for e in book.remote_calls.values() if e.task_id == task_b.id]
-        assert call_ab.parent_span_id == task_a.trace.span_id and task_b.trace.parent_id == call_ab.span_id
-        assert call_bc.parent_span_id == task_b.trace.span_id and task_c.trace.parent_id == call_bc.span_id
+        assert (
+            call_ab.parent_span_id == task_a.trace.span_id
+            and task_b.trace.parent_id == call_ab.span_id
+        )
+        assert (
+            call_bc.parent_span_id == task_b.trace.span_id
+            and task_c.trace.parent_id == call_bc.span_id
+        )
         assert (call_ab.peer, call_ab.remote_task_id, call_ab.state, call_ab.done) == (
-            "agent-b", task_b.id, "completed", True)
+            "agent-b",
+            task_b.id,
+            "completed",
+            True,
+        )
         # the tree a front end shows, from any task of the chain
-        rows = [(depth, kind, item.id if kind == "task" else item.remote_task_id) for depth, kind, item in
-                trace_tree(book, task_c.id)]
-        assert rows == [(0, "task", task_a.id), (1, "call", task_b.id), (2, "task", task_b.id),
-                        (3, "call", task_c.id), (4, "task", task_c.id)]
+        rows = [
+            (depth, kind, item.id if kind == "task" else item.remote_task_id)
+            for depth, kind, item in trace_tree(book, task_c.id)
+        ]
+        assert rows == [
+            (0, "task", task_a.id),
+            (1, "call", task_b.id),
+            (2, "task", task_b.id),
+            (3, "call", task_c.id),
+            (4, "task", task_c.id),
+        ]
 
 
 async def test_a_cancel_at_a_cancels_b_and_c_while_they_work(tmp_path):
@@ -151,16 +190,22 @@ async def test_a_cancel_at_a_cancels_b_and_c_waiting_for_input(tmp_path):
         assert (await settle(c, TaskState.CANCELED)).state is TaskState.CANCELED
 
 
-@pytest.mark.parametrize("header", [
-    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
-    "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # version ff
-    "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
-    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",  # version 00 with more
-    "garbage", "00-" + "a" * 600,
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # version ff
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",  # version 00 with more
+        "garbage",
+        "00-" + "a" * 600,
+    ],
+)
 async def test_a_bad_traceparent_is_ignored(header):
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="plain")) as handle:
+    async with tk.serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="plain")
+    ) as handle:
         async with tn.A2AClient(handle.url, headers={"traceparent": header}) as client:
             task = await client.send("hello", blocking=True)
         stored = await handle.runner.store.get(task.id)
@@ -197,10 +242,25 @@ async def test_the_trace_exports_as_opentelemetry_spans(tmp_path):
     assert format(server_a.parent.span_id, "016x") == CALLER_SPAN and server_a.parent.is_remote
     call_ab = spans[format(server_b.parent.span_id, "016x")]
     call_bc = spans[format(server_c.parent.span_id, "016x")]
-    assert call_ab.parent.span_id == server_a.context.span_id and call_ab.attributes["a2a.peer"] == "agent-b"
-    assert call_bc.parent.span_id == server_b.context.span_id and call_bc.attributes["a2a.remote_task_id"] == task_c.id
-    assert server_a.start_time <= call_ab.start_time <= server_b.start_time <= server_b.end_time <= server_a.end_time
-    assert server_c.attributes["a2a.state"] == "completed" and server_c.resource.attributes["service.name"] == "chain"
+    assert (
+        call_ab.parent.span_id == server_a.context.span_id
+        and call_ab.attributes["a2a.peer"] == "agent-b"
+    )
+    assert (
+        call_bc.parent.span_id == server_b.context.span_id
+        and call_bc.attributes["a2a.remote_task_id"] == task_c.id
+    )
+    assert (
+        server_a.start_time
+        <= call_ab.start_time
+        <= server_b.start_time
+        <= server_b.end_time
+        <= server_a.end_time
+    )
+    assert (
+        server_c.attributes["a2a.state"] == "completed"
+        and server_c.resource.attributes["service.name"] == "chain"
+    )
 
 
 async def test_a_slow_collector_delays_spans_never_loses_them_and_never_holds_the_bus():
@@ -231,9 +291,13 @@ async def test_a_slow_collector_delays_spans_never_loses_them_and_never_holds_th
         for i in range(3000):
             ctx = TraceContext(CALLER_TRACE, f"{i + 1:016x}", CALLER_SPAN)
             task = Task(f"t{i}", "c", TaskStatus(TaskState.COMPLETED), trace=ctx)
-            bus.publish(TaskEvent(task.id, "c", None, TaskState.WORKING, TaskState.COMPLETED, task, "burst"))
+            bus.publish(
+                TaskEvent(task.id, "c", None, TaskState.WORKING, TaskState.COMPLETED, task, "burst")
+            )
             if i % 500 == 0:
-                await asyncio.sleep(0)  # the reader gets a turn now and then, far less often than tasks end
+                await asyncio.sleep(
+                    0
+                )  # the reader gets a turn now and then, far less often than tasks end
         assert bus.dropped_subscribers == 0  # reading never waited on the exporter
         async with asyncio.timeout(20):
             while len(exporter.get_finished_spans()) < 3000:
@@ -243,7 +307,9 @@ async def test_a_slow_collector_delays_spans_never_loses_them_and_never_holds_th
         with contextlib.suppress(asyncio.CancelledError):
             await exporting
     assert len({s.context.span_id for s in exporter.get_finished_spans()}) == 3000
-    assert max(exporter.batches) == 512 and len(exporter.batches) < 20  # in batches, not one export each
+    assert (
+        max(exporter.batches) == 512 and len(exporter.batches) < 20
+    )  # in batches, not one export each
 
 
 async def test_with_the_standard_otlp_variables_a_served_agent_exports_its_spans(monkeypatch):
@@ -261,9 +327,13 @@ async def test_with_the_standard_otlp_variables_a_served_agent_exports_its_spans
 
     async def collect(request: Request) -> Response:
         received.append(ExportTraceServiceRequest.FromString(await request.body()))
-        return Response(ExportTraceServiceRequest().SerializeToString(), media_type="application/x-protobuf")
+        return Response(
+            ExportTraceServiceRequest().SerializeToString(), media_type="application/x-protobuf"
+        )
 
-    async with on_loopback(Starlette(routes=[Route("/v1/traces", collect, methods=["POST"])])) as collector:
+    async with on_loopback(
+        Starlette(routes=[Route("/v1/traces", collect, methods=["POST"])])
+    ) as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector + "/v1/traces")
         tk = await tn.create_toolkit(builtins=False)
         async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="otlp-desk")) as handle:
@@ -273,8 +343,12 @@ async def test_with_the_standard_otlp_variables_a_served_agent_exports_its_spans
             async with asyncio.timeout(10):
                 while not received:
                     await asyncio.sleep(0.05)
-    spans = [s for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
-    resource = {a.key: a.value.string_value for a in received[0].resource_spans[0].resource.attributes}
+    spans = [
+        s for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
+    resource = {
+        a.key: a.value.string_value for a in received[0].resource_spans[0].resource.attributes
+    }
     assert resource["service.name"] == "otlp-desk"
     [span] = [s for s in spans if s.name == "task otlp-desk"]
     assert span.trace_id.hex() == CALLER_TRACE and span.parent_span_id.hex() == CALLER_SPAN

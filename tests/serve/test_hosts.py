@@ -32,9 +32,15 @@ class Cluster:
         try:
             self.agent_hosts = [self.net.host(n) for n in (11, 12, 13)]
             self.db_host, self.lb_host = self.net.host(3), self.net.host(2)
-            self.pg = Postgres(need_postgres(), host=self.db_host.addr, inside=self.db_host.cmd(),
-                               clients=self.net.cidr)
-            self.lb = Nginx(self.lb_host, BALANCER_PORT, [f"{h.addr}:{AGENT_PORT}" for h in self.agent_hosts])
+            self.pg = Postgres(
+                need_postgres(),
+                host=self.db_host.addr,
+                inside=self.db_host.cmd(),
+                clients=self.net.cidr,
+            )
+            self.lb = Nginx(
+                self.lb_host, BALANCER_PORT, [f"{h.addr}:{AGENT_PORT}" for h in self.agent_hosts]
+            )
         except BaseException:
             self.net.close()
             raise
@@ -63,8 +69,21 @@ class Agents:
 
     def start(self, addr: str, *more: str) -> Served:
         host = next(h for h in self.cluster.agent_hosts if h.addr == addr)
-        return Served("--host", addr, "--port", str(AGENT_PORT), "--store", self.dsn, "--public-url",
-                      self.cluster.lb.url, "--lease", str(LEASE), *self.extra, *more, inside=host.cmd())
+        return Served(
+            "--host",
+            addr,
+            "--port",
+            str(AGENT_PORT),
+            "--store",
+            self.dsn,
+            "--public-url",
+            self.cluster.lb.url,
+            "--lease",
+            str(LEASE),
+            *self.extra,
+            *more,
+            inside=host.cmd(),
+        )
 
     async def up(self, addr: str, *more: str) -> Served:
         served = self.served[addr] = await self._stack.enter_async_context(self.start(addr, *more))
@@ -81,8 +100,10 @@ class Agents:
     def ran_on(self, task_id: str) -> str | None:
         """The host that moved the task to ``working`` (the others heard it)."""
         for addr, served in self.served.items():
-            if any(x.get("task") == task_id and x.get("state") == "working" and not x.get("heard")
-                   for x in served.lines):
+            if any(
+                x.get("task") == task_id and x.get("state") == "working" and not x.get("heard")
+                for x in served.lines
+            ):
                 return addr
         return None
 
@@ -91,7 +112,9 @@ def url_of(addr: str) -> str:
     return f"http://{addr}:{AGENT_PORT}"
 
 
-async def sse(http: httpx.AsyncClient, url: str, body: dict, first: asyncio.Event | None = None) -> list[dict]:
+async def sse(
+    http: httpx.AsyncClient, url: str, body: dict, first: asyncio.Event | None = None
+) -> list[dict]:
     frames = []
     async with http.stream("POST", url + "/", json=body) as response:
         assert response.status_code == 200, await response.aread()
@@ -113,18 +136,30 @@ async def test_through_the_balancer_every_operation_works_wherever_it_lands(clus
     lb = cluster.lb.url
     config = tmp_path / "agent.json"  # webhooks on the private network the hosts share
     config.write_text(json.dumps({"a2a": {"name": "demo-desk", "pushPrivateOk": True}}))
-    async with Agents(cluster, cluster.pg.database(), "--config", str(config)) as agents, \
-            tn.WebhookReceiver(addr=f"{cluster.net.gateway}:0") as hook:
+    async with (
+        Agents(cluster, cluster.pg.database(), "--config", str(config)) as agents,
+        tn.WebhookReceiver(addr=f"{cluster.net.gateway}:0") as hook,
+    ):
         async with httpx.AsyncClient(timeout=30) as http:
             card = (await http.get(lb + "/.well-known/agent-card.json")).json()
-            assert card["url"] == lb + "/" and {i["url"] for i in card["supportedInterfaces"]} == {lb + "/"}
+            assert card["url"] == lb + "/" and {i["url"] for i in card["supportedInterfaces"]} == {
+                lb + "/"
+            }
 
-            blocking = [(await http.post(lb + "/", json=send(i, f"hello {i}", blocking=True))).json()["result"]
-                        for i in range(9)]
+            blocking = [
+                (await http.post(lb + "/", json=send(i, f"hello {i}", blocking=True))).json()[
+                    "result"
+                ]
+                for i in range(9)
+            ]
             assert {t["status"]["state"] for t in blocking} == {"completed"}
-            assert Counter(agents.ran_on(t["id"]) for t in blocking) == {h.addr: 3 for h in cluster.agent_hosts}
+            assert Counter(agents.ran_on(t["id"]) for t in blocking) == {
+                h.addr: 3 for h in cluster.agent_hosts
+            }
 
-            polled = (await http.post(lb + "/", json=send(20, "slow 1 then answer"))).json()["result"]["id"]
+            polled = (await http.post(lb + "/", json=send(20, "slow 1 then answer"))).json()[
+                "result"
+            ]["id"]
             seen = set()
             async with asyncio.timeout(15):
                 while (status := await state_of(http, lb, polled))["state"] != "completed":
@@ -133,25 +168,44 @@ async def test_through_the_balancer_every_operation_works_wherever_it_lands(clus
             assert "working" in seen  # polled through hosts that do not run it, while it ran
 
             first = asyncio.Event()
-            streaming = asyncio.ensure_future(sse(http, lb, {**send(21, "slow 2 then answer"),
-                                                             "method": "message/stream"}, first))
+            streaming = asyncio.ensure_future(
+                sse(http, lb, {**send(21, "slow 2 then answer"), "method": "message/stream"}, first)
+            )
             await first.wait()  # the balancer passes each event as it comes (no buffering)
             assert not streaming.done()
             frames = await streaming
-            assert frames[-1]["result"]["final"] is True and frames[-1]["result"]["status"]["state"] == "completed"
+            assert (
+                frames[-1]["result"]["final"] is True
+                and frames[-1]["result"]["status"]["state"] == "completed"
+            )
 
-            slow = (await http.post(lb + "/", json=send(22, "slow 30 then answer"))).json()["result"]["id"]
+            slow = (await http.post(lb + "/", json=send(22, "slow 30 then answer"))).json()[
+                "result"
+            ]["id"]
             async with asyncio.timeout(10):
                 while agents.ran_on(slow) is None:
                     await asyncio.sleep(0.05)
             runner = agents.ran_on(slow)
             other = next(h.addr for h in cluster.agent_hosts if h.addr != runner)
-            canceled = (await http.post(url_of(other) + "/", json={"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel",
-                                                                  "params": {"id": slow}})).json()
+            canceled = (
+                await http.post(
+                    url_of(other) + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "tasks/cancel",
+                        "params": {"id": slow},
+                    },
+                )
+            ).json()
             assert canceled["result"]["status"]["state"] == "canceled"
-            assert (await state_of(http, url_of(runner), slow))["state"] == "canceled"  # its run stopped there
+            assert (await state_of(http, url_of(runner), slow))[
+                "state"
+            ] == "canceled"  # its run stopped there
 
-            asked = (await http.post(lb + "/", json=send(23, "please confirm the order"))).json()["result"]
+            asked = (await http.post(lb + "/", json=send(23, "please confirm the order"))).json()[
+                "result"
+            ]
             async with asyncio.timeout(10):
                 while (await state_of(http, lb, asked["id"]))["state"] != "input-required":
                     await asyncio.sleep(0.05)
@@ -161,35 +215,59 @@ async def test_through_the_balancer_every_operation_works_wherever_it_lands(clus
             answer["params"]["message"].update(taskId=asked["id"], contextId=asked["contextId"])
             done = (await http.post(url_of(answerer) + "/", json=answer)).json()["result"]
             assert done["status"]["state"] == "completed"
-            assert done["artifacts"][0]["parts"][0]["text"] == "Request approved (yes). You said: please confirm the order"
+            assert (
+                done["artifacts"][0]["parts"][0]["text"]
+                == "Request approved (yes). You said: please confirm the order"
+            )
 
             target = hook.target()
             pushed = send(25, "slow 1 then answer")
-            pushed["params"]["configuration"]["pushNotificationConfig"] = {"url": target.url, "token": target.token}
+            pushed["params"]["configuration"]["pushNotificationConfig"] = {
+                "url": target.url,
+                "token": target.token,
+            }
             pushed_id = (await http.post(lb + "/", json=pushed)).json()["result"]["id"]
             await hook.wait(pushed_id, state=tn.TaskState.COMPLETED, timeout=15)
             await asyncio.sleep(1.0)  # a second delivery by another host would have come by now
             states = [n.state for n in hook.received(pushed_id)]
-            assert states.count(tn.TaskState.COMPLETED) == 1 and len(states) == len(set(states)), states
+            assert states.count(tn.TaskState.COMPLETED) == 1 and len(states) == len(set(states)), (
+                states
+            )
 
             listings = []
             for h in cluster.agent_hosts:
-                page = (await http.post(url_of(h.addr) + "/", json={"jsonrpc": "2.0", "id": 4, "method": "ListTasks",
-                                                                     "params": {"pageSize": 100}},
-                                        headers={"A2A-Version": "1.0"})).json()["result"]
+                page = (
+                    await http.post(
+                        url_of(h.addr) + "/",
+                        json={
+                            "jsonrpc": "2.0",
+                            "id": 4,
+                            "method": "ListTasks",
+                            "params": {"pageSize": 100},
+                        },
+                        headers={"A2A-Version": "1.0"},
+                    )
+                ).json()["result"]
                 listings.append(sorted(t["id"] for t in page["tasks"]))
             assert listings[0] == listings[1] == listings[2] and len(listings[0]) == 9 + 5
 
 
-async def test_a_host_that_dies_loses_no_task_a_caller_was_told_of_and_its_streams_resubscribe(cluster):
+async def test_a_host_that_dies_loses_no_task_a_caller_was_told_of_and_its_streams_resubscribe(
+    cluster,
+):
     lb = cluster.lb.url
     async with Agents(cluster, cluster.pg.database(), "--lease", "3") as agents:
         async with httpx.AsyncClient(timeout=30) as http:
-            ids = [(await http.post(lb + "/", json=send(i, "slow 3 then answer"))).json()["result"]["id"]
-                   for i in range(9)]
+            ids = [
+                (await http.post(lb + "/", json=send(i, "slow 3 then answer"))).json()["result"][
+                    "id"
+                ]
+                for i in range(9)
+            ]
             first = asyncio.Event()
-            stream = asyncio.ensure_future(sse(http, lb, {**send(30, "slow 3 then answer"),
-                                                          "method": "message/stream"}, first))
+            stream = asyncio.ensure_future(
+                sse(http, lb, {**send(30, "slow 3 then answer"), "method": "message/stream"}, first)
+            )
             await first.wait()
             async with asyncio.timeout(10):
                 while any(agents.ran_on(t) is None for t in ids):
@@ -197,8 +275,15 @@ async def test_a_host_that_dies_loses_no_task_a_caller_was_told_of_and_its_strea
             followed = None
             async with asyncio.timeout(10):
                 while followed is None:
-                    followed = next((x["task"] for s in agents.served.values() for x in s.lines
-                                     if x.get("state") == "working" and x["task"] not in ids), None)
+                    followed = next(
+                        (
+                            x["task"]
+                            for s in agents.served.values()
+                            for x in s.lines
+                            if x.get("state") == "working" and x["task"] not in ids
+                        ),
+                        None,
+                    )
                     await asyncio.sleep(0.05)
             victim = agents.ran_on(followed)
             host = next(h for h in cluster.agent_hosts if h.addr == victim)
@@ -208,25 +293,48 @@ async def test_a_host_that_dies_loses_no_task_a_caller_was_told_of_and_its_strea
                 assert frames[-1]["result"]["final"] is not True
                 raise httpx.RemoteProtocolError("ended without its final event")
             resubscribed = asyncio.Event()  # at once, through the balancer: another host follows it
-            again_ = asyncio.ensure_future(sse(http, lb, {"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe",
-                                                          "params": {"id": followed}}, resubscribed))
+            again_ = asyncio.ensure_future(
+                sse(
+                    http,
+                    lb,
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 5,
+                        "method": "tasks/resubscribe",
+                        "params": {"id": followed},
+                    },
+                    resubscribed,
+                )
+            )
             await resubscribed.wait()
             assert not again_.done()  # it goes on: the task is not over yet for anyone
-            quick = [(await http.post(lb + "/", json=send(40 + i, f"quick {i}", blocking=True))) for i in range(6)]
+            quick = [
+                (await http.post(lb + "/", json=send(40 + i, f"quick {i}", blocking=True)))
+                for i in range(6)
+            ]
             assert [q.status_code for q in quick] == [200] * 6  # the balancer skips the dead host
             assert {q.json()["result"]["status"]["state"] for q in quick} == {"completed"}
             again = await asyncio.wait_for(again_, 20)
             last = again[-1]["result"]
             assert last["final"] is True and last["status"]["state"] == "failed"
-            assert last["status"]["message"]["parts"][0]["text"] == "the worker running this task stopped (its lease expired)"
+            assert (
+                last["status"]["message"]["parts"][0]["text"]
+                == "the worker running this task stopped (its lease expired)"
+            )
             async with asyncio.timeout(20):  # the bound the docs state: the lease and a third of it
-                while {(await state_of(http, lb, t))["state"] for t in ids} - {"completed", "failed"}:
+                while {(await state_of(http, lb, t))["state"] for t in ids} - {
+                    "completed",
+                    "failed",
+                }:
                     await asyncio.sleep(0.2)
             for t in ids:  # every task a caller was told of is there, in a clear state
                 status = await state_of(http, lb, t)
                 if agents.ran_on(t) == victim:
                     assert status["state"] == "failed"
-                    assert status["message"]["parts"][0]["text"] == "the worker running this task stopped (its lease expired)"
+                    assert (
+                        status["message"]["parts"][0]["text"]
+                        == "the worker running this task stopped (its lease expired)"
+                    )
                 else:
                     assert status["state"] == "completed"
             assert any(agents.ran_on(t) == victim for t in ids)
@@ -246,7 +354,9 @@ async def test_a_rolling_restart_under_load_answers_every_request(cluster):
                 while not stop.is_set():
                     i += 1
                     if i % 2:
-                        r = await http.post(lb + "/", json=send(i, f"load {n} {i} slow 0.5", blocking=True))
+                        r = await http.post(
+                            lb + "/", json=send(i, f"load {n} {i} slow 0.5", blocking=True)
+                        )
                     else:
                         r = await http.post(lb + "/", json=send(i, f"load {n} {i} slow 1"))
                     answers.append(r)
@@ -267,56 +377,106 @@ async def test_a_rolling_restart_under_load_answers_every_request(cluster):
             await asyncio.sleep(0.5)
         stop.set()
         await asyncio.gather(*loads)
-        bad = [(r.status_code, r.text[:200]) for r in answers if r.status_code != 200 or "result" not in r.json()]
+        bad = [
+            (r.status_code, r.text[:200])
+            for r in answers
+            if r.status_code != 200 or "result" not in r.json()
+        ]
         assert not bad, bad[:5]
         assert len(made) > 50
-        assert len(drained) >= 2 and all(d["running"] > 0 for d in drained)  # the restarts met running tasks
+        assert len(drained) >= 2 and all(
+            d["running"] > 0 for d in drained
+        )  # the restarts met running tasks
         async with httpx.AsyncClient(timeout=30) as http:
             card = (await http.get(lb + "/.well-known/agent-card.json")).json()
             assert card["description"] == "version 2"
             async with asyncio.timeout(20):
-                while left := [t for t in made if (await state_of(http, lb, t))["state"] != "completed"]:
+                while left := [
+                    t for t in made if (await state_of(http, lb, t))["state"] != "completed"
+                ]:
                     await asyncio.sleep(0.2)
             assert not left  # no task lost, none failed by the restarts
         assert not [s for s in cluster.lb.statuses() if s != "200"]
 
 
-async def test_the_database_going_away_every_host_says_retry_and_all_serve_again_when_it_is_back(cluster):
+async def test_the_database_going_away_every_host_says_retry_and_all_serve_again_when_it_is_back(
+    cluster,
+):
     lb = cluster.lb.url
     async with Agents(cluster, cluster.pg.database()) as agents:
         async with httpx.AsyncClient(timeout=30) as http:
-            running = (await http.post(lb + "/", json=send(1, "slow 3 then answer"))).json()["result"]["id"]
+            running = (await http.post(lb + "/", json=send(1, "slow 3 then answer"))).json()[
+                "result"
+            ]["id"]
             async with asyncio.timeout(10):
                 while agents.ran_on(running) is None:
                     await asyncio.sleep(0.05)
-            elsewhere = next(h.addr for h in cluster.agent_hosts if h.addr != agents.ran_on(running))
+            elsewhere = next(
+                h.addr for h in cluster.agent_hosts if h.addr != agents.ran_on(running)
+            )
             first = asyncio.Event()  # a stream on another host, following it across the outage
-            follow = asyncio.ensure_future(sse(http, url_of(elsewhere), {
-                "jsonrpc": "2.0", "id": 6, "method": "tasks/resubscribe", "params": {"id": running}}, first))
+            follow = asyncio.ensure_future(
+                sse(
+                    http,
+                    url_of(elsewhere),
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 6,
+                        "method": "tasks/resubscribe",
+                        "params": {"id": running},
+                    },
+                    first,
+                )
+            )
             await first.wait()
             await asyncio.to_thread(cluster.pg.stop)
             try:
                 for h in cluster.agent_hosts:
-                    answer = (await http.post(url_of(h.addr) + "/", json=send(2, "during", blocking=True))).json()
-                    assert answer["error"] == {"code": -32603, "message": "the task store is unavailable: try again shortly"}
+                    answer = (
+                        await http.post(url_of(h.addr) + "/", json=send(2, "during", blocking=True))
+                    ).json()
+                    assert answer["error"] == {
+                        "code": -32603,
+                        "message": "the task store is unavailable: try again shortly",
+                    }
                     r = await http.get(f"{url_of(h.addr)}/tasks/{running}")
                     assert r.status_code == 503 and r.json()["error"]["status"] == "UNAVAILABLE"
             finally:
                 await asyncio.to_thread(cluster.pg.start)
             for h in cluster.agent_hosts:  # each reconnects by itself, no restart
                 async with asyncio.timeout(30):
-                    while "result" not in (answer := (await http.post(url_of(h.addr) + "/", json=send(
-                            3, "after", blocking=True))).json()):
+                    while "result" not in (
+                        answer := (
+                            await http.post(
+                                url_of(h.addr) + "/", json=send(3, "after", blocking=True)
+                            )
+                        ).json()
+                    ):
                         await asyncio.sleep(0.2)
                 assert answer["result"]["status"]["state"] == "completed"
-            async with asyncio.timeout(30):  # the run that ended while the database was away: its result kept
+            async with asyncio.timeout(
+                30
+            ):  # the run that ended while the database was away: its result kept
                 while (await state_of(http, lb, running))["state"] != "completed":
                     await asyncio.sleep(0.2)
-            frames = await asyncio.wait_for(follow, 15)  # what it missed while the database was away, read again
-            assert frames[-1]["result"]["final"] is True and frames[-1]["result"]["status"]["state"] == "completed"
+            frames = await asyncio.wait_for(
+                follow, 15
+            )  # what it missed while the database was away, read again
+            assert (
+                frames[-1]["result"]["final"] is True
+                and frames[-1]["result"]["status"]["state"] == "completed"
+            )
             # and the hosts hear each other again: a stream on one follows a task another runs
             a, b = cluster.agent_hosts[0].addr, cluster.agent_hosts[1].addr
-            task = (await http.post(url_of(a) + "/", json=send(4, "slow 1 then answer"))).json()["result"]["id"]
-            frames = await sse(http, url_of(b), {"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe",
-                                                 "params": {"id": task}})
-            assert frames[-1]["result"]["final"] is True and frames[-1]["result"]["status"]["state"] == "completed"
+            task = (await http.post(url_of(a) + "/", json=send(4, "slow 1 then answer"))).json()[
+                "result"
+            ]["id"]
+            frames = await sse(
+                http,
+                url_of(b),
+                {"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe", "params": {"id": task}},
+            )
+            assert (
+                frames[-1]["result"]["final"] is True
+                and frames[-1]["result"]["status"]["state"] == "completed"
+            )

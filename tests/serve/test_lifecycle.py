@@ -22,11 +22,17 @@ async def test_on_task_exactly_once_across_200_concurrent_tasks():
         calls.append(ev)
 
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="load"), on_task=on_task) as h, \
-            httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=50)) as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="load"), on_task=on_task) as h,
+        httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=50)) as http,
+    ):
         texts = [f"job {i}" if i % 10 else f"weather job {i}" for i in range(200)]
-        replies = await asyncio.gather(*[
-            rpc(http, h.url, "message/send", {"message": v03_message(t)}, id=i) for i, t in enumerate(texts)])
+        replies = await asyncio.gather(
+            *[
+                rpc(http, h.url, "message/send", {"message": v03_message(t)}, id=i)
+                for i, t in enumerate(texts)
+            ]
+        )
         assert all(r["result"]["status"]["state"] == "completed" for r in replies)
         for _ in range(100):
             if len(calls) >= 200:
@@ -38,7 +44,10 @@ async def test_on_task_exactly_once_across_200_concurrent_tasks():
     assert len(ids) == 200 and len(set(ids)) == 200
     assert {c["state"] for c in calls} == {"completed"}
     by_task = assert_legal(events)
-    assert all(states == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED] for states in by_task.values())
+    assert all(
+        states == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+        for states in by_task.values()
+    )
     sample = next(c for c in calls if c["task"] == "weather job 10")
     assert sample["skill"] == "weather"
     assert sample["result"].usage.total_tokens > 0 and sample["result"].tool_call_count == 1
@@ -46,7 +55,10 @@ async def test_on_task_exactly_once_across_200_concurrent_tasks():
 
 async def test_events_carry_the_tasks_values_and_run_results():
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ev")) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ev")) as h,
+        httpx.AsyncClient() as http,
+    ):
         got = []
 
         async def collect():
@@ -65,8 +77,15 @@ async def test_events_carry_the_tasks_values_and_run_results():
     # each move made one value: the event holds it, the store keeps that same value, and what a move
     # did not change is shared with the value before (nothing copied twice, nothing changed after)
     assert stored is got[2].task
-    assert got[1].task.history is got[0].task.history and got[1].task.artifacts is got[0].task.artifacts
-    assert len(got[0].task.history) == 1 and not got[0].task.artifacts and len(got[2].task.history) == 2
+    assert (
+        got[1].task.history is got[0].task.history
+        and got[1].task.artifacts is got[0].task.artifacts
+    )
+    assert (
+        len(got[0].task.history) == 1
+        and not got[0].task.artifacts
+        and len(got[2].task.history) == 2
+    )
     assert got[0].previous is None and got[1].previous is TaskState.SUBMITTED
     assert all(e.server == "ev" for e in got)
     assert [e.seq for e in got] == sorted(e.seq for e in got)
@@ -85,8 +104,10 @@ async def test_a_raising_or_slow_on_task_never_affects_the_server():
 
     tk = await tn.create_toolkit(builtins=False)
     for hook in (boom, slow):
-        async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(), on_task=hook) as h, \
-                httpx.AsyncClient() as http:
+        async with (
+            tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(), on_task=hook) as h,
+            httpx.AsyncClient() as http,
+        ):
             t0 = time.monotonic()
             for i in range(3):
                 r = await rpc(http, h.url, "message/send", {"message": v03_message(f"x{i}")})
@@ -96,7 +117,10 @@ async def test_a_raising_or_slow_on_task_never_affects_the_server():
 
 async def test_model_failures_fail_the_task_with_a_reason():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
         r = await rpc(http, h.url, "message/send", {"message": v03_message("please fail")})
         status = r["result"]["status"]
         assert status["state"] == "failed"
@@ -107,16 +131,23 @@ async def test_model_failures_fail_the_task_with_a_reason():
         raise ZeroDivisionError("secret internals")
 
     # an in-process model's error is a model error; a bug elsewhere is "internal error" only
-    async with tk.serve(client=tn.create_in_process_client(crash), a2a=tn.A2AConfig()) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.create_in_process_client(crash), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
         r = await rpc(http, h.url, "message/send", {"message": v03_message("x")})
-        assert r["result"]["status"]["message"]["parts"][0]["text"].startswith("model error: in-process model failed")
+        assert r["result"]["status"]["message"]["parts"][0]["text"].startswith(
+            "model error: in-process model failed"
+        )
 
     class BrokenClient:
         async def ask(self, *a, **k):
             raise KeyError("secret internals")
 
-    async with tk.serve(client=BrokenClient(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=BrokenClient(), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
         r = await rpc(http, h.url, "message/send", {"message": v03_message("x")})
         text = r["result"]["status"]["message"]["parts"][0]["text"]
         assert text == "internal error while running the task" and "secret" not in str(r)
@@ -142,10 +173,17 @@ async def test_cancel_stops_the_run_in_flight():
         return {"content": "late"}
 
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.create_in_process_client(generate), a2a=tn.A2AConfig()) as h, \
-            httpx.AsyncClient() as http:
-        sent = await rpc(http, h.url, "SendMessage", {"message": v10_message("x"), "configuration":
-                                                     {"returnImmediately": True}}, headers=V10)
+    async with (
+        tk.serve(client=tn.create_in_process_client(generate), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
+        sent = await rpc(
+            http,
+            h.url,
+            "SendMessage",
+            {"message": v10_message("x"), "configuration": {"returnImmediately": True}},
+            headers=V10,
+        )
         tid = sent["result"]["task"]["id"]
         await asyncio.wait_for(started.wait(), 5)
         canceled = await rpc(http, h.url, "CancelTask", {"id": tid}, headers=V10)
@@ -159,8 +197,10 @@ async def test_cancel_stops_the_run_in_flight():
 
 async def test_blocking_send_is_capped():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(blocking_timeout=0.2)) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(blocking_timeout=0.2)) as h,
+        httpx.AsyncClient() as http,
+    ):
         t0 = time.monotonic()
         r = await rpc(http, h.url, "message/send", {"message": v03_message("slow 3")})
         assert time.monotonic() - t0 < 2
@@ -170,25 +210,41 @@ async def test_blocking_send_is_capped():
 
 async def test_a_blocking_sends_task_not_yet_written_is_found_by_every_reader(tmp_path):
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{tmp_path}")) as h, \
-            httpx.AsyncClient(timeout=30) as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{tmp_path}")) as h,
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+
         async def blocking(text: str) -> asyncio.Task:
             seen = h.events.seq
-            call = asyncio.ensure_future(rpc(http, h.url, "message/send", {"message": v03_message(text)}))
+            call = asyncio.ensure_future(
+                rpc(http, h.url, "message/send", {"message": v03_message(text)})
+            )
             async with asyncio.timeout(5):  # the bus (the TUI's view) hears it working at once
-                while not [e for e in h.events.history() if e.seq > seen and e.state is TaskState.WORKING]:
+                while not [
+                    e for e in h.events.history() if e.seq > seen and e.state is TaskState.WORKING
+                ]:
                     await asyncio.sleep(0.01)
             return call
 
         listed_call = await blocking("slow 30 listed")
         assert not list(tmp_path.glob("*.json"))  # nobody was told of it yet: not written
-        listed = await rpc(http, h.url, "ListTasks", {}, headers=V10)  # a listing tells: written first
+        listed = await rpc(
+            http, h.url, "ListTasks", {}, headers=V10
+        )  # a listing tells: written first
         [found] = listed["result"]["tasks"]
-        assert found["status"]["state"] == "TASK_STATE_WORKING" and len(list(tmp_path.glob("*.json"))) == 1
+        assert (
+            found["status"]["state"] == "TASK_STATE_WORKING"
+            and len(list(tmp_path.glob("*.json"))) == 1
+        )
         assert [t.id for t in await h.tasks()] == [found["id"]]
         got_call = await blocking("slow 30 got")
-        got_id = next(e.task_id for e in reversed(h.events.history()) if e.task.request == "slow 30 got")
-        assert (await h.runner.get(got_id)).state is TaskState.WORKING  # as the TUI reads it, to cancel it
+        got_id = next(
+            e.task_id for e in reversed(h.events.history()) if e.task.request == "slow 30 got"
+        )
+        assert (
+            await h.runner.get(got_id)
+        ).state is TaskState.WORKING  # as the TUI reads it, to cancel it
         assert len(list(tmp_path.glob("*.json"))) == 2
         for call, task_id in ((listed_call, found["id"]), (got_call, got_id)):
             await h.runner.cancel(task_id)
@@ -204,16 +260,29 @@ async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
     from toolnexus.serve.lifecycle import WAKE_EVERY
 
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
-        sent = await rpc(http, h.url, "message/send", {"message": v03_message("slow 30"),
-                                                       "configuration": {"blocking": False}})
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
+        sent = await rpc(
+            http,
+            h.url,
+            "message/send",
+            {"message": v03_message("slow 30"), "configuration": {"blocking": False}},
+        )
         task = await h.runner.get(sent["result"]["id"])
         t0 = time.monotonic()
-        short, long, endless = (asyncio.ensure_future(h.runner.wait(task, t)) for t in (0.2, 0.6, None))
+        short, long, endless = (
+            asyncio.ensure_future(h.runner.wait(task, t)) for t in (0.2, 0.6, None)
+        )
         await asyncio.wait_for(short, 10)
         assert 0.2 <= time.monotonic() - t0 < 1.5 and not long.done() and not endless.done()
         await asyncio.wait_for(long, 10)
-        assert 0.6 <= time.monotonic() - t0 < 2.5 and task.state is TaskState.WORKING and not endless.done()
+        assert (
+            0.6 <= time.monotonic() - t0 < 2.5
+            and task.state is TaskState.WORKING
+            and not endless.done()
+        )
         again = asyncio.ensure_future(h.runner.wait(task, 30))
         await asyncio.sleep(2 * WAKE_EVERY)
         await rpc(http, h.url, "tasks/cancel", {"id": task.id})
@@ -227,7 +296,10 @@ async def test_waits_on_one_task_each_end_at_their_own_time_or_its_end():
 
 async def test_terminal_states_never_change():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h,
+        httpx.AsyncClient() as http,
+    ):
         r = await rpc(http, h.url, "message/send", {"message": v03_message("done")})
         task = await h.runner.get(r["result"]["id"])
         for state in TaskState:
@@ -237,12 +309,19 @@ async def test_terminal_states_never_change():
 
 async def test_auth_bearer_and_api_key():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=tn.Auth.bearer("s3cret"))) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=tn.Auth.bearer("s3cret"))) as h,
+        httpx.AsyncClient() as http,
+    ):
         card = (await http.get(h.card_url)).json()  # the card stays public
         assert card["security"] == [{"bearer": []}]
         assert card["securitySchemes"]["bearer"]["scheme"] == "bearer"
-        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": v03_message("x")}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {"message": v03_message("x")},
+        }
         r = await http.post(h.url + "/", json=body)
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         r = await http.post(h.url + "/", json=body, headers={"Authorization": "Bearer wrong"})
@@ -252,9 +331,14 @@ async def test_auth_bearer_and_api_key():
         assert r.status_code == 200 and r.json()["result"]["status"]["state"] == "completed"
     auth = tn.Auth.api_key("k1", "k2", header="X-Key")
     assert "k1" not in repr(auth)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=auth)) as h, httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=auth)) as h,
+        httpx.AsyncClient() as http,
+    ):
         body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}
         assert (await http.post(h.url + "/", json=body)).status_code == 401
-        assert (await http.post(h.url + "/", json=body, headers={"x-key": "nope"})).status_code == 403
+        assert (
+            await http.post(h.url + "/", json=body, headers={"x-key": "nope"})
+        ).status_code == 403
         r = await http.post(h.url + "/", json=body, headers={"x-key": "k2"})
         assert r.status_code == 200 and r.json()["error"]["code"] == -32001

@@ -30,7 +30,9 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     out = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            out[(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "server")))] = s.value
+            out[(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "server")))] = (
+                s.value
+            )
     return out
 
 
@@ -46,17 +48,28 @@ async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
         return Response(status_code=204)
 
     tk = await tn.create_toolkit(builtins=False)
-    config = tn.A2AConfig(name="metered", auth=tn.Auth.bearer("metrics-token"), grpc="127.0.0.1:0",
-                          push_notifications=True, store=f"file:{tmp_path}")  # a store that waits on a disk is timed
-    async with on_loopback(Starlette(routes=[Route("/hook", hook, methods=["POST"])])) as webhook, \
-            tk.serve(client=tn.demo_client(), a2a=config, metrics=True) as handle:
+    config = tn.A2AConfig(
+        name="metered",
+        auth=tn.Auth.bearer("metrics-token"),
+        grpc="127.0.0.1:0",
+        push_notifications=True,
+        store=f"file:{tmp_path}",
+    )  # a store that waits on a disk is timed
+    async with (
+        on_loopback(Starlette(routes=[Route("/hook", hook, methods=["POST"])])) as webhook,
+        tk.serve(client=tn.demo_client(), a2a=config, metrics=True) as handle,
+    ):
         assert handle.metrics_url == handle.url + "/metrics"
-        async with tn.A2AClient(handle.url, headers=TOKEN) as rpc, \
-                tn.A2AClient(handle.url, headers=TOKEN, binding="http+json") as rest, \
-                tn.A2AClient(handle.url, headers=TOKEN, binding="grpc") as grpc:
-            await asyncio.gather(*(rpc.send(f"hello {i}", blocking=True) for i in range(40)),
-                                 *(rest.send(f"rest {i}", blocking=True) for i in range(10)),
-                                 *(grpc.send(f"grpc {i}", blocking=True) for i in range(5)))
+        async with (
+            tn.A2AClient(handle.url, headers=TOKEN) as rpc,
+            tn.A2AClient(handle.url, headers=TOKEN, binding="http+json") as rest,
+            tn.A2AClient(handle.url, headers=TOKEN, binding="grpc") as grpc,
+        ):
+            await asyncio.gather(
+                *(rpc.send(f"hello {i}", blocking=True) for i in range(40)),
+                *(rest.send(f"rest {i}", blocking=True) for i in range(10)),
+                *(grpc.send(f"grpc {i}", blocking=True) for i in range(5)),
+            )
             for _ in range(3):
                 with pytest.raises(TaskNotFoundError):
                     await rpc.get("no-such-task")
@@ -67,17 +80,50 @@ async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
                     while True:
                         scraped = await http.get(handle.metrics_url, headers=TOKEN)
                         found = samples(scraped.text)
-                        if value(found, "toolnexus_push_deliveries_total", outcome="delivered") >= 1:
+                        if (
+                            value(found, "toolnexus_push_deliveries_total", outcome="delivered")
+                            >= 1
+                        ):
                             break
                         await asyncio.sleep(0.2)
     assert scraped.headers["content-type"].startswith("text/plain; version=0.0.4")
-    assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 41
-    assert value(found, "toolnexus_requests_total", binding="HTTP+JSON", operation="send", outcome="ok") == 10
-    assert value(found, "toolnexus_requests_total", binding="GRPC", operation="send", outcome="ok") == 5
-    assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="get",
-                 outcome="TASK_NOT_FOUND") == 3
-    assert value(found, "toolnexus_request_seconds_count", binding="JSONRPC", operation="send") == 41
-    assert value(found, "toolnexus_request_seconds_bucket", binding="JSONRPC", operation="send", le="+Inf") == 41
+    assert (
+        value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok")
+        == 41
+    )
+    assert (
+        value(
+            found, "toolnexus_requests_total", binding="HTTP+JSON", operation="send", outcome="ok"
+        )
+        == 10
+    )
+    assert (
+        value(found, "toolnexus_requests_total", binding="GRPC", operation="send", outcome="ok")
+        == 5
+    )
+    assert (
+        value(
+            found,
+            "toolnexus_requests_total",
+            binding="JSONRPC",
+            operation="get",
+            outcome="TASK_NOT_FOUND",
+        )
+        == 3
+    )
+    assert (
+        value(found, "toolnexus_request_seconds_count", binding="JSONRPC", operation="send") == 41
+    )
+    assert (
+        value(
+            found,
+            "toolnexus_request_seconds_bucket",
+            binding="JSONRPC",
+            operation="send",
+            le="+Inf",
+        )
+        == 41
+    )
     assert value(found, "toolnexus_tasks_total", state="completed", skill="") == 56
     assert value(found, "toolnexus_tasks_total", state="submitted", skill="") == 56
     assert value(found, "toolnexus_task_seconds_count", state="completed", skill="") == 56
@@ -89,16 +135,25 @@ async def test_a_served_agent_under_load_reports_what_it_did(tmp_path):
 
 async def test_metrics_on_a_port_of_their_own_or_none():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="own-port"), metrics="127.0.0.1:0") as handle:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="own-port"), metrics="127.0.0.1:0"
+    ) as handle:
         async with tn.A2AClient(handle.url) as client:
             await client.send("hello", blocking=True)
         assert handle.metrics_url is not None and not handle.metrics_url.startswith(handle.url)
         async with httpx.AsyncClient(timeout=10) as http:
             assert (await http.get(handle.url + "/metrics")).status_code == 404
             found = samples((await http.get(handle.metrics_url)).text)
-    assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 1
-    assert not [name for name, _ in found if name.startswith("toolnexus_store_")]  # the memory store: not timed
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="none")) as handle:  # off by default
+    assert (
+        value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok")
+        == 1
+    )
+    assert not [
+        name for name, _ in found if name.startswith("toolnexus_store_")
+    ]  # the memory store: not timed
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="none")
+    ) as handle:  # off by default
         assert handle.metrics_url is None
         async with httpx.AsyncClient(timeout=10) as http:
             assert (await http.get(handle.url + "/metrics")).status_code == 404
@@ -106,33 +161,57 @@ async def test_metrics_on_a_port_of_their_own_or_none():
 
 async def test_the_wire_recorders_cut_records_are_counted():
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="recorded"), metrics=True,
-                        record_wire=True) as handle:
+    async with tk.serve(
+        client=tn.demo_client(), a2a=tn.A2AConfig(name="recorded"), metrics=True, record_wire=True
+    ) as handle:
         async with httpx.AsyncClient(timeout=10) as http:
             small = await http.post(handle.url + "/", json=send(1, "hello", blocking=True))
-            big = await http.post(handle.url + "/", json=send(2, "x" * 300_000, blocking=True))  # past 256 KiB
+            big = await http.post(
+                handle.url + "/", json=send(2, "x" * 300_000, blocking=True)
+            )  # past 256 KiB
             assert small.status_code == big.status_code == 200
             async with asyncio.timeout(10):  # counted once the exchange ends
-                while not value(found := samples((await http.get(handle.metrics_url)).text), "toolnexus_wire_cut_total"):
+                while not value(
+                    found := samples((await http.get(handle.metrics_url)).text),
+                    "toolnexus_wire_cut_total",
+                ):
                     await asyncio.sleep(0.2)
-    assert value(found, "toolnexus_wire_cut_total") == 1  # the big one (request and answer): one exchange
-    assert value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok") == 2
+    assert (
+        value(found, "toolnexus_wire_cut_total") == 1
+    )  # the big one (request and answer): one exchange
+    assert (
+        value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok")
+        == 2
+    )
 
 
 async def test_two_workers_answer_the_sum_of_both(postgres):
     async with Served("--store", postgres, "--workers", "2", "--metrics") as served:
-        started = await served.until(lambda lines: [x for x in lines if x.get("event") == "started"])
+        started = await served.until(
+            lambda lines: [x for x in lines if x.get("event") == "started"]
+        )
         url = started[0]["url"]
-        await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2)
+        await served.until(
+            lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2
+        )
+
         def served_by() -> set[int]:
-            return {line["worker"] for line in served.events("task") if line.get("state") == "completed"}
+            return {
+                line["worker"] for line in served.events("task") if line.get("state") == "completed"
+            }
 
         sent = 0
-        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as http:
+        async with httpx.AsyncClient(
+            timeout=30, limits=httpx.Limits(max_keepalive_connections=0)
+        ) as http:
             # which worker accepts a connection is the kernel's race: send until both have served some
             for _ in range(20):
-                answers = await asyncio.gather(*(http.post(url + "/", json=send(sent + i, f"hello {i}", blocking=True))
-                                                 for i in range(30)))
+                answers = await asyncio.gather(
+                    *(
+                        http.post(url + "/", json=send(sent + i, f"hello {i}", blocking=True))
+                        for i in range(30)
+                    )
+                )
                 sent += 30
                 assert all(a.json()["result"]["status"]["state"] == "completed" for a in answers)
                 await asyncio.sleep(0.1)  # their lines printed
@@ -142,11 +221,24 @@ async def test_two_workers_answer_the_sum_of_both(postgres):
             async with asyncio.timeout(15):  # each worker writes its counts once a second
                 while True:
                     found = samples((await http.get(url + "/metrics")).text)
-                    if value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send",
-                             outcome="ok") == sent:
+                    if (
+                        value(
+                            found,
+                            "toolnexus_requests_total",
+                            binding="JSONRPC",
+                            operation="send",
+                            outcome="ok",
+                        )
+                        == sent
+                    ):
                         break
                     await asyncio.sleep(0.3)
     assert len(pids) == 2
-    assert served_by() == {0, 1}  # both served some: what is scraped from one port is the two summed
+    assert served_by() == {
+        0,
+        1,
+    }  # both served some: what is scraped from one port is the two summed
     assert value(found, "toolnexus_tasks_total", state="completed", skill="") == sent
-    assert json.dumps(served.lines).count('"event": "metrics"') == 0  # a worker prints no URL of its own
+    assert (
+        json.dumps(served.lines).count('"event": "metrics"') == 0
+    )  # a worker prints no URL of its own

@@ -10,10 +10,9 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.protocol.model import Message, Part, Task, TaskState, TaskStatus
-from toolnexus.errors import ConfigError
 from toolnexus import _json
-from toolnexus.errors import StaleTaskError
+from toolnexus.errors import ConfigError, StaleTaskError
+from toolnexus.protocol.model import Message, Part, Task, TaskState, TaskStatus
 from toolnexus.stores.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresTaskStore, migrate
 
 from ..conftest import EXAMPLE_SKILLS
@@ -21,8 +20,12 @@ from .wire import rpc, v03_message
 
 
 def task(i: int = 1) -> Task:
-    return Task(f"task-{i}", "ctx", TaskStatus(TaskState.WORKING, None, "2026-12-02T10:00:00.000000Z"),
-                history=[Message("user", [Part.of_text("hi")], f"m{i}", "ctx", f"task-{i}")])
+    return Task(
+        f"task-{i}",
+        "ctx",
+        TaskStatus(TaskState.WORKING, None, "2026-12-02T10:00:00.000000Z"),
+        history=[Message("user", [Part.of_text("hi")], f"m{i}", "ctx", f"task-{i}")],
+    )
 
 
 async def test_a_write_over_another_workers_write_is_refused_not_lost(postgres):
@@ -38,7 +41,9 @@ async def test_a_write_over_another_workers_write_is_refused_not_lost(postgres):
             await one.save(mine)
         stored = await one.get("task-1")
         assert stored.state is TaskState.CANCELED and stored.version == 2
-        with pytest.raises(StaleTaskError):  # a second insert of the same id is no silent overwrite either
+        with pytest.raises(
+            StaleTaskError
+        ):  # a second insert of the same id is no silent overwrite either
             await two.save(task())
     finally:
         await one.aclose()
@@ -48,12 +53,20 @@ async def test_a_write_over_another_workers_write_is_refused_not_lost(postgres):
 async def test_the_schema_is_created_once_versioned_and_never_downgraded(postgres, caplog):
     connections = [await asyncpg.connect(postgres) for _ in range(5)]
     try:
-        found = await asyncio.gather(*(migrate(c) for c in connections))  # five workers starting at once
-        assert sorted(found) == [0] + [SCHEMA_VERSION] * 4 and SCHEMA_VERSION == len(MIGRATIONS) == 3
-        assert await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == SCHEMA_VERSION
+        found = await asyncio.gather(
+            *(migrate(c) for c in connections)
+        )  # five workers starting at once
+        assert (
+            sorted(found) == [0] + [SCHEMA_VERSION] * 4 and SCHEMA_VERSION == len(MIGRATIONS) == 3
+        )
+        assert (
+            await connections[0].fetchval("SELECT count(*) FROM toolnexus_schema") == SCHEMA_VERSION
+        )
         assert await migrate(connections[0]) == SCHEMA_VERSION  # idempotent
         await connections[0].execute("INSERT INTO toolnexus_schema (version) VALUES (99)")
-        assert await migrate(connections[1]) == 99  # served on as it is (migrations only add), never downgraded
+        assert (
+            await migrate(connections[1]) == 99
+        )  # served on as it is (migrations only add), never downgraded
         assert await connections[0].fetchval("SELECT max(version) FROM toolnexus_schema") == 99
         assert "newer than this toolnexus's" in caplog.text
     finally:
@@ -66,10 +79,15 @@ async def test_a_database_of_an_older_version_is_migrated_and_keeps_its_tasks(po
 
     old = await asyncpg.connect(postgres)
     try:  # a database as version 1 left it, with a task in it
-        await old.execute("CREATE TABLE toolnexus_schema (version integer NOT NULL); "
-                          "INSERT INTO toolnexus_schema VALUES (1);" + MIGRATIONS[0])
-        await old.execute("INSERT INTO toolnexus_tasks (id, context_id, state, created, updated, version, record) "
-                          "VALUES ('task-1', 'ctx', 'working', 'c', 'u', 1, $1)", _json.dumps(task_record(task())))
+        await old.execute(
+            "CREATE TABLE toolnexus_schema (version integer NOT NULL); "
+            "INSERT INTO toolnexus_schema VALUES (1);" + MIGRATIONS[0]
+        )
+        await old.execute(
+            "INSERT INTO toolnexus_tasks (id, context_id, state, created, updated, version, record) "
+            "VALUES ('task-1', 'ctx', 'working', 'c', 'u', 1, $1)",
+            _json.dumps(task_record(task())),
+        )
     finally:
         await old.close()
     store = PostgresTaskStore(postgres)
@@ -80,8 +98,14 @@ async def test_a_database_of_an_older_version_is_migrated_and_keeps_its_tasks(po
         await store.save(kept)  # the columns version 2 added are written
         connection = await asyncpg.connect(postgres)
         try:
-            assert await connection.fetchval("SELECT max(version) FROM toolnexus_schema") == SCHEMA_VERSION
-            assert await connection.fetchval("SELECT worker FROM toolnexus_tasks WHERE id = 'task-1'") is None
+            assert (
+                await connection.fetchval("SELECT max(version) FROM toolnexus_schema")
+                == SCHEMA_VERSION
+            )
+            assert (
+                await connection.fetchval("SELECT worker FROM toolnexus_tasks WHERE id = 'task-1'")
+                is None
+            )
         finally:
             await connection.close()
     finally:
@@ -98,9 +122,11 @@ async def test_a_database_a_newer_version_migrated_is_served_on_as_it_is(postgre
         await newer.aclose()
     db = await asyncpg.connect(postgres)
     try:  # what a next version might add: a column with a default, a table
-        await db.execute(f"ALTER TABLE toolnexus_tasks ADD COLUMN labels text NOT NULL DEFAULT ''; "
-                         f"CREATE TABLE toolnexus_future (id text); "
-                         f"INSERT INTO toolnexus_schema (version) VALUES ({SCHEMA_VERSION + 1})")
+        await db.execute(
+            f"ALTER TABLE toolnexus_tasks ADD COLUMN labels text NOT NULL DEFAULT ''; "
+            f"CREATE TABLE toolnexus_future (id text); "
+            f"INSERT INTO toolnexus_schema (version) VALUES ({SCHEMA_VERSION + 1})"
+        )
     finally:
         await db.close()
     older = PostgresTaskStore(postgres)
@@ -111,12 +137,17 @@ async def test_a_database_a_newer_version_migrated_is_served_on_as_it_is(postgre
         assert (await older.get("task-1")).state is TaskState.COMPLETED
     finally:
         await older.aclose()
-    assert f"schema is version {SCHEMA_VERSION + 1}, newer than this toolnexus's {SCHEMA_VERSION}" in caplog.text
+    assert (
+        f"schema is version {SCHEMA_VERSION + 1}, newer than this toolnexus's {SCHEMA_VERSION}"
+        in caplog.text
+    )
 
 
 async def serve_worker(dsn: str, name: str = "pg-desk"):
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
-    return await tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name=name, store=dsn))
+    return await tk.serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name=name, store=dsn)
+    )
 
 
 async def test_two_workers_share_tasks_conversations_and_a_cancel(postgres):
@@ -125,13 +156,22 @@ async def test_two_workers_share_tasks_conversations_and_a_cancel(postgres):
         async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
             done = await one.send("hello there", blocking=True)
             seen = await two.get(done.id)  # polled on the other worker
-            assert seen.state is TaskState.COMPLETED and seen.reply == done.reply == "You said: hello there"
+            assert (
+                seen.state is TaskState.COMPLETED
+                and seen.reply == done.reply == "You said: hello there"
+            )
             later = await two.send("and again", context_id=done.context_id, blocking=True)
-            assert later.reply == "You said: and again (message 2 of this conversation)"  # the shared transcript
+            assert (
+                later.reply == "You said: and again (message 2 of this conversation)"
+            )  # the shared transcript
             slow = await one.send("slow 1 please")
-            canceled = await two.cancel(slow.id)  # running on the first worker, canceled on the second
+            canceled = await two.cancel(
+                slow.id
+            )  # running on the first worker, canceled on the second
             assert canceled.state is TaskState.CANCELED
-            await asyncio.sleep(1.5)  # the first worker's run ends and tries to complete it: refused
+            await asyncio.sleep(
+                1.5
+            )  # the first worker's run ends and tries to complete it: refused
             assert (await one.get(slow.id)).state is TaskState.CANCELED
             listed = await two.list_tasks()
         assert {t.id for t in listed["tasks"]} >= {done.id, later.id, slow.id}
@@ -140,27 +180,43 @@ async def test_two_workers_share_tasks_conversations_and_a_cancel(postgres):
         await second.stop()
 
 
-async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recovers(postgres, postgres_server):
+async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recovers(
+    postgres, postgres_server
+):
     handle = await serve_worker(postgres)
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            ok = await rpc(http, handle.url, "message/send", {"message": v03_message("before"), "configuration": {
-                "blocking": True}})
+            ok = await rpc(
+                http,
+                handle.url,
+                "message/send",
+                {"message": v03_message("before"), "configuration": {"blocking": True}},
+            )
             assert ok["result"]["status"]["state"] == "completed"
             await asyncio.to_thread(postgres_server.stop)
             try:
-                for params in ({"message": v03_message("during")}, {"id": "ended-on-another-worker"}):
+                for params in (
+                    {"message": v03_message("during")},
+                    {"id": "ended-on-another-worker"},
+                ):
                     method = "message/send" if "message" in params else "tasks/get"
                     answer = await rpc(http, handle.url, method, params)
-                    assert answer["error"] == {"code": -32603, "message": "the task store is unavailable: try again shortly"}
+                    assert answer["error"] == {
+                        "code": -32603,
+                        "message": "the task store is unavailable: try again shortly",
+                    }
                     assert "Traceback" not in str(answer)
                 # a task that ended here never changes: told as it ended, without the database
                 known = await rpc(http, handle.url, "tasks/get", {"id": ok["result"]["id"]})
                 assert known["result"]["status"]["state"] == "completed"
             finally:
                 await asyncio.to_thread(postgres_server.start)
-            again = await rpc(http, handle.url, "message/send", {"message": v03_message("after"), "configuration": {
-                "blocking": True}})
+            again = await rpc(
+                http,
+                handle.url,
+                "message/send",
+                {"message": v03_message("after"), "configuration": {"blocking": True}},
+            )
             assert again["result"]["status"]["state"] == "completed"  # no restart of the agent
             got = await rpc(http, handle.url, "tasks/get", {"id": ok["result"]["id"]})
             assert got["result"]["status"]["state"] == "completed"
@@ -170,14 +226,22 @@ async def test_the_database_going_away_fails_calls_cleanly_and_the_agent_recover
 
 async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(postgres):
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
-    first = await tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                           a2a=tn.A2AConfig(name="pg-desk", store=postgres, blocking_timeout=0.5, lease=1.5))
+    first = await tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="pg-desk", store=postgres, blocking_timeout=0.5, lease=1.5),
+    )
     second = await serve_worker(postgres)
     db = await asyncpg.connect(postgres)
 
-    async def settled(task_id: str) -> tuple[int, str]:  # watched in the database: no caller is told
+    async def settled(
+        task_id: str,
+    ) -> tuple[int, str]:  # watched in the database: no caller is told
         async with asyncio.timeout(10):
-            while (found := await written(task_id)) is None or found[1] not in ("completed", "failed"):
+            while (found := await written(task_id)) is None or found[1] not in (
+                "completed",
+                "failed",
+            ):
                 await asyncio.sleep(0.01)
         return found
 
@@ -188,31 +252,57 @@ async def test_a_task_is_written_when_a_caller_is_told_of_it_not_at_every_step(p
     try:
         async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
             done = await one.send("hello there", blocking=True)
-            assert await written(done.id) == (1, "completed")  # submitted, working, completed: one write
-            quick = await one.send("hello again")  # answered 'submitted' at once: that, then how it ends
-            assert await settled(quick.id) == (2, "completed")  # its 'working' was never told: not written
+            assert await written(done.id) == (
+                1,
+                "completed",
+            )  # submitted, working, completed: one write
+            quick = await one.send(
+                "hello again"
+            )  # answered 'submitted' at once: that, then how it ends
+            assert await settled(quick.id) == (
+                2,
+                "completed",
+            )  # its 'working' was never told: not written
             assert (await two.get(quick.id)).state is TaskState.COMPLETED
             unpolled = await one.send("slow 30 not polled here")
             assert await written(unpolled.id) == (1, "submitted")
             # a run that lasts is written as it is at the next heartbeat but one: every worker sees it working
-            assert (await until_state(two, unpolled.id, TaskState.WORKING, timeout=5)).state is TaskState.WORKING
+            assert (
+                await until_state(two, unpolled.id, TaskState.WORKING, timeout=5)
+            ).state is TaskState.WORKING
             assert await written(unpolled.id) == (2, "working")
             await two.cancel(unpolled.id)
-            assert (await until_state(one, unpolled.id, TaskState.CANCELED)).state is TaskState.CANCELED
-            polled = await one.send("slow 30 polled")  # answered at once: its submitted is written first
+            assert (
+                await until_state(one, unpolled.id, TaskState.CANCELED)
+            ).state is TaskState.CANCELED
+            polled = await one.send(
+                "slow 30 polled"
+            )  # answered at once: its submitted is written first
             assert (await written(polled.id))[1] in ("submitted", "working")
             assert (await until_state(one, polled.id, TaskState.WORKING)).state is TaskState.WORKING
             assert await written(polled.id) == (2, "working")
-            timed_out = await one.send("slow 30 waited on", blocking=True)  # answered 'working' after 0.5 s
+            timed_out = await one.send(
+                "slow 30 waited on", blocking=True
+            )  # answered 'working' after 0.5 s
             assert timed_out.state is TaskState.WORKING
             assert await written(timed_out.id) == (1, "working")  # written before it was told
-            assert (await two.get(timed_out.id)).state is TaskState.WORKING  # so any worker finds it
+            assert (
+                await two.get(timed_out.id)
+            ).state is TaskState.WORKING  # so any worker finds it
             await two.cancel(timed_out.id)
-            assert (await until_state(one, timed_out.id, TaskState.CANCELED)).state is TaskState.CANCELED
-            asked = await one.send("please approve the budget", blocking=True)  # settles waiting for input
+            assert (
+                await until_state(one, timed_out.id, TaskState.CANCELED)
+            ).state is TaskState.CANCELED
+            asked = await one.send(
+                "please approve the budget", blocking=True
+            )  # settles waiting for input
             assert asked.state is TaskState.INPUT_REQUIRED
-            answered = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
-            assert answered.state is TaskState.COMPLETED  # its run, kept beside its record, taken by the other
+            answered = await two.send(
+                "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+            )
+            assert (
+                answered.state is TaskState.COMPLETED
+            )  # its run, kept beside its record, taken by the other
             await one.cancel(polled.id)
     finally:
         await db.close()
@@ -227,9 +317,14 @@ async def test_a_runs_conversation_is_written_with_its_tasks_last_state_in_one_s
     db = await asyncpg.connect(postgres)
 
     async def written(task_id: str, context_id: str) -> tuple[int, int, int]:
-        task_xmin = await db.fetchval("SELECT xmin::text::bigint FROM toolnexus_tasks WHERE id = $1", task_id)
-        row = await db.fetchrow("SELECT xmin::text::bigint AS xmin, messages FROM toolnexus_conversations "
-                                "WHERE id = $1", context_id)
+        task_xmin = await db.fetchval(
+            "SELECT xmin::text::bigint FROM toolnexus_tasks WHERE id = $1", task_id
+        )
+        row = await db.fetchrow(
+            "SELECT xmin::text::bigint AS xmin, messages FROM toolnexus_conversations "
+            "WHERE id = $1",
+            context_id,
+        )
         return task_xmin, row["xmin"], len(_json.loads(row["messages"]))
 
     try:
@@ -237,12 +332,20 @@ async def test_a_runs_conversation_is_written_with_its_tasks_last_state_in_one_s
             done = await one.send("hello there", blocking=True)
             task_xmin, conversation_xmin, count = await written(done.id, done.context_id)
             assert task_xmin == conversation_xmin and count >= 2
-            again = await two.send("hello again", context_id=done.context_id, blocking=True)  # the other worker
+            again = await two.send(
+                "hello again", context_id=done.context_id, blocking=True
+            )  # the other worker
             task_xmin, conversation_xmin, more = await written(again.id, done.context_id)
-            assert again.state is TaskState.COMPLETED and task_xmin == conversation_xmin and more > count
+            assert (
+                again.state is TaskState.COMPLETED
+                and task_xmin == conversation_xmin
+                and more > count
+            )
             asked = await one.send("please approve the budget", blocking=True)
             assert asked.state is TaskState.INPUT_REQUIRED
-            answered = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            answered = await two.send(
+                "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+            )
             assert answered.state is TaskState.COMPLETED  # resumed on the other worker
             task_xmin, conversation_xmin, _ = await written(asked.id, asked.context_id)
             assert task_xmin == conversation_xmin
@@ -259,7 +362,9 @@ def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
         open_store("mysql://u:hunter2@h/db")
 
 
-async def until_state(client: tn.A2AClient, task_id: str, *states: TaskState, timeout: float = 10.0) -> tn.Task:
+async def until_state(
+    client: tn.A2AClient, task_id: str, *states: TaskState, timeout: float = 10.0
+) -> tn.Task:
     async with asyncio.timeout(timeout):
         while True:
             got = await client.get(task_id)
@@ -283,19 +388,28 @@ async def test_across_workers_a_cancel_stops_the_run_and_an_answer_resumes_the_t
             # input-required asked on the first worker, answered on the second: the same run goes on
             asked = await one.send("please approve the budget", blocking=True)
             assert asked.state is TaskState.INPUT_REQUIRED and asked.id in first.runner._pending
-            done = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            done = await two.send(
+                "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+            )
             assert done.id == asked.id and done.state is TaskState.COMPLETED
-            assert done.reply.endswith("Request approved (yes). You said: please approve the budget")
+            assert done.reply.endswith(
+                "Request approved (yes). You said: please approve the budget"
+            )
             await asyncio.sleep(0.2)
             assert asked.id not in first.runner._pending  # the first worker heard it was answered
-            again = await one.send("please approve the trip", blocking=True)  # answered twice: once only
+            again = await one.send(
+                "please approve the trip", blocking=True
+            )  # answered twice: once only
             results = await asyncio.gather(
                 one.send("yes", task_id=again.id, context_id=again.context_id, blocking=True),
                 two.send("yes", task_id=again.id, context_id=again.context_id, blocking=True),
-                return_exceptions=True)
+                return_exceptions=True,
+            )
             # one answer goes on; the other is refused: while it is being answered, or once it is done
-            assert sorted(type(r).__name__ for r in results) in (["InvalidParamsError", "Task"],
-                                                                 ["Task", "UnsupportedOperationError"])
+            assert sorted(type(r).__name__ for r in results) in (
+                ["InvalidParamsError", "Task"],
+                ["Task", "UnsupportedOperationError"],
+            )
     finally:
         await first.stop()
         await second.stop()
@@ -324,7 +438,9 @@ async def test_a_stream_on_one_worker_follows_a_task_run_on_another(postgres):
         await second.stop()
 
 
-async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_restart(postgres, postgres_server):
+async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_restart(
+    postgres, postgres_server
+):
     """Two workers under 16 concurrent senders while the database stops for a second: every answer
     is a task or a clean JSON-RPC error, every task the database took ends settled, and both
     workers serve again afterwards (their listening connections and pools reopen)."""
@@ -335,14 +451,22 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
     async def sender(url: str) -> None:
         async with httpx.AsyncClient(timeout=60) as http:
             while not stop.is_set():
-                answers.append(await rpc(http, url, "message/send", {"message": v03_message("load"),
-                                                                      "configuration": {"blocking": True}}))
+                answers.append(
+                    await rpc(
+                        http,
+                        url,
+                        "message/send",
+                        {"message": v03_message("load"), "configuration": {"blocking": True}},
+                    )
+                )
 
     senders = [asyncio.ensure_future(sender(h.url)) for h in (first, second) for _ in range(8)]
     try:
         await asyncio.sleep(0.5)
         try:
-            await asyncio.to_thread(postgres_server.stop, "immediate")  # not on the loop: the workers go on
+            await asyncio.to_thread(
+                postgres_server.stop, "immediate"
+            )  # not on the loop: the workers go on
             await asyncio.sleep(1.0)
         finally:
             await asyncio.to_thread(postgres_server.start)
@@ -351,8 +475,12 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
         await asyncio.gather(*senders)
         errors = [a["error"] for a in answers if "error" in a]
         done = [a["result"] for a in answers if "result" in a]
-        assert done  # (errors come when a send reaches a worker while the database is down; runs wait for it)
-        assert {e["code"] for e in errors} <= {-32603} and all("Traceback" not in e["message"] for e in errors)
+        assert (
+            done
+        )  # (errors come when a send reaches a worker while the database is down; runs wait for it)
+        assert {e["code"] for e in errors} <= {-32603} and all(
+            "Traceback" not in e["message"] for e in errors
+        )
         assert {r["status"]["state"] for r in done} <= {"completed", "failed"}
         async with tn.A2AClient(second.url) as two:  # after: served as before, on both workers
             assert (await two.send("after the restart", blocking=True)).state is TaskState.COMPLETED
@@ -361,7 +489,11 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
             async with asyncio.timeout(30):  # nothing the database took is left running
                 while True:
                     listed = await one.list_tasks(page_size=100)
-                    running = [t for t in listed["tasks"] if t.state in (TaskState.SUBMITTED, TaskState.WORKING)]
+                    running = [
+                        t
+                        for t in listed["tasks"]
+                        if t.state in (TaskState.SUBMITTED, TaskState.WORKING)
+                    ]
                     if not running:
                         break
                     await asyncio.sleep(0.2)
@@ -371,7 +503,9 @@ async def test_a_database_restart_under_load_loses_nothing_and_needs_no_agent_re
         await second.stop()
 
 
-async def test_a_push_config_is_kept_in_the_database_and_delivered_by_the_worker_that_moves_the_task(postgres):
+async def test_a_push_config_is_kept_in_the_database_and_delivered_by_the_worker_that_moves_the_task(
+    postgres,
+):
     first, second = await serve_worker(postgres), await serve_worker(postgres)
     third = None
     try:
@@ -404,9 +538,17 @@ async def test_a_send_with_a_push_config_tells_each_state_once_in_order(postgres
             ids = []
             for i in range(10):
                 target = receiver.target()
-                answer = await rpc(http, handle.url, "message/send", {
-                    "message": v03_message(f"push {i}"),
-                    "configuration": {"pushNotificationConfig": {"url": target.url, "token": target.token}}})
+                answer = await rpc(
+                    http,
+                    handle.url,
+                    "message/send",
+                    {
+                        "message": v03_message(f"push {i}"),
+                        "configuration": {
+                            "pushNotificationConfig": {"url": target.url, "token": target.token}
+                        },
+                    },
+                )
                 ids.append(answer["result"]["id"])
             for task_id in ids:
                 await receiver.wait(task_id, state=TaskState.COMPLETED, timeout=10)
@@ -426,21 +568,38 @@ async def test_a_chain_suspended_on_one_worker_is_answered_through_another(postg
     skills = tmp_path / "skills"
     write_skill(skills / "relay", "relay", description="Hands the request onward.")
     c = await (await tn.create_toolkit(skills, builtins=False)).serve(
-        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="agent-c"))
-    b = await (await tn.create_toolkit(skills, builtins=False, agents=[tn.Agent(card=c.url, poll_every=0.02)])).serve(
-        "127.0.0.1:0", client=relay_model(), a2a=tn.A2AConfig(name="agent-b"))
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="agent-c")
+    )
+    b = await (
+        await tn.create_toolkit(
+            skills, builtins=False, agents=[tn.Agent(card=c.url, poll_every=0.02)]
+        )
+    ).serve("127.0.0.1:0", client=relay_model(), a2a=tn.A2AConfig(name="agent-b"))
     workers = []
     for _ in range(2):
-        tk = await tn.create_toolkit(skills, builtins=False, agents=[tn.Agent(card=b.url, poll_every=0.02)])
-        workers.append(await tk.serve("127.0.0.1:0", client=relay_model(),
-                                      a2a=tn.A2AConfig(name="agent-a", store=postgres)))
+        tk = await tn.create_toolkit(
+            skills, builtins=False, agents=[tn.Agent(card=b.url, poll_every=0.02)]
+        )
+        workers.append(
+            await tk.serve(
+                "127.0.0.1:0",
+                client=relay_model(),
+                a2a=tn.A2AConfig(name="agent-a", store=postgres),
+            )
+        )
     try:
         async with tn.A2AClient(workers[0].url) as one, tn.A2AClient(workers[1].url) as two:
             asked = await one.send("please approve the merger", blocking=True)
             assert asked.state is TaskState.INPUT_REQUIRED
-            done = await two.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            done = await two.send(
+                "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+            )
         assert done.state is TaskState.COMPLETED and "Request approved (yes)." in done.reply
-        assert len((await b.runner.store.list()).tasks) == len((await c.runner.store.list()).tasks) == 1
+        assert (
+            len((await b.runner.store.list()).tasks)
+            == len((await c.runner.store.list()).tasks)
+            == 1
+        )
     finally:
         for h in (*workers, b, c):
             await h.stop()

@@ -22,11 +22,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import toolnexus as tn
-from toolnexus.protocol.model import TaskState
-from toolnexus.protocol.push import PushConfig, webhook_refusal
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.http.server import AsgiServer
+from toolnexus.protocol.model import TaskState
+from toolnexus.protocol.push import PushConfig, webhook_refusal
 
 from ..peers.js_peer import js_server
 from ..peers.sdk_server import sdk_server
@@ -96,35 +96,46 @@ def states(rx: WebhookReceiver, task_id: str) -> list[TaskState]:
 
 async def rpc(handle, method: str, params: dict, headers: dict | None = None) -> dict:
     async with httpx.AsyncClient() as http:
-        r = await http.post(handle.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-                            headers={"A2A-Version": "1.0", **(headers or {})} if "/" not in method else headers)
+        r = await http.post(
+            handle.url + "/",
+            json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+            headers={"A2A-Version": "1.0", **(headers or {})} if "/" not in method else headers,
+        )
         return r.json()
 
 
 # -- the official SDK client against our agent --------------------------------------------------
 
 
-async def test_sdk_client_sets_a_config_and_every_change_reaches_the_webhook_as_stream_responses(demo_server,
-                                                                                              receiver):
+async def test_sdk_client_sets_a_config_and_every_change_reaches_the_webhook_as_stream_responses(
+    demo_server, receiver
+):
     target = receiver.target()
     async with sdk_client(demo_server, "1.0") as client:
-        request = pb.SendMessageRequest(message=message("slow 1 then reply"),
-                                        configuration=pb.SendMessageConfiguration(return_immediately=True))
+        request = pb.SendMessageRequest(
+            message=message("slow 1 then reply"),
+            configuration=pb.SendMessageConfiguration(return_immediately=True),
+        )
         task = [ev.task async for ev in client.send_message(request) if ev.HasField("task")][0]
-        made = await client.create_task_push_notification_config(pb.TaskPushNotificationConfig(
-            task_id=task.id, url=target.url, token=target.token))
+        made = await client.create_task_push_notification_config(
+            pb.TaskPushNotificationConfig(task_id=task.id, url=target.url, token=target.token)
+        )
         assert made.id and made.task_id == task.id and made.url == target.url
-        got = await client.get_task_push_notification_config(pb.GetTaskPushNotificationConfigRequest(
-            task_id=task.id, id=made.id))
+        got = await client.get_task_push_notification_config(
+            pb.GetTaskPushNotificationConfigRequest(task_id=task.id, id=made.id)
+        )
         assert got.url == target.url and got.token == target.token
         listed = await client.list_task_push_notification_configs(
-            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
         assert [c.id for c in listed.configs] == [made.id]
         await receiver.wait(task.id, state=TaskState.COMPLETED)
-        await client.delete_task_push_notification_config(pb.DeleteTaskPushNotificationConfigRequest(
-            task_id=task.id, id=made.id))
+        await client.delete_task_push_notification_config(
+            pb.DeleteTaskPushNotificationConfigRequest(task_id=task.id, id=made.id)
+        )
         listed = await client.list_task_push_notification_configs(
-            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
         assert list(listed.configs) == []
     assert states(receiver, task.id)[-1] is TaskState.COMPLETED
     # every body is a StreamResponse the SDK itself can read
@@ -135,28 +146,52 @@ async def test_sdk_client_sets_a_config_and_every_change_reaches_the_webhook_as_
     assert "artifact_update" in kinds and kinds[-1] == "status_update"
 
 
-async def test_sdk_client_sends_with_a_config_and_hears_of_every_state_from_submitted(demo_server, receiver):
+async def test_sdk_client_sends_with_a_config_and_hears_of_every_state_from_submitted(
+    demo_server, receiver
+):
     target = receiver.target()
     async with sdk_client(demo_server, "1.0") as client:
-        config = pb.SendMessageConfiguration(return_immediately=True, task_push_notification_config=
-                                             pb.TaskPushNotificationConfig(url=target.url, token=target.token))
-        task = [ev.task async for ev in client.send_message(pb.SendMessageRequest(
-            message=message("hello push"), configuration=config)) if ev.HasField("task")][0]
+        config = pb.SendMessageConfiguration(
+            return_immediately=True,
+            task_push_notification_config=pb.TaskPushNotificationConfig(
+                url=target.url, token=target.token
+            ),
+        )
+        task = [
+            ev.task
+            async for ev in client.send_message(
+                pb.SendMessageRequest(message=message("hello push"), configuration=config)
+            )
+            if ev.HasField("task")
+        ][0]
     await receiver.wait(task.id, state=TaskState.COMPLETED)
-    assert states(receiver, task.id) == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+    assert states(receiver, task.id) == [
+        TaskState.SUBMITTED,
+        TaskState.WORKING,
+        TaskState.COMPLETED,
+    ]
 
 
 async def test_sdk_03_client_gets_whole_tasks_in_the_03_shapes(demo_server, receiver):
     target = receiver.target()
     async with sdk_client(demo_server, "0.3") as client:
-        task = [ev.task async for ev in client.send_message(pb.SendMessageRequest(
-            message=message("slow 1 please"), configuration=pb.SendMessageConfiguration(return_immediately=True)))
-            if ev.HasField("task")][0]
-        made = await client.create_task_push_notification_config(pb.TaskPushNotificationConfig(
-            task_id=task.id, url=target.url, token=target.token))
+        task = [
+            ev.task
+            async for ev in client.send_message(
+                pb.SendMessageRequest(
+                    message=message("slow 1 please"),
+                    configuration=pb.SendMessageConfiguration(return_immediately=True),
+                )
+            )
+            if ev.HasField("task")
+        ][0]
+        made = await client.create_task_push_notification_config(
+            pb.TaskPushNotificationConfig(task_id=task.id, url=target.url, token=target.token)
+        )
         assert made.id and made.url == target.url
         listed = await client.list_task_push_notification_configs(
-            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
         assert [c.id for c in listed.configs] == [made.id]
     done = await receiver.wait(task.id, state=TaskState.COMPLETED)
     for n in receiver.received(task.id):
@@ -167,21 +202,53 @@ async def test_sdk_03_client_gets_whole_tasks_in_the_03_shapes(demo_server, rece
 async def test_the_03_wire_shapes_of_set_get_list_delete(demo_server, receiver):
     """Raw 0.3 JSON-RPC: ``{taskId, pushNotificationConfig}`` in and out, ``null`` for delete."""
     target = receiver.target()
-    sent = await rpc(demo_server, "message/send", {"configuration": {"blocking": False}, "message": {
-        "kind": "message", "messageId": str(uuid.uuid4()), "role": "user", "parts": [{"kind": "text", "text": "slow 1"}]}})
+    sent = await rpc(
+        demo_server,
+        "message/send",
+        {
+            "configuration": {"blocking": False},
+            "message": {
+                "kind": "message",
+                "messageId": str(uuid.uuid4()),
+                "role": "user",
+                "parts": [{"kind": "text", "text": "slow 1"}],
+            },
+        },
+    )
     tid = sent["result"]["id"]
-    made = await rpc(demo_server, "tasks/pushNotificationConfig/set", {"taskId": tid, "pushNotificationConfig": {
-        "url": target.url, "token": target.token, "authentication": {"schemes": ["Bearer"], "credentials": "c1"}}})
+    made = await rpc(
+        demo_server,
+        "tasks/pushNotificationConfig/set",
+        {
+            "taskId": tid,
+            "pushNotificationConfig": {
+                "url": target.url,
+                "token": target.token,
+                "authentication": {"schemes": ["Bearer"], "credentials": "c1"},
+            },
+        },
+    )
     body = made["result"]["pushNotificationConfig"]
-    assert made["result"]["taskId"] == tid and body["authentication"] == {"schemes": ["Bearer"], "credentials": "c1"}
+    assert made["result"]["taskId"] == tid and body["authentication"] == {
+        "schemes": ["Bearer"],
+        "credentials": "c1",
+    }
     got = await rpc(demo_server, "tasks/pushNotificationConfig/get", {"id": tid})
     assert got["result"]["pushNotificationConfig"]["id"] == body["id"]
     listed = await rpc(demo_server, "tasks/pushNotificationConfig/list", {"id": tid})
     assert [c["pushNotificationConfig"]["id"] for c in listed["result"]] == [body["id"]]
     await receiver.wait(tid, state=TaskState.COMPLETED)
-    gone = await rpc(demo_server, "tasks/pushNotificationConfig/delete", {"id": tid, "pushNotificationConfigId": body["id"]})
+    gone = await rpc(
+        demo_server,
+        "tasks/pushNotificationConfig/delete",
+        {"id": tid, "pushNotificationConfigId": body["id"]},
+    )
     assert gone == {"jsonrpc": "2.0", "id": 1, "result": None}
-    missing = await rpc(demo_server, "tasks/pushNotificationConfig/get", {"id": tid, "pushNotificationConfigId": body["id"]})
+    missing = await rpc(
+        demo_server,
+        "tasks/pushNotificationConfig/get",
+        {"id": tid, "pushNotificationConfigId": body["id"]},
+    )
     assert missing["error"]["code"] == -32001
     unknown = await rpc(demo_server, "tasks/pushNotificationConfig/list", {"id": "no-such-task"})
     assert unknown["error"]["code"] == -32001
@@ -193,17 +260,29 @@ async def test_the_card_says_push_notifications_are_served(demo_server):
     assert card["capabilities"]["pushNotifications"] is True
 
 
-@pytest.mark.parametrize("method", ["tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
-                                    "CreateTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
-                                    "SendMessage"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "CreateTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "SendMessage",
+    ],
+)
 async def test_an_agent_with_push_notifications_off_says_so_everywhere(method):
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                        a2a=tn.A2AConfig(name="quiet", description="d", push_notifications=False)) as handle:
+    async with tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="quiet", description="d", push_notifications=False),
+    ) as handle:
         params = {"id": "x", "taskId": "x", "url": "http://127.0.0.1:9/h"}
         if method == "SendMessage":  # a send carrying a config is refused before any task is made
-            params = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
-                      "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/h"}}}
+            params = {
+                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/h"}},
+            }
         data = await rpc(handle, method, params)
         assert data["error"]["code"] == -32003
         assert await handle.tasks() == []
@@ -215,12 +294,24 @@ async def test_an_agent_with_push_notifications_off_says_so_everywhere(method):
 # -- what the agent refuses, and a slow or failing webhook ---------------------------------------
 
 
-@pytest.mark.parametrize("url", ["ftp://127.0.0.1/x", "http://user:pw@127.0.0.1:9/x", "not a url", "self"])
+@pytest.mark.parametrize(
+    "url", ["ftp://127.0.0.1/x", "http://user:pw@127.0.0.1:9/x", "not a url", "self"]
+)
 async def test_a_webhook_the_agent_must_not_call_is_refused_and_creates_no_task(demo_server, url):
     url = demo_server.url + "/" if url == "self" else url
     before = len(await demo_server.tasks(limit=100))
-    out = await rpc(demo_server, "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
-                    "parts": [{"text": "hi"}]}, "configuration": {"taskPushNotificationConfig": {"url": url}}})
+    out = await rpc(
+        demo_server,
+        "SendMessage",
+        {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "hi"}],
+            },
+            "configuration": {"taskPushNotificationConfig": {"url": url}},
+        },
+    )
     assert out["error"]["code"] == -32602 and "refused" in out["error"]["message"]
     assert len(await demo_server.tasks(limit=100)) == before
 
@@ -231,11 +322,16 @@ async def test_an_agent_beyond_loopback_refuses_private_webhooks():
     assert webhook_refusal("http://[::1]:9/h", ("0.0.0.0", 80), private_ok=False)
     assert webhook_refusal("http://169.254.169.254/latest", ("0.0.0.0", 80), private_ok=False)
     assert webhook_refusal("https://hooks.example.com/h", ("0.0.0.0", 80), private_ok=False) is None
-    assert webhook_refusal("http://127.0.0.1:80/", ("0.0.0.0", 80)) is not None  # itself, through any address
+    assert (
+        webhook_refusal("http://127.0.0.1:80/", ("0.0.0.0", 80)) is not None
+    )  # itself, through any address
     # end to end: the same rule, asked for on a loopback agent
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                        a2a=tn.A2AConfig(name="strict", description="d", push_private_ok=False)) as handle:
+    async with tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="strict", description="d", push_private_ok=False),
+    ) as handle:
         async with tn.A2AClient(handle.url) as peer:
             task = await peer.send("hi")
             with pytest.raises(tn.RPCError, match="local or private"):
@@ -244,27 +340,42 @@ async def test_an_agent_beyond_loopback_refuses_private_webhooks():
 
 async def test_a_slow_webhook_never_slows_the_task_and_hears_every_state_in_order():
     tk = await tn.create_toolkit(builtins=False)
-    async with hook(delay=1.0) as slow, tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                                                 a2a=tn.A2AConfig(name="p", description="d")) as handle:
+    async with (
+        hook(delay=1.0) as slow,
+        tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")
+        ) as handle,
+    ):
         async with tn.A2AClient(handle.url) as peer:
             started = time.monotonic()
-            task = await peer.send("hello", blocking=True, push=PushConfig("", slow.url, token="t0k3n-value"))
+            task = await peer.send(
+                "hello", blocking=True, push=PushConfig("", slow.url, token="t0k3n-value")
+            )
             assert task.state is TaskState.COMPLETED
             assert time.monotonic() - started < 0.9  # the webhook takes a second per notification
             await slow.wait(3)
             assert await handle.runner.push.drain(5)
             # once a finished task's last notification is sent, nothing of its sender is left running
-            senders = [s for configs in handle.runner.push._configs.values() for s in configs.values()]
+            senders = [
+                s for configs in handle.runner.push._configs.values() for s in configs.values()
+            ]
             assert senders and all(s.task is None for s in senders)
-    bodies = [body["statusUpdate"]["status"]["state"] for _, _, body in slow.got if "statusUpdate" in body]
+    bodies = [
+        body["statusUpdate"]["status"]["state"] for _, _, body in slow.got if "statusUpdate" in body
+    ]
     assert bodies == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert all(headers["x-a2a-notification-token"] == "t0k3n-value" for _, headers, _ in slow.got)
 
 
 async def test_a_failing_webhook_is_retried_with_backoff_and_a_refusing_one_is_not():
     tk = await tn.create_toolkit(builtins=False)
-    async with hook(503, 500) as flaky, hook(404) as wrong, tk.serve(
-            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")) as handle:
+    async with (
+        hook(503, 500) as flaky,
+        hook(404) as wrong,
+        tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")
+        ) as handle,
+    ):
         handle.runner.push.retry_delays = (0.05, 0.1, 0.2)
         async with tn.A2AClient(handle.url) as peer:
             task = await peer.send("slow 1")
@@ -273,7 +384,9 @@ async def test_a_failing_webhook_is_retried_with_backoff_and_a_refusing_one_is_n
             await flaky.wait(3)  # two refusals, then the same notification again, accepted
             assert await handle.runner.push.drain(10)
         assert [body for _, _, body in flaky.got][:3] == [flaky.got[0][2]] * 3
-        assert flaky.got[1][0] - flaky.got[0][0] >= 0.04 and flaky.got[2][0] - flaky.got[1][0] >= 0.09
+        assert (
+            flaky.got[1][0] - flaky.got[0][0] >= 0.04 and flaky.got[2][0] - flaky.got[1][0] >= 0.09
+        )
         assert flaky.got[0][1]["authorization"] == "Bearer cr3d"
         # 404 is an answer: each notification is tried once
         assert len(wrong.got) == len({str(b) for _, _, b in wrong.got})
@@ -296,11 +409,18 @@ async def test_a_webhook_answering_without_end_is_read_bounded_and_the_agent_kee
     bus = EventBus()
     tk = await tn.create_toolkit(builtins=False)
     try:
-        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), events=bus, record_wire=True,
-                            a2a=tn.A2AConfig(name="p", description="d")) as handle:
+        async with tk.serve(
+            "127.0.0.1:0",
+            client=tn.demo_client(),
+            events=bus,
+            record_wire=True,
+            a2a=tn.A2AConfig(name="p", description="d"),
+        ) as handle:
             async with tn.A2AClient(handle.url) as peer:
                 started = time.monotonic()
-                task = await peer.send("hello", blocking=True, push=PushConfig("", hostile.url + "/hook"))
+                task = await peer.send(
+                    "hello", blocking=True, push=PushConfig("", hostile.url + "/hook")
+                )
                 assert await handle.runner.push.drain(10)
                 assert time.monotonic() - started < 5
                 assert (await peer.get(task.id)).state is TaskState.COMPLETED  # still serving
@@ -314,11 +434,17 @@ async def test_a_webhook_answering_without_end_is_read_bounded_and_the_agent_kee
 async def test_configs_belong_to_the_tasks_owner():
     tk = await tn.create_toolkit(builtins=False)
     auth = tn.Auth.bearer("alice-token", "bob-token")
-    async with tk.serve("127.0.0.1:0", client=tn.demo_client(),
-                        a2a=tn.A2AConfig(name="p", description="d", auth=auth)) as handle:
+    async with tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="p", description="d", auth=auth),
+    ) as handle:
         alice = {"Authorization": "Bearer alice-token"}
         bob = {"Authorization": "Bearer bob-token"}
-        async with tn.A2AClient(handle.url, headers=alice) as a, tn.A2AClient(handle.url, headers=bob) as b:
+        async with (
+            tn.A2AClient(handle.url, headers=alice) as a,
+            tn.A2AClient(handle.url, headers=bob) as b,
+        ):
             task = await a.send("slow 2")
             made = await a.set_push(task.id, "http://127.0.0.1:9/hook")
             with pytest.raises(tn.RPCError) as seen:
@@ -332,16 +458,25 @@ async def test_configs_belong_to_the_tasks_owner():
 async def test_server_side_deliveries_are_on_the_hosted_wire_masked(receiver):
     bus = EventBus()
     tk = await tn.create_toolkit(builtins=False)
-    async with tk.serve("127.0.0.1:0", client=tn.demo_client(), events=bus, record_wire=True,
-                        a2a=tn.A2AConfig(name="wired", description="d")) as handle:
+    async with tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        events=bus,
+        record_wire=True,
+        a2a=tn.A2AConfig(name="wired", description="d"),
+    ) as handle:
         async with tn.A2AClient(handle.url) as peer:
             target = receiver.target()
             task = await peer.send("hello", push=target)
             await receiver.wait(task.id, state=TaskState.COMPLETED)
             assert await handle.runner.push.drain(5)
     rows = [e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"]
-    assert rows and all(r.direction == "out" and r.task_id == task.id and r.server == "wired" for r in rows)
-    assert all(target.token not in r.request_headers.get("x-a2a-notification-token", "") for r in rows)
+    assert rows and all(
+        r.direction == "out" and r.task_id == task.id and r.server == "wired" for r in rows
+    )
+    assert all(
+        target.token not in r.request_headers.get("x-a2a-notification-token", "") for r in rows
+    )
     assert all(r.status == 200 for r in rows)
 
 
@@ -385,19 +520,46 @@ async def test_the_receiver_refuses_forged_huge_and_foreign_notifications():
     async with WebhookReceiver(bus=bus, max_body=1000) as rx:
         good = rx.target("t1")
         async with httpx.AsyncClient() as http:
-            forged = await http.post(rx.url, json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_FAILED"}}},
-                                     headers={"X-A2A-Notification-Token": "guess"})
-            huge = await http.post(rx.url, content=b"{" + b" " * 5000 + b"}", headers={"X-A2A-Notification-Token": good.token})
-            junk = await http.post(rx.url, content=b"\x1b[31mnot json", headers={"X-A2A-Notification-Token": good.token})
-            foreign = await http.post(rx.url, json={}, headers={"Host": "attacker.example",
-                                                                "X-A2A-Notification-Token": good.token})
-            ok = await http.post(rx.url, json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_WORKING"}}},
-                                 headers={"Authorization": f"Bearer {good.token}"})
-        assert (forged.status_code, huge.status_code, junk.status_code, foreign.status_code, ok.status_code) == \
-            (401, 413, 400, 421, 200)
+            forged = await http.post(
+                rx.url,
+                json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_FAILED"}}},
+                headers={"X-A2A-Notification-Token": "guess"},
+            )
+            huge = await http.post(
+                rx.url,
+                content=b"{" + b" " * 5000 + b"}",
+                headers={"X-A2A-Notification-Token": good.token},
+            )
+            junk = await http.post(
+                rx.url,
+                content=b"\x1b[31mnot json",
+                headers={"X-A2A-Notification-Token": good.token},
+            )
+            foreign = await http.post(
+                rx.url,
+                json={},
+                headers={"Host": "attacker.example", "X-A2A-Notification-Token": good.token},
+            )
+            ok = await http.post(
+                rx.url,
+                json={"statusUpdate": {"taskId": "t1", "status": {"state": "TASK_STATE_WORKING"}}},
+                headers={"Authorization": f"Bearer {good.token}"},
+            )
+        assert (
+            forged.status_code,
+            huge.status_code,
+            junk.status_code,
+            foreign.status_code,
+            ok.status_code,
+        ) == (401, 413, 400, 421, 200)
         assert [(n.task_id, n.state) for n in rx.notifications] == [("t1", TaskState.WORKING)]
     rows = [e for e in bus.history() if isinstance(e, TrafficEvent)]
-    assert [r.status for r in rows] == [401, 413, 400, 200]  # the forged one is on the wire, not kept
+    assert [r.status for r in rows] == [
+        401,
+        413,
+        400,
+        200,
+    ]  # the forged one is on the wire, not kept
     assert all(good.token not in r.request_headers.get("authorization", "") for r in rows)
     assert rows[-1].task_id == "t1" and rows[-1].direction == "in" and rows[-1].rpc_method == "push"
 
@@ -411,8 +573,13 @@ async def test_odd_answers_from_a_hostile_peer_are_clear_errors():
 
     server = AsgiServer(Starlette(routes=[Route("/", rpc_answer, methods=["POST"])]))
     await server.start()
-    card = {"name": "odd", "url": server.url + "/", "supportedInterfaces": [
-        {"url": server.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    card = {
+        "name": "odd",
+        "url": server.url + "/",
+        "supportedInterfaces": [
+            {"url": server.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+    }
     try:
         async with tn.A2AClient(card) as peer:
             with pytest.raises(tn.PeerError, match="is not a list"):
@@ -429,20 +596,36 @@ async def test_odd_answers_from_a_hostile_peer_are_clear_errors():
 
 # -- trust, round 2: the address connected to, shared renderings, one destination's share ---------
 
+
 def about(body: dict) -> str:
     """The task a 1.0 notification is about."""
     return (body.get("statusUpdate") or body.get("artifactUpdate") or {}).get("taskId", "")
 
 
-INWARD = ["2130706433", "127.1", "0x7f000001", "0", "0177.0.0.1", "[::ffff:127.0.0.1]", "localhost.",
-          "2852039166", "169.254.169.254."]
+INWARD = [
+    "2130706433",
+    "127.1",
+    "0x7f000001",
+    "0",
+    "0177.0.0.1",
+    "[::ffff:127.0.0.1]",
+    "localhost.",
+    "2852039166",
+    "169.254.169.254.",
+]
 
 
 @pytest.mark.parametrize("binding", ["jsonrpc", "http+json"])
 async def test_loopback_by_another_spelling_is_refused_on_every_binding(binding):
     tk = await tn.create_toolkit(builtins=False)
-    async with hook() as inside, tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
-            name="strict", description="d", push_private_ok=False)) as handle:
+    async with (
+        hook() as inside,
+        tk.serve(
+            "127.0.0.1:0",
+            client=tn.demo_client(),
+            a2a=tn.A2AConfig(name="strict", description="d", push_private_ok=False),
+        ) as handle,
+    ):
         async with tn.A2AClient(handle.url, binding=binding) as peer:
             task = await peer.send("slow 1")
             for host in INWARD:
@@ -450,12 +633,18 @@ async def test_loopback_by_another_spelling_is_refused_on_every_binding(binding)
                     await peer.set_push(task.id, f"http://{host}:{inside.server.port}/hook")
                 assert seen.value.code == -32602, host
             assert await peer.list_push(task.id) == []
-            with pytest.raises(tn.RPCError, match="local or private"):  # in a send's configuration too
-                await peer.send("hi", push=PushConfig("", f"http://127.1:{inside.server.port}/hook"))
+            with pytest.raises(
+                tn.RPCError, match="local or private"
+            ):  # in a send's configuration too
+                await peer.send(
+                    "hi", push=PushConfig("", f"http://127.1:{inside.server.port}/hook")
+                )
     assert inside.got == []
 
 
-async def test_a_name_that_resolves_inward_is_refused_where_it_connects_and_a_loopback_agent_pins_it(caplog):
+async def test_a_name_that_resolves_inward_is_refused_where_it_connects_and_a_loopback_agent_pins_it(
+    caplog,
+):
     name = socket.gethostname()  # a name (not an address) that this machine resolves to itself
     resolved = {info[4][0] for info in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
     assert resolved and not any(ipaddress.ip_address(a).is_global for a in resolved), resolved
@@ -463,38 +652,60 @@ async def test_a_name_that_resolves_inward_is_refused_where_it_connects_and_a_lo
     async with hook() as inside:
         url = f"http://{name}:{inside.server.port}/hook"
         bus = EventBus()
-        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
-                name="strict", description="d", push_private_ok=False), events=bus, record_wire=True) as handle:
+        async with tk.serve(
+            "127.0.0.1:0",
+            client=tn.demo_client(),
+            a2a=tn.A2AConfig(name="strict", description="d", push_private_ok=False),
+            events=bus,
+            record_wire=True,
+        ) as handle:
             async with tn.A2AClient(handle.url) as peer:
-                task = await peer.send("hello", push=PushConfig("", url), blocking=True)  # a name: taken
+                task = await peer.send(
+                    "hello", push=PushConfig("", url), blocking=True
+                )  # a name: taken
                 assert task.state is TaskState.COMPLETED
                 assert await handle.runner.push.drain(5)
-        refused = [e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"]
+        refused = [
+            e for e in bus.history() if isinstance(e, TrafficEvent) and e.rpc_method == "push"
+        ]
         assert inside.got == [] and handle.runner.push.delivered == 0
-        assert refused and all("local or private" in (ev.error or "") and ev.status is None for ev in refused)
+        assert refused and all(
+            "local or private" in (ev.error or "") and ev.status is None for ev in refused
+        )
         assert "not sent" in caplog.text
         # the same name on an agent that may call loopback: it connects to the address it resolved,
         # and the webhook sees the name it was given in Host
-        async with tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
-                name="loose", description="d")) as handle:
+        async with tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="loose", description="d")
+        ) as handle:
             async with tn.A2AClient(handle.url) as peer:
                 await peer.send("hello", push=PushConfig("", url), blocking=True)
                 assert await handle.runner.push.drain(5)
-    assert len(inside.got) >= 3 and {h["host"] for _, h, _ in inside.got} == {f"{name}:{inside.server.port}"}
+    assert len(inside.got) >= 3 and {h["host"] for _, h, _ in inside.got} == {
+        f"{name}:{inside.server.port}"
+    }
 
 
-async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bounded_in_bytes(monkeypatch):
+async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bounded_in_bytes(
+    monkeypatch,
+):
     from toolnexus.serve import push as push_module
 
     monkeypatch.setattr(push_module, "QUEUED_BYTES", 8 * 2**20)
     monkeypatch.setattr(push_module, "TOTAL_BYTES", 24 * 2**20)
     big = "x" * 900_000
     tk = await tn.create_toolkit(builtins=False)
-    async with hook(delay=3600) as never, tk.serve("127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(
-            name="p", description="d")) as handle:
+    async with (
+        hook(delay=3600) as never,
+        tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")
+        ) as handle,
+    ):
         notifier = handle.runner.push
         notifier.timeout = 3600  # a webhook that takes the request and never answers
-        async with tn.A2AClient(handle.url, dialect="0.3") as peer:  # 0.3 configs get the whole task
+        async with tn.A2AClient(
+            handle.url, dialect="0.3"
+        ) as peer:  # 0.3 configs get the whole task
             tasks = []
             for _ in range(30):
                 task = await peer.send(f"slow 0.3 {big}")
@@ -519,7 +730,9 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
                     for body in s.queue:
                         held[id(body)] = len(body.data)
             every = [s for configs in notifier._configs.values() for s in configs.values()]
-            for s in every:  # each body knows the queues that hold it (shedding asks it, not every sender)
+            for s in (
+                every
+            ):  # each body knows the queues that hold it (shedding asks it, not every sender)
                 assert all(s in body.queued for body in s.queue)
                 assert all(body in q.queue for body in s.queue for q in body.queued)
             biggest = max(held.values())
@@ -528,15 +741,25 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
             assert sum(held.values()) <= notifier.queued_bytes <= sum(held.values()) + in_flight
             assert notifier.queued_bytes <= 24 * 2**20 + biggest and notifier.failed > 0
             assert shared >= 5  # the newest tasks: all ten configs wait with the one body
-            assert never.peak == push_module.PER_DESTINATION  # one destination: never more POSTs at once
+            assert (
+                never.peak == push_module.PER_DESTINATION
+            )  # one destination: never more POSTs at once
             assert (await peer.get(tasks[0])).state is TaskState.COMPLETED  # and it keeps serving
 
 
 async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_slow_one():
     tk = await tn.create_toolkit(builtins=False)
     auth = tn.Auth.bearer("alice-token", "bob-token")
-    async with hook(delay=3600) as dead, hook() as healthy, hook(delay=0.1) as slow, tk.serve(
-            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d", auth=auth)) as handle:
+    async with (
+        hook(delay=3600) as dead,
+        hook() as healthy,
+        hook(delay=0.1) as slow,
+        tk.serve(
+            "127.0.0.1:0",
+            client=tn.demo_client(),
+            a2a=tn.A2AConfig(name="p", description="d", auth=auth),
+        ) as handle,
+    ):
         handle.runner.push.timeout = 3600
         alice = tn.A2AClient(handle.url, headers={"Authorization": "Bearer alice-token"})
         bob = tn.A2AClient(handle.url, headers={"Authorization": "Bearer bob-token"})
@@ -564,13 +787,21 @@ async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_sl
             for task in hers:  # every one of her 60 configs has its notifications waiting
                 while not (await alice.get(task.id)).state.terminal:
                     await asyncio.sleep(0.02)
-            delivered = len(slow.got)  # hers so far: what came before bob's was queued is no test of turns
+            delivered = len(
+                slow.got
+            )  # hers so far: what came before bob's was queued is no test of turns
             late = await bob.send("hi", push=PushConfig("", slow.url), blocking=True)
             async with asyncio.timeout(30):
-                while not any(about(b) == late.id and "COMPLETED" in str(b) for _, _, b in slow.got):
+                while not any(
+                    about(b) == late.id and "COMPLETED" in str(b) for _, _, b in slow.got
+                ):
                     await asyncio.sleep(0.02)
-            slow_left = sum(len(s.queue) for c in handle.runner.push._configs.values() for s in c.values()
-                            if s.config.url == slow.url)
+            slow_left = sum(
+                len(s.queue)
+                for c in handle.runner.push._configs.values()
+                for s in c.values()
+                if s.config.url == slow.url
+            )
         order = [about(b) for _, _, b in slow.got]
         # bob takes turns with alice, not with each of her configs: his comes within a few of hers
         assert order.index(late.id) - delivered < 16 and slow_left > 20

@@ -16,10 +16,18 @@ import toolnexus as tn
 from toolnexus.http.server import AsgiServer, parse_addr
 
 
-@pytest.mark.parametrize("addr, expected", [
-    ("127.0.0.1:0", ("127.0.0.1", 0)), (":8080", ("127.0.0.1", 8080)), ("8081", ("127.0.0.1", 8081)),
-    (None, ("127.0.0.1", 0)), (5, ("127.0.0.1", 5)), ("[::1]:9", ("::1", 9)), ("localhost", ("localhost", 0)),
-])
+@pytest.mark.parametrize(
+    "addr, expected",
+    [
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        (":8080", ("127.0.0.1", 8080)),
+        ("8081", ("127.0.0.1", 8081)),
+        (None, ("127.0.0.1", 0)),
+        (5, ("127.0.0.1", 5)),
+        ("[::1]:9", ("::1", 9)),
+        ("localhost", ("localhost", 0)),
+    ],
+)
 def test_parse_addr(addr, expected):
     assert parse_addr(addr) == expected
 
@@ -97,9 +105,23 @@ def test_serve_in_thread_for_code_without_a_loop():
     with tk.serve_in_thread(client=tn.demo_client(), a2a=tn.A2AConfig(name="threaded")) as h:
         card = httpx.get(h.card_url).json()
         assert card["name"] == "threaded"
-        r = httpx.post(h.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-            "message": {"kind": "message", "messageId": "m", "role": "user",
-                        "parts": [{"kind": "text", "text": "from a thread"}]}}}, timeout=10)
+        r = httpx.post(
+            h.url + "/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {
+                    "message": {
+                        "kind": "message",
+                        "messageId": "m",
+                        "role": "user",
+                        "parts": [{"kind": "text", "text": "from a thread"}],
+                    }
+                },
+            },
+            timeout=10,
+        )
         assert r.json()["result"]["status"]["state"] == "completed"
         tasks = h.call(h.handle.tasks())
         assert [t.request for t in tasks] == ["from a thread"]
@@ -118,9 +140,13 @@ def test_serving_gc_sets_start_up_aside_and_collects_the_young_less_often():
     import subprocess
     import sys
 
-    code = ("import gc; from toolnexus.http.server import serving_gc, GC_THRESHOLD; before = gc.get_freeze_count(); "
-            "serving_gc(); print(before == 0, gc.get_freeze_count() > 10000, gc.get_threshold() == GC_THRESHOLD)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    code = (
+        "import gc; from toolnexus.http.server import serving_gc, GC_THRESHOLD; before = gc.get_freeze_count(); "
+        "serving_gc(); print(before == 0, gc.get_freeze_count() > 10000, gc.get_threshold() == GC_THRESHOLD)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert out.stdout.split() == ["True", "True", "True"]
 
 
@@ -203,16 +229,22 @@ async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
     event as it happens; an Expect: 100-continue is answered before the body is sent."""
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as h:
-        reader, writer = await _raw(h.port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        reader, writer = await _raw(
+            h.port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
+        )
         head = await reader.readuntil(b"\r\n\r\n")
         await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
         [watched] = _watch_writes(h._server)
-        call = b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",' \
-               b'"messageId":"m1","role":"user","parts":[{"kind":"text","text":"greet Ada"}]}}}'
-        for request in (b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
-                        b"HEAD /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
-                        b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                        b"content-length: %d\r\n\r\n%s" % (len(call), call)):
+        call = (
+            b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",'
+            b'"messageId":"m1","role":"user","parts":[{"kind":"text","text":"greet Ada"}]}}}'
+        )
+        for request in (
+            b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+            b"HEAD /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+            b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(call), call),
+        ):
             watched.calls.clear()
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
@@ -225,18 +257,27 @@ async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
         writer.close()
 
         # Expect: 100-continue: the interim answer is not held back waiting for a body
-        head = b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" \
-               b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % len(call)
+        head = (
+            b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % len(call)
+        )
         reader, writer = await _raw(h.port, head)
-        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 100")
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(
+            b"HTTP/1.1 100"
+        )
         writer.write(call)
-        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 200")
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(
+            b"HTTP/1.1 200"
+        )
         writer.close()
 
         # a stream: its head and first event arrive while the task still runs
         stream = call.replace(b"message/send", b"message/stream").replace(b"greet Ada", b"slow 3")
-        reader, writer = await _raw(h.port, b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
-                                            b"\r\ncontent-length: %d\r\n\r\n%s" % (len(stream), stream))
+        reader, writer = await _raw(
+            h.port,
+            b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
+            b"\r\ncontent-length: %d\r\n\r\n%s" % (len(stream), stream),
+        )
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 2)
         assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
         first = await asyncio.wait_for(reader.readuntil(b"\n\n"), 2)
@@ -246,16 +287,31 @@ async def test_a_whole_response_leaves_in_one_write_and_a_stream_as_it_comes():
         # pipelined: a slow POST, then GET, HEAD, GET sent with it: four whole answers, in order
         slow = call.replace(b"greet Ada", b"slow 0.3")
         card = b" /.well-known/agent-card.json HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
-        reader, writer = await _raw(h.port, b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
-                                            b"\r\ncontent-length: %d\r\n\r\n%s" % (len(slow), slow)
-                                    + b"GET" + card + b"HEAD" + card + b"GET" + card)
+        reader, writer = await _raw(
+            h.port,
+            b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json"
+            b"\r\ncontent-length: %d\r\n\r\n%s"
+            % (len(slow), slow)
+            + b"GET"
+            + card
+            + b"HEAD"
+            + card
+            + b"GET"
+            + card,
+        )
         bodies = []
         for method in ("POST", "GET", "HEAD", "GET"):
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
             assert head.startswith(b"HTTP/1.1 200")
-            bodies.append(b"" if method == "HEAD" else await asyncio.wait_for(reader.readexactly(length), 5))
-        assert b'"state":"completed"' in bodies[0] and bodies[1] == bodies[3] and bodies[1].startswith(b'{"name"')
+            bodies.append(
+                b"" if method == "HEAD" else await asyncio.wait_for(reader.readexactly(length), 5)
+            )
+        assert (
+            b'"state":"completed"' in bodies[0]
+            and bodies[1] == bodies[3]
+            and bodies[1].startswith(b'{"name"')
+        )
         writer.close()
 
 
@@ -267,10 +323,17 @@ async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
         if scope["type"] != "http":
             return
         parts = long_first if scope["path"] == "/c" else short_first
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"%d" % sum(map(len, parts)))]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"%d" % sum(map(len, parts)))],
+            }
+        )
         for i, part in enumerate(parts):
-            await send({"type": "http.response.body", "body": part, "more_body": i < len(parts) - 1})
+            await send(
+                {"type": "http.response.body", "body": part, "more_body": i < len(parts) - 1}
+            )
             await asyncio.sleep(0)
 
     server = AsgiServer(app, "127.0.0.1:0")
@@ -278,7 +341,9 @@ async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
     try:
         reader, writer = await _raw(server.port, b"GET /a HTTP/1.1\r\nhost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(sum(map(len, parts))) == b"".join(parts)
+        assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(
+            sum(map(len, parts))
+        ) == b"".join(parts)
         [watched] = _watch_writes(server)
         writer.write(b"GET /b HTTP/1.1\r\nhost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
@@ -289,7 +354,11 @@ async def test_only_a_head_is_held_and_a_long_body_in_parts_arrives_whole():
         writer.write(b"GET /c HTTP/1.1\r\nhost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
         assert await reader.readexactly(70_005) == b"".join(long_first)
-        assert [len(c) for c in watched.calls] == [len(head), 70_000, 5]  # a long part is not copied to join it
+        assert [len(c) for c in watched.calls] == [
+            len(head),
+            70_000,
+            5,
+        ]  # a long part is not copied to join it
         writer.close()
     finally:
         await server.stop()
@@ -304,7 +373,13 @@ async def test_without_httptools_the_h11_protocol_serves_as_guarded():
 
     async def app(scope, receive, send):
         if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-length", b"2")],
+                }
+            )
             await send({"type": "http.response.body", "body": b"ok"})
 
     server = AsgiServer(app, "127.0.0.1:0", http=_guarded(H11Protocol, HEADER_TIMEOUT))

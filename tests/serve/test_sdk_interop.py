@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
 from a2a.client import ClientConfig, ClientFactory  # noqa: E402
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError  # noqa: E402
 from a2a.types import a2a_pb2 as pb  # noqa: E402
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -28,15 +28,24 @@ async def sdk_client(handle, version: str, *, streaming: bool = False):
     'rest-0.3' only that HTTP+JSON interface, and the client is told it may speak that."""
     http = httpx.AsyncClient(timeout=30)
     bindings = ["HTTP+JSON"] if version.startswith("rest") else []
-    factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=bindings))
+    factory = ClientFactory(
+        ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=bindings)
+    )
     from a2a.client.card_resolver import A2ACardResolver
 
     card = await A2ACardResolver(http, handle.url).get_agent_card()
     assert card.name == "demo-desk"
     if version != "1.0":
-        binding, wanted = {"0.3": ("JSONRPC", "0.3"), "rest": ("HTTP+JSON", "1.0"),
-                           "rest-0.3": ("HTTP+JSON", "0.3")}[version]
-        keep = [i for i in card.supported_interfaces if (i.protocol_binding, i.protocol_version) == (binding, wanted)]
+        binding, wanted = {
+            "0.3": ("JSONRPC", "0.3"),
+            "rest": ("HTTP+JSON", "1.0"),
+            "rest-0.3": ("HTTP+JSON", "0.3"),
+        }[version]
+        keep = [
+            i
+            for i in card.supported_interfaces
+            if (i.protocol_binding, i.protocol_version) == (binding, wanted)
+        ]
         assert keep
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
@@ -45,7 +54,9 @@ async def sdk_client(handle, version: str, *, streaming: bool = False):
         from a2a.client.transports.rest import RestTransport
         from a2a.compat.v0_3.rest_transport import CompatRestTransport
 
-        assert isinstance(client._transport, RestTransport if version == "rest" else CompatRestTransport)
+        assert isinstance(
+            client._transport, RestTransport if version == "rest" else CompatRestTransport
+        )
     try:
         yield client
     finally:
@@ -54,13 +65,19 @@ async def sdk_client(handle, version: str, *, streaming: bool = False):
 
 
 def message(text: str, *, context_id: str = "", task_id: str = "") -> pb.Message:
-    return pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text=text)],
-                      context_id=context_id, task_id=task_id)
+    return pb.Message(
+        message_id=str(uuid.uuid4()),
+        role=pb.ROLE_USER,
+        parts=[pb.Part(text=text)],
+        context_id=context_id,
+        task_id=task_id,
+    )
 
 
 async def send(client, msg: pb.Message, *, immediately: bool = False) -> pb.Task:
-    request = pb.SendMessageRequest(message=msg,
-                                    configuration=pb.SendMessageConfiguration(return_immediately=immediately))
+    request = pb.SendMessageRequest(
+        message=msg, configuration=pb.SendMessageConfiguration(return_immediately=immediately)
+    )
     tasks = [ev.task async for ev in client.send_message(request) if ev.HasField("task")]
     assert len(tasks) == 1
     return tasks[0]
@@ -83,7 +100,11 @@ async def poll(client, task_id: str, until=(pb.TASK_STATE_COMPLETED,)) -> pb.Tas
 async def test_non_blocking_send_then_poll(demo_server, version):
     async with sdk_client(demo_server, version) as client:
         task = await send(client, message("hello from the sdk"), immediately=True)
-        assert task.status.state in (pb.TASK_STATE_SUBMITTED, pb.TASK_STATE_WORKING, pb.TASK_STATE_COMPLETED)
+        assert task.status.state in (
+            pb.TASK_STATE_SUBMITTED,
+            pb.TASK_STATE_WORKING,
+            pb.TASK_STATE_COMPLETED,
+        )
         assert task.context_id
         done = await poll(client, task.id)
         assert reply(done) == "You said: hello from the sdk"

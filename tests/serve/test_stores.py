@@ -30,10 +30,16 @@ async def store(request, tmp_path: Path):
 
 
 def make(i: int, ctx: str = "c1", state: TaskState = TaskState.COMPLETED) -> Task:
-    t = Task(f"task-{i}", ctx, TaskStatus(state, None, f"2026-11-30T10:00:{i:02}.000000Z"),
-             history=[Message("user", [Part.of_text(f"q{i}")], f"m{i}", ctx, f"task-{i}")],
-             artifacts=[Artifact([Part.of_text(f"a{i}")], f"art{i}", "reply")], skill="greet", request=f"q{i}",
-             created=f"2026-11-30T10:00:{i:02}.000000Z")
+    t = Task(
+        f"task-{i}",
+        ctx,
+        TaskStatus(state, None, f"2026-11-30T10:00:{i:02}.000000Z"),
+        history=[Message("user", [Part.of_text(f"q{i}")], f"m{i}", ctx, f"task-{i}")],
+        artifacts=[Artifact([Part.of_text(f"a{i}")], f"art{i}", "reply")],
+        skill="greet",
+        request=f"q{i}",
+        created=f"2026-11-30T10:00:{i:02}.000000Z",
+    )
     return t
 
 
@@ -52,9 +58,17 @@ async def test_get_save_round_trip(store):
 
 async def test_list_filters_and_pages(store):
     for i in range(5):
-        await store.save(make(i, "even" if i % 2 == 0 else "odd", TaskState.COMPLETED if i < 4 else TaskState.WORKING))
+        await store.save(
+            make(
+                i,
+                "even" if i % 2 == 0 else "odd",
+                TaskState.COMPLETED if i < 4 else TaskState.WORKING,
+            )
+        )
     page = await store.list(page_size=2)
-    assert [t.id for t in page.tasks] == ["task-4", "task-3"] and page.total == 5 and page.next_token
+    assert (
+        [t.id for t in page.tasks] == ["task-4", "task-3"] and page.total == 5 and page.next_token
+    )
     page2 = await store.list(page_size=2, page_token=page.next_token)
     page3 = await store.list(page_size=2, page_token=page2.next_token)
     assert [t.id for t in page2.tasks + page3.tasks] == ["task-2", "task-1", "task-0"]
@@ -75,7 +89,9 @@ async def test_file_store_survives_a_new_process_and_odd_ids(tmp_path: Path):
     await first.save(odd)
     await first.save(make(2))
     names = sorted(p.name for p in folder.iterdir())
-    assert all("/" not in n and ".." not in n.replace(".json", "") for n in names) and len(names) == 2
+    assert (
+        all("/" not in n and ".." not in n.replace(".json", "") for n in names) and len(names) == 2
+    )
     again = FileTaskStore(folder)
     assert (await again.get(odd.id)).id == odd.id
     for p in folder.iterdir():
@@ -113,8 +129,10 @@ async def test_restart_recovery_on_the_file_store(tmp_path: Path):
 
     tk = await tn.create_toolkit(builtins=False)
     seen: list[tn.TaskEvent] = []
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{folder}")) as h, \
-            httpx.AsyncClient() as http:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{folder}")) as h,
+        httpx.AsyncClient() as http,
+    ):
         seen = h.events.history()
         for tid in ("task-2", "task-3"):
             got = (await rpc(http, h.url, "tasks/get", {"id": tid}))["result"]
@@ -136,15 +154,31 @@ async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():
     for i in range(1, 6):
         await store.save(make(i))
     page = await store.list(page_size=100)
-    assert [t.id for t in page.tasks] == ["task-5", "task-4", "task-3", "task-0"]  # a task in flight stays
+    assert [t.id for t in page.tasks] == [
+        "task-5",
+        "task-4",
+        "task-3",
+        "task-0",
+    ]  # a task in flight stays
     assert await store.get("task-1") is None and await store.get("task-2") is None
     running.status = TaskStatus(TaskState.COMPLETED, None, "2026-11-30T10:01:00.000000Z")
     await store.save(running)  # it finishes last, so it goes last
     assert [t.id for t in (await store.list(page_size=100)).tasks] == ["task-5", "task-4", "task-0"]
 
 
-@pytest.mark.parametrize("options", [{"max_tasks": -1}, {"max_tasks": 2.5}, {"max_tasks": True}, {"max_tasks": "10"},
-                                     {"max_age": 0}, {"max_age": -5}, {"max_age": float("nan")}, {"max_age": "60"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_tasks": -1},
+        {"max_tasks": 2.5},
+        {"max_tasks": True},
+        {"max_tasks": "10"},
+        {"max_age": 0},
+        {"max_age": -5},
+        {"max_age": float("nan")},
+        {"max_age": "60"},
+    ],
+)
 def test_the_memory_store_refuses_a_retention_that_is_not_one(options):
     with pytest.raises(tn.ConfigError, match="keep_(tasks|for) .* must be"):
         MemoryTaskStore(**options)
@@ -153,7 +187,9 @@ def test_the_memory_store_refuses_a_retention_that_is_not_one(options):
 async def test_serve_refuses_a_bad_retention_before_it_listens():
     tk = await tn.create_toolkit(builtins=False)
     with pytest.raises(tn.ConfigError, match="keep_tasks"):
-        await tk.serve(client=tn.create_in_process_client(lambda req: "ok"), a2a=tn.A2AConfig(keep_tasks=-3))
+        await tk.serve(
+            client=tn.create_in_process_client(lambda req: "ok"), a2a=tn.A2AConfig(keep_tasks=-3)
+        )
 
 
 async def test_the_memory_store_drops_finished_tasks_past_max_age():
@@ -163,8 +199,11 @@ async def test_the_memory_store_drops_finished_tasks_past_max_age():
     old = make(1)  # finished in 2026-11-30, long ago by the clock
     await store.save(old)
     fresh = make(2)
-    fresh.status = TaskStatus(TaskState.COMPLETED, None,
-                              datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"))
+    fresh.status = TaskStatus(
+        TaskState.COMPLETED,
+        None,
+        datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"),
+    )
     await store.save(fresh)
     assert [t.id for t in (await store.list()).tasks] == ["task-2"]
 
@@ -173,13 +212,21 @@ async def test_serve_passes_the_retention_and_conversations_are_capped():
     tk = await tn.create_toolkit(builtins=False)
     client = tn.create_in_process_client(lambda req: "ok")
     client.store.max_conversations = 2
-    async with tk.serve(client=client, a2a=tn.A2AConfig(keep_tasks=2, blocking_timeout=5)) as h, \
-            httpx.AsyncClient() as http:
-        ids = [(await rpc(http, h.url, "message/send", {"message": v03_message(f"t{i}")}))["result"]["id"]
-               for i in range(4)]
+    async with (
+        tk.serve(client=client, a2a=tn.A2AConfig(keep_tasks=2, blocking_timeout=5)) as h,
+        httpx.AsyncClient() as http,
+    ):
+        ids = [
+            (await rpc(http, h.url, "message/send", {"message": v03_message(f"t{i}")}))["result"][
+                "id"
+            ]
+            for i in range(4)
+        ]
         assert [t.id for t in await h.tasks()] == ids[:1:-1]
         assert len(client.store._data) == 2
-        gone = await http.post(h.url, json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": ids[0]}})
+        gone = await http.post(
+            h.url, json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": ids[0]}}
+        )
         assert gone.json()["error"]["code"] == -32001
 
 
@@ -198,9 +245,13 @@ async def test_a_task_in_a_context_the_server_just_made_reads_no_conversation():
     client.store = Reads()
     async with tk.serve(client=client, a2a=tn.A2AConfig()) as h, tn.A2AClient(h.url) as a2a:
         first = await a2a.send("one", blocking=True)
-        assert Reads.asked == [] and first.reply == "heard 1"  # nothing could be there yet: not read
+        assert (
+            Reads.asked == [] and first.reply == "heard 1"
+        )  # nothing could be there yet: not read
         second = await a2a.send("two", context_id=first.context_id, blocking=True)
-        assert Reads.asked == [first.context_id] and second.reply == "heard 3"  # a context named: read
+        assert (
+            Reads.asked == [first.context_id] and second.reply == "heard 3"
+        )  # a context named: read
         own = await a2a.send("three", context_id="chosen-by-the-caller", blocking=True)
         assert Reads.asked[-1] == "chosen-by-the-caller" and own.reply == "heard 1"
 
@@ -214,13 +265,17 @@ async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_
     running, done = make(1, state=TaskState.WORKING), make(2)
     await store.save(running)
     await store.save(done)
-    for i in range(3, MemoryTaskStore.RECENT + 3):  # once it has left the recently finished, kept live
+    for i in range(
+        3, MemoryTaskStore.RECENT + 3
+    ):  # once it has left the recently finished, kept live
         await store.save(make(i))
     await asyncio.sleep(0)
     gc.collect()
     assert not gc.is_tracked(store._tasks["task-2"])
     assert gc.is_tracked(store._tasks["task-1"])  # a task in flight is the live object
-    assert (await store.list(state=TaskState.COMPLETED, page_size=100)).total == MemoryTaskStore.RECENT + 1
+    assert (
+        await store.list(state=TaskState.COMPLETED, page_size=100)
+    ).total == MemoryTaskStore.RECENT + 1
     assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]
 
 
@@ -236,8 +291,13 @@ def test_finished_tasks_pack_with_either_codec_and_from_many_threads_at_once():
     task = make(1)
     task.history[0].parts[0].text = "Grüße, 東京 \u0000 " + "x" * 200
     record = task_record(task)
-    assert _json.zstandard is not None and _json.pack is not _json._zlib_pack  # what a served task uses
-    for pack, unpack in ((_json._zstd_pack, _json._zstd_unpack), (_json._zlib_pack, _json._zlib_unpack)):
+    assert (
+        _json.zstandard is not None and _json.pack is not _json._zlib_pack
+    )  # what a served task uses
+    for pack, unpack in (
+        (_json._zstd_pack, _json._zstd_unpack),
+        (_json._zlib_pack, _json._zlib_unpack),
+    ):
         blob = pack(record)
         assert unpack(blob) == record and task_from_record(unpack(blob)) == task
         assert len(blob) < len(_json.dumps(record)) / 2
@@ -273,8 +333,13 @@ def test_a_packed_task_holds_no_more_memory_than_its_bytes():
             kept.append(_json.pack({**record, "id": os.urandom(18).hex()}))
         print((rss() - before) * 1024 / len(kept), sum(map(len, kept)) / len(kept))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 0, out.stderr
     held, length = map(float, out.stdout.split())
     assert held < length + 200, (held, length)
@@ -287,14 +352,28 @@ async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpac
     assert await store.get("task-0") is first  # the polls right after its end: nothing unpacked
     for i in range(1, MemoryTaskStore.RECENT + 1):
         await store.save(make(i))
-    assert store._tasks["task-0"][4] is first  # no save packs: the request that finished a task waits for none
-    await asyncio.sleep(0)  # packed once the loop is free, all that left the recent ones in one batch
-    assert isinstance(store._tasks["task-0"][4], bytes) and len(store._recent) == MemoryTaskStore.RECENT
+    assert (
+        store._tasks["task-0"][4] is first
+    )  # no save packs: the request that finished a task waits for none
+    await asyncio.sleep(
+        0
+    )  # packed once the loop is free, all that left the recent ones in one batch
+    assert (
+        isinstance(store._tasks["task-0"][4], bytes)
+        and len(store._recent) == MemoryTaskStore.RECENT
+    )
     again = await store.get("task-0")  # older: read back from its packed record
     assert again is not first
-    assert (again.id, again.state, again.history[0].text, again.artifacts[0].text, again.skill) == \
-        ("task-0", TaskState.COMPLETED, "q0", "a0", "greet")
-    for i in range(MemoryTaskStore.RECENT + 1, MemoryTaskStore.RECENT + 20):  # retention drops both forms
+    assert (again.id, again.state, again.history[0].text, again.artifacts[0].text, again.skill) == (
+        "task-0",
+        TaskState.COMPLETED,
+        "q0",
+        "a0",
+        "greet",
+    )
+    for i in range(
+        MemoryTaskStore.RECENT + 1, MemoryTaskStore.RECENT + 20
+    ):  # retention drops both forms
         await store.save(make(i))
     await asyncio.sleep(0)
     assert await store.get("task-0") is None and await store.get("task-9") is None
@@ -302,7 +381,9 @@ async def test_the_memory_store_hands_back_recently_finished_tasks_without_unpac
 
 
 @pytest.mark.parametrize("store", ["file", "memory"])
-async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(tmp_path: Path, store: str):
+async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
+    tmp_path: Path, store: str
+):
     """A blocking send answered "completed" while that state was still being saved (a file store's
     save waits on a thread, and the waiter, woken by the move to working, read the live task's new
     status meanwhile): a caller was told what was not yet on disk nor on the bus. Every answer now
@@ -313,15 +394,29 @@ async def test_a_blocking_answer_is_given_only_once_its_state_is_saved_and_told(
 
     tk = await tn.create_toolkit(builtins=False)
     where = f"file:{tmp_path}" if store == "file" else "memory"
-    async with tk.serve(client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="told", store=where)) as h:
+    async with tk.serve(
+        client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="told", store=where)
+    ) as h:
         for i in range(30):
-            params = {"configuration": {"blocking": True}, "message": {
-                "kind": "message", "messageId": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
+            params = {
+                "configuration": {"blocking": True},
+                "message": {
+                    "kind": "message",
+                    "messageId": f"m{i}",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                },
+            }
             out = await h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, i, None)
             assert out["status"]["state"] == "completed"
             # at the moment of the answer, with no await in between: on the bus, and in the store
-            told = [e for e in h.events.history() if isinstance(e, TaskEvent) and e.task_id == out["id"]]
-            assert [e.state.value for e in told][-1:] == ["completed"], (i, [e.state.value for e in told])
+            told = [
+                e for e in h.events.history() if isinstance(e, TaskEvent) and e.task_id == out["id"]
+            ]
+            assert [e.state.value for e in told][-1:] == ["completed"], (
+                i,
+                [e.state.value for e in told],
+            )
             if store == "file":
                 saved = json.loads((tmp_path / f"{out['id']}.json").read_text())
                 assert "completed" in json.dumps(saved["status"])
@@ -353,7 +448,9 @@ async def instant(request: dict) -> dict:
     return {"content": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
 
-async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it_is_saved(tmp_path: Path):
+async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it_is_saved(
+    tmp_path: Path,
+):
     """The blocking wait's time may end while the task's move is saving (the live status already
     new): its answer waits for that save rather than tell what is not yet stored."""
     from toolnexus.protocol.dialects import Dialect
@@ -363,11 +460,22 @@ async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it
     store = HeldStore(tmp_path)
     config = tn.A2AConfig(name="held", store=store, blocking_timeout=0.3)
     async with tk.serve(client=tn.create_in_process_client(instant), a2a=config) as h:
-        params = {"configuration": {"blocking": True}, "message": {
-            "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
-        answer = asyncio.ensure_future(h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, 1, None))
+        params = {
+            "configuration": {"blocking": True},
+            "message": {
+                "kind": "message",
+                "messageId": "m1",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hi"}],
+            },
+        }
+        answer = asyncio.ensure_future(
+            h.a2a.dispatch(OPERATIONS["send"], params, Dialect.V03, 1, None)
+        )
         try:
-            await asyncio.sleep(1.0)  # the wait's time (0.3 s) is long up; the final save is still held
+            await asyncio.sleep(
+                1.0
+            )  # the wait's time (0.3 s) is long up; the final save is still held
             assert not answer.done()
         finally:  # a save held for good would hold the server's stop too
             store.held.set()
@@ -387,21 +495,35 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
 
     tk = await tn.create_toolkit(builtins=False)
     store = HeldStore(tmp_path)
-    async with tk.serve(client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="held", store=store)) as h:
+    async with tk.serve(
+        client=tn.create_in_process_client(instant), a2a=tn.A2AConfig(name="held", store=store)
+    ) as h:
+
         def send(i: int) -> dict:
-            return {"configuration": {"blocking": False}, "message": {
-                "kind": "message", "messageId": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}
+            return {
+                "configuration": {"blocking": False},
+                "message": {
+                    "kind": "message",
+                    "messageId": f"m{i}",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                },
+            }
 
         async def poll(task_id: str) -> str:
             out = await h.a2a.dispatch(OPERATIONS["get"], {"id": task_id}, Dialect.V03, 2, None)
             state = out["status"]["state"]  # at the moment of the answer, with no await in between:
-            assert (await FileTaskStore(tmp_path).get(task_id)).state.value == state  # saved as told
+            assert (
+                await FileTaskStore(tmp_path).get(task_id)
+            ).state.value == state  # saved as told
             return state
 
         first = await h.a2a.dispatch(OPERATIONS["send"], send(1), Dialect.V03, 1, None)
         assert first["status"]["state"] == "submitted"
         try:
-            await asyncio.wait_for(store.holding.wait(), 10)  # its run has ended; its last save is held
+            await asyncio.wait_for(
+                store.holding.wait(), 10
+            )  # its run has ended; its last save is held
             polled = asyncio.ensure_future(poll(first["id"]))
             await asyncio.sleep(0.3)
             assert not polled.done()  # waits for the save under way

@@ -11,7 +11,6 @@ import sys
 from collections import Counter
 
 import httpx
-import pytest
 
 from ..conftest import ROOT
 
@@ -19,20 +18,38 @@ from ..conftest import ROOT
 class Served:
     """``toolnexus serve --workers N --json`` in a child process, its JSON lines collected."""
 
-    def __init__(self, *args: str, inside: list[str] | None = None, program: list[str] | None = None) -> None:
+    def __init__(
+        self, *args: str, inside: list[str] | None = None, program: list[str] | None = None
+    ) -> None:
         self.args = args
         self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
-        self.program = program or ["-m", "toolnexus.cli"]  # what python runs: another version (``-c CODE``)
+        self.program = program or [
+            "-m",
+            "toolnexus.cli",
+        ]  # what python runs: another version (``-c CODE``)
         self.lines: list[dict] = []
-        self.errors: list[str] = []  # its stderr, read as it comes (a full pipe would stall the server)
+        self.errors: list[
+            str
+        ] = []  # its stderr, read as it comes (a full pipe would stall the server)
         self.proc: asyncio.subprocess.Process | None = None
         self._readers: list[asyncio.Task] = []
 
     async def __aenter__(self) -> Served:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.inside, sys.executable, *self.program, "serve", "--json", *self.args, cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        self._readers = [asyncio.ensure_future(self._read()), asyncio.ensure_future(self._read_errors())]
+            *self.inside,
+            sys.executable,
+            *self.program,
+            "serve",
+            "--json",
+            *self.args,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._readers = [
+            asyncio.ensure_future(self._read()),
+            asyncio.ensure_future(self._read_errors()),
+        ]
         return self
 
     async def stderr(self) -> str:
@@ -50,7 +67,9 @@ class Served:
         async for line in self.proc.stdout:
             try:
                 self.lines.append(json.loads(line))
-            except ValueError:  # workers' lines cut into each other: kept, so that the test fails on it
+            except (
+                ValueError
+            ):  # workers' lines cut into each other: kept, so that the test fails on it
                 self.lines.append({"event": "garbled", "line": line.decode("utf-8", "replace")})
 
     async def until(self, check, timeout: float = 30.0):
@@ -66,7 +85,10 @@ class Served:
         return [line for line in self.lines if line.get("event") == kind]
 
     async def __aexit__(self, *exc: object) -> None:
-        for patience in (2, 20):  # a task left running is drained for 30 s: the second Ctrl-C stops now
+        for patience in (
+            2,
+            20,
+        ):  # a task left running is drained for 30 s: the second Ctrl-C stops now
             if self.proc.returncode is not None:
                 break
             self.proc.send_signal(signal.SIGINT)
@@ -82,9 +104,20 @@ class Served:
 
 
 def send(i: int, text: str, blocking: bool = False) -> dict:
-    return {"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {"configuration": {"blocking": blocking},
-            "message": {"kind": "message", "messageId": f"m-{i}", "role": "user",
-                        "parts": [{"kind": "text", "text": text}]}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "message/send",
+        "params": {
+            "configuration": {"blocking": blocking},
+            "message": {
+                "kind": "message",
+                "messageId": f"m-{i}",
+                "role": "user",
+                "parts": [{"kind": "text", "text": text}],
+            },
+        },
+    }
 
 
 def get(i: int, task_id: str) -> dict:
@@ -93,9 +126,13 @@ def get(i: int, task_id: str) -> dict:
 
 async def test_four_workers_behind_one_port_lose_no_task_and_report_each_once(postgres):
     async with Served("--store", postgres, "--workers", "4") as served:
-        await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 4)
+        await served.until(
+            lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 4
+        )
         url = served.events("started")[0]["url"]
-        fresh = httpx.Limits(max_keepalive_connections=0)  # a new connection each time: any worker takes it
+        fresh = httpx.Limits(
+            max_keepalive_connections=0
+        )  # a new connection each time: any worker takes it
         async with httpx.AsyncClient(timeout=30, limits=fresh) as http:
             sem = asyncio.Semaphore(32)
 
@@ -105,7 +142,9 @@ async def test_four_workers_behind_one_port_lose_no_task_and_report_each_once(po
                 task_id = answer["result"]["id"]
                 for _ in range(500):  # polled on whichever worker takes each connection
                     async with sem:
-                        state = (await http.post(url + "/", json=get(i, task_id))).json()["result"]["status"]["state"]
+                        state = (await http.post(url + "/", json=get(i, task_id))).json()["result"][
+                            "status"
+                        ]["state"]
                     if state == "completed":
                         return task_id
                     await asyncio.sleep(0.02)
@@ -113,18 +152,27 @@ async def test_four_workers_behind_one_port_lose_no_task_and_report_each_once(po
 
             ids = await asyncio.gather(*(one(i) for i in range(1000)))
         assert len(set(ids)) == 1000
-        done = await served.until(lambda lines: (c := [x for x in lines if x.get("state") == "completed"])
-                                  and len(c) >= 1000 and c)
+        done = await served.until(
+            lambda lines: (
+                (c := [x for x in lines if x.get("state") == "completed"]) and len(c) >= 1000 and c
+            )
+        )
     assert not served.events("garbled")
     completed = Counter(line["task"] for line in done)
-    assert set(completed) == set(ids) and set(completed.values()) == {1}  # each reported exactly once
+    assert set(completed) == set(ids) and set(completed.values()) == {
+        1
+    }  # each reported exactly once
     by_worker = Counter(line["worker"] for line in done)
     assert len(by_worker) >= 2, by_worker  # the port's connections went to more than one worker
 
 
-async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_lease_and_only_those(postgres):
+async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_lease_and_only_those(
+    postgres,
+):
     async with Served("--store", postgres, "--workers", "2", "--lease", "1") as served:
-        await served.until(lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2)
+        await served.until(
+            lambda lines: len([x for x in lines if x.get("event") == "worker-ready"]) == 2
+        )
         url = served.events("started")[0]["url"]
         pids = {line["worker"]: line["pid"] for line in served.events("worker")}
         fresh = httpx.Limits(max_keepalive_connections=0)
@@ -132,19 +180,32 @@ async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_leas
             slow: list[str] = []
 
             def running(lines: list[dict]) -> dict[str, int]:
-                return {x["task"]: x["worker"] for x in lines if x.get("state") == "working" and x["task"] in slow}
+                return {
+                    x["task"]: x["worker"]
+                    for x in lines
+                    if x.get("state") == "working" and x["task"] in slow
+                }
 
-            while len(slow) < 60 and (len(slow) < 8 or len(set(running(served.lines).values())) < 2):
-                slow.append((await http.post(url + "/", json=send(len(slow), "slow 30 then answer"))).json()
-                            ["result"]["id"])  # until both workers run some (the kernel picks who accepts)
+            while len(slow) < 60 and (
+                len(slow) < 8 or len(set(running(served.lines).values())) < 2
+            ):
+                slow.append(
+                    (
+                        await http.post(url + "/", json=send(len(slow), "slow 30 then answer"))
+                    ).json()["result"]["id"]
+                )  # until both workers run some (the kernel picks who accepts)
                 await asyncio.sleep(0.05)
             working = await served.until(lambda lines: len(w := running(lines)) == len(slow) and w)
             assert len(set(working.values())) == 2
             victim = Counter(working.values()).most_common(1)[0][0]
             os.kill(pids[victim], signal.SIGKILL)
-            quick = [(await http.post(url + "/", json=send(100 + i, f"quick {i}", blocking=True))).json()
-                     for i in range(20)]
-            assert {q["result"]["status"]["state"] for q in quick} == {"completed"}  # the survivor serves on
+            quick = [
+                (await http.post(url + "/", json=send(100 + i, f"quick {i}", blocking=True))).json()
+                for i in range(20)
+            ]
+            assert {q["result"]["status"]["state"] for q in quick} == {
+                "completed"
+            }  # the survivor serves on
 
             async def state(task_id: str) -> dict:
                 return (await http.post(url + "/", json=get(1, task_id))).json()["result"]["status"]
@@ -155,24 +216,36 @@ async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_leas
                     await asyncio.sleep(0.2)
             reason = (await state(mine[0]))["message"]["parts"][0]["text"]
             others = [t for t, w in working.items() if w != victim]
-            assert {(await state(t))["state"] for t in others} <= {"working"} and others  # untouched
+            assert {(await state(t))["state"] for t in others} <= {
+                "working"
+            } and others  # untouched
         assert reason == "the worker running this task stopped (its lease expired)"
-        restarted = await served.until(lambda lines: [x for x in lines if x.get("event") == "worker-exited"])
+        restarted = await served.until(
+            lambda lines: [x for x in lines if x.get("event") == "worker-exited"]
+        )
         assert restarted[0]["worker"] == victim and restarted[0]["code"] == -signal.SIGKILL
         lapsed = [x for x in served.lines if x.get("state") == "failed"]
         assert sorted(x["task"] for x in lapsed) == sorted(mine)  # each failure reported once
 
 
 async def test_workers_without_a_shared_store_are_refused_in_one_line():
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toolnexus.cli", "serve", "--workers", "3",
-                                                cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolnexus.cli",
+        "serve",
+        "--workers",
+        "3",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 2 and not out
-    assert err.decode().strip() == ("toolnexus: --workers 3 needs a store the workers share: --store "
-                                    "postgresql://... (the memory and file stores live in one process)")
-
-
+    assert err.decode().strip() == (
+        "toolnexus: --workers 3 needs a store the workers share: --store "
+        "postgresql://... (the memory and file stores live in one process)"
+    )
 
 
 NEXT_VERSION = """
@@ -206,9 +279,16 @@ async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(p
         i = 0
         while not stop.is_set():
             i += 1
-            r = await http.post(url + "/", json=send(k * 100_000 + i, f"load {k} {i}", blocking=True))
-            body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
-            if r.status_code != 200 or body.get("result", {}).get("status", {}).get("state") != "completed":
+            r = await http.post(
+                url + "/", json=send(k * 100_000 + i, f"load {k} {i}", blocking=True)
+            )
+            body = (
+                r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+            )
+            if (
+                r.status_code != 200
+                or body.get("result", {}).get("status", {}).get("state") != "completed"
+            ):
                 failures.append(f"{r.status_code} {r.text[:200]}")
             else:
                 answered.append(body["result"]["id"])
@@ -220,33 +300,55 @@ async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(p
             loaders = [asyncio.ensure_future(load(http, old_url, k)) for k in range(4)]
             await asyncio.sleep(0.3)
             before = len(answered)
-            new_hosts = [Served("--store", postgres, program=["-c", NEXT_VERSION]) for _ in range(2)]
+            new_hosts = [
+                Served("--store", postgres, program=["-c", NEXT_VERSION]) for _ in range(2)
+            ]
             async with new_hosts[0] as one, new_hosts[1] as two:
                 try:
-                    await asyncio.gather(*(h.until(lambda lines, h=h: h.events("ready"), timeout=60)
-                                           for h in (one, two)))
+                    await asyncio.gather(
+                        *(
+                            h.until(lambda lines, h=h: h.events("ready"), timeout=60)
+                            for h in (one, two)
+                        )
+                    )
                     during = len(answered) - before
                     await asyncio.sleep(0.3)
                 finally:
                     stop.set()
                     await asyncio.gather(*loaders)
                 new_url = one.events("started")[0]["url"]
-                made_new = (await http.post(new_url + "/", json=send(1, "made by the new version", True))).json()
-                made_old = (await http.post(old_url + "/", json=send(2, "made by the old version", True))).json()
-                seen_by_old = (await http.post(old_url + "/", json=get(3, made_new["result"]["id"]))).json()
-                seen_by_new = (await http.post(two.events("started")[0]["url"] + "/",
-                                               json=get(4, made_old["result"]["id"]))).json()
+                made_new = (
+                    await http.post(new_url + "/", json=send(1, "made by the new version", True))
+                ).json()
+                made_old = (
+                    await http.post(old_url + "/", json=send(2, "made by the old version", True))
+                ).json()
+                seen_by_old = (
+                    await http.post(old_url + "/", json=get(3, made_new["result"]["id"]))
+                ).json()
+                seen_by_new = (
+                    await http.post(
+                        two.events("started")[0]["url"] + "/", json=get(4, made_old["result"]["id"])
+                    )
+                ).json()
             assert "Traceback" not in await one.stderr() + await two.stderr()
         assert seen_by_old["result"]["status"]["state"] == "completed"
         assert seen_by_new["result"]["status"]["state"] == "completed"
     assert "Traceback" not in await old.stderr()
     assert not failures, failures[:3]
-    assert during > 0 and len(set(answered)) == len(answered)  # the old host served while the new ones migrated
+    assert during > 0 and len(set(answered)) == len(
+        answered
+    )  # the old host served while the new ones migrated
     db = await asyncpg.connect(postgres)
     try:
         assert await db.fetchval("SELECT count(*) FROM toolnexus_next") == 1  # run once
-        assert [r["version"] for r in await db.fetch("SELECT version FROM toolnexus_schema ORDER BY version")] \
-            == list(range(1, SCHEMA_VERSION + 2))
-        assert await db.fetchval("SELECT count(*) FROM toolnexus_tasks WHERE labels = ''") == len(answered) + 2
+        assert [
+            r["version"]
+            for r in await db.fetch("SELECT version FROM toolnexus_schema ORDER BY version")
+        ] == list(range(1, SCHEMA_VERSION + 2))
+        assert (
+            await db.fetchval("SELECT count(*) FROM toolnexus_tasks WHERE labels = ''")
+            == len(answered) + 2
+        )
     finally:
         await db.close()

@@ -12,8 +12,13 @@ V10 = {"A2A-Version": "1.0"}
 
 
 def v03_message(text: str, **extra: Any) -> dict[str, Any]:
-    return {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
-            "parts": [{"kind": "text", "text": text}], **extra}
+    return {
+        "kind": "message",
+        "messageId": str(uuid.uuid4()),
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+        **extra,
+    }
 
 
 def v10_message(text: str, **extra: Any) -> dict[str, Any]:
@@ -21,11 +26,23 @@ def v10_message(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def legacy_message(text: str, **extra: Any) -> dict[str, Any]:
-    return {"role": "user", "messageId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": text}], **extra}
+    return {
+        "role": "user",
+        "messageId": str(uuid.uuid4()),
+        "parts": [{"kind": "text", "text": text}],
+        **extra,
+    }
 
 
-async def rpc(http: httpx.AsyncClient, url: str, method: str, params: Any = None, *, id: Any = "1",
-              headers: dict[str, str] | None = None) -> dict[str, Any]:
+async def rpc(
+    http: httpx.AsyncClient,
+    url: str,
+    method: str,
+    params: Any = None,
+    *,
+    id: Any = "1",
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         body["params"] = params
@@ -37,18 +54,31 @@ async def rpc(http: httpx.AsyncClient, url: str, method: str, params: Any = None
     return data
 
 
-async def raw(http: httpx.AsyncClient, url: str, content: bytes | str, *,
-              headers: dict[str, str] | None = None) -> httpx.Response:
+async def raw(
+    http: httpx.AsyncClient,
+    url: str,
+    content: bytes | str,
+    *,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     h = {"content-type": "application/json", **(headers or {})}
     return await http.post(url + "/", content=content, headers=h)
 
 
-async def sse(http: httpx.AsyncClient, url: str, method: str, params: Any, *, id: Any = "s1",
-              headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+async def sse(
+    http: httpx.AsyncClient,
+    url: str,
+    method: str,
+    params: Any,
+    *,
+    id: Any = "s1",
+    headers: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     body = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
     frames = []
-    async with http.stream("POST", url + "/", json=body,
-                           headers={"accept": "text/event-stream", **(headers or {})}) as r:
+    async with http.stream(
+        "POST", url + "/", json=body, headers={"accept": "text/event-stream", **(headers or {})}
+    ) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         async for line in r.aiter_lines():

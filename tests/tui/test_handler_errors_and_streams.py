@@ -4,6 +4,8 @@ every stream is on the wire log."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +36,11 @@ async def _tk(name: str) -> tn.Toolkit:
 async def test_listing_one_mcp_endpoint_after_another_never_mounts_a_form_twice():
     first, second = await _tk("first_tool"), await _tk("second_tool")
     app = ToolnexusApp(specs=[])
-    async with first.serve(mcp=True) as one, second.serve(mcp=True) as two, app.run_test(size=(120, 40)) as pilot:
+    async with (
+        first.serve(mcp=True) as one,
+        second.serve(mcp=True) as two,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         await pilot.press("6")
         await pilot.pause(0.1)
         box = app.screen.query_one("#mcp-url", Input)
@@ -44,8 +50,14 @@ async def test_listing_one_mcp_endpoint_after_another_never_mounts_a_form_twice(
                 box.focus()
                 await pilot.press("enter")
                 await pilot.pause(0.05)
-        await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count == 1
-                    and app.screen.tools and app.screen.tools[0]["name"] == "second_tool")
+        await until(
+            pilot,
+            lambda: (
+                app.screen.query_one("#mcp-tools", DataTable).row_count == 1
+                and app.screen.tools
+                and app.screen.tools[0]["name"] == "second_tool"
+            ),
+        )
         await until(pilot, lambda: len(app.screen.query("#arg-0")) == 1)
         assert app.is_running and not app.handler_errors
 
@@ -54,8 +66,11 @@ async def test_an_mcp_401_says_so_and_clears_the_last_endpoint():
     open_tk, locked_tk = await _tk("open_tool"), await _tk("locked_tool")
     app = ToolnexusApp(specs=[])
     locked_cfg = tn.MCPServeConfig(auth=tn.Auth.bearer("s3cret-token"))
-    async with open_tk.serve(mcp=True) as opened, locked_tk.serve(mcp=locked_cfg) as locked, \
-            app.run_test(size=(120, 40)) as pilot:
+    async with (
+        open_tk.serve(mcp=True) as opened,
+        locked_tk.serve(mcp=locked_cfg) as locked,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         await pilot.press("6")
         await pilot.pause(0.1)
         box = app.screen.query_one("#mcp-url", Input)
@@ -68,16 +83,23 @@ async def test_an_mcp_401_says_so_and_clears_the_last_endpoint():
         await pilot.press("enter")
         await until(pilot, lambda: "HTTP 401" in shown(app, "#mcp-result"))
         assert "authentication required" in shown(app, "#mcp-result")
-        assert "ExceptionGroup" not in shown(app, "#mcp-result") and "TaskGroup" not in shown(app, "#mcp-result")
+        assert "ExceptionGroup" not in shown(app, "#mcp-result") and "TaskGroup" not in shown(
+            app, "#mcp-result"
+        )
         assert app.screen.query_one("#mcp-tools", DataTable).row_count == 0  # no stale tools
         assert not app.screen.query("#arg-0")
 
 
-async def test_an_exception_in_a_handler_is_shown_and_the_app_stays_up(monkeypatch: pytest.MonkeyPatch):
+async def test_an_exception_in_a_handler_is_shown_and_the_app_stays_up(
+    monkeypatch: pytest.MonkeyPatch,
+):
     monkeypatch.setattr(ToolnexusApp, "strict_handlers", False)
     tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    async with tk.serve(client=tn.demo_client(), a2a=True) as served, app.run_test(size=(120, 40)) as pilot:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=True) as served,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         await pilot.pause(0.1)
 
         async def broken() -> None:
@@ -101,8 +123,17 @@ async def test_a_stream_that_ends_normally_is_on_the_wire():
             states = [ev.state async for ev in client.watch(task.id)]
             assert states[-1] is tn.TaskState.COMPLETED
             await asyncio.sleep(0)
-        streamed = [e for e in client.traffic.events if e.rpc_method in ("SubscribeToTask", "tasks/resubscribe")]
-        assert streamed and streamed[0].frames and streamed[0].status == 200 and streamed[0].error is None
+        streamed = [
+            e
+            for e in client.traffic.events
+            if e.rpc_method in ("SubscribeToTask", "tasks/resubscribe")
+        ]
+        assert (
+            streamed
+            and streamed[0].frames
+            and streamed[0].status == 200
+            and streamed[0].error is None
+        )
 
 
 async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the_task(tmp_path):
@@ -117,13 +148,25 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         await until(pilot, lambda: bool(app.workspace.running()))
         url = app.workspace.running()[0].url
         async with httpx.AsyncClient() as http:  # a client the TUI knows nothing about
-            sent = (await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                                               "params": {"message": v10_message("hello")}},
-                                    headers={"A2A-Version": "1.0", "Authorization": "Bearer never-shown-1234"})).json()
+            sent = (
+                await http.post(
+                    url,
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "SendMessage",
+                        "params": {"message": v10_message("hello")},
+                    },
+                    headers={"A2A-Version": "1.0", "Authorization": "Bearer never-shown-1234"},
+                )
+            ).json()
             task_id = sent["result"]["task"]["id"]
             await asyncio.sleep(0.3)
-            await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}},
-                            headers={"A2A-Version": "1.0"})
+            await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}},
+                headers={"A2A-Version": "1.0"},
+            )
         await until(pilot, lambda: sum(1 for e in app.book.traffic if e.task_id == task_id) >= 2)
         inbound = [e for e in app.book.traffic if e.direction == "in" and e.task_id == task_id]
         assert [e.rpc_method for e in inbound] == ["SendMessage", "GetTask"]
@@ -131,7 +174,10 @@ async def test_a_hosted_servers_inbound_exchanges_are_on_the_wire_and_beside_the
         assert inbound[0].request_headers["authorization"] == "Bearer ***"
         from dataclasses import asdict
 
-        assert all("never-shown-1234" not in str(vars(e)) + str(asdict(e)) + repr(e) for e in app.book.traffic)
+        assert all(
+            "never-shown-1234" not in str(vars(e)) + str(asdict(e)) + repr(e)
+            for e in app.book.traffic
+        )
         # mode 5 shows them, mode 2 puts them on the task's timeline
         await pilot.press("5")
         await pilot.pause(0.2)
@@ -166,40 +212,62 @@ async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
                 app.screen.query_one("#detail").active = "d-trace"
                 await pilot.pause(0.2)
                 tree = shown(app, "#task-trace").splitlines()
-                assert tree[0].startswith("trace ") and asked.id[:8] in tree[2] and "◀ this task" in tree[2]
+                assert (
+                    tree[0].startswith("trace ")
+                    and asked.id[:8] in tree[2]
+                    and "◀ this task" in tree[2]
+                )
                 assert [line.split()[:2] for line in tree[2:]] == [
-                    ["?", "input-required"], ["→", "agent-b"], ["?", "input-required"], ["→", "agent-c"],
-                    ["?", "input-required"]]
+                    ["?", "input-required"],
+                    ["→", "agent-b"],
+                    ["?", "input-required"],
+                    ["→", "agent-c"],
+                    ["?", "input-required"],
+                ]
                 assert [len(line) - len(line.lstrip()) for line in tree[2:]] == [0, 2, 4, 6, 8]
-                done = await caller.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+                done = await caller.send(
+                    "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+                )
             assert done.state is TaskState.COMPLETED
             # live: C finishing redraws the open tree of A, two hops up
             await until(pilot, lambda: shown(app, "#task-trace").count("completed") == 5)
         await pilot.press("ctrl+q")
 
 
-async def test_a_hosted_server_with_auth_is_called_with_its_own_token(monkeypatch: pytest.MonkeyPatch):
+async def test_a_hosted_server_with_auth_is_called_with_its_own_token(
+    monkeypatch: pytest.MonkeyPatch,
+):
     from toolnexus.hosting import ServerSpec
 
     from .test_peers_chat_and_wire import chat
 
     monkeypatch.setenv("TN_OWN_TOKEN", "own-token-5678")
-    spec = ServerSpec(name="locked-desk", skills=[], a2a=True, mcp=True, auth_token_env="TN_OWN_TOKEN")
+    spec = ServerSpec(
+        name="locked-desk", skills=[], a2a=True, mcp=True, auth_token_env="TN_OWN_TOKEN"
+    )
     app = ToolnexusApp(specs=[spec])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        await until(
+            pilot,
+            lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()),
+        )
         url = next(u for u, p in app.peer_book.peers.items() if p.hosted)
         assert app.peer_book.peers[url].headers == {"Authorization": "Bearer ${TN_OWN_TOKEN}"}
         app.chat_peer = url
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == url)
         reply = await chat(app, pilot, "hello there")
-        assert "authentication required" not in reply.text and reply.task_state is tn.TaskState.COMPLETED
+        assert (
+            "authentication required" not in reply.text
+            and reply.task_state is tn.TaskState.COMPLETED
+        )
         await pilot.press("escape", "6")
         await pilot.pause(0.1)
         app.screen.query_one("#mcp-url", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "tools" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result"))
+        await until(
+            pilot, lambda: "tools" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result")
+        )
         assert "✘" not in shown(app, "#mcp-result")
         assert all("own-token-5678" not in str(vars(e)) for e in app.book.traffic)
 
@@ -212,14 +280,21 @@ async def test_the_palette_lists_every_action_with_its_key_before_anything_is_ty
         await pilot.press("1")
         await pilot.pause(0.1)
         await pilot.press("ctrl+p")
-        await until(pilot, lambda: isinstance(app.screen, CommandPalette)
-                    and app.screen.query_one(CommandList).option_count > 8)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, CommandPalette)
+                and app.screen.query_one(CommandList).option_count > 8
+            ),
+        )
         listing = app.screen.query_one(CommandList)
         prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         text = "\n".join(prompts)
         for title in ("Servers", "Tasks", "Wire", "New server", "Export session"):
             assert title in text, title
-        assert "Start/stop" in text and "s in this mode" in text  # a binding of the Servers mode, with its key
+        assert (
+            "Start/stop" in text and "s in this mode" in text
+        )  # a binding of the Servers mode, with its key
         await pilot.press("escape")
 
 
@@ -241,8 +316,13 @@ async def test_created_servers_come_back_on_their_ports_and_can_be_edited_and_de
         await until(pilot, lambda: not isinstance(app.screen, ServerForm))
         port = app.workspace.get("kept-desk").handle.port
         await pilot.press("r")  # a restart keeps the port
-        await until(pilot, lambda: app.workspace.get("kept-desk").state == "running"
-                    and app.workspace.get("kept-desk").handle is not None)
+        await until(
+            pilot,
+            lambda: (
+                app.workspace.get("kept-desk").state == "running"
+                and app.workspace.get("kept-desk").handle is not None
+            ),
+        )
         await pilot.pause(0.3)
         assert app.workspace.get("kept-desk").handle.port == port
         saved = json.loads((folder / "servers-v1.json").read_text())["servers"]
@@ -251,8 +331,13 @@ async def test_created_servers_come_back_on_their_ports_and_can_be_edited_and_de
         await pilot.press("ctrl+q")
     again = ToolnexusApp(specs=[], peers=PeerBook(folder))  # the next launch
     async with again.run_test(size=(110, 44)) as pilot:
-        await until(pilot, lambda: "kept-desk" in again.workspace.servers
-                    and again.workspace.get("kept-desk").state == "running")
+        await until(
+            pilot,
+            lambda: (
+                "kept-desk" in again.workspace.servers
+                and again.workspace.get("kept-desk").state == "running"
+            ),
+        )
         assert again.workspace.get("kept-desk").url.endswith(f":{port}")
         # edit: rename it, turn MCP off; it restarts under the new name, the file follows
         await pilot.press("e")
@@ -276,7 +361,9 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
 
     monkeypatch.setenv("TOOLNEXUS_EXPORT_DIR", str(tmp_path / "default-exports"))
     monkeypatch.chdir(tmp_path)
-    app = ToolnexusApp(specs=[demo_spec()])  # no export_dir: the user's data folder (here overridden)
+    app = ToolnexusApp(
+        specs=[demo_spec()]
+    )  # no export_dir: the user's data folder (here overridden)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         await pilot.press("5")
@@ -288,7 +375,10 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
         box.value = str(tmp_path / "chosen" / "my-session.json")
         await pilot.press("enter")
         await until(pilot, lambda: (tmp_path / "chosen" / "my-session.json").exists())
-        assert any(str(tmp_path / "chosen" / "my-session.json") in str(n.message) for n in app._notifications)
+        assert any(
+            str(tmp_path / "chosen" / "my-session.json") in str(n.message)
+            for n in app._notifications
+        )
         await pilot.press("e")
         await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
         await pilot.press("escape")  # cancel: nothing written
@@ -297,7 +387,6 @@ async def test_exports_ask_where_and_say_where_they_went(tmp_path, monkeypatch: 
 
 
 async def test_an_export_is_written_off_the_screens_loop_and_a_failure_is_said(tmp_path):
-    import threading
 
     from tui.screens.export import ExportPrompt
 
@@ -313,13 +402,20 @@ async def test_an_export_is_written_off_the_screens_loop_and_a_failure_is_said(t
         await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
         await pilot.press("enter")
         await until(pilot, lambda: any("exported to" in n.message for n in app._notifications))
-        assert (tmp_path / "thing.txt").read_text() == "x" and threads[0] is not threading.main_thread()
+        assert (tmp_path / "thing.txt").read_text() == "x" and threads[
+            0
+        ] is not threading.main_thread()
         (tmp_path / "a-file").write_text("not a folder")
         app.ask_export("a thing", tmp_path / "a-file" / "thing.txt", write)
         await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
         await pilot.press("enter")
-        await until(pilot, lambda: any(n.message.startswith("cannot write") and n.severity == "error"
-                                       for n in app._notifications))
+        await until(
+            pilot,
+            lambda: any(
+                n.message.startswith("cannot write") and n.severity == "error"
+                for n in app._notifications
+            ),
+        )
         await pilot.press("ctrl+q")
 
 
@@ -331,30 +427,44 @@ async def test_the_wire_saves_as_a_cassette_that_replays(tmp_path):
 
     app = ToolnexusApp(specs=[demo_spec()], export_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(ev.rpc_method is None and ev.direction == "out" for ev in app.book.traffic))
+        await until(
+            pilot,
+            lambda: any(ev.rpc_method is None and ev.direction == "out" for ev in app.book.traffic),
+        )
         url = next(iter(app.workspace.running())).url
         await pilot.press("5")
         await pilot.pause(0.1)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ExportPrompt))
         box = app.screen.query_one("#export-path", Input)
-        assert box.value.startswith(str(tmp_path / "toolnexus-session-")) and box.value.endswith(".jsonl")
+        assert box.value.startswith(str(tmp_path / "toolnexus-session-")) and box.value.endswith(
+            ".jsonl"
+        )
         box.value = str(tmp_path / "wire.jsonl")
         await pilot.press("enter")
         await until(pilot, lambda: (tmp_path / "wire.jsonl").exists())
         await pilot.press("ctrl+q")
     tape = load(tmp_path / "wire.jsonl")
-    assert {x.direction for x in tape} == {"in", "out"}  # what the app sent and what its server received
+    assert {x.direction for x in tape} == {
+        "in",
+        "out",
+    }  # what the app sent and what its server received
     async with ReplayPeer(tape, origin=url) as peer:
         assert (await tn.fetch_card(peer.url)).name == "demo-desk"
 
 
-async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_masked(monkeypatch: pytest.MonkeyPatch):
+async def test_copy_as_curl_keeps_env_references_and_says_when_a_secret_is_masked(
+    monkeypatch: pytest.MonkeyPatch,
+):
     monkeypatch.setenv("TN_CURL_TOKEN", "curl-secret-42")
     tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(auth=tn.Auth.bearer("curl-secret-42"))) as h, \
-            app.run_test(size=(120, 40)) as pilot:
+    async with (
+        tk.serve(
+            client=tn.demo_client(), a2a=tn.A2AConfig(auth=tn.Auth.bearer("curl-secret-42"))
+        ) as h,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         app.connect_peer(app.peer_book.add(h.url, {"Authorization": "Bearer ${TN_CURL_TOKEN}"}))
         await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
         await pilot.press("5")
@@ -375,7 +485,10 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
 
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        await until(
+            pilot,
+            lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()),
+        )
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, ServerForm))
         assert app.focused is app.screen.query_one("#f-name", Input)  # the form opens ready to type
@@ -422,17 +535,29 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
             box = app.screen.query_one("#chat-input", Input)
             box.value = "slow 3"
             await pilot.press("enter")
-            await until(pilot, lambda: app.conversation.turns and app.conversation.turns[-1].task_id)
-            peer.proc.send_signal(signal.SIGKILL)  # the peer goes away mid-task, its connections cut
-            await until(pilot, lambda: app.conversation.turns[-1].state is TurnState.LOST, timeout=15)
+            await until(
+                pilot, lambda: app.conversation.turns and app.conversation.turns[-1].task_id
+            )
+            peer.proc.send_signal(
+                signal.SIGKILL
+            )  # the peer goes away mid-task, its connections cut
+            await until(
+                pilot, lambda: app.conversation.turns[-1].state is TurnState.LOST, timeout=15
+            )
             assert "ctrl+r: follow the task again" in shown(app, "#chat-log")
-            assert "connection lost" in shown(app, "#chat-log") and "✘" not in shown(app, "#chat-log")
+            assert "connection lost" in shown(app, "#chat-log") and "✘" not in shown(
+                app, "#chat-log"
+            )
             await until(pilot, lambda: app.peer_book.peers[url].state == "unreachable")
             again = Served("--store", store, "--port", url.rsplit(":", 1)[1])
             async with again:
                 await again.until(lambda lines: again.events("started"))
-                await pilot.press("ctrl+r")  # follow the same task again: the restart failed it, and says why
-                await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.FAILED)
+                await pilot.press(
+                    "ctrl+r"
+                )  # follow the same task again: the restart failed it, and says why
+                await until(
+                    pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.FAILED
+                )
                 assert app.conversation.turns[-1].text == "interrupted by restart"
 
 
@@ -443,12 +568,16 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
 
     one, two = await tn.create_toolkit(builtins=False), await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    async with one.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="one")) as a, \
-            two.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="two")) as b, \
-            app.run_test(size=(120, 40)) as pilot:
+    async with (
+        one.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="one")) as a,
+        two.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="two")) as b,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         for h in (a, b):
             app.connect_peer(app.peer_book.add(h.url))
-        await until(pilot, lambda: all(p.state == "reachable" for p in app.peer_book.peers.values()))
+        await until(
+            pilot, lambda: all(p.state == "reachable" for p in app.peer_book.peers.values())
+        )
         app.chat_peer = a.url
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == a.url)
@@ -460,7 +589,10 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
         await chat(app, pilot, "hello two")
         app.screen.query_one("#chat-peer", Select).value = a.url
         await until(pilot, lambda: app.conversation.peer == a.url)
-        assert [turn.text for turn in app.conversation.turns] == ["hello one", "You said: hello one"]
+        assert [turn.text for turn in app.conversation.turns] == [
+            "hello one",
+            "You said: hello one",
+        ]
         # cancel the running task of the last reply
         box = app.screen.query_one("#chat-input", Input)
         box.value = "slow 20"
@@ -479,11 +611,23 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
 
     tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    async with tk.serve(client=tn.demo_client(), a2a=True) as h, app.run_test(size=(120, 40)) as pilot:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=True) as h,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         async with httpx.AsyncClient() as http:  # a task someone else started
-            made = (await http.post(h.url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                                                 "params": {"message": v10_message("slow 1")}},
-                                    headers={"A2A-Version": "1.0"})).json()["result"]["task"]
+            made = (
+                await http.post(
+                    h.url,
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "SendMessage",
+                        "params": {"message": v10_message("slow 1")},
+                    },
+                    headers={"A2A-Version": "1.0"},
+                )
+            ).json()["result"]["task"]
         app.connect_peer(app.peer_book.add(h.url))
         await until(pilot, lambda: app.peer_book.peers[h.url].state == "reachable")
         await pilot.press("3")
@@ -501,8 +645,13 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
         await until(pilot, lambda: isinstance(app.screen, Prompt))
         app.screen.query_one("#prompt-text", Input).value = made["id"]
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.turns and
-                    app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
+        await until(
+            pilot,
+            lambda: (
+                app.conversation.turns
+                and app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED
+            ),
+        )
         assert app.conversation.turns[-1].task_id == made["id"]
         assert app.conversation.context_id == made["contextId"]
 
@@ -561,7 +710,9 @@ async def test_the_demo_starts_elsewhere_when_its_port_is_taken_and_says_so(tmp_
     assert json.loads((folder / "servers-v1.json").read_text())["ports"] == {"demo-desk": port}
 
 
-async def test_a_copy_is_shown_as_it_is_and_can_be_saved_to_a_file(tmp_path, monkeypatch: pytest.MonkeyPatch):
+async def test_a_copy_is_shown_as_it_is_and_can_be_saved_to_a_file(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+):
     """What was copied is shown (never read as markup: a peer's text may hold [brackets]); the last
     copy saves to a file from the palette, for a terminal that did not take it; GNU screen is named."""
     from tui.screens.export import ExportPrompt
@@ -573,9 +724,12 @@ async def test_a_copy_is_shown_as_it_is_and_can_be_saved_to_a_file(tmp_path, mon
         app.ask_save_copy()
         await pilot.pause(0.1)
         assert any(n.message == "nothing copied yet" for n in app._notifications)
-        text = "curl -d '{\"a\": \"[bold]x[/bold] [link=http://evil]y[/link]\"}' http://127.0.0.1:1/"
+        text = 'curl -d \'{"a": "[bold]x[/bold] [link=http://evil]y[/link]"}\' http://127.0.0.1:1/'
         app.copy_text(text, "exchange as curl")
-        await until(pilot, lambda: any("copied the exchange as curl" in n.message for n in app._notifications))
+        await until(
+            pilot,
+            lambda: any("copied the exchange as curl" in n.message for n in app._notifications),
+        )
         said = next(n for n in app._notifications if "copied the exchange as curl" in n.message)
         assert text in said.message and not said.markup and "GNU screen" in said.message
         assert app.clipboard == text

@@ -64,14 +64,18 @@ async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp
         await _answer(app, pilot, str(report))
         await pilot.press("ctrl+t")
         await _answer(app, pilot, '{"city": "Oslo", "days": [1, 2]}')
-        assert "next message carries: file report.csv (text/csv, 30 B), data" in shown(app, "#chat-log")
+        assert "next message carries: file report.csv (text/csv, 30 B), data" in shown(
+            app, "#chat-log"
+        )
         app.screen.query_one("#chat-input", Input).value = "forecast please"
         await pilot.press("enter")
         await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
         assert app.conversation.attachments == []
         log = shown(app, "#chat-log")
         assert "echo: forecast please (+2 parts)" in log
-        assert "+ file escape.txt" not in log and "+ file ../../escape.txt" in log  # shown as sent, saved safe
+        assert (
+            "+ file escape.txt" not in log and "+ file ../../escape.txt" in log
+        )  # shown as sent, saved safe
         assert "ctrl+s saves the artifacts" in log
         # the peer received the parts as sent: they come back byte for byte
         await pilot.press("ctrl+s")
@@ -82,7 +86,10 @@ async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp
         assert json.loads((out / "echoed-2.json").read_text()) == {"city": "Oslo", "days": [1, 2]}
         assert not (tmp_path / "escape.txt").exists()
         assert (out / "reply.txt").read_text() == "echo: forecast please (+2 parts)"
-        assert any(n.startswith(f"saved 4 file(s) in {out}") for n in (m.message for m in app._notifications))
+        assert any(
+            n.startswith(f"saved 4 file(s) in {out}")
+            for n in (m.message for m in app._notifications)
+        )
         # saving again never overwrites
         await pilot.press("ctrl+s")
         await _answer(app, pilot, str(out))
@@ -97,21 +104,39 @@ def test_save_artifacts_lists_links_skips_bad_bytes_and_never_follows_a_link(tmp
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / "reply.txt").symlink_to(target)
-    task = Task("t1", "c1", TaskStatus(tn.TaskState.COMPLETED), artifacts=[
-        Artifact([Part.of_text("the answer")], name="reply"),
-        Artifact([Part("file", url="https://elsewhere.example/x.pdf", filename="x.pdf", media_type="application/pdf"),
-                  Part("file", raw="not base64!!", filename="broken.bin")], name="files"),
-    ])
+    task = Task(
+        "t1",
+        "c1",
+        TaskStatus(tn.TaskState.COMPLETED),
+        artifacts=[
+            Artifact([Part.of_text("the answer")], name="reply"),
+            Artifact(
+                [
+                    Part(
+                        "file",
+                        url="https://elsewhere.example/x.pdf",
+                        filename="x.pdf",
+                        media_type="application/pdf",
+                    ),
+                    Part("file", raw="not base64!!", filename="broken.bin"),
+                ],
+                name="files",
+            ),
+        ],
+    )
     saved = task.save_artifacts(folder)
     assert target.read_text() == "keep me"
     assert (folder / "reply-2.txt").read_text() == "the answer"
-    assert (folder / "links.txt").read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
+    assert (
+        folder / "links.txt"
+    ).read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
     assert saved.skipped == ["artifact 2 part 2: its bytes are not valid base64"]
     assert "1 linked file(s) listed in links.txt, not downloaded" in saved.summary()
 
 
 async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_references(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from textual.widgets import DataTable, Select
 
     from tui.peers import PeerBook
@@ -122,9 +147,15 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
     book = PeerBook(tmp_path / "config")
     tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[], peers=book)
-    keyed = tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="keyed", auth={"apiKey": ["k-123456"],
-                                                                                      "header": "X-Team-Key"}))
-    async with sdk_server(basic=("ada", "pa55-w0rd")) as sdk_url, keyed as h, app.run_test(size=(120, 40)) as pilot:
+    keyed = tk.serve(
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="keyed", auth={"apiKey": ["k-123456"], "header": "X-Team-Key"}),
+    )
+    async with (
+        sdk_server(basic=("ada", "pa55-w0rd")) as sdk_url,
+        keyed as h,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         for url in (sdk_url, h.url):
             app.connect_peer(book.add(url))
         await until(pilot, lambda: all(p.state == "reachable" for p in book.peers.values()))
@@ -147,7 +178,13 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         secret.value = "${TN_BASIC_PW}"
         secret.focus()
         await pilot.press("enter")
-        await until(pilot, lambda: book.peers[sdk_url].auth.kind == "basic" and book.peers[sdk_url].state == "reachable")
+        await until(
+            pilot,
+            lambda: (
+                book.peers[sdk_url].auth.kind == "basic"
+                and book.peers[sdk_url].state == "reachable"
+            ),
+        )
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == sdk_url)
         ok = await chat(app, pilot, "hello again")
@@ -158,7 +195,9 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         table = app.screen.query_one("#peers", DataTable)
         table.move_cursor(row=table.get_row_index(h.url))
         await pilot.press("h")
-        await until(pilot, lambda: app.screen.query_one("#auth-name", Input).value.lower() == "x-team-key")
+        await until(
+            pilot, lambda: app.screen.query_one("#auth-name", Input).value.lower() == "x-team-key"
+        )
         assert app.screen.query_one("#auth-kind", Select).value == "apikey"
         secret = app.screen.query_one("#auth-secret", Input)
         secret.focus()
@@ -168,7 +207,12 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         secret.value = "k-123456"
         secret.focus()
         await pilot.press("enter")
-        await until(pilot, lambda: book.peers[h.url].auth.kind == "apikey" and book.peers[h.url].state == "reachable")
+        await until(
+            pilot,
+            lambda: (
+                book.peers[h.url].auth.kind == "apikey" and book.peers[h.url].state == "reachable"
+            ),
+        )
         assert any("kept for this session only" in n.message for n in app._notifications)
         app.chat_peer = h.url
         await pilot.press("4")
@@ -177,21 +221,30 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         # the file keeps the reference and the key's header name, never a literal secret
         saved = (tmp_path / "config" / "peers-v1.json").read_text()
         entries = {e["url"]: e for e in json.loads(saved)["peers"]}
-        assert entries[sdk_url]["auth"] == {"kind": "basic", "name": "ada", "secret": "${TN_BASIC_PW}"}
+        assert entries[sdk_url]["auth"] == {
+            "kind": "basic",
+            "name": "ada",
+            "secret": "${TN_BASIC_PW}",
+        }
         assert entries[h.url]["auth"] == {"kind": "apikey", "name": "x-team-key", "secret": ""}
         assert "pa55" not in saved and "k-123456" not in saved
         # and the wire never shows either secret
         from dataclasses import asdict
 
         wire = json.dumps([asdict(e) for e in app.book.traffic])
-        sends = [e.status for e in app.book.traffic if e.peer == "sdk-echo" and e.rpc_method == "SendMessage"]
+        sends = [
+            e.status
+            for e in app.book.traffic
+            if e.peer == "sdk-echo" and e.rpc_method == "SendMessage"
+        ]
         assert sends[:2] == [401, 200], sends  # refused without the credential, answered with it
         basic = base64.b64encode(b"ada:pa55-w0rd").decode()
         assert "pa55-w0rd" not in wire and "k-123456" not in wire and basic not in wire
 
 
 async def test_mcp_mode_starts_a_stdio_server_from_a_command_and_sends_headers_to_an_http_one(
-        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch: pytest.MonkeyPatch,
+):
     import shlex
 
     from textual.widgets import DataTable
@@ -254,7 +307,9 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         # a peer whose card offers no push notifications: the key says so, nothing is started
         await _chat_with(app, pilot, plain)
         await pilot.press("ctrl+y")
-        await until(pilot, lambda: any("does not offer push" in n.message for n in app._notifications))
+        await until(
+            pilot, lambda: any("does not offer push" in n.message for n in app._notifications)
+        )
         assert app.webhook is None and not app.conversation.push
         # the hosted demo agent does: on, then a message's every state arrives at the app's webhook
         hosted = await _hosted_url(app, pilot)
@@ -272,15 +327,23 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         await until(pilot, lambda: "submitted → working → completed" in shown(app, "#chat-log"))
         # on the task's own timeline, beside its other exchanges: both sides of each delivery, the
         # hosted agent's POST (→) and the webhook's receipt (←)
-        await until(pilot, lambda: sum(ev.rpc_method == "push" and ev.task_id == task_id
-                                       for ev in app.book.traffic) >= 8)
+        await until(
+            pilot,
+            lambda: (
+                sum(ev.rpc_method == "push" and ev.task_id == task_id for ev in app.book.traffic)
+                >= 8
+            ),
+        )
         timeline = _wire(app.book.tasks[task_id], app.book.traffic).plain
         # submitted, working, the reply (an artifact update), completed
         assert timeline.count("← push 200") == 4 and timeline.count("→ push 200") == 4, timeline
 
 
 async def _hosted_url(app: ToolnexusApp, pilot) -> str:
-    await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+    await until(
+        pilot,
+        lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()),
+    )
     return next(url for url, p in app.peer_book.peers.items() if p.hosted)
 
 
@@ -295,7 +358,10 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
         app.screen.query_one("#chat-input", Input).value = "hello over rest"
         await pilot.press("enter")
         await until(pilot, lambda: "echo: hello over rest" in shown(app, "#chat-log"))
-        assert any(e.url == url + "/message:send" and e.rpc_method == "SendMessage" for e in app.book.traffic)
+        assert any(
+            e.url == url + "/message:send" and e.rpc_method == "SendMessage"
+            for e in app.book.traffic
+        )
 
         # the hosted demo server speaks both: v three times (auto, 0.3, 1.0, rest) forces HTTP+JSON
         await until(pilot, lambda: bool(app.workspace.running()))
@@ -308,8 +374,14 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
         table.move_cursor(row=table.get_row_index(hosted))
         await pilot.press("v", "v", "v")
         peer = app.peer_book.peers[hosted]
-        await until(pilot, lambda: peer.dialect == "rest" and peer.state == "reachable"
-                    and peer.client.binding == "HTTP+JSON")
+        await until(
+            pilot,
+            lambda: (
+                peer.dialect == "rest"
+                and peer.state == "reachable"
+                and peer.client.binding == "HTTP+JSON"
+            ),
+        )
         assert "rest!" in str(table.get_row(hosted)[3])
         app.chat_peer = hosted
         await pilot.press("4")
@@ -351,7 +423,9 @@ async def test_doctor_on_a_peer_with_one_key():
         assert any(title == "Doctor" for title, _, _ in app.palette_commands())
 
 
-async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tmp_path: Path, monkeypatch):
+async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(
+    tmp_path: Path, monkeypatch
+):
     """3,000 parts called a.txt, hostile names and a links.txt from the official SDK's agent: saved in
     a worker thread (the screen keeps answering keys meanwhile), a progress line while it runs, every
     name safe for a shell, the list of links under its own name."""
@@ -382,11 +456,19 @@ async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tm
         await _chat_with(app, pilot, url)
         app.screen.query_one("#chat-input", Input).value = "many files 3000"
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED, timeout=30)
+        await until(
+            pilot,
+            lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED,
+            timeout=30,
+        )
         await pilot.press("ctrl+s")
         await _answer(app, pilot, str(out))
         saving = app.screen.query_one("#chat-saving")
-        await until(pilot, lambda: any(n.message.startswith("saved ") for n in app._notifications), timeout=60)
+        await until(
+            pilot,
+            lambda: any(n.message.startswith("saved ") for n in app._notifications),
+            timeout=60,
+        )
         assert where == [False]  # the worker's thread, never the UI loop's
         assert not saving.has_class("busy")  # the line goes once it is done ...
         total = 3000 + len(HOSTILE_NAMES) + 2  # ... having said how far it got
@@ -395,7 +477,11 @@ async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(tm
         names = os.listdir(out)
         assert len([n for n in names if n.startswith("a")]) >= 3000
         assert all(shlex.quote(n) == n and not n.startswith("-") for n in names), names
-        assert (out / "links.txt").read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
+        assert (
+            out / "links.txt"
+        ).read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
         assert (out / "links-2.txt").read_text() == "links.txt"  # the peer's own file of that name
         note = next(n.message for n in app._notifications if n.message.startswith("saved "))
-        assert note.startswith(f"saved {total} file(s) in {out}")  # the link is one line of links.txt, the reply one file and "listed in links.txt" in note
+        assert note.startswith(
+            f"saved {total} file(s) in {out}"
+        )  # the link is one line of links.txt, the reply one file and "listed in links.txt" in note

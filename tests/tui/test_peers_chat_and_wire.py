@@ -29,7 +29,9 @@ def text_of(app: ToolnexusApp, selector: str) -> str:
 
 def footer_of(app: ToolnexusApp) -> str:
     """The keys the footer shows now: their descriptions, one string."""
-    return " ".join(b.binding.description for b in app.active_bindings.values() if b.binding.show and b.enabled)
+    return " ".join(
+        b.binding.description for b in app.active_bindings.values() if b.binding.show and b.enabled
+    )
 
 
 async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
@@ -37,9 +39,14 @@ async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
     box.value = message
     count = len(app.conversation.turns)
     await pilot.press("enter")
-    await until(pilot, lambda: len(app.conversation.turns) == count + 2
-                and app.conversation.turns[-1].text != "…"
-                and not any(w.group == "chat" and not w.is_finished for w in app.workers))
+    await until(
+        pilot,
+        lambda: (
+            len(app.conversation.turns) == count + 2
+            and app.conversation.turns[-1].text != "…"
+            and not any(w.group == "chat" and not w.is_finished for w in app.workers)
+        ),
+    )
     return app.conversation.turns[-1]
 
 
@@ -47,8 +54,14 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("TN_TUI_TOKEN", "hunter2-token")
     book = PeerBook(tmp_path / "config")
     app = ToolnexusApp(specs=[demo_spec()], peers=book, export_dir=tmp_path)
-    async with sdk_server(compat=True) as sdk_url, legacy_stub() as legacy, app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in book.peers.values()))
+    async with (
+        sdk_server(compat=True) as sdk_url,
+        legacy_stub() as legacy,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
+        await until(
+            pilot, lambda: any(p.hosted and p.state == "reachable" for p in book.peers.values())
+        )
         await pilot.press("3")
         await pilot.pause(0.1)
         table = app.screen.query_one("#peers", DataTable)
@@ -65,7 +78,10 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         app.screen.query_one("#peer-detail").active = "p-diag"
         await pilot.pause(0.1)
         diag = text_of(app, "#diag-view")
-        assert "offers 1.0 and 0.3: each official client line finds its own" in diag and "dialect in use: 1.0" in diag
+        assert (
+            "offers 1.0 and 0.3: each official client line finds its own" in diag
+            and "dialect in use: 1.0" in diag
+        )
         table.move_cursor(row=table.get_row_index(legacy.url))
         await pilot.pause(0.1)
         assert "speaks 0.3" in text_of(app, "#diag-view")
@@ -76,7 +92,9 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         box.value = "Authorization: Bearer ${TN_TUI_TOKEN}; X-Literal: s3cr3t"
         box.focus()
         await pilot.press("enter")
-        await until(pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].headers)
+        await until(
+            pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].headers
+        )
         saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
         sdk_saved = next(p for p in saved["peers"] if p["url"] == sdk_url)
         assert sdk_saved["headers"] == {"Authorization": "Bearer ${TN_TUI_TOKEN}"}
@@ -92,23 +110,36 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         second = await chat(app, pilot, "and again")
         assert second.text == "You said: and again (message 2 of this conversation)"
         asked = await chat(app, pilot, "please confirm the order")
-        assert asked.task_state.value == "input-required" and app.conversation.waiting_task == asked.task_id
+        assert (
+            asked.task_state.value == "input-required"
+            and app.conversation.waiting_task == asked.task_id
+        )
         # the open question, shown with what the next message does about it: answer it, or (ctrl+f) a new task
         box = app.screen.query_one("#chat-input", Input)
         question = text_of(app, "#chat-question")
         assert f"task {asked.task_id[:8]} asks: {' '.join(asked.text.split())}" in question
-        assert "enter answers it" in question and box.has_class("answering") and "your answer" in box.placeholder
+        assert (
+            "enter answers it" in question
+            and box.has_class("answering")
+            and "your answer" in box.placeholder
+        )
         assert "New task" in footer_of(app) and "Answer it" not in footer_of(app)
         await pilot.press("ctrl+f")
-        assert "the next message starts a new task" in text_of(app, "#chat-question") and not box.has_class("answering")
+        assert "the next message starts a new task" in text_of(
+            app, "#chat-question"
+        ) and not box.has_class("answering")
         assert "Answer it" in footer_of(app)
         aside = await chat(app, pilot, "and meanwhile")
         assert aside.task_id != asked.task_id and aside.text.startswith("You said: and meanwhile")
-        assert app.conversation.waiting_task == asked.task_id and "asks:" in text_of(app, "#chat-question")
+        assert app.conversation.waiting_task == asked.task_id and "asks:" in text_of(
+            app, "#chat-question"
+        )
         await pilot.press("ctrl+f")
         assert box.has_class("answering")
         answered = await chat(app, pilot, "yes")
-        assert answered.task_id == asked.task_id and answered.text.startswith("Request approved (yes)")
+        assert answered.task_id == asked.task_id and answered.text.startswith(
+            "Request approved (yes)"
+        )
         assert not app.screen.query_one("#chat-question").display and not box.has_class("answering")
         assert "context" in text_of(app, "#chat-context")
         await pilot.press("ctrl+n")
@@ -121,8 +152,14 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         peers_table.focus()
         peers_table.move_cursor(row=peers_table.get_row_index(sdk_url))
         await pilot.press("v", "b")
-        await until(pilot, lambda: book.peers[sdk_url].state == "reachable" and book.peers[sdk_url].client.dialect
-                    and book.peers[sdk_url].client.dialect.value == "0.3")
+        await until(
+            pilot,
+            lambda: (
+                book.peers[sdk_url].state == "reachable"
+                and book.peers[sdk_url].client.dialect
+                and book.peers[sdk_url].client.dialect.value == "0.3"
+            ),
+        )
         assert book.peers[sdk_url].blocking
         saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
         assert next(p for p in saved["peers"] if p["url"] == sdk_url)["dialect"] == "0.3"
@@ -147,10 +184,14 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         assert to_sdk and all(e.request_headers["authorization"] == "Bearer ***" for e in to_sdk)
         assert all("hunter2" not in json.dumps(vars(e), default=str) for e in app.book.traffic)
         assert {"SendMessage", "message/send", "GetTask"} & {e.rpc_method for e in app.book.traffic}
-        assert any(e.rpc_method == "message/send" and e.url.startswith(sdk_url) for e in app.book.traffic)
+        assert any(
+            e.rpc_method == "message/send" and e.url.startswith(sdk_url) for e in app.book.traffic
+        )
         app.screen.query_one("#wire-filter", Input).value = "method:GetTask"
         await pilot.pause(0.1)
-        assert wire.row_count >= 1 and all(str(wire.get_row_at(i)[3]) == "GetTask" for i in range(wire.row_count))
+        assert wire.row_count >= 1 and all(
+            str(wire.get_row_at(i)[3]) == "GetTask" for i in range(wire.row_count)
+        )
         app.screen.query_one("#wire-filter", Input).value = ""
         await pilot.pause(0.1)
         app.screen.query_one("#wire", RowTable).focus()
@@ -204,7 +245,10 @@ async def test_chat_opens_on_the_server_the_hint_names():
     message goes to it (the picker was blank and Enter said "pick a peer first")."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()))
+        await until(
+            pilot,
+            lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()),
+        )
         hosted = next(url for url, p in app.peer_book.peers.items() if p.hosted)
         assert "press 4 to chat with it" in text_of(app, "#server-detail")
         await pilot.press("4")
@@ -234,7 +278,9 @@ async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():
         app.copy_mcp_config("demo-desk")
         entry = json.loads(app.clipboard)["mcpServers"]["demo-desk"]
     assert entry["args"][:2] == ["mcp", "--skills"] and Path(entry["args"][2]).is_absolute()
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=dict(os.environ))
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=dict(os.environ)
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         assert [t.name for t in (await client.list_tools()).tools] == ["skill"]
@@ -273,7 +319,11 @@ async def test_dialing_a_peer_again_while_it_dials_closes_every_client():
             await peer.connect(None)
 
         await asyncio.gather(dial("0.3"), dial("1.0"), dial("rest"))
-        assert peer.state == "reachable" and peer.client is not None and peer.client.binding == "HTTP+JSON"
+        assert (
+            peer.state == "reachable"
+            and peer.client is not None
+            and peer.client.binding == "HTTP+JSON"
+        )
         await peer.client.aclose()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -296,36 +346,58 @@ async def test_wire_rows_are_in_the_order_the_exchanges_began_and_keep_coming_pa
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         url = app.workspace.running()[0].url
-        await until(pilot, lambda: url in app.peer_book.peers and app.peer_book.peers[url].state == "reachable")
+        await until(
+            pilot,
+            lambda: url in app.peer_book.peers and app.peer_book.peers[url].state == "reachable",
+        )
         app.book.traffic = collections.deque(maxlen=8)
         await pilot.press("5")
-        app.screen.query_one("#wire-filter", Input).value = "dir:in"  # what the server received: ours only
+        app.screen.query_one(
+            "#wire-filter", Input
+        ).value = "dir:in"  # what the server received: ours only
         table = app.screen.query_one("#wire", RowTable)
 
         def rows() -> list[tuple[str, str, str]]:  # (start, method, url) of each row, top to bottom
-            return [(str(r[0]), str(r[3]), str(r[6])) for r in (table.get_row_at(i) for i in range(table.row_count))]
+            return [
+                (str(r[0]), str(r[3]), str(r[6]))
+                for r in (table.get_row_at(i) for i in range(table.row_count))
+            ]
 
         slow = asyncio.ensure_future(send(url, "slow 0.6", blocking=True))
         await asyncio.sleep(0.2)
         async with httpx.AsyncClient() as http:
             for i in range(3):
-                assert (await http.get(url + f"/.well-known/agent-card.json?early={i}")).status_code == 200
+                assert (
+                    await http.get(url + f"/.well-known/agent-card.json?early={i}")
+                ).status_code == 200
         await slow
-        await until(pilot, lambda: [m for _, m, _ in rows()].count("GET") >= 3 and "message/send" in
-                    [m for _, m, _ in rows()])
+        await until(
+            pilot,
+            lambda: (
+                [m for _, m, _ in rows()].count("GET") >= 3
+                and "message/send" in [m for _, m, _ in rows()]
+            ),
+        )
         ours = [(at, m, u) for at, m, u in rows() if m == "message/send" or "?early=" in u]
         assert [m for _, m, _ in ours] == ["message/send", "GET", "GET", "GET"]
-        assert [at for at, _, _ in ours] == sorted(at for at, _, _ in ours)  # start times, ascending
+        assert [at for at, _, _ in ours] == sorted(
+            at for at, _, _ in ours
+        )  # start times, ascending
         logged = [e for e in app.book.traffic if e.direction == "in"]
-        assert logged.index(next(e for e in logged if e.rpc_method == "message/send")) > \
-            logged.index(next(e for e in logged if "?early=0" in e.url))  # logged after: it ended after
+        assert logged.index(
+            next(e for e in logged if e.rpc_method == "message/send")
+        ) > logged.index(
+            next(e for e in logged if "?early=0" in e.url)
+        )  # logged after: it ended after
         async with httpx.AsyncClient() as http:  # past the log's end: it keeps 8
             for i in range(10):
                 await http.get(url + f"/.well-known/agent-card.json?n={i}")
         await until(pilot, lambda: bool(rows()) and rows()[-1][2].endswith("?n=9"))
         assert len(rows()) <= 8
         late = [u[-4:] for _, _, u in rows() if "?n=" in u]
-        assert late == [f"?n={i}" for i in range(10 - len(late), 10)] and len(late) >= 6  # the newest, in order
+        assert (
+            late == [f"?n={i}" for i in range(10 - len(late), 10)] and len(late) >= 6
+        )  # the newest, in order
         await pilot.press("ctrl+q")
 
 
@@ -350,11 +422,16 @@ async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refu
             url.value = served.mcp_url
             url.focus()
             await pilot.press("enter")
-            await until(pilot, lambda: list(app.screen.query_one("#mcp-tools", DataTable).rows) == ["add"])
+            await until(
+                pilot, lambda: list(app.screen.query_one("#mcp-tools", DataTable).rows) == ["add"]
+            )
             await until(pilot, lambda: bool(app.screen.query("#arg-1")))
             form = str(app.screen.query_one("#mcp-form").query(Static).nodes[1].render())
             assert "a  integer  required" in form
-            assert app.screen.query_one("#arg-1", Input).placeholder == "integer, optional: empty leaves it out"
+            assert (
+                app.screen.query_one("#arg-1", Input).placeholder
+                == "integer, optional: empty leaves it out"
+            )
             # Tab goes round the form's fields, never out to the endpoint
             app.screen.query_one("#arg-0", Input).focus()
             await pilot.press("tab")
@@ -366,7 +443,9 @@ async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refu
             # a required argument left empty: said, and nothing is sent
             calls = sum(e.rpc_method == "tools/call" for e in app.book.traffic)
             await pilot.press("ctrl+r")
-            await until(pilot, lambda: "fill in the required argument: a" in text_of(app, "#mcp-result"))
+            await until(
+                pilot, lambda: "fill in the required argument: a" in text_of(app, "#mcp-result")
+            )
             await pilot.pause(0.2)
             assert sum(e.rpc_method == "tools/call" for e in app.book.traffic) == calls
             # focusing the endpoint does not select it: a keystroke adds to it, does not replace it
@@ -383,23 +462,34 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         hosted = app.workspace.running()[0].url
-        await until(pilot, lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable")
+        await until(
+            pilot,
+            lambda: (
+                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
+            ),
+        )
         for key in "123456":
             await pilot.press("escape", key)
             await pilot.pause(0.2)
             footer = app.screen.query_one(Footer)
             keys = [k for k in footer.query("FooterKey") if not k.has_class("-command-palette")]
-            palette = footer.query_one(".-command-palette").region.x  # docked right, over what reaches it
-            assert all(k.region.right <= palette for k in keys), (key, palette, " ".join(f"{k.description}:{k.region.right}" for k in keys))
+            palette = footer.query_one(
+                ".-command-palette"
+            ).region.x  # docked right, over what reaches it
+            assert all(k.region.right <= palette for k in keys), (
+                key,
+                palette,
+                " ".join(f"{k.description}:{k.region.right}" for k in keys),
+            )
         # the hints the footer leaves out are in ? (Peers: Auth, Remove, Blocking, Its tasks)
         await pilot.press("escape", "3")
         await pilot.pause(0.1)
         assert "Chat" in [k.description for k in app.screen.query_one(Footer).query("FooterKey")]
         await pilot.press("question_mark")
         await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
-        from rich.console import Console
-
         import io
+
+        from rich.console import Console
 
         shown = Console(width=120, record=True, file=io.StringIO())
         for table in app.screen.query("HelpPanel BindingsTable"):
@@ -424,9 +514,9 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
         await pilot.pause(0.1)
         keys = list(app.screen.query_one(Footer).query("FooterKey"))
         palette = app.screen.query_one(Footer).query_one(".-command-palette").region.x
-        assert "New task" in [k.description for k in keys] and all(k.region.right <= palette for k in keys
-                                                                     if not k.has_class("-command-palette")), \
-            " ".join(f"{k.description}:{k.region.right}" for k in keys)
+        assert "New task" in [k.description for k in keys] and all(
+            k.region.right <= palette for k in keys if not k.has_class("-command-palette")
+        ), " ".join(f"{k.description}:{k.region.right}" for k in keys)
         await pilot.press("ctrl+q")
 
 
@@ -444,7 +534,9 @@ async def test_alt_digits_switch_modes_from_the_chat_box_where_digits_type():
         await pilot.press("alt+4")
         await until(pilot, lambda: app.current_mode == "chat")
         app.screen.query_one("#chat-input", Input).focus()
-        await pilot.press("trade_mark_sign")  # what ESC 2 (alt+2, escape then 2) arrives as from tmux or a browser
+        await pilot.press(
+            "trade_mark_sign"
+        )  # what ESC 2 (alt+2, escape then 2) arrives as from tmux or a browser
         await until(pilot, lambda: app.current_mode == "tasks")
         app.screen.query_one("#filter", Input).focus()  # every mode's text box lets them through
         await pilot.press("cent_sign")  # ESC 4
@@ -457,15 +549,18 @@ async def test_alt_digits_switch_modes_from_the_chat_box_where_digits_type():
 async def test_the_palette_shows_a_peers_name_as_sent_never_as_markup():
     """A card's name reaches the palette ("Chat with NAME"), which reads its lines as markup: a
     hostile name shows as written, brackets and control characters included, and runs nothing."""
-    import toolnexus as tn
     from textual.command import CommandPalette
     from textual.widgets import OptionList
+
+    import toolnexus as tn
 
     hostile = "[b]evil[/b] [link=http://example.invalid]x[/link]\x1b[31m"
     tk = await tn.create_toolkit(builtins=False)
     app = ToolnexusApp(specs=[])
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name=hostile)) as served, \
-            app.run_test(size=(120, 40)) as pilot:
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name=hostile)) as served,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
         app.connect_peer(app.peer_book.add(served.url))
         await until(pilot, lambda: app.peer_book.peers[served.url].state == "reachable")
         await pilot.press("ctrl+p")

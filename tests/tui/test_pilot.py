@@ -14,12 +14,12 @@ pytest.importorskip("textual")
 
 from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
 
-from toolnexus.protocol.model import TaskState  # noqa: E402
 from toolnexus.hosting import demo_spec  # noqa: E402
+from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui import app as app_module  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
-from tui.widgets.rowtable import RowTable  # noqa: E402
 from tui.screens.server_form import ServerForm  # noqa: E402
+from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from ..conftest import EXAMPLE_SKILLS  # noqa: E402
 from ..serve.wire import rpc, v03_message  # noqa: E402
@@ -36,7 +36,12 @@ async def until(pilot, check, timeout: float = 10.0) -> None:
 
 async def send(url: str, text: str, blocking: bool = False) -> dict:
     async with httpx.AsyncClient() as http:
-        r = await rpc(http, url, "message/send", {"message": v03_message(text), "configuration": {"blocking": blocking}})
+        r = await rpc(
+            http,
+            url,
+            "message/send",
+            {"message": v03_message(text), "configuration": {"blocking": blocking}},
+        )
     return r["result"]
 
 
@@ -51,18 +56,32 @@ async def test_a_task_passes_through_every_state_live(tmp_path: Path):
         await until(pilot, lambda: app.workspace.running())
         url = app.workspace.get("demo-desk").url
         await pilot.press("2")
-        task = await send(url, "slow 3")  # long enough to be seen working by a loaded loop that also builds screens
-        await until(pilot, lambda: task["id"] in app.book.tasks
-                    and app.book.tasks[task["id"]].state is TaskState.WORKING)
+        task = await send(
+            url, "slow 3"
+        )  # long enough to be seen working by a loaded loop that also builds screens
+        await until(
+            pilot,
+            lambda: (
+                task["id"] in app.book.tasks
+                and app.book.tasks[task["id"]].state is TaskState.WORKING
+            ),
+        )
         await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", RowTable).rows)
         await until(pilot, lambda: cell_state(app, task["id"]).endswith("working"))
         await until(pilot, lambda: cell_state(app, task["id"]).endswith("completed"))
         view = app.book.tasks[task["id"]]
-        assert [s for s, _ in view.timeline] == [TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED]
+        assert [s for s, _ in view.timeline] == [
+            TaskState.SUBMITTED,
+            TaskState.WORKING,
+            TaskState.COMPLETED,
+        ]
         table = app.screen.query_one("#tasks", RowTable)
         assert str(table.get_cell(task["id"], "tokens")) == str(view.tokens())
         # the table draws the book as it is; the detail pane follows at the next batch of changes
-        await until(pilot, lambda: "You said: slow 3" in str(app.screen.query_one("#messages", Static).render()))
+        await until(
+            pilot,
+            lambda: "You said: slow 3" in str(app.screen.query_one("#messages", Static).render()),
+        )
         await pilot.press("e")
         await pilot.pause(0.1)
         await pilot.press("enter")  # written in a thread, whole: there once complete
@@ -84,8 +103,13 @@ async def test_answer_an_input_required_task_in_place():
         url = app.workspace.get("demo-desk").url
         task = await send(url, "please confirm the order")
         await pilot.press("2")
-        await until(pilot, lambda: task["id"] in app.screen.query_one("#tasks", RowTable).rows
-                    and cell_state(app, task["id"]).endswith("input-required"))
+        await until(
+            pilot,
+            lambda: (
+                task["id"] in app.screen.query_one("#tasks", RowTable).rows
+                and cell_state(app, task["id"]).endswith("input-required")
+            ),
+        )
         table = app.screen.query_one("#tasks", RowTable)
         table.move_cursor(row=table.get_row_index(task["id"]))
         await pilot.press("a")
@@ -141,7 +165,12 @@ async def test_start_from_the_form_and_failures_stay_in_the_form():
         form.query_one("#f-name", Input).value = "broken"
         form.query_one("#f-skills", Input).value = "/no/such/skills"
         app.screen.query_one("#form-start", Button).press()
-        await until(pilot, lambda: "skills folder not found" in str(form.query_one("#form-error", Static).render()))
+        await until(
+            pilot,
+            lambda: (
+                "skills folder not found" in str(form.query_one("#form-error", Static).render())
+            ),
+        )
         assert isinstance(app.screen, ServerForm)
         # a port in use
         with socket.socket() as s:
@@ -151,14 +180,21 @@ async def test_start_from_the_form_and_failures_stay_in_the_form():
             form.query_one("#f-skills", Input).value = ""
             form.query_one("#f-port", Input).value = str(s.getsockname()[1])
             app.screen.query_one("#form-start", Button).press()
-            await until(pilot, lambda: "cannot listen" in str(form.query_one("#form-error", Static).render()))
+            await until(
+                pilot,
+                lambda: "cannot listen" in str(form.query_one("#form-error", Static).render()),
+            )
             assert str(form.query_one("#form-error", Static).render()).startswith("✘ host/port: ")
         # the name of a running server: the reason, naming the field (it showed an empty ✘)
         form.query_one("#f-name", Input).value = "form-desk"
         form.query_one("#f-port", Input).value = "0"
         app.screen.query_one("#form-start", Button).press()
-        await until(pilot, lambda: "already running" in str(form.query_one("#form-error", Static).render()))
-        assert str(form.query_one("#form-error", Static).render()).startswith("✘ name: a server named 'form-desk'")
+        await until(
+            pilot, lambda: "already running" in str(form.query_one("#form-error", Static).render())
+        )
+        assert str(form.query_one("#form-error", Static).render()).startswith(
+            "✘ name: a server named 'form-desk'"
+        )
         await pilot.press("escape")
         await pilot.pause(0.1)
         servers = app.screen.query_one("#servers", DataTable)
@@ -187,28 +223,47 @@ async def test_a_chatted_task_keeps_its_skill_and_shows_both_sides_of_its_wire()
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         hosted = app.workspace.running()[0].url
-        await until(pilot, lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable")
+        await until(
+            pilot,
+            lambda: (
+                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
+            ),
+        )
         app.chat_peer = hosted
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == hosted)
         app.screen.query_one("#chat-input", Input).value = "what is the weather in Paris"
         await pilot.press("enter")
-        await until(pilot, lambda: any(v.state is TaskState.COMPLETED for v in app.book.tasks.values()))
+        await until(
+            pilot, lambda: any(v.state is TaskState.COMPLETED for v in app.book.tasks.values())
+        )
         (view,) = app.book.tasks.values()
         await pilot.press("escape", "2")
         await until(pilot, lambda: view.id in app.screen.query_one("#tasks", RowTable).rows)
         assert str(app.screen.query_one("#tasks", RowTable).get_cell(view.id, "skill")) == "weather"
-        assert app.book.counts(view.server)[TaskState.COMPLETED] == 1 and sum(app.book.counts(view.server).values()) == 1
+        assert (
+            app.book.counts(view.server)[TaskState.COMPLETED] == 1
+            and sum(app.book.counts(view.server).values()) == 1
+        )
         # its Wire tab: the app's own call about it (→, the chat's send) beside what the server received (←)
         table = app.screen.query_one("#tasks", RowTable)
         table.move_cursor(row=table.get_row_index(view.id))
         app.screen.query_one("#detail").active = "d-wire"
-        await until(pilot, lambda: "→ SendMessage 200" in str(app.screen.query_one("#task-wire", Static).render()))
+        await until(
+            pilot,
+            lambda: "→ SendMessage 200" in str(app.screen.query_one("#task-wire", Static).render()),
+        )
         wire = str(app.screen.query_one("#task-wire", Static).render())
         assert "← SendMessage 200" in wire and "completed" in wire
         out = [e for e in app.book.traffic if e.direction == "out" and e.task_id == view.id]
-        methods = [e.rpc_method for e in out]  # the chat sends, follows the task, reads it when done
-        assert methods[0] == "SendMessage" and set(methods) <= {"SendMessage", "SubscribeToTask", "GetTask"}
+        methods = [
+            e.rpc_method for e in out
+        ]  # the chat sends, follows the task, reads it when done
+        assert methods[0] == "SendMessage" and set(methods) <= {
+            "SendMessage",
+            "SubscribeToTask",
+            "GetTask",
+        }
         await pilot.press("ctrl+q")
 
 
@@ -226,7 +281,9 @@ async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothi
         assert app.current_mode == "servers"
         assert all(s[0]._css_update_count == app._css_update_count for s in stacks.values())  # noqa: SLF001
         mcp = stacks["mcp"][0]
-        assert mcp.query_one("#mcp-url", Input).value == "" and not mcp.tools  # nothing listed unseen
+        assert (
+            mcp.query_one("#mcp-url", Input).value == "" and not mcp.tools
+        )  # nothing listed unseen
         await pilot.press("2")
         await pilot.pause(0.2)
         keys = list(app.screen.query_one(ModeFooter).query("FooterKey"))
@@ -234,7 +291,9 @@ async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothi
         await pilot.pause(0.1)
         await pilot.press("2")
         await pilot.pause(0.2)
-        assert list(app.screen.query_one(ModeFooter).query("FooterKey")) == keys  # the same widgets: not rebuilt
+        assert (
+            list(app.screen.query_one(ModeFooter).query("FooterKey")) == keys
+        )  # the same widgets: not rebuilt
         await pilot.press("6")
         await until(pilot, lambda: app.screen is mcp and bool(mcp.tools))  # listed on entering
         assert mcp.query_one("#mcp-url", Input).value.endswith("/mcp")
@@ -259,7 +318,9 @@ async def test_the_app_closes_cleanly_while_the_next_build_ahead_is_due(monkeypa
     """The next screen's build comes due while the app waits for the last one to finish closing
     (timers still fire then): it must not start. It did, and failed in the Peers screen's mount,
     pruned as the app closed ("No nodes match '#card-view'"; found once in a loaded full run)."""
-    monkeypatch.setattr(app_module, "PREBUILD_EVERY", every)  # due while Tasks' build (~60 ms) finishes
+    monkeypatch.setattr(
+        app_module, "PREBUILD_EVERY", every
+    )  # due while Tasks' build (~60 ms) finishes
     app = ToolnexusApp(specs=[])
     app.prebuild = False
     async with app.run_test(size=(100, 30)) as pilot:

@@ -13,8 +13,8 @@ pytest.importorskip("textual")
 from rich.text import Text  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
-from toolnexus.protocol.model import Message, Task, TaskState, TaskStatus  # noqa: E402
 from toolnexus.events import TaskEvent  # noqa: E402
+from toolnexus.protocol.model import Message, Task, TaskState, TaskStatus  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
@@ -33,7 +33,10 @@ class TableApp(App[None]):
     def cells(self, key: str) -> list[object]:
         self.asked.append(key)
         if key == "k5":
-            return [Text("[bold]x[/bold]\x1b[2J", "red"), "5"]  # a peer's text: shown, never interpreted
+            return [
+                Text("[bold]x[/bold]\x1b[2J", "red"),
+                "5",
+            ]  # a peer's text: shown, never interpreted
         return [f"row {key}", key[1:]]
 
     def compose(self) -> ComposeResult:
@@ -59,7 +62,9 @@ async def test_ten_thousand_rows_only_the_lines_on_screen_are_made():
         app.asked.clear()
         await pilot.press("end")
         await pilot.pause()
-        assert table.cursor_key == "k9999" and set(app.asked) <= {f"k{i}" for i in range(9980, 10_000)}
+        assert table.cursor_key == "k9999" and set(app.asked) <= {
+            f"k{i}" for i in range(9980, 10_000)
+        }
         await pilot.press("home", "down", "down")
         assert table.cursor_key == "k2"
         await pilot.press("pagedown")
@@ -105,10 +110,24 @@ async def test_set_and_remove_rows_keep_the_cursor_on_its_row():
 
 
 def _event(i: int) -> TaskEvent:
-    task = Task(f"task-{i:05d}", "ctx", TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:00.000000Z"),
-                history=[Message.agent(f"answer {i}", "ctx", f"task-{i:05d}")], request=f"q{i}")
-    return TaskEvent(task.id, "ctx", None, None, TaskState.COMPLETED, task, "hosted", None,
-                     "2026-12-02T10:00:00.000000Z")
+    task = Task(
+        f"task-{i:05d}",
+        "ctx",
+        TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:00.000000Z"),
+        history=[Message.agent(f"answer {i}", "ctx", f"task-{i:05d}")],
+        request=f"q{i}",
+    )
+    return TaskEvent(
+        task.id,
+        "ctx",
+        None,
+        None,
+        TaskState.COMPLETED,
+        task,
+        "hosted",
+        None,
+        "2026-12-02T10:00:00.000000Z",
+    )
 
 
 async def test_the_tasks_mode_shows_every_task_not_the_newest_500():
@@ -170,6 +189,16 @@ async def test_every_task_column_shows_at_any_width_from_80(width):
         await pilot.pause()
         header = "".join(s.text for s in table.render_line(0))
         row = "".join(s.text for s in table.render_line(1))
-        assert header.split() == ["state", "task", "server", "skill", "context", "age", "took", "tokens", "tools"]
+        assert header.split() == [
+            "state",
+            "task",
+            "server",
+            "skill",
+            "context",
+            "age",
+            "took",
+            "tokens",
+            "tools",
+        ]
         assert row.rstrip().endswith("—") and "task-000…" in row
         await pilot.press("ctrl+q")

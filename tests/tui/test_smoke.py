@@ -16,13 +16,19 @@ import uuid
 import pytest
 
 TMUX = shutil.which("tmux")
-EXE = shutil.which("toolnexus-tui", path=os.path.dirname(sys.executable)) or shutil.which("toolnexus-tui")
-pytestmark = pytest.mark.skipif(not TMUX or not EXE or not shutil.which("curl"),
-                                reason="needs tmux, curl and an installed toolnexus-tui (.ci/run installs them)")
+EXE = shutil.which("toolnexus-tui", path=os.path.dirname(sys.executable)) or shutil.which(
+    "toolnexus-tui"
+)
+pytestmark = pytest.mark.skipif(
+    not TMUX or not EXE or not shutil.which("curl"),
+    reason="needs tmux, curl and an installed toolnexus-tui (.ci/run installs them)",
+)
 
 
 def screen(session: str) -> str:
-    return subprocess.run([TMUX, "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    return subprocess.run(
+        [TMUX, "capture-pane", "-p", "-t", session], capture_output=True, text=True
+    ).stdout
 
 
 def wait_for(session: str, pattern: str, timeout: float = 20) -> str:
@@ -38,17 +44,45 @@ def wait_for(session: str, pattern: str, timeout: float = 20) -> str:
 def test_tui_in_tmux_with_curl(tmp_path):
     session = f"tn-smoke-{uuid.uuid4().hex[:8]}"
     env_prefix = f"TOOLNEXUS_CONFIG_DIR={tmp_path}"  # no saved peers from the machine
-    subprocess.run([TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "34", f"{env_prefix} {EXE}"],
-                   check=True)
+    subprocess.run(
+        [TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "34", f"{env_prefix} {EXE}"],
+        check=True,
+    )
     try:
-        subprocess.run([TMUX, "resize-window", "-t", session, "-x", "120", "-y", "34"], capture_output=True)
+        subprocess.run(
+            [TMUX, "resize-window", "-t", session, "-x", "120", "-y", "34"], capture_output=True
+        )
         text = wait_for(session, r"demo-desk\s+http://127\.0\.0\.1:\d+")
         url = re.search(r"http://127\.0\.0\.1:\d+", text).group(0)
-        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
-            "kind": "message", "messageId": "smoke-1", "role": "user",
-            "parts": [{"kind": "text", "text": "greet the smoke test"}]}}}
-        out = subprocess.run(["curl", "-sS", "-X", "POST", url + "/", "-H", "content-type: application/json",
-                              "--data-binary", json.dumps(body)], capture_output=True, text=True, timeout=30)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "kind": "message",
+                    "messageId": "smoke-1",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "greet the smoke test"}],
+                }
+            },
+        }
+        out = subprocess.run(
+            [
+                "curl",
+                "-sS",
+                "-X",
+                "POST",
+                url + "/",
+                "-H",
+                "content-type: application/json",
+                "--data-binary",
+                json.dumps(body),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert json.loads(out.stdout)["result"]["status"]["state"] == "completed"
         wait_for(session, r"memory\s+1\s+0\s+0\s+0")  # the server row counts it: ✔ 1
         subprocess.run([TMUX, "send-keys", "-t", session, "2"], check=True)
@@ -64,11 +98,16 @@ def test_tui_in_tmux_with_curl(tmp_path):
         time.sleep(0.3)
         subprocess.run([TMUX, "send-keys", "-t", session, "C-q"], check=True)
         deadline = time.monotonic() + 15
-        while subprocess.run([TMUX, "has-session", "-t", session], capture_output=True).returncode == 0:
+        while (
+            subprocess.run([TMUX, "has-session", "-t", session], capture_output=True).returncode
+            == 0
+        ):
             assert time.monotonic() < deadline, "the app did not quit"
             time.sleep(0.2)
         port = int(url.rsplit(":", 1)[1])
-        with socket.socket() as s:  # a listener would refuse even with SO_REUSEADDR; TIME_WAIT would not
+        with (
+            socket.socket() as s
+        ):  # a listener would refuse even with SO_REUSEADDR; TIME_WAIT would not
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))  # the server's port is closed
     finally:
@@ -78,15 +117,34 @@ def test_tui_in_tmux_with_curl(tmp_path):
 def test_a_copy_in_tmux_says_when_tmux_will_not_pass_it_and_arrives_when_it_does(tmp_path):
     """tmux's default (set-clipboard external) keeps an application's copy from the terminal: the
     app says so and how to fix it; with set-clipboard on, the copy arrives (in tmux's buffer)."""
-    sock = f"tn-copy-{uuid.uuid4().hex[:8]}"  # a tmux server of its own: its options are this test's
+    sock = (
+        f"tn-copy-{uuid.uuid4().hex[:8]}"  # a tmux server of its own: its options are this test's
+    )
     tmux = [TMUX, "-L", sock]
-    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-s", "copy", "-x", "120", "-y", "40",
-                    f"TOOLNEXUS_CONFIG_DIR={tmp_path} {EXE}"], check=True)
+    subprocess.run(
+        [
+            *tmux,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "copy",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            f"TOOLNEXUS_CONFIG_DIR={tmp_path} {EXE}",
+        ],
+        check=True,
+    )
     try:
         subprocess.run([*tmux, "set", "-g", "set-clipboard", "external"], check=True)
 
         def shown() -> str:
-            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "copy"], capture_output=True, text=True).stdout
+            return subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "copy"], capture_output=True, text=True
+            ).stdout
 
         def until(pattern: str, timeout: float = 20) -> str:
             deadline = time.monotonic() + timeout
@@ -102,7 +160,9 @@ def test_a_copy_in_tmux_says_when_tmux_will_not_pass_it_and_arrives_when_it_does
         subprocess.run([*tmux, "send-keys", "-t", "copy", "c"], check=True)
         until(r"copied the URL of demo-desk")
         until(r"set-clipboard")  # the doubt, with the fix
-        assert subprocess.run([*tmux, "show-buffer"], capture_output=True, text=True).stdout != url  # not taken
+        assert (
+            subprocess.run([*tmux, "show-buffer"], capture_output=True, text=True).stdout != url
+        )  # not taken
         subprocess.run([*tmux, "set", "-g", "set-clipboard", "on"], check=True)
         subprocess.run([*tmux, "send-keys", "-t", "copy", "c"], check=True)
         deadline = time.monotonic() + 10

@@ -74,13 +74,23 @@ def test_chat_screen(snap_compare, tmp_path):
     async def before(pilot) -> None:
         await pilot.pause(0.2)
         pilot.app.conversation = Conversation(
-            peer="http://127.0.0.1:9405", context_id="81c00000-0000-4000-8000-000000000001",
-            waiting_task="77b00000", turns=[
+            peer="http://127.0.0.1:9405",
+            context_id="81c00000-0000-4000-8000-000000000001",
+            waiting_task="77b00000",
+            turns=[
                 Turn("user", "hello"),
-                Turn("agent", "echo: hello", state=TurnState.FINISHED, task=task(TaskState.COMPLETED)),
+                Turn(
+                    "agent", "echo: hello", state=TurnState.FINISHED, task=task(TaskState.COMPLETED)
+                ),
                 Turn("user", "a question"),
-                Turn("agent", "What is your favourite colour?", state=TurnState.ASKED,
-                     task=task(TaskState.INPUT_REQUIRED))])
+                Turn(
+                    "agent",
+                    "What is your favourite colour?",
+                    state=TurnState.ASKED,
+                    task=task(TaskState.INPUT_REQUIRED),
+                ),
+            ],
+        )
         await pilot.press("4")
         await pilot.pause(0.2)
 
@@ -105,7 +115,9 @@ def test_tasks_at_80x24_with_the_answer_box_open(snap_compare):
         await pilot.press("2")
         await pilot.pause(0.1)
         table = pilot.app.screen.query_one("#tasks")
-        waiting = next(i for i in range(table.row_count) if "input-re" in str(table.get_row_at(i)[0]))
+        waiting = next(
+            i for i in range(table.row_count) if "input-re" in str(table.get_row_at(i)[0])
+        )
         table.move_cursor(row=waiting)
         await pilot.pause(0.1)
         await pilot.press("a")
@@ -147,10 +159,20 @@ def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
     import tui.screens.mcp as mcp_screen
 
     async def listed(url, **_):
-        return [{"name": "skill", "description": "Load a skill's instructions by name.",
-                 "input_schema": {"type": "object", "required": ["name"], "properties": {
-                     "name": {"type": "string", "description": "the skill's name"},
-                     "tags": {"type": "array", "items": {"type": "string"}}}}}]
+        return [
+            {
+                "name": "skill",
+                "description": "Load a skill's instructions by name.",
+                "input_schema": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "description": "the skill's name"},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            }
+        ]
 
     monkeypatch.setattr(mcp_screen, "remote_tools", listed)
 

@@ -37,13 +37,20 @@ def _need_chromium() -> None:
 def web() -> Iterator[str]:
     """``toolnexus-tui --web`` running; yields the URL it printed (with its token)."""
     pytest.importorskip("textual_serve", reason="pip install -e '.[test]' brings textual-serve")
-    proc = subprocess.Popen([sys.executable, "-m", "tui.app", "--web"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.app", "--web"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)
-        assert found, f"no URL printed: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
+        assert found, (
+            f"no URL printed: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
+        )
         yield found.group(0)
     finally:
         stop_process(proc)
@@ -54,15 +61,24 @@ def test_the_page_is_only_for_the_token_holder(web):
     port = base.rsplit(":", 1)[1]
     with httpx.Client(timeout=10) as http:
         assert http.get(base + "/").status_code == 403
-        wrong = token[:-1] + ("y" if token.endswith("x") else "x")  # one character off (a token may end in x)
+        wrong = token[:-1] + (
+            "y" if token.endswith("x") else "x"
+        )  # one character off (a token may end in x)
         assert http.get(base + "/?token=" + wrong).status_code == 403
         for path in ("/ws", "/static/js/textual.js"):
             assert http.get(base + path).status_code == 403
-        assert http.get(web, headers={"Host": f"rebound.example:{port}"}).status_code == 403  # DNS rebinding
+        assert (
+            http.get(web, headers={"Host": f"rebound.example:{port}"}).status_code == 403
+        )  # DNS rebinding
         page = http.get(web)
         assert page.status_code == 200 and f"ws://127.0.0.1:{port}/ws" in page.text
-        assert "HttpOnly" in page.headers["set-cookie"] and "SameSite=Strict" in page.headers["set-cookie"]
-        assert http.get(base + "/static/js/textual.js").status_code == 200  # the cookie from the page
+        assert (
+            "HttpOnly" in page.headers["set-cookie"]
+            and "SameSite=Strict" in page.headers["set-cookie"]
+        )
+        assert (
+            http.get(base + "/static/js/textual.js").status_code == 200
+        )  # the cookie from the page
 
 
 def _screen(page) -> str:
@@ -86,9 +102,18 @@ def test_in_a_browser_a_chat_completes_and_shows_in_tasks_and_two_tabs_are_two_a
     shots = ROOT / "docs" / "images" if os.environ.get("TOOLNEXUS_SCREENSHOTS") == "1" else tmp_path
     shots.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             context.add_init_script(DOM_RENDERER)
@@ -105,11 +130,15 @@ def test_in_a_browser_a_chat_completes_and_shows_in_tasks_and_two_tabs_are_two_a
             first.keyboard.press("Enter")
             _until(first, "You said: hello from the browser")
             first.screenshot(path=str(shots / "web-chat.png"))
-            first.keyboard.press("Escape")  # out of the message box, then a mode key (apart: ESC+2 would be alt+2)
+            first.keyboard.press(
+                "Escape"
+            )  # out of the message box, then a mode key (apart: ESC+2 would be alt+2)
             time.sleep(0.5)
             first.keyboard.press("2")
             tasks = _until(first, "filter:")  # the Tasks mode
-            assert re.search(r"✔ completed\s+\w+…\s+demo-desk", tasks), tasks  # the chat's task, finished
+            assert re.search(r"✔ completed\s+\w+…\s+demo-desk", tasks), (
+                tasks
+            )  # the chat's task, finished
             first.screenshot(path=str(shots / "web-tasks.png"))
             for key, mode in (("3", "peers"), ("5", "wire"), ("6", "mcp")):
                 first.keyboard.press(key)

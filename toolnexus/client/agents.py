@@ -83,16 +83,20 @@ def parse_agents(block: Any) -> list[Agent]:
             v = entry.get(name)
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0):
                 raise ConfigError(f"agents.{key}.{name} must be a positive number of milliseconds")
-        enabled = entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
-        out.append(Agent(
-            card=entry["card"],
-            headers={str(k): str(v) for k, v in headers.items()},
-            timeout=float(entry.get("timeout", 300_000)) / 1000.0,
-            poll_every=float(entry.get("pollEvery", 1000)) / 1000.0,
-            dialect=str(entry.get("dialect", "auto")),
-            name=entry.get("name"),
-            enabled=enabled,
-        ))
+        enabled = (
+            entry.get("enabled", True) is not False and entry.get("disabled", False) is not True
+        )
+        out.append(
+            Agent(
+                card=entry["card"],
+                headers={str(k): str(v) for k, v in headers.items()},
+                timeout=float(entry.get("timeout", 300_000)) / 1000.0,
+                poll_every=float(entry.get("pollEvery", 1000)) / 1000.0,
+                dialect=str(entry.get("dialect", "auto")),
+                name=entry.get("name"),
+                enabled=enabled,
+            )
+        )
     return out
 
 
@@ -121,8 +125,12 @@ class AgentSource:
         description = str(skill.get("description") or skill.get("name") or skill_id)
         if card is not None and card.name:
             description = f"{description} (A2A agent {card.name}, skill {skill_id})"
-        schema = {"type": "object", "properties": {"task": {"type": "string", "description": "What to ask the agent"}},
-                  "required": ["task"], "additionalProperties": False}
+        schema = {
+            "type": "object",
+            "properties": {"task": {"type": "string", "description": "What to ask the agent"}},
+            "required": ["task"],
+            "additionalProperties": False,
+        }
 
         async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             return await self.run(skill_id, args["task"], ctx)
@@ -137,25 +145,40 @@ class AgentSource:
         polls = 0
 
         def meta() -> dict[str, Any]:
-            return {"agent": self.agent.name or (client.card.name if client.card else client.url), "taskId": task_id,
-                    "state": state, "polls": polls, "ms": round((time.monotonic() - started) * 1000),
-                    "dialect": client.dialect.value if client.dialect else None}
+            return {
+                "agent": self.agent.name or (client.card.name if client.card else client.url),
+                "taskId": task_id,
+                "state": state,
+                "polls": polls,
+                "ms": round((time.monotonic() - started) * 1000),
+                "dialect": client.dialect.value if client.dialect else None,
+            }
 
         waiting = self._waiting.pop(ctx.answer.id, None) if ctx.answer is not None else None
         if waiting is None and ctx.answer is not None and ctx.answer.id.startswith("a2a:"):
-            waiting = (ctx.answer.id[4:], None, None)  # suspended in another process: the request names the task
+            waiting = (
+                ctx.answer.id[4:],
+                None,
+                None,
+            )  # suspended in another process: the request names the task
         call = (waiting[2] if waiting is not None else None) or _Call.begin(self, skill_id)
         token = trace.calling.set(call.span) if call is not None else None
         try:
             if waiting is not None:
                 task_id, context_id, _ = waiting
-                reply = ctx.answer.data if isinstance(ctx.answer.data, str) else str(ctx.answer.data or "")  # type: ignore[union-attr]  # the call was answered: its context carries the Answer
-                if not ctx.answer.ok:  # type: ignore[union-attr]  # the call was answered: its context carries the Answer
+                answer = ctx.answer  # the call was answered: its context carries the Answer
+                assert answer is not None
+                reply = answer.data if isinstance(answer.data, str) else str(answer.data or "")
+                if not answer.ok:
                     await client.cancel(task_id)
                     state = "canceled"
                     _Call.report(call, task_id, state, done=True)
-                    return ToolResult.error(f"A2A task {task_id} canceled: the request was declined", **meta())
-                task = await client.send(reply, skill=skill_id, task_id=task_id, context_id=context_id)
+                    return ToolResult.error(
+                        f"A2A task {task_id} canceled: the request was declined", **meta()
+                    )
+                task = await client.send(
+                    reply, skill=skill_id, task_id=task_id, context_id=context_id
+                )
             else:
                 task = await client.send(text, skill=skill_id)
             task_id, state = task.id, task.state.value
@@ -164,8 +187,11 @@ class AgentSource:
             if not (task.state.terminal or task.state.interrupted):
                 try:
                     async with asyncio.timeout(self.agent.timeout):
-                        watch = client.watch(task_id, poll_every=self.agent.poll_every,
-                                             max_interval=max(self.agent.poll_every, 2.0))
+                        watch = client.watch(
+                            task_id,
+                            poll_every=self.agent.poll_every,
+                            max_interval=max(self.agent.poll_every, 2.0),
+                        )
                         async with contextlib.aclosing(watch) as events:
                             async for ev in events:
                                 final, state = ev.task, ev.state.value
@@ -174,8 +200,12 @@ class AgentSource:
                 except TimeoutError:
                     polls = getattr(client, "polls", polls)
                     ms = round(self.agent.timeout * 1000)
-                    _Call.report(call, task_id, "error", done=True, detail=f"timed out after {ms}ms")
-                    return ToolResult.error(f"A2A task {task_id} timed out after {ms}ms (state={state})", **meta())
+                    _Call.report(
+                        call, task_id, "error", done=True, detail=f"timed out after {ms}ms"
+                    )
+                    return ToolResult.error(
+                        f"A2A task {task_id} timed out after {ms}ms (state={state})", **meta()
+                    )
             return self._outcome(final, meta, call)
         except asyncio.CancelledError:
             if task_id:
@@ -185,7 +215,9 @@ class AgentSource:
             raise
         except (RPCError, PeerError) as exc:
             _Call.report(call, task_id, "error", done=True, detail=str(exc))
-            return ToolResult.error(f"A2A {'task ' + task_id + ' ' if task_id else ''}error: {exc}", **meta())
+            return ToolResult.error(
+                f"A2A {'task ' + task_id + ' ' if task_id else ''}error: {exc}", **meta()
+            )
         finally:
             if token is not None:
                 trace.calling.reset(token)
@@ -209,11 +241,20 @@ class AgentSource:
                     _Call.report(call, task.id, "canceled", done=True)
                     await client.release()
 
-            request = Request(request_id, "input", question, data={"taskId": task.id, "contextId": task.context_id,
-                                                                   "state": state.value}, on_cancel=cancel_remote)
-            return ToolResult(f"waiting for an answer: {question}", metadata={**meta(), "pending": request})
+            request = Request(
+                request_id,
+                "input",
+                question,
+                data={"taskId": task.id, "contextId": task.context_id, "state": state.value},
+                on_cancel=cancel_remote,
+            )
+            return ToolResult(
+                f"waiting for an answer: {question}", metadata={**meta(), "pending": request}
+            )
         detail = task.status.message.text if task.status.message else ""
-        return ToolResult.error(f"A2A task {task.id} {state.value}{': ' + detail if detail else ''}", **meta())
+        return ToolResult.error(
+            f"A2A task {task.id} {state.value}{': ' + detail if detail else ''}", **meta()
+        )
 
 
 @dataclass
@@ -241,16 +282,32 @@ class _Call:
         return cls(task.trace.child(), task, runner, source, skill, now_iso(), time.monotonic())
 
     @staticmethod
-    def report(call: _Call | None, remote_task_id: str, state: str, *, done: bool = False, detail: str = "") -> None:
+    def report(
+        call: _Call | None, remote_task_id: str, state: str, *, done: bool = False, detail: str = ""
+    ) -> None:
         """Publish the call as it stands on the serving bus."""
         if call is None:
             return
         client = call.source.client
         peer = call.source.agent.name or (client.card.name if client.card else "") or client.url
-        call.runner.bus.publish(RemoteCallEvent(
-            call.runner.server, call.task.id, peer, client.endpoint or client.url, call.skill, remote_task_id, state,
-            call.started, (time.monotonic() - call.clock) * 1000, call.span.trace_id, call.span.span_id,
-            call.span.parent_id, done, detail))
+        call.runner.bus.publish(
+            RemoteCallEvent(
+                call.runner.server,
+                call.task.id,
+                peer,
+                client.endpoint or client.url,
+                call.skill,
+                remote_task_id,
+                state,
+                call.started,
+                (time.monotonic() - call.clock) * 1000,
+                call.span.trace_id,
+                call.span.span_id,
+                call.span.parent_id,
+                done,
+                detail,
+            )
+        )
 
 
 async def agent_tools(agent: Agent, *, bus: EventBus | None = None) -> list[Tool]:
@@ -263,8 +320,14 @@ async def connect_agent(agent: Agent, *, bus: EventBus | None = None) -> AgentSo
     if not agent.enabled:
         return None
     headers = {k: expand_env(v) for k, v in agent.headers.items()}
-    client = A2AClient(agent.card, headers=headers, timeout=min(agent.timeout, 30.0), dialect=agent.dialect,
-                       bus=bus, secret_headers=tuple(headers))
+    client = A2AClient(
+        agent.card,
+        headers=headers,
+        timeout=min(agent.timeout, 30.0),
+        dialect=agent.dialect,
+        bus=bus,
+        secret_headers=tuple(headers),
+    )
     try:
         await client.connect()
     except (PeerError, RPCError) as exc:

@@ -68,8 +68,13 @@ class Turn:
 
     def to_dict(self) -> dict[str, Any]:
         """The turn as JSON: what a session export holds."""
-        return {"role": self.role, "text": self.text, "state": self.state.value if self.state else None,
-                "task": self.task_id, "taskState": self.task_state.value if self.task_state else None}
+        return {
+            "role": self.role,
+            "text": self.text,
+            "state": self.state.value if self.state else None,
+            "task": self.task_id,
+            "taskState": self.task_state.value if self.task_state else None,
+        }
 
 
 def reply_text(task: Task) -> str:
@@ -94,10 +99,14 @@ class Conversation:
     peer: str = ""
     context_id: str | None = None
     waiting_task: str | None = None  # its question is open
-    answering: bool = True  # the next message answers the open question, on its task (else: a new task)
+    answering: bool = (
+        True  # the next message answers the open question, on its task (else: a new task)
+    )
     turns: list[Turn] = field(default_factory=list)
     lost: Turn | None = None  # the reply a lost connection cut: what retry takes up again
-    attachments: list[Part] = field(default_factory=list)  # file and data parts for the next message
+    attachments: list[Part] = field(
+        default_factory=list
+    )  # file and data parts for the next message
     push: bool = False  # its tasks notify a webhook
 
     def say(self, text: str, skill: str | None = None) -> Turn:
@@ -110,8 +119,14 @@ class Conversation:
             raise ValueError("nothing to say: no text and no attachment")
         self.attachments = []
         self.turns.append(Turn("user", text, parts))
-        reply = Turn("agent", "…", state=TurnState.SENDING, message=Message("user", parts), skill=skill,
-                     answers=self.waiting_task if self.answering else None)
+        reply = Turn(
+            "agent",
+            "…",
+            state=TurnState.SENDING,
+            message=Message("user", parts),
+            skill=skill,
+            answers=self.waiting_task if self.answering else None,
+        )
         self.turns.append(reply)
         return reply
 
@@ -147,14 +162,26 @@ class Conversation:
     def running(self) -> str | None:
         """The id of the last reply's task while it may still change (working or asking)."""
         reply = self.last_reply
-        return reply.task_id if reply is not None and reply.state is not None and reply.state.open else None
+        return (
+            reply.task_id
+            if reply is not None and reply.state is not None and reply.state.open
+            else None
+        )
 
     def turns_of(self, task_id: str) -> list[Turn]:
         return [t for t in self.turns if t.role == "agent" and t.task_id == task_id]
 
-    async def run(self, client: A2AClient, turn: Turn, *, on_change: Callable[[Turn], Any] = lambda _: None,
-                  push: PushConfig | None = None, blocking: bool = False, poll_every: float = 0.2,
-                  max_interval: float = 1.0) -> None:
+    async def run(
+        self,
+        client: A2AClient,
+        turn: Turn,
+        *,
+        on_change: Callable[[Turn], Any] = lambda _: None,
+        push: PushConfig | None = None,
+        blocking: bool = False,
+        poll_every: float = 0.2,
+        max_interval: float = 1.0,
+    ) -> None:
         """Send the turn's message (or follow its task) and keep the turn current until the task
         finishes or asks; ``on_change`` is called after every change. Never raises for the peer's
         sake: a cut connection leaves the turn LOST (see :meth:`retry`), any other failure ERROR."""
@@ -165,11 +192,19 @@ class Conversation:
             else:
                 assert turn.message is not None, "a reply turn sends a message or follows a task"
                 message = Message("user", list(turn.message.parts))  # again: under a new message id
-                task = await client.send(message, skill=turn.skill, context_id=self.context_id,
-                                         task_id=turn.answers, blocking=blocking, push=push)
+                task = await client.send(
+                    message,
+                    skill=turn.skill,
+                    context_id=self.context_id,
+                    task_id=turn.answers,
+                    blocking=blocking,
+                    push=push,
+                )
             self._show(turn, task, on_change)
             if not (task.state.terminal or task.state.interrupted):
-                async for ev in client.watch(task.id, poll_every=poll_every, max_interval=max_interval):
+                async for ev in client.watch(
+                    task.id, poll_every=poll_every, max_interval=max_interval
+                ):
                     task = ev.task
                     self._show(turn, task, on_change)
         except PeerError as exc:  # the connection, not the peer's answer
@@ -180,15 +215,23 @@ class Conversation:
             on_change(turn)
             return
         except Exception as exc:
-            turn.text = str(exc) if isinstance(exc, ToolnexusError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
+            turn.text = (
+                str(exc)
+                if isinstance(exc, ToolnexusError)
+                else f"{type(exc).__name__}: {exc}".rstrip(": ")
+            )
             turn.state = TurnState.ERROR
             on_change(turn)
             return
         self.lost = None
         self.context_id = task.context_id or self.context_id
-        if task.state.interrupted:  # a new question: answered by the next message unless the user says otherwise
+        if (
+            task.state.interrupted
+        ):  # a new question: answered by the next message unless the user says otherwise
             self.waiting_task, self.answering = task.id, True
-        elif task.id == self.waiting_task:  # the question was answered (or the task ended another way)
+        elif (
+            task.id == self.waiting_task
+        ):  # the question was answered (or the task ended another way)
             self.waiting_task = None
         on_change(turn)
 
@@ -207,5 +250,10 @@ class Conversation:
 
     def to_dict(self) -> dict[str, Any]:
         """The conversation as JSON: what a session export holds."""
-        return {"peer": self.peer, "context": self.context_id, "waiting": self.waiting_task,
-                "answering": self.answering, "turns": [t.to_dict() for t in self.turns]}
+        return {
+            "peer": self.peer,
+            "context": self.context_id,
+            "waiting": self.waiting_task,
+            "answering": self.answering,
+            "turns": [t.to_dict() for t in self.turns],
+        }

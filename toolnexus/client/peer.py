@@ -52,6 +52,7 @@ __all__ = ["A2AClient", "fetch_card"]
 _SPOKEN = {Binding.GRPC: ("1.0",), Binding.HTTP_JSON: ("1.0", "0.3")}
 """The dialects a binding other than JSON-RPC is spoken in."""
 
+
 class _CardCache:
     """Cards fetched in this process, by URL and request headers (hashed: no credential is kept),
     with their validators: the next fetch of the same card asks conditionally (``If-None-Match``,
@@ -60,12 +61,16 @@ class _CardCache:
     LIMIT = 8 * 1024 * 1024
 
     def __init__(self) -> None:
-        self._cards: collections.OrderedDict[str, tuple[dict[str, str], bytes]] = collections.OrderedDict()
+        self._cards: collections.OrderedDict[str, tuple[dict[str, str], bytes]] = (
+            collections.OrderedDict()
+        )
         self._bytes = 0
 
     @staticmethod
     def key(url: str, headers: Mapping[str, str]) -> str:
-        given = "\n".join(f"{k.lower()}:{v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0].lower()))
+        given = "\n".join(
+            f"{k.lower()}:{v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0].lower())
+        )
         return url + "\n" + hashlib.sha256(given.encode("utf-8", "surrogateescape")).hexdigest()
 
     def validators(self, key: str) -> dict[str, str]:
@@ -81,8 +86,11 @@ class _CardCache:
         return held[1]
 
     def keep(self, key: str, response: httpx.Response, content: bytes) -> None:
-        validators = {name: response.headers[given] for given, name in
-                      (("etag", "If-None-Match"), ("last-modified", "If-Modified-Since")) if given in response.headers}
+        validators = {
+            name: response.headers[given]
+            for given, name in (("etag", "If-None-Match"), ("last-modified", "If-Modified-Since"))
+            if given in response.headers
+        }
         old = self._cards.pop(key, None)
         if old is not None:
             self._bytes -= len(old[1])
@@ -97,9 +105,16 @@ class _CardCache:
 _CARDS = _CardCache()
 
 
-async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0, *,
-                     http: httpx.AsyncClient | None = None, traffic: TrafficRecorder | None = None,
-                     version: str = "1.0", cached: bool = True) -> AgentCard:
+async def fetch_card(
+    url: str,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 10.0,
+    *,
+    http: httpx.AsyncClient | None = None,
+    traffic: TrafficRecorder | None = None,
+    version: str = "1.0",
+    cached: bool = True,
+) -> AgentCard:
     """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
     ``/.well-known/agent.json``). Sends ``A2A-Version: version`` (the newest the caller speaks;
     a server that serves one card per version picks by it) unless ``headers`` name one. A card
@@ -122,26 +137,53 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
             candidates = [base + CARD_PATH, base + LEGACY_CARD_PATH]
         last = ""
 
-        def where(candidate: str) -> str:  # after a 404 at the card's path, both paths tried are named
-            return f"no agent card at {candidates[0]} (404), and the agent card at {candidate}" if last \
+        def where(
+            candidate: str,
+        ) -> str:  # after a 404 at the card's path, both paths tried are named
+            return (
+                f"no agent card at {candidates[0]} (404), and the agent card at {candidate}"
+                if last
                 else f"the agent card at {candidate}"
+            )
 
         for candidate in candidates:
             started = time.perf_counter()
             conditional = cached and (traffic is None or traffic.cassette is None)
             key = _CARDS.key(candidate, headers or {}) if conditional else ""
             try:
-                r, content = await exchange(client, "GET", candidate, limit=MAX_CARD, timeout=timeout,
-                                             headers={**(headers or {}), **_CARDS.validators(key)})
+                r, content = await exchange(
+                    client,
+                    "GET",
+                    candidate,
+                    limit=MAX_CARD,
+                    timeout=timeout,
+                    headers={**(headers or {}), **_CARDS.validators(key)},
+                )
             except httpx.HTTPError as exc:
                 if traffic is not None:
-                    traffic.record(direction="out", method="GET", url=candidate, status=None, started=started,
-                                   request_headers=dict(headers or {}), request_body=b"", error=why(exc))
+                    traffic.record(
+                        direction="out",
+                        method="GET",
+                        url=candidate,
+                        status=None,
+                        started=started,
+                        request_headers=dict(headers or {}),
+                        request_body=b"",
+                        error=why(exc),
+                    )
                 raise PeerError(f"cannot fetch the agent card at {candidate}: {why(exc)}") from None
             if traffic is not None:
-                traffic.record(direction="out", method="GET", url=candidate, status=r.status_code, started=started,
-                               request_headers=dict(r.request.headers), request_body=b"",
-                               response_headers=dict(r.headers), response_body=content)
+                traffic.record(
+                    direction="out",
+                    method="GET",
+                    url=candidate,
+                    status=r.status_code,
+                    started=started,
+                    request_headers=dict(r.request.headers),
+                    request_body=b"",
+                    response_headers=dict(r.headers),
+                    response_body=content,
+                )
             if r.status_code == 404 and candidate != candidates[-1]:
                 last = f"{candidate} answered 404"
                 continue
@@ -151,7 +193,9 @@ async def fetch_card(url: str, headers: Mapping[str, str] | None = None, timeout
                 if key:
                     _CARDS.keep(key, r, content)
             else:
-                raise PeerError(f"{where(candidate)} answered HTTP {r.status_code}", status=r.status_code)
+                raise PeerError(
+                    f"{where(candidate)} answered HTTP {r.status_code}", status=r.status_code
+                )
             try:
                 raw = _json.loads(content)
             except (*_json.JSONDecodeError, ValueError):
@@ -224,7 +268,9 @@ class A2AClient:
             self.traffic.secret(name, self.headers.get(name))
         self._own_cassette = record is not None and not isinstance(record, CassetteWriter)
         if record is not None:
-            self.traffic.cassette = record if isinstance(record, CassetteWriter) else CassetteWriter(record)
+            self.traffic.cassette = (
+                record if isinstance(record, CassetteWriter) else CassetteWriter(record)
+            )
         self._given_http = http
         self._own: httpx.AsyncClient | None = None
         self._transport: Transport | None = None  # chosen by connect(), from the card
@@ -288,18 +334,29 @@ class A2AClient:
     async def connect(self) -> AgentCard:
         """Fetch the card (when given a URL) and choose the dialect and endpoint."""
         if self.card is None:
-            version = "0.3" if self.forced in (Dialect.V03, Dialect.LEGACY) else "1.0"  # what it will speak
-            self.card = await fetch_card(self.url, self.headers, self.timeout, http=self.http, traffic=self.traffic,
-                                         version=version)
+            version = (
+                "0.3" if self.forced in (Dialect.V03, Dialect.LEGACY) else "1.0"
+            )  # what it will speak
+            self.card = await fetch_card(
+                self.url,
+                self.headers,
+                self.timeout,
+                http=self.http,
+                traffic=self.traffic,
+                version=version,
+            )
             self.traffic.peer = self.card.name or self.url
         if self._transport is None:
-            dialect, endpoint, reason, binding = self.card.route(self.forced_binding,
-                                                                 self.forced.value if self.forced else None)
+            dialect, endpoint, reason, binding = self.card.route(
+                self.forced_binding, self.forced.value if self.forced else None
+            )
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
             transport = transport_for(self, Binding(binding), Dialect(dialect))
-            if self.forced is not None and transport.caller_dialect:  # JSON-RPC speaks the one asked for
+            if (
+                self.forced is not None and transport.caller_dialect
+            ):  # JSON-RPC speaks the one asked for
                 transport = transport_for(self, transport.binding, self.forced)
             else:
                 self.dialect, self.dialect_reason = transport.dialect, reason
@@ -309,7 +366,8 @@ class A2AClient:
                 self.credentials_sent = False
                 self.warnings.append(
                     f"the card sends calls to {endpoint}, not to {origin_text(named)} that you named: "
-                    "your headers (credentials) are not sent there; name that host yourself to send them")
+                    "your headers (credentials) are not sent there; name that host yourself to send them"
+                )
         return self.card
 
     # -- JSON-RPC -----------------------------------------------------------------------------------
@@ -344,12 +402,18 @@ class A2AClient:
             return await self._call("send", params)
         except MethodNotFoundError:
             transport = self.transport
-            if self.forced is not None or self._fallback_tried or not isinstance(transport, JsonRpcTransport) \
-                    or transport.dialect is not Dialect.V03:
+            if (
+                self.forced is not None
+                or self._fallback_tried
+                or not isinstance(transport, JsonRpcTransport)
+                or transport.dialect is not Dialect.V03
+            ):
                 raise
             self._fallback_tried = True
             self.dialect = Dialect.LEGACY
-            self.dialect_reason = "the peer answered message/send with -32601; it speaks the toolnexus legacy dialect"
+            self.dialect_reason = (
+                "the peer answered message/send with -32601; it speaks the toolnexus legacy dialect"
+            )
             self._transport = transport_for(self, transport.binding, Dialect.LEGACY)
             return await self._call("send", self._params_for(params))
 
@@ -361,8 +425,14 @@ class A2AClient:
         out["message"] = render_message(message, Dialect.LEGACY)
         return out
 
-    def _message(self, text: str | Message, skill: str | None, context_id: str | None, task_id: str | None,
-                 metadata: Mapping[str, Any] | None) -> Message:
+    def _message(
+        self,
+        text: str | Message,
+        skill: str | None,
+        context_id: str | None,
+        task_id: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Message:
         msg = text if isinstance(text, Message) else Message("user", [Part.of_text(text)])
         if context_id:
             msg.context_id = context_id
@@ -375,10 +445,19 @@ class A2AClient:
         msg.metadata = meta or None
         return msg
 
-    def _send_params(self, msg: Message, blocking: bool, history_length: int | None,
-                     push: PushConfig | None = None) -> dict[str, Any]:
+    def _send_params(
+        self,
+        msg: Message,
+        blocking: bool,
+        history_length: int | None,
+        push: PushConfig | None = None,
+    ) -> dict[str, Any]:
         dialect = self.transport.shapes
-        config: dict[str, Any] = {"returnImmediately": not blocking} if dialect is Dialect.V10 else {"blocking": blocking}
+        config: dict[str, Any] = (
+            {"returnImmediately": not blocking}
+            if dialect is Dialect.V10
+            else {"blocking": blocking}
+        )
         if history_length is not None:
             config["historyLength"] = history_length
         if push is not None:
@@ -386,15 +465,26 @@ class A2AClient:
                 self.traffic.secret(TOKEN_HEADER, push.token)
             rendered = render_push_config(replace(push, dialect=dialect), dialect)
             if dialect is Dialect.V10:
-                config["taskPushNotificationConfig"] = {k: v for k, v in rendered.items() if v != ""}
+                config["taskPushNotificationConfig"] = {
+                    k: v for k, v in rendered.items() if v != ""
+                }
             else:
                 config["pushNotificationConfig"] = rendered["pushNotificationConfig"]
         return {"message": render_message(msg, dialect), "configuration": config}
 
     # -- operations -----------------------------------------------------------------------------------
-    async def send(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
-                   task_id: str | None = None, blocking: bool = False, history_length: int | None = None,
-                   metadata: Mapping[str, Any] | None = None, push: PushConfig | None = None) -> Task:
+    async def send(
+        self,
+        text: str | Message,
+        *,
+        skill: str | None = None,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        blocking: bool = False,
+        history_length: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        push: PushConfig | None = None,
+    ) -> Task:
         """Send a message; returns the task (``submitted`` or later when not blocking). ``push``:
         a config (e.g. ``WebhookReceiver.target()``) the peer notifies of every change of the task."""
         await self.connect()
@@ -428,9 +518,15 @@ class A2AClient:
     async def cancel(self, task_id: str) -> Task:
         return as_task(await self._call("cancel", {"id": task_id}), None)
 
-    async def list_tasks(self, *, context_id: str | None = None, state: TaskState | None = None,
-                         page_size: int | None = None, page_token: str | None = None,
-                         include_artifacts: bool = False) -> dict[str, Any]:
+    async def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        include_artifacts: bool = False,
+    ) -> dict[str, Any]:
         """``ListTasks`` (1.0 peers): ``{tasks: [Task], next_page_token, total_size}``."""
         params: dict[str, Any] = {"includeArtifacts": include_artifacts}
         if context_id:
@@ -442,13 +538,23 @@ class A2AClient:
         if page_token:
             params["pageToken"] = page_token
         result = await self._call("list", params)
-        return {"tasks": [parse_task(t) for t in result.get("tasks") or []],
-                "next_page_token": result.get("nextPageToken", ""), "total_size": result.get("totalSize", 0)}
+        return {
+            "tasks": [parse_task(t) for t in result.get("tasks") or []],
+            "next_page_token": result.get("nextPageToken", ""),
+            "total_size": result.get("totalSize", 0),
+        }
 
     # -- push notifications -------------------------------------------------------------------------
-    async def set_push(self, task_id: str, url: str | PushConfig, *, token: str | None = None,
-                       scheme: str | None = None, credentials: str | None = None,
-                       config_id: str | None = None) -> PushConfig:
+    async def set_push(
+        self,
+        task_id: str,
+        url: str | PushConfig,
+        *,
+        token: str | None = None,
+        scheme: str | None = None,
+        credentials: str | None = None,
+        config_id: str | None = None,
+    ) -> PushConfig:
         """Ask the peer to POST every change of ``task_id`` to ``url`` (or a ready config, such as
         ``WebhookReceiver.target()``); returns the config as the peer keeps it."""
         await self.connect()
@@ -458,7 +564,9 @@ class A2AClient:
         else:
             config = PushConfig(task_id, url, config_id or "", token, scheme, credentials, dialect)
         if config.token:
-            self.traffic.secret(TOKEN_HEADER, config.token)  # the token is a secret on the wire log too
+            self.traffic.secret(
+                TOKEN_HEADER, config.token
+            )  # the token is a secret on the wire log too
         if config.credentials:
             self.traffic.secret("authorization", config.credentials)
         result = await self._call("push-set", render_push_config(config, dialect))
@@ -468,7 +576,9 @@ class A2AClient:
         """A push-notification config of ``task_id`` (its first when no id is given)."""
         await self.connect()
         dialect = self.transport.shapes
-        if not config_id and self.transport.push_get_needs_id:  # its route or request names one: the first listed
+        if (
+            not config_id and self.transport.push_get_needs_id
+        ):  # its route or request names one: the first listed
             configs = await self.list_push(task_id)
             if not configs:
                 raise TaskNotFoundError(f"task {task_id} has no push notification config")
@@ -476,13 +586,18 @@ class A2AClient:
         if dialect is Dialect.V10:
             params: dict[str, Any] = {"taskId": task_id, **({"id": config_id} if config_id else {})}
         else:
-            params = {"id": task_id, **({"pushNotificationConfigId": config_id} if config_id else {})}
+            params = {
+                "id": task_id,
+                **({"pushNotificationConfigId": config_id} if config_id else {}),
+            }
         return self._push_config(await self._call("push-get", params), task_id, dialect)
 
     async def list_push(self, task_id: str) -> list[PushConfig]:
         await self.connect()
         dialect = self.transport.shapes
-        result = await self._call("push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id})
+        result = await self._call(
+            "push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id}
+        )
         items = result.get("configs") if isinstance(result, dict) else result
         if items is None:
             return []
@@ -493,19 +608,33 @@ class A2AClient:
     async def delete_push(self, task_id: str, config_id: str) -> None:
         await self.connect()
         dialect = self.transport.shapes
-        await self._call("push-delete", {"taskId": task_id, "id": config_id} if dialect is Dialect.V10
-                         else {"id": task_id, "pushNotificationConfigId": config_id}, empty_ok=True)
+        await self._call(
+            "push-delete",
+            {"taskId": task_id, "id": config_id}
+            if dialect is Dialect.V10
+            else {"id": task_id, "pushNotificationConfigId": config_id},
+            empty_ok=True,
+        )
 
     def _push_config(self, result: Any, task_id: str, dialect: Dialect) -> PushConfig:
         try:
             config = parse_push_config(result, dialect, "result")
         except RPCError as exc:
-            raise PeerError(f"{self.peer}: the push notification config it answered is not one: {exc.message}") from None
+            raise PeerError(
+                f"{self.peer}: the push notification config it answered is not one: {exc.message}"
+            ) from None
         config.task_id = config.task_id or task_id
         return config
 
-    async def stream(self, text: str | Message, *, skill: str | None = None, context_id: str | None = None,
-                     task_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> AsyncGenerator[Task, None]:
+    async def stream(
+        self,
+        text: str | Message,
+        *,
+        skill: str | None = None,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[Task, None]:
         """Send and follow the task as the peer streams it; yields the task after every frame, until
         the stream ends. A peer that cannot stream (a dialect without streams, or a stream refused
         as an unknown method before its first frame) gets a blocking send instead, followed by
@@ -518,7 +647,9 @@ class A2AClient:
         if self.transport.streams:
             seen = False
             try:
-                async with contextlib.aclosing(self._frames("stream", params, msg)) as frames:  # closed with us
+                async with contextlib.aclosing(
+                    self._frames("stream", params, msg)
+                ) as frames:  # closed with us
                     async for task in frames:
                         seen = True
                         yield task
@@ -540,11 +671,15 @@ class A2AClient:
 
     async def resubscribe(self, task_id: str) -> AsyncGenerator[Task, None]:
         """Follow a running task over SSE; yields the task after every frame."""
-        async with contextlib.aclosing(self._frames("resubscribe", {"id": task_id}, None)) as frames:  # closed with us
+        async with contextlib.aclosing(
+            self._frames("resubscribe", {"id": task_id}, None)
+        ) as frames:  # closed with us
             async for task in frames:
                 yield task
 
-    async def _frames(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
+    async def _frames(
+        self, op: str, params: dict[str, Any], sent: Message | None
+    ) -> AsyncGenerator[Task, None]:
         """A stream's tasks; when it ends with the task finished but holding no reply (no artifact,
         no answer from the agent: some peers stream only the states), the task as the peer keeps
         it, got once, so that the reply is not lost."""
@@ -553,11 +688,19 @@ class A2AClient:
             async for task in frames:
                 last = task
                 yield task
-        if last is not None and last.id and last.state.terminal and not last.artifacts \
-                and not any(m.role == "agent" for m in last.history) and last.status.message is None:
+        if (
+            last is not None
+            and last.id
+            and last.state.terminal
+            and not last.artifacts
+            and not any(m.role == "agent" for m in last.history)
+            and last.status.message is None
+        ):
             yield await self.get(last.id)
 
-    async def _sse(self, op: str, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
+    async def _sse(
+        self, op: str, params: dict[str, Any], sent: Message | None
+    ) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks, over the transport in use (bounded as it says)."""
         await self.connect()
         operation = OPERATIONS[op]
@@ -567,9 +710,17 @@ class A2AClient:
             async for task in frames:
                 yield task
 
-    async def watch(self, task_id: str, *, poll_every: float = 1.0, max_interval: float = 5.0, backoff: float = 1.5,
-                    timeout: float | None = None, bus: EventBus | None = None,
-                    stream: bool = True) -> AsyncGenerator[TaskEvent, None]:
+    async def watch(
+        self,
+        task_id: str,
+        *,
+        poll_every: float = 1.0,
+        max_interval: float = 5.0,
+        backoff: float = 1.5,
+        timeout: float | None = None,
+        bus: EventBus | None = None,
+        stream: bool = True,
+    ) -> AsyncGenerator[TaskEvent, None]:
         """Every state change of a remote task as a TaskEvent, until it is terminal or interrupted.
 
         Over SSE when the peer streams (``stream`` and the card say so), else one polling loop whose
@@ -586,7 +737,9 @@ class A2AClient:
             nonlocal last
             if task.state is last:
                 return None
-            ev = TaskEvent(task.id, task.context_id, None, last, task.state, task.snapshot(), self.peer)
+            ev = TaskEvent(
+                task.id, task.context_id, None, last, task.state, task.snapshot(), self.peer
+            )
             last = task.state
             if target is not None:
                 target.publish(ev)
@@ -614,7 +767,11 @@ class A2AClient:
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 return
-            await asyncio.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+            await asyncio.sleep(
+                interval
+                if deadline is None
+                else max(0.0, min(interval, deadline - time.monotonic()))
+            )
             interval = min(interval * backoff, max(max_interval, poll_every))
 
 
@@ -625,8 +782,14 @@ def _asks_again(task: Task, answer: Message, before: Task | None = None) -> bool
     if question is None:
         return False
     if before is not None and before.status.message is not None:
-        if question.message_id == before.status.message.message_id and task.status.timestamp == before.status.timestamp:
+        if (
+            question.message_id == before.status.message.message_id
+            and task.status.timestamp == before.status.timestamp
+        ):
             return True
     ids = [m.message_id for m in task.history]
-    return (question.message_id in ids and answer.message_id in ids
-            and ids.index(question.message_id) < ids.index(answer.message_id))
+    return (
+        question.message_id in ids
+        and answer.message_id in ids
+        and ids.index(question.message_id) < ids.index(answer.message_id)
+    )

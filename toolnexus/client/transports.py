@@ -30,8 +30,16 @@ from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
 from ..traffic import TrafficRecorder, task_id_of
 
-__all__ = ["Caller", "Transport", "JsonRpcTransport", "LegacyTransport", "RestTransport", "GrpcTransport", "transport_for",
-           "as_task"]
+__all__ = [
+    "Caller",
+    "Transport",
+    "JsonRpcTransport",
+    "LegacyTransport",
+    "RestTransport",
+    "GrpcTransport",
+    "transport_for",
+    "as_task",
+]
 
 
 class Caller(Protocol):
@@ -87,7 +95,9 @@ class Transport:
     async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         raise NotImplementedError
 
-    def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
+    def stream(
+        self, op: Operation, params: dict[str, Any], sent: Message | None
+    ) -> AsyncGenerator[Task, None]:
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -108,8 +118,9 @@ def about(params: dict[str, Any], result: Any = None) -> str | None:
 class _HttpTransport(Transport):
     """What JSON-RPC and HTTP+JSON share: a request, its bounded answer, SSE streams."""
 
-    def request(self, op: Operation, params: dict[str, Any],
-                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+    def request(
+        self, op: Operation, params: dict[str, Any], stream: bool = False
+    ) -> tuple[str, str, str, bytes, dict[str, str]]:
         """``(method name, HTTP method, URL, body, headers)`` of a call."""
         raise NotImplementedError
 
@@ -123,24 +134,51 @@ class _HttpTransport(Transport):
         method, verb, url, body, headers = self.request(op, params)
         started = time.perf_counter()
         try:
-            r, content = await exchange(c.http, verb, url, headers=headers, content=body,
-                                        limit=fetch.MAX_RESPONSE, timeout=c.timeout)
+            r, content = await exchange(
+                c.http,
+                verb,
+                url,
+                headers=headers,
+                content=body,
+                limit=fetch.MAX_RESPONSE,
+                timeout=c.timeout,
+            )
         except httpx.HTTPError as exc:
-            c.traffic.record(direction="out", method=verb, url=url, status=None, started=started,
-                             request_headers=headers, request_body=body, rpc_method=method, error=why(exc),
-                             task_id=about(params))
+            c.traffic.record(
+                direction="out",
+                method=verb,
+                url=url,
+                status=None,
+                started=started,
+                request_headers=headers,
+                request_body=body,
+                rpc_method=method,
+                error=why(exc),
+                task_id=about(params),
+            )
             raise PeerError(f"{c.peer}: {method} failed: {why(exc)}") from None
         result: Any = None
         try:
             result = self.result(method, r.status_code, content, empty_ok=empty_ok)
             return result
         finally:
-            c.traffic.record(direction="out", method=verb, url=url, status=r.status_code, started=started,
-                             request_headers=dict(r.request.headers), request_body=body,
-                             response_headers=dict(r.headers), response_body=content, rpc_method=method,
-                             task_id=about(params, result))
+            c.traffic.record(
+                direction="out",
+                method=verb,
+                url=url,
+                status=r.status_code,
+                started=started,
+                request_headers=dict(r.request.headers),
+                request_body=body,
+                response_headers=dict(r.headers),
+                response_body=content,
+                rpc_method=method,
+                task_id=about(params, result),
+            )
 
-    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
+    async def stream(
+        self, op: Operation, params: dict[str, Any], sent: Message | None
+    ) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks. Each event is at most ``fetch.MAX_FRAME`` bytes and must arrive
         whole within ``timeout`` of its first byte; between events the peer may stay silent for
         ``max(timeout, 60)`` seconds. A peer that answers with a whole result instead of a stream
@@ -154,7 +192,9 @@ class _HttpTransport(Transport):
         error: str | None = None
         timeout = httpx.Timeout(c.timeout, read=max(c.timeout, 60.0))
         try:
-            async with c.http.stream(verb, url, content=body, headers=headers, timeout=timeout) as r:
+            async with c.http.stream(
+                verb, url, content=body, headers=headers, timeout=timeout
+            ) as r:
                 status, response_headers = r.status_code, dict(r.headers)
                 if not r.headers.get("content-type", "").startswith("text/event-stream"):
                     async with asyncio.timeout(c.timeout):
@@ -180,22 +220,38 @@ class _HttpTransport(Transport):
             error = why(exc)
             raise
         finally:
-            c.traffic.record(direction="out", method=verb, url=url, status=status, started=started,
-                             request_headers=headers, request_body=body, response_headers=response_headers,
-                             response_body=content or "\n\n".join(frames), rpc_method=method, frames=frames,
-                             error=error, task_id=task.id if task is not None else about(params))
+            c.traffic.record(
+                direction="out",
+                method=verb,
+                url=url,
+                status=status,
+                started=started,
+                request_headers=headers,
+                request_body=body,
+                response_headers=response_headers,
+                response_body=content or "\n\n".join(frames),
+                rpc_method=method,
+                frames=frames,
+                error=error,
+                task_id=task.id if task is not None else about(params),
+            )
 
     def _unreadable(self, method: str, status: int, content: bytes, what: str) -> PeerError:
         excerpt = self.client.traffic.mask(content[:200].decode("utf-8", "replace"))
-        return PeerError(f"{self.client.peer}: {method} answered HTTP {status}{what}: {excerpt}", status=status)
+        return PeerError(
+            f"{self.client.peer}: {method} answered HTTP {status}{what}: {excerpt}", status=status
+        )
 
     def _refused(self, method: str, status: int) -> PeerError | None:
         """The error of an answer refusing the credentials (401, 403), else None."""
         if status not in (401, 403):
             return None
         meaning = "authentication required" if status == 401 else "invalid credentials"
-        return PeerError(f"{self.client.peer}: {method} answered HTTP {status} ({meaning}): check the "
-                         "headers/credentials", status=status)
+        return PeerError(
+            f"{self.client.peer}: {method} answered HTTP {status} ({meaning}): check the "
+            "headers/credentials",
+            status=status,
+        )
 
 
 class JsonRpcTransport(_HttpTransport):
@@ -209,25 +265,42 @@ class JsonRpcTransport(_HttpTransport):
     def shapes(self) -> Dialect:
         return self.dialect
 
-    def request(self, op: Operation, params: dict[str, Any],
-                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+    def request(
+        self, op: Operation, params: dict[str, Any], stream: bool = False
+    ) -> tuple[str, str, str, bytes, dict[str, str]]:
         method = self.method(op)
         if method is None:
             raise self.unsupported(op)
         body = _json.dumps({"jsonrpc": "2.0", "id": new_id(), "method": method, "params": params})
-        return method, "POST", self.client.endpoint, body, self.client.request_headers(self.dialect, stream=stream)
+        return (
+            method,
+            "POST",
+            self.client.endpoint,
+            body,
+            self.client.request_headers(self.dialect, stream=stream),
+        )
 
     def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
             raise self._unreadable(method, status, content, " with no JSON-RPC body") from None
-        if empty_ok and isinstance(data, dict) and status == 200 and data.get("error") is None and "result" not in data:
+        if (
+            empty_ok
+            and isinstance(data, dict)
+            and status == 200
+            and data.get("error") is None
+            and "result" not in data
+        ):
             return None
-        if not isinstance(data, dict) or ("result" not in data and not isinstance(data.get("error"), dict)):
+        if not isinstance(data, dict) or (
+            "result" not in data and not isinstance(data.get("error"), dict)
+        ):
             # e.g. a proxy's {"error": "..."} on a 401: not the agent's JSON-RPC answer
             raise self._refused(method, status) or PeerError(
-                f"{self.client.peer}: {method} answered HTTP {status} without a JSON-RPC result", status=status)
+                f"{self.client.peer}: {method} answered HTTP {status} without a JSON-RPC result",
+                status=status,
+            )
         if data.get("error") is not None:
             raise rpc_error(data["error"], self.client.traffic.mask)
         return data["result"]
@@ -249,8 +322,9 @@ class RestTransport(_HttpTransport):
 
     binding = Binding.HTTP_JSON
 
-    def request(self, op: Operation, params: dict[str, Any],
-                stream: bool = False) -> tuple[str, str, str, bytes, dict[str, str]]:
+    def request(
+        self, op: Operation, params: dict[str, Any], stream: bool = False
+    ) -> tuple[str, str, str, bytes, dict[str, str]]:
         v03 = self.dialect is Dialect.V03
         verb, path, payload = rest.request_for(op, params, v03=v03)
         headers = self.client.request_headers(self.dialect, stream=stream)
@@ -259,7 +333,13 @@ class RestTransport(_HttpTransport):
         if payload is None:
             del headers["content-type"]
         body = b"" if payload is None else _json.dumps(payload)
-        return self.method(op) or op.v10, verb, self.client.endpoint.rstrip("/") + path, body, headers
+        return (
+            self.method(op) or op.v10,
+            verb,
+            self.client.endpoint.rstrip("/") + path,
+            body,
+            headers,
+        )
 
     def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
         """An HTTP+JSON answer: the result is the whole body; a failure is ``{"error": {...}}``."""
@@ -276,14 +356,17 @@ class RestTransport(_HttpTransport):
             raise error
         if not 200 <= status < 300:
             raise self._refused(method, status) or PeerError(
-                f"{c.peer}: {method} answered HTTP {status} without an A2A error", status=status)
+                f"{c.peer}: {method} answered HTTP {status} without an A2A error", status=status
+            )
         if self.dialect is not Dialect.V03:
             return data
         try:
             return rest.v03_answer(V03_METHODS[method].key, data)
         except RPCError as exc:  # the peer's answer, not our call, is what is wrong
-            raise PeerError(f"{c.peer}: {method} answered a shape A2A 0.3 does not have: {exc.message}",
-                            status=status) from None
+            raise PeerError(
+                f"{c.peer}: {method} answered a shape A2A 0.3 does not have: {exc.message}",
+                status=status,
+            ) from None
 
 
 class GrpcTransport(Transport):
@@ -306,7 +389,9 @@ class GrpcTransport(Transport):
         _, _, pb_grpc = grpc_binding.modules()
         if self._channel is None:
             self._channel = grpc_binding.channel(c.endpoint, fetch.MAX_RESPONSE)
-        metadata = [("a2a-version", "1.0")] + [(k.lower(), v) for k, v in c.headers.items() if c.credentials_sent]
+        metadata = [("a2a-version", "1.0")] + [
+            (k.lower(), v) for k, v in c.headers.items() if c.credentials_sent
+        ]
         parent = trace.outgoing()
         if parent is not None:
             metadata.append((trace.HEADER, parent))
@@ -317,8 +402,11 @@ class GrpcTransport(Transport):
         c = self.client
         if not hasattr(exc, "code"):  # no status: the channel or the message failed
             return PeerError(f"{c.peer}: {rpc} failed: {why(exc)}")
+        rpc_error: Any = exc  # a grpc.RpcError, by its code()
         return grpc_binding.error_of(exc, c.traffic.mask) or PeerError(
-            f"{c.peer}: {rpc} failed: {exc.code().name}: {c.traffic.mask(exc.details() or '')}")  # type: ignore[attr-defined]  # a grpc.RpcError, by its code()
+            f"{c.peer}: {rpc} failed: {rpc_error.code().name}: "
+            f"{c.traffic.mask(rpc_error.details() or '')}"
+        )
 
     async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         c = self.client
@@ -330,17 +418,37 @@ class GrpcTransport(Transport):
             reply = await stub(message, metadata=metadata, timeout=c.timeout)
         except Exception as exc:
             failed = self._failed(op.v10, exc)
-            c.traffic.record(direction="out", method="POST", url=url, status=getattr(failed, "http_status", None),
-                             started=started, request_headers=dict(metadata), request_body=body, rpc_method=op.v10,
-                             error=str(failed), task_id=about(params))
+            c.traffic.record(
+                direction="out",
+                method="POST",
+                url=url,
+                status=getattr(failed, "http_status", None),
+                started=started,
+                request_headers=dict(metadata),
+                request_body=body,
+                rpc_method=op.v10,
+                error=str(failed),
+                task_id=about(params),
+            )
             raise failed from None
         result = grpc_binding.to_json(reply)
-        c.traffic.record(direction="out", method="POST", url=url, status=200, started=started,
-                         request_headers=dict(metadata), request_body=body, response_body=_json.dumps(result),
-                         rpc_method=op.v10, task_id=about(params, result))
+        c.traffic.record(
+            direction="out",
+            method="POST",
+            url=url,
+            status=200,
+            started=started,
+            request_headers=dict(metadata),
+            request_body=body,
+            response_body=_json.dumps(result),
+            rpc_method=op.v10,
+            task_id=about(params, result),
+        )
         return result
 
-    async def stream(self, op: Operation, params: dict[str, Any], sent: Message | None) -> AsyncGenerator[Task, None]:
+    async def stream(
+        self, op: Operation, params: dict[str, Any], sent: Message | None
+    ) -> AsyncGenerator[Task, None]:
         """A server-streaming call's messages as tasks; each must come within ``max(timeout, 60)``
         seconds of the one before. On the wire log however it ends."""
         c = self.client
@@ -375,14 +483,27 @@ class GrpcTransport(Transport):
             raise failed from None
         finally:
             call.cancel()
-            c.traffic.record(direction="out", method="POST", url=url, status=None if error else 200, started=started,
-                             request_headers=dict(metadata), request_body=body, response_body="\n\n".join(frames),
-                             rpc_method=op.v10, frames=frames, error=error,
-                             task_id=task.id if task is not None else about(params))
+            c.traffic.record(
+                direction="out",
+                method="POST",
+                url=url,
+                status=None if error else 200,
+                started=started,
+                request_headers=dict(metadata),
+                request_body=body,
+                response_body="\n\n".join(frames),
+                rpc_method=op.v10,
+                frames=frames,
+                error=error,
+                task_id=task.id if task is not None else about(params),
+            )
 
 
-_BY_BINDING: dict[Binding, type[Transport]] = {Binding.JSONRPC: JsonRpcTransport, Binding.HTTP_JSON: RestTransport,
-                                               Binding.GRPC: GrpcTransport}
+_BY_BINDING: dict[Binding, type[Transport]] = {
+    Binding.JSONRPC: JsonRpcTransport,
+    Binding.HTTP_JSON: RestTransport,
+    Binding.GRPC: GrpcTransport,
+}
 
 
 def transport_for(client: Caller, binding: Binding, dialect: Dialect) -> Transport:
@@ -393,7 +514,6 @@ def transport_for(client: Caller, binding: Binding, dialect: Dialect) -> Transpo
 
 
 # -- answers and frames, whichever transport they came by ------------------------------------------
-
 
 
 def rpc_error(error: Any, mask: Any = str) -> RPCError:
@@ -426,8 +546,12 @@ def as_task(result: Any, sent: Message | None) -> Task:
 def _message_task(reply: Message, sent: Message | None) -> Task:
     """A peer that answers with a Message (no task): shown as a completed task holding it."""
     history = [sent, reply] if sent is not None else [reply]
-    return Task(reply.task_id or "", reply.context_id or (sent.context_id if sent else "") or "",
-                TaskStatus(TaskState.COMPLETED), history)
+    return Task(
+        reply.task_id or "",
+        reply.context_id or (sent.context_id if sent else "") or "",
+        TaskStatus(TaskState.COMPLETED),
+        history,
+    )
 
 
 def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
@@ -436,8 +560,12 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
         raise PeerError("a stream frame is not an object")
     kind = result.get("kind")
     body = result
-    for wrapper, name in (("statusUpdate", "status-update"), ("artifactUpdate", "artifact-update"),
-                          ("task", "task"), ("message", "message")):
+    for wrapper, name in (
+        ("statusUpdate", "status-update"),
+        ("artifactUpdate", "artifact-update"),
+        ("task", "task"),
+        ("message", "message"),
+    ):
         if wrapper in result and isinstance(result[wrapper], dict):
             kind, body = name, result[wrapper]
             break
@@ -459,8 +587,12 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
         task.history.append(msg)
         return task
     if task is None:
-        task = Task(str(body.get("taskId", "")), str(body.get("contextId", "")), TaskStatus(TaskState.SUBMITTED),
-                    [sent] if sent else [])
+        task = Task(
+            str(body.get("taskId", "")),
+            str(body.get("contextId", "")),
+            TaskStatus(TaskState.SUBMITTED),
+            [sent] if sent else [],
+        )
     if kind == "status-update":
         task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
         return task
@@ -475,8 +607,10 @@ def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
                 # since each piece copies what came before
                 text = (same.parts[-1].text or "") + (parts.pop(0).text or "")
                 if len(text) > fetch.MAX_RESPONSE:
-                    raise AnswerTooLarge(f"a streamed artifact passed {fetch.MAX_RESPONSE:,} characters; at most that "
-                                         "much is kept")
+                    raise AnswerTooLarge(
+                        f"a streamed artifact passed {fetch.MAX_RESPONSE:,} characters; at most that "
+                        "much is kept"
+                    )
                 same.parts[-1] = replace(same.parts[-1], text=text)
             same.parts.extend(parts)
         elif same is not None:

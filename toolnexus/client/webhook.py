@@ -55,15 +55,24 @@ class WebhookReceiver:
         name: the ``server`` of its wire rows.
     """
 
-    def __init__(self, *, bus: EventBus | None = None, addr: str = "127.0.0.1:0", keep: int = 1000,
-                 name: str = "webhook", max_body: int = MAX_NOTIFICATION) -> None:
+    def __init__(
+        self,
+        *,
+        bus: EventBus | None = None,
+        addr: str = "127.0.0.1:0",
+        keep: int = 1000,
+        name: str = "webhook",
+        max_body: int = MAX_NOTIFICATION,
+    ) -> None:
         self.name = name
         self.max_body = max_body
         self.traffic = TrafficRecorder(bus, keep=200, peer=name)
         self.notifications: collections.deque[Notification] = collections.deque(maxlen=keep)
         self._tokens: dict[str, str] = {}  # token -> the task it was handed out for ("" any)
         self._arrived = asyncio.Condition()
-        self._server = AsgiServer(HostGuard(self._app, lambda: (self._server.host, self._server.port)), addr)
+        self._server = AsgiServer(
+            HostGuard(self._app, lambda: (self._server.host, self._server.port)), addr
+        )
 
     @property
     def url(self) -> str:
@@ -96,15 +105,24 @@ class WebhookReceiver:
     def received(self, task_id: str) -> list[Notification]:
         return [n for n in self.notifications if n.task_id == task_id]
 
-    async def wait(self, task_id: str, *, state: TaskState | None = None, timeout: float = 10.0) -> Notification:
+    async def wait(
+        self, task_id: str, *, state: TaskState | None = None, timeout: float = 10.0
+    ) -> Notification:
         """The first notification about ``task_id`` (reporting ``state``, when given), kept or to come.
 
         Raises:
             TimeoutError: none came within ``timeout`` seconds.
         """
+
         def found() -> Notification | None:
-            return next((n for n in self.notifications if n.task_id == task_id and (state is None or n.state is state)),
-                        None)
+            return next(
+                (
+                    n
+                    for n in self.notifications
+                    if n.task_id == task_id and (state is None or n.state is state)
+                ),
+                None,
+            )
 
         async with asyncio.timeout(timeout):
             async with self._arrived:
@@ -133,7 +151,7 @@ class WebhookReceiver:
             size += len(chunk)
             body.append(chunk)
             more = message.get("more_body", False)
-        raw = b"".join(body)[:self.max_body]
+        raw = b"".join(body)[: self.max_body]
         task_id, state, data = None, None, None
         if scope["method"] != "POST":
             status, answer = 405, {"error": "push notifications are POSTed"}
@@ -155,14 +173,30 @@ class WebhookReceiver:
         reply_headers = {"content-type": "application/json", "content-length": str(len(out))}
         if more:  # a body left unread: the connection cannot carry another request
             reply_headers["connection"] = "close"
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(k.encode(), v.encode()) for k, v in reply_headers.items()]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode(), v.encode()) for k, v in reply_headers.items()],
+            }
+        )
         await send({"type": "http.response.body", "body": out})
         path = scope.get("path", "/")
-        self.traffic.record(direction="in", method=scope["method"], url=self.url.rstrip("/") + path, status=status,
-                            started=started, request_headers=headers, request_body=raw,
-                            response_headers=reply_headers, response_body=out, rpc_method="push",
-                            peer=peer, task_id=task_id, server=self.name)
+        self.traffic.record(
+            direction="in",
+            method=scope["method"],
+            url=self.url.rstrip("/") + path,
+            status=status,
+            started=started,
+            request_headers=headers,
+            request_body=raw,
+            response_headers=reply_headers,
+            response_body=out,
+            rpc_method="push",
+            peer=peer,
+            task_id=task_id,
+            server=self.name,
+        )
         if status == 200:
             async with self._arrived:
                 self.notifications.append(Notification(task_id, state, data, peer))

@@ -44,7 +44,16 @@ from ..events import TrafficEvent
 from ..protocol.model import now_iso
 from ..traffic import task_id_of
 
-__all__ = ["FORMAT", "CassetteError", "CassetteWriter", "Exchange", "Cassette", "save", "load", "STABLE_ID"]
+__all__ = [
+    "FORMAT",
+    "CassetteError",
+    "CassetteWriter",
+    "Exchange",
+    "Cassette",
+    "save",
+    "load",
+    "STABLE_ID",
+]
 
 FORMAT = 1
 """The cassette format this version writes and reads."""
@@ -52,12 +61,30 @@ FORMAT = 1
 MAX_LINE = 64 * 1024 * 1024
 """The longest line read from a cassette, in bytes (a recorded body is at most 256 KiB)."""
 
-_NOISE = frozenset({"date", "content-length", "host", "user-agent", "accept-encoding", "connection", "server",
-                    "transfer-encoding", "keep-alive", "etag", "last-modified"})
+_NOISE = frozenset(
+    {
+        "date",
+        "content-length",
+        "host",
+        "user-agent",
+        "accept-encoding",
+        "connection",
+        "server",
+        "transfer-encoding",
+        "keep-alive",
+        "etag",
+        "last-modified",
+    }
+)
 """Headers left out of a cassette: they change every time and say nothing about the exchange."""
 
-_ID_KINDS = {"taskId": "task", "contextId": "context", "messageId": "message", "artifactId": "artifact",
-             "referenceTaskIds": "task"}
+_ID_KINDS = {
+    "taskId": "task",
+    "contextId": "context",
+    "messageId": "message",
+    "artifactId": "artifact",
+    "referenceTaskIds": "task",
+}
 
 STABLE_ID = re.compile(r"^(?:task|context|message|artifact|rpc|id)-\d+$")
 """What a stable id written in a cassette looks like."""
@@ -83,7 +110,13 @@ class StableIds:
             for key, item in value.items():
                 kind = _ID_KINDS.get(key)
                 if key == "id":
-                    kind = "rpc" if envelope else "task" if (tasky or parent_kind == "params") else "id"
+                    kind = (
+                        "rpc"
+                        if envelope
+                        else "task"
+                        if (tasky or parent_kind == "params")
+                        else "id"
+                    )
                 if kind is not None:
                     for one in item if isinstance(item, list) else [item]:
                         self._name(one, kind)
@@ -93,7 +126,12 @@ class StableIds:
                 self.learn(item, parent_kind)
 
     def _name(self, value: Any, kind: str) -> None:
-        if not isinstance(value, str) or len(value) < 8 or value in self.names or STABLE_ID.match(value):
+        if (
+            not isinstance(value, str)
+            or len(value) < 8
+            or value in self.names
+            or STABLE_ID.match(value)
+        ):
             return
         self._counts[kind] = count = self._counts.get(kind, 0) + 1
         self.names[value] = f"{kind}-{count}"
@@ -130,7 +168,10 @@ def _headers(headers: dict[str, str]) -> dict[str, str]:
 
 def entry(event: TrafficEvent, ids: StableIds, seq: int) -> dict[str, Any]:
     """One exchange as a cassette line (a dict), its ids rewritten to stable names."""
-    sent, answer = _json.loads_or_none(event.request_body), _json.loads_or_none(event.frames[0] if event.frames else event.response_body)
+    sent, answer = (
+        _json.loads_or_none(event.request_body),
+        _json.loads_or_none(event.frames[0] if event.frames else event.response_body),
+    )
     for decoded in (sent, answer, *(_json.loads_or_none(f) for f in event.frames[1:])):
         if decoded is not None:
             ids.learn(decoded)
@@ -187,7 +228,9 @@ class CassetteWriter:
             if self._file.closed:
                 return
             self._seq += 1
-            self._file.write(json.dumps(entry(event, self._ids, self._seq), ensure_ascii=False) + "\n")
+            self._file.write(
+                json.dumps(entry(event, self._ids, self._seq), ensure_ascii=False) + "\n"
+            )
             self._file.flush()
 
     def close(self) -> None:
@@ -205,8 +248,13 @@ def save(events: Iterable[TrafficEvent], path: str | os.PathLike[str]) -> Path:
     """Write these exchanges (a wire log: the TUI's, a notebook server's) as a cassette at ``path``,
     whole (a reader never finds half of it; :class:`CassetteWriter` is for recording as it happens)."""
     ids = StableIds()
-    lines = [_header_line(), *(json.dumps(entry(event, ids, seq), ensure_ascii=False)
-                               for seq, event in enumerate(events, 1))]
+    lines = [
+        _header_line(),
+        *(
+            json.dumps(entry(event, ids, seq), ensure_ascii=False)
+            for seq, event in enumerate(events, 1)
+        ),
+    ]
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
     return write_whole(target, "\n".join(lines) + "\n")
@@ -269,13 +317,23 @@ class Cassette:
     def origins(self) -> list[str]:
         """The HTTP origins (``scheme://host:port``) the exchanges went to, in order of first use
         (gRPC calls and stdio MCP messages are recorded, but only HTTP exchanges replay)."""
-        return list(dict.fromkeys(origin_of(x.url) for x in self.exchanges if x.url.startswith(("http://", "https://"))))
+        return list(
+            dict.fromkeys(
+                origin_of(x.url)
+                for x in self.exchanges
+                if x.url.startswith(("http://", "https://"))
+            )
+        )
 
     def of(self, origin: str | None) -> list[Exchange]:
         """The HTTP exchanges with one origin (all of them when ``origin`` is None)."""
         wanted = origin.rstrip("/") if origin is not None else None
-        return [x for x in self.exchanges if x.url.startswith(("http://", "https://"))
-                and (wanted is None or origin_of(x.url) == wanted)]
+        return [
+            x
+            for x in self.exchanges
+            if x.url.startswith(("http://", "https://"))
+            and (wanted is None or origin_of(x.url) == wanted)
+        ]
 
 
 def origin_of(url: str) -> str:
@@ -319,25 +377,37 @@ def load(path: str | os.PathLike[str]) -> Cassette:
             if number == 1:
                 version = data.get("toolnexus_cassette")
                 if not isinstance(version, int):
-                    raise CassetteError(f"{path} is not a toolnexus cassette (its first line does not say so)")
+                    raise CassetteError(
+                        f"{path} is not a toolnexus cassette (its first line does not say so)"
+                    )
                 if version > FORMAT:
-                    raise CassetteError(f"{path} is cassette format {version}; this toolnexus reads {FORMAT}")
+                    raise CassetteError(
+                        f"{path} is cassette format {version}; this toolnexus reads {FORMAT}"
+                    )
                 cassette.recorded = str(data.get("recorded", ""))
                 continue
             try:
                 request = _field(number, data, "request", dict)
                 response = _field(number, data, "response", dict)
-                cassette.exchanges.append(Exchange(
-                    seq=seq if isinstance(seq := data.get("seq"), int) else number - 1,
-                    direction="in" if data.get("direction") == "in" else "out",
-                    method=_field(number, data, "method", str).upper(),
-                    url=_field(number, data, "url", str),
-                    rpc_method=data.get("rpc_method") if isinstance(data.get("rpc_method"), str) else None,
-                    request=request, response=response,
-                    error=data.get("error") if isinstance(data.get("error"), str) else None,
-                    task_id=data.get("task_id") if isinstance(data.get("task_id"), str) else None,
-                    peer=peer if isinstance(peer := data.get("peer"), str) else "",
-                    line=number))
+                cassette.exchanges.append(
+                    Exchange(
+                        seq=seq if isinstance(seq := data.get("seq"), int) else number - 1,
+                        direction="in" if data.get("direction") == "in" else "out",
+                        method=_field(number, data, "method", str).upper(),
+                        url=_field(number, data, "url", str),
+                        rpc_method=data.get("rpc_method")
+                        if isinstance(data.get("rpc_method"), str)
+                        else None,
+                        request=request,
+                        response=response,
+                        error=data.get("error") if isinstance(data.get("error"), str) else None,
+                        task_id=data.get("task_id")
+                        if isinstance(data.get("task_id"), str)
+                        else None,
+                        peer=peer if isinstance(peer := data.get("peer"), str) else "",
+                        line=number,
+                    )
+                )
             except CassetteError as exc:
                 raise CassetteError(f"{path}: {exc}") from None
     if not cassette.recorded and not cassette.exchanges:

@@ -109,8 +109,14 @@ class Finding:
     fix: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"severity": self.severity, "check": self.check, "message": self.message, "evidence": self.evidence,
-                "breaks": self.breaks, "fix": self.fix}
+        return {
+            "severity": self.severity,
+            "check": self.check,
+            "message": self.message,
+            "evidence": self.evidence,
+            "breaks": self.breaks,
+            "fix": self.fix,
+        }
 
 
 @dataclass
@@ -136,8 +142,12 @@ class DoctorReport:
         return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "summary": self.summary, "worst": self.worst(),
-                "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "url": self.url,
+            "summary": self.summary,
+            "worst": self.worst(),
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
     def text(self) -> str:
         """The report as plain lines (a peer's words are kept as data: no markup, no control characters)."""
@@ -154,25 +164,38 @@ class DoctorReport:
 
     def html(self) -> str:
         """The report as HTML, every peer-supplied string escaped (and its control characters shown)."""
+
         def e(value: str) -> str:
             return html.escape(printable(value))
+
         rows = "".join(
             f"<tr><td>{_MARK[f.severity]} {e(f.severity)}</td><td>{e(f.check)}</td><td style='text-align:left'>"
-            f"{e(f.message)}" + "".join(f"<br><code>{e(x[:700])}</code>" for x in f.evidence)
+            f"{e(f.message)}"
+            + "".join(f"<br><code>{e(x[:700])}</code>" for x in f.evidence)
             + (f"<br><i>breaks:</i> {e(', '.join(f.breaks))}" if f.breaks else "")
-            + (f"<br><i>fix:</i> {e(f.fix)}" if f.fix else "") + "</td></tr>" for f in self.findings)
-        return (f"<h4 style='margin:0'>doctor: <code>{e(self.url)}</code></h4><p><b>{e(self.summary)}</b></p>"
-                f"<table><tr><th>severity</th><th>check</th><th>finding</th></tr>{rows}</table>")
+            + (f"<br><i>fix:</i> {e(f.fix)}" if f.fix else "")
+            + "</td></tr>"
+            for f in self.findings
+        )
+        return (
+            f"<h4 style='margin:0'>doctor: <code>{e(self.url)}</code></h4><p><b>{e(self.summary)}</b></p>"
+            f"<table><tr><th>severity</th><th>check</th><th>finding</th></tr>{rows}</table>"
+        )
 
 
 def _evidence(event: TrafficEvent) -> str:
     answer = (event.response_body or event.error or "").replace("\n", " ")
     sent = (event.request_body or "").replace("\n", " ")
-    return f"{event.method} {event.url} {sent[:200]} -> {event.status or '-'} {answer[:400]}".replace("  ", " ")
+    return (
+        f"{event.method} {event.url} {sent[:200]} -> {event.status or '-'} {answer[:400]}".replace(
+            "  ", " "
+        )
+    )
 
 
-async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: float = 10.0,
-                 send: bool = False) -> DoctorReport:
+async def doctor(
+    url: str, *, headers: dict[str, str] | None = None, timeout: float = 10.0, send: bool = False
+) -> DoctorReport:
     """Probe the peer at ``url`` (a base URL or a card URL); see the module docstring."""
     report = DoctorReport(url)
     add = report.findings.append
@@ -186,62 +209,148 @@ async def doctor(url: str, *, headers: dict[str, str] | None = None, timeout: fl
         checked = validate_card(card)
         for d in checked.diagnostics:
             if d.level in ("error", "warning"):
-                add(Finding(d.level, "card schema", f"{d.path}: {d.message}", breaks=_schema_breaks(checked),
-                            fix=_fix_for(d.path, d.message, card)))
+                add(
+                    Finding(
+                        d.level,
+                        "card schema",
+                        f"{d.path}: {d.message}",
+                        breaks=_schema_breaks(checked),
+                        fix=_fix_for(d.path, d.message, card),
+                    )
+                )
         add(Finding("info", "card verdict", checked.summary))
-        declares_auth = any(card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements"))
+        declares_auth = any(
+            card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements")
+        )
         answered_open = False
         seen = _Seen()
         interfaces = _interfaces(card)
         for binding, version, endpoint in interfaces[:MAX_INTERFACES]:
-            answered_open |= await _probe(card, binding, version, endpoint, http, headers, timeout, traffic, add,
-                                          declares_auth, seen)
+            answered_open |= await _probe(
+                card,
+                binding,
+                version,
+                endpoint,
+                http,
+                headers,
+                timeout,
+                traffic,
+                add,
+                declares_auth,
+                seen,
+            )
         if len(interfaces) > MAX_INTERFACES:
-            add(Finding("warning", "card", f"the card lists {len(interfaces)} interfaces; the first {MAX_INTERFACES} "
-                        "were checked", fix="list each interface the agent serves once"))
+            add(
+                Finding(
+                    "warning",
+                    "card",
+                    f"the card lists {len(interfaces)} interfaces; the first {MAX_INTERFACES} "
+                    "were checked",
+                    fix="list each interface the agent serves once",
+                )
+            )
         if declares_auth and answered_open and not headers:
-            add(Finding("warning", "auth", "the card declares authentication, but the peer answered calls without "
-                        "any credentials", breaks=["clients that trust the card's security"],
-                        fix="enforce the declared scheme, or drop it from the card"))
+            add(
+                Finding(
+                    "warning",
+                    "auth",
+                    "the card declares authentication, but the peer answered calls without "
+                    "any credentials",
+                    breaks=["clients that trust the card's security"],
+                    fix="enforce the declared scheme, or drop it from the card",
+                )
+            )
         if send:
             await _active(card, http, headers, timeout, traffic, add, seen)
         _verdicts(card, seen, send, add)
     return report
 
 
-async def _card(url: str, http: httpx.AsyncClient, traffic: TrafficRecorder, headers: dict[str, str],
-                timeout: float, add: Any) -> AgentCard | None:
+async def _card(
+    url: str,
+    http: httpx.AsyncClient,
+    traffic: TrafficRecorder,
+    headers: dict[str, str],
+    timeout: float,
+    add: Any,
+) -> AgentCard | None:
     base = url.split("/.well-known/")[0].rstrip("/")
     found: dict[str, AgentCard] = {}
     for path in (CARD_PATH, LEGACY_CARD_PATH):
         before = len(traffic.events)
         try:
-            found[path] = await fetch_card(base + path, headers, timeout, http=http, traffic=traffic,
-                                            cached=False)  # the doctor judges the whole answer
+            found[path] = await fetch_card(
+                base + path, headers, timeout, http=http, traffic=traffic, cached=False
+            )  # the doctor judges the whole answer
         except PeerError as exc:
             if exc.status == 404:
                 continue
             last = list(traffic.events)[-1]
             if last.status is None:
-                add(Finding("error", "card", f"nothing answered at {base + path}: {last.error}", breaks=EVERY_CLIENT,
-                            fix="check the URL, and that the agent is running and reachable from here"))
+                add(
+                    Finding(
+                        "error",
+                        "card",
+                        f"nothing answered at {base + path}: {last.error}",
+                        breaks=EVERY_CLIENT,
+                        fix="check the URL, and that the agent is running and reachable from here",
+                    )
+                )
                 return None
-            what = f"{path} answered 200 with what is not a JSON object" if last.status == 200 else str(exc)
-            add(Finding("error", "card", what, _since(traffic, before), EVERY_CLIENT,
-                        "serve the card as a JSON object with Content-Type application/json"))
+            what = (
+                f"{path} answered 200 with what is not a JSON object"
+                if last.status == 200
+                else str(exc)
+            )
+            add(
+                Finding(
+                    "error",
+                    "card",
+                    what,
+                    _since(traffic, before),
+                    EVERY_CLIENT,
+                    "serve the card as a JSON object with Content-Type application/json",
+                )
+            )
     if not found:
-        add(Finding("error", "card", f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
-                    _since(traffic, len(traffic.events) - 2), EVERY_CLIENT,
-                    f"serve the card at {CARD_PATH}"))
+        add(
+            Finding(
+                "error",
+                "card",
+                f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
+                _since(traffic, len(traffic.events) - 2),
+                EVERY_CLIENT,
+                f"serve the card at {CARD_PATH}",
+            )
+        )
         return None
     if CARD_PATH not in found:
-        add(Finding("warning", "card", f"the card is only at {LEGACY_CARD_PATH} (the 0.2 path)",
-                    breaks=["a2a-sdk 1.x", "JS SDK"], fix=f"serve it at {CARD_PATH} too"))
+        add(
+            Finding(
+                "warning",
+                "card",
+                f"the card is only at {LEGACY_CARD_PATH} (the 0.2 path)",
+                breaks=["a2a-sdk 1.x", "JS SDK"],
+                fix=f"serve it at {CARD_PATH} too",
+            )
+        )
     else:
-        add(Finding("ok", "card", f"found at {CARD_PATH}" + (" (and the 0.2 path)" if len(found) == 2 else "")))
+        add(
+            Finding(
+                "ok",
+                "card",
+                f"found at {CARD_PATH}" + (" (and the 0.2 path)" if len(found) == 2 else ""),
+            )
+        )
     card = found.get(CARD_PATH) or found[LEGACY_CARD_PATH]
-    add(Finding("info", "card", f"'{card.name}' version {card.raw.get('version')!r}, "
-                f"protocolVersion {card.raw.get('protocolVersion')!r}"))
+    add(
+        Finding(
+            "info",
+            "card",
+            f"'{card.name}' version {card.raw.get('version')!r}, "
+            f"protocolVersion {card.raw.get('protocolVersion')!r}",
+        )
+    )
     return card
 
 
@@ -266,9 +375,19 @@ def _interfaces(card: AgentCard) -> list[tuple[Binding | str, str, str]]:
     return out
 
 
-async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint: str, http: httpx.AsyncClient,
-                 headers: dict[str, str] | None, timeout: float, traffic: TrafficRecorder, add: Any,
-                 declares_auth: bool, seen: _Seen) -> bool:
+async def _probe(
+    card: AgentCard,
+    binding: Binding | str,
+    version: str,
+    endpoint: str,
+    http: httpx.AsyncClient,
+    headers: dict[str, str] | None,
+    timeout: float,
+    traffic: TrafficRecorder,
+    add: Any,
+    declares_auth: bool,
+    seen: _Seen,
+) -> bool:
     """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
     names); True when it answered without credentials."""
     name = f"{binding} {version}.x at {endpoint}"
@@ -276,15 +395,27 @@ async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint
         add(Finding("info", name, f"{binding} {version}.x is not a binding toolnexus can check"))
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
-    client = A2AClient(card, headers=headers, timeout=timeout, http=http,
-                       dialect="1.0" if version == "1" else "0.3", binding=binding.value.lower())
+    client = A2AClient(
+        card,
+        headers=headers,
+        timeout=timeout,
+        http=http,
+        dialect="1.0" if version == "1" else "0.3",
+        binding=binding.value.lower(),
+    )
     client.use(endpoint)
     client.traffic = traffic
     # credentials go only to the host the user named, as A2AClient.connect decides
     client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
     if headers and not client.credentials_sent:
-        add(Finding("info", name, f"not on the host named ({origin_text(card.source or '')}): checked without "
-                    "your headers"))
+        add(
+            Finding(
+                "info",
+                name,
+                f"not on the host named ({origin_text(card.source or '')}): checked without "
+                "your headers",
+            )
+        )
     before = len(traffic.events)
     unknown = f"toolnexus-doctor-{uuid.uuid4()}"
     key = (binding, version, endpoint)
@@ -292,7 +423,13 @@ async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint
         await client.get(unknown)
     except TaskNotFoundError:
         seen.answered[key] = True
-        add(Finding("ok", name, "answers in its own dialect and binding; an unknown task is TaskNotFound"))
+        add(
+            Finding(
+                "ok",
+                name,
+                "answers in its own dialect and binding; an unknown task is TaskNotFound",
+            )
+        )
         if binding is Binding.JSONRPC:
             await _names(client, name, traffic, add, seen)
             await _jsonrpc_codes(client, name, version, traffic, add)
@@ -301,37 +438,77 @@ async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint
         seen.answered[key] = False
         known = await _names(client, name, traffic, add, seen) if binding is Binding.JSONRPC else {}
         if version == "0" and known.get("message/send") is False and known.get("SendMessage"):
-            add(Finding("error", name, "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
-                        "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
-                        "(upstream toolnexus 0.21 and its ports), not 0.3", _since(traffic, before),
-                        ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"],
-                        "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
-                        "endpoint as protocolVersion 1.0 if it speaks 1.0"))
+            add(
+                Finding(
+                    "error",
+                    name,
+                    "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
+                    "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
+                    "(upstream toolnexus 0.21 and its ports), not 0.3",
+                    _since(traffic, before),
+                    ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"],
+                    "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
+                    "endpoint as protocolVersion 1.0 if it speaks 1.0",
+                )
+            )
         else:
-            add(Finding("error", name, f"declared, but it does not know GetTask there: {exc}",
-                        _since(traffic, before), breaks,
-                        "list only the interfaces and versions the agent really serves"))
+            add(
+                Finding(
+                    "error",
+                    name,
+                    f"declared, but it does not know GetTask there: {exc}",
+                    _since(traffic, before),
+                    breaks,
+                    "list only the interfaces and versions the agent really serves",
+                )
+            )
     except RPCError as exc:
         seen.answered[key] = True
         if binding is Binding.JSONRPC:
             await _names(client, name, traffic, add, seen)
-        add(Finding("warning", name, f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
-                    "not TaskNotFound (-32001)", _since(traffic, before),
-                    ["clients that tell errors apart (every SDK)"], "answer TaskNotFoundError for an unknown task id"))
+        add(
+            Finding(
+                "warning",
+                name,
+                f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
+                "not TaskNotFound (-32001)",
+                _since(traffic, before),
+                ["clients that tell errors apart (every SDK)"],
+                "answer TaskNotFoundError for an unknown task id",
+            )
+        )
         return True
     except PeerError as exc:
         if exc.status in (401, 403):
             seen.answered[key] = True
             severity = "info" if declares_auth else "error"
-            add(Finding(severity, name, f"refuses calls without credentials (HTTP {exc.status})"
-                        + ("" if declares_auth else "; the card declares no security scheme, so clients cannot know"),
-                        _since(traffic, before), [] if declares_auth else breaks,
-                        "" if declares_auth else "declare the scheme in securitySchemes"))
+            add(
+                Finding(
+                    severity,
+                    name,
+                    f"refuses calls without credentials (HTTP {exc.status})"
+                    + (
+                        ""
+                        if declares_auth
+                        else "; the card declares no security scheme, so clients cannot know"
+                    ),
+                    _since(traffic, before),
+                    [] if declares_auth else breaks,
+                    "" if declares_auth else "declare the scheme in securitySchemes",
+                )
+            )
         else:
             seen.answered[key] = False
-            add(Finding("error", name, f"declared, but no A2A answer: {exc}",
-                        _since(traffic, before), breaks,
-                        "serve this interface, or drop it from the card"))
+            add(
+                Finding(
+                    "error",
+                    name,
+                    f"declared, but no A2A answer: {exc}",
+                    _since(traffic, before),
+                    breaks,
+                    "serve this interface, or drop it from the card",
+                )
+            )
     except MissingExtra as exc:
         add(Finding("info", name, f"not checked: {exc}"))
     finally:
@@ -339,8 +516,13 @@ async def _probe(card: AgentCard, binding: Binding | str, version: str, endpoint
     return False
 
 
-async def _rpc(client: A2AClient, method: str, params: dict[str, Any], traffic: TrafficRecorder,
-               extra: dict[str, str] | None = None) -> tuple[Any, httpx.Response | None, str]:
+async def _rpc(
+    client: A2AClient,
+    method: str,
+    params: dict[str, Any],
+    traffic: TrafficRecorder,
+    extra: dict[str, str] | None = None,
+) -> tuple[Any, httpx.Response | None, str]:
     """One raw JSON-RPC call, on the wire log: ``(what it answered, the response, why none)``, the
     answer being the error code, ``"result"``, or None when it is no JSON-RPC answer."""
     dialect = client.dialect or Dialect.V03
@@ -348,23 +530,45 @@ async def _rpc(client: A2AClient, method: str, params: dict[str, Any], traffic: 
     started = time.perf_counter()
     sent = {**client.request_headers(dialect), **(extra or {})}
     try:
-        r, content = await exchange(client.http, "POST", client.endpoint, headers=sent, content=body,
-                                     limit=1 << 20, timeout=client.timeout)
+        r, content = await exchange(
+            client.http,
+            "POST",
+            client.endpoint,
+            headers=sent,
+            content=body,
+            limit=1 << 20,
+            timeout=client.timeout,
+        )
     except httpx.HTTPError as exc:
         return None, None, why(exc)
-    traffic.record(direction="out", method="POST", url=client.endpoint, status=r.status_code, started=started,
-                   request_headers=sent, request_body=body, response_headers=dict(r.headers),
-                   response_body=content, rpc_method=method)
+    traffic.record(
+        direction="out",
+        method="POST",
+        url=client.endpoint,
+        status=r.status_code,
+        started=started,
+        request_headers=sent,
+        request_body=body,
+        response_headers=dict(r.headers),
+        response_body=content,
+        rpc_method=method,
+    )
     data = _json.loads_or_none(content)
     if not _json.is_object(data):
         return None, r, f"HTTP {r.status_code} without a JSON-RPC answer"
     error = data.get("error")
     if _json.is_object(error):
         return error.get("code"), r, ""
-    return ("result" if "result" in data else None), r, f"HTTP {r.status_code} without a JSON-RPC answer"
+    return (
+        ("result" if "result" in data else None),
+        r,
+        f"HTTP {r.status_code} without a JSON-RPC answer",
+    )
 
 
-async def _names(client: A2AClient, name: str, traffic: TrafficRecorder, add: Any, seen: _Seen) -> dict[str, bool | None]:
+async def _names(
+    client: A2AClient, name: str, traffic: TrafficRecorder, add: Any, seen: _Seen
+) -> dict[str, bool | None]:
     """Which dialects' method names one JSON-RPC endpoint knows: each send method asked with no
     message (nothing to act on: one that knows it refuses the params, one that does not answers
     -32601), and the legacy dialect's ``GetTask`` for an unknown task."""
@@ -375,22 +579,41 @@ async def _names(client: A2AClient, name: str, traffic: TrafficRecorder, add: An
         extra = {"A2A-Version": "1.0"} if _NAMES[method] is Dialect.V10 else {}
         answer, _, _ = await _rpc(client, method, {}, traffic, extra)
         known[method] = None if answer is None else answer != -32601
-    if known["SendMessage"] is not True:  # a legacy peer may fail on an empty send: its GetTask tells
-        answer, _, _ = await _rpc(client, "GetTask", {"id": f"toolnexus-doctor-{uuid.uuid4()}"}, traffic)
+    if (
+        known["SendMessage"] is not True
+    ):  # a legacy peer may fail on an empty send: its GetTask tells
+        answer, _, _ = await _rpc(
+            client, "GetTask", {"id": f"toolnexus-doctor-{uuid.uuid4()}"}, traffic
+        )
         if answer is not None and answer != -32601:
             known["SendMessage"] = True
     seen.knows[client.endpoint] = known
     said = {True: "knows", False: "answers -32601 to", None: "gave no JSON-RPC answer to"}
-    add(Finding("info", f"{name}: method names", "; ".join(
-        f"{said[known[m]]} {m} ({_NAMES[m].value})" for m in _NAMES)))
+    add(
+        Finding(
+            "info",
+            f"{name}: method names",
+            "; ".join(f"{said[known[m]]} {m} ({_NAMES[m].value})" for m in _NAMES),
+        )
+    )
     return known
 
 
-async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: Any) -> None:
+async def _jsonrpc_codes(
+    client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: Any
+) -> None:
     """JSON-RPC's own error codes: an unknown method, invalid params, a version it does not speak."""
     dialect = client.dialect or Dialect.V03
-    probes = [("unknown method", "toolnexus/doctorUnknownMethod", {}, -32601, {}),
-              ("invalid params", "GetTask" if dialect is Dialect.V10 else "tasks/get", {"id": 12345}, -32602, {})]
+    probes = [
+        ("unknown method", "toolnexus/doctorUnknownMethod", {}, -32601, {}),
+        (
+            "invalid params",
+            "GetTask" if dialect is Dialect.V10 else "tasks/get",
+            {"id": 12345},
+            -32602,
+            {},
+        ),
+    ]
     if version == "1":
         probes.append(("version header", "GetTask", {"id": "x"}, -32009, {"A2A-Version": "99.0"}))
     for check, method, params, want, extra in probes:
@@ -403,14 +626,28 @@ async def _jsonrpc_codes(client: A2AClient, name: str, version: str, traffic: Tr
             add(Finding("ok", f"{name}: {check}", f"answered {want}"))
         else:
             severity = "info" if check == "version header" else "warning"
-            add(Finding(severity, f"{name}: {check}", f"expected JSON-RPC error {want}, got "
-                        + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
-                        _since(traffic, before), ["clients that tell errors apart"],
-                        f"answer {want} as JSON-RPC 2.0 and A2A specify"))
+            add(
+                Finding(
+                    severity,
+                    f"{name}: {check}",
+                    f"expected JSON-RPC error {want}, got "
+                    + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
+                    _since(traffic, before),
+                    ["clients that tell errors apart"],
+                    f"answer {want} as JSON-RPC 2.0 and A2A specify",
+                )
+            )
 
 
-async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, str] | None, timeout: float,
-                  traffic: TrafficRecorder, add: Any, seen: _Seen) -> None:
+async def _active(
+    card: AgentCard,
+    http: httpx.AsyncClient,
+    headers: dict[str, str] | None,
+    timeout: float,
+    traffic: TrafficRecorder,
+    add: Any,
+    seen: _Seen,
+) -> None:
     """A message sent as toolnexus would send it, one in each other dialect an official client
     would speak to this card, and a stream when the card offers one."""
     client = A2AClient(card, headers=headers, timeout=timeout, http=http)
@@ -418,94 +655,204 @@ async def _active(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, s
     before = len(traffic.events)
     try:
         task = await client.send("hello from toolnexus doctor", blocking=True)
-        seen.ours, seen.ours_over = "", f"{client.dialect.value if client.dialect else '?'} over {client.binding} " \
-                                         f"at {client.endpoint}"
-        add(Finding("ok", "send", f"a message made task {task.id} ({task.state.value}) over "
-                    f"{client.binding} {client.dialect.value if client.dialect else '?'}"))
+        seen.ours, seen.ours_over = (
+            "",
+            f"{client.dialect.value if client.dialect else '?'} over {client.binding} "
+            f"at {client.endpoint}",
+        )
+        add(
+            Finding(
+                "ok",
+                "send",
+                f"a message made task {task.id} ({task.state.value}) over "
+                f"{client.binding} {client.dialect.value if client.dialect else '?'}",
+            )
+        )
         if client.dialect is Dialect.LEGACY:  # it fell back: the 0.3 send was answered -32601
-            seen.sent[(client.endpoint, Dialect.V03)] = "it answered message/send with -32601 (method not found)"
+            seen.sent[(client.endpoint, Dialect.V03)] = (
+                "it answered message/send with -32601 (method not found)"
+            )
         if client.dialect is not None:
             seen.sent[(client.endpoint, client.dialect)] = ""
-        if client.binding is Binding.JSONRPC and client.dialect is not None and client.dialect is not Dialect.LEGACY:
-            seen.shapes[(client.endpoint, client.dialect)] = _shapes(list(traffic.events)[-1], client.dialect, add)
+        if (
+            client.binding is Binding.JSONRPC
+            and client.dialect is not None
+            and client.dialect is not Dialect.LEGACY
+        ):
+            seen.shapes[(client.endpoint, client.dialect)] = _shapes(
+                list(traffic.events)[-1], client.dialect, add
+            )
         await _as_others_send(card, http, headers, timeout, traffic, add, seen)
         before = len(traffic.events)
         started = await client.send("hello from toolnexus doctor (to cancel)")
         try:
             canceled = await client.cancel(started.id)
-            add(Finding("ok" if canceled.state.value == "canceled" else "warning", "cancel",
-                        f"cancel answered the task {canceled.state.value}",
-                        [] if canceled.state.value == "canceled" else _since(traffic, before)))
+            add(
+                Finding(
+                    "ok" if canceled.state.value == "canceled" else "warning",
+                    "cancel",
+                    f"cancel answered the task {canceled.state.value}",
+                    [] if canceled.state.value == "canceled" else _since(traffic, before),
+                )
+            )
         except TaskNotCancelableError:
-            add(Finding("info", "cancel", "the task had finished first; cancel was refused as it should be"))
+            add(
+                Finding(
+                    "info",
+                    "cancel",
+                    "the task had finished first; cancel was refused as it should be",
+                )
+            )
         except (RPCError, PeerError) as exc:
-            add(Finding("warning", "cancel", f"cancel failed: {exc}", _since(traffic, before),
-                        ["clients that cancel (agent tools, the TUI, the SDKs)"],
-                        "answer CancelTask with the task, or TaskNotCancelableError when it has finished"))
+            add(
+                Finding(
+                    "warning",
+                    "cancel",
+                    f"cancel failed: {exc}",
+                    _since(traffic, before),
+                    ["clients that cancel (agent tools, the TUI, the SDKs)"],
+                    "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
+                )
+            )
         await _round_trip(client, card, traffic, add)
         if card.streaming:
             before = len(traffic.events)
             frames: list[Any] = []
             try:  # a peer that streams forever must not keep the doctor forever
                 async with asyncio.timeout(max(timeout, 30.0)):
-                    async with contextlib.aclosing(client.stream("hello again from toolnexus doctor")) as stream:
+                    async with contextlib.aclosing(
+                        client.stream("hello again from toolnexus doctor")
+                    ) as stream:
                         async for frame in stream:
                             frames.append(frame)
                             if len(frames) >= MAX_FRAMES:
-                                add(Finding("warning", "streaming", f"a stream for a one-line message sent "
-                                            f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
-                                            breaks=["streaming clients that wait for the end"],
-                                            fix="end the stream when the task is final or interrupted"))
+                                add(
+                                    Finding(
+                                        "warning",
+                                        "streaming",
+                                        f"a stream for a one-line message sent "
+                                        f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
+                                        breaks=["streaming clients that wait for the end"],
+                                        fix="end the stream when the task is final or interrupted",
+                                    )
+                                )
                                 break
             except TimeoutError:
-                add(Finding("warning", "streaming", f"a stream for a one-line message did not end within "
-                            f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))", _since(traffic, before)))
-            streamed = [e for e in list(traffic.events)[before:] if e.rpc_method in ("message/stream",
-                                                                                     "SendStreamingMessage")]
+                add(
+                    Finding(
+                        "warning",
+                        "streaming",
+                        f"a stream for a one-line message did not end within "
+                        f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
+                        _since(traffic, before),
+                    )
+                )
+            streamed = [
+                e
+                for e in list(traffic.events)[before:]
+                if e.rpc_method in ("message/stream", "SendStreamingMessage")
+            ]
             answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
-            elif frames and client.binding is Binding.GRPC:  # a server-streaming call: no SSE to check
-                add(Finding("ok", "streaming", f"the card says streaming, and {len(frames)} frame(s) arrived "
-                            "over a gRPC stream"))
+            elif (
+                frames and client.binding is Binding.GRPC
+            ):  # a server-streaming call: no SSE to check
+                add(
+                    Finding(
+                        "ok",
+                        "streaming",
+                        f"the card says streaming, and {len(frames)} frame(s) arrived "
+                        "over a gRPC stream",
+                    )
+                )
             elif frames and answered.startswith("text/event-stream"):
-                add(Finding("ok", "streaming", f"the card says streaming, and {len(frames)} frame(s) arrived"))
+                add(
+                    Finding(
+                        "ok",
+                        "streaming",
+                        f"the card says streaming, and {len(frames)} frame(s) arrived",
+                    )
+                )
             elif frames:
-                add(Finding("warning", "streaming", f"the card says streaming, but the stream was answered as "
-                            f"{answered or 'no content type'}, not SSE", _since(traffic, before), ["streaming clients"],
-                            "answer message/stream with text/event-stream frames"))
+                add(
+                    Finding(
+                        "warning",
+                        "streaming",
+                        f"the card says streaming, but the stream was answered as "
+                        f"{answered or 'no content type'}, not SSE",
+                        _since(traffic, before),
+                        ["streaming clients"],
+                        "answer message/stream with text/event-stream frames",
+                    )
+                )
             else:
-                add(Finding("error", "streaming", "the card says streaming, but no frame arrived",
-                            _since(traffic, before), ["streaming clients"],
-                            "serve message/stream (SSE), or set capabilities.streaming to false"))
+                add(
+                    Finding(
+                        "error",
+                        "streaming",
+                        "the card says streaming, but no frame arrived",
+                        _since(traffic, before),
+                        ["streaming clients"],
+                        "serve message/stream (SSE), or set capabilities.streaming to false",
+                    )
+                )
     except (RPCError, PeerError) as exc:
         if seen.ours is None:
             seen.ours = str(exc)
         if client.dialect is not None and client.endpoint:
             seen.sent.setdefault((client.endpoint, client.dialect), str(exc))
-        add(Finding("error", "send", f"a plain text message failed: {exc}",
-                    _since(traffic, before), ["toolnexus"],
-                    "accept a text message as every client sends it"))
+        add(
+            Finding(
+                "error",
+                "send",
+                f"a plain text message failed: {exc}",
+                _since(traffic, before),
+                ["toolnexus"],
+                "accept a text message as every client sends it",
+            )
+        )
     finally:
         await client.release()
 
 
-async def _as_others_send(card: AgentCard, http: httpx.AsyncClient, headers: dict[str, str] | None, timeout: float,
-                          traffic: TrafficRecorder, add: Any, seen: _Seen) -> None:
+async def _as_others_send(
+    card: AgentCard,
+    http: httpx.AsyncClient,
+    headers: dict[str, str] | None,
+    timeout: float,
+    traffic: TrafficRecorder,
+    add: Any,
+    seen: _Seen,
+) -> None:
     """One blocking send in each JSON-RPC dialect and endpoint an official client picks from this
     card and toolnexus did not use, so that each verdict rests on an answer that client would read;
     and one in 0.3 wherever an endpoint knows ``message/send`` though no client picks it there, so
     that a hybrid (0.3's method names, 1.0's shapes) is named as such."""
-    wanted = [(route[1], route[2]) for route in _routes(card).values()
-              if not isinstance(route, str) and route[0] is Binding.JSONRPC]
-    wanted += [(endpoint, Dialect.V03) for endpoint, known in seen.knows.items() if known.get("message/send")]
+    wanted = [
+        (route[1], route[2])
+        for route in _routes(card).values()
+        if not isinstance(route, str) and route[0] is Binding.JSONRPC
+    ]
+    wanted += [
+        (endpoint, Dialect.V03)
+        for endpoint, known in seen.knows.items()
+        if known.get("message/send")
+    ]
     for endpoint, dialect in dict.fromkeys(wanted):
         if (endpoint, dialect) in seen.sent:
             continue
         if seen.knows.get(endpoint, {}).get(_SEND_METHOD[dialect]) is False:
             seen.sent[(endpoint, dialect)] = "its send method is answered -32601 (method not found)"
             continue
-        client = A2AClient(card, headers=headers, timeout=timeout, http=http, dialect=dialect.value, binding="jsonrpc")
+        client = A2AClient(
+            card,
+            headers=headers,
+            timeout=timeout,
+            http=http,
+            dialect=dialect.value,
+            binding="jsonrpc",
+        )
         client.use(endpoint)
         client.traffic = traffic
         client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
@@ -521,7 +868,9 @@ async def _as_others_send(card: AgentCard, http: httpx.AsyncClient, headers: dic
             seen.shapes[(endpoint, dialect)] = _shapes(last, dialect, add)
 
 
-async def _round_trip(client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: Any) -> None:
+async def _round_trip(
+    client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: Any
+) -> None:
     """An ``input-required`` round trip, when one of the card's skill examples (the first three)
     asks for input: the answer must go on the same task and move it past the question."""
     examples = [str(e) for skill in card.skills for e in (skill.get("examples") or [])][:3]
@@ -531,22 +880,53 @@ async def _round_trip(client: A2AClient, card: AgentCard, traffic: TrafficRecord
         if asked.state is not TaskState.INPUT_REQUIRED:
             continue
         question = asked.status.message.text if asked.status.message else ""
-        answered = await client.send("yes", task_id=asked.id, context_id=asked.context_id, blocking=True)
+        answered = await client.send(
+            "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
+        )
         if answered.id != asked.id:
-            add(Finding("warning", "input-required", f"the answer to {text!r} made a new task, not the same one",
-                        _since(traffic, before), ["agent tools and chats that answer questions"],
-                        "continue the task named by the message's taskId"))
-        elif answered.state is TaskState.INPUT_REQUIRED and answered.status.message and \
-                answered.status.message.text == question:
-            add(Finding("warning", "input-required", "the answer left the task asking the same question",
-                        _since(traffic, before), ["agent tools and chats that answer questions"],
-                        "take the answer and move the task on"))
+            add(
+                Finding(
+                    "warning",
+                    "input-required",
+                    f"the answer to {text!r} made a new task, not the same one",
+                    _since(traffic, before),
+                    ["agent tools and chats that answer questions"],
+                    "continue the task named by the message's taskId",
+                )
+            )
+        elif (
+            answered.state is TaskState.INPUT_REQUIRED
+            and answered.status.message
+            and answered.status.message.text == question
+        ):
+            add(
+                Finding(
+                    "warning",
+                    "input-required",
+                    "the answer left the task asking the same question",
+                    _since(traffic, before),
+                    ["agent tools and chats that answer questions"],
+                    "take the answer and move the task on",
+                )
+            )
         else:
-            add(Finding("ok", "input-required", f"{text!r} asked for input; the answer went on the same task, "
-                        f"now {answered.state.value}"))
+            add(
+                Finding(
+                    "ok",
+                    "input-required",
+                    f"{text!r} asked for input; the answer went on the same task, "
+                    f"now {answered.state.value}",
+                )
+            )
         return
     if examples:
-        add(Finding("info", "input-required", "no skill example asked for input: the round trip was not tried"))
+        add(
+            Finding(
+                "info",
+                "input-required",
+                "no skill example asked for input: the round trip was not tried",
+            )
+        )
 
 
 _Route = tuple[Binding, str, Dialect]
@@ -564,8 +944,11 @@ def _routes(card: AgentCard) -> dict[str, _Route | str]:
     if v1 is not None and v1.get("url"):
         out["a2a-sdk 1.x"] = (Binding.JSONRPC, str(v1["url"]), Dialect.V10)
     elif (v0 is not None and v0.get("url")) or url:
-        out["a2a-sdk 1.x"] = (Binding.JSONRPC, str(v0["url"]) if v0 is not None and v0.get("url") else str(url),
-                              Dialect.V03)
+        out["a2a-sdk 1.x"] = (
+            Binding.JSONRPC,
+            str(v0["url"]) if v0 is not None and v0.get("url") else str(url),
+            Dialect.V03,
+        )
     elif rest is not None and rest.get("url"):
         out["a2a-sdk 1.x"] = (Binding.HTTP_JSON, str(rest["url"]), Dialect.V10)
     elif grpc is not None and grpc.get("url"):
@@ -578,8 +961,10 @@ def _routes(card: AgentCard) -> dict[str, _Route | str]:
     if said.startswith("rejects"):
         out["a2a-sdk 0.3"] = "it " + said
     elif transport is not Binding.JSONRPC:
-        out["a2a-sdk 0.3"] = f"it would speak 0.3 over {card.raw.get('preferredTransport')}, which the doctor " \
-                             "does not check"
+        out["a2a-sdk 0.3"] = (
+            f"it would speak 0.3 over {card.raw.get('preferredTransport')}, which the doctor "
+            "does not check"
+        )
     else:
         out["a2a-sdk 0.3"] = (Binding.JSONRPC, str(url), Dialect.V03)
     # the JS SDK 1.x: a 1.x interface; a 0.3 card only with its legacyCompat option (off by default)
@@ -588,8 +973,10 @@ def _routes(card: AgentCard) -> dict[str, _Route | str]:
     elif rest is not None and rest.get("url"):
         out["JS SDK 1.x"] = (Binding.HTTP_JSON, str(rest["url"]), Dialect.V10)
     else:
-        out["JS SDK 1.x"] = "it finds no 1.x JSONRPC or HTTP+JSON interface (it reads a 0.3 card only with its " \
-                            "legacyCompat option, off by default)"
+        out["JS SDK 1.x"] = (
+            "it finds no 1.x JSONRPC or HTTP+JSON interface (it reads a 0.3 card only with its "
+            "legacyCompat option, off by default)"
+        )
     return out
 
 
@@ -600,65 +987,156 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: Any) -> None:
     an error of the checks above."""
     unzoned = [a for a in seen.shapes.values() if a is not None and not a.zoned]
     if unzoned:  # once, however many answers showed it
-        add(Finding("warning", "timestamp", f"status.timestamp {unzoned[0].timestamp!r} has no zone (RFC 3339 needs Z "
-                    "or an offset)", [unzoned[0].evidence], ["a2a-sdk 1.x"],
-                    "write timestamps in UTC with a Z: 2026-12-03T10:00:00Z"))
+        add(
+            Finding(
+                "warning",
+                "timestamp",
+                f"status.timestamp {unzoned[0].timestamp!r} has no zone (RFC 3339 needs Z "
+                "or an offset)",
+                [unzoned[0].evidence],
+                ["a2a-sdk 1.x"],
+                "write timestamps in UTC with a Z: 2026-12-03T10:00:00Z",
+            )
+        )
     for line, route in _routes(card).items():
         check = f"client: {line}"
         if isinstance(route, str):
-            add(Finding("warning", check, f"breaks: {route}", breaks=[line],
-                        fix="serve a card this client reads (see the card findings above)"))
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: {route}",
+                    breaks=[line],
+                    fix="serve a card this client reads (see the card findings above)",
+                )
+            )
             continue
         binding, endpoint, dialect = route
         where = f"{dialect.value} over {binding.value} at {endpoint}"
         if line == "a2a-sdk 1.x" and binding is not Binding.JSONRPC:
-            where += (f" (when its ClientConfig lists {binding.value}"
-                      + (", with a grpc_channel_factory" if binding is Binding.GRPC else "")
-                      + ": its default is JSONRPC only)")
+            where += (
+                f" (when its ClientConfig lists {binding.value}"
+                + (", with a grpc_channel_factory" if binding is Binding.GRPC else "")
+                + ": its default is JSONRPC only)"
+            )
         method = _SEND_METHOD[dialect]
         known = seen.knows.get(endpoint, {}).get(method) if binding is Binding.JSONRPC else None
         probed = seen.answered.get((binding, "1" if dialect is Dialect.V10 else "0", endpoint))
         if known is False:
-            add(Finding("warning", check, f"breaks: it speaks {where} and sends {method}, which the peer answers "
-                        "with -32601 (method not found)", breaks=[line],
-                        fix=f"answer {method} at {endpoint}, or list that endpoint with the version it speaks"))
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: it speaks {where} and sends {method}, which the peer answers "
+                    "with -32601 (method not found)",
+                    breaks=[line],
+                    fix=f"answer {method} at {endpoint}, or list that endpoint with the version it speaks",
+                )
+            )
             continue
         if binding is not Binding.JSONRPC and probed is False:
-            add(Finding("warning", check, f"breaks: it speaks {where}, where the peer gave no A2A answer",
-                        breaks=[line], fix="serve that interface, or drop it from the card"))
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: it speaks {where}, where the peer gave no A2A answer",
+                    breaks=[line],
+                    fix="serve that interface, or drop it from the card",
+                )
+            )
             continue
         outcome = seen.sent.get((endpoint, dialect))
         if outcome is None:
-            unknown = "no JSON-RPC answer to its send method" if binding is Binding.JSONRPC and known is None else ""
-            add(Finding("info", check, f"cannot tell: it speaks {where}" + (f"; {unknown}" if unknown else
-                        "; the peer knows its methods") + ", and whether it reads the answers is not known "
-                        + ("without --send (a task is created)" if not send else f"(no message went over {binding.value})")))
+            unknown = (
+                "no JSON-RPC answer to its send method"
+                if binding is Binding.JSONRPC and known is None
+                else ""
+            )
+            add(
+                Finding(
+                    "info",
+                    check,
+                    f"cannot tell: it speaks {where}"
+                    + (f"; {unknown}" if unknown else "; the peer knows its methods")
+                    + ", and whether it reads the answers is not known "
+                    + (
+                        "without --send (a task is created)"
+                        if not send
+                        else f"(no message went over {binding.value})"
+                    ),
+                )
+            )
             continue
         if outcome:
-            add(Finding("warning", check, f"breaks: a message sent as it sends one ({where}) failed: {outcome}",
-                        breaks=[line], fix="answer a plain text message in that dialect"))
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: a message sent as it sends one ({where}) failed: {outcome}",
+                    breaks=[line],
+                    fix="answer a plain text message in that dialect",
+                )
+            )
             continue
         answer = seen.shapes.get((endpoint, dialect))
-        departures = answer.departures(dialect, proto_timestamps=line == "a2a-sdk 1.x") if answer is not None else []
+        departures = (
+            answer.departures(dialect, proto_timestamps=line == "a2a-sdk 1.x")
+            if answer is not None
+            else []
+        )
         if binding is Binding.JSONRPC and answer is None:
-            add(Finding("info", check, f"cannot tell: it speaks {where}, and the answer had no result to read"))
+            add(
+                Finding(
+                    "info",
+                    check,
+                    f"cannot tell: it speaks {where}, and the answer had no result to read",
+                )
+            )
         elif departures:
-            add(Finding("warning", check, f"breaks: it speaks {where}, and cannot read the answer: "
-                        + "; ".join(departures), breaks=[line], fix=f"answer in {dialect.value}'s shapes"))
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: it speaks {where}, and cannot read the answer: "
+                    + "; ".join(departures),
+                    breaks=[line],
+                    fix=f"answer in {dialect.value}'s shapes",
+                )
+            )
         else:
-            add(Finding("ok", check, f"works: it speaks {where}; the peer knows its send method and answers in the "
-                        "shapes it reads"))
+            add(
+                Finding(
+                    "ok",
+                    check,
+                    f"works: it speaks {where}; the peer knows its send method and answers in the "
+                    "shapes it reads",
+                )
+            )
     if seen.ours is not None:
-        add(Finding("ok" if not seen.ours else "warning", "client: toolnexus",
-                    f"works: {seen.ours_over}" if not seen.ours else f"breaks: {seen.ours}",
-                    breaks=[] if not seen.ours else ["toolnexus"]))
+        add(
+            Finding(
+                "ok" if not seen.ours else "warning",
+                "client: toolnexus",
+                f"works: {seen.ours_over}" if not seen.ours else f"breaks: {seen.ours}",
+                breaks=[] if not seen.ours else ["toolnexus"],
+            )
+        )
     else:
         dialect, endpoint, _, binding = card.route()
         knows = seen.knows.get(endpoint, {})
-        legacy = dialect == "0.3" and knows.get("message/send") is False and knows.get("SendMessage")
-        add(Finding("info", "client: toolnexus", f"reaches it: {'legacy' if legacy else dialect} over {binding} at "
-                    f"{endpoint}" + (" (it falls back to the legacy dialect on -32601)" if legacy else "")
-                    + "; whether it reads the answers is not known without --send"))
+        legacy = (
+            dialect == "0.3" and knows.get("message/send") is False and knows.get("SendMessage")
+        )
+        add(
+            Finding(
+                "info",
+                "client: toolnexus",
+                f"reaches it: {'legacy' if legacy else dialect} over {binding} at "
+                f"{endpoint}"
+                + (" (it falls back to the legacy dialect on -32601)" if legacy else "")
+                + "; whether it reads the answers is not known without --send",
+            )
+        )
 
 
 _ZONED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
@@ -701,7 +1179,9 @@ class _Answer:
             if self.state.startswith("TASK_STATE_"):
                 out.append(f"the state {self.state!r} is not 0.3's spelling (completed)")
         if proto_timestamps and not self.zoned:
-            out.append(f"status.timestamp {self.timestamp!r} has no zone (protobuf's Timestamp needs Z or an offset)")
+            out.append(
+                f"status.timestamp {self.timestamp!r} has no zone (protobuf's Timestamp needs Z or an offset)"
+            )
         return out
 
 
@@ -714,14 +1194,31 @@ def _answer_of(result: Any) -> _Answer:
         return _Answer(wrapped=wrapped)
     status = body.get("status")
     status = status if _json.is_object(status) else {}
-    messages = [status.get("message"), *(body.get("history") or ())] if "parts" not in body else [body]
-    parts = [p for m in messages if _json.is_object(m) for p in (m.get("parts") or ()) if _json.is_object(p)]
-    parts += [p for a in (body.get("artifacts") or ()) if _json.is_object(a) for p in (a.get("parts") or ())
-              if _json.is_object(p)]
+    messages = (
+        [status.get("message"), *(body.get("history") or ())] if "parts" not in body else [body]
+    )
+    parts = [
+        p
+        for m in messages
+        if _json.is_object(m)
+        for p in (m.get("parts") or ())
+        if _json.is_object(p)
+    ]
+    parts += [
+        p
+        for a in (body.get("artifacts") or ())
+        if _json.is_object(a)
+        for p in (a.get("parts") or ())
+        if _json.is_object(p)
+    ]
     stamp = status.get("timestamp")
-    return _Answer(wrapped=wrapped, kind=body.get("kind") in ("task", "message"),
-                   parts_without_kind=sum("kind" not in p for p in parts), state=str(status.get("state") or ""),
-                   timestamp=stamp if isinstance(stamp, str) else None)
+    return _Answer(
+        wrapped=wrapped,
+        kind=body.get("kind") in ("task", "message"),
+        parts_without_kind=sum("kind" not in p for p in parts),
+        state=str(status.get("state") or ""),
+        timestamp=stamp if isinstance(stamp, str) else None,
+    )
 
 
 def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
@@ -730,8 +1227,16 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
     is named as the hybrid it is. Returns the answer's letter (None when there is no result)."""
     evidence = [_evidence(event)]
     if not event.response_headers.get("content-type", "").startswith("application/json"):
-        add(Finding("warning", "content type", f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
-                    evidence, ["strict clients"], "answer with Content-Type: application/json"))
+        add(
+            Finding(
+                "warning",
+                "content type",
+                f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
+                evidence,
+                ["strict clients"],
+                "answer with Content-Type: application/json",
+            )
+        )
     data = _json.loads_or_none(event.response_body or "")
     result = data.get("result") if _json.is_object(data) else None
     if not _json.is_object(result):
@@ -740,25 +1245,65 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
     answer.evidence = evidence[0]
     if dialect is Dialect.V10:
         if not answer.wrapped:
-            add(Finding("warning", "result wrapping", "a 1.0 SendMessage result is not {\"task\": ...} or "
-                        "{\"message\": ...}", evidence, ["a2a-sdk 1.x", "JS SDK 1.x"],
-                        "wrap the task (or message) as SendMessageResponse does"))
+            add(
+                Finding(
+                    "warning",
+                    "result wrapping",
+                    'a 1.0 SendMessage result is not {"task": ...} or {"message": ...}',
+                    evidence,
+                    ["a2a-sdk 1.x", "JS SDK 1.x"],
+                    "wrap the task (or message) as SendMessageResponse does",
+                )
+            )
         if answer.state and not answer.state.startswith("TASK_STATE_"):
-            add(Finding("warning", "enum casing", f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*", evidence,
-                        ["a2a-sdk 1.x", "JS SDK 1.x"], "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)"))
+            add(
+                Finding(
+                    "warning",
+                    "enum casing",
+                    f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*",
+                    evidence,
+                    ["a2a-sdk 1.x", "JS SDK 1.x"],
+                    "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)",
+                )
+            )
         return answer
     if answer.wrapped or (answer.parts_without_kind and not answer.kind):
-        add(Finding("warning", "hybrid", "answers the 0.3 method message/send in 1.0's shapes ("
-                    + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False)) + "): a hybrid of the two "
-                    "dialects, which 0.3 clients cannot read", evidence, ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
-                    "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's"))
+        add(
+            Finding(
+                "warning",
+                "hybrid",
+                "answers the 0.3 method message/send in 1.0's shapes ("
+                + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False))
+                + "): a hybrid of the two "
+                "dialects, which 0.3 clients cannot read",
+                evidence,
+                ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
+                "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's",
+            )
+        )
         return answer
     if not answer.kind:
-        add(Finding("warning", "kind", "a 0.3 message/send result has no kind (task or message)", evidence,
-                    ["a2a-sdk 0.3", "JS SDK compat"], "add kind: \"task\" (or \"message\")"))
+        add(
+            Finding(
+                "warning",
+                "kind",
+                "a 0.3 message/send result has no kind (task or message)",
+                evidence,
+                ["a2a-sdk 0.3", "JS SDK compat"],
+                'add kind: "task" (or "message")',
+            )
+        )
     if answer.state.startswith("TASK_STATE_"):
-        add(Finding("warning", "enum casing", f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
-                    evidence, ["a2a-sdk 0.3"], "write 0.3 states in lower case with dashes (input-required)"))
+        add(
+            Finding(
+                "warning",
+                "enum casing",
+                f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
+                evidence,
+                ["a2a-sdk 0.3"],
+                "write 0.3 states in lower case with dashes (input-required)",
+            )
+        )
     return answer
 
 
@@ -772,7 +1317,9 @@ def _fix_for(path: str, message: str, card: AgentCard) -> str:
     base = (card.source or "").split("/.well-known/")[0] or "https://agent.example"
     skill = re.match(r"\$\.skills\[(\d+)\]", path)
     if skill:
-        entries = card.skills  # the skills that are objects, in order (what a diagnostic's index counts)
+        entries = (
+            card.skills
+        )  # the skills that are objects, in order (what a diagnostic's index counts)
         raw = card.raw.get("skills")
         at = int(skill.group(1))
         entry = raw[at] if _json.is_array(raw) and at < len(raw) else None
@@ -783,11 +1330,16 @@ def _fix_for(path: str, message: str, card: AgentCard) -> str:
         if path.endswith(".id") and "twice" in message:
             return f"give {which} an id of its own (another skill has the same)"
         field_name = path.rsplit(".", 1)[-1]
-        return f"give {which} its {field_name} (a non-empty string)" if "." in path[len(skill.group(0)):] \
+        return (
+            f"give {which} its {field_name} (a non-empty string)"
+            if "." in path[len(skill.group(0)) :]
             else f"make {which} an object with id, name, description and tags"
+        )
     if path == "$.url":
         if "sends calls to" in message:
-            return "list the interfaces on the host that serves the card, or name that host yourself"
+            return (
+                "list the interfaces on the host that serves the card, or name that host yourself"
+            )
         return f'add "url": "{base}/" (the 0.3 JSON-RPC endpoint) if 0.3 clients should reach the agent'
     if path == "$.description":
         return 'say in "description" what the agent does'
@@ -814,5 +1366,8 @@ def _fix_for(path: str, message: str, card: AgentCard) -> str:
 
 
 def _schema_breaks(report: Any) -> list[str]:
-    return [line for line, what in report.verdict.items()
-            if any(w in what for w in ("rejects", "cannot", "finds no"))]
+    return [
+        line
+        for line, what in report.verdict.items()
+        if any(w in what for w in ("rejects", "cannot", "finds no"))
+    ]

@@ -66,7 +66,9 @@ _SETTLED = frozenset(s.value for s in TERMINAL | INTERRUPTED)
 _KEPT_VALUES = frozenset({"kind", "role", "code", "jsonrpc"})
 _GET_OPS = frozenset({"GetTask", "tasks/get"})
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a cassette's header never splits or ends the answer
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f]"
+)  # a cassette's header never splits or ends the answer
 
 
 # -- what a request is, for matching --------------------------------------------------------------
@@ -85,7 +87,9 @@ def _normal(value: Any, match: str, envelope: bool = True) -> Any:
         for key, item in value.items():
             if key in _CLIENT_IDS or (envelope and key == "id" and "jsonrpc" in value):
                 continue
-            if match == "lenient" and (key in _LENIENT_DROP or (key in _ID_KEYS and not _stable(item))):
+            if match == "lenient" and (
+                key in _LENIENT_DROP or (key in _ID_KEYS and not _stable(item))
+            ):
                 continue
             out[key] = _normal(item, match, False)
         return out
@@ -136,8 +140,13 @@ class ReplayPeer:
         ValueError: an unknown ``match``.
     """
 
-    def __init__(self, cassette: Cassette | str | os.PathLike[str], *, match: str = "lenient",
-                 origin: str | None = None) -> None:
+    def __init__(
+        self,
+        cassette: Cassette | str | os.PathLike[str],
+        *,
+        match: str = "lenient",
+        origin: str | None = None,
+    ) -> None:
         if match not in MATCHES:
             raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
         self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
@@ -148,7 +157,9 @@ class ReplayPeer:
         for x in self.exchanges:
             path, query = _split(x.url)
             body = x.request.get("json")
-            self._queues.setdefault(_key(match, x.method, path, query, body, x.request_text()), []).append(x)
+            self._queues.setdefault(
+                _key(match, x.method, path, query, body, x.request_text()), []
+            ).append(x)
         self._used: dict[tuple[Any, ...], int] = {}
         self.served: list[tuple[str, Exchange]] = []
         """``(operation, recorded exchange)`` of each request answered, in order."""
@@ -157,7 +168,9 @@ class ReplayPeer:
         self._server: Any = None
         self.url = ""
 
-    def answer_for(self, method: str, path: str, query: str, body: Any, text: str) -> Exchange | None:
+    def answer_for(
+        self, method: str, path: str, query: str, body: Any, text: str
+    ) -> Exchange | None:
         """The recorded exchange that answers this request (in recorded order, the last again), or None."""
         key = _key(self.match, method, path, query, body, text)
         queue = self._queues.get(key)
@@ -199,8 +212,11 @@ class ReplayPeer:
             self.misses.append(op)
             why = f"toolnexus replay: no recorded exchange matches {op} (match={self.match})"
             if rpc_id is not None or (isinstance(body, dict) and "jsonrpc" in body):
-                await _json_answer(send, 200, {"jsonrpc": "2.0", "id": rpc_id,
-                                               "error": {"code": -32603, "message": why}})
+                await _json_answer(
+                    send,
+                    200,
+                    {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32603, "message": why}},
+                )
             else:
                 await _plain(send, 404, why)
             return
@@ -213,25 +229,44 @@ class ReplayPeer:
     def _body(self, value: Any, rpc_id: Any) -> bytes:
         if isinstance(value, dict) and "jsonrpc" in value and rpc_id is not None:
             value = {**value, "id": rpc_id}
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        )
         return self._rewrite(text).encode("utf-8")
 
     async def _play(self, send: Any, x: Exchange, rpc_id: Any) -> None:
         response = x.response
         status = x.status
         if status is None:  # the recording saw no answer (a refused connection, a timeout)
-            await _plain(send, 502, f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}")
+            await _plain(
+                send,
+                502,
+                f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}",
+            )
             return
-        headers = [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
-                   for k, v in (response.get("headers") or {}).items()
-                   if isinstance(k, str) and isinstance(v, str) and v != MASK and _HEADER_NAME.match(k)
-                   and not _CONTROL.search(v) and k.lower() not in ("content-length", "transfer-encoding")]
+        headers = [
+            (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+            for k, v in (response.get("headers") or {}).items()
+            if isinstance(k, str)
+            and isinstance(v, str)
+            and v != MASK
+            and _HEADER_NAME.match(k)
+            and not _CONTROL.search(v)
+            and k.lower() not in ("content-length", "transfer-encoding")
+        ]
         if x.streamed:
             frames = response.get("frames") or []
             await send({"type": "http.response.start", "status": status, "headers": headers})
             for frame in frames:
-                await send({"type": "http.response.body", "body": b"data: " + self._body(frame, rpc_id) + b"\n\n",
-                            "more_body": True})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": b"data: " + self._body(frame, rpc_id) + b"\n\n",
+                        "more_body": True,
+                    }
+                )
             await send({"type": "http.response.body", "body": b""})
             return
         if "json" in response:
@@ -278,25 +313,45 @@ def pick_origin(cassette: Cassette, origin: str | None) -> str:
     if origin is not None:
         wanted = origin_of(origin) or origin.rstrip("/")
         if wanted not in origins:
-            raise CassetteError(f"{cassette.path} has no exchange with {wanted}; it has {', '.join(origins)}")
+            raise CassetteError(
+                f"{cassette.path} has no exchange with {wanted}; it has {', '.join(origins)}"
+            )
         return wanted
     if len(origins) > 1:
-        raise CassetteError(f"{cassette.path} talked to {len(origins)} peers ({', '.join(origins)}): "
-                            "name the one to play")
+        raise CassetteError(
+            f"{cassette.path} talked to {len(origins)} peers ({', '.join(origins)}): "
+            "name the one to play"
+        )
     return origins[0]
 
 
 async def _plain(send: Any, status: int, text: str) -> None:
     body = text.encode("utf-8")
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 async def _json_answer(send: Any, status: int, value: Any) -> None:
     body = json.dumps(value).encode("utf-8")
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -334,13 +389,25 @@ class ReplayReport:
         return not self.differences
 
     def text(self) -> str:
-        head = (f"{self.url}: {self.exchanges} exchange(s) replayed from {self.cassette}: "
-                + ("the same" if self.ok else f"{len(self.differences)} difference(s)"))
-        return "\n".join([head] + [f"  {d.text()}" for d in self.differences] + [f"  note: {n}" for n in self.notes])
+        head = f"{self.url}: {self.exchanges} exchange(s) replayed from {self.cassette}: " + (
+            "the same" if self.ok else f"{len(self.differences)} difference(s)"
+        )
+        return "\n".join(
+            [head]
+            + [f"  {d.text()}" for d in self.differences]
+            + [f"  note: {n}" for n in self.notes]
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"cassette": self.cassette, "url": self.url, "ok": self.ok, "exchanges": self.exchanges,
-                "differences": [asdict(d) for d in self.differences], "notes": self.notes, "states": self.states}
+        return {
+            "cassette": self.cassette,
+            "url": self.url,
+            "ok": self.ok,
+            "exchanges": self.exchanges,
+            "differences": [asdict(d) for d in self.differences],
+            "notes": self.notes,
+            "states": self.states,
+        }
 
 
 def _shape(value: Any, key: str = "") -> Any:
@@ -354,14 +421,19 @@ def _shape(value: Any, key: str = "") -> Any:
         return ["list", merged]
     if key in _KEPT_VALUES and isinstance(value, (str, int)) and not isinstance(value, bool):
         return f"={value}"
-    return {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}.get(type(value), "?")
+    return {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}.get(
+        type(value), "?"
+    )
 
 
 def _merge(a: Any, b: Any) -> Any:
     if a is None:
         return b
     if isinstance(a, dict) and isinstance(b, dict):
-        return {k: _merge(a.get(k), b.get(k)) if k in a and k in b else a.get(k, b.get(k)) for k in {**a, **b}}
+        return {
+            k: _merge(a.get(k), b.get(k)) if k in a and k in b else a.get(k, b.get(k))
+            for k in {**a, **b}
+        }
     if isinstance(a, list) and isinstance(b, list):
         return ["list", _merge(a[1], b[1])]
     if a == b:
@@ -406,8 +478,14 @@ def _states(value: Any, out: list[tuple[str, str]]) -> None:
     if isinstance(value, dict):
         status = value.get("status")
         task = value.get("taskId") or (value.get("id") if isinstance(status, dict) else None)
-        if isinstance(status, dict) and isinstance(task, str) and isinstance(status.get("state"), str):
-            state = parse_state(status["state"])  # either dialect's spelling; an unknown one as it came
+        if (
+            isinstance(status, dict)
+            and isinstance(task, str)
+            and isinstance(status.get("state"), str)
+        ):
+            state = parse_state(
+                status["state"]
+            )  # either dialect's spelling; an unknown one as it came
             out.append((task, state.value if state is not None else status["state"]))
         for item in value.values():
             if isinstance(item, (dict, list)) and item is not status:
@@ -426,7 +504,12 @@ def _pair_ids(recorded: Any, live: Any, ids: dict[str, str]) -> None:
     elif isinstance(recorded, list) and isinstance(live, list):
         for a, b in zip(recorded, live):
             _pair_ids(a, b, ids)
-    elif isinstance(recorded, str) and isinstance(live, str) and STABLE_ID.match(recorded) and recorded not in ids:
+    elif (
+        isinstance(recorded, str)
+        and isinstance(live, str)
+        and STABLE_ID.match(recorded)
+        and recorded not in ids
+    ):
         ids[recorded] = live
 
 
@@ -445,9 +528,16 @@ def _last_state(values: list[Any]) -> str | None:
     return found[-1][1] if found else None
 
 
-async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers: Mapping[str, str] | None = None,
-               origin: str | None = None, timeout: float = 30.0, settle: float = 30.0,
-               http: httpx.AsyncClient | None = None) -> ReplayReport:
+async def diff(
+    cassette: Cassette | str | os.PathLike[str],
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    origin: str | None = None,
+    timeout: float = 30.0,
+    settle: float = 30.0,
+    http: httpx.AsyncClient | None = None,
+) -> ReplayReport:
     """Send a cassette's recorded requests to the live peer at ``url`` and compare its answers.
 
     Args:
@@ -489,9 +579,16 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
                     ids.setdefault(stable, new_id())
             target = to_live(live_origin + path + (f"?{query}" if query else ""))
             content = to_live(x.request_text()).encode("utf-8")
-            sent = {k: v for k, v in x.request.get("headers", {}).items()
-                    if MASK not in v and k.lower() not in given}
-            masked = sorted(k for k, v in x.request.get("headers", {}).items() if MASK in v and k.lower() not in given)
+            sent = {
+                k: v
+                for k, v in x.request.get("headers", {}).items()
+                if MASK not in v and k.lower() not in given
+            }
+            masked = sorted(
+                k
+                for k, v in x.request.get("headers", {}).items()
+                if MASK in v and k.lower() not in given
+            )
             for name in masked:
                 note = f"the recorded requests carried the secret header {name!r} (masked): pass it again"
                 if note not in report.notes:
@@ -501,27 +598,55 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
             waited = 0.0
             while True:
                 try:
-                    r, raw = await exchange(client, x.method, target, headers=sent, content=content,
-                                             limit=MAX_RESPONSE, timeout=timeout)
+                    r, raw = await exchange(
+                        client,
+                        x.method,
+                        target,
+                        headers=sent,
+                        content=content,
+                        limit=MAX_RESPONSE,
+                        timeout=timeout,
+                    )
                     status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
                     streamed = "text/event-stream" in r.headers.get("content-type", "")
                 except (httpx.HTTPError, PeerError) as exc:
                     status, answer, error, streamed = None, "", why(exc), False
-                live_values = [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None] \
-                    if streamed else [v for v in [_loads(answer)] if v is not None]
-                if op in _GET_OPS and error is None and status == x.status and waited < settle \
-                        and _last_state(recorded_values) in _SETTLED and _last_state(live_values) not in _SETTLED | {None}:
+                live_values = (
+                    [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None]
+                    if streamed
+                    else [v for v in [_loads(answer)] if v is not None]
+                )
+                if (
+                    op in _GET_OPS
+                    and error is None
+                    and status == x.status
+                    and waited < settle
+                    and _last_state(recorded_values) in _SETTLED
+                    and _last_state(live_values) not in _SETTLED | {None}
+                ):
                     await asyncio.sleep(0.2)
                     waited += 0.2
                     continue
                 break
             if error is not None or x.status is None:
                 if (error is not None) != (x.status is None):
-                    report.differences.append(Difference(x.seq, op, "unanswered", "", x.error or str(x.status),
-                                                         error or str(status)))
+                    report.differences.append(
+                        Difference(
+                            x.seq,
+                            op,
+                            "unanswered",
+                            "",
+                            x.error or str(x.status),
+                            error or str(status),
+                        )
+                    )
                 continue
-            if status != x.status:  # a refusal, or another answer altogether: its shape says nothing more
-                report.differences.append(Difference(x.seq, op, "status", "", str(x.status), str(status)))
+            if (
+                status != x.status
+            ):  # a refusal, or another answer altogether: its shape says nothing more
+                report.differences.append(
+                    Difference(x.seq, op, "status", "", str(x.status), str(status))
+                )
                 continue
             for a, b in zip(recorded_values, live_values):
                 _pair_ids(a, b, ids)
@@ -529,7 +654,13 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
             if streamed != x.streamed:
                 shapes.append(("(body)", _kind(x.streamed), _kind(streamed)))
             elif bool(recorded_values) != bool(live_values) and not streamed:
-                shapes.append(("(body)", "JSON" if recorded_values else "not JSON", "JSON" if live_values else "not JSON"))
+                shapes.append(
+                    (
+                        "(body)",
+                        "JSON" if recorded_values else "not JSON",
+                        "JSON" if live_values else "not JSON",
+                    )
+                )
             recorded_shape = live_shape = None
             for value in recorded_values:
                 recorded_shape = _merge(recorded_shape, _shape(value))
@@ -538,11 +669,19 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
             if recorded_shape is not None and live_shape is not None:
                 _shape_diff(recorded_shape, live_shape, "", shapes)
             elif streamed and (recorded_shape is None) != (live_shape is None):
-                shapes.append(("(stream)", "events" if recorded_shape is not None else "none",
-                               "events" if live_shape is not None else "none"))
+                shapes.append(
+                    (
+                        "(stream)",
+                        "events" if recorded_shape is not None else "none",
+                        "events" if live_shape is not None else "none",
+                    )
+                )
             report.differences += [Difference(x.seq, op, "shape", p, a, b) for p, a, b in shapes]
             back = {v: k for k, v in ids.items()}
-            for values, into, rename in ((recorded_values, recorded_states, False), (live_values, live_states, True)):
+            for values, into, rename in (
+                (recorded_values, recorded_states, False),
+                (live_values, live_states, True),
+            ):
                 found: list[tuple[str, str]] = []
                 for value in values:
                     _states(value, found)
@@ -557,8 +696,11 @@ async def diff(cassette: Cassette | str | os.PathLike[str], url: str, *, headers
         mine, theirs = recorded_states[task], live_states.get(task, [])
         report.states[task] = {"recorded": mine, "live": theirs}
         if mine != theirs:
-            report.differences.append(Difference(0, task, "states", "", " → ".join(mine) or "none",
-                                                 " → ".join(theirs) or "none"))
+            report.differences.append(
+                Difference(
+                    0, task, "states", "", " → ".join(mine) or "none", " → ".join(theirs) or "none"
+                )
+            )
     return report
 
 
@@ -578,4 +720,3 @@ def _message_ids(value: Any) -> list[str]:
         for item in value:
             found += _message_ids(item)
     return found
-

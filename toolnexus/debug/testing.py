@@ -74,7 +74,9 @@ class Verifier:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.check(cassette, url, **options))
-        raise RuntimeError("a2a_verify(...) blocks; in an async test use: await a2a_verify.check(cassette, url)")
+        raise RuntimeError(
+            "a2a_verify(...) blocks; in an async test use: await a2a_verify.check(cassette, url)"
+        )
 
     async def check(self, cassette: str | os.PathLike[str], url: str, **options: Any) -> Any:
         """Replay ``cassette`` against ``url``; fail the test when an answer differs."""

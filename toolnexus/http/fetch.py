@@ -12,8 +12,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["MAX_CARD", "MAX_RESPONSE", "MAX_FRAME", "AnswerTooLarge", "AnswerTooSlow", "read_body", "exchange", "sse_events", "why",
-           "peer_url"]
+__all__ = [
+    "MAX_CARD",
+    "MAX_RESPONSE",
+    "MAX_FRAME",
+    "AnswerTooLarge",
+    "AnswerTooSlow",
+    "read_body",
+    "exchange",
+    "sse_events",
+    "why",
+    "peer_url",
+]
 
 
 MAX_CARD = 2 * 1024 * 1024
@@ -46,19 +56,31 @@ async def read_body(r: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def exchange(http: httpx.AsyncClient, method: str, url: str, *, headers: Mapping[str, str],
-                   content: bytes = b"", limit: int, timeout: float) -> tuple[httpx.Response, bytes]:
+async def exchange(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    content: bytes = b"",
+    limit: int,
+    timeout: float,
+) -> tuple[httpx.Response, bytes]:
     """One request and its whole answer: at most ``limit`` bytes, within ``timeout`` seconds in all
     (httpx's own timeout is per read: a peer trickling a byte at a time would never trip it)."""
     try:
         async with asyncio.timeout(timeout):
-            async with http.stream(method, url, content=content, headers=dict(headers), timeout=timeout) as r:
+            async with http.stream(
+                method, url, content=content, headers=dict(headers), timeout=timeout
+            ) as r:
                 return r, await read_body(r, limit)
     except TimeoutError:
         raise AnswerTooSlow(f"no whole answer within {timeout:g}s") from None
 
 
-async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> AsyncGenerator[str, None]:
+async def sse_events(
+    r: httpx.Response, timeout: float, max_frame: int
+) -> AsyncGenerator[str, None]:
     """The ``data`` of each SSE event of ``r``, bounded in size (``max_frame`` bytes) and in the time one
     event may take to arrive once begun (``timeout``); comments and other fields are skipped."""
     buffer = b""
@@ -73,7 +95,7 @@ async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> Async
             end = buffer.find(b"\n")
             if end < 0:
                 break
-            line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1:]
+            line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1 :]
             if line.startswith(b"data:"):
                 data.append(line[5:].lstrip())
                 size += len(line)
@@ -83,7 +105,9 @@ async def sse_events(r: httpx.Response, timeout: float, max_frame: int) -> Async
             elif not line:
                 begun = None
         if size + len(buffer) > max_frame:
-            raise AnswerTooLarge(f"a stream event passed {max_frame:,} bytes; at most that much is read")
+            raise AnswerTooLarge(
+                f"a stream event passed {max_frame:,} bytes; at most that much is read"
+            )
         if begun is not None and (data or buffer) and time.monotonic() - begun > timeout:
             raise AnswerTooSlow(f"a stream event did not arrive whole within {timeout:g}s")
         if not data and not buffer:
@@ -103,12 +127,17 @@ def peer_url(url: str) -> str:
     """
     try:
         parts = urlsplit(url.strip())
-        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and " " not in url.strip()
+        ok = (
+            parts.scheme.lower() in ("http", "https")
+            and bool(parts.hostname)
+            and " " not in url.strip()
+        )
         parts.port  # noqa: B018  # a port that is not a number raises here
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"not an http(s) URL: {url!r} (give the agent's base URL or card URL, "
-                         "such as http://127.0.0.1:8000)")
+        raise ValueError(
+            f"not an http(s) URL: {url!r} (give the agent's base URL or card URL, "
+            "such as http://127.0.0.1:8000)"
+        )
     return url.strip()
-

@@ -44,8 +44,13 @@ class HostGuard:
         allowed_origins: more origins (``scheme://host[:port]``) to accept.
     """
 
-    def __init__(self, app: ASGIApp, bound: Callable[[], tuple[str, int]], allowed_hosts: Iterable[str] = (),
-                 allowed_origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        bound: Callable[[], tuple[str, int]],
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+    ) -> None:
         self.app = app
         self._bound = bound
         self.extra_hosts = {h.lower() for h in allowed_hosts}
@@ -75,7 +80,9 @@ class HostGuard:
             return False
         if authority == host:
             return True
-        return self._host_ok(authority, loopback, port) and (loopback or authority in self.extra_hosts)
+        return self._host_ok(authority, loopback, port) and (
+            loopback or authority in self.extra_hosts
+        )
 
     def _fast(self) -> tuple[frozenset[bytes], bool, int]:
         """The Host values that pass at once (this server's own names), the bind's kind, the port;
@@ -114,9 +121,15 @@ class HostGuard:
 
 async def _refuse(send: Send, status: int, message: str) -> None:
     body = _json.dumps({"error": message})
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
-
-

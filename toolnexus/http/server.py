@@ -19,8 +19,18 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["AsgiServer", "LoopThread", "parse_addr", "http_url", "listening_socket", "serving_gc", "HEADER_TIMEOUT",
-           "MAX_CONNECTIONS", "GC_THRESHOLD", "ANSWER_GRACE"]
+__all__ = [
+    "AsgiServer",
+    "LoopThread",
+    "parse_addr",
+    "http_url",
+    "listening_socket",
+    "serving_gc",
+    "HEADER_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "GC_THRESHOLD",
+    "ANSWER_GRACE",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 HEADER_TIMEOUT = 10.0
@@ -164,8 +174,12 @@ class _OneWrite:
     def write(self, data: bytes) -> None:
         cycle = self._protocol.cycle
         first, self._cycle = cycle is not self._cycle, cycle
-        if first and cycle.expected_content_length > 0 and not cycle.chunked_encoding \
-                and not cycle.response_complete:  # a response's head, and a body must follow
+        if (
+            first
+            and cycle.expected_content_length > 0
+            and not cycle.chunked_encoding
+            and not cycle.response_complete
+        ):  # a response's head, and a body must follow
             self._held = data
             return
         held, self._held = self._held, None
@@ -221,7 +235,9 @@ def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
             if self._tn_one is not None:
-                self.cycle.transport = self._tn_one  # the protocol itself keeps the socket's transport
+                self.cycle.transport = (
+                    self._tn_one
+                )  # the protocol itself keeps the socket's transport
 
         def on_response_complete(self) -> None:
             if self._tn_one is not None:
@@ -245,7 +261,9 @@ def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
         from uvicorn.protocols.http.h11_impl import H11Protocol
 
         return _guarded(H11Protocol, header_timeout)
-    return _guarded(HttpToolsProtocol, header_timeout, one_write=True)  # its cycle says what must follow
+    return _guarded(
+        HttpToolsProtocol, header_timeout, one_write=True
+    )  # its cycle says what must follow
 
 
 class AsgiServer:
@@ -259,18 +277,32 @@ class AsgiServer:
         max_connections: see :data:`MAX_CONNECTIONS`.
     """
 
-    def __init__(self, app: Any, addr: str | int | None = None, *, graceful: float = 1.0,
-                 header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 sock: socket.socket | None = None, **uvicorn_options: Any) -> None:
+    def __init__(
+        self,
+        app: Any,
+        addr: str | int | None = None,
+        *,
+        graceful: float = 1.0,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+        sock: socket.socket | None = None,
+        **uvicorn_options: Any,
+    ) -> None:
         self.app = app
         self.host, self.port = parse_addr(addr)
         self._given = sock  # bound and listening already (see listening_socket)
-        self._options = {"log_config": None, "access_log": False, "timeout_graceful_shutdown": graceful,
-                         "lifespan": "on", "http": _http_protocol(header_timeout),
-                         # nothing a client sends (X-Forwarded-For/-Proto) rewrites who it is, and a
-                         # request passes one middleware fewer
-                         "proxy_headers": False,
-                         "limit_concurrency": max_connections, **uvicorn_options}
+        self._options = {
+            "log_config": None,
+            "access_log": False,
+            "timeout_graceful_shutdown": graceful,
+            "lifespan": "on",
+            "http": _http_protocol(header_timeout),
+            # nothing a client sends (X-Forwarded-For/-Proto) rewrites who it is, and a
+            # request passes one middleware fewer
+            "proxy_headers": False,
+            "limit_concurrency": max_connections,
+            **uvicorn_options,
+        }
         self._server: _Uvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
@@ -317,8 +349,13 @@ class AsgiServer:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def stop(self, drain: float | None = None, *, until_idle: Callable[[], Awaitable[None]] | None = None,
-                   time_up: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def stop(
+        self,
+        drain: float | None = None,
+        *,
+        until_idle: Callable[[], Awaitable[None]] | None = None,
+        time_up: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         """Stop accepting at once (an idle connection is closed, a busy one after its response), let
         the requests in flight finish and ``until_idle()`` return, for up to ``drain`` seconds
         (default ``graceful``) or until :meth:`hurry`; past that, ``time_up()`` runs, the requests
@@ -340,7 +377,6 @@ class AsgiServer:
             if self._sock is not None:
                 self._sock.close()
             self._task = None
-
 
     def hurry(self) -> None:
         """End a stop's drain now (a second Ctrl-C)."""

@@ -15,10 +15,10 @@ from ..stores.conversations import (
 )
 from ..tools import Tool
 from .client import Client, Style, WaitFor
-from .run import RunResult, ToolCall, Turn, Usage
 from .demo import DEMO_MODEL, approval_tool, demo_generate
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle
+from .run import RunResult, ToolCall, Turn, Usage
 
 __all__ = [
     "Client",
@@ -35,7 +35,10 @@ __all__ = [
     "demo_client",
 ]
 
-_KEY_ENV = {"openai": ("OPENAI_API_KEY", "OPENROUTER_API_KEY"), "anthropic": ("ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")}
+_KEY_ENV = {
+    "openai": ("OPENAI_API_KEY", "OPENROUTER_API_KEY"),
+    "anthropic": ("ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"),
+}
 
 
 def create_client(
@@ -74,9 +77,19 @@ def create_client(
     if api_key is None:
         api_key = next((os.environ[k] for k in _KEY_ENV[style] if os.environ.get(k)), None)
     args = (base_url, model, api_key, headers, retries, retry_base_ms, request_timeout, transport)
-    backend: Style = OpenAIStyle(*args) if style == "openai" else AnthropicStyle(*args, max_tokens=max_tokens)
-    return Client(backend, model=model, system_prompt=system_prompt, max_turns=max_turns, timeout=timeout,
-                  store=store, wait_for=wait_for, tools=tools)
+    backend: Style = (
+        OpenAIStyle(*args) if style == "openai" else AnthropicStyle(*args, max_tokens=max_tokens)
+    )
+    return Client(
+        backend,
+        model=model,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        timeout=timeout,
+        store=store,
+        wait_for=wait_for,
+        tools=tools,
+    )
 
 
 def create_in_process_client(
@@ -91,8 +104,16 @@ def create_in_process_client(
     tools: Sequence[Tool] = (),
 ) -> Client:
     """A client whose model is ``generate(request)``: no HTTP; a raised error is final."""
-    return Client(InProcessStyle(generate, model), model=model, system_prompt=system_prompt, max_turns=max_turns,
-                  timeout=timeout, store=store, wait_for=wait_for, tools=tools)
+    return Client(
+        InProcessStyle(generate, model),
+        model=model,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        timeout=timeout,
+        store=store,
+        wait_for=wait_for,
+        tools=tools,
+    )
 
 
 def demo_client(
@@ -106,5 +127,12 @@ def demo_client(
 
     See :mod:`toolnexus.llm.demo` for its script.
     """
-    return create_in_process_client(demo_generate, model=DEMO_MODEL, system_prompt=system_prompt, timeout=timeout,
-                                    store=store, wait_for=wait_for, tools=[approval_tool()])
+    return create_in_process_client(
+        demo_generate,
+        model=DEMO_MODEL,
+        system_prompt=system_prompt,
+        timeout=timeout,
+        store=store,
+        wait_for=wait_for,
+        tools=[approval_tool()],
+    )

@@ -30,7 +30,9 @@ class Style(Protocol):
 
     name: str
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[Tool]) -> Turn: ...
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> Turn: ...
 
     def user(self, text: str) -> dict[str, Any]: ...
 
@@ -87,14 +89,25 @@ class Client:
         return f"Client(style={self.style.name!r}, model={self.model!r})"
 
     async def run(
-        self, prompt: str, toolkit: ToolkitLike | None = None, history: Sequence[dict[str, Any]] | None = None
+        self,
+        prompt: str,
+        toolkit: ToolkitLike | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
     ) -> RunResult:
         """Run ``prompt`` to a final answer (or to a suspension), with ``history`` before it."""
         state = self._start(prompt, toolkit, history, None)
         return await self._bounded(self._drive(state))
 
-    async def ask(self, prompt: str, toolkit: ToolkitLike | None = None, id: str | None = None,
-                  inbox: Inbox | None = None, *, new: bool = False, keep: bool = True) -> RunResult:
+    async def ask(
+        self,
+        prompt: str,
+        toolkit: ToolkitLike | None = None,
+        id: str | None = None,
+        inbox: Inbox | None = None,
+        *,
+        new: bool = False,
+        keep: bool = True,
+    ) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
         ``inbox``: messages that arrive while it runs (see :class:`Inbox`); ``new``: the caller
         made ``id`` up just now, so there is nothing to read (a served task in a new context);
@@ -105,8 +118,9 @@ class Client:
         state.inbox, state.keep = inbox, keep
         return await self._bounded(self._drive(state))
 
-    async def resume(self, result: RunResult, answer: Answer, inbox: Inbox | None = None, *,
-                     keep: bool = True) -> RunResult:
+    async def resume(
+        self, result: RunResult, answer: Answer, inbox: Inbox | None = None, *, keep: bool = True
+    ) -> RunResult:
         """Continue a ``pending`` run with the answer to its request (``keep``: as :meth:`ask`)."""
         state = result._state
         if result.status != "pending" or state is None or state.waiting is None:
@@ -125,13 +139,22 @@ class Client:
         state = RunState(toolkit, data["system"], list(data["messages"]), data.get("conversation"))
         state.queue = [ToolCall(**c) for c in data.get("queue", ())]
         state.waiting = ToolCall(**data["waiting"])
-        state.done = [(ToolCall(**c), ToolResult(o["output"], o["is_error"], o.get("metadata") or {}))
-                      for c, o in data.get("done", ())]
+        state.done = [
+            (ToolCall(**c), ToolResult(o["output"], o["is_error"], o.get("metadata") or {}))
+            for c, o in data.get("done", ())
+        ]
         usage = Usage(**data.get("usage", {}))
-        state.result = RunResult(messages=state.messages, tool_calls=list(data.get("tool_calls", ())),
-                                 turns=data.get("turns", 0), usage=usage, model=data.get("model", self.model),
-                                 status="pending", pending=Request.from_dict(data["pending"]), system=state.system,
-                                 _state=state)
+        state.result = RunResult(
+            messages=state.messages,
+            tool_calls=list(data.get("tool_calls", ())),
+            turns=data.get("turns", 0),
+            usage=usage,
+            model=data.get("model", self.model),
+            status="pending",
+            pending=Request.from_dict(data["pending"]),
+            system=state.system,
+            _state=state,
+        )
         return state.result
 
     async def aclose(self) -> None:
@@ -145,8 +168,13 @@ class Client:
         await self.aclose()
 
     # -- the loop ------------------------------------------------------------------------------
-    def _start(self, prompt: str, toolkit: ToolkitLike | None, history: Sequence[dict[str, Any]] | None,
-               conversation: str | None) -> RunState:
+    def _start(
+        self,
+        prompt: str,
+        toolkit: ToolkitLike | None,
+        history: Sequence[dict[str, Any]] | None,
+        conversation: str | None,
+    ) -> RunState:
         parts = [self.system_prompt.strip(), toolkit.skills_prompt() if toolkit is not None else ""]
         system = "\n\n".join(p for p in parts if p)
         messages = [*(history or []), self.style.user(prompt)]
@@ -161,7 +189,9 @@ class Client:
             async with asyncio.timeout(self.timeout):
                 return await work
         except TimeoutError:
-            raise ModelTimeout(f"the run took longer than its timeout of {self.timeout:g}s") from None
+            raise ModelTimeout(
+                f"the run took longer than its timeout of {self.timeout:g}s"
+            ) from None
 
     def _tools(self, toolkit: ToolkitLike | None) -> list[Tool]:
         own = toolkit.tools() if toolkit is not None else []
@@ -176,7 +206,9 @@ class Client:
                 if await self._run_calls(state, tools):
                     return result
             if result.turns >= self.max_turns:
-                raise MaxTurnsError(f"no final answer after {self.max_turns} turns (max_turns={self.max_turns})")
+                raise MaxTurnsError(
+                    f"no final answer after {self.max_turns} turns (max_turns={self.max_turns})"
+                )
             while state.inbox:  # what the user said meanwhile, where it arrived: before this turn
                 state.messages.append(self.style.user(state.inbox.popleft()))
             turn = await self.style.complete(state.system, state.messages, tools)
@@ -197,8 +229,10 @@ class Client:
                     if not state.keep:  # its caller keeps it (a served task: with its last state)
                         result.unsaved_conversation = (conversation, messages)
                     else:  # a database restarting: kept once it is back
-                        await when_available(lambda: self.store.save(conversation, messages),
-                                             f"conversation {conversation}")
+                        await when_available(
+                            lambda: self.store.save(conversation, messages),
+                            f"conversation {conversation}",
+                        )
                 return result
             state.queue = list(turn.tool_calls)
 
@@ -213,7 +247,9 @@ class Client:
                 if self.wait_for is None:
                     state.waiting = call
                     state.result.status, state.result.pending = "pending", request
-                    if state.inbox is not None:  # what is left in it goes with the answer (the caller's)
+                    if (
+                        state.inbox is not None
+                    ):  # what is left in it goes with the answer (the caller's)
                         state.inbox.closed = True
                         state.inbox = None
                     return True
@@ -222,17 +258,29 @@ class Client:
             state.done.append((call, outcome))
         for call, outcome in state.done:
             state.result.tool_calls.append(
-                {"name": call.name, "args": call.arguments, "output": outcome.output,
-                 "is_error": outcome.is_error, "metadata": outcome.metadata}
+                {
+                    "name": call.name,
+                    "args": call.arguments,
+                    "output": outcome.output,
+                    "is_error": outcome.is_error,
+                    "metadata": outcome.metadata,
+                }
             )
         state.messages.extend(self.style.tool_results(state.done))
         state.done = []
         return False
 
-    async def _answered(self, state: RunState, call: ToolCall, answer: Answer,
-                        by_name: dict[str, Tool] | None = None) -> ToolResult:
+    async def _answered(
+        self,
+        state: RunState,
+        call: ToolCall,
+        answer: Answer,
+        by_name: dict[str, Tool] | None = None,
+    ) -> ToolResult:
         if not answer.ok:
-            reason = answer.data if isinstance(answer.data, str) and answer.data else "no reason given"
+            reason = (
+                answer.data if isinstance(answer.data, str) and answer.data else "no reason given"
+            )
             return ToolResult.error(f"{call.name}: the request was declined ({reason})")
         if by_name is None:
             by_name = {t.name: t for t in self._tools(state.toolkit)}
@@ -241,13 +289,17 @@ class Client:
             return ToolResult.error(f"{call.name}: asked for input again after it was answered")
         return outcome
 
-    async def _execute(self, by_name: dict[str, Tool], call: ToolCall, answer: Answer | None) -> ToolResult:
+    async def _execute(
+        self, by_name: dict[str, Tool], call: ToolCall, answer: Answer | None
+    ) -> ToolResult:
         if call.bad_arguments is not None:
-            return ToolResult.error(f"{call.name}: the arguments are not valid JSON ({call.bad_arguments})")
+            return ToolResult.error(
+                f"{call.name}: the arguments are not valid JSON ({call.bad_arguments})"
+            )
         tool = by_name.get(call.name)
         if tool is None:
             available = ", ".join(by_name) or "none"
             return ToolResult.error(f"Unknown tool '{call.name}'. Available tools: {available}")
-        return await tool.execute(call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer))
-
-
+        return await tool.execute(
+            call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer)
+        )

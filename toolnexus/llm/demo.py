@@ -32,7 +32,9 @@ __all__ = ["demo_generate", "approval_tool", "DEMO_MODEL"]
 
 DEMO_MODEL = "toolnexus-demo"
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_DECLINE = re.compile(r"^\s*(no|nope|decline|declined|reject|rejected|deny|denied)\b", re.IGNORECASE)
+_DECLINE = re.compile(
+    r"^\s*(no|nope|decline|declined|reject|rejected|deny|denied)\b", re.IGNORECASE
+)
 
 
 def approval_tool() -> Tool:
@@ -42,7 +44,9 @@ def approval_tool() -> Tool:
         question = args["question"]
         if ctx.answer is None:
             request = Request(id="req_" + uuid.uuid4().hex[:12], kind="confirm", prompt=question)
-            return ToolResult(f"waiting for an answer to: {question}", metadata={"pending": request})
+            return ToolResult(
+                f"waiting for an answer to: {question}", metadata={"pending": request}
+            )
         text = ctx.answer.data if isinstance(ctx.answer.data, str) else json.dumps(ctx.answer.data)
         if not ctx.answer.ok or _DECLINE.match(text or ""):
             return ToolResult(f"declined: {text}")
@@ -54,8 +58,13 @@ def approval_tool() -> Tool:
         "required": ["question"],
         "additionalProperties": False,
     }
-    return Tool("ask_approval", "Ask the requester to approve something and wait for the answer.", schema, ask,
-                source="builtin")
+    return Tool(
+        "ask_approval",
+        "Ask the requester to approve something and wait for the answer.",
+        schema,
+        ask,
+        source="builtin",
+    )
 
 
 def _tokens(text: str) -> int:
@@ -103,12 +112,24 @@ async def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
 
     def reply(out: dict[str, Any]) -> dict[str, Any]:
         sent = sum(_tokens(_text(m.get("content"))) for m in messages)
-        made = _tokens(out.get("content", "")) + _tokens(json.dumps(out.get("tool_calls", "")) if "tool_calls" in out else "")
-        out["usage"] = {"prompt_tokens": sent, "completion_tokens": made, "total_tokens": sent + made}
+        made = _tokens(out.get("content", "")) + _tokens(
+            json.dumps(out.get("tool_calls", "")) if "tool_calls" in out else ""
+        )
+        out["usage"] = {
+            "prompt_tokens": sent,
+            "completion_tokens": made,
+            "total_tokens": sent + made,
+        }
         return out
 
     def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return reply({"tool_calls": [{"id": "call_" + uuid.uuid4().hex[:12], "name": name, "arguments": args}]})
+        return reply(
+            {
+                "tool_calls": [
+                    {"id": "call_" + uuid.uuid4().hex[:12], "name": name, "arguments": args}
+                ]
+            }
+        )
 
     if not since:  # the first turn for this prompt
         if "fail" in words:

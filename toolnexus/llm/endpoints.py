@@ -18,8 +18,8 @@ from urllib.parse import quote
 import httpx
 
 from ..errors import ModelError, ModelTimeout
-from ..tools import Tool, ToolResult
 from ..secrets import is_secret_name, mask_text, secret_parts
+from ..tools import Tool, ToolResult
 from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["OpenAIStyle", "AnthropicStyle", "RETRY_STATUSES"]
@@ -60,7 +60,9 @@ class _HttpStyle:
     def _client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._http is None or self._loop is not loop or self._http.is_closed:
-            timeout = httpx.Timeout(self.request_timeout, connect=min(self.request_timeout or 10.0, 10.0))
+            timeout = httpx.Timeout(
+                self.request_timeout, connect=min(self.request_timeout or 10.0, 10.0)
+            )
             self._http = httpx.AsyncClient(timeout=timeout, transport=self._transport)
             self._loop = loop
         return self._http
@@ -91,7 +93,9 @@ class _HttpStyle:
         base = self.retry_base_ms / 1000.0 * (2**attempt)
         return base * random.uniform(0.5, 1.0)
 
-    async def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    async def _post(
+        self, url: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
         http = self._client()
         where = f"{self.name} endpoint {url}"
         attempt = 0
@@ -100,24 +104,40 @@ class _HttpStyle:
             try:
                 response = await http.post(url, json=body, headers={**self.headers, **headers})
             except httpx.TimeoutException:
-                raise ModelTimeout(f"{where} timed out after {self.request_timeout:g}s", remote=True) from None
+                raise ModelTimeout(
+                    f"{where} timed out after {self.request_timeout:g}s", remote=True
+                ) from None
             except httpx.TransportError as exc:
-                error = ModelError(f"{where} could not be reached: {self._scrub(str(exc)) or type(exc).__name__}",
-                                   retryable=True, remote=True)
+                error = ModelError(
+                    f"{where} could not be reached: {self._scrub(str(exc)) or type(exc).__name__}",
+                    retryable=True,
+                    remote=True,
+                )
             else:
                 status = response.status_code
                 if 200 <= status < 300:
                     try:
                         data = response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError):
-                        raise ModelError(f"{where} answered with invalid JSON: {self._excerpt(response.text)}",
-                                         status=status, remote=True) from None
+                        raise ModelError(
+                            f"{where} answered with invalid JSON: {self._excerpt(response.text)}",
+                            status=status,
+                            remote=True,
+                        ) from None
                     if not isinstance(data, dict):
-                        raise ModelError(f"{where} answered with JSON that is not an object", status=status, remote=True)
+                        raise ModelError(
+                            f"{where} answered with JSON that is not an object",
+                            status=status,
+                            remote=True,
+                        )
                     return data
                 retryable = status in RETRY_STATUSES
-                error = ModelError(f"{where} answered HTTP {status}: {self._excerpt(response.text)}",
-                                   status=status, retryable=retryable, remote=True)
+                error = ModelError(
+                    f"{where} answered HTTP {status}: {self._excerpt(response.text)}",
+                    status=status,
+                    retryable=retryable,
+                    remote=True,
+                )
                 if not retryable:
                     raise error
             if attempt >= self.retries:
@@ -154,7 +174,9 @@ def openai_assistant(turn: Turn) -> dict[str, Any]:
                 "type": "function",
                 "function": {
                     "name": c.name,
-                    "arguments": c.arguments if c.bad_arguments is not None else json.dumps(c.arguments),
+                    "arguments": c.arguments
+                    if c.bad_arguments is not None
+                    else json.dumps(c.arguments),
                 },
             }
             for c in turn.tool_calls
@@ -171,14 +193,23 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
 
     name = "openai"
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[Tool]) -> Turn:
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> Turn:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": ([{"role": "system", "content": system}] if system else []) + messages,
         }
         if tools:
             body["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
                 for t in tools
             ]
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -188,8 +219,10 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
     def parse(self, data: dict[str, Any]) -> Turn:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError(f"openai endpoint answered without choices: {self._excerpt(json.dumps(data))}",
-                             remote=True)
+            raise ModelError(
+                f"openai endpoint answered without choices: {self._excerpt(json.dumps(data))}",
+                remote=True,
+            )
         message = choices[0].get("message") or {}
         content = message.get("content")
         if isinstance(content, list):  # content parts
@@ -198,12 +231,13 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
         for raw in message.get("tool_calls") or []:
             fn = raw.get("function") or {}
             args, bad = parse_arguments(fn.get("arguments"))
-            calls.append(ToolCall(raw.get("id") or new_call_id(), str(fn.get("name", "")), args, bad))
+            calls.append(
+                ToolCall(raw.get("id") or new_call_id(), str(fn.get("name", "")), args, bad)
+            )
         usage = data.get("usage") or {}
         prompt, completion = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
         total = _int(usage.get("total_tokens")) or prompt + completion
         return Turn(content or "", calls, Usage(prompt, completion, total), data.get("model"))
-
 
 
 class AnthropicStyle(_HttpStyle):
@@ -215,14 +249,25 @@ class AnthropicStyle(_HttpStyle):
     def __init__(self, *args: Any, max_tokens: int = 4096, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.max_tokens = max_tokens
-        self.url = self.base_url + ("/messages" if self.base_url.endswith("/v1") else "/v1/messages")
+        self.url = self.base_url + (
+            "/messages" if self.base_url.endswith("/v1") else "/v1/messages"
+        )
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[Tool]) -> Turn:
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> Turn:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": messages,
+        }
         if system:
             body["system"] = system
         if tools:
-            body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
         headers = {"anthropic-version": self.VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
@@ -232,8 +277,10 @@ class AnthropicStyle(_HttpStyle):
     def parse(self, data: dict[str, Any]) -> Turn:
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise ModelError(f"anthropic endpoint answered without content: {self._excerpt(json.dumps(data))}",
-                             remote=True)
+            raise ModelError(
+                f"anthropic endpoint answered without content: {self._excerpt(json.dumps(data))}",
+                remote=True,
+            )
         text = []
         calls = []
         for b in blocks:
@@ -243,11 +290,19 @@ class AnthropicStyle(_HttpStyle):
                 text.append(str(b.get("text", "")))
             elif b.get("type") == "tool_use":
                 args, bad = parse_arguments(b.get("input"))
-                calls.append(ToolCall(str(b.get("id") or new_call_id()), str(b.get("name", "")), args, bad))
+                calls.append(
+                    ToolCall(str(b.get("id") or new_call_id()), str(b.get("name", "")), args, bad)
+                )
         usage = data.get("usage") or {}
         prompt, completion = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
         kept = [b for b in blocks if isinstance(b, dict) and b.get("type") in ("text", "tool_use")]
-        return Turn("".join(text), calls, Usage(prompt, completion, prompt + completion), data.get("model"), kept)
+        return Turn(
+            "".join(text),
+            calls,
+            Usage(prompt, completion, prompt + completion),
+            data.get("model"),
+            kept,
+        )
 
     def user(self, text: str) -> dict[str, Any]:
         return {"role": "user", "content": text}
@@ -256,14 +311,19 @@ class AnthropicStyle(_HttpStyle):
         blocks = turn.raw
         if blocks is None:
             blocks = ([{"type": "text", "text": turn.content}] if turn.content else []) + [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.tool_calls
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in turn.tool_calls
             ]
         return {"role": "assistant", "content": blocks}
 
     def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
         blocks = []
         for c, r in results:
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": c.id, "content": r.output}
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": c.id,
+                "content": r.output,
+            }
             if r.is_error:
                 block["is_error"] = True
             blocks.append(block)

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import ModelError
 from ..tools import Tool
-from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
 from .endpoints import OpenAIShapes
+from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["InProcessStyle", "Generate"]
 
@@ -29,12 +29,22 @@ class InProcessStyle(OpenAIShapes):
         self.generate = generate
         self.model = model
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[Tool]) -> Turn:
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> Turn:
         request = {
             "model": self.model,
-            "messages": ([{"role": "system", "content": system}] if system else []) + list(messages),
+            "messages": ([{"role": "system", "content": system}] if system else [])
+            + list(messages),
             "tools": [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
                 for t in tools
             ],
         }

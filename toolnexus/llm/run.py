@@ -15,7 +15,16 @@ from ..display import e, plural, to_dataframe
 from ..skills import ToolkitLike
 from ..tools import Request, ToolResult
 
-__all__ = ["RunResult", "Usage", "ToolCall", "Turn", "Inbox", "RunState", "parse_arguments", "new_call_id"]
+__all__ = [
+    "RunResult",
+    "Usage",
+    "ToolCall",
+    "Turn",
+    "Inbox",
+    "RunState",
+    "parse_arguments",
+    "new_call_id",
+]
 
 
 @dataclass
@@ -89,7 +98,9 @@ class RunResult:
     status: Literal["ok", "pending"] = "ok"
     pending: Request | None = None
     system: str = ""
-    unsaved_conversation: tuple[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+    unsaved_conversation: tuple[str, list[dict[str, Any]]] | None = field(
+        default=None, repr=False, compare=False
+    )
     _state: RunState | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -101,7 +112,9 @@ class RunResult:
 
     def to_dataframe(self) -> Any:
         """One row per tool call (needs pandas)."""
-        return to_dataframe([{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls])
+        return to_dataframe(
+            [{k: c[k] for k in ("name", "args", "output", "is_error")} for c in self.tool_calls]
+        )
 
     def suspended(self) -> dict[str, Any] | None:
         """A pending run as JSON data (None when it is not pending), so that another process can
@@ -109,16 +122,41 @@ class RunResult:
         the call waiting and what the run has used so far. A tool's own state (a Python object)
         is not in it: the tool is executed again with the answer, as in one process."""
         state = self._state
-        if self.status != "pending" or state is None or state.waiting is None or self.pending is None:
+        if (
+            self.status != "pending"
+            or state is None
+            or state.waiting is None
+            or self.pending is None
+        ):
             return None
-        return json.loads(json.dumps({
-            "system": state.system, "messages": state.messages, "conversation": state.conversation,
-            "queue": [dataclasses.asdict(c) for c in state.queue], "waiting": dataclasses.asdict(state.waiting),
-            "done": [[dataclasses.asdict(c), {"output": o.output, "is_error": o.is_error,
-                                              "metadata": {k: v for k, v in o.metadata.items() if k != "pending"}}]
-                     for c, o in state.done],
-            "pending": self.pending.to_dict(), "turns": self.turns, "usage": self.usage.to_dict(),
-            "model": self.model, "tool_calls": self.tool_calls}, default=str))
+        return json.loads(
+            json.dumps(
+                {
+                    "system": state.system,
+                    "messages": state.messages,
+                    "conversation": state.conversation,
+                    "queue": [dataclasses.asdict(c) for c in state.queue],
+                    "waiting": dataclasses.asdict(state.waiting),
+                    "done": [
+                        [
+                            dataclasses.asdict(c),
+                            {
+                                "output": o.output,
+                                "is_error": o.is_error,
+                                "metadata": {k: v for k, v in o.metadata.items() if k != "pending"},
+                            },
+                        ]
+                        for c, o in state.done
+                    ],
+                    "pending": self.pending.to_dict(),
+                    "turns": self.turns,
+                    "usage": self.usage.to_dict(),
+                    "model": self.model,
+                    "tool_calls": self.tool_calls,
+                },
+                default=str,
+            )
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -180,11 +218,20 @@ def new_call_id() -> str:
 def run_html(result: RunResult) -> str:
     """A run as HTML: status, model, turns, tokens, the text and the tool calls."""
     u = result.usage
-    calls = "".join(f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
-                    f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>" for c in result.tool_calls)
-    return (f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {plural(result.turns, 'turn')} · "
-            f"{plural(u.total_tokens, 'token')} ({u.prompt_tokens} in, {u.completion_tokens} out) · "
-            f"{plural(result.tool_call_count, 'tool call')}"
-            f"<pre style='white-space:pre-wrap'>{e(result.text.strip())}</pre>"
-            + (f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>" if calls else "")
-            + "</div>")
+    calls = "".join(
+        f"<tr><td>{e(c['name'])}</td><td><code>{e(json.dumps(c['args']))}</code></td>"
+        f"<td style='text-align:left'>{e(str(c['output'])[:200])}</td></tr>"
+        for c in result.tool_calls
+    )
+    return (
+        f"<div class='toolnexus-run'><b>{e(result.status)}</b> {e(result.model)} · {plural(result.turns, 'turn')} · "
+        f"{plural(u.total_tokens, 'token')} ({u.prompt_tokens} in, {u.completion_tokens} out) · "
+        f"{plural(result.tool_call_count, 'tool call')}"
+        f"<pre style='white-space:pre-wrap'>{e(result.text.strip())}</pre>"
+        + (
+            f"<table><tr><th>tool</th><th>args</th><th>output</th></tr>{calls}</table>"
+            if calls
+            else ""
+        )
+        + "</div>"
+    )

@@ -64,14 +64,19 @@ def build_card(
             {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
         ],
-        "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}, {"url": url, "transport": "HTTP+JSON"}],
+        "additionalInterfaces": [
+            {"url": url, "transport": "JSONRPC"},
+            {"url": url, "transport": "HTTP+JSON"},
+        ],
         "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
         "skills": [_skill(s) for s in skills],
     }
     if grpc_target:  # the gRPC service's host:port, as gRPC clients dial it
-        card["supportedInterfaces"].append({"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"})
+        card["supportedInterfaces"].append(
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+        )
         card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
     if provider:
         card["provider"] = provider
@@ -85,7 +90,12 @@ def build_card(
 
 
 def _skill(s: SkillDef) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": s.name, "name": s.name, "description": s.description, "tags": s.tags or [s.name]}
+    out: dict[str, Any] = {
+        "id": s.name,
+        "name": s.name,
+        "description": s.description,
+        "tags": s.tags or [s.name],
+    }
     if s.examples:
         out["examples"] = list(s.examples)
     return out
@@ -109,8 +119,17 @@ class AgentCard:
 
     def to_dataframe(self) -> Any:
         """One row per skill (needs pandas)."""
-        return to_dataframe([{"id": s.get("id"), "name": s.get("name"), "description": s.get("description"),
-                              "tags": s.get("tags")} for s in self.skills])
+        return to_dataframe(
+            [
+                {
+                    "id": s.get("id"),
+                    "name": s.get("name"),
+                    "description": s.get("description"),
+                    "tags": s.get("tags"),
+                }
+                for s in self.skills
+            ]
+        )
 
     def _repr_html_(self) -> str:
         return card_html(self, validate_card(self))
@@ -151,7 +170,9 @@ class AgentCard:
         for i in self.interfaces:
             named = Binding.named(i.get("protocolBinding", "JSONRPC"))
             version = str(i.get("protocolVersion") or "")
-            if named == binding and (version.split(".")[0] == major or (major == "1" and not version)):
+            if named == binding and (
+                version.split(".")[0] == major or (major == "1" and not version)
+            ):
                 return i
         return None
 
@@ -170,12 +191,17 @@ class AgentCard:
         if listed is not None and listed.get("url"):
             return str(listed["url"])
         url = self.raw.get("url")
-        if Binding.named(self.raw.get("preferredTransport")) is Binding.HTTP_JSON and isinstance(url, str) and url:
+        if (
+            Binding.named(self.raw.get("preferredTransport")) is Binding.HTTP_JSON
+            and isinstance(url, str)
+            and url
+        ):
             return url
         return None
 
-    def route(self, binding: Binding | str | None = None,
-              dialect: str | None = None) -> tuple[str, str, str, Binding]:
+    def route(
+        self, binding: Binding | str | None = None, dialect: str | None = None
+    ) -> tuple[str, str, str, Binding]:
         """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
         interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
         HTTP+JSON 1.0 when the card offers only that, gRPC 1.0 when it offers only gRPC, or the
@@ -190,42 +216,105 @@ class AgentCard:
         grpc = self.interface("1", Binding.GRPC)
         if binding is Binding.GRPC:
             if grpc is not None and grpc.get("url"):
-                return "1.0", str(grpc["url"]), "gRPC asked for; the card lists it for protocol 1.x", binding
-            raise PeerError("gRPC asked for, but the card lists no gRPC interface (its host:port is needed)")
+                return (
+                    "1.0",
+                    str(grpc["url"]),
+                    "gRPC asked for; the card lists it for protocol 1.x",
+                    binding,
+                )
+            raise PeerError(
+                "gRPC asked for, but the card lists no gRPC interface (its host:port is needed)"
+            )
         if binding is Binding.HTTP_JSON and dialect == "0.3":
             url = self._rest_v03()
             if url:
                 return "0.3", url, "0.3 over HTTP+JSON asked for; the card lists it", binding
-            return "0.3", self._base(), "0.3 over HTTP+JSON asked for; the card lists none, trying its address", binding
+            return (
+                "0.3",
+                self._base(),
+                "0.3 over HTTP+JSON asked for; the card lists none, trying its address",
+                binding,
+            )
         if binding is Binding.HTTP_JSON:
             if rest is not None and rest.get("url"):
-                return "1.0", str(rest["url"]), "HTTP+JSON asked for; the card lists it for protocol 1.x", binding
+                return (
+                    "1.0",
+                    str(rest["url"]),
+                    "HTTP+JSON asked for; the card lists it for protocol 1.x",
+                    binding,
+                )
             v1 = self.jsonrpc_interface("1")
             base = str(v1["url"]) if v1 is not None and v1.get("url") else self._base()
-            return "1.0", base, "HTTP+JSON asked for; the card lists no such interface, trying its address", binding
+            return (
+                "1.0",
+                base,
+                "HTTP+JSON asked for; the card lists no such interface, trying its address",
+                binding,
+            )
         v1 = self.jsonrpc_interface("1")
         if v1 is not None and v1.get("url"):
-            return "1.0", str(v1["url"]), "the card lists a JSONRPC interface for protocol 1.x", Binding.JSONRPC
+            return (
+                "1.0",
+                str(v1["url"]),
+                "the card lists a JSONRPC interface for protocol 1.x",
+                Binding.JSONRPC,
+            )
         v0 = self.jsonrpc_interface("0")
         if v0 is not None and v0.get("url"):
-            return "0.3", str(v0["url"]), "the card's JSONRPC interfaces are all 0.3", Binding.JSONRPC
+            return (
+                "0.3",
+                str(v0["url"]),
+                "the card's JSONRPC interfaces are all 0.3",
+                Binding.JSONRPC,
+            )
         if binding is None and rest is not None and rest.get("url"):
-            return "1.0", str(rest["url"]), "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC", Binding.HTTP_JSON
+            return (
+                "1.0",
+                str(rest["url"]),
+                "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC",
+                Binding.HTTP_JSON,
+            )
         rest_v03 = self._rest_v03()
-        additional = [Binding.named(i.get("transport")) for i in self.raw.get("additionalInterfaces") or ()
-                      if is_object(i)]
-        if binding is None and rest_v03 and Binding.JSONRPC not in additional and self.jsonrpc_interface("0") is None:
-            return "0.3", rest_v03, "the card offers 0.3 over HTTP+JSON and no JSONRPC", Binding.HTTP_JSON
+        additional = [
+            Binding.named(i.get("transport"))
+            for i in self.raw.get("additionalInterfaces") or ()
+            if is_object(i)
+        ]
+        if (
+            binding is None
+            and rest_v03
+            and Binding.JSONRPC not in additional
+            and self.jsonrpc_interface("0") is None
+        ):
+            return (
+                "0.3",
+                rest_v03,
+                "the card offers 0.3 over HTTP+JSON and no JSONRPC",
+                Binding.HTTP_JSON,
+            )
         url = self.raw.get("url")
-        if binding is None and grpc is not None and grpc.get("url") and not url and not any(
-                Binding.named(i.get("protocolBinding", "JSONRPC")) in (Binding.JSONRPC, Binding.HTTP_JSON)
-                for i in self.interfaces):
+        if (
+            binding is None
+            and grpc is not None
+            and grpc.get("url")
+            and not url
+            and not any(
+                Binding.named(i.get("protocolBinding", "JSONRPC"))
+                in (Binding.JSONRPC, Binding.HTTP_JSON)
+                for i in self.interfaces
+            )
+        ):
             why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
             return "1.0", str(grpc["url"]), why, Binding.GRPC
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
             return "0.3", url, reason, Binding.JSONRPC
-        return "0.3", self._base(), "the card names no endpoint; using the address it was fetched from", Binding.JSONRPC
+        return (
+            "0.3",
+            self._base(),
+            "the card names no endpoint; using the address it was fetched from",
+            Binding.JSONRPC,
+        )
 
     def _base(self) -> str:
         return (self.source.split("/.well-known/")[0] if self.source else "") + "/"
@@ -249,7 +338,9 @@ class Diagnostic:
 class CardReport:
     """What :func:`validate_card` found: ``diagnostics`` and the ``verdict`` for each client line."""
 
-    def __init__(self, diagnostics: list[Diagnostic], verdict: dict[str, str], summary: str) -> None:
+    def __init__(
+        self, diagnostics: list[Diagnostic], verdict: dict[str, str], summary: str
+    ) -> None:
         self.diagnostics = diagnostics
         self.verdict = verdict
         self.summary = summary
@@ -263,12 +354,20 @@ class CardReport:
         return not self.errors
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "summary": self.summary, "verdict": self.verdict,
-                "diagnostics": [d.to_dict() for d in self.diagnostics]}
+        return {
+            "ok": self.ok,
+            "summary": self.summary,
+            "verdict": self.verdict,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
 
 
 def _absolute_url(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(("http://", "https://")) and len(value.split("//", 1)[1]) > 0
+    return (
+        isinstance(value, str)
+        and value.startswith(("http://", "https://"))
+        and len(value.split("//", 1)[1]) > 0
+    )
 
 
 def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
@@ -281,8 +380,11 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
 
     if not is_object(raw):
         add("error", "$", "the card is not a JSON object")
-        return CardReport(out, {"a2a-sdk 1.x": "cannot use this card", "a2a-sdk 0.3": "cannot use this card"},
-                          "not a card")
+        return CardReport(
+            out,
+            {"a2a-sdk 1.x": "cannot use this card", "a2a-sdk 0.3": "cannot use this card"},
+            "not a card",
+        )
     has_interfaces = "supportedInterfaces" in raw
     for key, kind in (("name", str), ("description", str), ("version", str)):
         if key not in raw:
@@ -300,23 +402,40 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
         add("error", "$.url", f"url must be an absolute http(s) URL, got {raw['url']!r}")
     pv = raw.get("protocolVersion")
     if pv is not None and (not isinstance(pv, str) or not pv.startswith(("0.", "1."))):
-        add("warning", "$.protocolVersion", f"protocolVersion {pv!r} is not one the official clients know (0.3.x, 1.x)")
+        add(
+            "warning",
+            "$.protocolVersion",
+            f"protocolVersion {pv!r} is not one the official clients know (0.3.x, 1.x)",
+        )
     pt = raw.get("preferredTransport")
     if pt is not None and Binding.named(pt) is not Binding.JSONRPC:
-        add("info", "$.preferredTransport", f"preferredTransport is {pt!r}; toolnexus speaks 0.3 over JSONRPC only")
+        add(
+            "info",
+            "$.preferredTransport",
+            f"preferredTransport is {pt!r}; toolnexus speaks 0.3 over JSONRPC only",
+        )
     caps = raw.get("capabilities")
     if caps is None:
         add("error", "$.capabilities", "capabilities is required (an object)")
     elif not is_object(caps):
         add("error", "$.capabilities", "capabilities must be an object")
     else:
-        for flag in ("streaming", "pushNotifications", "extendedAgentCard", "stateTransitionHistory"):
+        for flag in (
+            "streaming",
+            "pushNotifications",
+            "extendedAgentCard",
+            "stateTransitionHistory",
+        ):
             if flag in caps and not isinstance(caps[flag], bool):
                 add("error", f"$.capabilities.{flag}", f"{flag} must be true or false")
     for key in ("defaultInputModes", "defaultOutputModes"):
         modes = raw.get(key)
         if modes is None:
-            add("error", f"$.{key}", f"{key} is required (a list of modes such as \"text\" or \"text/plain\")")
+            add(
+                "error",
+                f"$.{key}",
+                f'{key} is required (a list of modes such as "text" or "text/plain")',
+            )
         elif not is_array(modes) or not all(isinstance(m, str) and m for m in modes):
             add("error", f"$.{key}", f"{key} must be a list of non-empty strings")
         elif not modes:
@@ -342,8 +461,12 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                 add("warning", f"{where}.description", "skill description is empty")
             tags = s.get("tags")
             if tags is None:
-                add("error", f"{where}.tags", "skill tags are required; the a2a-sdk 0.3 client rejects a card with a "
-                    "skill without them")
+                add(
+                    "error",
+                    f"{where}.tags",
+                    "skill tags are required; the a2a-sdk 0.3 client rejects a card with a "
+                    "skill without them",
+                )
             elif not is_array(tags) or not all(isinstance(t, str) for t in tags):
                 add("error", f"{where}.tags", "skill tags must be a list of strings")
             elif not tags:
@@ -364,22 +487,47 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
                     add("error", where, "an interface must be an object")
                     continue
                 grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
-                if grpc and isinstance(itf.get("url"), str) and \
-                        re.fullmatch(r"[\w.\-\[\]:]+:\d+", grpc_binding.target_of(itf["url"])):
+                if (
+                    grpc
+                    and isinstance(itf.get("url"), str)
+                    and re.fullmatch(r"[\w.\-\[\]:]+:\d+", grpc_binding.target_of(itf["url"]))
+                ):
                     pass  # a gRPC target: host:port as grpcio dials it, or a URL (grpc://, https://) naming one
                 elif not _absolute_url(itf.get("url")):
-                    add("error", f"{where}.url", "interface url must be an absolute http(s) URL"
-                        + (" or a gRPC host:port" if grpc else ""))
+                    add(
+                        "error",
+                        f"{where}.url",
+                        "interface url must be an absolute http(s) URL"
+                        + (" or a gRPC host:port" if grpc else ""),
+                    )
                 elif not str(itf["url"]).endswith("/"):
-                    add("info", f"{where}.url", "interface url has no trailing slash; clients post to it as is")
+                    add(
+                        "info",
+                        f"{where}.url",
+                        "interface url has no trailing slash; clients post to it as is",
+                    )
                 binding = itf.get("protocolBinding")
                 if not isinstance(binding, str) or not binding:
-                    add("error", f"{where}.protocolBinding", "protocolBinding is required (JSONRPC, GRPC, HTTP+JSON)")
+                    add(
+                        "error",
+                        f"{where}.protocolBinding",
+                        "protocolBinding is required (JSONRPC, GRPC, HTTP+JSON)",
+                    )
                 version = itf.get("protocolVersion")
-                if version is not None and (not isinstance(version, str) or version.split(".")[0] not in ("0", "1")):
-                    add("warning", f"{where}.protocolVersion", f"protocol version {version!r} is unknown to the SDKs")
+                if version is not None and (
+                    not isinstance(version, str) or version.split(".")[0] not in ("0", "1")
+                ):
+                    add(
+                        "warning",
+                        f"{where}.protocolVersion",
+                        f"protocol version {version!r} is unknown to the SDKs",
+                    )
     else:
-        add("info", "$.supportedInterfaces", "no supportedInterfaces: 1.x clients fall back to the 0.3 url")
+        add(
+            "info",
+            "$.supportedInterfaces",
+            "no supportedInterfaces: 1.x clients fall back to the 0.3 url",
+        )
     parsed = AgentCard(raw) if not isinstance(card, AgentCard) else card
     if parsed.source:
         _check_host(parsed, add)
@@ -397,13 +545,21 @@ def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
     if endpoint.startswith("/") or not elsewhere(endpoint, card.source, binding):
         return
     if binding is Binding.GRPC:  # a host:port target on a port of its own: shown as it is
-        add("warning", "$.supportedInterfaces", f"the card sends gRPC calls to {grpc_binding.target_of(endpoint)}, "
+        add(
+            "warning",
+            "$.supportedInterfaces",
+            f"the card sends gRPC calls to {grpc_binding.target_of(endpoint)}, "
             f"not to the host {origin(card.source)[1]} where it was fetched: toolnexus sends no credentials "
-            "there unless that host is named; other clients may")
+            "there unless that host is named; other clients may",
+        )
     else:
-        add("warning", "$.url", f"the card sends calls to {origin_text(endpoint)}, not to {origin_text(card.source)} "
-                                "where it was fetched: toolnexus sends no credentials there unless that host is "
-                                "named; other clients may")
+        add(
+            "warning",
+            "$.url",
+            f"the card sends calls to {origin_text(endpoint)}, not to {origin_text(card.source)} "
+            "where it was fetched: toolnexus sends no credentials there unless that host is "
+            "named; other clients may",
+        )
 
 
 def elsewhere(endpoint: str, named: str, binding: Binding) -> bool:
@@ -436,7 +592,10 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     """What the card alone leads each official client to do: which interface and dialect it finds,
     or why it refuses the card. Whether the peer then answers what that client sends, in shapes it
     parses, is not on the card: the doctor probes it (``toolnexus doctor``)."""
-    broken = any(d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills") for d in diags)
+    broken = any(
+        d.level == "error" and d.path in ("$", "$.name", "$.capabilities", "$.skills")
+        for d in diags
+    )
     dialect, endpoint, reason, binding = card.route()
     v1 = card.jsonrpc_interface("1")
     rest = card.interface("1", Binding.HTTP_JSON)
@@ -448,11 +607,15 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     elif has_url or card.jsonrpc_interface("0") is not None:
         verdict["a2a-sdk 1.x"] = "falls back to its 0.3 compat transport at " + endpoint
     elif rest is not None:
-        verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over HTTP+JSON at {rest.get('url')} when its ClientConfig lists "
-                                  "HTTP+JSON (its default is JSONRPC only)")
+        verdict["a2a-sdk 1.x"] = (
+            f"speaks 1.0 over HTTP+JSON at {rest.get('url')} when its ClientConfig lists "
+            "HTTP+JSON (its default is JSONRPC only)"
+        )
     elif grpc is not None:
-        verdict["a2a-sdk 1.x"] = (f"speaks 1.0 over gRPC at {grpc.get('url')} when its ClientConfig lists GRPC, "
-                                  "with a grpc_channel_factory (its default is JSONRPC only)")
+        verdict["a2a-sdk 1.x"] = (
+            f"speaks 1.0 over gRPC at {grpc.get('url')} when its ClientConfig lists GRPC, "
+            "with a grpc_channel_factory (its default is JSONRPC only)"
+        )
     else:
         verdict["a2a-sdk 1.x"] = "finds no interface it speaks: cannot connect"
     refused = _refused_by_v03(diags)
@@ -462,15 +625,20 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
         verdict["a2a-sdk 0.3"] = "rejects this card (" + "; ".join(refused[:3]) + ")"
     else:
         verdict["a2a-sdk 0.3"] = "speaks 0.3 at " + str(card.raw["url"])
-    verdict["toolnexus"] = f"speaks {dialect} at {endpoint} ({reason}); falls back to the toolnexus legacy dialect " \
-                           "if the peer does not know the 0.3 methods" if dialect == "0.3" else \
-        f"speaks {dialect} over {binding} at {endpoint} ({reason})"
+    verdict["toolnexus"] = (
+        f"speaks {dialect} at {endpoint} ({reason}); falls back to the toolnexus legacy dialect "
+        "if the peer does not know the 0.3 methods"
+        if dialect == "0.3"
+        else f"speaks {dialect} over {binding} at {endpoint} ({reason})"
+    )
     if broken:
         summary = "the card is broken: clients will not use it"
     elif binding is Binding.HTTP_JSON:
         summary = "offers 1.0 over HTTP+JSON only: REST clients find it; JSON-RPC clients do not"
     elif binding is Binding.GRPC:
-        summary = "offers 1.0 over gRPC only: gRPC clients find it; JSON-RPC and REST clients do not"
+        summary = (
+            "offers 1.0 over gRPC only: gRPC clients find it; JSON-RPC and REST clients do not"
+        )
     elif dialect == "1.0" and has_url:
         summary = "offers 1.0 and 0.3: each official client line finds its own"
     elif dialect == "1.0":
@@ -480,16 +648,21 @@ def _verdict(card: AgentCard, diags: list[Diagnostic]) -> tuple[dict[str, str], 
     errors = sum(d.level == "error" for d in diags)
     if errors and not broken:
         summary += f" (but the card has {errors} error{'s' if errors > 1 else ''}" + (
-            ": the a2a-sdk 0.3 client rejects it)" if refused and has_url else ")")
+            ": the a2a-sdk 0.3 client rejects it)" if refused and has_url else ")"
+        )
     return verdict, summary
 
 
 def _refused_by_v03(diags: list[Diagnostic]) -> list[str]:
     """The errors for which the a2a-sdk 0.3 client's card model (pydantic) refuses a card: a field
     it requires is missing (a skill's tags among them). Other errors are not said to stop it."""
-    return [f"{d.path}: {d.message}" for d in diags
-            if d.level == "error" and (d.path.endswith(".tags") or "required" in d.message)
-            and not d.path.startswith("$.supportedInterfaces")]
+    return [
+        f"{d.path}: {d.message}"
+        for d in diags
+        if d.level == "error"
+        and (d.path.endswith(".tags") or "required" in d.message)
+        and not d.path.startswith("$.supportedInterfaces")
+    ]
 
 
 def card_html(card: AgentCard, report: CardReport | None = None) -> str:
@@ -499,13 +672,17 @@ def card_html(card: AgentCard, report: CardReport | None = None) -> str:
     if card.description:
         parts.append(f"<p>{e(card.description)}</p>")
     dialect, endpoint, reason = card.choose()
-    parts.append(f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
-                 f"streaming {'yes' if card.streaming else 'no'}</p>")
+    parts.append(
+        f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
+        f"streaming {'yes' if card.streaming else 'no'}</p>"
+    )
     if is_object(raw.get("provider")):
         parts.append(f"<p><b>provider</b> {e(raw['provider'].get('organization', ''))}</p>")
     skills = "".join(
         f"<tr><td><code>{e(s.get('id'))}</code></td><td style='text-align:left'>{e(s.get('description', ''))}</td>"
-        f"<td>{e(', '.join(map(str, s.get('tags') or [])))}</td></tr>" for s in card.skills)
+        f"<td>{e(', '.join(map(str, s.get('tags') or [])))}</td></tr>"
+        for s in card.skills
+    )
     parts.append(f"<table><tr><th>skill</th><th>description</th><th>tags</th></tr>{skills}</table>")
     if report is not None:
         parts.append(f"<p><b>verdict</b> {e(report.summary)}</p><ul>")
@@ -513,8 +690,16 @@ def card_html(card: AgentCard, report: CardReport | None = None) -> str:
         parts.append("</ul>")
         if report.diagnostics:
             colors = {"error": ERR, "warning": WARN, "info": MUTED}
-            parts.append("<table><tr><th>level</th><th>path</th><th>message</th></tr>" + "".join(
-                f"<tr><td style='color:{colors.get(d.level, MUTED)}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
-                f"</td><td style='text-align:left'>{e(d.message)}</td></tr>" for d in report.diagnostics) + "</table>")
-    parts.append(f"<details><summary>raw card</summary><pre>{e(json.dumps(raw, indent=2))}</pre></details>")
+            parts.append(
+                "<table><tr><th>level</th><th>path</th><th>message</th></tr>"
+                + "".join(
+                    f"<tr><td style='color:{colors.get(d.level, MUTED)}'>{e(d.level)}</td><td><code>{e(d.path)}</code>"
+                    f"</td><td style='text-align:left'>{e(d.message)}</td></tr>"
+                    for d in report.diagnostics
+                )
+                + "</table>"
+            )
+    parts.append(
+        f"<details><summary>raw card</summary><pre>{e(json.dumps(raw, indent=2))}</pre></details>"
+    )
     return "<div class='toolnexus-card'>" + "".join(parts) + "</div>"

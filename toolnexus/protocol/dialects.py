@@ -147,7 +147,9 @@ def render_status(s: TaskStatus, dialect: Dialect) -> dict[str, Any]:
     return out
 
 
-def render_task(t: Task, dialect: Dialect, history_length: int | None = None, artifacts: bool = True) -> dict[str, Any]:
+def render_task(
+    t: Task, dialect: Dialect, history_length: int | None = None, artifacts: bool = True
+) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": "task"} if dialect is Dialect.V03 else {}
     out["id"] = t.id
     out["contextId"] = t.context_id
@@ -164,7 +166,9 @@ def render_task(t: Task, dialect: Dialect, history_length: int | None = None, ar
     return out
 
 
-def render_send_result(t: Task, dialect: Dialect, history_length: int | None = None) -> dict[str, Any]:
+def render_send_result(
+    t: Task, dialect: Dialect, history_length: int | None = None
+) -> dict[str, Any]:
     task = render_task(t, dialect, history_length)
     return {"task": task} if dialect is Dialect.V10 else task
 
@@ -178,8 +182,9 @@ def render_status_update(t: Task, dialect: Dialect, final: bool) -> dict[str, An
     return out
 
 
-def render_artifact_update(t: Task, a: Artifact, dialect: Dialect, append: bool = False,
-                           last_chunk: bool = True) -> dict[str, Any]:
+def render_artifact_update(
+    t: Task, a: Artifact, dialect: Dialect, append: bool = False, last_chunk: bool = True
+) -> dict[str, Any]:
     art = render_artifact(a, dialect)
     if dialect is Dialect.V10:
         body: dict[str, Any] = {"taskId": t.id, "contextId": t.context_id, "artifact": art}
@@ -189,7 +194,9 @@ def render_artifact_update(t: Task, a: Artifact, dialect: Dialect, append: bool 
             body["lastChunk"] = True
         return {"artifactUpdate": body}
     out: dict[str, Any] = {"kind": "artifact-update"} if dialect is Dialect.V03 else {}
-    out.update(taskId=t.id, contextId=t.context_id, artifact=art, append=append, lastChunk=last_chunk)
+    out.update(
+        taskId=t.id, contextId=t.context_id, artifact=art, append=append, lastChunk=last_chunk
+    )
     return out
 
 
@@ -223,8 +230,14 @@ def parse_part(d: Any, where: str) -> Part:
                 raise InvalidParamsError(f"{where}.file must have exactly one of bytes, uri")
             if not isinstance(f[has[0]], str):
                 raise InvalidParamsError(f"{where}.file.{has[0]} must be a string")
-            return Part("file", raw=f.get("bytes"), url=f.get("uri"), media_type=_str(f.get("mimeType")),
-                        filename=_str(f.get("name")), metadata=meta)
+            return Part(
+                "file",
+                raw=f.get("bytes"),
+                url=f.get("uri"),
+                media_type=_str(f.get("mimeType")),
+                filename=_str(f.get("name")),
+                metadata=meta,
+            )
         raise InvalidParamsError(f"{where}.kind must be one of text, data, file")
     present = [k for k in _CONTENT_KEYS if k in d]
     if len(present) != 1:
@@ -237,7 +250,9 @@ def parse_part(d: Any, where: str) -> Part:
         return Part("text", text=d["text"], media_type=media, metadata=meta)
     if key == "data":
         return Part("data", data=d["data"], media_type=media, metadata=meta)
-    return Part("file", raw=d.get("raw"), url=d.get("url"), media_type=media, filename=name, metadata=meta)
+    return Part(
+        "file", raw=d.get("raw"), url=d.get("url"), media_type=media, filename=name, metadata=meta
+    )
 
 
 def _str(v: Any) -> str | None:
@@ -254,11 +269,15 @@ def check_id(value: str, where: str) -> str:
     ``MAX_ID`` characters; no control character, NUL included, and no lone surrogate, which no
     store can keep and no log should show); else InvalidParamsError naming ``where``."""
     if len(value) > MAX_ID:
-        raise InvalidParamsError(f"Invalid params: {where} is {len(value):,} characters long; an id has at most {MAX_ID}")
+        raise InvalidParamsError(
+            f"Invalid params: {where} is {len(value):,} characters long; an id has at most {MAX_ID}"
+        )
     bad = _NOT_IN_ID.search(value)
     if bad is not None:
-        raise InvalidParamsError(f"Invalid params: {where} holds the character U+{ord(bad.group()):04X} at "
-                                 f"{bad.start()}; an id has no control characters")
+        raise InvalidParamsError(
+            f"Invalid params: {where} holds the character U+{ord(bad.group()):04X} at "
+            f"{bad.start()}; an id has no control characters"
+        )
     return value
 
 
@@ -291,7 +310,9 @@ def json_names(value: Any) -> Any:
         name = _json_name(key) if "_" in key.strip("_") else key
         if name != key:
             if name in value:
-                raise InvalidParamsError(f"Invalid params: {key} and {name} name the same field; send one")
+                raise InvalidParamsError(
+                    f"Invalid params: {key} and {name} name the same field; send one"
+                )
             changed = True
         inner = item if name in _FREE_FORM else json_names(item)
         changed = changed or inner is not item
@@ -301,8 +322,10 @@ def json_names(value: Any) -> Any:
 
 def _check_value(value: Any, where: str) -> None:
     if isinstance(value, (dict, list)) and too_deep(value, MAX_VALUE_DEPTH):
-        raise InvalidParamsError(f"Invalid params: {where} nests deeper than {MAX_VALUE_DEPTH} levels, "
-                                 "more than every binding can answer with (gRPC's decoders stop near 32)")
+        raise InvalidParamsError(
+            f"Invalid params: {where} nests deeper than {MAX_VALUE_DEPTH} levels, "
+            "more than every binding can answer with (gRPC's decoders stop near 32)"
+        )
 
 
 def optional_string(d: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -323,8 +346,13 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     mid = d.get("messageId")
     if inbound and (not isinstance(mid, str) or not mid):
         raise InvalidParamsError(f"{where}.messageId is required")
-    context_id, task_id = optional_string(d, "contextId", where), optional_string(d, "taskId", where)
-    if inbound:  # what a caller names: ids every store can keep, values every binding can answer with
+    context_id, task_id = (
+        optional_string(d, "contextId", where),
+        optional_string(d, "taskId", where),
+    )
+    if (
+        inbound
+    ):  # what a caller names: ids every store can keep, values every binding can answer with
         check_id(str(mid), f"{where}.messageId")
         for key, value in (("contextId", context_id), ("taskId", task_id)):
             if value is not None:
@@ -376,8 +404,15 @@ def parse_task(d: Any) -> Task:
     for a in d.get("artifacts") or ():
         if is_mapping(a):
             parts = [p for p in (_lenient_part(x) for x in a.get("parts") or ()) if p is not None]
-            artifacts.append(Artifact(parts, str(a.get("artifactId") or ""), _str(a.get("name")),
-                                      _str(a.get("description")), a.get("metadata") or None))
+            artifacts.append(
+                Artifact(
+                    parts,
+                    str(a.get("artifactId") or ""),
+                    _str(a.get("name")),
+                    _str(a.get("description")),
+                    a.get("metadata") or None,
+                )
+            )
     history = [m for m in (_lenient_message(x) for x in d.get("history") or ()) if m is not None]
     return Task(
         id=d["id"],

@@ -25,17 +25,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["MAX_FILE", "LINKS", "read_file", "save_artifacts", "SavedArtifacts", "Progress", "safe_name"]
+__all__ = [
+    "MAX_FILE",
+    "LINKS",
+    "read_file",
+    "save_artifacts",
+    "SavedArtifacts",
+    "Progress",
+    "safe_name",
+]
 
 MAX_FILE = 10 * 1024 * 1024  # a file sent as a part is held in memory and base64 on the wire
 _KEPT = frozenset("._-+,=@")  # with letters and digits: nothing a shell, a path or a terminal reads
 _RUNS = re.compile(r"_{2,}")
 LINKS = "links.txt"
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+_RESERVED = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(10)),
+    *(f"lpt{i}" for i in range(10)),
+}
 
 
-def read_file(path: str | os.PathLike[str], *, media_type: str | None = None,
-              max_bytes: int = MAX_FILE) -> tuple[str, str, str]:
+def read_file(
+    path: str | os.PathLike[str], *, media_type: str | None = None, max_bytes: int = MAX_FILE
+) -> tuple[str, str, str]:
     """The regular file at ``path`` as a file part's fields: ``(base64 raw, media type, name)``
     (``Part.of_file`` makes the part).
 
@@ -51,7 +67,9 @@ def read_file(path: str | os.PathLike[str], *, media_type: str | None = None,
     if not stat.S_ISREG(info.st_mode):
         raise ValueError(f"cannot attach {p}: not a regular file")
     if info.st_size > max_bytes:
-        raise ValueError(f"cannot attach {p}: {info.st_size:,} bytes is over the {max_bytes:,}-byte limit")
+        raise ValueError(
+            f"cannot attach {p}: {info.st_size:,} bytes is over the {max_bytes:,}-byte limit"
+        )
     with p.open("rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:  # it grew while we looked
@@ -65,7 +83,9 @@ def safe_name(name: str | None, fallback: str = "artifact") -> str:
     digits and ``. _ - + , = @`` (anything else, spaces, ``$`` ``;`` backticks, slashes, control and
     bidi characters included, becomes ``_``); no leading dot or dash, no reserved device name; at
     most 100 characters."""
-    text = "".join(c if c.isalnum() or c in _KEPT else "_" for c in unicodedata.normalize("NFC", name or ""))
+    text = "".join(
+        c if c.isalnum() or c in _KEPT else "_" for c in unicodedata.normalize("NFC", name or "")
+    )
     text = _RUNS.sub("_", text).strip("._-")
     if not text or text.split(".")[0].lower() in _RESERVED:
         text = f"{fallback}_{text}" if text else fallback
@@ -92,7 +112,9 @@ class SavedArtifacts:
         if self.links and self.links_file is not None:
             line += f"; {len(self.links)} linked file(s) listed in {self.links_file.name}, not downloaded"
         if self.skipped:
-            shown = "; ".join(self.skipped[:3]) + (f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else "")
+            shown = "; ".join(self.skipped[:3]) + (
+                f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+            )
             line += f"; skipped: {shown}"
         return line
 
@@ -128,8 +150,9 @@ class _Artifact(Protocol):
     def parts(self) -> Sequence[_Part]: ...
 
 
-def save_artifacts(artifacts: Sequence[_Artifact], folder: str | os.PathLike[str],
-                   progress: Progress | None = None) -> SavedArtifacts:
+def save_artifacts(
+    artifacts: Sequence[_Artifact], folder: str | os.PathLike[str], progress: Progress | None = None
+) -> SavedArtifacts:
     """Write every part of every artifact (a task's, see ``Task.save_artifacts``) into ``folder`` (created if need be): text as
     ``.txt``, data as ``.json``, inline files as their bytes under their (made safe) name; linked
     files go to ``links.txt``. Never overwrites and never follows a link. Blocking file I/O: a UI
@@ -138,15 +161,20 @@ def save_artifacts(artifacts: Sequence[_Artifact], folder: str | os.PathLike[str
     out.folder.mkdir(parents=True, exist_ok=True)
     names = _Names(out.folder)
     bases = [safe_name(artifact.name, f"artifact-{n}") for n, artifact in enumerate(artifacts, 1)]
-    parts = [(n, i, artifact, part) for n, artifact in enumerate(artifacts, 1)
-             for i, part in enumerate(artifact.parts, 1)]
+    parts = [
+        (n, i, artifact, part)
+        for n, artifact in enumerate(artifacts, 1)
+        for i, part in enumerate(artifact.parts, 1)
+    ]
     links_path: Path | None = None
     if any(part.kind == "file" and part.raw is None and part.url for *_, part in parts):
         links_path = names.create(LINKS)  # ours first: a peer's own links.txt is the one renamed
     for done, (n, i, artifact, part) in enumerate(parts, 1):
         stem = bases[n - 1] if len(artifact.parts) == 1 else f"{bases[n - 1]}-{i}"
         if part.kind == "text":
-            out.files.append(names.write(_with_ext(stem, ".txt"), (part.text or "").encode("utf-8")))
+            out.files.append(
+                names.write(_with_ext(stem, ".txt"), (part.text or "").encode("utf-8"))
+            )
         elif part.kind == "data":
             text = json.dumps(part.data, indent=2, ensure_ascii=False)
             out.files.append(names.write(_with_ext(stem, ".json"), text.encode("utf-8")))
@@ -160,7 +188,9 @@ def save_artifacts(artifacts: Sequence[_Artifact], folder: str | os.PathLike[str
                 name = safe_name(part.filename, "") if part.filename else ""
                 out.files.append(names.write(name or _with_ext(stem, ext), data))
         elif part.url:
-            out.links.append(f"{safe_name(part.filename, stem)}\t{part.media_type or ''}\t{part.url}")
+            out.links.append(
+                f"{safe_name(part.filename, stem)}\t{part.media_type or ''}\t{part.url}"
+            )
         if progress is not None:
             progress(done, len(parts))
     if links_path is not None:
@@ -210,8 +240,11 @@ class _Names:
                 continue
             self.taken.add(candidate)
             try:
-                fd = os.open(self.folder / candidate,
-                             os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                fd = os.open(
+                    self.folder / candidate,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                    0o644,
+                )
             except FileExistsError:  # made meanwhile by someone else
                 continue
             self.next[name] = k

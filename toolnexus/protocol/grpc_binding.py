@@ -27,8 +27,21 @@ from ..errors import (
 )
 from .model import MAX_VALUE_DEPTH
 
-__all__ = ["SERVICE", "modules", "channel", "target_of", "host_of", "to_proto", "to_json", "abort_args",
-           "error_of", "fit", "message_type", "DETAILS_KEY", "CUT"]
+__all__ = [
+    "SERVICE",
+    "modules",
+    "channel",
+    "target_of",
+    "host_of",
+    "to_proto",
+    "to_json",
+    "abort_args",
+    "error_of",
+    "fit",
+    "message_type",
+    "DETAILS_KEY",
+    "CUT",
+]
 
 SERVICE = "a2a.v1.A2AService"
 DETAILS_KEY = "grpc-status-details-bin"
@@ -40,7 +53,9 @@ def modules() -> tuple[Any, Any, Any]:
         import grpc
         from a2a.types import a2a_pb2, a2a_pb2_grpc
     except ImportError as exc:
-        raise MissingExtra(f"the gRPC binding needs grpcio and a2a-sdk: pip install 'toolnexus[grpc]' ({exc})") from None
+        raise MissingExtra(
+            f"the gRPC binding needs grpcio and a2a-sdk: pip install 'toolnexus[grpc]' ({exc})"
+        ) from None
     return grpc, a2a_pb2, a2a_pb2_grpc
 
 
@@ -52,7 +67,7 @@ def target_of(url: str) -> str:
     text = url.strip()
     for prefix in ("dns:///", "dns:", "ipv4:", "ipv6:"):
         if text.startswith(prefix):
-            return text[len(prefix):].rstrip("/")
+            return text[len(prefix) :].rstrip("/")
     scheme, sep, rest = text.partition("://")
     if not sep:
         return text.rstrip("/")
@@ -64,7 +79,9 @@ def target_of(url: str) -> str:
 
 def host_of(url: str) -> str:
     target = target_of(url)
-    return (target[1:].split("]")[0] if target.startswith("[") else target.rsplit(":", 1)[0]).lower()
+    return (
+        target[1:].split("]")[0] if target.startswith("[") else target.rsplit(":", 1)[0]
+    ).lower()
 
 
 def channel(url: str, max_message: int) -> Any:
@@ -72,7 +89,9 @@ def channel(url: str, max_message: int) -> Any:
     grpc, _, _ = modules()
     options = [("grpc.max_receive_message_length", max_message)]
     if url.startswith(("https://", "grpcs://")):
-        return grpc.aio.secure_channel(target_of(url), grpc.ssl_channel_credentials(), options=options)
+        return grpc.aio.secure_channel(
+            target_of(url), grpc.ssl_channel_credentials(), options=options
+        )
     return grpc.aio.insecure_channel(target_of(url), options=options)
 
 
@@ -134,8 +153,15 @@ def to_json(message: Any) -> dict[str, Any]:
     return json_format.MessageToDict(message)
 
 
-_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "FAILED_PRECONDITION": 9, "UNIMPLEMENTED": 12, "INTERNAL": 13,
-          "UNAUTHENTICATED": 16, "PERMISSION_DENIED": 7}
+_CODES = {
+    "INVALID_ARGUMENT": 3,
+    "NOT_FOUND": 5,
+    "FAILED_PRECONDITION": 9,
+    "UNIMPLEMENTED": 12,
+    "INTERNAL": 13,
+    "UNAUTHENTICATED": 16,
+    "PERMISSION_DENIED": 7,
+}
 
 
 def abort_args(err: RPCError) -> tuple[Any, str, tuple[tuple[str, bytes], ...]]:
@@ -145,9 +171,11 @@ def abort_args(err: RPCError) -> tuple[Any, str, tuple[tuple[str, bytes], ...]]:
     from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none
 
     grpc, _, _ = modules()
-    info = error_details_pb2.ErrorInfo(reason=err.reason, domain="a2a-protocol.org",
-                                       metadata={k: str(v) for k, v in (err.data or {}).items()}
-                                       if is_object(err.data) else {})
+    info = error_details_pb2.ErrorInfo(
+        reason=err.reason,
+        domain="a2a-protocol.org",
+        metadata={k: str(v) for k, v in (err.data or {}).items()} if is_object(err.data) else {},
+    )
     detail = any_pb2.Any()
     detail.Pack(info)
     number = _CODES.get(err.grpc_status, 13)
@@ -163,7 +191,11 @@ def error_of(exc: Any, mask: Any = str) -> RPCError | None:
 
     grpc, _, _ = modules()
     code = exc.code()
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+    if code in (
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.CANCELLED,
+    ):
         return None
     reason = None
     for key, value in exc.trailing_metadata() or ():
@@ -179,8 +211,10 @@ def error_of(exc: Any, mask: Any = str) -> RPCError | None:
                     reason = info.reason
     cls = RPC_REASONS.get(reason or "")
     if cls is None:
-        cls = {grpc.StatusCode.NOT_FOUND: RPC_REASONS["TASK_NOT_FOUND"],
-               grpc.StatusCode.UNIMPLEMENTED: RPC_REASONS["METHOD_NOT_FOUND"],
-               grpc.StatusCode.INVALID_ARGUMENT: RPC_REASONS["INVALID_PARAMS"]}.get(code, InternalError)
+        cls = {
+            grpc.StatusCode.NOT_FOUND: RPC_REASONS["TASK_NOT_FOUND"],
+            grpc.StatusCode.UNIMPLEMENTED: RPC_REASONS["METHOD_NOT_FOUND"],
+            grpc.StatusCode.INVALID_ARGUMENT: RPC_REASONS["INVALID_PARAMS"],
+        }.get(code, InternalError)
     details = exc.details()
     return cls(mask(details) if isinstance(details, str) and details else code.name)

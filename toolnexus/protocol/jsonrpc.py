@@ -64,7 +64,9 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
         raise _with_id(InvalidRequestError('Invalid Request: jsonrpc must be "2.0"'), echo)
     method = body.get("method")
     if not isinstance(method, str) or not method:
-        raise _with_id(InvalidRequestError("Invalid Request: method must be a non-empty string"), echo)
+        raise _with_id(
+            InvalidRequestError("Invalid Request: method must be a non-empty string"), echo
+        )
     params: Any = body.get("params", {})
     if params is None:
         params = {}
@@ -80,7 +82,9 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
 def refuse_too_deep(params: Any, raw: bytes | None = None) -> None:
     """InvalidParamsError when ``params`` (of any binding) nest deeper than ``MAX_DEPTH``; ``raw``,
     the bytes they were read from, skips the walk when they hold too few brackets to nest that deep."""
-    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(params, MAX_DEPTH):
+    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(
+        params, MAX_DEPTH
+    ):
         raise InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels")
 
 
@@ -101,8 +105,12 @@ def error_object(err: RPCError, *, error_info: bool) -> dict[str, Any]:
     """The ``error`` member; with ``error_info`` the 1.x SDK's ``google.rpc.ErrorInfo`` detail."""
     out: dict[str, Any] = {"code": err.code, "message": err.message}
     if error_info:
-        detail: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": err.reason,
-                                  "domain": "a2a-protocol.org", "metadata": {}}
+        detail: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": err.reason,
+            "domain": "a2a-protocol.org",
+            "metadata": {},
+        }
         if is_object(err.data):
             detail["metadata"] = {k: str(v) for k, v in err.data.items()}
         out["data"] = [detail]

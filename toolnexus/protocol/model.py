@@ -60,7 +60,9 @@ class TaskState(str, enum.Enum):
         return self.value
 
 
-TERMINAL = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED})
+TERMINAL = frozenset(
+    {TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}
+)
 INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 MAX_VALUE_DEPTH = 24
 """The deepest a free-form value a caller stores may nest (a message's or part's ``metadata``, a
@@ -69,9 +71,17 @@ data part's ``data``): what every binding can answer with. gRPC carries these as
 
 LEGAL: dict[TaskState | None, frozenset[TaskState]] = {
     None: frozenset({TaskState.SUBMITTED}),
-    TaskState.SUBMITTED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}),
+    TaskState.SUBMITTED: frozenset(
+        {TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}
+    ),
     TaskState.WORKING: frozenset(
-        {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED}
+        {
+            TaskState.COMPLETED,
+            TaskState.FAILED,
+            TaskState.CANCELED,
+            TaskState.INPUT_REQUIRED,
+            TaskState.AUTH_REQUIRED,
+        }
     ),
     TaskState.INPUT_REQUIRED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED}),
     TaskState.AUTH_REQUIRED: frozenset({TaskState.WORKING, TaskState.CANCELED, TaskState.FAILED}),
@@ -103,7 +113,9 @@ def now_iso() -> str:
 
 
 _ids: list[str] = []  # ready ids, taken with an atomic pop (threads); emptied in a forked child
-os.register_at_fork(after_in_child=_ids.clear)  # a worker of --workers must never repeat its parent's
+os.register_at_fork(
+    after_in_child=_ids.clear
+)  # a worker of --workers must never repeat its parent's
 
 
 def new_id() -> str:
@@ -115,8 +127,10 @@ def new_id() -> str:
             return _ids.pop()
         except IndexError:
             pool = os.urandom(16 * 64).hex()
-            _ids.extend(f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
-                        for h in (pool[i:i + 32] for i in range(0, len(pool), 32)))
+            _ids.extend(
+                f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+                for h in (pool[i : i + 32] for i in range(0, len(pool), 32))
+            )
 
 
 @dataclass(slots=True)
@@ -227,15 +241,30 @@ class Task:
     def state(self) -> TaskState:
         return self.status.state
 
-    def moved(self, status: TaskStatus, history: list[Message] | None = None,
-              artifacts: list[Artifact] | None = None) -> Task:
+    def moved(
+        self,
+        status: TaskStatus,
+        history: list[Message] | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task:
         """The task's next value: this status, these messages and artifacts added. What did not
         change (the lists when nothing is added, metadata, the trace) is shared with this one: a
         value is never changed in place once made (``TaskRunner.transition`` makes one per move,
         and the event, the store and every reader hold that same value)."""
-        return Task(self.id, self.context_id, status, [*self.history, *history] if history else self.history,
-                    [*self.artifacts, *artifacts] if artifacts else self.artifacts, self.metadata, self.skill,
-                    self.request, self.created, self.owner, self.trace, self.version)
+        return Task(
+            self.id,
+            self.context_id,
+            status,
+            [*self.history, *history] if history else self.history,
+            [*self.artifacts, *artifacts] if artifacts else self.artifacts,
+            self.metadata,
+            self.skill,
+            self.request,
+            self.created,
+            self.owner,
+            self.trace,
+            self.version,
+        )
 
     def snapshot(self) -> Task:
         """A copy whose lists and status later changes to this task do not touch."""
@@ -256,11 +285,16 @@ class Task:
 
     def to_dataframe(self) -> Any:
         """One row per message (needs pandas)."""
-        return to_dataframe([{"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
-                             for m in self.history])
+        return to_dataframe(
+            [
+                {"task": self.id, "role": m.role, "text": m.text, "message": m.message_id}
+                for m in self.history
+            ]
+        )
 
-    def save_artifacts(self, folder: str | os.PathLike[str], progress: files.Progress | None = None
-                       ) -> files.SavedArtifacts:
+    def save_artifacts(
+        self, folder: str | os.PathLike[str], progress: files.Progress | None = None
+    ) -> files.SavedArtifacts:
         """Write every artifact part into ``folder``; returns a :class:`~toolnexus.protocol.files.SavedArtifacts`.
         Names from the peer are made safe, nothing is overwritten, linked files are listed, not fetched.
         Blocking file I/O (``progress(done, total)`` is told as it goes): from a UI, run it in a thread."""
@@ -287,18 +321,27 @@ class Task:
 def task_html(task: Task) -> str:
     """A task as HTML (a notebook's view of it): id, state, context, skill, status, reply, history."""
     state = task.state.value
-    rows = [f"<b>task</b> <code>{e(task.id)}</code> {badge(state)}",
-            f"<b>context</b> <code>{e(task.context_id)}</code>"]
+    rows = [
+        f"<b>task</b> <code>{e(task.id)}</code> {badge(state)}",
+        f"<b>context</b> <code>{e(task.context_id)}</code>",
+    ]
     if task.skill:
         rows.append(f"<b>skill</b> {e(task.skill)}")
     if task.status.message is not None:
         rows.append(f"<b>status</b> {e(task.status.message.text)}")
     if task.reply and task.state.value == "completed":
-        rows.append(f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply.strip())}</pre>")
-    history = "".join(f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>" for m in task.history)
+        rows.append(
+            f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply.strip())}</pre>"
+        )
+    history = "".join(
+        f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>"
+        for m in task.history
+    )
     if history:
-        rows.append(f"<details><summary>{plural(len(task.history), 'message')}</summary><table>{history}</table>"
-                    "</details>")
+        rows.append(
+            f"<details><summary>{plural(len(task.history), 'message')}</summary><table>{history}</table>"
+            "</details>"
+        )
     # block rows, no <br> after the reply's <pre>: nothing trails the reply but the history
     return "<div class='toolnexus-task'>" + "".join(f"<div>{r}</div>" for r in rows) + "</div>"
 
@@ -307,9 +350,13 @@ def tasks_html(tasks: Iterable[Task], server: str | None = None) -> str:
     """Tasks as one HTML table: state, id, skill, context, request."""
     body: list[str] = []
     for t in tasks:
-        body.append(f"<tr><td>{badge(t.state.value)}</td><td><code>{e(t.id[:8])}…</code></td>"
-                    f"<td>{e(t.skill or '—')}</td><td><code>{e(t.context_id[:8])}…</code></td>"
-                    f"<td style='text-align:left'>{e(t.request[:80])}</td></tr>")
+        body.append(
+            f"<tr><td>{badge(t.state.value)}</td><td><code>{e(t.id[:8])}…</code></td>"
+            f"<td>{e(t.skill or '—')}</td><td><code>{e(t.context_id[:8])}…</code></td>"
+            f"<td style='text-align:left'>{e(t.request[:80])}</td></tr>"
+        )
     head = f"<caption>{e(server)}</caption>" if server else ""
-    return ("<table class='toolnexus-tasks'>" + head + "<tr><th>state</th><th>task</th><th>skill</th>"
-            "<th>context</th><th>request</th></tr>" + "".join(body) + "</table>")
+    return (
+        "<table class='toolnexus-tasks'>" + head + "<tr><th>state</th><th>task</th><th>skill</th>"
+        "<th>context</th><th>request</th></tr>" + "".join(body) + "</table>"
+    )

@@ -23,8 +23,15 @@ import enum
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Binding", "Operation", "OPERATIONS", "V03_METHODS", "V10_METHODS", "LEGACY_METHODS",
-           "BINDING_NAMES"]
+__all__ = [
+    "Binding",
+    "Operation",
+    "OPERATIONS",
+    "V03_METHODS",
+    "V10_METHODS",
+    "LEGACY_METHODS",
+    "BINDING_NAMES",
+]
 
 
 class Binding(str, enum.Enum):
@@ -46,9 +53,14 @@ class Binding(str, enum.Enum):
             return default
 
 
-BINDING_NAMES: dict[str, Binding | None] = {"auto": None, "jsonrpc": Binding.JSONRPC, "json-rpc": Binding.JSONRPC,
-                                            "http+json": Binding.HTTP_JSON, "rest": Binding.HTTP_JSON,
-                                            "grpc": Binding.GRPC}
+BINDING_NAMES: dict[str, Binding | None] = {
+    "auto": None,
+    "jsonrpc": Binding.JSONRPC,
+    "json-rpc": Binding.JSONRPC,
+    "http+json": Binding.HTTP_JSON,
+    "rest": Binding.HTTP_JSON,
+    "grpc": Binding.GRPC,
+}
 """What a caller may pass as ``binding=`` (``A2AClient``, the CLI, the TUI), lower case."""
 
 
@@ -82,40 +94,157 @@ class Operation:
     """Other 1.0 method names that peers send for it."""
 
 
-def _op(key: str, v10: str, v03: str | None, legacy: bool, verb: str, route: str, v03_route: str | None,
-        grpc: tuple[str, str], streams: bool = False, body: Literal["required", "optional", "none"] = "none",
-        also_get: bool = False, aliases: tuple[str, ...] = ()) -> Operation:
-    return Operation(key, v10, v03, legacy, verb, route, v03_route, grpc[0], grpc[1], streams, body, also_get,
-                     aliases)
+def _op(
+    key: str,
+    v10: str,
+    v03: str | None,
+    legacy: bool,
+    verb: str,
+    route: str,
+    v03_route: str | None,
+    grpc: tuple[str, str],
+    streams: bool = False,
+    body: Literal["required", "optional", "none"] = "none",
+    also_get: bool = False,
+    aliases: tuple[str, ...] = (),
+) -> Operation:
+    return Operation(
+        key,
+        v10,
+        v03,
+        legacy,
+        verb,
+        route,
+        v03_route,
+        grpc[0],
+        grpc[1],
+        streams,
+        body,
+        also_get,
+        aliases,
+    )
 
 
 _ROWS = (
-    _op("send", "SendMessage", "message/send", True, "POST", "/message:send", "/v1/message:send",
-        ("SendMessageRequest", "SendMessageResponse"), body="required"),
-    _op("stream", "SendStreamingMessage", "message/stream", False, "POST", "/message:stream", "/v1/message:stream",
-        ("SendMessageRequest", "StreamResponse"), streams=True, body="required"),
-    _op("get", "GetTask", "tasks/get", True, "GET", "/tasks/{id}", "/v1/tasks/{id}", ("GetTaskRequest", "Task")),
-    _op("list", "ListTasks", None, False, "GET", "/tasks", None, ("ListTasksRequest", "ListTasksResponse")),
-    _op("cancel", "CancelTask", "tasks/cancel", True, "POST", "/tasks/{id}:cancel", "/v1/tasks/{id}:cancel",
-        ("CancelTaskRequest", "Task"), body="optional"),
-    _op("resubscribe", "SubscribeToTask", "tasks/resubscribe", False, "POST", "/tasks/{id}:subscribe",
-        "/v1/tasks/{id}:subscribe", ("SubscribeToTaskRequest", "StreamResponse"), streams=True, body="optional",
-        also_get=True),
-    _op("push-set", "CreateTaskPushNotificationConfig", "tasks/pushNotificationConfig/set", False, "POST",
-        "/tasks/{taskId}/pushNotificationConfigs", "/v1/tasks/{taskId}/pushNotificationConfigs",
-        ("TaskPushNotificationConfig", "TaskPushNotificationConfig"), body="required"),
-    _op("push-get", "GetTaskPushNotificationConfig", "tasks/pushNotificationConfig/get", False, "GET",
-        "/tasks/{taskId}/pushNotificationConfigs/{id}", "/v1/tasks/{taskId}/pushNotificationConfigs/{id}",
-        ("GetTaskPushNotificationConfigRequest", "TaskPushNotificationConfig")),
-    _op("push-list", "ListTaskPushNotificationConfigs", "tasks/pushNotificationConfig/list", False, "GET",
-        "/tasks/{taskId}/pushNotificationConfigs", "/v1/tasks/{taskId}/pushNotificationConfigs",
+    _op(
+        "send",
+        "SendMessage",
+        "message/send",
+        True,
+        "POST",
+        "/message:send",
+        "/v1/message:send",
+        ("SendMessageRequest", "SendMessageResponse"),
+        body="required",
+    ),
+    _op(
+        "stream",
+        "SendStreamingMessage",
+        "message/stream",
+        False,
+        "POST",
+        "/message:stream",
+        "/v1/message:stream",
+        ("SendMessageRequest", "StreamResponse"),
+        streams=True,
+        body="required",
+    ),
+    _op(
+        "get",
+        "GetTask",
+        "tasks/get",
+        True,
+        "GET",
+        "/tasks/{id}",
+        "/v1/tasks/{id}",
+        ("GetTaskRequest", "Task"),
+    ),
+    _op(
+        "list",
+        "ListTasks",
+        None,
+        False,
+        "GET",
+        "/tasks",
+        None,
+        ("ListTasksRequest", "ListTasksResponse"),
+    ),
+    _op(
+        "cancel",
+        "CancelTask",
+        "tasks/cancel",
+        True,
+        "POST",
+        "/tasks/{id}:cancel",
+        "/v1/tasks/{id}:cancel",
+        ("CancelTaskRequest", "Task"),
+        body="optional",
+    ),
+    _op(
+        "resubscribe",
+        "SubscribeToTask",
+        "tasks/resubscribe",
+        False,
+        "POST",
+        "/tasks/{id}:subscribe",
+        "/v1/tasks/{id}:subscribe",
+        ("SubscribeToTaskRequest", "StreamResponse"),
+        streams=True,
+        body="optional",
+        also_get=True,
+    ),
+    _op(
+        "push-set",
+        "CreateTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/set",
+        False,
+        "POST",
+        "/tasks/{taskId}/pushNotificationConfigs",
+        "/v1/tasks/{taskId}/pushNotificationConfigs",
+        ("TaskPushNotificationConfig", "TaskPushNotificationConfig"),
+        body="required",
+    ),
+    _op(
+        "push-get",
+        "GetTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/get",
+        False,
+        "GET",
+        "/tasks/{taskId}/pushNotificationConfigs/{id}",
+        "/v1/tasks/{taskId}/pushNotificationConfigs/{id}",
+        ("GetTaskPushNotificationConfigRequest", "TaskPushNotificationConfig"),
+    ),
+    _op(
+        "push-list",
+        "ListTaskPushNotificationConfigs",
+        "tasks/pushNotificationConfig/list",
+        False,
+        "GET",
+        "/tasks/{taskId}/pushNotificationConfigs",
+        "/v1/tasks/{taskId}/pushNotificationConfigs",
         ("ListTaskPushNotificationConfigsRequest", "ListTaskPushNotificationConfigsResponse"),
-        aliases=("ListTaskPushNotificationConfig",)),  # the singular: the name of earlier 1.0 drafts
-    _op("push-delete", "DeleteTaskPushNotificationConfig", "tasks/pushNotificationConfig/delete", False, "DELETE",
-        "/tasks/{taskId}/pushNotificationConfigs/{id}", None,  # a2a.proto 0.3 has no route for it
-        ("DeleteTaskPushNotificationConfigRequest", "Empty")),
-    _op("extended", "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard", False, "GET", "/extendedAgentCard",
-        "/v1/card", ("GetExtendedAgentCardRequest", "AgentCard")),
+        aliases=("ListTaskPushNotificationConfig",),
+    ),  # the singular: the name of earlier 1.0 drafts
+    _op(
+        "push-delete",
+        "DeleteTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/delete",
+        False,
+        "DELETE",
+        "/tasks/{taskId}/pushNotificationConfigs/{id}",
+        None,  # a2a.proto 0.3 has no route for it
+        ("DeleteTaskPushNotificationConfigRequest", "Empty"),
+    ),
+    _op(
+        "extended",
+        "GetExtendedAgentCard",
+        "agent/getAuthenticatedExtendedCard",
+        False,
+        "GET",
+        "/extendedAgentCard",
+        "/v1/card",
+        ("GetExtendedAgentCardRequest", "AgentCard"),
+    ),
 )
 
 OPERATIONS: dict[str, Operation] = {row.key: row for row in _ROWS}

@@ -22,16 +22,25 @@ from ..errors import InvalidParamsError
 from .dialects import (
     Dialect,
     check_id,
+    optional_string,
     parse_state,
     render_artifact_update,
     render_status_update,
     render_task,
 )
-from .dialects import optional_string
 from .model import Artifact, Task, TaskState
 
-__all__ = ["PushConfig", "TOKEN_HEADER", "parse_push_config", "render_push_config", "payloads",
-           "parse_notification", "webhook_refusal", "address_refusal", "host_address"]
+__all__ = [
+    "PushConfig",
+    "TOKEN_HEADER",
+    "parse_push_config",
+    "render_push_config",
+    "payloads",
+    "parse_notification",
+    "webhook_refusal",
+    "address_refusal",
+    "host_address",
+]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 """The header a config's ``token`` travels in (both SDK lines use it)."""
@@ -73,7 +82,9 @@ class PushConfig:
         return f"<PushConfig {self.id or '?'} task={self.task_id or '?'} url={self.url}{secret}>"
 
 
-def parse_push_config(d: Any, dialect: Dialect, where: str = "params", task_id: str | None = None) -> PushConfig:
+def parse_push_config(
+    d: Any, dialect: Dialect, where: str = "params", task_id: str | None = None
+) -> PushConfig:
     """A config from a caller's params: 0.3 ``{taskId, pushNotificationConfig: {id, url, token,
     authentication: {schemes, credentials}}}`` (or that inner object alone, in a send's
     configuration), 1.0 ``{taskId, id, url, token, authentication: {scheme, credentials}}``.
@@ -99,16 +110,24 @@ def parse_push_config(d: Any, dialect: Dialect, where: str = "params", task_id: 
         schemes = auth.get("schemes")
         if scheme is None and schemes is not None:
             if not is_array(schemes) or not all(isinstance(s, str) for s in schemes):
-                raise InvalidParamsError(f"Invalid params: {where}.authentication.schemes must be a list of strings")
+                raise InvalidParamsError(
+                    f"Invalid params: {where}.authentication.schemes must be a list of strings"
+                )
             scheme = schemes[0] if schemes else None
         credentials = optional_string(auth, "credentials", f"{where}.authentication")
     given_task = optional_string(outer, "taskId", where) or optional_string(d, "taskId", where)
     for key, value in (("taskId", given_task), ("id", optional_string(d, "id", where))):
         if value:
             check_id(value, f"{where}.{key}")
-    return PushConfig(task_id=task_id if task_id is not None else (given_task or ""), url=url,
-                      id=optional_string(d, "id", where) or "", token=optional_string(d, "token", where), scheme=scheme,
-                      credentials=credentials, dialect=dialect)
+    return PushConfig(
+        task_id=task_id if task_id is not None else (given_task or ""),
+        url=url,
+        id=optional_string(d, "id", where) or "",
+        token=optional_string(d, "token", where),
+        scheme=scheme,
+        credentials=credentials,
+        dialect=dialect,
+    )
 
 
 def render_push_config(c: PushConfig, dialect: Dialect) -> dict[str, Any]:
@@ -118,10 +137,16 @@ def render_push_config(c: PushConfig, dialect: Dialect) -> dict[str, Any]:
         body["token"] = c.token
     if dialect is Dialect.V10:
         if c.scheme:
-            body["authentication"] = {"scheme": c.scheme, **({"credentials": c.credentials} if c.credentials else {})}
+            body["authentication"] = {
+                "scheme": c.scheme,
+                **({"credentials": c.credentials} if c.credentials else {}),
+            }
         return {"taskId": c.task_id, **body}
     if c.scheme:
-        body["authentication"] = {"schemes": [c.scheme], **({"credentials": c.credentials} if c.credentials else {})}
+        body["authentication"] = {
+            "schemes": [c.scheme],
+            **({"credentials": c.credentials} if c.credentials else {}),
+        }
     return {"taskId": c.task_id, "pushNotificationConfig": body}
 
 
@@ -130,8 +155,10 @@ def payloads(task: Task, new_artifacts: list[Artifact], dialect: Dialect) -> lis
     if dialect is not Dialect.V10:
         return [render_task(task, dialect)]
     done = task.state.terminal or task.state.interrupted
-    return [*(render_artifact_update(task, a, dialect) for a in new_artifacts),
-            render_status_update(task, dialect, final=done)]
+    return [
+        *(render_artifact_update(task, a, dialect) for a in new_artifacts),
+        render_status_update(task, dialect, final=done),
+    ]
 
 
 def parse_notification(body: Any) -> tuple[str | None, TaskState | None]:
@@ -143,7 +170,9 @@ def parse_notification(body: Any) -> tuple[str | None, TaskState | None]:
         if is_object(body.get(key)):
             body = body[key]
             break
-    task_id = body.get("taskId") if "taskId" in body else (body.get("id") if "status" in body else None)
+    task_id = (
+        body.get("taskId") if "taskId" in body else (body.get("id") if "status" in body else None)
+    )
     status = body.get("status")
     state = parse_state(status.get("state")) if is_object(status) else None
     return (task_id if isinstance(task_id, str) and task_id else None), state
@@ -174,8 +203,14 @@ def host_address(host: str) -> Address | None:
 _NUMERIC = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
 
 
-def address_refusal(address: Address, port: int, agent: tuple[str, int] | None = None, *,
-                    private_ok: bool = True, shown: str = "") -> str | None:
+def address_refusal(
+    address: Address,
+    port: int,
+    agent: tuple[str, int] | None = None,
+    *,
+    private_ok: bool = True,
+    shown: str = "",
+) -> str | None:
     """Why an agent must not connect to ``address``:``port`` for a webhook, or None when it may:
     the agent itself (any address of this machine on its port), and unless ``private_ok`` every
     address that is not public (loopback, private, link-local such as cloud metadata, shared,
@@ -184,15 +219,24 @@ def address_refusal(address: Address, port: int, agent: tuple[str, int] | None =
     if agent is not None and port == agent[1]:
         bound = host_address(agent[0])
         mine = bound is None or bound.is_unspecified
-        if address == bound or address.is_loopback or address.is_unspecified or (mine and not address.is_global):
+        if (
+            address == bound
+            or address.is_loopback
+            or address.is_unspecified
+            or (mine and not address.is_global)
+        ):
             return f"{shown} is this agent itself; notifications go to another endpoint"
     if not private_ok and (not address.is_global or address.is_multicast or address.is_unspecified):
-        return (f"{shown} is a local or private address ({address}), refused by an agent served beyond "
-                "loopback (A2AConfig(push_private_ok=True) allows it)")
+        return (
+            f"{shown} is a local or private address ({address}), refused by an agent served beyond "
+            "loopback (A2AConfig(push_private_ok=True) allows it)"
+        )
     return None
 
 
-def webhook_refusal(url: str, agent: tuple[str, int] | None = None, *, private_ok: bool = True) -> str | None:
+def webhook_refusal(
+    url: str, agent: tuple[str, int] | None = None, *, private_ok: bool = True
+) -> str | None:
     """Why an agent must not POST to ``url``, or None when it may, from the URL alone.
 
     Refused: anything but http(s); a user name or password in the URL; the agent itself
@@ -217,5 +261,7 @@ def webhook_refusal(url: str, agent: tuple[str, int] | None = None, *, private_o
     if address is not None:
         return address_refusal(address, port, agent, private_ok=private_ok, shown=url)
     if host == "localhost" or host.endswith(".localhost"):
-        return address_refusal(ipaddress.ip_address("127.0.0.1"), port, agent, private_ok=private_ok, shown=url)
+        return address_refusal(
+            ipaddress.ip_address("127.0.0.1"), port, agent, private_ok=private_ok, shown=url
+        )
     return None

@@ -31,8 +31,21 @@ from ..errors import (
 )
 from .operations import OPERATIONS, Operation
 
-__all__ = ["ROUTES", "MEDIA_TYPE", "request_for", "match", "params_from", "error_body", "refusal_body",
-           "parse_error", "v03_params", "v03_result", "v03_error_body", "v03_request", "v03_answer"]
+__all__ = [
+    "ROUTES",
+    "MEDIA_TYPE",
+    "request_for",
+    "match",
+    "params_from",
+    "error_body",
+    "refusal_body",
+    "parse_error",
+    "v03_params",
+    "v03_result",
+    "v03_error_body",
+    "v03_request",
+    "v03_answer",
+]
 
 MEDIA_TYPE = "application/a2a+json"
 
@@ -42,15 +55,25 @@ _BOOLS = frozenset({"includeArtifacts"})
 
 def _pattern(template: str) -> re.Pattern[str]:
     parts = re.split(r"(\{\w+\})", template)
-    return re.compile("^" + "".join(f"(?P<{p[1:-1]}>[^/]+?)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+    return re.compile(
+        "^"
+        + "".join(f"(?P<{p[1:-1]}>[^/]+?)" if p.startswith("{") else re.escape(p) for p in parts)
+        + "$"
+    )
 
 
 ROUTES: list[tuple[str, str, Operation, bool]] = sorted(
     [(op.verb, op.route, op, False) for op in OPERATIONS.values()]
     + [(op.verb, op.v03_route, op, True) for op in OPERATIONS.values() if op.v03_route]
-    + [("GET", route, op, v03) for op in OPERATIONS.values() if op.also_get
-       for route, v03 in ((op.route, False), (op.v03_route, True)) if route],
-    key=lambda row: ":" not in row[1])
+    + [
+        ("GET", route, op, v03)
+        for op in OPERATIONS.values()
+        if op.also_get
+        for route, v03 in ((op.route, False), (op.v03_route, True))
+        if route
+    ],
+    key=lambda row: ":" not in row[1],
+)
 """Every route served and recognised: ``(HTTP method, path template, operation, 0.3's)``, from
 the table of operations; the ``/tasks/{id}:verb`` ones first, as ``/tasks/{id}`` would take them
 otherwise."""
@@ -67,7 +90,9 @@ def match(method: str, path: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def request_for(op: Operation, params: dict[str, Any], v03: bool = False) -> tuple[str, str, dict[str, Any] | None]:
+def request_for(
+    op: Operation, params: dict[str, Any], v03: bool = False
+) -> tuple[str, str, dict[str, Any] | None]:
     """``(HTTP method, path with its query, JSON body or None)`` of an operation whose 1.0
     JSON-RPC ``params`` are given: path fields are taken out of them, GETs and DELETEs put the
     rest in the query (``v03``: 0.3's route and body)."""
@@ -87,8 +112,15 @@ def request_for(op: Operation, params: dict[str, Any], v03: bool = False) -> tup
     if method in ("GET", "DELETE"):
         query = {k: _query_text(v) for k, v in rest.items() if v is not None}
         return method, path + ("?" + urllib.parse.urlencode(query) if query else ""), None
-    return method, path, v03_request(op.key, {**rest, **({"taskId": params["taskId"]} if "taskId" in params else {})}) \
-        if v03 else rest
+    return (
+        method,
+        path,
+        v03_request(
+            op.key, {**rest, **({"taskId": params["taskId"]} if "taskId" in params else {})}
+        )
+        if v03
+        else rest,
+    )
 
 
 def _query_text(value: Any) -> str:
@@ -97,7 +129,9 @@ def _query_text(value: Any) -> str:
     return str(value)
 
 
-def params_from(op: str, path_params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
+def params_from(
+    op: str, path_params: dict[str, str], query: dict[str, str], body: Any
+) -> dict[str, Any]:
     """The 1.0 JSON-RPC ``params`` of a REST request: its body (an object, for POSTs that carry
     one), its query (numbers and booleans parsed, as §11.5 writes them) and its path fields."""
     if body is None:
@@ -111,10 +145,14 @@ def params_from(op: str, path_params: dict[str, str], query: dict[str, str], bod
             try:
                 params[key] = int(text)
             except ValueError:
-                raise InvalidParamsError(f"Invalid params: {key} must be an integer, got {text!r}") from None
+                raise InvalidParamsError(
+                    f"Invalid params: {key} must be an integer, got {text!r}"
+                ) from None
         elif key in _BOOLS:
             if text not in ("true", "false"):
-                raise InvalidParamsError(f"Invalid params: {key} must be true or false, got {text!r}")
+                raise InvalidParamsError(
+                    f"Invalid params: {key} must be true or false, got {text!r}"
+                )
             params[key] = text == "true"
         else:
             params[key] = text
@@ -124,11 +162,22 @@ def params_from(op: str, path_params: dict[str, str], query: dict[str, str], bod
 
 def error_body(err: RPCError) -> dict[str, Any]:
     """A failure as §11.6 writes it: ``google.rpc.Status`` with the A2A reason in an ErrorInfo."""
-    info: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": err.reason,
-                            "domain": "a2a-protocol.org", "metadata": {}}
+    info: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": err.reason,
+        "domain": "a2a-protocol.org",
+        "metadata": {},
+    }
     if is_object(err.data):
         info["metadata"] = {k: str(v) for k, v in err.data.items()}
-    return {"error": {"code": err.http_status, "status": err.grpc_status, "message": err.message, "details": [info]}}
+    return {
+        "error": {
+            "code": err.http_status,
+            "status": err.grpc_status,
+            "message": err.message,
+            "details": [info],
+        }
+    }
 
 
 def v03_error_body(err: RPCError) -> dict[str, Any]:
@@ -139,14 +188,30 @@ def v03_error_body(err: RPCError) -> dict[str, Any]:
 
 def _type_name(reason: str) -> str:
     """The 1.x SDK's class name for an A2A reason (``TASK_NOT_FOUND`` -> ``TaskNotFoundError``)."""
-    return "JSONParseError" if reason == "PARSE_ERROR" else "".join(w.capitalize() for w in reason.split("_")) + "Error"
+    return (
+        "JSONParseError"
+        if reason == "PARSE_ERROR"
+        else "".join(w.capitalize() for w in reason.split("_")) + "Error"
+    )
 
 
 def refusal_body(status: int, message: str) -> dict[str, Any]:
     """A refusal before any operation (401, 403, 413, 415 ...) in the same Status shape."""
-    names = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 405: "UNIMPLEMENTED",
-             413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT"}
-    return {"error": {"code": status, "status": names.get(status, "INVALID_ARGUMENT"), "message": message}}
+    names = {
+        401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
+        404: "NOT_FOUND",
+        405: "UNIMPLEMENTED",
+        413: "INVALID_ARGUMENT",
+        415: "INVALID_ARGUMENT",
+    }
+    return {
+        "error": {
+            "code": status,
+            "status": names.get(status, "INVALID_ARGUMENT"),
+            "message": message,
+        }
+    }
 
 
 def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
@@ -159,7 +224,11 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
     if not is_object(error) and is_object(data) and status >= 400:
         named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
         cls = named.get(kind) if isinstance(kind := data.get("type"), str) else None
-        if cls is None and isinstance(data.get("code"), int) and not isinstance(data.get("code"), bool):
+        if (
+            cls is None
+            and isinstance(data.get("code"), int)
+            and not isinstance(data.get("code"), bool)
+        ):
             cls = RPC_ERRORS.get(data["code"])
         if cls is not None:
             message = data.get("message")
@@ -172,11 +241,19 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
             reason = detail["reason"]
             break
     cls = RPC_REASONS.get(reason or "")
-    if cls is None and status in (401, 403):  # a refused credential, not an A2A error: the caller says so
+    if cls is None and status in (
+        401,
+        403,
+    ):  # a refused credential, not an A2A error: the caller says so
         return None
     if cls is None:  # no A2A reason: what its HTTP status says
-        cls = (InternalError if status >= 500 else MethodNotFoundError if status in (404, 405)
-               else InvalidRequestError)
+        cls = (
+            InternalError
+            if status >= 500
+            else MethodNotFoundError
+            if status in (404, 405)
+            else InvalidRequestError
+        )
     message = error.get("message")
     return cls(mask(message) if isinstance(message, str) and message else f"HTTP {status}")
 
@@ -185,8 +262,16 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
 
 _STATES_V03 = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
 _STATES_V10 = {v: k for k, v in _STATES_V03.items()}
-_FINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED",
-                    "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+_FINAL = frozenset(
+    {
+        "TASK_STATE_COMPLETED",
+        "TASK_STATE_FAILED",
+        "TASK_STATE_CANCELED",
+        "TASK_STATE_REJECTED",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_AUTH_REQUIRED",
+    }
+)
 
 
 def _some(**fields: Any) -> dict[str, Any]:
@@ -260,7 +345,10 @@ def _status(status: dict[str, Any], to_v03: bool) -> dict[str, Any]:
 def _artifact(a: Any, to_v03: bool) -> Any:
     if not is_object(a):  # a peer's odd shape: left for the parser to refuse
         return a
-    return {**a, "parts": [(_part_v03 if to_v03 else _part_v10)(p) for p in _objects(a.get("parts"))]}
+    return {
+        **a,
+        "parts": [(_part_v03 if to_v03 else _part_v10)(p) for p in _objects(a.get("parts"))],
+    }
 
 
 def _task(t: Any, to_v03: bool) -> Any:
@@ -272,7 +360,9 @@ def _task(t: Any, to_v03: bool) -> Any:
     if "artifacts" in t:
         out["artifacts"] = [_artifact(a, to_v03) for a in _objects(t["artifacts"])]
     if "history" in t:
-        out["history"] = [(_message_v03 if to_v03 else _message_v10)(m) for m in _objects(t["history"])]
+        out["history"] = [
+            (_message_v03 if to_v03 else _message_v10)(m) for m in _objects(t["history"])
+        ]
     return out
 
 
@@ -296,17 +386,32 @@ def _event(frame: Any, to_v03: bool) -> Any:
         return {"statusUpdate": update}
     if is_object(frame.get("artifactUpdate")):
         update = frame["artifactUpdate"]
-        return {"artifactUpdate": {**update, "artifact": _artifact(update.get("artifact") or {}, to_v03)}}
+        return {
+            "artifactUpdate": {
+                **update,
+                "artifact": _artifact(update.get("artifact") or {}, to_v03),
+            }
+        }
     return frame
 
 
 def _push_v03(c: dict[str, Any]) -> dict[str, Any]:
     auth = c.get("authentication")
-    inner = _some(id=c.get("id"), url=c.get("url"), token=c.get("token"),
-                  authentication=_some(schemes=[auth["scheme"]] if auth.get("scheme") else None,
-                                       credentials=auth.get("credentials")) if is_object(auth) else None)
-    return {"name": f"tasks/{c.get('taskId', '')}/pushNotificationConfigs/{c.get('id', '')}",
-            "pushNotificationConfig": inner}
+    inner = _some(
+        id=c.get("id"),
+        url=c.get("url"),
+        token=c.get("token"),
+        authentication=_some(
+            schemes=[auth["scheme"]] if auth.get("scheme") else None,
+            credentials=auth.get("credentials"),
+        )
+        if is_object(auth)
+        else None,
+    )
+    return {
+        "name": f"tasks/{c.get('taskId', '')}/pushNotificationConfigs/{c.get('id', '')}",
+        "pushNotificationConfig": inner,
+    }
 
 
 def _push_v10(body: Any, task_id: str) -> dict[str, Any]:
@@ -322,12 +427,25 @@ def _push_v10(body: Any, task_id: str) -> dict[str, Any]:
         raise InvalidParamsError("Invalid params: pushNotificationConfig must be an object")
     auth = inner.get("authentication")
     schemes = auth.get("schemes") if is_object(auth) else None
-    return _some(taskId=task_id, id=inner.get("id"), url=inner.get("url"), token=inner.get("token"),
-                 authentication=_some(scheme=schemes[0] if is_array(schemes) and schemes else None,
-                                      credentials=auth.get("credentials")) if is_object(auth) else None)
+    return _some(
+        taskId=task_id,
+        id=inner.get("id"),
+        url=inner.get("url"),
+        token=inner.get("token"),
+        authentication=_some(
+            scheme=schemes[0] if is_array(schemes) and schemes else None,
+            credentials=auth.get("credentials"),
+        )
+        if is_object(auth)
+        else None,
+    )
 
 
-_RENAMED = {"request": "message", "update": "message", "msg": "message"}  # 0.3 proto names whose JSON name differs
+_RENAMED = {
+    "request": "message",
+    "update": "message",
+    "msg": "message",
+}  # 0.3 proto names whose JSON name differs
 
 
 def _json_names(value: Any, key: str = "") -> Any:
@@ -353,7 +471,9 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
     may use the proto field names (``message_id``, ``request``), as the 1.x SDK's compat client does."""
     params = _json_names(params)
     if op in ("send", "stream"):
-        out: dict[str, Any] = {k: v for k, v in params.items() if k not in ("message", "configuration")}
+        out: dict[str, Any] = {
+            k: v for k, v in params.items() if k not in ("message", "configuration")
+        }
         out["message"] = _message_v10(params.get("message"))
         config = params.get("configuration")
         if config is not None:
@@ -363,9 +483,12 @@ def v03_params(op: str, params: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(blocking, bool):
                 raise InvalidParamsError("Invalid params: configuration.blocking must be a boolean")
             push = config.get("pushNotification")
-            out["configuration"] = _some(acceptedOutputModes=config.get("acceptedOutputModes"),
-                                         historyLength=config.get("historyLength"), returnImmediately=not blocking,
-                                         taskPushNotificationConfig=None if push is None else _push_v10(push, ""))
+            out["configuration"] = _some(
+                acceptedOutputModes=config.get("acceptedOutputModes"),
+                historyLength=config.get("historyLength"),
+                returnImmediately=not blocking,
+                taskPushNotificationConfig=None if push is None else _push_v10(push, ""),
+            )
         else:
             out["configuration"] = {"returnImmediately": True}  # proto3: blocking absent is false
         return out
@@ -386,17 +509,28 @@ def v03_request(op: str, params: dict[str, Any]) -> dict[str, Any]:
     if op in ("send", "stream"):
         config: dict[str, Any] = params.get("configuration") or {}
         push = config.get("taskPushNotificationConfig")
-        body = {"message": _message_v03(params["message"]),
-                "configuration": _some(acceptedOutputModes=config.get("acceptedOutputModes"),
-                                       historyLength=config.get("historyLength"),
-                                       blocking=not config.get("returnImmediately", False),
-                                       pushNotification=None if push is None else
-                                       _push_v03(push)["pushNotificationConfig"])}
+        body = {
+            "message": _message_v03(params["message"]),
+            "configuration": _some(
+                acceptedOutputModes=config.get("acceptedOutputModes"),
+                historyLength=config.get("historyLength"),
+                blocking=not config.get("returnImmediately", False),
+                pushNotification=None
+                if push is None
+                else _push_v03(push)["pushNotificationConfig"],
+            ),
+        }
         return {**body, **_some(metadata=params.get("metadata"))}
-    if op == "push-set":  # both forms at once: the 1.x SDK reads the Create request, the JS SDK the config
+    if (
+        op == "push-set"
+    ):  # both forms at once: the 1.x SDK reads the Create request, the JS SDK the config
         config = _push_v03(params)
-        return {**config, "parent": f"tasks/{params.get('taskId', '')}",
-                "configId": config["pushNotificationConfig"].get("id", ""), "config": config}
+        return {
+            **config,
+            "parent": f"tasks/{params.get('taskId', '')}",
+            "configId": config["pushNotificationConfig"].get("id", ""),
+            "config": config,
+        }
     return params
 
 

@@ -47,10 +47,19 @@ class TraceContext:
         if not is_object(data):
             return None
         trace, span, parent = data.get("traceId"), data.get("spanId"), data.get("parentId")
-        if not (isinstance(trace, str) and len(trace) == 32 and isinstance(span, str) and len(span) == 16):
+        if not (
+            isinstance(trace, str)
+            and len(trace) == 32
+            and isinstance(span, str)
+            and len(span) == 16
+        ):
             return None
-        return cls(trace, span, parent if isinstance(parent, str) and len(parent) == 16 else None,
-                   data.get("sampled") is not False)
+        return cls(
+            trace,
+            span,
+            parent if isinstance(parent, str) and len(parent) == 16 else None,
+            data.get("sampled") is not False,
+        )
 
 
 def new_trace() -> TraceContext:
@@ -68,6 +77,11 @@ def parse_traceparent(value: str | None) -> TraceContext | None:
     if found is None:
         return None
     version, trace, span, flags = found.groups()
-    if version == "ff" or (version == "00" and len(value.strip()) != 55) or trace == "0" * 32 or span == "0" * 16:
+    if (
+        version == "ff"
+        or (version == "00" and len(value.strip()) != 55)
+        or trace == "0" * 32
+        or span == "0" * 16
+    ):
         return None
     return TraceContext(trace, span, None, bool(int(flags, 16) & 1))

@@ -105,15 +105,25 @@ class _Answer:
     def __init__(self, body: bytes, status: int, headers: Mapping[str, str] | None) -> None:
         self.status_code = status
         self.body = body
-        self.raw_headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
-                            *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items())]
+        self.raw_headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            *(
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in (headers or {}).items()
+            ),
+        ]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
         await send({"type": "http.response.body", "body": self.body})
 
 
-def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> _Answer:
+def _json_response(
+    body: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> _Answer:
     return _Answer(_json.dumps(body), status, headers)
 
 
@@ -153,8 +163,13 @@ class Refusal(Exception):
 class A2AEndpoint:
     """The card and JSON-RPC routes for one served toolkit."""
 
-    def __init__(self, runner: TaskRunner, config: A2AConfig, skills: list[SkillDef],
-                 base_url: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        runner: TaskRunner,
+        config: A2AConfig,
+        skills: list[SkillDef],
+        base_url: Callable[[], str],
+    ) -> None:
         self.runner = runner
         self.config = config
         allowed = None if config.skills is None else set(config.skills)
@@ -183,7 +198,10 @@ class A2AEndpoint:
     def _rest_routes(self) -> list[Route]:
         """The HTTP+JSON binding at the same base URL, 1.0's and 0.3's (under ``/v1/``), in the
         order of ``rest.ROUTES``."""
-        return [Route(t, functools.partial(self.rest, op, v03=v03), methods=[m]) for m, t, op, v03 in rest.ROUTES]
+        return [
+            Route(t, functools.partial(self.rest, op, v03=v03), methods=[m])
+            for m, t, op, v03 in rest.ROUTES
+        ]
 
     # -- the card -------------------------------------------------------------------------------
     def card_json(self) -> dict[str, Any]:
@@ -205,7 +223,9 @@ class A2AEndpoint:
             icon_url=c.icon_url,
         )
 
-    def card_answer(self, if_none_match: str, if_modified_since: str = "") -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def card_answer(
+        self, if_none_match: str, if_modified_since: str = ""
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Status, raw headers and body of a card GET: cacheable for ``CARD_MAX_AGE`` seconds, with
         an ETag (of its bytes: the same on every host serving the same card) and a Last-Modified
         (when this server first served it); 304 when ``If-None-Match`` names the ETag or, without
@@ -214,22 +234,34 @@ class A2AEndpoint:
             body = _json.dumps(self.card_json())
             etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             self._card = (body, etag, int(time.time()))
-            self._card_headers = [(b"etag", etag.encode()),
-                                  (b"last-modified", email.utils.formatdate(self._card[2], usegmt=True).encode()),
-                                  (b"cache-control", f"max-age={CARD_MAX_AGE}".encode())]
+            self._card_headers = [
+                (b"etag", etag.encode()),
+                (b"last-modified", email.utils.formatdate(self._card[2], usegmt=True).encode()),
+                (b"cache-control", f"max-age={CARD_MAX_AGE}".encode()),
+            ]
         body, etag, served = self._card
         if if_none_match:
-            if any(tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
-                   for tag in if_none_match.split(",")):
+            if any(
+                tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
+                for tag in if_none_match.split(",")
+            ):
                 return 304, self._card_headers, b""
         elif if_modified_since and _not_after(served, if_modified_since):
             return 304, self._card_headers, b""
-        return 200, [*self._card_headers, (b"content-type", b"application/json"),
-                     (b"content-length", str(len(body)).encode())], body
+        return (
+            200,
+            [
+                *self._card_headers,
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+            body,
+        )
 
     async def card(self, request: Request) -> Response:
-        status, headers, body = self.card_answer(request.headers.get("if-none-match", ""),
-                                                 request.headers.get("if-modified-since", ""))
+        status, headers, body = self.card_answer(
+            request.headers.get("if-none-match", ""), request.headers.get("if-modified-since", "")
+        )
         response = Response(body, status_code=status)
         response.raw_headers = headers
         return response
@@ -252,12 +284,21 @@ class A2AEndpoint:
                     response = _json_response({"error": "internal server error"}, 500)
                 await response(scope, receive, send)
             elif scope["path"] in paths and scope["method"] in ("GET", "HEAD"):
-                given = {k: v.decode("latin-1") for k, v in scope["headers"]
-                         if k in (b"if-none-match", b"if-modified-since")}
-                status, headers, body = self.card_answer(given.get(b"if-none-match", ""),
-                                                         given.get(b"if-modified-since", ""))
+                given = {
+                    k: v.decode("latin-1")
+                    for k, v in scope["headers"]
+                    if k in (b"if-none-match", b"if-modified-since")
+                }
+                status, headers, body = self.card_answer(
+                    given.get(b"if-none-match", ""), given.get(b"if-modified-since", "")
+                )
                 await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": body if scope["method"] == "GET" else b"",
+                    }
+                )
             else:
                 await app(scope, receive, send)
 
@@ -276,16 +317,23 @@ class A2AEndpoint:
                 return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
             # 415, 413, 400 keep their status (415 also closes the browser simple-request path), and
             # carry a JSON-RPC error object so that any client can read why
-            return _json_response(error_envelope(None, InvalidRequestError(str(refusal))), refusal.status,
-                                  refusal.headers)
+            return _json_response(
+                error_envelope(None, InvalidRequestError(str(refusal))),
+                refusal.status,
+                refusal.headers,
+            )
         except ClientDisconnect:  # the client left before its request arrived: nothing to answer
             return Response(status_code=400)
         try:
             data = _json.loads(body)
         except _json.JSONDecodeError:
-            return _json_response(error_envelope(None, ParseError("Parse error: the body is not valid JSON")))
+            return _json_response(
+                error_envelope(None, ParseError("Parse error: the body is not valid JSON"))
+            )
         except ValueError:  # invalid UTF-8 and other decoding failures
-            return _json_response(error_envelope(None, ParseError("Parse error: the body is not valid UTF-8 JSON")))
+            return _json_response(
+                error_envelope(None, ParseError("Parse error: the body is not valid UTF-8 JSON"))
+            )
         try:
             call = parse_request(data, body)
         except RPCError as err:
@@ -306,14 +354,20 @@ class A2AEndpoint:
             if call.is_notification:
                 return Response(status_code=204)
             status = 200
-            if op is not None and op.key == "resubscribe" and dialect is Dialect.V03:  # 0.3 §7.9: a failed resubscribe is a 4xx
+            if (
+                op is not None and op.key == "resubscribe" and dialect is Dialect.V03
+            ):  # 0.3 §7.9: a failed resubscribe is a 4xx
                 status = 404 if isinstance(err, TaskNotFoundError) else 400
-            return _json_response(error_envelope(rid, err, error_info=dialect is Dialect.V10), status)
+            return _json_response(
+                error_envelope(rid, err, error_info=dialect is Dialect.V10), status
+            )
         except Exception:
             log.exception("JSON-RPC %s failed", call.method)
             if call.is_notification:
                 return Response(status_code=204)
-            return _json_response(error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10))
+            return _json_response(
+                error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10)
+            )
         return outcome
 
     def owner_of(self, headers: Mapping[str, str]) -> str | None:
@@ -338,13 +392,17 @@ class A2AEndpoint:
         result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
         error_body = rest.v03_error_body if v03 else rest.error_body
         try:
-            owner = self.owner_of(request.headers)  # first: an unauthenticated caller learns nothing more
+            owner = self.owner_of(
+                request.headers
+            )  # first: an unauthenticated caller learns nothing more
             version = request.headers.get("a2a-version")
             if version is not None and major_version(version) != (0 if v03 else 1):
                 speaks = "0.3 under /v1/" if v03 else "1.0"
                 raise VersionNotSupportedError(
                     f"Version not supported: A2A-Version {version} on {request.url.path} (these HTTP+JSON routes "
-                    f"speak {speaks})", data={"supportedVersions": "0.3" if v03 else "1.0"})
+                    f"speak {speaks})",
+                    data={"supportedVersions": "0.3" if v03 else "1.0"},
+                )
             body = None
             if request.method == "POST" and (op.body == "required" or _has_body(request.headers)):
                 raw = await self._read(request, request.headers)
@@ -353,17 +411,30 @@ class A2AEndpoint:
                 except (*_json.JSONDecodeError, ValueError):
                     raise ParseError("Parse error: the body is not valid JSON") from None
                 refuse_too_deep(body, raw)  # the limit JSON-RPC's params have
-            params = rest.params_from(op.key, dict(request.path_params), dict(request.query_params), body)
+            params = rest.params_from(
+                op.key, dict(request.path_params), dict(request.query_params), body
+            )
             frame = functools.partial(rest.v03_result, "stream") if v03 else as_is
-            outcome = await self.dispatch(op, rest.v03_params(op.key, params) if v03 else params, Dialect.V10, None,
-                                          owner, wrap=lambda results: sse(results, frame, error_body),
-                                          binding=Binding.HTTP_JSON)
+            outcome = await self.dispatch(
+                op,
+                rest.v03_params(op.key, params) if v03 else params,
+                Dialect.V10,
+                None,
+                owner,
+                wrap=lambda results: sse(results, frame, error_body),
+                binding=Binding.HTTP_JSON,
+            )
             if isinstance(outcome, Response):
                 return outcome
-            return Response(_json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome), 200,
-                            media_type=rest.MEDIA_TYPE)
+            return Response(
+                _json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome),
+                200,
+                media_type=rest.MEDIA_TYPE,
+            )
         except Refusal as refusal:
-            return _json_response(rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers)
+            return _json_response(
+                rest.refusal_body(refusal.status, str(refusal)), refusal.status, refusal.headers
+            )
         except ClientDisconnect:
             return Response(status_code=400)
         except RPCError as err:
@@ -387,7 +458,9 @@ class A2AEndpoint:
                 raise Refusal(400, "invalid Content-Length") from None
             if size > limit:
                 raise Refusal(413, f"request body too large: {declared} bytes (limit {limit})")
-            return await _whole_body(request)  # the server enforces Content-Length: no more can arrive
+            return await _whole_body(
+                request
+            )  # the server enforces Content-Length: no more can arrive
         # a trickled body: the server's header_timeout closes the connection (http.server)
         chunks: list[bytes] = []
         size = 0
@@ -399,7 +472,9 @@ class A2AEndpoint:
                     size += len(rest)
                     if size > limit + _DRAIN:
                         break
-                raise Refusal(413, f"request body too large (limit {limit} bytes)", {"Connection": "close"})
+                raise Refusal(
+                    413, f"request body too large (limit {limit} bytes)", {"Connection": "close"}
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -414,14 +489,17 @@ class A2AEndpoint:
         self._notifications.add(t)
         t.add_done_callback(self._notifications.discard)
 
-    def _route(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Dialect, Operation]:
+    def _route(
+        self, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> tuple[Dialect, Operation]:
         """The dialect and operation of a call, after the A2A-Version check. Nothing has run yet."""
         version = headers.get("a2a-version")
         major = major_version(version) if version else None
         if version is not None and major not in (0, 1):
             raise VersionNotSupportedError(
                 f"Version not supported: A2A-Version {version} (this agent speaks {_SERVED_VERSIONS})",
-                data={"supportedVersions": _SERVED_VERSIONS})
+                data={"supportedVersions": _SERVED_VERSIONS},
+            )
         found = V03_METHODS.get(method)
         if found is not None:
             return Dialect.V03, found
@@ -432,16 +510,24 @@ class A2AEndpoint:
             raise VersionNotSupportedError(
                 f"Version not supported: A2A-Version {version} with method {method} (0.3 methods are "
                 f"message/send, tasks/get, ...; this agent speaks {_SERVED_VERSIONS})",
-                data={"supportedVersions": _SERVED_VERSIONS})
+                data={"supportedVersions": _SERVED_VERSIONS},
+            )
         if major == 1 or op.v10 not in LEGACY_METHODS:
             return Dialect.V10, op
         if op.key == "send" and _looks_v10(params.get("message")):
             return Dialect.V10, op
         return Dialect.LEGACY, op
 
-    async def dispatch(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any = None,
-                       owner: str | None = None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
-                       binding: Binding = Binding.JSONRPC) -> Any:
+    async def dispatch(
+        self,
+        op: Operation,
+        params: dict[str, Any],
+        dialect: Dialect,
+        rid: Any = None,
+        owner: str | None = None,
+        wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
+        binding: Binding = Binding.JSONRPC,
+    ) -> Any:
         """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
         them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own).
         Counted once in ``metrics`` (by ``binding``) when the agent exports them."""
@@ -456,11 +542,20 @@ class A2AEndpoint:
         finally:
             self.metrics.request(binding, op, error, time.perf_counter() - started)
 
-    async def _answer(self, op: Operation, params: dict[str, Any], dialect: Dialect, rid: Any,
-                      owner: str | None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None) -> Any:
+    async def _answer(
+        self,
+        op: Operation,
+        params: dict[str, Any],
+        dialect: Dialect,
+        rid: Any,
+        owner: str | None,
+        wrap: Callable[[AsyncGenerator[Any, None]], Any] | None,
+    ) -> Any:
         key = op.key
         if dialect is Dialect.V10:
-            params = json_names(params)  # ProtoJSON: proto field names (task_id) as well as JSON names
+            params = json_names(
+                params
+            )  # ProtoJSON: proto field names (task_id) as well as JSON names
         if op.streams:
             if not self.config.streaming:
                 raise UnsupportedOperationError("Streaming is not supported by this agent")
@@ -498,8 +593,15 @@ class A2AEndpoint:
         return rendered
 
     # -- send ---------------------------------------------------------------------------------
-    async def _send(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                    stream: bool, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
+    async def _send(
+        self,
+        params: dict[str, Any],
+        dialect: Dialect,
+        rid: Any,
+        owner: str | None,
+        stream: bool,
+        wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
+    ) -> Any:
         message = parse_message(params.get("message"))
         config: Any = params.get("configuration") or {}
         if not _json.is_object(config):
@@ -514,11 +616,15 @@ class A2AEndpoint:
             if part.kind == "file":
                 raise ContentTypeNotSupportedError(
                     f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
-                    f"{', '.join(self.config.input_modes)}")
+                    f"{', '.join(self.config.input_modes)}"
+                )
         try:
-            task, queue = await self.runner.send(message, skill=skill, owner=owner, push=push, follow=stream,
-                                                     blocking=blocking)
-        except UnsupportedOperationError as err:  # a finished task: 0.3 and legacy have no such error
+            task, queue = await self.runner.send(
+                message, skill=skill, owner=owner, push=push, follow=stream, blocking=blocking
+            )
+        except (
+            UnsupportedOperationError
+        ) as err:  # a finished task: 0.3 and legacy have no such error
             if dialect is Dialect.V10:
                 raise
             raise InvalidParamsError(err.message) from None
@@ -531,20 +637,28 @@ class A2AEndpoint:
     def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:
         """The push-notification config a send carries (0.3 ``pushNotificationConfig``, 1.0
         ``taskPushNotificationConfig``), checked before anything runs."""
-        given = config.get("taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig")
+        given = config.get(
+            "taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig"
+        )
         if given is None:
             return None
         if self.runner.push is None:
-            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+            raise PushNotificationNotSupportedError(
+                "Push notifications are not supported by this agent"
+            )
         push = parse_push_config(given, dialect, "configuration", task_id="")
         self.runner.push.check(push.url)
         return push
 
-    async def _push(self, kind: str, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
+    async def _push(
+        self, kind: str, params: dict[str, Any], dialect: Dialect, owner: str | None
+    ) -> Any:
         """Set, get, list and delete a task's push-notification configs, in the caller's dialect."""
         notifier = self.runner.push
         if notifier is None:
-            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+            raise PushNotificationNotSupportedError(
+                "Push notifications are not supported by this agent"
+            )
         v10 = dialect is Dialect.V10
         if kind == "push-set":
             config = parse_push_config(params, dialect)
@@ -554,17 +668,23 @@ class A2AEndpoint:
             return render_push_config(await notifier.keep(notifier.set(config)), dialect)
         task_id = optional_string(params, "taskId" if v10 else "id")
         if not task_id:
-            raise InvalidParamsError(f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string")
+            raise InvalidParamsError(
+                f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string"
+            )
         await self.runner.get(task_id, owner)
         config_id = optional_string(params, "id" if v10 else "pushNotificationConfigId")
-        await notifier.load(task_id)  # shared by workers: what the database holds (set on any of them)
+        await notifier.load(
+            task_id
+        )  # shared by workers: what the database holds (set on any of them)
         if kind == "push-get":
             return render_push_config(notifier.get(task_id, config_id), dialect)
         if kind == "push-list":
             configs = [render_push_config(c, dialect) for c in notifier.list(task_id)]
             return {"configs": configs, "nextPageToken": ""} if v10 else configs
         if not config_id:
-            raise InvalidParamsError(f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required")
+            raise InvalidParamsError(
+                f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required"
+            )
         notifier.delete(task_id, config_id)
         await notifier.forget(task_id, config_id)
         return {} if v10 else None
@@ -588,37 +708,65 @@ class A2AEndpoint:
             raise InvalidParamsError("includeArtifacts must be a boolean")
         history_length = _history_length(params)
         try:
-            page = await self.runner.list(context_id=context, state=state, updated_after=after, page_size=size,
-                                          page_token=token, owner=owner)
+            page = await self.runner.list(
+                context_id=context,
+                state=state,
+                updated_after=after,
+                page_size=size,
+                page_token=token,
+                owner=owner,
+            )
         except ValueError as exc:
             raise InvalidParamsError(str(exc)) from None
         return {
-            "tasks": [render_task(t, Dialect.V10, history_length, artifacts=include) for t in page.tasks],
+            "tasks": [
+                render_task(t, Dialect.V10, history_length, artifacts=include) for t in page.tasks
+            ],
             "nextPageToken": page.next_token,
             "pageSize": size,
             "totalSize": page.total,
         }
 
-    async def _resubscribe(self, params: dict[str, Any], dialect: Dialect, rid: Any, owner: str | None,
-                           wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
+    async def _resubscribe(
+        self,
+        params: dict[str, Any],
+        dialect: Dialect,
+        rid: Any,
+        owner: str | None,
+        wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
+    ) -> Any:
         task = await self.runner.get(_id(params), owner)
         if task.state.terminal:
-            raise UnsupportedOperationError(f"Task {task.id} is already {task.state.value}; there is nothing to follow")
+            raise UnsupportedOperationError(
+                f"Task {task.id} is already {task.state.value}; there is nothing to follow"
+            )
         queue = self.runner.listen(task.id)
         return self._stream(task, task.snapshot(), queue, dialect, rid, None, wrap)
 
     # -- streams ----------------------------------------------------------------------------------
-    def _stream(self, task: Task, first: Task, queue: Follow, dialect: Dialect, rid: Any,
-                history_length: int | None, wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None) -> Any:
+    def _stream(
+        self,
+        task: Task,
+        first: Task,
+        queue: Follow,
+        dialect: Dialect,
+        rid: Any,
+        history_length: int | None,
+        wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
+    ) -> Any:
         """A task's results from ``first`` on, as ``wrap`` makes them (default: JSON-RPC over SSE)."""
         results = self._results(task, first, queue, dialect, history_length)
         if wrap is not None:
             return wrap(results)
-        return sse(results, functools.partial(result_envelope, rid),
-                   lambda err: error_envelope(rid, err, error_info=dialect is Dialect.V10))
+        return sse(
+            results,
+            functools.partial(result_envelope, rid),
+            lambda err: error_envelope(rid, err, error_info=dialect is Dialect.V10),
+        )
 
-    async def _results(self, task: Task, first: Task, queue: Follow, dialect: Dialect,
-                       history_length: int | None) -> AsyncGenerator[Any, None]:
+    async def _results(
+        self, task: Task, first: Task, queue: Follow, dialect: Dialect, history_length: int | None
+    ) -> AsyncGenerator[Any, None]:
         """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds)."""
         sent_artifacts = {a.artifact_id for a in first.artifacts}
         try:
@@ -648,20 +796,29 @@ class A2AEndpoint:
             self.runner.unlisten(task.id, queue)
 
 
-def sse(results: AsyncGenerator[Any, None], data: Callable[[Any], Any],
-        error: Callable[[RPCError], Any]) -> StreamingResponse:
+def sse(
+    results: AsyncGenerator[Any, None], data: Callable[[Any], Any], error: Callable[[RPCError], Any]
+) -> StreamingResponse:
     """A stream's results as SSE: each one's ``data`` is ``data(result)``; a quiet spell is a
     ``: ping``; a stream that cannot go on (its server stopping) ends with ``error(err)``."""
+
     async def frames() -> AsyncGenerator[bytes, None]:
         async with contextlib.aclosing(results):  # closed with the response, however it ends
             try:
                 async for result in results:
-                    yield b": ping\n\n" if result is None else b"data: " + _json.dumps(data(result)) + b"\n\n"
+                    yield (
+                        b": ping\n\n"
+                        if result is None
+                        else b"data: " + _json.dumps(data(result)) + b"\n\n"
+                    )
             except RPCError as err:
                 yield b"data: " + _json.dumps(error(err)) + b"\n\n"
 
-    return StreamingResponse(frames(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        frames(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 # -- parameter helpers ------------------------------------------------------------------------------
@@ -721,7 +878,9 @@ def _timestamp(params: dict[str, Any], key: str) -> str | None:
     except ValueError:
         stamp = None
     if stamp is None or stamp.tzinfo is None or "T" not in value.upper():
-        raise InvalidParamsError(f"{key} must be an RFC 3339 timestamp such as 2026-12-01T08:00:00Z, got {value!r}")
+        raise InvalidParamsError(
+            f"{key} must be an RFC 3339 timestamp such as 2026-12-01T08:00:00Z, got {value!r}"
+        )
     return iso_utc(stamp)
 
 
@@ -755,4 +914,3 @@ def _blocking(config: dict[str, Any], dialect: Dialect, has_config: bool) -> boo
     if dialect is Dialect.V03:
         return True if flag is None else flag
     return bool(flag)  # legacy: never block unless asked
-

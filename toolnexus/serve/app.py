@@ -73,9 +73,19 @@ class ServeHandle:
         metrics_url: where they are scraped (``/metrics`` on the agent's port, or their own).
     """
 
-    def __init__(self, server: AsgiServer, name: str, events: EventBus, runner: TaskRunner | None,
-                 a2a: A2AEndpoint | None, mcp: Any, on_close: Callable[[], Any] | None = None,
-                 grpc: Any = None, metrics: Metrics | None = None, metrics_server: AsgiServer | None = None) -> None:
+    def __init__(
+        self,
+        server: AsgiServer,
+        name: str,
+        events: EventBus,
+        runner: TaskRunner | None,
+        a2a: A2AEndpoint | None,
+        mcp: Any,
+        on_close: Callable[[], Any] | None = None,
+        grpc: Any = None,
+        metrics: Metrics | None = None,
+        metrics_server: AsgiServer | None = None,
+    ) -> None:
         self._server = server
         self._grpc = grpc
         self.metrics = metrics
@@ -108,7 +118,9 @@ class ServeHandle:
     def metrics_url(self) -> str | None:
         if self.metrics is None:
             return None
-        return (self._metrics_server.url if self._metrics_server is not None else self.url) + "/metrics"
+        return (
+            self._metrics_server.url if self._metrics_server is not None else self.url
+        ) + "/metrics"
 
     @property
     def running(self) -> bool:
@@ -118,8 +130,13 @@ class ServeHandle:
     def port(self) -> int:
         return self._server.port
 
-    async def tasks(self, *, context_id: str | None = None, state: TaskState | str | None = None,
-                    limit: int = 100) -> list[Task]:
+    async def tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
         """The newest tasks of this server (up to ``limit``)."""
         if self.runner is None:
             return []
@@ -148,12 +165,18 @@ class ServeHandle:
             if runner is not None:
                 failed = await runner.stop_runs(STOPPED)
                 if failed:
-                    log.warning("%s: %d task(s) still running when it stopped were failed", self.name, failed)
+                    log.warning(
+                        "%s: %d task(s) still running when it stopped were failed",
+                        self.name,
+                        failed,
+                    )
 
         idle = runner.idle if runner is not None and drain is not None else None
         if self._grpc is not None:  # its calls drain beside the HTTP ones
-            await asyncio.gather(self._server.stop(drain, until_idle=idle, time_up=time_up),
-                                 self._grpc.stop(drain + ANSWER_GRACE if drain is not None else 0.5))
+            await asyncio.gather(
+                self._server.stop(drain, until_idle=idle, time_up=time_up),
+                self._grpc.stop(drain + ANSWER_GRACE if drain is not None else 0.5),
+            )
         else:
             await self._server.stop(drain, until_idle=idle, time_up=time_up)
         await time_up()  # what no open request waited on
@@ -192,14 +215,21 @@ def build_app(routes: list[BaseRoute], lifespan: Any = None) -> Starlette:
         return JSONResponse({"error": f"not found: {request.url.path}"}, status_code=404)
 
     async def not_allowed(request: Any, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": f"method {request.method} not allowed on {request.url.path}"}, status_code=405)
+        return JSONResponse(
+            {"error": f"method {request.method} not allowed on {request.url.path}"}, status_code=405
+        )
 
-    async def crashed(request: Any, exc: Exception) -> JSONResponse:  # never a traceback on the wire
+    async def crashed(
+        request: Any, exc: Exception
+    ) -> JSONResponse:  # never a traceback on the wire
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"error": "internal server error"}, status_code=500)
 
-    return Starlette(routes=routes, lifespan=lifespan,
-                     exception_handlers={404: not_found, 405: not_allowed, 500: crashed, Exception: crashed})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: not_allowed, 500: crashed, Exception: crashed},
+    )
 
 
 async def serve(
@@ -253,14 +283,23 @@ async def serve(
     routes: list[BaseRoute] = []
     runner: TaskRunner | None = None
     endpoint: A2AEndpoint | None = None
-    wire = TrafficRecorder(bus, keep=0) if record_wire else None  # the bus keeps the events; it only masks them
+    wire = (
+        TrafficRecorder(bus, keep=0) if record_wire else None
+    )  # the bus keeps the events; it only masks them
     if a2a_cfg is not None:
         store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
-        if isinstance(store, PostgresTaskStore) and client is not None \
-                and type(client.store) is MemoryConversationStore:  # every worker must see each conversation
+        if (
+            isinstance(store, PostgresTaskStore)
+            and client is not None
+            and type(client.store) is MemoryConversationStore
+        ):  # every worker must see each conversation
             client.store = PostgresConversationStore(store.db)
-        runner = TaskRunner(toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task)
-        if isinstance(store, PostgresTaskStore):  # one worker of many: hear the others, lease what runs here
+        runner = TaskRunner(
+            toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task
+        )
+        if isinstance(
+            store, PostgresTaskStore
+        ):  # one worker of many: hear the others, lease what runs here
             store.lease = a2a_cfg.lease
             link = WorkerLink(store, runner)
             await link.start()
@@ -268,15 +307,27 @@ async def serve(
         if isinstance(store, FileTaskStore):
             recovered = await runner.recover()
             if recovered:
-                log.warning("%s: %d task(s) interrupted by a restart were marked failed", name, recovered)
+                log.warning(
+                    "%s: %d task(s) interrupted by a restart were marked failed", name, recovered
+                )
         if a2a_cfg.push_notifications:
-            private_ok = is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
-            runner.push = PushNotifier(lambda: (holder["server"].host, holder["server"].port), private_ok=private_ok,
-                                       traffic=wire, server=name)
-            if isinstance(store, PostgresTaskStore):  # every worker delivers for the configs set on any
+            private_ok = (
+                is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
+            )
+            runner.push = PushNotifier(
+                lambda: (holder["server"].host, holder["server"].port),
+                private_ok=private_ok,
+                traffic=wire,
+                server=name,
+            )
+            if isinstance(
+                store, PostgresTaskStore
+            ):  # every worker delivers for the configs set on any
                 runner.push.shared = store
         public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
-        endpoint = A2AEndpoint(runner, a2a_cfg, toolkit.skills(), lambda: public or holder["server"].url)
+        endpoint = A2AEndpoint(
+            runner, a2a_cfg, toolkit.skills(), lambda: public or holder["server"].url
+        )
         routes += endpoint.routes()
         if metrics:
             exported = endpoint.metrics = Metrics(name)
@@ -289,8 +340,14 @@ async def serve(
     if mcp_cfg is not None:
         MCPProfile = (await _imported(f"{__package__}.mcp")).MCPProfile
 
-        mcp_profile = MCPProfile(toolkit, mcp_cfg, bus=bus, server=name, on_call=on_call,
-                                 auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None))
+        mcp_profile = MCPProfile(
+            toolkit,
+            mcp_cfg,
+            bus=bus,
+            server=name,
+            on_call=on_call,
+            auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None),
+        )
         routes += mcp_profile.routes()
         lifespans.append(mcp_profile.lifespan)
 
@@ -306,11 +363,16 @@ async def serve(
     app: Any = build_app(routes, lifespan)
     if endpoint is not None:
         app = endpoint.ahead(app)
-    guarded = HostGuard(app, lambda: (holder["server"].host, holder["server"].port),
-                        allowed_hosts=[h for c in extras for h in c.allowed_hosts],
-                        allowed_origins=[o for c in extras for o in c.allowed_origins])
+    guarded = HostGuard(
+        app,
+        lambda: (holder["server"].host, holder["server"].port),
+        allowed_hosts=[h for c in extras for h in c.allowed_hosts],
+        allowed_origins=[o for c in extras for o in c.allowed_origins],
+    )
     outer: Any = InboundRecorder(guarded, wire, name) if wire is not None else guarded
-    server = AsgiServer(outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock)
+    server = AsgiServer(
+        outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock
+    )
     holder["server"] = server
     grpc_server = None
     if endpoint is not None and a2a_cfg is not None and a2a_cfg.grpc is not None:
@@ -322,10 +384,16 @@ async def serve(
         await grpc_server.start()
         endpoint.grpc_target = grpc_server.target
     metrics_server = None
-    if exported is not None and isinstance(metrics, str) and a2a_cfg is not None:  # a port of their own
-        guarded_metrics = HostGuard(build_app([metrics_route(exported, a2a_cfg.auth)]),
-                                    lambda: (holder["metrics"].host, holder["metrics"].port))
-        metrics_server = holder["metrics"] = AsgiServer(guarded_metrics, metrics, header_timeout=header_timeout)
+    if (
+        exported is not None and isinstance(metrics, str) and a2a_cfg is not None
+    ):  # a port of their own
+        guarded_metrics = HostGuard(
+            build_app([metrics_route(exported, a2a_cfg.auth)]),
+            lambda: (holder["metrics"].host, holder["metrics"].port),
+        )
+        metrics_server = holder["metrics"] = AsgiServer(
+            guarded_metrics, metrics, header_timeout=header_timeout
+        )
     try:
         await server.start()
         if metrics_server is not None:
@@ -337,8 +405,18 @@ async def serve(
         raise
     if exported is not None:
         exported.start(bus, runner.push if runner is not None else None, wire)
-    handle = ServeHandle(server, name, bus, runner, endpoint, mcp_profile, grpc=grpc_server, metrics=exported,
-                         metrics_server=metrics_server, on_close=_spans_over_otlp(bus, name))
+    handle = ServeHandle(
+        server,
+        name,
+        bus,
+        runner,
+        endpoint,
+        mcp_profile,
+        grpc=grpc_server,
+        metrics=exported,
+        metrics_server=metrics_server,
+        on_close=_spans_over_otlp(bus, name),
+    )
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
 
@@ -368,39 +446,56 @@ def _spans_over_otlp(bus: EventBus, name: str) -> Callable[[], Any] | None:
         with contextlib.suppress(asyncio.CancelledError):
             await pump
         await asyncio.to_thread(exporter.shutdown)
+
     return stop
 
 
 def metrics_route(metrics: Metrics, auth: Auth | None) -> Route:
     """``GET /metrics``: the exposition, behind ``auth`` (the agent's); scraped in a thread, as
     multiprocess mode reads every worker's files."""
+
     async def scrape(request: Request) -> Response:
         if auth is not None:
             status = auth.check({k.lower(): v for k, v in request.headers.items()})
             if status is not None:
-                return JSONResponse({"error": "authentication required" if status == 401 else "invalid credentials"},
-                                    status)
+                return JSONResponse(
+                    {
+                        "error": "authentication required"
+                        if status == 401
+                        else "invalid credentials"
+                    },
+                    status,
+                )
         return Response(await asyncio.to_thread(metrics.exposition), media_type=METRICS_TYPE)
+
     return Route("/metrics", scrape, methods=["GET"])
 
 
-def _refuse_open_commands(toolkit: ToolkitLike, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None) -> None:
+def _refuse_open_commands(
+    toolkit: ToolkitLike, host: str, a2a: A2AConfig | None, mcp: MCPServeConfig | None
+) -> None:
     """Refuse to serve command-running tools beyond loopback to anyone who asks."""
-    commands = sorted(t.name for t in toolkit.tools() if t.source == "builtin" and t.name in COMMAND_TOOLS)
+    commands = sorted(
+        t.name for t in toolkit.tools() if t.source == "builtin" and t.name in COMMAND_TOOLS
+    )
     if not commands:
         return
     open_profiles: list[str] = []
     if a2a is not None and a2a.auth is None:
         open_profiles.append("A2A")
-    if mcp is not None and (mcp.auth or (a2a.auth if a2a else None)) is None \
-            and any(t.name in commands for t in mcp.exposed(toolkit.tools())):
+    if (
+        mcp is not None
+        and (mcp.auth or (a2a.auth if a2a else None)) is None
+        and any(t.name in commands for t in mcp.exposed(toolkit.tools()))
+    ):
         open_profiles.append("MCP")
     if open_profiles:
         raise ConfigError(
             f"refusing to serve {', '.join(commands)} on {host} without auth ({' and '.join(open_profiles)} "
             f"would let anyone who reaches {host} run commands through the agent): set auth "
             f"(A2AConfig(auth=Auth.bearer(...)), --auth-token-env), bind to 127.0.0.1, turn those builtins "
-            f"off, or pass allow_unauthenticated=True (--allow-unauthenticated) if you mean it")
+            f"off, or pass allow_unauthenticated=True (--allow-unauthenticated) if you mean it"
+        )
 
 
 class ThreadServeHandle:
@@ -444,7 +539,9 @@ class ThreadServeHandle:
         self.stop()
 
 
-def serve_in_thread(toolkit: ToolkitLike, addr: str | int | None = "127.0.0.1:0", **options: Any) -> ThreadServeHandle:
+def serve_in_thread(
+    toolkit: ToolkitLike, addr: str | int | None = "127.0.0.1:0", **options: Any
+) -> ThreadServeHandle:
     """Like :func:`serve`, on a new event loop in a daemon thread. Raises ``OSError`` on a bind failure."""
     loop_thread = LoopThread(name="toolnexus-serve")
     try:

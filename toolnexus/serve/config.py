@@ -56,13 +56,16 @@ class Auth:
         if value is None or isinstance(value, Auth):
             return value
         if not is_mapping(value):
-            raise ConfigError("a2a.auth must be an object such as {\"bearer\": [\"token\"]}")
+            raise ConfigError('a2a.auth must be an object such as {"bearer": ["token"]}')
         if "bearer" in value:
             tokens = value["bearer"]
             return cls.bearer(*([tokens] if isinstance(tokens, str) else tokens))
         if "apiKey" in value or "api_key" in value:
             keys = value.get("apiKey", value.get("api_key"))
-            return cls.api_key(*([keys] if isinstance(keys, str) else keys), header=value.get("header", "x-api-key"))
+            return cls.api_key(
+                *([keys] if isinstance(keys, str) else keys),
+                header=value.get("header", "x-api-key"),
+            )
         raise ConfigError("a2a.auth needs a 'bearer' or 'apiKey' entry")
 
     def check(self, headers: Mapping[str, str]) -> int | None:
@@ -94,10 +97,18 @@ class Auth:
     def card_fields(self) -> dict[str, Any]:
         """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
         if self.scheme == "bearer":
-            scheme = {"type": "http", "scheme": "bearer", "httpAuthSecurityScheme": {"scheme": "Bearer"}}
+            scheme = {
+                "type": "http",
+                "scheme": "bearer",
+                "httpAuthSecurityScheme": {"scheme": "Bearer"},
+            }
         else:
-            scheme = {"type": "apiKey", "in": "header", "name": self.header,
-                      "apiKeySecurityScheme": {"location": "header", "name": self.header}}
+            scheme = {
+                "type": "apiKey",
+                "in": "header",
+                "name": self.header,
+                "apiKeySecurityScheme": {"location": "header", "name": self.header},
+            }
         return {
             "securitySchemes": {self.scheme: scheme},
             "security": [{self.scheme: []}],

@@ -46,14 +46,22 @@ class GrpcServer:
 
     async def start(self) -> None:
         grpc, pb, _ = modules()
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
-                                 maximum_concurrent_rpcs=MAX_CONNECTIONS)  # past it: RESOURCE_EXHAUSTED
+        server = grpc.aio.server(
+            options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
+            maximum_concurrent_rpcs=MAX_CONNECTIONS,
+        )  # past it: RESOURCE_EXHAUSTED
         handlers = {}
         for op in OPERATIONS.values():  # the service the official stubs call, one handler per row
-            kind = grpc.unary_stream_rpc_method_handler if op.streams else grpc.unary_unary_rpc_method_handler
-            handlers[op.v10] = kind(self._streaming(op) if op.streams else self._unary(op),
-                                    request_deserializer=_decoder(message_type(op.grpc_request)),
-                                    response_serializer=message_type(op.grpc_response).SerializeToString)
+            kind = (
+                grpc.unary_stream_rpc_method_handler
+                if op.streams
+                else grpc.unary_unary_rpc_method_handler
+            )
+            handlers[op.v10] = kind(
+                self._streaming(op) if op.streams else self._unary(op),
+                request_deserializer=_decoder(message_type(op.grpc_request)),
+                response_serializer=message_type(op.grpc_response).SerializeToString,
+            )
         service = pb.DESCRIPTOR.services_by_name["A2AService"].full_name
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
         port = server.add_insecure_port(self.target)
@@ -72,19 +80,29 @@ class GrpcServer:
         """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call."""
         grpc, _, _ = modules()
         if isinstance(request, _Undecodable):
-            raise InvalidRequestError(f"Invalid request: not a valid {request.type_name} (malformed, or nested "
-                                      "deeper than protobuf decodes)")
-        metadata = {k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+            raise InvalidRequestError(
+                f"Invalid request: not a valid {request.type_name} (malformed, or nested "
+                "deeper than protobuf decodes)"
+            )
+        metadata = {
+            k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)
+        }
         try:
             owner = self.endpoint.owner_of(metadata)
         except Refusal as refusal:
-            code = grpc.StatusCode.UNAUTHENTICATED if refusal.status == 401 else grpc.StatusCode.PERMISSION_DENIED
+            code = (
+                grpc.StatusCode.UNAUTHENTICATED
+                if refusal.status == 401
+                else grpc.StatusCode.PERMISSION_DENIED
+            )
             await context.abort(code, str(refusal))  # ends the call: it raises
             raise
         version = metadata.get("a2a-version")
         if version is not None and major_version(version) != 1:
-            raise VersionNotSupportedError(f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
-                                           data={"supportedVersions": "1.0"})
+            raise VersionNotSupportedError(
+                f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
+                data={"supportedVersions": "1.0"},
+            )
         return to_json(request), owner
 
     async def _failed(self, op: Operation, exc: Exception, context: Any) -> None:
@@ -101,7 +119,9 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> Any:
             try:
                 params, owner = await self._params(request, context)
-                result = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, binding=Binding.GRPC)
+                result = await self.endpoint.dispatch(
+                    op, params, Dialect.V10, None, owner, binding=Binding.GRPC
+                )
                 return _answer(op, result)
             except Exception as exc:
                 await self._failed(op, exc, context)
@@ -112,8 +132,9 @@ class GrpcServer:
         async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
                 params, owner = await self._params(request, context)
-                results = await self.endpoint.dispatch(op, params, Dialect.V10, None, owner, wrap=as_is,
-                                                       binding=Binding.GRPC)
+                results = await self.endpoint.dispatch(
+                    op, params, Dialect.V10, None, owner, wrap=as_is, binding=Binding.GRPC
+                )
                 async with contextlib.aclosing(results):
                     async for result in results:
                         if result is not None:  # a quiet spell: gRPC keeps its own connection alive
@@ -149,9 +170,13 @@ def _answer(op: Operation, result: Any) -> Any:
     caller's: a generic INTERNAL, the parser's words in the log only."""
     result, cut = fit(result)
     if cut:
-        log.warning("gRPC %s: a value nested deeper than gRPC carries was cut from the answer", op.v10)
+        log.warning(
+            "gRPC %s: a value nested deeper than gRPC carries was cut from the answer", op.v10
+        )
     try:
         return to_proto(op.grpc_response, result)
     except RPCError as exc:
-        log.error("gRPC %s: the answer is not a valid %s: %s", op.v10, op.grpc_response, exc.message)
+        log.error(
+            "gRPC %s: the answer is not a valid %s: %s", op.v10, op.grpc_response, exc.message
+        )
         raise InternalError() from None

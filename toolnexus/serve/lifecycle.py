@@ -39,8 +39,8 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .._json import is_object
 from .. import trace
+from .._json import is_object
 from ..errors import (
     InvalidParamsError,
     MaxTurnsError,
@@ -136,15 +136,25 @@ class TaskRunner:
         self._inboxes: dict[str, Inbox] = {}  # messages for a task's run, sent while it works
         self._watchers: dict[str, list[Follow]] = {}
         self._hooks: set[asyncio.Future[None]] = set()
-        self._live: dict[str, Task] = {}  # tasks this worker holds in flight (their runs' own objects)
-        self._heard: collections.OrderedDict[str, TaskState] = collections.OrderedDict()  # other workers' latest
-        self._quiet: set[str] = set()  # tasks whose states are written only when told (see the module's doc)
+        self._live: dict[
+            str, Task
+        ] = {}  # tasks this worker holds in flight (their runs' own objects)
+        self._heard: collections.OrderedDict[str, TaskState] = (
+            collections.OrderedDict()
+        )  # other workers' latest
+        self._quiet: set[str] = (
+            set()
+        )  # tasks whose states are written only when told (see the module's doc)
         self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
         self._ends_kept = getattr(store, "keeps_ended", False) is True
-        joins = getattr(store, "joins", None)  # a run's conversation written with its task's last state
+        joins = getattr(
+            store, "joins", None
+        )  # a run's conversation written with its task's last state
         self._joint = client is not None and joins is not None and joins(client.store) is True
         self._aging: set[str] = set()  # those of them already unwritten at the last write_behind()
-        self._ended: collections.OrderedDict[str, Task] = collections.OrderedDict()  # the last ENDED_KEPT ended here
+        self._ended: collections.OrderedDict[str, Task] = (
+            collections.OrderedDict()
+        )  # the last ENDED_KEPT ended here
         self._stopping = False  # a stop's drain is over: waits return what they have
         self.link: Any = None
         """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
@@ -191,9 +201,13 @@ class TaskRunner:
                 try:
                     if quiet:
                         if not (state.terminal or state.interrupted):
-                            self._unsaved[task.id] = value  # written when told (see the module's doc)
+                            self._unsaved[task.id] = (
+                                value  # written when told (see the module's doc)
+                            )
                             break
-                        self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
+                        self._quiet.discard(
+                            task.id
+                        )  # settled: its caller is told now, and of all after
                         unsaved = self._unsaved.pop(task.id, None)
                     if conversation is not None:
                         save: Any = self.store.save  # a store that joins them (see __init__)
@@ -203,7 +217,9 @@ class TaskRunner:
                     break
                 except StaleTaskError:  # another worker moved it first: take that, decide again
                     pass
-                except BaseException:  # not written (the store away): what was unwritten stays so, and known
+                except (
+                    BaseException
+                ):  # not written (the store away): what was unwritten stays so, and known
                     if quiet:
                         self._quiet.add(task.id)
                         if unsaved is not None:
@@ -214,22 +230,46 @@ class TaskRunner:
                     return None
                 was = task.status
                 _adopt(task, fresh)  # a live task, or a private read of a shared store
-                if fresh.state is state and not state.terminal and fresh.status.timestamp != was.timestamp:
+                if (
+                    fresh.state is state
+                    and not state.terminal
+                    and fresh.status.timestamp != was.timestamp
+                ):
                     return fresh  # our own write, whose answer was lost with the connection
             else:
-                log.warning("task %s: gave up moving it to %s after 5 writes by other workers", task.id, state.value)
+                log.warning(
+                    "task %s: gave up moving it to %s after 5 writes by other workers",
+                    task.id,
+                    state.value,
+                )
                 return None
             if new or task is self._live.get(task.id):
-                task.status, task.history, task.artifacts = value.status, value.history, value.artifacts
+                task.status, task.history, task.artifacts = (
+                    value.status,
+                    value.history,
+                    value.artifacts,
+                )
                 task.version = value.version
-            event = TaskEvent(task.id, task.context_id, task.skill, before, state, value, self.server, result, stamp)
+            event = TaskEvent(
+                task.id,
+                task.context_id,
+                task.skill,
+                before,
+                state,
+                value,
+                self.server,
+                result,
+                stamp,
+            )
             self.bus.publish(event)
             for q in self._watchers.get(task.id, ()):
                 q.put_nowait(event)
             if self.push is not None:  # a task without configs costs one dict lookup
                 try:
                     await self.push.sync(task.id)  # shared by workers: configs set on any of them
-                except Exception as exc:  # the move is saved and told; only its notification may miss
+                except (
+                    Exception
+                ) as exc:  # the move is saved and told; only its notification may miss
                     log.warning("task %s: its push configs could not be read: %s", task.id, exc)
                 self.push.notify(value, artifacts or [])
             changed = self._changed.pop(task.id, None)
@@ -257,26 +297,46 @@ class TaskRunner:
         self._inboxes.pop(task_id, None)  # e.g. left over by a suspended run, then canceled
         self._live.pop(task_id, None)
 
-    def _stop_here(self, task: Task, run: asyncio.Task[None] | None, waiting: RunResult | None,
-                   canceled: bool) -> None:
+    def _stop_here(
+        self, task: Task, run: asyncio.Task[None] | None, waiting: RunResult | None, canceled: bool
+    ) -> None:
         """Stop this worker's run of a task that ended; when it was canceled, also the remote task
         whose question its suspended run waits on (the tool's ``Request.on_cancel``)."""
         if run is not None and not run.done():
             run.cancel()
-        hook = waiting.pending.on_cancel if waiting is not None and waiting.pending is not None else None
+        hook = (
+            waiting.pending.on_cancel
+            if waiting is not None and waiting.pending is not None
+            else None
+        )
         if canceled and hook is not None:
             self._start_hook(task, hook)
 
     def _fire_on_task(self, task: Task, state: TaskState, result: RunResult | None) -> None:
         if self.on_task.fn is None:  # no hook: not even its payload is made
             return
-        self.on_task.fire({"id": task.id, "skill": task.skill, "task": task.request, "result": result,
-                           "state": state.value, "context_id": task.context_id})
+        self.on_task.fire(
+            {
+                "id": task.id,
+                "skill": task.skill,
+                "task": task.request,
+                "result": result,
+                "state": state.value,
+                "context_id": task.context_id,
+            }
+        )
 
     # -- create and run -----------------------------------------------------------------------
-    async def send(self, message: Message, *, skill: str | None = None, owner: str | None = None,
-                   push: PushConfig | None = None, follow: bool = False, blocking: bool = False
-                   ) -> tuple[Task, Follow | None]:
+    async def send(
+        self,
+        message: Message,
+        *,
+        skill: str | None = None,
+        owner: str | None = None,
+        push: PushConfig | None = None,
+        follow: bool = False,
+        blocking: bool = False,
+    ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for ``skill``, when it names one); with one, it answers the task's question or reaches
         its running model at the next turn. ``push`` (checked by the caller) is registered for the
@@ -297,7 +357,8 @@ class TaskRunner:
                 raise TaskNotFoundError(f"Task not found: {message.task_id}") from None
             if message.context_id and message.context_id != task.context_id:
                 raise InvalidParamsError(
-                    f"message.contextId {message.context_id} does not match the context of task {task.id}")
+                    f"message.contextId {message.context_id} does not match the context of task {task.id}"
+                )
             queue = self.listen(task.id) if follow else None
             if push is not None:
                 await self._register(push, task)
@@ -308,25 +369,43 @@ class TaskRunner:
             else:  # a working task takes it at its next turn
                 if queue is not None:
                     self.unlisten(task.id, queue)
-                why = ("is already " + task.state.value + "; send a new message without taskId to start a new task"
-                       if task.state.terminal else "is finishing; send a new message without taskId")
+                why = (
+                    "is already "
+                    + task.state.value
+                    + "; send a new message without taskId to start a new task"
+                    if task.state.terminal
+                    else "is finishing; send a new message without taskId"
+                )
                 raise UnsupportedOperationError(f"Task {task.id} {why}")
             return task, queue
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
-        task = await self.create(message, skill, prompt, owner, answered=not blocking, followed=follow, push=push)
+        task = await self.create(
+            message, skill, prompt, owner, answered=not blocking, followed=follow, push=push
+        )
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
         return task, queue
 
     async def _register(self, push: PushConfig, task: Task) -> PushNotifier:
         if self.push is None:
-            raise PushNotificationNotSupportedError("Push notifications are not supported by this agent")
+            raise PushNotificationNotSupportedError(
+                "Push notifications are not supported by this agent"
+            )
         push.task_id = task.id
         await self.push.keep(self.push.set(push))
         return self.push
 
-    async def create(self, message: Message, skill: str | None, prompt: str, owner: str | None = None, *,
-                     answered: bool = True, followed: bool = False, push: PushConfig | None = None) -> Task:
+    async def create(
+        self,
+        message: Message,
+        skill: str | None,
+        prompt: str,
+        owner: str | None = None,
+        *,
+        answered: bool = True,
+        followed: bool = False,
+        push: PushConfig | None = None,
+    ) -> Task:
         """A new ``submitted`` task for ``message``, its run started. Returns the task itself.
         ``answered``: its caller is told of this first state now (False: a blocking send, told
         once it settles); ``followed``: a stream follows each of its states from this one;
@@ -337,8 +416,15 @@ class TaskRunner:
         minted = not message.context_id
         context = message.context_id or new_id()
         caller = trace.incoming.get()
-        task = Task(new_id(), context, TaskStatus(TaskState.SUBMITTED), skill=skill, request=message.text,
-                    owner=owner, trace=caller.child() if caller is not None else None)
+        task = Task(
+            new_id(),
+            context,
+            TaskStatus(TaskState.SUBMITTED),
+            skill=skill,
+            request=message.text,
+            owner=owner,
+            trace=caller.child() if caller is not None else None,
+        )
         message.context_id, message.task_id = context, task.id
         quiet = push is None and not followed
         if quiet and not answered:
@@ -363,7 +449,9 @@ class TaskRunner:
         if inbox is None or inbox.closed or task.state.terminal or task.state.interrupted:
             return False
         if len(inbox) >= INBOX_LIMIT:
-            raise InvalidParamsError(f"task {task.id} already has {len(inbox)} messages waiting for its next turn")
+            raise InvalidParamsError(
+                f"task {task.id} already has {len(inbox)} messages waiting for its next turn"
+            )
         message.context_id, message.task_id = task.context_id, task.id
         inbox.append(message.text)
         async with self._locks.setdefault(task.id, asyncio.Lock()):
@@ -390,7 +478,9 @@ class TaskRunner:
         message.context_id, message.task_id = task.context_id, task.id
         pending = self._pending.pop(task.id, None)
         take = getattr(self.store, "take_pending", None)
-        if take is not None and self.client is not None:  # shared: one worker claims the suspended run
+        if (
+            take is not None and self.client is not None
+        ):  # shared: one worker claims the suspended run
             stored = await take(task.id)
             if stored is None and task.state.interrupted:
                 raise InvalidParamsError(f"task {task.id} is already being answered")
@@ -405,36 +495,69 @@ class TaskRunner:
         # messages that came in as the run suspended go with the answer, before it
         earlier = list(self._inboxes.pop(task.id, ()))
         self._inboxes[task.id] = Inbox()
-        self._start(task, self._fulfil(task, "\n\n".join([*earlier, message.text]), pending, started=True))
+        self._start(
+            task, self._fulfil(task, "\n\n".join([*earlier, message.text]), pending, started=True)
+        )
         return task
 
     def _start(self, task: Task, work: Awaitable[None]) -> None:
         run = asyncio.ensure_future(work)
         self._runs[task.id] = run
-        run.add_done_callback(lambda _: self._runs.pop(task.id, None) if self._runs.get(task.id) is run else None)
+        run.add_done_callback(
+            lambda _: self._runs.pop(task.id, None) if self._runs.get(task.id) is run else None
+        )
 
-    async def _fulfil(self, task: Task, prompt: str, pending: RunResult | None, started: bool = False,
-                      new_context: bool = False) -> None:
+    async def _fulfil(
+        self,
+        task: Task,
+        prompt: str,
+        pending: RunResult | None,
+        started: bool = False,
+        new_context: bool = False,
+    ) -> None:
         """Run ``task`` to its end (or its next question); ``new_context``: this server made up its
         context just now, so its conversation has nothing to read yet."""
         inbox = self._inboxes.get(task.id)
-        trace.running.set((task, self))  # this run's own context: its tools' remote calls join the task's trace
+        trace.running.set(
+            (task, self)
+        )  # this run's own context: its tools' remote calls join the task's trace
         try:
-            if not started and not await self._settle(task, lambda: self.transition(task, TaskState.WORKING)):
+            if not started and not await self._settle(
+                task, lambda: self.transition(task, TaskState.WORKING)
+            ):
                 return
             if self.client is None:
-                await self.transition(task, TaskState.FAILED, message=Message.agent(
-                    "no model client is configured for this agent (serve(..., client=...))", task.context_id, task.id))
+                await self.transition(
+                    task,
+                    TaskState.FAILED,
+                    message=Message.agent(
+                        "no model client is configured for this agent (serve(..., client=...))",
+                        task.context_id,
+                        task.id,
+                    ),
+                )
                 return
             # joint: the conversation is written with the task's last state, one statement (see __init__)
             if pending is not None:
-                result = await self.client.resume(pending, Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
-                                                  inbox=inbox, keep=not self._joint)
+                result = await self.client.resume(
+                    pending,
+                    Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
+                    inbox=inbox,
+                    keep=not self._joint,
+                )
             else:
                 # callers told apart never share a conversation, even when they name the same context
-                conversation = task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
-                result = await self.client.ask(prompt, self.toolkit, id=conversation, inbox=inbox,
-                                               new=new_context, keep=not self._joint)
+                conversation = (
+                    task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
+                )
+                result = await self.client.ask(
+                    prompt,
+                    self.toolkit,
+                    id=conversation,
+                    inbox=inbox,
+                    new=new_context,
+                    keep=not self._joint,
+                )
         except asyncio.CancelledError:
             return  # cancel() already moved the task
         except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
@@ -457,27 +580,56 @@ class TaskRunner:
                 if not inbox and self._inboxes.get(task.id) is inbox:
                     del self._inboxes[task.id]
         if task.skill is None:
-            task.skill = next((c["args"].get("name") for c in result.tool_calls
-                               if c["name"] == "skill" and is_object(c.get("args"))), None)
+            task.skill = next(
+                (
+                    c["args"].get("name")
+                    for c in result.tool_calls
+                    if c["name"] == "skill" and is_object(c.get("args"))
+                ),
+                None,
+            )
         if result.status == "pending" and result.pending is not None:
-            question = Message.agent(result.pending.prompt or "input required", task.context_id, task.id)
+            question = Message.agent(
+                result.pending.prompt or "input required", task.context_id, task.id
+            )
             self._pending[task.id] = result
             keep = getattr(self.store, "save_pending", None)
             suspended = result.suspended() if keep is not None else None
             if keep is not None and suspended is not None:  # any worker may take the answer
-                if task.id in self._quiet:  # the run is kept beside the task's record: written first
+                if (
+                    task.id in self._quiet
+                ):  # the run is kept beside the task's record: written first
                     await self._settle(task, lambda: self._told(task.id))
                 save = keep
                 await self._settle(task, lambda: save(task.id, suspended))
-            await self._settle(task, lambda: self.transition(task, TaskState.INPUT_REQUIRED, message=question,
-                                                             history=[question], result=result))
+            await self._settle(
+                task,
+                lambda: self.transition(
+                    task,
+                    TaskState.INPUT_REQUIRED,
+                    message=question,
+                    history=[question],
+                    result=result,
+                ),
+            )
             return
         reply = Message.agent(result.text, task.context_id, task.id)
         artifact = Artifact([Part.of_text(result.text)], name="reply")
         unsaved, store = result.unsaved_conversation, self.client.store
-        done = await self._settle(task, lambda: self.transition(task, TaskState.COMPLETED, artifacts=[artifact],
-                                                                history=[reply], result=result, conversation=unsaved))
-        if unsaved is not None and done is None:  # not moved (canceled meanwhile): its conversation is kept all the same
+        done = await self._settle(
+            task,
+            lambda: self.transition(
+                task,
+                TaskState.COMPLETED,
+                artifacts=[artifact],
+                history=[reply],
+                result=result,
+                conversation=unsaved,
+            ),
+        )
+        if (
+            unsaved is not None and done is None
+        ):  # not moved (canceled meanwhile): its conversation is kept all the same
             await self._settle(task, lambda: store.save(*unsaved))
 
     async def _fail(self, task: Task, reason: str) -> None:
@@ -494,8 +646,14 @@ class TaskRunner:
         that it ended (a cancel sent to it), forget a question it took the answer to. A change of
         a task nothing here holds, follows or waits on, with no subscriber that wants it, costs
         nothing more than this check."""
-        if not (task_id in self._live or task_id in self._watchers or task_id in self._changed
-                or task_id in self._runs or task_id in self._pending or self.bus.hears()):
+        if not (
+            task_id in self._live
+            or task_id in self._watchers
+            or task_id in self._changed
+            or task_id in self._runs
+            or task_id in self._pending
+            or self.bus.hears()
+        ):
             return
         fresh = await self.store.get(task_id)
         if fresh is None:
@@ -511,10 +669,22 @@ class TaskRunner:
             if len(self._heard) > 10_000:
                 self._heard.popitem(last=False)
         value = fresh  # a read of its own: the event's value
-        if fresh.version != version:  # it moved on since: this announcement's state, with what is stored
+        if (
+            fresh.version != version
+        ):  # it moved on since: this announcement's state, with what is stored
             value = fresh.moved(TaskStatus(state, None, fresh.status.timestamp))
-        event = TaskEvent(task_id, fresh.context_id, fresh.skill, previous, state, value, self.server, None,
-                          fresh.status.timestamp or now_iso(), heard=True)
+        event = TaskEvent(
+            task_id,
+            fresh.context_id,
+            fresh.skill,
+            previous,
+            state,
+            value,
+            self.server,
+            None,
+            fresh.status.timestamp or now_iso(),
+            heard=True,
+        )
         self.bus.publish(event)
         for q in self._watchers.get(task_id, ()):
             q.put_nowait(event)
@@ -522,8 +692,12 @@ class TaskRunner:
         if changed is not None:
             changed.set()
         if state.terminal:
-            self._stop_here(fresh, self._runs.pop(task_id, None), self._pending.get(task_id),
-                            canceled=state is TaskState.CANCELED)
+            self._stop_here(
+                fresh,
+                self._runs.pop(task_id, None),
+                self._pending.get(task_id),
+                canceled=state is TaskState.CANCELED,
+            )
             self._forget(task_id)
             if fresh.version == version:
                 self._keep_ended(fresh)
@@ -536,11 +710,15 @@ class TaskRunner:
         task = await self.store.get(task_id)
         if task is None or task.state not in (TaskState.SUBMITTED, TaskState.WORKING):
             return
-        live = self._live.get(task_id)  # its run here ended without its last write: what waits on it holds this
+        live = self._live.get(
+            task_id
+        )  # its run here ended without its last write: what waits on it holds this
         if live is not None:
             _adopt(live, task)
             task = live
-        note = Message.agent("the worker running this task stopped (its lease expired)", task.context_id, task.id)
+        note = Message.agent(
+            "the worker running this task stopped (its lease expired)", task.context_id, task.id
+        )
         if await self.transition(task, TaskState.FAILED, message=note):
             log.warning("task %s: failed, its worker's lease expired", task_id)
 
@@ -563,15 +741,28 @@ class TaskRunner:
             return live.moved(live.status)  # a value: later moves of the live task do not touch it
         return self._ended.get(id)
 
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> TaskPage:
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+        owner: str | None = None,
+    ) -> TaskPage:
         """A page of the store's tasks (see :meth:`TaskStore.list`), the quiet ones in it too."""
         for id in list(self._quiet):
             await self._told(id)
         mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
-        return await self.store.list(context_id=context_id, state=state, updated_after=updated_after,
-                                     page_size=page_size, page_token=page_token, **mine)
+        return await self.store.list(
+            context_id=context_id,
+            state=state,
+            updated_after=updated_after,
+            page_size=page_size,
+            page_token=page_token,
+            **mine,
+        )
 
     async def _telling(self, id: str) -> None:
         """A caller is about to be told of a task: a move being saved is waited for (the live task
@@ -591,7 +782,9 @@ class TaskRunner:
             if task is not None:
                 try:
                     await self.store.save(task)
-                except StaleTaskError:  # another worker moved it since (a cancel): that is what is told
+                except (
+                    StaleTaskError
+                ):  # another worker moved it since (a cancel): that is what is told
                     fresh = await self.store.get(id)
                     live = self._live.get(id)
                     if fresh is not None and live is not None and live.version < fresh.version:
@@ -620,7 +813,9 @@ class TaskRunner:
         a task waiting for input whose question came from a remote agent cancels that task too."""
         task = await self.get(id, owner)
         if task.state.terminal:
-            raise TaskNotCancelableError(f"Task cannot be canceled: it is already {task.state.value}")
+            raise TaskNotCancelableError(
+                f"Task cannot be canceled: it is already {task.state.value}"
+            )
         run = self._runs.pop(id, None)
         waiting = self._pending.get(id)
         canceled = await self.transition(task, TaskState.CANCELED)
@@ -632,6 +827,7 @@ class TaskRunner:
 
     def _start_hook(self, task: Task, hook: Callable[[], Awaitable[Any]]) -> None:
         """Run a suspended tool's cancel hook in the background (bounded; a failure is logged)."""
+
         async def run() -> None:
             try:
                 async with asyncio.timeout(30):
@@ -746,8 +942,11 @@ class TaskRunner:
         meanwhile is told as if announced (its streams and waits end)."""
         for task_id in list({*self._watchers, *self._changed} - set(self._runs)):
             fresh = await self.store.get(task_id)
-            if fresh is not None and (fresh.state.terminal or fresh.state.interrupted) \
-                    and self._heard.get(task_id) is not fresh.state:
+            if (
+                fresh is not None
+                and (fresh.state.terminal or fresh.state.interrupted)
+                and self._heard.get(task_id) is not fresh.state
+            ):
                 await self.arrived(task_id, fresh.version, fresh.state)
 
     # -- stopping -------------------------------------------------------------------------------

@@ -41,8 +41,11 @@ __all__ = ["MCPProfile", "MCPTools", "serve_stdio"]
 
 MAX_QUESTIONS = 10
 """The most questions one tool call may ask the user (a remote agent that keeps asking is stopped)."""
-_ANSWER_SCHEMA: dict[str, Any] = {"type": "object", "required": ["answer"],
-                                  "properties": {"answer": {"type": "string", "title": "Your answer"}}}
+_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["answer"],
+    "properties": {"answer": {"type": "string", "title": "Your answer"}},
+}
 
 log = logging.getLogger("toolnexus.serve.mcp")
 
@@ -63,8 +66,15 @@ class MCPTools:
     """The exposed tools of one toolkit as the SDK's lowlevel MCP ``Server`` (``app``), whatever
     carries it; every call is published on ``bus`` and handed to ``on_call``."""
 
-    def __init__(self, toolkit: ToolkitLike, config: MCPServeConfig, *, bus: EventBus, server: str,
-                 on_call: OnCall | None) -> None:
+    def __init__(
+        self,
+        toolkit: ToolkitLike,
+        config: MCPServeConfig,
+        *,
+        bus: EventBus,
+        server: str,
+        on_call: OnCall | None,
+    ) -> None:
         self.toolkit = toolkit
         self.config = config
         self.bus = bus
@@ -72,13 +82,18 @@ class MCPTools:
         self.on_call = Hook(on_call, "on_call")
         self.tools = config.exposed(toolkit.tools())
         self._by_name = {t.name: t for t in self.tools}
-        self.app = Server(config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call)
+        self.app = Server(
+            config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call
+        )
 
     # -- handlers -----------------------------------------------------------------------------------
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in self.tools
-        ])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+                for t in self.tools
+            ]
+        )
 
     async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = self._by_name.get(params.name)
@@ -100,12 +115,15 @@ class MCPTools:
                 result = await tool.execute(args, ToolContext(answer=answer))
             else:
                 if result.pending is not None:
-                    result = ToolResult.error(f"{tool.name} asked {MAX_QUESTIONS} questions in one call; stopped")
+                    result = ToolResult.error(
+                        f"{tool.name} asked {MAX_QUESTIONS} questions in one call; stopped"
+                    )
         finally:
             outcome = result or ToolResult.error(f"{tool.name}: canceled by the client")
             self._report(tool, args, outcome, (time.perf_counter() - started) * 1000)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.output)],
-                                    is_error=outcome.is_error)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.output)], is_error=outcome.is_error
+        )
 
     async def _ask(self, ctx: Any, tool: Tool, request: Request) -> Answer | ToolResult:
         """What the user answers to ``request``, through MCP elicitation; a tool error when the
@@ -113,11 +131,17 @@ class MCPTools:
         question = request.prompt or "the tool needs your input"
         session = getattr(ctx, "session", None)
         if session is None or not session.check_client_capability(
-                types.ClientCapabilities(elicitation=types.ElicitationCapability())):
-            return ToolResult.error(f"{tool.name} asks: {question} -- this MCP client cannot answer questions "
-                                    "(it offers no elicitation), so the call stops here")
-        reply = await session.elicit_form(message=question, requested_schema=_ANSWER_SCHEMA,
-                                          related_request_id=getattr(ctx, "request_id", None))
+            types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        ):
+            return ToolResult.error(
+                f"{tool.name} asks: {question} -- this MCP client cannot answer questions "
+                "(it offers no elicitation), so the call stops here"
+            )
+        reply = await session.elicit_form(
+            message=question,
+            requested_schema=_ANSWER_SCHEMA,
+            related_request_id=getattr(ctx, "request_id", None),
+        )
         if reply.action == "accept":
             content: dict[str, Any] = dict(reply.content or {})
             given = content.get("answer")
@@ -127,37 +151,64 @@ class MCPTools:
         return ToolResult.error(f"{tool.name} asked: {question} -- the question was canceled")
 
     def _report(self, tool: Tool, args: Any, result: ToolResult, ms: float) -> None:
-        self.bus.publish(ToolCallEvent(self.server_name, tool.name, tool.source, args, result.output,
-                                       result.is_error, ms))
-        self.on_call.fire({"name": tool.name, "source": tool.source, "ms": ms, "is_error": result.is_error,
-                           "args": args, "output": result.output})
+        self.bus.publish(
+            ToolCallEvent(
+                self.server_name, tool.name, tool.source, args, result.output, result.is_error, ms
+            )
+        )
+        self.on_call.fire(
+            {
+                "name": tool.name,
+                "source": tool.source,
+                "ms": ms,
+                "is_error": result.is_error,
+                "args": args,
+                "output": result.output,
+            }
+        )
 
 
 class MCPProfile(MCPTools):
     """``/mcp`` for one served toolkit: stateless streamable HTTP, behind the serve options' auth."""
 
-    def __init__(self, toolkit: ToolkitLike, config: MCPServeConfig, *, bus: EventBus, server: str,
-                 on_call: OnCall | None, auth: Auth | None) -> None:
+    def __init__(
+        self,
+        toolkit: ToolkitLike,
+        config: MCPServeConfig,
+        *,
+        bus: EventBus,
+        server: str,
+        on_call: OnCall | None,
+        auth: Auth | None,
+    ) -> None:
         super().__init__(toolkit, config, bus=bus, server=server, on_call=on_call)
         self.auth = auth
         self._manager: StreamableHTTPSessionManager | None = None
 
     def routes(self) -> list[Route]:
-        return [Route("/mcp", endpoint=_AsgiEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
+        return [
+            Route("/mcp", endpoint=_AsgiEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])
+        ]
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None, None]:
         # Host/Origin are checked for the whole app by http.guard.HostGuard, in front of this
         self._manager = StreamableHTTPSessionManager(
-            app=self.app, stateless=True, json_response=False,
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+            app=self.app,
+            stateless=True,
+            json_response=False,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
         async with self._manager.run():
             yield
         await self.on_call.close()
 
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.auth is not None:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1")
+                for k, v in scope.get("headers", [])
+            }
             status = self.auth.check(headers)
             if status is not None:
                 text = "authentication required" if status == 401 else "invalid credentials"
@@ -167,9 +218,15 @@ class MCPProfile(MCPTools):
         await self._manager.handle_request(scope, receive, send)
 
 
-async def serve_stdio(toolkit: ToolkitLike, config: MCPServeConfig | dict[str, Any] | bool | None = None, *,
-                      on_call: OnCall | None = None, events: EventBus | None = None,
-                      stdin: Any = None, stdout: Any = None) -> None:
+async def serve_stdio(
+    toolkit: ToolkitLike,
+    config: MCPServeConfig | dict[str, Any] | bool | None = None,
+    *,
+    on_call: OnCall | None = None,
+    events: EventBus | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
+) -> None:
     """Serve ``toolkit``'s tools as MCP over stdio until the client closes stdin (as Claude Desktop,
     VS Code, Cursor and other desktop hosts start a server). ``config``: the ``mcpServer`` block
     (name, version, the tools to expose), else the toolkit config's, else the defaults. ``stdin`` /

@@ -65,22 +65,65 @@ SAMPLE_EVERY = 1.0
 nothing: it samples the push notifier's, the bus's and the recorder's counts when scraped.)"""
 _STARTED_LIMIT = 100_000
 """Tasks whose start time is kept for their duration (the oldest are forgotten past it)."""
-REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+REQUEST_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 TASK_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 
 # name -> (kind, help, label names after "server", buckets)
 _SERIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
-    "toolnexus_requests": ("counter", "A2A operations dispatched", ("binding", "operation", "outcome"), ()),
-    "toolnexus_request_seconds": ("histogram", "Time to answer an A2A operation", ("binding", "operation"),
-                                  REQUEST_BUCKETS),
-    "toolnexus_tasks": ("counter", "Task transitions, by the state entered", ("state", "skill"), ()),
-    "toolnexus_task_seconds": ("histogram", "Time from a task's creation to its final or interrupted state",
-                               ("state", "skill"), TASK_BUCKETS),
+    "toolnexus_requests": (
+        "counter",
+        "A2A operations dispatched",
+        ("binding", "operation", "outcome"),
+        (),
+    ),
+    "toolnexus_request_seconds": (
+        "histogram",
+        "Time to answer an A2A operation",
+        ("binding", "operation"),
+        REQUEST_BUCKETS,
+    ),
+    "toolnexus_tasks": (
+        "counter",
+        "Task transitions, by the state entered",
+        ("state", "skill"),
+        (),
+    ),
+    "toolnexus_task_seconds": (
+        "histogram",
+        "Time from a task's creation to its final or interrupted state",
+        ("state", "skill"),
+        TASK_BUCKETS,
+    ),
     "toolnexus_push_deliveries": ("counter", "Push notifications", ("outcome",), ()),
     "toolnexus_store_seconds": ("summary", "Task store calls", ("operation",), ()),
     "toolnexus_store_errors": ("counter", "Task store calls that failed", ("operation",), ()),
-    "toolnexus_bus_subscribers_dropped": ("counter", "Event-bus readers cut off for falling behind", (), ()),
-    "toolnexus_wire_cut": ("counter", "Exchanges the wire recorder kept cut short (a body past its cap)", (), ()),
+    "toolnexus_bus_subscribers_dropped": (
+        "counter",
+        "Event-bus readers cut off for falling behind",
+        (),
+        (),
+    ),
+    "toolnexus_wire_cut": (
+        "counter",
+        "Exchanges the wire recorder kept cut short (a body past its cap)",
+        (),
+        (),
+    ),
 }
 
 
@@ -102,7 +145,9 @@ class Metrics:
         self.values: dict[str, dict[tuple[Any, ...], Any]] = {name: {} for name in _SERIES}
         """Series name -> label values (strings, or the str enums Binding and TaskState) -> a count,
         or a histogram's ``[bucket counts..., +Inf count, sum, count]``."""
-        self._failed = self.values["toolnexus_requests"]  # counted as they happen: the failures only
+        self._failed = self.values[
+            "toolnexus_requests"
+        ]  # counted as they happen: the failures only
         self._tasks_entered = self.values["toolnexus_tasks"]
         self._request_time = _histogram(self.values["toolnexus_request_seconds"], REQUEST_BUCKETS)
         self._task_time = _histogram(self.values["toolnexus_task_seconds"], TASK_BUCKETS)
@@ -110,12 +155,19 @@ class Metrics:
         self._started: dict[str, float] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._bus: EventBus | None = None
-        self._sources: tuple[Any, Any] = (None, None)  # the push notifier and the wire recorder sampled
+        self._sources: tuple[Any, Any] = (
+            None,
+            None,
+        )  # the push notifier and the wire recorder sampled
         self._seen = {"delivered": 0, "failed": 0, "dropped": 0, "cut": 0}
-        self._sampling = threading.Lock()  # a scrape samples from a thread; two scrapes at once count once
+        self._sampling = (
+            threading.Lock()
+        )  # a scrape samples from a thread; two scrapes at once count once
 
     # -- the request path: plain counts ------------------------------------------------------------
-    def request(self, binding: Binding, op: Operation, error: BaseException | None, seconds: float) -> None:
+    def request(
+        self, binding: Binding, op: Operation, error: BaseException | None, seconds: float
+    ) -> None:
         """One dispatched operation (called by the endpoint, once per request)."""
         self._request_time((binding, op.key), seconds)
         if error is not None:  # the ok ones are the histogram's count less these (``_with_ok``)
@@ -137,7 +189,9 @@ class Metrics:
                     started.pop(next(iter(started)))
                 started[ev.task_id] = time.monotonic()
             elif state in _ENDS:
-                began = started.pop(ev.task_id, None) if state in TERMINAL else started.get(ev.task_id)
+                began = (
+                    started.pop(ev.task_id, None) if state in TERMINAL else started.get(ev.task_id)
+                )
                 if began is not None:
                     self._task_time(key, time.monotonic() - began)
 
@@ -153,7 +207,9 @@ class Metrics:
         for name in ("save", "get", "list"):
             setattr(store, name, self._timed(name, getattr(store, name)))
 
-    def _timed(self, name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    def _timed(
+        self, name: str, call: Callable[..., Awaitable[Any]]
+    ) -> Callable[..., Awaitable[Any]]:
         key = (name,)
         errors = self.values["toolnexus_store_errors"]
         errors.setdefault(key, 0)
@@ -169,6 +225,7 @@ class Metrics:
                 raise
             finally:
                 observe(key, clock() - started)
+
         return timed
 
     # -- off the path: the tap, the samples, the workers' files ------------------------------------
@@ -177,7 +234,9 @@ class Metrics:
         ``wire`` (the inbound ``TrafficRecorder``, when there is one) cut short."""
         self._bus, self._sources = bus, (push, wire)
         bus.taps.append(self._tap)
-        if self.folder is not None:  # the workers' files are written on a clock; one process needs none
+        if (
+            self.folder is not None
+        ):  # the workers' files are written on a clock; one process needs none
             self._tasks = [asyncio.ensure_future(self._every_second())]
 
     async def stop(self) -> None:
@@ -202,9 +261,12 @@ class Metrics:
         push, wire = self._sources
         with self._sampling:
             seen = self._seen
-            now = {"delivered": getattr(push, "delivered", 0), "failed": getattr(push, "failed", 0),
-                   "dropped": self._bus.dropped_subscribers if self._bus is not None else 0,
-                   "cut": getattr(wire, "cut", 0)}
+            now = {
+                "delivered": getattr(push, "delivered", 0),
+                "failed": getattr(push, "failed", 0),
+                "dropped": self._bus.dropped_subscribers if self._bus is not None else 0,
+                "cut": getattr(wire, "cut", 0),
+            }
             for what, value in now.items():
                 step = value - seen[what]
                 if step > 0:
@@ -214,16 +276,20 @@ class Metrics:
                 seen[what] = value
 
     def _snapshot(self) -> dict[str, list[Any]]:
-        return {name: [[[str(k) for k in key], value] for key, value in list(series.items())]
-                for name, series in self.values.items()}
+        return {
+            name: [[[str(k) for k in key], value] for key, value in list(series.items())]
+            for name, series in self.values.items()
+        }
 
     def _write(self) -> None:
         """This worker's counts into its file (replaced whole: a reader never sees half of one)."""
         if self.folder is None:
             return
         self.sample()
-        write_whole(self.folder / f"toolnexus-{self.server}-{os.getpid()}.json",
-                    json.dumps({"server": self.server, "values": self._snapshot()}))
+        write_whole(
+            self.folder / f"toolnexus-{self.server}-{os.getpid()}.json",
+            json.dumps({"server": self.server, "values": self._snapshot()}),
+        )
 
     # -- the scrape --------------------------------------------------------------------------------
     def exposition(self) -> bytes:
@@ -238,8 +304,12 @@ class Metrics:
         """The counts to expose: this process's, or with workers the sum of every worker's file."""
         if self.folder is None:  # copies: the scrape runs in a thread while the loop keeps counting
             self.sample()
-            return _with_ok({name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
-                             for name, series in self.values.items()})
+            return _with_ok(
+                {
+                    name: {key: list(v) if is_array(v) else v for key, v in dict(series).items()}
+                    for name, series in self.values.items()
+                }
+            )
         self._write()
         total: dict[str, dict[tuple[str, ...], Any]] = {name: {} for name in _SERIES}
         for path in self.folder.glob(f"toolnexus-{self.server}-*.json"):
@@ -253,7 +323,9 @@ class Metrics:
         return _with_ok(total)
 
 
-def _with_ok(values: dict[str, dict[tuple[Any, ...], Any]]) -> dict[str, dict[tuple[Any, ...], Any]]:
+def _with_ok(
+    values: dict[str, dict[tuple[Any, ...], Any]],
+) -> dict[str, dict[tuple[Any, ...], Any]]:
     """``values`` with each operation's ``ok`` requests: the request path counts only a request's
     time (the histogram) and, when it failed, its reason; the rest of the count succeeded."""
     requests = values["toolnexus_requests"]
@@ -280,13 +352,18 @@ def _add(series: dict[tuple[str, ...], Any], rows: list[Any]) -> None:
 
 
 _ENDS = TERMINAL | INTERRUPTED
-_SAMPLED = {"dropped": ("toolnexus_bus_subscribers_dropped", ()), "cut": ("toolnexus_wire_cut", ()),
-            "delivered": ("toolnexus_push_deliveries", ("delivered",)),
-            "failed": ("toolnexus_push_deliveries", ("failed",))}
+_SAMPLED = {
+    "dropped": ("toolnexus_bus_subscribers_dropped", ()),
+    "cut": ("toolnexus_wire_cut", ()),
+    "delivered": ("toolnexus_push_deliveries", ("delivered",)),
+    "failed": ("toolnexus_push_deliveries", ("failed",)),
+}
 """What ``Metrics.sample`` reads -> the series and labels it is counted in."""
 
 
-def _histogram(series: dict[tuple[Any, ...], Any], buckets: tuple[float, ...]) -> Callable[[tuple[Any, ...], float], None]:
+def _histogram(
+    series: dict[tuple[Any, ...], Any], buckets: tuple[float, ...]
+) -> Callable[[tuple[Any, ...], float], None]:
     """``observe(labels, value)`` into ``series``: one bisect for the bucket, a sum and a count
     (no buckets: a summary's sum and count)."""
     size = len(buckets)
@@ -298,6 +375,7 @@ def _histogram(series: dict[tuple[Any, ...], Any], buckets: tuple[float, ...]) -
         entry[bisect.bisect_left(buckets, value) if size else 0] += 1
         entry[-2] += value
         entry[-1] += 1
+
     return observe
 
 
@@ -308,7 +386,11 @@ class _Collector:
         self.metrics = metrics
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, SummaryMetricFamily
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            HistogramMetricFamily,
+            SummaryMetricFamily,
+        )
 
         values = self.metrics.gathered()
         server = self.metrics.server
@@ -322,7 +404,9 @@ class _Collector:
             elif kind == "summary":
                 family = SummaryMetricFamily(name, help_text, labels=labels)
                 for key, entry in series.items():
-                    family.add_metric([server, *map(str, key)], count_value=entry[-1], sum_value=entry[-2])
+                    family.add_metric(
+                        [server, *map(str, key)], count_value=entry[-1], sum_value=entry[-2]
+                    )
             else:
                 family = HistogramMetricFamily(name, help_text, labels=labels)
                 for key, entry in series.items():

@@ -47,7 +47,15 @@ from ..protocol.push import (
 )
 from ..traffic import TrafficRecorder
 
-__all__ = ["PushNotifier", "MAX_PER_TASK", "MAX_TASKS", "QUEUE", "QUEUED_BYTES", "PER_DESTINATION", "RETRY_DELAYS"]
+__all__ = [
+    "PushNotifier",
+    "MAX_PER_TASK",
+    "MAX_TASKS",
+    "QUEUE",
+    "QUEUED_BYTES",
+    "PER_DESTINATION",
+    "RETRY_DELAYS",
+]
 
 log = logging.getLogger("toolnexus.serve.push")
 
@@ -82,7 +90,9 @@ class _Body:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.refs = 0  # the queues (and the POSTs under way) that hold it
-        self.queued: list[_Sender] = []  # the senders whose queue holds it (the configs of one task: a few)
+        self.queued: list[
+            _Sender
+        ] = []  # the senders whose queue holds it (the configs of one task: a few)
 
 
 class _Destination:
@@ -92,8 +102,9 @@ class _Destination:
     def __init__(self, key: str) -> None:
         self.key = key
         self.free = PER_DESTINATION
-        self.waiting: collections.OrderedDict[str, collections.deque[asyncio.Future[None]]] = \
+        self.waiting: collections.OrderedDict[str, collections.deque[asyncio.Future[None]]] = (
             collections.OrderedDict()
+        )
         self.bytes = 0
         self.bodies: collections.deque[_Body] = collections.deque()  # what it holds, oldest first
         self.senders: set[_Sender] = set()
@@ -143,7 +154,9 @@ class _Destination:
     def let_go(self, body: _Body) -> int:
         """Count a hold given up; returns the bytes this destination now holds less."""
         body.refs -= 1
-        freed = len(body.data) if body.refs == 0 else 0  # it leaves ``bodies`` when shedding meets it
+        freed = (
+            len(body.data) if body.refs == 0 else 0
+        )  # it leaves ``bodies`` when shedding meets it
         self.bytes -= freed
         return freed
 
@@ -194,7 +207,9 @@ def _stored(config: PushConfig) -> dict[str, Any]:
 
 def _config(data: Any) -> PushConfig | None:
     try:
-        return replace(parse_push_config(data["config"], Dialect.V10), dialect=Dialect(data["dialect"]))
+        return replace(
+            parse_push_config(data["config"], Dialect.V10), dialect=Dialect(data["dialect"])
+        )
     except (KeyError, TypeError, ValueError, InvalidParamsError):
         return None
 
@@ -210,9 +225,16 @@ class PushNotifier:
         server: the served agent's name, on recorded deliveries.
     """
 
-    def __init__(self, bound: Callable[[], tuple[str, int]], *, private_ok: bool = True,
-                 traffic: TrafficRecorder | None = None, server: str = "",
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS, timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self,
+        bound: Callable[[], tuple[str, int]],
+        *,
+        private_ok: bool = True,
+        traffic: TrafficRecorder | None = None,
+        server: str = "",
+        retry_delays: tuple[float, ...] = RETRY_DELAYS,
+        timeout: float = TIMEOUT,
+    ) -> None:
         self._bound = bound
         self.private_ok = private_ok
         self.traffic = traffic
@@ -222,7 +244,9 @@ class PushNotifier:
         self._configs: collections.OrderedDict[str, dict[str, _Sender]] = collections.OrderedDict()
         self.shared: Any = None
         """A store shared by workers (PostgreSQL) that keeps the configs; None: in memory only."""
-        self._loaded: dict[str, int] = {}  # task -> the shared store's count of its config changes, as loaded
+        self._loaded: dict[
+            str, int
+        ] = {}  # task -> the shared store's count of its config changes, as loaded
         self._http: httpx.AsyncClient | None = None
         self._destinations: dict[str, _Destination] = {}
         self.queued_bytes = 0
@@ -251,8 +275,10 @@ class PushNotifier:
                     self._close(sender)
         config.id = config.id or new_id()
         if config.id not in configs and len(configs) >= MAX_PER_TASK:
-            raise InvalidParamsError(f"Invalid params: task {config.task_id} already has {MAX_PER_TASK} "
-                                     "push notification configs; delete one first")
+            raise InvalidParamsError(
+                f"Invalid params: task {config.task_id} already has {MAX_PER_TASK} "
+                "push notification configs; delete one first"
+            )
         old = configs.get(config.id)
         if old is not None:
             self._close(old)
@@ -273,8 +299,10 @@ class PushNotifier:
         configs = self._configs.get(task_id) or {}
         sender = configs.get(config_id) if config_id else next(iter(configs.values()), None)
         if sender is None:
-            raise TaskNotFoundError(f"Task {task_id} has no push notification config" +
-                                    (f" {config_id}" if config_id else ""))
+            raise TaskNotFoundError(
+                f"Task {task_id} has no push notification config"
+                + (f" {config_id}" if config_id else "")
+            )
         return sender.config
 
     def list(self, task_id: str) -> list[PushConfig]:
@@ -344,7 +372,9 @@ class PushNotifier:
             if bodies is None:
                 data = rendered.get(dialect)
                 if data is None:
-                    data = rendered[dialect] = [_json.dumps(p) for p in payloads(task, new_artifacts, dialect)]
+                    data = rendered[dialect] = [
+                        _json.dumps(p) for p in payloads(task, new_artifacts, dialect)
+                    ]
                 bodies = shared[(dialect, destination.key)] = [_Body(d) for d in data]
             sender.owner = task.owner or ""
             for body in bodies:
@@ -361,7 +391,9 @@ class PushNotifier:
         sender.queue.append(body)
         body.queued.append(sender)
         self.queued_bytes += destination.hold(body)
-        while destination.bytes > QUEUED_BYTES:  # the oldest go first, every config keeping its newest
+        while (
+            destination.bytes > QUEUED_BYTES
+        ):  # the oldest go first, every config keeping its newest
             oldest = destination.oldest(newest_too=False)
             if oldest is None:
                 break
@@ -374,7 +406,11 @@ class PushNotifier:
                 break  # what is left is being sent
             shed += self._shed(heaviest, oldest)
         if shed:
-            log.warning("%d push notification(s) dropped: more than %d MiB wait for webhooks", shed, TOTAL_BYTES >> 20)
+            log.warning(
+                "%d push notification(s) dropped: more than %d MiB wait for webhooks",
+                shed,
+                TOTAL_BYTES >> 20,
+            )
 
     def _drop(self, sender: _Sender) -> None:
         self.queued_bytes -= sender.destination.let_go(sender.unqueue())
@@ -401,7 +437,9 @@ class PushNotifier:
                 sender.wake.clear()
                 await sender.wake.wait()
                 continue
-            await sender.destination.acquire(sender.owner)  # a turn first: what waits stays in the queue
+            await sender.destination.acquire(
+                sender.owner
+            )  # a turn first: what waits stays in the queue
             if sender.closed or not sender.queue:
                 sender.destination.release()
                 continue
@@ -422,7 +460,9 @@ class PushNotifier:
         to now (checked: see ``address_refusal``), the ``Host`` header, and the TLS server name; or
         why not (a string)."""
         why = webhook_refusal(url, self._bound(), private_ok=self.private_ok)
-        if why is not None:  # checked again at each delivery: the agent's own address is known only once bound
+        if (
+            why is not None
+        ):  # checked again at each delivery: the agent's own address is known only once bound
             return why
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname or ""
@@ -433,20 +473,28 @@ class PushNotifier:
         else:
             try:
                 async with asyncio.timeout(self.timeout):
-                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    infos = await asyncio.get_running_loop().getaddrinfo(
+                        host, port, type=socket.SOCK_STREAM
+                    )
             except TimeoutError:
                 return f"{host} did not resolve within {self.timeout:g}s"
             except OSError as exc:
                 return f"{host} does not resolve: {why_text(exc)}"
             found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
-        refusals = [address_refusal(a, port, self._bound(), private_ok=self.private_ok, shown=url) for a in found]
+        refusals = [
+            address_refusal(a, port, self._bound(), private_ok=self.private_ok, shown=url)
+            for a in found
+        ]
         chosen = next((a for a, refused in zip(found, refusals) if refused is None), None)
         if chosen is None:
             return next((r for r in refusals if r), f"{host} resolves to no address")
         netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
         extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
-        return (urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
-                {"host": parts.netloc}, extensions)
+        return (
+            urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
+            {"host": parts.netloc},
+            extensions,
+        )
 
     async def _post(self, sender: _Sender, body: bytes) -> bool:
         """One notification, retried after ``retry_delays``; True once the webhook took it. Called
@@ -472,26 +520,46 @@ class PushNotifier:
     async def _attempt(self, config: PushConfig, body: bytes, attempt: int) -> bool | None:
         """One POST: True taken, False refused for good (not to be retried), None to retry."""
         if self._http is None:
-            self._http = httpx.AsyncClient(  # its own 5 s timeouts off: ``timeout`` bounds each POST whole
-                follow_redirects=False, trust_env=False, timeout=None,
-                limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64))
+            self._http = (
+                httpx.AsyncClient(  # its own 5 s timeouts off: ``timeout`` bounds each POST whole
+                    follow_redirects=False,
+                    trust_env=False,
+                    timeout=None,
+                    limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64),
+                )
+            )
         headers = config.headers()
         pinned = await self._pinned(config.url)
         if isinstance(pinned, str):
             log.warning("push %s for task %s not sent: %s", config.id, config.task_id, pinned)
             if self.traffic is not None:
-                self.traffic.record(direction="out", method="POST", url=config.url, status=None,
-                                    started=time.perf_counter(), request_headers=headers, request_body=body,
-                                    rpc_method="push", error=f"refused: {pinned}", task_id=config.task_id,
-                                    server=self.server, peer=config.url)
+                self.traffic.record(
+                    direction="out",
+                    method="POST",
+                    url=config.url,
+                    status=None,
+                    started=time.perf_counter(),
+                    request_headers=headers,
+                    request_body=body,
+                    rpc_method="push",
+                    error=f"refused: {pinned}",
+                    task_id=config.task_id,
+                    server=self.server,
+                    peer=config.url,
+                )
             return False
         target, host_header, extensions = pinned
         started = time.perf_counter()
         status, answer, error = None, b"", None
         try:
             async with asyncio.timeout(self.timeout):
-                async with self._http.stream("POST", target, content=body, headers={**headers, **host_header},
-                                             extensions=extensions) as r:
+                async with self._http.stream(
+                    "POST",
+                    target,
+                    content=body,
+                    headers={**headers, **host_header},
+                    extensions=extensions,
+                ) as r:
                     status = r.status_code
                     async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
                         answer += chunk
@@ -503,16 +571,39 @@ class PushNotifier:
         except (httpx.HTTPError, OSError) as exc:
             error = why_text(exc)
         if self.traffic is not None:
-            self.traffic.record(direction="out", method="POST", url=config.url, status=status, started=started,
-                                request_headers=headers, request_body=body, response_body=answer,
-                                rpc_method="push", error=error, task_id=config.task_id, server=self.server,
-                                peer=config.url)
+            self.traffic.record(
+                direction="out",
+                method="POST",
+                url=config.url,
+                status=status,
+                started=started,
+                request_headers=headers,
+                request_body=body,
+                response_body=answer,
+                rpc_method="push",
+                error=error,
+                task_id=config.task_id,
+                server=self.server,
+                peer=config.url,
+            )
         if status is not None and 200 <= status < 300:
             return True
         if status is not None and status not in (408, 429) and status < 500:
-            log.warning("push %s for task %s refused by %s: HTTP %s", config.id, config.task_id, config.url, status)
+            log.warning(
+                "push %s for task %s refused by %s: HTTP %s",
+                config.id,
+                config.task_id,
+                config.url,
+                status,
+            )
             return False  # the webhook said no: asking again gets the same answer
-        log.info("push %s for task %s, attempt %d: %s", config.id, config.task_id, attempt + 1, error or f"HTTP {status}")
+        log.info(
+            "push %s for task %s, attempt %d: %s",
+            config.id,
+            config.task_id,
+            attempt + 1,
+            error or f"HTTP {status}",
+        )
         return None
 
     def _close(self, sender: _Sender) -> None:
@@ -542,7 +633,9 @@ class PushNotifier:
     async def drain(self, timeout: float = 10.0) -> bool:
         """Wait until no notification is queued or being sent; False if ``timeout`` passed first."""
         deadline = time.monotonic() + timeout
-        while any(s.queue or s.sending for configs in self._configs.values() for s in configs.values()):
+        while any(
+            s.queue or s.sending for configs in self._configs.values() for s in configs.values()
+        ):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(0.02)

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import StoreUnavailableError
-
 from ..protocol.dialects import Dialect, parse_task, render_task
 from ..protocol.model import (
     Artifact,
@@ -23,8 +22,17 @@ from ..protocol.model import (
 )
 from ..protocol.tracecontext import TraceContext
 
-__all__ = ["TaskPage", "TaskStore", "visible", "task_record", "task_from_record", "RECORD_DEPTH", "STATES",
-           "when_available", "SETTLE_FOR"]
+__all__ = [
+    "TaskPage",
+    "TaskStore",
+    "visible",
+    "task_record",
+    "task_from_record",
+    "RECORD_DEPTH",
+    "STATES",
+    "when_available",
+    "SETTLE_FOR",
+]
 
 SETTLE_FOR = 120.0
 """Seconds a run's writes wait for an unavailable store (see :func:`when_available`)."""
@@ -50,6 +58,7 @@ async def when_available(write: Callable[[], Awaitable[_T]], what: str) -> _T:
 
 
 log = logging.getLogger("toolnexus.serve")
+
 
 class TaskPage:
     """One page of a task listing."""
@@ -92,11 +101,19 @@ def visible(task_owner: str | None, caller: str | None) -> bool:
     return caller is None or task_owner is None or task_owner == caller
 
 
-def page_of(tasks: list[Task], context_id: str | None, state: TaskState | None, updated_after: str | None,
-          page_size: int, page_token: str, owner: str | None = None) -> TaskPage:
+def page_of(
+    tasks: list[Task],
+    context_id: str | None,
+    state: TaskState | None,
+    updated_after: str | None,
+    page_size: int,
+    page_token: str,
+    owner: str | None = None,
+) -> TaskPage:
     """Newest first; the token is the offset into the filtered listing."""
     chosen = [
-        t for t in tasks
+        t
+        for t in tasks
         if (context_id is None or t.context_id == context_id)
         and visible(t.owner, owner)
         and (state is None or t.state is state)
@@ -132,7 +149,12 @@ def readable(id: str, read: Callable[[], Task]) -> Task | None:
     try:
         return read()
     except Exception as exc:
-        log.error("task %s: its stored record cannot be read (%s: %s); skipped", id, type(exc).__name__, exc)
+        log.error(
+            "task %s: its stored record cannot be read (%s: %s); skipped",
+            id,
+            type(exc).__name__,
+            exc,
+        )
         return None
 
 
@@ -161,10 +183,20 @@ def task_from_record(record: dict[str, Any]) -> Task:
     return Task(
         record["id"],
         record["contextId"],
-        TaskStatus(STATES[status["state"]], _message(message) if message else None, status.get("timestamp")),
+        TaskStatus(
+            STATES[status["state"]], _message(message) if message else None, status.get("timestamp")
+        ),
         [_message(m) for m in record.get("history", ())],
-        [Artifact([_part(p) for p in a["parts"]], a["artifactId"], a.get("name"), a.get("description"),
-                  a.get("metadata")) for a in record.get("artifacts", ())],
+        [
+            Artifact(
+                [_part(p) for p in a["parts"]],
+                a["artifactId"],
+                a.get("name"),
+                a.get("description"),
+                a.get("metadata"),
+            )
+            for a in record.get("artifacts", ())
+        ],
         record.get("metadata"),
         extra.get("skill"),
         extra.get("request") or "",
@@ -185,10 +217,23 @@ def _part(p: dict[str, Any]) -> Part:
     if kind == "data":
         return Part("data", data=p["data"], metadata=p.get("metadata"))
     f = p["file"]
-    return Part("file", raw=f.get("bytes"), url=f.get("uri"), media_type=f.get("mimeType"), filename=f.get("name"),
-                metadata=p.get("metadata"))
+    return Part(
+        "file",
+        raw=f.get("bytes"),
+        url=f.get("uri"),
+        media_type=f.get("mimeType"),
+        filename=f.get("name"),
+        metadata=p.get("metadata"),
+    )
 
 
 def _message(m: dict[str, Any]) -> Message:
-    return Message(m["role"], [_part(p) for p in m["parts"]], m["messageId"], m.get("contextId"), m.get("taskId"),
-                   m.get("metadata"), m.get("referenceTaskIds"))
+    return Message(
+        m["role"],
+        [_part(p) for p in m["parts"]],
+        m["messageId"],
+        m.get("contextId"),
+        m.get("taskId"),
+        m.get("metadata"),
+        m.get("referenceTaskIds"),
+    )

@@ -22,6 +22,7 @@ from .base import (
 
 __all__ = ["FileTaskStore"]
 
+
 class FileTaskStore:
     """One JSON file per task in ``folder``, replaced atomically (write a temp file, then rename).
 
@@ -47,7 +48,9 @@ class FileTaskStore:
         """Read every task file (skipping and logging any that does not parse)."""
         if not self._loaded:
             for path in sorted(self.folder.glob("*.json")):
-                task = readable(path.name, lambda: _read_file(path))  # a damaged file must not stop the server
+                task = readable(
+                    path.name, lambda: _read_file(path)
+                )  # a damaged file must not stop the server
                 if task is not None:
                     self._cache[task.id] = task
             for tmp in self.folder.glob(".*.tmp"):  # left by a crash mid-write; the old file stands
@@ -70,12 +73,27 @@ class FileTaskStore:
         async with lock:  # saves of one task land in order
             await asyncio.to_thread(write_whole, path, body)
 
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> TaskPage:
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+        owner: str | None = None,
+    ) -> TaskPage:
         if not self._loaded:
             await asyncio.to_thread(self.load)
-        return page_of(list(self._cache.values()), context_id, state, updated_after, page_size, page_token, owner)
+        return page_of(
+            list(self._cache.values()),
+            context_id,
+            state,
+            updated_after,
+            page_size,
+            page_token,
+            owner,
+        )
 
 
 def _read_file(path: Path) -> Task:
@@ -87,5 +105,3 @@ def _read_file(path: Path) -> Task:
 
 def _plain(id: str) -> bool:
     return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
-
-

@@ -46,15 +46,24 @@ class MemoryTaskStore:
 
     def __init__(self, max_tasks: int | None = 100_000, max_age: float | None = None) -> None:
         if max_tasks is not None and (type(max_tasks) is not int or max_tasks < 0):
-            raise ConfigError(f"keep_tasks (the finished tasks the memory store keeps) must be a whole number "
-                              f">= 0 or None, not {max_tasks!r}")
-        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
-                                    or not max_age > 0):
-            raise ConfigError(f"keep_for (seconds the memory store keeps a finished task) must be a number > 0 "
-                              f"or None, not {max_age!r}")
+            raise ConfigError(
+                f"keep_tasks (the finished tasks the memory store keeps) must be a whole number "
+                f">= 0 or None, not {max_tasks!r}"
+            )
+        if max_age is not None and (
+            isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not max_age > 0
+        ):
+            raise ConfigError(
+                f"keep_for (seconds the memory store keeps a finished task) must be a number > 0 "
+                f"or None, not {max_age!r}"
+            )
         self._tasks: dict[str, tuple[str, str, str, str | None, Task | bytes]] = {}
-        self._finished: collections.deque[str] = collections.deque()  # ids, in the order they finished
-        self._recent: collections.OrderedDict[str, Task] = collections.OrderedDict()  # just finished, live
+        self._finished: collections.deque[str] = (
+            collections.deque()
+        )  # ids, in the order they finished
+        self._recent: collections.OrderedDict[str, Task] = (
+            collections.OrderedDict()
+        )  # just finished, live
         self._packing = False
         self.max_tasks = max_tasks
         self.max_age = max_age
@@ -66,18 +75,30 @@ class MemoryTaskStore:
         body = found[4]
         if isinstance(body, bytes):
             live = self._recent.get(id)
-            return live if live is not None else readable(id, lambda: task_from_record(_json.unpack(body)))
+            return (
+                live
+                if live is not None
+                else readable(id, lambda: task_from_record(_json.unpack(body)))
+            )
         return body
 
     async def save(self, task: Task) -> None:
         was = self._tasks.get(task.id)
-        self._tasks[task.id] = (task.context_id, task.state.value, task.status.timestamp or "", task.owner, task)
+        self._tasks[task.id] = (
+            task.context_id,
+            task.state.value,
+            task.status.timestamp or "",
+            task.owner,
+            task,
+        )
         if task.state.terminal:
             if was is None or not STATES[was[1]].terminal:
                 self._finished.append(task.id)
             self._recent[task.id] = task
             self._recent.move_to_end(task.id)
-            if len(self._recent) > self.RECENT and not self._packing:  # packed after this request, in a batch
+            if (
+                len(self._recent) > self.RECENT and not self._packing
+            ):  # packed after this request, in a batch
                 self._packing = True
                 asyncio.get_running_loop().call_soon(self._pack)
             self._retain()
@@ -113,11 +134,19 @@ class MemoryTaskStore:
         self._tasks.pop(gone, None)
         self._recent.pop(gone, None)
 
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> TaskPage:
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+        owner: str | None = None,
+    ) -> TaskPage:
         chosen = [
-            id for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
+            id
+            for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
             if (context_id is None or ctx == context_id)
             and visible(who, owner)
             and (state is None or st == state.value)

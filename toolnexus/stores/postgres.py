@@ -29,7 +29,13 @@ from ..protocol.model import Task, TaskState
 from ..secrets import mask_url
 from .base import TaskPage, task_from_record, task_record
 
-__all__ = ["PostgresTaskStore", "PostgresConversationStore", "WorkerLink", "SCHEMA_VERSION", "is_postgres_url"]
+__all__ = [
+    "PostgresTaskStore",
+    "PostgresConversationStore",
+    "WorkerLink",
+    "SCHEMA_VERSION",
+    "is_postgres_url",
+]
 
 log = logging.getLogger("toolnexus.serve")
 
@@ -87,19 +93,23 @@ _INSERT_TASK = (
     "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
     "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
     "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version, push) "
-    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w")
+    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w"
+)
 _UPDATE_TASK = (
     "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
     "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
     "pending = CASE WHEN $2 = 'input-required' THEN pending END "
     "WHERE id = $1 AND version = $5 RETURNING version, push) "
-    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w")
+    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w"
+)
 
 
 def _upsert_conversation(first: int) -> str:
     """The statement that keeps a conversation, its id and messages parameters numbered from ``first``."""
-    return (f"INSERT INTO toolnexus_conversations (id, messages) VALUES (${first}, ${first + 1}) ON CONFLICT (id) "
-            "DO UPDATE SET messages = EXCLUDED.messages, updated = now()")
+    return (
+        f"INSERT INTO toolnexus_conversations (id, messages) VALUES (${first}, ${first + 1}) ON CONFLICT (id) "
+        "DO UPDATE SET messages = EXCLUDED.messages, updated = now()"
+    )
 
 
 def is_postgres_url(store: Any) -> bool:
@@ -114,9 +124,13 @@ async def _reachable(db: _Database) -> AsyncGenerator[Any, None]:
         yield await db.pool()
     except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         # a connection failure (08), the server shutting down or restarting (57), out of connections (53)
-        if isinstance(exc, asyncpg.PostgresError) and (getattr(exc, "sqlstate", None) or "")[:2] not in ("08", "57", "53"):
+        if isinstance(exc, asyncpg.PostgresError) and (getattr(exc, "sqlstate", None) or "")[
+            :2
+        ] not in ("08", "57", "53"):
             raise
-        log.warning("the task store at %s is unavailable: %s: %s", db.safe_url, type(exc).__name__, exc)
+        log.warning(
+            "the task store at %s is unavailable: %s: %s", db.safe_url, type(exc).__name__, exc
+        )
         raise StoreUnavailableError() from None
 
 
@@ -124,7 +138,9 @@ def _asyncpg() -> Any:
     try:
         import asyncpg
     except ImportError:
-        raise MissingExtra("the PostgreSQL store needs asyncpg: pip install 'toolnexus[postgres]'") from None
+        raise MissingExtra(
+            "the PostgreSQL store needs asyncpg: pip install 'toolnexus[postgres]'"
+        ) from None
     return asyncpg
 
 
@@ -132,11 +148,19 @@ async def migrate(connection: Any) -> int:
     """Bring the schema to :data:`SCHEMA_VERSION`; returns the version found before."""
     async with connection.transaction():
         await connection.execute("SELECT pg_advisory_xact_lock($1)", _LOCK)
-        await connection.execute("CREATE TABLE IF NOT EXISTS toolnexus_schema (version integer NOT NULL)")
+        await connection.execute(
+            "CREATE TABLE IF NOT EXISTS toolnexus_schema (version integer NOT NULL)"
+        )
         found = await connection.fetchval("SELECT max(version) FROM toolnexus_schema")
-        if found is not None and found > SCHEMA_VERSION:  # a newer host migrated it: what it added, unused here
-            log.warning("the database's toolnexus schema is version %d, newer than this toolnexus's %d: "
-                        "serving on it (migrations only add); upgrade this host", found, SCHEMA_VERSION)
+        if (
+            found is not None and found > SCHEMA_VERSION
+        ):  # a newer host migrated it: what it added, unused here
+            log.warning(
+                "the database's toolnexus schema is version %d, newer than this toolnexus's %d: "
+                "serving on it (migrations only add); upgrade this host",
+                found,
+                SCHEMA_VERSION,
+            )
         for version in range((found or 0) + 1, SCHEMA_VERSION + 1):
             await connection.execute(MIGRATIONS[version - 1])
             await connection.execute("INSERT INTO toolnexus_schema (version) VALUES ($1)", version)
@@ -167,8 +191,9 @@ class _Database:
         async with self._opening:
             if self._pool is None:
                 asyncpg = _asyncpg()
-                pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self.size, command_timeout=30,
-                                                 reset=_kept_as_is)
+                pool = await asyncpg.create_pool(
+                    self.url, min_size=1, max_size=self.size, command_timeout=30, reset=_kept_as_is
+                )
                 try:
                     async with pool.acquire() as connection:
                         await migrate(connection)
@@ -208,7 +233,9 @@ class PostgresTaskStore:
 
     async def get(self, id: str) -> Task | None:
         async with _reachable(self.db) as pool:
-            row = await pool.fetchrow("SELECT version, record FROM toolnexus_tasks WHERE id = $1", id)
+            row = await pool.fetchrow(
+                "SELECT version, record FROM toolnexus_tasks WHERE id = $1", id
+            )
         return self._read(row) if row is not None else None
 
     def _read(self, row: Any) -> Task:
@@ -221,7 +248,9 @@ class PostgresTaskStore:
         written with its task's last state, in one statement (:meth:`save`'s ``conversation``)."""
         return isinstance(conversations, PostgresConversationStore) and conversations.db is self.db
 
-    async def save(self, task: Task, conversation: tuple[str, list[dict[str, Any]]] | None = None) -> None:
+    async def save(
+        self, task: Task, conversation: tuple[str, list[dict[str, Any]]] | None = None
+    ) -> None:
         """Insert, or update the version read; :class:`StaleTaskError` when another worker wrote since.
         ``conversation`` (its id and messages) is upserted in the same statement, whether or not
         the task's write is refused: a run's two results, one round trip, one transaction."""
@@ -233,36 +262,76 @@ class PostgresTaskStore:
         also: tuple[Any, ...] = ()
         if task.version == 0:
             query = _INSERT_TASK
-            args: tuple[Any, ...] = (task.id, task.context_id, state, task.owner, task.created, stamp, record, worker,
-                                     lease, CHANNEL, f"{self.worker} {task.id}")
+            args: tuple[Any, ...] = (
+                task.id,
+                task.context_id,
+                state,
+                task.owner,
+                task.created,
+                stamp,
+                record,
+                worker,
+                lease,
+                CHANNEL,
+                f"{self.worker} {task.id}",
+            )
         else:
             query = _UPDATE_TASK
-            args = (task.id, state, stamp, record, task.version, worker, lease, CHANNEL, f"{self.worker} {task.id}")
-        if conversation is not None:  # a data-modifying WITH runs to its end whatever the rest matches
-            query = f"WITH c AS ({_upsert_conversation(len(args) + 1)}), " + query.removeprefix("WITH ")
+            args = (
+                task.id,
+                state,
+                stamp,
+                record,
+                task.version,
+                worker,
+                lease,
+                CHANNEL,
+                f"{self.worker} {task.id}",
+            )
+        if (
+            conversation is not None
+        ):  # a data-modifying WITH runs to its end whatever the rest matches
+            query = f"WITH c AS ({_upsert_conversation(len(args) + 1)}), " + query.removeprefix(
+                "WITH "
+            )
             also = (conversation[0], _json.dumps(conversation[1]))
         async with _reachable(self.db) as pool:
             written = await pool.fetchrow(query, *args, *also)
         if written is None:
-            raise StaleTaskError(f"task {task.id} was changed by another worker since it was read "
-                                 f"(version {task.version})")
+            raise StaleTaskError(
+                f"task {task.id} was changed by another worker since it was read "
+                f"(version {task.version})"
+            )
         task.version = written["version"]
-        if written["push"]:  # its push configs changed this many times: the notifier reloads when it moved on
+        if written[
+            "push"
+        ]:  # its push configs changed this many times: the notifier reloads when it moved on
             self.push_changes[task.id] = written["push"]
         else:
             self.push_changes.pop(task.id, None)
 
-    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
-                   updated_after: str | None = None, page_size: int = 50, page_token: str = "",
-                   owner: str | None = None) -> Any:
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+        owner: str | None = None,
+    ) -> Any:
 
         try:
             start = int(page_token) if page_token else 0
         except ValueError:
             raise ValueError("pageToken is not one this server gave out") from None
         where, args = [], []
-        for clause, value in (("context_id = ${}", context_id), ("state = ${}", state.value if state else None),
-                              ("updated >= ${}", updated_after), ("(owner IS NULL OR owner = ${})", owner)):
+        for clause, value in (
+            ("context_id = ${}", context_id),
+            ("state = ${}", state.value if state else None),
+            ("updated >= ${}", updated_after),
+            ("(owner IS NULL OR owner = ${})", owner),
+        ):
             if value is not None:
                 args.append(value)
                 where.append(clause.format(len(args)))
@@ -271,8 +340,11 @@ class PostgresTaskStore:
             total = await pool.fetchval(f"SELECT count(*) FROM toolnexus_tasks {condition}", *args)
             if start < 0 or start > total:
                 raise ValueError("pageToken is not one this server gave out")
-            rows = await pool.fetch(f"SELECT version, record FROM toolnexus_tasks {condition} "
-                                    f"ORDER BY created DESC, id DESC LIMIT {int(page_size)} OFFSET {start}", *args)
+            rows = await pool.fetch(
+                f"SELECT version, record FROM toolnexus_tasks {condition} "
+                f"ORDER BY created DESC, id DESC LIMIT {int(page_size)} OFFSET {start}",
+                *args,
+            )
         end = start + len(rows)
         return TaskPage([self._read(r) for r in rows], str(end) if end < total else "", total)
 
@@ -281,53 +353,81 @@ class PostgresTaskStore:
     async def save_push(self, task_id: str, config_id: str, config: dict[str, Any]) -> None:
         async with _reachable(self.db) as pool:
             async with pool.acquire() as connection, connection.transaction():
-                await connection.execute("INSERT INTO toolnexus_push (task_id, config_id, config) VALUES ($1, $2, $3) "
-                                         "ON CONFLICT (task_id, config_id) DO UPDATE SET config = EXCLUDED.config",
-                                         task_id, config_id, _json.dumps(config))
-                await connection.execute("UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id)
+                await connection.execute(
+                    "INSERT INTO toolnexus_push (task_id, config_id, config) VALUES ($1, $2, $3) "
+                    "ON CONFLICT (task_id, config_id) DO UPDATE SET config = EXCLUDED.config",
+                    task_id,
+                    config_id,
+                    _json.dumps(config),
+                )
+                await connection.execute(
+                    "UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id
+                )
 
     async def delete_push(self, task_id: str, config_id: str) -> None:
         async with _reachable(self.db) as pool:
             async with pool.acquire() as connection, connection.transaction():
-                await connection.execute("DELETE FROM toolnexus_push WHERE task_id = $1 AND config_id = $2",
-                                         task_id, config_id)
-                await connection.execute("UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id)
+                await connection.execute(
+                    "DELETE FROM toolnexus_push WHERE task_id = $1 AND config_id = $2",
+                    task_id,
+                    config_id,
+                )
+                await connection.execute(
+                    "UPDATE toolnexus_tasks SET push = push + 1 WHERE id = $1", task_id
+                )
 
     async def load_push(self, task_id: str) -> tuple[int, list[dict[str, Any]]]:
         """``(changes, configs)`` of a task's push configs."""
         async with _reachable(self.db) as pool:
             async with pool.acquire() as connection, connection.transaction():
-                changes = await connection.fetchval("SELECT push FROM toolnexus_tasks WHERE id = $1", task_id)
-                rows = await connection.fetch("SELECT config FROM toolnexus_push WHERE task_id = $1 "
-                                              "ORDER BY config_id", task_id)
+                changes = await connection.fetchval(
+                    "SELECT push FROM toolnexus_tasks WHERE id = $1", task_id
+                )
+                rows = await connection.fetch(
+                    "SELECT config FROM toolnexus_push WHERE task_id = $1 ORDER BY config_id",
+                    task_id,
+                )
         return changes or 0, [_json.loads(r["config"]) for r in rows]
 
     async def save_pending(self, id: str, data: dict[str, Any]) -> None:
         """Keep a suspended run with its task (any worker may resume it: :meth:`take_pending`)."""
         async with _reachable(self.db) as pool:
-            await pool.execute("UPDATE toolnexus_tasks SET pending = $2 WHERE id = $1", id, _json.dumps(data))
+            await pool.execute(
+                "UPDATE toolnexus_tasks SET pending = $2 WHERE id = $1", id, _json.dumps(data)
+            )
 
     async def take_pending(self, id: str) -> dict[str, Any] | None:
         """The suspended run of a task, taken (one worker only gets it), or None."""
         async with _reachable(self.db) as pool:
-            found = await pool.fetchval("UPDATE toolnexus_tasks t SET pending = NULL FROM (SELECT pending FROM "
-                                        "toolnexus_tasks WHERE id = $1 FOR UPDATE) old WHERE t.id = $1 AND "
-                                        "old.pending IS NOT NULL RETURNING old.pending", id)
+            found = await pool.fetchval(
+                "UPDATE toolnexus_tasks t SET pending = NULL FROM (SELECT pending FROM "
+                "toolnexus_tasks WHERE id = $1 FOR UPDATE) old WHERE t.id = $1 AND "
+                "old.pending IS NOT NULL RETURNING old.pending",
+                id,
+            )
         return _json.loads(found) if found is not None else None
 
     async def heartbeat(self, running: list[str]) -> int:
         """Extend the lease of the tasks this worker really runs (a task whose run ended without a
         last write, however that happened, is left to lapse and be failed); returns how many."""
         async with _reachable(self.db) as pool:
-            done = await pool.execute("UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
-                                      "WHERE worker = $1 AND id = ANY($3::text[])", self.worker, self.lease, running)
+            done = await pool.execute(
+                "UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
+                "WHERE worker = $1 AND id = ANY($3::text[])",
+                self.worker,
+                self.lease,
+                running,
+            )
         return int(done.split()[-1])
 
     async def expired(self, limit: int = 100) -> list[str]:
         """Running tasks whose worker stopped renewing their lease (it died, or lost the database)."""
         async with _reachable(self.db) as pool:
-            rows = await pool.fetch("SELECT id FROM toolnexus_tasks WHERE worker IS NOT NULL AND lease_until < now() "
-                                    "ORDER BY lease_until LIMIT $1", limit)
+            rows = await pool.fetch(
+                "SELECT id FROM toolnexus_tasks WHERE worker IS NOT NULL AND lease_until < now() "
+                "ORDER BY lease_until LIMIT $1",
+                limit,
+            )
         return [r["id"] for r in rows]
 
     async def aclose(self) -> None:
@@ -342,7 +442,9 @@ class PostgresConversationStore:
 
     async def get(self, id: str) -> list[dict[str, Any]] | None:
         async with _reachable(self.db) as pool:
-            found = await pool.fetchval("SELECT messages FROM toolnexus_conversations WHERE id = $1", id)
+            found = await pool.fetchval(
+                "SELECT messages FROM toolnexus_conversations WHERE id = $1", id
+            )
         return _json.loads(found) if found is not None else None
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
@@ -378,7 +480,9 @@ class WorkerLink:
     async def _listen(self) -> None:
         asyncpg = _asyncpg()
         connection = await asyncpg.connect(self.store.db.url)
-        await connection.add_listener(CHANNEL, lambda _c, _p, _ch, payload: self._queue.put_nowait(payload))
+        await connection.add_listener(
+            CHANNEL, lambda _c, _p, _ch, payload: self._queue.put_nowait(payload)
+        )
         self._listener = connection
 
     async def _deliver(self) -> None:
@@ -392,7 +496,12 @@ class WorkerLink:
                 _, task_id, version, state = payload.split(" ")
                 await self.runner.arrived(task_id, int(version), TaskState(state))
             except Exception as exc:  # one bad announcement or a store error never ends the link
-                log.warning("worker link: could not deliver %r: %s: %s", payload[:200], type(exc).__name__, exc)
+                log.warning(
+                    "worker link: could not deliver %r: %s: %s",
+                    payload[:200],
+                    type(exc).__name__,
+                    exc,
+                )
 
     async def _tick(self) -> None:
         """Heartbeat (and the runner's write-behind: a state no caller was told of yet, written
@@ -420,7 +529,12 @@ class WorkerLink:
                         await self.runner.lapsed(task_id)
             except Exception as exc:
                 lost = True
-                log.warning("worker link: %s: %s (again in %gs)", type(exc).__name__, exc, self.store.lease / 3)
+                log.warning(
+                    "worker link: %s: %s (again in %gs)",
+                    type(exc).__name__,
+                    exc,
+                    self.store.lease / 3,
+                )
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -53,7 +53,9 @@ class Desk(Protocol):
     def ask_export(self, what: str, default: Path, write: Callable[[Path], Any]) -> None: ...
     def ask_export_session(self) -> None: ...
     def ask_save_cassette(self) -> None: ...
-    def copy_text(self, text: str, what: str, note: str = "", severity: SeverityLevel = "information") -> None: ...
+    def copy_text(
+        self, text: str, what: str, note: str = "", severity: SeverityLevel = "information"
+    ) -> None: ...
 
 
 class ModeScreen(Screen[None]):
@@ -69,4 +71,6 @@ class ModeScreen(Screen[None]):
 
     @property
     def tn(self) -> Desk:
-        return cast(Desk, self.app)  # a mode screen's app is always the ToolnexusApp (app.py checks it is a Desk)
+        return cast(
+            Desk, self.app
+        )  # a mode screen's app is always the ToolnexusApp (app.py checks it is a Desk)

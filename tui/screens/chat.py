@@ -25,8 +25,8 @@ from toolnexus.protocol.model import Part, Task
 from ..peers import spoken
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.textbox import TextBox
 from ..widgets.safe import CELL_CAP, SafeStatic, safe
+from ..widgets.textbox import TextBox
 from .base import ModeScreen
 from .export import Prompt, default_export_dir
 
@@ -49,7 +49,6 @@ class ChatScreen(ModeScreen):
         Binding("ctrl+s", "save_artifacts", "Save", id="chat-save", priority=True, show=False),
         Binding("ctrl+y", "push", "Push", id="chat-push", priority=True, show=False),
     ]
-
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -84,15 +83,27 @@ class ChatScreen(ModeScreen):
     def _peers(self) -> None:
         select = self.query_one("#chat-peer", Select)
         # reachable peers, and the one of this conversation whatever its state (its transcript stays)
-        options = [(safe(_label(peer, url), CELL_CAP), url) for url, peer in self.tn.peer_book.peers.items()
-                   if peer.state == "reachable" or url == self.chat.peer]
+        options = [
+            (safe(_label(peer, url), CELL_CAP), url)
+            for url, peer in self.tn.peer_book.peers.items()
+            if peer.state == "reachable" or url == self.chat.peer
+        ]
         if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
             select.set_options(options)
-        chosen = select.value if isinstance(select.value, str) else None  # picked, its Changed maybe not yet handled
-        wanted = self.tn.chat_peer or self.chat.peer or chosen or self._first_choice([url for _, url in options])
+        chosen = (
+            select.value if isinstance(select.value, str) else None
+        )  # picked, its Changed maybe not yet handled
+        wanted = (
+            self.tn.chat_peer
+            or self.chat.peer
+            or chosen
+            or self._first_choice([url for _, url in options])
+        )
         if wanted and any(url == wanted for _, url in options) and select.value != wanted:
             select.value = wanted
-        if self.is_current:  # the peer named for Chat is taken when Chat shows (not while it is built ahead)
+        if (
+            self.is_current
+        ):  # the peer named for Chat is taken when Chat shows (not while it is built ahead)
             self.tn.chat_peer = None
 
     def _first_choice(self, urls: list[str]) -> str | None:
@@ -118,8 +129,10 @@ class ChatScreen(ModeScreen):
         peer = self.tn.peer_book.peers.get(url)
         skills = []
         if peer is not None and peer.client is not None and peer.client.card is not None:
-            skills = [(safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
-                      for s in peer.client.card.skills]
+            skills = [
+                (safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
+                for s in peer.client.card.skills
+            ]
         self.query_one("#chat-skill", Select).set_options(skills)
 
     def action_attach(self) -> None:
@@ -151,7 +164,9 @@ class ChatScreen(ModeScreen):
             self.chat.attachments.append(part)
             self._draw()
 
-        self.app.push_screen(Prompt(f"File to send with the next message (at most {MAX_FILE // 2**20} MiB)"), chosen)
+        self.app.push_screen(
+            Prompt(f"File to send with the next message (at most {MAX_FILE // 2**20} MiB)"), chosen
+        )
 
     def action_attach_data(self) -> None:
         """Add structured data (one JSON value) to the next message as a data part."""
@@ -167,7 +182,10 @@ class ChatScreen(ModeScreen):
             self.chat.attachments.append(Part.of_data(value))
             self._draw()
 
-        self.app.push_screen(Prompt('JSON to send as a data part with the next message, e.g. {"city": "Oslo"}'), chosen)
+        self.app.push_screen(
+            Prompt('JSON to send as a data part with the next message, e.g. {"city": "Oslo"}'),
+            chosen,
+        )
 
     def action_save_artifacts(self) -> None:
         """Write the artifacts of the last reply's task to a folder (asked; a default offered), in a
@@ -189,7 +207,9 @@ class ChatScreen(ModeScreen):
                 line.update(f"saving artifacts into {text} …")
                 self._save(task, text, line)
 
-        self.app.push_screen(Prompt("Save the artifacts of the last reply into the folder", str(default)), chosen)
+        self.app.push_screen(
+            Prompt("Save the artifacts of the last reply into the folder", str(default)), chosen
+        )
 
     @work(thread=True, group="chat-save")
     def _save(self, task: Task, folder: str, line: SafeStatic) -> None:
@@ -199,7 +219,9 @@ class ChatScreen(ModeScreen):
             now = time.monotonic()
             if now - shown[0] >= 0.1 or done == total:  # a screen refresh, not one per part
                 shown[0] = now
-                self.app.call_from_thread(line.update, f"saving artifacts into {folder}: {done:,} / {total:,} parts")
+                self.app.call_from_thread(
+                    line.update, f"saving artifacts into {folder}: {done:,} / {total:,} parts"
+                )
 
         def finished(note: str, severity: SeverityLevel) -> None:
             line.remove_class("busy")
@@ -208,10 +230,16 @@ class ChatScreen(ModeScreen):
         try:
             saved = task.save_artifacts(folder, progress)
         except Exception as exc:  # a front end never dies of what a peer sent
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else printable(str(exc), 200)
+            reason = (
+                exc.strerror
+                if isinstance(exc, OSError) and exc.strerror
+                else printable(str(exc), 200)
+            )
             self.app.call_from_thread(finished, f"cannot save into {folder}: {reason}", "error")
             return
-        self.app.call_from_thread(finished, f"saved {saved.summary()}", "warning" if saved.skipped else "information")
+        self.app.call_from_thread(
+            finished, f"saved {saved.summary()}", "warning" if saved.skipped else "information"
+        )
 
     def action_push(self) -> None:
         """Push notifications on or off for this conversation: the peer POSTs every change of its
@@ -222,7 +250,9 @@ class ChatScreen(ModeScreen):
             return
         if self.chat.push:
             self.chat.push = False
-            self.notify("push notifications off for the next messages (a peer keeps what it was given)")
+            self.notify(
+                "push notifications off for the next messages (a peer keeps what it was given)"
+            )
             self._draw()
             return
         self._push_on(self.chat.running)
@@ -234,8 +264,10 @@ class ChatScreen(ModeScreen):
             self.notify("the peer is not connected", severity="warning")
             return
         if peer.client.card is None or not peer.client.card.push_notifications:
-            self.notify("this peer's card does not offer push notifications (capabilities.pushNotifications)",
-                        severity="warning")
+            self.notify(
+                "this peer's card does not offer push notifications (capabilities.pushNotifications)",
+                severity="warning",
+            )
             return
         webhook = await self.tn.ensure_webhook()
         if task_id is not None:
@@ -349,7 +381,13 @@ class ChatScreen(ModeScreen):
             return
         try:
             push = (await self.tn.ensure_webhook()).target() if chat.push else None
-            await chat.run(peer.client, reply, on_change=lambda _: self._draw(), push=push, blocking=peer.blocking)
+            await chat.run(
+                peer.client,
+                reply,
+                on_change=lambda _: self._draw(),
+                push=push,
+                blocking=peer.blocking,
+            )
         finally:
             await peer.client.release()
         if reply.state is TurnState.LOST:  # the connection, not the peer's answer: look again
@@ -365,7 +403,9 @@ class ChatScreen(ModeScreen):
                 log.append("agent", "bold green")
                 if turn.state is TurnState.LOST:
                     log.append(" ⚡ connection lost", "yellow")
-                    text += f"  (ctrl+r: {'follow the task again' if turn.task_id else 'send again'})"
+                    text += (
+                        f"  (ctrl+r: {'follow the task again' if turn.task_id else 'send again'})"
+                    )
                 elif turn.state is TurnState.ERROR:
                     log.append(" ✘ failed", "red")
                 elif turn.task_state is not None:
@@ -380,27 +420,42 @@ class ChatScreen(ModeScreen):
             pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []
             if pushes:
                 seen = [n.state.value for n in pushes if n.state is not None]
-                log.append(f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}\n", "yellow")
+                log.append(
+                    f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}\n",
+                    "yellow",
+                )
             task = turn.task
             if task is not None:  # what came back besides the text
                 others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
                 for part in others[:20]:
                     log.append(f"       + {_describe(part)}\n", "magenta")
                 if others:
-                    log.append(f"       ({len(others)} file/data part(s); ctrl+s saves the artifacts)\n", "grey62")
+                    log.append(
+                        f"       ({len(others)} file/data part(s); ctrl+s saves the artifacts)\n",
+                        "grey62",
+                    )
         if self.chat.attachments:
-            log.append("next message carries: " + ", ".join(_describe(p) for p in self.chat.attachments) + "\n",
-                       "bold magenta")
+            log.append(
+                "next message carries: "
+                + ", ".join(_describe(p) for p in self.chat.attachments)
+                + "\n",
+                "bold magenta",
+            )
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
         ctx = self.chat.context_id
         push = "🔔 push on   " if self.chat.push else ""  # first: the context id is what gets cut
-        self.query_one("#chat-context", Static).update(push + (f"context {ctx}" if ctx else "new conversation"))
+        self.query_one("#chat-context", Static).update(
+            push + (f"context {ctx}" if ctx else "new conversation")
+        )
         self._question()
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
 
     def _question(self) -> None:
         """The open question above the message box, with what the next message will do about it."""
-        line, box = self.query_one("#chat-question", SafeStatic), self.query_one("#chat-input", Input)
+        line, box = (
+            self.query_one("#chat-question", SafeStatic),
+            self.query_one("#chat-input", Input),
+        )
         question, task = self.chat.question, (self.chat.waiting_task or "")[:8]
         answering = question is not None and self.chat.answering
         line.set_class(question is not None, "open")
@@ -409,16 +464,30 @@ class ChatScreen(ModeScreen):
             line.update("")
             box.placeholder = _PLACEHOLDER
         else:
-            asks = Text.assemble(("? ", "bold yellow"), (f"task {task} asks: ", "yellow"),
-                                 (" ".join(question.split())[:CELL_CAP] or "(no question text)", "bold"), "\n")
+            asks = Text.assemble(
+                ("? ", "bold yellow"),
+                (f"task {task} asks: ", "yellow"),
+                (" ".join(question.split())[:CELL_CAP] or "(no question text)", "bold"),
+                "\n",
+            )
             if answering:
-                asks.append("   enter answers it, on that task · ctrl+f sends a new task instead", "grey62")
+                asks.append(
+                    "   enter answers it, on that task · ctrl+f sends a new task instead", "grey62"
+                )
                 box.placeholder = f"your answer to task {task} (ctrl+f: a new task instead)"
             else:
-                asks.append("   the next message starts a new task; the question stays open · ctrl+f answers it", "grey62")
+                asks.append(
+                    "   the next message starts a new task; the question stays open · ctrl+f answers it",
+                    "grey62",
+                )
                 box.placeholder = "a new task (its question stays open; ctrl+f: answer it)"
             line.update(asks)
-        shown = (question is not None, answering, self.chat.lost is not None, self.chat.running is not None)
+        shown = (
+            question is not None,
+            answering,
+            self.chat.lost is not None,
+            self.chat.running is not None,
+        )
         if shown != self._keys_shown:  # the footer follows what the keys can do now (check_action)
             self._keys_shown = shown
             self.refresh_bindings()

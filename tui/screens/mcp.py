@@ -24,8 +24,8 @@ from toolnexus.secrets import expand_env
 from ..peers import parse_headers
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.textbox import TextBox
 from .base import ModeScreen
 
 
@@ -80,15 +80,21 @@ class MCPScreen(ModeScreen):
         self.raw_mode = False
         self._form_lock = asyncio.Lock()
 
-
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("mcp")
         with Horizontal(id="mcp-where"):
             # focus never selects the endpoint: the next keystroke would replace it
-            yield TextBox(placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
-                        id="mcp-url", select_on_focus=False)
-            yield TextBox(placeholder="headers: Authorization: Bearer ${TOKEN}", id="mcp-headers", select_on_focus=False)
+            yield TextBox(
+                placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
+                id="mcp-url",
+                select_on_focus=False,
+            )
+            yield TextBox(
+                placeholder="headers: Authorization: Bearer ${TOKEN}",
+                id="mcp-headers",
+                select_on_focus=False,
+            )
         with Horizontal(id="mcp-body"):
             yield SafeTable(id="mcp-tools", cursor_type="row")
             with Vertical(id="mcp-right"):
@@ -145,7 +151,10 @@ class MCPScreen(ModeScreen):
         /mcp (read from its token variable); a stdio server gets none."""
         if not isinstance(target, str):
             return None
-        headers = {k: expand_env(v) for k, v in parse_headers(self.query_one("#mcp-headers", Input).value).items()}
+        headers = {
+            k: expand_env(v)
+            for k, v in parse_headers(self.query_one("#mcp-headers", Input).value).items()
+        }
         for server in self.tn.workspace.running():
             env = server.spec.auth_token_env
             if env and server.url and target.startswith(server.url + "/") and os.environ.get(env):
@@ -171,8 +180,9 @@ class MCPScreen(ModeScreen):
         result.update(f"listing {url if isinstance(url, str) else shlex.join(url)} …")
         table = self.query_one("#mcp-tools", DataTable)
         try:
-            self.tools = await remote_tools(url, headers=self._headers(url), bus=self.tn.workspace.events,
-                                            timeout=15)
+            self.tools = await remote_tools(
+                url, headers=self._headers(url), bus=self.tn.workspace.events, timeout=15
+            )
         except Exception as exc:  # nothing of the previous endpoint stays on screen
             self.tools = []
             table.clear()
@@ -181,8 +191,11 @@ class MCPScreen(ModeScreen):
             return
         table.clear()
         for tool in self.tools:
-            table.add_row(tool["name"], tool["description"].splitlines()[0] if tool["description"] else "",
-                          key=tool["name"])
+            table.add_row(
+                tool["name"],
+                tool["description"].splitlines()[0] if tool["description"] else "",
+                key=tool["name"],
+            )
         result.update(f"{len(self.tools)} tools")
         if self.tools:
             table.focus()
@@ -224,15 +237,27 @@ class MCPScreen(ModeScreen):
                 label.append(f"\n{described}", "grey62")
             widgets.append(SafeStatic(label))
             default = schema.get("default")
-            hint = f"{kind}, required" if name in required else (f"{kind}, optional: empty leaves it out")
-            widgets.append(Input("" if default is None else (default if isinstance(default, str) else
-                                                              json.dumps(default)),
-                                 placeholder=hint, id=f"arg-{i}", compact=True))
+            hint = (
+                f"{kind}, required"
+                if name in required
+                else (f"{kind}, optional: empty leaves it out")
+            )
+            widgets.append(
+                Input(
+                    ""
+                    if default is None
+                    else (default if isinstance(default, str) else json.dumps(default)),
+                    placeholder=hint,
+                    id=f"arg-{i}",
+                    compact=True,
+                )
+            )
         if not props:
             widgets.append(Label("no arguments"))
         await form.mount_all(widgets)
-        self.query_one("#mcp-raw-args", TextArea).text = json.dumps({n: s.get("default") for n, s in props.items()
-                                                                     if "default" in s}, indent=2)
+        self.query_one("#mcp-raw-args", TextArea).text = json.dumps(
+            {n: s.get("default") for n, s in props.items() if "default" in s}, indent=2
+        )
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments from the form (or the raw JSON); ValueError names the required ones
@@ -246,14 +271,19 @@ class MCPScreen(ModeScreen):
         else:
             props = schema_of.get("properties") or {}
             args = {}
-            for i, (name, schema) in enumerate(props.items()):  # ids by position: a name is the peer's text
+            for i, (name, schema) in enumerate(
+                props.items()
+            ):  # ids by position: a name is the peer's text
                 text = self.query_one(f"#arg-{i}", Input).value
                 if text != "":
                     args[name] = field_value(text, schema if isinstance(schema, dict) else {})
         missing = [str(n) for n in schema_of.get("required") or [] if n not in args]
         if missing:
-            raise ValueError(f"fill in the required argument{'s' if len(missing) > 1 else ''}: "
-                             + ", ".join(printable(n, 80) for n in missing) + " (nothing was sent)")
+            raise ValueError(
+                f"fill in the required argument{'s' if len(missing) > 1 else ''}: "
+                + ", ".join(printable(n, 80) for n in missing)
+                + " (nothing was sent)"
+            )
         return args
 
     def action_toggle_raw(self) -> None:
@@ -280,14 +310,22 @@ class MCPScreen(ModeScreen):
         result = self.query_one("#mcp-result", Static)
         result.update(f"calling {name} …")
         try:
-            outcome = await call_remote_tool(url, name, args, headers=self._headers(url),
-                                             bus=self.tn.workspace.events, timeout=60)
+            outcome = await call_remote_tool(
+                url,
+                name,
+                args,
+                headers=self._headers(url),
+                bus=self.tn.workspace.events,
+                timeout=60,
+            )
         except Exception as exc:
             result.update(Text(f"✘ {exc}", "red"))
             return
         self.last_result = outcome
         text = Text()
         text.append(f"{name} {json.dumps(args)}\n", "bold")
-        text.append("error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green")
+        text.append(
+            "error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green"
+        )
         text.append(outcome.output)
         result.update(text)

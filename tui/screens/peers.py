@@ -27,18 +27,24 @@ from toolnexus.monitor import STATE_STYLE
 from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.textbox import TextBox
 from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.textbox import TextBox
 from .base import ModeScreen
 
 
 class PeersScreen(ModeScreen):
-    _auth_shown: tuple[str, bool] | None = None  # the peer (and whether its card was in) the Auth tab shows
+    _auth_shown: tuple[str, bool] | None = (
+        None  # the peer (and whether its card was in) the Auth tab shows
+    )
     BINDINGS = [
-        Binding("c", "chat", "Chat", id="peer-chat-c"),  # enter does too, but a table hides its enter from the footer
+        Binding(
+            "c", "chat", "Chat", id="peer-chat-c"
+        ),  # enter does too, but a table hides its enter from the footer
         Binding("n", "add_peer", "Add peer", id="peer-add"),
         Binding("r", "recheck", "Recheck", id="peer-recheck"),
-        Binding("h", "edit_headers", "Auth", id="peer-headers", show=False),  # these four: in ? (the footer fits 80 columns)
+        Binding(
+            "h", "edit_headers", "Auth", id="peer-headers", show=False
+        ),  # these four: in ? (the footer fits 80 columns)
         Binding("d", "delete_peer", "Remove", id="peer-remove", show=False),
         Binding("v", "cycle_dialect", "Dialect", id="peer-dialect"),
         Binding("b", "toggle_blocking", "Blocking", id="peer-blocking", show=False),
@@ -48,11 +54,12 @@ class PeersScreen(ModeScreen):
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
 
-
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("peers")
-        yield TextBox(placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url")
+        yield TextBox(
+            placeholder="add a peer: its card URL or base URL, then enter  (n)", id="peer-url"
+        )
         yield SafeTable(id="peers", cursor_type="row")
         with TabbedContent(id="peer-detail"):
             with TabPane("Card", id="p-card"):
@@ -62,19 +69,43 @@ class PeersScreen(ModeScreen):
             with TabPane("Raw", id="p-raw"):
                 yield VerticalScroll(SafeStatic(id="raw-view"))
             with TabPane("Tasks", id="p-tasks"):
-                yield VerticalScroll(SafeStatic("t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
-                                                "attach to one in Chat with ctrl+g.", id="remote-tasks"))
+                yield VerticalScroll(
+                    SafeStatic(
+                        "t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
+                        "attach to one in Chat with ctrl+g.",
+                        id="remote-tasks",
+                    )
+                )
             with TabPane("Doctor", id="p-doctor"):
-                yield VerticalScroll(SafeStatic("o probes this peer: which clients can work with it, why, and the "
-                                                "fix (toolnexus doctor; no task is created).", id="doctor-view"))
+                yield VerticalScroll(
+                    SafeStatic(
+                        "o probes this peer: which clients can work with it, why, and the "
+                        "fix (toolnexus doctor; no task is created).",
+                        id="doctor-view",
+                    )
+                )
             with TabPane("Auth", id="p-headers"):
                 yield SafeStatic(_AUTH_HELP, id="auth-help")
                 with Horizontal(id="auth-row"):
-                    yield Select([(label, kind) for kind, label in AUTH_KINDS.items()], value="none",
-                                 allow_blank=False, id="auth-kind", compact=True)
+                    yield Select(
+                        [(label, kind) for kind, label in AUTH_KINDS.items()],
+                        value="none",
+                        allow_blank=False,
+                        id="auth-kind",
+                        compact=True,
+                    )
                     yield TextBox(placeholder="header name / user", id="auth-name", compact=True)
-                    yield TextBox(placeholder="${ENV_VAR} or the secret", id="auth-secret", password=True, compact=True)
-                yield TextBox(placeholder="other headers: Name: value; Other: ${VAR}", id="peer-headers", compact=True)
+                    yield TextBox(
+                        placeholder="${ENV_VAR} or the secret",
+                        id="auth-secret",
+                        password=True,
+                        compact=True,
+                    )
+                yield TextBox(
+                    placeholder="other headers: Name: value; Other: ${VAR}",
+                    id="peer-headers",
+                    compact=True,
+                )
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -97,8 +128,11 @@ class PeersScreen(ModeScreen):
         chosen = self.selected()
         table.clear()
         for url, peer in self.tn.peer_book.peers.items():
-            dot = {"reachable": Text("●", "green"), "unreachable": Text("✘", "red"),
-                   "checking": Text("◌", "yellow")}.get(peer.state, Text("○", "grey50"))
+            dot = {
+                "reachable": Text("●", "green"),
+                "unreachable": Text("✘", "red"),
+                "checking": Text("◌", "yellow"),
+            }.get(peer.state, Text("○", "grey50"))
             dialect = spoken(peer.client)
             if peer.dialect != "auto":
                 dialect += "!"  # forced
@@ -141,9 +175,11 @@ class PeersScreen(ModeScreen):
         diag.append(f"verdict: {report.summary}\n", "bold")
         for line, what in report.verdict.items():
             diag.append(f"  {line}: {what}\n")
-        diag.append(f"\ndialect in use: {spoken(peer.client)}"
-                    f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/rest/grpc/legacy\n"
-                    f"sends: {'blocking' if peer.blocking else 'non-blocking, then follow the task'} (b toggles)\n\n")
+        diag.append(
+            f"\ndialect in use: {spoken(peer.client)}"
+            f" ({peer.client.dialect_reason if peer.client else ''}); v cycles auto/0.3/1.0/rest/grpc/legacy\n"
+            f"sends: {'blocking' if peer.blocking else 'non-blocking, then follow the task'} (b toggles)\n\n"
+        )
         colors = {"error": "red", "warning": "yellow", "info": "grey62"}
         for d in report.diagnostics:
             diag.append(f"{d.level:<8}", colors.get(d.level, ""))
@@ -167,8 +203,13 @@ class PeersScreen(ModeScreen):
         try:
             listed = await peer.client.list_tasks(page_size=50)
         except Exception as exc:
-            view.update(Text(f"✘ {exc}\n(a peer that does not speak 1.0 has no ListTasks: attach to a task by "
-                             f"its id in Chat, ctrl+g)", "red"))
+            view.update(
+                Text(
+                    f"✘ {exc}\n(a peer that does not speak 1.0 has no ListTasks: attach to a task by "
+                    f"its id in Chat, ctrl+g)",
+                    "red",
+                )
+            )
             return
         finally:
             await peer.client.release()
@@ -194,14 +235,22 @@ class PeersScreen(ModeScreen):
         view.update(f"probing {peer.url} …")
         try:
             report = await doctor(peer.url, headers=peer.live_headers())
-        except Exception as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
+        except (
+            Exception
+        ) as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
             view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
             return
         colors = {"error": "red", "warning": "yellow", "ok": "green", "info": "grey62"}
         t = Text(f"{report.summary}\n\n", "bold red" if report.failed("error") else "bold")
         for line in report.text().splitlines()[1:-1]:  # peer text stays Text: never markup
-            severity = next((k for k, mark in (("ok", "✔"), ("error", "✘"), ("warning", "!"), ("info", "·"))
-                             if line.lstrip().startswith(mark)), None)
+            severity = next(
+                (
+                    k
+                    for k, mark in (("ok", "✔"), ("error", "✘"), ("warning", "!"), ("info", "·"))
+                    if line.lstrip().startswith(mark)
+                ),
+                None,
+            )
             t.append(line + "\n", colors.get(severity or "", ""))
         view.update(t)
 
@@ -241,8 +290,14 @@ class PeersScreen(ModeScreen):
         self.query_one("#auth-kind", Select).value = auth.kind
         self.query_one("#auth-name", Input).value = auth.name
         self.query_one("#auth-secret", Input).value = auth.secret
-        self.query_one("#peer-headers", Input).value = "; ".join(f"{k}: {v}" for k, v in peer.headers.items())
-        wants = f"\nThe card asks for: {AUTH_KINDS[asks.kind]}{' ' + asks.name if asks.name else ''}." if asks else ""
+        self.query_one("#peer-headers", Input).value = "; ".join(
+            f"{k}: {v}" for k, v in peer.headers.items()
+        )
+        wants = (
+            f"\nThe card asks for: {AUTH_KINDS[asks.kind]}{' ' + asks.name if asks.name else ''}."
+            if asks
+            else ""
+        )
         self.query_one("#auth-help", Static).update(_AUTH_HELP + wants)
 
     @on(Input.Changed, "#auth-secret")
@@ -252,7 +307,9 @@ class PeersScreen(ModeScreen):
 
     @on(Select.Changed, "#auth-kind")
     def _auth_kind(self, event: Select.Changed) -> None:
-        hint = {"apikey": "header name (X-API-Key)", "basic": "user"}.get(str(event.value), "(not used)")
+        hint = {"apikey": "header name (X-API-Key)", "basic": "user"}.get(
+            str(event.value), "(not used)"
+        )
         self.query_one("#auth-name", Input).placeholder = hint
 
     def action_edit_headers(self) -> None:
@@ -265,10 +322,16 @@ class PeersScreen(ModeScreen):
         if peer is None:
             return
         kind = self.query_one("#auth-kind", Select).value
-        auth = PeerAuth(str(kind), self.query_one("#auth-name", Input).value.strip(),
-                        self.query_one("#auth-secret", Input).value.strip())
+        auth = PeerAuth(
+            str(kind),
+            self.query_one("#auth-name", Input).value.strip(),
+            self.query_one("#auth-secret", Input).value.strip(),
+        )
         if auth.kind in ("bearer", "apikey") and not auth.secret:
-            self.notify(f"{AUTH_KINDS[auth.kind]}: the secret is empty (type it, or ${{ENV_VAR}})", severity="error")
+            self.notify(
+                f"{AUTH_KINDS[auth.kind]}: the secret is empty (type it, or ${{ENV_VAR}})",
+                severity="error",
+            )
             return
         if auth.kind == "basic" and not auth.name:
             self.notify("basic: the user is empty", severity="error")
@@ -278,12 +341,16 @@ class PeersScreen(ModeScreen):
         replaced = [k for k in peer.headers if k.lower() in {h.lower() for h in auth.headers()}]
         for k in replaced:  # one credential per header: the panel's wins, and says so
             del peer.headers[k]
-            self.notify(f"the {k} header line was replaced by the {AUTH_KINDS[auth.kind]} credential")
+            self.notify(
+                f"the {k} header line was replaced by the {AUTH_KINDS[auth.kind]} credential"
+            )
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)
         self.query_one("#peers", DataTable).focus()
-        self.notify(f"credentials set for {peer.url}: {AUTH_KINDS[peer.auth.kind]}" +
-                    (" (a literal secret is kept for this session only)" if peer.keeps_literal else ""))
+        self.notify(
+            f"credentials set for {peer.url}: {AUTH_KINDS[peer.auth.kind]}"
+            + (" (a literal secret is kept for this session only)" if peer.keeps_literal else "")
+        )
 
     def action_cycle_dialect(self) -> None:
         """auto → 0.3 → 1.0 → rest (1.0 over HTTP+JSON) → grpc → legacy: force how this peer is spoken to."""
@@ -303,7 +370,9 @@ class PeersScreen(ModeScreen):
         peer.blocking = not peer.blocking
         self.tn.peer_book.save()
         self.refresh_peers()
-        self.notify(f"{peer.url}: {'blocking sends' if peer.blocking else 'non-blocking sends, then follow the task'}")
+        self.notify(
+            f"{peer.url}: {'blocking sends' if peer.blocking else 'non-blocking sends, then follow the task'}"
+        )
 
     def action_delete_peer(self) -> None:
         url = self.selected()
@@ -322,8 +391,10 @@ class PeersScreen(ModeScreen):
             self.app.switch_mode("chat")
 
 
-_AUTH_HELP = ("Credential, user or header name, secret; other headers below. Enter applies. "
-              "${VAR} references are saved; a literal secret lives for this session only.")
+_AUTH_HELP = (
+    "Credential, user or header name, secret; other headers below. Enter applies. "
+    "${VAR} references are saved; a literal secret lives for this session only."
+)
 
 
 def _card_text(card: Any) -> Text:
@@ -339,7 +410,9 @@ def _card_text(card: Any) -> Text:
     caps = raw.get("capabilities") or {}
     t.append(f"capabilities {json.dumps(caps)}\n")
     for itf in card.interfaces:
-        t.append(f"interface {itf.get('protocolBinding', '?')} {itf.get('protocolVersion', '?')} {itf.get('url')}\n")
+        t.append(
+            f"interface {itf.get('protocolBinding', '?')} {itf.get('protocolVersion', '?')} {itf.get('url')}\n"
+        )
     if raw.get("url"):
         t.append(f"url {raw['url']} (protocolVersion {raw.get('protocolVersion')})\n")
     t.append("\nskills\n", "bold")

@@ -22,7 +22,9 @@ class ServerForm(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form-cancel")]
 
-    def __init__(self, workspace: Workspace, spec: ServerSpec | None = None, *, replacing: str | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, spec: ServerSpec | None = None, *, replacing: str | None = None
+    ) -> None:
         """A new server's form, or (``spec`` and ``replacing``) the form that edits a server."""
         super().__init__()
         self.workspace = workspace
@@ -31,11 +33,16 @@ class ServerForm(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         n = len(self.workspace.servers) + 1
-        s = self.initial or ServerSpec(name=f"desk-{n}", skills=[str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [],
-                                       mcp=True)
+        s = self.initial or ServerSpec(
+            name=f"desk-{n}",
+            skills=[str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [],
+            mcp=True,
+        )
         style, _, model = s.model.partition(":")
         with VerticalScroll(id="server-form"):
-            yield Label(f"Edit {self.replacing}" if self.replacing else "Start a server", id="form-title")
+            yield Label(
+                f"Edit {self.replacing}" if self.replacing else "Start a server", id="form-title"
+            )
             with Grid(id="form-grid"):
                 yield Label("name")
                 yield Input(s.name, id="f-name", compact=True)
@@ -46,17 +53,35 @@ class ServerForm(ModalScreen[str | None]):
                 yield Label("port")
                 yield Input(str(s.port), id="f-port", type="integer", compact=True)
                 yield Label("model")
-                yield Select([("demo (offline)", "demo"), ("OpenAI-style", "openai"), ("Anthropic-style", "anthropic")],
-                             value=style if style in ("demo", "openai", "anthropic") else "demo", allow_blank=False,
-                             id="f-style", compact=True)
+                yield Select(
+                    [
+                        ("demo (offline)", "demo"),
+                        ("OpenAI-style", "openai"),
+                        ("Anthropic-style", "anthropic"),
+                    ],
+                    value=style if style in ("demo", "openai", "anthropic") else "demo",
+                    allow_blank=False,
+                    id="f-style",
+                    compact=True,
+                )
                 yield Label("model name")
-                yield Input(model, placeholder="e.g. gpt-4o-mini, llama3", id="f-model", compact=True)
+                yield Input(
+                    model, placeholder="e.g. gpt-4o-mini, llama3", id="f-model", compact=True
+                )
                 yield Label("base URL")
-                yield Input(s.base_url or "", placeholder="default for the style; any OpenAI-compatible server",
-                            id="f-base-url", compact=True)
+                yield Input(
+                    s.base_url or "",
+                    placeholder="default for the style; any OpenAI-compatible server",
+                    id="f-base-url",
+                    compact=True,
+                )
                 yield Label("API key env var")
-                yield Input(s.api_key_env or "", placeholder="e.g. OPENAI_API_KEY (the key itself is never stored)",
-                            id="f-key-env", compact=True)
+                yield Input(
+                    s.api_key_env or "",
+                    placeholder="e.g. OPENAI_API_KEY (the key itself is never stored)",
+                    id="f-key-env",
+                    compact=True,
+                )
                 yield Label("store")
                 yield Input(s.store, placeholder="memory or file:DIR", id="f-store", compact=True)
                 yield Label("profiles")
@@ -64,11 +89,19 @@ class ServerForm(ModalScreen[str | None]):
                     yield Checkbox("A2A", s.a2a, id="f-a2a", compact=True)
                     yield Checkbox("MCP", s.mcp, id="f-mcp", compact=True)
                 yield Label("MCP tools")
-                yield Input(", ".join(s.mcp_tools or []), placeholder="blank: all but bash/write/edit; or a comma list",
-                            id="f-mcp-tools", compact=True)
+                yield Input(
+                    ", ".join(s.mcp_tools or []),
+                    placeholder="blank: all but bash/write/edit; or a comma list",
+                    id="f-mcp-tools",
+                    compact=True,
+                )
                 yield Label("auth token env var")
-                yield Input(s.auth_token_env or "", placeholder="blank: no auth; else require Bearer $VAR",
-                            id="f-auth-env", compact=True)
+                yield Input(
+                    s.auth_token_env or "",
+                    placeholder="blank: no auth; else require Bearer $VAR",
+                    id="f-auth-env",
+                    compact=True,
+                )
             yield SafeStatic("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Start", variant="primary", id="form-start")
@@ -120,11 +153,15 @@ class ServerForm(ModalScreen[str | None]):
                     self.workspace.remove(self.replacing)
                 self.replacing = spec.name if spec.name in self.workspace.servers else None
             await self.workspace.start(spec)
-        except Exception as exc:  # the reason of this attempt (a running namesake has no error of its own)
+        except (
+            Exception
+        ) as exc:  # the reason of this attempt (a running namesake has no error of its own)
             self._error(_field_reason(spec, exc))
             return
         desk = cast(Desk, self.app)  # the form is pushed by the ToolnexusApp only
-        desk.remember_server(self.workspace.get(spec.name).spec, self.initial.name if self.initial else None)
+        desk.remember_server(
+            self.workspace.get(spec.name).spec, self.initial.name if self.initial else None
+        )
         desk.servers_changed.publish(None)
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
         self.dismiss(spec.name)

@@ -22,8 +22,10 @@ from .base import ModeScreen
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
 
-_HELLO = ('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",'
-          '"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hello"}]}}}')
+_HELLO = (
+    '{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",'
+    '"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hello"}]}}}'
+)
 
 
 class ServersScreen(ModeScreen):
@@ -32,13 +34,14 @@ class ServersScreen(ModeScreen):
     BINDINGS = [
         Binding("n", "new_server", "New server", id="server-new"),
         Binding("s", "toggle_server", "Start/stop", id="server-toggle"),
-        Binding("r", "restart", "Restart", id="server-restart", show=False),  # in ? and the palette: the footer fits 80 columns
+        Binding(
+            "r", "restart", "Restart", id="server-restart", show=False
+        ),  # in ? and the palette: the footer fits 80 columns
         Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
         Binding("e", "edit", "Edit", id="server-edit"),
         Binding("d", "delete", "Delete", id="server-delete"),
         Binding("enter", "show_tasks", "Tasks", id="server-tasks"),
     ]
-
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -72,11 +75,20 @@ class ServersScreen(ModeScreen):
         table.clear()
         for name, server in self.tn.workspace.servers.items():
             counts = self.tn.book.counts(name)
-            dot = {"running": Text("●", "green"), "starting": Text("◌", "yellow"),
-                   "failed": Text("✘", "red")}.get(server.state, Text("○", "grey50"))
+            dot = {
+                "running": Text("●", "green"),
+                "starting": Text("◌", "yellow"),
+                "failed": Text("✘", "red"),
+            }.get(server.state, Text("○", "grey50"))
             url = server.url or server.state
-            cells = [dot, name, url, " ".join(server.spec.profiles), "on" if server.auth else "off",
-                     server.spec.store]
+            cells = [
+                dot,
+                name,
+                url,
+                " ".join(server.spec.profiles),
+                "on" if server.auth else "off",
+                server.spec.store,
+            ]
             for state in COUNTED:
                 symbol, style = STATE_STYLE[state]
                 cells.append(Text(str(counts.get(state, 0)), style))
@@ -112,9 +124,18 @@ class ServersScreen(ModeScreen):
         if server.error:
             lines.append(f"✘ {server.error}\n", "red")
         if server.state == "running" and server.spec.a2a and server.url:
-            lines.append("\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell:\n", "bold")
-            auth = ' -H "Authorization: Bearer $' + server.spec.auth_token_env + '"' if server.spec.auth_token_env else ""
-            lines.append(f"curl -s {server.url}/ -H 'Content-Type: application/json'{auth} -d '{_HELLO}'\n", "cyan")
+            lines.append(
+                "\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell:\n", "bold"
+            )
+            auth = (
+                ' -H "Authorization: Bearer $' + server.spec.auth_token_env + '"'
+                if server.spec.auth_token_env
+                else ""
+            )
+            lines.append(
+                f"curl -s {server.url}/ -H 'Content-Type: application/json'{auth} -d '{_HELLO}'\n",
+                "cyan",
+            )
         detail.update(lines)
 
     # -- actions ----------------------------------------------------------------------------------
@@ -128,7 +149,9 @@ class ServersScreen(ModeScreen):
 
         name = self._selected()
         if name:
-            self.app.push_screen(ServerForm(self.tn.workspace, self.tn.workspace.get(name).spec, replacing=name))
+            self.app.push_screen(
+                ServerForm(self.tn.workspace, self.tn.workspace.get(name).spec, replacing=name)
+            )
 
     def action_delete(self) -> None:
         name = self._selected()

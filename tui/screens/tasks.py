@@ -33,17 +33,34 @@ from toolnexus.protocol.dialects import Dialect
 
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.textbox import TextBox
 from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.textbox import TextBox
 from .base import ModeScreen
 
-COLUMNS = [("state", "state", 16), ("task", "task", 10), ("server", "server", 14), ("skill", "skill", 10),
-           ("context", "context", 10), ("age", "age", 8), ("took", "took", 8), ("tokens", "tokens", 7),
-           ("tools", "tools", 5)]
+COLUMNS = [
+    ("state", "state", 16),
+    ("task", "task", 10),
+    ("server", "server", 14),
+    ("skill", "skill", 10),
+    ("context", "context", 10),
+    ("age", "age", 8),
+    ("took", "took", 8),
+    ("tokens", "tokens", 7),
+    ("tools", "tools", 5),
+]
 """Label, key and width of each column of the task table."""
-NARROW = {"state": 12, "task": 10, "server": 11, "skill": 9, "context": 10, "age": 7, "took": 7, "tokens": 7,
-          "tools": 5}
+NARROW = {
+    "state": 12,
+    "task": 10,
+    "server": 11,
+    "skill": 9,
+    "context": 10,
+    "age": 7,
+    "took": 7,
+    "tokens": 7,
+    "tools": 5,
+}
 """The widths on a terminal narrower than WIDE (no cell padding; one character of each is the gap
 after its text): 78 in all, so that every column shows on an 80-column terminal."""
 WIDE = sum(width + 2 for _, _, width in COLUMNS) + 2
@@ -60,7 +77,9 @@ class TasksScreen(ModeScreen):
         Binding("a", "answer", "Answer", id="task-answer"),
         Binding("y", "copy_id", "Copy", id="task-copy", tooltip="Copy the task id"),
         Binding("e", "export", "Export", id="task-export"),
-        Binding("m", "toggle_calls", "MCP calls", id="tasks-calls", show=False),  # in ?: the footer fits 80 columns
+        Binding(
+            "m", "toggle_calls", "MCP calls", id="tasks-calls", show=False
+        ),  # in ?: the footer fits 80 columns
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
     ]
 
@@ -70,19 +89,22 @@ class TasksScreen(ModeScreen):
         self.filter_text = ""
         self._stale = False
 
-
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("tasks")
         with TabbedContent(id="tasks-tabs", initial="tab-tasks"):
             with TabPane("Tasks", id="tab-tasks"):
-                yield TextBox(placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
-                            id="filter")
+                yield TextBox(
+                    placeholder="filter: state:failed server:demo ctx:81c0 skill:greet words…  (/)",
+                    id="filter",
+                )
                 yield RowTable(self._cells, id="tasks")
                 with Vertical(id="answer-box", classes="hidden"):
                     yield SafeStatic("", id="answer-question")
-                    yield TextBox(placeholder="your answer (enter sends it on the same task, escape closes)",
-                                id="answer")
+                    yield TextBox(
+                        placeholder="your answer (enter sends it on the same task, escape closes)",
+                        id="answer",
+                    )
                 with TabbedContent(id="detail"):
                     with TabPane("Timeline", id="d-timeline"):
                         yield VerticalScroll(SafeStatic(id="timeline"))
@@ -121,7 +143,8 @@ class TasksScreen(ModeScreen):
     def _columns(self) -> None:
         self.query_one("#tasks", RowTable).set_columns(
             [(label, key, NARROW[key] if self._narrow else width) for label, key, width in COLUMNS],
-            padding=0 if self._narrow else 1)
+            padding=0 if self._narrow else 1,
+        )
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < WIDE
@@ -147,15 +170,27 @@ class TasksScreen(ModeScreen):
         age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
         tokens, tools = view.tokens(), view.tool_calls()
         label = f"{symbol} {view.state.value}"
-        if getattr(self, "_narrow", False) and len(label) >= NARROW["state"]:  # keep the gap: cut, say so
+        if (
+            getattr(self, "_narrow", False) and len(label) >= NARROW["state"]
+        ):  # keep the gap: cut, say so
             label = label[: NARROW["state"] - 2] + "…"
-        return [Text(label, style), short(view.id), view.server, view.skill or "—",
-                short(view.task.context_id), duration(age), duration(view.took()),
-                "—" if tokens is None else str(tokens), "—" if tools is None else str(tools)]
+        return [
+            Text(label, style),
+            short(view.id),
+            view.server,
+            view.skill or "—",
+            short(view.task.context_id),
+            duration(age),
+            duration(view.took()),
+            "—" if tokens is None else str(tokens),
+            "—" if tools is None else str(tools),
+        ]
 
     def _rebuild(self) -> None:
         self._stale = False
-        self.query_one("#tasks", RowTable).set_rows(v.id for v in self.tn.book.matching(self.filter_text))
+        self.query_one("#tasks", RowTable).set_rows(
+            v.id for v in self.tn.book.matching(self.filter_text)
+        )
         self._after_update()
 
     def _tasks_changed(self, ids: frozenset[str]) -> None:
@@ -185,7 +220,9 @@ class TasksScreen(ModeScreen):
         if current is not None and current.id in ids:
             self._show(current)
         elif current is not None and self.query_one("#detail", TabbedContent).active == "d-trace":
-            self.query_one("#task-trace", Static).update(_trace(current, self.tn.book))  # a hop below moved
+            self.query_one("#task-trace", Static).update(
+                _trace(current, self.tn.book)
+            )  # a hop below moved
 
     def _after_update(self) -> None:
         table = self.query_one("#tasks", RowTable)
@@ -275,8 +312,15 @@ class TasksScreen(ModeScreen):
         for i in range(table.row_count, len(calls)):
             c = calls[i]
             result = Text("error", "red") if c.is_error else Text("ok", "green")
-            table.add_row(c.time[11:19], c.server, c.name, c.source, f"{c.ms:.0f}", result,
-                          json.dumps(c.args)[:60])
+            table.add_row(
+                c.time[11:19],
+                c.server,
+                c.name,
+                c.source,
+                f"{c.ms:.0f}",
+                result,
+                json.dumps(c.args)[:60],
+            )
 
     def _show_call(self, row: int) -> None:
         calls = list(self.tn.book.calls)
@@ -322,8 +366,11 @@ class TasksScreen(ModeScreen):
         if view is None:
             return
         export = view.export()
-        self.tn.ask_export(f"task {short(view.id)}", self.tn.export_dir / f"task-{view.id}.json",
-                           lambda path: write_whole(path, json.dumps(export, indent=2, ensure_ascii=False)))
+        self.tn.ask_export(
+            f"task {short(view.id)}",
+            self.tn.export_dir / f"task-{view.id}.json",
+            lambda path: write_whole(path, json.dumps(export, indent=2, ensure_ascii=False)),
+        )
 
     def action_cancel_task(self) -> None:
         view = self._current()
@@ -343,7 +390,9 @@ class TasksScreen(ModeScreen):
         if view is None:
             return
         if not view.state.interrupted:
-            self.notify(f"{short(view.id)} is {view.state.value}, not waiting for input", severity="warning")
+            self.notify(
+                f"{short(view.id)} is {view.state.value}, not waiting for input", severity="warning"
+            )
             return
         question = view.task.status.message.text if view.task.status.message else "input required"
         self.query_one("#answer-question", Static).update(Text(f"? {question}", "magenta"))
@@ -382,7 +431,9 @@ def _wire(view: TaskView, traffic: Any) -> Text:
     """The task's lifecycle and every exchange about it, inbound and outbound, in time order."""
     rows = task_wire(view, traffic)
     if len(rows) == len(view.timeline):
-        return Text("No exchanges recorded for this task (hosted servers record theirs; peers you call, yours).")
+        return Text(
+            "No exchanges recorded for this task (hosted servers record theirs; peers you call, yours)."
+        )
     t = Text()
     for at, kind, item in rows:
         t.append(f"{at[11:23]}  ", "grey62")
@@ -405,8 +456,10 @@ def _trace(view: TaskView, book: Any) -> Text:
     state, time) and, under it, the task it made when this app hosts that agent too."""
     rows = trace_tree(book, view.id)
     if len(rows) <= 1:
-        return Text("This task called no other agent (an A2A tool's calls show here, nested across the "
-                    "agents this app hosts).")
+        return Text(
+            "This task called no other agent (an A2A tool's calls show here, nested across the "
+            "agents this app hosts)."
+        )
     t = Text()
     if view.task.trace is not None:
         t.append(f"trace {view.task.trace.trace_id}\n\n", "grey62")
@@ -415,8 +468,14 @@ def _trace(view: TaskView, book: Any) -> Text:
         if kind == "task":
             symbol, style = STATE_STYLE.get(item.state, ("●", ""))
             t.append(f"{symbol} {item.state.value}", style)
-            t.append(f"  {item.server}  task {short(item.id)}", "bold" if item.id == view.id else "")
-            t.append(f"  {duration(item.took())}" + ("   ◀ this task" if item.id == view.id else "") + "\n")
+            t.append(
+                f"  {item.server}  task {short(item.id)}", "bold" if item.id == view.id else ""
+            )
+            t.append(
+                f"  {duration(item.took())}"
+                + ("   ◀ this task" if item.id == view.id else "")
+                + "\n"
+            )
             continue
         style = "red" if item.state == "error" else "grey62" if item.done else "yellow"
         t.append(f"→ {item.peer}", "bold")
@@ -435,7 +494,9 @@ def _telemetry(view: TaskView) -> Any:
     text = Text()
     text.append(f"model {r.model}   turns {r.turns}   status {r.status}\n", "bold")
     u = r.usage
-    text.append(f"tokens: prompt {u.prompt_tokens}, completion {u.completion_tokens}, total {u.total_tokens}\n\n")
+    text.append(
+        f"tokens: prompt {u.prompt_tokens}, completion {u.completion_tokens}, total {u.total_tokens}\n\n"
+    )
     for i, call in enumerate(r.tool_calls, 1):
         text.append(f"{i}. {call['name']}", "bold red" if call["is_error"] else "bold")
         text.append(f"  {json.dumps(call['args'])}\n")

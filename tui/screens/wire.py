@@ -21,9 +21,9 @@ from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.textbox import TextBox
 from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic
+from ..widgets.textbox import TextBox
 from .base import ModeScreen
 
 
@@ -62,31 +62,67 @@ REDRAW_EVERY = 0.1
 """Seconds the rows wait for more exchanges before they are drawn again (a busy server logs
 hundreds a second; each redraw sorts the whole log)."""
 
-_WIDE = (("time", 12), ("dir", 4), ("peer", 16), ("method", 22), ("status", 6), ("ms", 7), ("url", 40))
-_NARROW = (("time", 13), ("dir", 2), ("peer", 14), ("method", 15), ("status", 4), ("ms", 7), ("url", 22))
+_WIDE = (
+    ("time", 12),
+    ("dir", 4),
+    ("peer", 16),
+    ("method", 22),
+    ("status", 6),
+    ("ms", 7),
+    ("url", 40),
+)
+_NARROW = (
+    ("time", 13),
+    ("dir", 2),
+    ("peer", 14),
+    ("method", 15),
+    ("status", 4),
+    ("ms", 7),
+    ("url", 22),
+)
 
 
 class WireScreen(ModeScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="wire-filter"),
         Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
-        Binding("c", "copy_curl", "Curl", id="wire-curl", tooltip="Copy the exchange as a curl command"),
-        Binding("e", "export", "Export", id="wire-export", tooltip="Export the session: the wire log and the chat as JSON"),
-        Binding("k", "cassette", "Cassette", id="wire-cassette", tooltip="Save the wire log as a cassette to replay"),
+        Binding(
+            "c", "copy_curl", "Curl", id="wire-curl", tooltip="Copy the exchange as a curl command"
+        ),
+        Binding(
+            "e",
+            "export",
+            "Export",
+            id="wire-export",
+            tooltip="Export the session: the wire log and the chat as JSON",
+        ),
+        Binding(
+            "k",
+            "cassette",
+            "Cassette",
+            id="wire-cassette",
+            tooltip="Save the wire log as a cassette to replay",
+        ),
     ]
-
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("wire")
-        yield TextBox(placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)", id="wire-filter")
+        yield TextBox(
+            placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)",
+            id="wire-filter",
+        )
         yield RowTable(self._cells, id="wire")
         yield VerticalScroll(SafeStatic(id="exchange"), id="exchange-scroll")
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
-        self._by_key: dict[str, Any] = {}  # a row's key -> its event (rows are keyed by the event's id)
-        self._starts: dict[int, tuple[Any, float]] = {}  # id(event) -> (the event, when its exchange began)
+        self._by_key: dict[
+            str, Any
+        ] = {}  # a row's key -> its event (rows are keyed by the event's id)
+        self._starts: dict[
+            int, tuple[Any, float]
+        ] = {}  # id(event) -> (the event, when its exchange began)
         self._narrow = self.app.size.width < 100
         self._columns()
         self.tn.traffic_changed.subscribe(self, lambda _: self._traffic())
@@ -96,8 +132,9 @@ class WireScreen(ModeScreen):
     def _columns(self) -> None:
         """Every column on screen at 80 columns (no cell padding, shorter) as at 110."""
         widths = _NARROW if self._narrow else _WIDE
-        self.query_one("#wire", RowTable).set_columns([(label, label, width) for label, width in widths],
-                                                      padding=0 if self._narrow else 1)
+        self.query_one("#wire", RowTable).set_columns(
+            [(label, label, width) for label, width in widths], padding=0 if self._narrow else 1
+        )
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < 100
@@ -109,7 +146,9 @@ class WireScreen(ModeScreen):
     def _traffic(self) -> None:
         """An exchange was logged: shown at once, or (while another mode is on screen) its start
         worked out now, so that showing the log later does not parse 2,000 times at a key press."""
-        if self.is_current:  # drawn with the others of the next tenth of a second, not once per exchange
+        if (
+            self.is_current
+        ):  # drawn with the others of the next tenth of a second, not once per exchange
             if self._pending is None:
                 self._pending = self.set_timer(REDRAW_EVERY, self._redraw)
         elif self.tn.book.traffic:
@@ -160,20 +199,36 @@ class WireScreen(ModeScreen):
             alive = {id(ev) for ev in self.tn.book.traffic}
             self._starts = {k: v for k, v in self._starts.items() if k in alive}
         events = sorted(self._events(), key=self._started)
-        self._by_key = {str(id(ev)): ev for ev in events}  # every shown event is held here: its id stays its own
-        self.query_one("#wire", RowTable).set_rows(self._by_key)  # (drawn again, the cursor kept on its exchange)
+        self._by_key = {
+            str(id(ev)): ev for ev in events
+        }  # every shown event is held here: its id stays its own
+        self.query_one("#wire", RowTable).set_rows(
+            self._by_key
+        )  # (drawn again, the cursor kept on its exchange)
 
     def _cells(self, key: str) -> list[Any]:
         """An exchange's line, made when it is drawn."""
         ev = self._by_key[key]
         if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
-            status = Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
+            status = (
+                Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
+            )
         else:
-            status = Text(str(ev.status) if ev.status else "—", "green" if ev.status and ev.status < 400 else "red")
+            status = Text(
+                str(ev.status) if ev.status else "—",
+                "green" if ev.status and ev.status < 400 else "red",
+            )
         who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
         began = datetime.fromtimestamp(self._started(ev), timezone.utc).strftime("%H:%M:%S.%f")[:12]
-        return [began, "→" if ev.direction == "out" else "←", who[:16], ev.rpc_method or ev.method, status,
-                f"{ev.ms:.1f}", ev.url]
+        return [
+            began,
+            "→" if ev.direction == "out" else "←",
+            who[:16],
+            ev.rpc_method or ev.method,
+            status,
+            f"{ev.ms:.1f}",
+            ev.url,
+        ]
 
     def _current(self) -> Any:
         key = self.query_one("#wire", RowTable).cursor_key
@@ -189,8 +244,12 @@ class WireScreen(ModeScreen):
         """The exchange in full under the rows."""
         t = Text()
         if ev.direction == "in":
-            t.append(f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
-                     + (f" about task {ev.task_id}" if ev.task_id else "") + "\n", "italic")
+            t.append(
+                f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
+                + (f" about task {ev.task_id}" if ev.task_id else "")
+                + "\n",
+                "italic",
+            )
         t.append(f"{ev.method} {ev.url}  {ev.rpc_method or ''}\n", "bold")
         for k, v in ev.request_headers.items():
             t.append(f"{k}: ", "cyan")
@@ -215,15 +274,29 @@ class WireScreen(ModeScreen):
         ev = self._current()
         if ev is None:
             return
-        peer = next((p for url, p in self.tn.peer_book.peers.items()
-                     if ev.direction == "out" and ev.url.startswith(url)), None)
+        peer = next(
+            (
+                p
+                for url, p in self.tn.peer_book.peers.items()
+                if ev.direction == "out" and ev.url.startswith(url)
+            ),
+            None,
+        )
         curl = to_curl(ev, peer.templates() if peer is not None else None)
         self.last_curl = curl
         if curl_masks(curl):
-            self.tn.copy_text(curl, "exchange as curl", "a secret in it is masked (***): put it back before you run it",
-                              severity="warning")
+            self.tn.copy_text(
+                curl,
+                "exchange as curl",
+                "a secret in it is masked (***): put it back before you run it",
+                severity="warning",
+            )
         elif peer is not None and "${" in curl:
-            self.tn.copy_text(curl, "exchange as curl", "credentials as environment references (set them where you paste)")
+            self.tn.copy_text(
+                curl,
+                "exchange as curl",
+                "credentials as environment references (set them where you paste)",
+            )
         else:
             self.tn.copy_text(curl, "exchange as curl")
 

@@ -22,11 +22,19 @@ class ModeFooter(Footer):
 
     def _keys(self) -> tuple[Any, ...]:
         """What the footer would show now: each shown binding's key, label and whether it is enabled."""
-        return tuple((binding.key, binding.description, enabled, tooltip)
-                     for _, binding, enabled, tooltip in self.screen.active_bindings.values() if binding.show)
+        return tuple(
+            (binding.key, binding.description, enabled, tooltip)
+            for _, binding, enabled, tooltip in self.screen.active_bindings.values()
+            if binding.show
+        )
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
-        if self.is_attached and screen is self.screen and self._bindings_ready and self._keys() == self._shown:
+        if (
+            self.is_attached
+            and screen is self.screen
+            and self._bindings_ready
+            and self._keys() == self._shown
+        ):
             return
         super().bindings_changed(screen)
 

@@ -6,8 +6,14 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
-MODES = [("servers", "1 Servers"), ("tasks", "2 Tasks"), ("peers", "3 Peers"), ("chat", "4 Chat"),
-         ("wire", "5 Wire"), ("mcp", "6 MCP")]
+MODES = [
+    ("servers", "1 Servers"),
+    ("tasks", "2 Tasks"),
+    ("peers", "3 Peers"),
+    ("chat", "4 Chat"),
+    ("wire", "5 Wire"),
+    ("mcp", "6 MCP"),
+]
 
 
 class ModeBar(Horizontal):
@@ -27,7 +33,9 @@ class ModeBar(Horizontal):
         available = set(self.app.MODES)
         for mode, label in MODES:
             if mode in available:
-                yield Label(label, id=f"mode-{mode}", classes="current" if mode == self.current else "")
+                yield Label(
+                    label, id=f"mode-{mode}", classes="current" if mode == self.current else ""
+                )
 
     def on_click(self, event: object) -> None:
         widget = getattr(event, "widget", None)

@@ -80,8 +80,13 @@ class RowTable(ScrollView, can_focus=True):
         def control(self) -> RowTable:
             return self.table
 
-    def __init__(self, cells: Callable[[str], Sequence[Any]], *, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self,
+        cells: Callable[[str], Sequence[Any]],
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self._cells = cells
         self._keys: list[str] = []
@@ -241,8 +246,11 @@ class RowTable(ScrollView, can_focus=True):
             if row == self.cursor_row:  # the cursor's colours over the cells' own, as DataTable's
                 post = self.get_component_rich_style("row-table--cursor")
         segments = list(Segment.apply_style(self._segments(cells), style, post))
-        strip = Strip(segments).crop_extend(int(self.scroll_offset.x), int(self.scroll_offset.x) + width,
-                                            style if post is None else style + post)
+        strip = Strip(segments).crop_extend(
+            int(self.scroll_offset.x),
+            int(self.scroll_offset.x) + width,
+            style if post is None else style + post,
+        )
         return strip
 
     def _segments(self, cells: Sequence[Any]) -> list[Segment]:
@@ -255,7 +263,9 @@ class RowTable(ScrollView, can_focus=True):
             text.no_wrap = True
             if pad:
                 out.append(Segment(pad))
-            out.extend(Segment.apply_style(text.render(console), console.get_style(text.style)))  # its own style
+            out.extend(
+                Segment.apply_style(text.render(console), console.get_style(text.style))
+            )  # its own style
             if pad:
                 out.append(Segment(pad))
         return out

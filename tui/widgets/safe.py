@@ -32,8 +32,14 @@ def safe(content: Any, limit: int = VIEW_CAP) -> Any:
             more = len(content) - limit
             content = content[:limit]
             content.append(f"… [{more:,} more characters]", "italic")
-        clean = Text(printable(content.plain), style=content.style, justify=content.justify,
-                     no_wrap=content.no_wrap, overflow=content.overflow, end=content.end)
+        clean = Text(
+            printable(content.plain),
+            style=content.style,
+            justify=content.justify,
+            no_wrap=content.no_wrap,
+            overflow=content.overflow,
+            end=content.end,
+        )
         clean.spans = list(content.spans)
         return clean
     if isinstance(content, str):
@@ -53,7 +59,12 @@ class SafeStatic(Static):
         """Show ``content``; the same content again changes nothing (an update lays the screen out
         anew: screens redraw their views on every visit and every event, most often unchanged)."""
         shown = safe(content)
-        if not kwargs and type(shown) is type(self._shown) and isinstance(shown, (str, Text)) and shown == self._shown:
+        if (
+            not kwargs
+            and type(shown) is type(self._shown)
+            and isinstance(shown, (str, Text))
+            and shown == self._shown
+        ):
             return
         self._shown = shown
         super().update(shown, **kwargs)

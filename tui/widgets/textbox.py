@@ -6,8 +6,16 @@ from textual.widgets import Input
 
 __all__ = ["TextBox", "MODE_KEYS"]
 
-MODE_KEYS = frozenset({"inverted_exclamation_mark", "trade_mark_sign", "pound_sign", "cent_sign", "infinity",
-                       "section_sign"})
+MODE_KEYS = frozenset(
+    {
+        "inverted_exclamation_mark",
+        "trade_mark_sign",
+        "pound_sign",
+        "cent_sign",
+        "infinity",
+        "section_sign",
+    }
+)
 """alt+1 to alt+6 as Textual reads them from a terminal or the browser: ESC then a digit arrives as
 the character a Mac's Option+digit types (¡ ™ £ ¢ ∞ §); the app binds them to the modes."""
 
