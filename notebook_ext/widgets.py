@@ -27,6 +27,8 @@ from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.debug.doctor import doctor
+from toolnexus.debug.report import DoctorReport
 from toolnexus.display import badge, error_html, to_dataframe
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
 from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TrafficEvent
@@ -750,8 +752,8 @@ class CardWidget(w.VBox):
 
 
 class DoctorWidget(w.VBox):
-    """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped); ``await
-    widget.done()`` for the :class:`~toolnexus.debug.doctor.DoctorReport`."""
+    """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped) that fills in
+    as the findings come; ``await widget.done()`` for the :class:`~toolnexus.debug.report.DoctorReport`."""
 
     def __init__(
         self, url: str, *, send: bool = False, headers: dict[str, str] | None = None
@@ -761,18 +763,30 @@ class DoctorWidget(w.VBox):
         self.view = w.HTML(f"<i>probing {html.escape(url)}…</i>")
         super().__init__([self.view])
         self.add_class("toolnexus-w")
+        self._redraw_pending = False
         self._run = _schedule(self._probe(send, headers))
 
     async def _probe(self, send: bool, headers: dict[str, str] | None) -> Any:
-        from toolnexus.debug.doctor import doctor
-
         try:
-            self.report = await doctor(self.url, headers=headers, send=send)
+            self.report = await doctor(self.url, headers=headers, send=send, on_finding=self._found)
         except Exception as exc:
+            # a redraw still pending must show the failure, not the findings before it
+            self.report = None
             self.view.value = error_html(str(_failure(exc)))
             return None
-        self.view.value = STYLE + self.report.html()
+        self._draw()
         return self.report
+
+    def _found(self, report: DoctorReport) -> None:
+        self.report = report
+        if not self._redraw_pending:  # at most ten redraws a second, however fast findings come
+            self._redraw_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
+
+    def _draw(self) -> None:
+        self._redraw_pending = False
+        if self.report is not None:
+            self.view.value = STYLE + self.report.html()
 
     async def done(self) -> Any:
         return await asyncio.shield(self._run)

@@ -41,8 +41,9 @@ DEFECTS = (
 
 
 @contextlib.asynccontextmanager
-async def broken_peer(defect: str) -> AsyncIterator[str]:
-    """A 1.0 JSON-RPC agent with one defect (``none``: a healthy one)."""
+async def broken_peer(defect: str, hold: asyncio.Event | None = None) -> AsyncIterator[str]:
+    """A 1.0 JSON-RPC agent with one defect (``none``: a healthy one); with ``hold``, every call
+    (not the card) waits until it is set."""
     holder: dict[str, str] = {}
 
     def card(request: Request) -> Response:
@@ -89,6 +90,8 @@ async def broken_peer(defect: str) -> AsyncIterator[str]:
         }
 
     async def rpc(request: Request) -> Response:
+        if hold is not None:
+            await hold.wait()
         if defect == "undeclared-auth" and "authorization" not in request.headers:
             return JSONResponse({"error": "who are you"}, status_code=401)
         body = json.loads(await request.body())
@@ -212,7 +215,8 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
         assert "a2a-sdk 1.x" in found["card"].breaks
     elif defect == "rest-not-served":
         [(check, message)] = errors
-        assert check.startswith("HTTP+JSON 1.x") and "declared, but no A2A answer" in message
+        assert check == "HTTP+JSON 1.x" and "declared, but no A2A answer" in message
+        assert found[check].at == url + "/"  # where, apart from which check: stable for CI
         assert "404" in found[check].evidence[0] and found[check].fix.startswith(
             "serve this interface"
         )
@@ -246,7 +250,14 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
         ]  # only the clients that do break
     elif defect == "many-interfaces":
         assert ("card", "the card lists 5002 interfaces; the first 16 were checked") in warnings
-        assert sum(c.startswith("JSONRPC 1.x at http://127.0.0.1:9/") for c, _ in errors) == 15
+        assert (
+            sum(
+                f.check == "JSONRPC 1.x" and f.at.startswith("http://127.0.0.1:9/")
+                for f in report.findings
+                if f.severity == "error"
+            )
+            == 15
+        )
     elif defect == "card-not-json":
         assert (
             "card",
@@ -297,12 +308,8 @@ async def test_the_official_servers_come_out_with_only_their_real_quirks():
         f.message for f in js.findings if f.check == "input-required" and f.severity == "ok"
     ] == ["'ask me a question' asked for input; the answer went on the same task, now completed"]
     assert not _findings(js, "error")
-    assert any(
-        c == "card schema" and m.startswith("$.url") for c, m in _findings(js, "warning")
-    )  # no 0.3 url
-    [no_url] = [
-        f for f in js.findings if f.check == "card schema" and f.message.startswith("$.url")
-    ]
+    [no_url] = [f for f in js.findings if f.check == "card schema" and f.at == "$.url"]
+    assert no_url.severity == "warning"  # no 0.3 url
     assert (
         no_url.fix
         == f'add "url": "{url}/" (the 0.3 JSON-RPC endpoint) if 0.3 clients should reach the agent'
@@ -332,8 +339,10 @@ async def test_cli_json_report(capsys):
             main, ["doctor", url, "--json", "--header", "Authorization: Bearer doc-secret-1"]
         )
     data = json.loads(capsys.readouterr().out)
-    assert data["worst"] == "warning" and data["url"] == url
-    assert {"severity", "check", "message", "evidence", "breaks", "fix"} == set(data["findings"][0])
+    assert data["worst"] == "warning" and data["target"] == url
+    assert {"severity", "check", "at", "message", "evidence", "breaks", "fix"} == set(
+        data["findings"][0]
+    )
     assert "doc-secret-1" not in json.dumps(data)
 
 

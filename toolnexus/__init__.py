@@ -11,7 +11,8 @@ from .client.agents import Agent, agent_tools
 from .client.conversation import Conversation, Turn, TurnState
 from .client.peer import A2AClient, fetch_card
 from .client.webhook import Notification, WebhookReceiver
-from .debug.doctor import DoctorReport, Finding, doctor
+from .debug.doctor import doctor
+from .debug.report import DoctorReport, Finding
 from .errors import (
     ConfigError,
     MaxTurnsError,

@@ -817,13 +817,18 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
 async def _doctor(args: argparse.Namespace) -> int:
     from toolnexus.debug.doctor import doctor
+    from toolnexus.debug.report import printer
 
     headers = _headers(args.header)
-    report = await doctor(args.url, headers=headers, timeout=args.timeout, send=args.send)
+    report = await doctor(
+        args.url,
+        headers=headers,
+        timeout=args.timeout,
+        send=args.send,
+        on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
+    )  # the text as each finding comes (a --send run takes a while); JSON once, whole
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
-    else:
-        say(report.text())
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
 
 

@@ -190,6 +190,13 @@ async def test_port_in_use_and_duplicate_names(ip):
 
 
 async def test_doctor_shows_an_html_report(ip):
+    """The widget fills in as the findings come (shown while the peer holds its answers), a row
+    per finding in the command's words and order, every peer string escaped."""
+    import html
+    import re
+
+    from toolnexus.debug.report import entry_row
+
     from ..test_doctor import broken_peer
 
     server = ip.run_line_magic("toolnexus", "serve --name doc-desk")
@@ -205,6 +212,19 @@ async def test_doctor_shows_an_html_report(ip):
         evil = await ip.run_line_magic("toolnexus", f"doctor {url}").done()
     assert evil is not None and "\x1b" not in evil.html() and "&#x27;evil␛[2J" in evil.html()
     assert repr(healthy) == "<DoctorWidget (shown above)>"
+    hold = asyncio.Event()
+    async with broken_peer("wrong-not-found", hold) as url:
+        live = ip.run_line_magic("toolnexus", f"doctor {url}")
+        for _ in range(500):
+            if "found at /.well-known/agent-card.json" in live.view.value:
+                break
+            await asyncio.sleep(0.02)
+        assert "<b>checking…</b>" in live.view.value  # shown before the end
+        hold.set()
+        done = await live.done()  # drawn whole when done
+    rows = re.findall(r"<tr data-severity=.*?</tr>", live.view.value)
+    assert rows == [entry_row(e) for e in done.entries()] and len(rows) == len(done.findings)
+    assert f"<b>{html.escape(done.summary)}</b>" in live.view.value
 
 
 async def test_card_and_chat(ip):

@@ -404,10 +404,16 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
 
 
 async def test_doctor_on_a_peer_with_one_key():
+    """``o`` runs the doctor; the Doctor tab fills in as the findings come (shown while the peer
+    holds its answers) and ends with the very lines the command prints, the verdict first."""
+    import asyncio
+    import re
+
     from ..test_doctor import broken_peer
 
+    hold = asyncio.Event()
     app = ToolnexusApp(specs=[])
-    async with broken_peer("wrong-not-found") as url, app.run_test(size=(120, 40)) as pilot:
+    async with broken_peer("wrong-not-found", hold) as url, app.run_test(size=(120, 40)) as pilot:
         app.connect_peer(app.peer_book.add(url))
         await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
         await pilot.press("3")
@@ -416,11 +422,17 @@ async def test_doctor_on_a_peer_with_one_key():
         table.focus()
         table.move_cursor(row=table.get_row_index(url))
         await pilot.press("o")
+        await until(pilot, lambda: "✔ card: found at" in shown(app, "#doctor-view"))
+        assert shown(app, "#doctor-view").startswith("checking … ")  # live, before the end
+        hold.set()
         await until(pilot, lambda: "warning" in shown(app, "#doctor-view"))
         report = shown(app, "#doctor-view")
         assert report.startswith("0 errors, 2 warnings")
         assert "not TaskNotFound (-32001)" in report and "fix: answer TaskNotFoundError" in report
         assert any(title == "Doctor" for title, _, _ in app.palette_commands())
+        cli = (await tn.doctor(url)).text().splitlines()[1:-1]  # the same peer, as the CLI says it
+    ids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    assert ids.sub("ID", report).splitlines()[2:] == [ids.sub("ID", line) for line in cli]
 
 
 async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(

@@ -17,17 +17,20 @@ Last, one verdict per official client (``client: a2a-sdk 1.x`` and the others), 
 what that client does: the interface and dialect it picks from this card, the method names it
 sends, and the shapes it parses, each set against what the peer was seen to answer. What was
 not seen (the shapes, without ``send=True``) is said to be unknown, never guessed.
+
+Each finding goes into a :class:`~toolnexus.debug.report.DoctorReport` as it is made, which
+every front end shows the same way (and as JSON, for CI).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import json
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +38,6 @@ import httpx
 
 from .. import _json
 from ..client.peer import A2AClient, fetch_card
-from ..display import printable
 from ..errors import (
     MethodNotFoundError,
     MissingExtra,
@@ -57,15 +59,14 @@ from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState
 from ..protocol.operations import Binding
 from ..traffic import TrafficRecorder
+from .report import DoctorReport, Finding
 
-__all__ = ["doctor", "DoctorReport", "Finding"]
+__all__ = ["doctor"]
 
-SEVERITIES = ("ok", "info", "warning", "error")
 MAX_FRAMES = 200
 """The most stream frames the doctor reads of one answer."""
 MAX_INTERFACES = 16
 """The most interfaces of one card the doctor probes (a card may list any number)."""
-_MARK = {"ok": "✔", "info": "·", "warning": "!", "error": "✘"}
 _LINES = {  # who picks an interface of this binding and version
     (Binding.JSONRPC, "1"): ["a2a-sdk 1.x", "JS SDK 1.x", "toolnexus"],
     (Binding.JSONRPC, "0"): ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat", "toolnexus"],
@@ -77,6 +78,8 @@ EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
 _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
 """The send method of each dialect, asked of every JSON-RPC endpoint with nothing to send."""
 _SEND_METHOD = {dialect: method for method, dialect in _NAMES.items()}
+_Add = Callable[[Finding], Any]
+"""Where a check puts what it finds (the report's ``add``)."""
 
 
 @dataclass
@@ -97,90 +100,14 @@ class _Seen:
     ours_over: str = ""
 
 
-@dataclass
-class Finding:
-    """One thing the doctor found: how bad, what, the exchanges that show it, who it breaks, the fix."""
+def _at(add: _Add, where: str) -> _Add:
+    """``add`` for the findings of one endpoint: each says it is ``at`` there."""
 
-    severity: str
-    check: str
-    message: str
-    evidence: list[str] = field(default_factory=list)
-    breaks: list[str] = field(default_factory=list)
-    fix: str = ""
+    def here(finding: Finding) -> Any:
+        finding.at = finding.at or where
+        return add(finding)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "severity": self.severity,
-            "check": self.check,
-            "message": self.message,
-            "evidence": self.evidence,
-            "breaks": self.breaks,
-            "fix": self.fix,
-        }
-
-
-@dataclass
-class DoctorReport:
-    url: str
-    findings: list[Finding] = field(default_factory=list)
-
-    def count(self, severity: str) -> int:
-        return sum(f.severity == severity for f in self.findings)
-
-    def worst(self) -> str:
-        return max((f.severity for f in self.findings), key=SEVERITIES.index, default="ok")
-
-    def failed(self, threshold: str = "error") -> bool:
-        """Whether a finding is at least as bad as ``threshold`` (``warning`` or ``error``)."""
-        return SEVERITIES.index(self.worst()) >= SEVERITIES.index(threshold)
-
-    @property
-    def summary(self) -> str:
-        errors, warnings = self.count("error"), self.count("warning")
-        if not errors and not warnings:
-            return "healthy: every check passed"
-        return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "summary": self.summary,
-            "worst": self.worst(),
-            "findings": [f.to_dict() for f in self.findings],
-        }
-
-    def text(self) -> str:
-        """The report as plain lines (a peer's words are kept as data: no markup, no control characters)."""
-        out = [f"doctor: {self.url}"]
-        for f in self.findings:
-            out.append(f"  {_MARK[f.severity]} {f.check}: {printable(f.message, 400)}")
-            out += [f"      evidence: {printable(e, 700)}" for e in f.evidence]
-            if f.breaks:
-                out.append(f"      breaks: {', '.join(f.breaks)}")
-            if f.fix:
-                out.append(f"      fix: {f.fix}")
-        out.append(f"verdict: {self.summary}")
-        return "\n".join(out)
-
-    def html(self) -> str:
-        """The report as HTML, every peer-supplied string escaped (and its control characters shown)."""
-
-        def e(value: str) -> str:
-            return html.escape(printable(value))
-
-        rows = "".join(
-            f"<tr><td>{_MARK[f.severity]} {e(f.severity)}</td><td>{e(f.check)}</td><td style='text-align:left'>"
-            f"{e(f.message)}"
-            + "".join(f"<br><code>{e(x[:700])}</code>" for x in f.evidence)
-            + (f"<br><i>breaks:</i> {e(', '.join(f.breaks))}" if f.breaks else "")
-            + (f"<br><i>fix:</i> {e(f.fix)}" if f.fix else "")
-            + "</td></tr>"
-            for f in self.findings
-        )
-        return (
-            f"<h4 style='margin:0'>doctor: <code>{e(self.url)}</code></h4><p><b>{e(self.summary)}</b></p>"
-            f"<table><tr><th>severity</th><th>check</th><th>finding</th></tr>{rows}</table>"
-        )
+    return here
 
 
 def _evidence(event: TrafficEvent) -> str:
@@ -194,18 +121,41 @@ def _evidence(event: TrafficEvent) -> str:
 
 
 async def doctor(
-    url: str, *, headers: dict[str, str] | None = None, timeout: float = 10.0, send: bool = False
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10.0,
+    send: bool = False,
+    on_finding: Callable[[DoctorReport], None] | None = None,
 ) -> DoctorReport:
-    """Probe the peer at ``url`` (a base URL or a card URL); see the module docstring."""
+    """Probe the peer at ``url`` (a base URL or a card URL); see the module docstring.
+
+    ``on_finding(report)`` is called as each finding is added (the new one is the last of
+    ``report.findings``) and once when the report is done, for front ends that show it live."""
     report = DoctorReport(url)
-    add = report.findings.append
+    if on_finding is not None:
+        report.watch(on_finding)
+    try:
+        await _checks(url, report.add, headers, timeout, send)
+    finally:
+        report.finish()
+    return report
+
+
+async def _checks(
+    url: str,
+    add: _Add,
+    headers: dict[str, str] | None,
+    timeout: float,
+    send: bool,
+) -> None:
     traffic = TrafficRecorder(None, peer=url)
     for name, value in (headers or {}).items():
         traffic.secret(name, value)
     async with httpx.AsyncClient(timeout=timeout) as http:
         card = await _card(url, http, traffic, headers or {}, timeout, add)
         if card is None:
-            return report
+            return
         checked = validate_card(card)
         for d in checked.diagnostics:
             if d.level in ("error", "warning"):
@@ -213,9 +163,10 @@ async def doctor(
                     Finding(
                         d.level,
                         "card schema",
-                        f"{d.path}: {d.message}",
+                        d.message,
                         breaks=_schema_breaks(checked),
                         fix=_fix_for(d.path, d.message, card),
+                        at=d.path,
                     )
                 )
         add(Finding("info", "card verdict", checked.summary))
@@ -263,7 +214,6 @@ async def doctor(
         if send:
             await _active(card, http, headers, timeout, traffic, add, seen)
         _verdicts(card, seen, send, add)
-    return report
 
 
 async def _card(
@@ -272,7 +222,7 @@ async def _card(
     traffic: TrafficRecorder,
     headers: dict[str, str],
     timeout: float,
-    add: Any,
+    add: _Add,
 ) -> AgentCard | None:
     base = url.split("/.well-known/")[0].rstrip("/")
     found: dict[str, AgentCard] = {}
@@ -384,13 +334,14 @@ async def _probe(
     headers: dict[str, str] | None,
     timeout: float,
     traffic: TrafficRecorder,
-    add: Any,
+    add: _Add,
     declares_auth: bool,
     seen: _Seen,
 ) -> bool:
     """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
     names); True when it answered without credentials."""
-    name = f"{binding} {version}.x at {endpoint}"
+    name = f"{binding} {version}.x"
+    add = _at(add, endpoint)
     if not isinstance(binding, Binding) or (binding is Binding.GRPC and version != "1"):
         add(Finding("info", name, f"{binding} {version}.x is not a binding toolnexus can check"))
         return False
@@ -567,7 +518,7 @@ async def _rpc(
 
 
 async def _names(
-    client: A2AClient, name: str, traffic: TrafficRecorder, add: Any, seen: _Seen
+    client: A2AClient, name: str, traffic: TrafficRecorder, add: _Add, seen: _Seen
 ) -> dict[str, bool | None]:
     """Which dialects' method names one JSON-RPC endpoint knows: each send method asked with no
     message (nothing to act on: one that knows it refuses the params, one that does not answers
@@ -600,7 +551,7 @@ async def _names(
 
 
 async def _jsonrpc_codes(
-    client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: Any
+    client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: _Add
 ) -> None:
     """JSON-RPC's own error codes: an unknown method, invalid params, a version it does not speak."""
     dialect = client.dialect or Dialect.V03
@@ -645,7 +596,7 @@ async def _active(
     headers: dict[str, str] | None,
     timeout: float,
     traffic: TrafficRecorder,
-    add: Any,
+    add: _Add,
     seen: _Seen,
 ) -> None:
     """A message sent as toolnexus would send it, one in each other dialect an official client
@@ -822,7 +773,7 @@ async def _as_others_send(
     headers: dict[str, str] | None,
     timeout: float,
     traffic: TrafficRecorder,
-    add: Any,
+    add: _Add,
     seen: _Seen,
 ) -> None:
     """One blocking send in each JSON-RPC dialect and endpoint an official client picks from this
@@ -869,7 +820,7 @@ async def _as_others_send(
 
 
 async def _round_trip(
-    client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: Any
+    client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: _Add
 ) -> None:
     """An ``input-required`` round trip, when one of the card's skill examples (the first three)
     asks for input: the answer must go on the same task and move it past the question."""
@@ -980,7 +931,7 @@ def _routes(card: AgentCard) -> dict[str, _Route | str]:
     return out
 
 
-def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: Any) -> None:
+def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
     """One finding per official client: whether it works with this peer, from what it would send
     and read set against what the peer was seen to answer; unknown where nothing was seen. A client
     that breaks is a warning: the peer may mean to serve one line only; what it serves wrongly is
@@ -1221,7 +1172,7 @@ def _answer_of(result: Any) -> _Answer:
     )
 
 
-def _shapes(event: TrafficEvent, dialect: Dialect, add: Any) -> _Answer | None:
+def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
     """The letter of a send's JSON-RPC answer in its dialect: content type, result wrapping, ``kind``,
     the spelling of the task state, a timestamp with its zone; a 0.3 method answered in 1.0's shapes
     is named as the hybrid it is. Returns the answer's letter (None when there is no result)."""

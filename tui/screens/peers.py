@@ -22,6 +22,8 @@ from textual.widgets import (
 )
 
 from toolnexus import validate_card
+from toolnexus.debug.doctor import doctor
+from toolnexus.debug.report import DoctorReport, entry_lines
 from toolnexus.monitor import STATE_STYLE
 
 from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
@@ -229,30 +231,18 @@ class PeersScreen(ModeScreen):
 
     @work(exclusive=True, group="peer-doctor")
     async def _doctor(self, peer: Any) -> None:
-        from toolnexus.debug.doctor import doctor
-
         view = self.query_one("#doctor-view", Static)
         view.update(f"probing {peer.url} …")
-        try:
-            report = await doctor(peer.url, headers=peer.live_headers())
+        try:  # each finding is shown as it comes
+            await doctor(
+                peer.url,
+                headers=peer.live_headers(),
+                on_finding=lambda report: view.update(doctor_text(report)),
+            )
         except (
             Exception
         ) as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
             view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
-            return
-        colors = {"error": "red", "warning": "yellow", "ok": "green", "info": "grey62"}
-        t = Text(f"{report.summary}\n\n", "bold red" if report.failed("error") else "bold")
-        for line in report.text().splitlines()[1:-1]:  # peer text stays Text: never markup
-            severity = next(
-                (
-                    k
-                    for k, mark in (("ok", "✔"), ("error", "✘"), ("warning", "!"), ("info", "·"))
-                    if line.lstrip().startswith(mark)
-                ),
-                None,
-            )
-            t.append(line + "\n", colors.get(severity or "", ""))
-        view.update(t)
 
     def action_leave_input(self) -> None:
         self.query_one("#peers", DataTable).focus()
@@ -424,4 +414,23 @@ def _card_text(card: Any) -> Text:
         t.append("\n")
         for example in s.get("examples") or []:
             t.append(f"      e.g. {example}\n", "italic")
+    return t
+
+
+DOCTOR_COLORS = {"error": "red", "warning": "yellow", "ok": "green", "info": "grey62"}
+
+
+def doctor_text(report: DoctorReport) -> Text:
+    """A doctor's report as the Doctor tab shows it: the verdict (or that it is still checking),
+    then the CLI's lines, each finding in its severity's colour and its details dimmed. The
+    peer's words stay ``Text``: never markup."""
+    t = Text(
+        f"{report.summary if report.done else f'checking … {len(report.findings)} finding(s) so far'}\n\n",
+        "bold red" if report.failed("error") else "bold",
+    )
+    for e in report.entries():
+        head, *details = entry_lines(e)
+        t.append(head + "\n", DOCTOR_COLORS[e.severity])
+        for line in details:
+            t.append(line + "\n", "grey70")
     return t

@@ -1,0 +1,234 @@
+"""What a doctor found, as one model that every place shows the same way: the CLI's lines, the
+TUI's Doctor tab, the notebook's widget, and JSON for CI (its schema is
+``docs/doctor-report.schema.json``, described in the guide).
+
+A :class:`DoctorReport` is a list of :class:`Finding` s about one target (the peer probed, or the
+local agent a client was pointed at), each with its severity, the check that made it, where
+(``at``: an endpoint or a JSON path), what was found, the exchanges that show it, the clients it
+breaks and the fix. Findings arrive one by one while the doctor works: :meth:`DoctorReport.watch`
+calls back on each, so a front end shows them as they come. :meth:`DoctorReport.entries` is the
+one layout every renderer draws (the same text, cuts and order); each front end only picks the
+colours. Every string may come from a peer: it is made printable here (control characters and
+ANSI escapes shown, never obeyed) and escaped again by whatever renders it as markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..display import printable
+
+__all__ = ["DoctorReport", "Finding", "Entry", "printer", "SCHEMA", "SEVERITIES", "MARKS"]
+
+SCHEMA = "toolnexus.doctor-report/1"
+"""The JSON report's ``schema``: its name and version (a change that removes or renames a field
+gets a new version; new optional fields do not)."""
+SEVERITIES = ("ok", "info", "warning", "error")
+"""From best to worst: passed, said for information, breaks some clients, wrong."""
+MARKS = {"ok": "✔", "info": "·", "warning": "!", "error": "✘"}
+MESSAGE_SHOWN = 400
+"""Characters of a finding's message shown (the JSON keeps it whole)."""
+EVIDENCE_SHOWN = 700
+"""Characters of one evidence line shown (the JSON keeps it whole)."""
+TITLES = {"a2a": "doctor", "a2a-client": "client doctor", "mcp": "MCP doctor"}
+"""The first line of each kind of report."""
+
+
+@dataclass
+class Finding:
+    """One thing the doctor found: how bad, which check, what, the exchanges that show it, who it
+    breaks, the fix, and where (an endpoint URL or a JSON path; empty when the check names it)."""
+
+    severity: str
+    check: str
+    message: str
+    evidence: list[str] = field(default_factory=list)
+    breaks: list[str] = field(default_factory=list)
+    fix: str = ""
+    at: str = ""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(
+                f"severity must be one of {', '.join(SEVERITIES)}, not {self.severity!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "check": self.check,
+            "at": self.at,
+            "message": self.message,
+            "evidence": list(self.evidence),
+            "breaks": list(self.breaks),
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One finding as every renderer shows it: made printable and cut to size. ``details`` are
+    ``(label, text)`` pairs in order: each evidence line, then whom it breaks, then the fix."""
+
+    severity: str
+    mark: str
+    check: str
+    at: str
+    message: str
+    details: tuple[tuple[str, str], ...]
+
+    @property
+    def head(self) -> str:
+        """``check at where: message``, the finding's first line."""
+        return f"{self.check}{f' at {self.at}' if self.at else ''}: {self.message}"
+
+
+Listener = Callable[["DoctorReport"], None]
+
+
+@dataclass
+class DoctorReport:
+    """The findings about ``target`` (a peer's URL, or the local agent's for the client doctor);
+    ``doctor`` says which doctor made them (``a2a``, ``a2a-client``, ``mcp``); ``done`` is False
+    while findings may still come."""
+
+    target: str
+    findings: list[Finding] = field(default_factory=list)
+    doctor: str = "a2a"
+    done: bool = False
+    _listeners: list[Listener] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def watch(self, listener: Listener) -> None:
+        """Call ``listener(report)`` after each finding is added, and once when the report is done."""
+        self._listeners.append(listener)
+
+    def add(self, finding: Finding) -> Finding:
+        self.findings.append(finding)
+        self._tell()
+        return finding
+
+    def finish(self) -> None:
+        """No more findings will come."""
+        self.done = True
+        self._tell()
+
+    def _tell(self) -> None:
+        for listener in list(self._listeners):
+            listener(self)
+
+    def count(self, severity: str) -> int:
+        return sum(f.severity == severity for f in self.findings)
+
+    def worst(self) -> str:
+        return max((f.severity for f in self.findings), key=SEVERITIES.index, default="ok")
+
+    def failed(self, threshold: str = "error") -> bool:
+        """Whether a finding is at least as bad as ``threshold`` (``warning`` or ``error``)."""
+        return SEVERITIES.index(self.worst()) >= SEVERITIES.index(threshold)
+
+    @property
+    def summary(self) -> str:
+        errors, warnings = self.count("error"), self.count("warning")
+        if not errors and not warnings:
+            return "healthy: every check passed"
+        return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+
+    @property
+    def title(self) -> str:
+        return f"{TITLES.get(self.doctor, f'{self.doctor} doctor')}: {printable(self.target, 300)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON for CI; ``docs/doctor-report.schema.json`` is its schema."""
+        return {
+            "schema": SCHEMA,
+            "doctor": self.doctor,
+            "target": self.target,
+            "done": self.done,
+            "summary": self.summary,
+            "worst": self.worst(),
+            "counts": {s: self.count(s) for s in SEVERITIES},
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    # -- the one layout, and its renderings ---------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        """Each finding as every front end shows it (see :class:`Entry`)."""
+        return [entry(f) for f in self.findings]
+
+    def text(self) -> str:
+        """The report as plain lines: the title, each finding, the verdict."""
+        return "\n".join(
+            [self.title, *(line for e in self.entries() for line in entry_lines(e)), self.verdict]
+        )
+
+    @property
+    def verdict(self) -> str:
+        return f"verdict: {self.summary}"
+
+    def html(self) -> str:
+        """The report as HTML, every peer-supplied string escaped (and its control characters shown)."""
+        return (
+            f"<h4 style='margin:0'>{html.escape(self.title)}</h4>"
+            f"<p><b>{html.escape(self.summary if self.done else 'checking…')}</b></p>"
+            "<table><tr><th>severity</th><th>check</th><th>finding</th></tr>"
+            + "".join(entry_row(e) for e in self.entries())
+            + "</table>"
+        )
+
+
+def entry(f: Finding) -> Entry:
+    details = [("evidence", printable(x, EVIDENCE_SHOWN)) for x in f.evidence]
+    if f.breaks:
+        details.append(("breaks", printable(", ".join(f.breaks))))
+    if f.fix:
+        details.append(("fix", printable(f.fix)))
+    return Entry(
+        f.severity,
+        MARKS[f.severity],
+        printable(f.check, 200),
+        printable(f.at, 300),
+        printable(f.message, MESSAGE_SHOWN),
+        tuple(details),
+    )
+
+
+def entry_lines(e: Entry) -> list[str]:
+    """One entry as the CLI prints it (the TUI draws the same lines in colour)."""
+    return [f"  {e.mark} {e.head}", *(f"      {label}: {text}" for label, text in e.details)]
+
+
+def entry_row(e: Entry) -> str:
+    """One entry as a row of the notebook's table."""
+    h = html.escape
+    where = f"<code>{h(e.at)}</code>: " if e.at else ""
+    details = "".join(
+        f"<br><code>{h(text)}</code>" if label == "evidence" else f"<br><i>{label}:</i> {h(text)}"
+        for label, text in e.details
+    )
+    return (
+        f"<tr data-severity='{e.severity}'><td style='white-space:nowrap'>{e.mark} {e.severity}</td>"
+        f"<td style='white-space:nowrap'>{h(e.check)}</td><td style='text-align:left'>{where}{h(e.message)}{details}</td></tr>"
+    )
+
+
+def printer(write: Callable[[str], None]) -> Listener:
+    """A listener that writes the report's lines as they come (the title, each finding as it is
+    found, the verdict when done): together, exactly :meth:`DoctorReport.text`."""
+    shown = -1  # the findings written so far; -1: not even the title
+
+    def show(report: DoctorReport) -> None:
+        nonlocal shown
+        if shown < 0:
+            write(report.title)
+            shown = 0
+        for f in report.findings[shown:]:
+            for line in entry_lines(entry(f)):
+                write(line)
+        shown = len(report.findings)
+        if report.done:
+            write(report.verdict)
+
+    return show
