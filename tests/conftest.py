@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILLS = ROOT / "examples" / "skills"
+
+# The demo model says its answers word by word at a pace a person can watch; tests (and the
+# servers and kernels they start, which inherit this) take its words without a pause. A test of
+# the pace itself gives demo_client(pace=...).
+os.environ.setdefault("TOOLNEXUS_DEMO_PACE", "0")
 
 
 @pytest.fixture

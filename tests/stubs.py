@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from toolnexus.http.server import AsgiServer
@@ -22,6 +23,17 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None
+    events: list[Any] | None = None
+    """An SSE answer instead: each item one event's ``data`` (a str as is, else JSON), or a
+    ``(name, data)`` pair for an event with an ``event:`` line."""
+    gap: float = 0.0
+    """Seconds between the events."""
+    cut_after: int | None = None
+    """Drop the connection after this many events (a stream cut mid-way)."""
+
+
+class _Cut(Exception):
+    """Raised inside a streaming answer: the server drops the connection mid-body."""
 
 
 class ScriptedServer:
@@ -31,6 +43,7 @@ class ScriptedServer:
         self.replies = list(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
+        self.sent: list[float] = []  # when each streamed event was sent (the loop's clock)
         self.server = AsgiServer(
             Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST", "GET"])])
         )
@@ -52,8 +65,27 @@ class ScriptedServer:
         reply = self.replies.pop(0)
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.events is not None:
+            return StreamingResponse(
+                self._events(reply), reply.status, media_type="text/event-stream"
+            )
         content = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
         return Response(content, reply.status, headers=reply.headers, media_type="application/json")
+
+    async def _events(self, reply: Reply) -> AsyncGenerator[bytes, None]:
+        assert reply.events is not None
+        for i, item in enumerate(reply.events):
+            if reply.cut_after is not None and i >= reply.cut_after:
+                raise _Cut("the stub drops the connection")
+            if i and reply.gap:
+                await asyncio.sleep(reply.gap)
+            name, data = item if isinstance(item, tuple) else (None, item)
+            text = data if isinstance(data, str) else json.dumps(data)
+            head = f"event: {name}\n" if name else ""
+            self.sent.append(asyncio.get_running_loop().time())
+            yield f"{head}data: {text}\n\n".encode()
+        if reply.cut_after is not None:
+            raise _Cut("the stub drops the connection")
 
     @property
     def url(self) -> str:
@@ -139,3 +171,166 @@ def anthropic_calls(
             "stop_reason": "tool_use",
         }
     )
+
+
+def openai_stream(
+    *pieces: str,
+    calls: tuple[tuple[str, str, str], ...] = (),
+    usage: tuple[int, int] = (3, 2),
+    gap: float = 0.0,
+    done: bool = True,
+    cut_after: int | None = None,
+) -> Reply:
+    """A ``chat.completion.chunk`` stream as OpenAI documents it: a first chunk with the role,
+    one per text piece, the tool calls' id and name then their arguments in two pieces (by
+    index), a last chunk with ``finish_reason``, the usage chunk (``include_usage``: no choices),
+    then ``[DONE]``."""
+
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None, **more: Any) -> dict:
+        choices = (
+            []
+            if delta is None
+            else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        )
+        return {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion.chunk",
+            "created": 1700000000,
+            "model": "stub-model",
+            "choices": choices,
+            **more,
+        }
+
+    events: list[Any] = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": p}) for p in pieces]
+    for index, (cid, name, args) in enumerate(calls):
+        head = {
+            "index": index,
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [head]}))
+        half = len(args) // 2
+        for part in (args[:half], args[half:]):
+            events.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            )
+    events.append(chunk({}, "tool_calls" if calls else "stop"))
+    prompt, completion = usage
+    events.append(
+        chunk(
+            None,
+            usage={
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        )
+    )
+    if done:
+        events.append("[DONE]")
+    return Reply(events=events, gap=gap, cut_after=cut_after)
+
+
+def anthropic_stream(
+    *pieces: str,
+    calls: tuple[tuple[str, str, str], ...] = (),
+    usage: tuple[int, int] = (3, 2),
+    gap: float = 0.0,
+    cut_after: int | None = None,
+    error: str | None = None,
+) -> Reply:
+    """Anthropic's Messages stream as documented: ``message_start``, a text block
+    (``content_block_start``, ``text_delta`` per piece, ``content_block_stop``), each tool call as a
+    ``tool_use`` block with its input in ``input_json_delta`` pieces, ``message_delta`` with the
+    output tokens, ``message_stop``; ``ping`` after the start. ``error``: an ``error`` event of that
+    type after the text instead of the end."""
+    inp, out = usage
+    events: list[Any] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stub",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-stub",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": inp, "output_tokens": 1},
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    index = 0
+    if pieces:
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
+        events += [
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": p},
+                },
+            )
+            for p in pieces
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        index = 1
+    if error is not None:
+        events.append(("error", {"type": "error", "error": {"type": error, "message": "stub"}}))
+        return Reply(events=events, gap=gap, cut_after=cut_after)
+    for cid, name, args in calls:
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": cid, "name": name, "input": {}},
+                },
+            )
+        )
+        half = len(args) // 2
+        for part in (args[:half], args[half:]):
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": part},
+                    },
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": "tool_use" if calls else "end_turn",
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": out},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return Reply(events=events, gap=gap, cut_after=cut_after)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Literal
@@ -15,7 +16,7 @@ from ..stores.conversations import (
 )
 from ..tools import Tool
 from .client import Client, Style, WaitFor
-from .demo import DEMO_MODEL, approval_tool, demo_generate
+from .demo import DEMO_MODEL, approval_tool, demo_generate, demo_pace
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle
 from .run import RunResult, ToolCall, Turn, Usage
@@ -59,6 +60,7 @@ def create_client(
     tools: Sequence[Tool] = (),
     max_tokens: int = 4096,
     transport: httpx.AsyncBaseTransport | None = None,
+    stream: bool = True,
 ) -> Client:
     """A client for an HTTP model endpoint (OpenAI, Anthropic, or any OpenAI-compatible server).
 
@@ -71,12 +73,25 @@ def create_client(
         retry_base_ms: the first backoff; it doubles every retry, with jitter.
         timeout: seconds the whole run may take.
         request_timeout: seconds one HTTP request may take (a timeout is never retried).
+        stream: ask for a stream when somebody waits for the words (a served task, a chat):
+            they go out as the model says them. An endpoint that answers whole works either
+            way; False asks every turn whole.
     """
     if style not in _KEY_ENV:
         raise ValueError(f"style must be 'openai' or 'anthropic', not {style!r}")
     if api_key is None:
         api_key = next((os.environ[k] for k in _KEY_ENV[style] if os.environ.get(k)), None)
-    args = (base_url, model, api_key, headers, retries, retry_base_ms, request_timeout, transport)
+    args = (
+        base_url,
+        model,
+        api_key,
+        headers,
+        retries,
+        retry_base_ms,
+        request_timeout,
+        transport,
+        stream,
+    )
     backend: Style = (
         OpenAIStyle(*args) if style == "openai" else AnthropicStyle(*args, max_tokens=max_tokens)
     )
@@ -122,13 +137,15 @@ def demo_client(
     store: ConversationStore | None = None,
     wait_for: WaitFor | None = None,
     timeout: float | None = None,
+    pace: float | None = None,
 ) -> Client:
     """The embedded default model: deterministic, offline, with the ``ask_approval`` tool.
 
-    See :mod:`toolnexus.llm.demo` for its script.
+    See :mod:`toolnexus.llm.demo` for its script. ``pace``: seconds between the words of its
+    answers (default ``TOOLNEXUS_DEMO_PACE``, else ``DEMO_PACE``; 0 for tests).
     """
     return create_in_process_client(
-        demo_generate,
+        functools.partial(demo_generate, pace=demo_pace(pace)),
         model=DEMO_MODEL,
         system_prompt=system_prompt,
         timeout=timeout,

@@ -10,6 +10,7 @@ What a run is made of and returns (turns, calls, usage, :class:`RunResult`) is :
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -18,7 +19,7 @@ from ..skills import ToolkitLike
 from ..stores.base import when_available
 from ..stores.conversations import ConversationStore, MemoryConversationStore
 from ..tools import Answer, Request, Tool, ToolContext, ToolResult
-from .run import Inbox, RunResult, RunState, ToolCall, Turn, Usage
+from .run import Inbox, RunResult, RunState, TextSink, ToolCall, Turn, Usage
 
 __all__ = ["Client", "Style", "WaitFor"]
 
@@ -31,8 +32,16 @@ class Style(Protocol):
     name: str
 
     async def complete(
-        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
-    ) -> Turn: ...
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[Tool],
+        sink: TextSink | None = None,
+    ) -> Turn:
+        """One turn. ``sink``: where the turn's text goes as the model says it (a style that can
+        stream asks for a stream then; a style written before streaming may leave it out of its
+        signature and answers whole)."""
+        ...
 
     def user(self, text: str) -> dict[str, Any]: ...
 
@@ -84,6 +93,7 @@ class Client:
         self.store: ConversationStore = store if store is not None else MemoryConversationStore()
         self.wait_for = wait_for
         self.tool_timeout = tool_timeout
+        self._streams = "sink" in inspect.signature(style.complete).parameters
 
     def __repr__(self) -> str:
         return f"Client(style={self.style.name!r}, model={self.model!r})"
@@ -93,9 +103,13 @@ class Client:
         prompt: str,
         toolkit: ToolkitLike | None = None,
         history: Sequence[dict[str, Any]] | None = None,
+        *,
+        sink: TextSink | None = None,
     ) -> RunResult:
-        """Run ``prompt`` to a final answer (or to a suspension), with ``history`` before it."""
+        """Run ``prompt`` to a final answer (or to a suspension), with ``history`` before it.
+        ``sink``: where the model's words go as it says them (see :class:`TextSink`)."""
         state = self._start(prompt, toolkit, history, None)
+        state.sink = sink
         return await self._bounded(self._drive(state))
 
     async def ask(
@@ -107,25 +121,34 @@ class Client:
         *,
         new: bool = False,
         keep: bool = True,
+        sink: TextSink | None = None,
     ) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
         ``inbox``: messages that arrive while it runs (see :class:`Inbox`); ``new``: the caller
         made ``id`` up just now, so there is nothing to read (a served task in a new context);
         ``keep=False``: the caller saves the conversation itself (``RunResult.unsaved_conversation``:
-        a served task's runner writes it with the task's last state, in one statement)."""
+        a served task's runner writes it with the task's last state, in one statement); ``sink``:
+        as :meth:`run`."""
         history = (await self.store.get(id) or []) if id is not None and not new else None
         state = self._start(prompt, toolkit, history, id)
-        state.inbox, state.keep = inbox, keep
+        state.inbox, state.keep, state.sink = inbox, keep, sink
         return await self._bounded(self._drive(state))
 
     async def resume(
-        self, result: RunResult, answer: Answer, inbox: Inbox | None = None, *, keep: bool = True
+        self,
+        result: RunResult,
+        answer: Answer,
+        inbox: Inbox | None = None,
+        *,
+        keep: bool = True,
+        sink: TextSink | None = None,
     ) -> RunResult:
-        """Continue a ``pending`` run with the answer to its request (``keep``: as :meth:`ask`)."""
+        """Continue a ``pending`` run with the answer to its request (``keep``, ``sink``: as
+        :meth:`ask`)."""
         state = result._state
         if result.status != "pending" or state is None or state.waiting is None:
             raise ValueError("only a pending run can be resumed")
-        state.inbox, state.keep = inbox, keep
+        state.inbox, state.keep, state.sink = inbox, keep, sink
         call = state.waiting
         state.waiting = None
         outcome = await self._answered(state, call, answer)
@@ -211,7 +234,12 @@ class Client:
                 )
             while state.inbox:  # what the user said meanwhile, where it arrived: before this turn
                 state.messages.append(self.style.user(state.inbox.popleft()))
-            turn = await self.style.complete(state.system, state.messages, tools)
+            sink = state.sink if self._streams else None
+            if sink is not None:
+                turn = await self.style.complete(state.system, state.messages, tools, sink)
+                sink.end(final=not turn.tool_calls and not state.inbox)
+            else:
+                turn = await self.style.complete(state.system, state.messages, tools)
             result.turns += 1
             result.usage.add(turn.usage)
             if turn.model:

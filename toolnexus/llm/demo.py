@@ -13,6 +13,8 @@ Its script, read from the last user message (words match whole and case-blind):
 5. Otherwise it answers plainly: ``You said: <prompt>``; from the second message of a
    conversation on, it adds ``(message N of this conversation)``.
 
+Its answers stream word by word, ``pace`` seconds apart (:data:`DEMO_PACE`, or the
+``TOOLNEXUS_DEMO_PACE`` environment variable; 0: no pause, still in pieces), as a model's do.
 Usage is estimated from text length (four characters a token), so telemetry has real numbers.
 """
 
@@ -21,16 +23,21 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import re
 import uuid
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from ..errors import ModelError
 from ..tools import Request, Tool, ToolContext, ToolResult
 
-__all__ = ["demo_generate", "approval_tool", "DEMO_MODEL"]
+__all__ = ["demo_generate", "approval_tool", "DEMO_MODEL", "DEMO_PACE", "demo_pace"]
 
 DEMO_MODEL = "toolnexus-demo"
+DEMO_PACE = 0.05
+"""Seconds between the words of a demo answer: about a model's pace, slow enough to watch."""
+_WORD_START = re.compile(r"(?<=\s)(?=\S)")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _DECLINE = re.compile(
     r"^\s*(no|nope|decline|declined|reject|rejected|deny|denied)\b", re.IGNORECASE
@@ -95,7 +102,36 @@ def _matching_skill(prompt: str, skills: dict[str, str]) -> str | None:
     return None
 
 
-async def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
+def demo_pace(pace: float | None = None) -> float:
+    """``pace``, else ``TOOLNEXUS_DEMO_PACE`` (seconds), else :data:`DEMO_PACE`.
+
+    Raises:
+        ValueError: the environment variable is not a number of seconds from 0 to 10.
+    """
+    if pace is None:
+        given = os.environ.get("TOOLNEXUS_DEMO_PACE", "").strip()
+        try:
+            pace = float(given) if given else DEMO_PACE
+        except ValueError:
+            raise ValueError(
+                f"TOOLNEXUS_DEMO_PACE must be seconds between words, such as 0.05, not {given!r}"
+            ) from None
+    if not 0 <= pace <= 10:
+        raise ValueError(f"the demo's pace must be from 0 to 10 seconds, not {pace:g}")
+    return pace
+
+
+async def _spoken(turn: dict[str, Any], pace: float) -> AsyncGenerator[Any, None]:
+    """An answer said word by word (each word with the space after it), ``pace`` seconds apart."""
+    words = _WORD_START.split(turn.pop("content", ""))
+    for i, word in enumerate(words):
+        if i and pace:
+            await asyncio.sleep(pace)
+        yield word
+    yield turn  # the rest of the turn: its usage
+
+
+async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     messages: list[dict[str, Any]] = request["messages"]
     system = next((_text(m["content"]) for m in messages if m.get("role") == "system"), "")
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
@@ -154,8 +190,8 @@ async def demo_generate(request: dict[str, Any]) -> dict[str, Any]:
         parts.append(f"Request {verdict} ({answer.strip()}).")
         if verdict == "declined":
             parts.append("Nothing was done.")
-            return reply({"content": " ".join(parts)})
+            return _spoken(reply({"content": " ".join(parts)}), pace)
     nth = len(users)
     tail = f" (message {nth} of this conversation)" if nth > 1 else ""
     parts.append(f"You said: {prompt}{tail}")
-    return reply({"content": " ".join(parts)})
+    return _spoken(reply({"content": " ".join(parts)}), pace)

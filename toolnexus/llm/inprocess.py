@@ -1,23 +1,27 @@
-"""A model that is a Python function: no HTTP, no retries."""
+"""A model that is a Python function: no HTTP, no retries; it may stream its words."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..errors import ModelError
 from ..tools import Tool
 from .endpoints import OpenAIShapes
-from .run import ToolCall, Turn, Usage, new_call_id, parse_arguments
+from .run import TextSink, ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["InProcessStyle", "Generate"]
 
 Generate = Callable[[dict[str, Any]], Any]
 """``generate(request) -> {"content": str} | {"tool_calls": [{"id"?, "name", "arguments"}]}``,
 optionally with ``"usage"``; sync or async. ``request`` holds ``model``, OpenAI-shaped
-``messages`` (the system message first) and ``tools`` (``to_openai()`` shapes)."""
+``messages`` (the system message first) and ``tools`` (``to_openai()`` shapes).
+
+Or a stream: ``generate`` may be an async generator (or return an async iterator) that yields
+the turn's text in pieces (``str``), each said as it comes, and dicts for the rest of the turn
+(``tool_calls``, ``usage``; a dict's ``content`` is one more piece)."""
 
 
 class InProcessStyle(OpenAIShapes):
@@ -30,7 +34,11 @@ class InProcessStyle(OpenAIShapes):
         self.model = model
 
     async def complete(
-        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[Tool],
+        sink: TextSink | None = None,
     ) -> Turn:
         request = {
             "model": self.model,
@@ -49,14 +57,20 @@ class InProcessStyle(OpenAIShapes):
             ],
         }
         try:
-            if inspect.iscoroutinefunction(self.generate) or inspect.iscoroutinefunction(
-                getattr(self.generate, "__call__", None)
+            fn = self.generate
+            if (
+                inspect.iscoroutinefunction(fn)
+                or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+                or inspect.isasyncgenfunction(fn)
+                or inspect.isasyncgenfunction(getattr(fn, "__call__", None))
             ):
-                out = await self.generate(request)
+                out = fn(request)
             else:
-                out = await asyncio.to_thread(self.generate, request)
-                if inspect.isawaitable(out):
-                    out = await out
+                out = await asyncio.to_thread(fn, request)
+            if inspect.isawaitable(out):
+                out = await out
+            if isinstance(out, AsyncIterator):
+                out = await _gather(out, sink)
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:
@@ -65,6 +79,27 @@ class InProcessStyle(OpenAIShapes):
 
     async def aclose(self) -> None:
         return None
+
+
+async def _gather(pieces: AsyncIterator[Any], sink: TextSink | None) -> dict[str, Any]:
+    """A streamed turn as one: its text pieces said to ``sink`` as they come, joined."""
+    text: list[str] = []
+    turn: dict[str, Any] = {}
+    async for piece in pieces:
+        if isinstance(piece, dict):
+            more = piece.get("content")
+            turn.update({k: v for k, v in piece.items() if k != "content"})
+            piece = more if isinstance(more, str) else ""
+        if not isinstance(piece, str):
+            raise ModelError(
+                f"in-process model streamed {type(piece).__name__}; expected str pieces or dicts"
+            )
+        if piece:
+            text.append(piece)
+            if sink is not None:
+                sink.text(piece)
+    turn["content"] = "".join(text)
+    return turn
 
 
 def _parse(out: Any) -> Turn:

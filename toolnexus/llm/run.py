@@ -9,7 +9,7 @@ import dataclasses
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..display import e, plural, to_dataframe
 from ..skills import ToolkitLike
@@ -22,6 +22,7 @@ __all__ = [
     "Turn",
     "Inbox",
     "RunState",
+    "TextSink",
     "parse_arguments",
     "new_call_id",
 ]
@@ -180,6 +181,30 @@ class Inbox(collections.deque[str]):
     closed = False
 
 
+class TextSink(Protocol):
+    """Where a run's words go as the model says them (a served task's reply, growing; a chat).
+
+    A style that streams calls :meth:`text` with each piece of a turn's text as it arrives; the
+    loop calls :meth:`end` when the turn is over. Only what a style really streams is said: an
+    endpoint that answers whole says nothing here, and its text arrives with the run's result.
+    """
+
+    def text(self, piece: str) -> None:
+        """A piece of the current turn's text, in order."""
+        ...
+
+    def retry(self) -> None:
+        """What this turn said so far is void: its request failed mid-way and is sent again (a
+        half reply is never presented as a whole one)."""
+        ...
+
+    def end(self, final: bool) -> None:
+        """The turn is over. ``final``: its text is the run's answer (``RunResult.text``); else it
+        was provisional (the model went on to call tools, or a message came in meanwhile) and the
+        next turn's text replaces it."""
+        ...
+
+
 @dataclass
 class RunState:
     """Where a run stands, so that a suspended run can continue."""
@@ -194,6 +219,7 @@ class RunState:
     result: RunResult = field(default_factory=RunResult)
     inbox: Inbox | None = None
     keep: bool = True  # the run saves its conversation as it ends (False: its caller does)
+    sink: TextSink | None = None  # where the model's words go as it says them
 
 
 def parse_arguments(raw: Any) -> tuple[Any, str | None]:
