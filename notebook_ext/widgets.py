@@ -31,7 +31,7 @@ from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport
 from toolnexus.display import badge, error_html, to_dataframe
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
-from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TrafficEvent
+from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TextEvent, TrafficEvent
 from toolnexus.monitor import (
     TaskBook,
     TaskView,
@@ -307,6 +307,9 @@ class ServerWidget(w.VBox):
                 self.hops.apply(ev)
                 if ev.server == self.name:
                     self.book.apply(ev)
+            elif isinstance(ev, TextEvent):  # a reply as the model says it
+                if self.book.words(ev) is None:
+                    continue
             elif isinstance(ev, RemoteCallEvent):
                 self.hops.remote(ev)
             elif isinstance(ev, TrafficEvent):
@@ -451,10 +454,17 @@ class ServerWidget(w.VBox):
             self.detail.value = ""
             return
         telemetry = view.result._repr_html_() if view.result is not None else ""
+        live = (  # the reply as the model says it, until the task's own artifact comes
+            f"<div class='toolnexus-live'><b>reply, as it comes</b>"
+            f"<pre style='white-space:pre-wrap'>{html.escape(view.live)}</pre></div>"
+            if view.live
+            else ""
+        )
         self.detail.value = (
             _trace_html(trace_tree(self.hops, view.id), view.id)
             + _wire_html(task_wire(view, self.book.traffic))
             + task_html(view.task)
+            + live
             + telemetry
         )
 

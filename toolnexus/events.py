@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TaskEvent",
+    "TextEvent",
     "ToolCallEvent",
     "TrafficEvent",
     "RemoteCallEvent",
@@ -88,6 +89,46 @@ class TaskEvent:
                 for m in self.result.messages
             )
         return size
+
+
+@dataclass
+class TextEvent:
+    """A working task's reply as the model says it: the whole text so far, growing.
+
+    Published at most every ``lifecycle.TEXT_EVERY`` seconds for a task (its first words at
+    once), so a fast model costs a frame per interval, not per token. Each carries the whole
+    text, so a reader that missed one misses nothing, and a newer one replaces an older one a
+    slow reader has not taken yet; it is not kept in the bus's history (the next one, or the
+    task's end, tells a late reader all). The text may start over (a model request retried, or
+    a turn that went on to call tools): a text that does not begin with the one before replaces
+    it. The reply is whole only when the task completes: its artifact (the same ``artifact_id``)
+    is the answer.
+
+    Attributes:
+        artifact_id: the reply artifact's id, the same in the task once it completes.
+        text: the reply so far.
+        last: the model's answer is over (the task's end follows).
+    """
+
+    task_id: str
+    context_id: str
+    skill: str | None
+    server: str
+    artifact_id: str
+    text: str
+    last: bool = False
+    time: str = field(default_factory=now_iso)
+    seq: int = 0
+    kind: str = "text"
+    heard: bool = False
+
+    @property
+    def key(self) -> str:
+        return "text:" + self.task_id
+
+    @property
+    def size(self) -> int:
+        return 256 + len(self.text)
 
 
 @dataclass
@@ -213,7 +254,9 @@ class Dropped:
         return None
 
 
-Event = TaskEvent | ToolCallEvent | TrafficEvent | RemoteCallEvent | ServerEvent | Dropped
+Event = (
+    TaskEvent | TextEvent | ToolCallEvent | TrafficEvent | RemoteCallEvent | ServerEvent | Dropped
+)
 
 
 class _Subscription:
@@ -324,8 +367,10 @@ class EventBus:
             for event in events:
                 event.seq = self.seq = next(self._seq)
             history, sizes = self._history, self._sizes
-            history.extend(events)
             for event in events:
+                if event.kind == "text":  # a TextEvent: the next one tells a late reader all
+                    continue
+                history.append(event)
                 size = size_of(event)
                 sizes.append(size)
                 self._held += size

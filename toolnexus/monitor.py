@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .events import RemoteCallEvent, TaskEvent, ToolCallEvent, TrafficEvent
+from .events import RemoteCallEvent, TaskEvent, TextEvent, ToolCallEvent, TrafficEvent
 from .protocol.dialects import Dialect, render_task
 from .protocol.model import Task, TaskState
 
@@ -72,6 +72,9 @@ class TaskView:
     """The order the book first saw it in (1, 2, ...)."""
     known_skill: str | None = None
     """The skill any of its events named (a watched remote task's carry none)."""
+    live: str = ""
+    """While it works: its reply as the model says it (:class:`~toolnexus.events.TextEvent`),
+    provisional; "" once it settles (its artifact is the answer)."""
 
     @property
     def id(self) -> str:
@@ -212,6 +215,16 @@ class TaskBook:
             view.timeline.append((event.state, event.time))
         if event.result is not None:
             view.result = event.result
+        if event.state.terminal or event.state.interrupted:
+            view.live = ""
+        return view
+
+    def words(self, event: TextEvent) -> TaskView | None:
+        """A working task's reply as it grows; None for a task the book has not seen working."""
+        view = self.tasks.get(event.task_id)
+        if view is None or view.state is not TaskState.WORKING:
+            return None
+        view.live = event.text
         return view
 
     def remote(self, event: RemoteCallEvent) -> None:

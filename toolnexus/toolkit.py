@@ -123,7 +123,8 @@ class Toolkit:
 
         ``await tk.serve(...)`` returns a :class:`~toolnexus.serve.app.ServeHandle` once the socket is
         bound; ``async with tk.serve(...) as handle`` stops it on exit. Options: ``client``, ``a2a``,
-        ``on_task``, ``mcp``, ``on_call``, ``events`` (see :func:`toolnexus.serve.app.serve`).
+        ``on_task``, ``on_text``, ``mcp``, ``on_call``, ``events`` (see
+        :func:`toolnexus.serve.app.serve`).
         """
         from .serve.app import ServeCall, serve
 

@@ -35,6 +35,7 @@ from toolnexus.events import (
     RemoteCallEvent,
     ServerEvent,
     TaskEvent,
+    TextEvent,
     ToolCallEvent,
     TrafficEvent,
 )
@@ -298,6 +299,9 @@ class ToolnexusApp(App[None]):
             if isinstance(event, TaskEvent):
                 self.book.apply(event)
                 self._changed(event.task_id)
+            elif isinstance(event, TextEvent):  # a reply as the model says it
+                if self.book.words(event) is not None:
+                    self._changed(event.task_id)
             elif isinstance(
                 event, RemoteCallEvent
             ):  # a hosted task's call to another agent: part of its view

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
@@ -44,6 +44,7 @@ from ..errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from ..events import TaskEvent, TextEvent
 from ..protocol import rest
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
 from ..protocol.dialects import (
@@ -64,7 +65,7 @@ from ..protocol.jsonrpc import (
     request_id_of,
     result_envelope,
 )
-from ..protocol.model import Task, TaskState, iso_utc
+from ..protocol.model import Artifact, Part, Task, TaskState, iso_utc
 from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Binding, Operation
 from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
@@ -767,8 +768,14 @@ class A2AEndpoint:
     async def _results(
         self, task: Task, first: Task, queue: Follow, dialect: Dialect, history_length: int | None
     ) -> AsyncGenerator[Any, None]:
-        """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds)."""
-        sent_artifacts = {a.artifact_id for a in first.artifacts}
+        """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds).
+
+        A reply said as it comes goes out as appends to its artifact (:class:`TextEvent`: what
+        was not sent yet; a text that starts over replaces it); the artifact the task ends with
+        sends what of it the appends did not, with ``lastChunk``: the stream's join is the
+        task's artifact, however its words went."""
+        sent: dict[str, str] = {a.artifact_id: a.text for a in first.artifacts}
+        whole: set[str] = set(sent)  # artifacts sent to their last chunk
         try:
             yield render_send_result(first, dialect, history_length)
             if first.state.terminal or first.state.interrupted:
@@ -781,19 +788,50 @@ class A2AEndpoint:
                     continue
                 if event is None:  # this server stops before the task ends: follow it on another
                     raise ServerStoppingError()
-                snap = event.task
-                if event.state is TaskState.SUBMITTED:
+                if event.__class__ is TextEvent:
+                    words = cast(TextEvent, event)
+                    update = _words(task, words.artifact_id, words.text, sent, words.last, dialect)
+                    if update is not None:
+                        yield update
+                    if words.last:
+                        whole.add(words.artifact_id)
+                    continue
+                change = cast(TaskEvent, event)
+                snap = change.task
+                if change.state is TaskState.SUBMITTED:
                     continue
                 for art in snap.artifacts:
-                    if art.artifact_id not in sent_artifacts:
-                        sent_artifacts.add(art.artifact_id)
+                    if art.artifact_id in whole:
+                        continue
+                    whole.add(art.artifact_id)
+                    if art.artifact_id in sent:  # said as it came: what the appends did not say
+                        update = _words(task, art.artifact_id, art.text, sent, True, dialect)
+                        if update is not None:
+                            yield update
+                    else:
                         yield render_artifact_update(snap, art, dialect)
-                done = event.state.terminal or event.state.interrupted
+                done = change.state.terminal or change.state.interrupted
                 yield render_status_update(snap, dialect, final=done)
                 if done:
                     return
         finally:
             self.runner.unlisten(task.id, queue)
+
+
+def _words(
+    task: Task, artifact_id: str, text: str, sent: dict[str, str], last: bool, dialect: Dialect
+) -> dict[str, Any] | None:
+    """The artifact update that brings a caller who was sent ``sent[artifact_id]`` to ``text``:
+    the rest appended, or all of it replacing what was sent when the text started over. None
+    when there is nothing to send (nothing new, and not the last chunk)."""
+    before = sent.get(artifact_id)
+    append = before is not None and text.startswith(before)
+    piece = text[len(before) :] if append and before is not None else text
+    if not piece and not last and append:
+        return None
+    sent[artifact_id] = text
+    art = Artifact([Part.of_text(piece)], artifact_id, name="reply")
+    return render_artifact_update(task, art, dialect, append=append, last_chunk=last)
 
 
 def sse(

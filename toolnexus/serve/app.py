@@ -239,6 +239,7 @@ async def serve(
     client: Client | None = None,
     a2a: A2AConfig | dict[str, Any] | bool | None = None,
     on_task: Callable[[dict[str, Any]], Any] | None = None,
+    on_text: Callable[[dict[str, Any]], Any] | None = None,
     mcp: MCPServeConfig | dict[str, Any] | bool | None = None,
     on_call: Callable[[dict[str, Any]], Any] | None = None,
     events: EventBus | None = None,
@@ -255,7 +256,10 @@ async def serve(
     or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
     unless ``allow_unauthenticated=True``. A connection that spends ``header_timeout`` seconds with
     no request in progress, or with a request whose body is still arriving, is closed; past
-    ``max_connections`` open connections and requests, new requests get 503. ``record_wire=True`` puts every inbound exchange on the bus as
+    ``max_connections`` open connections and requests, new requests get 503. ``on_task`` is called
+    with each task that ends or waits for input (its ``result``, the run's ``RunResult``);
+    ``on_text`` with a working task's reply as the model says it (``id``, ``context_id``,
+    ``skill``, ``text``: all of it so far, ``last``), at most every ``TEXT_EVERY`` seconds. ``record_wire=True`` puts every inbound exchange on the bus as
     a TrafficEvent (direction ``in``, masked, with its ``task_id``): what a debugger shows.
     ``sock``: a socket already bound and listening on ``addr`` to serve on (connections made to it
     meanwhile wait in its backlog): a notebook hands out a server's URL before the server starts.
@@ -295,7 +299,13 @@ async def serve(
         ):  # every worker must see each conversation
             client.store = PostgresConversationStore(store.db)
         runner = TaskRunner(
-            toolkit=toolkit, client=client, store=store, bus=bus, server=name, on_task=on_task
+            toolkit=toolkit,
+            client=client,
+            store=store,
+            bus=bus,
+            server=name,
+            on_task=on_task,
+            on_text=on_text,
         )
         if isinstance(
             store, PostgresTaskStore

@@ -28,6 +28,17 @@ each move it was told of; another worker's move is announced and adopted, see
 ended task never changes): no store read. In-process observers (the event bus: the TUI, the notebook, ``toolnexus serve``'s log) see
 every state as it happens; after a ``kill -9`` a task no caller was told of is gone, as its caller's
 connection is.
+
+Words as they come: a run's model says its reply in pieces (:class:`Reply`, the run's
+:class:`~toolnexus.llm.run.TextSink`); they are told at most every :data:`TEXT_EVERY` seconds (the
+first at once) or when :data:`TEXT_BYTES` wait, as a :class:`~toolnexus.events.TextEvent` with the
+whole text so far, to the bus, the task's streams (as artifact updates: ``append``, ``lastChunk``
+on the last) and ``on_text``, and a poll of a working task shows it. They are never written: the
+store gets the reply once, whole, as the completed task's artifact (the same ``artifact_id``),
+with the state it completes in. A crash mid-reply leaves the task as its last written state
+(``working``, or ``submitted``), failed at the next start or when its lease lapses; the words
+said before it are gone with it. Push notifications carry states and the finished artifact, not
+the words as they come (a POST per piece to every webhook would cost more than it tells).
 """
 
 from __future__ import annotations
@@ -52,7 +63,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from ..events import EventBus, Hook, TaskEvent
+from ..events import EventBus, Hook, TaskEvent, TextEvent
 from ..llm.run import Inbox
 from ..protocol.model import (
     Artifact,
@@ -75,15 +86,43 @@ if TYPE_CHECKING:
     from ..protocol.push import PushConfig
     from .push import PushNotifier
 
-__all__ = ["TaskRunner", "OnTask", "Follow", "STOPPED"]
+__all__ = ["TaskRunner", "OnTask", "Follow", "Reply", "STOPPED", "TEXT_EVERY", "TEXT_BYTES"]
 
 log = logging.getLogger("toolnexus.serve")
 
 OnTask = Callable[[dict[str, Any]], Any]
 
-Follow = asyncio.Queue["TaskEvent | None"]
-"""What a stream reads (:meth:`TaskRunner.listen`): each later transition of its task; None when
-this server stops before the task ends (:meth:`TaskRunner.stop_runs`): the stream ends there."""
+
+class Follow:
+    """What a stream reads (:meth:`TaskRunner.listen`): each later transition of its task and its
+    reply's text as it grows (a newer text replaces an older one not read yet: each holds all of
+    it); None when this server stops before the task ends (:meth:`TaskRunner.stop_runs`): the
+    stream ends there. Never blocks its writer."""
+
+    __slots__ = ("_items", "_wake")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[TaskEvent | TextEvent | None] = collections.deque()
+        self._wake = asyncio.Event()
+
+    def put_nowait(self, item: TaskEvent | TextEvent | None) -> None:
+        items = self._items
+        if item.__class__ is TextEvent and items:
+            newest = items[-1]
+            if newest.__class__ is TextEvent:
+                items[-1] = item  # all its text and more
+                return
+        items.append(item)
+        self._wake.set()
+
+    async def get(self) -> TaskEvent | TextEvent | None:
+        while not self._items:
+            self._wake.clear()
+            await self._wake.wait()
+        return self._items.popleft()
+
+    def qsize(self) -> int:
+        return len(self._items)
 
 
 def _adopt(task: Task, fresh: Task) -> None:
@@ -102,10 +141,95 @@ INBOX_LIMIT = 100
 ENDED_KEPT = 1024
 """How many of the tasks that ended here lately a poll is answered for without a store read."""
 
+TEXT_EVERY = 0.02
+"""A reply's words are told at most once every this many seconds per task (a model's first
+words at once, and any that come after a pause as long): a fast model costs a frame per
+interval, not per token; one as slow as a person reads, a frame per piece with no delay."""
+
+TEXT_BYTES = 4096
+"""...and as soon as this many characters wait, however soon after the last time."""
+
 WAKE_EVERY = 0.05
 """A wait with a timeout (a blocking send's) ends at the first multiple of this many seconds past
 its deadline: one timer wakes every wait due in that interval. A timer per wait
 (``asyncio.timeout``) was the costliest single step of a blocking send (``bench/README.md``)."""
+
+
+class Reply:
+    """A run's reply as its model says it: the :class:`~toolnexus.llm.run.TextSink` the runner
+    gives the model loop. Pieces are held and told together (see :data:`TEXT_EVERY`); a turn that
+    was provisional, or a request tried again, starts the text over at its next piece."""
+
+    __slots__ = (
+        "runner",
+        "task",
+        "artifact_id",
+        "told",
+        "held",
+        "size",
+        "restart",
+        "last_told",
+        "timer",
+        "loop",
+    )
+
+    def __init__(self, runner: TaskRunner, task: Task) -> None:
+        self.runner = runner
+        self.task = task
+        self.artifact_id = new_id()
+        self.told = ""  # the text callers were told
+        self.held: list[str] = []  # said since, not told yet
+        self.size = 0
+        self.restart = False  # the next piece starts the text over
+        self.loop = asyncio.get_running_loop()
+        self.last_told = -math.inf
+        self.timer: asyncio.TimerHandle | None = None
+
+    def text(self, piece: str) -> None:
+        if self.restart:
+            self.restart, self.told = False, ""
+        self.held.append(piece)
+        self.size += len(piece)
+        if self.timer is None:
+            due = self.last_told + TEXT_EVERY
+            if self.size >= TEXT_BYTES or self.loop.time() >= due:
+                self.tell()
+            else:
+                self.timer = self.loop.call_at(due, self.tell)
+        elif self.size >= TEXT_BYTES:
+            self.tell()
+
+    def retry(self) -> None:
+        self.stop()
+        self.held.clear()
+        self.size = 0
+        self.restart = bool(self.told)
+
+    def end(self, final: bool) -> None:
+        self.tell(last=final)
+        if not final:
+            self.restart = bool(self.told)
+
+    def tell(self, last: bool = False) -> None:
+        """Tell what is held (``last``: and that the answer is over)."""
+        self.stop()
+        if self.held:
+            self.told += "".join(self.held)
+            self.held.clear()
+            self.size = 0
+        elif not (last and self.told):
+            return
+        self.last_told = self.loop.time()
+        self.runner.said(self, last)
+
+    def stop(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def artifact(self) -> Artifact:
+        """The reply so far, as the artifact it will be."""
+        return Artifact([Part.of_text(self.told)], self.artifact_id, name="reply")
 
 
 class TaskRunner:
@@ -120,6 +244,7 @@ class TaskRunner:
         bus: EventBus,
         server: str,
         on_task: OnTask | None = None,
+        on_text: OnTask | None = None,
     ) -> None:
         self.toolkit = toolkit
         self.client = client
@@ -127,6 +252,12 @@ class TaskRunner:
         self.bus = bus
         self.server = server
         self.on_task = Hook(on_task, "on_task")
+        self.on_text = Hook(on_text, "on_text")
+        self._replies: dict[str, Reply] = {}  # the replies of the runs here, as they are said
+        self._wanted: dict[str, str] = {}  # runs here whose words a stream elsewhere follows: what
+        # was announced of them (see stores.postgres.WorkerLink)
+        self._heard_words: dict[str, tuple[str, str]] = {}  # followed here, run elsewhere: the
+        # reply as heard (its artifact id, its text)
         self._locks: dict[str, asyncio.Lock] = {}
         self._changed: dict[str, asyncio.Event] = {}
         # a WAKE_EVERY interval -> its timer, and the tasks waited on until then (how many waits each)
@@ -296,6 +427,11 @@ class TaskRunner:
         self._pending.pop(task_id, None)
         self._inboxes.pop(task_id, None)  # e.g. left over by a suspended run, then canceled
         self._live.pop(task_id, None)
+        reply = self._replies.pop(task_id, None)
+        if reply is not None:
+            reply.stop()
+        self._wanted.pop(task_id, None)
+        self._heard_words.pop(task_id, None)
 
     def _stop_here(
         self, task: Task, run: asyncio.Task[None] | None, waiting: RunResult | None, canceled: bool
@@ -325,6 +461,77 @@ class TaskRunner:
                 "context_id": task.context_id,
             }
         )
+
+    def said(self, reply: Reply, last: bool) -> None:
+        """Tell a reply's words: the bus, the task's streams, ``on_text``."""
+        task = reply.task
+        if task.state is not TaskState.WORKING or self._replies.get(task.id) is not reply:
+            return  # a run whose task moved on (canceled) says nothing more
+        event = TextEvent(
+            task.id, task.context_id, task.skill, self.server, reply.artifact_id, reply.told, last
+        )
+        if self.bus.subscribers:
+            self.bus.publish(event)
+        for q in self._watchers.get(task.id, ()):
+            q.put_nowait(event)
+        if task.id in self._wanted:
+            self._announce_words(reply, last)
+        if self.on_text.fn is not None:
+            self.on_text.fire(
+                {
+                    "id": task.id,
+                    "context_id": task.context_id,
+                    "skill": task.skill,
+                    "text": reply.told,
+                    "last": last,
+                }
+            )
+
+    def _announce_words(self, reply: Reply, last: bool) -> None:
+        """Tell the other workers following this run what its reply says since the last time."""
+        before, text = self._wanted.get(reply.task.id, ""), reply.told
+        offset = len(before) if text.startswith(before) else 0  # else it started over
+        self._wanted[reply.task.id] = text
+        if self.link is not None and (text[offset:] or last):
+            task = reply.task
+            self.link.words(
+                task.id, task.context_id, reply.artifact_id, offset, text[offset:], last
+            )
+
+    def wanted(self, task_id: str) -> None:
+        """A stream on another worker follows a task: if it runs here, its reply so far is
+        announced now and each later piece as it is told."""
+        reply = self._replies.get(task_id)
+        if reply is None:
+            return
+        self._wanted[task_id] = ""
+        if reply.told and reply.task.state is TaskState.WORKING:
+            self._announce_words(reply, False)
+
+    def heard_words(
+        self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
+    ) -> None:
+        """Another worker's run says more of its reply (the text from ``offset`` on begins with
+        ``piece``): told to this worker's streams of the task and its bus, as its own words are."""
+        watchers = self._watchers.get(task_id)
+        if not watchers and not self.bus.hears():
+            return
+        known, text = self._heard_words.get(task_id, (artifact_id, ""))
+        if known != artifact_id:
+            text = ""
+        if offset > len(text):
+            return  # joined after this piece's start: the reply so far comes when it was asked for
+        text = text[:offset] + piece
+        self._heard_words[task_id] = (artifact_id, text)
+        if len(self._heard_words) > 10_000:
+            del self._heard_words[next(iter(self._heard_words))]
+        event = TextEvent(
+            task_id, context_id, None, self.server, artifact_id, text, last, heard=True
+        )
+        if self.bus.subscribers:
+            self.bus.publish(event)
+        for q in watchers or ():
+            q.put_nowait(event)
 
     # -- create and run -----------------------------------------------------------------------
     async def send(
@@ -518,6 +725,10 @@ class TaskRunner:
         """Run ``task`` to its end (or its next question); ``new_context``: this server made up its
         context just now, so its conversation has nothing to read yet."""
         inbox = self._inboxes.get(task.id)
+        words = self._replies.get(task.id)  # one reply a task, a question and its answer included
+        if words is None:
+            words = self._replies[task.id] = Reply(self, task)
+        words.task = task
         trace.running.set(
             (task, self)
         )  # this run's own context: its tools' remote calls join the task's trace
@@ -544,6 +755,7 @@ class TaskRunner:
                     Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
                     inbox=inbox,
                     keep=not self._joint,
+                    sink=words,
                 )
             else:
                 # callers told apart never share a conversation, even when they name the same context
@@ -557,6 +769,7 @@ class TaskRunner:
                     inbox=inbox,
                     new=new_context,
                     keep=not self._joint,
+                    sink=words,
                 )
         except asyncio.CancelledError:
             return  # cancel() already moved the task
@@ -575,6 +788,7 @@ class TaskRunner:
             await self._fail(task, "internal error while running the task")
             return
         finally:
+            words.stop()  # what a run that ended left held is not told
             if inbox is not None:
                 inbox.closed = True  # whatever happened, no later message is left unread in it
                 if not inbox and self._inboxes.get(task.id) is inbox:
@@ -614,7 +828,7 @@ class TaskRunner:
             )
             return
         reply = Message.agent(result.text, task.context_id, task.id)
-        artifact = Artifact([Part.of_text(result.text)], name="reply")
+        artifact = Artifact([Part.of_text(result.text)], words.artifact_id, name="reply")
         unsaved, store = result.unsaved_conversation, self.client.store
         done = await self._settle(
             task,
@@ -737,8 +951,11 @@ class TaskRunner:
         """A task's value as this worker knows it without asking the store: one it holds in flight
         (written at each move anybody was told of), or one that ended here lately."""
         live = self._live.get(id)
-        if live is not None:
-            return live.moved(live.status)  # a value: later moves of the live task do not touch it
+        if live is not None:  # a value: later moves of the live task do not touch it
+            reply = self._replies.get(id)
+            if reply is not None and reply.told and live.state is TaskState.WORKING:
+                return live.moved(live.status, artifacts=[reply.artifact()])  # its words so far
+            return live.moved(live.status)
         return self._ended.get(id)
 
     async def list(
@@ -912,8 +1129,10 @@ class TaskRunner:
 
     def listen(self, task_id: str) -> Follow:
         """A queue that receives every later transition of the task; end with :meth:`unlisten`."""
-        queue: Follow = asyncio.Queue()
+        queue = Follow()
         self._watchers.setdefault(task_id, []).append(queue)
+        if self.link is not None and task_id not in self._runs:  # run by another worker, maybe
+            self.link.want(task_id)
         return queue
 
     def unlisten(self, task_id: str, queue: Follow) -> None:
@@ -987,8 +1206,11 @@ class TaskRunner:
         """Cancel every run in flight; give the hooks already fired a second, then cancel them too."""
         for timer, _ in self._due.values():
             timer.cancel()
+        for reply in self._replies.values():
+            reply.stop()
         runs = list(self._runs.values()) + list(self._hooks)
         for run in runs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         await self.on_task.close()
+        await self.on_text.close()

@@ -420,6 +420,13 @@ class PostgresTaskStore:
             )
         return int(done.split()[-1])
 
+    async def announce(self, payloads: list[str]) -> None:
+        """Put ``payloads`` on the workers' channel, in order, in one statement."""
+        async with _reachable(self.db) as pool:
+            await pool.execute(
+                "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", CHANNEL, payloads
+            )
+
     async def expired(self, limit: int = 100) -> list[str]:
         """Running tasks whose worker stopped renewing their lease (it died, or lost the database)."""
         async with _reachable(self.db) as pool:
@@ -461,21 +468,72 @@ class WorkerLink:
     waits; a run here that another worker canceled is stopped), renews the lease of the tasks it
     runs, and fails the running tasks of a worker whose lease lapsed (it died).
 
+    A reply's words cross on the same channel, only for a task a stream on another worker
+    follows: that worker asks (``want``: :meth:`want`), and the worker running the task announces
+    the reply so far, then each piece as it is told (``words``: :meth:`words`), the text's offset
+    with each, so a follower that joined mid-reply gets it all once and a text that starts over
+    replaces what it had. A notification holds at most 8,000 bytes: a longer piece goes as several.
+    They are best effort (a worker that missed some still ends its streams with the task's whole
+    artifact, which its completion announces). Announcements are sent in batches, one statement
+    each. Payloads: ``worker task version state`` (a save's, in its statement), ``worker want
+    task``, ``worker words [task, context, artifact, offset, last]\npiece``.
+
     Started by ``serve()`` when the store is PostgreSQL; a lost listening connection (the database
     restarted) is opened again on the next tick, and what was announced meanwhile is not replayed.
     """
+
+    PAYLOAD = 7900
+    """The bytes of one notification at most (PostgreSQL's limit is 8,000)."""
 
     def __init__(self, store: PostgresTaskStore, runner: Any) -> None:
         self.store = store
         self.runner = runner
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._out: asyncio.Queue[str] = asyncio.Queue()  # announcements waiting to be sent
         self._listener: Any = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         await self.store.db.pool()  # the schema exists before anything is announced
         await self._listen()
-        self._tasks = [asyncio.ensure_future(self._deliver()), asyncio.ensure_future(self._tick())]
+        self._tasks = [
+            asyncio.ensure_future(self._deliver()),
+            asyncio.ensure_future(self._tick()),
+            asyncio.ensure_future(self._announce()),
+        ]
+
+    def want(self, task_id: str) -> None:
+        """Ask the worker running ``task_id`` for its reply's words (a stream here follows it)."""
+        self._out.put_nowait(f"{self.store.worker} want {task_id}")
+
+    def words(
+        self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
+    ) -> None:
+        """Announce a piece of a reply's text, at ``offset`` in it (a piece too long for one
+        notification goes as several, each at its own offset)."""
+        if len(context_id) > 1000:  # an odd caller's context: the follower knows the task anyway
+            context_id = ""
+        piece = piece.replace("\x00", "\ufffd")  # a NUL cannot be in a notification
+        while True:
+            head = _json.dumps([task_id, context_id, artifact_id, offset, False]).decode()
+            room = (self.PAYLOAD - len(self.store.worker) - len(head.encode()) - 16) // 4
+            now, piece = piece[:room], piece[room:]
+            done = not piece
+            head = _json.dumps([task_id, context_id, artifact_id, offset, last and done]).decode()
+            self._out.put_nowait(f"{self.store.worker} words {head}\n{now}")
+            if done:
+                return
+            offset += len(now)
+
+    async def _announce(self) -> None:
+        while True:
+            batch = [await self._out.get()]
+            while not self._out.empty() and len(batch) < 100:
+                batch.append(self._out.get_nowait())
+            try:
+                await self.store.announce(batch)
+            except Exception as exc:  # words are best effort: the task's end tells all
+                log.warning("worker link: could not announce: %s: %s", type(exc).__name__, exc)
 
     async def _listen(self) -> None:
         asyncpg = _asyncpg()
@@ -493,8 +551,16 @@ class WorkerLink:
             if payload.startswith(me):
                 continue
             try:
-                _, task_id, version, state = payload.split(" ")
-                await self.runner.arrived(task_id, int(version), TaskState(state))
+                head, _, piece = payload.partition("\n")
+                _, kind, rest = head.split(" ", 2)
+                if kind == "want":
+                    self.runner.wanted(rest)
+                elif kind == "words":
+                    task_id, context_id, artifact_id, offset, last = _json.loads(rest)
+                    self.runner.heard_words(task_id, context_id, artifact_id, offset, piece, last)
+                else:
+                    version, state = rest.split(" ")
+                    await self.runner.arrived(kind, int(version), TaskState(state))
             except Exception as exc:  # one bad announcement or a store error never ends the link
                 log.warning(
                     "worker link: could not deliver %r: %s: %s",

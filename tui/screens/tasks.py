@@ -272,6 +272,9 @@ class TasksScreen(ModeScreen):
         for a in view.task.artifacts:
             artifacts.append(f"{a.name or a.artifact_id}\n", "bold")
             artifacts.append(a.text + "\n\n")
+        if view.live:  # the reply as the model says it, until the task's own artifact comes
+            artifacts.append("reply, as it comes\n", "bold yellow")
+            artifacts.append(view.live + "\n")
         self.query_one("#artifacts", Static).update(artifacts or "No artifacts yet.")
         self.query_one("#telemetry", Static).update(_telemetry(view))
         self._show_costly(view)

@@ -1,0 +1,332 @@
+"""A served model's words go out as it says them: the official SDK clients streaming from ours on
+every binding (JSON-RPC 1.0 and its 0.3 compat, HTTP+JSON 1.0 and 0.3, gRPC) receive the reply in
+appends, spaced as the model spaced them, whose join is the task's artifact; a subscriber that
+joins mid-reply gets the text so far, then the rest; a poll shows the text so far; the bus and
+``on_text`` carry it; a model stream cut and retried starts the reply over, a failed one never
+ends it; a caller that goes away mid-stream leaves the task running."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+import toolnexus as tn
+from toolnexus.events import TextEvent
+from toolnexus.llm import create_client, create_in_process_client
+
+from ..stubs import ScriptedServer, openai_stream
+from .test_sdk_interop import TRANSPORTS, sdk_client
+
+pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
+
+from a2a.types import a2a_pb2 as pb  # noqa: E402
+
+WORDS = ["The ", "weather ", "in ", "Lisbon ", "is ", "sunny."]
+
+
+class Paced:
+    """An in-process model that says ``words`` ``gap`` seconds apart, noting when it said each."""
+
+    def __init__(self, words: list[str], gap: float) -> None:
+        self.words, self.gap = words, gap
+        self.said: list[float] = []
+        self.started = asyncio.Event()
+        self.halfway = asyncio.Event()
+
+    async def __call__(self, request: dict[str, Any]):
+        self.said = []
+        self.started.set()
+        for i, word in enumerate(self.words):
+            if i:
+                await asyncio.sleep(self.gap)
+            self.said.append(asyncio.get_running_loop().time())
+            if i == len(self.words) // 2:
+                self.halfway.set()
+            yield word
+
+
+def message(text: str, **ids: str) -> pb.Message:
+    return pb.Message(
+        message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text=text)], **ids
+    )
+
+
+def joined(updates: list[Any]) -> str:
+    """The text an A2A client holds after these artifact updates (append or replace)."""
+    text = ""
+    for update in updates:
+        piece = "".join(p.text for p in update.artifact.parts)
+        text = text + piece if update.append else piece
+    return text
+
+
+async def serve(model: Any, **options: Any):
+    tk = await tn.create_toolkit(builtins=False)
+    return await tk.serve(
+        client=create_in_process_client(model) if not isinstance(model, tn.Client) else model,
+        a2a=tn.A2AConfig(name="demo-desk", **options),
+    )
+
+
+async def collect(events: Any) -> tuple[list[Any], list[float]]:
+    got, times = [], []
+    async for ev in events:
+        got.append(ev)
+        times.append(asyncio.get_running_loop().time())
+    return got, times
+
+
+def check_spaced(model: Paced, got: list[Any], times: list[float]) -> list[Any]:
+    """The artifact updates, at least three, each received before the model said the next word."""
+    updates = [
+        (ev.artifact_update, t)
+        for ev, t in zip(got, times, strict=True)
+        if ev.HasField("artifact_update")
+    ]
+    assert len(updates) >= 3, [ev.WhichOneof("payload") for ev in got]
+    for i in range(3):
+        assert updates[i][1] < model.said[i + 1], f"chunk {i} arrived after word {i + 1} was said"
+    assert updates[-1][0].last_chunk and not any(u.last_chunk for u, _ in updates[:-1])
+    return [u for u, _ in updates]
+
+
+@pytest.mark.parametrize("version", TRANSPORTS)
+async def test_the_sdk_client_streams_the_words_as_the_model_says_them(version):
+    model = Paced(WORDS, 0.25)
+    handle = await serve(model)
+    try:
+        async with sdk_client(handle, version, streaming=True) as client:
+            got, times = await collect(
+                client.send_message(pb.SendMessageRequest(message=message("weather?")))
+            )
+            updates = check_spaced(model, got, times)
+            assert got[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
+            task = await client.get_task(pb.GetTaskRequest(id=got[0].task.id))
+            assert [a.artifact_id for a in task.artifacts] == [updates[0].artifact.artifact_id]
+            assert joined(updates) == task.artifacts[0].parts[0].text == "".join(WORDS)
+    finally:
+        await handle.stop()
+
+
+async def test_the_sdk_grpc_client_streams_the_words_as_the_model_says_them():
+    pytest.importorskip("grpc")
+    from .test_grpc import _message, _sdk_client
+
+    model = Paced(WORDS, 0.25)
+    handle = await serve(model, grpc="127.0.0.1:0")
+    client = await _sdk_client(handle.url)
+    try:
+        got, times = await collect(
+            client.send_message(pb.SendMessageRequest(message=_message("weather?")))
+        )
+        updates = check_spaced(model, got, times)
+        task = await client.get_task(pb.GetTaskRequest(id=got[0].task.id))
+        assert joined(updates) == task.artifacts[0].parts[0].text == "".join(WORDS)
+    finally:
+        await client.close()
+        await handle.stop()
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3", "rest"])
+async def test_a_subscriber_joining_mid_reply_gets_the_text_so_far_then_the_rest(version):
+    model = Paced(WORDS, 0.2)
+    handle = await serve(model)
+    try:
+        async with (
+            sdk_client(handle, version) as client,
+            sdk_client(handle, version, streaming=True) as follower,
+        ):
+            request = pb.SendMessageRequest(
+                message=message("weather?"),
+                configuration=pb.SendMessageConfiguration(return_immediately=True),
+            )
+            sent = [ev async for ev in client.send_message(request)]
+            task_id = next(ev.task.id for ev in sent if ev.HasField("task"))
+            await asyncio.wait_for(model.halfway.wait(), 10)
+            await asyncio.sleep(0.05)  # the half said is told
+            polled = await client.get_task(pb.GetTaskRequest(id=task_id))
+            assert polled.status.state == pb.TASK_STATE_WORKING
+            so_far = polled.artifacts[0].parts[0].text
+            assert "".join(WORDS).startswith(so_far) and 0 < len(so_far) < len("".join(WORDS))
+            got, _ = await collect(follower.subscribe(pb.SubscribeToTaskRequest(id=task_id)))
+            first = got[0].task
+            assert first.artifacts, "the task the subscriber gets first carries the text so far"
+            seen = first.artifacts[0].parts[0].text
+            assert "".join(WORDS).startswith(seen) and len(seen) >= len(so_far)
+            updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+            assert all(u.append for u in updates), "nothing sent twice: every update appends"
+            done = await client.get_task(pb.GetTaskRequest(id=task_id))
+            assert seen + joined(updates) == done.artifacts[0].parts[0].text == "".join(WORDS)
+    finally:
+        await handle.stop()
+
+
+async def test_a_fast_model_costs_a_frame_per_interval_not_per_piece():
+    pieces = [f"w{i} " for i in range(300)]
+
+    async def fast(request: dict[str, Any]):
+        for i, piece in enumerate(pieces):
+            if i % 50 == 0:
+                await asyncio.sleep(0)  # a model whose tokens come in bursts
+            yield piece
+
+    handle = await serve(fast)
+    try:
+        async with sdk_client(handle, "1.0", streaming=True) as client:
+            got, _ = await collect(
+                client.send_message(pb.SendMessageRequest(message=message("go")))
+            )
+        updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+        assert 2 <= len(updates) <= 10, len(updates)
+        assert joined(updates) == "".join(pieces)
+    finally:
+        await handle.stop()
+
+
+async def test_the_bus_and_on_text_carry_the_words_and_the_store_gets_them_whole():
+    model = Paced(WORDS, 0.05)
+    heard: list[dict[str, Any]] = []
+    tk = await tn.create_toolkit(builtins=False)
+    handle = await tk.serve(
+        client=create_in_process_client(model), a2a=tn.A2AConfig(name="d"), on_text=heard.append
+    )
+    texts: list[TextEvent] = []
+
+    async def watch() -> None:
+        async for ev in handle.events.subscribe(replay=False):
+            if isinstance(ev, TextEvent):
+                texts.append(ev)
+            elif getattr(ev, "state", None) is tn.TaskState.COMPLETED:
+                return
+
+    watching = asyncio.ensure_future(watch())
+    try:
+        await asyncio.sleep(0.05)
+        async with tn.A2AClient(handle.url) as peer:
+            task = await peer.send("weather?", blocking=True)
+        await asyncio.wait_for(watching, 10)
+        assert len(texts) >= 3 and texts[-1].last and texts[-1].text == "".join(WORDS)
+        for before, after in zip(texts, texts[1:], strict=False):  # growing; the last may add none
+            assert after.text.startswith(before.text)
+            assert len(after.text) > len(before.text) or after.last
+        assert {t.artifact_id for t in texts} == {task.artifacts[0].artifact_id}
+        await asyncio.sleep(0.05)  # hooks run in the background
+        assert heard[-1]["text"] == "".join(WORDS) and heard[-1]["last"] is True
+        assert heard[0]["id"] == task.id and len(heard) == len(texts)
+        stored = await handle.runner.store.get(task.id)
+        assert [a.text for a in stored.artifacts] == ["".join(WORDS)]
+        assert handle.events.history() and not any(
+            isinstance(e, TextEvent) for e in handle.events.history()
+        )
+    finally:
+        watching.cancel()
+        await handle.stop()
+
+
+async def test_a_model_stream_cut_and_retried_starts_the_reply_over():
+    script = [
+        openai_stream("Half ", "a ", "reply", gap=0.1, cut_after=4),
+        openai_stream("A ", "whole ", "reply.", gap=0.1),
+    ]
+    async with ScriptedServer(script) as stub:
+        model = create_client(stub.url, "openai", model="m", api_key="k", retry_base_ms=1)
+        handle = await serve(model)
+        try:
+            async with sdk_client(handle, "1.0", streaming=True) as client:
+                got, _ = await collect(
+                    client.send_message(pb.SendMessageRequest(message=message("go")))
+                )
+            updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+            texts = ["".join(p.text for p in u.artifact.parts) for u in updates]
+            assert texts[0] == "Half " and any(not u.append for u in updates[1:])
+            assert joined(updates) == "A whole reply."
+            assert got[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
+        finally:
+            await handle.stop()
+
+
+async def test_a_model_stream_that_fails_never_ends_the_reply():
+    script = [openai_stream("Half ", "a ", "reply", gap=0.05, cut_after=4)]
+    async with ScriptedServer(script) as stub:
+        model = create_client(stub.url, "openai", model="m", api_key="k", retries=0)
+        handle = await serve(model)
+        try:
+            async with sdk_client(handle, "1.0", streaming=True) as client:
+                got, _ = await collect(
+                    client.send_message(pb.SendMessageRequest(message=message("go")))
+                )
+                updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+                assert updates and not any(u.last_chunk for u in updates)
+                assert got[-1].status_update.status.state == pb.TASK_STATE_FAILED
+                task = await client.get_task(pb.GetTaskRequest(id=got[0].task.id))
+                assert list(task.artifacts) == []  # half a reply is never kept as the answer
+        finally:
+            await handle.stop()
+
+
+async def test_a_caller_that_goes_away_mid_stream_leaves_the_task_running():
+    model = Paced(WORDS, 0.1)
+    handle = await serve(model)
+    try:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendStreamingMessage",
+            "params": {
+                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "weather?"}]}
+            },
+        }
+        async with httpx.AsyncClient(timeout=10) as http:
+            async with http.stream(
+                "POST", handle.url + "/", json=body, headers={"A2A-Version": "1.0"}
+            ) as r:
+                lines = r.aiter_lines()
+                async for line in lines:
+                    if "artifactUpdate" in line:
+                        break
+        # the connection is closed mid-reply: the run goes on, and nothing is left listening
+        for _ in range(200):
+            done = [t for t in (await handle.runner.store.list()).tasks if t.state.terminal]
+            if done and not handle.runner._watchers:
+                break
+            await asyncio.sleep(0.05)
+        assert done and done[0].state is tn.TaskState.COMPLETED
+        assert done[0].artifacts[0].text == "".join(WORDS)
+        assert handle.runner._watchers == {} and handle.runner._replies == {}
+    finally:
+        await handle.stop()
+
+
+async def test_a_subscriber_through_another_worker_gets_the_same_words_as_live(postgres):
+    pytest.importorskip("asyncpg")
+    words = [f"word{i} " for i in range(12)]
+    model = Paced(words, 0.15)
+    running = await serve(model, store=postgres)
+    other = await serve(Paced(["unused"], 0), store=postgres)
+    try:
+        async with tn.A2AClient(running.url) as peer:
+            task = await peer.send("go")  # answered at once; it runs on `running`
+        await asyncio.wait_for(model.started.wait(), 10)
+        await asyncio.sleep(0.5)  # some words said before the subscriber joins
+        async with sdk_client(other, "1.0", streaming=True) as follower:
+            got, times = await collect(follower.subscribe(pb.SubscribeToTaskRequest(id=task.id)))
+            done = await follower.get_task(pb.GetTaskRequest(id=task.id))
+        updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+        first = got[0].task
+        seen = "".join(p.text for a in first.artifacts for p in a.parts)
+        # the reply so far, then each piece as it came (several, before the task's end), nothing twice
+        live = [
+            t
+            for ev, t in zip(got, times, strict=True)
+            if ev.HasField("artifact_update") and t < model.said[-1]
+        ]
+        assert len(live) >= 3, [ev.WhichOneof("payload") for ev in got]
+        assert seen + joined(updates) == done.artifacts[0].parts[0].text == "".join(words)
+        assert updates[-1].last_chunk
+    finally:
+        await other.stop()
+        await running.stop()
