@@ -445,3 +445,49 @@ async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so(
     assert out.decode().strip() == "42"
     assert "warning:" in err.decode() and "blocking send instead of a stream" in err.decode()
     assert stub.methods[:3] == ["message/stream", "message/send", "SendMessage"]
+
+
+async def test_send_stream_prints_each_piece_as_the_peer_streams_it_through_a_pipe():
+    """Each piece comes out as the model says it, not at the end, through a pipe as on a terminal;
+    a hostile piece (ANSI, BEL) is shown, never obeyed; the finished reply ends the line."""
+    import asyncio
+
+    import toolnexus as tn
+    from toolnexus.display import printable
+
+    words = ["Hello ", "\x1b[31mred\x1b[0m ", "there\x07 ", "friend."]
+    said: list[float] = []
+
+    async def model(request):
+        for i, word in enumerate(words):
+            if i:
+                await asyncio.sleep(0.4)
+            said.append(asyncio.get_running_loop().time())
+            yield word
+
+    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(
+        client=tn.create_in_process_client(model), a2a=tn.A2AConfig(name="d")
+    ) as handle:
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            "send",
+            handle.url,
+            "hi",
+            "--stream",
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        got, arrivals = b"", []
+        while chunk := await asyncio.wait_for(proc.stdout.read(1024), 60):
+            got += chunk
+            arrivals.append((asyncio.get_running_loop().time(), len(got)))
+        err = await proc.stderr.read() if proc.stderr else b""
+        assert await proc.wait() == 0, err
+    assert got.decode() == printable("".join(words)) + "\n"
+    assert "\x1b" not in got.decode() and "\x07" not in got.decode()
+    first = next(at for at, size in arrivals if size >= len("Hello "))
+    assert first < said[-1], "the first word came out only once the model had said the last"

@@ -895,6 +895,7 @@ async def _send(args: argparse.Namespace) -> int:
 
     task = None
     code = EXIT_OK
+    live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
     try:
         await client.connect()
         if (
@@ -904,9 +905,12 @@ async def _send(args: argparse.Namespace) -> int:
                 async for snapshot in client.stream(
                     args.text, skill=args.skill, context_id=args.context, task_id=args.task
                 ):
-                    if task is None or snapshot.state is not task.state:
-                        _progress(args, snapshot)
+                    changed = task is None or snapshot.state is not task.state
+                    if changed and (live is None or not live.printed):
+                        _progress(args, snapshot)  # a reply being printed is not cut by it
                     task = snapshot
+                    if live is not None and snapshot.state is tn.TaskState.WORKING:
+                        live.show(snapshot.artifacts_text)
         else:
             task = await client.send(
                 args.text, skill=args.skill, context_id=args.context, task_id=args.task
@@ -946,8 +950,12 @@ async def _send(args: argparse.Namespace) -> int:
                 )
             )
         else:
+            if live is not None and live.printed:
+                live.end(task.reply if task.state is tn.TaskState.COMPLETED else None)
+                _progress(args, task)
             if task.state is tn.TaskState.COMPLETED:
-                out(task.reply)
+                if live is None or not live.printed:  # else said as it came (and corrected)
+                    out(task.reply)
             elif task.state.interrupted:
                 question = task.status.message.text if task.status.message else ""
                 out(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
@@ -1023,6 +1031,44 @@ async def _replay(args: argparse.Namespace) -> int:
             {"event": "stopped", "answered": len(peer.served), "unmatched": misses},
         )
     return EXIT_OK
+
+
+class _LiveReply:
+    """``send --stream``: a reply printed as it grows, each new piece as it comes (flushed, on a
+    terminal or through a pipe alike), masked and made printable as every line from a peer is.
+    While a secret could still be completing in its last characters, those wait for the next
+    piece. A text that starts over says so and is printed again; the finished reply is the
+    task's own artifact: when it differs from what was printed, it follows, whole, after a note."""
+
+    def __init__(self, mask: Any, secrets: Any) -> None:
+        self.mask = mask
+        self.hold = max((len(v) for v in secrets), default=1) - 1
+        self.printed = ""  # what of the reply is on the screen (masked)
+
+    def show(self, text: str) -> None:
+        shown = self.mask(text)
+        ready = shown[: len(shown) - self.hold] if self.hold else shown
+        if ready.startswith(self.printed):
+            self._write(ready[len(self.printed) :])
+        else:
+            self._write("\n[the reply started over]\n" + ready)
+        self.printed = ready
+
+    def end(self, final: str | None) -> None:
+        """The task ended: its answer (None: it did not complete) is what counts."""
+        shown = self.mask(final) if final is not None else None
+        if shown is not None and shown.startswith(self.printed):
+            self._write(shown[len(self.printed) :] + "\n")
+        elif shown is not None:
+            self._write("\n[the finished reply, as the task keeps it]\n" + shown + "\n")
+        else:
+            self._write("\n[the reply was not finished]\n")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        if text:
+            sys.stdout.write(printable(text))
+            sys.stdout.flush()
 
 
 def _progress(args: argparse.Namespace, task: Any) -> None:

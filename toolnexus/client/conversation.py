@@ -4,13 +4,15 @@ A :class:`Conversation` holds what a chat knows between messages: the peer, the 
 gave, the task whose question is open (and whether the next message answers it, ``answering``: an
 explicit choice a front end shows), and the :class:`Turn` s said so far. It runs an exchange on an
 :class:`~toolnexus.client.peer.A2AClient` the caller owns: send (on the waiting task when the
-message answers it), follow the task until it finishes or asks, and keep each turn's latest task.
+message answers it), follow the task until it finishes or asks (a streamed reply turn by turn as its words come),
+and keep each turn's latest task.
 The front ends only render turns and call ``on_change`` to redraw; nothing here touches a screen
 or a widget.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -78,9 +80,12 @@ class Turn:
 
 
 def reply_text(task: Task) -> str:
-    """What a reply turn shows of its task: the answer once completed, else the status message."""
+    """What a reply turn shows of its task: the answer once completed; while it works, its reply
+    as it grows (provisional: the answer is the completed task's); else the status message."""
     if task.state is TaskState.COMPLETED:
         return task.reply
+    if task.state is TaskState.WORKING and task.artifacts_text:
+        return task.artifacts_text
     if task.status.message is not None:
         return task.status.message.text
     return "…"
@@ -202,11 +207,11 @@ class Conversation:
                 )
             self._show(turn, task, on_change)
             if not (task.state.terminal or task.state.interrupted):
-                async for ev in client.watch(
-                    task.id, poll_every=poll_every, max_interval=max_interval
-                ):
-                    task = ev.task
-                    self._show(turn, task, on_change)
+                async with contextlib.aclosing(
+                    client.follow(task.id, poll_every=poll_every, max_interval=max_interval)
+                ) as changes:
+                    async for task in changes:  # a reply's words as they come, where streamed
+                        self._show(turn, task, on_change)
         except PeerError as exc:  # the connection, not the peer's answer
             if task is not None:
                 turn.task = task

@@ -710,6 +710,56 @@ class A2AClient:
             async for task in frames:
                 yield task
 
+    async def follow(
+        self,
+        task_id: str,
+        *,
+        poll_every: float = 1.0,
+        max_interval: float = 5.0,
+        backoff: float = 1.5,
+        timeout: float | None = None,
+        stream: bool = True,
+    ) -> AsyncGenerator[Task, None]:
+        """A remote task after every change, until it is terminal or interrupted: over SSE where
+        the peer streams (``stream`` and the card say so), after every frame (a reply's words as
+        they come); else polled, each time its state or its text changed, the interval starting at
+        ``poll_every`` and growing by ``backoff`` up to ``max_interval``."""
+        await self.connect()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.polls = 0
+        last: Task | None = None
+        if stream and self.card is not None and self.card.streaming and self.transport.streams:
+            try:
+                async with contextlib.aclosing(self.resubscribe(task_id)) as frames:
+                    async for task in frames:
+                        last = task
+                        yield task
+                        if task.state.terminal or task.state.interrupted:
+                            return
+            except (RPCError, PeerError):
+                pass  # the peer cannot resubscribe (already terminal, or no streaming after all): poll
+        interval = poll_every
+        while True:
+            task = await self.get(task_id)
+            self.polls += 1
+            if (
+                last is None
+                or task.state is not last.state
+                or task.artifacts_text != last.artifacts_text
+            ):
+                last = task
+                yield task
+            if task.state.terminal or task.state.interrupted:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(
+                interval
+                if deadline is None
+                else max(0.0, min(interval, deadline - time.monotonic()))
+            )
+            interval = min(interval * backoff, max(max_interval, poll_every))
+
     async def watch(
         self,
         task_id: str,
@@ -721,58 +771,31 @@ class A2AClient:
         bus: EventBus | None = None,
         stream: bool = True,
     ) -> AsyncGenerator[TaskEvent, None]:
-        """Every state change of a remote task as a TaskEvent, until it is terminal or interrupted.
-
-        Over SSE when the peer streams (``stream`` and the card say so), else one polling loop whose
-        interval starts at ``poll_every`` and grows by ``backoff`` up to ``max_interval``. The
-        events are also published on ``bus`` (or the client's bus).
-        """
-        await self.connect()
+        """Every state change of a remote task as a TaskEvent, until it is terminal or interrupted
+        (followed as :meth:`follow` says). The events are also published on ``bus`` (or the
+        client's bus)."""
         target = bus or self.bus
         last: TaskState | None = None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        self.polls = 0
-
-        def event(task: Task) -> TaskEvent | None:
-            nonlocal last
-            if task.state is last:
-                return None
-            ev = TaskEvent(
-                task.id, task.context_id, None, last, task.state, task.snapshot(), self.peer
+        async with contextlib.aclosing(
+            self.follow(
+                task_id,
+                poll_every=poll_every,
+                max_interval=max_interval,
+                backoff=backoff,
+                timeout=timeout,
+                stream=stream,
             )
-            last = task.state
-            if target is not None:
-                target.publish(ev)
-            return ev
-
-        if stream and self.card is not None and self.card.streaming and self.transport.streams:
-            try:
-                async with contextlib.aclosing(self.resubscribe(task_id)) as frames:
-                    async for task in frames:
-                        ev = event(task)
-                        if ev is not None:
-                            yield ev
-                        if task.state.terminal or task.state.interrupted:
-                            return
-            except (RPCError, PeerError):
-                pass  # the peer cannot resubscribe (already terminal, or no streaming after all): poll
-        interval = poll_every
-        while True:
-            task = await self.get(task_id)
-            self.polls += 1
-            ev = event(task)
-            if ev is not None:
+        ) as changes:
+            async for task in changes:
+                if task.state is last:
+                    continue
+                ev = TaskEvent(
+                    task.id, task.context_id, None, last, task.state, task.snapshot(), self.peer
+                )
+                last = task.state
+                if target is not None:
+                    target.publish(ev)
                 yield ev
-            if task.state.terminal or task.state.interrupted:
-                return
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-            await asyncio.sleep(
-                interval
-                if deadline is None
-                else max(0.0, min(interval, deadline - time.monotonic()))
-            )
-            interval = min(interval * backoff, max(max_interval, poll_every))
 
 
 def _asks_again(task: Task, answer: Message, before: Task | None = None) -> bool:

@@ -26,7 +26,7 @@ from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
 from ..protocol import grpc_binding, rest
 from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
-from ..protocol.model import Message, Task, TaskState, TaskStatus, new_id
+from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
 from ..traffic import TrafficRecorder, task_id_of
 
@@ -201,9 +201,10 @@ class _HttpTransport(Transport):
                         content = await read_body(r, fetch.MAX_RESPONSE)
                     yield as_task(self.result(method, status, content), sent)
                     return
+                fold = _Fold(sent)
                 async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME):
                     frames.append(frame)
-                    task = _apply(task, self.result(method, status, frame.encode()), sent)
+                    task = fold.apply(self.result(method, status, frame.encode()))
                     yield task.snapshot()
         except TimeoutError:
             error = f"AnswerTooSlow: no whole answer within {c.timeout:g}s"
@@ -457,7 +458,7 @@ class GrpcTransport(Transport):
         started = time.perf_counter()
         frames: list[str] = []
         error: str | None = None
-        task: Task | None = None
+        fold = _Fold(sent)
         call = stub(grpc_binding.to_proto(op.grpc_request, params), metadata=metadata)
         try:
             replies = call.__aiter__()
@@ -469,8 +470,7 @@ class GrpcTransport(Transport):
                     break
                 frame = grpc_binding.to_json(reply)
                 frames.append(_json.dumps(frame).decode())
-                task = _apply(task, frame, sent)
-                yield task.snapshot()
+                yield fold.apply(frame).snapshot()
         except TimeoutError:
             error = f"AnswerTooSlow: no message within {max(c.timeout, 60.0):g}s"
             raise PeerError(f"{c.peer}: {op.v10} stream failed: {error}") from None
@@ -495,7 +495,7 @@ class GrpcTransport(Transport):
                 rpc_method=op.v10,
                 frames=frames,
                 error=error,
-                task_id=task.id if task is not None else about(params),
+                task_id=fold.task.id if fold.task is not None else about(params),
             )
 
 
@@ -554,67 +554,98 @@ def _message_task(reply: Message, sent: Message | None) -> Task:
     )
 
 
-def _apply(task: Task | None, result: Any, sent: Message | None) -> Task:
-    """Fold one stream frame (any dialect) into the task it is about."""
-    if not isinstance(result, dict):
-        raise PeerError("a stream frame is not an object")
-    kind = result.get("kind")
-    body = result
-    for wrapper, name in (
-        ("statusUpdate", "status-update"),
-        ("artifactUpdate", "artifact-update"),
-        ("task", "task"),
-        ("message", "message"),
-    ):
-        if wrapper in result and isinstance(result[wrapper], dict):
-            kind, body = name, result[wrapper]
-            break
-    if kind is None:
-        if "artifact" in body and "taskId" in body:
-            kind = "artifact-update"
-        elif "status" in body and "taskId" in body:
-            kind = "status-update"
-        elif "messageId" in body and "status" not in body:
-            kind = "message"
+class _Fold:
+    """A stream's frames (any dialect) folded into the task they are about, frame by frame.
+
+    Text streamed as appends is one text, not a part per piece. An append the task frame before
+    it already holds is not added again: a peer that sends the task first and then the events
+    queued meanwhile (the official SDK's subscribe) may send the last piece it applied twice,
+    once in the task and once as an event (seen as a reply with one piece doubled). Only the
+    first append after a task frame can be such an echo, and only when the task's artifact was
+    itself made of appended pieces (more than one part) and ends with exactly that piece."""
+
+    def __init__(self, sent: Message | None) -> None:
+        self.sent = sent
+        self.task: Task | None = None
+        self.echo: dict[str, Part] = {}  # an artifact's last piece in the last task frame
+
+    def apply(self, result: Any) -> Task:
+        task, sent = self.task, self.sent
+        if not isinstance(result, dict):
+            raise PeerError("a stream frame is not an object")
+        kind = result.get("kind")
+        body = result
+        for wrapper, name in (
+            ("statusUpdate", "status-update"),
+            ("artifactUpdate", "artifact-update"),
+            ("task", "task"),
+            ("message", "message"),
+        ):
+            if wrapper in result and isinstance(result[wrapper], dict):
+                kind, body = name, result[wrapper]
+                break
+        if kind is None:
+            if "artifact" in body and "taskId" in body:
+                kind = "artifact-update"
+            elif "status" in body and "taskId" in body:
+                kind = "status-update"
+            elif "messageId" in body and "status" not in body:
+                kind = "message"
+            else:
+                kind = "task"
+        if kind == "task":
+            task = parse_task(body)
+            self.echo = {a.artifact_id: a.parts[-1] for a in task.artifacts if len(a.parts) > 1}
+        elif kind == "message":
+            msg = parse_message(body, inbound=False)
+            if task is None:
+                task = _message_task(msg, sent)
+            else:
+                task.history.append(msg)
         else:
-            kind = "task"
-    if kind == "task":
-        return parse_task(body)
-    if kind == "message":
-        msg = parse_message(body, inbound=False)
-        if task is None:
-            return _message_task(msg, sent)
-        task.history.append(msg)
+            if task is None:
+                task = Task(
+                    str(body.get("taskId", "")),
+                    str(body.get("contextId", "")),
+                    TaskStatus(TaskState.SUBMITTED),
+                    [sent] if sent else [],
+                )
+            if kind == "status-update":
+                task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
+            else:
+                self._artifact(task, body)
+        self.task = task
         return task
-    if task is None:
-        task = Task(
-            str(body.get("taskId", "")),
-            str(body.get("contextId", "")),
-            TaskStatus(TaskState.SUBMITTED),
-            [sent] if sent else [],
-        )
-    if kind == "status-update":
-        task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
-        return task
-    art = parse_task({"id": task.id, "artifacts": [body.get("artifact") or {}]}).artifacts
-    if art:
+
+    def _artifact(self, task: Task, body: dict[str, Any]) -> None:
+        art = parse_task({"id": task.id, "artifacts": [body.get("artifact") or {}]}).artifacts
+        if not art:
+            return
         new = art[0]
-        same = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
-        if same is not None and body.get("append"):
-            parts = list(new.parts)
-            if same.parts and parts and same.parts[-1].kind == "text" and parts[0].kind == "text":
-                # a text streamed in pieces is one text, not a line per piece; bounded like an answer,
-                # since each piece copies what came before
-                text = (same.parts[-1].text or "") + (parts.pop(0).text or "")
-                if len(text) > fetch.MAX_RESPONSE:
-                    raise AnswerTooLarge(
-                        f"a streamed artifact passed {fetch.MAX_RESPONSE:,} characters; at most that "
-                        "much is kept"
-                    )
-                same.parts[-1] = replace(same.parts[-1], text=text)
-            same.parts.extend(parts)
-        elif same is not None:
-            task.artifacts[task.artifacts.index(same)] = new
-        else:
+        echo = self.echo.pop(new.artifact_id, None)
+        index = next(
+            (i for i, a in enumerate(task.artifacts) if a.artifact_id == new.artifact_id), None
+        )
+        if index is None:
             task.artifacts.append(new)
-    return task
+            return
+        if not body.get("append"):
+            task.artifacts[index] = new
+            return
+        if echo is not None and new.parts == [echo]:
+            return  # the piece the task frame just before already held
+        same = task.artifacts[index]
+        parts = list(same.parts)
+        more = list(new.parts)
+        if parts and more and parts[-1].kind == "text" and more[0].kind == "text":
+            # a text streamed in pieces is one text, not a line per piece; bounded like an answer,
+            # since each piece copies what came before
+            text = (parts[-1].text or "") + (more.pop(0).text or "")
+            if len(text) > fetch.MAX_RESPONSE:
+                raise AnswerTooLarge(
+                    f"a streamed artifact passed {fetch.MAX_RESPONSE:,} characters; at most that "
+                    "much is kept"
+                )
+            parts[-1] = replace(parts[-1], text=text)
+        # a new value: a task yielded before this frame keeps the artifact it had
+        task.artifacts[index] = replace(same, parts=parts + more)

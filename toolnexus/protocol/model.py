@@ -304,12 +304,17 @@ class Task:
         return task_html(self)
 
     @property
+    def artifacts_text(self) -> str:
+        """Each artifact's text (its text parts joined as sent), a blank line between artifacts:
+        a working task's reply as it grows, a finished one's answer."""
+        return "\n\n".join(a.text for a in self.artifacts if a.text)
+
+    @property
     def reply(self) -> str:
-        """The answer text: each artifact's text (its text parts joined as sent), a blank line
-        between artifacts; else the last agent message."""
-        texts = [a.text for a in self.artifacts if a.text]
+        """The answer text: :attr:`artifacts_text`; else the last agent message."""
+        texts = self.artifacts_text
         if texts:
-            return "\n\n".join(texts)
+            return texts
         for m in reversed(self.history):
             if m.role == "agent":
                 return m.text

@@ -1,0 +1,71 @@
+"""The TUI shows a reply as the model says it: the Chat's reply fills in word by word, and a
+hosted task's detail shows the text so far while it works, then its artifact."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input, Static  # noqa: E402
+
+from toolnexus.hosting import demo_spec  # noqa: E402
+from toolnexus.protocol.model import TaskState  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.widgets.rowtable import RowTable  # noqa: E402
+
+from .test_pilot import until  # noqa: E402
+
+PROMPT = "tell me about one two three four five six seven eight"
+REPLY = "You said: " + PROMPT
+
+
+async def test_the_chat_and_the_tasks_detail_fill_in_as_the_words_come(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.15")  # the demo's words, a person's pace apart
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        hosted = app.workspace.running()[0].url
+        await until(
+            pilot,
+            lambda: (
+                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
+            ),
+        )
+        app.chat_peer = hosted
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        app.screen.query_one("#chat-input", Input).value = PROMPT
+        await pilot.press("enter")
+        shown: list[str] = []  # what the chat's log showed of the reply, as it changed
+        live: list[str] = []  # what the book held of the hosted task's reply, as it changed
+
+        def watch() -> bool:
+            log = str(app.screen.query_one("#chat-log", Static).render())
+            line = next((x for x in log.splitlines() if x.startswith("agent")), "")
+            if not shown or shown[-1] != line:
+                shown.append(line)
+            for view in app.book.tasks.values():
+                if view.live and (not live or live[-1] != view.live):
+                    live.append(view.live)
+            return any(v.state is TaskState.COMPLETED for v in app.book.tasks.values())
+
+        await until(pilot, watch, timeout=20)
+        await until(pilot, lambda: (watch(), REPLY in shown[-1])[1], timeout=10)
+        partial = [s for s in shown if "You said" in s and REPLY not in s]
+        assert len(partial) >= 3, shown  # the reply filled in, word by word
+        assert len(live) >= 3 and all(REPLY.startswith(t) for t in live), live
+        (view,) = app.book.tasks.values()
+        assert view.live == ""  # settled: its artifact is the answer
+        await pilot.press("escape", "2")
+        await until(pilot, lambda: view.id in app.screen.query_one("#tasks", RowTable).rows)
+        table = app.screen.query_one("#tasks", RowTable)
+        table.move_cursor(row=table.get_row_index(view.id))
+        app.screen.query_one("#detail").active = "d-artifacts"
+        await until(
+            pilot, lambda: REPLY in str(app.screen.query_one("#artifacts", Static).render())
+        )
+        assert "as it comes" not in str(app.screen.query_one("#artifacts", Static).render())
+        await pilot.press("ctrl+q")
