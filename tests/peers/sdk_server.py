@@ -52,6 +52,11 @@ HOSTILE_NAMES = (
 """File names as a shell would read them: saved, each must paste into a shell as one plain word."""
 
 
+SAID: list[float] = []
+"""When the script agent said each piece of a chunked reply (the loop's clock): a test that
+streams from it can tell a piece shown as it came from one shown at the end."""
+
+
 class ScriptExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
@@ -74,8 +79,10 @@ class ScriptExecutor(AgentExecutor):
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")
         elif "chunked" in text:  # one reply streamed as three appends to one artifact
+            gap = 0.3 if "paced" in text else 0.05  # paced: a piece a reader sees arrive
             for i, piece in enumerate(("echo: chu", "nked repl", "y please")):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(gap)
+                SAID.append(asyncio.get_running_loop().time())
                 await updater.add_artifact(
                     [pb.Part(text=piece)],
                     artifact_id="reply-1",

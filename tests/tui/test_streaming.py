@@ -69,3 +69,39 @@ async def test_the_chat_and_the_tasks_detail_fill_in_as_the_words_come(
         )
         assert "as it comes" not in str(app.screen.query_one("#artifacts", Static).render())
         await pilot.press("ctrl+q")
+
+
+async def test_ctrl_x_mid_reply_cancels_the_task_cleanly(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.3")
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        hosted = app.workspace.running()[0].url
+        await until(
+            pilot,
+            lambda: (
+                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
+            ),
+        )
+        app.chat_peer = hosted
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        app.screen.query_one("#chat-input", Input).value = PROMPT
+        await pilot.press("enter")
+        await until(
+            pilot,
+            lambda: (
+                (reply := app.conversation.last_reply) is not None
+                and reply.text.startswith("You said")
+            ),
+        )
+        await pilot.press("ctrl+x")
+        reply = app.conversation.last_reply
+        assert reply is not None
+        await until(pilot, lambda: reply.task_state is TaskState.CANCELED)
+        (view,) = app.book.tasks.values()
+        await until(pilot, lambda: view.state is TaskState.CANCELED)
+        assert REPLY not in reply.text and view.live == ""  # never finished, nothing left live
+        await pilot.pause(1.0)  # the demo's next words would have come by now: none is told
+        assert reply.task_state is TaskState.CANCELED and view.state is TaskState.CANCELED
+        await pilot.press("ctrl+q")

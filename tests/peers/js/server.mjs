@@ -46,7 +46,7 @@ const executor = {
       bus.publish(status(ctx, STATE.working, undefined));
       const pieces = ["echo: chu", "nked repl", "y please"];
       for (const [i, piece] of pieces.entries()) {
-        await sleep(30);
+        await sleep(text.includes("paced") ? 300 : 30); // paced: a piece a reader sees arrive
         bus.publish(artifact(ctx, piece, i > 0, i === pieces.length - 1));
       }
       bus.publish(status(ctx, STATE.completed, undefined));
