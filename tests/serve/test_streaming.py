@@ -330,3 +330,21 @@ async def test_a_subscriber_through_another_worker_gets_the_same_words_as_live(p
     finally:
         await other.stop()
         await running.stop()
+
+
+async def test_a_webhook_hears_each_state_and_the_whole_reply_not_its_words():
+    model = Paced(WORDS, 0.1)
+    handle = await serve(model)
+    try:
+        async with tn.WebhookReceiver() as hook, tn.A2AClient(handle.url) as peer:
+            task = await peer.send("weather?", push=hook.target())
+            await hook.wait(task.id, state=tn.TaskState.COMPLETED, timeout=20)
+            got = hook.received(task.id)
+        bodies = [n.body for n in got]
+        updates = [b["artifactUpdate"] for b in bodies if "artifactUpdate" in b]
+        states = [n.state for n in got if "statusUpdate" in n.body or "task" in n.body]
+        assert states[-1] is tn.TaskState.COMPLETED and tn.TaskState.WORKING in states
+        # one update: the finished reply, whole; none of the pieces it was said in
+        assert [u["artifact"]["parts"][0]["text"] for u in updates] == ["".join(WORDS)]
+    finally:
+        await handle.stop()
