@@ -348,3 +348,40 @@ async def test_a_webhook_hears_each_state_and_the_whole_reply_not_its_words():
         assert [u["artifact"]["parts"][0]["text"] for u in updates] == ["".join(WORDS)]
     finally:
         await handle.stop()
+
+
+async def test_words_before_a_question_are_provisional_and_the_answers_reply_replaces_them():
+    from toolnexus.llm.demo import approval_tool
+
+    async def model(request: dict[str, Any]):
+        if not any(m.get("role") == "tool" for m in request["messages"]):
+            yield "Let me ask first. "
+            yield {"tool_calls": [{"name": "ask_approval", "arguments": {"question": "OK?"}}]}
+        else:
+            yield "Approved: "
+            yield "done."
+
+    tk = await tn.create_toolkit(builtins=False)
+    handle = await tk.serve(
+        client=create_in_process_client(model, tools=[approval_tool()]),
+        a2a=tn.A2AConfig(name="demo-desk"),
+    )
+    try:
+        async with sdk_client(handle, "1.0", streaming=True) as client:
+            asked, _ = await collect(
+                client.send_message(pb.SendMessageRequest(message=message("do it")))
+            )
+            assert asked[-1].status_update.status.state == pb.TASK_STATE_INPUT_REQUIRED
+            first = [ev.artifact_update for ev in asked if ev.HasField("artifact_update")]
+            assert joined(first) == "Let me ask first. " and not first[-1].last_chunk
+            task = asked[0].task
+            answer = message("yes", task_id=task.id, context_id=task.context_id)
+            done, _ = await collect(client.send_message(pb.SendMessageRequest(message=answer)))
+            again = [ev.artifact_update for ev in done if ev.HasField("artifact_update")]
+            assert not again[0].append  # it starts over: the provisional words are replaced
+            assert joined(first + again) == "Approved: done."
+            final = await client.get_task(pb.GetTaskRequest(id=task.id))
+            assert [a.parts[0].text for a in final.artifacts] == ["Approved: done."]
+            assert final.artifacts[0].artifact_id == first[0].artifact.artifact_id
+    finally:
+        await handle.stop()

@@ -807,6 +807,7 @@ class TaskRunner:
                 result.pending.prompt or "input required", task.context_id, task.id
             )
             self._pending[task.id] = result
+            words.told, words.restart = "", False  # provisional; the answer's reply replaces it
             keep = getattr(self.store, "save_pending", None)
             suspended = result.suspended() if keep is not None else None
             if keep is not None and suspended is not None:  # any worker may take the answer
