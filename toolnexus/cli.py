@@ -138,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
 
     x = sub.add_parser(
         "mcp",
-        help="serve the toolkit's tools as MCP over stdio, for desktop MCP hosts "
+        help="serve the toolkit (tools; skills as prompts and resources) as MCP over stdio, for desktop MCP hosts "
         "(Claude Desktop, VS Code, Cursor): the host starts this command",
     )
     _toolkit_options(x)

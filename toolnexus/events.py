@@ -133,7 +133,9 @@ class TextEvent:
 
 @dataclass
 class ToolCallEvent:
-    """One inbound MCP tool call on a hosted server."""
+    """One inbound MCP call on a hosted server: a tool called (``method`` ``tools/call``), a
+    skill's prompt got (``prompts/get``) or a skill file read (``resources/read``, ``name`` its
+    URI, ``output`` its type and size)."""
 
     server: str
     name: str
@@ -142,6 +144,7 @@ class ToolCallEvent:
     output: str
     is_error: bool
     ms: float
+    method: str = "tools/call"
     time: str = field(default_factory=now_iso)
     seq: int = 0
     kind: str = "tool-call"

@@ -6,7 +6,9 @@ A config entry (the toolkit config's ``mcpServers`` block, also accepted as ``se
 ``timeout`` (milliseconds, as in the toolnexus contract) defaults to 30 s; ``headers`` values
 expand ``${ENV_VAR}`` and are never logged.
 
-Each server tool becomes ``sanitize(server)_sanitize(tool)`` with source ``mcp``. A server that
+Each server tool becomes ``sanitize(server)_sanitize(tool)`` with source ``mcp``; the progress a
+server reports for a call (``notifications/progress``) reaches the caller's
+:attr:`ToolContext.on_progress <toolnexus.tools.ToolContext>`. A server that
 fails to start or connect is isolated: it contributes no tools and ``status`` says why. A server
 that dies mid-session fails its calls with a clear message (never a hang) and turns ``failed``.
 """
@@ -25,7 +27,7 @@ from typing import Any, Literal
 from .display import printable
 from .errors import ConfigError, PeerError
 from .secrets import expand_env
-from .tools import Tool, ToolContext, ToolResult, sanitize
+from .tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
 from .traffic import TrafficRecorder, recording_transport
 
 __all__ = [
@@ -210,7 +212,7 @@ class MCPConnection:
         remote = t.name
 
         async def call(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-            return await self.call(remote, args)
+            return await self.call(remote, args, progress=ctx.on_progress)
 
         schema = dict(t.input_schema) if t.input_schema else {"type": "object"}
         return Tool(
@@ -222,7 +224,9 @@ class MCPConnection:
             validate=False,
         )
 
-    async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+    async def call(
+        self, name: str, args: dict[str, Any], *, progress: ProgressFn | None = None
+    ) -> ToolResult:
         client = self._client
         where = f"MCP server {self.spec.name}"
         if client is None or self.status != "connected":
@@ -230,7 +234,12 @@ class MCPConnection:
                 f"{where} is {self.status}{': ' + self.reason if self.reason else ''}"
             )
         work = asyncio.ensure_future(
-            client.call_tool(name, args, read_timeout_seconds=self.spec.timeout)
+            client.call_tool(
+                name,
+                args,
+                read_timeout_seconds=self.spec.timeout,
+                progress_callback=_progress_from(progress),
+            )
         )
         owner = self._owner
         waits: set[asyncio.Future[Any]] = {work} if owner is None else {work, owner}
@@ -271,6 +280,21 @@ class MCPConnection:
                 await asyncio.gather(owner, return_exceptions=True)
         if self.status in ("connected", "connecting"):
             self.status = "closed"
+
+
+def _progress_from(progress: ProgressFn | None) -> Any:
+    """The SDK's progress callback that hands a remote tool's progress to ``progress`` (None when
+    nobody listens, so the call asks the server for none)."""
+    if progress is None:
+        return None
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        try:
+            await progress(Progress(done, total, message))
+        except Exception:  # noqa: BLE001 - a listener's failure is not the call's
+            log.warning("a progress listener failed; the call goes on", exc_info=True)
+
+    return heard
 
 
 def _closed(exc: BaseException) -> bool:
@@ -355,9 +379,11 @@ async def call_remote_tool(
     headers: dict[str, str] | None = None,
     bus: Any = None,
     timeout: float = DEFAULT_TIMEOUT,
+    progress: ProgressFn | None = None,
 ) -> ToolResult:
     """Call one tool on any MCP endpoint (a session for this call only); the result as a ToolResult.
-    ``url`` as in :func:`remote_tools` (a list: a stdio server's command line).
+    ``url`` as in :func:`remote_tools` (a list: a stdio server's command line); ``progress`` hears
+    what the server reports while the tool runs.
 
     Raises:
         PeerError: the endpoint cannot be reached or refused (the reason in one line).
@@ -365,7 +391,14 @@ async def call_remote_tool(
     recorder = _recorder(url, headers, bus)
     try:
         async with _session(url, headers, recorder, timeout) as client:
-            return _result(await client.call_tool(name, args, read_timeout_seconds=timeout))
+            return _result(
+                await client.call_tool(
+                    name,
+                    args,
+                    read_timeout_seconds=timeout,
+                    progress_callback=_progress_from(progress),
+                )
+            )
     except Exception as exc:
         raise PeerError(f"{_where(url)}: {mcp_failure(exc, recorder)}") from None
 

@@ -1,7 +1,10 @@
 """Skills: ``SKILL.md`` folders (or data), the one ``skill`` tool that loads them, and the prompt.
 
 A skill file starts with YAML front matter between ``---`` fences (``name`` required;
-``description``, ``tags``, ``examples`` optional), followed by the instructions. Discovery walks
+``description``, ``tags``, ``examples``, ``arguments`` optional), followed by the instructions.
+``arguments`` declares what the skill takes when it is used as a prompt (MCP serves each skill as
+one): a list of names, or of ``{name, description, required}``, or a mapping of name to
+description; ``${name}`` in the instructions is replaced by the argument's value. Discovery walks
 every root for ``**/SKILL.md``, follows symlinks, never loops, and skips a file it cannot use with
 a typed reason. The first skill of a name wins.
 """
@@ -12,18 +15,20 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, InvalidParamsError
 from .tools import Tool, ToolContext, ToolResult
 
 __all__ = [
     "SkillDef",
+    "SkillArgument",
+    "SkillFile",
     "Skipped",
     "SkillList",
     "list_skills",
@@ -55,6 +60,32 @@ _PROMPT_PREAMBLE = (
 )
 
 
+MAX_FOLDER_FILES = 1000
+"""The most files of one skill's folder that are listed (as MCP resources): a skill folder is a
+handful of scripts and references; a folder with more was pointed at the wrong place."""
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""The largest skill file that is read whole for a caller (an MCP resource read)."""
+
+
+@dataclass(frozen=True)
+class SkillArgument:
+    """One argument a skill takes when it is used as a prompt."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class SkillFile:
+    """One file of a skill's folder: ``relative`` (POSIX, from the folder) and what it is now."""
+
+    relative: str
+    path: Path
+    size: int
+    mtime_ns: int
+
+
 @dataclass
 class SkillDef:
     """A skill: from a ``SKILL.md`` file (``path`` set) or given as data.
@@ -67,6 +98,7 @@ class SkillDef:
         examples: example requests, for the agent card.
         resources: data skills only: names listed in the ``<skill_files>`` block.
         path: the ``SKILL.md`` file, for skills found on disk.
+        arguments: what the skill takes when it is used as a prompt.
     """
 
     name: str
@@ -76,6 +108,7 @@ class SkillDef:
     examples: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     path: Path | None = None
+    arguments: list[SkillArgument] = field(default_factory=list)
 
     @property
     def base(self) -> str:
@@ -89,6 +122,88 @@ class SkillDef:
         if self.path is None:
             return self.resources[:limit]
         return _sample_files(self.path.parent, limit)
+
+    def prompt(self, arguments: Mapping[str, str] | None = None) -> str:
+        """The instructions with ``${name}`` replaced by each argument's value; given arguments the
+        text does not name are listed after it.
+
+        Raises:
+            InvalidParamsError: an argument the skill does not declare, or a required one missing.
+        """
+        given = dict(arguments or {})
+        declared = {a.name for a in self.arguments}
+        unknown = sorted(set(given) - declared)
+        if unknown:
+            takes = ", ".join(sorted(declared)) or "no arguments"
+            raise InvalidParamsError(
+                f"skill {self.name!r} takes no argument {', '.join(map(repr, unknown))} "
+                f"(it takes {takes})"
+            )
+        missing = [a.name for a in self.arguments if a.required and not given.get(a.name)]
+        if missing:
+            raise InvalidParamsError(
+                f"skill {self.name!r} needs the argument {', '.join(map(repr, missing))}"
+            )
+        text = self.content.strip()
+        unplaced = []
+        for name, value in given.items():
+            placeholder = "${" + name + "}"
+            if placeholder in text:
+                text = text.replace(placeholder, str(value))
+            else:
+                unplaced.append(f"- {name}: {value}")
+        if unplaced:
+            text += "\n\nArguments:\n" + "\n".join(unplaced)
+        return text
+
+    def folder(self) -> list[SkillFile]:
+        """The files of the skill's folder (none for a data skill), at most
+        :data:`MAX_FOLDER_FILES`: a folder's files before its subfolders, by name; hidden files and
+        folders (``.env``, ``.git``) left out, and so is anything a symlink leads out of the
+        folder."""
+        if self.path is None:
+            return []
+        root = self.path.parent.resolve()
+        found: list[SkillFile] = []
+        for _, entry in _files(root):
+            try:
+                real = Path(entry.path).resolve()
+                relative = real.relative_to(root).as_posix()
+                st = real.stat()
+            except (OSError, ValueError):  # gone, or a symlink out of the folder
+                continue
+            shown = Path(entry.path).relative_to(root).as_posix()
+            if relative != shown or _hidden(relative):
+                continue
+            found.append(SkillFile(relative, real, st.st_size, st.st_mtime_ns))
+            if len(found) >= MAX_FOLDER_FILES:
+                break
+        return found
+
+    def read(self, relative: str, limit: int = MAX_FILE_BYTES) -> bytes:
+        """The bytes of one file of the skill's folder, confined to it as :meth:`folder` is.
+
+        Raises:
+            InvalidParamsError: no such file here (outside the folder, hidden, a folder, gone), or
+                larger than ``limit``.
+        """
+        where = f"skill {self.name!r} has no file {relative!r}"
+        if self.path is None or not relative or "\0" in relative or _hidden(relative):
+            raise InvalidParamsError(where)
+        root = self.path.parent.resolve()
+        try:
+            real = (root / relative).resolve()
+            if real.relative_to(root).as_posix() != relative.strip("/") or not real.is_file():
+                raise InvalidParamsError(where)
+            with real.open("rb") as f:
+                data = f.read(limit + 1)
+        except (OSError, ValueError):
+            raise InvalidParamsError(where) from None
+        if len(data) > limit:
+            raise InvalidParamsError(
+                f"{self.name}/{relative} is larger than {limit:,} bytes; it is not served"
+            )
+        return data
 
 
 @dataclass
@@ -226,6 +341,8 @@ class ToolkitLike(Protocol):
 
     def skills_prompt(self) -> str: ...
 
+    def watch(self, listener: Callable[[frozenset[str]], None]) -> Callable[[], None]: ...
+
 
 # ----------------------------------------------------------------------------------------------
 
@@ -265,6 +382,38 @@ def _files(root: Path) -> Iterator[tuple[Path, os.DirEntry[str]]]:
             except OSError:
                 continue
         stack.extend(reversed(subdirs))
+
+
+def _hidden(relative: str) -> bool:
+    """A path with a hidden or ignored part (``.env``, ``.git/config``, ``node_modules/x``)."""
+    return any(p.startswith(".") or p in _IGNORED_DIRS for p in relative.split("/"))
+
+
+def _arguments(value: Any, where: str) -> list[SkillArgument]:
+    """The ``arguments`` front matter: names, ``{name, description, required}`` entries, or a
+    mapping of name to description (or to such an entry); an entry that is none of these is
+    logged and left out."""
+    entries: list[tuple[Any, Any]]
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        entries = [(k, v) for k, v in value.items()]
+    elif isinstance(value, list):
+        entries = [(v, None) if not isinstance(v, Mapping) else (v.get("name"), v) for v in value]
+    else:
+        log.warning("%s: arguments must be a list or a mapping; ignored", where)
+        return []
+    out: list[SkillArgument] = []
+    for name, spec in entries:
+        if not isinstance(name, str) or not name.strip():
+            log.warning("%s: an argument without a name is ignored", where)
+            continue
+        if isinstance(spec, Mapping):
+            desc, required = spec.get("description", ""), spec.get("required", False) is True
+        else:
+            desc, required = spec if isinstance(spec, str) else "", False
+        out.append(SkillArgument(name.strip(), str(desc or "").strip(), required))
+    return out
 
 
 def _walk(root: Path) -> list[Path]:
@@ -336,4 +485,5 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         if not isinstance(meta.get("examples"), str)
         else [meta["examples"].strip()],
         path=path.absolute(),
+        arguments=_arguments(meta.get("arguments"), where),
     )

@@ -43,6 +43,7 @@ class Toolkit:
         config: Mapping[str, Any] | None = None,
         connections: Sequence[Any] = (),
         agents: Sequence[Any] = (),
+        roots: Sequence[Any] = (),
     ) -> None:
         self._tools = list(tools)
         self._by_name = {t.name: t for t in self._tools}
@@ -54,6 +55,9 @@ class Toolkit:
         self._prompt = skills_prompt(self._skills)
         self._connections = list(connections)
         self._agents = list(agents)
+        self._roots = list(roots)
+        self._given_skills = [s for s in self._skills if s.path is None]
+        self._watchers: dict[object, Callable[[frozenset[str]], None]] = {}
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={[t.name for t in self._tools]!r})"
@@ -165,11 +169,58 @@ class Toolkit:
         if source is None:
             return []
         self._agents.append(source)
-        added = [t for t in source.tools if t.name not in self._by_name]
+        return self._add([t for t in source.tools if t.name not in self._by_name])
+
+    def add_tool(self, *tools: Tool | Callable[..., Any]) -> list[Tool]:
+        """Add tools (:class:`Tool` objects or plain functions) while the toolkit serves; a name
+        already taken is skipped, first-wins. Returns the tools added."""
+        made = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        for t in made:
+            if t.name in self._by_name:
+                log.warning("duplicate tool name %r from %s: keeping the first", t.name, t.source)
+        return self._add([t for t in made if t.name not in self._by_name])
+
+    def reload_skills(self) -> list[SkillDef]:
+        """Discover the skills again from the folders the toolkit was made with (skills added,
+        removed or edited meanwhile) and return them; what serves the toolkit is told."""
+        found = list_skills(self._roots, self._given_skills)
+        self._skills, self.skipped = found.skills, found.skipped
+        self._prompt = skills_prompt(self._skills)
+        names = [t.name for t in self._tools]
+        self._tools = [t for t in self._tools if not (t.name == "skill" and t.source == "skill")]
+        if self._skills and "skill" not in {t.name for t in self._tools}:
+            at = next(
+                (i for i, t in enumerate(self._tools) if t.source != "mcp" and t.source != "a2a"),
+                len(self._tools),
+            )
+            self._tools.insert(at, skill_tool(self._skills))
+        self._by_name = {t.name: t for t in self._tools}
+        tools_moved = names != [t.name for t in self._tools]
+        self._changed(frozenset({"prompts", "resources"} | ({"tools"} if tools_moved else set())))
+        return self.skills()
+
+    def watch(self, listener: Callable[[frozenset[str]], None]) -> Callable[[], None]:
+        """Call ``listener`` with what changed (``tools``, ``prompts``: the skills, ``resources``:
+        their files) each time the toolkit changes; returns the call that stops it. A listener
+        runs in the thread that changed the toolkit, must not block, and never fails the change."""
+        token = object()
+        self._watchers[token] = listener
+        return lambda: self._watchers.pop(token, None) and None
+
+    def _add(self, added: list[Tool]) -> list[Tool]:
         for t in added:
             self._tools.append(t)
             self._by_name[t.name] = t
+        if added:
+            self._changed(frozenset({"tools"}))
         return added
+
+    def _changed(self, what: frozenset[str]) -> None:
+        for listener in list(self._watchers.values()):
+            try:
+                listener(what)
+            except Exception:  # noqa: BLE001 - a watcher's failure is not the change's
+                log.warning("a toolkit watcher failed", exc_info=True)
 
     def agents(self) -> list[Any]:
         """The connected remote agents (each with its ``client`` and ``tools``)."""
@@ -353,6 +404,7 @@ async def create_toolkit(
         config=cfg,
         connections=connections,
         agents=agent_sources,
+        roots=[Path(r).absolute() for r in roots],
     )
 
 

@@ -16,6 +16,7 @@ import enum
 import functools
 import inspect
 import json
+import logging
 import re
 import types
 import typing
@@ -23,10 +24,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
+log = logging.getLogger("toolnexus.tools")
+
 __all__ = [
     "Tool",
     "ToolResult",
     "ToolContext",
+    "Progress",
     "Request",
     "Answer",
     "tool",
@@ -130,6 +134,22 @@ class ToolResult:
         return None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far a running tool has got: numbers (``done`` of ``total``), words (``message``), or
+    both. A remote agent used as a tool reports its reply so far as ``message``; a tool that counts
+    reports ``done`` (and ``total`` when it knows it). Over MCP it becomes
+    ``notifications/progress``; from a remote MCP tool's ``notifications/progress`` it is made."""
+
+    done: float | None = None
+    total: float | None = None
+    message: str | None = None
+
+
+ProgressFn = Callable[[Progress], Awaitable[None]]
+"""Who hears a tool's progress (:attr:`ToolContext.on_progress`)."""
+
+
 @dataclass
 class ToolContext:
     """What a tool is told about the call it serves.
@@ -138,15 +158,30 @@ class ToolContext:
         timeout: seconds the call may take; past it the call ends as an error result.
         cancel: set it to cancel the call; a tool may also poll it.
         answer: set only when a suspended tool is executed again with the caller's answer.
+        on_progress: who hears the tool's progress, set by whoever runs it (the MCP server sends
+            it to a caller that asked for progress); tools call :meth:`progress`, never this.
     """
 
     timeout: float | None = None
     cancel: asyncio.Event | None = None
     answer: Answer | None = None
+    on_progress: ProgressFn | None = None
 
     @property
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
+
+    async def progress(
+        self, done: float | None = None, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the caller how far the call has got (nothing happens when nobody listens). A
+        listener that fails is logged and forgotten: progress never fails the call."""
+        if self.on_progress is None:
+            return
+        try:
+            await self.on_progress(Progress(done, total, message))
+        except Exception:  # noqa: BLE001 - a listener's failure is not the tool's
+            log.warning("a progress listener failed; the call goes on", exc_info=True)
 
 
 class Tool:

@@ -171,6 +171,8 @@ class ServeHandle:
                         failed,
                     )
 
+        if self.mcp is not None:  # an MCP listen stream never ends by itself: it ends now
+            self.mcp.closing()
         idle = runner.idle if runner is not None and drain is not None else None
         if self._grpc is not None:  # its calls drain beside the HTTP ones
             await asyncio.gather(

@@ -209,6 +209,7 @@ class MCPServeConfig:
         allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
             (DNS-rebinding protection); they apply to every route of the server.
         auth: required on ``/mcp``; when not set, the A2A profile's auth applies here too.
+        skills: serve each skill as a prompt and the files of its folder as read-only resources.
     """
 
     name: str = "toolnexus"
@@ -217,6 +218,7 @@ class MCPServeConfig:
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     auth: Auth | None = None
+    skills: bool = True
 
     def __post_init__(self) -> None:
         self.auth = Auth.from_config(self.auth)

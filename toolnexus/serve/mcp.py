@@ -1,14 +1,36 @@
 """A toolkit as an MCP server on the official ``mcp`` SDK, carried two ways: ``/mcp`` of a served
 toolkit (stateless streamable HTTP, :class:`MCPProfile`) and stdio, as desktop MCP hosts start a
-server (:func:`serve_stdio`, ``toolnexus mcp``). Both run the same :class:`MCPTools`.
+server (:func:`serve_stdio`, ``toolnexus mcp``). Both run the same :class:`MCPToolkit`, in both
+eras the SDK speaks: the ``initialize`` handshake (2025-11-25 and before) and 2026-07-28's
+per-request envelope.
 
-``tools/list`` gives one entry per exposed tool (its name, description and input schema
+**Tools.** ``tools/list`` gives one entry per exposed tool (its name, description and input schema
 verbatim); ``tools/call`` runs ``Tool.execute``, whose output becomes one text content with
 ``isError`` kept. Exposed: the tools named in ``MCPServeConfig.tools``, or, when none are named,
 every tool except the builtins that run commands or write files (``bash``, ``write``, ``edit``).
-A tool that asks for input (a remote agent's ``input-required``) is asked of the user through MCP
-elicitation when the client offers it, and the call goes on with the answer; a client that does
-not (stateless HTTP cannot) gets a tool error that says what was asked.
+A caller that sends a progress token hears the tool's :class:`~toolnexus.tools.Progress` as
+``notifications/progress`` (at most one every :data:`PROGRESS_EVERY`, its message cut to
+:data:`MAX_PROGRESS_MESSAGE`). A tool that asks for input (a remote agent's ``input-required``) is
+asked of the user through MCP elicitation when the client offers it on a handshake-era
+connection, and the call goes on with the answer; a client that does not (stateless HTTP cannot)
+gets a tool error that says what was asked.
+
+**Skills** (``MCPServeConfig.skills``, on by default). Each skill is a prompt (its instructions,
+the arguments it declares, ``${name}`` filled in) and each file of its folder a read-only resource,
+``skill://<skill>/<path>``, with one template per skill (``skill://<skill>/{+path}``): confined to
+the folder (no ``..``, no symlink out, no hidden file), at most
+:data:`~toolnexus.skills.MAX_FOLDER_FILES` a skill and :data:`~toolnexus.skills.MAX_FILE_BYTES` a
+read, UTF-8 as text, anything else as a base64 blob, the MIME type guessed from the name.
+
+**Changes.** When the toolkit changes (``Toolkit.add_tool``, ``add_agent``, ``reload_skills``)
+the lists are announced as changed, and a skill file whose size or time moved as updated: on
+2026-07-28 to every ``subscriptions/listen`` stream that asked for them (over ``/mcp`` and stdio);
+on a handshake-era stdio connection as ``notifications/*/list_changed`` and, for the URIs it
+subscribed to, ``notifications/resources/updated``. Stateless HTTP in the handshake era has no
+channel to tell a client anything, and says so: no ``listChanged`` there.
+
+Every ``tools/call``, ``prompts/get`` and ``resources/read`` is published on the bus as a
+:class:`~toolnexus.events.ToolCallEvent` (its ``method`` says which) and handed to ``on_call``.
 
 Over HTTP, Host and Origin are checked for the whole app (``http.guard``); the serve options'
 ``auth`` applies here too. Over stdio nothing but the protocol goes to stdout (the SDK points fd 1
@@ -17,35 +39,60 @@ at stderr while it serves, so a stray print cannot corrupt the stream), and logs
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import logging
+import mimetypes
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
-from ..skills import ToolkitLike
-from ..tools import Answer, Request, Tool, ToolContext, ToolResult
+from ..skills import SkillDef, ToolkitLike
+from ..tools import Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
 from .config import Auth, MCPServeConfig
 
-__all__ = ["MCPProfile", "MCPTools", "serve_stdio"]
+__all__ = ["MCPProfile", "MCPToolkit", "serve_stdio"]
 
 MAX_QUESTIONS = 10
 """The most questions one tool call may ask the user (a remote agent that keeps asking is stopped)."""
+PROGRESS_EVERY = 0.1
+"""Seconds between two progress notifications of one call: a remote agent reports its text at
+every chunk, and a caller needs to see it move, not every token (a report that completes the
+numbers is always sent)."""
+MAX_PROGRESS_MESSAGE = 2000
+"""The most characters of a progress message sent (its end: the text so far's newest words)."""
+PAGE = 500
+"""Resources per ``resources/list`` page."""
 _ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["answer"],
     "properties": {"answer": {"type": "string", "title": "Your answer"}},
 }
+SCHEME = "skill"
 
 log = logging.getLogger("toolnexus.serve.mcp")
 
@@ -62,9 +109,16 @@ class _AsgiEndpoint:
         await self.app(scope, receive, send)
 
 
-class MCPTools:
-    """The exposed tools of one toolkit as the SDK's lowlevel MCP ``Server`` (``app``), whatever
-    carries it; every call is published on ``bus`` and handed to ``on_call``."""
+def skill_uri(skill: str, relative: str) -> str:
+    """The resource URI of one file of a skill's folder."""
+    return f"{SCHEME}://{quote(skill, safe='')}/{quote(relative, safe='/')}"
+
+
+class MCPToolkit:
+    """One toolkit as the SDK's lowlevel MCP ``Server`` (``app``), whatever carries it: its exposed
+    tools, its skills as prompts and their files as resources; every call is published on ``bus``
+    and handed to ``on_call``. ``duplex``: the carrier keeps a channel to each client (stdio), so
+    handshake-era clients are told of changes and may subscribe to resources."""
 
     def __init__(
         self,
@@ -74,6 +128,7 @@ class MCPTools:
         bus: EventBus,
         server: str,
         on_call: OnCall | None,
+        duplex: bool = False,
     ) -> None:
         self.toolkit = toolkit
         self.config = config
@@ -82,12 +137,122 @@ class MCPTools:
         self.on_call = Hook(on_call, "on_call")
         self.tools = config.exposed(toolkit.tools())
         self._by_name = {t.name: t for t in self.tools}
+        self.events = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.events)
+        self._client: _Client | None = None
+        self._files = self._snapshot()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._unwatch: Callable[[], None] | None = None
+        self._pending: set[asyncio.Task[None]] = set()
+        skills: dict[str, Any] = {}
+        if config.skills:
+            skills = {
+                "on_list_prompts": self._list_prompts,
+                "on_get_prompt": self._get_prompt,
+                "on_list_resources": self._list_resources,
+                "on_list_resource_templates": self._list_templates,
+                "on_read_resource": self._read,
+            }
+            if duplex:
+                skills |= {
+                    "on_subscribe_resource": self._subscribe,
+                    "on_unsubscribe_resource": self._unsubscribe,
+                }
         self.app = Server(
-            config.name, version=config.version, on_list_tools=self._list, on_call_tool=self._call
+            config.name,
+            version=config.version,
+            on_list_tools=self._list,
+            on_call_tool=self._call,
+            on_subscriptions_listen=self._listen,
+            **skills,
+        )
+        self.options = self.app.create_initialization_options(
+            NotificationOptions(
+                prompts_changed=duplex and config.skills,
+                resources_changed=duplex and config.skills,
+                tools_changed=duplex,
+            )
         )
 
-    # -- handlers -----------------------------------------------------------------------------------
+    # -- life ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Listen to the toolkit's changes (on the running loop, which serves)."""
+        self._loop = asyncio.get_running_loop()
+        watch = getattr(self.toolkit, "watch", None)
+        if watch is not None:
+            self._unwatch = watch(self._toolkit_changed)
+
+    def closing(self) -> None:
+        """End every ``subscriptions/listen`` stream gracefully (each sends its last frame): the
+        server is stopping, and a listen stream never ends by itself."""
+        self._listen.close()
+
+    async def stop(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        self._listen.close()
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*self._pending, return_exceptions=True)
+        await self.on_call.close()
+
+    def _toolkit_changed(self, what: frozenset[str]) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._spawn, what)
+
+    def _spawn(self, what: frozenset[str]) -> None:
+        task = asyncio.ensure_future(self._announce(what))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _announce(self, what: frozenset[str]) -> None:
+        """Tell every listener what changed (best effort: a client gone is skipped)."""
+        events: list[ServerEvent] = []
+        if "tools" in what:
+            self.tools = self.config.exposed(self.toolkit.tools())
+            self._by_name = {t.name: t for t in self.tools}
+            events.append(ToolsListChanged())
+        if self.config.skills and "prompts" in what:
+            events.append(PromptsListChanged())
+        if self.config.skills and "resources" in what:
+            before, self._files = self._files, self._snapshot()
+            events.append(ResourcesListChanged())
+            events += [
+                ResourceUpdated(uri=uri)
+                for uri, stamp in self._files.items()
+                if uri in before and before[uri] != stamp
+            ]
+        for event in events:
+            await self.events.publish(event)
+        client = self._client
+        if client is not None:
+            for event in events:
+                with contextlib.suppress(Exception):  # the client gone: nobody to tell
+                    await client.tell(event)
+
+    def _met(self, ctx: Any) -> _Client | None:
+        """The handshake-era client this request came from, when the carrier is that client's
+        own channel (stdio: one client a process), kept to be told of changes later."""
+        session = getattr(ctx, "session", None)
+        caps = self.options.capabilities.tools
+        if (
+            not isinstance(session, ServerSession)
+            or session.protocol_version in MODERN_PROTOCOL_VERSIONS
+            or caps is None
+            or not caps.list_changed
+        ):
+            return None
+        if self._client is None:
+            self._client = _Client(session)
+        self._client.session = session
+        return self._client
+
+    # -- tools --------------------------------------------------------------------------------------
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self._met(ctx)
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
@@ -102,8 +267,9 @@ class MCPTools:
         args = params.arguments or {}
         started = time.perf_counter()
         result: ToolResult | None = None
+        progress = _progress_to(ctx)
         try:
-            result = await tool.execute(args, ToolContext())
+            result = await tool.execute(args, ToolContext(on_progress=progress))
             for _ in range(MAX_QUESTIONS):
                 request = result.pending
                 if request is None:
@@ -112,7 +278,7 @@ class MCPTools:
                 if isinstance(answer, ToolResult):
                     result = answer
                     break
-                result = await tool.execute(args, ToolContext(answer=answer))
+                result = await tool.execute(args, ToolContext(answer=answer, on_progress=progress))
             else:
                 if result.pending is not None:
                     result = ToolResult.error(
@@ -120,7 +286,7 @@ class MCPTools:
                     )
         finally:
             outcome = result or ToolResult.error(f"{tool.name}: canceled by the client")
-            self._report(tool, args, outcome, (time.perf_counter() - started) * 1000)
+            self._report("tools/call", tool.name, tool.source, args, outcome, _ms(started))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.output)], is_error=outcome.is_error
         )
@@ -150,16 +316,182 @@ class MCPTools:
             return Answer(request.id, False, None)
         return ToolResult.error(f"{tool.name} asked: {question} -- the question was canceled")
 
-    def _report(self, tool: Tool, args: Any, result: ToolResult, ms: float) -> None:
+    # -- skills as prompts --------------------------------------------------------------------------
+    def _skills(self) -> dict[str, SkillDef]:
+        return {s.name: s for s in self.toolkit.skills()}
+
+    async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        self._met(ctx)
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=s.name,
+                    description=s.description or None,
+                    arguments=[
+                        types.PromptArgument(
+                            name=a.name, description=a.description or None, required=a.required
+                        )
+                        for a in s.arguments
+                    ],
+                )
+                for s in self.toolkit.skills()
+            ]
+        )
+
+    async def _get_prompt(
+        self, ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        started = time.perf_counter()
+        args = dict(params.arguments or {})
+        skill = self._skills().get(params.name)
+        try:
+            if skill is None:
+                raise InvalidParamsError(f"Unknown prompt: {params.name}")
+            text = skill.prompt(args)
+            if skill.path is not None:
+                text += (
+                    f"\n\nThe files of this skill are MCP resources: "
+                    f"{skill_uri(skill.name, '')}<relative path>."
+                )
+        except InvalidParamsError as exc:
+            self._report(
+                "prompts/get", params.name, "skill", args, ToolResult.error(str(exc)), _ms(started)
+            )
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        self._report("prompts/get", skill.name, "skill", args, ToolResult(text), _ms(started))
+        return types.GetPromptResult(
+            description=skill.description or None,
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )
+
+    # -- skill files as resources -------------------------------------------------------------------
+    def _snapshot(self) -> dict[str, tuple[int, int]]:
+        """Every served file's URI and (size, time), to tell which ones an edit touched."""
+        if not self.config.skills:
+            return {}
+        return {
+            skill_uri(s.name, f.relative): (f.size, f.mtime_ns)
+            for s in self.toolkit.skills()
+            for f in s.folder()
+        }
+
+    async def _list_resources(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        self._met(ctx)
+        start = _cursor(params)
+        listed = await asyncio.to_thread(self._resources)
+        page = listed[start : start + PAGE]
+        more = str(start + PAGE) if start + PAGE < len(listed) else None
+        return types.ListResourcesResult(resources=page, next_cursor=more)
+
+    def _resources(self) -> list[types.Resource]:
+        return [
+            types.Resource(
+                uri=skill_uri(s.name, f.relative),
+                name=f"{s.name}/{f.relative}",
+                mime_type=_mime(f.relative),
+                size=f.size,
+            )
+            for s in self.toolkit.skills()
+            for f in s.folder()
+        ]
+
+    async def _list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=skill_uri(s.name, "") + "{+path}",
+                    name=f"{s.name} files",
+                    description=f"A file of the {s.name} skill's folder, by its relative path",
+                )
+                for s in self.toolkit.skills()
+                if s.path is not None
+            ]
+        )
+
+    async def _read(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        started = time.perf_counter()
+        uri = str(params.uri)
+        try:
+            skill, relative = self._locate(uri)
+            data = await asyncio.to_thread(skill.read, relative)
+        except InvalidParamsError as exc:
+            self._report(
+                "resources/read",
+                uri,
+                "skill",
+                {"uri": uri},
+                ToolResult.error(str(exc)),
+                _ms(started),
+            )
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        mime = _mime(relative)
+        contents: types.TextResourceContents | types.BlobResourceContents
+        try:
+            contents = types.TextResourceContents(
+                uri=uri, mime_type=mime, text=data.decode("utf-8")
+            )
+        except UnicodeDecodeError:
+            contents = types.BlobResourceContents(
+                uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii")
+            )
+        summary = ToolResult(f"{mime or 'unknown type'}, {len(data):,} bytes")
+        self._report("resources/read", uri, "skill", {"uri": uri}, summary, _ms(started))
+        return types.ReadResourceResult(contents=[contents])
+
+    def _locate(self, uri: str) -> tuple[SkillDef, str]:
+        """The skill and relative path a ``skill://`` URI names.
+
+        Raises:
+            InvalidParamsError: not one of ours.
+        """
+        parts = urlsplit(uri)
+        skill = self._skills().get(unquote(parts.netloc)) if parts.scheme == SCHEME else None
+        relative = unquote(parts.path).lstrip("/")
+        if skill is None or not relative or parts.query or parts.fragment:
+            raise InvalidParamsError(f"Unknown resource: {uri}")
+        return skill, relative
+
+    async def _subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        client = self._met(ctx)
+        if client is not None:
+            client.subscribed.add(str(params.uri))
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: Any, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        client = self._met(ctx)
+        if client is not None:
+            client.subscribed.discard(str(params.uri))
+        return types.EmptyResult()
+
+    # -- what was done ------------------------------------------------------------------------------
+    def _report(
+        self, method: str, name: str, source: str, args: Any, result: ToolResult, ms: float
+    ) -> None:
         self.bus.publish(
             ToolCallEvent(
-                self.server_name, tool.name, tool.source, args, result.output, result.is_error, ms
+                self.server_name,
+                name,
+                source,
+                args,
+                result.output,
+                result.is_error,
+                ms,
+                method=method,
             )
         )
         self.on_call.fire(
             {
-                "name": tool.name,
-                "source": tool.source,
+                "method": method,
+                "name": name,
+                "source": source,
                 "ms": ms,
                 "is_error": result.is_error,
                 "args": args,
@@ -168,7 +500,72 @@ class MCPTools:
         )
 
 
-class MCPProfile(MCPTools):
+class _Client:
+    """A handshake-era client with a channel of its own: its latest session (any request's
+    session sends a notification that belongs to no request on the connection's channel) and the
+    resources it subscribed to."""
+
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+        self.subscribed: set[str] = set()
+
+    async def tell(self, event: ServerEvent) -> None:
+        if isinstance(event, ToolsListChanged):
+            await self.session.send_tool_list_changed()
+        elif isinstance(event, PromptsListChanged):
+            await self.session.send_prompt_list_changed()
+        elif isinstance(event, ResourcesListChanged):
+            await self.session.send_resource_list_changed()
+        elif event.uri in self.subscribed:
+            await self.session.send_resource_updated(event.uri)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _mime(name: str) -> str | None:
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed is None and name.rsplit("/", 1)[-1].lower().endswith((".md", ".markdown")):
+        return "text/markdown"
+    return guessed
+
+
+def _cursor(params: types.PaginatedRequestParams | None) -> int:
+    cursor = params.cursor if params is not None else None
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor: {cursor[:40]}")
+    return int(cursor)
+
+
+def _progress_to(ctx: Any) -> ProgressFn | None:
+    """A tool's progress as this request's ``notifications/progress`` (the SDK sends nothing when
+    the caller gave no progress token): the tool's numbers, or a count of its reports when it
+    gives words only; at most one every :data:`PROGRESS_EVERY`."""
+    session = getattr(ctx, "session", None)
+    if session is None:
+        return None
+    sent = [0, float("-inf")]  # reports sent, when the last one went
+
+    async def report(p: Progress) -> None:
+        now = time.monotonic()
+        complete = p.done is not None and p.total is not None and p.done >= p.total
+        if not complete and now - sent[1] < PROGRESS_EVERY:
+            return
+        sent[0] += 1
+        sent[1] = now
+        message = p.message
+        if message is not None and len(message) > MAX_PROGRESS_MESSAGE:
+            message = "\u2026" + message[-(MAX_PROGRESS_MESSAGE - 1) :]
+        done = p.done if p.done is not None else float(sent[0])
+        await session.report_progress(done, p.total, message)
+
+    return report
+
+
+class MCPProfile(MCPToolkit):
     """``/mcp`` for one served toolkit: stateless streamable HTTP, behind the serve options' auth."""
 
     def __init__(
@@ -199,9 +596,12 @@ class MCPProfile(MCPTools):
             json_response=False,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-        async with self._manager.run():
-            yield
-        await self.on_call.close()
+        self.start()
+        try:
+            async with self._manager.run():
+                yield
+        finally:
+            await self.stop()
 
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.auth is not None:
@@ -227,18 +627,22 @@ async def serve_stdio(
     stdin: Any = None,
     stdout: Any = None,
 ) -> None:
-    """Serve ``toolkit``'s tools as MCP over stdio until the client closes stdin (as Claude Desktop,
-    VS Code, Cursor and other desktop hosts start a server). ``config``: the ``mcpServer`` block
-    (name, version, the tools to expose), else the toolkit config's, else the defaults. ``stdin`` /
-    ``stdout``: other streams than the process's (anyio text files), for embedding."""
+    """Serve ``toolkit`` (its tools, its skills as prompts and resources) as MCP over stdio until
+    the client closes stdin (as Claude Desktop, VS Code, Cursor and other desktop hosts start a
+    server). ``config``: the ``mcpServer`` block (name, version, the tools to expose), else the
+    toolkit config's, else the defaults. ``stdin`` / ``stdout``: other streams than the process's
+    (anyio text files), for embedding."""
     from mcp.server.stdio import stdio_server
 
     if config is None:
         config = toolkit.config.get("mcpServer")
     cfg = MCPServeConfig.from_config(config if config is not None and config is not False else None)
-    tools = MCPTools(toolkit, cfg, bus=events or EventBus(), server=cfg.name, on_call=on_call)
+    served = MCPToolkit(
+        toolkit, cfg, bus=events or EventBus(), server=cfg.name, on_call=on_call, duplex=True
+    )
+    served.start()
     try:
         async with stdio_server(stdin, stdout) as (read, write):
-            await tools.app.run(read, write, tools.app.create_initialization_options())
+            await served.app.run(read, write, served.options)
     finally:
-        await tools.on_call.close()
+        await served.stop()

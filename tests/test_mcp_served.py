@@ -1,0 +1,436 @@
+"""What the served toolkit is over MCP beside its tools: each skill a prompt, each file of its
+folder a read-only resource (confined, bounded), changes announced, and a slow tool's progress;
+against the official MCP clients (Python in both eras it speaks, TypeScript) over /mcp and over
+stdio, and our own MCP client passing a remote tool's progress on."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+
+import toolnexus as tn
+from toolnexus.skills import MAX_FILE_BYTES
+
+from .conftest import EXAMPLE_SKILLS, ROOT
+from .peers.js_peer import HERE as JS
+from .peers.js_peer import need_js_sdk
+from .peers.mcp_changing import count
+
+UNITS = "skill://weather/reference/units.md"
+
+
+@pytest.fixture
+def skills(tmp_path: Path) -> Path:
+    """The example skills, and in weather's folder: a binary file, a hidden one, a symlink out of
+    the folder, and a file past the read limit."""
+    root = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS, root)
+    weather = root / "weather"
+    (weather / "assets").mkdir()
+    (weather / "assets" / "logo.bin").write_bytes(bytes(range(256)))
+    (weather / ".env").write_text("TOKEN=sekrit\n")
+    (tmp_path / "outside.txt").write_text("not a skill file\n")
+    (weather / "reference" / "outside.txt").symlink_to(tmp_path / "outside.txt")
+    with (weather / "big.txt").open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    return root
+
+
+class Heard(list[tuple[float, "float | None", "str | None"]]):
+    """What an official client's ``progress_callback`` (this object) heard."""
+
+    async def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        self.append((done, total, message))
+
+
+def text_of(result: Any) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_skills_are_prompts_and_their_files_resources(skills: Path, mode: str):
+    calls: list[dict] = []
+    tk = await tn.create_toolkit(skills, builtins=False)
+    async with (
+        await tk.serve(mcp=True, on_call=calls.append) as h,
+        Client(h.mcp_url, mode=mode) as c,
+    ):
+        assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+        caps = c.server_capabilities
+        assert caps.prompts is not None and caps.resources is not None
+        prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+        assert sorted(prompts) == ["greet", "report", "weather"]
+        assert [(a.name, a.required) for a in prompts["weather"].arguments or []] == [
+            ("city", True),
+            ("unit", False),
+        ]
+        got = await c.get_prompt("weather", {"city": "Oslo"})
+        [message] = got.messages
+        assert message.role == "user" and isinstance(message.content, types.TextContent)
+        assert message.content.text.startswith("# Weather report")
+        assert "- city: Oslo" in message.content.text and "skill://weather/" in message.content.text
+        for args, needle in [
+            ({}, "needs the argument 'city'"),
+            ({"city": "Oslo", "colour": "red"}, "takes no argument 'colour'"),
+        ]:
+            with pytest.raises(MCPError, match=needle) as info:
+                await c.get_prompt("weather", args)
+            assert info.value.error.code == types.INVALID_PARAMS
+        with pytest.raises(MCPError, match="Unknown prompt: nope"):
+            await c.get_prompt("nope")
+
+        listed = {r.uri: r for r in (await c.list_resources()).resources}
+        assert sorted(listed) == [
+            "skill://greet/SKILL.md",
+            "skill://report/SKILL.md",
+            "skill://weather/SKILL.md",
+            "skill://weather/assets/logo.bin",
+            "skill://weather/big.txt",
+            "skill://weather/reference/climate.csv",
+            "skill://weather/reference/units.md",
+            "skill://weather/scripts/forecast.py",
+        ]  # no .env, no symlink out of the folder
+        assert (
+            listed[UNITS].mime_type == "text/markdown"
+            and listed[UNITS].size == (skills / "weather" / "reference" / "units.md").stat().st_size
+        )
+        templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
+        assert "skill://weather/{+path}" in templates
+
+        [units] = (await c.read_resource(UNITS)).contents
+        assert isinstance(units, types.TextResourceContents) and units.mime_type == "text/markdown"
+        assert units.text == (skills / "weather" / "reference" / "units.md").read_text()
+        [logo] = (await c.read_resource("skill://weather/assets/logo.bin")).contents
+        assert isinstance(logo, types.BlobResourceContents)
+        assert base64.b64decode(logo.blob) == bytes(range(256))
+        for uri, needle in [
+            ("skill://weather/../greet/SKILL.md", "has no file"),
+            ("skill://weather/reference/outside.txt", "has no file"),
+            ("skill://weather/.env", "has no file"),
+            ("skill://weather/%2e%2e/%2e%2e/outside.txt", "has no file"),
+            ("skill://weather/reference", "has no file"),
+            ("skill://nope/SKILL.md", "Unknown resource"),
+            ("file:///etc/passwd", "Unknown resource"),
+            ("skill://weather/big.txt", "larger than"),
+        ]:
+            with pytest.raises(MCPError, match=needle) as info:
+                await c.read_resource(uri)
+            assert info.value.error.code == types.INVALID_PARAMS, uri
+        assert (await c.call_tool("skill", {"name": "greet"})).content  # tools as before
+    assert [(c["method"], c["name"], c["is_error"]) for c in calls[:2]] == [
+        ("prompts/get", "weather", False),
+        ("prompts/get", "weather", True),
+    ]
+    reads = [c for c in calls if c["method"] == "resources/read"]
+    assert reads[0]["name"] == UNITS and reads[0]["output"].startswith("text/markdown, ")
+    assert reads[0]["source"] == "skill" and not reads[0]["is_error"]
+    assert sum(c["is_error"] for c in reads) == 8
+    assert [e.method for e in h.events.history() if isinstance(e, tn.ToolCallEvent)][-1] == (
+        "tools/call"
+    )
+
+
+async def test_skills_can_be_left_out():
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    async with (
+        await tk.serve(mcp=tn.MCPServeConfig(skills=False)) as h,
+        Client(h.mcp_url) as c,
+    ):
+        assert c.server_capabilities.prompts is None and c.server_capabilities.resources is None
+        with pytest.raises(MCPError):
+            await c.list_prompts()
+
+
+async def test_a_listener_over_http_is_told_of_changes(skills: Path):
+    tk = await tn.create_toolkit(skills, builtins=False)
+    h = await tk.serve(mcp=True)
+    try:
+        async with Client(h.mcp_url) as c:
+            caps = c.server_capabilities
+            assert caps.tools and caps.tools.list_changed and caps.resources.subscribe
+            async with c.listen(
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+                resource_subscriptions=[UNITS, "skill://greet/SKILL.md"],
+            ) as sub:
+
+                def shout(text: str) -> str:
+                    """Shout."""
+                    return text.upper()
+
+                assert [t.name for t in tk.add_tool(shout)] == ["shout"]
+                (skills / "weather" / "reference" / "units.md").write_text("Kelvin only.\n")
+                shutil.rmtree(skills / "report")
+                tk.reload_skills()
+                seen = []
+                async with asyncio.timeout(10):
+                    async for event in sub:
+                        seen.append(event)
+                        if len(seen) == 4:
+                            break
+                assert seen == [
+                    ToolsListChanged(),
+                    PromptsListChanged(),
+                    ResourcesListChanged(),
+                    ResourceUpdated(uri=UNITS),
+                ]  # greet's file did not change: no update for it
+                assert "shout" in [t.name for t in (await c.list_tools()).tools]
+                assert [p.name for p in (await c.list_prompts()).prompts] == ["greet", "weather"]
+                [units] = (await c.read_resource(UNITS)).contents
+                assert (
+                    isinstance(units, types.TextResourceContents) and units.text == "Kelvin only.\n"
+                )
+                async with asyncio.timeout(30):  # a listen stream does not hold the server's stop
+                    await h.stop()
+    finally:
+        await h.stop()
+
+
+async def test_progress_of_a_slow_tool_over_http_in_both_eras():
+    tk = await tn.create_toolkit(builtins=False, tools=[count])
+    async with await tk.serve(mcp=True) as h:
+        for mode in ("auto", "legacy"):
+            heard = Heard()
+            async with Client(h.mcp_url, mode=mode) as c:
+                r = await c.call_tool("count", {"n": 3}, progress_callback=heard)
+                assert text_of(r) == "counted to 3"
+                assert heard == [(1, 3, "counted 1"), (2, 3, "counted 2"), (3, 3, "counted 3")]
+                assert text_of(await c.call_tool("count", {"n": 1})) == "counted to 1"
+
+
+async def test_our_mcp_client_passes_a_remote_tools_progress_on():
+    """A serves ``count``; B loads A over MCP and serves it again: the official client calling B
+    hears A's progress, through our client and our server."""
+    a_kit = await tn.create_toolkit(builtins=False, tools=[count])
+    async with await a_kit.serve(mcp=True) as a:
+        b_kit = await tn.create_toolkit(builtins=False, mcp_servers={"a": {"url": a.mcp_url}})
+        async with b_kit, await b_kit.serve(mcp=True) as b, Client(b.mcp_url) as c:
+            heard: list[tn.Progress] = []
+
+            async def direct(p: tn.Progress) -> None:
+                heard.append(p)
+
+            r = await b_kit.execute("a_count", {"n": 2}, tn.ToolContext(on_progress=direct))
+            assert r.output == "counted to 2"
+            assert heard == [tn.Progress(1, 2, "counted 1"), tn.Progress(2, 2, "counted 2")]
+            relayed = Heard()
+            r = await c.call_tool("a_count", {"n": 2}, progress_callback=relayed)
+            assert text_of(r) == "counted to 2"
+            assert relayed == [(1, 2, "counted 1"), (2, 2, "counted 2")]
+            relayed.clear()
+            r = await tn.mcp_client.call_remote_tool(a.mcp_url, "count", {"n": 2}, progress=direct)
+            assert r.output == "counted to 2" and heard[-1] == tn.Progress(2, 2, "counted 2")
+
+
+async def test_progress_is_bounded_and_never_fails_the_call():
+    @tn.tool
+    async def chatty(ctx: tn.ToolContext) -> str:
+        """Report a long text many times at once."""
+        for i in range(50):
+            await ctx.progress(message="word " * (1000 + i))
+        return "said"
+
+    async def broken(p: tn.Progress) -> None:
+        raise RuntimeError("listener broke")
+
+    assert (await chatty.execute({}, tn.ToolContext(on_progress=broken))).output == "said"
+    tk = await tn.create_toolkit(builtins=False, tools=[chatty])
+    heard = Heard()
+    async with await tk.serve(mcp=True) as h, Client(h.mcp_url) as c:
+        assert text_of(await c.call_tool("chatty", {}, progress_callback=heard)) == "said"
+    assert len(heard) == 1  # fifty reports at once: one went, the others came too soon after it
+    done, total, message = heard[0]
+    assert (done, total) == (1, None) and message is not None
+    assert len(message) == 2000 and message.startswith("\u2026") and message.endswith("word ")
+
+
+# -- over stdio ---------------------------------------------------------------------------------
+
+
+def changing(skills: Path) -> StdioServerParameters:
+    """tests/peers/mcp_changing.py: a toolkit over stdio whose tools change it."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tests.peers.mcp_changing", str(skills)],
+        env=dict(os.environ),
+        cwd=ROOT,
+    )
+
+
+async def test_stdio_handshake_era_client_is_told_of_changes_and_updates(skills: Path):
+    heard: list[Any] = []
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and not isinstance(
+            message, types.ProgressNotification
+        ):
+            heard.append(message)
+            if isinstance(message, types.ResourceUpdatedNotification):
+                changed.set()
+
+    async with stdio_client(changing(skills)) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as s:
+            init = await s.initialize()
+            caps = init.capabilities
+            assert caps.tools and caps.tools.list_changed
+            assert caps.prompts and caps.prompts.list_changed
+            assert caps.resources and caps.resources.subscribe and caps.resources.list_changed
+            assert [p.name for p in (await s.list_prompts()).prompts] == [
+                "greet",
+                "report",
+                "weather",
+            ]
+            [units] = (await s.read_resource(UNITS)).contents
+            assert isinstance(units, types.TextResourceContents) and "Units" in units.text
+            with pytest.warns(MCPDeprecationWarning):  # removed in 2026-07-28; this is 2025-11-25
+                await s.subscribe_resource(UNITS)
+            progress = Heard()
+            r = await s.call_tool("count", {"n": 2}, progress_callback=progress)
+            assert text_of(r) == "counted to 2"
+            assert progress == [(1, 2, "counted 1"), (2, 2, "counted 2")]
+            assert text_of(await s.call_tool("grow", {})) == "grown"
+            (skills / "weather" / "reference" / "units.md").write_text("Kelvin only.\n")
+            await s.call_tool("reload", {})
+            async with asyncio.timeout(10):
+                await changed.wait()
+            assert "grown" in [t.name for t in (await s.list_tools()).tools]
+    assert [type(n.root if hasattr(n, "root") else n).__name__ for n in heard] == [
+        "ToolListChangedNotification",
+        "PromptListChangedNotification",
+        "ResourceListChangedNotification",
+        "ResourceUpdatedNotification",
+    ]
+
+
+async def test_stdio_2026_client_listens_for_changes(skills: Path):
+    async with Client(changing(skills)) as c:
+        assert c.protocol_version == "2026-07-28"
+        async with c.listen(tools_list_changed=True, resource_subscriptions=[UNITS]) as sub:
+            await c.call_tool("grow", {})
+            (skills / "weather" / "reference" / "units.md").write_text("Kelvin only.\n")
+            await c.call_tool("reload", {})
+            seen = []
+            async with asyncio.timeout(10):
+                async for event in sub:
+                    seen.append(event)
+                    if len(seen) == 2:
+                        break
+        assert seen == [ToolsListChanged(), ResourceUpdated(uri=UNITS)]  # only what it asked for
+        heard = Heard()
+        await c.call_tool("count", {"n": 2}, progress_callback=heard)
+        assert [done for done, _, _ in heard] == [1, 2]
+
+
+# -- the TypeScript SDK's client ------------------------------------------------------------------
+
+
+async def inspect_with_ts(plan: dict[str, Any], *target: str) -> dict[str, Any]:
+    """tests/peers/js/mcp_inspect.mjs: what the official TypeScript client saw."""
+    need_js_sdk()
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(JS / "mcp_inspect.mjs"),
+        json.dumps(plan),
+        *target,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        async with asyncio.timeout(60):
+            out, err = await proc.communicate()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    return json.loads(out)
+
+
+PLAN = {
+    "prompt": ["weather", {"city": "Oslo", "unit": "fahrenheit"}],
+    "badPrompt": ["weather", {}],
+    "read": UNITS,
+    "badRead": "skill://weather/../../outside.txt",
+    "call": ["count", {"n": 2}],
+}
+
+
+def check_ts(seen: dict[str, Any], skills: Path) -> None:
+    assert [p["name"] for p in seen["prompts"]] == ["greet", "report", "weather"]
+    assert seen["prompts"][2]["arguments"][0] == {
+        "name": "city",
+        "description": "The city to report on",
+        "required": True,
+    }
+    [message] = seen["prompt"]["messages"]
+    assert "- city: Oslo\n- unit: fahrenheit" in message["content"]["text"]
+    assert seen["badPrompt"]["code"] == -32602 and "city" in seen["badPrompt"]["error"]
+    uris = [r["uri"] for r in seen["resources"]]
+    assert UNITS in uris and not any(".env" in u or "outside" in u for u in uris)
+    assert {"name": "weather files", "uriTemplate": "skill://weather/{+path}"}.items() <= next(
+        t for t in seen["templates"] if t["name"] == "weather files"
+    ).items()
+    [units] = seen["read"]["contents"]
+    assert units["mimeType"] == "text/markdown"
+    assert units["text"] == (skills / "weather" / "reference" / "units.md").read_text()
+    assert seen["badRead"]["code"] == -32602
+    assert seen["call"]["content"][0]["text"] == "counted to 2"
+    assert [(p["progress"], p["total"], p["message"]) for p in seen["progress"]] == [
+        (1, 2, "counted 1"),
+        (2, 2, "counted 2"),
+    ]
+
+
+async def test_typescript_client_over_http(skills: Path):
+    tk = await tn.create_toolkit(skills, builtins=False, tools=[count])
+    async with await tk.serve(mcp=True) as h:
+        seen = await inspect_with_ts(PLAN, h.mcp_url)
+    check_ts(seen, skills)
+    caps = seen["capabilities"]
+    assert caps["prompts"] == {
+        "listChanged": False
+    }  # stateless HTTP cannot tell this era of change
+
+
+async def test_typescript_client_over_stdio_is_told_of_changes(skills: Path):
+    plan = {
+        **PLAN,
+        "subscribe": UNITS,
+        "change": [["grow", {}], ["reload", {"touch": "weather/reference/units.md"}]],
+        "expect": 4,
+    }
+    seen = await inspect_with_ts(
+        plan, sys.executable, "-m", "tests.peers.mcp_changing", str(skills)
+    )
+    assert (skills / "weather" / "reference" / "units.md").read_text().endswith("touched\n")
+    assert seen["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
+    assert [n["method"] for n in seen["notifications"]] == [
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    ]
+    assert seen["notifications"][3]["params"] == {"uri": UNITS}
