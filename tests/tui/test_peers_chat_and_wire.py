@@ -574,3 +574,33 @@ async def test_the_palette_shows_a_peers_name_as_sent_never_as_markup():
         assert "[b]evil[/b] [link=http://example.invalid]x[/link]" in line and "\x1b" not in line
         await pilot.press("escape")
         await pilot.press("ctrl+q")
+
+
+async def test_the_mcp_mode_is_reached_by_keyboard_alone():
+    """From the tool list, Tab and Enter reach the argument form, Esc the endpoint; a call made
+    with keys only is sent (focus stayed in the tool list, and ctrl+r said "fill in the required
+    argument")."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        await pilot.press("6")
+        tools = app.screen.query_one("#mcp-tools", DataTable)
+        await until(pilot, lambda: tools.row_count >= 1 and bool(app.screen.query("#arg-0")))
+        assert app.focused is tools and str(tools.get_row_at(0)[0]) == "skill"
+        await pilot.press("tab")
+        assert app.focused is app.screen.query_one("#arg-0", Input)
+        await pilot.press(*"greet", "ctrl+r")
+        await until(pilot, lambda: "<skill_content" in text_of(app, "#mcp-result"))
+        await pilot.press("escape")
+        assert app.focused is tools
+        await pilot.press("escape")
+        assert app.focused is app.screen.query_one("#mcp-url", Input)
+        await pilot.press("tab")
+        assert app.focused is app.screen.query_one("#mcp-headers", Input)
+        await pilot.press("tab")
+        assert app.focused is tools
+        await pilot.press("enter")  # Enter on a tool: into its first argument
+        assert app.focused is app.screen.query_one("#arg-0", Input)
+        await pilot.press("escape", "shift+tab")
+        assert app.focused is app.screen.query_one("#mcp-headers", Input)
+        await pilot.press("ctrl+q")

@@ -67,9 +67,11 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+enter", "call", "Call", show=False, id="mcp-call", priority=True),
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
         Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
+        # Esc: from a text box to the tool list, from the tool list to the endpoint
         Binding("escape", "leave_input", "Back", show=False, id="mcp-back"),
         # inside the argument form, Tab goes round its fields (it went on to the URL box, and the
-        # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere
+        # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere (the
+        # binding, refused by check_action outside the form, swallowed Tab in the tool list)
         Binding("tab", "next_argument(1)", show=False, priority=True),
         Binding("shift+tab", "next_argument(-1)", show=False, priority=True),
     ]
@@ -104,6 +106,8 @@ class MCPScreen(ModeScreen):
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
+        # Tab from the tool list goes to the first argument, not to the box that holds them
+        self.query_one("#mcp-form", VerticalScroll).can_focus = False
         table = self.query_one("#mcp-tools", DataTable)
         table.add_column("tool", key="tool", width=24)
         table.add_column("description", key="description", width=30)
@@ -125,15 +129,25 @@ class MCPScreen(ModeScreen):
     def _arguments_shown(self) -> list[Input]:
         return list(self.query_one("#mcp-form", VerticalScroll).query(Input))
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_argument":
-            return self.focused in self._arguments_shown()
-        return True
-
     def action_next_argument(self, step: int) -> None:
         fields, at = self._arguments_shown(), self.focused
         if isinstance(at, Input) and at in fields:
             fields[(fields.index(at) + step) % len(fields)].focus()
+        elif step > 0:
+            self.focus_next()
+        else:
+            self.focus_previous()
+
+    @on(DataTable.RowSelected, "#mcp-tools")
+    def _tool_chosen(self) -> None:
+        """Enter on a tool: into its first argument (the raw JSON in raw mode); a tool that takes
+        none is called."""
+        if self.raw_mode:
+            self.query_one("#mcp-raw-args", TextArea).focus()
+        elif fields := self._arguments_shown():
+            fields[0].focus()
+        else:
+            self.action_call()
 
     def _target(self) -> str | list[str] | None:
         """The endpoint as typed: a URL, or a stdio server's command line (split as a shell would)."""
@@ -162,8 +176,13 @@ class MCPScreen(ModeScreen):
         return headers or None
 
     def action_leave_input(self) -> None:
-        """Escape leaves a text box for the tool list, where the mode keys work."""
-        self.query_one("#mcp-tools", DataTable).focus()
+        """Escape leaves a text box for the tool list, where the mode keys work, and the tool list
+        for the endpoint."""
+        tools = self.query_one("#mcp-tools", DataTable)
+        if self.focused is tools:
+            self.query_one("#mcp-url", Input).focus()
+        else:
+            tools.focus()
 
     @on(Input.Submitted, "#mcp-url, #mcp-headers")
     def _submit_url(self) -> None:
