@@ -585,8 +585,14 @@ async def test_the_mcp_mode_is_reached_by_keyboard_alone():
         await until(pilot, lambda: bool(app.workspace.running()))
         await pilot.press("6")
         tools = app.screen.query_one("#mcp-tools", DataTable)
-        await until(pilot, lambda: tools.row_count >= 1 and bool(app.screen.query("#arg-0")))
-        assert app.focused is tools and str(tools.get_row_at(0)[0]) == "skill"
+        # listed on entering, and the list takes the focus (applied after the listing's own turn)
+        await until(
+            pilot,
+            lambda: (
+                tools.row_count >= 1 and bool(app.screen.query("#arg-0")) and app.focused is tools
+            ),
+        )
+        assert str(tools.get_row_at(0)[0]) == "skill"
         await pilot.press("tab")
         assert app.focused is app.screen.query_one("#arg-0", Input)
         await pilot.press(*"greet", "ctrl+r")
