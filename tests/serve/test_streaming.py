@@ -385,3 +385,33 @@ async def test_words_before_a_question_are_provisional_and_the_answers_reply_rep
             assert final.artifacts[0].artifact_id == first[0].artifact.artifact_id
     finally:
         await handle.stop()
+
+
+async def test_a_remote_agent_used_as_a_tool_reports_its_reply_so_far_as_progress():
+    """A streams its reply; B uses A as a tool and serves it over MCP: the official MCP client
+    calling it hears A's text growing as notifications/progress, then the whole reply."""
+    from mcp import Client
+
+    model = Paced(WORDS, 0.2)
+    skills = [tn.SkillDef("forecast", "tells the weather", "Say the weather.")]
+    remote = await (await tn.create_toolkit(builtins=False, skills=skills)).serve(
+        client=create_in_process_client(model), a2a=tn.A2AConfig(name="weather-desk")
+    )
+    try:
+        kit = await tn.create_toolkit(
+            builtins=False, agents=[tn.Agent(card=remote.url, poll_every=0.05)]
+        )
+        async with kit, await kit.serve(mcp=True) as gateway, Client(gateway.mcp_url) as mcp:
+            (tool,) = [t.name for t in kit.tools()]
+            heard: list[tuple[float, str | None]] = []
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                heard.append((asyncio.get_running_loop().time(), message))
+
+            result = await mcp.call_tool(tool, {"task": "weather?"}, progress_callback=progress)
+        texts = [m for _, m in heard if m]
+        assert "".join(c.text for c in result.content) == "".join(WORDS)
+        assert len(texts) >= 3 and all("".join(WORDS).startswith(t) for t in texts), texts
+        assert heard[0][0] < model.said[-1]  # heard while the remote model still spoke
+    finally:
+        await remote.stop()

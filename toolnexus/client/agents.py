@@ -187,16 +187,23 @@ class AgentSource:
             if not (task.state.terminal or task.state.interrupted):
                 try:
                     async with asyncio.timeout(self.agent.timeout):
-                        watch = client.watch(
+                        follow = client.follow(
                             task_id,
                             poll_every=self.agent.poll_every,
                             max_interval=max(self.agent.poll_every, 2.0),
                         )
-                        async with contextlib.aclosing(watch) as events:
-                            async for ev in events:
-                                final, state = ev.task, ev.state.value
+                        said = task.artifacts_text
+                        async with contextlib.aclosing(follow) as changes:
+                            async for now in changes:
                                 polls = getattr(client, "polls", polls)
-                                _Call.report(call, task_id, state, done=ev.state.terminal)
+                                if now.state.value != state:
+                                    state = now.state.value
+                                    _Call.report(call, task_id, state, done=now.state.terminal)
+                                text = now.artifacts_text
+                                if text != said and now.state is TaskState.WORKING:
+                                    said = text  # its reply so far, as the peer streams it
+                                    await ctx.progress(message=text)
+                                final = now
                 except TimeoutError:
                     polls = getattr(client, "polls", polls)
                     ms = round(self.agent.timeout * 1000)
