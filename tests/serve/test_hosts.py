@@ -480,3 +480,40 @@ async def test_the_database_going_away_every_host_says_retry_and_all_serve_again
                 frames[-1]["result"]["final"] is True
                 and frames[-1]["result"]["status"]["state"] == "completed"
             )
+
+
+async def test_a_reply_streams_through_another_host_as_live_as_on_its_own(cluster, monkeypatch):
+    """A task runs on one host; a subscriber on another gets the reply so far, then each word as
+    the model says it (the hosts' words cross through the database: WorkerLink want/words), and
+    the join of what it got is the task's artifact."""
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.2")  # the served demo's words, 0.2 s apart
+    async with Agents(cluster, cluster.pg.database()) as agents:
+        runner, other = (h.addr for h in cluster.agent_hosts[:2])
+        async with httpx.AsyncClient(timeout=30) as http:
+            prompt = " ".join(f"w{i}" for i in range(15))
+            task = (await http.post(url_of(runner) + "/", json=send(1, prompt))).json()["result"]
+            async with asyncio.timeout(20):
+                while agents.ran_on(task["id"]) is None:
+                    await asyncio.sleep(0.05)
+            assert agents.ran_on(task["id"]) == runner
+            await asyncio.sleep(1.0)  # some words said before the subscriber joins
+            frames = await sse(
+                http,
+                url_of(other),
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tasks/resubscribe",
+                    "params": {"id": task["id"]},
+                },
+            )
+            final = (await http.post(url_of(other) + "/", json=get(3, task["id"]))).json()
+    results = [f["result"] for f in frames]
+    assert results[0]["kind"] == "task" and results[-1]["status"]["state"] == "completed"
+    text = "".join(p["text"] for a in results[0].get("artifacts", []) for p in a["parts"])
+    updates = [r for r in results if r["kind"] == "artifact-update"]
+    for update in updates:
+        piece = "".join(p["text"] for p in update["artifact"]["parts"])
+        text = text + piece if update["append"] else piece
+    assert text == final["result"]["artifacts"][0]["parts"][0]["text"] == "You said: " + prompt
+    assert len(updates) >= 5, [r["kind"] for r in results]  # words as they came, not one lump
