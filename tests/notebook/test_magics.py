@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import socket
 
 import httpx
@@ -573,3 +574,25 @@ async def test_a_servers_task_view_shows_its_trace_across_the_agents_of_the_note
             if tree().count('data-state="completed"') == 5:
                 break
         assert tree().count('data-state="completed"') == 5  # three tasks and two calls, all done
+
+
+async def test_the_chat_fills_in_as_the_words_come(ip, monkeypatch):
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.15")  # the served demo's words, 0.15 s apart
+    server = ip.run_line_magic("toolnexus", "serve --name stream-desk")
+    await wait_running(server)
+    chat = ip.run_line_magic("toolnexus", f"chat {server.url}")
+    prompt = "one two three four five six seven eight"
+    chat.say(prompt)
+    shown: list[str] = []
+    for _ in range(400):
+        view = chat.view.value
+        if not shown or shown[-1] != view:
+            shown.append(view)
+        if chat.turns[-1].task_state is TaskState.COMPLETED:
+            break
+        await asyncio.sleep(0.02)
+    await chat.wait()
+    whole = html.escape("You said: " + prompt)
+    partial = [v for v in shown if "You said" in v and whole not in v]
+    assert len(partial) >= 3, len(shown)  # the reply filled in, a few words at a time
+    assert whole in chat.view.value
