@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+"""Debian's Chromium, which every browser test drives through playwright (never `playwright
+install`)."""
 
 
 def write_skill(
@@ -62,3 +67,20 @@ def stop_process(proc: subprocess.Popen, *, wait: float = 15.0, terminate: bool 
     for pipe in (proc.stdout, proc.stderr, proc.stdin):
         if pipe is not None and not pipe.closed:
             pipe.close()
+
+
+def launch_chromium(playwright):
+    """Headless ``CHROMIUM`` as every browser test here runs it (no sandbox, GPU, sync or
+    background traffic)."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=[
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
+from ..helpers import CHROMIUM, launch_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)"
 )
@@ -76,18 +76,7 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
                 assert time.monotonic() < deadline, "jupyter lab did not start"
                 time.sleep(0.3)
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"http://127.0.0.1:{port}/lab/tree/notebook_demo.ipynb?token={token}")
             page.wait_for_function(

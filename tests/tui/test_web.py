@@ -1,26 +1,29 @@
 """``toolnexus-tui --web`` in real headless Chromium (Debian's, driven by playwright): the page
 opens with the printed token and not without it, a message sent in Chat completes and shows in
-Tasks, every mode draws, and two tabs are two apps. The screenshots in ``docs/images/web-*.png``
+Tasks, every mode draws, and two tabs are two apps; a page on another 127.0.0.1 port (the same
+site to a browser) neither opens the app's websocket nor receives the token. The screenshots in ``docs/images/web-*.png``
 are this test's (``TOOLNEXUS_SCREENSHOTS=1`` writes them there)."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
-import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from ..helpers import stop_process
+from ..helpers import CHROMIUM, launch_chromium, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 MODES = ["servers", "tasks", "peers", "chat", "wire", "mcp"]
 # xterm.js draws on a canvas; without one it falls back to its DOM renderer, whose rows are text
 DOM_RENDERER = "HTMLCanvasElement.prototype.getContext = function() { return null; };"
@@ -34,8 +37,9 @@ def _need_chromium() -> None:
 
 
 @pytest.fixture(scope="module")
-def web() -> Iterator[str]:
-    """``toolnexus-tui --web`` running; yields the URL it printed (with its token)."""
+def served() -> Iterator[tuple[str, subprocess.Popen]]:
+    """``toolnexus-tui --web`` running; yields the URL it printed (with its token) and its
+    process."""
     pytest.importorskip("textual_serve", reason="pip install -e '.[test]' brings textual-serve")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui.app", "--web"],
@@ -51,9 +55,15 @@ def web() -> Iterator[str]:
         assert found, (
             f"no URL printed: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
         )
-        yield found.group(0)
+        yield found.group(0), proc
     finally:
         stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def web(served) -> str:
+    """The URL ``toolnexus-tui --web`` printed, with its token."""
+    return served[0]
 
 
 def test_the_page_is_only_for_the_token_holder(web):
@@ -65,20 +75,21 @@ def test_the_page_is_only_for_the_token_holder(web):
             "y" if token.endswith("x") else "x"
         )  # one character off (a token may end in x)
         assert http.get(base + "/?token=" + wrong).status_code == 403
-        for path in ("/ws", "/static/js/textual.js"):
-            assert http.get(base + path).status_code == 403
+        for path in ("/ws", "/ws/", f"/ws/{wrong}", f"/ws/{token}"):  # no Origin: no websocket
+            assert http.get(base + path).status_code in (403, 404), path
         assert (
             http.get(web, headers={"Host": f"rebound.example:{port}"}).status_code == 403
         )  # DNS rebinding
         page = http.get(web)
-        assert page.status_code == 200 and f"ws://127.0.0.1:{port}/ws" in page.text
-        assert (
-            "HttpOnly" in page.headers["set-cookie"]
-            and "SameSite=Strict" in page.headers["set-cookie"]
+        assert page.status_code == 200 and _websocket_url(page.text) == (
+            f"ws://127.0.0.1:{port}/ws/{token}"
         )
-        assert (
-            http.get(base + "/static/js/textual.js").status_code == 200
-        )  # the cookie from the page
+        assert "set-cookie" not in page.headers  # a cookie would reach every local port
+        assert page.headers["referrer-policy"] == "no-referrer"
+        assert page.headers["cache-control"] == "no-store"
+        # textual-serve's own public files, served to anyone the Host check lets in
+        assert http.get(base + "/static/js/textual.js").status_code == 200
+        assert http.get(base + "/static/").status_code in (403, 404)  # no folder listing
 
 
 def _screen(page) -> str:
@@ -102,18 +113,7 @@ def test_in_a_browser_a_chat_completes_and_shows_in_tasks_and_two_tabs_are_two_a
     shots = ROOT / "docs" / "images" if os.environ.get("TOOLNEXUS_SCREENSHOTS") == "1" else tmp_path
     shots.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = launch_chromium(p)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             context.add_init_script(DOM_RENDERER)
@@ -154,5 +154,135 @@ def test_in_a_browser_a_chat_completes_and_shows_in_tasks_and_two_tabs_are_two_a
             time.sleep(0.5)
             first.keyboard.press("2")
             assert re.search(r"✔ completed\s+\w+…\s+demo-desk", _until(first, "filter:"))
+        finally:
+            browser.close()
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` started that are alive (each websocket textual-serve accepts starts
+    one: the app)."""
+    found: set[int] = set()
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        found.update(
+            int(c) for c in Path(f"/proc/{pid}/task/{thread}/children").read_text().split()
+        )
+    return found
+
+
+def _websocket_url(page_html: str) -> str:
+    """The websocket address a page served by ``--web`` hands its terminal."""
+    found = re.search(r'data-session-websocket-url="([^"]+)"', page_html)
+    assert found, page_html[:2000]
+    return html.unescape(found.group(1))
+
+
+async def test_the_websocket_takes_only_the_pages_own_origin_and_starts_nothing_else(served):
+    """Everything the page gives a caller (its cookies, its websocket address) is not enough from
+    another origin, another local port, ``null`` or none: 403 before any app process starts."""
+    import aiohttp
+
+    url, proc = served
+    base = url.split("/?token=")[0]
+    port = int(base.rsplit(":", 1)[1])
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(url) as page:
+            assert page.status == 200
+            socket_url = _websocket_url(await page.text())
+        before = _children(proc.pid)
+        for origin in ("http://evil.example", f"http://127.0.0.1:{port + 1}", "null", None):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                async with http.ws_connect(socket_url, origin=origin):
+                    pass
+            assert refused.value.status == 403, origin
+        assert not _children(proc.pid) - before  # no app was started for any of them
+        async with http.ws_connect(socket_url, origin=base) as ws:  # the page's own origin
+            first = await ws.receive(timeout=60)
+            assert first.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), first
+
+
+@contextmanager
+def _elsewhere() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """An ordinary page on another 127.0.0.1 port; yields its origin and the headers of every
+    request it received."""
+    received: list[dict[str, str]] = []
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            received.append({k.lower(): v for k, v in self.headers.items()})
+            body = b"<!doctype html><title>another local server</title><p>hello</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+# opens a websocket from the page it runs in; says whether it opened and how many frames came
+OPEN_SOCKET = """(url) => new Promise((resolve) => {
+  let opened = false, frames = 0;
+  const ws = new WebSocket(url);
+  ws.binaryType = "arraybuffer";
+  ws.onopen = () => { opened = true; };
+  ws.onmessage = () => { frames += 1; ws.close(); };
+  ws.onclose = () => resolve({opened, frames});
+  setTimeout(() => resolve({opened, frames}), 30000);
+})"""
+# a sandboxed frame in the page: its origin is opaque, so its requests say `Origin: null`
+SANDBOXED = """() => new Promise((resolve) => {
+  const frame = document.createElement("iframe");
+  frame.sandbox = "allow-scripts";
+  frame.srcdoc = "<p>sandboxed</p>";
+  frame.onload = () => resolve();
+  document.body.appendChild(frame);
+})"""
+
+
+def test_a_page_on_another_local_port_gets_neither_the_token_nor_the_app(served):
+    """The attack of issue 49 in real Chromium: with the app open in one tab, a page on another
+    127.0.0.1 port (the same site) is sent no credential of the app and cannot open its websocket,
+    not with the address the app's own page uses, not from a sandboxed (``null``) frame."""
+    _need_chromium()
+    from playwright import sync_api
+
+    url, proc = served
+    base, token = url.split("/?token=")
+    with _elsewhere() as (evil, received), sync_api.sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            context = browser.new_context()
+            context.add_init_script(DOM_RENDERER)
+            mine = context.new_page()
+            mine.goto(url)
+            _until(mine, "demo-desk  http://127.0.0.1:", timeout=90)  # drawn through its websocket
+            leaked = mine.evaluate(
+                "document.getElementById('terminal').dataset.sessionWebsocketUrl"
+            )
+            before = _children(proc.pid)
+            theirs = context.new_page()
+            theirs.goto(evil + "/")
+            theirs.evaluate("fetch('/again', {credentials: 'include'}).then(r => r.text())")
+            tried = {
+                "/ws": theirs.evaluate(OPEN_SOCKET, "ws" + base[len("http") :] + "/ws"),
+                "the page's own address": theirs.evaluate(OPEN_SOCKET, leaked),
+            }
+            theirs.evaluate(SANDBOXED)
+            sandboxed = next(f for f in theirs.frames if f != theirs.main_frame)
+            tried["null"] = sandboxed.evaluate(OPEN_SOCKET, leaked)
+            assert all(not t["opened"] and not t["frames"] for t in tried.values()), tried
+            assert not _children(proc.pid) - before
+            assert len(received) >= 2 and not any(token in str(h) for h in received), received
         finally:
             browser.close()
