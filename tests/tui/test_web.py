@@ -150,9 +150,8 @@ def test_in_a_browser_a_chat_completes_and_shows_in_tasks_and_two_tabs_are_two_a
             other = _until(second, "demo-desk  http://127.0.0.1:")
             theirs = re.search(r"demo-desk\s+(http://127\.0\.0\.1:\d+)", other).group(1)
             assert theirs != mine and "hello from the browser" not in other
-            first.keyboard.press("Escape")  # the MCP form holds the focus
-            time.sleep(0.5)
-            first.keyboard.press("2")
+            # from MCP mode, where Esc walks out to the endpoint box and digits type: alt+2
+            first.keyboard.press("Alt+2")
             assert re.search(r"✔ completed\s+\w+…\s+demo-desk", _until(first, "filter:"))
         finally:
             browser.close()
