@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
-from ..helpers import CHROMIUM, launch_chromium
+from ..helpers import CHROMIUM, launch_chromium, stop_process
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)"
@@ -125,9 +125,4 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
             page.screenshot(path=str(tmp_path / "jupyterlab-dark-narrow.png"))
             browser.close()
     finally:
-        lab.terminate()
-        try:
-            lab.wait(15)
-        except subprocess.TimeoutExpired:
-            lab.kill()
-        lab.stderr.close()
+        stop_process(lab)  # waited for even when killed: a Popen left running warns at its end

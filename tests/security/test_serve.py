@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from pathlib import Path
 
 import httpx
@@ -288,7 +287,6 @@ async def test_a_trickled_body_is_cut_off():
             f"Content-Length: 100\r\n\r\n{{".encode()
         )
         await writer.drain()
-        t0 = time.monotonic()
 
         async def trickle() -> None:
             for _ in range(40):
@@ -297,12 +295,11 @@ async def test_a_trickled_body_is_cut_off():
                 await writer.drain()
 
         dribble = asyncio.ensure_future(trickle())
-        assert (
-            await asyncio.wait_for(reader.read(), 5) == b""
-        )  # closed, no answer to a body that never ends
-        assert (
-            time.monotonic() - t0 < 3
-        )  # within two 0.4 s intervals, with room for a loaded machine
+        try:  # closed, no answer to a body that never ends (a reset is closed too)
+            assert await asyncio.wait_for(reader.read(), 10) == b""
+        except ConnectionResetError:
+            pass
+        assert not dribble.done()  # cut while it still trickled (its 40 bytes take 4 s)
         dribble.cancel()
         await asyncio.gather(dribble, return_exceptions=True)
         writer.close()
