@@ -1,10 +1,23 @@
-"""Helpers shared by the tests."""
+"""Helpers shared by the tests: skills on disk, the legal moves, Chromium, and the ``toolnexus`` command in a
+child process (bounded in time, and stopped however the test ends)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 """Debian's Chromium, which every browser test drives through playwright (never `playwright
@@ -84,3 +97,207 @@ def launch_chromium(playwright):
             "--no-first-run",
         ],
     )
+
+
+# -- the toolnexus command in a child process ------------------------------------------------------
+
+CLI_WAIT = 20.0
+"""Seconds a helper waits for the command (its end, or the line it waits for): a command that hangs
+fails its test in seconds, and is killed."""
+
+_EXE = shutil.which("toolnexus", path=os.path.dirname(sys.executable)) or shutil.which("toolnexus")
+
+
+def cli(*args: str) -> list[str]:
+    """The ``toolnexus`` command as a newcomer runs it: the installed script (``python -m
+    toolnexus.cli`` in a checkout without one)."""
+    return [_EXE, *args] if _EXE else [sys.executable, "-m", "toolnexus.cli", *args]
+
+
+@contextlib.contextmanager
+def _folder(cwd: str | os.PathLike[str] | None) -> Iterator[str]:
+    """Where the command runs: ``cwd``, or a fresh folder removed after it (what a command writes
+    where it runs never lands in the repository)."""
+    if cwd is not None:
+        yield str(cwd)
+        return
+    with tempfile.TemporaryDirectory(prefix="toolnexus-cli-") as made:
+        yield made
+
+
+def run_cli(
+    *args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = CLI_WAIT
+) -> subprocess.CompletedProcess[str]:
+    """Run the command to its end (stdin empty); past ``timeout`` it is killed and the test fails
+    with what it printed."""
+    with _folder(cwd) as where:
+        try:
+            return subprocess.run(
+                cli(*args),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=where,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(
+                f"toolnexus {' '.join(args)} still ran after {timeout}s (killed): "
+                f"{exc.stdout!r} {exc.stderr!r}"
+            ) from None
+
+
+async def arun_cli(
+    *args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = CLI_WAIT
+) -> tuple[int, str, str]:
+    """:func:`run_cli` awaited (the servers it talks to may run on this loop): exit code, stdout,
+    stderr."""
+    with _folder(cwd) as where:
+        proc = await asyncio.create_subprocess_exec(
+            *cli(*args),
+            cwd=where,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise AssertionError(f"toolnexus {' '.join(args)} still ran after {timeout}s (killed)")
+        return proc.returncode or 0, out.decode(), err.decode()
+
+
+@contextlib.contextmanager
+def started_cli(
+    *args: str, cwd: str | os.PathLike[str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """The command started (its output read through pipes), and stopped however the block ends:
+    Ctrl-C, a second one after 2 s (a drain cut short), then a kill."""
+    with _folder(cwd) as where:
+        proc = subprocess.Popen(
+            cli(*args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=where,
+        )
+        try:
+            yield proc
+        finally:
+            for patience in (2, 5):
+                if proc.poll() is not None:
+                    break
+                proc.send_signal(signal.SIGINT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(patience)
+            stop_process(proc, wait=0, terminate=False)
+
+
+def read_until(proc: subprocess.Popen[str], event: str, timeout: float = CLI_WAIT) -> list[dict]:
+    """The JSON lines ``proc`` prints up to the first whose ``event`` is ``event``; at ``timeout``
+    the process is killed (its output ends) and the test fails with what it said."""
+    assert proc.stdout is not None
+    seen: list[dict] = []
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        for line in proc.stdout:
+            seen.append(json.loads(line))
+            if seen[-1]["event"] == event:
+                return seen
+    finally:
+        watchdog.cancel()
+    said = proc.stderr.read() if proc.stderr is not None and proc.poll() is not None else ""
+    raise AssertionError(f"never saw {event} within {timeout}s: {seen} {said}")
+
+
+class Served:
+    """``toolnexus serve --json ARGS`` in a child process (async), its JSON lines collected; stopped
+    as a user stops it (Ctrl-C, a second one) when the block ends, killed if it will not."""
+
+    def __init__(
+        self, *args: str, inside: list[str] | None = None, program: list[str] | None = None
+    ) -> None:
+        self.args = args
+        self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
+        self.program = program or [
+            "-m",
+            "toolnexus.cli",
+        ]  # what python runs (``-c CODE``: another version)
+        self.lines: list[dict] = []
+        self.errors: list[str] = []  # its stderr, read as it comes (a full pipe would stall it)
+        self.proc: asyncio.subprocess.Process | None = None
+        self._readers: list[asyncio.Task] = []
+
+    async def __aenter__(self) -> Served:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.inside,
+            sys.executable,
+            *self.program,
+            "serve",
+            "--json",
+            *self.args,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._readers = [
+            asyncio.ensure_future(self._read()),
+            asyncio.ensure_future(self._read_errors()),
+        ]
+        return self
+
+    async def stderr(self) -> str:
+        """All it wrote to stderr, once it has exited."""
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        return "".join(self.errors)
+
+    async def _read_errors(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        async for line in self.proc.stderr:
+            self.errors.append(line.decode("utf-8", "replace"))
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        async for line in self.proc.stdout:
+            try:
+                self.lines.append(json.loads(line))
+            except ValueError:  # workers' lines cut into each other: kept, so the test fails on it
+                self.lines.append({"event": "garbled", "line": line.decode("utf-8", "replace")})
+
+    async def until(self, check: Callable[[list[dict]], Any], timeout: float = 30.0) -> Any:
+        """What ``check(lines)`` returns once it is true; fails if the command exits first."""
+        assert self.proc is not None
+        async with asyncio.timeout(timeout):
+            while not (found := check(self.lines)):
+                if self.proc.returncode is not None:
+                    await asyncio.gather(*self._readers, return_exceptions=True)
+                    raise AssertionError(f"exited {self.proc.returncode}: {''.join(self.errors)}")
+                await asyncio.sleep(0.05)
+        return found
+
+    def events(self, kind: str) -> list[dict]:
+        return [line for line in self.lines if line.get("event") == kind]
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        for patience in (
+            2,
+            20,
+        ):  # a task left running is drained for 30 s: a second Ctrl-C stops now
+            if self.proc.returncode is not None:
+                break
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                async with asyncio.timeout(patience):
+                    await self.proc.wait()
+            except TimeoutError:
+                pass
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        await asyncio.gather(*self._readers, return_exceptions=True)

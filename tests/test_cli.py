@@ -3,152 +3,109 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
-from .conftest import ROOT
+from .helpers import arun_cli, cli, read_until, run_cli, started_cli
 
-EXE = shutil.which("toolnexus", path=os.path.dirname(sys.executable)) or shutil.which("toolnexus")
-
-
-def start(*args: str) -> subprocess.Popen[str]:
-    cmd = [EXE, *args] if EXE else [sys.executable, "-m", "toolnexus.cli", *args]
-    return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
-    )
-
-
-def read_until(proc: subprocess.Popen[str], event: str, timeout: float = 30) -> list[dict]:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(json.loads(line))
-        if seen[-1]["event"] == event:
-            return seen
-    raise AssertionError(
-        f"never saw {event}: {seen} {proc.stderr.read() if proc.poll() is not None else ''}"
-    )
+BAD_STORE = "nosuch:x"
+"""A store string of no kind, for the usage test (``sqlite:x`` was, until a SQLite store made it
+valid: the test then served, hung for its timeout and wrote a database where it ran)."""
 
 
 def test_serve_with_no_flags_runs_the_demo_and_stops_on_ctrl_c():
-    with start("serve", "--json") as proc:
-        try:
-            lines = read_until(proc, "ready")
-            started = lines[0]
-            assert (
-                started["name"] == "demo-desk"
-                and started["profiles"] == ["A2A"]
-                and started["model"] == "demo"
-            )
-            assert (
-                started["loop"] == "uvloop"
-            )  # the fast extra's loop, installed with the test extra
-            url = started["url"]
-            card = httpx.get(url + "/.well-known/agent-card.json").json()
-            assert {s["id"] for s in card["skills"]} == {"greet", "report", "weather"}
-            assert card["description"]
-            r = httpx.post(
-                url + "/",
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "message/send",
-                    "params": {
-                        "message": {
-                            "kind": "message",
-                            "messageId": "m1",
-                            "role": "user",
-                            "parts": [{"kind": "text", "text": "greet Ada"}],
-                        }
-                    },
+    with started_cli("serve", "--json") as proc:
+        lines = read_until(proc, "ready")
+        started = lines[0]
+        assert (
+            started["name"] == "demo-desk"
+            and started["profiles"] == ["A2A"]
+            and started["model"] == "demo"
+        )
+        assert started["loop"] == "uvloop"  # the fast extra's loop, installed with the test extra
+        url = started["url"]
+        card = httpx.get(url + "/.well-known/agent-card.json").json()
+        assert {s["id"] for s in card["skills"]} == {"greet", "report", "weather"}
+        assert card["description"]
+        r = httpx.post(
+            url + "/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {
+                    "message": {
+                        "kind": "message",
+                        "messageId": "m1",
+                        "role": "user",
+                        "parts": [{"kind": "text", "text": "greet Ada"}],
+                    }
                 },
-                timeout=10,
-            )
-            assert r.json()["result"]["status"]["state"] == "completed"
-            events = read_until(proc, "task")
-            events += [json.loads(proc.stdout.readline()) for _ in range(2)]
-            assert [e["state"] for e in events if e["event"] == "task"] == [
-                "submitted",
-                "working",
-                "completed",
-            ]
-            assert events[-1]["skill"] == "greet" and events[-1]["usage"]["total_tokens"] > 0
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(10) == 0
-            assert json.loads(proc.stdout.read().strip().splitlines()[-1]) == {"event": "stopped"}
-            port = int(url.rsplit(":", 1)[1])
-            with socket.socket() as s:  # closed (a listener refuses even with SO_REUSEADDR)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", port))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+            },
+            timeout=10,
+        )
+        assert r.json()["result"]["status"]["state"] == "completed"
+        events = read_until(proc, "task")
+        events += [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert [e["state"] for e in events if e["event"] == "task"] == [
+            "submitted",
+            "working",
+            "completed",
+        ]
+        assert events[-1]["skill"] == "greet" and events[-1]["usage"]["total_tokens"] > 0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+        assert json.loads(proc.stdout.read().strip().splitlines()[-1]) == {"event": "stopped"}
+        port = int(url.rsplit(":", 1)[1])
+        with socket.socket() as s:  # closed (a listener refuses even with SO_REUSEADDR)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
 
 
 def test_serve_with_grpc_and_send_over_it():
-    with start("serve", "--json", "--grpc", "127.0.0.1:0") as proc:
-        try:
-            lines = read_until(proc, "ready")
-            url = lines[0]["url"]
-            [grpc_line] = [line for line in lines if line["event"] == "grpc"]
-            assert grpc_line["target"].startswith("127.0.0.1:")
-            card = httpx.get(url + "/.well-known/agent-card.json").json()
-            assert {
-                "url": grpc_line["target"],
-                "protocolBinding": "GRPC",
-                "protocolVersion": "1.0",
-            } in card["supportedInterfaces"]
-            data = json.loads(run("send", url, "greet Ada", "--binding", "grpc", "--json").stdout)
-            assert data["binding"] == "GRPC" and data["task"]["status"]["state"] == "completed"
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(10) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    with started_cli("serve", "--json", "--grpc", "127.0.0.1:0") as proc:
+        lines = read_until(proc, "ready")
+        url = lines[0]["url"]
+        [grpc_line] = [line for line in lines if line["event"] == "grpc"]
+        assert grpc_line["target"].startswith("127.0.0.1:")
+        card = httpx.get(url + "/.well-known/agent-card.json").json()
+        assert {
+            "url": grpc_line["target"],
+            "protocolBinding": "GRPC",
+            "protocolVersion": "1.0",
+        } in card["supportedInterfaces"]
+        data = json.loads(run_cli("send", url, "greet Ada", "--binding", "grpc", "--json").stdout)
+        assert data["binding"] == "GRPC" and data["task"]["status"]["state"] == "completed"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
 
 
 def test_serve_with_mcp():
-    with start("serve", "--json", "--mcp") as proc:
-        try:
-            lines = read_until(proc, "ready")
-            assert lines[0]["profiles"] == ["A2A", "MCP"]
-            mcp_url = next(line["url"] for line in lines if line["event"] == "mcp")
-            assert mcp_url == lines[0]["url"] + "/mcp"
-            r = httpx.post(
-                mcp_url,
-                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-                headers={"accept": "application/json, text/event-stream"},
-                timeout=10,
-            )
-            assert r.status_code == 200 and '"skill"' in r.text
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(10) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    with started_cli("serve", "--json", "--mcp") as proc:
+        lines = read_until(proc, "ready")
+        assert lines[0]["profiles"] == ["A2A", "MCP"]
+        mcp_url = next(line["url"] for line in lines if line["event"] == "mcp")
+        assert mcp_url == lines[0]["url"] + "/mcp"
+        r = httpx.post(
+            mcp_url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"accept": "application/json, text/event-stream"},
+            timeout=10,
+        )
+        assert r.status_code == 200 and '"skill"' in r.text
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
 
 
 def test_text_output_and_sigterm():
-    with start("serve", "--name", "plain-desk") as proc:
-        try:
-            first = proc.stdout.readline()
-            assert first.startswith("serving plain-desk at http://127.0.0.1:")
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    with started_cli("serve", "--name", "plain-desk") as proc:
+        first = proc.stdout.readline()
+        assert first.startswith("serving plain-desk at http://127.0.0.1:")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
 
 
 @pytest.mark.parametrize(
@@ -156,7 +113,7 @@ def test_text_output_and_sigterm():
     [
         (["--model", "gpt4"], "model must be demo, openai:MODEL or anthropic:MODEL"),
         (["--config", "/no/such/file.json"], "config file not found"),
-        (["--store", "sqlite:x"], "store must be"),
+        (["--store", BAD_STORE], "store must be"),
         (["--no-a2a"], "--no-a2a needs --mcp"),
         (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
         (
@@ -169,145 +126,135 @@ def test_text_output_and_sigterm():
         ),
         (["--keep-for", "nan"], "must be a number > 0"),
         (
-            ["--keep-tasks", "5", "--store", "file:/tmp/x"],
+            ["--keep-tasks", "5", "--store", "file:tasks"],
             "the file and PostgreSQL stores keep every task",
         ),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(args, needle):
-    proc = start("serve", *args)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2, (out, err)
-    assert needle in err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+def test_usage_errors_are_one_line_and_exit_2(args, needle, tmp_path):
+    """Each refused before anything starts or is written (run in a folder of its own: a mistake
+    that served would be killed within CLI_WAIT and leave nothing behind in the repository)."""
+    done = run_cli("serve", *args, cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_serve_keeps_only_the_newest_finished_tasks_it_is_told_to():
     """A long-running `toolnexus serve` bounds what it keeps: --keep-tasks 2 keeps the newest two."""
-    with start("serve", "--json", "--keep-tasks", "2") as proc:
-        try:
-            url = read_until(proc, "ready")[0]["url"]
-            ids = []
-            for i in range(4):
-                r = httpx.post(
-                    url + "/",
-                    json={
-                        "jsonrpc": "2.0",
-                        "id": i,
-                        "method": "message/send",
-                        "params": {
-                            "message": {
-                                "kind": "message",
-                                "messageId": f"m{i}",
-                                "role": "user",
-                                "parts": [{"kind": "text", "text": "greet Ada"}],
-                            }
-                        },
+    with started_cli("serve", "--json", "--keep-tasks", "2") as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        ids = []
+        for i in range(4):
+            r = httpx.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "message/send",
+                    "params": {
+                        "message": {
+                            "kind": "message",
+                            "messageId": f"m{i}",
+                            "role": "user",
+                            "parts": [{"kind": "text", "text": "greet Ada"}],
+                        }
                     },
-                    timeout=10,
-                )
-                assert r.json()["result"]["status"]["state"] == "completed"
-                ids.append(r.json()["result"]["id"])
-            for i, tid in enumerate(ids):
-                got = httpx.post(
-                    url + "/",
-                    json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": tid}},
-                    timeout=10,
-                ).json()
-                if i < 2:
-                    assert got["error"]["code"] == -32001, got
-                else:
-                    assert got["result"]["status"]["state"] == "completed"
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(10) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+                },
+                timeout=10,
+            )
+            assert r.json()["result"]["status"]["state"] == "completed"
+            ids.append(r.json()["result"]["id"])
+        for i, tid in enumerate(ids):
+            got = httpx.post(
+                url + "/",
+                json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": tid}},
+                timeout=10,
+            ).json()
+            if i < 2:
+                assert got["error"]["code"] == -32001, got
+            else:
+                assert got["result"]["status"]["state"] == "completed"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
 
 
 def test_port_in_use_exits_2():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        proc = start("serve", "--port", str(s.getsockname()[1]))
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2 and "cannot listen on 127.0.0.1" in err and "Traceback" not in err
+        done = run_cli("serve", "--port", str(s.getsockname()[1]))
+    assert done.returncode == 2 and "cannot listen on 127.0.0.1" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.fixture
 def served_demo():
-    with start("serve", "--json") as proc:
-        url = read_until(proc, "ready")[0]["url"]
-        try:
-            yield url
-        finally:
-            proc.send_signal(signal.SIGINT)  # a slow task a test left running is drained for 30 s:
-            try:
-                proc.wait(2)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)  # as a user in a hurry: the second Ctrl-C stops now
-                proc.wait(10)
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [EXE, *args] if EXE else [sys.executable, "-m", "toolnexus.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    """The demo agent from ``toolnexus serve``; a slow task a test left running is drained for 30 s
+    at its stop, so a second Ctrl-C follows the first (``started_cli``)."""
+    with started_cli("serve", "--json") as proc:
+        yield read_until(proc, "ready")[0]["url"]
 
 
 def test_card_and_validate(served_demo):
-    out = run("card", served_demo, "--validate")
+    out = run_cli("card", served_demo, "--validate")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("demo-desk 0.1.0")
     assert "verdict: offers 1.0 and 0.3: each official client line finds its own" in out.stdout
     data = json.loads(
-        run("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout
+        run_cli("card", served_demo + "/.well-known/agent-card.json", "--json", "--validate").stdout
     )
     assert data["card"]["name"] == "demo-desk" and data["validation"]["ok"] is True
-    assert run("card", "http://127.0.0.1:1").returncode == 1
+    assert run_cli("card", "http://127.0.0.1:1").returncode == 1
 
 
 def test_send_follows_the_task_and_answers_input(served_demo):
-    out = run("send", served_demo, "hello from the cli")
+    out = run_cli("send", served_demo, "hello from the cli")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "You said: hello from the cli"
     assert "[completed]" in out.stderr
     for dialect in ("0.3", "legacy", "1.0"):
-        data = json.loads(run("send", served_demo, "hi", "--dialect", dialect, "--json").stdout)
+        data = json.loads(run_cli("send", served_demo, "hi", "--dialect", dialect, "--json").stdout)
         assert data["dialect"] == dialect and data["task"]["status"]["state"] == "completed"
-    slow = run(
+    slow = run_cli(
         "send", served_demo, "slow 30", "--stream", "--timeout", "1"
     )  # a stream is bounded too
     assert slow.returncode == 1 and "still working after 1s" in slow.stderr, slow.stderr
-    streamed = run("send", served_demo, "streamed", "--stream")
+    streamed = run_cli("send", served_demo, "streamed", "--stream")
     assert streamed.stdout.strip() == "You said: streamed" and "[working]" in streamed.stderr
-    asked = run("send", served_demo, "please confirm the order", "--json")
+    asked = run_cli("send", served_demo, "please confirm the order", "--json")
     task = json.loads(asked.stdout)["task"]
     assert task["status"]["state"] == "input-required"
-    answered = run("send", served_demo, "yes", "--task", task["id"], "--context", task["contextId"])
+    answered = run_cli(
+        "send", served_demo, "yes", "--task", task["id"], "--context", task["contextId"]
+    )
     assert answered.stdout.strip() == "Request approved (yes). You said: please confirm the order"
-    failed = run("send", served_demo, "please fail")
+    failed = run_cli("send", served_demo, "please fail")
     assert failed.returncode == 1 and "failed: model error" in failed.stderr
-    traced = run(
+    traced = run_cli(
         "send", served_demo, "trace me", "--trace", "--header", "Authorization: Bearer abc123"
     )
     assert "--> POST" in traced.stderr and "authorization: Bearer ***" in traced.stderr
     assert "abc123" not in traced.stderr
-    assert run("send", served_demo, "x", "--header", "nocolon").returncode == 2
+    assert run_cli("send", served_demo, "x", "--header", "nocolon").returncode == 2
 
 
 def test_send_over_the_http_json_binding(served_demo):
     data = json.loads(
-        run("send", served_demo, "over rest", "--binding", "http+json", "--json").stdout
+        run_cli("send", served_demo, "over rest", "--binding", "http+json", "--json").stdout
     )
     assert data["binding"] == "HTTP+JSON" and data["dialect"] == "1.0"
     assert data["task"]["status"]["state"] == "completed"
-    traced = run("send", served_demo, "over rest", "--binding", "http+json", "--trace", "--stream")
+    traced = run_cli(
+        "send", served_demo, "over rest", "--binding", "http+json", "--trace", "--stream"
+    )
     assert traced.stdout.strip() == "You said: over rest"
     assert f"--> POST {served_demo}/message:stream SendStreamingMessage [200]" in traced.stderr
-    refused = run("send", served_demo, "x", "--binding", "http+json", "--dialect", "legacy")
+    refused = run_cli("send", served_demo, "x", "--binding", "http+json", "--dialect", "legacy")
     assert refused.returncode == 2 and "1.0 and 0.3 only" in refused.stderr
     old = json.loads(
-        run(
+        run_cli(
             "send",
             served_demo,
             "over 0.3 rest",
@@ -323,20 +270,13 @@ def test_send_over_the_http_json_binding(served_demo):
         "0.3",
         "completed",
     )
-    assert "over JSONRPC" in run("card", served_demo).stdout
+    assert "over JSONRPC" in run_cli("card", served_demo).stdout
 
 
 @pytest.mark.parametrize("command", ["card", "doctor", "send"])
 @pytest.mark.parametrize("url", ["htp:/bad", "not a url", "http://", "ftp://example.com/"])
 def test_a_url_that_names_no_peer_is_a_usage_error(command, url):
-    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
-    run = subprocess.run(
-        [*cmd, command, url, *(["hi"] if command == "send" else [])],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli(command, url, *(["hi"] if command == "send" else []))
     assert run.returncode == 2, run.stderr
     assert (
         run.stderr.strip()
@@ -372,27 +312,14 @@ async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
     """The official SDK server streams one reply as three appends to one artifact, which it keeps as
     three text parts: a plain send prints them as one text, as --stream does (it printed a line per
     part: "echo: chu" / "nked repl" / "y please")."""
-    import asyncio
-
     from .peers.sdk_server import sdk_server
 
-    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     printed = []
     async with sdk_server() as url:
         for extra in ([], ["--stream"]):
-            proc = await asyncio.create_subprocess_exec(
-                *cmd,
-                "send",
-                url,
-                "chunked reply please",
-                *extra,
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            out, err = await asyncio.wait_for(proc.communicate(), 60)
-            assert proc.returncode == 0, err
-            printed.append(out.decode())
+            code, out, err = await arun_cli("send", url, "chunked reply please", *extra)
+            assert code == 0, err
+            printed.append(out)
     assert printed == ["echo: chunked reply please\n"] * 2
 
 
@@ -400,50 +327,26 @@ async def test_a_reply_streamed_as_appends_prints_the_same_sent_or_streamed():
 async def test_send_to_a_hybrid_gets_the_reply_whole_sent_or_streamed(stream):
     """0.3's method names, 1.0's shapes, and a stream that ends without the artifact (as fasta2a
     2.1 was seen): the reply is printed either way (the stream is followed by a get)."""
-    import asyncio
-
     from .peers.hybrid_stub import hybrid_stub
 
-    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     async with hybrid_stub() as stub:
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            "send",
-            stub.url,
-            "hi there",
-            *(["--stream"] if stream else []),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        code, out, err = await arun_cli(
+            "send", stub.url, "hi there", *(["--stream"] if stream else [])
         )
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err
-    assert out.decode() == "echo: hi there\n" and "[completed]" in err.decode()
+    assert code == 0, err
+    assert out == "echo: hi there\n" and "[completed]" in err
     assert ("GetTask" in stub.methods) is stream  # the stream's reply, fetched once at its end
 
 
 async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so():
     """An upstream toolnexus port answers message/stream with -32601: --stream still gets the reply."""
-    import asyncio
-
     from .peers.legacy_stub import legacy_stub
 
-    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     async with legacy_stub() as stub:
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            "send",
-            stub.url,
-            "what is 6*7?",
-            "--stream",
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err
-    assert out.decode().strip() == "42"
-    assert "warning:" in err.decode() and "blocking send instead of a stream" in err.decode()
+        code, out, err = await arun_cli("send", stub.url, "what is 6*7?", "--stream")
+    assert code == 0, err
+    assert out.strip() == "42"
+    assert "warning:" in err and "blocking send instead of a stream" in err
     assert stub.methods[:3] == ["message/stream", "message/send", "SendMessage"]
 
 
@@ -465,20 +368,15 @@ async def test_send_stream_prints_each_piece_as_the_peer_streams_it_through_a_pi
             said.append(asyncio.get_running_loop().time())
             yield word
 
-    cmd = [EXE] if EXE else [sys.executable, "-m", "toolnexus.cli"]
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(
         client=tn.create_in_process_client(model), a2a=tn.A2AConfig(name="d")
     ) as handle:
         proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            "send",
-            handle.url,
-            "hi",
-            "--stream",
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            *cli("send", handle.url, "hi", "--stream"),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stdout is not None
         got, arrivals = b"", []

@@ -26,6 +26,7 @@ import toolnexus as tn
 from toolnexus.protocol.model import TaskState
 
 from .conftest import EXAMPLE_SKILLS
+from .helpers import run_cli
 from .peers.js_peer import HERE as JS
 from .peers.js_peer import need_js_sdk
 
@@ -200,15 +201,7 @@ async def test_the_typescript_client_lists_and_calls():
     ],
 )
 async def test_a_bad_tools_option_is_a_usage_error_in_one_line(spec, said):
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "toolnexus.cli", "mcp", "--tools", spec],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    run = await asyncio.to_thread(run_cli, "mcp", "--tools", spec)
     assert run.returncode == 2 and run.stdout == ""
     assert (
         said in run.stderr

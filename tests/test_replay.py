@@ -18,7 +18,8 @@ import toolnexus as tn
 from toolnexus.debug.cassette import CassetteError, load
 from toolnexus.debug.replay import ReplayPeer, diff
 
-from .conftest import EXAMPLE_SKILLS, ROOT
+from .conftest import EXAMPLE_SKILLS
+from .helpers import arun_cli, read_until, started_cli
 from .peers.sdk_server import sdk_server
 
 CASSETTES = Path(__file__).parent / "cassettes"
@@ -426,55 +427,35 @@ def test_a_cassette_with_several_peers_plays_the_one_named(tmp_path):
 
 
 async def test_cli_records_replays_and_diffs(tmp_path):
-    from .test_cli import read_until, start
-
     handle = await serve_demo()
     try:
         cassette = tmp_path / "cli.jsonl"
-        code, _, err = await run_cli("send", handle.url, "greet Ada", "--record", str(cassette))
+        code, _, err = await arun_cli("send", handle.url, "greet Ada", "--record", str(cassette))
         assert code == 0, err
-        code, out, err = await run_cli("replay", str(cassette), "--against", handle.url, "--json")
+        code, out, err = await arun_cli("replay", str(cassette), "--against", handle.url, "--json")
     finally:
         await handle.stop()
     assert code == 0, out + err
     assert json.loads(out)["ok"] is True
-    with start("replay", str(cassette), "--json") as proc:
-        try:
-            started = read_until(proc, "ready")[0]
-            assert started["exchanges"] == len(load(cassette)) and started["match"] == "lenient"
-            async with tn.A2AClient(started["url"]) as client:
-                task = await client.send("greet Ada")
-                async for event in client.watch(task.id, poll_every=0.05, stream=False):
-                    task = event.task
-            assert task.id == "task-1" and task.state.value == "completed" and "greet" in task.reply
-            async with httpx.AsyncClient() as http:
-                await http.post(
-                    started["url"] + "/", json={"jsonrpc": "2.0", "id": 1, "method": "\x1b[2Jnope"}
-                )
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
-            stopped = json.loads(proc.stdout.read().strip().splitlines()[-1])
-            assert stopped["event"] == "stopped" and stopped["unmatched"] == ["\x1b[2Jnope"]
-        finally:
-            proc.kill()
-    code, _, err = await run_cli("replay", str(tmp_path / "missing.jsonl"))
+    with started_cli("replay", str(cassette), "--json") as proc:
+        started = read_until(proc, "ready")[0]
+        assert started["exchanges"] == len(load(cassette)) and started["match"] == "lenient"
+        async with tn.A2AClient(started["url"]) as client:
+            task = await client.send("greet Ada")
+            async for event in client.watch(task.id, poll_every=0.05, stream=False):
+                task = event.task
+        assert task.id == "task-1" and task.state.value == "completed" and "greet" in task.reply
+        async with httpx.AsyncClient() as http:
+            await http.post(
+                started["url"] + "/", json={"jsonrpc": "2.0", "id": 1, "method": "\x1b[2Jnope"}
+            )
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        stopped = json.loads(proc.stdout.read().strip().splitlines()[-1])
+        assert stopped["event"] == "stopped" and stopped["unmatched"] == ["\x1b[2Jnope"]
+    code, _, err = await arun_cli("replay", str(tmp_path / "missing.jsonl"))
     assert code == 2 and err.startswith("toolnexus: cannot read the cassette")
     assert len(err.strip().splitlines()) == 1
-
-
-async def run_cli(*args: str) -> tuple[int, str, str]:
-    """The toolnexus command in a child process, awaited (the servers it talks to run on this loop)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "toolnexus.cli",
-        *args,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 if __name__ == "__main__":  # re-record tests/cassettes/demo-desk.jsonl from the demo agent

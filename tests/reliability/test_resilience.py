@@ -7,8 +7,6 @@ import json
 import logging
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.protocol.model import TaskState
 
-from ..helpers import assert_legal
+from ..helpers import assert_legal, read_until, started_cli
 from ..serve.wire import rpc, v03_message
 from ..stubs import Reply, ScriptedServer, openai_text
 
@@ -297,162 +295,136 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve_process(store: Path, port: int) -> subprocess.Popen[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "toolnexus.cli",
-        "serve",
-        "--store",
-        f"file:{store}",
-        "--port",
-        str(port),
-        "--json",
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in proc.stdout:
-        if json.loads(line)["event"] == "ready":
-            return proc
-    raise AssertionError("the server did not start")
+def _serve_process(store: Path, port: int):
+    """``toolnexus serve`` on a file store, ready; stopped however the block ends."""
+    return started_cli("serve", "--store", f"file:{store}", "--port", str(port), "--json")
 
 
 def test_kill_9_during_load_then_restart(tmp_path: Path):
     store, port = tmp_path / "tasks", _free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = _serve_process(store, port)
-    try:
-        with httpx.Client(timeout=30) as http:
+    with _serve_process(store, port) as proc, httpx.Client(timeout=30) as http:
+        read_until(proc, "ready")
 
-            def send(text: str, blocking: bool) -> dict:
-                r = http.post(
-                    url + "/",
-                    json={
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "message/send",
-                        "params": {
-                            "message": v03_message(text),
-                            "configuration": {"blocking": blocking},
-                        },
-                    },
-                )
-                return r.json()["result"]
-
-            done = [send(f"done {i}", True) for i in range(20)]
-            waiting = [send(f"please confirm order {i}", True) for i in range(5)]
-            running = [send(f"slow 30 number {i}", False) for i in range(10)]
-            assert all(t["status"]["state"] == "completed" for t in done)
-            assert all(t["status"]["state"] == "input-required" for t in waiting)
-            before = {p.name: p.read_text() for p in store.glob("*.json")}
-            for i in range(
-                5
-            ):  # blocking sends in flight: nobody is told of their tasks before they settle
-                try:
-                    http.post(
-                        url + "/",
-                        json={
-                            "jsonrpc": "2.0",
-                            "id": 1,
-                            "method": "message/send",
-                            "params": {
-                                "message": v03_message(f"slow 30 unseen {i}"),
-                                "configuration": {"blocking": True},
-                            },
-                        },
-                        timeout=0.2,
-                    )
-                except httpx.HTTPError:
-                    pass
-            for t in running:  # a poll tells its caller 'working': from then on it is on the disk
-                assert http.post(
-                    url + "/",
-                    json={
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "tasks/get",
-                        "params": {"id": t["id"]},
-                    },
-                ).json()["result"]["status"]["state"] in ("submitted", "working")
-            for i in range(30):  # more load in flight at the moment of the kill
-                try:
-                    http.post(
-                        url + "/",
-                        json={
-                            "jsonrpc": "2.0",
-                            "id": 1,
-                            "method": "message/send",
-                            "params": {
-                                "message": v03_message(f"late {i}"),
-                                "configuration": {"blocking": False},
-                            },
-                        },
-                        timeout=0.2,
-                    )
-                except httpx.HTTPError:
-                    pass
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-    files = sorted(store.glob("*.json"))
-    for path in files:
-        json.loads(path.read_text())  # every task file parses: whole, never partial
-    count = len(files)
-    proc = _serve_process(store, port)  # restart on the same store
-    try:
-        assert not list(store.glob(".*.tmp"))  # leftovers of the crash are cleaned at start
-        with httpx.Client(timeout=30) as http:
-
-            def get(task_id: str) -> dict:
-                return http.post(
-                    url + "/",
-                    json={
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "tasks/get",
-                        "params": {"id": task_id},
-                    },
-                ).json()["result"]
-
-            for t in running:  # every task a caller was told of is there
-                got = get(t["id"])
-                assert got["status"]["state"] == "failed"
-                assert got["status"]["message"]["parts"][0]["text"] == "interrupted by restart"
-            for t in done:
-                assert get(t["id"])["status"]["state"] == "completed"
-            for name, text in before.items():  # completed ones are unchanged, byte for byte
-                if json.loads(text)["status"]["state"] == "completed":
-                    assert (store / name).read_text() == text
-            answered = http.post(
+        def send(text: str, blocking: bool) -> dict:
+            r = http.post(
                 url + "/",
                 json={
                     "jsonrpc": "2.0",
                     "id": 1,
                     "method": "message/send",
                     "params": {
-                        "message": v03_message(
-                            "yes", taskId=waiting[0]["id"], contextId=waiting[0]["contextId"]
-                        )
+                        "message": v03_message(text),
+                        "configuration": {"blocking": blocking},
                     },
                 },
-            ).json()
-            assert answered["result"]["id"] == waiting[0]["id"]
-            assert answered["result"]["status"]["state"] == "completed"
-            for path in store.glob("*.json"):
-                record = json.loads(path.read_text())
-                assert record["status"]["state"] not in (
-                    "submitted",
-                    "working",
-                )  # none left pretending to run
-                assert (
-                    "unseen" not in path.read_text()
-                )  # those nobody was told of were never written
-    finally:
-        proc.send_signal(signal.SIGINT)
+            )
+            return r.json()["result"]
+
+        done = [send(f"done {i}", True) for i in range(20)]
+        waiting = [send(f"please confirm order {i}", True) for i in range(5)]
+        running = [send(f"slow 30 number {i}", False) for i in range(10)]
+        assert all(t["status"]["state"] == "completed" for t in done)
+        assert all(t["status"]["state"] == "input-required" for t in waiting)
+        before = {p.name: p.read_text() for p in store.glob("*.json")}
+        for i in range(
+            5
+        ):  # blocking sends in flight: nobody is told of their tasks before they settle
+            try:
+                http.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "message/send",
+                        "params": {
+                            "message": v03_message(f"slow 30 unseen {i}"),
+                            "configuration": {"blocking": True},
+                        },
+                    },
+                    timeout=0.2,
+                )
+            except httpx.HTTPError:
+                pass
+        for t in running:  # a poll tells its caller 'working': from then on it is on the disk
+            assert http.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tasks/get",
+                    "params": {"id": t["id"]},
+                },
+            ).json()["result"]["status"]["state"] in ("submitted", "working")
+        for i in range(30):  # more load in flight at the moment of the kill
+            try:
+                http.post(
+                    url + "/",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "message/send",
+                        "params": {
+                            "message": v03_message(f"late {i}"),
+                            "configuration": {"blocking": False},
+                        },
+                    },
+                    timeout=0.2,
+                )
+            except httpx.HTTPError:
+                pass
+        proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        proc.stdout.close()
+    files = sorted(store.glob("*.json"))
+    for path in files:
+        json.loads(path.read_text())  # every task file parses: whole, never partial
+    count = len(files)
+    with _serve_process(store, port) as proc, httpx.Client(timeout=30) as http:  # a restart
+        read_until(proc, "ready")
+        assert not list(store.glob(".*.tmp"))  # leftovers of the crash are cleaned at start
+
+        def get(task_id: str) -> dict:
+            return http.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tasks/get",
+                    "params": {"id": task_id},
+                },
+            ).json()["result"]
+
+        for t in running:  # every task a caller was told of is there
+            got = get(t["id"])
+            assert got["status"]["state"] == "failed"
+            assert got["status"]["message"]["parts"][0]["text"] == "interrupted by restart"
+        for t in done:
+            assert get(t["id"])["status"]["state"] == "completed"
+        for name, text in before.items():  # completed ones are unchanged, byte for byte
+            if json.loads(text)["status"]["state"] == "completed":
+                assert (store / name).read_text() == text
+        answered = http.post(
+            url + "/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {
+                    "message": v03_message(
+                        "yes", taskId=waiting[0]["id"], contextId=waiting[0]["contextId"]
+                    )
+                },
+            },
+        ).json()
+        assert answered["result"]["id"] == waiting[0]["id"]
+        assert answered["result"]["status"]["state"] == "completed"
+        for path in store.glob("*.json"):
+            record = json.loads(path.read_text())
+            assert record["status"]["state"] not in (
+                "submitted",
+                "working",
+            )  # none left pretending to run
+            assert "unseen" not in path.read_text()  # those nobody was told of were never written
     print(f"\ncrash: {count} task files survived kill -9, all parse; 1 restart; 0 lost")
 
 

@@ -16,7 +16,8 @@ import toolnexus as tn
 from toolnexus.serve.lifecycle import STOPPED
 
 from ..conftest import EXAMPLE_SKILLS
-from .test_workers import Served, send
+from ..helpers import Served
+from .test_workers import send
 
 
 def streamed(i: int, text: str) -> dict:

@@ -18,9 +18,10 @@ import pytest
 
 import toolnexus as tn
 
+from ..helpers import Served
 from ..hosts import Network, Nginx, need_hosts
 from ..postgres import Postgres, need_postgres
-from .test_workers import Served, get, send
+from .test_workers import get, send
 
 AGENT_PORT, BALANCER_PORT = 8000, 8080
 LEASE = 1.0

@@ -20,8 +20,9 @@ import toolnexus as tn
 from toolnexus.errors import TaskNotFoundError
 from toolnexus.protocol.push import PushConfig
 
+from ..helpers import Served
 from ..peers import on_loopback
-from .test_workers import Served, send
+from .test_workers import send
 
 TOKEN = {"Authorization": "Bearer metrics-token"}
 

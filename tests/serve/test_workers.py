@@ -4,103 +4,13 @@ tasks, a worker killed with SIGKILL under load, and the refusal without a shared
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import sys
 from collections import Counter
 
 import httpx
 
-from ..conftest import ROOT
-
-
-class Served:
-    """``toolnexus serve --workers N --json`` in a child process, its JSON lines collected."""
-
-    def __init__(
-        self, *args: str, inside: list[str] | None = None, program: list[str] | None = None
-    ) -> None:
-        self.args = args
-        self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
-        self.program = program or [
-            "-m",
-            "toolnexus.cli",
-        ]  # what python runs: another version (``-c CODE``)
-        self.lines: list[dict] = []
-        self.errors: list[
-            str
-        ] = []  # its stderr, read as it comes (a full pipe would stall the server)
-        self.proc: asyncio.subprocess.Process | None = None
-        self._readers: list[asyncio.Task] = []
-
-    async def __aenter__(self) -> Served:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.inside,
-            sys.executable,
-            *self.program,
-            "serve",
-            "--json",
-            *self.args,
-            cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        self._readers = [
-            asyncio.ensure_future(self._read()),
-            asyncio.ensure_future(self._read_errors()),
-        ]
-        return self
-
-    async def stderr(self) -> str:
-        """All it wrote to stderr, once it has exited."""
-        await asyncio.gather(*self._readers, return_exceptions=True)
-        return "".join(self.errors)
-
-    async def _read_errors(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
-        async for line in self.proc.stderr:
-            self.errors.append(line.decode("utf-8", "replace"))
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        async for line in self.proc.stdout:
-            try:
-                self.lines.append(json.loads(line))
-            except (
-                ValueError
-            ):  # workers' lines cut into each other: kept, so that the test fails on it
-                self.lines.append({"event": "garbled", "line": line.decode("utf-8", "replace")})
-
-    async def until(self, check, timeout: float = 30.0):
-        async with asyncio.timeout(timeout):
-            while not (found := check(self.lines)):
-                if self.proc.returncode is not None:
-                    await asyncio.gather(*self._readers, return_exceptions=True)
-                    raise AssertionError(f"exited {self.proc.returncode}: {''.join(self.errors)}")
-                await asyncio.sleep(0.05)
-        return found
-
-    def events(self, kind: str) -> list[dict]:
-        return [line for line in self.lines if line.get("event") == kind]
-
-    async def __aexit__(self, *exc: object) -> None:
-        for patience in (
-            2,
-            20,
-        ):  # a task left running is drained for 30 s: the second Ctrl-C stops now
-            if self.proc.returncode is not None:
-                break
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                async with asyncio.timeout(patience):
-                    await self.proc.wait()
-            except TimeoutError:
-                pass
-        if self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
-        await asyncio.gather(*self._readers, return_exceptions=True)
+from ..helpers import Served, arun_cli
 
 
 def send(i: int, text: str, blocking: bool = False) -> dict:
@@ -228,24 +138,14 @@ async def test_a_worker_killed_under_load_fails_its_running_tasks_after_the_leas
         assert sorted(x["task"] for x in lapsed) == sorted(mine)  # each failure reported once
 
 
-async def test_workers_without_a_shared_store_are_refused_in_one_line():
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "toolnexus.cli",
-        "serve",
-        "--workers",
-        "3",
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 2 and not out
-    assert err.decode().strip() == (
-        "toolnexus: --workers 3 needs a store the workers share: --store "
-        "postgresql://... (the memory and file stores live in one process)"
-    )
+async def test_workers_without_a_shared_store_are_refused_in_one_line(tmp_path):
+    for store in ([], ["--store", f"file:{tmp_path}"]):
+        code, out, err = await arun_cli("serve", "--workers", "3", *store)
+        assert code == 2 and not out
+        assert err.strip() == (
+            "toolnexus: --workers 3 needs a store the workers share: --store "
+            "postgresql://... (the memory and file stores live in one process)"
+        )
 
 
 NEXT_VERSION = """

@@ -519,7 +519,7 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
 async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_again(tmp_path):
     import signal
 
-    from ..serve.test_workers import Served
+    from ..helpers import Served
 
     store = f"file:{tmp_path / 'tasks'}"
     app = ToolnexusApp(specs=[])
