@@ -21,6 +21,7 @@ from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
 from toolnexus.protocol.model import task_html, tasks_html
+from toolnexus.stores import KINDS, STORE_FORMS
 
 from .session import NotebookSession
 from .widgets import (
@@ -37,8 +38,9 @@ __all__ = ["ToolnexusMagics"]
 HELP = {
     "serve": (
         "%toolnexus serve [--skills DIR] [--name NAME] [--host H] [--port P] [--model M] [--base-url URL]\n"
-        "                 [--api-key-env VAR] [--store memory|file:DIR] [--mcp] [--thread]",
+        "                 [--api-key-env VAR] [--store STORE] [--mcp] [--thread]",
         "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
+        f"STORE: {STORE_FORMS} (default {KINDS[0].form}).\n"
         "Without --skills it serves the bundled example skills. Outside the notebook: toolnexus mcp\n"
         "serves a toolkit to desktop MCP hosts over stdio, toolnexus-tui --web the debugger to a browser,\n"
         "toolnexus serve --metrics an agent's Prometheus metrics.",
@@ -136,7 +138,7 @@ def _parser() -> _Parser:
     s.add_argument("--model", default="demo")
     s.add_argument("--base-url")
     s.add_argument("--api-key-env")
-    s.add_argument("--store", default="memory")
+    s.add_argument("--store", default=KINDS[0].form)
     s.add_argument("--mcp", action="store_true")
     s.add_argument("--thread", action="store_true")
     sub.add_parser("list", add_help=False)

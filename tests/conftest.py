@@ -5,6 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from toolnexus.stores import KINDS
+
+from .helpers import store_where
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 
@@ -44,3 +48,10 @@ def postgres_server():
 def postgres(postgres_server) -> str:
     """The DSN of a fresh database on the test process's PostgreSQL."""
     return postgres_server.database()
+
+
+@pytest.fixture(params=KINDS, ids=lambda kind: kind.name)
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each kind ``toolnexus.stores.KINDS`` lists, as a user names it (the
+    every-store tests: tests/serve/test_stores.py, tests/security/test_odd_ids.py)."""
+    return store_where(request.param, request, tmp_path)

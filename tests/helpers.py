@@ -1,5 +1,6 @@
-"""Helpers shared by the tests: skills on disk, the legal moves, Chromium, and the ``toolnexus`` command in a
-child process (bounded in time, and stopped however the test ends)."""
+"""Helpers shared by the tests: skills on disk, the legal moves, Chromium, the stores a test runs
+on, and the ``toolnexus`` command in a child process (bounded in time, and stopped however the test
+ends)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +18,10 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from toolnexus.stores import StoreKind, kind_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,6 +103,23 @@ def launch_chromium(playwright):
             "--no-first-run",
         ],
     )
+
+
+# -- the stores a test runs on (toolnexus.stores.KINDS) ----------------------------------------------
+
+SERVER_KINDS = {"PostgreSQL": "postgres"}
+"""A kind of store kept by a server, and the fixture that gives a fresh one's URL. Any other kind
+is made from its form: its placeholder (``DIR``, ``FILE``) becomes a path in the test's folder."""
+
+
+def store_where(kind: StoreKind, request: pytest.FixtureRequest, folder: Path) -> str:
+    """A fresh store of ``kind``, as a user names it (``--store``, ``A2AConfig.store``)."""
+    if kind.name in SERVER_KINDS:
+        spec = request.getfixturevalue(SERVER_KINDS[kind.name])
+    else:
+        spec = re.sub(r"[A-Z_]+$", lambda _: str(folder / "store"), kind.form)
+    assert kind_of(spec) is kind, f"the tests cannot make a {kind.name} store: see SERVER_KINDS"
+    return spec
 
 
 # -- the toolnexus command in a child process ------------------------------------------------------

@@ -9,6 +9,8 @@ import socket
 import httpx
 import pytest
 
+from toolnexus.stores import STORE_FORMS, kind_of
+
 from .helpers import arun_cli, cli, read_until, run_cli, started_cli
 
 BAD_STORE = "nosuch:x"
@@ -113,7 +115,7 @@ def test_text_output_and_sigterm():
     [
         (["--model", "gpt4"], "model must be demo, openai:MODEL or anthropic:MODEL"),
         (["--config", "/no/such/file.json"], "config file not found"),
-        (["--store", BAD_STORE], "store must be"),
+        (["--store", BAD_STORE], f"store must be one of {STORE_FORMS}, or a TaskStore object"),
         (["--no-a2a"], "--no-a2a needs --mcp"),
         (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
         (
@@ -139,6 +141,10 @@ def test_usage_errors_are_one_line_and_exit_2(args, needle, tmp_path):
     assert needle in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_bad_store_of_the_usage_test_is_of_no_kind():
+    assert kind_of(BAD_STORE) is None
 
 
 def test_serve_keeps_only_the_newest_finished_tasks_it_is_told_to():

@@ -54,3 +54,19 @@ def test_a_broken_link_fails_the_build(tmp_path: Path):
         page.write("\nSee [the old design](DESIGN.md).\n")
     done = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0 and "DESIGN.md" in done.stderr
+
+
+def test_every_store_synopsis_in_the_docs_lists_every_kind():
+    """The docs spell the kinds of store where they show ``--store``'s synopsis: each such spelling
+    is the registry's (``toolnexus.stores.KINDS``), so a new kind, or a kind gone, shows here."""
+    import re
+
+    from toolnexus.stores import STORE_FORMS
+
+    synopses = [
+        (page.name, found)
+        for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+        for found in re.findall(r"--store (memory[^\s\]`]*)", page.read_text(encoding="utf-8"))
+    ]
+    assert synopses, "no --store synopsis found in the docs"
+    assert all(found == STORE_FORMS.replace(" | ", "|") for _, found in synopses), synopses

@@ -22,6 +22,7 @@ from .http.fetch import peer_url
 from .http.guard import is_loopback
 from .http.server import serving_gc
 from .serve.metrics import MULTIPROC_ENV
+from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
 
 __all__ = ["main"]
 
@@ -58,8 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--store",
         default=None,
-        help="memory | file:DIR | postgresql://USER@HOST/DB (default memory; postgresql needs "
-        "pip install 'toolnexus[postgres]')",
+        help=f"{STORE_FORMS} (default {KINDS[0].name}; "
+        + "; ".join(f"{k.name} needs pip install 'toolnexus[{k.extra}]'" for k in KINDS if k.extra)
+        + ")",
     )
     s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
     s.add_argument(
@@ -94,28 +96,31 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="serve from N processes on one port (needs --store postgresql://...)",
+        help=f"serve from N processes on one port (needs a shared store: --store {_forms(Shared)})",
     )
     s.add_argument(
         "--keep-tasks",
         type=int,
         default=None,
         metavar="N",
-        help="the memory store keeps at most N finished tasks, oldest dropped first (default 100000)",
+        help=f"the {_names(KeepsEnded, False)} store keeps at most N finished tasks, oldest dropped "
+        "first (default 100000)",
     )
     s.add_argument(
         "--keep-for",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="the memory store drops finished tasks older than this (default: no limit)",
+        help=f"the {_names(KeepsEnded, False)} store drops finished tasks older than this (default: "
+        "no limit)",
     )
     s.add_argument(
         "--lease",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="with PostgreSQL: how long a dead worker's running tasks wait before they fail (default 5)",
+        help=f"with a shared store ({_names(Shared)}): how long a dead worker's running tasks wait "
+        "before they fail (default 5)",
     )
     s.add_argument(
         "--public-url",
@@ -263,6 +268,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--json", action="store_true", help="print JSON")
     return p
+
+
+def _names(capability: type, has: bool = True) -> str:
+    """The kinds of store that declare ``capability`` (or not), for a sentence: "file and PostgreSQL"."""
+    names = [kind.name for kind in kinds_with(capability, has)]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _forms(capability: type) -> str:
+    """How the kinds of store that declare ``capability`` are written: "postgresql://USER@HOST/DB"."""
+    return " | ".join(kind.form for kind in kinds_with(capability))
 
 
 def _toolkit_options(p: argparse.ArgumentParser) -> None:
@@ -439,13 +455,13 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.store = args.store
         if args.lease is not None:
             a2a.lease = args.lease
-        if (args.keep_tasks is not None or args.keep_for is not None) and a2a.store not in (
-            None,
-            "memory",
+        kind = kind_of(a2a.store) if isinstance(a2a.store, str) else None
+        if (args.keep_tasks is not None or args.keep_for is not None) and (
+            kind is not None and issubclass(kind.store, KeepsEnded)
         ):
             raise UsageError(
-                "--keep-tasks and --keep-for set the memory store's retention; the file and "
-                "PostgreSQL stores keep every task"
+                f"--keep-tasks and --keep-for set the {_names(KeepsEnded, False)} store's "
+                f"retention; the {_names(KeepsEnded)} stores keep every task"
             )
         if args.keep_tasks is not None:
             a2a.keep_tasks = args.keep_tasks
@@ -659,7 +675,6 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
     from .http.server import http_url, listening_socket
     from .secrets import mask_url
-    from .stores import is_postgres_url
 
     if args.grpc:
         raise UsageError(
@@ -669,10 +684,11 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
         raise UsageError(
             "--workers and --metrics-at: every worker answers /metrics on the agent's port, summed"
         )
-    if a2a is None or not is_postgres_url(a2a.store):
+    kind = kind_of(a2a.store) if a2a is not None and isinstance(a2a.store, str) else None
+    if a2a is None or kind is None or not issubclass(kind.store, Shared):
         raise UsageError(
-            f"--workers {args.workers} needs a store the workers share: --store postgresql://... "
-            "(the memory and file stores live in one process)"
+            f"--workers {args.workers} needs a store the workers share: --store {_forms(Shared)} "
+            f"(the {_names(Shared, False)} stores live in one process)"
         )
     try:
         sock = listening_socket(args.host, args.port)

@@ -78,7 +78,8 @@ class ServerSpec:
         model: ``demo``, ``openai:MODEL`` or ``anthropic:MODEL``.
         base_url: the model endpoint (any OpenAI-compatible server with ``openai:``).
         api_key_env: the environment variable holding the model key.
-        store: ``memory`` or ``file:<dir>``.
+        store: where its tasks are kept, as ``toolnexus serve --store`` takes it: one of the
+            kinds in ``toolnexus.stores.KINDS`` (``STORE_FORMS`` spells them for a form).
         a2a, mcp: the profiles to serve.
         mcp_tools: tools exposed over MCP (None: all but the command-running builtins).
         builtins: include the builtin file and shell tools.

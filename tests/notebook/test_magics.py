@@ -19,6 +19,7 @@ from notebook_ext.session import NotebookSession  # noqa: E402
 from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
 from toolnexus import TaskState, TurnState  # noqa: E402
 from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
+from toolnexus.stores import STORE_FORMS  # noqa: E402
 
 from ..serve.wire import rpc, v03_message  # noqa: E402
 
@@ -404,7 +405,7 @@ async def test_cancel_from_the_magic_the_send_and_the_server_widget(ip):
     [
         ("help", "e.g. h = %toolnexus serve --name desk --mcp"),
         ("--help", "%toolnexus cancel TASK_ID [URL]"),
-        ("serve --help", "--store memory|file:DIR"),
+        ("serve --help", f"STORE: {STORE_FORMS} (default memory)"),
         ("help send", "s.cancel()"),
     ],
 )

@@ -29,16 +29,14 @@ def body(payload: dict) -> bytes:
     return json.dumps(payload, ensure_ascii=True).encode()  # a lone surrogate travels as \ud800
 
 
-@pytest.fixture(params=["memory", "postgres"])
-async def agent(request):
-    store = request.getfixturevalue("postgres") if request.param == "postgres" else None
+@pytest.fixture
+async def agent(store_spec: str):
+    """The agent on each kind of store (``store_spec``: every kind ``toolnexus.stores.KINDS`` lists)."""
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(
         "127.0.0.1:0",
         client=tn.demo_client(),
-        a2a=tn.A2AConfig(
-            name="ids", description="d", grpc="127.0.0.1:0", **({"store": store} if store else {})
-        ),
+        a2a=tn.A2AConfig(name="ids", description="d", grpc="127.0.0.1:0", store=store_spec),
     ) as handle:
         yield handle
 

@@ -358,7 +358,7 @@ async def test_a_runs_conversation_is_written_with_its_tasks_last_state_in_one_s
 def test_a_store_url_that_is_not_one_names_the_forms_without_its_password():
     from toolnexus.stores import open_store
 
-    with pytest.raises(ConfigError, match=r"'postgresql://\.\.\.'.*'mysql://u:\*\*\*@h/db'"):
+    with pytest.raises(ConfigError, match=r"postgresql://USER@HOST/DB, .*'mysql://u:\*\*\*@h/db'"):
         open_store("mysql://u:hunter2@h/db")
 
 

@@ -1,4 +1,5 @@
-"""One contract for every TaskStore, and restart recovery on the file store."""
+"""One contract for every TaskStore, every capability a store declares run against each store
+that declares it (restart recovery included), and what the memory and file stores add."""
 
 from __future__ import annotations
 
@@ -10,23 +11,49 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.errors import StoreUnavailableError
+from toolnexus.errors import StaleTaskError, StoreUnavailableError
 from toolnexus.protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
-from toolnexus.stores import FileTaskStore, MemoryTaskStore, PostgresTaskStore, open_store
+from toolnexus.stores import (
+    KINDS,
+    STORE_FORMS,
+    Closable,
+    Durable,
+    FileTaskStore,
+    JoinsConversations,
+    KeepsEnded,
+    MemoryConversationStore,
+    MemoryTaskStore,
+    Shared,
+    TaskStore,
+    kind_of,
+    open_store,
+    task_record,
+)
 
+from ..helpers import read_until, started_cli, store_where
 from .wire import rpc, v03_message
 
 
-@pytest.fixture(params=["memory", "file", "postgresql"])
-async def store(request, tmp_path: Path):
-    if request.param == "memory":
-        yield MemoryTaskStore()
-    elif request.param == "file":
-        yield FileTaskStore(tmp_path / "tasks")
-    else:
-        shared = PostgresTaskStore(request.getfixturevalue("postgres"))
-        yield shared
-        await shared.aclose()
+def kinds(capability: type | None = None) -> list:
+    """The kinds of store (``toolnexus.stores.KINDS``) whose stores declare ``capability``."""
+    return [
+        pytest.param(kind, id=kind.name)
+        for kind in KINDS
+        if capability is None or issubclass(kind.store, capability)
+    ]
+
+
+async def close(*stores: TaskStore) -> None:
+    for store in stores:
+        if isinstance(store, Closable):
+            await store.aclose()
+
+
+@pytest.fixture
+async def store(store_spec: str):
+    opened = open_store(store_spec)
+    yield opened
+    await close(opened)
 
 
 def make(i: int, ctx: str = "c1", state: TaskState = TaskState.COMPLETED) -> Task:
@@ -41,6 +68,9 @@ def make(i: int, ctx: str = "c1", state: TaskState = TaskState.COMPLETED) -> Tas
         created=f"2026-11-30T10:00:{i:02}.000000Z",
     )
     return t
+
+
+# -- the contract: every store ------------------------------------------------------------------
 
 
 async def test_get_save_round_trip(store):
@@ -81,6 +111,218 @@ async def test_list_filters_and_pages(store):
         await store.list(page_token="garbage")
 
 
+@pytest.mark.parametrize("kind", kinds())
+def test_each_kind_is_named_opened_and_listed_alike(kind, request, tmp_path: Path):
+    """The registry is the one list: what a kind's string names is that kind, opens its store
+    (which keeps the contract), and every help text's list of forms has it."""
+    spec = store_where(kind, request, tmp_path)
+    opened = open_store(spec)
+    assert kind_of(spec) is kind and type(opened) is kind.store
+    assert isinstance(opened, TaskStore) and kind.form in STORE_FORMS.split(" | ")
+
+
+def test_open_store_forms(tmp_path: Path):
+    assert isinstance(open_store(None), MemoryTaskStore)
+    assert isinstance(open_store("memory"), MemoryTaskStore)
+    assert isinstance(open_store(f"file:{tmp_path}/t"), FileTaskStore)
+    custom = MemoryTaskStore()
+    assert open_store(custom) is custom
+    for wrong in ("redis://x", "file:", "memory:x", "Memory"):
+        with pytest.raises(tn.ConfigError, match=f"store must be one of {STORE_FORMS}, or a"):
+            open_store(wrong)
+    with pytest.raises(tn.ConfigError, match="has no get"):
+        open_store(object())
+
+
+# -- Durable: what it saved, a new store on the same place has; a restart fails what ran ----------
+
+
+@pytest.mark.parametrize("kind", kinds(Durable))
+async def test_a_durable_store_hands_a_new_store_on_its_place_what_it_saved(
+    kind, request, tmp_path: Path
+):
+    spec = store_where(kind, request, tmp_path)
+    first = open_store(spec)
+    saved = [make(1), make(2, "c2", TaskState.WORKING)]
+    for task in saved:
+        await first.save(task)
+    await close(first)
+    again = open_store(spec)
+    try:
+        page = await again.list()
+        assert [task_record(t) for t in page.tasks] == [task_record(t) for t in saved[::-1]]
+        assert task_record(await again.get("task-2")) == task_record(saved[1])
+    finally:
+        await close(again)
+
+
+LAPSED = "the worker running this task stopped (its lease expired)"
+"""How a shared store's task whose worker died ends (``TaskRunner.lapsed``)."""
+
+
+@pytest.mark.parametrize("kind", kinds(Durable))
+async def test_a_server_on_a_durable_store_fails_what_a_kill_left_running(
+    kind, request, tmp_path: Path
+):
+    """``toolnexus serve`` on the store, killed (SIGKILL) with a task running, one waiting for an
+    answer and one done; a server started on the store again fails the running one (at start on a
+    store one process owns; on a shared one once the dead worker's lease lapses), answers the
+    waiting one and leaves the done one as it was."""
+    spec = store_where(kind, request, tmp_path)
+    with started_cli("serve", "--store", spec, "--lease", "0.5", "--json") as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def send(text: str, blocking: bool) -> dict:
+                params = {"message": v03_message(text), "configuration": {"blocking": blocking}}
+                return (await rpc(http, url, "message/send", params))["result"]
+
+            done = await send("greet Ada", True)
+            asked = await send("please confirm the order", True)
+            running = await send("slow 60", False)
+            async with asyncio.timeout(30):  # a poll tells 'working': from then on it is stored
+                while (await rpc(http, url, "tasks/get", {"id": running["id"]}))["result"][
+                    "status"
+                ]["state"] != "working":
+                    await asyncio.sleep(0.05)
+        assert (done["status"]["state"], asked["status"]["state"]) == (
+            "completed",
+            "input-required",
+        )
+        proc.kill()
+        proc.wait(10)
+    kept = open_store(spec)
+    done_before = task_record(await kept.get(done["id"]))
+    await close(kept)
+
+    tk = await tn.create_toolkit(builtins=False)
+    config = tn.A2AConfig(store=spec, lease=0.5)
+    async with tk.serve(client=tn.demo_client(), a2a=config) as h, httpx.AsyncClient() as http:
+        why = LAPSED if isinstance(h.runner.store, Shared) else "interrupted by restart"
+        async with asyncio.timeout(30):
+            while (got := (await rpc(http, h.url, "tasks/get", {"id": running["id"]}))["result"])[
+                "status"
+            ]["state"] == "working":
+                await asyncio.sleep(0.1)
+        assert got["status"]["state"] == "failed"
+        assert got["status"]["message"]["parts"][0]["text"] == why
+        answer = v03_message("yes", taskId=asked["id"], contextId=asked["contextId"])
+        answered = (await rpc(http, h.url, "message/send", {"message": answer}))["result"]
+        assert answered["id"] == asked["id"] and answered["status"]["state"] == "completed"
+        moves = [
+            (e.task_id, e.previous, e.state)
+            for e in h.events.history()
+            if isinstance(e, tn.TaskEvent)
+        ]
+        assert (running["id"], TaskState.WORKING, TaskState.FAILED) in moves
+    kept = open_store(spec)
+    assert task_record(await kept.get(done["id"])) == done_before  # untouched
+    await close(kept)
+
+
+# -- KeepsEnded: no retention ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", kinds(KeepsEnded))
+async def test_a_store_that_keeps_ended_tasks_keeps_each_as_it_ended(kind, request, tmp_path: Path):
+    """The memory store's retention (one task, for a second) is given, and ignored: the runner
+    answers polls of ended tasks from what it holds, trusting the store to keep them so."""
+    store = open_store(store_where(kind, request, tmp_path), max_tasks=1, max_age=1)
+    try:
+        ended = [make(i, state=state) for i, state in enumerate(TaskState) if state.terminal]
+        for task in ended:
+            await store.save(task)
+        await asyncio.sleep(0)  # whatever a store does once the loop is free
+        for task in ended:
+            got = await store.get(task.id)
+            assert got is not None and task_record(got) == task_record(task)
+    finally:
+        await close(store)
+
+
+# -- Closable: closed when its server stops -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", kinds(Closable))
+async def test_a_closable_store_is_closed_when_its_server_stops(kind, request, tmp_path: Path):
+    store = open_store(store_where(kind, request, tmp_path))
+    closed: list[bool] = []
+    aclose = store.aclose
+
+    async def counted() -> None:  # the store's own aclose, its calls counted
+        closed.append(True)
+        await aclose()
+
+    store.aclose = counted
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=store)) as h:
+        async with tn.A2AClient(h.url) as a2a:
+            assert (await a2a.send("hello", blocking=True)).state is TaskState.COMPLETED
+        assert closed == []
+    assert closed == [True]
+
+
+# -- JoinsConversations: a run's conversation written with its task's last state ------------------
+
+
+@pytest.mark.parametrize("kind", kinds(JoinsConversations))
+async def test_a_store_that_joins_conversations_keeps_both_in_one_save(
+    kind, request, tmp_path: Path
+):
+    store = open_store(store_where(kind, request, tmp_path))
+    try:
+        conversations = store.conversations()
+        assert store.joins(conversations) and not store.joins(MemoryConversationStore())
+        said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        await store.save(make(1), ("c1", said))
+        assert (await store.get("task-1")).state is TaskState.COMPLETED
+        assert await conversations.get("c1") == said
+        client = tn.create_in_process_client(lambda req: f"heard {len(req['messages'])}")
+        tk = await tn.create_toolkit(builtins=False)
+        async with tk.serve(client=client, a2a=tn.A2AConfig(store=store)) as h:
+            assert store.joins(client.store)  # the client's conversations are kept there
+            async with tn.A2AClient(h.url) as a2a:
+                first = await a2a.send("one", blocking=True)
+                second = await a2a.send("two", context_id=first.context_id, blocking=True)
+        assert second.reply == "heard 3"
+        assert [m["content"] for m in await conversations.get(first.context_id)][-1] == "heard 3"
+    finally:
+        await close(store)
+
+
+# -- Shared: one store for every worker -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", kinds(Shared))
+async def test_a_shared_store_is_one_store_for_every_worker(kind, request, tmp_path: Path):
+    """Two stores on one place, as two workers hold them: each sees what the other saved, a save
+    over a version the other wrote since is refused, a suspended run is taken once, and the push
+    configs set on one are loaded by the other."""
+    spec = store_where(kind, request, tmp_path)
+    one, two = open_store(spec), open_store(spec)
+    try:
+        first = make(1, state=TaskState.WORKING)
+        await one.save(first)
+        seen = await two.get("task-1")
+        assert seen.state is TaskState.WORKING
+        await two.save(seen.moved(TaskStatus(TaskState.COMPLETED, None, "2026-11-30T11:00:00Z")))
+        with pytest.raises(StaleTaskError):
+            await one.save(first.moved(TaskStatus(TaskState.FAILED, None, "2026-11-30T11:00:01Z")))
+        assert (await one.get("task-1")).state is TaskState.COMPLETED
+        await one.save_pending("task-1", {"run": [1, 2]})
+        assert await two.take_pending("task-1") == {"run": [1, 2]}
+        assert await one.take_pending("task-1") is None  # taken once
+        await one.save_push("task-1", "cfg-1", {"url": "http://127.0.0.1:9/hook"})
+        assert await two.load_push("task-1") == (1, [{"url": "http://127.0.0.1:9/hook"}])
+        await two.delete_push("task-1", "cfg-1")
+        assert await one.load_push("task-1") == (2, [])
+    finally:
+        await close(one, two)
+
+
+# -- what the memory and file stores add ----------------------------------------------------------
+
+
 async def test_file_store_survives_a_new_process_and_odd_ids(tmp_path: Path):
     folder = tmp_path / "tasks"
     first = FileTaskStore(folder)
@@ -101,50 +343,6 @@ async def test_file_store_survives_a_new_process_and_odd_ids(tmp_path: Path):
     third = FileTaskStore(folder)
     assert len((await third.list()).tasks) == 2  # the broken one is skipped and logged
     assert not (folder / ".x.json.123.tmp").exists()
-
-
-def test_open_store_forms(tmp_path: Path):
-    assert isinstance(open_store(None), MemoryTaskStore)
-    assert isinstance(open_store("memory"), MemoryTaskStore)
-    assert isinstance(open_store(f"file:{tmp_path}/t"), FileTaskStore)
-    custom = MemoryTaskStore()
-    assert open_store(custom) is custom
-    with pytest.raises(tn.ConfigError, match="store must be"):
-        open_store("redis://x")
-    with pytest.raises(tn.ConfigError, match="has no get"):
-        open_store(object())
-
-
-async def test_restart_recovery_on_the_file_store(tmp_path: Path):
-    folder = tmp_path / "tasks"
-    store = FileTaskStore(folder)
-    await store.save(make(1, state=TaskState.COMPLETED))
-    await store.save(make(2, state=TaskState.SUBMITTED))
-    await store.save(make(3, state=TaskState.WORKING))
-    waiting = make(4, "ctx-4", state=TaskState.INPUT_REQUIRED)
-    waiting.artifacts = []
-    waiting.status.message = Message.agent("Do you approve: x?", "ctx-4", "task-4")
-    await store.save(waiting)
-    completed_before = json.loads((folder / "task-1.json").read_text())
-
-    tk = await tn.create_toolkit(builtins=False)
-    seen: list[tn.TaskEvent] = []
-    async with (
-        tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=f"file:{folder}")) as h,
-        httpx.AsyncClient() as http,
-    ):
-        seen = h.events.history()
-        for tid in ("task-2", "task-3"):
-            got = (await rpc(http, h.url, "tasks/get", {"id": tid}))["result"]
-            assert got["status"]["state"] == "failed"
-            assert got["status"]["message"]["parts"][0]["text"] == "interrupted by restart"
-        answer = v03_message("yes", taskId="task-4", contextId="ctx-4")
-        done = (await rpc(http, h.url, "message/send", {"message": answer}))["result"]
-        assert done["id"] == "task-4" and done["status"]["state"] == "completed"
-    assert json.loads((folder / "task-1.json").read_text()) == completed_before
-    moves = [(e.task_id, e.previous, e.state) for e in seen if isinstance(e, tn.TaskEvent)]
-    assert ("task-2", TaskState.SUBMITTED, TaskState.FAILED) in moves
-    assert ("task-3", TaskState.WORKING, TaskState.FAILED) in moves
 
 
 async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():

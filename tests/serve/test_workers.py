@@ -144,7 +144,7 @@ async def test_workers_without_a_shared_store_are_refused_in_one_line(tmp_path):
         assert code == 2 and not out
         assert err.strip() == (
             "toolnexus: --workers 3 needs a store the workers share: --store "
-            "postgresql://... (the memory and file stores live in one process)"
+            "postgresql://USER@HOST/DB (the memory and file stores live in one process)"
         )
 
 

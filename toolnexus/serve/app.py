@@ -36,13 +36,13 @@ from ..protocol.card import CARD_PATH
 from ..protocol.model import Task, TaskState
 from ..skills import ToolkitLike
 from ..stores import (
-    FileTaskStore,
+    Closable,
+    Durable,
+    JoinsConversations,
     MemoryConversationStore,
-    PostgresConversationStore,
-    PostgresTaskStore,
+    Shared,
     open_store,
 )
-from ..stores.postgres import WorkerLink
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
 from .config import A2AConfig, Auth, MCPServeConfig
@@ -192,9 +192,8 @@ class ServeHandle:
             await self.runner.close()
             if self.runner.push is not None:
                 await self.runner.push.close()
-            close = getattr(self.runner.store, "aclose", None)  # a database's connections
-            if close is not None:
-                await close()
+            if isinstance(self.runner.store, Closable):  # a database's connections
+                await self.runner.store.aclose()
         if self._on_close is not None:
             out = self._on_close()
             if asyncio.iscoroutine(out):
@@ -295,11 +294,12 @@ async def serve(
     if a2a_cfg is not None:
         store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
         if (
-            isinstance(store, PostgresTaskStore)
+            isinstance(store, JoinsConversations)
             and client is not None
             and type(client.store) is MemoryConversationStore
-        ):  # every worker must see each conversation
-            client.store = PostgresConversationStore(store.db)
+        ):  # kept where the tasks are (with a shared store, every worker sees each conversation)
+            client.store = store.conversations()
+        shared = isinstance(store, Shared)
         runner = TaskRunner(
             toolkit=toolkit,
             client=client,
@@ -309,14 +309,12 @@ async def serve(
             on_task=on_task,
             on_text=on_text,
         )
-        if isinstance(
-            store, PostgresTaskStore
-        ):  # one worker of many: hear the others, lease what runs here
+        if shared:  # one worker of many: hear the others, lease what runs here
             store.lease = a2a_cfg.lease
-            link = WorkerLink(store, runner)
+            link = store.link(runner)
             await link.start()
             runner.link = link
-        if isinstance(store, FileTaskStore):
+        elif isinstance(store, Durable):  # what its last run left running was interrupted
             recovered = await runner.recover()
             if recovered:
                 log.warning(
@@ -332,9 +330,7 @@ async def serve(
                 traffic=wire,
                 server=name,
             )
-            if isinstance(
-                store, PostgresTaskStore
-            ):  # every worker delivers for the configs set on any
+            if shared:  # every worker delivers for the configs set on any
                 runner.push.shared = store
         public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
         endpoint = A2AEndpoint(

@@ -129,14 +129,16 @@ class A2AConfig:
         version: the agent's version.
         provider: ``Provider`` or ``{"organization", "url"}``; on the card only when set.
         skills: only these skills are advertised and may be chosen (None: all).
-        store: ``"memory"``, ``"file:<dir>"``, ``"postgresql://..."`` (shared by workers) or a
+        store: where tasks are kept: a string of one of the kinds in ``toolnexus.stores.KINDS``
+            (``toolnexus serve --help`` lists them; the default keeps them in memory), or a
             TaskStore object.
-        lease: with PostgreSQL, the seconds a running task stays its worker's without a heartbeat
-            (renewed every third of it); a task whose worker died is failed once it lapses.
+        lease: with a shared store (``toolnexus.stores.Shared``), the seconds a running task stays
+            its worker's without a heartbeat (renewed every third of it); a task whose worker died
+            is failed once it lapses.
         keep_tasks, keep_for: the memory store's retention: at most this many finished tasks
             (100,000 by default; a short one costs about 1 KB), none finished more than this many
             seconds ago (no limit by default); the oldest finished go first, a task in flight never.
-            The file store and other stores keep everything.
+            A store that keeps ended tasks (``toolnexus.stores.KeepsEnded``) keeps everything.
         auth: an :class:`Auth`; None for an open agent.
         blocking_timeout: the seconds a blocking send waits before it returns the current state
             (it returns within 0.05 s after: waits share one timer per 50 ms).

@@ -77,7 +77,7 @@ from ..protocol.model import (
     now_iso,
 )
 from ..skills import ToolkitLike
-from ..stores import TaskPage, TaskStore, visible
+from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
 from ..stores.base import when_available
 from ..tools import Answer
 
@@ -277,18 +277,20 @@ class TaskRunner:
             set()
         )  # tasks whose states are written only when told (see the module's doc)
         self._unsaved: dict[str, Task] = {}  # quiet tasks whose latest state is not written yet
-        self._ends_kept = getattr(store, "keeps_ended", False) is True
-        joins = getattr(
-            store, "joins", None
-        )  # a run's conversation written with its task's last state
-        self._joint = client is not None and joins is not None and joins(client.store) is True
+        self._ends_kept = isinstance(store, KeepsEnded)  # see TaskRunner._known
+        # a store that writes a run's conversation with its task's last state (one statement)
+        self._joint: JoinsConversations | None = None
+        if isinstance(store, JoinsConversations) and client is not None:
+            self._joint = store if store.joins(client.store) else None
+        # a store every worker shares: a suspended run is kept with its task, for any of them
+        self._shared: Shared | None = store if isinstance(store, Shared) else None
         self._aging: set[str] = set()  # those of them already unwritten at the last write_behind()
         self._ended: collections.OrderedDict[str, Task] = (
             collections.OrderedDict()
         )  # the last ENDED_KEPT ended here
         self._stopping = False  # a stop's drain is over: waits return what they have
-        self.link: Any = None
-        """The shared store's :class:`~toolnexus.stores.postgres.WorkerLink`, when there is one."""
+        self.link: Link | None = None
+        """The shared store's link to the other workers (``Shared.link``), when there is one."""
         self.push: PushNotifier | None = None
         """Where changes of tasks with push-notification configs go (None: the agent has none)."""
 
@@ -340,9 +342,8 @@ class TaskRunner:
                             task.id
                         )  # settled: its caller is told now, and of all after
                         unsaved = self._unsaved.pop(task.id, None)
-                    if conversation is not None:
-                        save: Any = self.store.save  # a store that joins them (see __init__)
-                        await save(value, conversation)
+                    if conversation is not None and self._joint is not None:
+                        await self._joint.save(value, conversation)
                     else:
                         await self.store.save(value)
                     break
@@ -684,11 +685,10 @@ class TaskRunner:
         follows its run from here."""
         message.context_id, message.task_id = task.context_id, task.id
         pending = self._pending.pop(task.id, None)
-        take = getattr(self.store, "take_pending", None)
         if (
-            take is not None and self.client is not None
+            self._shared is not None and self.client is not None
         ):  # shared: one worker claims the suspended run
-            stored = await take(task.id)
+            stored = await self._shared.take_pending(task.id)
             if stored is None and task.state.interrupted:
                 raise InvalidParamsError(f"task {task.id} is already being answered")
             if pending is None and stored is not None:
@@ -754,7 +754,7 @@ class TaskRunner:
                     pending,
                     Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
                     inbox=inbox,
-                    keep=not self._joint,
+                    keep=self._joint is None,
                     sink=words,
                 )
             else:
@@ -768,7 +768,7 @@ class TaskRunner:
                     id=conversation,
                     inbox=inbox,
                     new=new_context,
-                    keep=not self._joint,
+                    keep=self._joint is None,
                     sink=words,
                 )
         except asyncio.CancelledError:
@@ -808,15 +808,14 @@ class TaskRunner:
             )
             self._pending[task.id] = result
             words.told, words.restart = "", False  # provisional; the answer's reply replaces it
-            keep = getattr(self.store, "save_pending", None)
-            suspended = result.suspended() if keep is not None else None
-            if keep is not None and suspended is not None:  # any worker may take the answer
+            shared = self._shared
+            suspended = result.suspended() if shared is not None else None
+            if shared is not None and suspended is not None:  # any worker may take the answer
                 if (
                     task.id in self._quiet
                 ):  # the run is kept beside the task's record: written first
                     await self._settle(task, lambda: self._told(task.id))
-                save = keep
-                await self._settle(task, lambda: save(task.id, suspended))
+                await self._settle(task, lambda: shared.save_pending(task.id, suspended))
             await self._settle(
                 task,
                 lambda: self.transition(

@@ -54,7 +54,7 @@ from ..errors import MissingExtra, RPCError
 from ..events import EventBus, TaskEvent
 from ..protocol.model import INTERRUPTED, TERMINAL
 from ..protocol.operations import Binding, Operation
-from ..stores.memory import MemoryTaskStore
+from ..stores import Durable
 
 __all__ = ["Metrics", "available", "MULTIPROC_ENV", "CONTENT_TYPE"]
 
@@ -198,11 +198,11 @@ class Metrics:
     # -- the store ---------------------------------------------------------------------------------
     def time_store(self, store: Any) -> None:
         """Time ``store``'s ``save``, ``get`` and ``list`` (on this instance only), when it waits on
-        a disk or a database. The memory store answers from a dict: a timed call costs more than
-        the call (a coroutine and two clock reads on each of a task's three saves, 2-3 % of a
-        blocking send, counted by callgrind in ``bench/README.md``), and says nothing worth a
-        series; its calls are not timed."""
-        if isinstance(store, MemoryTaskStore):
+        a disk or a database (a ``Durable`` store). The memory store answers from a dict: a timed
+        call costs more than the call (a coroutine and two clock reads on each of a task's three
+        saves, 2-3 % of a blocking send, counted by callgrind in ``bench/README.md``), and says
+        nothing worth a series; its calls are not timed."""
+        if not isinstance(store, Durable):
             return
         for name in ("save", "get", "list"):
             setattr(store, name, self._timed(name, getattr(store, name)))

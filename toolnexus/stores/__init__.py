@@ -1,14 +1,31 @@
 """Where things are kept: served tasks (memory, a folder of files, PostgreSQL) and the
 conversations of the model loop, behind one contract each (``TaskStore``, ``ConversationStore``).
-A store's errors (``StaleTaskError``, ``StoreUnavailableError``) are in :mod:`toolnexus.errors`."""
+A store's errors (``StaleTaskError``, ``StoreUnavailableError``) are in :mod:`toolnexus.errors`.
+
+The kinds of task store a user names with a string are :data:`KINDS`: the parser
+(:func:`open_store`), its error, every help text (``--store``, the TUI's form, the notebook's
+help) and the store tests read that list. A new kind is a module with its store and its
+``StoreKind``, and a line here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import ConfigError
 from ..secrets import mask_url
-from .base import TaskPage, TaskStore, task_from_record, task_record, visible
+from . import file, memory, postgres
+from .base import (
+    Closable,
+    Durable,
+    JoinsConversations,
+    KeepsEnded,
+    Link,
+    Shared,
+    StoreKind,
+    TaskPage,
+    TaskStore,
+    task_from_record,
+    task_record,
+    visible,
+)
 from .conversations import (
     ConversationStore,
     FileConversationStore,
@@ -21,6 +38,17 @@ from .postgres import PostgresConversationStore, PostgresTaskStore, is_postgres_
 __all__ = [
     "TaskStore",
     "TaskPage",
+    "Durable",
+    "KeepsEnded",
+    "Shared",
+    "Link",
+    "JoinsConversations",
+    "Closable",
+    "StoreKind",
+    "KINDS",
+    "STORE_FORMS",
+    "kind_of",
+    "kinds_with",
     "MemoryTaskStore",
     "FileTaskStore",
     "PostgresTaskStore",
@@ -35,23 +63,38 @@ __all__ = [
     "is_postgres_url",
 ]
 
+KINDS: tuple[StoreKind, ...] = (memory.KIND, file.KIND, postgres.KIND)
+"""Every kind of task store a string names, the default (``memory``) first."""
+
+STORE_FORMS = " | ".join(kind.form for kind in KINDS)
+"""How each kind is written, for help texts: ``memory | file:DIR | postgresql://USER@HOST/DB``."""
+
+
+def kind_of(spec: str) -> StoreKind | None:
+    """The kind of store ``spec`` names, or None."""
+    return next((kind for kind in KINDS if kind.location(spec) is not None), None)
+
+
+def kinds_with(capability: type, has: bool = True) -> list[StoreKind]:
+    """The kinds whose stores declare ``capability`` (``has=False``: those that do not)."""
+    return [kind for kind in KINDS if issubclass(kind.store, capability) is has]
+
 
 def open_store(
     store: str | TaskStore | None, *, max_tasks: int | None = 100_000, max_age: float | None = None
 ) -> TaskStore:
-    """``"memory"`` (default; keeps at most ``max_tasks`` finished tasks, none older than ``max_age``
-    seconds), ``"file:<dir>"`` (keeps everything), ``"postgresql://..."`` (keeps everything, shared by
-    every worker: see :mod:`toolnexus.stores.postgres`), or any object with the TaskStore methods."""
-    if store is None or store == "memory":
-        return MemoryTaskStore(max_tasks, max_age)
+    """The store ``store`` names: a string of one of :data:`KINDS` (None: the default, memory;
+    the memory store keeps at most ``max_tasks`` finished tasks, none older than ``max_age``
+    seconds; the others keep everything), or any object with the TaskStore methods, as it is."""
+    if store is None:
+        store = KINDS[0].form
     if isinstance(store, str):
-        if store.startswith("file:") and len(store) > 5:
-            return FileTaskStore(Path(store[5:]).expanduser())
-        if is_postgres_url(store):
-            return PostgresTaskStore(store)
+        for kind in KINDS:
+            where = kind.location(store)
+            if where is not None:
+                return kind.open(where, max_tasks, max_age)
         raise ConfigError(
-            f"store must be 'memory', 'file:<dir>', 'postgresql://...' or a TaskStore object, "
-            f"not {mask_url(store)!r}"
+            f"store must be one of {STORE_FORMS}, or a TaskStore object, not {mask_url(store)!r}"
         )
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):

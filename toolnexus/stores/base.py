@@ -1,12 +1,17 @@
-"""What every task store keeps to: the contract (``TaskStore``), a page of a listing, who may see
-a task, and a task as a stored record (the file and PostgreSQL stores write the same JSON)."""
+"""What every task store keeps to: the contract (``TaskStore``), what a store may declare it can
+do beyond it (``Durable``, ``KeepsEnded``, ``Shared``, ``JoinsConversations``, ``Closable``), a
+kind of store as a user names it (``StoreKind``), a page of a listing, who may see a task, and a
+task as a stored record (the file and PostgreSQL stores write the same JSON)."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import datetime
 import logging
+import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import StoreUnavailableError
@@ -21,10 +26,18 @@ from ..protocol.model import (
     now_iso,
 )
 from ..protocol.tracecontext import TraceContext
+from .conversations import ConversationStore
 
 __all__ = [
     "TaskPage",
     "TaskStore",
+    "Durable",
+    "KeepsEnded",
+    "Shared",
+    "Link",
+    "JoinsConversations",
+    "Closable",
+    "StoreKind",
     "visible",
     "task_record",
     "task_from_record",
@@ -71,7 +84,14 @@ class TaskPage:
 
 @runtime_checkable
 class TaskStore(Protocol):
-    """Where served tasks live. Every store keeps the same contract (tests/serve/test_stores.py)."""
+    """Where served tasks live. Every store keeps the same contract (tests/serve/test_stores.py).
+
+    What a store can do beyond it, it declares by listing the capability among its bases
+    (:class:`Durable`, :class:`KeepsEnded`, :class:`Shared`, :class:`JoinsConversations`; or
+    ``Durable.register(cls)``), or, for :class:`Closable`, by having its method: the server asks
+    the store (``isinstance(store, Durable)``), never its class, and the shared store tests run
+    each store against every capability it declares.
+    """
 
     async def get(self, id: str) -> Task | None: ...
 
@@ -93,6 +113,147 @@ class TaskStore(Protocol):
         """Newest first. ``updated_after``: only tasks whose status changed at or after it (UTC, in
         ``now_iso`` form). ``owner``: only the tasks that owner may see (its own and unowned ones)."""
         ...
+
+
+# -- capabilities: what a store may do beyond the contract -------------------------------------
+
+
+class Durable(abc.ABC):
+    """Its tasks outlive the process (a folder, a database). A server that starts on a durable
+    store that is not :class:`Shared` fails the tasks its last run left running, "interrupted by
+    restart" (``TaskRunner.recover``); on a shared one a lapsed lease does (:class:`Shared`). Its
+    calls wait on a disk or a network, so a served agent's metrics time them (a store in memory
+    answers from a dict: timing costs more than the call)."""
+
+
+class KeepsEnded(abc.ABC):
+    """A task that ended stays as it ended (no retention): the runner may answer a poll of one
+    that ended lately from the value it ended with, without asking the store
+    (``TaskRunner._known``). A store that drops finished tasks (the memory store's ``keep_tasks``)
+    does not declare it."""
+
+
+class JoinsConversations(abc.ABC):
+    """It keeps conversations too, where it keeps tasks (:meth:`conversations`), and writes a
+    run's conversation in the same write as its task's last state (one round trip, one
+    transaction) when the model client keeps its conversations there (:meth:`joins`). A server on
+    it keeps the model client's conversations there, unless the client was given a store of its
+    own."""
+
+    @abc.abstractmethod
+    def conversations(self) -> ConversationStore:
+        """The conversations kept where this store keeps tasks."""
+
+    @abc.abstractmethod
+    def joins(self, conversations: object) -> bool:
+        """Whether ``conversations`` (a ``ConversationStore``) keeps them where this store keeps
+        tasks: then :meth:`save` with ``conversation`` writes both."""
+
+    @abc.abstractmethod
+    async def save(
+        self, task: Task, conversation: tuple[str, list[dict[str, Any]]] | None = None
+    ) -> None:
+        """Keep ``task`` and, when given, ``conversation`` (its id and messages), whether or not
+        the task's write is refused."""
+
+
+class Link(Protocol):
+    """What a :class:`Shared` store runs beside a server: it hears the other workers, and carries
+    a reply's words between the worker that runs a task and one whose stream follows it."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def want(self, task_id: str) -> None:
+        """Ask the worker running ``task_id`` for its reply's words."""
+        ...
+
+    def words(
+        self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
+    ) -> None:
+        """Announce a piece of a reply's text, at ``offset`` in it."""
+        ...
+
+
+class Shared(abc.ABC):
+    """Every worker serving the agent (``--workers N``, several hosts) keeps its tasks here, and any
+    of them answers for any task. A save over a version another worker wrote since it was read
+    is refused (``StaleTaskError``). A running task is its worker's on a lease (:attr:`lease`);
+    a task whose worker died is failed once its lease lapses (what a restart's recovery is for
+    a store one process owns). A suspended run is kept with its task so that any worker resumes
+    it, and push-notification configs so that any worker delivers them. The conversations must be
+    shared too: a shared store also keeps them (:class:`JoinsConversations`), or each worker's
+    model client is given a shared conversation store."""
+
+    lease: float
+    """Seconds a running task stays its worker's without a heartbeat (``A2AConfig.lease``)."""
+
+    push_changes: dict[str, int]
+    """How many times each task's push configs changed, as its last save here read it."""
+
+    @abc.abstractmethod
+    def link(self, runner: Any) -> Link:
+        """What makes this process one worker of many: it hands ``runner`` (a ``TaskRunner``) the
+        other workers' changes, renews the leases of what runs here and fails what lapsed."""
+
+    @abc.abstractmethod
+    async def save_pending(self, id: str, data: dict[str, Any]) -> None:
+        """Keep a suspended run with its task."""
+
+    @abc.abstractmethod
+    async def take_pending(self, id: str) -> dict[str, Any] | None:
+        """The suspended run of a task, taken (one worker only gets it), or None."""
+
+    @abc.abstractmethod
+    async def save_push(self, task_id: str, config_id: str, config: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_push(self, task_id: str, config_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def load_push(self, task_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """``(changes, configs)`` of a task's push configs."""
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """It holds something to let go of (a database's connections): the server closes it when it
+    stops. Any store with this method is closed."""
+
+    async def aclose(self) -> None: ...
+
+
+# -- kinds: a store as a user names it --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """A kind of task store that a user names with a string (``--store``, ``A2AConfig.store``, the
+    TUI's server form, the notebook's ``--store``). ``toolnexus.stores.KINDS`` lists them: the
+    parser (``open_store``), its error, every help text and the store tests read it."""
+
+    name: str
+    """What the help texts call it: ``"file"``, ``"PostgreSQL"``."""
+    form: str
+    """How a user writes one, in help texts: ``"file:DIR"``."""
+    pattern: re.Pattern[str]
+    """What a string of this kind matches (whole); its first group, if any, is what :attr:`open`
+    is given."""
+    store: type[Any]
+    """The class it opens: what it can do (:class:`Durable`, :class:`Shared`, ...) is asked of it."""
+    open: Callable[[str, int | None, float | None], TaskStore]
+    """The store, from the string's first group (``"DIR"``) and the memory store's retention
+    (``max_tasks``, ``max_age``), which a store that keeps every task ignores."""
+    extra: str = ""
+    """The ``pip install 'toolnexus[EXTRA]'`` it needs, if any."""
+
+    def location(self, spec: str) -> str | None:
+        """What :attr:`open` is given for ``spec``, or None when ``spec`` is not of this kind."""
+        found = self.pattern.fullmatch(spec)
+        if found is None:
+            return None
+        return found.group(1) if self.pattern.groups else ""
 
 
 def visible(task_owner: str | None, caller: str | None) -> bool:

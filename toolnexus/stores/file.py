@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 from pathlib import Path
 
 from .._fs import write_whole
@@ -13,6 +14,9 @@ from .._json import too_deep
 from ..protocol.model import Task, TaskState
 from .base import (
     RECORD_DEPTH,
+    Durable,
+    KeepsEnded,
+    StoreKind,
     TaskPage,
     page_of,
     readable,
@@ -20,18 +24,16 @@ from .base import (
     task_record,
 )
 
-__all__ = ["FileTaskStore"]
+__all__ = ["FileTaskStore", "KIND"]
 
 
-class FileTaskStore:
+class FileTaskStore(Durable, KeepsEnded):
     """One JSON file per task in ``folder``, replaced atomically (write a temp file, then rename).
 
     A crash never leaves a partial task file; reads are served from memory after the first load.
+    It keeps every task (``KeepsEnded``), and a server started on it fails what a restart
+    interrupted (``Durable``).
     """
-
-    keeps_ended = True
-    """A task that ended stays here as it ended (no retention): the runner may answer a poll of
-    one that ended lately from the value it ended with (``TaskRunner._known``)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
@@ -105,3 +107,13 @@ def _read_file(path: Path) -> Task:
 
 def _plain(id: str) -> bool:
     return bool(id) and len(id) < 200 and all(c.isalnum() or c in "-_" for c in id)
+
+
+KIND = StoreKind(
+    "file",
+    "file:DIR",
+    re.compile("file:(.+)", re.S),
+    FileTaskStore,
+    lambda folder, *_: FileTaskStore(Path(folder).expanduser()),
+)
+"""``file:DIR``: one JSON file per task in a folder."""

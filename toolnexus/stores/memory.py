@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import re
 import time
 
 from .. import _json
@@ -12,6 +13,7 @@ from ..errors import ConfigError
 from ..protocol.model import Task, TaskState
 from .base import (
     STATES,
+    StoreKind,
     TaskPage,
     epoch,
     readable,
@@ -21,7 +23,7 @@ from .base import (
     window,
 )
 
-__all__ = ["MemoryTaskStore"]
+__all__ = ["MemoryTaskStore", "KIND"]
 
 log = logging.getLogger("toolnexus.serve")
 
@@ -158,3 +160,13 @@ class MemoryTaskStore:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+KIND = StoreKind(
+    "memory",
+    "memory",
+    re.compile("memory"),
+    MemoryTaskStore,
+    lambda _, max_tasks, max_age: MemoryTaskStore(max_tasks, max_age),
+)
+"""``memory`` (the default): for the life of the process, with a retention."""

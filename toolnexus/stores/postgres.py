@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import secrets
 import socket
 from collections.abc import AsyncGenerator
@@ -27,7 +28,16 @@ from .. import _json
 from ..errors import MissingExtra, StaleTaskError, StoreUnavailableError
 from ..protocol.model import Task, TaskState
 from ..secrets import mask_url
-from .base import TaskPage, task_from_record, task_record
+from .base import (
+    Durable,
+    JoinsConversations,
+    KeepsEnded,
+    Shared,
+    StoreKind,
+    TaskPage,
+    task_from_record,
+    task_record,
+)
 
 __all__ = [
     "PostgresTaskStore",
@@ -35,6 +45,7 @@ __all__ = [
     "WorkerLink",
     "SCHEMA_VERSION",
     "is_postgres_url",
+    "KIND",
 ]
 
 log = logging.getLogger("toolnexus.serve")
@@ -113,7 +124,7 @@ def _upsert_conversation(first: int) -> str:
 
 
 def is_postgres_url(store: Any) -> bool:
-    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+    return isinstance(store, str) and KIND.location(store) is not None
 
 
 @contextlib.asynccontextmanager
@@ -209,19 +220,14 @@ class _Database:
             await pool.close()
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
     """Tasks in PostgreSQL, shared by every worker serving the same agent (see the module).
 
-    Keeps the TaskStore contract (tests/serve/test_stores.py runs it here too) and adds the
-    version check: each :class:`Task` read or saved here carries the version it was at.
+    Keeps the TaskStore contract and every capability it declares (tests/serve/test_stores.py
+    runs them here too); each :class:`Task` read or saved here carries the version it was at.
     """
 
-    keeps_ended = True
-    """A task that ended stays here as it ended (no retention): the runner may answer a poll of
-    one that ended lately from the value it ended with (``TaskRunner._known``)."""
-
     def __init__(self, url: str, *, pool_size: int = 10, lease: float = 5.0) -> None:
-
         self.db = _Database(url, pool_size)
         self._record, self._task = task_record, task_from_record
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -247,6 +253,13 @@ class PostgresTaskStore:
         """Whether ``conversations`` keeps them in this database: then a run's conversation is
         written with its task's last state, in one statement (:meth:`save`'s ``conversation``)."""
         return isinstance(conversations, PostgresConversationStore) and conversations.db is self.db
+
+    def conversations(self) -> PostgresConversationStore:
+        """The conversations in this database (its pool shared)."""
+        return PostgresConversationStore(self.db)
+
+    def link(self, runner: Any) -> WorkerLink:
+        return WorkerLink(self, runner)
 
     async def save(
         self, task: Task, conversation: tuple[str, list[dict[str, Any]]] | None = None
@@ -609,3 +622,14 @@ class WorkerLink:
         listener, self._listener = self._listener, None
         if listener is not None and not listener.is_closed():
             await listener.close(timeout=2)
+
+
+KIND = StoreKind(
+    "PostgreSQL",
+    "postgresql://USER@HOST/DB",
+    re.compile("(postgres(?:ql)?://.*)", re.S),
+    PostgresTaskStore,
+    lambda url, *_: PostgresTaskStore(url),
+    extra="postgres",
+)
+"""``postgresql://USER@HOST/DB``: shared by every worker (see the module)."""

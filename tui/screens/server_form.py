@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
+from toolnexus.stores import STORE_FORMS
 
 from ..widgets.safe import SafeStatic
 from .base import Desk
@@ -83,7 +84,7 @@ class ServerForm(ModalScreen[str | None]):
                     compact=True,
                 )
                 yield Label("store")
-                yield Input(s.store, placeholder="memory or file:DIR", id="f-store", compact=True)
+                yield Input(s.store, placeholder=STORE_FORMS, id="f-store", compact=True)
                 yield Label("profiles")
                 with Horizontal():
                     yield Checkbox("A2A", s.a2a, id="f-a2a", compact=True)
