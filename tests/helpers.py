@@ -149,10 +149,13 @@ def _folder(cwd: str | os.PathLike[str] | None) -> Iterator[str]:
 
 
 def run_cli(
-    *args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = CLI_WAIT
+    *args: str,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = CLI_WAIT,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the command to its end (stdin empty); past ``timeout`` it is killed and the test fails
-    with what it printed."""
+    """Run the command to its end (stdin empty; ``env``: its whole environment); past ``timeout``
+    it is killed and the test fails with what it printed."""
     with _folder(cwd) as where:
         try:
             return subprocess.run(
@@ -162,6 +165,7 @@ def run_cli(
                 timeout=timeout,
                 cwd=where,
                 stdin=subprocess.DEVNULL,
+                env=env,
             )
         except subprocess.TimeoutExpired as exc:
             raise AssertionError(

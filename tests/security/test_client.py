@@ -7,8 +7,6 @@ import asyncio
 import json
 import os
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import toolnexus.http.fetch as fetch_limits
 from toolnexus.http.server import AsgiServer
 from toolnexus.traffic import TrafficRecorder, to_curl
 
+from ..helpers import run_cli
 from ..stubs import Reply, ScriptedServer
 
 
@@ -289,21 +288,13 @@ def test_trace_masks_a_token_echoed_in_a_body():
     thread.run(peer.__aenter__(), 10)
     try:
         env = {**os.environ, "PEER_TOK": "tr-secret-token-99"}
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "toolnexus.cli",
-                "send",
-                peer.url,
-                "hi",
-                "--trace",
-                "--header",
-                "Authorization: Bearer ${PEER_TOK}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
+        out = run_cli(
+            "send",
+            peer.url,
+            "hi",
+            "--trace",
+            "--header",
+            "Authorization: Bearer ${PEER_TOK}",
             env=env,
         )
     finally:

@@ -3,8 +3,6 @@ characters and 1 MB strings go through every view of the TUI, the CLI and the no
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,6 +15,7 @@ from starlette.routing import Route
 import toolnexus as tn
 from toolnexus.http.server import AsgiServer
 
+from ..helpers import run_cli
 from ..serve.wire import v03_message
 
 EVIL = "[/bold]evil[link=http://x.example]click[/link][/] \x1b[2J\x1b]0;pwned\x07 \u202eright-to-left\x00 <script>x</script>"
@@ -201,18 +200,8 @@ def test_the_cli_prints_a_hostile_card_without_obeying_it():
     peer = EvilPeer()
     url = thread.run(peer.__aenter__(), 10)
     try:
-        card = subprocess.run(
-            [sys.executable, "-m", "toolnexus.cli", "card", url, "--validate"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        sent = subprocess.run(
-            [sys.executable, "-m", "toolnexus.cli", "send", url, "hi"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        card = run_cli("card", url, "--validate")
+        sent = run_cli("send", url, "hi")
     finally:
         thread.run(peer.__aexit__(), 10)
         thread.close()
