@@ -180,9 +180,10 @@ async def test_without_send_the_shapes_are_said_to_be_unknown():
     async with hybrid_stub() as stub:
         report = await doctor(stub.url, timeout=10)
         sent = [m for m in stub.methods if m in ("SendMessage", "message/send")]
+        made = await stub.tasks()
     said = verdicts(report)
     assert said["a2a-sdk 1.x"][0] == "info" and said["a2a-sdk 1.x"][1].startswith("cannot tell: ")
     assert "without --send" in said["a2a-sdk 1.x"][1] and said["toolnexus"][0] == "info"
     assert said["a2a-sdk 0.3"] == ("warning", "breaks: it rejects this card (no top-level url)")
     assert not [f for f in report.findings if f.severity == "ok" and f.check.startswith("client: ")]
-    assert len(sent) == 2 and not stub.tasks  # asked with nothing to send: no task made
+    assert len(sent) == 2 and not made  # asked with nothing to send: no task made

@@ -315,7 +315,8 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             failed = await tk.execute("legacy-desk_answer", {"task": "fail"})
             assert (
                 failed.is_error
-                and failed.output == f"A2A task {failed.metadata['taskId']} failed: no can do"
+                and failed.output
+                == f"A2A task {failed.metadata['taskId']} failed: model error: no can do"
             )
             sent = stub.methods.count("SendMessage")
             call = asyncio.ensure_future(tk.execute("legacy-desk_answer", {"task": "slow"}))

@@ -22,6 +22,7 @@ from .http.fetch import peer_url
 from .http.guard import is_loopback
 from .http.server import serving_gc
 from .serve.metrics import MULTIPROC_ENV
+from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
 
 __all__ = ["main"]
@@ -70,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')",
     )
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
+    s.add_argument(
+        "--quirks",
+        action="append",
+        metavar="NAME[,NAME]",
+        help="answer as a peer from the field does, to test a client against it: "
+        + "; ".join(f"{q.name}: {q.summary}" for q in QUIRKS.values())
+        + " (slow=SECONDS for another delay)",
+    )
     s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
     s.add_argument(
         "--metrics",
@@ -469,6 +478,8 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.keep_for = args.keep_for
         if args.grpc:
             a2a.grpc = args.grpc
+        if args.quirks:
+            a2a.quirks = args.quirks
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
                 raise UsageError(
@@ -547,6 +558,12 @@ async def _serve(args: argparse.Namespace) -> int:
     if worker is None:
         if a2a is not None:
             _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+        for quirk in handle.quirks.quirks if handle.quirks is not None else ():
+            _emit(
+                args,
+                f"quirk   {quirk.spec}: {quirk.summary} (as {quirk.origin})",
+                {"event": "quirk", "name": quirk.spec, "origin": quirk.origin},
+            )
         if handle.grpc_target:
             _emit(
                 args,

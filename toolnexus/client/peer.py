@@ -682,12 +682,22 @@ class A2AClient:
     ) -> AsyncGenerator[Task, None]:
         """A stream's tasks; when it ends with the task finished but holding no reply (no artifact,
         no answer from the agent: some peers stream only the states), the task as the peer keeps
-        it, got once, so that the reply is not lost."""
+        it, got once, so that the reply is not lost. A stream that breaks off before the task
+        settles (the connection lost: a proxy cut it) is followed by polling, and ``warnings``
+        says so."""
         last: Task | None = None
-        async with contextlib.aclosing(self._sse(op, params, sent)) as frames:
-            async for task in frames:
-                last = task
-                yield task
+        try:
+            async with contextlib.aclosing(self._sse(op, params, sent)) as frames:
+                async for task in frames:
+                    last = task
+                    yield task
+        except PeerError as exc:
+            if last is None or not last.id or last.state.terminal or last.state.interrupted:
+                raise
+            self.warnings.append(f"{exc}: the task followed by polling instead")
+            async for event in self.watch(last.id, stream=False):
+                last = event.task
+                yield last
         if (
             last is not None
             and last.id

@@ -51,6 +51,8 @@ class Caller(Protocol):
     traffic: TrafficRecorder
     headers: dict[str, str]
     credentials_sent: bool
+    warnings: list[str]
+    """What the caller is told of a peer's departures its calls got past."""
 
     @property
     def peer(self) -> str: ...
@@ -196,13 +198,22 @@ class _HttpTransport(Transport):
                 verb, url, content=body, headers=headers, timeout=timeout
             ) as r:
                 status, response_headers = r.status_code, dict(r.headers)
-                if not r.headers.get("content-type", "").startswith("text/event-stream"):
+                kind = r.headers.get("content-type", "")
+                lines = kind.startswith(fetch.NDJSON_TYPES) and status == 200
+                if lines:
+                    note = (
+                        f"{method} was answered as {kind.split(';')[0]}, not text/event-stream "
+                        "(SSE): read one answer a line"
+                    )
+                    if note not in c.warnings:
+                        c.warnings.append(note)
+                elif not kind.startswith("text/event-stream"):
                     async with asyncio.timeout(c.timeout):
                         content = await read_body(r, fetch.MAX_RESPONSE)
                     yield as_task(self.result(method, status, content), sent)
                     return
                 fold = _Fold(sent)
-                async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME):
+                async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME, lines=lines):
                     frames.append(frame)
                     task = fold.apply(self.result(method, status, frame.encode()))
                     yield task.snapshot()

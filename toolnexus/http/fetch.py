@@ -21,6 +21,7 @@ __all__ = [
     "read_body",
     "exchange",
     "sse_events",
+    "NDJSON_TYPES",
     "why",
     "peer_url",
 ]
@@ -78,11 +79,17 @@ async def exchange(
         raise AnswerTooSlow(f"no whole answer within {timeout:g}s") from None
 
 
+NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+"""Content types of a stream of JSON documents one a line, which some peers answer a stream with
+instead of SSE (LiteLLM's A2A gateway did): read line by line, each line an event."""
+
+
 async def sse_events(
-    r: httpx.Response, timeout: float, max_frame: int
+    r: httpx.Response, timeout: float, max_frame: int, *, lines: bool = False
 ) -> AsyncGenerator[str, None]:
     """The ``data`` of each SSE event of ``r``, bounded in size (``max_frame`` bytes) and in the time one
-    event may take to arrive once begun (``timeout``); comments and other fields are skipped."""
+    event may take to arrive once begun (``timeout``); comments and other fields are skipped.
+    ``lines``: ``r`` is NDJSON (:data:`NDJSON_TYPES`), each line that is not blank an event."""
     buffer = b""
     data: list[bytes] = []
     size = 0
@@ -96,7 +103,11 @@ async def sse_events(
             if end < 0:
                 break
             line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1 :]
-            if line.startswith(b"data:"):
+            if lines:
+                if line.strip():
+                    yield line.decode("utf-8", "replace")
+                begun = None
+            elif line.startswith(b"data:"):
                 data.append(line[5:].lstrip())
                 size += len(line)
             elif not line and data:

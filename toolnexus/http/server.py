@@ -30,6 +30,7 @@ __all__ = [
     "MAX_CONNECTIONS",
     "GC_THRESHOLD",
     "ANSWER_GRACE",
+    "CUT",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -43,6 +44,10 @@ MAX_CONNECTIONS = 1000
 ANSWER_GRACE = 1.0
 """Seconds a stop gives the requests still open when its drain's time is up to write the answers
 its ``time_up`` gave them (a blocking send's task, a stream's last event), before they are cancelled."""
+CUT = "toolnexus.cut"
+"""The ASGI scope extension (``scope["extensions"][CUT]()``) that closes the connection at once, what
+the app wrote of its answer sent first: an answer ended mid-body on purpose, without the error log
+line an exception would cost (``serve.quirks``' ``drop-streams``)."""
 GC_THRESHOLD = (20_000, 20, 20)
 """The collector's thresholds in a serving process (see :func:`serving_gc`; Python's are 700, 10, 10)."""
 
@@ -233,11 +238,17 @@ def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[
             self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
 
         def on_headers_complete(self) -> None:
+            # an app may end its answer mid-body on purpose (serve.quirks: drop-streams)
+            self.scope["extensions"] = {**self.scope.get("extensions", {}), CUT: self._tn_cut}
             super().on_headers_complete()
             if self._tn_one is not None:
                 self.cycle.transport = (
                     self._tn_one
                 )  # the protocol itself keeps the socket's transport
+
+        def _tn_cut(self) -> None:
+            """Close the connection now, what was written of the answer sent first."""
+            (self._tn_one or self.transport).close()
 
         def on_response_complete(self) -> None:
             if self._tn_one is not None:

@@ -50,6 +50,7 @@ from .lifecycle import STOPPED, TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
 from .push import PushNotifier
+from .quirks import QuirkPeer, quirks_named
 
 if TYPE_CHECKING:
     from ..llm import Client
@@ -71,6 +72,8 @@ class ServeHandle:
         grpc_target: ``host:port`` of the gRPC service (``A2AConfig.grpc``), or None.
         metrics: the agent's Prometheus metrics (None when it exports none).
         metrics_url: where they are scraped (``/metrics`` on the agent's port, or their own).
+        quirks: the layer that makes the agent a peer from the field (``A2AConfig.quirks``; its
+            ``asked`` holds the calls its callers sent), or None.
     """
 
     def __init__(
@@ -85,8 +88,10 @@ class ServeHandle:
         grpc: Any = None,
         metrics: Metrics | None = None,
         metrics_server: AsgiServer | None = None,
+        quirks: QuirkPeer | None = None,
     ) -> None:
         self._server = server
+        self.quirks = quirks
         self._grpc = grpc
         self.metrics = metrics
         self._metrics_server = metrics_server
@@ -278,6 +283,7 @@ async def serve(
         mcp = toolkit.config["mcpServer"]
     a2a_cfg = A2AConfig.from_config(a2a) if a2a is not None and a2a is not False else None
     mcp_cfg = MCPServeConfig.from_config(mcp) if mcp is not None and mcp is not False else None
+    quirks = quirks_named(a2a_cfg.quirks) if a2a_cfg is not None else ()
     host, _ = parse_addr(addr)
     if not is_loopback(host) and not allow_unauthenticated:
         _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
@@ -369,8 +375,11 @@ async def serve(
     exported = endpoint.metrics if endpoint is not None else None
     extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
     app: Any = build_app(routes, lifespan)
+    bent: QuirkPeer | None = None
     if endpoint is not None:
         app = endpoint.ahead(app)
+        if quirks:  # a peer from the field, on purpose
+            app = bent = QuirkPeer(app, quirks)
     guarded = HostGuard(
         app,
         lambda: (holder["server"].host, holder["server"].port),
@@ -424,6 +433,7 @@ async def serve(
         metrics=exported,
         metrics_server=metrics_server,
         on_close=_spans_over_otlp(bus, name),
+        quirks=bent,
     )
     bus.publish(ServerEvent(name, "started", server.url))
     return handle

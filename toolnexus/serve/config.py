@@ -157,6 +157,9 @@ class A2AConfig:
             gives for every binding. Default: the bound address.
         grpc: also serve the gRPC binding at this address (``"127.0.0.1:0"``, ``":50051"``; the
             host defaults to loopback), listed on the card; needs ``pip install 'toolnexus[grpc]'``.
+        quirks: answer as a peer from the field does, on purpose, for testing clients against it
+            (``["hybrid", "slow=2"]``; the names are :data:`toolnexus.serve.quirks.QUIRKS`). Over
+            HTTP only.
     """
 
     name: str = "toolnexus-agent"
@@ -182,6 +185,7 @@ class A2AConfig:
     push_private_ok: bool | None = None
     public_url: str | None = None
     grpc: str | None = None
+    quirks: Sequence[str] = ()
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)

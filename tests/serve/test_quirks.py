@@ -1,0 +1,225 @@
+"""The quirk peers (``toolnexus serve --quirks``): each breaks the official clients it broke in the
+field, as its entry in ``toolnexus.serve.quirks.QUIRKS`` says, and our client copes (or says why).
+
+Each is run against the clients themselves: the official a2a-sdk 1.3 client set up as its docs
+show (``ClientFactory(ClientConfig()).create_from_url``, its own httpx client), once blocking and
+once streaming; the JavaScript SDK 1.3 client's script (tests/peers/js/client.mjs) where the
+quirk broke it; and ours, sent and streamed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+import toolnexus as tn
+from toolnexus.serve.quirks import QUIRKS, quirks_named
+
+from ..peers.js_peer import js_client
+from ..peers.quirky import quirky
+
+pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
+
+
+@contextlib.asynccontextmanager
+async def peer(*quirks: str) -> AsyncIterator[str]:
+    async with quirky(*quirks, name="quirky", skill="echo", description="echoes") as p:
+        yield p.url
+
+
+async def official(url: str, *, streaming: bool) -> str:
+    """The a2a-sdk 1.3 client as its docs set it up, one message: "" when the reply came back,
+    else what it raised."""
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.types import a2a_pb2 as pb
+
+    request = pb.SendMessageRequest(
+        message=pb.Message(
+            message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="hello")]
+        )
+    )
+    client = None
+    try:
+        client = await ClientFactory(ClientConfig(streaming=streaming)).create_from_url(url)
+        events = [ev async for ev in client.send_message(request)]
+    except Exception as exc:  # what the SDK raises is the outcome
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        if client is not None:
+            await client.close()
+    texts = [
+        p.text
+        for ev in events
+        for a in (
+            ev.task.artifacts
+            if ev.HasField("task")
+            else [ev.artifact_update.artifact]
+            if ev.HasField("artifact_update")
+            else []
+        )
+        for p in a.parts
+    ]
+    return "" if "echo: hello" in "".join(texts) else f"no reply among {len(events)} events"
+
+
+async def ours(url: str, *, stream: bool) -> tuple[str, list[str]]:
+    """Our client, one message: (the reply, its warnings)."""
+    async with tn.A2AClient(url) as client:
+        if stream:
+            task = [t async for t in client.stream("hello")][-1]
+        else:
+            task = await client.send("hello", blocking=True)
+        return task.reply, client.warnings
+
+
+@pytest.mark.parametrize(
+    ("quirk", "send", "stream", "js"),
+    [
+        ("0.3-only", "", "", "No compatible transport found"),
+        ("legacy", "MethodNotFoundError", "MethodNotFoundError", "No compatible transport found"),
+        ("hybrid", "Failed to parse timestamp", "Failed to parse timestamp", "no artifact"),
+        (
+            "drop-streams",
+            "",
+            "peer closed connection without sending complete message body",
+            "terminated",
+        ),
+        (
+            "content-type",
+            "",
+            "Invalid JSON-RPC response in SSE stream",
+            "Expected 'text/event-stream'",
+        ),
+    ],
+)
+async def test_each_quirk_breaks_the_clients_it_broke_in_the_field(quirk, send, stream, js):
+    """What each official client does against the quirk is what the field saw (the a2a-sdk's send
+    and stream, the JS SDK's script), and our client gets the reply, sent and streamed."""
+    async with peer(quirk) as url:
+        outcomes = {
+            "send": await official(url, streaming=False),
+            "stream": await official(url, streaming=True),
+        }
+        try:
+            seen = await js_client(url, "JSONRPC")
+        except RuntimeError as exc:  # it gave up before its first step
+            seen = {"send": {"error": str(exc)}}
+        sent, sent_warnings = await ours(url, stream=False)
+        streamed, streamed_warnings = await ours(url, stream=True)
+    for step, expected in (("send", send), ("stream", stream)):
+        if expected:
+            assert expected in outcomes[step], (quirk, step, outcomes[step])
+        else:
+            assert outcomes[step] == "", (quirk, step, outcomes[step])
+    js_failure = next(
+        (seen[k]["error"] for k in ("send", "stream") if "error" in seen.get(k, {})), ""
+    )
+    if js == "no artifact":  # its stream ends with the state alone: the JS client has no reply
+        assert seen["stream"] == ["task", "status:working", "status:completed"], seen
+    else:
+        assert js in js_failure, (quirk, seen)
+    assert sent == streamed == "echo: hello"
+    said = " ".join(sent_warnings + streamed_warnings)
+    if quirk == "drop-streams":
+        assert "incomplete chunked read): the task followed by polling instead" in said
+    if quirk == "content-type":
+        assert "answered as application/x-ndjson, not text/event-stream (SSE)" in said
+    if quirk == "legacy":
+        assert "blocking send instead of a stream" in said
+
+
+async def test_a_slow_peer_outlasts_the_sdk_clients_default_timeout_and_ours_waits():
+    """``slow``: a blocking send answered after 6 s. The a2a-sdk client, on its own httpx client
+    (5 s), times out; ours (30 s by default) has the reply; a send that does not block is answered
+    at once (the peer is slow to work, not to listen)."""
+    async with peer("slow") as url:
+        failure, (reply, _) = await asyncio.gather(
+            official(url, streaming=False), ours(url, stream=False)
+        )
+        async with tn.A2AClient(url) as client:
+            started = await client.send("hello")
+    assert "A2AClientTimeoutError" in failure and reply == "echo: hello"
+    assert started.id
+
+
+async def test_the_card_and_the_refusals_are_the_personas():
+    """Each persona's card is the card of the peer it copies, and what that peer does not know is
+    -32601 (JSON-RPC) or 404 (HTTP+JSON), whatever the agent behind it serves."""
+    async with contextlib.AsyncExitStack() as stack:
+        urls = {
+            q: await stack.enter_async_context(peer(q)) for q in ("0.3-only", "legacy", "hybrid")
+        }
+        async with httpx.AsyncClient() as http:
+            cards = {
+                q: (await http.get(u + "/.well-known/agent-card.json")).json()
+                for q, u in urls.items()
+            }
+            head = await http.head(urls["hybrid"] + "/.well-known/agent-card.json")
+            asked = {
+                q: (
+                    await http.post(
+                        u + "/",
+                        json={
+                            "jsonrpc": "2.0",
+                            "id": 7,
+                            "method": "GetTask",
+                            "params": {"id": "x"},
+                        },
+                        headers={"A2A-Version": "1.0"},
+                    )
+                ).json()
+                for q, u in urls.items()
+            }
+            rest = {q: (await http.get(u + "/tasks/x")).status_code for q, u in urls.items()}
+    assert "supportedInterfaces" not in cards["0.3-only"] and cards["0.3-only"]["url"]
+    assert cards["0.3-only"]["protocolVersion"] == "0.3.0"
+    assert set(cards["legacy"]) == {
+        "name",
+        "description",
+        "url",
+        "version",
+        "protocolVersion",
+        "capabilities",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "skills",
+    }
+    assert cards["legacy"]["capabilities"] == {"streaming": False, "pushNotifications": False}
+    assert "url" not in cards["hybrid"] and [
+        i["protocolVersion"] for i in cards["hybrid"]["supportedInterfaces"]
+    ] == ["1.0"]
+    assert head.status_code == 200 and not head.content
+    assert asked["0.3-only"]["error"]["code"] == -32601 and asked["0.3-only"]["id"] == 7
+    assert asked["legacy"]["error"]["code"] == -32001  # GetTask known, the task is not
+    assert asked["hybrid"]["error"]["code"] == -32001
+    assert rest == {"0.3-only": 404, "legacy": 404, "hybrid": 404}
+
+
+def test_quirks_are_named_from_one_registry():
+    assert [q.spec for q in quirks_named(["hybrid,slow=2", "drop-streams"])] == [
+        "hybrid",
+        "slow=2",
+        "drop-streams",
+    ]
+    for bad, said in (
+        (["nope"], "no quirk 'nope'; the quirks are: " + ", ".join(QUIRKS)),
+        (["legacy", "hybrid"], "legacy and hybrid are each a whole peer: pick one"),
+        (["slow=fast"], "slow=SECONDS takes 0 to 3600 seconds"),
+        (["hybrid=2"], "the quirk 'hybrid' takes no value"),
+    ):
+        with pytest.raises(tn.ConfigError, match=said.replace("(", r"\(").replace(")", r"\)")):
+            quirks_named(bad)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolnexus.cli", "serve", "--quirks", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "no quirk 'nope'" in done.stderr
+    assert all(q.origin and q.breaks for q in QUIRKS.values())
