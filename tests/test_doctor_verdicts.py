@@ -1,8 +1,8 @@
 """The doctor's verdict on each client, against that client run: a panel of real servers (ours on
 every binding, the official a2a-sdk 1.3 server with JSON-RPC and its 0.3 compat, with gRPC alone
-and with HTTP+JSON alone, the JavaScript SDK's server) and two scripted ones labelled as what they
-copy (a toolnexus legacy-dialect port like upstream toolnexus 0.21, and a hybrid as fasta2a 2.1 was
-seen to answer). For each, ``doctor(send=True)`` says of every official client "works" or
+and with HTTP+JSON alone, the JavaScript SDK's server) and the quirk peers (``toolnexus serve --quirks``) labelled as what they copy:
+a toolnexus legacy-dialect port like upstream toolnexus 0.21, a hybrid as fasta2a 2.1 was seen to
+answer, an a2a-sdk 0.3 server, and one slower than the official Python clients wait. For each, ``doctor(send=True)`` says of every official client "works" or
 "breaks", and the real client says what happens: the official a2a-sdk 1.3 client, the JavaScript
 SDK 1.3 client and ours each send a message. Every verdict must be what happened.
 
@@ -11,6 +11,7 @@ run here (they rest on its card model and its method names, both checked in test
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from toolnexus.debug.doctor import doctor
 from .peers.hybrid_stub import hybrid_stub
 from .peers.js_peer import js_client, js_server
 from .peers.legacy_stub import legacy_stub
+from .peers.quirky import quirky
 from .peers.sdk_server import sdk_server
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
@@ -36,6 +38,8 @@ SERVERS = [
     "js-sdk",
     "legacy-port",
     "hybrid",
+    "0.3-only",
+    "slow",
 ]
 
 
@@ -58,15 +62,18 @@ async def server(name: str) -> AsyncIterator[str]:
     elif name == "js-sdk":
         async with js_server() as url:
             yield url
-    else:
+    elif name in ("legacy-port", "hybrid"):
         async with legacy_stub() if name == "legacy-port" else hybrid_stub() as stub:
             yield stub.url
+    else:  # a quirk peer (toolnexus serve --quirks)
+        async with quirky(name, name=name, skill="echo", description="echoes") as peer:
+            yield peer.url
 
 
 async def official_python(url: str, bindings: list[str]) -> str:
     """The official a2a-sdk 1.3 client as a user sets it up: its card resolver, its factory (its
     ClientConfig listing ``bindings``, else its default; for gRPC the channel factory it asks
-    for), one message sent. "" when a task came
+    for; its own HTTP client, with its default timeout), one message sent. "" when a task came
     back, else the error it raised."""
     from a2a.client import ClientConfig, ClientFactory
     from a2a.client.card_resolver import A2ACardResolver
@@ -80,17 +87,19 @@ async def official_python(url: str, bindings: list[str]) -> str:
                 import grpc
 
                 extra["grpc_channel_factory"] = grpc.aio.insecure_channel
-            config = ClientConfig(
-                httpx_client=http, streaming=False, supported_protocol_bindings=bindings, **extra
-            )
+            config = ClientConfig(streaming=False, supported_protocol_bindings=bindings, **extra)
             client = ClientFactory(config).create(card)
             request = pb.SendMessageRequest(
                 message=pb.Message(
                     message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="hello")]
                 )
             )
-            tasks = [ev.task async for ev in client.send_message(request) if ev.HasField("task")]
-            await client.close()
+            try:
+                tasks = [
+                    ev.task async for ev in client.send_message(request) if ev.HasField("task")
+                ]
+            finally:
+                await client.close()
         except Exception as exc:  # whatever the SDK raises is the outcome being compared
             return f"{type(exc).__name__}: {exc}"
     return "" if tasks else "no task came back"
@@ -133,11 +142,12 @@ async def test_each_verdict_is_what_the_client_does(name):
         ], report.text()
         # the a2a-sdk 1.x as the doctor says it is set up: its default, or the binding it must be told of
         bindings = [b for b in ("GRPC", "HTTP+JSON") if f"over {b} at" in said["a2a-sdk 1.x"][1]]
-        outcomes = {
-            "a2a-sdk 1.x": await official_python(url, bindings),
-            "JS SDK 1.x": await official_js(url),
-            "toolnexus": await ours(url),
+        lines = {
+            "a2a-sdk 1.x": official_python(url, bindings),
+            "JS SDK 1.x": official_js(url),
+            "toolnexus": ours(url),
         }
+        outcomes = dict(zip(lines, await asyncio.gather(*lines.values())))
     for line, failure in outcomes.items():
         severity, message = said[line]
         assert (severity == "ok") == (failure == ""), (

@@ -223,3 +223,21 @@ def test_quirks_are_named_from_one_registry():
     )
     assert done.returncode == 2 and "no quirk 'nope'" in done.stderr
     assert all(q.origin and q.breaks for q in QUIRKS.values())
+
+
+@pytest.mark.parametrize(
+    ("quirk", "said"),
+    [
+        ("drop-streams", "the stream broke off after 1 event(s), before the task settled"),
+        ("content-type", "the stream was answered as application/x-ndjson, not SSE"),
+    ],
+)
+async def test_the_doctor_names_the_stream_quirks(quirk, said):
+    """``doctor --send`` says what is wrong with the stream, and whom it breaks."""
+    from toolnexus.debug.doctor import doctor
+
+    async with peer(quirk) as url:
+        report = await doctor(url, send=True, timeout=10)
+    [streaming] = [f for f in report.findings if f.check == "streaming"]
+    assert streaming.severity == "warning" and said in streaming.message, report.text()
+    assert streaming.breaks and streaming.fix

@@ -63,6 +63,9 @@ from .report import DoctorReport, Finding
 
 __all__ = ["doctor"]
 
+SDK_WAIT = 5.0
+"""Seconds the official Python SDK clients (a2a-sdk 1.x and 0.3) wait for an answer when the caller
+gives them no HTTP client of its own: httpx's default (the JS SDK sets none)."""
 MAX_FRAMES = 200
 """The most stream frames the doctor reads of one answer."""
 MAX_INTERFACES = 16
@@ -98,6 +101,8 @@ class _Seen:
     ours: str | None = None
     """toolnexus' own send: None when none was made, "" when it came back, else why not."""
     ours_over: str = ""
+    slowest: float = 0.0
+    """Seconds the slowest send the doctor waited on took to be answered."""
 
 
 def _at(add: _Add, where: str) -> _Add:
@@ -634,6 +639,7 @@ async def _active(
                 list(traffic.events)[-1], client.dialect, add
             )
         await _as_others_send(card, http, headers, timeout, traffic, add, seen)
+        _slow(traffic, before, add, seen)
         before = len(traffic.events)
         started = await client.send("hello from toolnexus doctor (to cancel)")
         try:
@@ -704,8 +710,23 @@ async def _active(
                 if e.rpc_method in ("message/stream", "SendStreamingMessage")
             ]
             answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
+            broke = next((e for e in streamed if e.error), None)
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
+            elif broke is not None:
+                add(
+                    Finding(
+                        "warning",
+                        "streaming",
+                        f"the stream broke off after {len(broke.frames)} event(s), before the "
+                        f"task settled: {broke.error}",
+                        [_evidence(broke)],
+                        ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x"],
+                        "keep a stream open until its task is final or interrupted (a proxy in "
+                        "front may end long answers: raise its read timeout, and send keep-alive "
+                        "comments)",
+                    )
+                )
             elif (
                 frames and client.binding is Binding.GRPC
             ):  # a server-streaming call: no SSE to check
@@ -817,6 +838,32 @@ async def _as_others_send(
         last = list(traffic.events)[-1] if traffic.events else None
         if last is not None and last.url == endpoint and last.status is not None:
             seen.shapes[(endpoint, dialect)] = _shapes(last, dialect, add)
+
+
+def _slow(traffic: TrafficRecorder, before: int, add: _Add, seen: _Seen) -> None:
+    """Whether a send the doctor waited on took longer than the official Python clients wait."""
+    sends = [
+        e
+        for e in list(traffic.events)[before:]
+        if e.rpc_method in ("message/send", "SendMessage", "message:send") and e.status
+    ]
+    if not sends:
+        return
+    slowest = max(sends, key=lambda e: e.ms)
+    seen.slowest = slowest.ms / 1000
+    if seen.slowest > SDK_WAIT:
+        add(
+            Finding(
+                "warning",
+                "answer time",
+                f"a blocking send took {seen.slowest:.1f} s to be answered: the official Python "
+                f"clients wait {SDK_WAIT:g} s unless given an HTTP client of their own",
+                [_evidence(slowest)],
+                ["a2a-sdk 1.x (default HTTP client)", "a2a-sdk 0.3 (default HTTP client)"],
+                "answer a blocking send within a few seconds (return the task working, and let "
+                "the client poll or stream), or tell callers to give their client a longer timeout",
+            )
+        )
 
 
 async def _round_trip(
@@ -1052,6 +1099,19 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
                     + "; ".join(departures),
                     breaks=[line],
                     fix=f"answer in {dialect.value}'s shapes",
+                )
+            )
+        elif line.startswith("a2a-sdk") and seen.slowest > SDK_WAIT:
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: on its default HTTP client: it speaks {where} and reads the answers, "
+                    f"but a blocking send took {seen.slowest:.1f} s and it waits {SDK_WAIT:g} s "
+                    "(it works when given an httpx client with a longer timeout)",
+                    breaks=[line],
+                    fix="answer a blocking send sooner, or tell callers to give their client a "
+                    "longer timeout",
                 )
             )
         else:

@@ -485,7 +485,10 @@ def _text_headers(headers: Mapping[bytes, bytes]) -> dict[str, str]:
 
 def _awaited(method: str, params: Any, headers: Mapping[bytes, bytes]) -> bool:
     """Whether the caller waits for the task with this send: a stream, or a blocking send (0.3
-    blocks unless told not to, 1.0 unless told to return at once, legacy only when told to)."""
+    blocks unless told not to, 1.0 unless told to return at once, legacy only when told to); a
+    send without a message is refused at once."""
+    if not (_json.is_object(params) and _json.is_object(params.get("message"))):
+        return False
     if method in ("message/stream", "SendStreamingMessage", "message:stream"):
         return True
     if method not in ("message/send", "SendMessage", "message:send"):
