@@ -354,7 +354,7 @@ async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so(
     async with legacy_stub() as stub:
         code, out, err = await arun_cli("send", stub.url, "what is 6*7?", "--stream")
     assert code == 0, err
-    assert out.strip() == "42"
+    assert out.strip() == "echo: what is 6*7?"
     assert "warning:" in err and "blocking send instead of a stream" in err
     assert stub.methods[:3] == ["message/stream", "message/send", "SendMessage"]
 

@@ -295,7 +295,7 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             assert "-32601" in client.dialect_reason
             assert task.state is TaskState.SUBMITTED
             events = [ev async for ev in client.watch(task.id, poll_every=0.01)]
-            assert events[-1].task.reply == "42"
+            assert events[-1].task.reply == "echo: what is 6*7?"
             await client.send("again")  # remembered: no second message/send
         assert stub.methods.count("message/send") == 1
         assert stub.methods[:3] == ["message/send", "SendMessage", "GetTask"]
@@ -303,7 +303,7 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
         tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=stub.url, poll_every=0.01)])
         async with tk:
             res = await tk.execute("legacy-desk_answer", {"task": "what is 6*7?"})
-            assert res.output == "42" and res.metadata["dialect"] == "legacy"
+            assert res.output == "echo: what is 6*7?" and res.metadata["dialect"] == "legacy"
             first = await tk.execute("legacy-desk_answer", {"task": "a question"})
             assert first.pending.prompt == "Which colour?"
             done = await tk.execute(
@@ -316,7 +316,7 @@ async def test_against_a_legacy_peer_auto_falls_back_once():
             assert (
                 failed.is_error
                 and failed.output
-                == f"A2A task {failed.metadata['taskId']} failed: model error: no can do"
+                == f"A2A task {failed.metadata['taskId']} failed: model error: asked to fail"
             )
             sent = stub.methods.count("SendMessage")
             call = asyncio.ensure_future(tk.execute("legacy-desk_answer", {"task": "slow"}))
@@ -340,7 +340,8 @@ async def test_a_stream_to_a_peer_that_cannot_stream_is_a_send_then_followed():
     async with legacy_stub() as stub:
         async with tn.A2AClient(stub.url) as client:
             tasks = [t async for t in client.stream("what is 6*7?")]
-            assert tasks[-1].state is TaskState.COMPLETED and tasks[-1].reply == "42"
+            assert tasks[-1].state is TaskState.COMPLETED
+            assert tasks[-1].reply == "echo: what is 6*7?"
             assert client.dialect.value == "legacy"
             assert any(
                 "-32601" in w and "blocking send instead of a stream" in w for w in client.warnings

@@ -179,9 +179,29 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print JSON")
 
     d = sub.add_parser(
-        "doctor", help="probe an A2A agent: which clients can work with it, why, and the fix"
+        "doctor",
+        help="probe an A2A agent: which clients can work with it, why, and the fix; or, with "
+        "--client, judge a client pointed at a strict local agent",
     )
-    d.add_argument("url", help="the agent's card URL or base URL")
+    d.add_argument("url", nargs="?", help="the agent's card URL or base URL")
+    d.add_argument(
+        "--client",
+        action="store_true",
+        help="serve a strict local agent instead and judge every request a client sends it, "
+        "until Ctrl-C, SIGTERM or --for: the report then ends (its message words: 'question' "
+        "asks for input, 'slow' works 30 s, 'fail' fails, anything else is echoed)",
+    )
+    d.add_argument(
+        "--port", type=int, default=0, help="with --client: the port (default 0: any free port)"
+    )
+    d.add_argument(
+        "--for",
+        dest="seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --client: stop after this long",
+    )
     d.add_argument(
         "--send",
         action="store_true",
@@ -392,6 +412,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv[1:] if argv is None else argv
     )  # what a worker of --workers is started with
     try:
+        if args.command == "doctor" and args.client:
+            if args.url or args.send:
+                raise UsageError("doctor --client takes no URL and no --send: clients come to it")
+            return _run(_client_doctor(args))
+        if args.command == "doctor" and not args.url:
+            raise UsageError("doctor needs the agent's URL (or --client)")
         if args.command in ("card", "doctor", "send"):
             args.url = _peer(args.url)
         if args.command == "replay" and args.against:
@@ -860,6 +886,32 @@ async def _doctor(args: argparse.Namespace) -> int:
         send=args.send,
         on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
     )  # the text as each finding comes (a --send run takes a while); JSON once, whole
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
+
+
+async def _client_doctor(args: argparse.Namespace) -> int:
+    from toolnexus.debug.client_doctor import start_client_doctor
+    from toolnexus.debug.report import printer
+
+    show = None if args.json else printer(lambda line: say(line, flush=True))
+    try:
+        doctor = await start_client_doctor(f"127.0.0.1:{args.port}", on_finding=show)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    if not args.json:  # the report's title and findings follow as the client calls
+        say(f"point your A2A client at {doctor.url}  (card {doctor.card_url})", flush=True)
+        say("stop with Ctrl-C: what it never tried is said then", flush=True)
+        show(doctor.report)  # type: ignore[misc]  # the title, before any finding
+    else:
+        print(json.dumps({"event": "ready", "url": doctor.url}), file=sys.stderr, flush=True)
+    stop = _stop_on_signals()
+    try:
+        await asyncio.wait_for(stop.wait(), args.seconds)
+    except TimeoutError:
+        pass
+    report = await doctor.stop()
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK

@@ -114,11 +114,14 @@ class PeerError(ToolnexusError):
 
     Attributes:
         status: the HTTP status when there was one.
+        lost: the connection was lost mid-answer (closed, reset, a body cut short), as opposed
+            to an answer that was refused.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, lost: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.lost = lost
 
 
 class RPCError(ToolnexusError):

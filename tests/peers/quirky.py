@@ -3,48 +3,21 @@
 scripted model, so that the shapes a quirk serves have one home (the library's) for the tests and
 for the users who test their clients against ``toolnexus serve --quirks``.
 
-The script, read from the message: "6*7" answers ``42``; "question" asks "Which colour?" (the
-task goes input-required) and the answer on the same task completes it with
-``answered: <answer>``; "fail" fails the task ("model error: no can do"); "slow" never finishes;
-anything else answers ``echo: <text>`` (the message's last paragraph: a served agent names the
-skill asked for before it).
+The model is the client doctor's script (:func:`toolnexus.debug.client_doctor.script`): "question"
+asks "Which colour?" (the task goes input-required) and the answer on the same task completes it
+with ``answered: <answer>``; "fail" fails the task ("model error: asked to fail"); "slow" works
+30 s; anything else answers ``echo: <text>``, streamed in pieces.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import toolnexus as tn
-from toolnexus.errors import ModelError
+from toolnexus.debug.client_doctor import script
 from toolnexus.llm.demo import approval_tool
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content or "")
-
-
-async def script(request: dict[str, Any]) -> dict[str, Any]:
-    """The scripted model (an in-process ``generate``): see the module docstring."""
-    messages = request["messages"]
-    last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    answers = [_text(m["content"]) for m in messages[last + 1 :] if m.get("role") == "tool"]
-    if answers:  # the question was answered: "approved: <answer>"
-        return {"content": f"answered: {answers[-1].split(': ', 1)[-1]}"}
-    text = _text(messages[last]["content"]).strip().split("\n\n")[-1]  # after a skill's name
-    if "fail" in text:
-        raise ModelError("no can do")
-    if "slow" in text:
-        await asyncio.sleep(3600)
-    if "question" in text:
-        return {
-            "tool_calls": [{"name": "ask_approval", "arguments": {"question": "Which colour?"}}]
-        }
-    return {"content": "42" if "6*7" in text else f"echo: {text}"}
 
 
 class QuirkyPeer:

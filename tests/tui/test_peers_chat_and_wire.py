@@ -168,7 +168,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         app.screen.query_one("#chat-input", Input).focus()
 
         # chat with the official SDK server (now in 0.3, blocking) and the legacy stub
-        for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "42")):
+        for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "echo: what is 6*7")):
             app.chat_peer = url
             app.screen.on_screen_resume()
             await until(pilot, lambda: app.conversation.peer == url)

@@ -692,7 +692,9 @@ class A2AClient:
                     last = task
                     yield task
         except PeerError as exc:
-            if last is None or not last.id or last.state.terminal or last.state.interrupted:
+            if not exc.lost or last is None or not last.id:
+                raise
+            if last.state.terminal or last.state.interrupted:
                 raise
             self.warnings.append(f"{exc}: the task followed by polling instead")
             async for event in self.watch(last.id, stream=False):

@@ -222,7 +222,8 @@ class _HttpTransport(Transport):
             raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
         except httpx.HTTPError as exc:
             error = why(exc)
-            raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
+            lost = isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
+            raise PeerError(f"{c.peer}: {method} stream failed: {error}", lost=lost) from None
         except (GeneratorExit, RPCError, PeerError):  # the caller had enough, or the peer said no
             raise
         except asyncio.CancelledError:

@@ -33,6 +33,8 @@ MESSAGE_SHOWN = 400
 """Characters of a finding's message shown (the JSON keeps it whole)."""
 EVIDENCE_SHOWN = 700
 """Characters of one evidence line shown (the JSON keeps it whole)."""
+EVIDENCE_KEPT = 3
+"""Evidence lines a finding seen again keeps (:meth:`DoctorReport.note`)."""
 TITLES = {"a2a": "doctor", "a2a-client": "client doctor", "mcp": "MCP doctor"}
 """The first line of each kind of report."""
 
@@ -109,6 +111,27 @@ class DoctorReport:
         self.findings.append(finding)
         self._tell()
         return finding
+
+    def note(self, finding: Finding) -> Finding:
+        """Add ``finding``, unless the same one (severity, check, place, message) is there: then
+        its evidence joins that one's (up to :data:`EVIDENCE_KEPT` lines), and that one is
+        returned. For a doctor that sees the same thing many times (the client doctor)."""
+        same = next(
+            (
+                f
+                for f in self.findings
+                if (f.severity, f.check, f.at, f.message)
+                == (finding.severity, finding.check, finding.at, finding.message)
+            ),
+            None,
+        )
+        if same is None:
+            return self.add(finding)
+        fresh = [e for e in finding.evidence if e not in same.evidence]
+        if fresh and len(same.evidence) < EVIDENCE_KEPT:
+            same.evidence.extend(fresh[: EVIDENCE_KEPT - len(same.evidence)])
+            self._tell()
+        return same
 
     def finish(self) -> None:
         """No more findings will come."""
