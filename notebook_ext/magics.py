@@ -28,6 +28,7 @@ from .widgets import (
     STYLE,
     CardWidget,
     ChatWidget,
+    ClientDoctorWidget,
     DoctorWidget,
     RemoteTaskWidget,
     ServerWidget,
@@ -68,9 +69,11 @@ HELP = {
         "%toolnexus card {h.url}",
     ),
     "doctor": (
-        "%toolnexus doctor URL [--send]",
+        "%toolnexus doctor URL [--send]\n%toolnexus doctor --client",
         "Probe a peer: which clients can work with it, why, and the fix (--send also sends a message\n"
-        "and a stream: it creates tasks there). `await d.done()` for the report.",
+        "and a stream: it creates tasks there). `await d.done()` for the report. --client serves a\n"
+        "strict local agent instead and judges every request a client sends it, live (d.url; stop\n"
+        "it with its button or `await d.stop()`, which returns the report).",
         "d = %toolnexus doctor {h.url}",
     ),
     "send": (
@@ -150,8 +153,9 @@ def _parser() -> _Parser:
     c = sub.add_parser("card", add_help=False)
     c.add_argument("url")
     dr = sub.add_parser("doctor", add_help=False)
-    dr.add_argument("url")
+    dr.add_argument("url", nargs="?")
     dr.add_argument("--send", action="store_true")
+    dr.add_argument("--client", action="store_true")
     m = sub.add_parser("send", add_help=False)
     m.add_argument("url")
     m.add_argument("text", nargs="*")
@@ -370,6 +374,14 @@ class ToolnexusMagics(Magics):
         return Shown(widget)
 
     def _doctor(self, args: argparse.Namespace) -> Any:
+        if args.client:
+            if args.url or args.send:
+                raise UsageError("%toolnexus doctor --client takes no URL and no --send")
+            client_widget = ClientDoctorWidget()
+            display(client_widget)
+            return Shown(client_widget)
+        if not args.url:
+            raise UsageError("%toolnexus doctor URL [--send], or %toolnexus doctor --client")
         widget = DoctorWidget(_url("doctor", args.url), send=args.send)
         display(widget)
         return Shown(widget)

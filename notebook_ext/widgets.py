@@ -27,6 +27,7 @@ from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.debug.client_doctor import start_client_doctor
 from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport
 from toolnexus.display import badge, error_html, to_dataframe
@@ -759,6 +760,64 @@ class CardWidget(w.VBox):
 
     def _open_chat(self) -> None:
         self.chat_area.children = [ChatWidget(self.url)]
+
+
+class ClientDoctorWidget(w.VBox):
+    """``toolnexus doctor --client``: a strict local agent to point a client at (``url``), and the
+    report on every request it sends, filling in as they come (every string escaped). Stop it with
+    its button or ``await widget.stop()`` (what the client never tried is added; the report is
+    returned)."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.report: Any = None
+        self.doctor: Any = None
+        self.head = w.HTML("<i>starting the client doctor…</i>")
+        self.view = w.HTML("")
+        self.stop_button = w.Button(description="stop", disabled=True)
+        self.stop_button.on_click(lambda _: _schedule(self.stop()))
+        super().__init__([w.HBox([self.head, self.stop_button]), self.view])
+        self.add_class("toolnexus-w")
+        self._redraw_pending = False
+        self._run = _schedule(self._start())
+
+    async def _start(self) -> Any:
+        try:
+            self.doctor = await start_client_doctor(on_finding=self._found)
+        except Exception as exc:
+            self.head.value = error_html(str(_failure(exc)))
+            return None
+        self.url = self.doctor.url
+        self.report = self.doctor.report
+        self.head.value = (
+            f"point your A2A client at <code>{html.escape(self.url)}</code> "
+            f"(card <code>{html.escape(self.doctor.card_url)}</code>)"
+        )
+        self.stop_button.disabled = False
+        self._draw()
+        return self.doctor
+
+    async def stop(self) -> Any:
+        """End it: the agent stops, the report is finished and returned."""
+        doctor = await asyncio.shield(self._run)
+        if doctor is None:
+            return None
+        self.stop_button.disabled = True
+        self.report = await doctor.stop()
+        self.head.value = f"stopped: it was at <code>{html.escape(self.url)}</code>"
+        self._draw()
+        return self.report
+
+    def _found(self, report: DoctorReport) -> None:
+        self.report = report
+        if not self._redraw_pending:  # at most ten redraws a second, however fast requests come
+            self._redraw_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
+
+    def _draw(self) -> None:
+        self._redraw_pending = False
+        if self.report is not None:
+            self.view.value = STYLE + self.report.html()
 
 
 class DoctorWidget(w.VBox):

@@ -229,6 +229,29 @@ async def test_doctor_shows_an_html_report(ip):
     assert f"<b>{html.escape(done.summary)}</b>" in live.view.value
 
 
+async def test_the_client_doctor_widget_judges_live(ip):
+    """``%toolnexus doctor --client``: the widget says where to point a client and fills in as
+    its requests come; ``await d.stop()`` ends it with what the client never tried."""
+    import toolnexus as tn
+
+    d = ip.run_line_magic("toolnexus", "doctor --client")
+    for _ in range(500):
+        if d.url:
+            break
+        await asyncio.sleep(0.02)
+    assert d.url in d.head.value and not d.stop_button.disabled
+    async with tn.A2AClient(d.url) as client:
+        await client.send("hello", blocking=True)
+    for _ in range(500):
+        if "speaks 1.0" in d.view.value:
+            break
+        await asyncio.sleep(0.02)
+    assert "<b>checking…</b>" in d.view.value  # live, before the end
+    report = await d.stop()
+    assert report.done and not report.failed("warning") and "not tried" in d.view.value
+    assert repr(d) == "<ClientDoctorWidget (shown above)>"
+
+
 async def test_card_and_chat(ip):
     server = ip.run_line_magic("toolnexus", "serve --name c-desk")
     await wait_running(server)

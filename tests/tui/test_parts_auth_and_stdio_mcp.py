@@ -497,3 +497,35 @@ async def test_thousands_of_artifacts_are_saved_off_the_ui_loop_with_progress(
         assert note.startswith(
             f"saved {total} file(s) in {out}"
         )  # the link is one line of links.txt, the reply one file and "listed in links.txt" in note
+
+
+async def test_the_client_doctor_is_one_key_and_judges_live():
+    """``O`` in Peers starts the client doctor: the Doctor tab says where to point a client, then
+    each request's findings as they come (a fault named before the doctor stops); ``O`` again stops
+    it and the report ends with what the client never tried."""
+    import httpx
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        await pilot.press("O")
+        await until(pilot, lambda: "point your A2A client at http" in shown(app, "#doctor-view"))
+        url = shown(app, "#doctor-view").split("point your A2A client at ")[1].split()[0]
+        async with httpx.AsyncClient(timeout=30) as http:  # a 1.0 call without its version header
+            message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+            await http.post(
+                url + "/",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendMessage",
+                    "params": {"message": message},
+                },
+            )
+        await until(pilot, lambda: "✘ version header" in shown(app, "#doctor-view"))
+        assert "checking …" in shown(app, "#doctor-view")  # live: the report is not done
+        await pilot.press("O")
+        await until(pilot, lambda: "not tried: a stream" in shown(app, "#doctor-view"))
+        report = shown(app, "#doctor-view")
+        assert "client doctor (stopped)" in report and "1 error" in report

@@ -3,6 +3,7 @@ validator's diagnostics and the interop verdict, and per-peer headers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -22,6 +23,7 @@ from textual.widgets import (
 )
 
 from toolnexus import validate_card
+from toolnexus.debug.client_doctor import start_client_doctor
 from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport, entry_lines
 from toolnexus.monitor import STATE_STYLE
@@ -38,6 +40,8 @@ class PeersScreen(ModeScreen):
     _auth_shown: tuple[str, bool] | None = (
         None  # the peer (and whether its card was in) the Auth tab shows
     )
+    _client_doctor_stop: asyncio.Event | None = None
+    """Set to stop the client doctor that runs (None: none runs)."""
     BINDINGS = [
         Binding(
             "c", "chat", "Chat", id="peer-chat-c"
@@ -52,6 +56,9 @@ class PeersScreen(ModeScreen):
         Binding("b", "toggle_blocking", "Blocking", id="peer-blocking", show=False),
         Binding("t", "remote_tasks", "Its tasks", id="peer-tasks", show=False),
         Binding("o", "doctor", "Doctor", id="peer-doctor"),
+        Binding(
+            "O", "client_doctor", "Client doctor", id="peer-client-doctor", show=False
+        ),  # in ?: a local agent that judges the clients pointed at it
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
     ]
@@ -82,7 +89,9 @@ class PeersScreen(ModeScreen):
                 yield VerticalScroll(
                     SafeStatic(
                         "o probes this peer: which clients can work with it, why, and the "
-                        "fix (toolnexus doctor; no task is created).",
+                        "fix (toolnexus doctor; no task is created). O (shift+o) starts the "
+                        "client doctor instead: a strict local agent that judges every request "
+                        "a client sends it, live; O again stops it.",
                         id="doctor-view",
                     )
                 )
@@ -243,6 +252,40 @@ class PeersScreen(ModeScreen):
             Exception
         ) as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
             view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
+
+    def action_client_doctor(self) -> None:
+        self.query_one("#peer-detail", TabbedContent).active = "p-doctor"
+        if self._client_doctor_stop is not None:  # running: stop it, its report finished
+            self._client_doctor_stop.set()
+            return
+        self._client_doctor_stop = asyncio.Event()
+        self._client_doctor(self._client_doctor_stop)
+
+    @work(exclusive=True, group="client-doctor")
+    async def _client_doctor(self, stop: asyncio.Event) -> None:
+        """The client doctor, on this app's loop, until ``stop``; the Doctor tab shows its
+        report as the requests come."""
+        view = self.query_one("#doctor-view", Static)
+        head = Text("")
+
+        def show(report: DoctorReport) -> None:
+            view.update(head + doctor_text(report))
+
+        try:
+            running = await start_client_doctor(on_finding=show)
+        except Exception as exc:  # a port it could not bind, say: said, not fatal
+            self._client_doctor_stop = None
+            view.update(Text(f"✘ the client doctor could not start: {exc}", "red"))
+            return
+        head.append(f"client doctor: point your A2A client at {running.url}\n", "bold")
+        head.append("O again stops it (what the client never tried is said then)\n\n", "grey70")
+        show(running.report)
+        try:
+            await stop.wait()
+        finally:
+            self._client_doctor_stop = None
+            head.plain = f"client doctor (stopped): it was at {running.url}\n\n"
+            show(await running.stop())
 
     def action_leave_input(self) -> None:
         self.query_one("#peers", DataTable).focus()
