@@ -340,8 +340,7 @@ async def test_send_to_a_hybrid_gets_the_reply_whole_sent_or_streamed(stream):
             "send", stub.url, "hi there", *(["--stream"] if stream else [])
         )
     assert code == 0, err
-    assert out == "echo: hi there
-" and "[completed]" in err
+    assert out == "echo: hi there\n" and "[completed]" in err
     # the stream (or the send's, followed over SubscribeToTask) ended without the artifact: a get
     assert stub.methods[-1] == "GetTask"
     assert ("SendStreamingMessage" in stub.methods) is stream

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import uuid
 
 import httpx
@@ -17,6 +16,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.debug.client_doctor import client_doctor
 
+from .helpers import cli
 from .peers.adk_peer import adk_client
 from .peers.js_peer import js_client
 
@@ -196,9 +196,10 @@ async def test_a_broken_client_gets_each_fault_named():
 
 
 async def test_the_command_prints_the_report_as_the_client_calls_and_json_at_the_end():
-    cmd = [sys.executable, "-m", "toolnexus.cli", "doctor", "--client", "--json", "--for", "60"]
     proc = await asyncio.create_subprocess_exec(
-        *cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        *cli("doctor", "--client", "--json", "--for", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         ready = json.loads(await asyncio.wait_for(proc.stderr.readline(), 30))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 from collections.abc import AsyncIterator
 
 import httpx
@@ -30,6 +31,7 @@ from a2a.server.tasks import (
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from toolnexus.http.server import AsgiServer
 
@@ -153,6 +155,81 @@ def card(url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC"
     )
 
 
+EXTENSION = "https://toolnexus.example/ext/trace-depth/v1"
+"""The extension the featured card requires."""
+TENANT = "acme"
+BEARER = "sdk-token-1"
+"""The token ``enforce=True`` asks for (``Authorization: Bearer``)."""
+
+
+def featured(agent_card: pb.AgentCard, url: str) -> tuple[pb.AgentCard, pb.AgentCard, dict]:
+    """``agent_card`` with every feature a card declares: a required extension, a tenant on every
+    interface, an extended card, five security schemes (an API key, HTTP bearer, OAuth 2 client
+    credentials, OpenID Connect, mutual TLS) with requirements, input modes for files, and a
+    signature (ES256, its key in a JWK set at ``url`` + ``jwks.json``, named by ``jku``). Returns
+    the card, the extended card, and the JWK set."""
+    from a2a.utils.signing import create_agent_card_signer
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from jwt.algorithms import ECAlgorithm
+    from jwt.api_jwk import PyJWK
+
+    card = pb.AgentCard()
+    card.CopyFrom(agent_card)
+    card.capabilities.extensions.append(
+        pb.AgentExtension(uri=EXTENSION, required=True, description="a depth every call carries")
+    )
+    card.capabilities.extended_agent_card = True
+    for interface in card.supported_interfaces:
+        interface.tenant = TENANT
+    schemes = {
+        "apikey": pb.SecurityScheme(
+            api_key_security_scheme=pb.APIKeySecurityScheme(location="header", name="X-API-Key")
+        ),
+        "bearer": pb.SecurityScheme(
+            http_auth_security_scheme=pb.HTTPAuthSecurityScheme(
+                scheme="Bearer", bearer_format="JWT"
+            )
+        ),
+        "oauth": pb.SecurityScheme(
+            oauth2_security_scheme=pb.OAuth2SecurityScheme(
+                flows=pb.OAuthFlows(
+                    client_credentials=pb.ClientCredentialsOAuthFlow(
+                        token_url="https://auth.example/token", scopes={"a2a": "call the agent"}
+                    )
+                )
+            )
+        ),
+        "oidc": pb.SecurityScheme(
+            open_id_connect_security_scheme=pb.OpenIdConnectSecurityScheme(
+                open_id_connect_url="https://auth.example/.well-known/openid-configuration"
+            )
+        ),
+        "mtls": pb.SecurityScheme(mtls_security_scheme=pb.MutualTlsSecurityScheme()),
+    }
+    for name, scheme in schemes.items():
+        card.security_schemes[name].CopyFrom(scheme)
+    for name in ("bearer", "apikey"):
+        requirement = card.security_requirements.add()
+        requirement.schemes[name].SetInParent()
+    card.default_input_modes.extend(["application/pdf", "image/png"])
+    extended = pb.AgentCard()
+    extended.CopyFrom(card)
+    extended.skills.append(
+        pb.AgentSkill(
+            id="ledger", name="Ledger", description="For callers who signed in", tags=["x"]
+        )
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = json.loads(ECAlgorithm.to_jwk(key.public_key()))
+    public.update(kid="card-key-1", use="sig", alg="ES256")
+    private = PyJWK(json.loads(ECAlgorithm.to_jwk(key)) | {"kid": "card-key-1"}, "ES256")
+    sign = create_agent_card_signer(
+        private,
+        {"kid": "card-key-1", "alg": "ES256", "jku": url + "jwks.json", "typ": "JOSE"},
+    )
+    return sign(card), sign(extended), {"keys": [public]}
+
+
 @contextlib.asynccontextmanager
 async def sdk_server(
     *,
@@ -161,6 +238,8 @@ async def sdk_server(
     push: bool = False,
     binding: str = "JSONRPC",
     task_store: TaskStore | None = None,
+    features: bool = False,
+    enforce: bool = False,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -168,10 +247,31 @@ async def sdk_server(
     the SDK's own push-notification store and sender, the card saying so. ``binding="HTTP+JSON"``:
     the SDK's REST routes instead of JSON-RPC, the only interface on its card; ``binding="GRPC"``:
     the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it.
-    ``task_store``: the SDK's own store to keep tasks in (default: its in-memory one)."""
+    ``task_store``: the SDK's own store to keep tasks in (default: its in-memory one).
+    ``features``: the card declares every feature a card can (:func:`featured`: signed, a
+    required extension, a tenant, an extended card, five security schemes), push on; the SDK
+    serves them as it does (it enforces neither the extension nor the schemes). ``enforce``: a
+    proxy in front asks for ``Authorization: Bearer`` :data:`BEARER` on every POST and on the
+    extended card's REST route, as a deployment behind an auth proxy does."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
+    if enforce:
+
+        async def front(scope, receive, send):  # type: ignore[no-untyped-def]
+            given = dict(scope.get("headers") or []).get(b"authorization")
+            guarded = scope["type"] == "http" and (
+                scope["method"] == "POST" or scope["path"].endswith("extendedAgentCard")
+            )
+            if guarded and given != f"Bearer {BEARER}".encode():
+                refusal = JSONResponse(
+                    {"error": "a bearer token is required"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="a2a"'},
+                )
+                return await refusal(scope, receive, send)
+            return await app(scope, receive, send)
+
     if basic is not None:
         expected = (
             "Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
@@ -201,7 +301,11 @@ async def sdk_server(
 
         grpc_server = grpc.aio.server()
         url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
-    agent_card = card(url, compat=compat, push=push, binding=binding)
+    agent_card = card(url, compat=compat, push=push or features, binding=binding)
+    extended_card, jwks = None, None
+    if features:
+        agent_card, extended_card, jwks = featured(agent_card, url)
+        push = True
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic"))
@@ -214,6 +318,8 @@ async def sdk_server(
         agent_card=agent_card,
         push_config_store=push_store,
         push_sender=BasePushNotificationSender(push_http, push_store) if push else None,
+        extended_agent_card=extended_card,
+        validate_input_modes=features,
     )
     served = (
         create_rest_routes(handler, enable_v0_3_compat=compat)
@@ -227,6 +333,9 @@ async def sdk_server(
         await grpc_server.start()
     for route in create_agent_card_routes(agent_card) + served:
         app.router.routes.append(route)
+    if jwks is not None:
+        keys = jwks
+        app.router.routes.append(Route("/jwks.json", lambda request: JSONResponse(keys)))
     try:
         yield server.url
     finally:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -21,6 +19,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.serve.quirks import QUIRKS, quirks_named
 
+from ..helpers import run_cli
 from ..peers.js_peer import js_client
 from ..peers.quirky import quirky
 
@@ -215,12 +214,7 @@ def test_quirks_are_named_from_one_registry():
     ):
         with pytest.raises(tn.ConfigError, match=said.replace("(", r"\(").replace(")", r"\)")):
             quirks_named(bad)
-    done = subprocess.run(
-        [sys.executable, "-m", "toolnexus.cli", "serve", "--quirks", "nope"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli("serve", "--quirks", "nope")
     assert done.returncode == 2 and "no quirk 'nope'" in done.stderr
     assert all(q.origin and q.breaks for q in QUIRKS.values())
 
