@@ -19,8 +19,9 @@ import anyio
 import mcp_types as types
 import pytest
 import pytest_asyncio
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 import toolnexus as tn
 from toolnexus.protocol.model import TaskState
@@ -208,3 +209,61 @@ async def test_a_bad_tools_option_is_a_usage_error_in_one_line(spec, said):
         and "Traceback" not in run.stderr
         and len(run.stderr.strip().splitlines()) == 1
     )
+
+
+async def test_a_remote_agents_question_reaches_2026_clients_as_an_input_request(agent):
+    """On 2026-07-28 a server asks by answering the call with ``input_required`` (no standalone
+    request): the official client's own driver answers it through its elicitation callback and
+    retries, over stateless HTTP (which in the handshake era cannot ask at all) and over stdio;
+    a declined question cancels the remote task, and a forged ``requestState`` is refused."""
+    asked: list[str] = []
+    answer = {"action": "accept", "content": {"answer": "yes"}}
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(**answer)
+
+    tk = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=agent.url)])
+    async with tk, await tk.serve(mcp=True) as h:
+        async with Client(h.mcp_url, elicitation_callback=elicit) as client:
+            assert client.protocol_version == "2026-07-28"
+            [report] = [t.name for t in (await client.list_tools()).tools if "report" in t.name]
+            done = await client.call_tool(report, {"task": "please approve the budget"})
+            assert asked and asked[0].startswith("Do you approve")
+            assert not done.is_error and "Request approved (yes)" in text(done)
+            answer = {"action": "decline"}
+            declined = await client.call_tool(report, {"task": "please approve the budget"})
+            assert declined.is_error and "declined" in text(declined)
+            answer = {"action": "cancel"}
+            canceled = await client.call_tool(report, {"task": "please approve the budget"})
+            assert canceled.is_error and "the question was canceled" in text(canceled)
+            first = await client.session.call_tool(
+                report, {"task": "please approve the budget"}, allow_input_required=True
+            )
+            assert isinstance(first, types.InputRequiredResult) and first.request_state
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await client.session.call_tool(
+                    report,
+                    {"task": "please approve the budget"},
+                    input_responses={
+                        "answer": types.ElicitResult(action="accept", content={"answer": "yes"})
+                    },
+                    request_state="a2a:" + "0" * 32,
+                    allow_input_required=True,
+                )
+        async with Client(h.mcp_url) as client:  # no elicitation offered: told why, as before
+            refused = await client.call_tool(report, {"task": "please approve the budget"})
+            assert refused.is_error and "offers no elicitation" in text(refused)
+    answer = {"action": "accept", "content": {"answer": "yes"}}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=command("--agent", agent.url)[1:],
+        env=dict(os.environ),
+        cwd=ROOT,
+    )
+    asked.clear()
+    async with Client(params, elicitation_callback=elicit) as client:
+        assert client.protocol_version == "2026-07-28"
+        [report] = [t.name for t in (await client.list_tools()).tools if "report" in t.name]
+        done = await client.call_tool(report, {"task": "please approve the budget"})
+    assert asked and not done.is_error and "Request approved (yes)" in text(done)

@@ -11,9 +11,13 @@ every tool except the builtins that run commands or write files (``bash``, ``wri
 A caller that sends a progress token hears the tool's :class:`~toolnexus.tools.Progress` as
 ``notifications/progress`` (at most one every :data:`PROGRESS_EVERY`, its message cut to
 :data:`MAX_PROGRESS_MESSAGE`). A tool that asks for input (a remote agent's ``input-required``) is
-asked of the user through MCP elicitation when the client offers it on a handshake-era
-connection, and the call goes on with the answer; a client that does not (stateless HTTP cannot)
-gets a tool error that says what was asked.
+asked of the user through MCP elicitation when the client offers it, and the call goes on with the
+answer: in the handshake era as an ``elicitation/create`` request during the call (stdio; stateless
+HTTP has no channel for it), on 2026-07-28 as the call's ``input_required`` result, which the
+client answers by calling again with the answer and the ``requestState`` it was given (any
+carrier, stateless HTTP included; the state is sealed by the SDK's ``RequestStateBoundary`` with
+a key of this process's, so with ``--workers`` the answer must reach the worker that asked). A
+client that offers no elicitation gets a tool error that says what was asked.
 
 **Skills** (``MCPServeConfig.skills``, on by default). Each skill is a prompt (its instructions,
 the arguments it declares, ``${name}`` filled in) and each file of its folder a read-only resource,
@@ -51,6 +55,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import (
@@ -166,6 +171,10 @@ class MCPToolkit:
             on_subscriptions_listen=self._listen,
             **skills,
         )
+        # the 2026-07-28 requestState a question rides on comes back from the client: sealed
+        self.app.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=config.name)
+        )
         self.options = self.app.create_initialization_options(
             NotificationOptions(
                 prompts_changed=duplex and config.skills,
@@ -260,7 +269,9 @@ class MCPToolkit:
             ]
         )
 
-    async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         tool = self._by_name.get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -268,12 +279,20 @@ class MCPToolkit:
         started = time.perf_counter()
         result: ToolResult | None = None
         progress = _progress_to(ctx)
+        modern = getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+        answered, canceled = _answered(params)
         try:
-            result = await tool.execute(args, ToolContext(on_progress=progress))
+            result = await tool.execute(args, ToolContext(answer=answered, on_progress=progress))
+            if canceled:  # the remote question was withdrawn (as declined); the call ends here
+                result = ToolResult.error(f"{tool.name}: the question was canceled")
             for _ in range(MAX_QUESTIONS):
                 request = result.pending
                 if request is None:
                     break
+                if modern and _can_elicit(
+                    ctx
+                ):  # asked as the call's result: the client calls again
+                    return _input_required(request)
                 answer = await self._ask(ctx, tool, request)
                 if isinstance(answer, ToolResult):
                     result = answer
@@ -292,13 +311,12 @@ class MCPToolkit:
         )
 
     async def _ask(self, ctx: Any, tool: Tool, request: Request) -> Answer | ToolResult:
-        """What the user answers to ``request``, through MCP elicitation; a tool error when the
-        client cannot ask (no elicitation capability, or stateless HTTP) or the user cancels."""
+        """What the user answers to ``request``, through a handshake-era elicitation request; a
+        tool error when the client cannot ask (no elicitation capability, or stateless HTTP) or
+        the user cancels."""
         question = request.prompt or "the tool needs your input"
         session = getattr(ctx, "session", None)
-        if session is None or not session.check_client_capability(
-            types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        ):
+        if session is None or not _can_elicit(ctx):
             return ToolResult.error(
                 f"{tool.name} asks: {question} -- this MCP client cannot answer questions "
                 "(it offers no elicitation), so the call stops here"
@@ -308,13 +326,10 @@ class MCPToolkit:
             requested_schema=_ANSWER_SCHEMA,
             related_request_id=getattr(ctx, "request_id", None),
         )
-        if reply.action == "accept":
-            content: dict[str, Any] = dict(reply.content or {})
-            given = content.get("answer")
-            return Answer(request.id, True, "" if given is None else str(given))
-        if reply.action == "decline":
-            return Answer(request.id, False, None)
-        return ToolResult.error(f"{tool.name} asked: {question} -- the question was canceled")
+        answer = _answer(request.id, reply)
+        if answer is None:
+            return ToolResult.error(f"{tool.name} asked: {question} -- the question was canceled")
+        return answer
 
     # -- skills as prompts --------------------------------------------------------------------------
     def _skills(self) -> dict[str, SkillDef]:
@@ -518,6 +533,54 @@ class _Client:
             await self.session.send_resource_list_changed()
         elif event.uri in self.subscribed:
             await self.session.send_resource_updated(event.uri)
+
+
+_QUESTION = "answer"
+"""The key of the one question a 2026-07-28 ``input_required`` result asks."""
+
+
+def _can_elicit(ctx: Any) -> bool:
+    session = getattr(ctx, "session", None)
+    return session is not None and session.check_client_capability(
+        types.ClientCapabilities(elicitation=types.ElicitationCapability())
+    )
+
+
+def _input_required(request: Request) -> types.InputRequiredResult:
+    """A tool's question as a 2026-07-28 call result: one form with one answer, and the request's
+    id as the state the client sends back (sealed on the way out, checked on the way in)."""
+    return types.InputRequiredResult(
+        input_requests={
+            _QUESTION: types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=request.prompt or "the tool needs your input",
+                    requested_schema=_ANSWER_SCHEMA,
+                )
+            )
+        },
+        request_state=request.id,
+    )
+
+
+def _answered(params: types.CallToolRequestParams) -> tuple[Answer | None, bool]:
+    """The answer a 2026-07-28 client sent with its call again, for the request its state names,
+    and whether the user canceled (the tool is then told no, as for a decline, so a remote agent's
+    task does not wait for ever)."""
+    reply = (params.input_responses or {}).get(_QUESTION)
+    if not params.request_state or not isinstance(reply, types.ElicitResult):
+        return None, False
+    answer = _answer(params.request_state, reply)
+    return answer or Answer(params.request_state, False, None), answer is None
+
+
+def _answer(request_id: str, reply: types.ElicitResult) -> Answer | None:
+    """An elicitation's result as the tool's :class:`Answer` (None: the user canceled)."""
+    if reply.action == "accept":
+        given = dict(reply.content or {}).get("answer")
+        return Answer(request_id, True, "" if given is None else str(given))
+    if reply.action == "decline":
+        return Answer(request_id, False, None)
+    return None
 
 
 def _ms(started: float) -> float:
