@@ -22,6 +22,7 @@ __all__ = [
     "mask_text",
     "mask_url",
     "url_secrets",
+    "body_secrets",
     "expand_env",
 ]
 
@@ -42,6 +43,23 @@ _SECRET_WORDS = re.compile(
     r"auth|token|secret|passw|key|cookie|session|signature|credential", re.IGNORECASE
 )
 _SCHEMES = ("bearer", "basic", "token", "digest")
+OAUTH_SECRET_FIELDS = frozenset(
+    {
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "client_secret",
+        "code",
+        "code_verifier",
+        "registration_access_token",
+    }
+)
+"""The fields of an OAuth body (a token answer in JSON, a token request in form encoding, a
+registration) whose values are secrets."""
+_OAUTH_HINT = re.compile(
+    r"access_token|refresh_token|id_token|client_secret|code_verifier|registration_access_token"
+)
+"""A body without any of these names is not an OAuth one: not parsed (every body is asked)."""
 MASK = "***"
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -152,3 +170,27 @@ def url_secrets(url: str) -> list[str]:
 def expand_env(value: str) -> str:
     """``${NAME}`` replaced by the environment variable NAME ("" when unset)."""
     return _ENV.sub(lambda m: os.environ.get(m.group(1), ""), value)
+
+
+def body_secrets(body: str) -> list[str]:
+    """The secret values of an OAuth exchange's body (:data:`OAUTH_SECRET_FIELDS`): a JSON object's
+    top-level fields, or a form's (``code=...&code_verifier=...``); nothing for any other body."""
+    if not _OAUTH_HINT.search(body, 0, 65536):
+        return []
+    text = body.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return []
+        pairs = data.items() if isinstance(data, dict) else []
+    elif "=" in text and " " not in text and len(text) < 16384:
+        pairs = urllib.parse.parse_qsl(text)
+    else:
+        return []
+    return [
+        part
+        for key, value in pairs
+        if key in OAUTH_SECRET_FIELDS and isinstance(value, str) and len(value) >= 8
+        for part in secret_parts(value)
+    ]

@@ -29,6 +29,7 @@ from .secrets import (
     MASK,
     SECRET_HEADERS,
     _masked,
+    body_secrets,
     is_secret_name,
     mask_headers,
     mask_text,
@@ -124,6 +125,10 @@ class TrafficRecorder:
         server: str | None = None,
     ) -> TrafficEvent:
         self.learn(request_headers, url)
+        for body in (request_body, response_body):  # an OAuth exchange's tokens and codes
+            found = body_secrets(_text(body)) if body else []
+            if found:
+                self.secret_values.update(found)
         values = self._sorted_values()
         event = TrafficEvent(
             direction=direction,

@@ -1,0 +1,306 @@
+"""``MCPSession``, the session the inspectors keep open, against real MCP servers: servers written
+for the tests on the official Python SDK (both eras) and TypeScript SDK (the handshake era), over
+stdio and streamable HTTP, and our own: what was negotiated, the lists, a blob read with its MIME
+type, a prompt filled in, a tool's structured result, a tool error as a result and a protocol
+error as an error, progress and logs, the server's elicitation answered from a form, its sampling
+answered by the demo model once approved (and refused), the user's roots, a subscription and its
+update, OAuth against the authorization server written for the tests, every exchange on the bus
+with the token masked."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import toolnexus as tn
+from toolnexus.errors import PeerError
+from toolnexus.events import EventBus, TrafficEvent
+from toolnexus.mcp_client import Elicitation, MCPSession, Reply, Sampling, form_values
+
+from .peers import mcp_peers
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def py_http() -> Iterator[str]:
+    with mcp_peers.http_server("py") as said:
+        yield said["MCP"]
+
+
+@pytest.fixture(scope="module")
+def ts_http() -> Iterator[str]:
+    with mcp_peers.http_server("ts") as said:
+        yield said["MCP"]
+
+
+class User:
+    """The person at the front end: answers forms, approves (or not) each sampling request."""
+
+    def __init__(self, approve: bool = True, reply: Reply | None = None) -> None:
+        self.forms: list[Elicitation] = []
+        self.samplings: list[Sampling] = []
+        self.approving = approve
+        self.reply = reply
+
+    async def elicit(self, request: Elicitation) -> Reply:
+        self.forms.append(request)
+        if self.reply is not None:
+            return self.reply
+        texts = {"name": "Ada", "age": "36"}
+        return Reply(
+            "accept",
+            form_values(request.fields, [texts.get(f.name, f.default) for f in request.fields]),
+        )
+
+    async def approve(self, request: Sampling) -> bool:
+        self.samplings.append(request)
+        return self.approving
+
+
+def session(
+    target: str | list[str], user: User, bus: EventBus | None = None, **options: Any
+) -> MCPSession:
+    return MCPSession(
+        target,
+        env=mcp_peers.ENV if isinstance(target, list) else None,
+        bus=bus,
+        elicit=user.elicit,
+        model=tn.demo_client(),
+        approve=user.approve,
+        roots=["/tmp/project"],
+        **options,
+    )
+
+
+async def until(condition: Any, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "server, mode",
+    [
+        ("py-stdio", "auto"),
+        ("py-stdio", "legacy"),
+        ("py-http", "auto"),
+        ("py-http", "legacy"),
+        ("ts-stdio", "auto"),
+        ("ts-http", "auto"),
+    ],
+)
+async def test_everything_an_inspector_does_with_an_sdk_server(server, mode, request):
+    sdk, carrier = server.split("-")
+    target = mcp_peers.stdio(sdk) if carrier == "stdio" else request.getfixturevalue(f"{sdk}_http")
+    user, bus = User(), EventBus()
+    async with session(target, user, bus, mode=mode) as s:
+        modern = sdk == "py" and mode == "auto"
+        assert s.protocol_version == ("2026-07-28" if modern else "2025-11-25")
+        assert s.server_name == f"everything-{sdk}" and s.server_version == "1.0.0"
+        assert "every MCP feature" in s.instructions
+        assert {"tools", "resources", "prompts"} <= set(s.capabilities)
+        assert s.offered == ["roots", "elicitation", "sampling"]
+
+        tools = {t["name"]: t for t in await s.tools()}
+        assert set(tools) == {"add", "fail", "slow", "greet", "haiku", "where", "touch"}
+        assert tools["add"]["input_schema"]["required"] == ["a", "b"]
+        assert tools["add"]["output_schema"]["properties"]["total"]["type"] == "integer"
+        resources = {r["uri"]: r for r in await s.resources()}
+        assert resources["note://logo"]["mime_type"] == "image/png"
+        [template] = await s.templates()
+        assert template["uri_template"] == "note://items/{item}"
+        [prompt] = await s.prompts()
+        assert [(a["name"], a.get("required", False)) for a in prompt["arguments"]] == [
+            ("code", True),
+            ("language", False),
+        ]
+
+        [logo] = await s.read("note://logo")
+        assert logo.mime == "image/png" and logo.data is not None and logo.data[:4] == b"\x89PNG"
+        [item] = await s.read("note://items/bolt")
+        assert (item.mime, item.text) == ("text/plain", "item bolt")
+        _, messages = await s.prompt("review", {"code": "x = 1", "language": "go"})
+        assert messages == [
+            ("user", "Please review this go code:\nx = 1"),
+            ("assistant", "I will look at it."),
+        ]
+
+        added = await s.call("add", {"a": 2, "b": 3})
+        assert not added.is_error and added.metadata["structured"] == {"total": 5, "terms": [2, 3]}
+        failed = await s.call("fail", {"reason": "boom"})
+        assert failed.is_error  # a tool's error is a result
+        unknown = await s.call("nope", {})  # both SDKs answer a tool error (ours: -32602)
+        assert unknown.is_error and "nope" in unknown.output
+        progress: list[tn.Progress] = []
+
+        async def heard_progress(p: tn.Progress) -> None:
+            progress.append(p)
+
+        slow = await s.call("slow", {"steps": 3}, progress=heard_progress)
+        assert "done in 3 steps" in slow.output
+        assert [(p.done, p.total, p.message) for p in progress] == [
+            (1, 3, "step 1"),
+            (2, 3, "step 2"),
+            (3, 3, "step 3"),
+        ]
+        kinds = [n.kind for n in s.notices]
+        assert kinds.count("progress") == 3
+        if not modern:  # logging is deprecated on 2026-07-28: only asked-for levels come
+            assert any(n.summary == "info: slow starts: 3 steps" for n in s.notices)
+
+        greeted = await s.call("greet", {})
+        assert "Hello Ada, 36, who likes blue!" in greeted.output, greeted.output
+        [form] = user.forms
+        assert form.message == "Who are you?"
+        assert [(f.name, f.kind, f.required) for f in form.fields] == [
+            ("name", "string", True),
+            ("age", "integer", False),
+            ("colour", 'one of "red", "green", "blue"', False),
+        ]
+        sung = await s.call("haiku", {"topic": "the sea"})
+        assert "the model toolnexus-demo said: You said: A haiku about the sea" in sung.output
+        [asked] = user.samplings
+        assert asked.system == "You are a poet." and asked.max_tokens == 100
+        assert asked.messages == [("user", "A haiku about the sea")]
+        rooted = await s.call("where", {})
+        assert "file:///tmp/project" in rooted.output
+
+        if s.capabilities["resources"].get("subscribe"):
+            await s.subscribe("note://counter")
+            assert "counter is 1" in (await s.call("touch", {})).output
+            await until(lambda: any(n.summary == "updated: note://counter" for n in s.notices))
+            [counter] = await s.read("note://counter")
+            assert counter.text is not None and '"counter": 1' in counter.text.replace(":1", ": 1")
+        else:
+            with pytest.raises(PeerError, match="offers no resource subscriptions"):
+                await s.subscribe("note://counter")
+
+        user.approving = False  # refused: the server is told, and its tool fails
+        if sdk == "py":  # the Python SDK answers the call with the refusal (2026-07-28: the
+            # client's own driver ends the call on the refusal)
+            with pytest.raises(PeerError, match="the user refused the sampling request"):
+                await s.call("haiku", {"topic": "rain"})
+        else:
+            refused = await s.call("haiku", {"topic": "rain"})
+            assert refused.is_error
+        assert any(n.summary == "refused by the user" for n in s.notices)
+
+    seen = [e for e in bus.history() if isinstance(e, TrafficEvent)]
+    methods = {e.rpc_method for e in seen}
+    assert {"tools/list", "tools/call", "resources/read", "prompts/get"} <= methods
+
+
+async def test_our_own_server_a_changing_toolkit_over_stdio_in_both_eras(tmp_path):
+    """tests/peers/mcp_changing.py: the lists told as changed, an edited skill file told as updated
+    to its subscriber (a listen stream on 2026-07-28, resources/subscribe before)."""
+    import shutil
+
+    from .conftest import EXAMPLE_SKILLS
+
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS, skills)
+    argv = [sys.executable, "-m", "tests.peers.mcp_changing", str(skills)]
+    for mode in ("auto", "legacy"):
+        async with MCPSession(argv, env=mcp_peers.ENV, mode=mode) as s:
+            await s.subscribe("skill://weather/reference/units.md")
+            await s.call("grow", {})
+            await s.call("reload", {"touch": "weather/reference/units.md"})
+            told = lambda: {n.method for n in s.notices}  # noqa: E731
+            await until(
+                lambda: (
+                    {
+                        "notifications/tools/list_changed",
+                        "notifications/resources/updated",
+                    }
+                    <= told()
+                )
+            )
+            assert "grown" in [t["name"] for t in await s.tools()]
+
+
+async def test_a_stdio_server_gets_the_environment_it_is_given_and_its_stderr_explains_a_failure():
+    argv = [
+        sys.executable,
+        "-c",
+        "import os, sys; print('no', os.environ.get('TN_MARK'), file=sys.stderr); sys.exit(3)",
+    ]
+    with pytest.raises(PeerError, match="its stderr ends: no marked"):
+        async with MCPSession(argv, env={"TN_MARK": "marked"}):
+            pass
+
+
+async def test_oauth_sign_in_against_the_test_authorization_server():
+    """The server answers 401 naming its resource metadata; the session discovers the
+    authorization server, registers, shows the sign-in address (the "user" follows it: the test
+    authorization server signs in at once and redirects to the session's loopback callback), trades
+    the code (PKCE) for a token, and every later request carries it; no token, code or verifier is
+    readable in the wire log."""
+    with mcp_peers.http_server("py", oauth=True) as said:
+        shown: list[str] = []
+        followed: list[asyncio.Task[Any]] = []
+
+        async def authorize(address: str) -> None:
+            shown.append(address)
+
+            async def follow() -> int:
+                async with httpx.AsyncClient(follow_redirects=True) as browser:
+                    return (await browser.get(address)).status_code
+
+            followed.append(asyncio.ensure_future(follow()))
+
+        bus = EventBus()
+        async with MCPSession(said["MCP"], bus=bus, authorize=authorize) as s:
+            assert s.oauth is not None and s.oauth.state == "signed in"
+            assert "add" in [t["name"] for t in await s.tools()]
+        assert await followed[0] == 200
+        [address] = shown
+        assert (
+            address.startswith(said["AS"] + "/authorize?")
+            and "code_challenge_method=S256" in address
+        )
+        events = s.recorder.events
+        steps = [
+            (e.method, e.url.removeprefix(said["AS"]).removeprefix(said["MCP"]), e.status)
+            for e in events
+        ]
+        assert steps[0][2] == 401
+        assert ("POST", "/register", 201) in steps and ("POST", "/token", 200) in steps
+        later = [e for e in events if e.url == said["MCP"] and e.status == 200]
+        assert later and all(e.request_headers["authorization"] == "Bearer ***" for e in later)
+        wire = repr(events)
+        assert "tok-" not in wire and "code_verifier=***" in wire and '"access_token":"***"' in wire
+
+
+async def test_oauth_nobody_signs_in_is_a_clear_failure():
+    with mcp_peers.http_server("py", oauth=True) as said:
+
+        async def authorize(address: str) -> None:
+            pass  # the user never comes back
+
+        s = MCPSession(said["MCP"], authorize=authorize, timeout=5)
+        assert s.oauth is not None
+        s.oauth.timeout = 1
+        with pytest.raises(
+            PeerError, match="the OAuth sign-in failed: nobody signed in within 1 s"
+        ):
+            await s.start()
+        assert s.status == "failed"
+
+
+async def test_a_server_without_oauth_support_keeps_its_http_status(tmp_path):
+    tk = await tn.create_toolkit(builtins=False)
+    async with await tk.serve(mcp=tn.MCPServeConfig(auth=tn.Auth.bearer("s3cret-token-1"))) as h:
+        with pytest.raises(PeerError, match="HTTP 401: authentication required"):
+            await MCPSession(h.mcp_url).start()
+        async with MCPSession(h.mcp_url, headers={"Authorization": "Bearer s3cret-token-1"}) as s:
+            assert s.server_name == "toolnexus"
+            with pytest.raises(PeerError, match="MCP error -32602: Unknown prompt: nope"):
+                await s.prompt("nope", {})
+    assert os.environ.get("TN_MARK") is None
