@@ -20,7 +20,7 @@ import toolnexus as tn
 from toolnexus.errors import TaskNotFoundError
 from toolnexus.protocol.push import PushConfig
 
-from ..helpers import Served
+from ..helpers import Served, write_skill
 from ..peers import on_loopback
 from .test_workers import send
 
@@ -184,6 +184,36 @@ async def test_the_wire_recorders_cut_records_are_counted():
         value(found, "toolnexus_requests_total", binding="JSONRPC", operation="send", outcome="ok")
         == 2
     )
+
+
+async def test_a_caller_cannot_grow_the_skill_label(tmp_path):
+    """The ``skill`` label is the name the model passed to the ``skill`` tool, which a caller's
+    prompt steers: only the agent's own skills are labels, any other name is ``other`` (issue 49:
+    1,000 made-up names made 1,000 series)."""
+    write_skill(tmp_path / "weather", "weather", description="Forecasts.")
+    tk = await tn.create_toolkit(skills_dir=[tmp_path], builtins=False)
+
+    def generate(request: dict) -> dict:
+        last = request["messages"][-1]
+        if last["role"] == "user":  # load the skill the caller named, whatever it is
+            name = last["content"].split()[-1]
+            return {"tool_calls": [{"name": "skill", "arguments": {"name": name}}]}
+        return {"content": "done"}
+
+    async with tk.serve(
+        client=tn.create_in_process_client(generate), a2a=tn.A2AConfig(name="named"), metrics=True
+    ) as handle:
+        async with tn.A2AClient(handle.url) as client:
+            await asyncio.gather(
+                *(client.send(f"use made-up-{i}", blocking=True) for i in range(100)),
+                client.send("use weather", blocking=True),
+            )
+        async with httpx.AsyncClient(timeout=10) as http:
+            found = samples((await http.get(handle.metrics_url)).text)
+    labelled = {dict(labels).get("skill") for name, labels in found if "task" in name}
+    assert labelled == {"", "weather", "other"}, sorted(labelled)[:10]  # "": not known yet
+    assert value(found, "toolnexus_tasks_total", state="completed", skill="other") == 100
+    assert value(found, "toolnexus_tasks_total", state="completed", skill="weather") == 1
 
 
 async def test_two_workers_answer_the_sum_of_both(postgres):

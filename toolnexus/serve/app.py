@@ -344,7 +344,7 @@ async def serve(
         )
         routes += endpoint.routes()
         if metrics:
-            exported = endpoint.metrics = Metrics(name)
+            exported = endpoint.metrics = Metrics(name, (s.name for s in toolkit.skills()))
             exported.time_store(store)
             if not isinstance(metrics, str):
                 routes.append(metrics_route(exported, a2a_cfg.auth))

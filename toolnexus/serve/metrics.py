@@ -9,6 +9,8 @@ What is counted, each labelled with the served agent's name (``server``):
   time is until its first frame is ready;
 - ``toolnexus_tasks_total{state, skill}``: every transition into a state, and the histogram
   ``toolnexus_task_seconds{state, skill}``: from creation to the final (or interrupted) state;
+  ``skill`` is one of the agent's own skills, ``other`` for any other name the model passed to the
+  ``skill`` tool (a caller's prompt steers it), empty while none is known;
 - ``toolnexus_push_deliveries_total{outcome}``: push notifications delivered and failed;
 - ``toolnexus_store_seconds{operation}`` (count and sum) and ``toolnexus_store_errors_total``:
   the task store's ``save``, ``get`` and ``list`` when it is a file or a database (the memory
@@ -17,6 +19,10 @@ What is counted, each labelled with the served agent's name (``server``):
   off for falling too far behind;
 - ``toolnexus_wire_cut_total``: with the inbound wire recorder on (a server the TUI or a notebook
   hosts), exchanges recorded cut short, a body past its 256 KiB cap.
+
+Every label takes only values the agent declares, so no caller can grow the exposition: the binding,
+the operation and the outcome come from the table of operations and the table of errors, the state
+is one of the task states, the skill one of the agent's (see above).
 
 Opt-in (``serve(metrics=True)``, ``toolnexus serve --metrics``: an extra to install and an endpoint
 to expose, which a user asks for). Counted by callgrind in a served agent, request after request
@@ -44,7 +50,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +62,12 @@ from ..protocol.model import INTERRUPTED, TERMINAL
 from ..protocol.operations import Binding, Operation
 from ..stores import Durable
 
-__all__ = ["Metrics", "available", "MULTIPROC_ENV", "CONTENT_TYPE"]
+__all__ = ["Metrics", "available", "MULTIPROC_ENV", "CONTENT_TYPE", "OTHER"]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OTHER = "other"
+"""The ``skill`` label of a task whose skill is not one of the agent's."""
 SAMPLE_EVERY = 1.0
 """With workers, seconds between writes of a worker's counts into its file. (One process wakes for
 nothing: it samples the push notifier's, the bus's and the recorder's counts when scraped.)"""
@@ -135,10 +143,12 @@ def available() -> bool:
 class Metrics:
     """The counts of one served agent in this process (with workers: summed over their files)."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, skills: Iterable[str] = ()) -> None:
         if not available():
             raise MissingExtra("metrics need prometheus-client: pip install 'toolnexus[metrics]'")
         self.server = server
+        self.skills = frozenset(skills)
+        """The agent's own skills: the only values of the ``skill`` label but ``other``."""
         folder = os.environ.get(MULTIPROC_ENV)
         self.folder = Path(folder) if folder else None
         # series name -> label values -> a count, or [bucket counts..., sum, count] for a histogram
@@ -177,12 +187,12 @@ class Metrics:
 
     def _tap(self, events: Sequence[Any]) -> None:
         """Task transitions as the bus publishes them (a tap: called synchronously, never raises)."""
-        server, counts, started = self.server, self._tasks_entered, self._started
+        server, counts, started, own = self.server, self._tasks_entered, self._started, self.skills
         for ev in events:
             if ev.__class__ is not TaskEvent or ev.server != server or ev.heard:
                 continue
-            state = ev.state
-            key = (state, ev.skill or "")
+            state, skill = ev.state, ev.skill
+            key = (state, "" if not skill else skill if skill in own else OTHER)
             counts[key] = counts.get(key, 0) + 1
             if ev.previous is None:
                 if len(started) >= _STARTED_LIMIT:
