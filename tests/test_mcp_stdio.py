@@ -132,14 +132,29 @@ async def test_a_slow_remote_agent_answers_and_a_canceled_call_cancels_its_remot
         assert text(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
 
 
+NOISY = """\
+import os, subprocess
+print("loading my tools")
+os.write(1, b"written to descriptor 1 while loading\\n")
+subprocess.run(["echo", "a child's echo while loading"], check=True)
+
+def shout(text: str) -> str:
+    \"\"\"Shout.\"\"\"
+    os.write(1, b"written to descriptor 1 by a call\\n")
+    subprocess.run(["echo", "a child's echo in a call"], check=True)
+    return text.upper()
+"""
+
+
 async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_protocol_only(
     tmp_path,
 ):
-    noisy = tmp_path / "noisy.py"  # a user's tools module that prints as it loads
-    noisy.write_text(
-        'print("loading my tools")\n\ndef shout(text: str) -> str:\n    """Shout."""\n'
-        "    return text.upper()\n"
-    )
+    """A user's tools module that prints, writes to file descriptor 1 and runs a child that
+    echoes, as it loads and in a call: the protocol's stream carries the protocol alone, from the
+    first byte (issue 49: only ``sys.stdout`` was redirected while loading), the rest goes to
+    stderr."""
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text(NOISY)
     proc = await asyncio.create_subprocess_exec(
         *command("--tools", f"{noisy}:shout"),
         cwd=ROOT,
@@ -158,10 +173,19 @@ async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_pr
             "clientInfo": {"name": "raw", "version": "1"},
         },
     }
-    proc.stdin.write((json.dumps(hello) + "\n").encode())
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "shout", "arguments": {"text": "hi"}},
+    }
+    for message in (hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
     await proc.stdin.drain()
-    line = await asyncio.wait_for(proc.stdout.readline(), 30)
-    assert json.loads(line)["result"]["serverInfo"]["name"] == "toolnexus"
+    first = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    assert first["result"]["serverInfo"]["name"] == "toolnexus", first
+    called = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    assert called["id"] == 2 and "HI" in json.dumps(called["result"]), called
     proc.stdin.close()
     out, err = await asyncio.wait_for(proc.communicate(), 15)
     assert proc.returncode == 0, err.decode()
@@ -169,7 +193,14 @@ async def test_a_host_that_closes_stdin_ends_the_server_cleanly_and_stdout_is_pr
     assert (
         b"serving 4 tool(s) over stdio as toolnexus: add, explode, nap, shout" in err
     )  # what it does: on stderr
-    assert b"loading my tools" in err
+    for said in (
+        b"loading my tools",
+        b"written to descriptor 1 while loading",
+        b"a child's echo while loading",
+        b"written to descriptor 1 by a call",
+        b"a child's echo in a call",
+    ):
+        assert said in err, said
 
 
 async def test_the_typescript_client_lists_and_calls():

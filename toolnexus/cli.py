@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from .display import printable
@@ -673,44 +673,63 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _mcp(args: argparse.Namespace) -> int:
     """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin. stdout carries
     the protocol alone; what happens is logged on stderr."""
-    import logging
+    with _protocol_stdout() as protocol:
+        import io
+        import logging
 
-    import toolnexus as tn
+        import anyio
 
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s"
-    )
-    with contextlib.redirect_stdout(
-        sys.stderr
-    ):  # a --tools module that prints as it loads: not on the protocol's stream
+        import toolnexus as tn
+
+        logging.basicConfig(
+            stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s"
+        )
         tk, _ = await _toolkit(args)
-    config = tn.MCPServeConfig.from_config(tk.config.get("mcpServer"))
-    if args.name:
-        config.name = args.name
-    if args.expose:
-        config.tools = list(args.expose)
+        config = tn.MCPServeConfig.from_config(tk.config.get("mcpServer"))
+        if args.name:
+            config.name = args.name
+        if args.expose:
+            config.tools = list(args.expose)
 
-    def told(call: dict[str, Any]) -> None:
-        outcome = "error" if call["is_error"] else "ok"
+        def told(call: dict[str, Any]) -> None:
+            outcome = "error" if call["is_error"] else "ok"
+            print(
+                printable(f"{call['name']}: {outcome} in {call['ms']:.0f} ms"),
+                file=sys.stderr,
+                flush=True,
+            )
+
+        exposed = [t.name for t in config.exposed(tk.tools())]
         print(
-            printable(f"{call['name']}: {outcome} in {call['ms']:.0f} ms"),
+            printable(
+                f"serving {len(exposed)} tool(s) over stdio as {config.name}: {', '.join(exposed)}"
+            ),
             file=sys.stderr,
             flush=True,
         )
-
-    exposed = [t.name for t in config.exposed(tk.tools())]
-    print(
-        printable(
-            f"serving {len(exposed)} tool(s) over stdio as {config.name}: {', '.join(exposed)}"
-        ),
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        await tk.serve_stdio(config, on_call=told)
-    finally:
-        await tk.close()
+        wire = io.TextIOWrapper(open(protocol, "wb", closefd=False), encoding="utf-8")
+        try:
+            await tk.serve_stdio(config, on_call=told, stdout=anyio.wrap_file(wire))
+        finally:
+            await tk.close()
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _protocol_stdout() -> Iterator[int]:
+    """File descriptor 1 kept for a protocol alone: yields a private copy of it, and points 1 itself
+    at stderr until the block ends, so that nothing else writes there: not a ``--tools`` module
+    that prints or writes to the descriptor as it loads, not a child process that echoes, not a
+    tool's output (redirecting ``sys.stdout`` alone let the last two corrupt the stream)."""
+    sys.stdout.flush()
+    private = os.dup(1)  # not inherited by children, and above the standard three
+    os.dup2(2, 1)
+    try:
+        yield private
+    finally:
+        sys.stdout.flush()
+        os.dup2(private, 1)
+        os.close(private)
 
 
 async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
