@@ -709,7 +709,7 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
         ) as peer:  # 0.3 configs get the whole task
             tasks = []
             for _ in range(30):
-                task = await peer.send(f"slow 0.3 {big}")
+                task = await peer.send(f"slow 2 {big}")  # its ten configs set while it runs
                 for _ in range(10):
                     await peer.set_push(task.id, never.url)
                 tasks.append(task.id)
@@ -843,7 +843,7 @@ async def _grown_by(sends: int, url: str | None, configs: int) -> float:
             before = _rss_mib(served.proc.pid)
             tasks = []
             for _ in range(sends):
-                task = await peer.send(f"slow 0.3 {big}", push=PushConfig("", url) if url else None)
+                task = await peer.send(f"slow 2 {big}", push=PushConfig("", url) if url else None)
                 for _ in range(configs - 1 if url else 0):
                     await peer.set_push(task.id, url)
                 tasks.append(task.id)
