@@ -339,6 +339,77 @@ async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
     assert peer.misses == ["GetTask", "GET /.well-known/agent-card.json", "POST /"]
 
 
+HOSTILE_HEADERS = {
+    "set-cookie": "session=stolen; Path=/",
+    "access-control-allow-origin": "*",
+    "access-control-allow-credentials": "true",
+    "refresh": "0; url=http://attacker.example/",
+    "location": "http://attacker.example/",
+    "content-security-policy": "script-src *",
+    "x-frame-options": "ALLOWALL",
+    "link": "<http://attacker.example/x.js>; rel=preload",
+    "cache-control": "public, max-age=31536000",
+}
+
+
+def _hostile(seq: int, path: str, content_type: str, body: dict) -> dict:
+    """A recorded GET of ``path`` answered with ``body`` (``text``, ``json`` or ``frames``) and
+    ``content_type`` among every hostile header."""
+    return {
+        "seq": seq,
+        "direction": "out",
+        "method": "GET",
+        "url": f"http://10.1.2.3:7{path}",
+        "rpc_method": None,
+        "request": {"headers": {}},
+        "response": {
+            "status": 200,
+            "headers": {"content-type": content_type, **HOSTILE_HEADERS},
+            **body,
+        },
+    }
+
+
+async def test_a_hostile_cassette_is_served_with_none_of_its_recorded_headers(tmp_path):
+    """Issue 49: a cassette's recorded headers were served as recorded: ``text/html`` with a
+    script, cookies for every local port, CORS with credentials, a refresh to elsewhere. A replay
+    serves a content type from a short list (JSON, A2A's JSON, an event stream; anything else as
+    plain text, never sniffed) and no other recorded header."""
+    script = "<html><script>fetch('http://127.0.0.1:1/')</script></html>"
+    tape = tmp_path / "hostile.jsonl"
+    rows = [
+        {"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"},
+        _hostile(1, "/page", "text/html", {"text": script}),
+        _hostile(
+            2,
+            "/.well-known/agent-card.json",
+            "application/json; charset=utf-8",
+            {"json": {"name": "card"}},
+        ),
+        _hostile(3, "/tasks/t-1", "application/a2a+json", {"json": {"id": "t-1"}}),
+        _hostile(4, "/tasks/t-1:subscribe", "text/html", {"frames": [{"id": "t-1"}]}),
+    ]
+    tape.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    async with ReplayPeer(tape, match="method") as peer, httpx.AsyncClient(timeout=10) as http:
+        page = await http.get(peer.url + "/page")
+        card = await http.get(peer.url + "/.well-known/agent-card.json")
+        task = await http.get(peer.url + "/tasks/t-1")
+        stream = await http.get(peer.url + "/tasks/t-1:subscribe")
+    served = {"page": page, "card": card, "task": task, "stream": stream}
+    for name, answer in served.items():
+        assert answer.status_code == 200, (name, answer.text)
+        names = set(answer.headers) - {"date", "server", "content-length", "transfer-encoding"}
+        assert names == {"content-type", "x-content-type-options"}, (name, answer.headers)
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert page.headers["content-type"] == "text/plain; charset=utf-8"
+    assert page.text == script  # the bytes as data, never as a page
+    assert card.headers["content-type"] == "application/json; charset=utf-8"
+    assert task.headers["content-type"] == "application/a2a+json"
+    assert card.json() == {"name": "card"} and task.json() == {"id": "t-1"}
+    assert stream.headers["content-type"] == "text/event-stream"
+    assert stream.text == 'data: {"id":"t-1"}\n\n'
+
+
 @pytest.mark.parametrize(
     "match, context, text, answered",
     [

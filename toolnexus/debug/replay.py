@@ -12,7 +12,9 @@ reproduced offline. How requests match (``match=``):
 - ``"method"``: the same operation (JSON-RPC method, HTTP+JSON route, or method and path).
 
 Several recorded exchanges matching one request are answered in recorded order, the last one again
-once they are used up (a client that polls more often than the recording did). The recorded
+once they are used up (a client that polls more often than the recording did). An answer carries
+its recorded status and body, and of its recorded headers only its content type, when it is JSON
+or an event stream (else plain text, never sniffed). The recorded
 origin is rewritten to the replay's own in every answer (the card's URLs point at the replay), and
 a JSON-RPC answer carries the live request's id. A request that matches nothing gets a clear error
 (JSON-RPC -32603 naming the operation, or 404) and is listed in :attr:`ReplayPeer.misses`.
@@ -33,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,12 @@ from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin
 __all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
 
 MATCHES = ("strict", "lenient", "method")
+SERVED_TYPES = {
+    "application/json": b"application/json; charset=utf-8",
+    rest.MEDIA_TYPE: rest.MEDIA_TYPE.encode(),
+}
+"""The content types a replay serves as recorded (as the bytes are sent: UTF-8); any other is
+served as plain text."""
 MAX_REQUEST = 16 * 1024 * 1024
 """The largest request body a replay peer reads."""
 _CLIENT_IDS = frozenset({"messageId"})
@@ -65,10 +72,6 @@ _LENIENT_DROP = frozenset({"metadata", "timestamp"})
 _SETTLED = frozenset(s.value for s in TERMINAL | INTERRUPTED)
 _KEPT_VALUES = frozenset({"kind", "role", "code", "jsonrpc"})
 _GET_OPS = frozenset({"GetTask", "tasks/get"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0a-\x1f\x7f]"
-)  # a cassette's header never splits or ends the answer
 
 
 # -- what a request is, for matching --------------------------------------------------------------
@@ -246,16 +249,7 @@ class ReplayPeer:
                 f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}",
             )
             return
-        headers = [
-            (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
-            for k, v in (response.get("headers") or {}).items()
-            if isinstance(k, str)
-            and isinstance(v, str)
-            and v != MASK
-            and _HEADER_NAME.match(k)
-            and not _CONTROL.search(v)
-            and k.lower() not in ("content-length", "transfer-encoding")
-        ]
+        headers = [(b"content-type", _served_type(x)), (b"x-content-type-options", b"nosniff")]
         if x.streamed:
             frames = response.get("frames") or []
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -323,6 +317,26 @@ def pick_origin(cassette: Cassette, origin: str | None) -> str:
             "name the one to play"
         )
     return origins[0]
+
+
+def _served_type(x: Exchange) -> bytes:
+    """The one header a replayed answer carries from its cassette: its content type, when it is
+    one an A2A peer answers with (``SERVED_TYPES``; an event stream for a streamed answer), else
+    plain text. Nothing else recorded is served: a cookie would reach every server on the same
+    host, CORS would open the replay to any page, a refresh or a location would send a browser
+    elsewhere, an HTML type would run a cassette's script on 127.0.0.1."""
+    if x.streamed:
+        return b"text/event-stream"
+    recorded = next(
+        (
+            v
+            for k, v in (x.response.get("headers") or {}).items()
+            if str(k).lower() == "content-type"
+        ),
+        "",
+    )
+    media = str(recorded).split(";")[0].strip().lower()
+    return SERVED_TYPES.get(media, b"text/plain; charset=utf-8")
 
 
 async def _plain(send: Any, status: int, text: str) -> None:
