@@ -20,7 +20,7 @@ from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
-from .http.server import serving_gc
+from .http.server import MAX_CONNECTIONS, ConnectionShare, serving_gc
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
@@ -149,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
         "--worker-fd", type=int, default=None, help=argparse.SUPPRESS
     )  # a worker of --workers
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
+    s.add_argument("--worker-share", type=int, default=None, help=argparse.SUPPRESS)
 
     x = sub.add_parser(
         "mcp",
@@ -534,11 +535,12 @@ async def _serve(args: argparse.Namespace) -> int:
         client = build_client(args.model, args.base_url, args.api_key_env)
     except tn.ConfigError as exc:
         raise UsageError(str(exc)) from None
-    sock = None
+    sock, limit = None, MAX_CONNECTIONS
     if args.worker_fd is not None:  # a worker of --workers: the supervisor's listening socket
         import socket
 
         sock = socket.socket(fileno=args.worker_fd)
+        limit = ConnectionShare(args.worker_share, args.worker_index)  # the workers' together
     try:
         metrics: Any = _addr(args.metrics_at, args.host) if args.metrics_at else bool(args.metrics)
         handle = await tk.serve(
@@ -549,6 +551,7 @@ async def _serve(args: argparse.Namespace) -> int:
             allow_unauthenticated=args.allow_unauthenticated,
             sock=sock,
             metrics=metrics,
+            max_connections=limit,
         )
     except OSError as exc:
         raise UsageError(
@@ -760,6 +763,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
         ) from None
     port = sock.getsockname()[1]
     argv = _without(_without(args.argv, "--workers"), "--port") + ["--port", str(port)]
+    share = ConnectionShare.made(args.workers)  # one limit of connections for all of them
     stop = _stop_on_signals()
     workers: dict[int, asyncio.subprocess.Process] = {}
 
@@ -773,7 +777,9 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
             str(sock.fileno()),
             "--worker-index",
             str(index),
-            pass_fds=(sock.fileno(),),
+            "--worker-share",
+            str(share),
+            pass_fds=(sock.fileno(), share),
         )
         workers[index] = proc
         _emit(
@@ -822,6 +828,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
                     await start(index)
     finally:
         sock.close()  # with the workers' copies closed as they stop accepting, the port refuses
+        os.close(share)
         stop.clear()
         for proc in workers.values():
             if proc.returncode is None:

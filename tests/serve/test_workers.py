@@ -252,3 +252,46 @@ async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(p
         )
     finally:
         await db.close()
+
+
+async def test_past_a_thousand_connections_to_all_workers_new_requests_get_503(postgres):
+    """``max_connections`` (1,000) is the agent's, not each worker's: 1,030 connections held on two
+    workers (about 515 each) and every new request gets 503 (issue 49: each worker counted its
+    own and answered 200); once they close, 200 again."""
+    from toolnexus.http.server import MAX_CONNECTIONS
+
+    async with Served("--store", postgres, "--workers", "2") as served:
+        started = await served.until(lambda lines: served.events("started"), timeout=60)
+        await served.until(lambda lines: len(served.events("worker-ready")) >= 2, timeout=60)
+        url = started[0]["url"]
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        held = []
+        try:
+            for _ in range(MAX_CONNECTIONS + 30):
+                _, writer = await asyncio.open_connection(host, int(port))
+                writer.write(b"GET / HTTP/1.1\r\n")  # a request head, never ended
+                held.append(writer)
+            async with httpx.AsyncClient(timeout=30) as http:
+                # each on a fresh connection, so that it lands on either worker
+                full = [
+                    (
+                        await http.get(url + "/.well-known/agent-card.json", headers=CLOSE)
+                    ).status_code
+                    for _ in range(8)
+                ]
+                for writer in held:
+                    writer.close()
+                await asyncio.gather(*(w.wait_closed() for w in held), return_exceptions=True)
+                held = []
+                async with asyncio.timeout(30):  # the workers see them close
+                    while (
+                        await http.get(url + "/.well-known/agent-card.json", headers=CLOSE)
+                    ).status_code != 200:
+                        await asyncio.sleep(0.1)
+        finally:
+            for writer in held:
+                writer.close()
+    assert full == [503] * 8, full
+
+
+CLOSE = {"Connection": "close"}

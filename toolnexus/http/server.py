@@ -12,7 +12,10 @@ import contextlib
 import functools
 import gc
 import ipaddress
+import mmap
+import os
 import socket
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
@@ -28,6 +31,7 @@ __all__ = [
     "serving_gc",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
+    "ConnectionShare",
     "GC_THRESHOLD",
     "ANSWER_GRACE",
     "CUT",
@@ -40,7 +44,8 @@ still arriving, before it is closed (checked each interval: closed within two): 
 sends nothing, one trickling a request head or a body. uvicorn's keep-alive timeout (5 s) closes
 an idle connection after a response."""
 MAX_CONNECTIONS = 1000
-"""Open connections (or requests in progress) past which new requests get 503."""
+"""Open connections (or requests in progress) past which new requests get 503: the agent's, summed
+over the workers of ``toolnexus serve --workers N`` (see :class:`ConnectionShare`)."""
 ANSWER_GRACE = 1.0
 """Seconds a stop gives the requests still open when its drain's time is up to write the answers
 its ``time_up`` gave them (a blocking send's task, a stream's last event), before they are cancelled."""
@@ -263,6 +268,64 @@ def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[
     return Guarded
 
 
+class ConnectionShare:
+    """One limit of open connections for the workers of ``toolnexus serve --workers N``, which
+    accept on one socket: each worker writes how many connections it holds into its own slot of a
+    small file every worker maps (one writer a slot: no lock), and a request that comes while the
+    sum is at ``limit`` gets 503, whichever worker took it. (Each worker used to count its own: two
+    workers holding 1,030 connections still answered 200.)
+
+    Args:
+        fd: the shared file, eight bytes a worker (the supervisor's :meth:`made`, inherited).
+        index: this worker's slot.
+        limit: connections the workers hold together before new requests get 503.
+    """
+
+    def __init__(self, fd: int, index: int, limit: int = MAX_CONNECTIONS) -> None:
+        self._slots = memoryview(mmap.mmap(fd, 0)).cast("q")
+        self.index = index
+        self.limit = limit
+        self._slots[index] = 0  # a worker started in a dead one's place counts from nothing
+
+    @staticmethod
+    def made(workers: int) -> int:
+        """A new shared file of ``workers`` empty slots, with no name on disk: its descriptor."""
+        with tempfile.TemporaryFile() as f:
+            f.truncate(8 * workers)
+            return os.dup(f.fileno())
+
+    def hold(self, connections: int) -> None:
+        """This worker now holds ``connections``."""
+        self._slots[self.index] = connections
+
+    def full(self) -> bool:
+        return sum(self._slots) >= self.limit
+
+
+def _sharing(base: Any, share: ConnectionShare) -> type[asyncio.Protocol]:
+    """``base`` (a guarded protocol class) counting its connections into ``share``, and answering
+    503 when the workers' sum is at its limit (uvicorn's own check, made to see the sum)."""
+
+    class Sharing(base):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            share.hold(len(self.connections))
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            share.hold(len(self.connections))
+
+        @property
+        def limit_concurrency(self) -> int:  # read by uvicorn as each request's head completes
+            return 0 if share.full() else share.limit
+
+        @limit_concurrency.setter
+        def limit_concurrency(self, value: int | None) -> None:  # uvicorn's, from its config
+            pass
+
+    return Sharing
+
+
 @functools.lru_cache(maxsize=16)
 def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """The guarded protocol class for this timeout (made once, not per server)."""
@@ -285,7 +348,8 @@ class AsgiServer:
         addr: ``host:port`` (see :func:`parse_addr`); port 0 picks a free port.
         graceful: seconds a stop waits for open requests (streams) before cancelling them.
         header_timeout: see :data:`HEADER_TIMEOUT`.
-        max_connections: see :data:`MAX_CONNECTIONS`.
+        max_connections: see :data:`MAX_CONNECTIONS`; a :class:`ConnectionShare` for a worker of
+            several (the limit is theirs together).
     """
 
     def __init__(
@@ -295,7 +359,7 @@ class AsgiServer:
         *,
         graceful: float = 1.0,
         header_timeout: float = HEADER_TIMEOUT,
-        max_connections: int = MAX_CONNECTIONS,
+        max_connections: int | ConnectionShare = MAX_CONNECTIONS,
         sock: socket.socket | None = None,
         **uvicorn_options: Any,
     ) -> None:
@@ -307,11 +371,15 @@ class AsgiServer:
             "access_log": False,
             "timeout_graceful_shutdown": graceful,
             "lifespan": "on",
-            "http": _http_protocol(header_timeout),
+            "http": _http_protocol(header_timeout)
+            if isinstance(max_connections, int)
+            else _sharing(_http_protocol(header_timeout), max_connections),
             # nothing a client sends (X-Forwarded-For/-Proto) rewrites who it is, and a
             # request passes one middleware fewer
             "proxy_headers": False,
-            "limit_concurrency": max_connections,
+            "limit_concurrency": max_connections
+            if isinstance(max_connections, int)
+            else max_connections.limit,
             **uvicorn_options,
         }
         self._server: _Uvicorn | None = None

@@ -29,6 +29,7 @@ from ..http.server import (
     HEADER_TIMEOUT,
     MAX_CONNECTIONS,
     AsgiServer,
+    ConnectionShare,
     LoopThread,
     parse_addr,
 )
@@ -251,7 +252,7 @@ async def serve(
     events: EventBus | None = None,
     allow_unauthenticated: bool = False,
     header_timeout: float = HEADER_TIMEOUT,
-    max_connections: int = MAX_CONNECTIONS,
+    max_connections: int | ConnectionShare = MAX_CONNECTIONS,
     record_wire: bool = False,
     sock: Any = None,
     metrics: bool | str = False,
@@ -262,7 +263,8 @@ async def serve(
     or change files (``bash``, ``write``, ``edit``) is not served beyond loopback without auth
     unless ``allow_unauthenticated=True``. A connection that spends ``header_timeout`` seconds with
     no request in progress, or with a request whose body is still arriving, is closed; past
-    ``max_connections`` open connections and requests, new requests get 503. ``on_task`` is called
+    ``max_connections`` open connections and requests (a ``ConnectionShare``: those of several
+    workers together), new requests get 503. ``on_task`` is called
     with each task that ends or waits for input (its ``result``, the run's ``RunResult``);
     ``on_text`` with a working task's reply as the model says it (``id``, ``context_id``,
     ``skill``, ``text``: all of it so far, ``last``), at most every ``TEXT_EVERY`` seconds. ``record_wire=True`` puts every inbound exchange on the bus as
