@@ -875,7 +875,9 @@ async def test_what_waits_for_a_webhook_is_bounded_in_the_agents_memory():
             "answers, one config": await _grown_by(40, answers.url, 1),
         }
     body = 3 * 900_000  # a whole task: the message, the reply and its artifact
-    allocator = 16  # MiB the allocator keeps of what was freed (malloc_trim gives them back)
+    # MiB of freed bodies the allocator keeps for reuse (glibc, fragmentation): 18-66 measured, the
+    # same at 40 sends as at 120; malloc_trim gives them back (then 2-6 MiB over no push remain)
+    allocator = 64
     bound = (QUEUED_BYTES + PER_DESTINATION * body) / 2**20 + allocator
     over = {case: round(mib - without) for case, mib in grown.items()}
     assert all(extra <= bound for extra in over.values()), (over, bound)
