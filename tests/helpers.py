@@ -246,9 +246,14 @@ class Served:
     as a user stops it (Ctrl-C, a second one) when the block ends, killed if it will not."""
 
     def __init__(
-        self, *args: str, inside: list[str] | None = None, program: list[str] | None = None
+        self,
+        *args: str,
+        inside: list[str] | None = None,
+        program: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.args = args
+        self.env = {**os.environ, **env} if env else None  # more variables than the tests' own
         self.inside = inside or []  # a command prefix: ``ip netns exec NS`` runs it on another host
         self.program = program or [
             "-m",
@@ -268,6 +273,7 @@ class Served:
             "--json",
             *self.args,
             cwd=ROOT,
+            env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -328,3 +334,9 @@ class Served:
             self.proc.kill()
             await self.proc.wait()
         await asyncio.gather(*self._readers, return_exceptions=True)
+
+
+def rss_mib(pid: int) -> float:
+    """The resident memory of process ``pid``, in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024

@@ -27,11 +27,15 @@ import contextlib
 import contextvars
 import logging
 import os
+import ssl
 from datetime import datetime
 from typing import Any
 
+import httpx
+
 from .errors import MissingExtra
 from .events import Dropped, EventBus, RemoteCallEvent, TaskEvent
+from .http.fetch import why
 from .protocol.tracecontext import HEADER, TraceContext, new_trace, parse_traceparent
 
 log = logging.getLogger("toolnexus.trace")
@@ -76,9 +80,14 @@ STARTED_LIMIT = 100_000
 """Traced tasks whose start is kept until they end (the oldest are forgotten past it)."""
 
 
+COLLECTOR_ANSWER = 64 * 1024
+"""Bytes of a collector's answer read (an OTLP answer is a few bytes; the rest is never read)."""
+
+
 def otlp_exporter() -> Any:
     """An OTLP/HTTP span exporter when the standard ``OTEL_EXPORTER_OTLP_*`` variables name an
-    endpoint (it reads them all itself: headers, timeout, compression), else None.
+    endpoint (it reads them all itself: headers, timeout, compression, TLS), else None. Call it on
+    the serving loop: its POSTs are made there (see :class:`_Collector`).
 
     Raises:
         MissingExtra: an endpoint is set and the exporter is not installed.
@@ -92,7 +101,93 @@ def otlp_exporter() -> Any:
             "OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
             "pip install 'toolnexus[otel]'"
         ) from None
-    return OTLPSpanExporter()
+    collector: Any = _Collector(asyncio.get_running_loop())  # a Session as far as it is used
+    return OTLPSpanExporter(session=collector)
+
+
+class _Collector:
+    """What the OTLP exporter posts through, in place of its ``requests.Session``: each POST is made
+    on the serving loop with httpx, its answer read to ``COLLECTOR_ANSWER`` bytes and within the
+    export's timeout in all. requests read a collector's answer whole, for as long as it came: an
+    endless one grew an agent by 340 MiB in 13 s, and one trickled a byte at a time held the
+    export's thread, and with it the agent's exit, past any bound. The exporter keeps everything
+    else: its settings (endpoint, headers, timeout, compression; TLS through ``verify`` and
+    ``cert``, which it sets here), its encoding, its retries."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.verify: Any = True
+        self.cert: Any = None
+        self._http: httpx.AsyncClient | None = None
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        data: bytes | None = None,
+        timeout: float | None = None,
+        **_: Any,
+    ) -> Any:
+        """One POST, from the exporter's thread: a ``requests.Response``, or the ``requests``
+        errors the exporter knows (a timeout, a failed connection: it retries those)."""
+        import requests  # the exporter's own dependency, for the shapes it reads
+        from requests.structures import CaseInsensitiveDict
+
+        limit = timeout if timeout else 10.0
+        post = self._post(method, url, headers or {}, data or b"", limit)
+        try:
+            status, reason, answer_headers, body = asyncio.run_coroutine_threadsafe(
+                post, self.loop
+            ).result(limit + 1)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise requests.Timeout(f"the collector gave no answer within {limit:g}s") from exc
+        except httpx.TransportError as exc:
+            raise requests.ConnectionError(why(exc)) from exc
+        response = requests.Response()
+        response.status_code, response.reason, response.url = status, reason, url
+        response.headers = CaseInsensitiveDict(answer_headers)
+        response._content = body  # read here, bounded
+        return response
+
+    async def _post(
+        self, method: str, url: str, headers: dict[str, str], data: bytes, limit: float
+    ) -> tuple[int, str, dict[str, str], bytes]:
+        if self._http is None:
+            self._http = httpx.AsyncClient(verify=self._tls(), follow_redirects=False)
+        body = b""
+        async with asyncio.timeout(limit):
+            async with self._http.stream(
+                method, url, headers=headers, content=data, timeout=limit
+            ) as r:
+                async for chunk in r.aiter_bytes():
+                    body += chunk
+                    if len(body) >= COLLECTOR_ANSWER:
+                        break  # the rest is never read
+                return r.status_code, r.reason_phrase, dict(r.headers), body[:COLLECTOR_ANSWER]
+
+    def _tls(self) -> Any:
+        """The exporter's TLS settings (a CA file or folder, a client certificate) for httpx."""
+        if self.verify is False:
+            return False
+        if isinstance(self.verify, str):
+            folder = os.path.isdir(self.verify)
+            context = ssl.create_default_context(
+                cafile=None if folder else self.verify, capath=self.verify if folder else None
+            )
+        else:
+            context = httpx.create_ssl_context()
+        if self.cert:
+            context.load_cert_chain(*((self.cert,) if isinstance(self.cert, str) else self.cert))
+        return context
+
+    def close(self) -> None:
+        """The exporter's shutdown, from its thread."""
+        http, self._http = self._http, None
+        if http is not None and not self.loop.is_closed():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(http.aclose(), self.loop).result(5)
 
 
 def _nanos(stamp: str | None) -> int:

@@ -28,10 +28,11 @@ from toolnexus.http.server import AsgiServer
 from toolnexus.protocol.model import TaskState
 from toolnexus.protocol.push import PushConfig, webhook_refusal
 
+from ..helpers import Served, rss_mib
+from ..peers import raw_on_loopback
 from ..peers.js_peer import js_server
 from ..peers.sdk_server import sdk_server
 from .test_sdk_interop import message, sdk_client
-from .test_workers import Served
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 from a2a.compat.v0_3 import types as v03  # noqa: E402
@@ -817,18 +818,9 @@ async def reads_and_never_answers():
     async def held(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while await reader.read(65536):
             pass
-        writer.close()
 
-    server = await asyncio.start_server(held, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/hook"
-    finally:
-        server.close()
-
-
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+    async with raw_on_loopback(held) as url:
+        yield url + "/hook"
 
 
 async def _grown_by(sends: int, url: str | None, configs: int) -> float:
@@ -840,7 +832,7 @@ async def _grown_by(sends: int, url: str | None, configs: int) -> float:
         async with tn.A2AClient(started[0]["url"], dialect="0.3") as peer:  # whole tasks
             await peer.send(f"warm up {big}", push=PushConfig("", url) if url else None)
             await asyncio.sleep(1)
-            before = _rss_mib(served.proc.pid)
+            before = rss_mib(served.proc.pid)
             tasks = []
             for _ in range(sends):
                 task = await peer.send(f"slow 2 {big}", push=PushConfig("", url) if url else None)
@@ -850,7 +842,7 @@ async def _grown_by(sends: int, url: str | None, configs: int) -> float:
             for task_id in tasks:
                 while not (await peer.get(task_id, history_length=0)).state.terminal:
                     await asyncio.sleep(0.05)
-            return _rss_mib(served.proc.pid) - before
+            return rss_mib(served.proc.pid) - before
 
 
 async def test_what_waits_for_a_webhook_is_bounded_in_the_agents_memory():
