@@ -785,7 +785,7 @@ async def test_a_dead_webhook_delays_only_its_own_and_callers_take_turns_at_a_sl
             # one slow webhook shared by both: alice's 60 configs queue theirs, then bob's one
             hers = []
             for _ in range(6):
-                hers.append(task := await alice.send("slow 0.3"))
+                hers.append(task := await alice.send("slow 2"))  # configs set while it runs
                 for _ in range(10):
                     await alice.set_push(task.id, slow.url)
             for task in hers:  # every one of her 60 configs has its notifications waiting
