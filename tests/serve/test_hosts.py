@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
+from toolnexus.errors import InvalidParamsError, TaskNotFoundError
 
 from ..helpers import Served
 from ..hosts import Network, Nginx, need_hosts
@@ -523,3 +524,64 @@ async def test_a_reply_streams_through_another_host_as_live_as_on_its_own(cluste
         text = text + piece if update["append"] else piece
     assert text == final["result"]["artifacts"][0]["parts"][0]["text"] == "You said: " + prompt
     assert len(updates) >= 5, [r["kind"] for r in results]  # words as they came, not one lump
+
+
+SPOOFED = {  # what a caller may put in its own request; the documented nginx passes it on
+    "X-Forwarded-For": "127.0.0.1, 10.0.0.11",
+    "X-Real-IP": "127.0.0.1",
+    "X-Client-IP": "127.0.0.1",
+    "Forwarded": 'for=127.0.0.1;host=evil.example;proto=https, for="[::1]"',
+    "X-Forwarded-Host": "evil.example",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Port": "443",
+    "X-Forwarded-User": "alice",
+    "X-Remote-User": "alice",
+    "X-Original-URL": "/tasks",
+}
+
+
+async def test_behind_nginx_forwarded_headers_change_neither_who_calls_nor_the_address_rules(
+    cluster, tmp_path
+):
+    """The documented nginx set-up passes a caller's own ``X-Forwarded-*``, ``Forwarded`` and
+    ``X-Real-IP`` headers on to the hosts (issue 49's untested surface). None of them lets a
+    caller in without its token or makes it another caller (two bearer tokens: each sees only its
+    own tasks), moves the card elsewhere, or opens the push address rules (hosts beyond loopback
+    take only public webhooks, whoever says it is local)."""
+    lb = cluster.lb.url
+    config = tmp_path / "agent.json"
+    config.write_text(json.dumps({"a2a": {"auth": {"bearer": ["alice-token", "bob-token"]}}}))
+    alice_says = {"Authorization": "Bearer alice-token"}
+    bob_says = {**SPOOFED, "Authorization": "Bearer bob-token"}
+    async with Agents(cluster, cluster.pg.database(), "--config", str(config)):
+        async with httpx.AsyncClient(timeout=30) as http:
+            card = (await http.get(lb + "/.well-known/agent-card.json", headers=SPOOFED)).json()
+            assert card["url"] == lb + "/" and {i["url"] for i in card["supportedInterfaces"]} == {
+                lb + "/"
+            }
+            anonymous = await http.post(lb + "/", json=send(1, "hello"), headers=SPOOFED)
+            assert anonymous.status_code == 401
+        async with tn.A2AClient(lb, headers=alice_says) as alice:
+            hers = await alice.send("hello from alice", blocking=True)
+        async with tn.A2AClient(lb, headers=bob_says) as bob:
+            assert not bob.warnings  # the card sent no call elsewhere
+            for tries in range(3):  # whichever host each lands on
+                with pytest.raises(TaskNotFoundError):
+                    await bob.get(hers.id)
+                with pytest.raises(TaskNotFoundError):
+                    await bob.cancel(hers.id)
+                with pytest.raises(TaskNotFoundError):
+                    await bob.send("and now mine", task_id=hers.id, context_id=hers.context_id)
+            listed = await bob.list_tasks()
+            assert hers.id not in {t.id for t in listed["tasks"]}
+            his = await bob.send("hello from bob", blocking=True)
+            inward = [
+                f"http://{cluster.lb_host.addr}:9/hook",  # the hosts' own private network
+                f"http://{cluster.agent_hosts[0].addr}:{AGENT_PORT}/",  # a host itself
+                "http://127.0.0.1:9/hook",
+                "http://localhost:9/hook",
+                "http://169.254.169.254/latest/meta-data/",
+            ]
+            for url in inward:
+                with pytest.raises(InvalidParamsError, match="refused"):
+                    await bob.set_push(his.id, url)
