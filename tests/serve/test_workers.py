@@ -148,18 +148,77 @@ async def test_workers_without_a_shared_store_are_refused_in_one_line(tmp_path):
         )
 
 
-NEXT_VERSION = """
+def next_version(hold: float) -> list[str]:
+    """What python runs for a host of a next version of toolnexus: one more migration, a column
+    with a default and a table made once (no IF NOT EXISTS: run twice, it fails), holding its
+    locks ``hold`` seconds, as a real one on a big table would."""
+    return [
+        "-c",
+        f"""
 import sys
 from toolnexus.stores import postgres
-# what a next version of toolnexus might bring: a column with a default, and a table made once
-# (no IF NOT EXISTS: run twice, it fails); it holds its locks a while, as a real one on a big table would
 postgres.MIGRATIONS.append("ALTER TABLE toolnexus_tasks ADD COLUMN labels text NOT NULL DEFAULT ''; "
                            "CREATE TABLE toolnexus_next (ran timestamptz NOT NULL DEFAULT now()); "
-                           "INSERT INTO toolnexus_next DEFAULT VALUES; SELECT pg_sleep(0.5)")
+                           "INSERT INTO toolnexus_next DEFAULT VALUES; SELECT pg_sleep({hold})")
 postgres.SCHEMA_VERSION = len(postgres.MIGRATIONS)
 from toolnexus.cli import main
 sys.exit(main(sys.argv[1:]))
-"""
+""",
+    ]
+
+
+class Load:
+    """Blocking sends to a host from four loops, from ``start`` until ``stop``: the ids of the
+    tasks answered completed, and every other answer."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http, self.url = http, url
+        self.answered: list[str] = []
+        self.failures: list[str] = []
+        self._stop = asyncio.Event()
+        self._loops: list[asyncio.Future[None]] = []
+
+    def start(self) -> Load:
+        self._loops = [asyncio.ensure_future(self._send(k)) for k in range(4)]
+        return self
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await asyncio.gather(*self._loops)
+
+    async def _send(self, k: int) -> None:
+        i = 0
+        while not self._stop.is_set():
+            i += 1
+            r = await self.http.post(
+                self.url + "/", json=send(k * 100_000 + i, f"load {k} {i}", blocking=True)
+            )
+            body = (
+                r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+            )
+            if (
+                r.status_code != 200
+                or body.get("result", {}).get("status", {}).get("state") != "completed"
+            ):
+                self.failures.append(f"{r.status_code} {r.text[:200]}")
+            else:
+                self.answered.append(body["result"]["id"])
+
+
+async def _schema(db) -> tuple[list[int], bool, int]:
+    """The schema's versions, whether the next version's column is there, and the rows of its
+    table (-1: no table)."""
+    versions = [
+        r["version"]
+        for r in await db.fetch("SELECT version FROM toolnexus_schema ORDER BY version")
+    ]
+    column = await db.fetchval(
+        "SELECT count(*) FROM information_schema.columns"
+        " WHERE table_name = 'toolnexus_tasks' AND column_name = 'labels'"
+    )
+    table = await db.fetchval("SELECT to_regclass('toolnexus_next') IS NOT NULL")
+    rows = await db.fetchval("SELECT count(*) FROM toolnexus_next") if table else -1
+    return versions, bool(column), rows
 
 
 async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(postgres):
@@ -171,38 +230,14 @@ async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(p
 
     from toolnexus.stores.postgres import SCHEMA_VERSION
 
-    answered: list[str] = []
-    failures: list[str] = []
-    stop = asyncio.Event()
-
-    async def load(http: httpx.AsyncClient, url: str, k: int) -> None:
-        i = 0
-        while not stop.is_set():
-            i += 1
-            r = await http.post(
-                url + "/", json=send(k * 100_000 + i, f"load {k} {i}", blocking=True)
-            )
-            body = (
-                r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
-            )
-            if (
-                r.status_code != 200
-                or body.get("result", {}).get("status", {}).get("state") != "completed"
-            ):
-                failures.append(f"{r.status_code} {r.text[:200]}")
-            else:
-                answered.append(body["result"]["id"])
-
     async with Served("--store", postgres) as old:
         await old.until(lambda lines: old.events("ready"))
         old_url = old.events("started")[0]["url"]
         async with httpx.AsyncClient(timeout=30) as http:
-            loaders = [asyncio.ensure_future(load(http, old_url, k)) for k in range(4)]
+            load = Load(http, old_url).start()
             await asyncio.sleep(0.3)
-            before = len(answered)
-            new_hosts = [
-                Served("--store", postgres, program=["-c", NEXT_VERSION]) for _ in range(2)
-            ]
+            before = len(load.answered)
+            new_hosts = [Served("--store", postgres, program=next_version(0.5)) for _ in range(2)]
             async with new_hosts[0] as one, new_hosts[1] as two:
                 try:
                     await asyncio.gather(
@@ -211,45 +246,101 @@ async def test_a_new_versions_migration_runs_once_while_the_old_version_serves(p
                             for h in (one, two)
                         )
                     )
-                    during = len(answered) - before
+                    during = len(load.answered) - before
                     await asyncio.sleep(0.3)
                 finally:
-                    stop.set()
-                    await asyncio.gather(*loaders)
+                    await load.stop()
                 new_url = one.events("started")[0]["url"]
-                made_new = (
-                    await http.post(new_url + "/", json=send(1, "made by the new version", True))
-                ).json()
-                made_old = (
-                    await http.post(old_url + "/", json=send(2, "made by the old version", True))
-                ).json()
-                seen_by_old = (
-                    await http.post(old_url + "/", json=get(3, made_new["result"]["id"]))
-                ).json()
-                seen_by_new = (
-                    await http.post(
-                        two.events("started")[0]["url"] + "/", json=get(4, made_old["result"]["id"])
-                    )
-                ).json()
+                seen_by_new, seen_by_old = await _each_reads_the_other(
+                    http, old_url, new_url, two.events("started")[0]["url"]
+                )
             assert "Traceback" not in await one.stderr() + await two.stderr()
         assert seen_by_old["result"]["status"]["state"] == "completed"
         assert seen_by_new["result"]["status"]["state"] == "completed"
     assert "Traceback" not in await old.stderr()
-    assert not failures, failures[:3]
-    assert during > 0 and len(set(answered)) == len(
-        answered
+    assert not load.failures, load.failures[:3]
+    assert during > 0 and len(set(load.answered)) == len(
+        load.answered
     )  # the old host served while the new ones migrated
     db = await asyncpg.connect(postgres)
     try:
-        assert await db.fetchval("SELECT count(*) FROM toolnexus_next") == 1  # run once
-        assert [
-            r["version"]
-            for r in await db.fetch("SELECT version FROM toolnexus_schema ORDER BY version")
-        ] == list(range(1, SCHEMA_VERSION + 2))
+        assert await _schema(db) == (list(range(1, SCHEMA_VERSION + 2)), True, 1)  # run once
         assert (
             await db.fetchval("SELECT count(*) FROM toolnexus_tasks WHERE labels = ''")
-            == len(answered) + 2
+            == len(load.answered) + 2
         )
+    finally:
+        await db.close()
+
+
+async def _each_reads_the_other(
+    http: httpx.AsyncClient, old_url: str, new_url: str, other_new_url: str
+) -> tuple[dict, dict]:
+    """A task made by each version, read by the other: (the new one's view of the old one's
+    task, the old one's view of the new one's)."""
+    made_new = (
+        await http.post(new_url + "/", json=send(1, "made by the new version", True))
+    ).json()
+    made_old = (
+        await http.post(old_url + "/", json=send(2, "made by the old version", True))
+    ).json()
+    seen_by_old = (await http.post(old_url + "/", json=get(3, made_new["result"]["id"]))).json()
+    seen_by_new = (
+        await http.post(other_new_url + "/", json=get(4, made_old["result"]["id"]))
+    ).json()
+    return seen_by_new, seen_by_old
+
+
+async def test_a_host_killed_mid_migration_leaves_the_schema_whole_and_the_next_one_migrates(
+    postgres,
+):
+    """A host of the new version is killed (SIGKILL) while its migration runs, holding the lock
+    with its statement half done, beside an old host under load (issue 49's untested surface).
+    The migration's transaction is rolled back whole: no column, no table, no version row; the
+    old host answers every request, through the migration's locks and after; the next new host
+    to start runs the migration once, and each version reads what the other wrote."""
+    import asyncpg
+
+    from toolnexus.stores.postgres import SCHEMA_VERSION
+
+    db = await asyncpg.connect(postgres)
+    migrating = (  # the killed host's migration, still running in its server process
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3)%'"
+        " AND state = 'active' AND pid <> pg_backend_pid()"
+    )
+    try:
+        async with Served("--store", postgres) as old:
+            await old.until(lambda lines: old.events("ready"))
+            old_url = old.events("started")[0]["url"]
+            async with httpx.AsyncClient(timeout=30) as http:
+                load = Load(http, old_url).start()
+                try:
+                    async with Served("--store", postgres, program=next_version(3)) as killed:
+                        async with asyncio.timeout(60):
+                            while not await db.fetchval(migrating):
+                                await asyncio.sleep(0.05)
+                        killed.proc.kill()
+                        await killed.proc.wait()
+                    async with asyncio.timeout(60):  # its statement ends; nothing commits it
+                        while await db.fetchval(migrating):
+                            await asyncio.sleep(0.05)
+                    after_kill = await _schema(db)
+                    async with Served("--store", postgres, program=next_version(0.5)) as new:
+                        await new.until(lambda lines: new.events("ready"), timeout=60)
+                        new_url = new.events("started")[0]["url"]
+                        seen_by_new, seen_by_old = await _each_reads_the_other(
+                            http, old_url, new_url, new_url
+                        )
+                    assert "Traceback" not in await new.stderr()
+                finally:
+                    await load.stop()
+        assert "Traceback" not in await old.stderr()
+        assert after_kill == (list(range(1, SCHEMA_VERSION + 1)), False, -1)  # as it was
+        assert await _schema(db) == (list(range(1, SCHEMA_VERSION + 2)), True, 1)  # then once
+        assert seen_by_old["result"]["status"]["state"] == "completed"
+        assert seen_by_new["result"]["status"]["state"] == "completed"
+        assert not load.failures, load.failures[:3]
+        assert load.answered and len(set(load.answered)) == len(load.answered)
     finally:
         await db.close()
 
