@@ -80,13 +80,44 @@ async def broken_peer(defect: str, hold: asyncio.Event | None = None) -> AsyncIt
             }
         )
 
+    kept: dict[str, dict] = {}  # the tasks it made, for GetTask and ListTasks
+
     def task(text: str) -> dict:
         state = "completed" if defect == "lower-states" else "TASK_STATE_COMPLETED"
-        return {
+        made = {
             "id": str(uuid.uuid4()),
             "contextId": str(uuid.uuid4()),
             "status": {"state": state, "timestamp": "2026-12-01T00:00:00Z"},
             "artifacts": [{"artifactId": "a", "parts": [{"text": f"echo: {text}"}]}],
+            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": text}]}],
+        }
+        kept[made["id"]] = made
+        return made
+
+    def shown(made: dict, history: int | None, artifacts: bool = True) -> dict:
+        out = dict(made)
+        if history is not None:
+            out["history"] = made["history"][len(made["history"]) - history :] if history else []
+        if not artifacts:
+            out.pop("artifacts")
+        return out
+
+    def listed(params: dict) -> dict:
+        tasks = [
+            t
+            for t in kept.values()
+            if params.get("contextId") in (None, t["contextId"])
+            and params.get("status") in (None, t["status"]["state"])
+        ]
+        start = int(params.get("pageToken") or 0)
+        size = int(params.get("pageSize") or 50)
+        page = tasks[start : start + size]
+        more = str(start + size) if start + size < len(tasks) else ""
+        return {
+            "tasks": [shown(t, None, bool(params.get("includeArtifacts"))) for t in page],
+            "nextPageToken": more,
+            "pageSize": size,
+            "totalSize": len(tasks),
         }
 
     async def rpc(request: Request) -> Response:
@@ -107,11 +138,16 @@ async def broken_peer(defect: str, hold: asyncio.Event | None = None) -> AsyncIt
         if method in ("GetTask", "tasks/get"):
             if not isinstance(params.get("id"), str):
                 return error(-32602, "Invalid params")
+            if params["id"] in kept:
+                made = shown(kept[params["id"]], params.get("historyLength"))
+                return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": made})
             return (
                 error(-32603, "Internal error")
                 if defect == "wrong-not-found"
                 else error(-32001, "Task not found")
             )
+        if method == "ListTasks":
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": listed(params)})
         if method == "SendMessage":
             answer = task("hi") if defect == "bare-task" else {"task": task("hi")}
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": answer})

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import json
 import re
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,7 +46,6 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import TrafficEvent
-from ..http.fetch import exchange, why
 from ..protocol.card import (
     CARD_PATH,
     LEGACY_CARD_PATH,
@@ -59,6 +57,7 @@ from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState
 from ..protocol.operations import Binding
 from ..traffic import TrafficRecorder
+from .features import Probe, evidence, probe_features, rpc, since
 from .report import DoctorReport, Finding
 
 __all__ = ["doctor"]
@@ -113,16 +112,6 @@ def _at(add: _Add, where: str) -> _Add:
         return add(finding)
 
     return here
-
-
-def _evidence(event: TrafficEvent) -> str:
-    answer = (event.response_body or event.error or "").replace("\n", " ")
-    sent = (event.request_body or "").replace("\n", " ")
-    return (
-        f"{event.method} {event.url} {sent[:200]} -> {event.status or '-'} {answer[:400]}".replace(
-            "  ", " "
-        )
-    )
 
 
 async def doctor(
@@ -218,6 +207,7 @@ async def _checks(
             )
         if send:
             await _active(card, http, headers, timeout, traffic, add, seen)
+        await probe_features(Probe(card, http, headers or {}, timeout, traffic, add), send)
         _verdicts(card, seen, send, add)
 
 
@@ -262,7 +252,7 @@ async def _card(
                     "error",
                     "card",
                     what,
-                    _since(traffic, before),
+                    since(traffic, before),
                     EVERY_CLIENT,
                     "serve the card as a JSON object with Content-Type application/json",
                 )
@@ -273,7 +263,7 @@ async def _card(
                 "error",
                 "card",
                 f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
-                _since(traffic, len(traffic.events) - 2),
+                since(traffic, len(traffic.events) - 2),
                 EVERY_CLIENT,
                 f"serve the card at {CARD_PATH}",
             )
@@ -401,7 +391,7 @@ async def _probe(
                     "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
                     "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
                     "(upstream toolnexus 0.21 and its ports), not 0.3",
-                    _since(traffic, before),
+                    since(traffic, before),
                     ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"],
                     "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
                     "endpoint as protocolVersion 1.0 if it speaks 1.0",
@@ -413,7 +403,7 @@ async def _probe(
                     "error",
                     name,
                     f"declared, but it does not know GetTask there: {exc}",
-                    _since(traffic, before),
+                    since(traffic, before),
                     breaks,
                     "list only the interfaces and versions the agent really serves",
                 )
@@ -428,7 +418,7 @@ async def _probe(
                 name,
                 f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
                 "not TaskNotFound (-32001)",
-                _since(traffic, before),
+                since(traffic, before),
                 ["clients that tell errors apart (every SDK)"],
                 "answer TaskNotFoundError for an unknown task id",
             )
@@ -448,7 +438,7 @@ async def _probe(
                         if declares_auth
                         else "; the card declares no security scheme, so clients cannot know"
                     ),
-                    _since(traffic, before),
+                    since(traffic, before),
                     [] if declares_auth else breaks,
                     "" if declares_auth else "declare the scheme in securitySchemes",
                 )
@@ -460,7 +450,7 @@ async def _probe(
                     "error",
                     name,
                     f"declared, but no A2A answer: {exc}",
-                    _since(traffic, before),
+                    since(traffic, before),
                     breaks,
                     "serve this interface, or drop it from the card",
                 )
@@ -479,47 +469,14 @@ async def _rpc(
     traffic: TrafficRecorder,
     extra: dict[str, str] | None = None,
 ) -> tuple[Any, httpx.Response | None, str]:
-    """One raw JSON-RPC call, on the wire log: ``(what it answered, the response, why none)``, the
-    answer being the error code, ``"result"``, or None when it is no JSON-RPC answer."""
-    dialect = client.dialect or Dialect.V03
-    body = _json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    started = time.perf_counter()
-    sent = {**client.request_headers(dialect), **(extra or {})}
-    try:
-        r, content = await exchange(
-            client.http,
-            "POST",
-            client.endpoint,
-            headers=sent,
-            content=body,
-            limit=1 << 20,
-            timeout=client.timeout,
-        )
-    except httpx.HTTPError as exc:
-        return None, None, why(exc)
-    traffic.record(
-        direction="out",
-        method="POST",
-        url=client.endpoint,
-        status=r.status_code,
-        started=started,
-        request_headers=sent,
-        request_body=body,
-        response_headers=dict(r.headers),
-        response_body=content,
-        rpc_method=method,
+    """One raw JSON-RPC call as ``client`` would send it, on the wire log: ``(what it answered,
+    the response, why none)``, the answer being the error code, ``"result"``, or None when it is
+    no JSON-RPC answer."""
+    headers = {**client.request_headers(client.dialect or Dialect.V03), **(extra or {})}
+    answer = await rpc(
+        client.http, client.endpoint, method, params, headers, client.timeout, traffic
     )
-    data = _json.loads_or_none(content)
-    if not _json.is_object(data):
-        return None, r, f"HTTP {r.status_code} without a JSON-RPC answer"
-    error = data.get("error")
-    if _json.is_object(error):
-        return error.get("code"), r, ""
-    return (
-        ("result" if "result" in data else None),
-        r,
-        f"HTTP {r.status_code} without a JSON-RPC answer",
-    )
+    return answer.got, answer.response, answer.why
 
 
 async def _names(
@@ -588,7 +545,7 @@ async def _jsonrpc_codes(
                     f"{name}: {check}",
                     f"expected JSON-RPC error {want}, got "
                     + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
-                    _since(traffic, before),
+                    since(traffic, before),
                     ["clients that tell errors apart"],
                     f"answer {want} as JSON-RPC 2.0 and A2A specify",
                 )
@@ -649,7 +606,7 @@ async def _active(
                     "ok" if canceled.state.value == "canceled" else "warning",
                     "cancel",
                     f"cancel answered the task {canceled.state.value}",
-                    [] if canceled.state.value == "canceled" else _since(traffic, before),
+                    [] if canceled.state.value == "canceled" else since(traffic, before),
                 )
             )
         except TaskNotCancelableError:
@@ -666,7 +623,7 @@ async def _active(
                     "warning",
                     "cancel",
                     f"cancel failed: {exc}",
-                    _since(traffic, before),
+                    since(traffic, before),
                     ["clients that cancel (agent tools, the TUI, the SDKs)"],
                     "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
                 )
@@ -701,7 +658,7 @@ async def _active(
                         "streaming",
                         f"a stream for a one-line message did not end within "
                         f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
-                        _since(traffic, before),
+                        since(traffic, before),
                     )
                 )
             streamed = [
@@ -720,7 +677,7 @@ async def _active(
                         "streaming",
                         f"the stream broke off after {len(broke.frames)} event(s), before the "
                         f"task settled: {broke.error}",
-                        [_evidence(broke)],
+                        [evidence(broke)],
                         ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x"],
                         "keep a stream open until its task is final or interrupted (a proxy in "
                         "front may end long answers: raise its read timeout, and send keep-alive "
@@ -753,7 +710,7 @@ async def _active(
                         "streaming",
                         f"the card says streaming, but the stream was answered as "
                         f"{answered or 'no content type'}, not SSE",
-                        _since(traffic, before),
+                        since(traffic, before),
                         ["streaming clients"],
                         "answer message/stream with text/event-stream frames",
                     )
@@ -764,7 +721,7 @@ async def _active(
                         "error",
                         "streaming",
                         "the card says streaming, but no frame arrived",
-                        _since(traffic, before),
+                        since(traffic, before),
                         ["streaming clients"],
                         "serve message/stream (SSE), or set capabilities.streaming to false",
                     )
@@ -779,7 +736,7 @@ async def _active(
                 "error",
                 "send",
                 f"a plain text message failed: {exc}",
-                _since(traffic, before),
+                since(traffic, before),
                 ["toolnexus"],
                 "accept a text message as every client sends it",
             )
@@ -858,7 +815,7 @@ def _slow(traffic: TrafficRecorder, before: int, add: _Add, seen: _Seen) -> None
                 "answer time",
                 f"a blocking send took {seen.slowest:.1f} s to be answered: the official Python "
                 f"clients wait {SDK_WAIT:g} s unless given an HTTP client of their own",
-                [_evidence(slowest)],
+                [evidence(slowest)],
                 ["a2a-sdk 1.x (default HTTP client)", "a2a-sdk 0.3 (default HTTP client)"],
                 "answer a blocking send within a few seconds (return the task working, and let "
                 "the client poll or stream), or tell callers to give their client a longer timeout",
@@ -887,7 +844,7 @@ async def _round_trip(
                     "warning",
                     "input-required",
                     f"the answer to {text!r} made a new task, not the same one",
-                    _since(traffic, before),
+                    since(traffic, before),
                     ["agent tools and chats that answer questions"],
                     "continue the task named by the message's taskId",
                 )
@@ -902,7 +859,7 @@ async def _round_trip(
                     "warning",
                     "input-required",
                     "the answer left the task asking the same question",
-                    _since(traffic, before),
+                    since(traffic, before),
                     ["agent tools and chats that answer questions"],
                     "take the answer and move the task on",
                 )
@@ -1236,14 +1193,14 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
     """The letter of a send's JSON-RPC answer in its dialect: content type, result wrapping, ``kind``,
     the spelling of the task state, a timestamp with its zone; a 0.3 method answered in 1.0's shapes
     is named as the hybrid it is. Returns the answer's letter (None when there is no result)."""
-    evidence = [_evidence(event)]
+    shown = [evidence(event)]
     if not event.response_headers.get("content-type", "").startswith("application/json"):
         add(
             Finding(
                 "warning",
                 "content type",
                 f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
-                evidence,
+                shown,
                 ["strict clients"],
                 "answer with Content-Type: application/json",
             )
@@ -1253,7 +1210,7 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
     if not _json.is_object(result):
         return None
     answer = _answer_of(result)
-    answer.evidence = evidence[0]
+    answer.evidence = shown[0]
     if dialect is Dialect.V10:
         if not answer.wrapped:
             add(
@@ -1261,7 +1218,7 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
                     "warning",
                     "result wrapping",
                     'a 1.0 SendMessage result is not {"task": ...} or {"message": ...}',
-                    evidence,
+                    shown,
                     ["a2a-sdk 1.x", "JS SDK 1.x"],
                     "wrap the task (or message) as SendMessageResponse does",
                 )
@@ -1272,7 +1229,7 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
                     "warning",
                     "enum casing",
                     f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*",
-                    evidence,
+                    shown,
                     ["a2a-sdk 1.x", "JS SDK 1.x"],
                     "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)",
                 )
@@ -1287,7 +1244,7 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
                 + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False))
                 + "): a hybrid of the two "
                 "dialects, which 0.3 clients cannot read",
-                evidence,
+                shown,
                 ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
                 "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's",
             )
@@ -1299,7 +1256,7 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
                 "warning",
                 "kind",
                 "a 0.3 message/send result has no kind (task or message)",
-                evidence,
+                shown,
                 ["a2a-sdk 0.3", "JS SDK compat"],
                 'add kind: "task" (or "message")',
             )
@@ -1310,17 +1267,12 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
                 "warning",
                 "enum casing",
                 f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
-                evidence,
+                shown,
                 ["a2a-sdk 0.3"],
                 "write 0.3 states in lower case with dashes (input-required)",
             )
         )
     return answer
-
-
-def _since(traffic: TrafficRecorder, before: int) -> list[str]:
-    """The exchanges recorded since the ``before``-th, as evidence lines."""
-    return [_evidence(e) for e in list(traffic.events)[before:]]
 
 
 def _fix_for(path: str, message: str, card: AgentCard) -> str:
