@@ -207,8 +207,9 @@ def _parser() -> argparse.ArgumentParser:
         "--send",
         action="store_true",
         help="also send messages: one in each dialect a client would speak, one to cancel, one "
-        "streamed, and the card's first three skill examples (answering a question 'yes'): "
-        "these create real tasks on the peer, about 5 to 9; without it nothing is created",
+        "streamed, the card's first three skill examples (answering a question 'yes'), and those "
+        "the feature probes need (history, ListTasks, subscribe, push, files, output modes): "
+        "these create real tasks on the peer, about 9 to 16; without it nothing is created",
     )
     d.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
