@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,3 +71,43 @@ def test_every_store_synopsis_in_the_docs_lists_every_kind():
     ]
     assert synopses, "no --store synopsis found in the docs"
     assert all(found == STORE_FORMS.replace(" | ", "|") for _, found in synopses), synopses
+
+
+FEATURE_COLUMNS = ("a2a-sdk server", "a2a-sdk client", "toolnexus server", "toolnexus client")
+
+
+def feature_counts(text: str) -> str:
+    """docs/features.md's counts table as it must read: for each section of rows and for all of
+    them, each column's yes / partly / no (rows where a side has nothing to do are not counted)."""
+    sections: dict[str, list[dict[str, int]]] = {}
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or not re.match(r"^[0-9]|^legacy$", cells[0]):
+            continue
+        tally = sections.setdefault(
+            section, [{"yes": 0, "partly": 0, "no": 0} for _ in FEATURE_COLUMNS]
+        )
+        for column, cell in zip(tally, cells[2:]):
+            verdict = re.match(r"(yes|partly|no|—)(?!\w)", cell)
+            assert verdict, f"a cell says neither yes, partly, no nor —: {line}"
+            if verdict.group(1) != "—":
+                column[verdict.group(1)] += 1
+    total = [
+        {k: sum(s[i][k] for s in sections.values()) for k in ("yes", "partly", "no")}
+        for i in range(len(FEATURE_COLUMNS))
+    ]
+    rows = ["| section | " + " | ".join(FEATURE_COLUMNS) + " |", "|---" * 5 + "|"]
+    for name, tally in [*sections.items(), ("all", total)]:
+        cells = [f"{t['yes']} / {t['partly']} / {t['no']}" for t in tally]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def test_the_feature_table_counts_are_the_tables():
+    text = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
+    counts = feature_counts(text)
+    assert counts in text, "docs/features.md's counts should read:\n" + counts
