@@ -41,6 +41,8 @@ __all__ = [
     "InvalidAgentResponseError",
     "ExtendedCardNotConfiguredError",
     "VersionNotSupportedError",
+    "UnauthenticatedError",
+    "PermissionDeniedError",
     "UnavailableError",
     "StoreUnavailableError",
     "ServerStoppingError",
@@ -220,6 +222,23 @@ class VersionNotSupportedError(RPCError):
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
+class UnauthenticatedError(RPCError):
+    """A call without a credential the agent takes (HTTP 401, gRPC ``UNAUTHENTICATED``). A2A names
+    no JSON-RPC code for it (§3.3.2: "JSON-RPC custom error"); -32000 is JSON-RPC's first
+    implementation-defined server error, outside A2A's -32001..-32099, so no later A2A error can
+    take it. Refused before the request is read, so its JSON-RPC answer has a null ``id``."""
+
+    code, message, reason = -32000, "authentication required", "UNAUTHENTICATED"
+    http_status, grpc_status = 401, "UNAUTHENTICATED"
+
+
+class PermissionDeniedError(UnauthenticatedError):
+    """A credential the agent does not take (HTTP 403, gRPC ``PERMISSION_DENIED``)."""
+
+    message, reason = "invalid credentials", "PERMISSION_DENIED"
+    http_status, grpc_status = 403, "PERMISSION_DENIED"
+
+
 class StaleTaskError(ToolnexusError):
     """A save over a task version another worker has written since this one read it (a store's
     refusal: ``TaskRunner.transition`` reads the task again and decides the move anew)."""
@@ -266,7 +285,8 @@ RPC_ERRORS: dict[int, type[RPCError]] = {
         VersionNotSupportedError,
     )
 }
-"""Every JSON-RPC error code toolnexus speaks, mapped to its exception class."""
+"""Every JSON-RPC error code toolnexus speaks, mapped to its exception class (the auth refusals,
+answered before any operation with their HTTP status, are read by their status instead)."""
 
 RPC_REASONS: dict[str, type[RPCError]] = {cls.reason: cls for cls in RPC_ERRORS.values()}
 """The same classes by their ``google.rpc.ErrorInfo`` reason (HTTP+JSON and gRPC errors name them so)."""

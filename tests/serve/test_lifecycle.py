@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import httpx
+import pytest
 
 import toolnexus as tn
 from toolnexus.protocol.model import TaskState
@@ -324,8 +325,30 @@ async def test_auth_bearer_and_api_key():
         }
         r = await http.post(h.url + "/", json=body)
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        # a JSON-RPC error envelope (refused before the body is read: no id), which clients that
+        # read only the envelope can tell apart from any other failure
+        refusal = r.json()
+        assert refusal["jsonrpc"] == "2.0" and refusal["id"] is None
+        assert refusal["error"]["code"] == -32000
+        assert refusal["error"]["message"] == "authentication required"
+        assert refusal["error"]["data"][0]["reason"] == "UNAUTHENTICATED"
         r = await http.post(h.url + "/", json=body, headers={"Authorization": "Bearer wrong"})
         assert r.status_code == 403
+        assert r.json()["error"] == {
+            "code": -32000,
+            "message": "invalid credentials",
+            "data": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "PERMISSION_DENIED",
+                    "domain": "a2a-protocol.org",
+                    "metadata": {},
+                }
+            ],
+        }
+        async with tn.A2AClient(h.url, headers={"Authorization": "Bearer wrong"}) as peer:
+            with pytest.raises(tn.PeerError, match=r"HTTP 403 \(invalid credentials\)"):
+                await peer.send("x")
         assert len(await h.tasks()) == 0
         r = await http.post(h.url + "/", json=body, headers={"Authorization": "Bearer s3cret"})
         assert r.status_code == 200 and r.json()["result"]["status"]["state"] == "completed"

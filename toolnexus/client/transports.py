@@ -294,6 +294,9 @@ class JsonRpcTransport(_HttpTransport):
         )
 
     def result(self, method: str, status: int, content: bytes, *, empty_ok: bool = False) -> Any:
+        refused = self._refused(method, status)
+        if refused is not None:  # a refused credential, whatever the body says (an agent's JSON-RPC
+            raise refused  # error, a proxy's {"error": "..."}, a page): the headers to check
         try:
             data = _json.loads(content)
         except (*_json.JSONDecodeError, ValueError):
@@ -309,8 +312,7 @@ class JsonRpcTransport(_HttpTransport):
         if not isinstance(data, dict) or (
             "result" not in data and not isinstance(data.get("error"), dict)
         ):
-            # e.g. a proxy's {"error": "..."} on a 401: not the agent's JSON-RPC answer
-            raise self._refused(method, status) or PeerError(
+            raise PeerError(
                 f"{self.client.peer}: {method} answered HTTP {status} without a JSON-RPC result",
                 status=status,
             )

@@ -37,10 +37,12 @@ from ..errors import (
     InvalidRequestError,
     MethodNotFoundError,
     ParseError,
+    PermissionDeniedError,
     PushNotificationNotSupportedError,
     RPCError,
     ServerStoppingError,
     TaskNotFoundError,
+    UnauthenticatedError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
@@ -314,8 +316,14 @@ class A2AEndpoint:
             owner = self.owner_of(headers)
             body = await self._read(request, headers)
         except Refusal as refusal:
-            if refusal.status in (401, 403):  # HTTP authentication, answered before JSON-RPC begins
-                return _json_response({"error": str(refusal)}, refusal.status, refusal.headers)
+            if refusal.status in (401, 403):  # HTTP authentication, before the body is read:
+                # its status and challenge, and a JSON-RPC error any envelope-only client reads
+                err = (UnauthenticatedError if refusal.status == 401 else PermissionDeniedError)(
+                    str(refusal)
+                )
+                return _json_response(
+                    error_envelope(None, err, error_info=True), refusal.status, refusal.headers
+                )
             # 415, 413, 400 keep their status (415 also closes the browser simple-request path), and
             # carry a JSON-RPC error object so that any client can read why
             return _json_response(
