@@ -17,6 +17,7 @@ import functools
 import inspect
 import json
 import logging
+import os
 import re
 import types
 import typing
@@ -33,6 +34,8 @@ __all__ = [
     "Progress",
     "Request",
     "Answer",
+    "AUTH",
+    "REJECT",
     "tool",
     "sanitize",
     "schema_for",
@@ -49,9 +52,25 @@ def sanitize(name: str) -> str:
     return _SANITIZE.sub("_", name)
 
 
+AUTH = "auth"
+"""A :class:`Request` for authorization: a served task waits in ``auth-required`` (A2A §7.6)."""
+REJECT = "reject"
+"""A :class:`Request` that is a refusal: a served task ends ``rejected``, ``prompt`` says why;
+nothing answers it."""
+
+
+def _request_id() -> str:
+    return "req_" + os.urandom(6).hex()
+
+
 @dataclass
 class Request:
     """A tool's request for out-of-band input (put in ``ToolResult.metadata["pending"]``).
+
+    ``kind`` says what a served task waits in: :data:`AUTH` (``auth-required``), :data:`REJECT`
+    (no wait: the task is ``rejected``), anything else (``input``, ``confirm``, ...) a question
+    (``input-required``). The caller's next message on the task answers a question or an
+    authorization alike, and the tool runs again with it (``ToolContext.answer``).
 
     The wire names (``to_dict``) follow the toolnexus contract: ``id, kind, prompt, url, data,
     expiresAt``.
@@ -122,6 +141,22 @@ class ToolResult:
     @classmethod
     def error(cls, message: str, **metadata: Any) -> ToolResult:
         return cls(output=message, is_error=True, metadata=dict(metadata))
+
+    @classmethod
+    def needs_auth(cls, prompt: str, *, url: str | None = None, data: Any = None) -> ToolResult:
+        """Suspend the run until the caller authorizes: a served task moves to ``auth-required``
+        with ``prompt`` (what to authorize, and where: ``url``) as its status message; the
+        caller's next message on the task answers it, and the tool runs again with that answer in
+        ``ctx.answer`` (the credential itself is best obtained out of band, A2A §7.6.3)."""
+        request = Request(_request_id(), AUTH, prompt, url=url, data=data)
+        return cls(f"waiting for authorization: {prompt}", metadata={"pending": request})
+
+    @classmethod
+    def reject(cls, reason: str) -> ToolResult:
+        """End the run refusing the work: a served task ends ``rejected`` (A2A §4.1.3), with
+        ``reason`` as its status message; the model is not asked again."""
+        request = Request(_request_id(), REJECT, reason)
+        return cls(f"rejected: {reason}", metadata={"pending": request})
 
     @property
     def pending(self) -> Request | None:

@@ -34,7 +34,7 @@ async def sdk_client(handle, version: str, *, streaming: bool = False):
     from a2a.client.card_resolver import A2ACardResolver
 
     card = await A2ACardResolver(http, handle.url).get_agent_card()
-    assert card.name == "demo-desk"
+    assert card.name == handle.name
     if version != "1.0":
         binding, wanted = {
             "0.3": ("JSONRPC", "0.3"),
@@ -164,3 +164,32 @@ async def test_input_required_is_answered_on_the_same_task(demo_server, version)
         assert done.id == task.id
         assert done.status.state == pb.TASK_STATE_COMPLETED
         assert reply(done) == "Request approved (yes). You said: please confirm the order"
+
+
+@pytest.mark.parametrize("version", TRANSPORTS)
+async def test_request_metadata_is_kept_on_the_task(demo_server, version):
+    """SendMessageRequest.metadata (the request's, beside the message's own) is the new task's
+    metadata, and an answer's request metadata is set on the task it answers."""
+    from google.protobuf import struct_pb2
+
+    def meta(**fields) -> struct_pb2.Struct:
+        out = struct_pb2.Struct()
+        out.update(fields)
+        return out
+
+    async with sdk_client(demo_server, version) as client:
+        request = pb.SendMessageRequest(
+            message=message("please confirm the order"),
+            metadata=meta(origin="sdk", trip={"legs": 2}),
+        )
+        (task,) = [ev.task async for ev in client.send_message(request) if ev.HasField("task")]
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        assert dict(task.metadata) == {"origin": "sdk", "trip": {"legs": 2.0}}
+        answer = pb.SendMessageRequest(
+            message=message("yes", task_id=task.id, context_id=task.context_id),
+            metadata=meta(answeredBy="sdk"),
+        )
+        [ev async for ev in client.send_message(answer)]
+        done = await poll(client, task.id)
+        assert dict(done.metadata) == {"origin": "sdk", "trip": {"legs": 2.0}, "answeredBy": "sdk"}
+        assert not done.history[0].metadata  # the message's own metadata is not the request's

@@ -33,7 +33,7 @@ from ..errors import ConfigError, PeerError, RPCError
 from ..events import EventBus, RemoteCallEvent
 from ..protocol.model import Task, TaskState, now_iso
 from ..secrets import expand_env
-from ..tools import Request, Tool, ToolContext, ToolResult, sanitize
+from ..tools import AUTH, Request, Tool, ToolContext, ToolResult, sanitize
 from .peer import A2AClient
 
 __all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
@@ -250,7 +250,8 @@ class AgentSource:
 
             request = Request(
                 request_id,
-                "input",
+                # asked for authorization: so is this task (A2A §7.6.2, a chain of auth-required)
+                AUTH if state is TaskState.AUTH_REQUIRED else "input",
                 question,
                 data={"taskId": task.id, "contextId": task.context_id, "state": state.value},
                 on_cancel=cancel_remote,

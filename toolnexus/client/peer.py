@@ -451,6 +451,7 @@ class A2AClient:
         blocking: bool,
         history_length: int | None,
         push: PushConfig | None = None,
+        request_metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         dialect = self.transport.shapes
         config: dict[str, Any] = (
@@ -470,7 +471,10 @@ class A2AClient:
                 }
             else:
                 config["pushNotificationConfig"] = rendered["pushNotificationConfig"]
-        return {"message": render_message(msg, dialect), "configuration": config}
+        params = {"message": render_message(msg, dialect), "configuration": config}
+        if request_metadata:
+            params["metadata"] = dict(request_metadata)
+        return params
 
     # -- operations -----------------------------------------------------------------------------------
     async def send(
@@ -484,12 +488,17 @@ class A2AClient:
         history_length: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         push: PushConfig | None = None,
+        request_metadata: Mapping[str, Any] | None = None,
     ) -> Task:
         """Send a message; returns the task (``submitted`` or later when not blocking). ``push``:
-        a config (e.g. ``WebhookReceiver.target()``) the peer notifies of every change of the task."""
+        a config (e.g. ``WebhookReceiver.target()``) the peer notifies of every change of the task.
+        ``metadata`` goes on the message; ``request_metadata`` is the request's own
+        (``SendMessageRequest.metadata``, which a toolnexus agent keeps on the task)."""
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata)
-        result = await self._send_op(self._send_params(msg, blocking, history_length, push))
+        result = await self._send_op(
+            self._send_params(msg, blocking, history_length, push, request_metadata)
+        )
         task = as_task(result, msg)
         if task_id and task.state.interrupted and _asks_again(task, msg):
             # an answer to an input-required task: the spec lets a peer return at once with the task

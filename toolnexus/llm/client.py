@@ -18,7 +18,7 @@ from ..errors import MaxTurnsError, ModelTimeout
 from ..skills import ToolkitLike
 from ..stores.base import when_available
 from ..stores.conversations import ConversationStore, MemoryConversationStore
-from ..tools import Answer, Request, Tool, ToolContext, ToolResult
+from ..tools import REJECT, Answer, Request, Tool, ToolContext, ToolResult
 from .run import Inbox, RunResult, RunState, TextSink, ToolCall, Turn, Usage
 
 __all__ = ["Client", "Style", "WaitFor"]
@@ -272,7 +272,7 @@ class Client:
             outcome = await self._execute(by_name, call, None)
             request = outcome.pending
             if request is not None:
-                if self.wait_for is None:
+                if self.wait_for is None or request.kind == REJECT:  # a refusal ends the run
                     state.waiting = call
                     state.result.status, state.result.pending = "pending", request
                     if (

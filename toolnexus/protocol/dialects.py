@@ -33,6 +33,7 @@ __all__ = [
     "render_status_update",
     "render_artifact_update",
     "parse_message",
+    "parse_metadata",
     "parse_part",
     "parse_task",
     "parse_state",
@@ -328,6 +329,18 @@ def _check_value(value: Any, where: str) -> None:
         )
 
 
+def parse_metadata(value: Any, where: str) -> dict[str, Any] | None:
+    """A caller's free-form ``metadata`` (of a request, a message, a part): an object nested no
+    deeper than every binding answers with, or None when absent or empty; else -32602 naming
+    ``where``."""
+    if value is None:
+        return None
+    if not is_mapping(value):
+        raise InvalidParamsError(f"Invalid params: {where} must be an object")
+    _check_value(value, where)
+    return dict(value) or None
+
+
 def optional_string(d: Mapping[str, Any], key: str, where: str) -> str | None:
     """``d[key]`` as a string, or None when absent or empty; anything but a string is -32602 naming
     ``where.key``."""
@@ -367,7 +380,7 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     if meta is not None and not is_mapping(meta):
         raise InvalidParamsError(f"{where}.metadata must be an object")
     if inbound:
-        _check_value(meta, f"{where}.metadata")
+        parse_metadata(meta, f"{where}.metadata")
         for i, part in enumerate(parts):
             if is_mapping(part):
                 _check_value(part.get("metadata"), f"{where}.parts[{i}].metadata")

@@ -79,6 +79,7 @@ LEGAL: dict[TaskState | None, frozenset[TaskState]] = {
             TaskState.COMPLETED,
             TaskState.FAILED,
             TaskState.CANCELED,
+            TaskState.REJECTED,  # "or later once an agent has determined it ... won't proceed"
             TaskState.INPUT_REQUIRED,
             TaskState.AUTH_REQUIRED,
         }
@@ -246,18 +247,20 @@ class Task:
         status: TaskStatus,
         history: list[Message] | None = None,
         artifacts: list[Artifact] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Task:
-        """The task's next value: this status, these messages and artifacts added. What did not
-        change (the lists when nothing is added, metadata, the trace) is shared with this one: a
-        value is never changed in place once made (``TaskRunner.transition`` makes one per move,
-        and the event, the store and every reader hold that same value)."""
+        """The task's next value: this status, these messages and artifacts added, these
+        ``metadata`` keys set (a new dict). What did not change (the lists when nothing is added,
+        metadata, the trace) is shared with this one: a value is never changed in place once made
+        (``TaskRunner.transition`` makes one per move, and the event, the store and every reader
+        hold that same value)."""
         return Task(
             self.id,
             self.context_id,
             status,
             [*self.history, *history] if history else self.history,
             [*self.artifacts, *artifacts] if artifacts else self.artifacts,
-            self.metadata,
+            {**(self.metadata or {}), **metadata} if metadata else self.metadata,
             self.skill,
             self.request,
             self.created,

@@ -54,6 +54,7 @@ from ..protocol.dialects import (
     check_id,
     json_names,
     parse_message,
+    parse_metadata,
     parse_state,
     render_artifact_update,
     render_send_result,
@@ -612,6 +613,7 @@ class A2AEndpoint:
         wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
     ) -> Any:
         message = parse_message(params.get("message"))
+        metadata = parse_metadata(params.get("metadata"), "metadata")
         config: Any = params.get("configuration") or {}
         if not _json.is_object(config):
             raise InvalidParamsError("configuration must be an object")
@@ -629,7 +631,13 @@ class A2AEndpoint:
                 )
         try:
             task, queue = await self.runner.send(
-                message, skill=skill, owner=owner, push=push, follow=stream, blocking=blocking
+                message,
+                skill=skill,
+                owner=owner,
+                push=push,
+                follow=stream,
+                blocking=blocking,
+                metadata=metadata,
             )
         except (
             UnsupportedOperationError

@@ -79,7 +79,7 @@ from ..protocol.model import (
 from ..skills import ToolkitLike
 from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
 from ..stores.base import when_available
-from ..tools import Answer
+from ..tools import AUTH, REJECT, Answer
 
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
@@ -306,10 +306,12 @@ class TaskRunner:
         result: RunResult | None = None,
         new: bool = False,
         conversation: tuple[str, list[dict[str, Any]]] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Task | None:
         """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. Returns the
         task's new value (see :meth:`Task.moved`), None if the move was refused. ``conversation``:
-        written in the same statement as this move (a store that :attr:`_joint` said joins them).
+        written in the same statement as this move (a store that :attr:`_joint` said joins them);
+        ``metadata``: keys set on the task's metadata by this move (a request's, answering it).
 
         The live task (the object this worker's run of it holds, :attr:`_live`) takes the new
         value's status, lists and version once it is saved; a task passed in that is not live (a
@@ -329,7 +331,7 @@ class TaskRunner:
                     log.debug("task %s: refused move %s -> %s", task.id, before, state)
                     return None
                 stamp = now_iso()
-                value = task.moved(TaskStatus(state, message, stamp), history, artifacts)
+                value = task.moved(TaskStatus(state, message, stamp), history, artifacts, metadata)
                 quiet, unsaved = task.id in self._quiet, None
                 try:
                     if quiet:
@@ -381,7 +383,7 @@ class TaskRunner:
                     value.history,
                     value.artifacts,
                 )
-                task.version = value.version
+                task.metadata, task.version = value.metadata, value.version
             event = TaskEvent(
                 task.id,
                 task.context_id,
@@ -544,11 +546,14 @@ class TaskRunner:
         push: PushConfig | None = None,
         follow: bool = False,
         blocking: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for ``skill``, when it names one); with one, it answers the task's question or reaches
-        its running model at the next turn. ``push`` (checked by the caller) is registered for the
-        task before anything can change it (a new task's webhook hears its first state too);
+        its running model at the next turn. ``metadata`` (the request's, not the message's) is
+        kept on the task: a new task's metadata, keys set on a task the message goes to.
+        ``push`` (checked by the caller) is registered for the task before anything can change it
+        (a new task's webhook hears its first state too);
         ``follow``: the queue of its changes from now on, for a stream; ``blocking``: the caller
         is answered only once the task settles (:meth:`wait`), so a new task's states before that
         are written with the one it settles in.
@@ -571,8 +576,8 @@ class TaskRunner:
             if push is not None:
                 await self._register(push, task)
             if task.state.interrupted:
-                task = await self.answer(task, message)
-            elif await self.tell(task, message):
+                task = await self.answer(task, message, metadata)
+            elif await self.tell(task, message, metadata):
                 task = self._live.get(task.id, task)  # what a blocking send waits on
             else:  # a working task takes it at its next turn
                 if queue is not None:
@@ -588,7 +593,14 @@ class TaskRunner:
             return task, queue
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
         task = await self.create(
-            message, skill, prompt, owner, answered=not blocking, followed=follow, push=push
+            message,
+            skill,
+            prompt,
+            owner,
+            answered=not blocking,
+            followed=follow,
+            push=push,
+            metadata=metadata,
         )
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
@@ -613,8 +625,10 @@ class TaskRunner:
         answered: bool = True,
         followed: bool = False,
         push: PushConfig | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Task:
-        """A new ``submitted`` task for ``message``, its run started. Returns the task itself.
+        """A new ``submitted`` task for ``message`` (``metadata``: its own), its run started.
+        Returns the task itself.
         ``answered``: its caller is told of this first state now (False: a blocking send, told
         once it settles); ``followed``: a stream follows each of its states from this one;
         ``push``: registered, and told of this first state, before the run can move it (keeping
@@ -628,6 +642,7 @@ class TaskRunner:
             new_id(),
             context,
             TaskStatus(TaskState.SUBMITTED),
+            metadata=metadata,
             skill=skill,
             request=message.text,
             owner=owner,
@@ -650,9 +665,12 @@ class TaskRunner:
             self._start(task, self._fulfil(task, prompt, None, new_context=minted))
         return task
 
-    async def tell(self, task: Task, message: Message) -> bool:
-        """A message for a task that is working: kept in its history where it arrived and given to
-        the model before its next turn. False when the run is past reading it (answering, done)."""
+    async def tell(
+        self, task: Task, message: Message, metadata: dict[str, Any] | None = None
+    ) -> bool:
+        """A message for a task that is working: kept in its history where it arrived (its
+        request's ``metadata`` on the task) and given to the model before its next turn. False
+        when the run is past reading it (answering, done)."""
         inbox = self._inboxes.get(task.id)
         if inbox is None or inbox.closed or task.state.terminal or task.state.interrupted:
             return False
@@ -664,10 +682,11 @@ class TaskRunner:
         inbox.append(message.text)
         async with self._locks.setdefault(task.id, asyncio.Lock()):
             live = self._live.get(task.id, task)
-            value = live.moved(live.status, [message])
+            value = live.moved(live.status, [message], metadata=metadata)
             await self.store.save(value)
             if live is self._live.get(task.id):
-                live.history, live.version = value.history, value.version
+                live.history, live.metadata = value.history, value.metadata
+                live.version = value.version
         return True
 
     def _hold(self, task: Task) -> Task:
@@ -680,9 +699,11 @@ class TaskRunner:
             _adopt(live, task)
         return live
 
-    async def answer(self, task: Task, message: Message) -> Task:
-        """Resume an interrupted task with the user's ``message``. Returns the live task, which
-        follows its run from here."""
+    async def answer(
+        self, task: Task, message: Message, metadata: dict[str, Any] | None = None
+    ) -> Task:
+        """Resume an interrupted task with the user's ``message`` (its request's ``metadata`` set
+        on the task). Returns the live task, which follows its run from here."""
         message.context_id, message.task_id = task.context_id, task.id
         pending = self._pending.pop(task.id, None)
         if (
@@ -695,7 +716,7 @@ class TaskRunner:
                 pending = self.client.restore(stored, self.toolkit)  # suspended on another worker
         held = task.id in self._live
         task = self._hold(task)
-        if not await self.transition(task, TaskState.WORKING, history=[message]):
+        if not await self.transition(task, TaskState.WORKING, history=[message], metadata=metadata):
             if not held:
                 self._live.pop(task.id, None)
             raise InvalidParamsError(f"the task is {task.state.value}, no longer waiting for input")
@@ -803,9 +824,19 @@ class TaskRunner:
                 None,
             )
         if result.status == "pending" and result.pending is not None:
-            question = Message.agent(
-                result.pending.prompt or "input required", task.context_id, task.id
-            )
+            kind = result.pending.kind
+            if kind == REJECT:  # a tool refused the work: the task ends, nothing to resume
+                why = Message.agent(result.pending.prompt or "rejected", task.context_id, task.id)
+                await self._settle(
+                    task,
+                    lambda: self.transition(
+                        task, TaskState.REJECTED, message=why, history=[why], result=result
+                    ),
+                )
+                return
+            state = TaskState.AUTH_REQUIRED if kind == AUTH else TaskState.INPUT_REQUIRED
+            default = "authorization required" if kind == AUTH else "input required"
+            question = Message.agent(result.pending.prompt or default, task.context_id, task.id)
             self._pending[task.id] = result
             words.told, words.restart = "", False  # provisional; the answer's reply replaces it
             shared = self._shared
@@ -820,7 +851,7 @@ class TaskRunner:
                 task,
                 lambda: self.transition(
                     task,
-                    TaskState.INPUT_REQUIRED,
+                    state,
                     message=question,
                     history=[question],
                     result=result,
