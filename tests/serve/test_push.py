@@ -148,6 +148,57 @@ async def test_sdk_client_sets_a_config_and_every_change_reaches_the_webhook_as_
     assert "artifact_update" in kinds and kinds[-1] == "status_update"
 
 
+@pytest.mark.parametrize("version", ["1.0", "rest", "rest-0.3"])
+async def test_configs_are_listed_in_pages(demo_server, receiver, version):
+    """ListTaskPushNotificationConfigs pages (§3.1.9): pageSize at a time, a token to the next
+    page, "" at the last; absent, every config in one page; a token it never gave is -32602."""
+    async with sdk_client(demo_server, "1.0") as client:
+        request = pb.SendMessageRequest(
+            message=message("slow 5"),
+            configuration=pb.SendMessageConfiguration(return_immediately=True),
+        )
+        task = [ev.task async for ev in client.send_message(request) if ev.HasField("task")][0]
+        made = []
+        for _ in range(3):
+            target = receiver.target()
+            config = pb.TaskPushNotificationConfig(
+                task_id=task.id, url=target.url, token=target.token
+            )
+            made.append((await client.create_task_push_notification_config(config)).id)
+    if version == "rest-0.3":  # the SDK's 0.3 REST client has no list: its routes, by hand
+        async with httpx.AsyncClient(base_url=demo_server.url) as http:
+            pages, token = [], None
+            for _ in range(3):
+                query = {"pageSize": 2, **({"pageToken": token} if token else {})}
+                got = await http.get(f"/v1/tasks/{task.id}/pushNotificationConfigs", params=query)
+                body = got.json()
+                pages.append([c["name"].rsplit("/", 1)[1] for c in body["configs"]])
+                token = body["nextPageToken"]
+                if not token:
+                    break
+        assert pages == [made[:2], made[2:]]
+        return
+    async with sdk_client(demo_server, version) as client:
+        listed = pb.ListTaskPushNotificationConfigsRequest(task_id=task.id, page_size=2)
+        first = await client.list_task_push_notification_configs(listed)
+        assert [c.id for c in first.configs] == made[:2] and first.next_page_token
+        listed.page_token = first.next_page_token
+        last = await client.list_task_push_notification_configs(listed)
+        assert [c.id for c in last.configs] == made[2:] and last.next_page_token == ""
+        whole = await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
+        assert [c.id for c in whole.configs] == made and whole.next_page_token == ""
+        with pytest.raises(Exception, match="pageToken is not one this server gave out"):
+            listed.page_token = "elsewhere"
+            await client.list_task_push_notification_configs(listed)
+    async with tn.A2AClient(
+        demo_server.url, binding="http+json" if version == "rest" else "auto"
+    ) as peer:
+        assert [c.id for c in await peer.list_push(task.id, page_size=1)] == made
+        await peer.cancel(task.id)
+
+
 async def test_sdk_client_sends_with_a_config_and_hears_of_every_state_from_submitted(
     demo_server, receiver
 ):

@@ -209,6 +209,10 @@ async def fetch_card(
             await client.aclose()
 
 
+MAX_PAGES = 100
+"""Pages of a list the client follows before it calls the peer's paging endless."""
+
+
 class A2AClient:
     """Talks to one A2A peer.
 
@@ -601,18 +605,28 @@ class A2AClient:
             }
         return self._push_config(await self._call("push-get", params), task_id, dialect)
 
-    async def list_push(self, task_id: str) -> list[PushConfig]:
+    async def list_push(self, task_id: str, page_size: int | None = None) -> list[PushConfig]:
+        """Every push-notification config of a task: each page the peer gives (``page_size`` at
+        a time, when given), followed up to ``MAX_PAGES`` pages."""
         await self.connect()
         dialect = self.transport.shapes
-        result = await self._call(
-            "push-list", {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id}
-        )
-        items = result.get("configs") if isinstance(result, dict) else result
-        if items is None:
-            return []
-        if not isinstance(items, list):
-            raise PeerError(f"{self.peer}: its list of push notification configs is not a list")
-        return [self._push_config(c, task_id, dialect) for c in items]
+        params: dict[str, Any] = {"taskId": task_id} if dialect is Dialect.V10 else {"id": task_id}
+        if page_size is not None and dialect is Dialect.V10:
+            params["pageSize"] = page_size
+        configs: list[PushConfig] = []
+        for _ in range(MAX_PAGES):
+            result = await self._call("push-list", params)
+            items = result.get("configs") if isinstance(result, dict) else result
+            if items is None:
+                items = []
+            if not isinstance(items, list):
+                raise PeerError(f"{self.peer}: its list of push notification configs is not a list")
+            configs += [self._push_config(c, task_id, dialect) for c in items]
+            token = result.get("nextPageToken") if isinstance(result, dict) else None
+            if not token or not isinstance(token, str) or token == params.get("pageToken"):
+                return configs
+            params["pageToken"] = token
+        raise PeerError(f"{self.peer}: its push notification configs go on past {MAX_PAGES} pages")
 
     async def delete_push(self, task_id: str, config_id: str) -> None:
         await self.connect()

@@ -544,7 +544,8 @@ def v03_answer(op: str, data: Any) -> Any:
         return _named_push(data)
     if op == "push-list":
         items = data.get("configs", []) if is_object(data) else data
-        return {"configs": [_named_push(c) for c in _objects(items)]}
+        token = data.get("nextPageToken", "") if is_object(data) else ""
+        return {"configs": [_named_push(c) for c in _objects(items)], "nextPageToken": token}
     return data
 
 
@@ -557,5 +558,8 @@ def v03_result(op: str, result: Any) -> Any:
     if op in ("push-set", "push-get"):
         return _push_v03(result)
     if op == "push-list":
-        return {"configs": [_push_v03(c) for c in result.get("configs", [])]}
+        return {
+            "configs": [_push_v03(c) for c in result.get("configs", [])],
+            "nextPageToken": result.get("nextPageToken", ""),
+        }
     return result

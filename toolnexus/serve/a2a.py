@@ -72,6 +72,7 @@ from ..protocol.model import Artifact, Part, Task, TaskState, iso_utc
 from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Binding, Operation
 from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
+from ..stores.base import window
 from .config import A2AConfig
 from .lifecycle import Follow, TaskRunner
 from .metrics import Metrics
@@ -696,8 +697,14 @@ class A2AEndpoint:
         if kind == "push-get":
             return render_push_config(notifier.get(task_id, config_id), dialect)
         if kind == "push-list":
-            configs = [render_push_config(c, dialect) for c in notifier.list(task_id)]
-            return {"configs": configs, "nextPageToken": ""} if v10 else configs
+            configs = notifier.list(task_id)
+            if not v10:  # 0.3's JSON-RPC list is one array
+                return [render_push_config(c, dialect) for c in configs]
+            start, end, token = _page(params, len(configs))
+            return {
+                "configs": [render_push_config(c, dialect) for c in configs[start:end]],
+                "nextPageToken": token,
+            }
         if not config_id:
             raise InvalidParamsError(
                 f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required"
@@ -895,6 +902,18 @@ def _looks_v10(message: Any) -> bool:
         return True
     parts = message.get("parts")
     return _json.is_array(parts) and any(_json.is_object(p) and "kind" not in p for p in parts)
+
+
+def _page(params: dict[str, Any], total: int) -> tuple[int, int, str]:
+    """The slice of ``total`` items a list's ``pageSize`` (absent or 0: all of them; else 1-100) and
+    ``pageToken`` (one this server gave out) ask for, and the next page's token ("" at the end)."""
+    size = params.get("pageSize") or 0
+    if not _is_int(size) or not 0 <= size <= 100:
+        raise InvalidParamsError(f"pageSize must be an integer from 1 to 100, got {size!r}")
+    try:
+        return window(total, size or max(total, 1), _opt_str(params, "pageToken") or "")
+    except ValueError as exc:
+        raise InvalidParamsError(str(exc)) from None
 
 
 def _is_int(v: Any) -> bool:
