@@ -246,7 +246,8 @@ async def sdk_server(
     public and declares the scheme), as a deployment behind a basic-auth proxy does. ``push``:
     the SDK's own push-notification store and sender, the card saying so. ``binding="HTTP+JSON"``:
     the SDK's REST routes instead of JSON-RPC, the only interface on its card; ``binding="GRPC"``:
-    the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it.
+    the SDK's gRPC handler on a port of its own, the card (still served over HTTP) listing only it
+    (with ``compat``, 0.3's gRPC service too, listed after 1.0's).
     ``task_store``: the SDK's own store to keep tasks in (default: its in-memory one).
     ``features``: the card declares every feature a card can (:func:`featured`: signed, a
     required extension, a tenant, an extended card, five security schemes), push on; the SDK
@@ -330,6 +331,13 @@ async def sdk_server(
     )
     if grpc_server is not None:
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        if compat:  # 0.3's service beside it, as the SDK serves it (a2a.v1.A2AService)
+            from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
+            from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
+
+            a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
+                CompatGrpcHandler(handler), grpc_server
+            )
         await grpc_server.start()
     for route in create_agent_card_routes(agent_card) + served:
         app.router.routes.append(route)

@@ -32,13 +32,18 @@ except ImportError as exc:  # a real part missing: CI fails, a laptop skips
 TOKEN = "grpc-secret-5150"
 
 
-async def _sdk_client(url: str, *, headers: dict[str, str] | None = None):
-    """The official client on our card, made to speak gRPC (its only interface left)."""
+async def _sdk_client(url: str, *, headers: dict[str, str] | None = None, version: str = "1.0"):
+    """The official client on our card, made to speak gRPC (its only interface left) in
+    ``version``: for "0.3" the 1.x SDK's 0.3 compat gRPC transport, the 0.3 service's client."""
     import httpx
 
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, url).get_agent_card()
-    keep = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+    keep = [
+        i
+        for i in card.supported_interfaces
+        if i.protocol_binding == "GRPC" and i.protocol_version == version
+    ]
     assert keep, "the card lists no gRPC interface"
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)
@@ -60,7 +65,17 @@ async def _sdk_client(url: str, *, headers: dict[str, str] | None = None):
     config = ClientConfig(
         streaming=True, supported_protocol_bindings=["GRPC"], grpc_channel_factory=channel
     )
-    return ClientFactory(config).create(card)
+    factory = ClientFactory(config)
+    from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+
+    if version == "0.3":
+        # what the factory registers itself for a 0.3 gRPC interface, when its own import of the
+        # compat transport succeeded: a2a-sdk 1.3 loses it (None) when a2a.server.routes was
+        # imported first (a circular import), as the SDK server peers of these tests do
+        factory.register("GRPC", CompatGrpcTransport.create)
+    client = factory.create(card)
+    assert isinstance(client._transport, CompatGrpcTransport) is (version == "0.3")
+    return client
 
 
 def _message(text: str, **ids: str) -> pb.Message:
@@ -69,13 +84,16 @@ def _message(text: str, **ids: str) -> pb.Message:
     )
 
 
-async def test_the_sdk_grpc_client_against_a_served_toolkit():
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_the_sdk_grpc_client_against_a_served_toolkit(version):
+    """The official client over gRPC, 1.0's service and 0.3's (the SDK's 0.3 compat transport,
+    which 0.3's SDK line speaks): every operation its version has."""
     tk = await tn.create_toolkit(builtins=False)
     async with tk.serve(
         client=tn.demo_client(), a2a=tn.A2AConfig(name="grpc-desk", grpc="127.0.0.1:0")
     ) as handle:
         assert handle.grpc_target.startswith("127.0.0.1:")
-        client = await _sdk_client(handle.url)
+        client = await _sdk_client(handle.url, version=version)
         try:
             sent = [
                 ev
@@ -116,8 +134,9 @@ async def test_the_sdk_grpc_client_against_a_served_toolkit():
                 )
             ]
             assert answered[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
-            listed = await client.list_tasks(pb.ListTasksRequest(page_size=10))
-            assert {t.id for t in listed.tasks} >= {task_id, asked[0].task.id}
+            if version == "1.0":  # 0.3 has no ListTasks
+                listed = await client.list_tasks(pb.ListTasksRequest(page_size=10))
+                assert {t.id for t in listed.tasks} >= {task_id, asked[0].task.id}
             config = await client.create_task_push_notification_config(
                 pb.TaskPushNotificationConfig(
                     task_id=task_id, url="http://127.0.0.1:9/hook", token="t-1"
@@ -176,6 +195,68 @@ async def test_grpc_auth_and_bounds():
             assert rows and rows[-1].rpc_method == "SendMessage" and rows[-1].status == 200
             assert all(TOKEN not in str(vars(e)) for e in client.traffic.events)
             assert rows[-1].request_headers["authorization"] == "Bearer ***"
+
+
+async def test_our_client_speaks_03_over_grpc_to_our_server():
+    tk = await tn.create_toolkit(builtins=False)
+    config = tn.A2AConfig(auth=tn.Auth.bearer(TOKEN), grpc="127.0.0.1:0")
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=config) as handle,
+        tn.A2AClient(
+            handle.url, binding="grpc", dialect="0.3", headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as client,
+    ):
+        assert (client.binding, client.dialect.value) == ("GRPC", "0.3")
+        task = await client.send("over 0.3 grpc", blocking=True, request_metadata={"k": "v"})
+        assert task.reply == "You said: over 0.3 grpc" and task.metadata == {"k": "v"}
+        streamed = [t async for t in client.stream("streamed")]
+        assert (
+            streamed[-1].state is TaskState.COMPLETED and streamed[-1].reply == "You said: streamed"
+        )
+        slow = await client.send("slow 20")
+        assert (await client.cancel(slow.id)).state is TaskState.CANCELED
+        with pytest.raises(tn.errors.TaskNotCancelableError):
+            await client.cancel(slow.id)
+        with pytest.raises(tn.errors.TaskNotFoundError):
+            await client.get("no-such-task")
+        set_ = await client.set_push(task.id, "http://127.0.0.1:9/hook", token="t-03")
+        assert [c.id for c in await client.list_push(task.id, page_size=1)] == [set_.id]
+        assert (await client.get_push(task.id, set_.id)).url == "http://127.0.0.1:9/hook"
+        await client.delete_push(task.id, set_.id)
+        assert await client.list_push(task.id) == []
+        rows = [e for e in client.traffic.events if e.url.startswith("grpc://")]
+        assert rows[0].url.endswith("/a2a.v1.A2AService/SendMessage")
+        assert rows[0].request_headers["a2a-version"] == "0.3"
+
+
+async def test_our_client_speaks_03_over_grpc_to_the_sdk_server():
+    """Our client on the official SDK's 0.3 gRPC service (its compat handler, a2a.v1.A2AService):
+    asked for 0.3, and on a card that offers only that."""
+    async with (
+        sdk_server(binding="GRPC", push=True, compat=True) as url,
+        tn.A2AClient(url, binding="grpc", dialect="0.3") as client,
+    ):
+        assert (client.binding, client.dialect.value) == ("GRPC", "0.3")
+        await follow_the_script(client, "hello sdk grpc 0.3")
+        methods = {e.rpc_method for e in client.traffic.events}
+        assert methods >= {"SendMessage", "SendStreamingMessage", "GetTask", "CancelTask"}
+        assert all(
+            e.url.startswith("grpc://") and "/a2a.v1.A2AService/" in e.url
+            for e in client.traffic.events
+            if e.url.startswith("grpc://")
+        )
+        with pytest.raises(tn.errors.UnsupportedOperationError):  # 0.3 has no ListTasks
+            await client.list_tasks()
+    async with sdk_server(binding="GRPC", compat=True) as url:
+        async with tn.A2AClient(url) as probe:
+            card = dict(probe.card.raw)
+        card["supportedInterfaces"] = [
+            i for i in card["supportedInterfaces"] if i["protocolVersion"] == "0.3"
+        ]
+        async with tn.A2AClient(card) as client:
+            assert (client.binding, client.dialect.value) == ("GRPC", "0.3")
+            task = await client.send("echo me", blocking=True)
+            assert task.reply == "echo: echo me"
 
 
 async def test_our_client_against_the_sdk_grpc_server():

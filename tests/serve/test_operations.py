@@ -49,6 +49,51 @@ def test_every_rpc_of_the_official_service_is_a_row_with_its_messages():
     )
 
 
+def test_every_rpc_of_the_03_service_is_a_row_with_its_messages():
+    from a2a.compat.v0_3 import a2a_v0_3_pb2
+
+    service = a2a_v0_3_pb2.DESCRIPTOR.services_by_name["A2AService"]
+    assert service.full_name == "a2a.v1.A2AService"  # 1.0's is lf.a2a.v1: one server has both
+    rows = {op.v03_grpc[0]: (op, op.v03_grpc) for op in OPERATIONS.values() if op.v03_grpc}
+    assert set(rows) == {m.name for m in service.methods}
+    for method in service.methods:
+        op, (_, request, response) = rows[method.name]
+        assert (request, response) == (method.input_type.name, method.output_type.name)
+        assert op.streams == method.server_streaming
+
+
+async def test_every_row_of_03_is_served_over_grpc(served):
+    from a2a.compat.v0_3 import a2a_v0_3_pb2, a2a_v0_3_pb2_grpc
+
+    async with grpc.aio.insecure_channel(served.grpc_target) as channel:
+        stub = a2a_v0_3_pb2_grpc.A2AServiceStub(channel)
+        for op in OPERATIONS.values():
+            if op.v03_grpc is None:
+                continue
+            rpc, request, _ = op.v03_grpc
+            message = getattr(a2a_v0_3_pb2, request)()
+            failed = await _call_empty(getattr(stub, rpc), message, op)
+            if failed is not None:  # what an empty request deserves
+                assert failed.code() != grpc.StatusCode.UNIMPLEMENTED, rpc
+                # 0.3's details name the A2A error as its SDKs did, and nothing else
+                assert re.fullmatch(r"[A-Za-z]+Error: .+", failed.details() or ""), (rpc, failed)
+                assert "Traceback" not in (failed.details() or "")
+
+
+async def _call_empty(call, message, op):
+    """Call an RPC with ``message`` (an empty request), as the agent's owner; its failure or None."""
+    try:
+        reply = call(message, metadata=[("authorization", AUTH["Authorization"])])
+        if op.streams:
+            async for _ in reply:
+                pass
+        else:
+            await reply
+    except grpc.aio.AioRpcError as failed:
+        return failed
+    return None
+
+
 @pytest.fixture(scope="module")
 def served():
     """One served agent with auth and gRPC, shared by the module (its own loop in a thread)."""
@@ -117,18 +162,8 @@ async def test_every_row_is_served_on_every_binding(served):
     async with grpc.aio.insecure_channel(served.grpc_target) as channel:
         stub = a2a_pb2_grpc.A2AServiceStub(channel)
         for op in OPERATIONS.values():
-            call = getattr(stub, op.v10)
-            request = getattr(pb, op.grpc_request)()
-            try:
-                reply = call(request, metadata=[("authorization", AUTH["Authorization"])])
-                if op.streams:
-                    async for _ in reply:
-                        pass
-                else:
-                    await reply
-            except (
-                grpc.aio.AioRpcError
-            ) as failed:  # what an empty request deserves, never "no such RPC"
+            failed = await _call_empty(getattr(stub, op.v10), getattr(pb, op.grpc_request)(), op)
+            if failed is not None:  # what an empty request deserves, never "no such RPC"
                 assert failed.code() != grpc.StatusCode.UNIMPLEMENTED, op.v10
                 assert not re.search(r"[A-Z][a-z]+(Error|Exception)\b", failed.details() or ""), (
                     failed

@@ -272,8 +272,8 @@ async def test_forcing_a_binding():
                 assert client.traffic.events[-1].url == handle.url + path
     with pytest.raises(ValueError, match="1.0 and 0.3 only"):
         tn.A2AClient("http://127.0.0.1:1", binding="http+json", dialect="legacy")
-    with pytest.raises(ValueError, match="1.0 only"):
-        tn.A2AClient("http://127.0.0.1:1", binding="grpc", dialect="0.3")
+    with pytest.raises(ValueError, match="1.0 and 0.3 only"):
+        tn.A2AClient("http://127.0.0.1:1", binding="grpc", dialect="legacy")
     with pytest.raises(ValueError, match="binding must be"):
         tn.A2AClient("http://127.0.0.1:1", binding="grpc-web")
     # a JSON-RPC-only peer forced to REST: its 404 reads as a clear error, not a crash

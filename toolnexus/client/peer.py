@@ -49,7 +49,7 @@ from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card"]
 
-_SPOKEN = {Binding.GRPC: ("1.0",), Binding.HTTP_JSON: ("1.0", "0.3")}
+_SPOKEN = {Binding.GRPC: ("1.0", "0.3"), Binding.HTTP_JSON: ("1.0", "0.3")}
 """The dialects a binding other than JSON-RPC is spoken in."""
 
 
@@ -222,7 +222,8 @@ class A2AClient:
         timeout: seconds one HTTP request may take (streams: between frames).
         dialect: ``"auto"``, ``"0.3"``, ``"1.0"`` or ``"legacy"``.
         binding: ``"auto"`` (what the card offers: JSON-RPC first), ``"jsonrpc"``, ``"http+json"``
-            (the REST binding, spoken in 1.0) or ``"grpc"`` (1.0; ``pip install 'toolnexus[grpc]'``).
+            (the REST binding) or ``"grpc"`` (``pip install 'toolnexus[grpc]'``), each spoken in
+            1.0 or, with ``dialect="0.3"`` or a card that offers only that, 0.3.
         bus: where TrafficEvents (and the TaskEvents of :meth:`watch`) are published.
         secret_headers: more header names to mask on the wire log.
         record: a cassette path (or a :class:`~toolnexus.debug.cassette.CassetteWriter`): every

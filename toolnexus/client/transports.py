@@ -385,7 +385,9 @@ class RestTransport(_HttpTransport):
 
 
 class GrpcTransport(Transport):
-    """gRPC (1.0) on the interface's ``host:port``; needs ``pip install 'toolnexus[grpc]'``."""
+    """gRPC on the interface's ``host:port``: 1.0's service, or 0.3's (calls are built and answers
+    read in the 1.0 shapes either way; ``grpc_binding`` converts 0.3's); needs
+    ``pip install 'toolnexus[grpc]'``."""
 
     binding = Binding.GRPC
 
@@ -398,20 +400,51 @@ class GrpcTransport(Transport):
         if channel is not None:
             await channel.close()
 
-    def _stub(self, op: Operation) -> tuple[Any, str, list[tuple[str, str]]]:
-        """``(stub method, wire URL, metadata)`` of ``op``."""
+    def method(self, op: Operation) -> str | None:
+        if self.dialect is not Dialect.V03:
+            return op.v10
+        return op.v03_grpc[0] if op.v03_grpc else None
+
+    def _stub(
+        self, op: Operation, params: dict[str, Any]
+    ) -> tuple[Any, Any, str, list[tuple[str, str]]]:
+        """``(stub method, request message, wire URL, metadata)`` of ``op`` with ``params``."""
         c = self.client
-        _, _, pb_grpc = grpc_binding.modules()
+        v03 = self.dialect is Dialect.V03
+        if v03 and op.v03_grpc is None:
+            raise self.unsupported(op)
+        _, _, pb_grpc = grpc_binding.modules(v03)
         if self._channel is None:
             self._channel = grpc_binding.channel(c.endpoint, fetch.MAX_RESPONSE)
-        metadata = [("a2a-version", "1.0")] + [
+        metadata = [("a2a-version", "0.3" if v03 else "1.0")] + [
             (k.lower(), v) for k, v in c.headers.items() if c.credentials_sent
         ]
         parent = trace.outgoing()
         if parent is not None:
             metadata.append((trace.HEADER, parent))
-        url = f"grpc://{grpc_binding.target_of(c.endpoint)}/{grpc_binding.SERVICE}/{op.v10}"
-        return getattr(pb_grpc.A2AServiceStub(self._channel), op.v10), url, metadata
+        if v03 and op.v03_grpc is not None:
+            rpc, service = op.v03_grpc[0], grpc_binding.SERVICE_V03
+            request = grpc_binding.to_proto(
+                op.v03_grpc[1], grpc_binding.v03_request(op.key, params), v03=True
+            )
+        else:
+            rpc, service = op.v10, grpc_binding.SERVICE
+            request = grpc_binding.to_proto(op.grpc_request, params)
+        url = f"grpc://{grpc_binding.target_of(c.endpoint)}/{service}/{rpc}"
+        return getattr(pb_grpc.A2AServiceStub(self._channel), rpc), request, url, metadata
+
+    def _answer(self, op: Operation, reply: Any) -> Any:
+        """A reply (or stream message) as the 1.0 JSON the client parses."""
+        data = grpc_binding.to_json(reply)
+        if self.dialect is not Dialect.V03:
+            return data
+        try:
+            return rest.v03_answer(op.key, data)
+        except RPCError as exc:  # the peer's answer, not our call, is what is wrong
+            raise PeerError(
+                f"{self.client.peer}: {op.v03_grpc and op.v03_grpc[0]} answered a shape A2A 0.3 "
+                f"does not have: {exc.message}"
+            ) from None
 
     def _failed(self, rpc: str, exc: BaseException) -> Exception:
         c = self.client
@@ -425,14 +458,14 @@ class GrpcTransport(Transport):
 
     async def call(self, op: Operation, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         c = self.client
-        stub, url, metadata = self._stub(op)
-        message = grpc_binding.to_proto(op.grpc_request, params)
+        stub, message, url, metadata = self._stub(op, params)
+        rpc = self.method(op) or op.v10
         body = _json.dumps(params)
         started = time.perf_counter()
         try:
             reply = await stub(message, metadata=metadata, timeout=c.timeout)
         except Exception as exc:
-            failed = self._failed(op.v10, exc)
+            failed = self._failed(rpc, exc)
             c.traffic.record(
                 direction="out",
                 method="POST",
@@ -441,12 +474,12 @@ class GrpcTransport(Transport):
                 started=started,
                 request_headers=dict(metadata),
                 request_body=body,
-                rpc_method=op.v10,
+                rpc_method=rpc,
                 error=str(failed),
                 task_id=about(params),
             )
             raise failed from None
-        result = grpc_binding.to_json(reply)
+        result = self._answer(op, reply)
         c.traffic.record(
             direction="out",
             method="POST",
@@ -456,7 +489,7 @@ class GrpcTransport(Transport):
             request_headers=dict(metadata),
             request_body=body,
             response_body=_json.dumps(result),
-            rpc_method=op.v10,
+            rpc_method=rpc,
             task_id=about(params, result),
         )
         return result
@@ -467,13 +500,14 @@ class GrpcTransport(Transport):
         """A server-streaming call's messages as tasks; each must come within ``max(timeout, 60)``
         seconds of the one before. On the wire log however it ends."""
         c = self.client
-        stub, url, metadata = self._stub(op)
+        stub, message, url, metadata = self._stub(op, params)
+        rpc = self.method(op) or op.v10
         body = _json.dumps(params)
         started = time.perf_counter()
         frames: list[str] = []
         error: str | None = None
         fold = _Fold(sent)
-        call = stub(grpc_binding.to_proto(op.grpc_request, params), metadata=metadata)
+        call = stub(message, metadata=metadata)
         try:
             replies = call.__aiter__()
             while True:
@@ -482,17 +516,20 @@ class GrpcTransport(Transport):
                         reply = await replies.__anext__()
                 except StopAsyncIteration:
                     break
-                frame = grpc_binding.to_json(reply)
+                frame = self._answer(op, reply)
                 frames.append(_json.dumps(frame).decode())
                 yield fold.apply(frame).snapshot()
         except TimeoutError:
             error = f"AnswerTooSlow: no message within {max(c.timeout, 60.0):g}s"
-            raise PeerError(f"{c.peer}: {op.v10} stream failed: {error}") from None
+            raise PeerError(f"{c.peer}: {rpc} stream failed: {error}") from None
         except (GeneratorExit, asyncio.CancelledError):
             error = "canceled"
             raise
+        except PeerError as exc:  # an answer in a shape its version does not have
+            error = str(exc)
+            raise
         except Exception as exc:
-            failed = self._failed(op.v10, exc)
+            failed = self._failed(rpc, exc)
             error = str(failed)
             raise failed from None
         finally:
@@ -506,7 +543,7 @@ class GrpcTransport(Transport):
                 request_headers=dict(metadata),
                 request_body=body,
                 response_body="\n\n".join(frames),
-                rpc_method=op.v10,
+                rpc_method=rpc,
                 frames=frames,
                 error=error,
                 task_id=fold.task.id if fold.task is not None else about(params),

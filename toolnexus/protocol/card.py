@@ -73,10 +73,11 @@ def build_card(
         "defaultOutputModes": list(output_modes),
         "skills": [_skill(s) for s in skills],
     }
-    if grpc_target:  # the gRPC service's host:port, as gRPC clients dial it
-        card["supportedInterfaces"].append(
-            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"}
-        )
+    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's)
+        card["supportedInterfaces"] += [
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+        ]
         card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
     if provider:
         card["provider"] = provider
@@ -184,19 +185,15 @@ class AgentCard:
         dialect, endpoint, reason, _ = self.route()
         return dialect, endpoint, reason
 
-    def _rest_v03(self) -> str | None:
-        """The URL of a 0.3 HTTP+JSON interface: listed in ``supportedInterfaces``, or a 0.3
-        card's ``url`` when its ``preferredTransport`` is HTTP+JSON."""
-        listed = self.interface("0", Binding.HTTP_JSON)
+    def _v03_at(self, binding: Binding) -> str | None:
+        """The URL (gRPC: ``host:port``) of a 0.3 interface of ``binding``: listed in
+        ``supportedInterfaces``, or a 0.3 card's ``url`` when its ``preferredTransport`` is it."""
+        listed = self.interface("0", binding)
         if listed is not None and listed.get("url"):
             return str(listed["url"])
         url = self.raw.get("url")
-        if (
-            Binding.named(self.raw.get("preferredTransport")) is Binding.HTTP_JSON
-            and isinstance(url, str)
-            and url
-        ):
-            return url
+        if Binding.named(self.raw.get("preferredTransport")) is binding and isinstance(url, str):
+            return url or None
         return None
 
     def route(
@@ -205,8 +202,8 @@ class AgentCard:
         """``(dialect, endpoint, reason, binding)``: the way the 1.x SDK chooses (a JSONRPC
         interface of version 1.x, or without a version, means 1.0; otherwise 0.3 at ``url``),
         HTTP+JSON 1.0 when the card offers only that, gRPC 1.0 when it offers only gRPC, or the
-        binding asked for (``"HTTP+JSON"``, ``"GRPC"``; with ``dialect="0.3"``, 0.3's HTTP+JSON).
-        A 0.3 card whose ``preferredTransport`` is HTTP+JSON is spoken to over 0.3's REST routes."""
+        binding asked for (``"HTTP+JSON"``, ``"GRPC"``; with ``dialect="0.3"``, 0.3's). A 0.3 card
+        whose ``preferredTransport`` is HTTP+JSON or GRPC is spoken to over that binding in 0.3."""
         if binding is not None:
             asked = Binding.named(binding)
             if asked is None:
@@ -214,19 +211,29 @@ class AgentCard:
             binding = asked
         rest = self.interface("1", Binding.HTTP_JSON)
         grpc = self.interface("1", Binding.GRPC)
+        grpc_v03 = self._v03_at(Binding.GRPC)
         if binding is Binding.GRPC:
-            if grpc is not None and grpc.get("url"):
+            if dialect != "0.3" and grpc is not None and grpc.get("url"):
                 return (
                     "1.0",
                     str(grpc["url"]),
                     "gRPC asked for; the card lists it for protocol 1.x",
                     binding,
                 )
+            if dialect in (None, "0.3") and grpc_v03:
+                return (
+                    "0.3",
+                    grpc_v03,
+                    "gRPC asked for; the card lists it for protocol 0.3",
+                    binding,
+                )
+            which = {"0.3": " 0.3", "1.0": " 1.0"}.get(dialect or "", "")
             raise PeerError(
-                "gRPC asked for, but the card lists no gRPC interface (its host:port is needed)"
+                f"gRPC{which} asked for, but the card lists no{which} gRPC interface (its "
+                "host:port is needed)"
             )
         if binding is Binding.HTTP_JSON and dialect == "0.3":
-            url = self._rest_v03()
+            url = self._v03_at(Binding.HTTP_JSON)
             if url:
                 return "0.3", url, "0.3 over HTTP+JSON asked for; the card lists it", binding
             return (
@@ -274,7 +281,7 @@ class AgentCard:
                 "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC",
                 Binding.HTTP_JSON,
             )
-        rest_v03 = self._rest_v03()
+        rest_v03 = self._v03_at(Binding.HTTP_JSON)
         additional = [
             Binding.named(i.get("transport"))
             for i in self.raw.get("additionalInterfaces") or ()
@@ -293,19 +300,28 @@ class AgentCard:
                 Binding.HTTP_JSON,
             )
         url = self.raw.get("url")
+        http_offered = any(
+            Binding.named(i.get("protocolBinding", "JSONRPC"))
+            in (Binding.JSONRPC, Binding.HTTP_JSON)
+            for i in self.interfaces
+        )
         if (
             binding is None
             and grpc is not None
             and grpc.get("url")
             and not url
-            and not any(
-                Binding.named(i.get("protocolBinding", "JSONRPC"))
-                in (Binding.JSONRPC, Binding.HTTP_JSON)
-                for i in self.interfaces
-            )
+            and not http_offered
         ):
             why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
             return "1.0", str(grpc["url"]), why, Binding.GRPC
+        if (
+            binding is None
+            and grpc_v03
+            and not http_offered
+            and Binding.named(self.raw.get("preferredTransport") or "JSONRPC") is Binding.GRPC
+            and Binding.JSONRPC not in additional
+        ):
+            return "0.3", grpc_v03, "the card offers 0.3 over gRPC and no JSONRPC", Binding.GRPC
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
             return "0.3", url, reason, Binding.JSONRPC

@@ -2,7 +2,8 @@
 
 A row says, for one operation, its JSON-RPC method in each dialect (1.0, 0.3, and whether the
 toolnexus legacy dialect has it), its HTTP+JSON verb and route (1.0's, and 0.3's under ``/v1/``),
-its gRPC request and response messages (the RPC is named as the 1.0 method), whether its answer
+its gRPC request and response messages (the RPC is named as the 1.0 method; 0.3's gRPC service
+has its own names and messages), whether its answer
 is a stream, and whether its HTTP+JSON request carries a JSON body (``"required"``,
 ``"optional"``: a POST that may come empty, ``"none"``: a GET or DELETE).
 
@@ -92,6 +93,10 @@ class Operation:
     ``SubscribeToTask`` that way."""
     aliases: tuple[str, ...] = ()
     """Other 1.0 method names that peers send for it."""
+    v03_grpc: tuple[str, str, str] | None = None
+    """0.3's gRPC RPC (``a2a.v1.A2AService``), its request and response messages (``a2a.v1``
+    package of 0.3's proto, as the official SDK ships it in ``a2a.compat.v0_3``); None where 0.3
+    has none."""
 
 
 def _op(
@@ -107,6 +112,7 @@ def _op(
     body: Literal["required", "optional", "none"] = "none",
     also_get: bool = False,
     aliases: tuple[str, ...] = (),
+    v03_grpc: tuple[str, str, str] | None = None,
 ) -> Operation:
     return Operation(
         key,
@@ -122,6 +128,7 @@ def _op(
         body,
         also_get,
         aliases,
+        v03_grpc,
     )
 
 
@@ -136,6 +143,7 @@ _ROWS = (
         "/v1/message:send",
         ("SendMessageRequest", "SendMessageResponse"),
         body="required",
+        v03_grpc=("SendMessage", "SendMessageRequest", "SendMessageResponse"),
     ),
     _op(
         "stream",
@@ -148,6 +156,7 @@ _ROWS = (
         ("SendMessageRequest", "StreamResponse"),
         streams=True,
         body="required",
+        v03_grpc=("SendStreamingMessage", "SendMessageRequest", "StreamResponse"),
     ),
     _op(
         "get",
@@ -158,6 +167,7 @@ _ROWS = (
         "/tasks/{id}",
         "/v1/tasks/{id}",
         ("GetTaskRequest", "Task"),
+        v03_grpc=("GetTask", "GetTaskRequest", "Task"),
     ),
     _op(
         "list",
@@ -179,6 +189,7 @@ _ROWS = (
         "/v1/tasks/{id}:cancel",
         ("CancelTaskRequest", "Task"),
         body="optional",
+        v03_grpc=("CancelTask", "CancelTaskRequest", "Task"),
     ),
     _op(
         "resubscribe",
@@ -192,6 +203,7 @@ _ROWS = (
         streams=True,
         body="optional",
         also_get=True,
+        v03_grpc=("TaskSubscription", "TaskSubscriptionRequest", "StreamResponse"),
     ),
     _op(
         "push-set",
@@ -203,6 +215,11 @@ _ROWS = (
         "/v1/tasks/{taskId}/pushNotificationConfigs",
         ("TaskPushNotificationConfig", "TaskPushNotificationConfig"),
         body="required",
+        v03_grpc=(
+            "CreateTaskPushNotificationConfig",
+            "CreateTaskPushNotificationConfigRequest",
+            "TaskPushNotificationConfig",
+        ),
     ),
     _op(
         "push-get",
@@ -213,6 +230,11 @@ _ROWS = (
         "/tasks/{taskId}/pushNotificationConfigs/{id}",
         "/v1/tasks/{taskId}/pushNotificationConfigs/{id}",
         ("GetTaskPushNotificationConfigRequest", "TaskPushNotificationConfig"),
+        v03_grpc=(
+            "GetTaskPushNotificationConfig",
+            "GetTaskPushNotificationConfigRequest",
+            "TaskPushNotificationConfig",
+        ),
     ),
     _op(
         "push-list",
@@ -223,8 +245,13 @@ _ROWS = (
         "/tasks/{taskId}/pushNotificationConfigs",
         "/v1/tasks/{taskId}/pushNotificationConfigs",
         ("ListTaskPushNotificationConfigsRequest", "ListTaskPushNotificationConfigsResponse"),
-        aliases=("ListTaskPushNotificationConfig",),
-    ),  # the singular: the name of earlier 1.0 drafts
+        aliases=("ListTaskPushNotificationConfig",),  # the singular: earlier 1.0 drafts' name
+        v03_grpc=(
+            "ListTaskPushNotificationConfig",
+            "ListTaskPushNotificationConfigRequest",
+            "ListTaskPushNotificationConfigResponse",
+        ),
+    ),
     _op(
         "push-delete",
         "DeleteTaskPushNotificationConfig",
@@ -234,6 +261,11 @@ _ROWS = (
         "/tasks/{taskId}/pushNotificationConfigs/{id}",
         None,  # a2a.proto 0.3 has no route for it
         ("DeleteTaskPushNotificationConfigRequest", "Empty"),
+        v03_grpc=(
+            "DeleteTaskPushNotificationConfig",
+            "DeleteTaskPushNotificationConfigRequest",
+            "Empty",
+        ),
     ),
     _op(
         "extended",
@@ -244,6 +276,7 @@ _ROWS = (
         "/extendedAgentCard",
         "/v1/card",
         ("GetExtendedAgentCardRequest", "AgentCard"),
+        v03_grpc=("GetAgentCard", "GetAgentCardRequest", "AgentCard"),
     ),
 )
 

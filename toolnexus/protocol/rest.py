@@ -45,6 +45,8 @@ __all__ = [
     "v03_error_body",
     "v03_request",
     "v03_answer",
+    "type_name",
+    "ERRORS_BY_TYPE",
 ]
 
 MEDIA_TYPE = "application/a2a+json"
@@ -183,16 +185,20 @@ def error_body(err: RPCError) -> dict[str, Any]:
 def v03_error_body(err: RPCError) -> dict[str, Any]:
     """A failure on 0.3's routes: the Status of :func:`error_body`, plus the ``type`` (the error's
     class name) and ``message`` the 0.3-era REST clients (the 1.x SDK's compat one) read."""
-    return {**error_body(err), "type": _type_name(err.reason), "message": err.message}
+    return {**error_body(err), "type": type_name(err.reason), "message": err.message}
 
 
-def _type_name(reason: str) -> str:
+def type_name(reason: str) -> str:
     """The 1.x SDK's class name for an A2A reason (``TASK_NOT_FOUND`` -> ``TaskNotFoundError``)."""
     return (
         "JSONParseError"
         if reason == "PARSE_ERROR"
         else "".join(w.capitalize() for w in reason.split("_")) + "Error"
     )
+
+
+ERRORS_BY_TYPE: dict[str, type[RPCError]] = {type_name(c.reason): c for c in RPC_ERRORS.values()}
+"""Every A2A error by the class name 0.3-era peers give it (``TaskNotFoundError``)."""
 
 
 def refusal_body(status: int, message: str) -> dict[str, Any]:
@@ -222,8 +228,7 @@ def parse_error(status: int, data: Any, mask: Any = str) -> RPCError | None:
     refused credential, which the client reports as such)."""
     error = data.get("error") if is_object(data) else None
     if not is_object(error) and is_object(data) and status >= 400:
-        named = {_type_name(cls.reason): cls for cls in RPC_ERRORS.values()}
-        cls = named.get(kind) if isinstance(kind := data.get("type"), str) else None
+        cls = ERRORS_BY_TYPE.get(kind) if isinstance(kind := data.get("type"), str) else None
         if (
             cls is None
             and isinstance(data.get("code"), int)

@@ -1,9 +1,11 @@
-"""A served toolkit's A2A agent over gRPC (A2A 1.0 §10), on its own port beside the HTTP one.
+"""A served toolkit's A2A agent over gRPC (A2A 1.0 §10, and 0.3's service beside it), on its own
+port beside the HTTP one.
 
 An adapter, as thin as the HTTP ones: every RPC of the table of operations
-(:mod:`toolnexus.protocol.operations`) admits its caller as every binding does (auth, then the
-``A2A-Version`` metadata), runs the endpoint's handler with the request as its 1.0 JSON, and
-encodes the result as its proto message. A failure anywhere, the encoding of the answer
+(:mod:`toolnexus.protocol.operations`), in 1.0's service ``lf.a2a.v1.A2AService`` and in 0.3's
+``a2a.v1.A2AService``, admits its caller as every binding does (auth, then the ``A2A-Version``
+metadata: 1.x, or 0.x for 0.3's), runs the endpoint's handler with the request as its 1.0 JSON
+(0.3's converted by ``grpc_binding.v03_params``), and encodes the result as its proto message. A failure anywhere, the encoding of the answer
 included, ends the call with the gRPC status of its error (``toolnexus.errors``); an unexpected
 one is a generic INTERNAL whose detail only the server log sees. Needs
 ``pip install 'toolnexus[grpc]'`` (see ``protocol.grpc_binding``).
@@ -18,8 +20,17 @@ from typing import Any
 
 from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSupportedError
 from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
+from ..protocol import rest
 from ..protocol.dialects import Dialect
-from ..protocol.grpc_binding import abort_args, fit, message_type, modules, to_json, to_proto
+from ..protocol.grpc_binding import (
+    abort_args,
+    fit,
+    message_type,
+    modules,
+    to_json,
+    to_proto,
+    v03_params,
+)
 from ..protocol.operations import OPERATIONS, Binding, Operation
 from .a2a import A2AEndpoint, Refusal, as_is, major_version
 
@@ -32,7 +43,7 @@ MAX_MESSAGE = 4 * 1024 * 1024
 
 
 class GrpcServer:
-    """The gRPC service ``a2a.v1.A2AService`` of one endpoint, at ``addr`` (loopback by default)."""
+    """The gRPC services of one endpoint (1.0's and 0.3's), at ``addr`` (loopback by default)."""
 
     def __init__(self, endpoint: A2AEndpoint, addr: str | int | None = None) -> None:
         self.endpoint = endpoint
@@ -45,25 +56,32 @@ class GrpcServer:
         return http_url(self.host, self.port).removeprefix("http://")
 
     async def start(self) -> None:
-        grpc, pb, _ = modules()
+        grpc, _, _ = modules()
         server = grpc.aio.server(
             options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
             maximum_concurrent_rpcs=MAX_CONNECTIONS,
         )  # past it: RESOURCE_EXHAUSTED
-        handlers = {}
-        for op in OPERATIONS.values():  # the service the official stubs call, one handler per row
-            kind = (
-                grpc.unary_stream_rpc_method_handler
-                if op.streams
-                else grpc.unary_unary_rpc_method_handler
+        for v03 in (False, True):  # the services the official stubs call, one handler per row
+            _, pb, _ = modules(v03)
+            handlers = {}
+            for op in OPERATIONS.values():
+                names = op.v03_grpc if v03 else (op.v10, op.grpc_request, op.grpc_response)
+                if names is None:
+                    continue
+                kind = (
+                    grpc.unary_stream_rpc_method_handler
+                    if op.streams
+                    else grpc.unary_unary_rpc_method_handler
+                )
+                handlers[names[0]] = kind(
+                    self._streaming(op, v03) if op.streams else self._unary(op, v03),
+                    request_deserializer=_decoder(message_type(names[1], v03)),
+                    response_serializer=message_type(names[2], v03).SerializeToString,
+                )
+            service = pb.DESCRIPTOR.services_by_name["A2AService"].full_name
+            server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(service, handlers),)
             )
-            handlers[op.v10] = kind(
-                self._streaming(op) if op.streams else self._unary(op),
-                request_deserializer=_decoder(message_type(op.grpc_request)),
-                response_serializer=message_type(op.grpc_response).SerializeToString,
-            )
-        service = pb.DESCRIPTOR.services_by_name["A2AService"].full_name
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
         port = server.add_insecure_port(self.target)
         if port == 0:
             raise OSError(f"cannot bind gRPC to {self.target}")
@@ -76,7 +94,9 @@ class GrpcServer:
             await self._server.stop(grace)
             self._server = None
 
-    async def _params(self, request: Any, context: Any) -> tuple[dict[str, Any], str | None]:
+    async def _params(
+        self, op: Operation, request: Any, context: Any, v03: bool
+    ) -> tuple[dict[str, Any], str | None]:
         """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call."""
         grpc, _, _ = modules()
         if isinstance(request, _Undecodable):
@@ -98,14 +118,16 @@ class GrpcServer:
             await context.abort(code, str(refusal))  # ends the call: it raises
             raise
         version = metadata.get("a2a-version")
-        if version is not None and major_version(version) != 1:
+        if version is not None and major_version(version) != (0 if v03 else 1):
+            speaks = "0.3 (a2a.v1.A2AService)" if v03 else "1.0 (lf.a2a.v1.A2AService)"
             raise VersionNotSupportedError(
-                f"Version not supported: A2A-Version {version} (gRPC here speaks 1.0)",
-                data={"supportedVersions": "1.0"},
+                f"Version not supported: A2A-Version {version} (this gRPC service speaks {speaks})",
+                data={"supportedVersions": "0.3" if v03 else "1.0"},
             )
-        return to_json(request), owner
+        params = to_json(request)
+        return (v03_params(op.key, params) if v03 else params), owner
 
-    async def _failed(self, op: Operation, exc: Exception, context: Any) -> None:
+    async def _failed(self, op: Operation, exc: Exception, context: Any, v03: bool) -> None:
         """End the call with ``exc``'s status: an RPCError's own, anything else a generic INTERNAL
         (context.abort raises to end the call: that one goes through as it is)."""
         if type(exc).__name__ == "AbortError":
@@ -113,34 +135,34 @@ class GrpcServer:
         if not isinstance(exc, RPCError):
             log.error("gRPC %s failed", op.v10, exc_info=exc)
             exc = InternalError()
-        await context.abort(*abort_args(exc))
+        await context.abort(*abort_args(exc, v03))
 
-    def _unary(self, op: Operation) -> Any:
+    def _unary(self, op: Operation, v03: bool) -> Any:
         async def call(request: Any, context: Any) -> Any:
             try:
-                params, owner = await self._params(request, context)
+                params, owner = await self._params(op, request, context, v03)
                 result = await self.endpoint.dispatch(
                     op, params, Dialect.V10, None, owner, binding=Binding.GRPC
                 )
-                return _answer(op, result)
+                return _answer(op, result, v03)
             except Exception as exc:
-                await self._failed(op, exc, context)
+                await self._failed(op, exc, context, v03)
 
         return call
 
-    def _streaming(self, op: Operation) -> Any:
+    def _streaming(self, op: Operation, v03: bool) -> Any:
         async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
             try:
-                params, owner = await self._params(request, context)
+                params, owner = await self._params(op, request, context, v03)
                 results = await self.endpoint.dispatch(
                     op, params, Dialect.V10, None, owner, wrap=as_is, binding=Binding.GRPC
                 )
                 async with contextlib.aclosing(results):
                     async for result in results:
                         if result is not None:  # a quiet spell: gRPC keeps its own connection alive
-                            yield _answer(op, result)
+                            yield _answer(op, result, v03)
             except Exception as exc:
-                await self._failed(op, exc, context)
+                await self._failed(op, exc, context, v03)
 
         return call
 
@@ -164,19 +186,19 @@ def _decoder(cls: Any) -> Any:
     return decode
 
 
-def _answer(op: Operation, result: Any) -> Any:
-    """A handler's result as the RPC's response message, every value cut to what every gRPC decoder
-    reads (``grpc_binding.fit``); one that still does not fit is this server's fault, never the
-    caller's: a generic INTERNAL, the parser's words in the log only."""
-    result, cut = fit(result)
+def _answer(op: Operation, result: Any, v03: bool) -> Any:
+    """A handler's result as the RPC's response message (``v03``: 0.3's, through 0.3's HTTP+JSON
+    shapes), every value cut to what every gRPC decoder reads (``grpc_binding.fit``); one that
+    still does not fit is this server's fault, never the caller's: a generic INTERNAL, the
+    parser's words in the log only."""
+    response = op.v03_grpc[2] if v03 and op.v03_grpc else op.grpc_response
+    result, cut = fit(rest.v03_result(op.key, result) if v03 else result)
     if cut:
         log.warning(
             "gRPC %s: a value nested deeper than gRPC carries was cut from the answer", op.v10
         )
     try:
-        return to_proto(op.grpc_response, result)
+        return to_proto(response, result, v03)
     except RPCError as exc:
-        log.error(
-            "gRPC %s: the answer is not a valid %s: %s", op.v10, op.grpc_response, exc.message
-        )
+        log.error("gRPC %s: the answer is not a valid %s: %s", op.v10, response, exc.message)
         raise InternalError() from None
