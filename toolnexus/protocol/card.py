@@ -227,10 +227,10 @@ class AgentCard:
                     "gRPC asked for; the card lists it for protocol 0.3",
                     binding,
                 )
-            which = {"0.3": " 0.3", "1.0": " 1.0"}.get(dialect or "", "")
+            which = f" for protocol {dialect}" if dialect else ""
             raise PeerError(
-                f"gRPC{which} asked for, but the card lists no{which} gRPC interface (its "
-                "host:port is needed)"
+                f"gRPC asked for, but the card lists no gRPC interface{which} (its host:port is "
+                "needed)"
             )
         if binding is Binding.HTTP_JSON and dialect == "0.3":
             url = self._v03_at(Binding.HTTP_JSON)
