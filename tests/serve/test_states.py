@@ -142,3 +142,14 @@ async def test_an_agent_tool_passes_auth_required_on(states_server):
                 done = await peer.get(done.id)
             assert done.state is TaskState.COMPLETED and "vault opened (done)" in done.reply
     await front.close()
+
+
+async def test_a_refusal_over_mcp_is_the_calls_error_never_a_question():
+    from mcp import Client
+
+    tk = await tn.create_toolkit(builtins=False, tools=[gate])
+    async with await tk.serve(mcp=tn.MCPServeConfig()) as handle, Client(handle.mcp_url) as mcp:
+        refused = await mcp.call_tool("gate", {"what": "that"})
+        assert refused.is_error
+        assert [c.text for c in refused.content] == ["rejected: this agent does not do that"]
+    await tk.close()

@@ -77,7 +77,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
 from ..skills import SkillDef, ToolkitLike
-from ..tools import Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
+from ..tools import REJECT, Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
 from .config import Auth, MCPServeConfig
 
 __all__ = ["MCPProfile", "MCPToolkit", "serve_stdio"]
@@ -288,6 +288,9 @@ class MCPToolkit:
             for _ in range(MAX_QUESTIONS):
                 request = result.pending
                 if request is None:
+                    break
+                if request.kind == REJECT:  # a refusal is no question: the call ends with it
+                    result = ToolResult.error(result.output)
                     break
                 if modern and _can_elicit(
                     ctx
