@@ -20,7 +20,7 @@ from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
-from .http.server import MAX_CONNECTIONS, ConnectionShare, serving_gc
+from .http.server import MAX_CONNECTIONS, ConnectionShare, new_event_loop, serving_gc
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
@@ -400,11 +400,8 @@ async def _toolkit(args: argparse.Namespace) -> tuple[Any, bool]:
 
 def _run(work: Coroutine[Any, Any, int]) -> int:
     """``work`` on uvloop when it is installed (the ``fast`` extra), else on asyncio's own loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(work)
-    return uvloop.run(work)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(work)
 
 
 def main(argv: list[str] | None = None) -> int:

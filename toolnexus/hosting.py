@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Coroutine, TypeVar
 
 from .errors import ConfigError
 from .events import EventBus, ServerEvent
@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolnexus.hosting")
+T = TypeVar("T")
 
 EXAMPLE_SKILLS = Path(__file__).resolve().parent.parent / "examples" / "skills"
 DEFAULT_BASE_URLS = {
@@ -217,15 +218,36 @@ class HostedServer:
 
 
 class Workspace:
-    """Hosted servers by name, and one bus for all their events."""
+    """Hosted servers by name, and one bus for all their events.
 
-    def __init__(self, events: EventBus | None = None) -> None:
+    Every action on a server (start, stop, restart, its tasks, cancel, answer) goes through here.
+    With ``thread=True`` the servers run on an event loop of their own in a thread (started at the
+    first server, ended by :meth:`close`): a front end's loop then only draws, and what the servers
+    do never waits for it (the TUI). Without, they run on the caller's loop (the notebook's kernel,
+    where a server starts when the cell ends). Either way the methods are awaited on the caller's
+    loop, and the bus (thread-safe) brings every event to the caller's subscribers.
+    """
+
+    def __init__(self, events: EventBus | None = None, *, thread: bool = False) -> None:
         self.events = events or EventBus(history=5000)
         self.servers: dict[str, HostedServer] = {}
-        self._lock = asyncio.Lock()
+        self.thread = thread
+        self._loop_thread: Any = None  # http.server.LoopThread, at the first server
 
     def __repr__(self) -> str:
         return f"Workspace({list(self.servers)})"
+
+    async def _on_servers(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` where the servers run and await its result here (cancelling this wait
+        cancels it there)."""
+        if not self.thread:
+            return await coro
+        if self._loop_thread is None:
+            from .http.server import LoopThread
+
+            self._loop_thread = LoopThread(name="toolnexus-servers")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop_thread.loop)
+        return await asyncio.wrap_future(future)
 
     def get(self, name: str) -> HostedServer:
         try:
@@ -239,30 +261,28 @@ class Workspace:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
         server is recorded as ``failed`` with the reason; nothing else is affected. ``sock``: a socket
         already listening on the spec's address (see ``http.server.listening_socket``)."""
-        async with self._lock:
-            server = self.servers.get(spec.name)
-            if server is not None and server.state == "running":
-                raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
-            if server is None:
-                server = self.servers[spec.name] = HostedServer(spec)
-            server.spec, server.state, server.error = (
-                spec,
-                "starting",
-                "",
-            )  # the same object, restarted
+        server = self.servers.get(spec.name)  # known at once, as starting, on the caller's side
+        if server is not None and server.state == "running":
+            raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
+        if server is None:
+            server = self.servers[spec.name] = HostedServer(spec)
+        server.spec, server.state, server.error = spec, "starting", ""  # the same object, restarted
+        return await self._on_servers(self._start(server, sock))
+
+    async def _start(self, server: HostedServer, sock: Any = None) -> HostedServer:
         try:
-            await self._start(server, sock)
+            await self._serve(server, sock)
         except BaseException as exc:
             if sock is not None:
                 sock.close()
             server.state, server.error = "failed", _reason(exc)
-            self.events.publish(ServerEvent(spec.name, "failed", detail=server.error))
+            self.events.publish(ServerEvent(server.name, "failed", detail=server.error))
             if server.toolkit is not None:
                 await server.toolkit.close()
             raise
         return server
 
-    async def _start(self, server: HostedServer, sock: Any = None) -> None:
+    async def _serve(self, server: HostedServer, sock: Any = None) -> None:
         from .toolkit import (
             create_toolkit,  # at first use: the toolkit and serving stack load in a second
         )
@@ -294,6 +314,9 @@ class Workspace:
         """Stop a running server (its tasks in flight are cancelled); safe on a stopped one. Given
         the server itself, that one, even when another has taken its name since."""
         server = name if isinstance(name, HostedServer) else self.get(name)
+        return await self._on_servers(self._stop(server))
+
+    async def _stop(self, server: HostedServer) -> HostedServer:
         if server.handle is not None:
             await server.handle.stop()
             server.handle = None
@@ -305,8 +328,7 @@ class Workspace:
         return server
 
     async def restart(self, name: str, spec: ServerSpec | None = None) -> HostedServer:
-        server = self.get(name)
-        await self.stop(name)
+        server = await self.stop(name)
         return await self.start(spec or server.spec)
 
     def remove(self, name: str) -> None:
@@ -316,20 +338,29 @@ class Workspace:
         del self.servers[name]
 
     async def close(self) -> None:
-        """Stop every server."""
-        for name in list(self.servers):
-            await self.stop(name)
+        """Stop every server (and the servers' thread, if they have one)."""
+        for server in list(self.servers.values()):
+            await self.stop(server)
+        if self._loop_thread is not None:  # what is left there (a start under way) ends first
+            await self._on_servers(_cancel_the_others())
+            loop_thread, self._loop_thread = self._loop_thread, None
+            await asyncio.to_thread(loop_thread.close)
 
     def running(self) -> list[HostedServer]:
         return [s for s in self.servers.values() if s.state == "running"]
 
     async def tasks(self, name: str | None = None, limit: int = 100) -> list[Any]:
         """The newest tasks of one server, or of all running servers."""
-        out = []
-        for server in [self.get(name)] if name else self.running():
-            if server.handle is not None:
-                out += await server.handle.tasks(limit=limit)
-        return out
+        servers = [self.get(name)] if name else self.running()
+
+        async def newest() -> list[Any]:
+            out = []
+            for server in servers:
+                if server.handle is not None:
+                    out += await server.handle.tasks(limit=limit)
+            return out
+
+        return await self._on_servers(newest())
 
     def _runner(self, name: str) -> Any:
         server = self.servers.get(name)
@@ -339,7 +370,7 @@ class Workspace:
 
     async def cancel(self, server: str, task_id: str) -> Any:
         """Cancel a hosted task. Raises an RPCError when it is already terminal or unknown."""
-        return await self._runner(server).cancel(task_id)
+        return await self._on_servers(self._runner(server).cancel(task_id))
 
     async def answer(self, server: str, task_id: str, text: str) -> Any:
         """Answer a hosted task waiting for input; the same task resumes."""
@@ -347,10 +378,24 @@ class Workspace:
         from .protocol.model import Message, Part
 
         runner = self._runner(server)
-        task = await runner.get(task_id)
-        if not task.state.interrupted:
-            raise InvalidParamsError(f"task {task_id} is {task.state.value}, not waiting for input")
-        return await runner.answer(task, Message("user", [Part.of_text(text)]))
+
+        async def resume() -> Any:
+            task = await runner.get(task_id)
+            if not task.state.interrupted:
+                raise InvalidParamsError(
+                    f"task {task_id} is {task.state.value}, not waiting for input"
+                )
+            return await runner.answer(task, Message("user", [Part.of_text(text)]))
+
+        return await self._on_servers(resume())
+
+
+async def _cancel_the_others() -> None:
+    """Cancel every other task of this loop and wait for them to end."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 def _reason(exc: BaseException) -> str:

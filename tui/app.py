@@ -101,7 +101,8 @@ class ToolnexusApp(App[None]):
     """Host servers and watch every task's lifecycle live.
 
     Args:
-        workspace: the hosted servers (a new one by default).
+        workspace: the hosted servers (by default a new one whose servers run on a thread of their
+            own, so that neither the screen nor the servers wait for the other).
         specs: servers to start at launch (the demo by default; pass ``[]`` for none).
         now: the clock (injected by tests for fixed ages on screen).
         export_dir: where exported tasks are written.
@@ -179,7 +180,9 @@ class ToolnexusApp(App[None]):
         self._building: set[asyncio.Future[None]] = (
             set()
         )  # the screens being built ahead, till mounted
-        self.workspace = workspace or Workspace()
+        self.workspace = workspace or Workspace(
+            thread=True
+        )  # the servers never wait for the screen
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
         self.now = now or (lambda: datetime.now(timezone.utc))

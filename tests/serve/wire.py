@@ -34,6 +34,14 @@ def legacy_message(text: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def envelope(method: str, params: Any = None, id: Any = "1") -> dict[str, Any]:
+    """A JSON-RPC request as a dict (for a client of any kind: sync, async, a thread)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return body
+
+
 async def rpc(
     http: httpx.AsyncClient,
     url: str,
@@ -43,10 +51,7 @@ async def rpc(
     id: Any = "1",
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
-    if params is not None:
-        body["params"] = params
-    r = await http.post(url + "/", json=body, headers=headers or {})
+    r = await http.post(url + "/", json=envelope(method, params, id), headers=headers or {})
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/json")
     data = r.json()

@@ -22,7 +22,7 @@ from tui.screens.server_form import ServerForm  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from ..conftest import EXAMPLE_SKILLS  # noqa: E402
-from ..serve.wire import rpc, v03_message  # noqa: E402
+from ..serve.wire import envelope, rpc, v03_message  # noqa: E402
 
 
 async def until(pilot, check, timeout: float = 10.0) -> None:
@@ -328,3 +328,53 @@ async def test_the_app_closes_cleanly_while_the_next_build_ahead_is_due(monkeypa
         app._prebuild()  # noqa: SLF001 (Tasks; the next is due `every` later, as the app closes)
     assert app.return_code in (None, 0) and not app.handler_errors
     assert len(app._screen_stacks) < len(app.MODES)  # noqa: SLF001 (closed before every mode was built)
+
+
+async def test_a_hosted_server_answers_while_the_screen_is_busy_and_its_actions_reach_it():
+    """Issue 52 item 1: the servers the app hosts run on a loop of their own, so a screen's work
+    (here the app's loop held by a handler) never holds a request, nor a request the screen. The
+    card and a blocking send are answered while the app's loop is held; then the actions a screen
+    takes on a server (its tasks, cancel, answer, stop, start) still reach it."""
+    import threading
+
+    from toolnexus.errors import RPCError
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.workspace.running())
+        url = app.workspace.get("demo-desk").url
+        answered: list[str] = []
+        done = threading.Event()
+
+        def peer() -> None:  # a peer in its own thread, asking while the screen's loop is held
+            try:
+                with httpx.Client(timeout=5) as http:
+                    card = http.get(url + "/.well-known/agent-card.json").json()
+                    asked = envelope("message/send", {"message": v03_message("hello")})
+                    sent = http.post(url + "/", json=asked).json()
+                answered.extend([card["name"], sent["result"]["status"]["state"]])
+            except Exception as exc:  # the test says what went wrong, below
+                answered.append(repr(exc))
+            finally:
+                done.set()
+
+        def busy() -> None:  # a screen's long redraw: the app's loop held until the peer is done
+            threading.Thread(target=peer).start()
+            done.wait(10)
+
+        app.call_later(busy)
+        await until(pilot, done.is_set)
+        assert answered == ["demo-desk", "completed"]
+        # the actions go through the workspace to the servers' loop, and come back here
+        asked = await send(url, "approve the report")
+        await until(pilot, lambda: app.book.tasks.get(asked["id"]) is not None)
+        assert [t.id for t in await app.workspace.tasks("demo-desk")].count(asked["id"]) == 1
+        await app.workspace.answer("demo-desk", asked["id"], "yes")
+        with pytest.raises(RPCError):  # done by now: cancelling it is refused, plainly
+            await until(pilot, lambda: app.book.tasks[asked["id"]].state.terminal)
+            await app.workspace.cancel("demo-desk", asked["id"])
+        await app.workspace.stop("demo-desk")
+        assert app.workspace.get("demo-desk").state == "stopped"
+        await app.workspace.start(app.workspace.get("demo-desk").spec)
+        assert app.workspace.get("demo-desk").url == url  # the same port again
+        await pilot.press("ctrl+q")

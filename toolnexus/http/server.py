@@ -25,6 +25,7 @@ import uvicorn
 __all__ = [
     "AsgiServer",
     "LoopThread",
+    "new_event_loop",
     "parse_addr",
     "http_url",
     "listening_socket",
@@ -491,11 +492,22 @@ def http_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when it is installed (the ``fast`` extra), else asyncio's: what serving runs
+    on, in ``toolnexus serve`` as in a thread of its own."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class LoopThread:
-    """An event loop in a daemon thread, for code that has no running loop of its own."""
+    """An event loop (see :func:`new_event_loop`) in a daemon thread, for code that has no running
+    loop of its own, or whose loop has other work (a front end's screen)."""
 
     def __init__(self, name: str = "toolnexus-loop") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
