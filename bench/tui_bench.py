@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -86,8 +87,12 @@ def _press(app: ToolnexusApp, key: str) -> float:
     event = events.Key(key, key if len(key) == 1 else None)
     event.set_sender(app)
     pressed = time.perf_counter()
+    _CPU_AT[pressed] = time.thread_time()
     app._driver.send_message(event)  # noqa: SLF001
     return pressed
+
+
+_CPU_AT: dict[float, float] = {}  # the app's thread's CPU seconds when each key was pressed
 
 
 def _settled(screen: Any) -> bool:
@@ -107,13 +112,16 @@ class Frames:
 
     def __init__(self, app: ToolnexusApp) -> None:
         self.app, self.shown = app, []
+        self.cpu = 0.0
+        """The app's thread's CPU milliseconds from the last key timed to its frame: what wall
+        time would be on an idle machine, whatever else the machine runs."""
         original = app._display  # noqa: SLF001
 
         def display(screen: Any, renderable: Any) -> None:
             original(screen, renderable)
             if isinstance(renderable, CompositorUpdate):
                 renderable.render_segments(app.console)
-            self.shown.append((time.perf_counter(), screen))
+            self.shown.append((time.perf_counter(), time.thread_time(), screen))
 
         app._display = display  # type: ignore[method-assign]  # noqa: SLF001
 
@@ -123,11 +131,16 @@ class Frames:
             screen = self.app.screen
             if done() and _settled(screen):
                 last = next(
-                    (t for t, shown in reversed(self.shown) if shown is screen and t >= pressed),
+                    (
+                        (t, c)
+                        for t, c, shown in reversed(self.shown)
+                        if shown is screen and t >= pressed
+                    ),
                     None,
                 )
                 if last is not None:
-                    return (last - pressed) * 1000
+                    self.cpu = (last[1] - _CPU_AT.pop(pressed, last[1])) * 1000
+                    return (last[0] - pressed) * 1000
             if time.perf_counter() - pressed > 10:
                 raise TimeoutError("no frame within 10 s")
             await asyncio.sleep(0.0005)
@@ -149,15 +162,21 @@ MODES_IN_TURN = (
 )
 
 
-async def _switch(app: ToolnexusApp, frames: Frames, key: str, mode: str) -> dict[str, float]:
-    """Press ``key`` (Escape first, where a text box has the keys); the milliseconds each took."""
+async def _switch(
+    app: ToolnexusApp, frames: Frames, key: str, mode: str
+) -> dict[str, tuple[float, float]]:
+    """Press ``key`` (Escape first, where a text box has the keys); the milliseconds each took,
+    and the app's thread's CPU milliseconds."""
     out = {}
     if app.focused is not None and app.focused.__class__.__name__ in ("TextBox", "Input"):
         focused = app.focused
         pressed = _press(app, "escape")  # as from a text box: Escape lets go of the keys
-        out["escape"] = await frames.until_shown(pressed, lambda: app.focused is not focused)
+        out["escape"] = (
+            await frames.until_shown(pressed, lambda: app.focused is not focused),
+            frames.cpu,
+        )
     pressed = _press(app, key)
-    out[key] = await frames.until_shown(pressed, lambda: app.current_mode == mode)
+    out[key] = (await frames.until_shown(pressed, lambda: app.current_mode == mode), frames.cpu)
     return out
 
 
@@ -206,12 +225,11 @@ async def keys(
         gc.callbacks.append(_gc_watch)
         began = time.perf_counter()
         timed: dict[str, list[float]] = {}
-        for r in range(
-            rounds
-        ):  # every mode's key; the first round visits each screen for the first time
+        used: dict[str, list[float]] = {}  # the app's thread's CPU for each
+        for r in range(rounds):  # every mode's key; the first round: each screen's first visit
             for key, mode in MODES_IN_TURN:
                 was = app.current_mode
-                for pressed, ms in (await _switch(app, frames, key, mode)).items():
+                for pressed, (ms, cpu) in (await _switch(app, frames, key, mode)).items():
                     name = (
                         f"escape in {was}"
                         if pressed == "escape"
@@ -220,6 +238,7 @@ async def keys(
                         else f"{key} {mode}"
                     )
                     timed.setdefault(name, []).append(ms)
+                    used.setdefault(name, []).append(cpu)
                 await asyncio.sleep(0.1)
 
         if app.current_mode != "tasks":
@@ -233,6 +252,7 @@ async def keys(
             pressed = _press(app, "down" if n % 2 else "up")
             ms = await frames.until_shown(pressed, lambda: table.cursor_row != before)
             timed.setdefault("up/down in Tasks", []).append(ms)
+            used.setdefault("up/down in Tasks", []).append(frames.cpu)
             await asyncio.sleep(max(0.0, burst_seconds / presses - (time.perf_counter() - pressed)))
         elapsed = time.perf_counter() - began
         gc.callbacks.remove(_gc_watch)
@@ -248,6 +268,12 @@ async def keys(
         for name, ms_list in timed.items():
             print(_summary(name, ms_list))
         print(_summary("every key", every) + "   (target: p95 <= 100 ms, max <= 200 ms)")
+        print(
+            "the app's thread's CPU from each key to its frame (what an idle machine would take):"
+        )
+        for name, ms_list in used.items():
+            print(_summary(name, ms_list))
+        print(_summary("every key, CPU", [ms for ms_list in used.values() for ms in ms_list]))
         print(
             "collector meanwhile: "
             + ", ".join(
@@ -333,7 +359,7 @@ async def served(requests: int, hosting: str) -> None:
             switches: list[float] = []
             while client.poll() is None:  # the TUI redraws all along
                 for key, mode in MODES_IN_TURN:
-                    switches += (await _switch(app, frames, key, mode)).values()
+                    switches += [ms for ms, _ in (await _switch(app, frames, key, mode)).values()]
             out = json.loads(client.stdout.read())  # type: ignore[union-attr]
             await pilot.press("ctrl+q")
     finally:
@@ -354,6 +380,7 @@ async def served(requests: int, hosting: str) -> None:
 
 
 async def main(a: argparse.Namespace) -> None:
+    os.environ["TOOLNEXUS_DEMO_PACE"] = "0"  # an instant model, here and in `toolnexus serve`
     if a.switch_interval:
         sys.setswitchinterval(a.switch_interval / 1000)
     order = ["thread", "loop"] if a.hosting == "both" else [a.hosting]
