@@ -22,7 +22,7 @@ from .peers.js_peer import js_client
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
-SCENARIOS = ("streaming", "cancel", "input-required")
+SCENARIOS = ("streaming", "cancel", "input-required", "auth-required", "rejected")
 
 
 def faults(report) -> list[str]:
@@ -44,6 +44,14 @@ async def test_our_client_is_clean_and_goes_through_every_scenario():
             [t async for t in client.stream("stream this")]
             asked = await client.send("a question", blocking=True)
             await client.send("blue", task_id=asked.id, context_id=asked.context_id, blocking=True)
+            locked = await client.send("auth, please", blocking=True)
+            assert locked.state is tn.TaskState.AUTH_REQUIRED
+            opened = await client.send(
+                "signed in", task_id=locked.id, context_id=locked.context_id, blocking=True
+            )
+            assert opened.reply == "answered: signed in"
+            refused = await client.send("reject this", blocking=True)
+            assert refused.state is tn.TaskState.REJECTED
             slow = await client.send("slow")
             async for _ in client.resubscribe(slow.id):
                 break  # following it is enough
@@ -83,6 +91,10 @@ async def official(url: str, dialect: str) -> None:
         [asked] = [ev.task async for ev in blocking.send_message(request("a question"))]
         answer = request("blue", task_id=asked.id, context_id=asked.context_id)
         [ev async for ev in blocking.send_message(answer)]
+        [locked] = [ev.task async for ev in blocking.send_message(request("auth, please"))]
+        signed = request("signed in", task_id=locked.id, context_id=locked.context_id)
+        [ev async for ev in blocking.send_message(signed)]
+        [ev async for ev in blocking.send_message(request("reject this"))]
         slow = request("slow")
         slow.configuration.return_immediately = True
         [started] = [ev.task async for ev in blocking.send_message(slow)]
@@ -157,6 +169,12 @@ async def broken(url: str) -> None:
         question = (await rpc("SendMessage", {"message": asked}, v1))["result"]["task"]
         aside = {**fresh(m10), "contextId": question["contextId"]}  # no taskId: a new task
         await rpc("SendMessage", {"message": aside}, v1)
+        refused = {**fresh(m10), "parts": [{"text": "reject this"}]}
+        rejected = (await rpc("SendMessage", {"message": refused}, v1))["result"]["task"]
+        again = {**fresh(m10), "taskId": rejected["id"], "contextId": rejected["contextId"]}
+        await rpc("SendMessage", {"message": again}, v1)  # to the rejected task
+        locked = {**fresh(m10), "parts": [{"text": "auth, please"}]}
+        await rpc("SendMessage", {"message": locked}, v1)  # never answered
         await rpc("GetTask", {}, v1)  # no id
         await rpc("GetTask", {"id": "x"}, v1, jsonrpc="1.0")
         slow = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}
@@ -188,6 +206,8 @@ async def test_a_broken_client_gets_each_fault_named():
         'error envelope: "jsonrpc" is \'1.0\', not "2.0"',
         "warning streaming: closed the stream of task ",
         "warning input-required: task ",  # ... is still input-required: the client never answered
+        "error finished tasks: sent a message to a task that is rejected",
+        "warning auth-required: task ",  # ... is still auth-required: the client never answered
     ):
         assert fault in said, f"{fault!r} not named:\n{doctor.report.text()}"
     errors = [f for f in doctor.report.findings if f.severity == "error"]

@@ -3,10 +3,11 @@
 scripted model, so that the shapes a quirk serves have one home (the library's) for the tests and
 for the users who test their clients against ``toolnexus serve --quirks``.
 
-The model is the client doctor's script (:func:`toolnexus.debug.client_doctor.script`): "question"
+The model is the client doctor's (:func:`toolnexus.debug.client_doctor.scripted_model`): "question"
 asks "Which colour?" (the task goes input-required) and the answer on the same task completes it
-with ``answered: <answer>``; "fail" fails the task ("model error: asked to fail"); "slow" works
-30 s; anything else answers ``echo: <text>``, streamed in pieces.
+with ``answered: <answer>``; "auth" asks for authorization, "reject" refuses; "fail" fails the
+task ("model error: asked to fail"); "slow" works 30 s; anything else answers ``echo: <text>``,
+streamed in pieces.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import toolnexus as tn
-from toolnexus.debug.client_doctor import script
-from toolnexus.llm.demo import approval_tool
+from toolnexus.debug.client_doctor import scripted_model
 
 
 class QuirkyPeer:
@@ -49,7 +49,7 @@ async def quirky(
     tk = await tn.create_toolkit(
         builtins=False, skills=[tn.SkillDef(skill, description, tags=[skill])]
     )
-    model = tn.create_in_process_client(script, tools=[approval_tool()])
+    model = scripted_model()
     config = tn.A2AConfig(name=name, description=description, quirks=quirks)
     async with tk, tk.serve(client=model, a2a=config) as handle:
         yield QuirkyPeer(handle)

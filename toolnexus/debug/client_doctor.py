@@ -6,9 +6,10 @@ as the requests arrive.
 
 The agent's script, read from the words of the message, lets a client go through what it must
 handle: "question" asks "Which colour?" (the task goes input-required; the answer on the same
-task completes it with ``answered: <answer>``), "slow" works for :data:`SLOW_FOR` seconds (to
-cancel it, or to resubscribe to it), "fail" fails; anything else is answered ``echo: <text>``,
-streamed in pieces. The card's skill lists them as examples.
+task completes it with ``answered: <answer>``), "auth" asks for authorization (auth-required,
+answered the same way), "reject" refuses the work (rejected), "slow" works for :data:`SLOW_FOR`
+seconds (to cancel it, or to resubscribe to it), "fail" fails; anything else is answered
+``echo: <text>``, streamed in pieces. The card's skill lists them as examples.
 """
 
 from __future__ import annotations
@@ -22,25 +23,35 @@ from typing import Any
 
 from ..errors import ModelError
 from ..events import ServerEvent, TrafficEvent
-from ..llm import create_in_process_client
+from ..llm import Client, create_in_process_client
 from ..llm.demo import approval_tool
 from ..serve.app import ServeHandle
 from ..serve.config import A2AConfig
 from ..skills import SkillDef
 from ..toolkit import create_toolkit
+from ..tools import ToolContext, ToolResult, tool
 from ..traffic import PUBLISH_EVERY
 from .judge import ClientJudge
 from .report import DoctorReport
 
-__all__ = ["ClientDoctor", "client_doctor", "start_client_doctor", "script", "DOCTOR_NAME"]
+__all__ = [
+    "ClientDoctor",
+    "client_doctor",
+    "start_client_doctor",
+    "script",
+    "scripted_model",
+    "DOCTOR_NAME",
+]
 
 log = logging.getLogger("toolnexus.doctor")
 
 DOCTOR_NAME = "toolnexus-client-doctor"
 SLOW_FOR = 30.0
 """Seconds a "slow" task works before it answers: time for a client to cancel it."""
-EXAMPLES = ("hello", "a question, please", "slow", "fail")
+EXAMPLES = ("hello", "a question, please", "auth, please", "reject this", "slow", "fail")
 QUESTION = "Which colour?"
+SIGN_IN = "Authorize the client doctor's agent: answer with any word"
+REFUSAL = "the client doctor refuses this on purpose"
 JUDGED = "judged"
 """The state of the last event on the doctor's bus: every exchange before it has been judged."""
 
@@ -68,11 +79,37 @@ async def script(request: dict[str, Any]) -> AsyncIterator[Any]:
     if "question" in words:
         yield {"tool_calls": [{"name": "ask_approval", "arguments": {"question": QUESTION}}]}
         return
+    if "reject" in words:
+        yield {"tool_calls": [{"name": "refuse", "arguments": {}}]}
+        return
+    if "auth" in words:
+        yield {"tool_calls": [{"name": "authorize", "arguments": {}}]}
+        return
     if "slow" in words:
         await asyncio.sleep(SLOW_FOR)
     reply = f"echo: {text}"
     for start in range(0, len(reply), 8):  # a streamed reply: artifact appends
         yield reply[start : start + 8]
+
+
+@tool
+def authorize(ctx: ToolContext) -> ToolResult:
+    """Ask the caller for authorization (the task goes auth-required); its answer grants it."""
+    if ctx.answer is None:
+        return ToolResult.needs_auth(SIGN_IN)
+    return ToolResult(f"authorized: {ctx.answer.data}")
+
+
+@tool
+def refuse() -> ToolResult:
+    """Refuse the work (the task ends rejected)."""
+    return ToolResult.reject(REFUSAL)
+
+
+def scripted_model() -> Client:
+    """The agent's model: :func:`script`, with the tools it calls (a question, an authorization,
+    a refusal). Test peers run on it too (``tests/peers/quirky.py``)."""
+    return create_in_process_client(script, tools=[approval_tool(), authorize, refuse])
 
 
 @dataclass
@@ -115,14 +152,15 @@ async def start_client_doctor(
         skills=[
             SkillDef(
                 "doctor",
-                "Answers as a strict A2A peer: 'question' asks for input, 'slow' takes "
-                f"{SLOW_FOR:g} s, 'fail' fails, anything else is echoed (streamed)",
+                "Answers as a strict A2A peer: 'question' asks for input, 'auth' for "
+                f"authorization, 'reject' is refused, 'slow' takes {SLOW_FOR:g} s, 'fail' fails, "
+                "anything else is echoed (streamed)",
                 tags=["test"],
                 examples=list(EXAMPLES),
             )
         ],
     )
-    model = create_in_process_client(script, tools=[approval_tool()])
+    model = scripted_model()
     config = A2AConfig(
         name=DOCTOR_NAME,
         description="Point an A2A client here: every request it sends is judged (toolnexus doctor --client)",

@@ -45,6 +45,8 @@ SCENARIOS = {
     "word 'slow' first",
     "resubscribe": "a resubscribe (SubscribeToTask or tasks/resubscribe) to a running task",
     "input-required": "a question: send a message with the word 'question', then answer it",
+    "auth-required": "an authorization: send a message with the word 'auth', then answer it",
+    "rejected": "a refusal: send a message with the word 'reject'",
     "card cache": "the card asked for again with If-None-Match (answered 304)",
 }
 """What a client can be seen to do, and how to make the agent let it (reported when never seen)."""
@@ -68,6 +70,8 @@ class ClientJudge:
     """messageId -> the text of the message that first used it."""
     seen: set[str] = field(default_factory=set)
     """The scenarios (:data:`SCENARIOS`) the client went through."""
+    after_end: set[str] = field(default_factory=set)
+    """Tasks the client sent a message to after they had ended."""
     cut: dict[str, str] = field(default_factory=dict)
     """Streams the client closed before its task settled: task id -> the evidence."""
     card_fetches: int = 0
@@ -488,6 +492,7 @@ class ClientJudge:
         known = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if known is not None:
             if known.state.terminal:
+                self.after_end.add(str(task_id))
                 self._add(
                     "error",
                     "finished tasks",
@@ -614,6 +619,17 @@ class ClientJudge:
                         task.state.value,
                         f"task {tid} is still {task.state.value}: the client never answered",
                         fix="answer with a message carrying the task's taskId and contextId",
+                    )
+                )
+        rejected = [tid for tid, t in self.tasks.items() if t.state is TaskState.REJECTED]
+        if rejected:
+            self.seen.add("rejected")
+            if not set(rejected) & self.after_end:
+                self.report.note(
+                    Finding(
+                        "ok",
+                        "rejected",
+                        "took a rejected task as final (it sent nothing more to it)",
                     )
                 )
         for scenario, how in SCENARIOS.items():
