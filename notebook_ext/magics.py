@@ -1,4 +1,5 @@
-"""``%toolnexus`` and ``%%toolnexus``: serve, list, stop, tasks, card, send, cancel, chat, export, help.
+"""``%toolnexus`` and ``%%toolnexus``: serve, list, stop, tasks, card, doctor, mcp, send, cancel, chat,
+export, help.
 
 Mistakes (bad flags, a port in use, an unknown server) are one-line ``UsageError``s; nothing here
 ever ends the kernel. Network work runs on the kernel's loop after the cell (so an in-kernel
@@ -19,10 +20,13 @@ from IPython.display import HTML, display
 
 from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
-from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec
+from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, build_client
+from toolnexus.mcp_client import split_command
 from toolnexus.protocol.model import task_html, tasks_html
+from toolnexus.secrets import expand_env
 from toolnexus.stores import KINDS, STORE_FORMS
 
+from .mcp import MCPWidget
 from .session import NotebookSession
 from .widgets import (
     STYLE,
@@ -75,6 +79,15 @@ HELP = {
         "strict local agent instead and judges every request a client sends it, live (d.url; stop\n"
         "it with its button or `await d.stop()`, which returns the report).",
         "d = %toolnexus doctor {h.url}",
+    ),
+    "mcp": (
+        "%toolnexus mcp URL [--header 'NAME: VALUE']...\n"
+        "%toolnexus mcp [NAME=value ...] COMMAND [ARGS...]   (a stdio server; -- before ARGS with dashes)",
+        "Inspect any MCP server: what it negotiated, its tools (a form), resources and templates (read,\n"
+        "subscribe), prompts, notifications and capabilities; its questions (elicitation) answered in\n"
+        "a form, its sampling answered by the model of the notebook's first server (else the demo)\n"
+        "once you approve, the roots you declare, an OAuth sign-in as a link. `await m.ready()`.",
+        "m = %toolnexus mcp {h.url}/mcp",
     ),
     "send": (
         "%toolnexus send URL TEXT [--skill ID] [--context ID] [--task ID] [--push]\n"
@@ -156,6 +169,9 @@ def _parser() -> _Parser:
     dr.add_argument("url", nargs="?")
     dr.add_argument("--send", action="store_true")
     dr.add_argument("--client", action="store_true")
+    mc = sub.add_parser("mcp", add_help=False)
+    mc.add_argument("target", nargs="+")
+    mc.add_argument("--header", action="append", default=[])
     m = sub.add_parser("send", add_help=False)
     m.add_argument("url")
     m.add_argument("text", nargs="*")
@@ -383,6 +399,40 @@ class ToolnexusMagics(Magics):
         if not args.url:
             raise UsageError("%toolnexus doctor URL [--send], or %toolnexus doctor --client")
         widget = DoctorWidget(_url("doctor", args.url), send=args.send)
+        display(widget)
+        return Shown(widget)
+
+    def _mcp(self, args: argparse.Namespace) -> Any:
+        words = list(args.target)
+        if len(words) == 1 and words[0].startswith(("http://", "https://")):
+            target: str | list[str] = words[0]
+            env = None
+        else:
+            argv, env = split_command(shlex.join(words))
+            if not argv:
+                raise UsageError("%toolnexus mcp: no command to run after the NAME=value words")
+            target = argv
+        headers = {}
+        for header in args.header:
+            name, sep, value = header.partition(":")
+            if not sep or not name.strip():
+                raise UsageError(f"%toolnexus mcp: --header {header!r} is not NAME: VALUE")
+            headers[name.strip()] = expand_env(value.strip())
+        running = self.session.workspace.running()
+        model = None
+        if running:
+            spec = running[0].spec
+            try:
+                model = build_client(spec.model, spec.base_url, spec.api_key_env)
+            except ConfigError:
+                model = None
+        widget = MCPWidget(
+            target,
+            headers=headers or None,
+            env=env or None,
+            bus=self.session.workspace.events,
+            model=model,
+        )
         display(widget)
         return Shown(widget)
 

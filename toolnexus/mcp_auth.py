@@ -120,6 +120,14 @@ class OAuthFlow:
             callback_handler=self._callback,
         )
 
+    def cancel(self, reason: str = "the sign-in was canceled") -> None:
+        """Give up the sign-in under way (the user closed it): the connection fails with
+        ``reason``."""
+        self.failure = f"the OAuth sign-in failed: {reason}"
+        code = self._code
+        if code is not None and not code.done():
+            code.set_exception(SignInError(self.failure))
+
     async def close(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:

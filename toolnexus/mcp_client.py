@@ -1,4 +1,5 @@
-"""MCP servers as toolkit tools, on the official ``mcp`` client.
+"""MCP servers as toolkit tools, and a session with any MCP server for the inspectors, on the
+official ``mcp`` client.
 
 A config entry (the toolkit config's ``mcpServers`` block, also accepted as ``servers`` or
 ``mcp``) with ``url`` is a remote streamable-HTTP server; one with ``command`` (+ ``args``,
@@ -11,6 +12,11 @@ server reports for a call (``notifications/progress``) reaches the caller's
 :attr:`ToolContext.on_progress <toolnexus.tools.ToolContext>`. A server that
 fails to start or connect is isolated: it contributes no tools and ``status`` says why. A server
 that dies mid-session fails its calls with a clear message (never a hang) and turns ``failed``.
+
+:class:`MCPSession` is the session the inspectors (the TUI's MCP mode, its web form, the notebook's
+``%toolnexus mcp``) keep open and only render: see its docstring. The forms they draw from a
+schema, a prompt's arguments or a URI template (:class:`Field`), and a stdio command line with its
+environment (:func:`split_command`), are made here, once.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import copy
 import json
 import logging
 import os
+import re
 import shlex
 import tempfile
 import time
@@ -32,6 +39,7 @@ from dataclasses import dataclass, field
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 from .display import printable
 from .errors import ConfigError, PeerError
@@ -57,6 +65,9 @@ __all__ = [
     "prompt_fields",
     "form_values",
     "field_value",
+    "template_fields",
+    "expand_template",
+    "split_command",
     "mcp_failure",
 ]
 
@@ -643,6 +654,51 @@ def form_values(
     return values
 
 
+# -- resource templates (RFC 6570) ------------------------------------------------------------------
+_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]*)\}")
+_OPERATORS = {  # operator: (first, separator, named, if empty, allow reserved)
+    "": ("", ",", False, "", False),
+    "+": ("", ",", False, "", True),
+    "#": ("#", ",", False, "", True),
+    ".": (".", ".", False, "", False),
+    "/": ("/", "/", False, "", False),
+    ";": (";", ";", True, "", False),
+    "?": ("?", "&", True, "=", False),
+    "&": ("&", "&", True, "=", False),
+}
+
+
+def template_fields(template: str) -> list[Field]:
+    """The variables of a URI template (``note://items/{item}``, ``file:///{+path}``,
+    ``search{?q,lang}``) as form fields (strings; the simple and reserved ones required)."""
+    out: dict[str, Field] = {}
+    for op, names in _EXPRESSION.findall(template):
+        for raw in names.split(","):
+            name = raw.strip().rstrip("*").split(":", 1)[0]
+            if name and name not in out:
+                out[name] = Field(name, {"type": "string"}, op in ("", "+"))
+    return list(out.values())[:MAX_FIELDS]
+
+
+def expand_template(template: str, values: Mapping[str, str]) -> str:
+    """A URI template expanded with ``values`` (RFC 6570 levels 1 to 3: a variable left out of
+    ``values`` is left out of the URI)."""
+
+    def expand(match: re.Match[str]) -> str:
+        first, separator, named, empty, reserved = _OPERATORS[match.group(1)]
+        safe = ":/?#[]@!$&'()*+,;=" if reserved else ""
+        parts = []
+        for raw in match.group(2).split(","):
+            name = raw.strip().rstrip("*").split(":", 1)[0]
+            if name not in values:
+                continue
+            value = quote(str(values[name]), safe=safe)
+            parts.append((f"{name}{'=' + value if value else empty}") if named else value)
+        return first + separator.join(parts) if parts else ""
+
+    return _EXPRESSION.sub(expand, template)
+
+
 # -- a session that stays ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Notice:
@@ -791,6 +847,8 @@ class MCPSession:
         self.subscribed: set[str] = set()
         self.notices: collections.deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
         self.stderr = ""
+        self.challenge = ""
+        """The ``WWW-Authenticate`` of the last 401 (a challenge, no secret)."""
         self._listeners: list[Listener] = []
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
@@ -809,6 +867,16 @@ class MCPSession:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     @property
+    def client(self) -> Any:
+        """The official SDK's ``mcp.Client`` of this session, for what the session does not wrap
+        (the doctor asks it for exact JSON-RPC errors).
+
+        Raises:
+            PeerError: the session is not connected.
+        """
+        return self._connected()
+
+    @property
     def offered(self) -> list[str]:
         """The capabilities this client declares."""
         out = ["roots"]
@@ -820,15 +888,29 @@ class MCPSession:
 
     # -- life ---------------------------------------------------------------------------------------
     async def start(self) -> MCPSession:
-        """Connect (running an OAuth sign-in when the server asks for one and ``authorize`` was
-        given).
+        """Connect; when the server refuses with a 401 that names its protected-resource metadata
+        (the MCP authorization spec's sign that it takes OAuth) and ``authorize`` was given, run
+        the OAuth sign-in and connect again with its token.
 
         Raises:
             PeerError: it could not connect; the reason in one line (also in :attr:`reason`).
         """
+        try:
+            await self._attempt(None)
+        except PeerError:
+            if self.oauth is None or not self._asks_oauth():
+                raise
+            self._tell("session", "oauth", "the server asks for OAuth: signing in")
+            self._stop = asyncio.Event()
+            await self._attempt(self.oauth)
+        self.status = "connected"
+        self._tell("session", "connected", self._hello())
+        return self
+
+    async def _attempt(self, auth: Any) -> None:
         self._ready = asyncio.get_running_loop().create_future()
-        self._owner = asyncio.ensure_future(self._own())
-        wait = self.timeout + (self.oauth.timeout if self.oauth is not None else 0)
+        self._owner = asyncio.ensure_future(self._own(auth))
+        wait = self.timeout + (auth.timeout if auth is not None else 0)
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), wait)
         except Exception as exc:
@@ -836,9 +918,15 @@ class MCPSession:
             await self.close()
             self.status, self.reason = "failed", reason
             raise PeerError(f"{self.where}: {reason}") from None
-        self.status = "connected"
-        self._tell("session", "connected", self._hello())
-        return self
+
+    def _asks_oauth(self) -> bool:
+        """Whether the last 401 names the server's protected-resource metadata (read from the
+        answer itself: the wire log masks every header named for auth)."""
+        return "resource_metadata" in self.challenge.lower()
+
+    def _answered(self, response: Any) -> None:
+        if response.status_code == 401:
+            self.challenge = response.headers.get("www-authenticate", "")
 
     async def __aenter__(self) -> MCPSession:
         return await self.start()
@@ -866,7 +954,7 @@ class MCPSession:
         who = f"{self.server_name} {self.server_version}".strip() or "an anonymous server"
         return f"{who}, protocol {self.protocol_version}"
 
-    async def _own(self) -> None:
+    async def _own(self, auth: Any) -> None:
         try:
             async with _open(
                 self.target,
@@ -875,8 +963,9 @@ class MCPSession:
                 headers=self.headers,
                 env=self.env,
                 cwd=self.cwd,
-                auth=self.oauth,
+                auth=auth,
                 stderr=self._heard_stderr,
+                on_response=self._answered,
                 mode=self.mode,
                 cache=None,
                 message_handler=self._heard,
@@ -1273,6 +1362,24 @@ class MCPSession:
         self._tell("session", "resources/unsubscribe", f"unsubscribed: {uri}")
 
 
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def split_command(text: str) -> tuple[list[str], dict[str, str]]:
+    """A stdio server's command line as a shell reads it, ``NAME=value`` words before the command
+    its environment (``${VAR}`` expanded): ``(argv, env)``.
+
+    Raises:
+        ValueError: the line does not split (an open quote).
+    """
+    words = shlex.split(text)
+    env: dict[str, str] = {}
+    while words and _ENV_WORD.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = expand_env(value)
+    return words, env
+
+
 def root_uri(root: str) -> str:
     """A root as the user gave it (a path, ``~`` expanded, or a ``file://`` URI) as a URI."""
     if root.startswith("file://"):
@@ -1334,12 +1441,14 @@ async def _open(
     cwd: str | None = None,
     auth: Any = None,
     stderr: Callable[[str], None] | None = None,
+    on_response: Callable[[Any], None] | None = None,
     **options: Any,
 ) -> AsyncGenerator[Any, None]:
     """The official ``mcp.Client`` for ``target``, every exchange recorded: over streamable HTTP
     (``headers``; ``auth``: an :class:`~toolnexus.mcp_auth.OAuthFlow`) or a stdio server started
     from a command line (``env``, ``cwd``; its stderr kept: ``stderr`` hears it, and the end of it
-    is in the error when the server fails; ``stderr`` is given its end when the server ends, instead).
+    is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
+    ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
     ``options``: the ``Client``'s own."""
     import httpx2
     from mcp import Client
@@ -1367,11 +1476,17 @@ async def _open(
         return
 
     provider = await auth.provider(target) if auth is not None else None
+
+    async def answered(response: Any) -> None:
+        if on_response is not None:
+            on_response(response)
+
     async with httpx2.AsyncClient(
         headers=headers or {},
         timeout=timeout,
         transport=recording_transport(recorder, httpx2),
         auth=provider,
+        event_hooks={"response": [answered]},
     ) as http:
         async with Client(
             streamable_http_client(target, http_client=http),

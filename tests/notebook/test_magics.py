@@ -439,7 +439,7 @@ async def test_help_shows_every_subcommand_with_an_example(ip, capsys, line, nee
     if line in ("help", "--help"):
         from notebook_ext.magics import HELP
 
-        assert out.count("e.g.") == len(HELP) == 11  # every subcommand
+        assert out.count("e.g.") == len(HELP) == 12  # every subcommand
     if line == "serve --help":
         assert "%toolnexus send" not in out  # only serve's
     doc = ip.find_line_magic("toolnexus").__doc__  # what %toolnexus? shows

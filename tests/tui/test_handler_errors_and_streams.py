@@ -266,7 +266,7 @@ async def test_a_hosted_server_with_auth_is_called_with_its_own_token(
         app.screen.query_one("#mcp-url", Input).focus()
         await pilot.press("enter")
         await until(
-            pilot, lambda: "tools" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result")
+            pilot, lambda: "tool" in shown(app, "#mcp-result") or "✘" in shown(app, "#mcp-result")
         )
         assert "✘" not in shown(app, "#mcp-result")
         assert all("own-token-5678" not in str(vars(e)) for e in app.book.traffic)

@@ -27,6 +27,12 @@ def text_of(app: ToolnexusApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
 
+def tool_names(app: ToolnexusApp) -> list[str]:
+    """The MCP mode's tool list, as shown (its rows are keyed by position: a name is the peer's)."""
+    table = app.screen.query_one("#mcp-tools", DataTable)
+    return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+
 def footer_of(app: ToolnexusApp) -> str:
     """The keys the footer shows now: their descriptions, one string."""
     return " ".join(
@@ -414,7 +420,7 @@ async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refu
         await until(pilot, lambda: bool(app.workspace.running()))
         await pilot.press("6")  # the hosted demo's /mcp: listed on entering, no key needed
         await until(pilot, lambda: app.screen.query_one("#mcp-tools", DataTable).row_count >= 1)
-        assert "skill" in app.screen.query_one("#mcp-tools", DataTable).rows
+        assert "skill" in tool_names(app)
 
         tk = await tn.create_toolkit(builtins=False, tools=[add])
         async with tk.serve(mcp=True) as served:
@@ -422,9 +428,7 @@ async def test_the_mcp_form_lists_on_entry_keeps_focus_and_the_endpoint_and_refu
             url.value = served.mcp_url
             url.focus()
             await pilot.press("enter")
-            await until(
-                pilot, lambda: list(app.screen.query_one("#mcp-tools", DataTable).rows) == ["add"]
-            )
+            await until(pilot, lambda: tool_names(app) == ["add"])
             await until(pilot, lambda: bool(app.screen.query("#arg-1")))
             form = str(app.screen.query_one("#mcp-form").query(Static).nodes[1].render())
             assert "a  integer  required" in form

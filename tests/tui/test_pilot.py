@@ -281,6 +281,7 @@ async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothi
         assert app.current_mode == "servers"
         assert all(s[0]._css_update_count == app._css_update_count for s in stacks.values())  # noqa: SLF001
         mcp = stacks["mcp"][0]
+        await until(pilot, lambda: bool(mcp.query("#mcp-url")))  # composed (under load: later)
         assert (
             mcp.query_one("#mcp-url", Input).value == "" and not mcp.tools
         )  # nothing listed unseen

@@ -153,28 +153,48 @@ def test_peer_auth_at_80x24(snap_compare, tmp_path):
 
 
 def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
-    """The MCP mode lists the hosted server's tools as it opens; the fixed workspace's server does
-    not listen, so its listing is the fixed one below (the real listing is tested in
-    test_peers_chat_and_wire.py against real servers)."""
+    """The MCP mode connects to the hosted server's /mcp as it opens; the fixed workspace's server
+    does not listen, so its session is the fixed one below (the real sessions are tested in
+    test_mcp_inspector.py against real servers)."""
     import tui.screens.mcp as mcp_screen
 
-    async def listed(url, **_):
-        return [
-            {
-                "name": "skill",
-                "description": "Load a skill's instructions by name.",
-                "input_schema": {
-                    "type": "object",
-                    "required": ["name"],
-                    "properties": {
-                        "name": {"type": "string", "description": "the skill's name"},
-                        "tags": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            }
-        ]
+    class FixedSession:
+        protocol_version, modern = "2026-07-28", True
+        server_name, server_version, instructions = "demo-desk", "0.1.0", ""
+        capabilities = {"tools": {"listChanged": True}}
+        offered, roots, oauth = ["roots", "elicitation", "sampling"], [], None
+        notices: list = []
+        subscribed: set = set()
 
-    monkeypatch.setattr(mcp_screen, "remote_tools", listed)
+        def __init__(self, target, **_):
+            self.target = target
+
+        async def start(self):
+            return self
+
+        async def close(self):
+            pass
+
+        def watch(self, listener):
+            return lambda: None
+
+        async def tools(self):
+            return [
+                {
+                    "name": "skill",
+                    "description": "Load a skill's instructions by name.",
+                    "input_schema": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string", "description": "the skill's name"},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                }
+            ]
+
+    monkeypatch.setattr(mcp_screen, "MCPSession", FixedSession)
 
     async def before(pilot) -> None:
         await pilot.pause(0.2)

@@ -1,6 +1,14 @@
-"""Mode 6, MCP: any MCP endpoint (a hosted server's /mcp, a URL with headers, or a stdio server
-started from a command line): its tools, a form made from a tool's input schema (or raw JSON
-arguments), the result; every exchange (each stdio JSON-RPC message too) lands in the Wire."""
+"""Mode 6, MCP: an inspector for any MCP server (a hosted server's /mcp, a URL with headers, or a
+stdio server started from a command line, ``NAME=value`` words before it its environment). One
+session stays open (:class:`~toolnexus.mcp_client.MCPSession`): the line under the endpoint says
+what was negotiated (the server, the protocol version and era, its capabilities, what we offer,
+the OAuth state); tabs show its Tools (a form from the tool's input schema, or raw JSON; the
+result with its structured content), Resources (resources and templates; a read with its MIME
+type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
+Notifications it sent (and the requests it made, and how they were answered), and the Server (its
+capabilities and instructions, the roots we declare). A server's elicitation is answered in a form,
+its sampling by the toolkit's model once approved, its OAuth sign-in run in the browser; every
+exchange (each stdio JSON-RPC message too) lands in the Wire. All of it by keyboard."""
 
 from __future__ import annotations
 
@@ -15,10 +23,35 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Header, Input, Label, Static, TextArea
+from textual.css.query import NoMatches
+from textual.widgets import (
+    DataTable,
+    Header,
+    Input,
+    Label,
+    Static,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
 
 from toolnexus.display import printable
-from toolnexus.mcp_client import call_remote_tool, remote_tools
+from toolnexus.hosting import build_client
+from toolnexus.mcp_client import (
+    Content,
+    Elicitation,
+    Field,
+    MCPSession,
+    Notice,
+    Reply,
+    Sampling,
+    expand_template,
+    form_fields,
+    form_values,
+    prompt_fields,
+    split_command,
+    template_fields,
+)
 from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
@@ -27,36 +60,19 @@ from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox
 from .base import ModeScreen
+from .mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog
 
+__all__ = ["MCPScreen"]
 
-def field_value(text: str, schema: dict[str, Any]) -> Any:
-    """A form field's text as the JSON value its schema wants (strings stay strings)."""
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if "string" in kinds and not text.startswith(("{", "[")):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _kind(schema: dict[str, Any]) -> str:
-    """An argument's type as a schema gives it: ``integer``, ``string | null``, ``array of string``,
-    one of its ``enum`` values, or ``any``."""
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"][:8])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(str(k) for k in kind)
-    if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"].get("type"):
-        return f"array of {schema['items']['type']}"
-    if isinstance(kind, str):
-        return kind
-    options = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(options, list) and all(isinstance(o, dict) for o in options):
-        return " | ".join(_kind(o) for o in options)
-    return "any"
+TABS = {
+    "t": "mcp-tab-tools",
+    "r": "mcp-tab-resources",
+    "p": "mcp-tab-prompts",
+    "n": "mcp-tab-notices",
+    "i": "mcp-tab-server",
+}
+SHOWN_BYTES = 64 * 1024
+"""The most characters of a read resource's text shown (the rest is said to exist)."""
 
 
 class MCPScreen(ModeScreen):
@@ -66,10 +82,13 @@ class MCPScreen(ModeScreen):
         Binding("f5", "call", "Call", show=False, id="mcp-call-f5", priority=True),
         Binding("ctrl+enter", "call", "Call", show=False, id="mcp-call", priority=True),
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
-        Binding("ctrl+l", "list_tools", "List tools", id="mcp-list"),
-        # Esc: from a text box to the tool list, from the tool list to the endpoint
+        Binding("ctrl+l", "list_tools", "Connect", id="mcp-list"),
+        Binding("s", "subscribe", "Subscribe", id="mcp-subscribe", show=False),
+        # the tabs, from anywhere but a text box (where the letters type)
+        *(Binding(k, f"tab('{tab}')", show=False, id=tab) for k, tab in TABS.items()),
+        # Esc: from a text box to its tab's list, from a list to the endpoint
         Binding("escape", "leave_input", "Back", show=False, id="mcp-back"),
-        # inside the argument form, Tab goes round its fields (it went on to the URL box, and the
+        # inside an argument form, Tab goes round its fields (it went on to the URL box, and the
         # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere (the
         # binding, refused by check_action outside the form, swallowed Tab in the tool list)
         Binding("tab", "next_argument(1)", show=False, priority=True),
@@ -79,8 +98,16 @@ class MCPScreen(ModeScreen):
     def __init__(self) -> None:
         super().__init__()
         self.tools: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.session: MCPSession | None = None
         self.raw_mode = False
+        self.shown_uri = ""
         self._form_lock = asyncio.Lock()
+        self._signin: SignInDialog | None = None
+        self._pending: MCPSession | None = None
+        self._model: Any = None
+        self._unwatch: Any = lambda: None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -88,7 +115,8 @@ class MCPScreen(ModeScreen):
         with Horizontal(id="mcp-where"):
             # focus never selects the endpoint: the next keystroke would replace it
             yield TextBox(
-                placeholder="MCP endpoint URL, or a command starting a stdio server (uvx some-mcp); enter lists",
+                placeholder="MCP endpoint URL, or a command starting a stdio server "
+                "(NAME=value uvx some-mcp); enter connects",
                 id="mcp-url",
                 select_on_focus=False,
             )
@@ -97,26 +125,64 @@ class MCPScreen(ModeScreen):
                 id="mcp-headers",
                 select_on_focus=False,
             )
-        with Horizontal(id="mcp-body"):
-            yield SafeTable(id="mcp-tools", cursor_type="row")
-            with Vertical(id="mcp-right"):
-                yield VerticalScroll(id="mcp-form")
-                yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
-                yield VerticalScroll(SafeStatic(id="mcp-result"))
+        yield SafeStatic("not connected: enter an endpoint above", id="mcp-status")
+        with TabbedContent(id="mcp-tabs"):
+            with TabPane("Tools (t)", id="mcp-tab-tools"):
+                with Horizontal(id="mcp-body"):
+                    yield SafeTable(id="mcp-tools", cursor_type="row")
+                    with Vertical(id="mcp-right"):
+                        yield VerticalScroll(id="mcp-form")
+                        yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
+                        yield VerticalScroll(SafeStatic(id="mcp-result"))
+            with TabPane("Resources (r)", id="mcp-tab-resources"):
+                with Horizontal(classes="mcp-pane"):
+                    yield SafeTable(id="mcp-resources", cursor_type="row")
+                    with Vertical(classes="mcp-side"):
+                        yield VerticalScroll(id="mcp-template-form", classes="mcp-fields")
+                        yield VerticalScroll(SafeStatic(id="mcp-resource"))
+            with TabPane("Prompts (p)", id="mcp-tab-prompts"):
+                with Horizontal(classes="mcp-pane"):
+                    yield SafeTable(id="mcp-prompts", cursor_type="row")
+                    with Vertical(classes="mcp-side"):
+                        yield VerticalScroll(id="mcp-prompt-form", classes="mcp-fields")
+                        yield VerticalScroll(SafeStatic(id="mcp-prompt-view"))
+            with TabPane("Notifications (n)", id="mcp-tab-notices"):
+                with Vertical(classes="mcp-pane"):
+                    yield SafeTable(id="mcp-notices", cursor_type="row")
+                    yield VerticalScroll(SafeStatic(id="mcp-notice"), id="mcp-notice-box")
+            with TabPane("Server (i)", id="mcp-tab-server"):
+                with VerticalScroll(id="mcp-server-box"):
+                    yield TextBox(
+                        placeholder="roots we declare: paths or file:// URIs, comma-separated; "
+                        "enter declares them",
+                        id="mcp-roots",
+                        select_on_focus=False,
+                    )
+                    yield SafeStatic(id="mcp-server")
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
-        # Tab from the tool list goes to the first argument, not to the box that holds them
-        self.query_one("#mcp-form", VerticalScroll).can_focus = False
-        table = self.query_one("#mcp-tools", DataTable)
-        table.add_column("tool", key="tool", width=24)
-        table.add_column("description", key="description", width=30)
+        # the tabs are keys (t r p n i): Tab goes from the endpoint straight to the tool list
+        self.query_one("#mcp-tabs ContentTabs").can_focus = False
+        # Tab from a list goes to the first argument, not to the box that holds them
+        for box in ("#mcp-form", "#mcp-template-form", "#mcp-prompt-form"):
+            self.query_one(box, VerticalScroll).can_focus = False
+        columns = {
+            "#mcp-tools": [("tool", 24), ("description", 30)],
+            "#mcp-resources": [("", 2), ("uri", 34), ("name", 14), ("type", 16)],
+            "#mcp-prompts": [("prompt", 20), ("description", 34)],
+            "#mcp-notices": [("time", 8), ("kind", 12), ("method", 34), ("what", 60)],
+        }
+        for table_id, cols in columns.items():
+            table = self.query_one(table_id, DataTable)
+            for label, width in cols:
+                table.add_column(label, key=label or "mark", width=width)
 
     _entered = False
 
     def on_screen_resume(self) -> None:
         """The first time the mode is shown (its screen may be built ahead, unseen): a hosted
-        server's /mcp filled in and its tools listed."""
+        server's /mcp filled in and connected."""
         if self._entered or not self.is_current:
             return
         self._entered = True
@@ -126,11 +192,41 @@ class MCPScreen(ModeScreen):
             url.value = hosted[0].url + "/mcp"
             self.action_list_tools()
 
-    def _arguments_shown(self) -> list[Input]:
-        return list(self.query_one("#mcp-form", VerticalScroll).query(Input))
+    async def on_unmount(self) -> None:
+        self._unwatch()
+        if self.session is not None:
+            await self.session.close()
+
+    # -- keys ---------------------------------------------------------------------------------------
+    def _tab(self) -> str:
+        return self.query_one("#mcp-tabs", TabbedContent).active
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#mcp-tabs", TabbedContent).active = tab
+        first = {
+            "mcp-tab-tools": "#mcp-tools",
+            "mcp-tab-resources": "#mcp-resources",
+            "mcp-tab-prompts": "#mcp-prompts",
+            "mcp-tab-notices": "#mcp-notices",
+            "mcp-tab-server": "#mcp-roots",
+        }[tab]
+        self.query_one(first).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("tab", "subscribe") and isinstance(self.focused, Input):
+            return False  # the letter types
+        return True
+
+    def _fields_shown(self) -> list[Input]:
+        box = {
+            "mcp-tab-tools": "#mcp-form",
+            "mcp-tab-resources": "#mcp-template-form",
+            "mcp-tab-prompts": "#mcp-prompt-form",
+        }.get(self._tab())
+        return list(self.query_one(box, VerticalScroll).query(Input)) if box else []
 
     def action_next_argument(self, step: int) -> None:
-        fields, at = self._arguments_shown(), self.focused
+        fields, at = self._fields_shown(), self.focused
         if isinstance(at, Input) and at in fields:
             fields[(fields.index(at) + step) % len(fields)].focus()
         elif step > 0:
@@ -138,27 +234,38 @@ class MCPScreen(ModeScreen):
         else:
             self.focus_previous()
 
-    @on(DataTable.RowSelected, "#mcp-tools")
-    def _tool_chosen(self) -> None:
-        """Enter on a tool: into its first argument (the raw JSON in raw mode); a tool that takes
-        none is called."""
-        if self.raw_mode:
-            self.query_one("#mcp-raw-args", TextArea).focus()
-        elif fields := self._arguments_shown():
-            fields[0].focus()
+    def action_leave_input(self) -> None:
+        """Escape leaves a text box for its tab's list (the Server tab's: its scrolling view), where
+        the mode keys work, and a list for the endpoint."""
+        lists = {
+            "mcp-tab-tools": "#mcp-tools",
+            "mcp-tab-resources": "#mcp-resources",
+            "mcp-tab-prompts": "#mcp-prompts",
+            "mcp-tab-notices": "#mcp-notices",
+        }
+        tab = self._tab()
+        listing = self.query_one(lists.get(tab, "#mcp-server-box"))
+        if self.focused is listing:
+            self.query_one("#mcp-url", Input).focus()
         else:
-            self.action_call()
+            listing.focus()
 
-    def _target(self) -> str | list[str] | None:
-        """The endpoint as typed: a URL, or a stdio server's command line (split as a shell would)."""
+    # -- the endpoint -------------------------------------------------------------------------------
+    def _target(self) -> tuple[str | list[str], dict[str, str] | None] | None:
+        """The endpoint as typed: a URL, or a stdio server's command line (split as a shell would,
+        its leading ``NAME=value`` words its environment)."""
         text = self.query_one("#mcp-url", Input).value.strip()
         if not text or text.startswith(("http://", "https://")):
-            return text or None
+            return (text, None) if text else None
         try:
-            return shlex.split(text)
+            argv, env = split_command(text)
         except ValueError as exc:
             self.query_one("#mcp-result", Static).update(Text(f"✘ the command line: {exc}", "red"))
             return None
+        if not argv:
+            self.query_one("#mcp-result", Static).update(Text("✘ no command to run", "red"))
+            return None
+        return argv, env or None
 
     def _headers(self, target: str | list[str]) -> dict[str, str] | None:
         """The headers typed in (``${ENV}`` expanded), and a hosted server's own credential for its
@@ -175,59 +282,305 @@ class MCPScreen(ModeScreen):
                 headers.setdefault("Authorization", f"Bearer {os.environ[env]}")
         return headers or None
 
-    def action_leave_input(self) -> None:
-        """Escape leaves a text box for the tool list, where the mode keys work, and the tool list
-        for the endpoint."""
-        tools = self.query_one("#mcp-tools", DataTable)
-        if self.focused is tools:
-            self.query_one("#mcp-url", Input).focus()
-        else:
-            tools.focus()
-
     @on(Input.Submitted, "#mcp-url, #mcp-headers")
     def _submit_url(self) -> None:
         self.action_list_tools()
 
     def action_list_tools(self) -> None:
+        """Connect to the endpoint typed (a new session) and list everything it has."""
         target = self._target()
         if target:
-            self._list(target)
+            self._connect(*target)
 
-    @work(exclusive=True, group="mcp")
-    async def _list(self, url: str | list[str]) -> None:
+    @work(exclusive=True, group="mcp-connect")
+    async def _connect(self, target: str | list[str], env: dict[str, str] | None) -> None:
         result = self.query_one("#mcp-result", Static)
-        result.update(f"listing {url if isinstance(url, str) else shlex.join(url)} …")
-        table = self.query_one("#mcp-tools", DataTable)
+        where = target if isinstance(target, str) else shlex.join(target)
+        result.update(f"connecting to {where} …")
+        self._status(Text(f"connecting to {printable(where, 200)} …", "yellow"))
+        old, self.session = self.session, None
+        self._unwatch()
+        if old is not None:
+            await old.close()
+        session = MCPSession(
+            target,
+            headers=self._headers(target),
+            env=env,
+            bus=self.tn.workspace.events,
+            timeout=15,
+            roots=self._roots(),
+            elicit=self._elicit,
+            model=self._sampler(),
+            approve=self._approve,
+            authorize=self._authorize,
+        )
+        self._pending = session
         try:
-            self.tools = await remote_tools(
-                url, headers=self._headers(url), bus=self.tn.workspace.events, timeout=15
-            )
+            await session.start()
         except Exception as exc:  # nothing of the previous endpoint stays on screen
-            self.tools = []
-            table.clear()
+            self._close_signin()
+            self._forget()
             await self._form(None)
             result.update(Text(f"✘ {exc}", "red"))
+            self._status(Text(f"✘ not connected: {exc}", "red"))
             return
+        self._close_signin()
+        self.session = session
+        self._unwatch = session.watch(self._heard)
+        self._forget()
+        for notice in session.notices:
+            self._heard(notice)
+        self._show_server()
+        await self._list_all(focus=True)
+
+    def _forget(self) -> None:
+        self.tools, self.resources, self.prompts = [], [], []
+        for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-notices"):
+            self.query_one(table, DataTable).clear()
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#mcp-status", SafeStatic).update(text)
+
+    def _show_server(self) -> None:
+        s = self.session
+        if s is None:
+            return
+        line = Text()
+        line.append("● ", "green")
+        line.append(f"{s.server_name or 'an anonymous server'} {s.server_version}".strip(), "bold")
+        era = "no handshake" if s.modern else "initialize handshake"
+        line.append(f"  MCP {s.protocol_version} ({era})  ")
+        line.append(" ".join(_capability_words(s.capabilities)) or "no capabilities", "cyan")
+        line.append(f"  · we offer {', '.join(s.offered)}", "grey62")
+        if s.oauth is not None and s.oauth.state != "not signed in":
+            line.append(f"  · OAuth: {s.oauth.state}", "green")
+        self._status(line)
+        info = Text()
+        info.append("server  ", "bold")
+        info.append(f"{s.server_name} {s.server_version}\n")
+        info.append("protocol  ", "bold")
+        info.append(f"{s.protocol_version} ({era})\n")
+        info.append("we offer  ", "bold")
+        info.append(", ".join(s.offered) + "\n")
+        info.append("roots  ", "bold")
+        info.append((", ".join(s.roots) or "none") + "\n")
+        if s.oauth is not None:
+            info.append("OAuth  ", "bold")
+            info.append(s.oauth.state + " (the token is never shown)\n")
+        info.append("\ncapabilities\n", "bold")
+        info.append(json.dumps(s.capabilities, indent=2, ensure_ascii=False) + "\n")
+        if s.instructions:
+            info.append("\ninstructions\n", "bold")
+            info.append(s.instructions)
+        self.query_one("#mcp-server", SafeStatic).update(info)
+
+    async def _list_all(self, focus: bool = False) -> None:
+        """Every list the server offers (what it declares no capability for is not asked)."""
+        s = self.session
+        if s is None:
+            return
+        caps = s.capabilities
+        result = self.query_one("#mcp-result", Static)
+        try:
+            if "tools" in caps or not caps:
+                await self._list_tools()
+            if "resources" in caps:
+                await self._list_resources()
+            if "prompts" in caps:
+                await self._list_prompts()
+        except Exception as exc:
+            result.update(Text(f"✘ {exc}", "red"))
+            return
+        result.update(
+            ", ".join(
+                _count(n, what)
+                for n, what in (
+                    (len(self.tools), "tool"),
+                    (len(self.resources), "resource or template"),
+                    (len(self.prompts), "prompt"),
+                )
+            )
+        )
+        if focus and self.tools:
+            self.query_one("#mcp-tools", DataTable).focus()
+
+    async def _list_tools(self) -> None:
+        assert self.session is not None
+        self.tools = await self.session.tools()
+        table = self.query_one("#mcp-tools", DataTable)
         table.clear()
-        for tool in self.tools:
+        for i, tool in enumerate(self.tools):
             table.add_row(
                 tool["name"],
                 tool["description"].splitlines()[0] if tool["description"] else "",
-                key=tool["name"],
+                key=str(i),
             )
-        result.update(f"{len(self.tools)} tools")
-        if self.tools:
-            table.focus()
-            await self._form(self.tools[0])
+        await self._form(self.tools[0] if self.tools else None)
+
+    async def _list_resources(self) -> None:
+        assert self.session is not None
+        listed = [{**r, "template": False} for r in await self.session.resources()]
+        listed += [{**t, "template": True} for t in await self.session.templates()]
+        self.resources = listed
+        self._draw_resources()
+        await self._template_form()
+
+    def _draw_resources(self) -> None:
+        table = self.query_one("#mcp-resources", DataTable)
+        at = table.cursor_row
+        table.clear()
+        subscribed = self.session.subscribed if self.session is not None else set()
+        for i, r in enumerate(self.resources):
+            uri = r.get("uri_template") if r["template"] else r.get("uri")
+            mark = "T" if r["template"] else ("●" if uri in subscribed else "")
+            table.add_row(mark, uri or "", r.get("name", ""), r.get("mime_type", ""), key=str(i))
+        if self.resources:
+            table.move_cursor(row=min(at, len(self.resources) - 1))
+
+    async def _list_prompts(self) -> None:
+        assert self.session is not None
+        self.prompts = await self.session.prompts()
+        table = self.query_one("#mcp-prompts", DataTable)
+        table.clear()
+        for i, p in enumerate(self.prompts):
+            described = p.get("description") or ""
+            table.add_row(p["name"], described.splitlines()[0] if described else "", key=str(i))
+        await self._prompt_form()
+
+    # -- what the server tells and asks -------------------------------------------------------------
+    def _heard(self, notice: Notice) -> None:
+        try:
+            table = self.query_one("#mcp-notices", DataTable)
+        except NoMatches:  # the screen is going (the app quits while the session ends)
+            return
+        key = str(table.row_count)
+        style = {"request": "magenta", "log": "grey62", "progress": "cyan", "session": "yellow"}
+        table.add_row(
+            notice.clock,
+            Text(notice.kind, style.get(notice.kind, "")),
+            notice.method,
+            notice.summary,
+            key=key,
+        )
+        if table.cursor_row == table.row_count - 2 or table.row_count == 1:
+            table.move_cursor(row=table.row_count - 1)  # follow the newest unless looking back
+        if notice.method.endswith("/list_changed"):
+            self._relist(notice.method)
+        elif notice.method == "notifications/resources/updated" and isinstance(notice.params, dict):
+            if notice.params.get("uri") == self.shown_uri:
+                self._read(self.shown_uri, updated=True)
+
+    @work(group="mcp-relist")
+    async def _relist(self, method: str) -> None:
+        try:
+            if "tools" in method:
+                await self._list_tools()
+            elif "prompts" in method:
+                await self._list_prompts()
+            elif "resources" in method:
+                await self._list_resources()
+        except Exception as exc:  # noqa: BLE001 - said where the lists are
+            self.notify(f"MCP: listing again failed: {exc}", severity="warning")
+
+    async def _elicit(self, request: Elicitation) -> Reply:
+        answered: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+
+        def chosen(reply: Reply | None) -> None:
+            if not answered.done():
+                answered.set_result(reply or Reply("cancel"))
+
+        self.app.push_screen(ElicitDialog(request), chosen)
+        return await answered
+
+    async def _approve(self, request: Sampling) -> bool:
+        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def chosen(approved: bool | None) -> None:
+            if not answered.done():
+                answered.set_result(bool(approved))
+
+        model = getattr(self._model, "model", "the model")
+        self.app.push_screen(SamplingDialog(request, str(model)), chosen)
+        return await answered
+
+    async def _authorize(self, url: str) -> None:
+        """The sign-in address of the session connecting: shown until the sign-in comes back."""
+        session = self._pending
+
+        def give_up() -> None:
+            if session is not None and session.oauth is not None:
+                session.oauth.cancel()
+
+        self._close_signin()
+        self._signin = SignInDialog(url, give_up)
+        self.app.push_screen(self._signin)
+
+    def _close_signin(self) -> None:
+        dialog, self._signin = self._signin, None
+        if dialog is not None and dialog.is_attached:
+            dialog.dismiss(None)
+
+    def _sampler(self) -> Any:
+        """The toolkit's model: the first running hosted server's, else the demo model."""
+        hosted = list(self.tn.workspace.running())
+        try:
+            spec = hosted[0].spec if hosted else None
+            self._model = (
+                build_client(spec.model, spec.base_url, spec.api_key_env)
+                if spec is not None
+                else build_client()
+            )
+        except Exception:  # noqa: BLE001 - a model that cannot be built answers no sampling
+            self._model = build_client()
+        return self._model
+
+    def _roots(self) -> list[str]:
+        text = self.query_one("#mcp-roots", Input).value
+        return [r.strip() for r in text.split(",") if r.strip()]
+
+    @on(Input.Submitted, "#mcp-roots")
+    def _declare_roots(self) -> None:
+        self._send_roots(self._roots())
+
+    @work(group="mcp")
+    async def _send_roots(self, roots: list[str]) -> None:
+        if self.session is None:
+            self.notify("the roots go to the next server you connect to")
+            return
+        try:
+            await self.session.set_roots(roots)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f"MCP: the roots were not sent: {exc}", severity="error")
+            return
+        self._show_server()
+        self.notify(f"roots declared: {', '.join(self.session.roots) or 'none'}")
+
+    # -- tools --------------------------------------------------------------------------------------
+    @on(DataTable.RowSelected, "#mcp-tools")
+    def _tool_chosen(self) -> None:
+        """Enter on a tool: into its first argument (the raw JSON in raw mode); a tool that takes
+        none is called."""
+        if self.raw_mode:
+            self.query_one("#mcp-raw-args", TextArea).focus()
+        elif fields := self._fields_shown():
+            fields[0].focus()
+        else:
+            self.action_call()
+
+    @on(Input.Submitted, "#mcp-form Input")
+    def _argument_submitted(self, event: Input.Submitted) -> None:
+        """Enter in an argument: on to the next one; in the last, the call."""
+        fields = self._fields_shown()
+        if event.input is fields[-1]:
+            self.action_call()
+        else:
+            fields[fields.index(event.input) + 1].focus()
 
     def _tool(self) -> dict[str, Any] | None:
-        table = self.query_one("#mcp-tools", DataTable)
-        if not table.row_count:
-            return None
-        name = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        return next((t for t in self.tools if t["name"] == name), None)
+        return _row_of(self.query_one("#mcp-tools", DataTable), self.tools)
 
-    async def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(DataTable.RowHighlighted, "#mcp-tools")
+    async def _tool_highlighted(self) -> None:
         tool = self._tool()
         if tool is not None:
             await self._form(tool)
@@ -236,74 +589,36 @@ class MCPScreen(ModeScreen):
         """Build the argument form of ``tool`` (None: empty it). One build at a time: the listing
         and a row highlight both ask for one, and interleaved builds mounted the same ids twice."""
         async with self._form_lock:
-            await self._build_form(tool)
-
-    async def _build_form(self, tool: dict[str, Any] | None) -> None:
-        form = self.query_one("#mcp-form", VerticalScroll)
-        await form.remove_children()
-        if tool is None:
-            return
-        props = (tool["input_schema"] or {}).get("properties") or {}
-        required = set((tool["input_schema"] or {}).get("required") or [])
-        widgets: list[Any] = [SafeStatic(Text(f"{tool['name']}", "bold"))]
-        for i, (name, schema) in enumerate(props.items()):
-            schema = schema if isinstance(schema, dict) else {}
-            kind = printable(_kind(schema), 120)  # enum values, type names: the peer's text
-            label = Text(printable(str(name), 80), "bold")
-            label.append(f"  {kind}" + ("  required" if name in required else "  optional"), "cyan")
-            described = printable(str(schema.get("description") or ""), 200)
-            if described:
-                label.append(f"\n{described}", "grey62")
-            widgets.append(SafeStatic(label))
-            default = schema.get("default")
-            hint = (
-                f"{kind}, required"
-                if name in required
-                else (f"{kind}, optional: empty leaves it out")
-            )
-            widgets.append(
-                Input(
-                    ""
-                    if default is None
-                    else (default if isinstance(default, str) else json.dumps(default)),
-                    placeholder=hint,
-                    id=f"arg-{i}",
-                    compact=True,
+            form = self.query_one("#mcp-form", VerticalScroll)
+            fields = form_fields((tool or {}).get("input_schema"))
+            title = Text(tool["name"], "bold") if tool else None
+            if tool and tool.get("output_schema"):
+                title.append("  returns structured content", "grey62")  # type: ignore[union-attr]
+            await _build(form, title, fields, "arg", "no arguments")
+            if tool is not None:
+                self.query_one("#mcp-raw-args", TextArea).text = json.dumps(
+                    {f.name: f.schema["default"] for f in fields if "default" in f.schema},
+                    indent=2,
                 )
-            )
-        if not props:
-            widgets.append(Label("no arguments"))
-        await form.mount_all(widgets)
-        self.query_one("#mcp-raw-args", TextArea).text = json.dumps(
-            {n: s.get("default") for n, s in props.items() if "default" in s}, indent=2
-        )
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments from the form (or the raw JSON); ValueError names the required ones
         left empty: such a call is not sent (it went out as ``{}`` and the tool said why)."""
-        schema_of = tool["input_schema"] or {}
-        if self.raw_mode:
-            value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
-            if not isinstance(value, dict):
-                raise ValueError("the raw arguments must be a JSON object")
-            args = value
-        else:
-            props = schema_of.get("properties") or {}
-            args = {}
-            for i, (name, schema) in enumerate(
-                props.items()
-            ):  # ids by position: a name is the peer's text
-                text = self.query_one(f"#arg-{i}", Input).value
-                if text != "":
-                    args[name] = field_value(text, schema if isinstance(schema, dict) else {})
-        missing = [str(n) for n in schema_of.get("required") or [] if n not in args]
+        fields = form_fields(tool["input_schema"])
+        if not self.raw_mode:
+            texts = [self.query_one(f"#arg-{i}", Input).value for i in range(len(fields))]
+            return form_values(fields, texts)
+        value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
+        if not isinstance(value, dict):
+            raise ValueError("the raw arguments must be a JSON object")
+        missing = [f.name for f in fields if f.required and f.name not in value]
         if missing:
             raise ValueError(
                 f"fill in the required argument{'s' if len(missing) > 1 else ''}: "
                 + ", ".join(printable(n, 80) for n in missing)
                 + " (nothing was sent)"
             )
-        return args
+        return value
 
     def action_toggle_raw(self) -> None:
         self.raw_mode = not self.raw_mode
@@ -311,32 +626,43 @@ class MCPScreen(ModeScreen):
         self.query_one("#mcp-form").set_class(self.raw_mode, "hidden")
 
     def action_call(self) -> None:
+        """ctrl+r: call the tool, read the resource (a template's filled in) or get the prompt,
+        as the tab shown says."""
+        tab = self._tab()
+        if tab == "mcp-tab-resources":
+            self._read_chosen()
+            return
+        if tab == "mcp-tab-prompts":
+            self._get_prompt()
+            return
         tool = self._tool()
         if tool is None:
-            self.notify("list the tools first (enter on the URL)", severity="warning")
+            self.notify("connect first (enter on the URL)", severity="warning")
             return
         try:
             args = self.arguments(tool)
         except ValueError as exc:
             self.query_one("#mcp-result", Static).update(Text(f"✘ {exc}", "red"))
             return
-        target = self._target()
-        if target:
-            self._call(target, tool["name"], args)
+        self._call(tool["name"], args)
 
     @work(exclusive=True, group="mcp")
-    async def _call(self, url: str | list[str], name: str, args: dict[str, Any]) -> None:
+    async def _call(self, name: str, args: dict[str, Any]) -> None:
         result = self.query_one("#mcp-result", Static)
+        session = self.session
+        if session is None:
+            result.update(Text("✘ not connected", "red"))
+            return
         result.update(f"calling {name} …")
+        last: list[str] = []
+
+        async def progress(p: Any) -> None:
+            amount = f"{p.done:g}" + (f"/{p.total:g}" if p.total is not None else "")
+            last[:] = [f"calling {name} … {amount} {p.message or ''}"]
+            result.update(last[0])
+
         try:
-            outcome = await call_remote_tool(
-                url,
-                name,
-                args,
-                headers=self._headers(url),
-                bus=self.tn.workspace.events,
-                timeout=60,
-            )
+            outcome = await session.call(name, args, progress=progress)
         except Exception as exc:
             result.update(Text(f"✘ {exc}", "red"))
             return
@@ -347,4 +673,245 @@ class MCPScreen(ModeScreen):
             "error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green"
         )
         text.append(outcome.output)
+        structured = outcome.metadata.get("structured")
+        if structured is not None:
+            text.append("\n\nstructured content\n", "bold")
+            text.append(json.dumps(structured, indent=2, ensure_ascii=False))
         result.update(text)
+
+    # -- resources ----------------------------------------------------------------------------------
+    def _resource(self) -> dict[str, Any] | None:
+        return _row_of(self.query_one("#mcp-resources", DataTable), self.resources)
+
+    @on(DataTable.RowHighlighted, "#mcp-resources")
+    async def _resource_highlighted(self) -> None:
+        await self._template_form()
+
+    async def _template_form(self) -> None:
+        async with self._form_lock:
+            chosen = self._resource()
+            box = self.query_one("#mcp-template-form", VerticalScroll)
+            if chosen is None or not chosen["template"]:
+                await _build(box, None, [], "tvar", "")
+                return
+            template = chosen.get("uri_template", "")
+            await _build(box, Text(template, "bold"), template_fields(template), "tvar", "")
+
+    @on(DataTable.RowSelected, "#mcp-resources")
+    def _resource_chosen(self) -> None:
+        fields = self._fields_shown()
+        if fields:
+            fields[0].focus()
+        else:
+            self._read_chosen()
+
+    @on(Input.Submitted, "#mcp-template-form Input")
+    def _template_submitted(self, event: Input.Submitted) -> None:
+        fields = self._fields_shown()
+        if event.input is fields[-1]:
+            self._read_chosen()
+        else:
+            fields[fields.index(event.input) + 1].focus()
+
+    def _read_chosen(self) -> None:
+        chosen = self._resource()
+        if chosen is None:
+            self.notify("no resource to read: connect first", severity="warning")
+            return
+        if not chosen["template"]:
+            self._read(chosen["uri"])
+            return
+        template = chosen.get("uri_template", "")
+        fields = template_fields(template)
+        texts = [i.value for i in self._fields_shown()]
+        try:
+            values = form_values(fields, texts)
+        except ValueError as exc:
+            self.query_one("#mcp-resource", SafeStatic).update(Text(f"✘ {exc}", "red"))
+            return
+        self._read(expand_template(template, {k: str(v) for k, v in values.items()}))
+
+    @work(group="mcp-read")
+    async def _read(self, uri: str, updated: bool = False) -> None:
+        view = self.query_one("#mcp-resource", SafeStatic)
+        if self.session is None:
+            return
+        if not updated:
+            view.update(f"reading {uri} …")
+        try:
+            contents = await self.session.read(uri)
+        except Exception as exc:
+            view.update(Text(f"✘ {exc}", "red"))
+            return
+        self.shown_uri = uri
+        view.update(_contents_text(uri, contents, self.session.subscribed, updated))
+
+    def action_subscribe(self) -> None:
+        if self._tab() != "mcp-tab-resources":
+            return
+        chosen = self._resource()
+        uri = chosen["uri"] if chosen is not None and not chosen["template"] else self.shown_uri
+        if uri:
+            self._subscribe(uri)
+
+    @work(group="mcp")
+    async def _subscribe(self, uri: str) -> None:
+        s = self.session
+        if s is None:
+            return
+        try:
+            if uri in s.subscribed:
+                await s.unsubscribe(uri)
+                self.notify(f"unsubscribed from {uri}")
+            else:
+                await s.subscribe(uri)
+                self.notify(f"subscribed to {uri}: its updates show as they come")
+        except Exception as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self._draw_resources()
+
+    # -- prompts ------------------------------------------------------------------------------------
+    def _prompt(self) -> dict[str, Any] | None:
+        return _row_of(self.query_one("#mcp-prompts", DataTable), self.prompts)
+
+    @on(DataTable.RowHighlighted, "#mcp-prompts")
+    async def _prompt_highlighted(self) -> None:
+        await self._prompt_form()
+
+    async def _prompt_form(self) -> None:
+        async with self._form_lock:
+            chosen = self._prompt()
+            box = self.query_one("#mcp-prompt-form", VerticalScroll)
+            fields = prompt_fields(chosen.get("arguments") or []) if chosen else []
+            title = Text(chosen["name"], "bold") if chosen else None
+            await _build(box, title, fields, "parg", "no arguments" if chosen else "")
+
+    @on(DataTable.RowSelected, "#mcp-prompts")
+    def _prompt_chosen(self) -> None:
+        fields = self._fields_shown()
+        if fields:
+            fields[0].focus()
+        else:
+            self._get_prompt()
+
+    @on(Input.Submitted, "#mcp-prompt-form Input")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        fields = self._fields_shown()
+        if event.input is fields[-1]:
+            self._get_prompt()
+        else:
+            fields[fields.index(event.input) + 1].focus()
+
+    def _get_prompt(self) -> None:
+        chosen = self._prompt()
+        if chosen is None:
+            self.notify("no prompt to get: connect first", severity="warning")
+            return
+        fields = prompt_fields(chosen.get("arguments") or [])
+        try:
+            values = form_values(fields, [i.value for i in self._fields_shown()])
+        except ValueError as exc:
+            self.query_one("#mcp-prompt-view", SafeStatic).update(Text(f"✘ {exc}", "red"))
+            return
+        self._fill_prompt(chosen["name"], {k: str(v) for k, v in values.items()})
+
+    @work(group="mcp")
+    async def _fill_prompt(self, name: str, args: dict[str, str]) -> None:
+        view = self.query_one("#mcp-prompt-view", SafeStatic)
+        if self.session is None:
+            return
+        view.update(f"getting {name} …")
+        try:
+            described, messages = await self.session.prompt(name, args)
+        except Exception as exc:
+            view.update(Text(f"✘ {exc}", "red"))
+            return
+        text = Text()
+        if described:
+            text.append(described + "\n", "grey62")
+        for role, said in messages:
+            text.append(f"\n{role}\n", "bold magenta" if role == "user" else "bold green")
+            text.append(said + "\n")
+        view.update(text)
+
+    # -- notifications ------------------------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#mcp-notices")
+    def _notice_highlighted(self) -> None:
+        table = self.query_one("#mcp-notices", DataTable)
+        s = self.session
+        if s is None or not table.row_count:
+            return
+        notices = list(s.notices)
+        row = table.cursor_row
+        if 0 <= row < len(notices):
+            n = notices[row]
+            shown = Text(f"{n.clock} {n.kind} {n.method}\n", "bold")
+            shown.append(n.summary + "\n")
+            if n.params is not None:
+                shown.append(json.dumps(n.params, indent=2, ensure_ascii=False, default=str))
+            self.query_one("#mcp-notice", SafeStatic).update(shown)
+
+
+def _row_of(table: DataTable[Any], items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The item of a table's highlighted row (rows are keyed by position: a name is the peer's)."""
+    if not table.row_count:
+        return None
+    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    index = int(key) if key is not None and key.isdigit() else -1
+    return items[index] if 0 <= index < len(items) else None
+
+
+async def _build(
+    box: VerticalScroll, title: Text | None, fields: list[Field], prefix: str, empty: str
+) -> None:
+    """A form in ``box``: a label and an input (``#<prefix>-<i>``) per field."""
+    await box.remove_children()
+    widgets: list[Any] = [SafeStatic(title)] if title is not None else []
+    for i, field in enumerate(fields):
+        label = Text(printable(field.name, 80), "bold")
+        label.append(f"  {field.kind}" + ("  required" if field.required else "  optional"), "cyan")
+        if field.description:
+            label.append(f"\n{field.description}", "grey62")
+        widgets.append(SafeStatic(label))
+        widgets.append(
+            Input(field.default, placeholder=field.hint, id=f"{prefix}-{i}", compact=True)
+        )
+    if not fields and empty:
+        widgets.append(Label(empty))
+    if widgets:
+        await box.mount_all(widgets)
+
+
+def _count(n: int, what: str) -> str:
+    if n == 1:
+        return f"1 {what}"
+    return f"{n} " + ("resources and templates" if what == "resource or template" else what + "s")
+
+
+def _capability_words(caps: dict[str, Any]) -> list[str]:
+    words = []
+    for name in ("tools", "resources", "prompts", "completions", "logging"):
+        if name in caps:
+            extra = [k for k, v in (caps[name] or {}).items() if v is True]
+            words.append(name + (f" ({', '.join(extra)})" if extra else ""))
+    return words
+
+
+def _contents_text(uri: str, contents: list[Content], subscribed: set[str], updated: bool) -> Text:
+    text = Text()
+    text.append(uri, "bold")
+    if uri in subscribed:
+        text.append("  subscribed", "green")
+    if updated:
+        text.append("  updated just now", "yellow")
+    for c in contents:
+        text.append(f"\n{c.mime or 'no MIME type'}, {c.size:,} bytes\n", "cyan")
+        if c.text is not None:
+            shown = c.text[:SHOWN_BYTES]
+            text.append(shown)
+            if len(c.text) > SHOWN_BYTES:
+                text.append(f"\n… {len(c.text) - SHOWN_BYTES:,} more characters", "italic")
+        elif c.data is not None:
+            text.append(f"binary: {c.data[:32].hex(' ')}{' …' if c.size > 32 else ''}", "grey62")
+    return text

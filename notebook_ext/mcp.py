@@ -1,0 +1,495 @@
+"""``%toolnexus mcp``: the MCP inspector as a notebook widget, drawn from the same
+:class:`~toolnexus.mcp_client.MCPSession` as the TUI's MCP mode: what was negotiated, tabs for the
+tools (a form from the schema), resources and templates (a read with its MIME type, a
+subscription and its updates), prompts (the arguments, the messages), the server's notifications
+and the server itself (capabilities, instructions, the roots we declare). What the server asks
+shows above the tabs: an elicitation as a form (accept, decline, cancel), a sampling request to
+approve before the toolkit's model answers it, an OAuth sign-in as a link. Every peer string is
+escaped; every exchange is on the notebook's bus (the Wire)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from typing import Any
+
+import ipywidgets as w
+
+from toolnexus.display import error_html, printable
+from toolnexus.hosting import build_client
+from toolnexus.mcp_client import (
+    Content,
+    Elicitation,
+    Field,
+    MCPSession,
+    Notice,
+    Reply,
+    Sampling,
+    expand_template,
+    form_fields,
+    form_values,
+    prompt_fields,
+    template_fields,
+)
+
+from .widgets import REDRAW_EVERY, STYLE, _failure, _schedule, _track
+
+__all__ = ["MCPWidget"]
+
+NOTICES_SHOWN = 200
+"""The newest notices the widget's table shows (the session keeps more)."""
+TEXT_SHOWN = 20000
+"""Characters of a resource's text or a result shown."""
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{html.escape(printable(text, TEXT_SHOWN))}</pre>"
+
+
+class _Form(w.VBox):
+    """Text boxes for fields (a tool's arguments, a prompt's, a template's variables)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.fields: list[Field] = []
+        self.boxes: list[w.Text] = []
+
+    def show(self, fields: list[Field]) -> None:
+        self.fields = fields
+        self.boxes = [
+            w.Text(
+                value=f.default,
+                description=printable(f.name, 40),
+                placeholder=f.hint,
+                tooltip=f.description,
+                style={"description_width": "initial"},
+            )
+            for f in fields
+        ]
+        self.children = self.boxes
+
+    def fill(self, **texts: str) -> None:
+        """Type into the boxes by field name (for code and tests)."""
+        for f, box in zip(self.fields, self.boxes, strict=True):
+            if f.name in texts:
+                box.value = texts[f.name]
+
+    def values(self) -> dict[str, Any]:
+        return form_values(self.fields, [b.value for b in self.boxes])
+
+
+class MCPWidget(w.VBox):
+    """An MCP session in a notebook; ``await widget.ready()`` once it connected (or failed:
+    :attr:`error`). ``target``: a URL, or a stdio server's command line as a list."""
+
+    def __init__(
+        self,
+        target: str | list[str],
+        *,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        bus: Any = None,
+        roots: list[str] | None = None,
+        model: Any = None,
+    ) -> None:
+        self.target = target
+        self.error = ""
+        self.model = model or build_client()
+        self.session = MCPSession(
+            target,
+            headers=headers,
+            env=env,
+            bus=bus,
+            roots=roots,
+            elicit=self._elicit,
+            model=self.model,
+            approve=self._approve,
+            authorize=self._authorize,
+        )
+        self.tools: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.shown_uri = ""
+        self.status = w.HTML(f"<i>connecting to {html.escape(self.session.where)}…</i>")
+        self.asking = w.VBox([])
+        # tools
+        self.tool = w.Dropdown(options=[], description="tool")
+        self.tool_form = _Form()
+        self.call_button = w.Button(description="call", button_style="primary")
+        self.result = w.HTML()
+        # resources
+        self.resource = w.Dropdown(options=[], description="resource", layout=w.Layout(width="70%"))
+        self.template_form = _Form()
+        self.read_button = w.Button(description="read", button_style="primary")
+        self.subscribe_button = w.ToggleButton(description="subscribed", value=False)
+        self.content = w.HTML()
+        # prompts
+        self.prompt = w.Dropdown(options=[], description="prompt")
+        self.prompt_form = _Form()
+        self.get_button = w.Button(description="get", button_style="primary")
+        self.messages = w.HTML()
+        # notifications, server
+        self.notices = w.HTML("<i>nothing yet</i>")
+        self.server = w.HTML()
+        self.roots = w.Text(
+            value=", ".join(roots or []),
+            description="roots",
+            placeholder="paths or file:// URIs, comma-separated",
+        )
+        self.roots_button = w.Button(description="declare")
+        self.tabs = w.Tab(
+            children=[
+                w.VBox([self.tool, self.tool_form, self.call_button, self.result]),
+                w.VBox(
+                    [
+                        w.HBox([self.resource, self.subscribe_button]),
+                        self.template_form,
+                        self.read_button,
+                        self.content,
+                    ]
+                ),
+                w.VBox([self.prompt, self.prompt_form, self.get_button, self.messages]),
+                self.notices,
+                w.VBox([w.HBox([self.roots, self.roots_button]), self.server]),
+            ]
+        )
+        for i, title in enumerate(["Tools", "Resources", "Prompts", "Notifications", "Server"]):
+            self.tabs.set_title(i, title)
+        self.tool.observe(lambda _: self._tool_chosen(), names="value")
+        self.resource.observe(lambda _: self._resource_chosen(), names="value")
+        self.prompt.observe(lambda _: self._prompt_chosen(), names="value")
+        self.call_button.on_click(lambda _: self.call())
+        self.read_button.on_click(lambda _: self.read())
+        self.get_button.on_click(lambda _: self.get_prompt())
+        self.subscribe_button.observe(self._subscribe_toggled, names="value")
+        self.roots_button.on_click(lambda _: self.declare_roots())
+        super().__init__([self.status, self.asking, self.tabs])
+        self.add_class("toolnexus-w")
+        self._redraw_pending = False
+        _track(self)
+        self._start = _schedule(self._connect())
+
+    def __repr__(self) -> str:
+        return "<MCPWidget (shown above)>"
+
+    # -- the session ---------------------------------------------------------------------------------
+    async def ready(self) -> MCPSession:
+        await asyncio.shield(self._start)
+        return self.session
+
+    async def _connect(self) -> None:
+        try:
+            await self.session.start()
+        except Exception as exc:
+            self.error = str(_failure(exc))
+            self.status.value = error_html(self.error)
+            self.asking.children = []
+            return
+        self.asking.children = []
+        self.session.watch(self._heard)
+        self._draw_server()
+        await self.relist()
+
+    def disconnect(self, reason: str) -> None:
+        """The kernel is going away: the session ends with it."""
+        _schedule(self.session.close())
+        self.status.value = error_html(reason)
+
+    async def aclose(self) -> None:
+        """End the session (the widget stays, as it was last drawn)."""
+        await self.session.close()
+
+    async def relist(self) -> None:
+        s, caps = self.session, self.session.capabilities
+        try:
+            if "tools" in caps or not caps:
+                self.tools = await s.tools()
+                self.tool.options = [
+                    (printable(t["name"], 80), i) for i, t in enumerate(self.tools)
+                ]
+            if "resources" in caps:
+                listed = [{**r, "template": False} for r in await s.resources()]
+                listed += [{**t, "template": True} for t in await s.templates()]
+                self.resources = listed
+                self.resource.options = [
+                    (printable(r.get("uri_template") if r["template"] else r["uri"], 120), i)
+                    for i, r in enumerate(listed)
+                ]
+            if "prompts" in caps:
+                self.prompts = await s.prompts()
+                self.prompt.options = [
+                    (printable(p["name"], 80), i) for i, p in enumerate(self.prompts)
+                ]
+        except Exception as exc:
+            self.result.value = error_html(str(_failure(exc)))
+        self._tool_chosen()
+        self._resource_chosen()
+        self._prompt_chosen()
+
+    def _draw_server(self) -> None:
+        s = self.session
+        era = "2026-07-28 era" if s.modern else "handshake era"
+        who = html.escape(f"{s.server_name} {s.server_version}".strip() or "an anonymous server")
+        oauth = f" · OAuth: {html.escape(s.oauth.state)}" if s.oauth is not None else ""
+        self.status.value = (
+            f"{STYLE}<b>● {who}</b> · MCP {html.escape(s.protocol_version)} ({era}) · "
+            f"{html.escape(', '.join(sorted(s.capabilities)) or 'no capabilities')} · "
+            f"<span class='toolnexus-muted'>we offer {', '.join(s.offered)}{oauth}</span>"
+        )
+        self.server.value = (
+            "<b>capabilities</b>"
+            + _pre(json.dumps(s.capabilities, indent=2))
+            + (f"<b>instructions</b>{_pre(s.instructions)}" if s.instructions else "")
+            + f"<b>roots</b>: {html.escape(', '.join(s.roots) or 'none')}"
+        )
+
+    def _heard(self, notice: Notice) -> None:
+        if notice.method.endswith("/list_changed"):
+            _schedule(self.relist())
+        elif notice.method == "notifications/resources/updated" and isinstance(notice.params, dict):
+            if notice.params.get("uri") == self.shown_uri:
+                self.read(self.shown_uri, updated=True)
+        if not self._redraw_pending:  # at most ten redraws a second, however fast they come
+            self._redraw_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw_notices)
+
+    def _draw_notices(self) -> None:
+        self._redraw_pending = False
+        rows = "".join(
+            f"<tr><td>{n.clock}</td><td>{html.escape(n.kind)}</td><td>{html.escape(n.method)}</td>"
+            f"<td>{html.escape(n.summary)}</td></tr>"
+            for n in list(self.session.notices)[-NOTICES_SHOWN:]
+        )
+        self.notices.value = (
+            STYLE + "<table><tr><th>time</th><th>kind</th><th>method</th><th>what</th></tr>"
+            f"{rows}</table>"
+        )
+
+    # -- what the server asks -----------------------------------------------------------------------
+    async def _elicit(self, request: Elicitation) -> Reply:
+        answered: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        form = _Form()
+        form.show(request.fields)
+        error = w.HTML()
+
+        def reply(action: str) -> None:
+            if action == "accept":
+                try:
+                    values = form.values()
+                except ValueError as exc:
+                    error.value = error_html(str(exc))
+                    return
+                answered.set_result(Reply("accept", values))
+            elif not answered.done():
+                answered.set_result(Reply(action))  # type: ignore[arg-type]  # decline | cancel
+
+        buttons = []
+        for action, style in (("accept", "primary"), ("decline", ""), ("cancel", "")):
+            button = w.Button(description=action, button_style=style)
+            button.on_click(lambda _, a=action: reply(a))
+            buttons.append(button)
+        url = (
+            f"<br>It asks you to visit <code>{html.escape(request.url)}</code>"
+            if request.url
+            else ""
+        )
+        self.asking.children = [
+            w.HTML(f"<b>The server asks</b>: {html.escape(request.message)}{url}"),
+            form,
+            w.HBox(buttons),
+            error,
+        ]
+        self.elicitation = form
+        try:
+            return await answered
+        finally:
+            self.asking.children = []
+
+    async def _approve(self, request: Sampling) -> bool:
+        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        said = "".join(
+            f"<div><b>{html.escape(role)}</b>: {html.escape(text)}</div>"
+            for role, text in request.messages
+        )
+        system = (
+            f"<div class='toolnexus-muted'>system prompt: {html.escape(request.system)}</div>"
+            if request.system
+            else ""
+        )
+        approve = w.Button(description="approve", button_style="primary")
+        refuse = w.Button(description="refuse")
+        approve.on_click(lambda _: answered.done() or answered.set_result(True))
+        refuse.on_click(lambda _: answered.done() or answered.set_result(False))
+        model = html.escape(str(getattr(self.model, "model", "the model")))
+        self.asking.children = [
+            w.HTML(
+                f"<b>The server asks your model ({model}) to answer</b>, at most "
+                f"{request.max_tokens} tokens{system}{said}"
+            ),
+            w.HBox([approve, refuse]),
+        ]
+        self.approve_button, self.refuse_button = approve, refuse
+        try:
+            return await answered
+        finally:
+            self.asking.children = []
+
+    async def _authorize(self, url: str) -> None:
+        cancel = w.Button(description="cancel the sign-in")
+        cancel.on_click(lambda _: self.session.oauth.cancel() if self.session.oauth else None)
+        self.sign_in_url = url
+        self.asking.children = [
+            w.HTML(
+                f"<b>This MCP server needs you to sign in (OAuth)</b>: "
+                f"<a href='{html.escape(url, quote=True)}' target='_blank' rel='noopener'>"
+                "open the sign-in page</a>; this goes on once you signed in."
+            ),
+            cancel,
+        ]
+
+    # -- what the user does -------------------------------------------------------------------------
+    def _tool_chosen(self) -> None:
+        i = self.tool.value
+        self.tool_form.show(form_fields(self.tools[i]["input_schema"]) if i is not None else [])
+
+    def call(self) -> asyncio.Task[Any] | None:
+        i = self.tool.value
+        if i is None:
+            return None
+        try:
+            args = self.tool_form.values()
+        except ValueError as exc:
+            self.result.value = error_html(str(exc))
+            return None
+        return _schedule(self._call(self.tools[i]["name"], args))
+
+    async def _call(self, name: str, args: dict[str, Any]) -> Any:
+        self.result.value = f"<i>calling {html.escape(name)}…</i>"
+        try:
+            outcome = await self.session.call(name, args)
+        except Exception as exc:
+            self.result.value = error_html(str(_failure(exc)))
+            return None
+        mark = (
+            "<b style='color:var(--jp-error-color1,#c00)'>error</b>"
+            if outcome.is_error
+            else "<b>ok</b>"
+        )
+        structured = outcome.metadata.get("structured")
+        self.result.value = (
+            STYLE
+            + mark
+            + _pre(outcome.output)
+            + (
+                f"<b>structured content</b>{_pre(json.dumps(structured, indent=2))}"
+                if structured is not None
+                else ""
+            )
+        )
+        return outcome
+
+    def _resource_chosen(self) -> None:
+        i = self.resource.value
+        chosen = self.resources[i] if i is not None else None
+        template = chosen.get("uri_template", "") if chosen and chosen["template"] else ""
+        self.template_form.show(template_fields(template) if template else [])
+        uri = chosen.get("uri") if chosen and not chosen["template"] else None
+        self.subscribe_button.disabled = uri is None
+        self.subscribe_button.value = uri in self.session.subscribed if uri else False
+
+    def read(self, uri: str | None = None, *, updated: bool = False) -> asyncio.Task[Any] | None:
+        if uri is None:
+            i = self.resource.value
+            if i is None:
+                return None
+            chosen = self.resources[i]
+            if chosen["template"]:
+                try:
+                    values = self.template_form.values()
+                except ValueError as exc:
+                    self.content.value = error_html(str(exc))
+                    return None
+                uri = expand_template(
+                    chosen["uri_template"], {k: str(v) for k, v in values.items()}
+                )
+            else:
+                uri = str(chosen["uri"])
+        return _schedule(self._read(uri, updated))
+
+    async def _read(self, uri: str, updated: bool) -> list[Content] | None:
+        try:
+            contents = await self.session.read(uri)
+        except Exception as exc:
+            self.content.value = error_html(str(_failure(exc)))
+            return None
+        self.shown_uri = uri
+        parts = [f"<b>{html.escape(uri)}</b>" + (" <i>updated just now</i>" if updated else "")]
+        for c in contents:
+            parts.append(
+                f"<div class='toolnexus-muted'>{html.escape(c.mime or 'no MIME type')}, "
+                f"{c.size:,} bytes</div>"
+            )
+            if c.text is not None:
+                parts.append(_pre(c.text))
+            elif c.data is not None:
+                parts.append(f"<code>binary: {c.data[:32].hex(' ')}</code>")
+        self.content.value = STYLE + "".join(parts)
+        return contents
+
+    def _subscribe_toggled(self, change: dict[str, Any]) -> None:
+        i = self.resource.value
+        if i is None or self.resources[i]["template"]:
+            return
+        uri = self.resources[i]["uri"]
+        if bool(change.get("new")) != (uri in self.session.subscribed):
+            _schedule(self._subscribe(uri, bool(change.get("new"))))
+
+    async def _subscribe(self, uri: str, on: bool) -> None:
+        try:
+            await (self.session.subscribe(uri) if on else self.session.unsubscribe(uri))
+        except Exception as exc:
+            self.content.value = error_html(str(_failure(exc)))
+            self.subscribe_button.value = uri in self.session.subscribed
+
+    def _prompt_chosen(self) -> None:
+        i = self.prompt.value
+        self.prompt_form.show(
+            prompt_fields(self.prompts[i].get("arguments") or []) if i is not None else []
+        )
+
+    def get_prompt(self) -> asyncio.Task[Any] | None:
+        i = self.prompt.value
+        if i is None:
+            return None
+        try:
+            values = self.prompt_form.values()
+        except ValueError as exc:
+            self.messages.value = error_html(str(exc))
+            return None
+        return _schedule(self._get(self.prompts[i]["name"], {k: str(v) for k, v in values.items()}))
+
+    async def _get(self, name: str, args: dict[str, str]) -> Any:
+        try:
+            described, messages = await self.session.prompt(name, args)
+        except Exception as exc:
+            self.messages.value = error_html(str(_failure(exc)))
+            return None
+        self.messages.value = (
+            STYLE
+            + (f"<div class='toolnexus-muted'>{html.escape(described)}</div>" if described else "")
+            + "".join(f"<b>{html.escape(role)}</b>{_pre(text)}" for role, text in messages)
+        )
+        return messages
+
+    def declare_roots(self) -> asyncio.Task[Any]:
+        roots = [r.strip() for r in self.roots.value.split(",") if r.strip()]
+        return _schedule(self._declare(roots))
+
+    async def _declare(self, roots: list[str]) -> None:
+        try:
+            await self.session.set_roots(roots)
+        except Exception as exc:
+            self.server.value = error_html(str(_failure(exc)))
+            return
+        self._draw_server()

@@ -1,0 +1,134 @@
+"""``%toolnexus mcp``: the MCP inspector as a notebook widget, through a real IPython shell,
+against the official Python SDK's server written for the tests over stdio (2026-07-28) and the
+TypeScript SDK's over HTTP (the handshake era): its tools, a question answered in the widget's
+form, a sampling approved with its button, resources (a blob, a template, a subscription's
+update), a prompt, the notifications; every peer string escaped; mistakes are one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+
+import pytest
+
+pytest.importorskip("IPython")
+pytest.importorskip("ipywidgets")
+
+from IPython.core.error import UsageError  # noqa: E402
+
+from ..peers import mcp_peers  # noqa: E402
+from .test_magics import ip  # noqa: E402, F401 - the shell fixture
+
+
+async def until(check, timeout: float = 20.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.02)
+
+
+def choose(dropdown, label: str) -> None:
+    dropdown.value = dict(dropdown.options)[label]
+
+
+def button(box, description: str):
+    return next(
+        b
+        for row in box.children
+        for b in getattr(row, "children", ())
+        if getattr(b, "description", "") == description
+    )
+
+
+async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
+    command = (
+        "PYTHONPATH="
+        + shlex.quote(mcp_peers.ENV["PYTHONPATH"])
+        + " "
+        + shlex.join(mcp_peers.stdio("py"))
+    )
+    m = ip.run_line_magic("toolnexus", f"mcp -- {command}")
+    await m.ready()
+    assert not m.error, m.error
+    assert "everything-py 1.0.0" in m.status.value and "2026-07-28" in m.status.value
+    assert repr(m) == "<MCPWidget (shown above)>"
+    assert {label for label, _ in m.tool.options} >= {"add", "greet", "haiku"}
+
+    choose(m.tool, "add")
+    m.tool_form.fill(a="2", b="3")
+    await m.call()
+    assert "structured content" in m.result.value and "&quot;total&quot;: 5" in m.result.value
+
+    choose(m.tool, "greet")  # the server asks: a form above the tabs
+    calling = m.call()
+    await until(lambda: len(m.asking.children) == 4)
+    assert "Who are you?" in m.asking.children[0].value
+    button(m.asking, "accept").click()  # the required name is empty: said, nothing sent
+    assert "fill in the required argument: name" in m.asking.children[3].value
+    m.elicitation.fill(name="<b>Ada</b>")
+    button(m.asking, "accept").click()
+    await calling
+    assert "Hello &lt;b&gt;Ada&lt;/b&gt;, 30, who likes blue!" in m.result.value  # escaped
+
+    choose(m.tool, "haiku")  # the server asks our model: approved with the button
+    m.tool_form.fill(topic="sea")
+    calling = m.call()
+    await until(lambda: len(m.asking.children) == 2)
+    assert "You are a poet." in m.asking.children[0].value
+    m.approve_button.click()
+    await calling
+    assert "You said: A haiku about sea" in m.result.value and not m.asking.children
+
+    choose(m.resource, "note://logo")
+    await m.read()
+    assert "image/png, 70 bytes" in m.content.value and "binary: 89 50 4e 47" in m.content.value
+    choose(m.resource, "note://items/{item}")
+    m.template_form.fill(item="bolt")
+    await m.read()
+    assert "item bolt" in m.content.value
+    choose(m.resource, "note://counter")
+    await m.read()
+    m.subscribe_button.value = True
+    await until(lambda: "note://counter" in m.session.subscribed)
+    choose(m.tool, "touch")
+    await m.call()
+    await until(lambda: "updated just now" in m.content.value)
+    assert "&quot;counter&quot;: 1" in m.content.value
+
+    choose(m.prompt, "review")
+    m.prompt_form.fill(code="x = 1", language="go")
+    await m.get_prompt()
+    assert "Please review this go code" in m.messages.value
+
+    m.roots.value = "/tmp/project"
+    await m.declare_roots()
+    choose(m.tool, "where")
+    await m.call()
+    assert "file:///tmp/project" in m.result.value
+    await until(
+        lambda: all(
+            method in m.notices.value
+            for method in ("elicitation/create", "sampling/createMessage", "roots/list")
+        )
+    )
+    await m.aclose()
+
+
+async def test_the_widget_against_the_typescript_server_over_http_and_its_mistakes(ip):  # noqa: F811
+    with mcp_peers.http_server("ts") as said:
+        m = ip.run_line_magic("toolnexus", f"mcp {said['MCP']}")
+        await m.ready()
+        assert "everything-ts" in m.status.value and "handshake era" in m.status.value
+        choose(m.tool, "greet")
+        calling = m.call()
+        await until(lambda: len(m.asking.children) == 4)
+        button(m.asking, "decline").click()
+        await calling
+        assert "you chose to decline" in m.result.value
+        await m.aclose()
+    gone = ip.run_line_magic("toolnexus", f"mcp {said['MCP']}")  # the server stopped
+    await gone.ready()
+    assert gone.error and "ConnectError" in gone.error and "ConnectError" in gone.status.value
+    with pytest.raises(UsageError, match="is not NAME: VALUE"):
+        ip.run_line_magic("toolnexus", "mcp http://127.0.0.1:1/mcp --header nocolon")
+    with pytest.raises(UsageError, match="no command to run"):
+        ip.run_line_magic("toolnexus", "mcp -- A=1 B=2")
