@@ -1,8 +1,9 @@
 """``%toolnexus mcp``: the MCP inspector as a notebook widget, drawn from the same
 :class:`~toolnexus.mcp_client.MCPSession` as the TUI's MCP mode: what was negotiated, tabs for the
 tools (a form from the schema), resources and templates (a read with its MIME type, a
-subscription and its updates), prompts (the arguments, the messages), the server's notifications
-and the server itself (capabilities, instructions, the roots we declare). What the server asks
+subscription and its updates), prompts (the arguments, the messages), the server's notifications,
+the doctor's report on it, and the server itself (capabilities, instructions, the roots we
+declare). What the server asks
 shows above the tabs: an elicitation as a form (accept, decline, cancel), a sampling request to
 approve before the toolkit's model answers it, an OAuth sign-in as a link. Every peer string is
 escaped; every exchange is on the notebook's bus (the Wire)."""
@@ -16,6 +17,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import error_html, printable
 from toolnexus.hosting import build_client
 from toolnexus.mcp_client import (
@@ -138,6 +140,14 @@ class MCPWidget(w.VBox):
             placeholder="paths or file:// URIs, comma-separated",
         )
         self.roots_button = w.Button(description="declare")
+        self.doctor_button = w.Button(description="run the doctor")
+        self.doctor_view = w.HTML(
+            "<i>the doctor probes this server: version negotiation, capabilities against what "
+            "answers, each tool's schemas, errors as the spec has them, the Origin check and "
+            "auth over HTTP, stdout over stdio (nothing is called)</i>"
+        )
+        self.report: Any = None
+        self._target = (target, headers, env)
         self.tabs = w.Tab(
             children=[
                 w.VBox([self.tool, self.tool_form, self.call_button, self.result]),
@@ -151,10 +161,12 @@ class MCPWidget(w.VBox):
                 ),
                 w.VBox([self.prompt, self.prompt_form, self.get_button, self.messages]),
                 self.notices,
+                w.VBox([self.doctor_button, self.doctor_view]),
                 w.VBox([w.HBox([self.roots, self.roots_button]), self.server]),
             ]
         )
-        for i, title in enumerate(["Tools", "Resources", "Prompts", "Notifications", "Server"]):
+        titles = ["Tools", "Resources", "Prompts", "Notifications", "Doctor", "Server"]
+        for i, title in enumerate(titles):
             self.tabs.set_title(i, title)
         self.tool.observe(lambda _: self._tool_chosen(), names="value")
         self.resource.observe(lambda _: self._resource_chosen(), names="value")
@@ -164,6 +176,7 @@ class MCPWidget(w.VBox):
         self.get_button.on_click(lambda _: self.get_prompt())
         self.subscribe_button.observe(self._subscribe_toggled, names="value")
         self.roots_button.on_click(lambda _: self.declare_roots())
+        self.doctor_button.on_click(lambda _: self.doctor())
         super().__init__([self.status, self.asking, self.tabs])
         self.add_class("toolnexus-w")
         self._redraw_pending = False
@@ -481,6 +494,25 @@ class MCPWidget(w.VBox):
             + "".join(f"<b>{html.escape(role)}</b>{_pre(text)}" for role, text in messages)
         )
         return messages
+
+    def doctor(self) -> asyncio.Task[Any]:
+        """``toolnexus doctor --mcp`` on this server, its findings drawn as they come; the task
+        gives the :class:`~toolnexus.debug.report.DoctorReport`."""
+        return _schedule(self._doctor())
+
+    async def _doctor(self) -> Any:
+        target, headers, env = self._target
+        self.doctor_view.value = "<i>probing…</i>"
+
+        def found(report: Any) -> None:
+            self.report = report
+            self.doctor_view.value = STYLE + report.html()
+
+        try:
+            return await mcp_doctor(target, headers=headers, env=env, on_finding=found)
+        except Exception as exc:
+            self.doctor_view.value = error_html(str(_failure(exc)))
+            return None
 
     def declare_roots(self) -> asyncio.Task[Any]:
         roots = [r.strip() for r in self.roots.value.split(",") if r.strip()]

@@ -110,7 +110,8 @@ async def test_everything_an_inspector_does_with_an_sdk_server(server, mode, req
 
         tools = {t["name"]: t for t in await s.tools()}
         assert set(tools) == {"add", "fail", "slow", "greet", "haiku", "where", "touch"}
-        assert tools["add"]["input_schema"]["required"] == ["a", "b"]
+        assert tools["add"]["input_schema"]["properties"]["a"]["default"] == 2
+        assert tools["add"]["annotations"]["readOnlyHint"] is True
         assert tools["add"]["output_schema"]["properties"]["total"]["type"] == "integer"
         resources = {r["uri"]: r for r in await s.resources()}
         assert resources["note://logo"]["mime_type"] == "image/png"

@@ -181,10 +181,27 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser(
         "doctor",
-        help="probe an A2A agent: which clients can work with it, why, and the fix; or, with "
-        "--client, judge a client pointed at a strict local agent",
+        help="probe an A2A agent: which clients can work with it, why, and the fix; with --mcp "
+        "an MCP server; or, with --client, judge a client pointed at a strict local agent",
     )
-    d.add_argument("url", nargs="?", help="the agent's card URL or base URL")
+    d.add_argument(
+        "url",
+        nargs="?",
+        help="the agent's card URL or base URL; with --mcp the MCP endpoint's URL, or a command "
+        "line starting a stdio server, in quotes ('NAME=value uvx some-mcp --flag')",
+    )
+    d.add_argument(
+        "--mcp",
+        action="store_true",
+        help="probe an MCP server: version negotiation, capabilities against what answers, each "
+        "tool's schemas, errors as the spec has them, the Origin check and auth over HTTP, "
+        "stdout over stdio",
+    )
+    d.add_argument(
+        "--call",
+        action="store_true",
+        help="with --mcp: also call the tools annotated read-only (readOnlyHint), and only those",
+    )
     d.add_argument(
         "--client",
         action="store_true",
@@ -417,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run(_client_doctor(args))
         if args.command == "doctor" and not args.url:
             raise UsageError("doctor needs the agent's URL (or --client)")
-        if args.command in ("card", "doctor", "send"):
+        if args.command in ("card", "doctor", "send") and not getattr(args, "mcp", False):
             args.url = _peer(args.url)
         if args.command == "replay" and args.against:
             args.against = _peer(args.against)
@@ -903,6 +920,8 @@ async def _doctor(args: argparse.Namespace) -> int:
     from toolnexus.debug.report import printer
 
     headers = _headers(args.header)
+    if args.mcp:
+        return await _mcp_doctor(args, headers)
     report = await doctor(
         args.url,
         headers=headers,
@@ -910,6 +929,33 @@ async def _doctor(args: argparse.Namespace) -> int:
         send=args.send,
         on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
     )  # the text as each finding comes (a --send run takes a while); JSON once, whole
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
+
+
+async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
+    from toolnexus.debug.mcp_doctor import mcp_doctor
+    from toolnexus.debug.report import printer
+    from toolnexus.mcp_client import split_command
+
+    target: str | list[str] = args.url
+    env = None
+    if not args.url.startswith(("http://", "https://")):
+        try:
+            target, env = split_command(args.url)
+        except ValueError as exc:
+            raise UsageError(f"doctor --mcp: the command line: {exc}") from None
+        if not target:
+            raise UsageError("doctor --mcp: no command to run")
+    report = await mcp_doctor(
+        target,
+        headers=headers,
+        env=env or None,
+        timeout=args.timeout,
+        call=args.call,
+        on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
+    )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK

@@ -124,6 +124,9 @@ async def test_the_widget_against_the_typescript_server_over_http_and_its_mistak
         button(m.asking, "decline").click()
         await calling
         assert "you chose to decline" in m.result.value
+        report = await m.doctor()  # the doctor on the same server, as HTML
+        assert report.failed("error") and "origin" in m.doctor_view.value
+        assert "evil.example" in m.doctor_view.value and "<b>1 error" in m.doctor_view.value
         await m.aclose()
     gone = ip.run_line_magic("toolnexus", f"mcp {said['MCP']}")  # the server stopped
     await gone.ready()

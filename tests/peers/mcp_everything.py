@@ -36,7 +36,7 @@ import uvicorn
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
-from mcp_types import ListRootsResult, SamplingMessage, TextContent
+from mcp_types import ListRootsResult, SamplingMessage, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,8 +69,8 @@ def build(auth: AuthSettings | None = None, verifier: Any = None) -> MCPServer:
     )
     state = {"counter": 0}
 
-    @server.tool()
-    def add(a: int, b: int) -> Sum:
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def add(a: int = 2, b: int = 3) -> Sum:
         """Add two integers (a structured result, with an output schema)."""
         return Sum(total=a + b, terms=[a, b])
 

@@ -205,6 +205,13 @@ async def test_the_typescript_sdk_server_over_http_in_the_handshake_era():
             assert column(app, "#mcp-notices", 2).count("notifications/progress") == 3
             posted = [e for e in app.book.traffic if e.url == said["MCP"] and e.method == "POST"]
             assert {"initialize", "tools/list", "tools/call"} <= {e.rpc_method for e in posted}
+            # the doctor on the same endpoint, its findings as they come
+            await pilot.press("d")
+            await until(
+                pilot, lambda: "error" in shown(app, "#mcp-doctor").split("\n")[0], timeout=60
+            )
+            assert "origin at " + said["MCP"] in shown(app, "#mcp-doctor")
+            assert "an unknown tool is answered with a tool error" in shown(app, "#mcp-doctor")
 
 
 async def test_an_oauth_server_gets_its_sign_in_and_no_token_is_shown():

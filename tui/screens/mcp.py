@@ -5,8 +5,9 @@ what was negotiated (the server, the protocol version and era, its capabilities,
 the OAuth state); tabs show its Tools (a form from the tool's input schema, or raw JSON; the
 result with its structured content), Resources (resources and templates; a read with its MIME
 type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
-Notifications it sent (and the requests it made, and how they were answered), and the Server (its
-capabilities and instructions, the roots we declare). A server's elicitation is answered in a form,
+Notifications it sent (and the requests it made, and how they were answered), the Doctor's
+report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
+roots we declare). A server's elicitation is answered in a form,
 its sampling by the toolkit's model once approved, its OAuth sign-in run in the browser; every
 exchange (each stdio JSON-RPC message too) lands in the Wire. All of it by keyboard."""
 
@@ -35,6 +36,7 @@ from textual.widgets import (
     TextArea,
 )
 
+from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import printable
 from toolnexus.hosting import build_client
 from toolnexus.mcp_client import (
@@ -61,10 +63,12 @@ from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox
 from .base import ModeScreen
 from .mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog
+from .peers import doctor_text
 
 __all__ = ["MCPScreen"]
 
 TABS = {
+    "d": "mcp-tab-doctor",
     "t": "mcp-tab-tools",
     "r": "mcp-tab-resources",
     "p": "mcp-tab-prompts",
@@ -150,6 +154,17 @@ class MCPScreen(ModeScreen):
                 with Vertical(classes="mcp-pane"):
                     yield SafeTable(id="mcp-notices", cursor_type="row")
                     yield VerticalScroll(SafeStatic(id="mcp-notice"), id="mcp-notice-box")
+            with TabPane("Doctor (d)", id="mcp-tab-doctor"):
+                yield VerticalScroll(
+                    SafeStatic(
+                        "d probes the endpoint above: version negotiation, capabilities against "
+                        "what answers, each tool's schemas, errors as the spec has them, the "
+                        "Origin check and auth over HTTP, stdout over stdio (toolnexus doctor "
+                        "--mcp; nothing is called)",
+                        id="mcp-doctor",
+                    ),
+                    id="mcp-doctor-box",
+                )
             with TabPane("Server (i)", id="mcp-tab-server"):
                 with VerticalScroll(id="mcp-server-box"):
                     yield TextBox(
@@ -203,6 +218,12 @@ class MCPScreen(ModeScreen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#mcp-tabs", TabbedContent).active = tab
+        if tab == "mcp-tab-doctor":
+            self.query_one("#mcp-doctor-box").focus()
+            target = self._target()
+            if target:
+                self._doctor(*target)
+            return
         first = {
             "mcp-tab-tools": "#mcp-tools",
             "mcp-tab-resources": "#mcp-resources",
@@ -242,9 +263,10 @@ class MCPScreen(ModeScreen):
             "mcp-tab-resources": "#mcp-resources",
             "mcp-tab-prompts": "#mcp-prompts",
             "mcp-tab-notices": "#mcp-notices",
+            "mcp-tab-doctor": "#mcp-doctor-box",
+            "mcp-tab-server": "#mcp-server-box",
         }
-        tab = self._tab()
-        listing = self.query_one(lists.get(tab, "#mcp-server-box"))
+        listing = self.query_one(lists[self._tab()])
         if self.focused is listing:
             self.query_one("#mcp-url", Input).focus()
         else:
@@ -834,6 +856,23 @@ class MCPScreen(ModeScreen):
             text.append(f"\n{role}\n", "bold magenta" if role == "user" else "bold green")
             text.append(said + "\n")
         view.update(text)
+
+    # -- the doctor ---------------------------------------------------------------------------------
+    @work(exclusive=True, group="mcp-doctor")
+    async def _doctor(self, target: str | list[str], env: dict[str, str] | None) -> None:
+        view = self.query_one("#mcp-doctor", SafeStatic)
+        where = target if isinstance(target, str) else shlex.join(target)
+        view.update(f"probing {where} …")
+        try:  # each finding shown as it comes
+            await mcp_doctor(
+                target,
+                headers=self._headers(target),
+                env=env,
+                bus=self.tn.workspace.events,
+                on_finding=lambda report: view.update(doctor_text(report)),
+            )
+        except Exception as exc:  # a probe that failed in a way the doctor did not foresee
+            view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
 
     # -- notifications ------------------------------------------------------------------------------
     @on(DataTable.RowHighlighted, "#mcp-notices")

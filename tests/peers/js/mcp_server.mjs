@@ -30,8 +30,9 @@ function build() {
 
   server.registerTool("add", {
     description: "Add two integers (a structured result, with an output schema).",
-    inputSchema: { a: z.number().int(), b: z.number().int() },
+    inputSchema: { a: z.number().int().default(2), b: z.number().int().default(3) },
     outputSchema: { total: z.number().int(), terms: z.array(z.number().int()) },
+    annotations: { readOnlyHint: true },
   }, async ({ a, b }) => ({
     content: [{ type: "text", text: JSON.stringify({ total: a + b, terms: [a, b] }) }],
     structuredContent: { total: a + b, terms: [a, b] },
