@@ -1,0 +1,917 @@
+"""Benchmark: a model's stream relayed to A2A callers, against the ceiling and the official SDK.
+
+An OpenAI-style streaming stub (``/v1/chat/completions``, SSE ``chat.completion.chunk`` as OpenAI
+documents them: a role chunk, 20 content deltas 50 ms apart, a ``finish_reason`` chunk, a usage
+chunk, ``[DONE]``) stamps each delta's text with the moment it is written (``@<monotonic ns>;``,
+the system-wide monotonic clock, read back by the caller). Three relays, each its own process,
+serve A2A 1.0 JSON-RPC ``SendStreamingMessage`` by asking the stub and forwarding its words:
+
+- ``ceiling``: a bare Starlette SSE app that opens a streaming httpx request to the stub and
+  forwards each delta as an ``artifactUpdate`` frame (and a final ``statusUpdate``), nothing else;
+- ``sdk``: the official a2a-sdk 1.3 server (``DefaultRequestHandlerV2``,
+  ``create_jsonrpc_routes``, its in-memory task store) whose executor relays the same stream with
+  ``TaskUpdater.add_artifact(append=...)`` per delta;
+- ``ours``: ``toolnexus serve --config {} --model openai:stub-model --base-url STUB --json``
+  itself, in-process (``cli.main``): an empty toolkit, the stub its model, its uvloop, its
+  collector tuning and its log of each task's moves (to a pipe the bench drains).
+
+The relays share the last core (one at a time under load); the callers (raw HTTP/1.1 keep-alive
+connections on uvloop, one per concurrent stream, starts spread over the first second) and the
+stub share the others. For 1, 64, 96 and 512 concurrent streams, each repetition measures every
+relay in turn (the order rotated each repetition, so a neighbour's load falls on all alike);
+medians of the repetitions. Per relay and concurrency:
+
+- time to first token (request written -> first stamped word read), p50;
+- token delay p50/p99: a word's stamp -> the caller reading it;
+- server CPU per delivered token: the relay process's utime+stime (/proc) over the run / words
+  delivered;
+- SSE frames per token (every ``data`` frame the callers read, states included);
+- failed streams (an error, a cut, fewer than 20 words, no completed state);
+- memory per open stream (``--memory``, separately: a fresh relay process, RSS while N slow
+  streams are open minus its RSS idle, / N).
+
+Targets (issue 53): at 64 and 96 streams, ours' p99 <= 100 ms and <= max(2x the ceiling's, 20
+ms), CPU per token <= 1.5x the ceiling's and <= 1/3 of the SDK's; at 512, CPU per token <= 1.5x
+the ceiling's and no stream fails.
+
+Run: python bench/stream_bench.py [--seconds 4] [--repeat 3] [--streams 1,64,96,512]
+     [--relays ceiling,sdk,ours] [--memory] [--json out.json]   (~5 min; uptime is printed with
+each repetition: this machine is shared)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.environ.get("TOOLNEXUS_BENCH_CODE") or str(ROOT))  # see --before
+
+DELTAS = 20
+GAP = 0.05
+STREAMS = (1, 64, 96, 512)
+RELAYS = ("ceiling", "sdk", "ours", "before")
+STAMP = re.compile(rb"@(\d+);")
+STREAM_TIMEOUT = 120.0
+
+
+# ---------------------------------------------------------------------------------------------
+# the model stub
+
+
+def _stub_app() -> Any:
+    """OpenAI's chat completions, streamed. The user's text may say ``gap=SECONDS count=N``."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    head = b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"stub-model","system_fingerprint":null,"choices":'
+
+    def chunk(choices: str, more: str = "") -> bytes:
+        return head + choices.encode() + more.encode() + b"}\n\n"
+
+    role = chunk(
+        '[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]'
+    )
+    finish = chunk('[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]')
+    usage = chunk(
+        "[]",
+        f',"usage":{{"prompt_tokens":12,"completion_tokens":{DELTAS},"total_tokens":{12 + DELTAS}}}',
+    )
+    word_head = head + b'[{"index":0,"delta":{"content":" @'
+    word_tail = b';"},"logprobs":null,"finish_reason":null}]}\n\n'
+
+    async def completions(request: Request) -> StreamingResponse:
+        body = json.loads(await request.body())
+        said = str(body["messages"][-1].get("content") or "")
+        options = dict(p.split("=", 1) for p in said.split() if "=" in p)
+        gap, count = float(options.get("gap", GAP)), int(options.get("count", DELTAS))
+
+        async def events() -> Any:
+            yield role
+            loop = asyncio.get_running_loop()
+            begun = loop.time()
+            for k in range(count):
+                wait = begun + k * gap - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                yield word_head + str(time.monotonic_ns()).encode() + word_tail
+            yield finish
+            yield usage
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def _model_body(text: str) -> dict[str, Any]:
+    return {
+        "model": "stub-model",
+        "messages": [{"role": "user", "content": text}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+async def _deltas(http: Any, stub: str, text: str) -> Any:
+    """The text of each content delta of the stub's stream (httpx, line by line)."""
+    from toolnexus import _json
+
+    async with http.stream("POST", stub + "/chat/completions", json=_model_body(text)) as r:
+        async for line in r.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            for choice in _json.loads(data).get("choices") or ():
+                content = (choice.get("delta") or {}).get("content")
+                if content:
+                    yield content
+
+
+# ---------------------------------------------------------------------------------------------
+# the relays
+
+
+def _ceiling_app(stub: str) -> Any:
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from toolnexus import _json
+
+    http = httpx.AsyncClient(
+        timeout=STREAM_TIMEOUT,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+    )
+
+    async def rpc(request: Request) -> StreamingResponse:
+        call = _json.loads(await request.body())
+        rid, text = call["id"], call["params"]["message"]["parts"][0]["text"]
+        task, context = str(uuid.uuid4()), str(uuid.uuid4())
+
+        async def frames() -> Any:
+            first = True
+            async for piece in _deltas(http, stub, text):
+                update = {
+                    "taskId": task,
+                    "contextId": context,
+                    "artifact": {
+                        "artifactId": "reply",
+                        "name": "reply",
+                        "parts": [{"text": piece}],
+                    },
+                    "append": not first,
+                    "lastChunk": False,
+                }
+                first = False
+                yield (
+                    b"data: "
+                    + _json.dumps(
+                        {"jsonrpc": "2.0", "id": rid, "result": {"artifactUpdate": update}}
+                    )
+                    + b"\n\n"
+                )
+            done = {
+                "taskId": task,
+                "contextId": context,
+                "status": {"state": "TASK_STATE_COMPLETED"},
+            }
+            yield (
+                b"data: "
+                + _json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"statusUpdate": done}})
+                + b"\n\n"
+            )
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", rpc, methods=["POST"])])
+
+
+def _sdk_app(stub: str, url: str) -> Any:
+    import httpx
+    from a2a.helpers.proto_helpers import new_task_from_user_message
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.request_handlers import DefaultRequestHandlerV2
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types import a2a_pb2 as pb
+    from starlette.applications import Starlette
+
+    http = httpx.AsyncClient(
+        timeout=STREAM_TIMEOUT,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+    )
+
+    class Relay(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: Any) -> None:
+            task = context.current_task
+            if task is None:
+                task = new_task_from_user_message(context.message)
+                await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            await updater.start_work()
+            first = True
+            async for piece in _deltas(http, stub, context.get_user_input()):
+                await updater.add_artifact(
+                    [pb.Part(text=piece)], artifact_id="reply", name="reply", append=not first
+                )
+                first = False
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, event_queue: Any) -> None:
+            await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+    card = pb.AgentCard(
+        name="sdk-relay",
+        description="a model's stream relayed on the official a2a-sdk",
+        version="1.0.0",
+        supported_interfaces=[
+            pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=pb.AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[pb.AgentSkill(id="relay", name="Relay", description="relays", tags=["relay"])],
+    )
+    handler = DefaultRequestHandlerV2(
+        agent_executor=Relay(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    return Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/"))
+
+
+async def _serve(role: str, stub: str) -> None:
+    from toolnexus.http.server import AsgiServer, listening_socket, serving_gc
+
+    if role == "stub":
+        server = AsgiServer(_stub_app(), "127.0.0.1:0", max_connections=4096)
+        await server.start()
+        url = server.url + "/v1"
+    elif role == "ceiling":
+        server = AsgiServer(_ceiling_app(stub), "127.0.0.1:0", max_connections=4096)
+        await server.start()
+        url = server.url
+    elif role == "sdk":
+        sock = listening_socket("127.0.0.1", 0)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        server = AsgiServer(_sdk_app(stub, url + "/"), sock=sock, max_connections=4096)
+        await server.start()
+    else:
+        raise SystemExit(f"unknown role {role}")
+    if os.environ.get("TOOLNEXUS_BENCH_GC") != "default":
+        serving_gc()
+    if role != "stub":
+        _profiled(role)
+    print(url, flush=True)
+    await asyncio.Event().wait()
+
+
+def _profiled(role: str) -> None:
+    """With TOOLNEXUS_BENCH_PROFILE=PATH, this process runs under cProfile, written to PATH.role
+    on SIGUSR1."""
+    path = os.environ.get("TOOLNEXUS_BENCH_PROFILE")
+    if path:
+        import cProfile
+        import signal
+
+        profiler = cProfile.Profile()
+
+        def dump(*_: Any) -> None:
+            profiler.disable()
+            profiler.dump_stats(f"{path}.{role}")
+
+        signal.signal(signal.SIGUSR1, dump)
+        profiler.enable()
+
+
+def _ours(stub: str) -> None:
+    """``toolnexus serve`` itself (its uvloop, collector tuning and log of task moves, printed as
+    JSON lines to a pipe the bench drains), serving an empty toolkit with the stub as its model."""
+    import tempfile
+
+    from toolnexus.cli import main
+
+    config = Path(tempfile.mkdtemp()) / "toolkit.json"
+    config.write_text("{}")
+    os.environ["TOOLNEXUS_BENCH_KEY"] = "bench"
+    _profiled("ours")
+    argv = ["serve", "--config", str(config), "--model", "openai:stub-model", "--base-url", stub]
+    sys.exit(main([*argv, "--api-key-env", "TOOLNEXUS_BENCH_KEY", "--json"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# the callers
+
+
+class Outcome:
+    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why")
+
+    def __init__(self) -> None:
+        self.delays: list[int] = []  # ns, stamp -> read
+        self.ttft: int | None = None
+        self.frames = 0
+        self.words = 0
+        self.failed = False
+        self.why = ""
+
+
+class Caller(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; one streamed request at a time, its chunked SSE answer
+    read as it comes, each stamped word timed as the bytes holding it arrive."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.done: asyncio.Future[None] | None = None
+        self.outcome = Outcome()
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.done is not None and not self.done.done():
+            self._fail(f"connection lost: {exc}")
+
+    def _fail(self, why: str) -> None:
+        self.outcome.failed, self.outcome.why = True, why
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+    async def stream(self, host: str, body: bytes) -> Outcome:
+        assert self.transport is not None
+        self.outcome = out = Outcome()
+        self.raw, self.events, self.headed, self.need = b"", b"", False, -1
+        self.seen: set[bytes] = set()
+        self.completed = False
+        self.done = asyncio.get_running_loop().create_future()
+        self.sent = time.monotonic_ns()
+        self.transport.write(
+            b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/json\r\n"
+            b"Accept: text/event-stream\r\nA2A-Version: 1.0\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
+        try:
+            await asyncio.wait_for(asyncio.shield(self.done), STREAM_TIMEOUT)
+        except asyncio.TimeoutError:
+            self._fail("timed out")
+            self.transport.close()
+        if not out.failed and (out.words != DELTAS or not self.completed):
+            out.failed, out.why = True, f"{out.words} words, completed={self.completed}"
+        return out
+
+    def data_received(self, data: bytes) -> None:
+        now = time.monotonic_ns()
+        if self.done is None or self.done.done():
+            return
+        raw = self.raw + data
+        if not self.headed:
+            end = raw.find(b"\r\n\r\n")
+            if end < 0:
+                self.raw = raw
+                return
+            head, raw = raw[:end], raw[end + 4 :]
+            if not head.startswith(b"HTTP/1.1 200") or b"chunked" not in head.lower():
+                self._fail(head.split(b"\r\n")[0].decode())
+                return
+            self.headed = True
+        body = []
+        while True:
+            if self.need < 0:
+                end = raw.find(b"\r\n")
+                if end < 0:
+                    break
+                size = int(raw[:end].split(b";")[0], 16)
+                raw = raw[end + 2 :]
+                if size == 0:
+                    self.raw = b""
+                    self._events(b"".join(body), now)
+                    self.done.set_result(None)
+                    return
+                self.need = size
+            if len(raw) < self.need + 2:
+                break
+            body.append(raw[: self.need])
+            raw = raw[self.need + 2 :]
+            self.need = -1
+        self.raw = raw
+        if body:
+            self._events(b"".join(body), now)
+
+    def _events(self, data: bytes, now: int) -> None:
+        events = (self.events + data).replace(b"\r\n", b"\n").split(b"\n\n")
+        self.events = events.pop()
+        out = self.outcome
+        for event in events:
+            if b"data:" not in event:
+                continue
+            out.frames += 1
+            if b'"error"' in event:
+                self._fail("error: " + event[:200].decode(errors="replace"))
+                return
+            for stamp in STAMP.findall(event):
+                if stamp not in self.seen:
+                    self.seen.add(stamp)
+                    out.delays.append(now - int(stamp))
+                    out.words += 1
+                    if out.ttft is None:
+                        out.ttft = now - self.sent
+            if b"TASK_STATE_COMPLETED" in event:
+                self.completed = True
+
+
+def _send(text: str) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendStreamingMessage",
+            "params": {
+                "message": {
+                    "messageId": str(uuid.uuid4()),
+                    "role": "ROLE_USER",
+                    "parts": [{"text": text}],
+                }
+            },
+        }
+    ).encode()
+
+
+async def _connect(host: str, port: int) -> Caller:
+    _, caller = await asyncio.get_running_loop().create_connection(Caller, host, port)
+    return caller
+
+
+async def _streams(
+    url: str, n: int, seconds: float, text: str = "relay please", spread: float = 1.0
+) -> list[Outcome]:
+    """``n`` callers streaming back to back for ``seconds`` (the starts spread over ``spread``
+    seconds), each finishing the stream it is in; every stream's outcome."""
+    hostport = url.removeprefix("http://")
+    host, port = hostport.split(":")
+    outcomes: list[Outcome] = []
+    end = time.monotonic() + seconds
+
+    async def caller(i: int) -> None:
+        await asyncio.sleep(spread * i / n)
+        conn: Caller | None = None
+        while time.monotonic() < end:
+            if conn is None or conn.closed:
+                try:
+                    conn = await _connect(host, int(port))
+                except OSError as exc:
+                    failed = Outcome()
+                    failed.failed, failed.why = True, f"connect: {exc}"
+                    outcomes.append(failed)
+                    await asyncio.sleep(0.1)
+                    continue
+            outcomes.append(await conn.stream(hostport, _send(text)))
+        if conn is not None and conn.transport is not None:
+            conn.transport.close()
+
+    await asyncio.gather(*(caller(i) for i in range(n)))
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
+
+
+async def _measure(
+    relay: str, url: str, pid: int, n: int, seconds: float, stub_pid: int
+) -> dict[str, Any]:
+    cpu0, stub0, mine0, t0 = (
+        _cpu_seconds(pid),
+        _cpu_seconds(stub_pid),
+        time.process_time(),
+        time.monotonic(),
+    )
+    outcomes = await _streams(url, n, seconds)
+    elapsed = time.monotonic() - t0
+    cpu = _cpu_seconds(pid) - cpu0
+    load_side = (_cpu_seconds(stub_pid) - stub0 + time.process_time() - mine0) / elapsed
+    delays = sorted(d for o in outcomes for d in o.delays)
+    ttfts = sorted(o.ttft for o in outcomes if o.ttft is not None)
+    words = sum(o.words for o in outcomes)
+    failed = [o for o in outcomes if o.failed]
+    return {
+        "relay": relay,
+        "n": n,
+        "streams": len(outcomes),
+        "failed": len(failed),
+        "why": sorted({o.why for o in failed})[:3],
+        "words": words,
+        "words_per_s": words / elapsed,
+        "ttft_ms": _pct(ttfts, 0.5) / 1e6,
+        "p50_ms": _pct(delays, 0.5) / 1e6,
+        "p99_ms": _pct(delays, 0.99) / 1e6,
+        "cpu_us_per_word": 1e6 * cpu / max(words, 1),
+        "cpu_share": cpu / elapsed,
+        "frames_per_word": sum(o.frames for o in outcomes) / max(words, 1),
+        "load_side_cpu": load_side,
+    }
+
+
+def _cores() -> tuple[set[int], set[int]] | None:
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
+        return None
+    return set(mine[:-1]), {mine[-1]}
+
+
+BEFORE: str | None = None
+"""--before: a folder holding another build's ``toolnexus`` package, served as the relay "before"."""
+
+
+def _command(role: str, stub: str) -> list[str]:
+    return [
+        sys.executable,
+        __file__,
+        "--role",
+        "ours" if role == "before" else role,
+        "--stub",
+        stub,
+    ]
+
+
+def _env(role: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TOOLNEXUS_BENCH_CODE", None)
+    if role == "before":
+        assert BEFORE, "--before names the folder of the build to compare"
+        env["TOOLNEXUS_BENCH_CODE"] = BEFORE
+    return env
+
+
+def _die_with_parent() -> None:
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _start(
+    role: str, stub: str = "", cores: set[int] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        _command(role, stub),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(role),
+        preexec_fn=_die_with_parent,
+    )
+    if cores is not None:
+        os.sched_setaffinity(proc.pid, cores)
+    assert proc.stdout is not None
+    url = _url(proc)
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # what else it prints
+    return proc, url
+
+
+def _url(proc: subprocess.Popen[str]) -> str:
+    """The URL a relay says it serves at: its first line, or ``toolnexus serve``'s "started"."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("http://"):
+            return line.strip()
+        if line.startswith("{") and json.loads(line).get("event") == "started":
+            return json.loads(line)["url"]
+    proc.kill()
+    raise SystemExit(f"{proc.args} did not start")
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+async def _bench(args: argparse.Namespace) -> dict[str, Any]:
+    cores = _cores()
+    relay_cores = cores[1] if cores else None
+    stub, stub_url = _start("stub", cores=cores[0] if cores else None)
+    relays = {r: _start(r, stub_url, relay_cores) for r in args.relays}
+    runs: list[dict[str, Any]] = []
+    try:
+        for relay, (proc, url) in relays.items():  # warm: imports, pools, first tasks
+            await _streams(url, 8, 1.0)
+        for rep in range(args.repeat):
+            print(f"repetition {rep + 1}: load average {_load()}", file=sys.stderr, flush=True)
+            for n in args.streams:
+                order = list(relays)
+                k = rep % len(order)
+                for relay in order[k:] + order[:k]:
+                    proc, url = relays[relay]
+                    row = await _measure(relay, url, proc.pid, n, args.seconds, stub.pid)
+                    row["rep"], row["load"] = rep, _load()
+                    runs.append(row)
+                    print(
+                        f"  {relay:<8}{n:>4}: {row['words_per_s']:7.0f} words/s  ttft {row['ttft_ms']:7.1f} ms  "
+                        f"p50 {row['p50_ms']:7.1f}  p99 {row['p99_ms']:7.1f} ms  {row['cpu_us_per_word']:6.0f} µs/word  "
+                        f"{row['frames_per_word']:.2f} frames/word  failed {row['failed']}/{row['streams']}  "
+                        f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    await asyncio.sleep(0.5)
+    finally:
+        for proc in [stub, *(p for p, _ in relays.values())]:
+            proc.kill()
+            proc.wait()
+    return {"runs": runs}
+
+
+async def _memory(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """RSS per open stream: a fresh relay process for each count, idle after a warm-up, then N
+    slow streams (a word every 300 ms) open at once."""
+    cores = _cores()
+    stub, stub_url = _start("stub", cores=cores[0] if cores else None)
+    rows = []
+    try:
+        for n in args.streams:
+            for relay in args.relays:
+                proc, url = _start(relay, stub_url, cores[1] if cores else None)
+                try:
+                    await _streams(url, 4, 0.5, "gap=0.01 count=20")
+                    await asyncio.sleep(1.0)
+                    idle = _rss_kib(proc.pid)
+                    slow = asyncio.ensure_future(
+                        _streams(url, n, 0.1, "gap=0.3 count=12", spread=0.0)
+                    )
+                    await asyncio.sleep(2.0)  # all open, a few words in
+                    held = 0
+                    for _ in range(5):
+                        held = max(held, _rss_kib(proc.pid))
+                        await asyncio.sleep(0.1)
+                    outcomes = await slow
+                    rows.append(
+                        {
+                            "relay": relay,
+                            "n": n,
+                            "kib_per_stream": (held - idle) / n,
+                            "idle_mib": idle / 1024,
+                            "failed": sum(o.failed for o in outcomes),
+                        }
+                    )
+                    print(
+                        f"  memory {relay:<8}{n:>4}: {(held - idle) / n:7.1f} KiB per open stream (idle {idle / 1024:.0f} MiB)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                finally:
+                    proc.kill()
+                    proc.wait()
+    finally:
+        stub.kill()
+        stub.wait()
+    return rows
+
+
+def _instructions(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Instructions per delivered word, counted by callgrind in the relay process (wall-clock
+    pairs move 20-40 % here; an instruction count does not): each relay under ``valgrind
+    --tool=callgrind`` with counting off, warmed, then counting on for ``--count`` streams (2 at
+    a time, a word every 200 ms: slow enough that every relay keeps up under valgrind, so each
+    word is its own frame), off, dumped."""
+    import signal
+    import tempfile
+
+    rows = []
+    stub, stub_url = _start("stub")
+    try:
+        for _ in range(args.repeat):
+            for relay in args.relays:
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = Path(tmp) / "callgrind.out"
+                    env = {**_env(relay), "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
+                    proc = subprocess.Popen(
+                        [
+                            "valgrind",
+                            "--tool=callgrind",
+                            "--instr-atstart=no",
+                            f"--callgrind-out-file={out}",
+                            *_command(relay, stub_url),
+                        ],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                        text=True,
+                        env=env,
+                        preexec_fn=_die_with_parent,
+                    )
+                    try:
+                        url = _url(proc)
+                        assert proc.stdout is not None
+                        threading.Thread(target=proc.stdout.read, daemon=True).start()
+                        text = "gap=0.2 count=20"
+
+                        def control(*what: str) -> None:
+                            subprocess.run(
+                                ["callgrind_control", *what, str(proc.pid)],
+                                check=True,
+                                capture_output=True,
+                                timeout=300,
+                            )
+
+                        import uvloop
+
+                        uvloop.run(_streams(url, 2, 0.1, text, spread=0.0))
+                        control("-i", "on")
+                        outcomes = uvloop.run(_count_streams(url, 2, args.count, text))
+                        control("-i", "off")
+                        control("--dump")
+                    finally:
+                        proc.send_signal(signal.SIGTERM)
+                        try:
+                            proc.wait(timeout=120)
+                        except subprocess.TimeoutExpired:
+                            proc.kill()
+                            proc.wait()
+                    total = 0
+                    keep = os.environ.get("TOOLNEXUS_BENCH_KEEP")  # a folder to keep the dumps in
+                    for dump in Path(tmp).glob("callgrind.out*"):
+                        if keep:
+                            Path(keep, f"{relay}.{dump.name}").write_bytes(dump.read_bytes())
+                        found = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M)
+                        total += int(found.group(1)) if found else 0
+                words = sum(o.words for o in outcomes)
+                row = {
+                    "relay": relay,
+                    "instructions_per_word": total / max(words, 1),
+                    "frames_per_word": sum(o.frames for o in outcomes) / max(words, 1),
+                    "failed": sum(o.failed for o in outcomes),
+                    "streams": len(outcomes),
+                }
+                rows.append(row)
+                print(
+                    f"  {relay:<8}{row['instructions_per_word']:>12,.0f} instructions per word, "
+                    f"{row['frames_per_word']:.2f} frames per word, failed {row['failed']}/{row['streams']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        stub.kill()
+        stub.wait()
+    return rows
+
+
+async def _count_streams(url: str, concurrency: int, count: int, text: str) -> list[Outcome]:
+    """Exactly ``count`` streams, ``concurrency`` at a time."""
+    host, port = url.removeprefix("http://").split(":")
+    left = [count]
+    outcomes: list[Outcome] = []
+
+    async def caller() -> None:
+        conn = await _connect(host, int(port))
+        while left[0] > 0:
+            left[0] -= 1
+            if conn.closed:
+                conn = await _connect(host, int(port))
+            outcomes.append(await conn.stream(f"{host}:{port}", _send(text)))
+        if conn.transport is not None:
+            conn.transport.close()
+
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
+    return outcomes
+
+
+def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
+    keys = sorted({(r["relay"], r["n"]) for r in runs}, key=lambda k: (k[1], RELAYS.index(k[0])))
+    lines = [
+        f"{'relay':<9}{'N':>4}{'words/s':>9}{'ttft':>9}{'p50':>8}{'p99':>8}{'µs/word':>9}{'frames/w':>9}"
+        f"{'failed':>8}{'KiB/stream':>11}"
+    ]
+    mem = {(m["relay"], m["n"]): m["kib_per_stream"] for m in memory}
+
+    def med(rows: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    for relay, n in keys:
+        rows = [r for r in runs if r["relay"] == relay and r["n"] == n]
+        kib = mem.get((relay, n))
+        lines.append(
+            f"{relay:<9}{n:>4}{med(rows, 'words_per_s'):>9.0f}{med(rows, 'ttft_ms'):>7.1f}ms"
+            f"{med(rows, 'p50_ms'):>6.1f}ms{med(rows, 'p99_ms'):>6.1f}ms{med(rows, 'cpu_us_per_word'):>9.0f}"
+            f"{med(rows, 'frames_per_word'):>9.2f}{sum(r['failed'] for r in rows):>4}/{sum(r['streams'] for r in rows):<4}"
+            f"{'' if kib is None else f'{kib:>11.1f}'}"
+        )
+    lines.append(
+        "medians of the repetitions (failed: summed); ttft: request -> first word; p50/p99: a word's "
+        "stamp -> read by its caller; µs/word: the relay's CPU / words delivered"
+    )
+    for n in sorted({r["n"] for r in runs}):
+        got = {relay: [r for r in runs if r["relay"] == relay and r["n"] == n] for relay in RELAYS}
+        if got["ours"] and got["before"]:
+            pairs = sorted(
+                a["cpu_us_per_word"] / b["cpu_us_per_word"]
+                for a, b in zip(got["ours"], got["before"])
+            )
+            lines.append(
+                f"N={n}: ours/before CPU per word, paired: median {statistics.median(pairs):.2f} "
+                f"({pairs[0]:.2f}-{pairs[-1]:.2f})"
+            )
+        if not all(got[r] for r in RELAYS[:3]):
+            continue
+        ceiling, sdk, ours = (
+            {k: med(got[x], k) for k in ("p99_ms", "cpu_us_per_word")} for x in RELAYS[:3]
+        )
+        lines.append(
+            f"N={n}: ours/ceiling CPU {ours['cpu_us_per_word'] / ceiling['cpu_us_per_word']:.2f}x, "
+            f"ours/sdk CPU {ours['cpu_us_per_word'] / sdk['cpu_us_per_word']:.2f}x, p99 ours {ours['p99_ms']:.1f} ms "
+            f"vs max(2x ceiling, 20) = {max(2 * ceiling['p99_ms'], 20):.1f} ms"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", choices=["stub", *RELAYS])
+    ap.add_argument("--stub", default="")
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--streams", default=",".join(map(str, STREAMS)))
+    ap.add_argument("--relays", default="ceiling,sdk,ours")
+    ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also serve the relay 'before': ours from the toolnexus package in DIR (e.g. "
+        "git archive COMMIT toolnexus | tar -x -C DIR), measured beside the others",
+    )
+    ap.add_argument("--memory", action="store_true", help="also measure memory per open stream")
+    ap.add_argument("--memory-only", action="store_true")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per word under callgrind instead (--count streams per relay)",
+    )
+    ap.add_argument("--count", type=int, default=12)
+    ap.add_argument("--json", help="also write every run to this file")
+    args = ap.parse_args()
+    import uvloop
+
+    if args.role == "ours":
+        _ours(args.stub)
+    if args.role:
+        uvloop.run(_serve(args.role, args.stub))
+        return
+    args.streams = [int(n) for n in args.streams.split(",")]
+    args.relays = [r for r in args.relays.split(",") if r]
+    if args.before:
+        global BEFORE
+        BEFORE = str(Path(args.before).resolve())
+        if "before" not in args.relays:
+            args.relays.append("before")
+    cores = _cores()
+    if cores is not None:
+        os.sched_setaffinity(0, cores[0])
+    print(f"load average at start: {_load()}", file=sys.stderr)
+    if args.instructions:
+        rows = _instructions(args)
+        for relay in args.relays:
+            got = [r["instructions_per_word"] for r in rows if r["relay"] == relay]
+            print(f"{relay:<9}" + "  ".join(f"{g:,.0f}" for g in got) + " instructions per word")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"instructions": rows}, indent=1))
+        return
+    runs = [] if args.memory_only else uvloop.run(_bench(args))["runs"]
+    memory = uvloop.run(_memory(args)) if args.memory or args.memory_only else []
+    print(_report(runs, memory))
+    print(f"load average at end: {_load()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": runs, "memory": memory}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
