@@ -301,6 +301,44 @@ async def test_a_caller_that_goes_away_mid_stream_leaves_the_task_running():
         await handle.stop()
 
 
+async def test_a_quiet_stream_is_kept_alive_with_pings_and_then_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """While the model says nothing for ``KEEPALIVE`` seconds the stream sends ``: ping``; the
+    words that come after still arrive, and the stream ends with the task."""
+    from toolnexus.serve import a2a
+
+    monkeypatch.setattr(a2a, "KEEPALIVE", 0.1)
+    model = Paced(["one ", "two"], 0.5)  # half a second of silence between the words
+    handle = await serve(model)
+    try:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendStreamingMessage",
+            "params": {
+                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+            },
+        }
+        seen: list[str] = []
+        async with httpx.AsyncClient(timeout=10) as http:
+            async with http.stream(
+                "POST", handle.url + "/", json=body, headers={"A2A-Version": "1.0"}
+            ) as r:
+                async for line in r.aiter_lines():
+                    if line == ": ping":
+                        seen.append("ping")
+                    elif "artifactUpdate" in line:
+                        seen.append("words")
+                    elif "TASK_STATE_COMPLETED" in line:
+                        seen.append("completed")
+        first, last = seen.index("words"), len(seen) - 1 - seen[::-1].index("words")
+        assert "ping" in seen[first:last], seen  # pings in the silence between the words
+        assert seen[-1] == "completed", seen
+    finally:
+        await handle.stop()
+
+
 async def test_a_subscriber_through_another_worker_gets_the_same_words_as_live(postgres):
     pytest.importorskip("asyncpg")
     words = [f"word{i} " for i in range(12)]

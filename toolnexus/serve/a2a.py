@@ -805,8 +805,8 @@ class A2AEndpoint:
                 return
             while True:
                 try:
-                    event = await asyncio.wait_for(queue.get(), KEEPALIVE)
-                except asyncio.TimeoutError:
+                    event = await queue.get(KEEPALIVE)
+                except TimeoutError:
                     yield None
                     continue
                 if event is None:  # this server stops before the task ends: follow it on another

@@ -115,11 +115,30 @@ class Follow:
         items.append(item)
         self._wake.set()
 
-    async def get(self) -> TaskEvent | TextEvent | None:
-        while not self._items:
-            self._wake.clear()
-            await self._wake.wait()
-        return self._items.popleft()
+    async def get(self, timeout: float | None = None) -> TaskEvent | TextEvent | None:
+        """The next item, at once when one waits (no suspension).
+
+        Raises:
+            TimeoutError: none came within ``timeout`` seconds (a timer per wait, not the task
+                and futures of ``asyncio.wait_for``: a stream waits once per frame).
+        """
+        items = self._items
+        if not items:
+            wake = self._wake
+            wake.clear()
+            if timeout is None:
+                while not items:
+                    await wake.wait()
+                    wake.clear()
+            else:
+                timer = asyncio.get_running_loop().call_later(timeout, wake.set)
+                try:
+                    await wake.wait()
+                finally:
+                    timer.cancel()
+                if not items:
+                    raise TimeoutError
+        return items.popleft()
 
     def qsize(self) -> int:
         return len(self._items)
