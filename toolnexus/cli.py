@@ -632,8 +632,10 @@ async def _serve(args: argparse.Namespace) -> int:
 
     async def follow() -> None:
         async for ev in handle.events.subscribe(
-            replay=False, heard=worker is None
-        ):  # a worker: its own
+            replay=False,
+            heard=worker is None,  # a worker: its own
+            accept=lambda e: e.kind == "task",  # not woken for each piece of a reply
+        ):
             if not isinstance(ev, tn.TaskEvent):
                 continue
             text = printable(
