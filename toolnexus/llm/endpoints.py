@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .. import _json
 from ..errors import ModelError, ModelTimeout
 from ..http.fetch import MAX_FRAME, AnswerTooLarge, AnswerTooSlow, read_body, sse_events
 from ..secrets import is_secret_name, mask_text, secret_parts
@@ -251,8 +252,8 @@ class _Assembler:
 
     def event(self, data: str, where: str) -> dict[str, Any]:
         try:
-            event = json.loads(data)
-        except json.JSONDecodeError:
+            event = _json.loads(data)  # orjson when installed: once per event of every stream
+        except _json.JSONDecodeError:
             event = None
         if not isinstance(event, dict):
             raise ModelError(
