@@ -354,8 +354,9 @@ class Caller(asyncio.Protocol):
         if self.done is not None and not self.done.done():
             self.done.set_result(None)
 
-    async def stream(self, host: str, body: bytes) -> Outcome:
+    async def stream(self, host: str, body: bytes, expect: int = DELTAS) -> Outcome:
         assert self.transport is not None
+        self.expect = expect
         self.outcome = out = Outcome()
         self.raw, self.events, self.headed, self.need = b"", b"", False, -1
         self.seen: set[bytes] = set()
@@ -374,7 +375,7 @@ class Caller(asyncio.Protocol):
         except asyncio.TimeoutError:
             self._fail("timed out")
             self.transport.close()
-        if not out.failed and (out.words != DELTAS or not self.completed):
+        if not out.failed and (out.words != self.expect or not self.completed):
             out.failed, out.why = True, f"{out.words} words, completed={self.completed}"
         return out
 
@@ -438,6 +439,11 @@ class Caller(asyncio.Protocol):
                 self.completed = True
 
 
+def _expected(text: str) -> int:
+    """How many words the stub says for this text (``count=N``)."""
+    return int(dict(p.split("=", 1) for p in text.split() if "=" in p).get("count", DELTAS))
+
+
 def _send(text: str) -> bytes:
     return json.dumps(
         {
@@ -483,7 +489,7 @@ async def _streams(
                     outcomes.append(failed)
                     await asyncio.sleep(0.1)
                     continue
-            outcomes.append(await conn.stream(hostport, _send(text)))
+            outcomes.append(await conn.stream(hostport, _send(text), _expected(text)))
         if conn is not None and conn.transport is not None:
             conn.transport.close()
 
@@ -735,7 +741,7 @@ def _instructions(args: argparse.Namespace) -> list[dict[str, Any]]:
                         url = _url(proc)
                         assert proc.stdout is not None
                         threading.Thread(target=proc.stdout.read, daemon=True).start()
-                        text = "gap=0.2 count=20"
+                        text = f"gap=0.2 count={args.words}"
 
                         def control(*what: str) -> None:
                             subprocess.run(
@@ -799,7 +805,7 @@ async def _count_streams(url: str, concurrency: int, count: int, text: str) -> l
             left[0] -= 1
             if conn.closed:
                 conn = await _connect(host, int(port))
-            outcomes.append(await conn.stream(f"{host}:{port}", _send(text)))
+            outcomes.append(await conn.stream(f"{host}:{port}", _send(text), _expected(text)))
         if conn.transport is not None:
             conn.transport.close()
 
@@ -877,6 +883,9 @@ def main() -> None:
         help="count instructions per word under callgrind instead (--count streams per relay)",
     )
     ap.add_argument("--count", type=int, default=12)
+    ap.add_argument(
+        "--words", type=int, default=DELTAS, help="with --instructions: words per stream"
+    )
     ap.add_argument("--json", help="also write every run to this file")
     args = ap.parse_args()
     import uvloop
