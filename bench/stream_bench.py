@@ -886,6 +886,13 @@ def main() -> None:
     ap.add_argument(
         "--words", type=int, default=DELTAS, help="with --instructions: words per stream"
     )
+    ap.add_argument(
+        "--load",
+        metavar="URL",
+        help="only be the callers: --streams N streams to the A2A agent at URL for --seconds "
+        "(text: --text), then print their word delays as JSON (bench/tui_bench.py --stream)",
+    )
+    ap.add_argument("--text", default="relay please")
     ap.add_argument("--json", help="also write every run to this file")
     args = ap.parse_args()
     import uvloop
@@ -896,6 +903,21 @@ def main() -> None:
         uvloop.run(_serve(args.role, args.stub))
         return
     args.streams = [int(n) for n in args.streams.split(",")]
+    if args.load:
+        outcomes = uvloop.run(_streams(args.load, args.streams[0], args.seconds, args.text))
+        delays = sorted(d / 1e6 for o in outcomes for d in o.delays)
+        print(
+            json.dumps(
+                {
+                    "streams": len(outcomes),
+                    "failed": sum(o.failed for o in outcomes),
+                    "words": len(delays),
+                    "p50_ms": _pct(delays, 0.5),
+                    "p99_ms": _pct(delays, 0.99),
+                }
+            )
+        )
+        return
     args.relays = [r for r in args.relays.split(",") if r]
     if args.before:
         global BEFORE

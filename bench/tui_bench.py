@@ -21,9 +21,19 @@ servers alternating) for the card and for a blocking send, while the TUI redraws
 pressed one after another, each frame waited for). Target: p99 of each within 1.2x of
 ``toolnexus serve``'s.
 
+``--stream``: from a word leaving the model to the Chat showing it (issue 53). The TUI hosts a
+server whose model is ``stream_bench.py``'s OpenAI-style stub (20 words 50 ms apart, each stamped
+with the monotonic time it was written); the Chat talks to it, each message in a new
+conversation, first with nothing else served, then while ``--others`` streams (64) are served by
+the same hosted server to callers in another process (``stream_bench.py --load``). Timed: a
+word's stamp -> the first frame displayed (rendered to terminal text, as above) after which the
+Chat's log holds that word. The TUI runs on the last core, the stub and the callers on the others.
+Target: p95 <= 100 ms while 64 other streams are served.
+
 Run: python bench/tui_bench.py [--tasks 1000] [--burst-seconds 5] [--presses 100] [--rounds 5]
      [--hosting thread|loop|both] [--runs N]
      python bench/tui_bench.py --served [--requests 1500] [--hosting thread|loop|both]
+     python bench/tui_bench.py --stream [--messages 10] [--others 64] [--hosting thread|loop|both]
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import asyncio
 import gc
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -46,8 +57,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import stream_bench as sb  # noqa: E402  # the stub and the callers of --stream
 from textual import events  # noqa: E402
 from textual._compositor import CompositorUpdate  # noqa: E402
+from textual.widgets import Input, Static  # noqa: E402
 
 from toolnexus.hosting import ServerSpec, Workspace  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
@@ -392,6 +405,107 @@ async def main(a: argparse.Namespace) -> None:
                 await keys(a.tasks, a.burst_seconds, a.presses, a.rounds, hosting, not a.no_load)
 
 
+async def stream_main(messages: int, others: int, hosting: str = "thread") -> None:
+    """See ``--stream`` in the module's docstring."""
+    stamp = re.compile(r"@(\d+);")
+    cores = sb._cores()
+    if cores is not None:
+        os.sched_setaffinity(0, cores[1])
+    stub, stub_url = sb._start("stub", cores=cores[0] if cores else None)
+    os.environ["TOOLNEXUS_BENCH_KEY"] = "bench"
+    spec = ServerSpec(
+        name="bench",
+        mcp=False,
+        model="openai:stub-model",
+        base_url=stub_url,
+        api_key_env="TOOLNEXUS_BENCH_KEY",
+    )
+    ws = Workspace(thread=hosting != "loop")  # as `toolnexus-tui` runs
+    app = ToolnexusApp(ws, specs=[spec], tune_gc=True)
+    shown: dict[int, int] = {}  # stamp -> ns when a displayed frame first held it
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            original = app._display  # noqa: SLF001
+            log: list[Static] = []
+
+            def display(screen: Any, renderable: Any) -> None:
+                original(screen, renderable)
+                if isinstance(renderable, CompositorUpdate):
+                    renderable.render_segments(app.console)
+                if log:
+                    now = time.monotonic_ns()
+                    for found in stamp.findall(str(log[0].render())):
+                        shown.setdefault(int(found), now)
+
+            app._display = display  # type: ignore[method-assign]  # noqa: SLF001
+            while not ws.running():
+                await pilot.pause(0.05)
+            hosted = ws.get("bench").url
+            while not (
+                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
+            ):
+                await pilot.pause(0.05)
+            app.chat_peer = hosted
+            await pilot.press("4")
+            while app.conversation.peer != hosted:
+                await pilot.pause(0.05)
+            log.append(app.screen.query_one("#chat-log", Static))
+
+            spent: dict[str, float] = {}  # each phase's share of a core this process used
+
+            async def chat(n: int) -> list[float]:
+                delays: list[float] = []
+                cpu0, wall0 = time.process_time(), time.monotonic()
+                for k in range(n):
+                    app.screen.action_new_conversation()  # type: ignore[attr-defined]
+                    shown.clear()
+                    box = app.screen.query_one("#chat-input", Input)
+                    box.value = f"message {k}"
+                    await pilot.press("enter")
+                    t0 = time.monotonic()
+                    while len(shown) < sb.DELTAS or not any(
+                        t.task_state is not None and t.task_state.terminal
+                        for t in app.conversation.turns
+                    ):
+                        if time.monotonic() - t0 > 60:
+                            raise TimeoutError(f"the reply showed {len(shown)} words in 60 s")
+                        await asyncio.sleep(0.01)
+                    delays += [(seen - said) / 1e6 for said, seen in shown.items()]
+                spent[f"{len(spent)}"] = (time.process_time() - cpu0) / (time.monotonic() - wall0)
+                return delays
+
+            alone = await chat(messages)
+            load = subprocess.Popen(
+                [sys.executable, str(Path(sb.__file__)), "--load", hosted]
+                + ["--streams", str(others), "--seconds", str(messages * 2.0 + 3)],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=sb._env("load"),
+                preexec_fn=sb._die_with_parent,
+            )
+            if cores is not None:
+                os.sched_setaffinity(load.pid, cores[0])
+            await asyncio.sleep(2.0)  # the others' streams under way
+            loaded = await chat(messages)
+            out, _ = await asyncio.to_thread(load.communicate)
+            others_seen = json.loads(out.strip().splitlines()[-1])
+            for i, (name, ms) in enumerate((("alone", alone), (f"{others} others", loaded))):
+                print(
+                    _summary(f"word -> Chat, {name}", ms)
+                    + f"   (this process: {spent[str(i)]:.0%} of a core)"
+                )
+            print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+            print(
+                f"the {others} other streams meanwhile: {others_seen['streams']} streams, "
+                f"{others_seen['failed']} failed, word delay p50 {others_seen['p50_ms']:.1f} ms, "
+                f"p99 {others_seen['p99_ms']:.1f} ms   (target: the Chat's p95 <= 100 ms)"
+            )
+            await pilot.press("ctrl+q")
+    finally:
+        stub.kill()
+        stub.wait()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--peer"]:
         peer(sys.argv[2], int(sys.argv[3]))
@@ -419,4 +533,17 @@ if __name__ == "__main__":
     ap.add_argument("--served", action="store_true", help="hosted against toolnexus serve")
     ap.add_argument("--requests", type=int, default=1500, help="with --served: rounds")
     ap.add_argument("--switch-interval", type=float, help="the interpreter's, in ms (default 5)")
-    asyncio.run(main(ap.parse_args()))
+    ap.add_argument(
+        "--stream",
+        action="store_true",
+        help="word -> Chat delay, alone and while --others streams are served (issue 53)",
+    )
+    ap.add_argument("--messages", type=int, default=10, help="with --stream: messages per phase")
+    ap.add_argument(
+        "--others", type=int, default=64, help="with --stream: streams served meanwhile"
+    )
+    a = ap.parse_args()
+    if a.stream:
+        asyncio.run(stream_main(a.messages, a.others, a.hosting))
+    else:
+        asyncio.run(main(a))
