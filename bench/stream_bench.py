@@ -814,7 +814,9 @@ async def _count_streams(url: str, concurrency: int, count: int, text: str) -> l
 
 
 def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
-    keys = sorted({(r["relay"], r["n"]) for r in runs}, key=lambda k: (k[1], RELAYS.index(k[0])))
+    keys = sorted(
+        {(r["relay"], r["n"]) for r in [*runs, *memory]}, key=lambda k: (k[1], RELAYS.index(k[0]))
+    )
     lines = [
         f"{'relay':<9}{'N':>4}{'words/s':>9}{'ttft':>9}{'p50':>8}{'p99':>8}{'µs/word':>9}{'frames/w':>9}"
         f"{'failed':>8}{'KiB/stream':>11}"
@@ -827,6 +829,9 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
     for relay, n in keys:
         rows = [r for r in runs if r["relay"] == relay and r["n"] == n]
         kib = mem.get((relay, n))
+        if not rows:
+            lines.append(f"{relay:<9}{n:>4}{'':>68}{kib:>11.1f}")
+            continue
         lines.append(
             f"{relay:<9}{n:>4}{med(rows, 'words_per_s'):>9.0f}{med(rows, 'ttft_ms'):>7.1f}ms"
             f"{med(rows, 'p50_ms'):>6.1f}ms{med(rows, 'p99_ms'):>6.1f}ms{med(rows, 'cpu_us_per_word'):>9.0f}"
