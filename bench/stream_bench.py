@@ -285,6 +285,26 @@ async def _serve(role: str, stub: str) -> None:
 def _profiled(role: str) -> None:
     """With TOOLNEXUS_BENCH_PROFILE=PATH, this process runs under cProfile, written to PATH.role
     on SIGUSR1."""
+    gclog = os.environ.get("TOOLNEXUS_BENCH_GCLOG")  # the collector's pauses, on SIGUSR2
+    if gclog:
+        import gc
+        import signal
+
+        pauses: list[tuple[int, float, float]] = []
+        began = [0.0]
+
+        def watch(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                pauses.append(
+                    (info["generation"], time.monotonic(), time.perf_counter() - began[0])
+                )
+
+        gc.callbacks.append(watch)
+        signal.signal(
+            signal.SIGUSR2, lambda *_: Path(f"{gclog}.{role}").write_text(json.dumps(pauses))
+        )
     path = os.environ.get("TOOLNEXUS_BENCH_PROFILE")
     if path:
         import cProfile
