@@ -410,6 +410,33 @@ async def test_a_hostile_cassette_is_served_with_none_of_its_recorded_headers(tm
     assert stream.text == 'data: {"id":"t-1"}\n\n'
 
 
+async def test_a_recorded_304_answers_only_a_conditional_request(tmp_path):
+    """A session that fetched the card twice, the second time conditionally, holds a 200 and a 304
+    for one request; served in recorded order, a caller without a copy could get the 304 (the TUI's
+    Wire cassette did, whenever the server's side of the exchange was written first)."""
+    card = "/.well-known/agent-card.json"
+    not_modified = _hostile(1, card, "application/json", {"text": ""})
+    not_modified["request"] = {"headers": {"if-none-match": '"v1"'}}
+    not_modified["response"] = {"status": 304, "headers": {"etag": '"v1"'}, "text": ""}
+    tape = tmp_path / "card-twice.jsonl"
+    rows = [
+        {"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"},
+        not_modified,
+        _hostile(2, card, "application/json", {"json": {"name": "card"}}),
+    ]
+    tape.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    async with ReplayPeer(tape, match="method") as peer, httpx.AsyncClient(timeout=10) as http:
+        plain = [await http.get(peer.url + card) for _ in range(2)]
+        conditional = await http.get(peer.url + card, headers={"if-none-match": '"v1"'})
+    assert [r.status_code for r in plain] == [200, 200]
+    assert plain[0].json() == {"name": "card"}
+    assert conditional.status_code == 304
+    tape.write_text("\n".join(json.dumps(row) for row in rows[:2]) + "\n")
+    async with ReplayPeer(tape, match="method") as peer, httpx.AsyncClient(timeout=10) as http:
+        alone = await http.get(peer.url + card)
+    assert alone.status_code == 404 and "no recorded exchange" in alone.text
+
+
 @pytest.mark.parametrize(
     "match, context, text, answered",
     [

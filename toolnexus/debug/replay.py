@@ -12,7 +12,8 @@ reproduced offline. How requests match (``match=``):
 - ``"method"``: the same operation (JSON-RPC method, HTTP+JSON route, or method and path).
 
 Several recorded exchanges matching one request are answered in recorded order, the last one again
-once they are used up (a client that polls more often than the recording did). An answer carries
+once they are used up (a client that polls more often than the recording did); a recorded
+``304 Not Modified`` answers only a request that is conditional too. An answer carries
 its recorded status and body, and of its recorded headers only its content type, when it is JSON
 or an event stream (else plain text, never sniffed). The recorded
 origin is rewritten to the replay's own in every answer (the card's URLs point at the replay), and
@@ -172,11 +173,17 @@ class ReplayPeer:
         self.url = ""
 
     def answer_for(
-        self, method: str, path: str, query: str, body: Any, text: str
+        self, method: str, path: str, query: str, body: Any, text: str, conditional: bool = False
     ) -> Exchange | None:
-        """The recorded exchange that answers this request (in recorded order, the last again), or None."""
-        key = _key(self.match, method, path, query, body, text)
-        queue = self._queues.get(key)
+        """The recorded exchange that answers this request (in recorded order, the last again), or None.
+
+        A recorded ``304 Not Modified`` answers only a ``conditional`` request (one that carries
+        ``If-None-Match`` or ``If-Modified-Since``): to any other it would say "use the copy you
+        have" to a caller that has none."""
+        key = _key(self.match, method, path, query, body, text) + (conditional,)
+        queue = self._queues.get(key[:-1])
+        if queue and not conditional:
+            queue = [x for x in queue if x.status != 304]
         if not queue:
             return None
         used = self._used.get(key, 0)
@@ -208,7 +215,10 @@ class ReplayPeer:
         body = _loads(text)
         method, path = scope["method"], scope["path"]
         query = scope.get("query_string", b"").decode("latin-1")
-        recorded = self.answer_for(method, path, query, body, text)
+        conditional = any(
+            name in (b"if-none-match", b"if-modified-since") for name, _ in scope["headers"]
+        )
+        recorded = self.answer_for(method, path, query, body, text, conditional)
         op = _operation(method, path, body)
         rpc_id = body.get("id") if isinstance(body, dict) and "jsonrpc" in body else None
         if recorded is None:
