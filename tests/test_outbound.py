@@ -498,3 +498,23 @@ async def test_a_conversation_cut_by_a_dead_peer_is_lost_and_a_retry_follows_its
     bad = chat.say("to nowhere")
     await chat.run(tn.A2AClient("http://127.0.0.1:1/not-a-card", timeout=1), bad)
     assert bad.state in (tn.TurnState.LOST, tn.TurnState.ERROR) and bad.text
+
+
+async def test_a_call_cancelled_while_its_send_is_on_its_way_cancels_the_task_it_made():
+    """The peer (the official SDK) makes the task a second after the send arrives: a call cancelled
+    meanwhile knew no task id, so the task ran on there with nobody watching it."""
+    async with sdk_server() as url:
+        tk = await tn.create_toolkit(builtins=False, agents=[Agent(card=url, poll_every=0.05)])
+        async with tk, tn.A2AClient(url) as client:
+            tool = next(t for t in tk.tools() if t.source == "a2a")
+            call = asyncio.ensure_future(tool.execute({"task": "late and slow"}))
+            await asyncio.sleep(0.3)  # the send is out, its answer a second away
+            assert not call.done()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            async with asyncio.timeout(10):  # the task made, and the cancel the call sent after it
+                while [t.state for t in (await client.list_tasks())["tasks"]] != [
+                    TaskState.CANCELED
+                ]:
+                    await asyncio.sleep(0.05)

@@ -1,7 +1,8 @@
 """An agent on the official a2a-sdk 1.x server, as a real peer for our client.
 
 Its script: "echo" answers ``echo: <text>``; a message containing "question" asks for input and
-answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests); "fail"
+answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests), "late" makes
+its task a second after the send arrives (so the send's answer comes that late); "fail"
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
 "../../escape.txt", a name no client should write outside its folder). "many files N" answers one
 artifact of N file parts all called ``a.txt``, then parts named as a shell would run them and
@@ -63,6 +64,8 @@ class ScriptExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
         task = context.current_task
+        if task is None and "late" in text:  # the send's answer comes a second after it is asked
+            await asyncio.sleep(1.0)
         if task is None:
             task = new_task_from_user_message(context.message)
             await event_queue.enqueue_event(task)

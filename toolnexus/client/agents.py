@@ -12,6 +12,8 @@ A tool is named ``sanitize(card.name) + "_" + sanitize(skill.id)`` with the inpu
 - ``failed`` / ``canceled``: an error ``A2A task <id> <state>[: <status message text>]``;
 - past the timeout: an error ``A2A task <id> timed out after <ms>ms (state=<state>)``;
 - a cancelled call: ``cancel`` is sent to the peer and the error is ``A2A task <id> canceled``;
+  cancelled while its send is still on its way, the call waits up to ``SEND_GRACE`` seconds for
+  the task the peer makes and cancels it, so no task is left running that nobody watches;
 - ``input-required``: the call suspends with a Request carrying the peer's question; the answer
   is sent on the same ``taskId`` and the task is watched on.
 
@@ -39,6 +41,21 @@ from .peer import A2AClient
 __all__ = ["Agent", "agent_tools", "parse_agents", "AgentSource"]
 
 log = logging.getLogger("toolnexus.a2a")
+
+SEND_GRACE = 5.0
+"""Seconds a call cancelled during its send waits for the peer's answer, to cancel the task it
+names."""
+
+
+async def _made(sending: asyncio.Future[Task]) -> str:
+    """The id of the task a send made, once its answer comes (at most :data:`SEND_GRACE` seconds);
+    "" when it made none or said nothing in time (the send is then dropped)."""
+    try:
+        async with asyncio.timeout(SEND_GRACE):
+            return (await asyncio.shield(sending)).id
+    except (TimeoutError, RPCError, PeerError):
+        sending.cancel()
+        return ""
 
 
 @dataclass
@@ -180,7 +197,12 @@ class AgentSource:
                     reply, skill=skill_id, task_id=task_id, context_id=context_id
                 )
             else:
-                task = await client.send(text, skill=skill_id)
+                sending = asyncio.ensure_future(client.send(text, skill=skill_id))
+                try:
+                    task = await asyncio.shield(sending)
+                except asyncio.CancelledError:
+                    task_id = await _made(sending)  # cancelled below, not left running there
+                    raise
             task_id, state = task.id, task.state.value
             _Call.report(call, task_id, state, done=task.state.terminal)
             final = task
