@@ -323,6 +323,7 @@ async def test_the_official_servers_come_out_with_only_their_real_quirks():
         "HTTP+JSON 1.x",
         "HTTP+JSON 0.x",
         "GRPC 1.x",
+        "GRPC 0.x",
         "send",
         "streaming",
         "input-required",

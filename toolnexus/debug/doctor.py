@@ -75,6 +75,7 @@ _LINES = {  # who picks an interface of this binding and version
     (Binding.HTTP_JSON, "1"): ["REST clients (a2a-sdk 1.x, JS SDK, toolnexus)"],
     (Binding.HTTP_JSON, "0"): ["0.3 REST clients"],
     (Binding.GRPC, "1"): ["gRPC clients (a2a-sdk 1.x, toolnexus)"],
+    (Binding.GRPC, "0"): ["0.3 gRPC clients (a2a-sdk 0.3, a2a-sdk 1.x compat, toolnexus)"],
 }
 EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
 _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
@@ -337,7 +338,7 @@ async def _probe(
     names); True when it answered without credentials."""
     name = f"{binding} {version}.x"
     add = _at(add, endpoint)
-    if not isinstance(binding, Binding) or (binding is Binding.GRPC and version != "1"):
+    if not isinstance(binding, Binding):
         add(Finding("info", name, f"{binding} {version}.x is not a binding toolnexus can check"))
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
