@@ -26,7 +26,7 @@ def diags(report) -> set[tuple[str, str]]:
 
 
 def test_our_own_card_is_clean_and_both_lines_work():
-    from toolnexus.protocol.card import build_card
+    from toolnexus.serve.card import build_card
 
     ours = build_card(
         base_url="http://127.0.0.1:5000",
@@ -85,7 +85,7 @@ def test_a_rest_only_card_is_spoken_to_over_http_json():
     card_ = tn.AgentCard(rest_only)
     assert card_.route()[3] == "HTTP+JSON" and card_.route("JSONRPC")[3] == "JSONRPC"
     # ours offers both: JSON-RPC unless REST is asked for
-    from toolnexus.protocol.card import build_card
+    from toolnexus.serve.card import build_card
 
     ours = tn.AgentCard(
         build_card(

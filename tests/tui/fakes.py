@@ -158,7 +158,7 @@ def fixed_peers(folder):  # -> tui.peers.PeerBook
         peer.client.dialect_reason = "fixed for the picture"
         peer.state = "reachable"
         book.peers[url] = peer
-    from toolnexus.protocol.card import build_card
+    from toolnexus.serve.card import build_card
     from toolnexus.skills import SkillDef
 
     hosted = Peer("http://127.0.0.1:43211", hosted=True)  # the fixed workspace's demo-desk

@@ -1,22 +1,21 @@
-"""Agent cards: the card a served toolkit publishes (both SDK lines' layouts in one document)."""
+"""Agent cards as peers publish them: read, validated, routed (the card we serve is built in
+:mod:`toolnexus.serve.card`)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from .._json import is_array, is_object
 from ..display import ERR, MUTED, WARN, e, to_dataframe
 from ..errors import PeerError
-from ..skills import SkillDef
 from . import grpc_binding
 from .operations import Binding
 
 __all__ = [
-    "build_card",
     "AgentCard",
     "CardReport",
     "Diagnostic",
@@ -29,77 +28,6 @@ __all__ = [
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 PROTOCOL_VERSION = "0.3.0"
-
-
-def build_card(
-    *,
-    base_url: str,
-    name: str,
-    description: str,
-    version: str,
-    skills: Sequence[SkillDef],
-    streaming: bool,
-    push_notifications: bool = False,
-    input_modes: Sequence[str] = ("text",),
-    output_modes: Sequence[str] = ("text",),
-    provider: dict[str, str] | None = None,
-    security: dict[str, Any] | None = None,
-    documentation_url: str | None = None,
-    icon_url: str | None = None,
-    grpc_target: str | None = None,
-) -> dict[str, Any]:
-    """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
-    1.x ``supportedInterfaces``, so that both official client lines accept it."""
-    url = base_url.rstrip("/") + "/"
-    card: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "version": version,
-        "protocolVersion": PROTOCOL_VERSION,
-        "url": url,
-        "preferredTransport": "JSONRPC",
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
-        ],
-        "additionalInterfaces": [
-            {"url": url, "transport": "JSONRPC"},
-            {"url": url, "transport": "HTTP+JSON"},
-        ],
-        "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
-        "defaultInputModes": list(input_modes),
-        "defaultOutputModes": list(output_modes),
-        "skills": [_skill(s) for s in skills],
-    }
-    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's)
-        card["supportedInterfaces"] += [
-            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
-            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
-        ]
-        card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
-    if provider:
-        card["provider"] = provider
-    if documentation_url:
-        card["documentationUrl"] = documentation_url
-    if icon_url:
-        card["iconUrl"] = icon_url
-    if security:
-        card.update(security)
-    return card
-
-
-def _skill(s: SkillDef) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": s.name,
-        "name": s.name,
-        "description": s.description,
-        "tags": s.tags or [s.name],
-    }
-    if s.examples:
-        out["examples"] = list(s.examples)
-    return out
 
 
 # -- reading other agents' cards ------------------------------------------------------------------

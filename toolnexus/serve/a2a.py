@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import email.utils
 import functools
-import hashlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -48,7 +46,7 @@ from ..errors import (
 )
 from ..events import TaskEvent, TextEvent
 from ..protocol import rest
-from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, build_card
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.dialects import (
     Dialect,
     check_id,
@@ -73,6 +71,7 @@ from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Bind
 from ..protocol.push import PushConfig, parse_push_config, render_push_config
 from ..skills import SkillDef
 from ..stores.base import window
+from .card import ServedCard
 from .config import A2AConfig
 from .lifecycle import Follow, TaskRunner
 from .metrics import Metrics
@@ -83,10 +82,6 @@ log = logging.getLogger("toolnexus.serve")
 
 KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
-CARD_MAX_AGE = 60
-"""Seconds a client or cache may keep the card without asking again (``Cache-Control: max-age``);
-after that a conditional GET (ETag, Last-Modified) costs a 304. The card changes only when the
-served toolkit does, which means a new server."""
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 
@@ -180,13 +175,10 @@ class A2AEndpoint:
         allowed = None if config.skills is None else set(config.skills)
         self.skills = [s for s in skills if allowed is None or s.name in allowed]
         self._skill_names = {s.name for s in self.skills}
-        self._base_url = base_url
-        self.grpc_target: str | None = None
-        """``host:port`` of the gRPC service, when one is served (``A2AConfig.grpc``)."""
         self.metrics: Metrics | None = None
         """Where each dispatched operation is counted, when the agent exports metrics."""
-        self._card: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
-        self._card_headers: list[tuple[bytes, bytes]] = []
+        self.card = ServedCard(config, self.skills, base_url, push=runner.push is not None)
+        """The card it serves (built, cached and tagged there)."""
         self._notifications: set[asyncio.Task[Any]] = set()
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
@@ -208,69 +200,6 @@ class A2AEndpoint:
             for m, t, op, v03 in rest.ROUTES
         ]
 
-    # -- the card -------------------------------------------------------------------------------
-    def card_json(self) -> dict[str, Any]:
-        c = self.config
-        return build_card(
-            base_url=self._base_url(),
-            name=c.name,
-            description=c.description,
-            version=c.version,
-            skills=self.skills,
-            streaming=c.streaming,
-            push_notifications=self.runner.push is not None,
-            input_modes=c.input_modes,
-            output_modes=c.output_modes,
-            provider=c.provider_fields(),
-            security=c.auth.card_fields() if c.auth else None,
-            grpc_target=self.grpc_target,
-            documentation_url=c.documentation_url,
-            icon_url=c.icon_url,
-        )
-
-    def card_answer(
-        self, if_none_match: str, if_modified_since: str = ""
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Status, raw headers and body of a card GET: cacheable for ``CARD_MAX_AGE`` seconds, with
-        an ETag (of its bytes: the same on every host serving the same card) and a Last-Modified
-        (when this server first served it); 304 when ``If-None-Match`` names the ETag or, without
-        one, ``If-Modified-Since`` is not older than the card (RFC 9110 §13.1)."""
-        if self._card is None:
-            body = _json.dumps(self.card_json())
-            etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-            self._card = (body, etag, int(time.time()))
-            self._card_headers = [
-                (b"etag", etag.encode()),
-                (b"last-modified", email.utils.formatdate(self._card[2], usegmt=True).encode()),
-                (b"cache-control", f"max-age={CARD_MAX_AGE}".encode()),
-            ]
-        body, etag, served = self._card
-        if if_none_match:
-            if any(
-                tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
-                for tag in if_none_match.split(",")
-            ):
-                return 304, self._card_headers, b""
-        elif if_modified_since and _not_after(served, if_modified_since):
-            return 304, self._card_headers, b""
-        return (
-            200,
-            [
-                *self._card_headers,
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-            body,
-        )
-
-    async def card(self, request: Request) -> Response:
-        status, headers, body = self.card_answer(
-            request.headers.get("if-none-match", ""), request.headers.get("if-modified-since", "")
-        )
-        response = Response(body, status_code=status)
-        response.raw_headers = headers
-        return response
-
     def ahead(self, app: Any) -> Any:
         """``app`` behind an ASGI layer that answers card GETs and JSON-RPC POSTs itself, before
         Starlette's routing and middleware (they are nearly every request a busy agent gets; the
@@ -289,21 +218,7 @@ class A2AEndpoint:
                     response = _json_response({"error": "internal server error"}, 500)
                 await response(scope, receive, send)
             elif scope["path"] in paths and scope["method"] in ("GET", "HEAD"):
-                given = {
-                    k: v.decode("latin-1")
-                    for k, v in scope["headers"]
-                    if k in (b"if-none-match", b"if-modified-since")
-                }
-                status, headers, body = self.card_answer(
-                    given.get(b"if-none-match", ""), given.get(b"if-modified-since", "")
-                )
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": body if scope["method"] == "GET" else b"",
-                    }
-                )
+                await self.card(scope, receive, send)
             else:
                 await app(scope, receive, send)
 
@@ -918,15 +833,6 @@ def _page(params: dict[str, Any], total: int) -> tuple[int, int, str]:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _not_after(stamp: int, if_modified_since: str) -> bool:
-    """Whether ``stamp`` (seconds) is no later than an HTTP date; False for a date that is not one."""
-    try:
-        since = email.utils.parsedate_to_datetime(if_modified_since)
-    except (TypeError, ValueError, IndexError):
-        return False
-    return since.tzinfo is not None and stamp <= since.timestamp()
 
 
 def _id(params: dict[str, Any]) -> str:

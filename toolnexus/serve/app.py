@@ -401,7 +401,7 @@ async def serve(
         if not is_loopback(grpc_server.host) and not allow_unauthenticated:
             _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)
         await grpc_server.start()
-        endpoint.grpc_target = grpc_server.target
+        endpoint.card.grpc_target = grpc_server.target
     metrics_server = None
     if (
         exported is not None and isinstance(metrics, str) and a2a_cfg is not None

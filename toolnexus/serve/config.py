@@ -94,27 +94,6 @@ class Auth:
             return None, None
         return None, "cred-" + hashlib.sha256(matched.encode()).hexdigest()[:16]
 
-    def card_fields(self) -> dict[str, Any]:
-        """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
-        if self.scheme == "bearer":
-            scheme = {
-                "type": "http",
-                "scheme": "bearer",
-                "httpAuthSecurityScheme": {"scheme": "Bearer"},
-            }
-        else:
-            scheme = {
-                "type": "apiKey",
-                "in": "header",
-                "name": self.header,
-                "apiKeySecurityScheme": {"location": "header", "name": self.header},
-            }
-        return {
-            "securitySchemes": {self.scheme: scheme},
-            "security": [{self.scheme: []}],
-            "securityRequirements": [{"schemes": {self.scheme: {"list": []}}}],
-        }
-
     def __repr__(self) -> str:  # never print a secret
         return f"Auth(scheme={self.scheme!r}, header={self.header!r}, secrets=<{len(self.secrets)} hidden>)"
 
@@ -194,14 +173,6 @@ class A2AConfig:
     def from_config(cls, value: Any) -> A2AConfig:
         """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
         return _from_block(cls, value, "a2a")
-
-    def provider_fields(self) -> dict[str, str] | None:
-        p = self.provider
-        if p is None:
-            return None
-        if isinstance(p, Provider):
-            return {"organization": p.organization, "url": p.url}
-        return {"organization": str(p.get("organization", "")), "url": str(p.get("url", ""))}
 
 
 @dataclass

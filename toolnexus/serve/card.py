@@ -1,0 +1,227 @@
+"""The card this agent serves, in one place: built from the config (both SDK lines' layouts in one
+document), cached, tagged (ETag, Last-Modified, Cache-Control) and answered at the well-known paths.
+
+The card is built on its first GET (the gRPC target and the bound address are known by then) and
+kept: it changes only when the served toolkit does, which means a new server.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import _json
+from ..protocol.card import PROTOCOL_VERSION
+from ..skills import SkillDef
+from .config import A2AConfig, Auth, Provider
+
+__all__ = ["ServedCard", "build_card", "CARD_MAX_AGE"]
+
+CARD_MAX_AGE = 60
+"""Seconds a client or cache may keep the card without asking again (``Cache-Control: max-age``);
+after that a conditional GET (ETag, Last-Modified) costs a 304. The card changes only when the
+served toolkit does, which means a new server."""
+
+
+class ServedCard:
+    """The card of one served agent, as an ASGI app answering ``GET`` and ``HEAD`` (the A2A
+    endpoint mounts it at ``CARD_PATH`` and ``LEGACY_CARD_PATH``, and calls it ahead of routing)."""
+
+    def __init__(
+        self,
+        config: A2AConfig,
+        skills: Sequence[SkillDef],
+        base_url: Callable[[], str],
+        push: bool,
+    ) -> None:
+        self.config = config
+        self.skills = list(skills)
+        self._base_url = base_url
+        self.push = push
+        self.grpc_target: str | None = None
+        """``host:port`` of the gRPC service, when one is served (set before the first GET)."""
+        self._answer: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
+        self._headers: list[tuple[bytes, bytes]] = []
+
+    def document(self) -> dict[str, Any]:
+        """The card as JSON data, built from the config."""
+        c = self.config
+        return build_card(
+            base_url=self._base_url(),
+            name=c.name,
+            description=c.description,
+            version=c.version,
+            skills=self.skills,
+            streaming=c.streaming,
+            push_notifications=self.push,
+            input_modes=c.input_modes,
+            output_modes=c.output_modes,
+            provider=_provider(c.provider),
+            security=_security(c.auth) if c.auth else None,
+            grpc_target=self.grpc_target,
+            documentation_url=c.documentation_url,
+            icon_url=c.icon_url,
+        )
+
+    def answer(
+        self, if_none_match: str, if_modified_since: str = ""
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, raw headers and body of a card GET: cacheable for ``CARD_MAX_AGE`` seconds, with
+        an ETag (of its bytes: the same on every host serving the same card) and a Last-Modified
+        (when this server first served it); 304 when ``If-None-Match`` names the ETag or, without
+        one, ``If-Modified-Since`` is not older than the card (RFC 9110 §13.1)."""
+        if self._answer is None:
+            body = _json.dumps(self.document())
+            etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+            self._answer = (body, etag, int(time.time()))
+            self._headers = [
+                (b"etag", etag.encode()),
+                (b"last-modified", email.utils.formatdate(self._answer[2], usegmt=True).encode()),
+                (b"cache-control", f"max-age={CARD_MAX_AGE}".encode()),
+            ]
+        body, etag, served = self._answer
+        if if_none_match:
+            if any(
+                tag.strip().removeprefix("W/") == etag.removeprefix("W/") or tag.strip() == "*"
+                for tag in if_none_match.split(",")
+            ):
+                return 304, self._headers, b""
+        elif if_modified_since and _not_after(served, if_modified_since):
+            return 304, self._headers, b""
+        return (
+            200,
+            [
+                *self._headers,
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+            body,
+        )
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """A GET or HEAD of the card (HEAD: the same headers, no body)."""
+        given = {
+            k: v.decode("latin-1")
+            for k, v in scope["headers"]
+            if k in (b"if-none-match", b"if-modified-since")
+        }
+        status, headers, body = self.answer(
+            given.get(b"if-none-match", ""), given.get(b"if-modified-since", "")
+        )
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": body if scope["method"] == "GET" else b""}
+        )
+
+
+def build_card(
+    *,
+    base_url: str,
+    name: str,
+    description: str,
+    version: str,
+    skills: Sequence[SkillDef],
+    streaming: bool,
+    push_notifications: bool = False,
+    input_modes: Sequence[str] = ("text",),
+    output_modes: Sequence[str] = ("text",),
+    provider: dict[str, str] | None = None,
+    security: dict[str, Any] | None = None,
+    documentation_url: str | None = None,
+    icon_url: str | None = None,
+    grpc_target: str | None = None,
+) -> dict[str, Any]:
+    """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
+    1.x ``supportedInterfaces``, so that both official client lines accept it."""
+    url = base_url.rstrip("/") + "/"
+    card: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "version": version,
+        "protocolVersion": PROTOCOL_VERSION,
+        "url": url,
+        "preferredTransport": "JSONRPC",
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
+        ],
+        "additionalInterfaces": [
+            {"url": url, "transport": "JSONRPC"},
+            {"url": url, "transport": "HTTP+JSON"},
+        ],
+        "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
+        "defaultInputModes": list(input_modes),
+        "defaultOutputModes": list(output_modes),
+        "skills": [_skill(s) for s in skills],
+    }
+    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's)
+        card["supportedInterfaces"] += [
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+        ]
+        card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
+    if provider:
+        card["provider"] = provider
+    if documentation_url:
+        card["documentationUrl"] = documentation_url
+    if icon_url:
+        card["iconUrl"] = icon_url
+    if security:
+        card.update(security)
+    return card
+
+
+def _skill(s: SkillDef) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": s.name,
+        "name": s.name,
+        "description": s.description,
+        "tags": s.tags or [s.name],
+    }
+    if s.examples:
+        out["examples"] = list(s.examples)
+    return out
+
+
+def _provider(p: Provider | Mapping[str, str] | None) -> dict[str, str] | None:
+    if p is None:
+        return None
+    if isinstance(p, Provider):
+        return {"organization": p.organization, "url": p.url}
+    return {"organization": str(p.get("organization", "")), "url": str(p.get("url", ""))}
+
+
+def _security(auth: Auth) -> dict[str, Any]:
+    """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
+    if auth.scheme == "bearer":
+        scheme = {
+            "type": "http",
+            "scheme": "bearer",
+            "httpAuthSecurityScheme": {"scheme": "Bearer"},
+        }
+    else:
+        scheme = {
+            "type": "apiKey",
+            "in": "header",
+            "name": auth.header,
+            "apiKeySecurityScheme": {"location": "header", "name": auth.header},
+        }
+    return {
+        "securitySchemes": {auth.scheme: scheme},
+        "security": [{auth.scheme: []}],
+        "securityRequirements": [{"schemes": {auth.scheme: {"list": []}}}],
+    }
+
+
+def _not_after(stamp: int, if_modified_since: str) -> bool:
+    """Whether ``stamp`` (seconds) is no later than an HTTP date; False for a date that is not one."""
+    try:
+        since = email.utils.parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return since.tzinfo is not None and stamp <= since.timestamp()
