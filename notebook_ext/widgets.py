@@ -1004,6 +1004,12 @@ class ChatWidget(w.VBox):
                 f"<div><b>{who}</b>{state}: <span style='white-space:pre-wrap'>"
                 f"{html.escape(turn.text.strip())}</span></div>"
             )
+            sent = turn.parts if turn.role == "user" else turn.task.file_parts if turn.task else []
+            lines += [  # named, never shown: the peer's bytes stay as sent
+                f"<div style='color:#888'>+ {html.escape(p.label)}</div>"
+                for p in sent[:20]
+                if p.kind != "text"
+            ]
         ctx, question = self.conversation.context_id, self.conversation.question
         if question is not None:
             task = html.escape((self.conversation.waiting_task or "")[:8])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
-from collections.abc import AsyncGenerator
+import re
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +39,86 @@ class _Cut(Exception):
     """Raised inside a streaming answer: the server drops the connection mid-body."""
 
 
-class ScriptedServer:
-    """Answers each POST with the next scripted :class:`Reply`, recording every request."""
+_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_DATA_URL = re.compile(r"^data:([a-z]+/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})$")
 
-    def __init__(self, replies: list[Reply] | None = None) -> None:
+
+def _base64(text: Any) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        return False
+    return isinstance(text, str) and bool(text)
+
+
+def openai_shape(body: Any) -> str | None:
+    """Why OpenAI's chat completions would refuse ``body``'s user content parts (None: it takes
+    them), from its documented shapes: a string, or parts ``text`` {text}, ``image_url``
+    {image_url: {url: an http(s) URL or a ``data:image/...;base64,`` URL of png, jpeg, gif or
+    webp}}, ``file`` {file: {file_data: a ``data:application/pdf;base64,`` URL, filename}}."""
+    for i, m in enumerate(body.get("messages") or []):
+        content = m.get("content")
+        if m.get("role") != "user" or isinstance(content, str):
+            continue
+        if not isinstance(content, list) or not content:
+            return f"messages[{i}].content must be a string or a non-empty array"
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            where = f"messages[{i}].content[{j}]"
+            if kind == "text" and isinstance(part.get("text"), str):
+                continue
+            if kind == "image_url":
+                url = (part.get("image_url") or {}).get("url", "")
+                match = _DATA_URL.match(url)
+                if url.startswith(("http://", "https://")) or (
+                    match and match[1] in _IMAGES and _base64(match[2])
+                ):
+                    continue
+                return f"{where}.image_url.url is not an image URL or an image data URL"
+            if kind == "file":
+                f = part.get("file") or {}
+                match = _DATA_URL.match(f.get("file_data", ""))
+                if match and match[1] == "application/pdf" and _base64(match[2]):
+                    continue
+                return f"{where}.file.file_data must be a data:application/pdf;base64 URL"
+            return f"{where}: invalid content part {kind!r}"
+    return None
+
+
+def anthropic_shape(body: Any) -> str | None:
+    """Why Anthropic's Messages API would refuse ``body``'s user content blocks (None: it takes
+    them), from its documented shapes: ``text`` {text}, ``image`` {source: {type: base64,
+    media_type: png, jpeg, gif or webp, data}}, ``document`` {source: {type: base64, media_type:
+    application/pdf, data}}, ``tool_result``."""
+    for i, m in enumerate(body.get("messages") or []):
+        content = m.get("content")
+        if m.get("role") != "user" or isinstance(content, str):
+            continue
+        for j, block in enumerate(content or []):
+            kind = block.get("type") if isinstance(block, dict) else None
+            where = f"messages.{i}.content.{j}"
+            source = block.get("source") or {} if isinstance(block, dict) else {}
+            if kind in ("text", "tool_result"):
+                continue
+            types = {"image": _IMAGES, "document": ("application/pdf",)}.get(kind or "")
+            if types is None:
+                return f"{where}: unknown block type {kind!r}"
+            if source.get("type") != "base64" or source.get("media_type") not in types:
+                return f"{where}.source: a base64 source of {', '.join(types)} is required"
+            if not _base64(source.get("data")):
+                return f"{where}.source.data is not base64"
+    return None
+
+
+class ScriptedServer:
+    """Answers each POST with the next scripted :class:`Reply`, recording every request.
+    ``shape``: ``openai_shape`` or ``anthropic_shape``, a request it finds wrong answered 400 in
+    the provider's error shape (as the provider would), not with the script."""
+
+    def __init__(
+        self, replies: list[Reply] | None = None, shape: Callable[[Any], str | None] | None = None
+    ) -> None:
+        self.shape = shape
         self.replies = list(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
@@ -58,6 +137,10 @@ class ScriptedServer:
                 "json": json.loads(body) if body else None,
             }
         )
+        wrong = self.shape(self.requests[-1]["json"] or {}) if self.shape else None
+        if wrong is not None:
+            error = {"type": "invalid_request_error", "message": wrong}
+            return Response(json.dumps({"error": error}), 400, media_type="application/json")
         if not self.replies:
             return Response(
                 '{"error": "no scripted reply left"}', 500, media_type="application/json"

@@ -40,7 +40,17 @@ from .protocol.push import PushConfig
 from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
-from .tools import Answer, Progress, Request, Tool, ToolContext, ToolResult, sanitize, tool
+from .tools import (
+    Answer,
+    Attachment,
+    Progress,
+    Request,
+    Tool,
+    ToolContext,
+    ToolResult,
+    sanitize,
+    tool,
+)
 
 __version__ = "0.1.0"
 
@@ -107,6 +117,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolResult",
+    "Attachment",
     "Progress",
     "Toolkit",
     "ToolnexusError",

@@ -249,6 +249,20 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--context", help="continue this context id")
     m.add_argument("--task", help="answer this input-required task")
     m.add_argument("--stream", action="store_true", help="use SSE streaming")
+    m.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="send this file with the text, inline (repeatable; at most 10 MiB each)",
+    )
+    m.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="MEDIA/TYPE",
+        help="a media type the answer may be in (acceptedOutputModes; repeatable)",
+    )
     m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
     m.add_argument(
         "--binding",
@@ -1050,6 +1064,18 @@ async def _send(args: argparse.Namespace) -> int:
     ) -> None:  # the headers' secrets, masked even in what the peer echoes
         say(client.traffic.mask(text), **kwargs)
 
+    try:  # read before anything is sent: a missing file is the user's mistake, said plainly
+        sending: dict[str, Any] = {
+            "skill": args.skill,
+            "context_id": args.context,
+            "task_id": args.task,
+            "files": [tn.Part.of_file(path) for path in args.file],
+            "accepted_output_modes": args.accept,
+        }
+    except ValueError as exc:
+        await client.aclose()
+        say(f"toolnexus: --file: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     task = None
     code = EXIT_OK
     live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
@@ -1059,9 +1085,7 @@ async def _send(args: argparse.Namespace) -> int:
             args.stream
         ):  # as long as a followed task, at most (a peer may stream, or be polled, forever)
             async with asyncio.timeout(args.timeout):
-                async for snapshot in client.stream(
-                    args.text, skill=args.skill, context_id=args.context, task_id=args.task
-                ):
+                async for snapshot in client.stream(args.text, **sending):
                     changed = task is None or snapshot.state is not task.state
                     if changed and (live is None or not live.printed):
                         _progress(args, snapshot)  # a reply being printed is not cut by it
@@ -1069,9 +1093,7 @@ async def _send(args: argparse.Namespace) -> int:
                     if live is not None and snapshot.state is tn.TaskState.WORKING:
                         live.show(snapshot.artifacts_text)
         else:
-            task = await client.send(
-                args.text, skill=args.skill, context_id=args.context, task_id=args.task
-            )
+            task = await client.send(args.text, **sending)
             _progress(args, task)
             if not (task.state.terminal or task.state.interrupted):
                 async with asyncio.timeout(args.timeout):
@@ -1113,6 +1135,8 @@ async def _send(args: argparse.Namespace) -> int:
             if task.state is tn.TaskState.COMPLETED:
                 if live is None or not live.printed:  # else said as it came (and corrected)
                     out(task.reply)
+                for part in task.file_parts:  # named, never shown: the peer's bytes stay as sent
+                    out(f"[{part.label}]")
             elif task.state.interrupted:
                 question = task.status.message.text if task.status.message else ""
                 out(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")

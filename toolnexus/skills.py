@@ -1,7 +1,10 @@
 """Skills: ``SKILL.md`` folders (or data), the one ``skill`` tool that loads them, and the prompt.
 
 A skill file starts with YAML front matter between ``---`` fences (``name`` required;
-``description``, ``tags``, ``examples``, ``arguments`` optional), followed by the instructions.
+``description``, ``tags``, ``examples``, ``arguments``, ``input-modes``, ``output-modes`` optional),
+followed by the instructions. The modes are media types (``image/png``, ``image/*``): what the
+skill takes and makes, on the agent card beside the agent's own (which apply where a skill says
+nothing).
 ``arguments`` declares what the skill takes when it is used as a prompt (MCP serves each skill as
 one): a list of names, or of ``{name, description, required}``, or a mapping of name to
 description; ``${name}`` in the instructions is replaced by the argument's value. Discovery walks
@@ -99,6 +102,7 @@ class SkillDef:
         resources: data skills only: names listed in the ``<skill_files>`` block.
         path: the ``SKILL.md`` file, for skills found on disk.
         arguments: what the skill takes when it is used as a prompt.
+        input_modes, output_modes: the media types it takes and makes (empty: the agent's).
     """
 
     name: str
@@ -109,6 +113,8 @@ class SkillDef:
     resources: list[str] = field(default_factory=list)
     path: Path | None = None
     arguments: list[SkillArgument] = field(default_factory=list)
+    input_modes: list[str] = field(default_factory=list)
+    output_modes: list[str] = field(default_factory=list)
 
     @property
     def base(self) -> str:
@@ -486,4 +492,11 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         else [meta["examples"].strip()],
         path=path.absolute(),
         arguments=_arguments(meta.get("arguments"), where),
+        input_modes=_strings(_either(meta, "input-modes", "inputModes", "input_modes")),
+        output_modes=_strings(_either(meta, "output-modes", "outputModes", "output_modes")),
     )
+
+
+def _either(meta: dict[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` the front matter has (its spellings of one field)."""
+    return next((meta[k] for k in keys if k in meta), None)

@@ -17,6 +17,7 @@ import functools
 import inspect
 import json
 import logging
+import mimetypes
 import os
 import re
 import types
@@ -31,6 +32,7 @@ __all__ = [
     "Tool",
     "ToolResult",
     "ToolContext",
+    "Attachment",
     "Progress",
     "Request",
     "Answer",
@@ -124,6 +126,32 @@ class Answer:
         return cls(id=str(d.get("id", "")), ok=bool(d.get("ok", True)), data=d.get("data"))
 
 
+@dataclass(frozen=True)
+class Attachment:
+    """A file a run carries: one the caller sent (given to the model as a content block where its
+    style takes the media type, and to tools in the task's folder, :attr:`ToolContext.folder`), or
+    one a tool made (:attr:`ToolResult.files`: a served task's artifact).
+
+    Attributes:
+        name: a plain file name (no folders).
+        media_type: its media type (``image/png``).
+        data: its bytes.
+    """
+
+    name: str
+    media_type: str
+    data: bytes = field(repr=False)
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], media_type: str | None = None) -> Attachment:
+        """A local file, read whole (its media type guessed from its name unless given)."""
+        p = os.fspath(path)
+        with open(p, "rb") as f:
+            data = f.read()
+        kind = media_type or mimetypes.guess_type(p)[0] or "application/octet-stream"
+        return cls(os.path.basename(p), kind, data)
+
+
 @dataclass
 class ToolResult:
     """What every tool execution returns.
@@ -132,11 +160,16 @@ class ToolResult:
         output: the text handed back to the model.
         is_error: True when the call failed; ``output`` then says why.
         metadata: anything else (``pending`` for a suspended call, telemetry of remote calls).
+        files: files the tool made: each becomes an artifact of a served task (a file part).
+        data: structured data the tool made (any JSON value; None: none): an artifact of a
+            served task (a data part).
     """
 
     output: str
     is_error: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    files: list[Attachment] = field(default_factory=list, repr=False)
+    data: Any = field(default=None, repr=False)
 
     @classmethod
     def error(cls, message: str, **metadata: Any) -> ToolResult:
@@ -195,12 +228,15 @@ class ToolContext:
         answer: set only when a suspended tool is executed again with the caller's answer.
         on_progress: who hears the tool's progress, set by whoever runs it (the MCP server sends
             it to a caller that asked for progress); tools call :meth:`progress`, never this.
+        folder: a served task's own folder, holding the files its caller sent (None: no task, or
+            no files); a tool reads them there and writes nowhere else of the server's.
     """
 
     timeout: float | None = None
     cancel: asyncio.Event | None = None
     answer: Answer | None = None
     on_progress: ProgressFn | None = None
+    folder: os.PathLike[str] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -371,6 +407,10 @@ def _to_result(value: Any) -> ToolResult:
         return ToolResult("")
     if isinstance(value, str):
         return ToolResult(value)
+    if isinstance(value, Attachment):  # a file made: the model hears of it, the task carries it
+        return ToolResult(
+            f"made {value.name} ({value.media_type}, {len(value.data):,} bytes)", files=[value]
+        )
     return ToolResult(to_json(value))
 
 

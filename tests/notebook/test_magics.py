@@ -620,3 +620,22 @@ async def test_the_chat_fills_in_as_the_words_come(ip, monkeypatch):
     partial = [v for v in shown if "You said" in v and whole not in v]
     assert len(partial) >= 3, len(shown)  # the reply filled in, a few words at a time
     assert whole in chat.view.value
+
+
+async def test_a_chat_lists_the_files_sent_and_those_of_the_reply(tmp_path):
+    """The official SDK's agent echoes a file back: the chat names it (name, type, size) on both
+    sides and never shows what is in it."""
+    from toolnexus.protocol.model import Part
+
+    from ..peers.sdk_server import sdk_server
+
+    (tmp_path / "notes.html").write_text("<script>alert(1)</script>")
+    async with sdk_server() as url:
+        chat = ChatWidget(url)
+        chat.conversation.attachments.append(Part.of_file(tmp_path / "notes.html"))
+        chat.say("keep this")
+        await chat.wait()
+    assert chat.turns[-1].task_state is TaskState.COMPLETED
+    shown = chat.view.value
+    assert shown.count("+ file notes.html (text/html, 25 B)") == 2  # sent, and echoed back
+    assert "<script>" not in shown and "alert" not in shown

@@ -239,7 +239,9 @@ async def test_message_validation_names_the_field(demo_server, http, msg, needle
     assert await count_tasks(demo_server) == before
 
 
-async def test_file_parts_are_refused_with_content_type_not_supported(demo_server, http):
+async def test_file_parts_outside_the_input_modes_are_refused_with_content_type_not_supported(
+    demo_server, http
+):
     msg = {
         "kind": "message",
         "messageId": "m",
@@ -839,7 +841,9 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
         {"url": url, "transport": "HTTP+JSON"},
     ]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
-    assert card["defaultInputModes"] == ["text"] and card["defaultOutputModes"] == ["text"]
+    assert card["defaultInputModes"] == ["text/plain"] and card["defaultOutputModes"] == [
+        "text/plain"
+    ]
     assert {s["id"]: s["tags"] for s in card["skills"]} == {
         "greet": ["greeting", "small-talk"],
         "report": ["report", "approval"],

@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import os
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -437,8 +437,10 @@ class A2AClient:
         context_id: str | None,
         task_id: str | None,
         metadata: Mapping[str, Any] | None,
+        files: Sequence[str | os.PathLike[str] | Part] = (),
     ) -> Message:
         msg = text if isinstance(text, Message) else Message("user", [Part.of_text(text)])
+        msg.parts += [f if isinstance(f, Part) else Part.of_file(f) for f in files]
         if context_id:
             msg.context_id = context_id
         if task_id:
@@ -457,6 +459,7 @@ class A2AClient:
         history_length: int | None,
         push: PushConfig | None = None,
         request_metadata: Mapping[str, Any] | None = None,
+        accepted_output_modes: Sequence[str] = (),
     ) -> dict[str, Any]:
         dialect = self.transport.shapes
         config: dict[str, Any] = (
@@ -464,6 +467,8 @@ class A2AClient:
             if dialect is Dialect.V10
             else {"blocking": blocking}
         )
+        if accepted_output_modes:
+            config["acceptedOutputModes"] = list(accepted_output_modes)
         if history_length is not None:
             config["historyLength"] = history_length
         if push is not None:
@@ -494,15 +499,22 @@ class A2AClient:
         metadata: Mapping[str, Any] | None = None,
         push: PushConfig | None = None,
         request_metadata: Mapping[str, Any] | None = None,
+        files: Sequence[str | os.PathLike[str] | Part] = (),
+        accepted_output_modes: Sequence[str] = (),
     ) -> Task:
         """Send a message; returns the task (``submitted`` or later when not blocking). ``push``:
         a config (e.g. ``WebhookReceiver.target()``) the peer notifies of every change of the task.
         ``metadata`` goes on the message; ``request_metadata`` is the request's own
-        (``SendMessageRequest.metadata``, which a toolnexus agent keeps on the task)."""
+        (``SendMessageRequest.metadata``, which a toolnexus agent keeps on the task); ``files``:
+        local files (read whole, at most 10 MiB each: ``ValueError`` past that) or file parts, sent
+        after the text; ``accepted_output_modes``: the media types the answer may be in (empty:
+        any)."""
         await self.connect()
-        msg = self._message(text, skill, context_id, task_id, metadata)
+        msg = self._message(text, skill, context_id, task_id, metadata, files)
         result = await self._send_op(
-            self._send_params(msg, blocking, history_length, push, request_metadata)
+            self._send_params(
+                msg, blocking, history_length, push, request_metadata, accepted_output_modes
+            )
         )
         task = as_task(result, msg)
         if task_id and task.state.interrupted and _asks_again(task, msg):
@@ -658,16 +670,21 @@ class A2AClient:
         context_id: str | None = None,
         task_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        files: Sequence[str | os.PathLike[str] | Part] = (),
+        accepted_output_modes: Sequence[str] = (),
     ) -> AsyncGenerator[Task, None]:
         """Send and follow the task as the peer streams it; yields the task after every frame, until
-        the stream ends. A peer that cannot stream (a dialect without streams, or a stream refused
+        the stream ends (``files``, ``accepted_output_modes``: as :meth:`send`). A peer that cannot stream (a dialect without streams, or a stream refused
         as an unknown method before its first frame) gets a blocking send instead, followed by
         polling until the task settles, and ``warnings`` says so; a stream that ends finished but without the reply is followed by a
         get (see :meth:`_frames`)."""
         await self.connect()
-        msg = self._message(text, skill, context_id, task_id, metadata)
-        params = self._send_params(msg, True, None)
-        params.pop("configuration")
+        msg = self._message(text, skill, context_id, task_id, metadata, files)
+        params = self._send_params(msg, True, None, accepted_output_modes=accepted_output_modes)
+        if accepted_output_modes:  # the rest of the configuration is a blocking send's
+            params["configuration"] = {"acceptedOutputModes": list(accepted_output_modes)}
+        else:
+            params.pop("configuration")
         if self.transport.streams:
             seen = False
             try:
@@ -685,7 +702,7 @@ class A2AClient:
         else:
             why_not = f"the {self.transport.dialect.value} dialect has no streams"
         self.warnings.append(f"{why_not}: sent as a blocking send instead of a stream, then polled")
-        task = await self.send(msg, blocking=True)
+        task = await self.send(msg, blocking=True, accepted_output_modes=accepted_output_modes)
         yield task
         if task.id and not (task.state.terminal or task.state.interrupted):
             async for event in self.watch(task.id, stream=False):

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from ..errors import MaxTurnsError, ModelTimeout
 from ..skills import ToolkitLike
 from ..stores.base import when_available
 from ..stores.conversations import ConversationStore, MemoryConversationStore
-from ..tools import REJECT, Answer, Request, Tool, ToolContext, ToolResult
+from ..tools import REJECT, Answer, Attachment, Request, Tool, ToolContext, ToolResult
 from .run import Inbox, RunResult, RunState, TextSink, ToolCall, Turn, Usage
 
 __all__ = ["Client", "Style", "WaitFor"]
@@ -43,7 +44,10 @@ class Style(Protocol):
         signature and answers whole)."""
         ...
 
-    def user(self, text: str) -> dict[str, Any]: ...
+    def user(self, text: str) -> dict[str, Any]:
+        """The user's turn. A style that takes files as content blocks lists their media types
+        in a ``media_types`` attribute (a set) and takes them as ``user(text, files)``."""
+        ...
 
     def assistant(self, turn: Turn) -> dict[str, Any]: ...
 
@@ -122,16 +126,20 @@ class Client:
         new: bool = False,
         keep: bool = True,
         sink: TextSink | None = None,
+        files: Sequence[Attachment] = (),
+        folder: os.PathLike[str] | None = None,
     ) -> RunResult:
         """Like :meth:`run`, continuing conversation ``id`` from the store and saving it after.
         ``inbox``: messages that arrive while it runs (see :class:`Inbox`); ``new``: the caller
         made ``id`` up just now, so there is nothing to read (a served task in a new context);
         ``keep=False``: the caller saves the conversation itself (``RunResult.unsaved_conversation``:
         a served task's runner writes it with the task's last state, in one statement); ``sink``:
-        as :meth:`run`."""
+        as :meth:`run`; ``files``: given to the model with the prompt, those whose media type
+        its style takes (:meth:`Style.user`; the others only as the prompt names them);
+        ``folder``: where the tools find them (:attr:`ToolContext.folder`)."""
         history = (await self.store.get(id) or []) if id is not None and not new else None
-        state = self._start(prompt, toolkit, history, id)
-        state.inbox, state.keep, state.sink = inbox, keep, sink
+        state = self._start(prompt, toolkit, history, id, files)
+        state.inbox, state.keep, state.sink, state.folder = inbox, keep, sink, folder
         return await self._bounded(self._drive(state))
 
     async def resume(
@@ -197,10 +205,14 @@ class Client:
         toolkit: ToolkitLike | None,
         history: Sequence[dict[str, Any]] | None,
         conversation: str | None,
+        files: Sequence[Attachment] = (),
     ) -> RunState:
         parts = [self.system_prompt.strip(), toolkit.skills_prompt() if toolkit is not None else ""]
         system = "\n\n".join(p for p in parts if p)
-        messages = [*(history or []), self.style.user(prompt)]
+        takes: Collection[str] = getattr(self.style, "media_types", ())
+        blocks = [f for f in files if f.media_type.split(";")[0].strip().lower() in takes]
+        user = self.style.user(prompt, blocks) if blocks else self.style.user(prompt)  # type: ignore[call-arg]  # a style that declares media_types takes them
+        messages = [*(history or []), user]
         state = RunState(toolkit, system, messages, conversation)
         state.result = RunResult(messages=messages, model=self.model, system=system, _state=state)
         return state
@@ -269,7 +281,7 @@ class Client:
         by_name = {t.name: t for t in tools}
         while state.queue:
             call = state.queue.pop(0)
-            outcome = await self._execute(by_name, call, None)
+            outcome = await self._execute(by_name, call, None, state.folder)
             request = outcome.pending
             if request is not None:
                 if self.wait_for is None or request.kind == REJECT:  # a refusal ends the run
@@ -285,6 +297,10 @@ class Client:
                 outcome = await self._answered(state, call, answer, by_name)
             state.done.append((call, outcome))
         for call, outcome in state.done:
+            if not outcome.is_error:
+                state.result.files.extend(outcome.files)
+                if outcome.data is not None:
+                    state.result.data.append(outcome.data)
             state.result.tool_calls.append(
                 {
                     "name": call.name,
@@ -312,13 +328,17 @@ class Client:
             return ToolResult.error(f"{call.name}: the request was declined ({reason})")
         if by_name is None:
             by_name = {t.name: t for t in self._tools(state.toolkit)}
-        outcome = await self._execute(by_name, call, answer)
+        outcome = await self._execute(by_name, call, answer, state.folder)
         if outcome.pending is not None:
             return ToolResult.error(f"{call.name}: asked for input again after it was answered")
         return outcome
 
     async def _execute(
-        self, by_name: dict[str, Tool], call: ToolCall, answer: Answer | None
+        self,
+        by_name: dict[str, Tool],
+        call: ToolCall,
+        answer: Answer | None,
+        folder: os.PathLike[str] | None = None,
     ) -> ToolResult:
         if call.bad_arguments is not None:
             return ToolResult.error(
@@ -329,5 +349,5 @@ class Client:
             available = ", ".join(by_name) or "none"
             return ToolResult.error(f"Unknown tool '{call.name}'. Available tools: {available}")
         return await tool.execute(
-            call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer)
+            call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer, folder=folder)
         )

@@ -20,9 +20,11 @@ concurrent tasks must not queue their model calls behind a limit nobody chose.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -32,7 +34,7 @@ from .. import _json
 from ..errors import ModelError, ModelTimeout
 from ..http.fetch import MAX_FRAME, AnswerTooLarge, AnswerTooSlow, read_body, sse_events
 from ..secrets import is_secret_name, mask_text, secret_parts
-from ..tools import Tool, ToolResult
+from ..tools import Attachment, Tool, ToolResult
 from .run import TextSink, ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["OpenAIStyle", "AnthropicStyle", "RETRY_STATUSES"]
@@ -278,6 +280,15 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types both providers take as content blocks (their vision guides list these four)."""
+PDF = "application/pdf"
+
+
+def _b64(file: Attachment) -> str:
+    return base64.b64encode(file.data).decode("ascii")
+
+
 class OpenAIShapes:
     """The transcript in OpenAI's chat shapes (shared by the OpenAI and in-process styles)."""
 
@@ -289,6 +300,19 @@ class OpenAIShapes:
 
     def tool_results(self, results: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
         return openai_tool_results(results)
+
+
+def openai_user(text: str, files: Sequence[Attachment]) -> dict[str, Any]:
+    """A user turn with files as content parts (OpenAI's chat completions: ``image_url`` with a
+    ``data:`` URL for an image, ``file`` with ``file_data`` for a PDF), the text first."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    for f in files:
+        url = f"data:{f.media_type};base64,{_b64(f)}"
+        if f.media_type == PDF:
+            content.append({"type": "file", "file": {"filename": f.name, "file_data": url}})
+        else:
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": "user", "content": content}
 
 
 def openai_assistant(turn: Turn) -> dict[str, Any]:
@@ -315,9 +339,15 @@ def openai_tool_results(results: list[tuple[ToolCall, ToolResult]]) -> list[dict
 
 
 class OpenAIStyle(OpenAIShapes, _HttpStyle):
-    """``POST {base_url}/chat/completions`` with a bearer key; the transcript in OpenAI's shapes."""
+    """``POST {base_url}/chat/completions`` with a bearer key; the transcript in OpenAI's shapes,
+    images and PDF as content parts."""
 
     name = "openai"
+    media_types = IMAGES | {PDF}
+
+    def user(self, text: str, files: Sequence[Attachment] = ()) -> dict[str, Any]:
+        return openai_user(text, files) if files else super().user(text)
+
     stream_fields: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
 
     async def complete(
@@ -443,8 +473,21 @@ class AnthropicStyle(_HttpStyle):
             kept,
         )
 
-    def user(self, text: str) -> dict[str, Any]:
-        return {"role": "user", "content": text}
+    media_types = IMAGES | {PDF}
+
+    def user(self, text: str, files: Sequence[Attachment] = ()) -> dict[str, Any]:
+        """The user's turn; files as content blocks before the text (Anthropic's ``image`` and
+        ``document`` blocks with a base64 ``source``), as its guides place them."""
+        if not files:
+            return {"role": "user", "content": text}
+        blocks: list[dict[str, Any]] = [
+            {
+                "type": "document" if f.media_type == PDF else "image",
+                "source": {"type": "base64", "media_type": f.media_type, "data": _b64(f)},
+            }
+            for f in files
+        ]
+        return {"role": "user", "content": [*blocks, {"type": "text", "text": text}]}
 
     def assistant(self, turn: Turn) -> dict[str, Any]:
         blocks = turn.raw

@@ -7,13 +7,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..display import e, plural, to_dataframe
 from ..skills import ToolkitLike
-from ..tools import Request, ToolResult
+from ..tools import Attachment, Request, ToolResult
 
 __all__ = [
     "RunResult",
@@ -88,6 +89,8 @@ class RunResult:
         system: the system prompt the run used.
         unsaved_conversation: a run asked with ``keep=False`` (:meth:`Client.ask`): the id and the
             messages of the conversation it ended with, for the caller to keep (None otherwise).
+        files: the files its tools made (:attr:`ToolResult.files`), in the order they came.
+        data: the structured data its tools made (:attr:`ToolResult.data`), in order.
     """
 
     text: str = ""
@@ -102,6 +105,8 @@ class RunResult:
     unsaved_conversation: tuple[str, list[dict[str, Any]]] | None = field(
         default=None, repr=False, compare=False
     )
+    files: list[Attachment] = field(default_factory=list, repr=False)
+    data: list[Any] = field(default_factory=list, repr=False)
     _state: RunState | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -220,6 +225,7 @@ class RunState:
     inbox: Inbox | None = None
     keep: bool = True  # the run saves its conversation as it ends (False: its caller does)
     sink: TextSink | None = None  # where the model's words go as it says them
+    folder: os.PathLike[str] | None = None  # a served task's folder, for its tools (ToolContext)
 
 
 def parse_arguments(raw: Any) -> tuple[Any, str | None]:

@@ -1,5 +1,5 @@
-"""Files in and out of A2A messages: a local file as a part (read bounded), and a task's artifacts
-written to a folder.
+"""Files in and out of A2A messages: a local file as a part (read bounded), media types against
+an agent's modes, and a task's artifacts written to a folder.
 
 Everything about an artifact comes from a peer, so nothing of it is trusted: a name is cut to a
 plain file name safe to paste into a shell (letters, digits and ``. _ - + , = @`` only; no folders,
@@ -28,6 +28,10 @@ from typing import Protocol
 __all__ = [
     "MAX_FILE",
     "LINKS",
+    "TEXT",
+    "DATA",
+    "in_modes",
+    "raw_size",
     "read_file",
     "save_artifacts",
     "SavedArtifacts",
@@ -76,6 +80,37 @@ def read_file(
         raise ValueError(f"cannot attach {p}: over the {max_bytes:,}-byte limit")
     kind = media_type or mimetypes.guess_type(p.name)[0] or "application/octet-stream"
     return base64.b64encode(data).decode("ascii"), kind, p.name
+
+
+TEXT = "text/plain"
+"""The media type of a text part (and of an agent's reply)."""
+DATA = "application/json"
+"""The media type of a data part."""
+
+
+def _bare(media_type: str) -> str:
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+def in_modes(media_type: str | None, modes: Sequence[str]) -> bool:
+    """Whether ``media_type`` is one of ``modes`` (an agent's input or output modes): the same
+    type, ``type/*`` or ``*/*``, parameters and case aside; ``text``, which older cards write for
+    ``text/plain``, is read as it. A part without a media type is ``application/octet-stream``."""
+    kind = _bare(media_type or "application/octet-stream")
+    major = kind.split("/", 1)[0]
+    for mode in modes:
+        m = _bare(mode)
+        if m == "text":
+            m = TEXT
+        if m in (kind, "*/*", "*") or m == f"{major}/*":
+            return True
+    return False
+
+
+def raw_size(raw: str) -> int:
+    """The number of bytes a part's base64 ``raw`` holds (without decoding it)."""
+    text = raw.rstrip("=\n\r ")
+    return len(text) * 3 // 4
 
 
 def safe_name(name: str | None, fallback: str = "artifact") -> str:

@@ -8,6 +8,7 @@ a terminal state never changes.
 from __future__ import annotations
 
 import enum
+import json
 import os
 import time
 from collections.abc import Iterable
@@ -163,16 +164,33 @@ class Part:
         raw, kind, name = files.read_file(path, media_type=media_type)
         return cls("file", raw=raw, media_type=kind, filename=name)
 
+    @property
+    def label(self) -> str:
+        """A file or data part in one short line for a person (escape it before markup): a file's
+        name, media type and size, or its URL; data as the start of its JSON. Nothing the peer
+        sent is decoded or interpreted. A text part: its text."""
+        if self.kind == "text":
+            return self.text or ""
+        if self.kind == "data":
+            text = json.dumps(self.data, ensure_ascii=False)
+            return "data " + (text if len(text) <= 80 else text[:79] + "…")
+        name = self.filename or "(no name)"
+        if self.raw is not None:
+            return f"file {name} ({self.media_type or '?'}, {_size(files.raw_size(self.raw))})"
+        return f"file {name} linked at {self.url}"
+
     def as_text(self) -> str:
         """The part as prompt text: data as JSON, files as a one-line mention."""
         if self.kind == "text":
             return self.text or ""
         if self.kind == "data":
-            import json
-
             return json.dumps(self.data, ensure_ascii=False)
         label = self.filename or self.url or "file"
         return f"[file: {label}{f' ({self.media_type})' if self.media_type else ''}]"
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
 @dataclass(slots=True)
@@ -311,6 +329,11 @@ class Task:
         """Each artifact's text (its text parts joined as sent), a blank line between artifacts:
         a working task's reply as it grows, a finished one's answer."""
         return "\n\n".join(a.text for a in self.artifacts if a.text)
+
+    @property
+    def file_parts(self) -> list[Part]:
+        """The file and data parts of its artifacts (what a front end lists by :attr:`Part.label`)."""
+        return [p for a in self.artifacts for p in a.parts if p.kind != "text"]
 
     @property
     def reply(self) -> str:

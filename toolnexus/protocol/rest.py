@@ -14,6 +14,8 @@ proto-JSON (``content`` for a message's parts, ``file``/``data`` parts, ``TASK_S
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import urllib.parse
 from typing import Any
@@ -299,8 +301,9 @@ def _part_v03(part: dict[str, Any]) -> dict[str, Any]:
         data = part["data"]
         return {"data": {"data": data if is_object(data) else {"value": data}}, **meta}
     file = _some(mimeType=part.get("mediaType"), name=part.get("filename"))
-    if "raw" in part:
-        file["fileWithBytes"] = part["raw"]
+    if "raw" in part:  # the base64 text in the proto's bytes: as the official SDK writes it
+        raw = part["raw"]
+        file["fileWithBytes"] = base64.b64encode(str(raw).encode("ascii", "replace")).decode()
     else:
         file["fileWithUri"] = part.get("url", "")
     return {"file": file, **meta}
@@ -318,10 +321,28 @@ def _part_v10(part: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParamsError("Invalid params: a part must have text, file or data")
     out = _some(mediaType=file.get("mimeType"), filename=file.get("name"), **meta)
     if "fileWithBytes" in file:
-        out["raw"] = file["fileWithBytes"]
+        out["raw"] = _inner_base64(file["fileWithBytes"])
     else:
         out["url"] = file.get("fileWithUri", "")
     return out
+
+
+_BASE64 = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _inner_base64(value: Any) -> Any:
+    """A 0.3 ``fileWithBytes`` as the part's base64: the official SDK (its 0.3 line and the 1.x
+    compat transports) puts the base64 *text* in the proto's bytes field, so its JSON holds the
+    file encoded twice; a peer that puts the file's bytes there (as the proto means) sends it
+    once. Decoded once, the SDK's form is base64 text again (and that is the file); anything else
+    was the file itself."""
+    if not isinstance(value, str):
+        return value
+    try:
+        once = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return value  # not base64: refused where the part is parsed
+    return once.decode("ascii") if once and _BASE64.fullmatch(once) else value
 
 
 def _message_v03(m: dict[str, Any]) -> dict[str, Any]:

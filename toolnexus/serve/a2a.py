@@ -59,6 +59,7 @@ from ..protocol.dialects import (
     render_status_update,
     render_task,
 )
+from ..protocol.files import in_modes
 from ..protocol.jsonrpc import (
     error_envelope,
     parse_request,
@@ -174,7 +175,7 @@ class A2AEndpoint:
         self.config = config
         allowed = None if config.skills is None else set(config.skills)
         self.skills = [s for s in skills if allowed is None or s.name in allowed]
-        self._skill_names = {s.name for s in self.skills}
+        self._skill_names = {s.name: s for s in self.skills}
         self.metrics: Metrics | None = None
         """Where each dispatched operation is counted, when the agent exports metrics."""
         self.card = ServedCard(config, self.skills, base_url, push=runner.push is not None)
@@ -539,12 +540,12 @@ class A2AEndpoint:
         skill = (message.metadata or {}).get("skill")
         if skill is not None and (not isinstance(skill, str) or skill not in self._skill_names):
             raise MethodNotFoundError("Method not found")
-        for i, part in enumerate(message.parts):
-            if part.kind == "file":
-                raise ContentTypeNotSupportedError(
-                    f"Incompatible content types: message.parts[{i}] is a file; this agent accepts "
-                    f"{', '.join(self.config.input_modes)}"
-                )
+        chosen = self._skill_names.get(skill) if isinstance(skill, str) else None
+        accepted = self._accepted(config, chosen)
+        if any(part.kind == "file" for part in message.parts):
+            if self.runner.files is None:
+                raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
+            self.runner.files.check(message, chosen.input_modes if chosen else None)
         try:
             task, queue = await self.runner.send(
                 message,
@@ -554,6 +555,7 @@ class A2AEndpoint:
                 follow=stream,
                 blocking=blocking,
                 metadata=metadata,
+                accepted=accepted,
             )
         except (
             UnsupportedOperationError
@@ -566,6 +568,25 @@ class A2AEndpoint:
         if blocking:
             task = await self.runner.wait(task, self.config.blocking_timeout)
         return render_send_result(task, dialect, history_length)
+
+    def _accepted(self, config: dict[str, Any], skill: SkillDef | None) -> list[str] | None:
+        """The send's ``acceptedOutputModes`` (None: any), refused with -32005 when the agent (or
+        the skill asked for) makes none of them (A2A §3.2.2)."""
+        given: Any = config.get("acceptedOutputModes")
+        if given is None or given == []:
+            return None
+        if not _json.is_array(given) or not all(isinstance(m, str) for m in given):
+            raise InvalidParamsError(
+                "Invalid params: configuration.acceptedOutputModes must be a list of strings"
+            )
+        accepted = [m for m in given if isinstance(m, str)]
+        makes = (skill.output_modes if skill else None) or self.config.output_modes
+        if not any(in_modes(m, accepted) or in_modes(a, makes) for m in makes for a in accepted):
+            raise ContentTypeNotSupportedError(
+                f"Incompatible content types: this agent answers in {', '.join(makes)}, "
+                f"none of {', '.join(accepted)}"
+            )
+        return accepted
 
     def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:
         """The push-notification config a send carries (0.3 ``pushNotificationConfig``, 1.0

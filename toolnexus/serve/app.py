@@ -47,6 +47,7 @@ from ..stores import (
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
 from .config import A2AConfig, Auth, MCPServeConfig
+from .files import TaskFiles
 from .lifecycle import STOPPED, TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
@@ -198,6 +199,8 @@ class ServeHandle:
             await self.runner.close()
             if self.runner.push is not None:
                 await self.runner.push.close()
+            if self.runner.files is not None:
+                await self.runner.files.close()
             if isinstance(self.runner.store, Closable):  # a database's connections
                 await self.runner.store.aclose()
         if self._on_close is not None:
@@ -328,10 +331,18 @@ async def serve(
                 log.warning(
                     "%s: %d task(s) interrupted by a restart were marked failed", name, recovered
                 )
+        private_ok = (
+            is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
+        )
+        runner.files = TaskFiles(
+            a2a_cfg.input_modes,
+            a2a_cfg.max_file,
+            root=a2a_cfg.files_dir,
+            fetch=a2a_cfg.fetch_files,
+            bound=lambda: (holder["server"].host, holder["server"].port),
+            private_ok=private_ok,
+        )
         if a2a_cfg.push_notifications:
-            private_ok = (
-                is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
-            )
             runner.push = PushNotifier(
                 lambda: (holder["server"].host, holder["server"].port),
                 private_ok=private_ok,

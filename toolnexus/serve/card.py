@@ -126,8 +126,8 @@ def build_card(
     skills: Sequence[SkillDef],
     streaming: bool,
     push_notifications: bool = False,
-    input_modes: Sequence[str] = ("text",),
-    output_modes: Sequence[str] = ("text",),
+    input_modes: Sequence[str] = ("text/plain",),
+    output_modes: Sequence[str] = ("text/plain",),
     provider: dict[str, str] | None = None,
     security: dict[str, Any] | None = None,
     documentation_url: str | None = None,
@@ -185,6 +185,10 @@ def _skill(s: SkillDef) -> dict[str, Any]:
     }
     if s.examples:
         out["examples"] = list(s.examples)
+    if s.input_modes:
+        out["inputModes"] = list(s.input_modes)
+    if s.output_modes:
+        out["outputModes"] = list(s.output_modes)
     return out
 
 

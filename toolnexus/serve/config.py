@@ -123,7 +123,16 @@ class A2AConfig:
             (it returns within 0.05 s after: waits share one timer per 50 ms).
         max_body: the largest request body accepted, in bytes.
         streaming: advertise and serve SSE streaming.
-        input_modes, output_modes: the card's default modes.
+        input_modes, output_modes: the card's default modes, media types (``text/plain``,
+            ``image/*``): a file part of a type not among ``input_modes`` is refused (-32005);
+            ``output_modes`` are what its replies and its tools' files and data may be.
+        max_file: the most bytes one file a caller sends may hold (inline, or fetched by URL);
+            inline files are bounded by ``max_body`` as well.
+        fetch_files: fetch the files callers give by URL into the task's folder, under the rule
+            webhooks follow (``push_private_ok`` included); False: the URL is named to the model,
+            nothing is fetched.
+        files_dir: where each task's folder of its caller's files goes while it runs (None: a
+            temporary folder, removed when the server stops).
         documentation_url, icon_url: optional card fields.
         allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
             (DNS-rebinding protection) of every route; see ``toolnexus.http.guard``.
@@ -154,8 +163,11 @@ class A2AConfig:
     blocking_timeout: float = 60.0
     max_body: int = 1024 * 1024
     streaming: bool = True
-    input_modes: Sequence[str] = ("text",)
-    output_modes: Sequence[str] = ("text",)
+    input_modes: Sequence[str] = ("text/plain",)
+    output_modes: Sequence[str] = ("text/plain",)
+    max_file: int = 10 * 1024 * 1024
+    fetch_files: bool = False
+    files_dir: str | None = None
     documentation_url: str | None = None
     icon_url: str | None = None
     allowed_hosts: Sequence[str] = field(default_factory=tuple)

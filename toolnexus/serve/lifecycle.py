@@ -47,7 +47,8 @@ import asyncio
 import collections
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import trace
@@ -79,7 +80,8 @@ from ..protocol.model import (
 from ..skills import ToolkitLike
 from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
 from ..stores.base import when_available
-from ..tools import AUTH, REJECT, Answer
+from ..tools import AUTH, REJECT, Answer, Attachment
+from .files import FileFetchError, TaskFiles, artifacts_of, reply_accepted
 
 if TYPE_CHECKING:
     from ..llm import Client, RunResult
@@ -312,6 +314,9 @@ class TaskRunner:
         """The shared store's link to the other workers (``Shared.link``), when there is one."""
         self.push: PushNotifier | None = None
         """Where changes of tasks with push-notification configs go (None: the agent has none)."""
+        self.files: TaskFiles | None = None
+        """The callers' files: each task's folder, fetched URLs (None: files are not taken)."""
+        self._accepts: dict[str, tuple[str, ...]] = {}  # a send's acceptedOutputModes, by task
 
     # -- the one way a task changes -----------------------------------------------------------
     async def transition(
@@ -566,6 +571,7 @@ class TaskRunner:
         follow: bool = False,
         blocking: bool = False,
         metadata: dict[str, Any] | None = None,
+        accepted: Sequence[str] | None = None,
     ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for ``skill``, when it names one); with one, it answers the task's question or reaches
@@ -575,7 +581,8 @@ class TaskRunner:
         (a new task's webhook hears its first state too);
         ``follow``: the queue of its changes from now on, for a stream; ``blocking``: the caller
         is answered only once the task settles (:meth:`wait`), so a new task's states before that
-        are written with the one it settles in.
+        are written with the one it settles in; ``accepted``: the media types the caller takes
+        (``acceptedOutputModes``): its reply and its tools' artifacts of other types are left out.
 
         Raises:
             TaskNotFoundError: ``taskId`` names no task the caller may see.
@@ -620,6 +627,7 @@ class TaskRunner:
             followed=follow,
             push=push,
             metadata=metadata,
+            accepted=accepted,
         )
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
@@ -645,6 +653,7 @@ class TaskRunner:
         followed: bool = False,
         push: PushConfig | None = None,
         metadata: dict[str, Any] | None = None,
+        accepted: Sequence[str] | None = None,
     ) -> Task:
         """A new ``submitted`` task for ``message`` (``metadata``: its own), its run started.
         Returns the task itself.
@@ -676,12 +685,14 @@ class TaskRunner:
             self._quiet.add(task.id)
         self._live[task.id] = task
         self._inboxes[task.id] = Inbox()
+        if accepted:
+            self._accepts[task.id] = tuple(accepted)
         try:
             if push is not None:  # its webhook hears of every state, this first one too
                 notifier = await self._register(push, task)
                 notifier.notify(task.snapshot(), [])
         finally:  # a config that could not be kept fails the call, not the task
-            self._start(task, self._fulfil(task, prompt, None, new_context=minted))
+            self._start(task, self._fulfil(task, prompt, None, new_context=minted, message=message))
         return task
 
     async def tell(
@@ -742,9 +753,8 @@ class TaskRunner:
         # messages that came in as the run suspended go with the answer, before it
         earlier = list(self._inboxes.pop(task.id, ()))
         self._inboxes[task.id] = Inbox()
-        self._start(
-            task, self._fulfil(task, "\n\n".join([*earlier, message.text]), pending, started=True)
-        )
+        text = "\n\n".join([*earlier, message.text])
+        self._start(task, self._fulfil(task, text, pending, started=True, message=message))
         return task
 
     def _start(self, task: Task, work: Awaitable[None]) -> None:
@@ -761,9 +771,29 @@ class TaskRunner:
         pending: RunResult | None,
         started: bool = False,
         new_context: bool = False,
+        message: Message | None = None,
     ) -> None:
         """Run ``task`` to its end (or its next question); ``new_context``: this server made up its
-        context just now, so its conversation has nothing to read yet."""
+        context just now, so its conversation has nothing to read yet; ``message``: the one that
+        started or answered it, whose files go to the task's folder first. The folder goes when
+        the run ends without a question."""
+        try:
+            await self._run(task, prompt, pending, started, new_context, message)
+        finally:
+            if not task.state.interrupted:
+                self._accepts.pop(task.id, None)
+                if self.files is not None:
+                    self.files.forget(task.id)
+
+    async def _run(
+        self,
+        task: Task,
+        prompt: str,
+        pending: RunResult | None,
+        started: bool,
+        new_context: bool,
+        message: Message | None,
+    ) -> None:
         inbox = self._inboxes.get(task.id)
         words = self._replies.get(task.id)  # one reply a task, a question and its answer included
         if words is None:
@@ -788,6 +818,19 @@ class TaskRunner:
                     ),
                 )
                 return
+            files: list[Attachment] = []
+            folder: Path | None = None
+            if (
+                message is not None
+                and self.files is not None
+                and any(p.kind == "file" for p in message.parts)
+            ):
+                try:
+                    files, note, folder = await self.files.take(task.id, message)
+                except FileFetchError as exc:
+                    await self._fail(task, str(exc))
+                    return
+                prompt += note
             # joint: the conversation is written with the task's last state, one statement (see __init__)
             if pending is not None:
                 result = await self.client.resume(
@@ -810,6 +853,8 @@ class TaskRunner:
                     new=new_context,
                     keep=self._joint is None,
                     sink=words,
+                    files=files,
+                    folder=folder,
                 )
         except asyncio.CancelledError:
             return  # cancel() already moved the task
@@ -878,14 +923,22 @@ class TaskRunner:
             )
             return
         reply = Message.agent(result.text, task.context_id, task.id)
-        artifact = Artifact([Part.of_text(result.text)], words.artifact_id, name="reply")
+        accepted = self._accepts.get(task.id)
+        artifacts = [
+            *(
+                [Artifact([Part.of_text(result.text)], words.artifact_id, name="reply")]
+                if reply_accepted(accepted)
+                else []
+            ),
+            *artifacts_of(result, accepted),
+        ]
         unsaved, store = result.unsaved_conversation, self.client.store
         done = await self._settle(
             task,
             lambda: self.transition(
                 task,
                 TaskState.COMPLETED,
-                artifacts=[artifact],
+                artifacts=artifacts,
                 history=[reply],
                 result=result,
                 conversation=unsaved,
@@ -1090,6 +1143,10 @@ class TaskRunner:
             now = self._live.get(id, task).state.value
             raise TaskNotCancelableError(f"Task cannot be canceled: it is already {now}")
         self._stop_here(task, run, waiting, canceled=True)
+        if run is None:  # waiting for input: no run to take its folder away when it ends
+            self._accepts.pop(id, None)
+            if self.files is not None:
+                self.files.forget(id)
         return canceled
 
     def _start_hook(self, task: Task, hook: Callable[[], Awaitable[Any]]) -> None:

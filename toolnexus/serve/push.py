@@ -50,6 +50,7 @@ from ..traffic import TrafficRecorder
 
 __all__ = [
     "PushNotifier",
+    "pinned",
     "MAX_PER_TASK",
     "MAX_TASKS",
     "QUEUE",
@@ -238,6 +239,46 @@ def _config(data: Any) -> PushConfig | None:
         )
     except (KeyError, TypeError, ValueError, InvalidParamsError):
         return None
+
+
+async def pinned(
+    url: str, agent: tuple[str, int] | None, *, private_ok: bool, timeout: float
+) -> tuple[str, dict[str, str], dict[str, Any]] | str:
+    """Where an agent connects for ``url`` it was given by a peer (a webhook, a file by URL): the
+    URL with its host replaced by the address it resolves to now (checked: see
+    ``address_refusal``), the ``Host`` header, and the TLS server name; or why not (a string).
+    ``agent``: its bound address (checked at each call: it is known only once bound)."""
+    why = webhook_refusal(url, agent, private_ok=private_ok)
+    if why is not None:
+        return why
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = host_address(host)
+    if address is not None:
+        found: list[Address] = [address]
+    else:
+        try:
+            async with asyncio.timeout(timeout):
+                infos = await asyncio.get_running_loop().getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM
+                )
+        except TimeoutError:
+            return f"{host} did not resolve within {timeout:g}s"
+        except OSError as exc:
+            return f"{host} does not resolve: {why_text(exc)}"
+        found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
+    refusals = [address_refusal(a, port, agent, private_ok=private_ok, shown=url) for a in found]
+    chosen = next((a for a, refused in zip(found, refusals) if refused is None), None)
+    if chosen is None:
+        return next((r for r in refusals if r), f"{host} resolves to no address")
+    netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
+    extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
+    return (
+        urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
+        {"host": parts.netloc},
+        extensions,
+    )
 
 
 class PushNotifier:
@@ -479,47 +520,6 @@ class PushNotifier:
             else:
                 self.failed += 1
 
-    async def _pinned(self, url: str) -> tuple[str, dict[str, str], dict[str, Any]] | str:
-        """Where to connect for ``url``: the URL with its host replaced by the address it resolves
-        to now (checked: see ``address_refusal``), the ``Host`` header, and the TLS server name; or
-        why not (a string)."""
-        why = webhook_refusal(url, self._bound(), private_ok=self.private_ok)
-        if (
-            why is not None
-        ):  # checked again at each delivery: the agent's own address is known only once bound
-            return why
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        address = host_address(host)
-        if address is not None:
-            found: list[Address] = [address]
-        else:
-            try:
-                async with asyncio.timeout(self.timeout):
-                    infos = await asyncio.get_running_loop().getaddrinfo(
-                        host, port, type=socket.SOCK_STREAM
-                    )
-            except TimeoutError:
-                return f"{host} did not resolve within {self.timeout:g}s"
-            except OSError as exc:
-                return f"{host} does not resolve: {why_text(exc)}"
-            found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
-        refusals = [
-            address_refusal(a, port, self._bound(), private_ok=self.private_ok, shown=url)
-            for a in found
-        ]
-        chosen = next((a for a, refused in zip(found, refusals) if refused is None), None)
-        if chosen is None:
-            return next((r for r in refusals if r), f"{host} resolves to no address")
-        netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
-        extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
-        return (
-            urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
-            {"host": parts.netloc},
-            extensions,
-        )
-
     async def _post(self, sender: _Sender, body: bytes) -> bool:
         """One notification, retried after ``retry_delays``; True once the webhook took it. Called
         holding a slot of the destination; gives it up while it waits to retry, and at the end."""
@@ -553,9 +553,11 @@ class PushNotifier:
                 )
             )
         headers = config.headers()
-        pinned = await self._pinned(config.url)
-        if isinstance(pinned, str):
-            log.warning("push %s for task %s not sent: %s", config.id, config.task_id, pinned)
+        where = await pinned(
+            config.url, self._bound(), private_ok=self.private_ok, timeout=self.timeout
+        )
+        if isinstance(where, str):
+            log.warning("push %s for task %s not sent: %s", config.id, config.task_id, where)
             if self.traffic is not None:
                 self.traffic.record(
                     direction="out",
@@ -566,13 +568,13 @@ class PushNotifier:
                     request_headers=headers,
                     request_body=body,
                     rpc_method="push",
-                    error=f"refused: {pinned}",
+                    error=f"refused: {where}",
                     task_id=config.task_id,
                     server=self.server,
                     peer=config.url,
                 )
             return False
-        target, host_header, extensions = pinned
+        target, host_header, extensions = where
         started = time.perf_counter()
         status, answer, error = None, b"", None
         sending = _Once(body)

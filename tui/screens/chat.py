@@ -415,7 +415,7 @@ class ChatScreen(ModeScreen):
             log.append(f" {text}\n")
             for part in turn.parts:  # what was sent besides the text
                 if part.kind != "text":
-                    log.append(f"       + {_describe(part)}\n", "grey62")
+                    log.append(f"       + {part.label}\n", "grey62")
             task_id = turn.task_id if turn.role == "agent" else None
             pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []
             if pushes:
@@ -428,7 +428,7 @@ class ChatScreen(ModeScreen):
             if task is not None:  # what came back besides the text
                 others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
                 for part in others[:20]:
-                    log.append(f"       + {_describe(part)}\n", "magenta")
+                    log.append(f"       + {part.label}\n", "magenta")
                 if others:
                     log.append(
                         f"       ({len(others)} file/data part(s); ctrl+s saves the artifacts)\n",
@@ -436,9 +436,7 @@ class ChatScreen(ModeScreen):
                     )
         if self.chat.attachments:
             log.append(
-                "next message carries: "
-                + ", ".join(_describe(p) for p in self.chat.attachments)
-                + "\n",
+                "next message carries: " + ", ".join(p.label for p in self.chat.attachments) + "\n",
                 "bold magenta",
             )
         self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
@@ -496,21 +494,6 @@ class ChatScreen(ModeScreen):
 
 
 _PLACEHOLDER = "message (enter sends; alt+1-6 or esc then 1-6: modes)"
-
-
-def _describe(part: Part) -> str:
-    """A file or data part in one short line: name, media type and size, or the data's JSON."""
-    if part.kind == "data":
-        text = json.dumps(part.data, ensure_ascii=False)
-        return "data " + (text if len(text) <= 80 else text[:79] + "…")
-    if part.raw is not None:
-        size = len(part.raw) * 3 // 4 - part.raw[-2:].count("=")
-        return f"file {part.filename or '(no name)'} ({part.media_type or '?'}, {_size(size)})"
-    return f"file {part.filename or '(no name)'} linked at {part.url}"
-
-
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
 def _label(peer: Any, url: str) -> str:
