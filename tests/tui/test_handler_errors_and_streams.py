@@ -495,15 +495,14 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
         await pilot.press("escape")
         for _ in range(2):  # chat, left and visited again: the message box has the keys
             await pilot.press("4")
-            await pilot.pause(0.1)
+            await until(pilot, lambda: app.current_mode == "chat")  # a loaded machine is slow
             box = app.screen.query_one("#chat-input", Input)
             assert app.focused is box
             box.value = ""
             await pilot.press("a", "c", "1", "2")
             assert box.value == "ac12" and app.current_mode == "chat"
             await pilot.press("escape", "1")
-            await pilot.pause(0.1)
-            assert app.current_mode == "servers"
+            await until(pilot, lambda: app.current_mode == "servers")
         await pilot.press("6")
         await pilot.pause(0.1)
         app.screen.query_one("#mcp-url", Input).focus()
