@@ -1,6 +1,6 @@
-"""The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), no import
-circle anywhere (an import inside a function or under TYPE_CHECKING counts), the type checker and
-the linter and formatter (ruff), clean."""
+"""The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), every module
+in a layer of them, no import circle anywhere (an import inside a function or under TYPE_CHECKING
+counts), the type checker and the linter and formatter (ruff), clean."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
+ROOTS = ("toolnexus", "tui", "notebook_ext")
 HOOK = (
     "toolnexus",
     "notebook_ext",
@@ -26,15 +28,55 @@ def _tool(name: str) -> str:
 
 
 def test_the_import_contracts_are_kept():
-    run = subprocess.run(
-        [_tool("lint-imports"), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
-        cwd=ROOT,
+    run = _lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_tool("lint-imports"), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,  # the packages are imported from here, ahead of the installed ones
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "0 broken" in run.stdout
+
+
+def _packages(root: Path) -> list[str]:
+    return sorted(
+        ".".join(init.parent.relative_to(root).parts)
+        for name in ROOTS
+        for init in (root / name).rglob("__init__.py")
+    )
+
+
+def test_every_package_lays_out_its_modules():
+    """Each package of the library and the front ends is the container of an exhaustive layers
+    contract, so a module anywhere is in a layer or the contracts break (the next test)."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+    laid_out = {
+        container
+        for contract in contracts
+        if contract["type"] == "layers" and contract.get("exhaustive")
+        for container in contract.get("containers", ())
+    }
+    assert [package for package in _packages(ROOT) if package not in laid_out] == []
+
+
+def test_a_module_in_no_layer_breaks_the_contracts(tmp_path: Path):
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for name in ROOTS:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    stray = ["toolnexus/stray.py", "toolnexus/serve/stray.py", "tui/screens/stray.py"]
+    for path in stray:
+        (tmp_path / path).write_text('"""A module nobody placed."""\n')
+    run = _lint_imports(tmp_path)
+    assert run.returncode != 0
+    for path in stray:
+        assert f"- {path.removesuffix('.py').replace('/', '.')}\n" in run.stdout, run.stdout[-3000:]
 
 
 def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
