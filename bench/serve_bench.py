@@ -503,7 +503,7 @@ async def _paired_cost(
     ]
     for i, (op, c) in enumerate(plan):
         off, on = runs[kinds[0]][i], runs[kinds[1]][i]
-        ratios = sorted(b["rate"] / a["rate"] for a, b in zip(off, on))
+        ratios = sorted(b["rate"] / a["rate"] for a, b in zip(off, on, strict=True))
         rate = {k: statistics.median(m["rate"] for m in runs[k][i]) for k in kinds}
         cpu = {k: statistics.median(m["cpu_us_per_op"] for m in runs[k][i]) for k in kinds}
         lines.append(

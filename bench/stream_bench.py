@@ -392,7 +392,7 @@ class Caller(asyncio.Protocol):
         )
         try:
             await asyncio.wait_for(asyncio.shield(self.done), STREAM_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._fail("timed out")
             self.transport.close()
         if not out.failed and (out.words != self.expect or not self.completed):
@@ -652,7 +652,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     relays = {r: _start(r, stub_url, relay_cores) for r in args.relays}
     runs: list[dict[str, Any]] = []
     try:
-        for relay, (proc, url) in relays.items():  # warm: imports, pools, first tasks
+        for _proc, url in relays.values():  # warm: imports, pools, first tasks
             await _streams(url, 8, 1.0)
         for rep in range(args.repeat):
             print(f"repetition {rep + 1}: load average {_load()}", file=sys.stderr, flush=True)
@@ -765,7 +765,7 @@ def _instructions(args: argparse.Namespace) -> list[dict[str, Any]]:
 
                         def control(*what: str) -> None:
                             subprocess.run(
-                                ["callgrind_control", *what, str(proc.pid)],
+                                ["callgrind_control", *what, str(proc.pid)],  # noqa: B023  # called in this iteration
                                 check=True,
                                 capture_output=True,
                                 timeout=300,
@@ -867,7 +867,7 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
         if got["ours"] and got["before"]:
             pairs = sorted(
                 a["cpu_us_per_word"] / b["cpu_us_per_word"]
-                for a, b in zip(got["ours"], got["before"])
+                for a, b in zip(got["ours"], got["before"], strict=True)
             )
             lines.append(
                 f"N={n}: ours/before CPU per word, paired: median {statistics.median(pairs):.2f} "

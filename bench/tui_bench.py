@@ -50,8 +50,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -263,7 +264,7 @@ async def keys(
         for n in range(presses):
             before = table.cursor_row
             pressed = _press(app, "down" if n % 2 else "up")
-            ms = await frames.until_shown(pressed, lambda: table.cursor_row != before)
+            ms = await frames.until_shown(pressed, lambda: table.cursor_row != before)  # noqa: B023  # awaited here
             timed.setdefault("up/down in Tasks", []).append(ms)
             used.setdefault("up/down in Tasks", []).append(frames.cpu)
             await asyncio.sleep(max(0.0, burst_seconds / presses - (time.perf_counter() - pressed)))

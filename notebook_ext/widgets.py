@@ -15,10 +15,11 @@ import html
 import io
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import ipywidgets as w
 import traitlets

@@ -192,7 +192,9 @@ async def arun_cli(
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            raise AssertionError(f"toolnexus {' '.join(args)} still ran after {timeout}s (killed)")
+            raise AssertionError(
+                f"toolnexus {' '.join(args)} still ran after {timeout}s (killed)"
+            ) from None
         return proc.returncode or 0, out.decode(), err.decode()
 
 

@@ -91,7 +91,7 @@ def feature_counts(text: str) -> str:
         tally = sections.setdefault(
             section, [{"yes": 0, "partly": 0, "no": 0} for _ in FEATURE_COLUMNS]
         )
-        for column, cell in zip(tally, cells[2:]):
+        for column, cell in zip(tally, cells[2:], strict=False):
             verdict = re.match(r"(yes|partly|no|—)(?!\w)", cell)
             assert verdict, f"a cell says neither yes, partly, no nor —: {line}"
             if verdict.group(1) != "—":

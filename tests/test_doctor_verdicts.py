@@ -147,7 +147,7 @@ async def test_each_verdict_is_what_the_client_does(name):
             "JS SDK 1.x": official_js(url),
             "toolnexus": ours(url),
         }
-        outcomes = dict(zip(lines, await asyncio.gather(*lines.values())))
+        outcomes = dict(zip(lines, await asyncio.gather(*lines.values()), strict=True))
     for line, failure in outcomes.items():
         severity, message = said[line]
         assert (severity == "ok") == (failure == ""), (

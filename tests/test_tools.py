@@ -27,7 +27,7 @@ def test_sanitize_replaces_everything_outside_the_safe_set():
         (int, {"type": "integer"}),
         (float, {"type": "number"}),
         (bool, {"type": "boolean"}),
-        (Optional[int], {"type": ["integer", "null"]}),
+        (Optional[int], {"type": ["integer", "null"]}),  # noqa: UP045  # the older spelling
         (int | None, {"type": ["integer", "null"]}),
         (Literal["c", "f"], {"enum": ["c", "f"], "type": "string"}),
         (Literal[1, 2], {"enum": [1, 2], "type": "integer"}),
@@ -106,8 +106,8 @@ def test_enums_dataclasses_and_typeddicts():
         "additionalProperties": False,
     }
     assert "required" not in schema_for(PartialMovie)
-    assert schema_for(Optional[Point])["type"] == ["object", "null"]
-    assert schema_for(Optional[Color]) == {
+    assert schema_for(Optional[Point])["type"] == ["object", "null"]  # noqa: UP045  # the older spelling
+    assert schema_for(Optional[Color]) == {  # noqa: UP045  # the older spelling
         "anyOf": [{"enum": ["red", "blue"], "type": "string"}, {"type": "null"}]
     }
 

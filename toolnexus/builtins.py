@@ -168,7 +168,7 @@ async def _run(tool: str, seconds: float, work: Callable[[_Budget], T]) -> T:
     future = asyncio.ensure_future(asyncio.to_thread(work, budget))
     try:
         return await asyncio.wait_for(asyncio.shield(future), seconds + 1.0)
-    except asyncio.TimeoutError:  # the thread is stuck in one step (a slow disk): stop waiting
+    except TimeoutError:  # the thread is stuck in one step (a slow disk): stop waiting
         raise OverTime(f"{tool}: stopped after its time limit of {seconds:g}s") from None
     finally:
         budget.stopped.set()
@@ -508,7 +508,7 @@ class _Root:
             )
             try:
                 out, _ = await asyncio.wait_for(proc.communicate(), limit)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 _kill(proc)
                 await proc.wait()
                 return ToolResult.error(f"bash: command timed out after {limit:g}s", exit_code=None)

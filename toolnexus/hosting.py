@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 from .events import EventBus, ServerEvent

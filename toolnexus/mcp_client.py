@@ -328,7 +328,7 @@ async def _ended(owner: asyncio.Task[None] | None) -> None:
     if owner is not None and not owner.done():
         try:
             await asyncio.wait_for(asyncio.shield(owner), 5)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
 

@@ -315,7 +315,7 @@ class Tool:
             return ToolResult.error(f"{self.name}: canceled")
         try:
             value = await _bounded(self._handler(dict(args), ctx), ctx)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return ToolResult.error(f"{self.name}: timed out after {ctx.timeout:g}s")
         except _Canceled:
             return ToolResult.error(f"{self.name}: canceled")
@@ -439,7 +439,7 @@ async def _bounded(coro: Awaitable[Any], ctx: ToolContext) -> Any:
             return work.result()
         if stop in done:
             raise _Canceled()
-        raise asyncio.TimeoutError()
+        raise TimeoutError()
     finally:
         for fut in (work, stop):
             if not fut.done():
@@ -744,7 +744,7 @@ class _FunctionSpec:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)
+            getattr(fn, "__call__", None)  # noqa: B004  # an object's __call__: async?
         )
         doc = inspect.getdoc(fn) or ""
         self.description = _summary(doc)
@@ -842,7 +842,11 @@ def _coerce(value: Any, hint: Any) -> Any:
         if origin is tuple:
             if len(args) == 2 and args[1] is Ellipsis:
                 return tuple(_coerce(v, args[0]) for v in value)
-            return tuple(_coerce(v, a) for v, a in zip(value, args)) if args else tuple(value)
+            return (
+                tuple(_coerce(v, a) for v, a in zip(value, args, strict=False))
+                if args
+                else tuple(value)
+            )
         item = args[0] if args else Any
         items = [_coerce(v, item) for v in value]
         if hint in (set, frozenset) or origin in (set, frozenset):

@@ -17,7 +17,7 @@ import functools
 import re
 import time
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from . import _json
@@ -465,7 +465,7 @@ class _Inbound(TrafficEvent):
 
     @_cached
     def time(self) -> str:  # type: ignore[override]  # decoded from the raw record on first read, over the event's field
-        return iso_utc(datetime.fromtimestamp(self._wall, timezone.utc))
+        return iso_utc(datetime.fromtimestamp(self._wall, UTC))
 
     def _decoded(self) -> tuple[Any, tuple[str, dict[str, str]] | None]:
         """The request body decoded, and the HTTP+JSON operation and path fields when it is one:

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -185,7 +185,7 @@ class ToolnexusApp(App[None]):
         )  # the servers never wait for the screen
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
-        self.now = now or (lambda: datetime.now(timezone.utc))
+        self.now = now or (lambda: datetime.now(UTC))
         self.export_dir = Path(export_dir) if export_dir else default_export_dir()
         self.last_copy: tuple[str, str] | None = None
         """What was copied last, and what it was (``"curl command"``): for "Save the last copy to a file"."""

@@ -227,7 +227,7 @@ def _closed_by_peer(s: socket.socket) -> bool:
         return s.recv(1024) == b""
     except ConnectionResetError:
         return True
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
 
 

@@ -565,7 +565,7 @@ async def test_behind_nginx_forwarded_headers_change_neither_who_calls_nor_the_a
             hers = await alice.send("hello from alice", blocking=True)
         async with tn.A2AClient(lb, headers=bob_says) as bob:
             assert not bob.warnings  # the card sent no call elsewhere
-            for tries in range(3):  # whichever host each lands on
+            for _ in range(3):  # whichever host each lands on
                 with pytest.raises(TaskNotFoundError):
                     await bob.get(hers.id)
                 with pytest.raises(TaskNotFoundError):

@@ -146,7 +146,7 @@ async def test_the_bus_keeps_a_history_bounded_in_bytes_as_well_as_in_count():
             traffic = [e for e in kept if isinstance(e, tn.TrafficEvent)]
             assert traffic and all(e.size > 100_000 for e in traffic)
             assert traffic[-1].request_body.startswith('{"jsonrpc"')  # the newest are the ones kept
-            for i in range(1100):  # small ones: bounded by count
+            for _ in range(1100):  # small ones: bounded by count
                 assert (await http.get(handle.card_url)).status_code == 200
             await asyncio.sleep(0.1)
             assert len(bus.history()) == 1000 and sum(map(size_of, bus.history())) <= 2_000_000

@@ -121,7 +121,11 @@ async def test_a_collector_down_slow_or_answering_garbage_never_holds_the_agent(
         "junk": _junk,
     }
     outcomes = dict(
-        zip(behaviours, await asyncio.gather(*(_serve_against(b) for b in behaviours.values())))
+        zip(
+            behaviours,
+            await asyncio.gather(*(_serve_against(b) for b in behaviours.values())),
+            strict=True,
+        )
     )
     held = {  # MiB grown: what 20 tasks cost, and nothing of any answer
         name: outcome

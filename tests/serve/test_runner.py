@@ -7,6 +7,7 @@ import gc
 import os
 import socket
 import threading
+from datetime import UTC
 
 import httpx
 import pytest
@@ -152,14 +153,14 @@ def test_serving_gc_sets_start_up_aside_and_collects_the_young_less_often():
 
 def test_now_iso_is_the_one_timestamp_form_and_follows_the_clock():
     import time
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from toolnexus.protocol.model import iso_utc, now_iso
 
     for _ in range(3):
-        before = iso_utc(datetime.now(timezone.utc))
+        before = iso_utc(datetime.now(UTC))
         stamp = now_iso()
-        after = iso_utc(datetime.now(timezone.utc))
+        after = iso_utc(datetime.now(UTC))
         assert before <= stamp <= after and len(stamp) == len(before) and stamp.endswith("Z")
         time.sleep(0.4)  # across a second boundary at least once
 

@@ -400,7 +400,7 @@ async def test_the_memory_store_drops_finished_tasks_past_max_age():
     fresh.status = TaskStatus(
         TaskState.COMPLETED,
         None,
-        datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"),
+        datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z"),
     )
     await store.save(fresh)
     assert [t.id for t in (await store.list()).tasks] == ["task-2"]

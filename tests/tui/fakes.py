@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from toolnexus.events import TaskEvent, ToolCallEvent
@@ -12,7 +12,7 @@ from toolnexus.llm import RunResult, Usage
 from toolnexus.protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from toolnexus.skills import SkillDef
 
-NOW = datetime(2026, 11, 30, 10, 0, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 10, 0, 30, tzinfo=UTC)
 
 
 async def _nothing() -> None:

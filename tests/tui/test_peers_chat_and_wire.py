@@ -177,7 +177,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "echo: what is 6*7")):
             app.chat_peer = url
             app.screen.on_screen_resume()
-            await until(pilot, lambda: app.conversation.peer == url)
+            await until(pilot, lambda: app.conversation.peer == url)  # noqa: B023  # awaited here
             reply = await chat(app, pilot, "hi sdk" if url == sdk_url else "what is 6*7")
             assert reply.text == expect, reply
 

@@ -526,7 +526,7 @@ def _pair_ids(recorded: Any, live: Any, ids: dict[str, str]) -> None:
             if k in live:
                 _pair_ids(v, live[k], ids)
     elif isinstance(recorded, list) and isinstance(live, list):
-        for a, b in zip(recorded, live):
+        for a, b in zip(recorded, live, strict=False):
             _pair_ids(a, b, ids)
     elif (
         isinstance(recorded, str)
@@ -672,7 +672,7 @@ async def diff(
                     Difference(x.seq, op, "status", "", str(x.status), str(status))
                 )
                 continue
-            for a, b in zip(recorded_values, live_values):
+            for a, b in zip(recorded_values, live_values, strict=False):
                 _pair_ids(a, b, ids)
             shapes: list[tuple[str, str, str]] = []
             if streamed != x.streamed:

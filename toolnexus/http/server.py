@@ -162,7 +162,7 @@ class _Uvicorn(uvicorn.Server):
         while not await self.on_tick(0):  # tick 0 refreshes the Date header
             try:
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 

@@ -10,6 +10,7 @@ What a run is made of and returns (turns, calls, usage, :class:`RunResult`) is :
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -270,7 +271,7 @@ class Client:
                         result.unsaved_conversation = (conversation, messages)
                     else:  # a database restarting: kept once it is back
                         await when_available(
-                            lambda: self.store.save(conversation, messages),
+                            functools.partial(self.store.save, conversation, messages),
                             f"conversation {conversation}",
                         )
                 return result

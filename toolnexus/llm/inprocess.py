@@ -60,9 +60,9 @@ class InProcessStyle(OpenAIShapes):
             fn = self.generate
             if (
                 inspect.iscoroutinefunction(fn)
-                or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+                or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004  # an object's __call__: async?
                 or inspect.isasyncgenfunction(fn)
-                or inspect.isasyncgenfunction(getattr(fn, "__call__", None))
+                or inspect.isasyncgenfunction(getattr(fn, "__call__", None))  # noqa: B004  # as above
             ):
                 out = fn(request)
             else:

@@ -302,7 +302,7 @@ def json_names(value: Any) -> Any:
     """
     if is_array(value):
         items = [json_names(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if not is_object(value):
         return value
     out: dict[str, Any] = {}

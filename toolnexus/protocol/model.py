@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..display import badge, e, plural, to_dataframe
@@ -98,7 +98,7 @@ def is_legal(before: TaskState | None, after: TaskState) -> bool:
 def iso_utc(moment: datetime) -> str:
     """An aware time in UTC, as every toolnexus timestamp is written: ``2026-11-30T08:13:48.403420Z``
     (one form, so that stored timestamps compare as strings)."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 _second: tuple[int, str] = (-1, "")  # the last whole second written, and its text

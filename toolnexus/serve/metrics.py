@@ -356,7 +356,9 @@ def _add(series: dict[tuple[str, ...], Any], rows: list[Any]) -> None:
         have = series.get(key)
         if isinstance(value, list):
             entry = [float(v) for v in value]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]  # JSON read back
-            series[key] = entry if have is None else [a + b for a, b in zip(have, entry)]
+            series[key] = (
+                entry if have is None else [a + b for a, b in zip(have, entry, strict=False)]
+            )
         else:
             series[key] = (have or 0) + value
 
@@ -422,7 +424,7 @@ class _Collector:
                 for key, entry in series.items():
                     cumulative: list[tuple[str, float]] = []
                     running = 0
-                    for bound, count in zip([*map(str, buckets), "+Inf"], entry[:-2]):
+                    for bound, count in zip([*map(str, buckets), "+Inf"], entry[:-2], strict=False):
                         running += count
                         cumulative.append((bound, running))
                     family.add_metric([server, *map(str, key)], cumulative, sum_value=entry[-2])

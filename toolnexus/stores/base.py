@@ -118,7 +118,7 @@ class TaskStore(Protocol):
 # -- capabilities: what a store may do beyond the contract -------------------------------------
 
 
-class Durable(abc.ABC):
+class Durable(abc.ABC):  # noqa: B024  # a mark: listed among a store's bases, or register()ed
     """Its tasks outlive the process (a folder, a database). A server that starts on a durable
     store that is not :class:`Shared` fails the tasks its last run left running, "interrupted by
     restart" (``TaskRunner.recover``); on a shared one a lapsed lease does (:class:`Shared`). Its
@@ -126,7 +126,7 @@ class Durable(abc.ABC):
     answers from a dict: timing costs more than the call)."""
 
 
-class KeepsEnded(abc.ABC):
+class KeepsEnded(abc.ABC):  # noqa: B024  # a mark, as Durable
     """A task that ended stays as it ended (no retention): the runner may answer a poll of one
     that ended lately from the value it ended with, without asking the store
     (``TaskRunner._known``). A store that drops finished tasks (the memory store's ``keep_tasks``)

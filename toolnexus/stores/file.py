@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import re
@@ -51,7 +52,7 @@ class FileTaskStore(Durable, KeepsEnded):
         if not self._loaded:
             for path in sorted(self.folder.glob("*.json")):
                 task = readable(
-                    path.name, lambda: _read_file(path)
+                    path.name, functools.partial(_read_file, path)
                 )  # a damaged file must not stop the server
                 if task is not None:
                     self._cache[task.id] = task

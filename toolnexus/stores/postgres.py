@@ -133,7 +133,7 @@ async def _reachable(db: _Database) -> AsyncGenerator[Any, None]:
     asyncpg = _asyncpg()
     try:
         yield await db.pool()
-    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         # a connection failure (08), the server shutting down or restarting (57), out of connections (53)
         if isinstance(exc, asyncpg.PostgresError) and (getattr(exc, "sqlstate", None) or "")[
             :2

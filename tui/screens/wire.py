@@ -6,7 +6,7 @@ keys on a first visit, not 14,000 cells."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.text import Text
@@ -219,7 +219,7 @@ class WireScreen(ModeScreen):
                 "green" if ev.status and ev.status < 400 else "red",
             )
         who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
-        began = datetime.fromtimestamp(self._started(ev), timezone.utc).strftime("%H:%M:%S.%f")[:12]
+        began = datetime.fromtimestamp(self._started(ev), UTC).strftime("%H:%M:%S.%f")[:12]
         return [
             began,
             "→" if ev.direction == "out" else "←",

@@ -257,7 +257,7 @@ class RowTable(ScrollView, can_focus=True):
         console = self.app.console
         pad = " " * self._padding
         out: list[Segment] = []
-        for (_, _, width), cell in zip(self._columns, cells):
+        for (_, _, width), cell in zip(self._columns, cells, strict=False):
             text = safe(cell if isinstance(cell, Text) else Text(str(cell)), CELL_CAP)
             text.truncate(width, overflow="ellipsis", pad=True)
             text.no_wrap = True
