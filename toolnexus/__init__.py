@@ -57,7 +57,7 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ip: object) -> None:
     """``%load_ext toolnexus``: the notebook extension (``notebook_ext``), imported only when loaded."""
-    from notebook_ext import load_ipython_extension as load
+    from notebook_ext import load_ipython_extension as load  # noqa: PLC0415  # the %load_ext hook: the notebook's, when a notebook loads it
 
     load(ip)
 

@@ -107,7 +107,7 @@ def badge(state: str) -> str:
 def to_dataframe(rows: list[dict[str, Any]]) -> Any:
     """A pandas DataFrame of ``rows`` (pandas is optional: a clear error when it is missing)."""
     try:
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415  # optional extra: pandas (notebook)
     except ImportError:
         raise MissingExtra(
             "to_dataframe() needs pandas: pip install 'toolnexus[notebook]' (or pandas)"

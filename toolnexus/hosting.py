@@ -16,8 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from .builtins import COMMAND_TOOLS
+from .errors import ConfigError, InvalidParamsError
 from .events import EventBus, ServerEvent
+from .http.server import LoopThread, http_url
+from .llm import create_client, demo_client
+from .protocol.model import Message, Part
+from .serve.config import A2AConfig, Auth, MCPServeConfig
+from .toolkit import create_toolkit
 
 __all__ = [
     "ServerSpec",
@@ -53,7 +59,6 @@ def build_client(
     Raises:
         ConfigError: the model spelling is wrong, or the key's environment variable is not set.
     """
-    from .llm import create_client, demo_client
 
     if model == "demo":
         return demo_client()
@@ -121,7 +126,6 @@ def demo_spec(name: str = "demo-desk") -> ServerSpec:
 def prepare(spec: ServerSpec) -> tuple[Any, Any]:
     """Check what a spec can be checked for before anything starts (profiles, skills folders, model,
     environment variables) and build its model client and auth. Raises ConfigError naming the problem."""
-    from .serve.config import Auth
 
     if not spec.a2a and not spec.mcp:
         raise ConfigError("choose at least one profile: A2A or MCP")
@@ -140,7 +144,6 @@ def prepare(spec: ServerSpec) -> tuple[Any, Any]:
 
 def profiles(spec: ServerSpec, toolkit: Any, auth: Any) -> tuple[Any, Any]:
     """The A2A and MCP configs a spec serves (the toolkit config's a2a block under the spec's name)."""
-    from .serve.config import A2AConfig, MCPServeConfig
 
     a2a = None
     if spec.a2a:
@@ -176,8 +179,6 @@ class HostedServer:
         if self.handle is not None:
             return self.handle.url
         if self.state == "starting" and self.spec.port:
-            from .http.server import http_url
-
             return http_url(self.spec.host, self.spec.port)
         return ""
 
@@ -196,8 +197,6 @@ class HostedServer:
             and self.handle is not None
             and self.handle.mcp is not None
         ):
-            from .builtins import COMMAND_TOOLS
-
             exposed = [
                 t.name
                 for t in self.handle.mcp.tools
@@ -244,8 +243,6 @@ class Workspace:
         if not self.thread:
             return await coro
         if self._loop_thread is None:
-            from .http.server import LoopThread
-
             self._loop_thread = LoopThread(name="toolnexus-servers")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop_thread.loop)
         return await asyncio.wrap_future(future)
@@ -284,9 +281,6 @@ class Workspace:
         return server
 
     async def _serve(self, server: HostedServer, sock: Any = None) -> None:
-        from .toolkit import (
-            create_toolkit,  # at first use: the toolkit and serving stack load in a second
-        )
 
         spec = server.spec
         client, auth = prepare(spec)
@@ -375,8 +369,6 @@ class Workspace:
 
     async def answer(self, server: str, task_id: str, text: str) -> Any:
         """Answer a hosted task waiting for input; the same task resumes."""
-        from .errors import InvalidParamsError
-        from .protocol.model import Message, Part
 
         runner = self._runner(server)
 

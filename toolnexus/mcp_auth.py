@@ -99,9 +99,9 @@ class OAuthFlow:
 
     async def provider(self, server_url: str) -> Any:
         """The SDK's ``httpx2.Auth`` for ``server_url``, with the loopback redirect listening."""
-        from mcp.client.auth import OAuthClientProvider
-        from mcp.shared.auth import OAuthClientMetadata
-        from pydantic import AnyUrl
+        from mcp.client.auth import OAuthClientProvider  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        from mcp.shared.auth import OAuthClientMetadata  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        from pydantic import AnyUrl  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         redirect = await self._listen()
         metadata = OAuthClientMetadata(
@@ -157,7 +157,7 @@ class OAuthFlow:
         await self.authorize(url)
 
     async def _callback(self) -> Any:
-        from mcp.shared.auth import AuthorizationCodeResult
+        from mcp.shared.auth import AuthorizationCodeResult  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         code = self._code
         assert code is not None, "the redirect comes after the sign-in address"

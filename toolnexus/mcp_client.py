@@ -41,8 +41,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
+import anyio
+
 from .display import printable
 from .errors import ConfigError, PeerError
+from .mcp_auth import OAuthFlow
 from .secrets import expand_env
 from .tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
 from .traffic import TrafficRecorder, recording_transport
@@ -187,13 +190,13 @@ class MCPConnection:
         return f"MCPConnection({self.spec.name!r}, status={self.status!r})"
 
     def _target(self) -> Any:
-        from mcp import StdioServerParameters
+        from mcp import StdioServerParameters  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         if self.spec.url:
             if not self.spec.headers:
                 return self.spec.url
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
+            import httpx2  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+            from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
             self._http = httpx2.AsyncClient(headers=self.spec.headers, timeout=self.spec.timeout)
             return streamable_http_client(self.spec.url, http_client=self._http)
@@ -219,7 +222,7 @@ class MCPConnection:
         return self.tools
 
     async def _own(self) -> None:
-        from mcp import Client
+        from mcp import Client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         try:
             async with Client(self._target(), read_timeout_seconds=self.spec.timeout) as client:
@@ -349,8 +352,8 @@ def _progress_from(progress: ProgressFn | None) -> Any:
 
 
 def _closed(exc: BaseException) -> bool:
-    import mcp_types
-    from mcp.shared.exceptions import MCPError
+    import mcp_types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     if isinstance(exc, MCPError):
         return getattr(exc, "code", None) == mcp_types.CONNECTION_CLOSED
@@ -451,7 +454,7 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
     """One line for why an MCP exchange failed: an HTTP error status on the wire (with its
     meaning), else the first leaf of an exception group (anyio wraps everything in one), with its
     type and text; a JSON-RPC error as its code and message."""
-    from mcp.shared.exceptions import MCPError
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -819,7 +822,6 @@ class MCPSession:
         authorize: Any = None,
         mode: str = "auto",
     ) -> None:
-        from .mcp_auth import OAuthFlow
 
         if not isinstance(target, str) and (not target or not target[0]):
             raise ConfigError("an MCP stdio server needs a command")
@@ -862,7 +864,7 @@ class MCPSession:
     @property
     def modern(self) -> bool:
         """The 2026-07-28 era (a per-request envelope, no handshake), else the handshake era."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
@@ -1054,7 +1056,7 @@ class MCPSession:
         """2026-07-28: keep a ``subscriptions/listen`` stream open for every change and the
         resources subscribed to (its events reach :meth:`_heard` like notifications); ``acked``
         is done once the server acknowledged it (or refused)."""
-        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         client = self._client
         try:
@@ -1103,7 +1105,7 @@ class MCPSession:
 
     # -- what the server asks -----------------------------------------------------------------------
     async def _elicited(self, context: Any, params: Any) -> Any:
-        import mcp_types as types
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         url = getattr(params, "url", None)
         schema = dict(getattr(params, "requested_schema", None) or {})
@@ -1132,7 +1134,7 @@ class MCPSession:
         )
 
     async def _sampled(self, context: Any, params: Any) -> Any:
-        import mcp_types as types
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         request = Sampling(
             [(m.role, printable(_sampled_text(m.content), 20000)) for m in params.messages],
@@ -1172,10 +1174,10 @@ class MCPSession:
         )
 
     async def _listed_roots(self, context: Any) -> Any:
-        import mcp_types as types
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         self._tell("request", "roots/list", f"asks for the roots: {len(self.roots)} given")
-        from pydantic import FileUrl
+        from pydantic import FileUrl  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
         return types.ListRootsResult(roots=[types.Root(uri=FileUrl(u)) for u in self.roots])
 
@@ -1450,9 +1452,9 @@ async def _open(
     is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
     ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
     ``options``: the ``Client``'s own."""
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+    import httpx2  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp import Client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     if not isinstance(target, str):
         if not target or not target[0]:
@@ -1512,8 +1514,8 @@ async def _tapped_stdio(
 ) -> AsyncGenerator[Any, None]:
     """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
     its response as one exchange (method ``STDIO``), a notification on its own."""
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import StdioServerParameters  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     where = _where(argv)
     pending: dict[Any, tuple[float, str, str | None]] = {}
@@ -1605,7 +1607,6 @@ class _Tap:
         return self
 
     async def __anext__(self) -> Any:
-        import anyio
 
         try:
             return await self.receive()

@@ -130,13 +130,13 @@ class Toolkit:
         ``on_task``, ``on_text``, ``mcp``, ``on_call``, ``events`` (see
         :func:`toolnexus.serve.app.serve`).
         """
-        from .serve.app import ServeCall, serve
+        from .serve.app import ServeCall, serve  # noqa: PLC0415  # start-up: the serving stack, loaded when served
 
         return ServeCall(serve(self, addr, **options))
 
     def serve_in_thread(self, addr: str | int | None = "127.0.0.1:0", **options: Any) -> Any:
         """Like :meth:`serve`, on its own event loop in a daemon thread, for code with no running loop."""
-        from .serve.app import serve_in_thread
+        from .serve.app import serve_in_thread  # noqa: PLC0415  # start-up: the serving stack, loaded when served
 
         return serve_in_thread(self, addr, **options)
 
@@ -144,7 +144,7 @@ class Toolkit:
         """Serve this toolkit's tools as MCP over stdio until the client closes stdin (desktop MCP
         hosts start a server this way); ``mcp``: the ``mcpServer`` block, else the config's. Options:
         ``on_call``, ``events`` (see :func:`toolnexus.serve.mcp.serve_stdio`)."""
-        from .serve.mcp import serve_stdio  # the MCP SDK's server: imported when first used
+        from .serve.mcp import serve_stdio  # noqa: PLC0415  # start-up: the MCP SDK's server
 
         await serve_stdio(self, mcp, **options)
 

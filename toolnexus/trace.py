@@ -95,7 +95,7 @@ def otlp_exporter() -> Any:
     if not any(os.environ.get(name) for name in OTLP_ENV):
         return None
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
     except ImportError:
         raise MissingExtra(
             "OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
@@ -132,8 +132,8 @@ class _Collector:
     ) -> Any:
         """One POST, from the exporter's thread: a ``requests.Response``, or the ``requests``
         errors the exporter knows (a timeout, a failed connection: it retries those)."""
-        import requests  # the exporter's own dependency, for the shapes it reads
-        from requests.structures import CaseInsensitiveDict
+        import requests  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
+        from requests.structures import CaseInsensitiveDict  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
 
         limit = timeout if timeout else 10.0
         post = self._post(method, url, headers or {}, data or b"", limit)
@@ -219,9 +219,9 @@ def export_spans(
     Needs ``pip install 'toolnexus[otel]'``.
     """
     try:
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import (
+        from opentelemetry.sdk.resources import Resource  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
+        from opentelemetry.sdk.trace import ReadableSpan  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
+        from opentelemetry.trace import (  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
             SpanContext,
             SpanKind,
             Status,

@@ -216,7 +216,7 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
     """An HTTP transport (for ``httpx`` or ``httpx2``) that records every exchange on ``recorder``,
     streamed responses included (recorded when their stream closes, frame by frame)."""
     if httpx_module is None:
-        import httpx2 as httpx_module
+        import httpx2 as httpx_module  # noqa: PLC0415  # start-up: httpx2, the MCP SDK's HTTP client
 
     module = httpx_module
 

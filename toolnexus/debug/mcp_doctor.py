@@ -36,6 +36,7 @@ import ipaddress
 import json
 import logging
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -276,7 +277,7 @@ _LISTS = {"tools": "tools/list", "resources": "resources/list", "prompts": "prom
 
 
 async def _capabilities(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     client, caps = session.client, session.capabilities
     listing = {
@@ -352,7 +353,7 @@ async def _capabilities(session: MCPSession, add: _Add) -> None:
 
 
 async def _subscribe(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     resources = session.capabilities.get("resources") or {}
     if not resources.get("subscribe") or session.modern:
@@ -695,7 +696,7 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 # -- errors -----------------------------------------------------------------------------------------
 async def _errors(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     client, caps = session.client, session.capabilities
     probes: list[tuple[str, str, Any, set[int]]] = []
@@ -774,7 +775,6 @@ async def _raw(
     extra: dict[str, str] | None = None,
 ) -> tuple[int, Any] | None:
     """One JSON-RPC POST as a 2025 client sends it, recorded: ``(status, JSON or None)``."""
-    import time
 
     sent = {
         "Content-Type": "application/json",
@@ -1052,7 +1052,6 @@ async def _auth_metadata(
 
 
 async def _get_json(url: str, recorder: TrafficRecorder, timeout: float) -> Any:
-    import time
 
     started = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout) as http:

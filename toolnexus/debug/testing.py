@@ -27,6 +27,9 @@ from typing import Any
 
 import pytest
 
+from ..http.server import LoopThread
+from .replay import ReplayPeer, diff
+
 __all__ = ["a2a_replay", "a2a_verify", "Verifier"]
 
 
@@ -42,8 +45,6 @@ def _path(request: pytest.FixtureRequest, cassette: str | os.PathLike[str]) -> P
 @pytest.fixture
 def a2a_replay(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``a2a_replay(cassette, match="lenient", origin=None)`` -> a started ReplayPeer."""
-    from ..http.server import LoopThread
-    from .replay import ReplayPeer
 
     thread: LoopThread | None = None
     peers: list[ReplayPeer] = []
@@ -80,7 +81,6 @@ class Verifier:
 
     async def check(self, cassette: str | os.PathLike[str], url: str, **options: Any) -> Any:
         """Replay ``cassette`` against ``url``; fail the test when an answer differs."""
-        from .replay import diff
 
         report = await diff(_path(self._request, cassette), url, **options)
         if not report.ok:

@@ -331,9 +331,9 @@ def _sharing(base: Any, share: ConnectionShare) -> type[asyncio.Protocol]:
 def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """The guarded protocol class for this timeout (made once, not per server)."""
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415  # optional extra: httptools (fast)
     except ImportError:
-        from uvicorn.protocols.http.h11_impl import H11Protocol
+        from uvicorn.protocols.http.h11_impl import H11Protocol  # noqa: PLC0415  # the fallback without the fast extra
 
         return _guarded(H11Protocol, header_timeout)
     return _guarded(
@@ -496,7 +496,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop's loop when it is installed (the ``fast`` extra), else asyncio's: what serving runs
     on, in ``toolnexus serve`` as in a thread of its own."""
     try:
-        import uvloop
+        import uvloop  # noqa: PLC0415  # optional extra: uvloop (fast)
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()

@@ -66,14 +66,14 @@ def modules(v03: bool = False) -> tuple[Any, Any, Any]:
     """``(grpc, a2a_pb2, a2a_pb2_grpc)`` (``v03``: 0.3's, from the SDK's ``a2a.compat.v0_3``), or
     a MissingExtra that says what to install."""
     try:
-        import grpc
+        import grpc  # noqa: PLC0415  # optional extra: grpc
 
         if v03:
-            from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb
-            from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as pb_grpc
+            from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb  # noqa: PLC0415  # optional extra: grpc
+            from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as pb_grpc  # noqa: PLC0415  # optional extra: grpc
         else:
-            from a2a.types import a2a_pb2 as pb
-            from a2a.types import a2a_pb2_grpc as pb_grpc
+            from a2a.types import a2a_pb2 as pb  # noqa: PLC0415  # optional extra: grpc
+            from a2a.types import a2a_pb2_grpc as pb_grpc  # noqa: PLC0415  # optional extra: grpc
     except ImportError as exc:
         raise MissingExtra(
             f"the gRPC binding needs grpcio and a2a-sdk: pip install 'toolnexus[grpc]' ({exc})"
@@ -119,7 +119,7 @@ def channel(url: str, max_message: int) -> Any:
 
 def message_type(type_name: str, v03: bool = False) -> Any:
     """The proto message class a row of the table names (``Empty`` is protobuf's own)."""
-    from google.protobuf import empty_pb2
+    from google.protobuf import empty_pb2  # noqa: PLC0415  # optional extra: grpc
 
     _, pb, _ = modules(v03)
     return empty_pb2.Empty if type_name == "Empty" else getattr(pb, type_name)
@@ -128,7 +128,7 @@ def message_type(type_name: str, v03: bool = False) -> Any:
 def to_proto(type_name: str, data: Any, v03: bool = False) -> Any:
     """A 1.0 JSON object (``v03``: 0.3's proto-JSON) as the proto message ``type_name`` (unknown
     fields are ignored)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # noqa: PLC0415  # optional extra: grpc
 
     message = message_type(type_name, v03)()
     try:
@@ -171,7 +171,7 @@ def fit(data: Any) -> tuple[Any, bool]:
 
 def to_json(message: Any) -> dict[str, Any]:
     """A proto message as its 1.0 JSON (camelCase names, defaults left out)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # noqa: PLC0415  # optional extra: grpc
 
     return json_format.MessageToDict(message)
 
@@ -253,8 +253,8 @@ def abort_args(err: RPCError, v03: bool = False) -> tuple[Any, str, tuple[tuple[
     """``(status code, message, trailing metadata)`` to end a call with ``err`` (§5.4's gRPC status
     and the A2A reason in a ``google.rpc.Status`` detail; ``v03``: the message as 0.3's SDKs
     wrote and read it, ``"TaskNotFoundError: ..."``)."""
-    from google.protobuf import any_pb2
-    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none
+    from google.protobuf import any_pb2  # noqa: PLC0415  # optional extra: grpc
+    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none  # noqa: PLC0415  # optional extra: grpc
 
     grpc, _, _ = modules()
     info = error_details_pb2.ErrorInfo(
@@ -274,7 +274,7 @@ def abort_args(err: RPCError, v03: bool = False) -> tuple[Any, str, tuple[tuple[
 def error_of(exc: Any, mask: Any = str) -> RPCError | None:
     """The RPCError a failed call carries (by its A2A reason; else by its status code), or None
     when it is not a status a peer sent (a connection that failed, a deadline)."""
-    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none
+    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]  # googleapis-common-protos has none  # noqa: PLC0415  # optional extra: grpc
 
     grpc, _, _ = modules()
     code = exc.code()

@@ -48,6 +48,7 @@ from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
 from .config import A2AConfig, Auth, MCPServeConfig
 from .files import TaskFiles
+from .grpc_server import GrpcServer
 from .lifecycle import STOPPED, TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
@@ -406,8 +407,6 @@ async def serve(
     holder["server"] = server
     grpc_server = None
     if endpoint is not None and a2a_cfg is not None and a2a_cfg.grpc is not None:
-        from .grpc_server import GrpcServer
-
         grpc_server = GrpcServer(endpoint, a2a_cfg.grpc)
         if not is_loopback(grpc_server.host) and not allow_unauthenticated:
             _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)

@@ -57,6 +57,7 @@ import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -698,7 +699,6 @@ async def serve_stdio(
     server). ``config``: the ``mcpServer`` block (name, version, the tools to expose), else the
     toolkit config's, else the defaults. ``stdin`` / ``stdout``: other streams than the process's
     (anyio text files), for embedding."""
-    from mcp.server.stdio import stdio_server
 
     if config is None:
         config = toolkit.config.get("mcpServer")

@@ -304,7 +304,7 @@ class Metrics:
     # -- the scrape --------------------------------------------------------------------------------
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format (with workers, every worker's summed)."""
-        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client import CollectorRegistry, generate_latest  # noqa: PLC0415  # optional extra: metrics
 
         registry = CollectorRegistry()
         registry.register(_Collector(self))
@@ -398,7 +398,7 @@ class _Collector:
         self.metrics = metrics
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import (
+        from prometheus_client.core import (  # noqa: PLC0415  # optional extra: metrics
             CounterMetricFamily,
             HistogramMetricFamily,
             SummaryMetricFamily,

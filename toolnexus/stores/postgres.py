@@ -147,7 +147,7 @@ async def _reachable(db: _Database) -> AsyncGenerator[Any, None]:
 
 def _asyncpg() -> Any:
     try:
-        import asyncpg
+        import asyncpg  # noqa: PLC0415  # optional extra: postgres
     except ImportError:
         raise MissingExtra(
             "the PostgreSQL store needs asyncpg: pip install 'toolnexus[postgres]'"
