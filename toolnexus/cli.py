@@ -8,19 +8,47 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
+import importlib.util
+import inspect
+import io
 import json
+import logging
 import os
+import shutil
 import signal
+import socket
 import sys
+import tempfile
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
+
+import toolnexus as tn
+
+from .debug.cassette import CassetteError
+from .debug.doctor import doctor
+from .debug.mcp_doctor import mcp_doctor
+from .debug.replay import ReplayPeer, diff
+from .debug.report import printer
 from .display import printable
 from .errors import MissingExtra
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
-from .http.server import MAX_CONNECTIONS, ConnectionShare, new_event_loop, serving_gc
+from .http.server import (
+    MAX_CONNECTIONS,
+    ConnectionShare,
+    http_url,
+    listening_socket,
+    new_event_loop,
+    serving_gc,
+)
+from .mcp_client import split_command
+from .protocol.dialects import Dialect, render_task
+from .secrets import expand_env, mask_url
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
@@ -368,10 +396,6 @@ def _toolkit_options(p: argparse.ArgumentParser) -> None:
 def _functions(specs: list[str] | None) -> list[Any]:
     """The functions ``--tools`` names: ``MODULE:NAME,NAME`` or ``path/file.py:NAME``; a module
     alone gives what its ``__all__`` lists."""
-    import importlib
-    import importlib.util
-    import inspect
-    from pathlib import Path
 
     out: list[Any] = []
     for spec in specs or []:
@@ -413,7 +437,6 @@ def _functions(specs: list[str] | None) -> list[Any]:
 async def _toolkit(args: argparse.Namespace) -> tuple[Any, bool]:
     """The toolkit the command line describes, and whether it is the demo (no toolkit option given:
     the example skills). A bad option is a usage error."""
-    import toolnexus as tn
 
     demo = not (args.config or args.skills or args.tools or args.agent)
     skills = args.skills or ([str(EXAMPLE_SKILLS)] if demo and EXAMPLE_SKILLS.is_dir() else [])
@@ -502,7 +525,6 @@ def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    import toolnexus as tn
 
     tk, demo = await _toolkit(args)
     a2a: Any = None
@@ -566,8 +588,6 @@ async def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     sock, limit = None, MAX_CONNECTIONS
     if args.worker_fd is not None:  # a worker of --workers: the supervisor's listening socket
-        import socket
-
         sock = socket.socket(fileno=args.worker_fd)
         limit = ConnectionShare(args.worker_share, args.worker_index)  # the workers' together
     try:
@@ -708,13 +728,6 @@ async def _mcp(args: argparse.Namespace) -> int:
     """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin. stdout carries
     the protocol alone; what happens is logged on stderr."""
     with _protocol_stdout() as protocol:
-        import io
-        import logging
-
-        import anyio
-
-        import toolnexus as tn
-
         logging.basicConfig(
             stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s"
         )
@@ -769,8 +782,6 @@ def _protocol_stdout() -> Iterator[int]:
 async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
-    from .http.server import http_url, listening_socket
-    from .secrets import mask_url
 
     if args.grpc:
         raise UsageError(
@@ -824,8 +835,6 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
     if args.metrics and not os.environ.get(
         MULTIPROC_ENV
     ):  # the workers' counts, summed at /metrics
-        import tempfile
-
         made = tempfile.mkdtemp(prefix="toolnexus-metrics-")
         os.environ[MULTIPROC_ENV] = made
     for index in range(args.workers):
@@ -875,8 +884,6 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
                     if proc.returncode is None:
                         proc.terminate()
         if made is not None:
-            import shutil
-
             shutil.rmtree(made, ignore_errors=True)
         _emit(args, "stopped", {"event": "stopped"})
     return EXIT_OK
@@ -925,15 +932,12 @@ def _headers(pairs: list[str]) -> dict[str, str]:
         name, sep, value = pair.partition(":")
         if not sep or not name.strip():
             raise UsageError(f"--header must be NAME:VALUE, not {pair!r}")
-        from .secrets import expand_env
 
         out[name.strip()] = expand_env(value.strip())
     return out
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from toolnexus.debug.doctor import doctor
-    from toolnexus.debug.report import printer
 
     headers = _headers(args.header)
     if args.mcp:
@@ -951,9 +955,6 @@ async def _doctor(args: argparse.Namespace) -> int:
 
 
 async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
-    from toolnexus.debug.mcp_doctor import mcp_doctor
-    from toolnexus.debug.report import printer
-    from toolnexus.mcp_client import split_command
 
     target: str | list[str] = args.url
     env = None
@@ -978,8 +979,7 @@ async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
 
 
 async def _client_doctor(args: argparse.Namespace) -> int:
-    from toolnexus.debug.client_doctor import start_client_doctor
-    from toolnexus.debug.report import printer
+    from toolnexus.debug.client_doctor import start_client_doctor  # noqa: PLC0415  # start-up: the client doctor's agent is a served toolkit
 
     show = None if args.json else printer(lambda line: say(line, flush=True))
     try:
@@ -1004,7 +1004,6 @@ async def _client_doctor(args: argparse.Namespace) -> int:
 
 
 async def _card(args: argparse.Namespace) -> int:
-    import toolnexus as tn
 
     try:
         card = await tn.fetch_card(args.url, _headers(args.header))
@@ -1040,8 +1039,6 @@ async def _card(args: argparse.Namespace) -> int:
 
 
 async def _send(args: argparse.Namespace) -> int:
-    import toolnexus as tn
-    from toolnexus.protocol.dialects import Dialect, render_task
 
     headers = _headers(args.header)
     try:
@@ -1161,8 +1158,6 @@ async def _send(args: argparse.Namespace) -> int:
 
 
 async def _replay(args: argparse.Namespace) -> int:
-    from toolnexus.debug.cassette import CassetteError
-    from toolnexus.debug.replay import ReplayPeer, diff
 
     try:
         if args.against:
