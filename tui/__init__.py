@@ -1,3 +1,5 @@
+from .app import main as run
+
 """toolnexus-tui: host servers, watch every task's lifecycle live, talk to any A2A peer.
 
 The app only subscribes to the library's bus and calls the library; it holds no protocol
@@ -8,6 +10,5 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from .app import main as run
 
     run()

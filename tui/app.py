@@ -30,6 +30,7 @@ from textual.signal import Signal
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
 from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.debug.cassette import save
 from toolnexus.display import printable
 from toolnexus.events import (
     RemoteCallEvent,
@@ -51,6 +52,7 @@ from .screens.chat import ChatScreen
 from .screens.export import ExportPrompt, default_export_dir
 from .screens.mcp import MCPScreen
 from .screens.peers import PeersScreen
+from .screens.server_form import ServerForm
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
 from .screens.wire import WireScreen
@@ -380,7 +382,6 @@ class ToolnexusApp(App[None]):
 
     def ask_save_cassette(self) -> None:
         """The wire log as a cassette (``toolnexus replay`` serves it, or diffs it against a live peer)."""
-        from toolnexus.debug.cassette import save
 
         events = list(self.book.traffic)  # the log as it is now, on the loop
         self.ask_export(
@@ -680,7 +681,6 @@ class ToolnexusApp(App[None]):
         )
 
     def _palette_new_server(self) -> None:
-        from .screens.server_form import ServerForm
 
         self.switch_mode("servers")
         self.push_screen(ServerForm(self.workspace))
@@ -729,7 +729,7 @@ def main(argv: list[str] | None = None) -> None:
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
     if args.web:
-        from .web import serve_web  # textual-serve and aiohttp: only for --web
+        from .web import serve_web  # noqa: PLC0415  # optional extra: web (textual-serve, aiohttp)
 
         app_args = _without_web(given)
         serve_web(

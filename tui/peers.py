@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from toolnexus import A2AClient
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
@@ -43,7 +45,6 @@ def config_dir() -> Path:
     override = os.environ.get("TOOLNEXUS_CONFIG_DIR")
     if override:
         return Path(override)
-    import platformdirs
 
     return Path(platformdirs.user_config_dir("toolnexus"))
 

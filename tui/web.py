@@ -42,10 +42,10 @@ def serve_web(
     """Serve ``toolnexus-tui`` with ``app_args`` in the browser until interrupted; ``announce`` is
     told the URL to open (with its token) once the socket is bound."""
     try:
-        import aiohttp_jinja2
-        import jinja2
-        from aiohttp import web
-        from textual_serve.server import Server
+        import aiohttp_jinja2  # noqa: PLC0415  # optional extra: web
+        import jinja2  # noqa: PLC0415  # optional extra: web
+        from aiohttp import web  # noqa: PLC0415  # optional extra: web
+        from textual_serve.server import Server  # noqa: PLC0415  # optional extra: web
     except ImportError:
         raise SystemExit(
             "toolnexus-tui --web needs textual-serve: pip install 'toolnexus[web]'"

@@ -3,8 +3,10 @@ there and the app says where it went, Escape cancels), a task id to attach to, .
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import platformdirs
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,12 +19,10 @@ __all__ = ["Prompt", "ExportPrompt", "default_export_dir"]
 
 def default_export_dir() -> Path:
     """``$TOOLNEXUS_EXPORT_DIR``, else the platform's user data folder for toolnexus, ``/exports``."""
-    import os
 
     override = os.environ.get("TOOLNEXUS_EXPORT_DIR")
     if override:
         return Path(override)
-    import platformdirs
 
     return Path(platformdirs.user_data_dir("toolnexus")) / "exports"
 

@@ -18,6 +18,7 @@ from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
+from .server_form import ServerForm
 
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
@@ -140,12 +141,10 @@ class ServersScreen(ModeScreen):
 
     # -- actions ----------------------------------------------------------------------------------
     def action_new_server(self) -> None:
-        from .server_form import ServerForm
 
         self.app.push_screen(ServerForm(self.tn.workspace))
 
     def action_edit(self) -> None:
-        from .server_form import ServerForm
 
         name = self._selected()
         if name:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -425,7 +426,6 @@ class TasksScreen(ModeScreen):
 
 
 def _stack(*parts: Any) -> Any:
-    from rich.console import Group
 
     return Group(*parts)
 
