@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .magics import ToolnexusMagics
+from .session import NotebookSession
+
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ip: Any) -> None:
-    from .magics import (
-        ToolnexusMagics,  # imported lazily: loading the extension is cheap
-    )
 
     ip.register_magics(ToolnexusMagics(ip))
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    from .session import NotebookSession
 
     NotebookSession.shutdown()

@@ -22,6 +22,7 @@ from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, build_client
 from toolnexus.mcp_client import split_command
+from toolnexus.monitor import TaskBook
 from toolnexus.protocol.model import task_html, tasks_html
 from toolnexus.secrets import expand_env
 from toolnexus.stores import KINDS, STORE_FORMS
@@ -371,7 +372,6 @@ class ToolnexusMagics(Magics):
             self.session.stop_webhook_later()
 
     def _tasks(self, args: argparse.Namespace) -> Any:
-        from toolnexus.monitor import TaskBook
 
         book = TaskBook()
         for ev in self.session.workspace.events.history():

@@ -10,9 +10,11 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolnexus import A2AClient, create_toolkit
 from toolnexus.client.webhook import WebhookReceiver
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, TaskNotFoundError
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
+from toolnexus.http.server import LoopThread, listening_socket
 
 __all__ = ["NotebookSession"]
 
@@ -116,7 +118,6 @@ class NotebookSession:
         """A server on the kernel's loop. It answers once the cell ends, but its socket listens at once,
         so its URL is known and any client (the next line's send, an SDK client) can use it: the
         connection waits until the server runs."""
-        from toolnexus.http.server import listening_socket
 
         self.check(spec)
         try:  # listening now: a client that connects before the server runs waits in the backlog
@@ -157,8 +158,6 @@ class NotebookSession:
 
     def start_thread(self, spec: ServerSpec) -> Any:
         """A server on its own loop in a thread: for notebooks whose cells block."""
-        from toolnexus import create_toolkit
-        from toolnexus.http.server import LoopThread
 
         client, auth = self.check(spec)
         # the toolkit is built on a throwaway loop in a thread; skills and config are read at once
@@ -199,8 +198,6 @@ class NotebookSession:
     async def cancel(self, task_id: str, url: str | None = None) -> Any:
         """Cancel a task by id: on ``url`` when given, else wherever this notebook knows it from (its
         servers, then what it sent). Raises a one-line error when it is unknown or already over."""
-        from toolnexus import A2AClient
-        from toolnexus.errors import TaskNotFoundError
 
         if url:
             async with A2AClient(url) as client:

@@ -28,6 +28,7 @@ from toolnexus import A2AClient, TaskEvent, fetch_card, validate_card
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.debug.cassette import save
 from toolnexus.debug.client_doctor import start_client_doctor
 from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport
@@ -44,6 +45,8 @@ from toolnexus.monitor import (
 )
 from toolnexus.protocol.card import card_html
 from toolnexus.protocol.model import Task, task_html
+
+from .session import NotebookSession
 
 __all__ = ["ServerWidget", "RemoteTaskWidget", "CardWidget", "ChatWidget", "STYLE"]
 
@@ -72,13 +75,11 @@ STYLE = """<style>
 
 
 def _schedule(coro: Any) -> asyncio.Task[Any]:
-    from .session import NotebookSession
 
     return NotebookSession.get().schedule(coro)
 
 
 def _track(widget: Any) -> None:
-    from .session import NotebookSession
 
     NotebookSession.get().widgets.add(widget)
 
@@ -361,8 +362,6 @@ class ServerWidget(w.VBox):
         if path.suffix not in (".json", ".csv", ".jsonl"):
             raise ConfigError(f"export: {path.name!r} must end in .json, .csv or .jsonl")
         if path.suffix == ".jsonl":
-            from toolnexus.debug.cassette import save
-
             save(list(self.book.traffic), path)
         elif path.suffix == ".csv":
             buffer = io.StringIO()
@@ -503,7 +502,7 @@ def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]
     """Task states over time (tasks in each state, stepwise) and a histogram of durations, as a PNG
     for a 620 px column; None when there is nothing to draw or matplotlib is not installed."""
     try:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # noqa: PLC0415  # optional extra: notebook (matplotlib), when a chart is drawn
     except ImportError:
         return None
     changes = sorted(
@@ -621,7 +620,6 @@ class RemoteTaskWidget(w.VBox):
     async def _deliver(
         self, text: str, skill: str | None, context_id: str | None, task_id: str | None
     ) -> None:
-        from .session import NotebookSession
 
         try:
             await NotebookSession.get().ready(self.url)  # a server of this notebook still starting
