@@ -16,10 +16,8 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ip: Any) -> None:
-
     ip.register_magics(ToolnexusMagics(ip))
 
 
 def unload_ipython_extension(ip: Any) -> None:
-
     NotebookSession.shutdown()

@@ -372,7 +372,6 @@ class ToolnexusMagics(Magics):
             self.session.stop_webhook_later()
 
     def _tasks(self, args: argparse.Namespace) -> Any:
-
         book = TaskBook()
         for ev in self.session.workspace.events.history():
             if type(ev).__name__ == "TaskEvent" and (args.name is None or ev.server == args.name):

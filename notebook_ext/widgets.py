@@ -75,12 +75,10 @@ STYLE = """<style>
 
 
 def _schedule(coro: Any) -> asyncio.Task[Any]:
-
     return NotebookSession.get().schedule(coro)
 
 
 def _track(widget: Any) -> None:
-
     NotebookSession.get().widgets.add(widget)
 
 
@@ -620,7 +618,6 @@ class RemoteTaskWidget(w.VBox):
     async def _deliver(
         self, text: str, skill: str | None, context_id: str | None, task_id: str | None
     ) -> None:
-
         try:
             await NotebookSession.get().ready(self.url)  # a server of this notebook still starting
             async with A2AClient(self.url, headers=self.headers, bus=self._bus) as client:

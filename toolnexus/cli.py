@@ -30,8 +30,6 @@ import toolnexus as tn
 
 from .debug.cassette import CassetteError
 from .debug.doctor import doctor
-from .debug.mcp_doctor import mcp_doctor
-from .debug.replay import ReplayPeer, diff
 from .debug.report import printer
 from .display import printable
 from .errors import MissingExtra
@@ -525,7 +523,6 @@ def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-
     tk, demo = await _toolkit(args)
     a2a: Any = None
     if not args.no_a2a:
@@ -938,7 +935,6 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-
     headers = _headers(args.header)
     if args.mcp:
         return await _mcp_doctor(args, headers)
@@ -955,6 +951,7 @@ async def _doctor(args: argparse.Namespace) -> int:
 
 
 async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
+    from .debug.mcp_doctor import mcp_doctor  # noqa: PLC0415  # start-up: this subcommand's (and jsonschema-rs)
 
     target: str | list[str] = args.url
     env = None
@@ -1004,7 +1001,6 @@ async def _client_doctor(args: argparse.Namespace) -> int:
 
 
 async def _card(args: argparse.Namespace) -> int:
-
     try:
         card = await tn.fetch_card(args.url, _headers(args.header))
     except tn.PeerError as exc:
@@ -1039,7 +1035,6 @@ async def _card(args: argparse.Namespace) -> int:
 
 
 async def _send(args: argparse.Namespace) -> int:
-
     headers = _headers(args.header)
     try:
         client = tn.A2AClient(
@@ -1158,6 +1153,7 @@ async def _send(args: argparse.Namespace) -> int:
 
 
 async def _replay(args: argparse.Namespace) -> int:
+    from .debug.replay import ReplayPeer, diff  # noqa: PLC0415  # start-up: this subcommand's
 
     try:
         if args.against:

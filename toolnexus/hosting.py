@@ -281,7 +281,6 @@ class Workspace:
         return server
 
     async def _serve(self, server: HostedServer, sock: Any = None) -> None:
-
         spec = server.spec
         client, auth = prepare(spec)
         server.toolkit = await create_toolkit(

@@ -45,7 +45,6 @@ import anyio
 
 from .display import printable
 from .errors import ConfigError, PeerError
-from .mcp_auth import OAuthFlow
 from .secrets import expand_env
 from .tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
 from .traffic import TrafficRecorder, recording_transport
@@ -822,6 +821,7 @@ class MCPSession:
         authorize: Any = None,
         mode: str = "auto",
     ) -> None:
+        from .mcp_auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
 
         if not isinstance(target, str) and (not target or not target[0]):
             raise ConfigError("an MCP stdio server needs a command")
@@ -1607,7 +1607,6 @@ class _Tap:
         return self
 
     async def __anext__(self) -> Any:
-
         try:
             return await self.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):

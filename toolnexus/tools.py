@@ -26,8 +26,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
-import jsonschema_rs
-
 log = logging.getLogger("toolnexus.tools")
 
 __all__ = [
@@ -480,6 +478,7 @@ def _validator_for(schema: dict[str, Any]) -> Any:
     """A compiled validator of ``schema`` (jsonschema-rs: imports in milliseconds and validates
     natively, where ``jsonschema`` took seconds to import on the first call, on the event loop).
     The draft is the schema's ``$schema``, 2020-12 when it names none."""
+    import jsonschema_rs  # noqa: PLC0415  # start-up: a native library (3.5 MiB), at the first check
 
     try:
         if "$schema" in schema:

@@ -10,5 +10,4 @@ __all__ = ["main"]
 
 
 def main() -> None:
-
     run()

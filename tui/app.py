@@ -681,7 +681,6 @@ class ToolnexusApp(App[None]):
         )
 
     def _palette_new_server(self) -> None:
-
         self.switch_mode("servers")
         self.push_screen(ServerForm(self.workspace))
 

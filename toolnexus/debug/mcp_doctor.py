@@ -1052,7 +1052,6 @@ async def _auth_metadata(
 
 
 async def _get_json(url: str, recorder: TrafficRecorder, timeout: float) -> Any:
-
     started = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:

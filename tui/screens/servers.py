@@ -141,11 +141,9 @@ class ServersScreen(ModeScreen):
 
     # -- actions ----------------------------------------------------------------------------------
     def action_new_server(self) -> None:
-
         self.app.push_screen(ServerForm(self.tn.workspace))
 
     def action_edit(self) -> None:
-
         name = self._selected()
         if name:
             self.app.push_screen(

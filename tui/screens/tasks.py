@@ -426,7 +426,6 @@ class TasksScreen(ModeScreen):
 
 
 def _stack(*parts: Any) -> Any:
-
     return Group(*parts)
 
 
