@@ -57,6 +57,7 @@ from .quirks import QuirkPeer, quirks_named
 
 if TYPE_CHECKING:
     from ..llm import Client
+    from .mcp import MCPProfile  # imported by _imported (in a thread): named here for the contracts
 
 __all__ = ["ServeHandle", "ThreadServeHandle", "serve", "serve_in_thread", "build_app"]
 
@@ -363,12 +364,11 @@ async def serve(
             if not isinstance(metrics, str):
                 routes.append(metrics_route(exported, a2a_cfg.auth))
 
-    mcp_profile = None
+    mcp_profile: MCPProfile | None = None
     lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
     if mcp_cfg is not None:
-        MCPProfile = (await _imported(f"{__package__}.mcp")).MCPProfile
-
-        mcp_profile = MCPProfile(
+        profile: type[MCPProfile] = (await _imported(f"{__package__}.mcp")).MCPProfile
+        mcp_profile = profile(
             toolkit,
             mcp_cfg,
             bus=bus,
