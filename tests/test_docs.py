@@ -111,3 +111,84 @@ def test_the_feature_table_counts_are_the_tables():
     text = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
     counts = feature_counts(text)
     assert counts in text, "docs/features.md's counts should read:\n" + counts
+
+
+RECIPES = (
+    "A task store",
+    "A card field",
+    "An A2A operation",
+    "A binding",
+    "A CLI flag",
+    "An optional extra",
+)
+_PATH = re.compile(r"[\w.-]*/[\w./-]*|[\w-]+\.(?:py|toml|md|json|yml)")
+_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?")
+
+
+def recipes(text: str) -> dict[str, str]:
+    """docs/architecture.md's "How to add" section: each recipe's title and text."""
+    section = text.split("\n## How to add\n", 1)[1].split("\n## ", 1)[0]
+    parts = re.split(r"^### (.+)$", section, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def recipe_misses(body: str, root: Path) -> list[str]:
+    """What a recipe names that is not there: each bullet's files (a new one, spelled with a
+    placeholder in capitals, by its folder) and the names in it, each found in a file the bullet
+    names (a new module's names: in its package)."""
+    missing = []
+    for bullet in re.split(r"^- ", body, flags=re.MULTILINE)[1:]:
+        quoted = re.findall(r"`([^`]+)`", bullet)
+        searched: list[Path] = []
+        for token in quoted:
+            if not _PATH.fullmatch(token):
+                continue
+            path = root / token
+            if re.search(r"[A-Z]{3,}", token.rsplit("/", 1)[-1]):  # a new file: NAME.py
+                if not path.parent.is_dir():
+                    missing.append(token)
+                searched += sorted(path.parent.glob("*.py"))
+            elif not path.exists():
+                missing.append(token)
+            elif path.is_file():
+                searched.append(path)
+        text = "\n".join(p.read_text(encoding="utf-8") for p in searched)
+        for token in quoted:
+            if _PATH.fullmatch(token):
+                continue
+            if token.startswith("[") and token.endswith("]"):  # a TOML table
+                words = [token]
+            elif _NAME.fullmatch(token):
+                words = token.removesuffix("()").split(".")
+            else:
+                continue  # a command, a flag, a comment
+            for word in words:
+                if not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text):
+                    missing.append(f"{token} (in {', '.join(quoted[:1])}...)")
+                    break
+    return missing
+
+
+def test_every_recipe_names_files_and_names_that_are_there():
+    found = recipes((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert tuple(found) == RECIPES
+    assert {title: recipe_misses(body, ROOT) for title, body in found.items()} == {
+        title: [] for title in RECIPES
+    }
+
+
+def test_a_recipe_naming_what_is_gone_is_caught():
+    body = (
+        "- `toolnexus/serve/gone.py`: its `thing`.\n"
+        "- `toolnexus/stores/__init__.py`: one line in `KINDS` and `NO_SUCH_TUPLE`.\n"
+        "- `toolnexus/nowhere/NAME.py` (new): a `TaskStore`.\n"
+        "- `pyproject.toml`: `[tool.nosuch]`, `[tool.ruff]`.\n"
+    )
+    assert recipe_misses(body, ROOT) == [
+        "toolnexus/serve/gone.py",
+        "thing (in toolnexus/serve/gone.py...)",
+        "NO_SUCH_TUPLE (in toolnexus/stores/__init__.py...)",
+        "toolnexus/nowhere/NAME.py",
+        "TaskStore (in toolnexus/nowhere/NAME.py...)",
+        "[tool.nosuch] (in pyproject.toml...)",
+    ]
