@@ -158,7 +158,7 @@ class TaskFiles:
         )
         files: list[Attachment] = []
         if saved is not None:
-            for part, path in zip(parts, saved.files):
+            for part, path in zip(parts, saved.files, strict=False):
                 kind = part.media_type or "application/octet-stream"
                 files.append(Attachment(path.name, kind, base64.b64decode(part.raw or "")))
         note = ""

@@ -269,7 +269,7 @@ async def pinned(
             return f"{host} does not resolve: {why_text(exc)}"
         found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
     refusals = [address_refusal(a, port, agent, private_ok=private_ok, shown=url) for a in found]
-    chosen = next((a for a, refused in zip(found, refusals) if refused is None), None)
+    chosen = next((a for a, refused in zip(found, refusals, strict=True) if refused is None), None)
     if chosen is None:
         return next((r for r in refusals if r), f"{host} resolves to no address")
     netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
