@@ -176,6 +176,9 @@ class TrafficEvent:
     kind: str = "traffic"
     task_id: str | None = None  # the A2A task the exchange is about, when it names one
     server: str | None = None  # for inbound exchanges: the served toolkit that answered
+    by: str | None = (
+        None  # for outbound ones made by a tool of the app's rather than its client: "doctor"
+    )
 
     @property
     def key(self) -> str | None:

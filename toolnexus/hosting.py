@@ -259,13 +259,23 @@ class Workspace:
         """Start (or restart) the server of ``spec``. Failures raise ConfigError or OSError, and the
         server is recorded as ``failed`` with the reason; nothing else is affected. ``sock``: a socket
         already listening on the spec's address (see ``http.server.listening_socket``)."""
-        server = self.servers.get(spec.name)  # known at once, as starting, on the caller's side
+        server = self.starting(spec)
+        return await self._on_servers(self._start(server, sock))
+
+    def starting(self, spec: ServerSpec) -> HostedServer:
+        """The server of ``spec``, known at once (on the caller's side) as starting: what
+        :meth:`start` does first, for a front end that shows it before its start is under way.
+
+        Raises:
+            ConfigError: a server of that name is running.
+        """
+        server = self.servers.get(spec.name)
         if server is not None and server.state == "running":
             raise ConfigError(f"a server named {spec.name!r} is already running; stop it first")
         if server is None:
             server = self.servers[spec.name] = HostedServer(spec)
         server.spec, server.state, server.error = spec, "starting", ""  # the same object, restarted
-        return await self._on_servers(self._start(server, sock))
+        return server
 
     async def _start(self, server: HostedServer, sock: Any = None) -> HostedServer:
         try:

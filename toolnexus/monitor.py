@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from . import _json
 from .events import RemoteCallEvent, TaskEvent, TextEvent, ToolCallEvent, TrafficEvent
 from .protocol.dialects import Dialect, render_task
 from .protocol.model import Task, TaskState
@@ -27,6 +28,7 @@ __all__ = [
     "duration",
     "task_wire",
     "trace_tree",
+    "outcome",
 ]
 
 STATE_STYLE: dict[TaskState, tuple[str, str]] = {
@@ -40,6 +42,63 @@ STATE_STYLE: dict[TaskState, tuple[str, str]] = {
     TaskState.REJECTED: ("✘", "red"),
     TaskState.UNKNOWN: ("·", "grey50"),
 }
+
+
+GRPC_STATUS = (
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
+"""gRPC's status names by their number (the ``grpc-status`` trailer), as its spec lists them."""
+
+
+def outcome(ev: TrafficEvent) -> tuple[str, str]:
+    """How an exchange ended, in its binding's own words, and how it went (``ok``, ``error``, or
+    ``cut``: answered, then ended early): a JSON-RPC error's code (``-32601``, also inside a
+    stream's frames), a gRPC status (``NOT_FOUND``), else the HTTP status (a JSON-RPC error
+    comes with a 200, which says nothing of it)."""
+    if ev.method == "STDIO":
+        return ("err", "error") if ev.error else ("ok" if ev.response_body else "·", "ok")
+    grpc = ev.response_headers.get("grpc-status")
+    if grpc is not None:
+        number = int(grpc) if grpc.isdigit() else -1
+        name = GRPC_STATUS[number] if 0 <= number < len(GRPC_STATUS) else grpc
+        return name, "ok" if number == 0 else "error"
+    for body in (ev.response_body, *ev.frames[-1:]) if ev.rpc_method else ():
+        code = _rpc_error(body)
+        if code is not None:
+            return code, "error"
+    if ev.status is None:
+        return ("err", "error") if ev.error else ("—", "ok")
+    if ev.status >= 400:
+        return str(ev.status), "error"
+    return str(ev.status), "cut" if ev.error else "ok"
+
+
+def _rpc_error(body: str) -> str | None:
+    """The code of the JSON-RPC error ``body`` is, if it is one (parsed only when it may be)."""
+    if '"error"' not in body[:4096]:
+        return None
+    data = _json.loads_or_none(body)
+    error = data.get("error") if _json.is_object(data) else None
+    if not _json.is_object(error):
+        return None
+    code = error.get("code")
+    return str(code) if isinstance(code, int) and not isinstance(code, bool) else "error"
 
 
 def parse_time(stamp: str) -> datetime:
@@ -90,6 +149,11 @@ class TaskView:
 
     def started(self) -> datetime:
         return parse_time(self.timeline[0][1])
+
+    def request(self) -> str:
+        """What was asked: the text of the task's first user message, on one line."""
+        first = next((m for m in self.task.history if m.role == "user"), None)
+        return " ".join(first.text.split()) if first is not None else ""
 
     def took(self) -> float | None:
         """Seconds from submitted to the terminal (or interrupted) state; None while running."""

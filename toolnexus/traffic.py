@@ -61,9 +61,13 @@ PUBLISH_EVERY = (
 class TrafficRecorder:
     """Keeps the last ``keep`` exchanges and publishes each on a bus (when one is given)."""
 
-    def __init__(self, bus: EventBus | None = None, keep: int = 1000, peer: str = "") -> None:
+    def __init__(
+        self, bus: EventBus | None = None, keep: int = 1000, peer: str = "", by: str | None = None
+    ) -> None:
         self.bus = bus
         self.peer = peer
+        self.by = by
+        """Who makes these exchanges when it is not the app's own client (``"doctor"``): on each event."""
         self.events: collections.deque[TrafficEvent] = collections.deque(maxlen=keep)
         self.secret_names: set[str] = set()
         self.secret_values: set[str] = set()
@@ -146,6 +150,7 @@ class TrafficRecorder:
             error=self.mask(error) if error else None,
             task_id=task_id,
             server=server,
+            by=self.by,
         )
         self.events.append(event)
         if self.cassette is not None:

@@ -141,6 +141,7 @@ class ToolnexusApp(App[None]):
                 f"{label} (from a text box too)",
                 show=False,
                 priority=True,
+                key_display=f"alt+{n}",  # both keys shown as one, never as the sign's name
                 id=f"mode-alt-{mode}",
             )
             for n, named, mode, label in (
@@ -187,6 +188,9 @@ class ToolnexusApp(App[None]):
         )  # the servers never wait for the screen
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
+        for spec in self.start_specs:  # on the first screen as starting, never "no servers yet"
+            if spec.name not in self.workspace.servers:
+                self.workspace.starting(spec)
         self.now = now or (lambda: datetime.now(UTC))
         self.export_dir = Path(export_dir) if export_dir else default_export_dir()
         self.last_copy: tuple[str, str] | None = None
@@ -552,6 +556,7 @@ class ToolnexusApp(App[None]):
         screen = (
             self.screen if not isinstance(self.screen, CommandPalette) else self.screen_stack[-2]
         )
+        out += getattr(screen, "palette_commands", list)()  # the mode's own (Tasks: its tabs)
         seen = {title for title, _, _ in out}
         for binding in getattr(
             screen, "BINDINGS", ()

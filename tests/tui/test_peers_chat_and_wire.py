@@ -147,7 +147,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
             "Request approved (yes)"
         )
         assert not app.screen.query_one("#chat-question").display and not box.has_class("answering")
-        assert "context" in text_of(app, "#chat-context")
+        assert "ctx " in text_of(app, "#chat-context")
         await pilot.press("ctrl+n")
         assert app.conversation.context_id is None and app.conversation.turns == []
 

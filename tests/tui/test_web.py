@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -283,5 +284,53 @@ def test_a_page_on_another_local_port_gets_neither_the_token_nor_the_app(served)
             assert all(not t["opened"] and not t["frames"] for t in tried.values()), tried
             assert not _children(proc.pid) - before
             assert len(received) >= 2 and not any(token in str(h) for h in received), received
+        finally:
+            browser.close()
+
+
+def _has_a_font(char: str) -> bool:
+    """Whether a font on this machine draws ``char`` (fontconfig's list: what Chromium falls
+    back to here; a character none has is a missing-glyph box)."""
+    found = subprocess.run(
+        ["fc-list", f":charset={ord(char):x}", "family"], capture_output=True, text=True, check=True
+    )
+    return bool(found.stdout.strip())
+
+
+def test_in_a_browser_the_first_screen_shows_the_demo_starting_and_every_glyph_has_a_font(web):
+    """Issue 52 item 4: the browser showed "No servers yet" before the demo appeared, and the
+    header's icon (Textual's ⭘) as a missing-glyph box."""
+    _need_chromium()
+    if not shutil.which("fc-list"):
+        pytest.fail("the glyph check needs fontconfig's fc-list (Debian's fontconfig)")
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            context.add_init_script(DOM_RENDERER)
+            page = context.new_page()
+            page.goto(web)
+            seen: list[str] = []
+            deadline = time.monotonic() + 30
+            while "demo-desk  http://127.0.0.1:" not in (seen or [""])[-1]:
+                assert time.monotonic() < deadline, seen[-1:]
+                if page.locator(".xterm-rows").count():
+                    seen.append(_screen(page))
+                time.sleep(0.02)
+            assert not [s for s in seen if "No servers yet" in s], "the demo was not shown starting"
+            page.locator(".xterm-screen").click()
+            for key in "234561":
+                before = _screen(page)
+                page.keyboard.press("Escape")
+                page.keyboard.press(key)
+                deadline = time.monotonic() + 30
+                while _screen(page) == before:  # the mode it switched to, drawn
+                    assert time.monotonic() < deadline, (key, before)
+                    time.sleep(0.05)
+                header = _screen(page).splitlines()[0]
+                missing = sorted({c for c in header if ord(c) > 127 and not _has_a_font(c)})
+                assert not missing, (key, header, missing)
         finally:
             browser.close()

@@ -474,6 +474,7 @@ class GrpcTransport(Transport):
                 started=started,
                 request_headers=dict(metadata),
                 request_body=body,
+                response_headers=_trailers(exc),
                 rpc_method=rpc,
                 error=str(failed),
                 task_id=about(params),
@@ -488,6 +489,7 @@ class GrpcTransport(Transport):
             started=started,
             request_headers=dict(metadata),
             request_body=body,
+            response_headers=_trailers(None),
             response_body=_json.dumps(result),
             rpc_method=rpc,
             task_id=about(params, result),
@@ -506,6 +508,7 @@ class GrpcTransport(Transport):
         started = time.perf_counter()
         frames: list[str] = []
         error: str | None = None
+        trailers: dict[str, str] = {}
         fold = _Fold(sent)
         call = stub(message, metadata=metadata)
         try:
@@ -530,7 +533,7 @@ class GrpcTransport(Transport):
             raise
         except Exception as exc:
             failed = self._failed(rpc, exc)
-            error = str(failed)
+            error, trailers = str(failed), _trailers(exc)
             raise failed from None
         finally:
             call.cancel()
@@ -542,6 +545,7 @@ class GrpcTransport(Transport):
                 started=started,
                 request_headers=dict(metadata),
                 request_body=body,
+                response_headers=trailers if error else _trailers(None),
                 response_body="\n\n".join(frames),
                 rpc_method=rpc,
                 frames=frames,
@@ -700,3 +704,13 @@ class _Fold:
             parts[-1] = replace(parts[-1], text=text)
         # a new value: a task yielded before this frame keeps the artifact it had
         task.artifacts[index] = replace(same, parts=parts + more)
+
+
+def _trailers(exc: BaseException | None) -> dict[str, str]:
+    """A gRPC call's status as its trailer carries it (``grpc-status``, a number: 0 is OK; the
+    Wire names it), from the call's error (None: it succeeded); none when no status came back."""
+    if exc is None:
+        return {"grpc-status": "0"}
+    code = getattr(exc, "code", None)
+    value = getattr(code(), "value", None) if callable(code) else None
+    return {"grpc-status": str(value[0])} if isinstance(value, tuple) else {}

@@ -45,7 +45,7 @@ from ..errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
-from ..events import TrafficEvent
+from ..events import EventBus, TrafficEvent
 from ..protocol.card import (
     CARD_PATH,
     LEGACY_CARD_PATH,
@@ -122,16 +122,18 @@ async def doctor(
     timeout: float = 10.0,
     send: bool = False,
     on_finding: Callable[[DoctorReport], None] | None = None,
+    bus: EventBus | None = None,
 ) -> DoctorReport:
     """Probe the peer at ``url`` (a base URL or a card URL); see the module docstring.
 
     ``on_finding(report)`` is called as each finding is added (the new one is the last of
-    ``report.findings``) and once when the report is done, for front ends that show it live."""
+    ``report.findings``) and once when the report is done, for front ends that show it live. ``bus``: where each probe is published too, marked as
+    the doctor's (a front end's wire log)."""
     report = DoctorReport(url)
     if on_finding is not None:
         report.watch(on_finding)
     try:
-        await _checks(url, report.add, headers, timeout, send)
+        await _checks(url, report.add, headers, timeout, send, bus)
     finally:
         report.finish()
     return report
@@ -143,8 +145,9 @@ async def _checks(
     headers: dict[str, str] | None,
     timeout: float,
     send: bool,
+    bus: EventBus | None,
 ) -> None:
-    traffic = TrafficRecorder(None, peer=url)
+    traffic = TrafficRecorder(bus, peer=url, by="doctor")
     for name, value in (headers or {}).items():
         traffic.secret(name, value)
     async with httpx.AsyncClient(timeout=timeout) as http:

@@ -15,6 +15,7 @@ from textual import events
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
+from textual.widgets import Header
 
 from toolnexus.client.conversation import Conversation
 from toolnexus.client.webhook import WebhookReceiver
@@ -58,8 +59,17 @@ class Desk(Protocol):
     ) -> None: ...
 
 
+HEADER_ICON = "≡"
+"""The header's icon (it opens the palette): one the common monospace fonts have (DejaVu,
+Liberation, Menlo); Textual's own (⭘) is in none of them, a box in a browser."""
+
+
 class ModeScreen(Screen[None]):
     """A screen of one of the app's modes."""
+
+    def _on_mount(self, event: events.Mount) -> None:
+        for header in self.query(Header):
+            header.icon = HEADER_ICON
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Switching back to a mode does not restyle its every widget (Textual's default, a third of

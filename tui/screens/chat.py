@@ -64,6 +64,7 @@ class ChatScreen(ModeScreen):
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
+        self.watch(self.query_one("#chat-peer", Select), "expanded", self._picker, init=False)
         self.tn.peers_changed.subscribe(self, lambda _: self._peers())
         self.tn.traffic_changed.subscribe(self, lambda _: self._pushed())
         self._peers()
@@ -331,6 +332,12 @@ class ChatScreen(ModeScreen):
         select.focus()
         select.expanded = True
 
+    def _picker(self, expanded: bool) -> None:
+        """The picker closed (a peer picked, or Escape): the message box has the keys again, so
+        what is typed next is the message (the picker kept them, and a space reopened it)."""
+        if not expanded and self.is_current:
+            self.call_after_refresh(self.query_one("#chat-input", Input).focus)
+
     def action_new_conversation(self) -> None:
         self.tn.conversations.pop(self.chat.peer, None)
         self.tn.conversation = Conversation(peer=self.chat.peer)
@@ -443,7 +450,7 @@ class ChatScreen(ModeScreen):
         ctx = self.chat.context_id
         push = "🔔 push on   " if self.chat.push else ""  # first: the context id is what gets cut
         self.query_one("#chat-context", Static).update(
-            push + (f"context {ctx}" if ctx else "new conversation")
+            push + (f"ctx {ctx}" if ctx else "new conversation")
         )
         self._question()
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)

@@ -134,9 +134,10 @@ class PeersScreen(ModeScreen):
         if self.is_current:  # (not when built ahead, unseen)
             self.refresh_peers()
 
-    def refresh_peers(self) -> None:
+    def refresh_peers(self, chosen: str | None = None) -> None:
+        """The table again, the cursor on ``chosen`` (else where it was)."""
         table = self.query_one("#peers", DataTable)
-        chosen = self.selected()
+        chosen = chosen or self.selected()
         table.clear()
         for url, peer in self.tn.peer_book.peers.items():
             dot = {
@@ -246,6 +247,7 @@ class PeersScreen(ModeScreen):
             await doctor(
                 peer.url,
                 headers=peer.live_headers(),
+                bus=self.tn.workspace.events,  # its probes on the Wire, marked as the doctor's
                 on_finding=lambda report: view.update(doctor_text(report)),
             )
         except (
@@ -303,6 +305,7 @@ class PeersScreen(ModeScreen):
         peer = self.tn.peer_book.add(url)
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)
+        self.refresh_peers(peer.url)  # the one just added is the one shown
         self.query_one("#peers", DataTable).focus()
 
     def action_recheck(self) -> None:
@@ -379,6 +382,7 @@ class PeersScreen(ModeScreen):
             )
         self.tn.peer_book.save()
         self.tn.connect_peer(peer)
+        self.refresh_peers(peer.url)  # the one just added is the one shown
         self.query_one("#peers", DataTable).focus()
         self.notify(
             f"credentials set for {peer.url}: {AUTH_KINDS[peer.auth.kind]}"

@@ -23,10 +23,20 @@ from .server_form import ServerForm
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
 
 
-_HELLO = (
-    '{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",'
-    '"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hello"}]}}}'
+_HELLO = (  # broken between JSON tokens (a newline inside the quotes is JSON's whitespace)
+    """'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params":\n"""
+    """    {"message": {"kind": "message", "messageId": "m1", "role": "user",\n"""
+    """     "parts": [{"kind": "text", "text": "hello"}]}}}'"""
 )
+
+
+def hello_curl(url: str, token_env: str | None = None) -> str:
+    """A shell command that says hello to the agent at ``url`` (a message/send), in lines that
+    fit 80 columns, so it is read whole and pasted whole."""
+    lines = [f"curl -s {url}/", "  -H 'Content-Type: application/json'"]
+    if token_env:
+        lines.append(f'  -H "Authorization: Bearer ${token_env}"')
+    return " \\\n".join(lines + ["  -d " + _HELLO.replace("\n", "\n  ")])
 
 
 class ServersScreen(ModeScreen):
@@ -39,6 +49,9 @@ class ServersScreen(ModeScreen):
             "r", "restart", "Restart", id="server-restart", show=False
         ),  # in ? and the palette: the footer fits 80 columns
         Binding("c", "copy_url", "Copy URL", id="server-copy-url"),
+        Binding(
+            "C", "copy_curl", "Copy curl", id="server-copy-curl", show=False
+        ),  # in ?, the palette and the pane, by its curl line
         Binding("e", "edit", "Edit", id="server-edit"),
         Binding("d", "delete", "Delete", id="server-delete"),
         Binding("enter", "show_tasks", "Tasks", id="server-tasks"),
@@ -126,17 +139,10 @@ class ServersScreen(ModeScreen):
             lines.append(f"✘ {server.error}\n", "red")
         if server.state == "running" and server.spec.a2a and server.url:
             lines.append(
-                "\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell:\n", "bold"
+                "\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell (C copies it):\n",
+                "bold",
             )
-            auth = (
-                ' -H "Authorization: Bearer $' + server.spec.auth_token_env + '"'
-                if server.spec.auth_token_env
-                else ""
-            )
-            lines.append(
-                f"curl -s {server.url}/ -H 'Content-Type: application/json'{auth} -d '{_HELLO}'\n",
-                "cyan",
-            )
+            lines.append(hello_curl(server.url, server.spec.auth_token_env) + "\n", "cyan")
         detail.update(lines)
 
     # -- actions ----------------------------------------------------------------------------------
@@ -169,6 +175,12 @@ class ServersScreen(ModeScreen):
         name = self._selected()
         if name and self.tn.workspace.get(name).url:
             self.tn.copy_text(self.tn.workspace.get(name).url, f"URL of {name}")
+
+    def action_copy_curl(self) -> None:
+        name = self._selected()
+        server = self.tn.workspace.get(name) if name else None
+        if server is not None and server.url and server.spec.a2a:
+            self.tn.copy_text(hello_curl(server.url, server.spec.auth_token_env), "curl command")
 
     def action_show_tasks(self) -> None:
         self.tn.selected_server = self._selected()

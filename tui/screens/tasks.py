@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from rich.console import Group
@@ -41,31 +42,46 @@ from .base import ModeScreen
 
 COLUMNS = [
     ("state", "state", 16),
-    ("task", "task", 10),
-    ("server", "server", 14),
-    ("skill", "skill", 10),
-    ("context", "context", 10),
-    ("age", "age", 8),
-    ("took", "took", 8),
-    ("tokens", "tokens", 7),
+    ("task", "task", 9),
+    ("server", "server", 12),
+    ("skill", "skill", 9),
+    ("request", "request", 16),
+    ("context", "context", 9),
+    ("age", "age", 7),
+    ("took", "took", 7),
+    ("tokens", "tokens", 6),
     ("tools", "tools", 5),
 ]
-"""Label, key and width of each column of the task table."""
+"""Label, key and least width of each column of the task table (the request takes the width
+left)."""
 NARROW = {
     "state": 12,
     "task": 10,
-    "server": 11,
-    "skill": 9,
-    "context": 10,
+    "server": 10,
+    "skill": 8,
+    "request": 12,
     "age": 7,
     "took": 7,
     "tokens": 7,
     "tools": 5,
 }
 """The widths on a terminal narrower than WIDE (no cell padding; one character of each is the gap
-after its text): 78 in all, so that every column shows on an 80-column terminal."""
+after its text), the context left to the detail pane: 78 in all, so that these show on an
+80-column terminal."""
 WIDE = sum(width + 2 for _, _, width in COLUMNS) + 2
-"""Columns a terminal needs for the padded widths, the scrollbar included (108)."""
+"""Columns a terminal needs for the padded widths, the scrollbar included (120)."""
+DETAIL_TABS = (
+    "d-timeline",
+    "d-messages",
+    "d-artifacts",
+    "d-telemetry",
+    "d-raw",
+    "d-wire",
+    "d-trace",
+)
+DETAIL_LABELS = ("Timeline", "Messages", "Artifacts", "Telemetry", "Raw", "Wire", "Trace")
+DETAIL_VIEWS = ("timeline", "messages", "artifacts", "telemetry", "raw", "task-wire", "task-trace")
+"""The tabs of a task's detail: their ids, labels and the views in them, in order."""
 
 
 class TasksScreen(ModeScreen):
@@ -76,12 +92,29 @@ class TasksScreen(ModeScreen):
         Binding("F", "toggle_follow", "Follow", id="tasks-follow"),
         Binding("x", "cancel_task", "Cancel", id="task-cancel"),
         Binding("a", "answer", "Answer", id="task-answer"),
-        Binding("y", "copy_id", "Copy", id="task-copy", tooltip="Copy the task id"),
+        Binding("y", "copy_id", "Copy", id="task-copy", tooltip="the task id"),
         Binding("e", "export", "Export", id="task-export"),
         Binding(
             "m", "toggle_calls", "MCP calls", id="tasks-calls", show=False
         ),  # in ?: the footer fits 80 columns
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
+        # the detail's tabs from the keys (in ? and the palette: the footer fits 80 columns)
+        Binding(
+            "left_square_bracket",
+            "detail_tab(-1)",
+            "Detail: previous tab",
+            show=False,
+            key_display="[",
+            id="tasks-detail-previous",
+        ),
+        Binding(
+            "right_square_bracket",
+            "detail_tab(1)",
+            "Detail: next tab",
+            show=False,
+            key_display="]",
+            id="tasks-detail-next",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -107,20 +140,11 @@ class TasksScreen(ModeScreen):
                         id="answer",
                     )
                 with TabbedContent(id="detail"):
-                    with TabPane("Timeline", id="d-timeline"):
-                        yield VerticalScroll(SafeStatic(id="timeline"))
-                    with TabPane("Messages", id="d-messages"):
-                        yield VerticalScroll(SafeStatic(id="messages"))
-                    with TabPane("Artifacts", id="d-artifacts"):
-                        yield VerticalScroll(SafeStatic(id="artifacts"))
-                    with TabPane("Telemetry", id="d-telemetry"):
-                        yield VerticalScroll(SafeStatic(id="telemetry"))
-                    with TabPane("Raw", id="d-raw"):
-                        yield VerticalScroll(SafeStatic(id="raw"))
-                    with TabPane("Wire", id="d-wire"):
-                        yield VerticalScroll(SafeStatic(id="task-wire"))
-                    with TabPane("Trace", id="d-trace"):
-                        yield VerticalScroll(SafeStatic(id="task-trace"))
+                    for tab, label, shown in zip(
+                        DETAIL_TABS, DETAIL_LABELS, DETAIL_VIEWS, strict=True
+                    ):
+                        with TabPane(label, id=tab):
+                            yield VerticalScroll(SafeStatic(id=shown))
             with TabPane("Inbound MCP calls", id="tab-calls"):
                 yield SafeTable(id="calls", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(SafeStatic(id="call-detail"))
@@ -143,8 +167,13 @@ class TasksScreen(ModeScreen):
 
     def _columns(self) -> None:
         self.query_one("#tasks", RowTable).set_columns(
-            [(label, key, NARROW[key] if self._narrow else width) for label, key, width in COLUMNS],
+            [
+                (label, key, NARROW[key] if self._narrow else width)
+                for label, key, width in COLUMNS
+                if key in NARROW or not self._narrow
+            ],
             padding=0 if self._narrow else 1,
+            flex="request",
         )
 
     def on_resize(self) -> None:
@@ -170,17 +199,14 @@ class TasksScreen(ModeScreen):
         symbol, style = STATE_STYLE[view.state]
         age = (self.tn.now() - view.started()).total_seconds() if view.timeline else None
         tokens, tools = view.tokens(), view.tool_calls()
-        label = f"{symbol} {view.state.value}"
-        if (
-            getattr(self, "_narrow", False) and len(label) >= NARROW["state"]
-        ):  # keep the gap: cut, say so
-            label = label[: NARROW["state"] - 2] + "…"
+        context = [] if getattr(self, "_narrow", False) else [short(view.task.context_id)]
         return [
-            Text(label, style),
+            Text(f"{symbol} {view.state.value}", style),
             short(view.id),
             view.server,
             view.skill or "—",
-            short(view.task.context_id),
+            view.request() or "—",
+            *context,
             duration(age),
             duration(view.took()),
             "—" if tokens is None else str(tokens),
@@ -351,6 +377,32 @@ class TasksScreen(ModeScreen):
     def action_leave_input(self) -> None:
         self.query_one("#answer-box").add_class("hidden")
         self.query_one("#tasks", RowTable).focus()
+
+    def action_detail_tab(self, step: int) -> None:
+        """The next (``step`` 1) or previous (-1) tab of the selected task's detail, round."""
+        self.show_detail(
+            DETAIL_TABS[(DETAIL_TABS.index(self._detail_tab()) + step) % len(DETAIL_TABS)]
+        )
+
+    def _detail_tab(self) -> str:
+        active = self.query_one("#detail", TabbedContent).active
+        return active if active in DETAIL_TABS else DETAIL_TABS[0]
+
+    def show_detail(self, tab: str) -> None:
+        """Open the detail's tab ``tab`` (``d-timeline`` …) on the Tasks list."""
+        self.query_one("#tasks-tabs", TabbedContent).active = "tab-tasks"
+        self.query_one("#detail", TabbedContent).active = tab
+
+    def palette_commands(self) -> list[tuple[str, str, Any]]:
+        """A palette entry for each tab of the detail."""
+        return [
+            (
+                f"Detail: {label}",
+                f"the selected task's {label.lower()} ([ and ] step through)",
+                partial(self.show_detail, tab),
+            )
+            for tab, label in zip(DETAIL_TABS, DETAIL_LABELS, strict=True)
+        ]
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow

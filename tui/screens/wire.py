@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.text import Text
 from textual import on
@@ -16,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Input, Static
 
-from toolnexus.monitor import parse_time
+from toolnexus.monitor import outcome, parse_time
 from toolnexus.traffic import curl_masks, to_curl
 
 from ..widgets import ModeBar
@@ -27,10 +28,12 @@ from ..widgets.textbox import TextBox
 from .base import ModeScreen
 
 
-def matches(ev: Any, text: str) -> bool:
-    """``peer:sdk method:GetTask status:4 dir:in task:81c0`` (prefixes, AND); bare words search the
-    URL and method. ``peer`` is the remote agent (outbound) or the hosted server and its caller
-    (inbound)."""
+def matches(ev: Any, text: str, ended: str | None = None) -> bool:
+    """``peer:sdk method:GetTask status:-32601 dir:in task:81c0 by:doctor`` (prefixes, AND); bare
+    words search the URL and method. ``peer`` is the remote agent (outbound) or the hosted server
+    and its caller (inbound); ``status`` the outcome (a JSON-RPC error code, a gRPC status, else
+    the HTTP status; ``status:error`` any that failed); ``by`` who made an outbound exchange.
+    ``ended``: the exchange's outcome, if worked out already."""
     for word in text.split():
         key, sep, value = word.partition(":")
         value = value.lower()
@@ -43,12 +46,30 @@ def matches(ev: Any, text: str) -> bool:
         elif sep and key == "method":
             ok = value in (ev.rpc_method or ev.method).lower()
         elif sep and key == "status":
-            ok = str(ev.status or "").startswith(value)
+            label, how = outcome(ev) if ended is None else _split(ended)
+            ok = (
+                label.lower().startswith(value)
+                or str(ev.status or "").startswith(value)
+                or (how == "error" and "error".startswith(value or "-"))
+            )
+        elif sep and key == "by":
+            ok = (ev.by or "").startswith(value)
         else:
             ok = word.lower() in ev.url.lower() or word.lower() in (ev.rpc_method or "").lower()
         if not ok:
             return False
     return True
+
+
+def _path(url: str) -> str:
+    """What a row shows of a URL: its path and query (the peer column has the host)."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "") if parts.netloc else url
+
+
+def _split(ended: str) -> tuple[str, str]:
+    how, _, label = ended.partition(" ")
+    return label, how
 
 
 def _pretty(body: str) -> str:
@@ -64,22 +85,27 @@ hundreds a second; each redraw sorts the whole log)."""
 
 _WIDE = (
     ("time", 12),
-    ("dir", 4),
-    ("peer", 16),
-    ("method", 22),
-    ("status", 6),
+    ("dir", 3),
+    ("peer", 22),
+    ("method", 18),
+    ("outcome", 9),
     ("ms", 7),
-    ("url", 40),
+    ("path", 28),
 )
 _NARROW = (
-    ("time", 13),
-    ("dir", 2),
-    ("peer", 14),
-    ("method", 15),
-    ("status", 4),
+    ("time", 9),
+    ("dir", 4),
+    ("peer", 16),
+    ("method", 16),
+    ("outcome", 8),
     ("ms", 7),
-    ("url", 22),
+    ("path", 18),
 )
+"""The columns and their least widths (the path takes what the screen has left): every one shows
+at 80 columns (no cell padding; a cell's last character is the gap) as at 120."""
+WIDE = sum(width + 2 for _, width in _WIDE) + 2
+"""Columns a terminal needs for the padded widths, the scrollbar included (115)."""
+OUTCOME_STYLE = {"ok": "green", "cut": "yellow", "error": "bold red"}
 
 
 class WireScreen(ModeScreen):
@@ -87,21 +113,25 @@ class WireScreen(ModeScreen):
         Binding("slash", "focus_filter", "Filter", id="wire-filter"),
         Binding("escape", "leave_filter", "Back", show=False, id="wire-back"),
         Binding(
-            "c", "copy_curl", "Curl", id="wire-curl", tooltip="Copy the exchange as a curl command"
+            "c",
+            "copy_curl",
+            "Curl",
+            id="wire-curl",
+            tooltip="copies the exchange as a curl command",
         ),
         Binding(
             "e",
             "export",
             "Export",
             id="wire-export",
-            tooltip="Export the session: the wire log and the chat as JSON",
+            tooltip="the session: the wire log and the chat as JSON",
         ),
         Binding(
             "k",
             "cassette",
             "Cassette",
             id="wire-cassette",
-            tooltip="Save the wire log as a cassette to replay",
+            tooltip="saves the wire log as a cassette to replay",
         ),
     ]
 
@@ -109,7 +139,7 @@ class WireScreen(ModeScreen):
         yield Header()
         yield ModeBar("wire")
         yield TextBox(
-            placeholder="filter: peer:sdk method:GetTask status:4 dir:in task:81c0  (/)",
+            placeholder="filter: peer:sdk method:GetTask status:-32601 dir:in by:doctor  (/)",
             id="wire-filter",
         )
         yield RowTable(self._cells, id="wire")
@@ -121,23 +151,26 @@ class WireScreen(ModeScreen):
             str, Any
         ] = {}  # a row's key -> its event (rows are keyed by the event's id)
         self._starts: dict[
-            int, tuple[Any, float]
-        ] = {}  # id(event) -> (the event, when its exchange began)
-        self._narrow = self.app.size.width < 100
+            int, tuple[Any, float, str]
+        ] = {}  # id(event) -> (the event, when its exchange began, how it ended)
+        self._narrow = self.app.size.width < WIDE
         self._columns()
         self.tn.traffic_changed.subscribe(self, lambda _: self._traffic())
         self._append()
         self.query_one("#wire", RowTable).focus()
 
     def _columns(self) -> None:
-        """Every column on screen at 80 columns (no cell padding, shorter) as at 110."""
+        """Every column on screen at 80 columns (no cell padding, shorter) as at 120; the URL
+        takes the width left."""
         widths = _NARROW if self._narrow else _WIDE
         self.query_one("#wire", RowTable).set_columns(
-            [(label, label, width) for label, width in widths], padding=0 if self._narrow else 1
+            [(label, label, width) for label, width in widths],
+            padding=0 if self._narrow else 1,
+            flex="path",
         )
 
     def on_resize(self) -> None:
-        narrow = self.app.size.width < 100
+        narrow = self.app.size.width < WIDE
         if narrow != self._narrow:
             self._narrow = narrow
             self._columns()
@@ -166,7 +199,9 @@ class WireScreen(ModeScreen):
     filter_text = ""
 
     def _events(self) -> list[Any]:
-        return [ev for ev in self.tn.book.traffic if matches(ev, self.filter_text)]
+        return [
+            ev for ev in self.tn.book.traffic if matches(ev, self.filter_text, self._facts(ev)[1])
+        ]
 
     @on(Input.Changed, "#wire-filter")
     def _filter(self, event: Input.Changed) -> None:
@@ -180,14 +215,19 @@ class WireScreen(ModeScreen):
         self.query_one("#wire", RowTable).focus()
 
     def _started(self, ev: Any) -> float:
-        """When an exchange began (its event is stamped when it ended), worked out once per event
-        (kept with the event itself, so that an id the collector gives again is never mistaken)."""
+        return self._facts(ev)[0]
+
+    def _facts(self, ev: Any) -> tuple[float, str]:
+        """When an exchange began (its event is stamped when it ended) and how it ended (``how
+        label``, see ``monitor.outcome``), worked out once per event (kept with the event itself,
+        so that an id the collector gives again is never mistaken)."""
         known = self._starts.get(id(ev))
         if known is not None and known[0] is ev:
-            return known[1]
+            return known[1], known[2]
         start = parse_time(ev.time).timestamp() - ev.ms / 1000
-        self._starts[id(ev)] = (ev, start)
-        return start
+        label, how = outcome(ev)
+        self._starts[id(ev)] = (ev, start, f"{how} {label}")
+        return start, f"{how} {label}"
 
     def _append(self) -> None:
         """The rows follow the wire log in the order the exchanges began: an exchange is logged
@@ -209,25 +249,22 @@ class WireScreen(ModeScreen):
     def _cells(self, key: str) -> list[Any]:
         """An exchange's line, made when it is drawn."""
         ev = self._by_key[key]
-        if ev.method == "STDIO":  # a stdio JSON-RPC message has no HTTP status: say how it ended
-            status = (
-                Text("err", "red") if ev.error else Text("ok" if ev.response_body else "·", "green")
-            )
+        start, ended = self._facts(ev)
+        label, how = _split(ended)
+        if ev.direction == "out":
+            peer = ev.peer.removeprefix("http://")
+            who = Text.assemble((f"{ev.by} ", "magenta"), peer) if ev.by else Text(peer)
         else:
-            status = Text(
-                str(ev.status) if ev.status else "—",
-                "green" if ev.status and ev.status < 400 else "red",
-            )
-        who = ev.peer if ev.direction == "out" else f"{ev.server or ''}←{ev.peer.split(':')[0]}"
-        began = datetime.fromtimestamp(self._started(ev), UTC).strftime("%H:%M:%S.%f")[:12]
+            who = Text(f"{ev.server or ''}←{ev.peer.split(':')[0]}")
+        began = datetime.fromtimestamp(start, UTC).strftime("%H:%M:%S.%f")
         return [
-            began,
+            began[:8] if self._narrow else began[:12],
             "→" if ev.direction == "out" else "←",
-            who[:16],
+            who,
             ev.rpc_method or ev.method,
-            status,
+            Text(label, OUTCOME_STYLE[how]),
             f"{ev.ms:.1f}",
-            ev.url,
+            _path(ev.url),
         ]
 
     def _current(self) -> Any:
@@ -243,6 +280,8 @@ class WireScreen(ModeScreen):
     def _show(self, ev: Any) -> None:
         """The exchange in full under the rows."""
         t = Text()
+        if ev.by:
+            t.append(f"outbound, made by the {ev.by} (its probes of {ev.peer})\n", "italic magenta")
         if ev.direction == "in":
             t.append(
                 f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
@@ -256,7 +295,9 @@ class WireScreen(ModeScreen):
             t.append(f"{v}\n")
         if ev.request_body:
             t.append(_pretty(ev.request_body) + "\n")
-        t.append(f"\n← {ev.status}  {ev.ms:.1f} ms\n", "bold")
+        label, how = _split(self._facts(ev)[1])
+        t.append(f"\n← {ev.status or '—'}  {ev.ms:.1f} ms", "bold")
+        t.append(f"  {label}\n" if label != str(ev.status) else "\n", OUTCOME_STYLE[how])
         for k, v in ev.response_headers.items():
             t.append(f"{k}: ", "cyan")
             t.append(f"{v}\n")

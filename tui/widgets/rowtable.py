@@ -93,14 +93,20 @@ class RowTable(ScrollView, can_focus=True):
         self._index: dict[str, int] = {}
         self._columns: list[tuple[str, str, int]] = []
         self._padding = 1
+        self._flex: str | None = None
         self.cursor_row = 0
         self._told: str | None = None  # the key the last Highlighted named
 
     # -- columns and rows --------------------------------------------------------------------------
-    def set_columns(self, columns: Iterable[tuple[str, str, int]], padding: int = 1) -> None:
-        """``(label, key, width)`` per column; ``padding`` blank cells on each side of each."""
+    def set_columns(
+        self, columns: Iterable[tuple[str, str, int]], padding: int = 1, flex: str | None = None
+    ) -> None:
+        """``(label, key, width)`` per column; ``padding`` blank cells on each side of each (with
+        none, a cell's last character is the gap: its text is cut one short); the column keyed
+        ``flex`` also takes whatever width the table has left."""
         self._columns = list(columns)
         self._padding = padding
+        self._flex = flex
         self._resize()
 
     @property
@@ -186,6 +192,15 @@ class RowTable(ScrollView, can_focus=True):
     def _width(self) -> int:
         return sum(w + 2 * self._padding for _, _, w in self._columns)
 
+    def _widths(self) -> list[int]:
+        """Each column's width now: as set, the flex column widened to the table's width."""
+        widths = [w for _, _, w in self._columns]
+        spare = self.scrollable_content_region.width - self._width()
+        if self._flex is not None and spare > 0:
+            at = next(i for i, (_, k, _) in enumerate(self._columns) if k == self._flex)
+            widths[at] += spare
+        return widths
+
     def _resize(self) -> None:
         self.virtual_size = Size(self._width(), len(self._keys) + 1)
 
@@ -257,9 +272,12 @@ class RowTable(ScrollView, can_focus=True):
         console = self.app.console
         pad = " " * self._padding
         out: list[Segment] = []
-        for (_, _, width), cell in zip(self._columns, cells, strict=False):
+        widths = self._widths()
+        for at, (width, cell) in enumerate(zip(widths, cells, strict=False)):
             text = safe(cell if isinstance(cell, Text) else Text(str(cell)), CELL_CAP)
-            text.truncate(width, overflow="ellipsis", pad=True)
+            gap = 0 if self._padding or at == len(widths) - 1 else 1  # none after the last
+            text.truncate(width - gap, overflow="ellipsis")
+            text.pad_right(width - text.cell_len)
             text.no_wrap = True
             if pad:
                 out.append(Segment(pad))
