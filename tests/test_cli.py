@@ -9,6 +9,7 @@ import socket
 import httpx
 import pytest
 
+import toolnexus as tn
 from toolnexus.stores import STORE_FORMS, kind_of
 
 from .helpers import arun_cli, cli, read_until, run_cli, started_cli
@@ -244,6 +245,35 @@ def test_send_follows_the_task_and_answers_input(served_demo):
     assert "--> POST" in traced.stderr and "authorization: Bearer ***" in traced.stderr
     assert "abc123" not in traced.stderr
     assert run_cli("send", served_demo, "x", "--header", "nocolon").returncode == 2
+
+
+def test_version():
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"toolnexus {tn.__version__}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("card", "{url}", "--json"), ("send", "{url}", "hi", "--json")],
+    ids=["card", "send"],
+)
+def test_a_reader_that_leaves_ends_the_command_as_unix_tools_do(served_demo, args):
+    """``toolnexus card URL | head -1``: the reader has gone before the output is written (its end
+    of the pipe closed at once, every time). The command ends by SIGPIPE, as ``cat`` does, and
+    prints no traceback."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        cli(*(a.format(url=served_demo) for a in args)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader left
+    _, err = proc.communicate(timeout=20)
+    assert "Traceback" not in err.decode() and "BrokenPipeError" not in err.decode(), err
+    assert proc.returncode == -signal.SIGPIPE
 
 
 def test_send_over_the_http_json_binding(served_demo):

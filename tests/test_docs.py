@@ -192,3 +192,20 @@ def test_a_recipe_naming_what_is_gone_is_caught():
         "TaskStore (in toolnexus/nowhere/NAME.py...)",
         "[tool.nosuch] (in pyproject.toml...)",
     ]
+
+
+def test_the_desktop_mcp_snippets_name_the_command_by_its_full_path():
+    """A desktop host starts the command without your shell's PATH: a bare ``toolnexus`` fails for
+    a virtual environment's install. The snippets show the full path, as the TUI's copied entry
+    (``copy_mcp_config``) has it."""
+    import json
+
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = guide.split("## Desktop MCP hosts (stdio)", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 3, blocks
+    for block in blocks:
+        data = json.loads(block)
+        (entry,) = (data.get("mcpServers") or data["servers"]).values()
+        command = Path(entry["command"])
+        assert command.is_absolute() and command.name == "toolnexus", entry

@@ -333,7 +333,7 @@ async def test_a_replay_peer_refuses_what_it_has_no_answer_for(tmp_path):
         "result": {"id": "task-1", "note": hostile, "url": peer.url + "/x"},
     }  # served as recorded, not interpreted
     assert other.json()["id"] == 7 and other.json()["error"]["code"] == -32603
-    assert "no recorded exchange matches GetTask" in other.json()["error"]["message"]
+    assert "no recorded exchange matching GetTask" in other.json()["error"]["message"]
     assert card.status_code == 404 and junk.status_code == 404 and big.status_code == 413
     assert foreign.status_code == 421
     assert peer.misses == ["GetTask", "GET /.well-known/agent-card.json", "POST /"]
@@ -554,6 +554,42 @@ async def test_cli_records_replays_and_diffs(tmp_path):
     code, _, err = await arun_cli("replay", str(tmp_path / "missing.jsonl"))
     assert code == 2 and err.startswith("toolnexus: cannot read the cassette")
     assert len(err.strip().splitlines()) == 1
+
+
+async def test_a_trace_and_a_miss_read_as_what_they_are(tmp_path):
+    """A task can end before ``send`` subscribes to follow it: the peer's refusal is on the trace,
+    said to be expected. A request the replay has no answer for says so once, and how to match
+    looser. The recording makes the first happen every time: the task has ended (on the server's
+    side) before the subscription is sent."""
+    handle = await serve_demo()
+    tape = tmp_path / "ended.jsonl"
+    try:
+        async with tn.A2AClient(handle.url, record=tape) as client:
+            task = await client.send("hello")
+            async with asyncio.timeout(30):
+                while not (await handle.runner.get(task.id)).state.terminal:
+                    await asyncio.sleep(0.02)
+            with pytest.raises(tn.RPCError, match="already completed"):
+                async for _ in client.resubscribe(task.id):
+                    pass
+            await client.get(task.id)
+    finally:
+        await handle.stop()
+    with started_cli("replay", str(tape), "--json", "--match", "method") as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        code, out, err = await arun_cli("send", url, "hello", "--trace")
+    assert code == 0 and out.strip() == "You said: hello", err
+    said = err.splitlines()
+    refused = next(i for i, line in enumerate(said) if " SubscribeToTask " in line)
+    answer = next(i for i in range(refused, len(said)) if said[i].startswith("<-- "))
+    assert "already completed" in said[answer]
+    assert said[answer + 1].strip().startswith("(expected, not a problem: the task had ended")
+    with started_cli("replay", str(tape), "--json") as proc:  # lenient: the text must match
+        url = read_until(proc, "ready")[0]["url"]
+        code, _, err = await arun_cli("send", url, "something never said")
+    assert code == 1 and err.count("replay") == 1, err
+    assert err.startswith("toolnexus: the replay has no recorded exchange matching SendMessage")
+    assert "--match method" in err
 
 
 if __name__ == "__main__":  # re-record tests/cassettes/demo-desk.jsonl from the demo agent

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 
@@ -32,7 +32,7 @@ from .debug.cassette import CassetteError
 from .debug.doctor import doctor
 from .debug.report import printer
 from .display import printable
-from .errors import MissingExtra
+from .errors import MissingExtra, UnsupportedOperationError
 from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
@@ -46,6 +46,7 @@ from .http.server import (
 )
 from .mcp_client import split_command
 from .protocol.dialects import Dialect, render_task
+from .protocol.operations import OPERATIONS
 from .secrets import expand_env, mask_url
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server."
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {tn.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser(
         "serve", help="serve a toolkit (with no flags: the example skills on the demo model)"
@@ -457,6 +459,30 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code. Whoever reads its output may leave before it is all written
+    (``toolnexus card URL | head -1``): then it ends as Unix tools do, by that SIGPIPE, quietly."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # the last of the output (--help's too), while a reader gone can still be told
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+
+
+def _reader_gone() -> NoReturn:
+    """The reader of stdout left: nothing more is written there (Python's own flush at exit
+    included), and the process ends by SIGPIPE, as ``cat`` or ``grep`` would (status 141 in a
+    shell). Python ignores SIGPIPE, so that a socket's peer leaving is an error to handle: it is
+    restored only now, at the end."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(128 + signal.SIGPIPE)  # not reached where the signal ends the process at once
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.argv = list(
@@ -1149,7 +1175,28 @@ async def _send(args: argparse.Namespace) -> int:
             if ev.request_body:
                 out(f"    {ev.request_body}", file=sys.stderr)
             out(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
+            if _ended_before_followed(ev):
+                out(
+                    "    (expected, not a problem: the task had ended before the subscription "
+                    "reached the peer, so there was nothing to follow; it is read with GetTask)",
+                    file=sys.stderr,
+                )
     return code
+
+
+_SUBSCRIBE = {OPERATIONS["resubscribe"].v10, OPERATIONS["resubscribe"].v03}
+
+
+def _ended_before_followed(ev: Any) -> bool:
+    """Whether an exchange is a subscription to a task the peer refused because the task had
+    already ended (``UnsupportedOperation``, in any binding's spelling): the client reads the
+    finished task next, as it should. A quick task ends so before ``send`` can follow it."""
+    if ev.rpc_method not in _SUBSCRIBE:
+        return False
+    body = ev.response_body
+    return UnsupportedOperationError.reason in body or (
+        f'"code":{UnsupportedOperationError.code}' in body.replace(" ", "")
+    )
 
 
 async def _replay(args: argparse.Namespace) -> int:

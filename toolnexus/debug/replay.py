@@ -223,7 +223,11 @@ class ReplayPeer:
         rpc_id = body.get("id") if isinstance(body, dict) and "jsonrpc" in body else None
         if recorded is None:
             self.misses.append(op)
-            why = f"toolnexus replay: no recorded exchange matches {op} (match={self.match})"
+            why = f"the replay has no recorded exchange matching {op} (match {self.match})" + (
+                "; started with --match method, it answers any request of the same operation"
+                if self.match != "method"
+                else ""
+            )
             if rpc_id is not None or (isinstance(body, dict) and "jsonrpc" in body):
                 await _json_answer(
                     send,
@@ -256,7 +260,7 @@ class ReplayPeer:
             await _plain(
                 send,
                 502,
-                f"toolnexus replay: the recorded exchange got no answer: {x.error or 'unknown'}",
+                f"the replay's recorded exchange got no answer: {x.error or 'unknown'}",
             )
             return
         headers = [(b"content-type", _served_type(x)), (b"x-content-type-options", b"nosniff")]
