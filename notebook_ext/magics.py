@@ -47,7 +47,8 @@ HELP = {
         "                 [--api-key-env VAR] [--store STORE] [--mcp] [--thread]",
         "Serve skills as an A2A agent (and MCP with --mcp) on the kernel's loop; its URL is known at once.\n"
         f"STORE: {STORE_FORMS} (default {KINDS[0].form}).\n"
-        "Without --skills it serves the bundled example skills. Outside the notebook: toolnexus mcp\n"
+        "Without --skills it serves the bundled example skills. Run again (Run All), a name that runs\n"
+        "gives back that server, or restarts it when the options changed. Outside the notebook: toolnexus mcp\n"
         "serves a toolkit to desktop MCP hosts over stdio, toolnexus-tui --web the debugger to a browser,\n"
         "toolnexus serve --metrics an agent's Prometheus metrics.",
         "h = %toolnexus serve --name desk --mcp",
@@ -306,6 +307,14 @@ class ToolnexusMagics(Magics):
             description=f"{name}, served from a notebook",
         )
         session = self.session
+        before = session.serving(name)
+        running = session.again(spec, args.thread)
+        if running is not None:  # run again with the same options: the same server, live
+            print(f"{name} runs already with these options: the same server, at {running.url}")
+            display(running.widget)
+            return Served(running, running.widget)
+        if before is not None:
+            print(f"{name} ran with other options: stopped, and started again with these")
         try:
             if args.thread:
                 handle = session.start_thread(spec)

@@ -28,6 +28,7 @@ class NotebookSession:
     def __init__(self) -> None:
         self.workspace = Workspace()
         self.threaded: dict[str, Any] = {}
+        self._thread_specs: dict[str, ServerSpec] = {}  # what each thread's server was asked for
         self._tasks: set[asyncio.Task[Any]] = set()
         self._starting: dict[str, asyncio.Task[Any]] = {}
         self._stopping: dict[str, asyncio.Task[Any]] = {}
@@ -92,6 +93,33 @@ class NotebookSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def serving(self, name: str) -> tuple[Any, ServerSpec, bool] | None:
+        """The server of that name if it runs (or is starting), not being stopped: the hosted
+        server, or a thread's handle, with its spec and whether it runs on a thread."""
+        if name in self.threaded:
+            return self.threaded[name], self._thread_specs[name], True
+        server = self.workspace.servers.get(name)
+        stopping = name in self._stopping and not self._stopping[name].done()
+        if server is None or stopping or server.state not in ("running", "starting"):
+            return None
+        return server, server.spec, False
+
+    def again(self, spec: ServerSpec, thread: bool) -> Any:
+        """A serve of a name that runs already (a notebook run again, Run All): the server that
+        runs when it was asked for with the same options (a port of 0 stands for the one it got);
+        None otherwise, the running one then being stopped, so that the changed one replaces it."""
+        running = self.serving(spec.name)
+        if running is None:
+            return None
+        server, had, threaded = running
+        if threaded == thread and (replace(had, port=0) if not spec.port else had) == spec:
+            return server
+        if threaded:  # its own loop: stopped now, its name free for the new one
+            self.threaded.pop(spec.name).stop()
+        else:  # on the kernel's loop after the cell; the new one starts once it has stopped
+            self.stop_later(spec.name)
+        return None
 
     def check(self, spec: ServerSpec) -> tuple[Any, Any]:
         """Everything that can be checked before the cell ends, so that mistakes are one-line errors.
@@ -177,6 +205,7 @@ class NotebookSession:
             events=self.workspace.events,
         )
         self.threaded[spec.name] = handle
+        self._thread_specs[spec.name] = spec
         return handle
 
     def stop_later(self, name: str) -> asyncio.Task[Any]:

@@ -36,6 +36,7 @@ from toolnexus.display import badge, error_html, to_dataframe
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
 from toolnexus.events import EventBus, RemoteCallEvent, ServerEvent, TextEvent, TrafficEvent
 from toolnexus.monitor import (
+    ARROW,
     TaskBook,
     TaskView,
     duration,
@@ -70,6 +71,8 @@ STYLE = """<style>
 .toolnexus-w .toolnexus-muted { color: var(--jp-ui-font-color2, #777); }
 .toolnexus-w pre { margin: 0; white-space: pre-wrap; word-break: break-word; }
 .toolnexus-w .toolnexus-task > div { margin: 1px 0; }
+.toolnexus-w table.toolnexus-doctor { width: 100%; line-height: 1.4; }
+.toolnexus-w table.toolnexus-doctor td:last-child { overflow-wrap: anywhere; }
 </style>"""
 """Table borders and padding, links that look like links: theme variables only."""
 
@@ -105,7 +108,7 @@ def _wire_html(rows: list[tuple[str, str, Any]]) -> str:
             )
             continue
         ev: TrafficEvent = item
-        arrow = "→ in" if kind == "in" else "← out"
+        arrow = f"{ARROW[kind]} {kind}"
         what = f"{ev.method} {ev.rpc_method or ev.url}"
         status = ev.error or (str(ev.status) if ev.status is not None else "")
         bodies = "".join(
@@ -481,11 +484,14 @@ class ServerWidget(w.VBox):
         wait = max(0.0, self._chart_due - loop.time())
         self._chart_drawn = count
         self._chart_due = loop.time() + wait + CHART_EVERY
-        series = [
+        self._chart_task = _schedule(self._chart(self.series(), wait))
+
+    def series(self) -> list[tuple[str, list[tuple[str, datetime]], float | None]]:
+        """What the chart draws: each task's state, its timeline and how long it took."""
+        return [
             (v.state.value, [(s.value, parse_time(t)) for s, t in v.timeline], v.took())
             for v in self.book.tasks.values()
         ]
-        self._chart_task = _schedule(self._chart(series, wait))
 
     async def _chart(self, series: list[Any], wait: float) -> None:
         if wait:
@@ -497,8 +503,21 @@ class ServerWidget(w.VBox):
 
 
 def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]) -> bytes | None:
-    """Task states over time (tasks in each state, stepwise) and a histogram of durations, as a PNG
-    for a 620 px column; None when there is nothing to draw or matplotlib is not installed."""
+    """:func:`chart_figure` as a PNG; None when there is nothing to draw or matplotlib is not
+    installed."""
+    fig = chart_figure(series)
+    if fig is None:
+        return None
+    out = io.BytesIO()
+    fig.savefig(out, format="png", transparent=True)
+    return out.getvalue()
+
+
+def chart_figure(series: list[tuple[str, list[tuple[str, datetime]], float | None]]) -> Any:
+    """Task states over time (tasks in each state, stepwise) and a histogram of durations, for a
+    620 px column (a matplotlib ``Figure``); None when there is nothing to draw or matplotlib is
+    not installed. Both x axes start at 0 seconds (one task's duration alone gave matplotlib's
+    default of its value ±0.5: an axis from -0.4 s)."""
     try:
         from matplotlib.figure import Figure  # noqa: PLC0415  # optional extra: notebook (matplotlib), when a chart is drawn
     except ImportError:
@@ -541,7 +560,11 @@ def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]
     left.legend(fontsize=7, frameon=False, labelcolor=ink)
     took = [t for _, _, t in series if t is not None]
     if took:
-        right.hist(took, bins=min(20, max(1, int(math.sqrt(len(took))) + 1)), color="#4a90d9")
+        longest = max(took) or 1.0
+        bins = min(20, max(1, int(math.sqrt(len(took))) + 1))
+        right.hist(took, bins=bins, range=(0, longest), color="#4a90d9")
+        right.set_xlim(0, longest * 1.05)
+    left.set_xlim(left=0)
     right.set_title("duration (s)", color=ink, fontsize=9)
     for ax in (left, right):
         ax.tick_params(colors=ink, labelsize=7)
@@ -549,9 +572,7 @@ def chart_png(series: list[tuple[str, list[tuple[str, datetime]], float | None]]
         for spine in ax.spines.values():
             spine.set_color(ink)
     fig.tight_layout()
-    out = io.BytesIO()
-    fig.savefig(out, format="png", transparent=True)
-    return out.getvalue()
+    return fig
 
 
 def _row(view: TaskView) -> dict[str, Any]:

@@ -23,6 +23,7 @@ __all__ = [
     "TaskView",
     "TaskBook",
     "STATE_STYLE",
+    "ARROW",
     "parse_time",
     "short",
     "duration",
@@ -42,6 +43,10 @@ STATE_STYLE: dict[TaskState, tuple[str, str]] = {
     TaskState.REJECTED: ("✘", "red"),
     TaskState.UNKNOWN: ("·", "grey50"),
 }
+
+ARROW = {"out": "→", "in": "←"}
+"""An exchange's direction as every front end draws it: ``→`` a request this side sent to a peer,
+``←`` a request a peer sent to a hosted server (the TUI's Wire, a task's Wire tab, the notebook)."""
 
 
 GRPC_STATUS = (

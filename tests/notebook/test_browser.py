@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,7 +12,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,11 +36,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
-    work = tmp_path / "work"
-    work.mkdir()
-    shutil.copy(ROOT / "examples" / "notebook_demo.ipynb", work / "notebook_demo.ipynb")
-    (work / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+@contextlib.contextmanager
+def _lab(tmp_path: Path, work: Path, notebook: str) -> Iterator[Any]:
+    """JupyterLab on ``work`` (settings that silence the news toast) and a headless Chromium page
+    on ``notebook`` there, its kernel connected and idle; stopped however the block ends."""
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
@@ -78,51 +80,104 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
         with sync_api.sync_playwright() as p:
             browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/lab/tree/notebook_demo.ipynb?token={token}")
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}")
             page.wait_for_function(
                 "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
                 " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
                 " return k && k.connectionStatus === 'connected' && k.status === 'idle'; }",
                 timeout=60_000,
             )
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            table = page.locator("table.toolnexus-live-tasks")
-            table.first.wait_for(timeout=60_000)
-            page.wait_for_function(
-                "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
-                " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }",
-                timeout=60_000,
-            )
-            server = page.locator(".toolnexus-server").first
-            server.scroll_into_view_if_needed()  # JupyterLab does not render cells far out of view
-            widget_area = server.text_content()
-            assert "Loading widget" not in widget_area
-            assert "nb-desk" in widget_area and "completed" in widget_area
-            page.screenshot(path=str(tmp_path / "jupyterlab.png"))
-            # the widgets take their colours from the theme: header cells and the completed badge
-            # change with it (fixed colours would not), in a column as narrow as 620 px
-            look = (
-                "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
-                " const th = getComputedStyle(t.querySelector('th'));"
-                " const ok = getComputedStyle(t.querySelector('[data-state=\"completed\"]'));"
-                " return [th.backgroundColor, th.borderTopWidth, th.paddingLeft, ok.color]; }"
-            )
-            light = page.evaluate(look)
-            assert light[1] != "0px" and light[2] != "0px", (
-                light
-            )  # borders and padding: columns apart
-            page.evaluate(
-                "() => window.jupyterapp.commands.execute('apputils:change-theme',"
-                " {theme: 'JupyterLab Dark'})"
-            )
-            page.wait_for_function(
-                "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
-            )
-            page.set_viewport_size({"width": 620 + 300, "height": 1000})
-            server.scroll_into_view_if_needed()
-            dark = page.evaluate(look)
-            assert dark[0] != light[0] and dark[3] != light[3], (light, dark)
-            page.screenshot(path=str(tmp_path / "jupyterlab-dark-narrow.png"))
+            yield page
             browser.close()
     finally:
         stop_process(lab)  # waited for even when killed: a Popen left running warns at its end
+
+
+def test_the_doctor_table_reads_in_a_narrow_column(tmp_path: Path):
+    """``%toolnexus doctor`` in a notebook column of about 460 px: each check on one line, the
+    findings wrapping in what is left (a URL too) so that the table fits its output, no part cut
+    off, and lines at the text's own height (an ipywidgets HTML gives each line 28 px)."""
+    import nbformat
+
+    work = tmp_path / "work"
+    work.mkdir()
+    cells = [
+        "%load_ext toolnexus",
+        "h = %toolnexus serve --name doc-desk",
+        "%toolnexus doctor {h.url}",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, work / "doctor.ipynb")
+    with _lab(tmp_path, work, "doctor.ipynb") as page:
+        page.set_viewport_size({"width": 900, "height": 1000})
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function(
+            "() => { const t = document.querySelector('table.toolnexus-doctor');"
+            " return t && t.closest('.toolnexus-w').innerText.includes('every check passed'); }",
+            timeout=60_000,
+        )
+        table = page.locator("table.toolnexus-doctor")
+        table.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "doctor.png"))
+        right, room, lines, height, size = page.evaluate(
+            "() => { const t = document.querySelector('table.toolnexus-doctor');"
+            " const box = t.closest('.widget-html-content');"
+            " const lines = [...t.querySelectorAll('tr[data-severity] td:nth-child(2)')].map(td => {"
+            "   const r = document.createRange(); r.selectNodeContents(td);"
+            "   return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; });"
+            " const td = getComputedStyle(t.querySelector('td'));"
+            " return [t.getBoundingClientRect().right, box.getBoundingClientRect().right, lines,"
+            "         parseFloat(td.lineHeight), parseFloat(td.fontSize)]; }"
+        )
+        assert len(lines) > 10 and set(lines) == {1}, lines
+        assert right <= room + 1, (right, room)
+        assert height <= 1.6 * size, (height, size)
+
+
+def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "examples" / "notebook_demo.ipynb", work / "notebook_demo.ipynb")
+    (work / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    with _lab(tmp_path, work, "notebook_demo.ipynb") as page:
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        table = page.locator("table.toolnexus-live-tasks")
+        table.first.wait_for(timeout=60_000)
+        page.wait_for_function(
+            "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
+            " return t && t.querySelectorAll('[data-state=\"completed\"]').length >= 4; }",
+            timeout=60_000,
+        )
+        server = page.locator(".toolnexus-server").first
+        server.scroll_into_view_if_needed()  # JupyterLab does not render cells far out of view
+        widget_area = server.text_content()
+        assert "Loading widget" not in widget_area
+        assert "nb-desk" in widget_area and "completed" in widget_area
+        page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+        # the widgets take their colours from the theme: header cells and the completed badge
+        # change with it (fixed colours would not), in a column as narrow as 620 px
+        look = (
+            "() => { const t = document.querySelector('table.toolnexus-live-tasks');"
+            " const th = getComputedStyle(t.querySelector('th'));"
+            " const ok = getComputedStyle(t.querySelector('[data-state=\"completed\"]'));"
+            " return [th.backgroundColor, th.borderTopWidth, th.paddingLeft, ok.color]; }"
+        )
+        light = page.evaluate(look)
+        assert light[1] != "0px" and light[2] != "0px", light  # borders and padding: columns apart
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+        )
+        page.set_viewport_size({"width": 620 + 300, "height": 1000})
+        server.scroll_into_view_if_needed()
+        dark = page.evaluate(look)
+        assert dark[0] != light[0] and dark[3] != light[3], (light, dark)
+        page.screenshot(path=str(tmp_path / "jupyterlab-dark-narrow.png"))

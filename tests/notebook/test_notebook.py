@@ -113,3 +113,49 @@ def test_widgets_say_disconnected_when_the_kernel_stops(tmp_path: Path):
     said = " ".join(updates)
     assert '"status": "disconnected"' in said, updates
     assert re.search(r"kernel that ran this server stopped", said), updates
+
+
+def test_readme_jupyter_lines_run_again_on_the_same_kernel(tmp_path: Path):
+    """Run All twice on one kernel: the second ``%toolnexus serve`` gives back the server that
+    runs (same options: same URL, no error), and a serve with other options restarts it. On the
+    way, in the kernel: the task's wire draws ``←`` for what came in, as the TUI does, and the
+    duration chart of one task starts its axes at 0 s."""
+    lines = _readme_jupyter_lines()
+    cells = [nbformat.v4.new_code_cell(line) for line in lines]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+
+    def run(source: str) -> list:
+        cell = nbformat.v4.new_code_cell(source)
+        nb.cells.append(cell)
+        client.execute_cell(cell, len(nb.cells) - 1)  # an assert that fails raises here
+        return cell.outputs
+
+    with client.setup_kernel():
+        _run_all(client, nb)
+        run(
+            "first = h.url\n"
+            "from notebook_ext.widgets import chart_figure\n"
+            "h.widget.refresh()\n"
+            "one = [s for s in h.widget.series() if s[2] is not None][:1]\n"
+            "fig = chart_figure(one)\n"
+            "assert [ax.get_xlim()[0] for ax in fig.axes] == [0, 0], [ax.get_xlim() for ax in fig.axes]\n"
+            "h.widget.pick.value = task.id\n"
+            "h.widget._draw_detail()\n"
+            "drawn = h.widget.detail.value\n"
+            "assert '← in' in drawn and '→ in' not in drawn, drawn"
+        )
+        for index, cell in enumerate(cells):  # Run All again, the same cells
+            client.execute_cell(cell, index)
+            said = [o.get("text", "") for o in cell.outputs if o.get("name") == "stderr"]
+            assert not said, (cell.source, said)
+        run("assert h.url == first and h.state == 'running', (h.url, first, h.state)")
+        said = run(
+            "h = %toolnexus serve --name demo-desk --mcp\n"
+            "s = %toolnexus send {h.url} greet Ada\n"
+            "t = await s.done()\n"
+            "assert h.spec.mcp and h.url != first and t.state.value == 'completed', (h.url, t)"
+        )
+        assert "started again" in "".join(o.get("text", "") for o in said), said

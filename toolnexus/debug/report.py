@@ -196,7 +196,7 @@ class DoctorReport:
         return (
             f"<h4 style='margin:0'>{html.escape(self.title)}</h4>"
             f"<p><b>{html.escape(self.summary if self.done else 'checking…')}</b></p>"
-            "<table><tr><th>severity</th><th>check</th><th>finding</th></tr>"
+            "<table class='toolnexus-doctor'><tr><th>severity</th><th>check</th><th>finding</th></tr>"
             + "".join(entry_row(e) for e in self.entries())
             + "</table>"
         )
