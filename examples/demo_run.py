@@ -13,7 +13,13 @@ from pathlib import Path
 import toolnexus as tn
 
 SKILLS = Path(__file__).resolve().parent / "skills"
-PROMPTS = ["hello there", "what's the weather in Oslo?", "please confirm the order"]
+PROMPTS = [
+    "hello there",
+    "what's the weather in Oslo?",
+    "greet Ada",
+    "draft the weekly report",
+    "please confirm the order",
+]
 
 
 async def main(prompts: list[str]) -> None:

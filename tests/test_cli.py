@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import socket
+import subprocess
+import threading
 
 import httpx
 import pytest
@@ -101,6 +104,31 @@ def test_serve_with_mcp():
         assert r.status_code == 200 and '"skill"' in r.text
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
+
+
+def test_the_demo_says_what_to_type_to_see_a_question_and_its_skills_do_their_job():
+    """``toolnexus serve``'s first lines say what to send to see an input-required question; sent
+    as printed, it asks; the weather comes from the skill's table, offline."""
+    with started_cli("serve") as proc:
+        lines, watchdog = [], threading.Timer(20, proc.kill)
+        watchdog.start()
+        for line in proc.stdout:  # its first lines, to "press Ctrl-C to stop"
+            lines.append(line)
+            if line.startswith("press Ctrl-C"):
+                break
+        watchdog.cancel()
+        tried = next((line for line in lines if line.startswith("try ")), None)
+        assert tried is not None, lines
+        command = shlex.split(tried.removeprefix("try").split("  (")[0])
+        assert command[:2] == ["toolnexus", "send"] and "input-required" in tried
+        asked = run_cli(*command[1:])
+        assert asked.returncode == 0, asked.stderr
+        assert (
+            "Do you approve: draft the weekly report?" in asked.stdout
+            and "[input-required]" in asked.stderr
+        )
+        weather = run_cli("send", command[2], "what's the weather in Oslo?")
+        assert weather.stdout.strip() == 'Using the "weather" skill: Oslo: light snow, -3°C.'
 
 
 def test_text_output_and_sigterm():
@@ -261,8 +289,6 @@ def test_a_reader_that_leaves_ends_the_command_as_unix_tools_do(served_demo, arg
     """``toolnexus card URL | head -1``: the reader has gone before the output is written (its end
     of the pipe closed at once, every time). The command ends by SIGPIPE, as ``cat`` does, and
     prints no traceback."""
-    import subprocess
-
     proc = subprocess.Popen(
         cli(*(a.format(url=served_demo) for a in args)),
         stdout=subprocess.PIPE,

@@ -36,6 +36,12 @@ def test_demo_run_prints_telemetry():
         for line in out.splitlines()
         if "telemetry:" in line
     ]
-    assert [t["tools"] for t in lines] == [[], ["skill"], ["ask_approval"]]
+    assert [t["tools"] for t in lines] == [
+        [],
+        ["skill", "read_skill_file"],
+        ["skill"],
+        ["skill", "ask_approval"],
+        ["ask_approval"],
+    ]
     assert all(t["model"] == "toolnexus-demo" and t["usage"]["total_tokens"] > 0 for t in lines)
     assert "pending: Do you approve: please confirm the order?" in out

@@ -515,6 +515,35 @@ async def test_demo_loads_a_matching_skill(demo_kit):
     assert r.tool_calls[0]["args"] == {"name": "weather"}
 
 
+async def test_demo_does_each_example_skills_job_offline(demo_kit):
+    """The weather from the skill's own table (read through the model's ``read_skill_file`` tool,
+    so the telemetry shows it), never an echo; a greeting by name; a report drafted, asked to be
+    approved (the question of an input-required task) and published or not."""
+    c = demo_client(pace=0)
+    r = await c.run("what's the weather in Oslo?", demo_kit)
+    assert [t["name"] for t in r.tool_calls] == ["skill", "read_skill_file"]
+    assert r.tool_calls[1]["args"] == {"skill": "weather", "path": "reference/climate.csv"}
+    assert r.text == 'Using the "weather" skill: Oslo: light snow, -3°C.'
+    r = await c.run("weather in Lisbon in fahrenheit", demo_kit)
+    assert r.text == 'Using the "weather" skill: Lisbon: sunny, 63°F.'
+    r = await c.run("weather in Paris", demo_kit)
+    assert r.text.endswith("it knows Oslo, Lisbon, Nairobi, Tokyo, Lima.") and "Paris" not in r.text
+    r = await c.run("greet Ada please", demo_kit)
+    assert r.text == 'Using the "greet" skill: Hello, Ada! I hope your day is going well.'
+    r = await c.run("draft the weekly report", demo_kit)
+    assert r.status == "pending" and r.pending.kind == "confirm"
+    assert r.pending.prompt == "Do you approve: draft the weekly report?"
+    done = await c.resume(r, Answer(r.pending.id, True, "yes"))
+    assert done.text == (
+        'Using the "report" skill: Request approved (yes). Published:\n- draft the weekly report'
+    )
+    r = await c.run("draft the weekly report", demo_kit)
+    kept = await c.resume(r, Answer(r.pending.id, True, "no, wait for Friday"))
+    assert kept.text == (
+        'Using the "report" skill: Request declined (no, wait for Friday). Not published.'
+    )
+
+
 async def test_demo_asks_for_approval_and_resumes(demo_kit):
     c = demo_client()
     r = await c.run("confirm the order", demo_kit)

@@ -33,7 +33,7 @@ from .debug.doctor import doctor
 from .debug.report import printer
 from .display import printable
 from .errors import MissingExtra, UnsupportedOperationError
-from .hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
+from .hosting import DEMO_ASK, DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
 from .http.server import (
@@ -684,6 +684,13 @@ async def _serve(args: argparse.Namespace) -> int:
                 args,
                 f"warning: {args.host} is reachable beyond this machine and has no auth",
                 {"event": "warning", "message": "bound beyond loopback without auth"},
+            )
+        if demo and a2a is not None and args.model == "demo":
+            _emit(
+                args,
+                f'try     toolnexus send {handle.url} "{DEMO_ASK}"  (it asks you to approve the '
+                'draft: input-required; also "weather in Oslo", "greet Ada")',
+                {"event": "try", "text": DEMO_ASK, "url": handle.url},
             )
         _emit(args, "press Ctrl-C to stop", {"event": "ready"})
 

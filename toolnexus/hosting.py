@@ -33,6 +33,8 @@ __all__ = [
     "prepare",
     "profiles",
     "EXAMPLE_SKILLS",
+    "DEMO_ASK",
+    "DEMO_TRY",
     "demo_spec",
 ]
 
@@ -49,6 +51,14 @@ DEMO_DESCRIPTION = (
     "reports that need approval. Runs offline on the embedded demo model."
 )
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+DEMO_ASK = "draft the weekly report"
+"""What to type to the demo to see a task ask a question (``input-required``): its report skill
+asks the requester to approve the draft."""
+DEMO_TRY = (
+    f'try "{DEMO_ASK}": it asks you to approve the draft (input-required); '
+    'or "weather in Oslo", "greet Ada"'
+)
+"""What the first screens say to type to the demo (the TUI's Servers and Chat)."""
 
 
 def build_client(
@@ -185,6 +195,13 @@ class HostedServer:
     @property
     def auth(self) -> bool:
         return bool(self.spec.auth_token_env)
+
+    @property
+    def hint(self) -> str:
+        """What to type to it, when it is the demo (the example skills on the demo model)."""
+        if self.spec.model == "demo" and str(EXAMPLE_SKILLS) in self.spec.skills:
+            return DEMO_TRY
+        return ""
 
     def warnings(self) -> list[str]:
         """What a careful person would want to know before leaving this server running."""

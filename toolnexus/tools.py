@@ -230,6 +230,8 @@ class ToolContext:
             it to a caller that asked for progress); tools call :meth:`progress`, never this.
         folder: a served task's own folder, holding the files its caller sent (None: no task, or
             no files); a tool reads them there and writes nowhere else of the server's.
+        toolkit: the toolkit of the model's run the call is part of (its ``skills()``), for a
+            model's own tools (the demo's ``read_skill_file``); None outside a run.
     """
 
     timeout: float | None = None
@@ -237,6 +239,7 @@ class ToolContext:
     answer: Answer | None = None
     on_progress: ProgressFn | None = None
     folder: os.PathLike[str] | None = None
+    toolkit: Any = None
 
     @property
     def cancelled(self) -> bool:

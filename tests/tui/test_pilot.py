@@ -34,6 +34,20 @@ async def until(pilot, check, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
 
 
+async def chat_with_hosted(app: ToolnexusApp, pilot) -> str:
+    """Chat (mode 4) open on the app's hosted server, once it runs and answers as a peer: its URL."""
+    await until(pilot, lambda: bool(app.workspace.running()))
+    hosted = app.workspace.running()[0].url
+    await until(
+        pilot,
+        lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable",
+    )
+    app.chat_peer = hosted
+    await pilot.press("4")
+    await until(pilot, lambda: app.conversation.peer == hosted)
+    return hosted
+
+
 async def send(url: str, text: str, blocking: bool = False) -> dict:
     async with httpx.AsyncClient() as http:
         r = await rpc(
@@ -221,17 +235,7 @@ async def test_a_chatted_task_keeps_its_skill_and_shows_both_sides_of_its_wire()
     chat client's, which carry no skill), and its skill column says what the server ran."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.workspace.running()))
-        hosted = app.workspace.running()[0].url
-        await until(
-            pilot,
-            lambda: (
-                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
-            ),
-        )
-        app.chat_peer = hosted
-        await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await chat_with_hosted(app, pilot)
         app.screen.query_one("#chat-input", Input).value = "what is the weather in Paris"
         await pilot.press("enter")
         await until(

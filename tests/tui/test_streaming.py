@@ -14,7 +14,7 @@ from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chat_with_hosted, until  # noqa: E402
 
 PROMPT = "tell me about one two three four five six seven eight"
 REPLY = "You said: " + PROMPT
@@ -26,17 +26,7 @@ async def test_the_chat_and_the_tasks_detail_fill_in_as_the_words_come(
     monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.15")  # the demo's words, a person's pace apart
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.workspace.running()))
-        hosted = app.workspace.running()[0].url
-        await until(
-            pilot,
-            lambda: (
-                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
-            ),
-        )
-        app.chat_peer = hosted
-        await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await chat_with_hosted(app, pilot)
         app.screen.query_one("#chat-input", Input).value = PROMPT
         await pilot.press("enter")
         shown: list[str] = []  # what the chat's log showed of the reply, as it changed
@@ -75,17 +65,7 @@ async def test_ctrl_x_mid_reply_cancels_the_task_cleanly(monkeypatch: pytest.Mon
     monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.3")
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.workspace.running()))
-        hosted = app.workspace.running()[0].url
-        await until(
-            pilot,
-            lambda: (
-                hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable"
-            ),
-        )
-        app.chat_peer = hosted
-        await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await chat_with_hosted(app, pilot)
         app.screen.query_one("#chat-input", Input).value = PROMPT
         await pilot.press("enter")
         await until(

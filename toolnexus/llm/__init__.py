@@ -16,7 +16,7 @@ from ..stores.conversations import (
 )
 from ..tools import Tool
 from .client import Client, Style, WaitFor
-from .demo import DEMO_MODEL, approval_tool, demo_generate, demo_pace
+from .demo import DEMO_MODEL, approval_tool, demo_generate, demo_pace, skill_file_tool
 from .endpoints import AnthropicStyle, OpenAIStyle
 from .inprocess import Generate, InProcessStyle
 from .run import RunResult, ToolCall, Turn, Usage
@@ -139,7 +139,8 @@ def demo_client(
     timeout: float | None = None,
     pace: float | None = None,
 ) -> Client:
-    """The embedded default model: deterministic, offline, with the ``ask_approval`` tool.
+    """The embedded default model: deterministic, offline, with its ``ask_approval`` and
+    ``read_skill_file`` tools.
 
     See :mod:`toolnexus.llm.demo` for its script. ``pace``: seconds between the words of its
     answers (default ``TOOLNEXUS_DEMO_PACE``, else ``DEMO_PACE``; 0 for tests).
@@ -151,5 +152,5 @@ def demo_client(
         timeout=timeout,
         store=store,
         wait_for=wait_for,
-        tools=[approval_tool()],
+        tools=[approval_tool(), skill_file_tool()],
     )

@@ -282,7 +282,7 @@ class Client:
         by_name = {t.name: t for t in tools}
         while state.queue:
             call = state.queue.pop(0)
-            outcome = await self._execute(by_name, call, None, state.folder)
+            outcome = await self._execute(by_name, call, None, state.folder, state.toolkit)
             request = outcome.pending
             if request is not None:
                 if self.wait_for is None or request.kind == REJECT:  # a refusal ends the run
@@ -329,7 +329,7 @@ class Client:
             return ToolResult.error(f"{call.name}: the request was declined ({reason})")
         if by_name is None:
             by_name = {t.name: t for t in self._tools(state.toolkit)}
-        outcome = await self._execute(by_name, call, answer, state.folder)
+        outcome = await self._execute(by_name, call, answer, state.folder, state.toolkit)
         if outcome.pending is not None:
             return ToolResult.error(f"{call.name}: asked for input again after it was answered")
         return outcome
@@ -340,6 +340,7 @@ class Client:
         call: ToolCall,
         answer: Answer | None,
         folder: os.PathLike[str] | None = None,
+        toolkit: ToolkitLike | None = None,
     ) -> ToolResult:
         if call.bad_arguments is not None:
             return ToolResult.error(
@@ -350,5 +351,6 @@ class Client:
             available = ", ".join(by_name) or "none"
             return ToolResult.error(f"Unknown tool '{call.name}'. Available tools: {available}")
         return await tool.execute(
-            call.arguments, ToolContext(timeout=self.tool_timeout, answer=answer, folder=folder)
+            call.arguments,
+            ToolContext(timeout=self.tool_timeout, answer=answer, folder=folder, toolkit=toolkit),
         )

@@ -4,12 +4,25 @@ Its script, read from the last user message (words match whole and case-blind):
 
 1. ``fail`` anywhere: the model raises ``ModelError("demo model: asked to fail")``.
 2. ``slow N`` (N seconds, up to 600): it waits N seconds first; cancelling the run cancels the wait.
-3. ``approve`` or ``confirm``: it calls its ``ask_approval`` tool, which suspends the run with a
-   question (a Request of kind ``confirm``). An answer starting with no / decline / reject / deny
-   declines; anything else approves. The reply says which.
-4. A skill matches when its name, or a word of six letters or more from its description, appears
-   in the prompt: the model first loads that skill through the ``skill`` tool, then answers
-   naming it.
+3. A skill matches when its name, or a word of six letters or more from its description, appears
+   in the prompt: the model first loads that skill through the ``skill`` tool, then does the
+   skill's job, as the example skills (``examples/skills``) describe it:
+
+   - a skill with a table among its files (``reference/*.csv``): it reads the table with its
+     ``read_skill_file`` tool and answers from the row the prompt names (the weather skill:
+     ``Oslo: light snow, -3°C``; ``fahrenheit`` in the prompt converts; a city not in the table
+     gets the cities that are);
+   - ``greet``: ``Hello, Ada!`` and a kind remark (the name: a capitalised word of the prompt
+     after its first, else ``friend``);
+   - ``report``, when the prompt says "report": asks the requester to approve the request (the ``ask_approval`` tool, as in 4: the
+     task goes ``input-required``), then answers ``Request approved (...). Published:`` and the
+     draft (the request as a bullet), or ``Request declined (...). Not published.``;
+   - any other skill: it answers naming the skill and its description, as in 5.
+
+   The answer starts ``Using the "NAME" skill``.
+4. ``approve`` or ``confirm``: it calls its ``ask_approval``
+   tool, which suspends the run with a question (a Request of kind ``confirm``). An answer starting
+   with no / decline / reject / deny declines; anything else approves. The reply says which.
 5. Otherwise it answers plainly: ``You said: <prompt>``; from the second message of a
    conversation on, it adds ``(message N of this conversation)``.
 
@@ -21,6 +34,8 @@ Usage is estimated from text length (four characters a token), so telemetry has 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import math
 import os
@@ -29,10 +44,17 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ModelError, ToolnexusError
 from ..tools import Request, Tool, ToolContext, ToolResult
 
-__all__ = ["demo_generate", "approval_tool", "DEMO_MODEL", "DEMO_PACE", "demo_pace"]
+__all__ = [
+    "demo_generate",
+    "approval_tool",
+    "skill_file_tool",
+    "DEMO_MODEL",
+    "DEMO_PACE",
+    "demo_pace",
+]
 
 DEMO_MODEL = "toolnexus-demo"
 DEMO_PACE = 0.05
@@ -70,6 +92,39 @@ def approval_tool() -> Tool:
         "Ask the requester to approve something and wait for the answer.",
         schema,
         ask,
+        source="builtin",
+    )
+
+
+def skill_file_tool() -> Tool:
+    """``read_skill_file {skill, path}``: the text of one file of a skill of the run's toolkit,
+    confined to the skill's folder and bounded as its MCP resources are (``SkillDef.read``)."""
+
+    async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        skills = {s.name: s for s in ctx.toolkit.skills()} if ctx.toolkit is not None else {}
+        skill = skills.get(args["skill"])
+        if skill is None:
+            return ToolResult.error(f"no skill named {args['skill']!r} here")
+        try:
+            data = await asyncio.to_thread(skill.read, args["path"])
+        except ToolnexusError as exc:
+            return ToolResult.error(str(exc))
+        return ToolResult(data.decode("utf-8", "replace"))
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "skill": {"type": "string", "description": "The skill's name"},
+            "path": {"type": "string", "description": "A file of its folder, e.g. reference/x.csv"},
+        },
+        "required": ["skill", "path"],
+        "additionalProperties": False,
+    }
+    return Tool(
+        "read_skill_file",
+        "Read one file of a skill's folder (a table, a reference) by its relative path.",
+        schema,
+        read,
         source="builtin",
     )
 
@@ -141,6 +196,12 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     prompt = _text(messages[last]["content"]).strip()
     since = messages[last + 1 :]
     results = [_text(m.get("content")) for m in since if m.get("role") == "tool"]
+    names = {c["id"]: c["function"]["name"] for m in since for c in m.get("tool_calls") or []}
+    output = {  # each tool's last output in this prompt's turns, by the tool's name
+        names.get(m.get("tool_call_id", ""), ""): _text(m.get("content"))
+        for m in since
+        if m.get("role") == "tool"
+    }
     called = [c["function"]["name"] for m in since for c in m.get("tool_calls") or []]
     tools = {t["function"]["name"] for t in request.get("tools") or []}
     lower = prompt.lower()
@@ -177,14 +238,25 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     skill = _matching_skill(prompt, skills)
     if skill and "skill" not in called:
         return call("skill", {"name": skill})
-    wants_approval = bool(words & {"approve", "confirm"}) and "ask_approval" in tools
+    table = _table_file(output.get("skill", ""))
+    if skill and table and "read_skill_file" in tools and "read_skill_file" not in called:
+        return call("read_skill_file", {"skill": skill, "path": table})
+    drafts = skill == "report" and "report" in words  # the report skill's job: a report asked for
+    wants_approval = (drafts or bool(words & {"approve", "confirm"})) and "ask_approval" in tools
     if wants_approval and "ask_approval" not in called:
         return call("ask_approval", {"question": f"Do you approve: {prompt}?"})
 
-    parts = []
-    if skill:
-        parts.append(f'Using the "{skill}" skill ({skills[skill]}).')
     decision = next((r for r in results if r.startswith(("approved:", "declined:"))), None)
+    refused = next(
+        (r for r in results if r.startswith("ask_approval: the request was declined")), ""
+    )
+    if refused:  # the requester said no through the protocol, not in words: "(reason)"
+        decision = f"declined: {refused.partition('(')[2].rstrip(')')}"
+    read = output.get("read_skill_file")
+    job = _job(skill, prompt, words, read, decision if drafts else None) if skill else None
+    if job is not None:
+        return _spoken(reply({"content": f'Using the "{skill}" skill: {job}'}), pace)
+    parts = [f'Using the "{skill}" skill ({skills[skill]}).'] if skill else []
     if decision is not None:
         verdict, _, answer = decision.partition(":")
         parts.append(f"Request {verdict} ({answer.strip()}).")
@@ -195,3 +267,59 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     tail = f" (message {nth} of this conversation)" if nth > 1 else ""
     parts.append(f"You said: {prompt}{tail}")
     return _spoken(reply({"content": " ".join(parts)}), pace)
+
+
+def _job(
+    skill: str, prompt: str, words: set[str], table: str | None, decision: str | None
+) -> str | None:
+    """What the demo makes of a loaded skill: its job, as the example skills describe it (``table``:
+    the skill's table, read)."""
+    if table is not None:
+        return _from_table(list(csv.DictReader(io.StringIO(table))), prompt, words)
+    if skill == "greet":
+        names = re.findall(r"(?<=\s)[A-Z][\w'-]*", prompt)
+        return f"Hello, {names[0] if names else 'friend'}! I hope your day is going well."
+    if skill == "report" and decision is not None:
+        verdict, _, answer = decision.partition(":")
+        said = f"Request {verdict} ({answer.strip()})."
+        return (
+            f"{said} Published:\n- {prompt}" if verdict == "approved" else f"{said} Not published."
+        )
+    return None  # any other skill: named, and the plain answer
+
+
+def _table_file(loaded: str) -> str | None:
+    """The first table (``reference/*.csv``) among the files a loaded skill lists, relative to the
+    skill's base directory (a ``file://`` URL), as the ``skill`` tool gives them (absolute)."""
+    base = re.search(r"^Base directory for this skill: (.+)$", loaded, re.MULTILINE)
+    if base is None:
+        return None
+    folder = base.group(1).removeprefix("file://").rstrip("/") + "/"
+    for path in re.findall(r"<file>([^<]+)</file>", loaded):
+        relative = path.removeprefix(folder)
+        if relative.startswith("reference/") and relative.endswith(".csv"):
+            return relative
+    return None
+
+
+def _from_table(rows: list[dict[str, str]], prompt: str, words: set[str]) -> str:
+    """The row the prompt names by its first column (the weather skill's city), said in one line;
+    its temperature in Fahrenheit when the prompt asks."""
+    if not rows:
+        return "the table is empty."
+    key = next(iter(rows[0]))
+    lower = prompt.lower()
+    row = next(
+        (r for r in rows if r[key] and re.search(rf"\b{re.escape(r[key].lower())}\b", lower)), None
+    )
+    if row is None:
+        known = ", ".join(r[key] for r in rows)
+        return f"that is not in the table; it knows {known}."
+    said = [v for k, v in row.items() if k not in (key, "celsius")]
+    if "celsius" in row:
+        degrees = float(row["celsius"])
+        if "fahrenheit" in words:
+            said.append(f"{degrees * 9 / 5 + 32:.0f}°F")
+        else:
+            said.append(f"{degrees:.0f}°C")
+    return f"{row[key]}: {', '.join(said)}."

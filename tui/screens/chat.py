@@ -446,7 +446,7 @@ class ChatScreen(ModeScreen):
                 "next message carries: " + ", ".join(p.label for p in self.chat.attachments) + "\n",
                 "bold magenta",
             )
-        self.query_one("#chat-log", Static).update(log or "Say something to the peer.")
+        self.query_one("#chat-log", Static).update(log or self._empty())
         ctx = self.chat.context_id
         push = "🔔 push on   " if self.chat.push else ""  # first: the context id is what gets cut
         self.query_one("#chat-context", Static).update(
@@ -454,6 +454,11 @@ class ChatScreen(ModeScreen):
         )
         self._question()
         self.query_one("#chat-scroll", VerticalScroll).scroll_end(animate=False)
+
+    def _empty(self) -> str:
+        """An empty conversation: what to say, and to the demo what shows it asking a question."""
+        hosted = [s for s in self.tn.workspace.running() if s.url == self.chat.peer and s.hint]
+        return _EMPTY + (f"\n{hosted[0].hint}" if hosted else "")
 
     def _question(self) -> None:
         """The open question above the message box, with what the next message will do about it."""
@@ -501,6 +506,7 @@ class ChatScreen(ModeScreen):
 
 
 _PLACEHOLDER = "message (enter sends; alt+1-6 or esc then 1-6: modes)"
+_EMPTY = "Say something to the peer."
 
 
 def _label(peer: Any, url: str) -> str:

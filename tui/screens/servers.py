@@ -137,6 +137,8 @@ class ServersScreen(ModeScreen):
             lines.append(f"⚠ {warning}\n", "yellow")
         if server.error:
             lines.append(f"✘ {server.error}\n", "red")
+        if server.state == "running" and server.hint:
+            lines.append(f"\n{server.hint}  (press 4: Chat)\n", "bold")
         if server.state == "running" and server.spec.a2a and server.url:
             lines.append(
                 "\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell (C copies it):\n",
