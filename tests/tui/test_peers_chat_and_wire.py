@@ -247,7 +247,7 @@ async def test_call_an_mcp_tool_through_the_form():
 
 
 async def test_chat_opens_on_the_server_the_hint_names():
-    """The Servers hint says "press 4 to chat with it": Chat opens on that hosted server, and a
+    """The Servers hint says "4 chats with it": Chat opens on that hosted server, and a
     message goes to it (the picker was blank and Enter said "pick a peer first")."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
@@ -256,7 +256,7 @@ async def test_chat_opens_on_the_server_the_hint_names():
             lambda: any(p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()),
         )
         hosted = next(url for url, p in app.peer_book.peers.items() if p.hosted)
-        assert "press 4 to chat with it" in text_of(app, "#server-detail")
+        assert "4 chats with it" in text_of(app, "#server-detail")
         await pilot.press("4")
         await until(pilot, lambda: app.conversation.peer == hosted)
         app.screen.query_one("#chat-input", Input).value = "hello hint"

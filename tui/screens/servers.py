@@ -138,11 +138,14 @@ class ServersScreen(ModeScreen):
         if server.error:
             lines.append(f"✘ {server.error}\n", "red")
         if server.state == "running" and server.hint:
-            lines.append(f"\n{server.hint}  (press 4: Chat)\n", "bold")
+            lines.append(f"\n{server.hint}", "bold")
         if server.state == "running" and server.spec.a2a and server.url:
+            # one line at 80 columns, so that the curl line below stays whole in a 40-row terminal
             lines.append(
-                "\nnext: press 4 to chat with it, 2 to watch its tasks; or from a shell (C copies it):\n",
-                "bold",
+                "\n" if server.hint else "\n\n",
+            )
+            lines.append(
+                "next: 4 chats with it, 2 shows its tasks; from a shell (C copies it):\n", "bold"
             )
             lines.append(hello_curl(server.url, server.spec.auth_token_env) + "\n", "cyan")
         detail.update(lines)
