@@ -762,7 +762,7 @@ class CardWidget(w.VBox):
 
     async def _fetch(self, headers: dict[str, str] | None) -> Any:
         try:
-            self.card = await fetch_card(self.url, headers)
+            self.card = await fetch_card(self.url, headers, verify=True)
         except Exception as exc:
             self.view.value = error_html(str(_failure(exc)))
             _hide(self.chat_button)  # nothing to chat with

@@ -37,6 +37,7 @@ from .llm import (
 from .protocol.card import AgentCard, CardReport, validate_card
 from .protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from .protocol.push import PushConfig
+from .protocol.signing import CardSignatures, KeyError_, KeySet, SigningKey
 from .serve.config import A2AConfig, Auth, MCPServeConfig, Provider
 from .skills import SkillDef, SkillList, Skipped, list_skills
 from .toolkit import Toolkit, create_toolkit
@@ -68,6 +69,10 @@ __all__ = [
     "Turn",
     "TurnState",
     "PushConfig",
+    "SigningKey",
+    "KeySet",
+    "KeyError_",
+    "CardSignatures",
     "WebhookReceiver",
     "Notification",
     "A2AConfig",

@@ -48,6 +48,7 @@ from .mcp_client import split_command
 from .protocol.dialects import Dialect, render_task
 from .protocol.operations import OPERATIONS
 from .secrets import expand_env, mask_url
+from .serve.config import load_signing_key
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
@@ -99,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')",
     )
     s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
+    s.add_argument(
+        "--sign-key",
+        metavar="FILE",
+        help="sign the card and push notifications with this private key (PEM or JWK: EC P-256, "
+        "Ed25519 or RSA); its public half is served at /.well-known/jwks.json",
+    )
     s.add_argument(
         "--quirks",
         action="append",
@@ -204,6 +211,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
+    )
+    c.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a public key (PEM, JWK or JWK set) you trust for the card's signature (repeatable); "
+        "without one, the key set its jku names is fetched",
     )
     c.add_argument("--json", action="store_true", help="print JSON")
 
@@ -581,6 +596,11 @@ async def _serve(args: argparse.Namespace) -> int:
             a2a.grpc = args.grpc
         if args.quirks:
             a2a.quirks = args.quirks
+        if args.sign_key:
+            try:
+                a2a.signing_key = load_signing_key(args.sign_key)
+            except tn.ConfigError as exc:
+                raise UsageError(f"--sign-key: {exc}") from None
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
                 raise UsageError(
@@ -1035,13 +1055,21 @@ async def _client_doctor(args: argparse.Namespace) -> int:
 
 async def _card(args: argparse.Namespace) -> int:
     try:
-        card = await tn.fetch_card(args.url, _headers(args.header))
+        keys = tn.KeySet.load(*(Path(k).read_bytes() for k in args.key)) if args.key else None
+    except (OSError, tn.KeyError_) as exc:
+        say(f"toolnexus: --key: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        card = await tn.fetch_card(args.url, _headers(args.header), verify=True, keys=keys)
     except tn.PeerError as exc:
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_ERROR
     report = tn.validate_card(card) if args.validate else None
+    signatures = card.signatures
     if args.json:
         out: dict[str, Any] = {"source": card.source, "card": card.raw}
+        if signatures is not None:
+            out["signatures"] = signatures.to_dict()
         if report is not None:
             out["validation"] = report.to_dict()
         print(json.dumps(out, indent=2))
@@ -1052,6 +1080,11 @@ async def _card(args: argparse.Namespace) -> int:
             say(f"  {card.description}")
         say(f"  endpoint {endpoint}  dialect {dialect} over {binding} ({reason})")
         say(f"  streaming {'yes' if card.streaming else 'no'}")
+        if signatures is not None:
+            say(f"  signature {signatures.summary}")
+            if signatures.state == "invalid" and len(signatures.checks) > 1:
+                for check in signatures.checks:
+                    say(f"    {check.named}: {check.why}")
         for skill in card.skills:
             tags = ", ".join(skill.get("tags") or [])
             say(

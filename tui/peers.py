@@ -24,6 +24,7 @@ from typing import Any
 import platformdirs
 
 from toolnexus import A2AClient
+from toolnexus.client.peer import check_signatures
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
 from toolnexus.secrets import expand_env, is_secret_name
@@ -198,7 +199,12 @@ class Peer:
                     dialect="1.0" if binding != "auto" else self.dialect,
                     binding=binding,
                 )
-                await self.client.connect()
+                card = await self.client.connect()
+                # its signatures judged for the card view (a jku fetched bounded, under the
+                # address rule); a verdict, never a refusal here
+                await check_signatures(
+                    card, http=self.client.http, timeout=10.0, traffic=self.client.traffic
+                )
             except Exception as exc:  # a URL that names no peer is said like an unreachable one
                 self.state, self.error = "unreachable", str(exc)
                 return

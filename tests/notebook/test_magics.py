@@ -21,6 +21,7 @@ from toolnexus import TaskState, TurnState  # noqa: E402
 from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
 from toolnexus.stores import STORE_FORMS  # noqa: E402
 
+from ..peers.sdk_server import sdk_server  # noqa: E402
 from ..serve.wire import rpc, v03_message  # noqa: E402
 
 
@@ -252,6 +253,18 @@ async def test_the_client_doctor_widget_judges_live(ip):
     assert repr(d) == "<ClientDoctorWidget (shown above)>"
 
 
+async def test_the_card_widget_shows_a_signatures_verdict(ip):
+    """The official SDK's signed card: verified through the key set its jku names."""
+    async with sdk_server(compat=True, features=True) as url:
+        card = ip.run_line_magic("toolnexus", f"card {url}")
+        await card.done()
+    assert card.card.signatures.valid
+    assert (
+        ">valid: signature 1 (alg &#x27;ES256&#x27;, kid &#x27;card-key-1&#x27;) verified with a "
+        "key from its jku"
+    ) in card.view.value, card.view.value
+
+
 async def test_card_and_chat(ip):
     server = ip.run_line_magic("toolnexus", "serve --name c-desk")
     await wait_running(server)
@@ -259,6 +272,7 @@ async def test_card_and_chat(ip):
     await card.done()
     assert card.card.name == "c-desk" and card.report.ok
     assert "offers 1.0 and 0.3" in card.view.value and not card.chat_button.disabled
+    assert "<b>signature</b> <span" in card.view.value and ">unsigned</span>" in card.view.value
     card.chat_button.click()
     assert isinstance(card.chat_area.children[0], ChatWidget)
     assert repr(card) == "<CardWidget (shown above)>"

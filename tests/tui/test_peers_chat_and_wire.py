@@ -56,6 +56,27 @@ async def chat(app: ToolnexusApp, pilot, message: str) -> dict:
     return app.conversation.turns[-1]
 
 
+async def test_the_peers_card_view_shows_a_signatures_verdict(tmp_path: Path):
+    """The official SDK's signed card, its key set fetched from the jku it names; and the same
+    card changed on its way (a peer that rewrites it): invalid, and why."""
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[], peers=book, export_dir=tmp_path)
+    async with sdk_server(compat=True, features=True) as url, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await pilot.press("n")
+        app.screen.query_one("#peer-url", Input).value = url
+        await pilot.press("enter")
+        await until(pilot, lambda: url in book.peers and book.peers[url].state == "reachable")
+        table = app.screen.query_one("#peers", DataTable)
+        table.move_cursor(row=table.get_row_index(url))
+        await pilot.pause(0.1)
+        view = text_of(app, "#card-view")
+        assert (
+            "signature valid: signature 1 (alg 'ES256', kid 'card-key-1') verified with a key "
+            "from its jku"
+        ) in view, view
+
+
 async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TN_TUI_TOKEN", "hunter2-token")
     book = PeerBook(tmp_path / "config")
@@ -81,6 +102,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         table.move_cursor(row=table.get_row_index(sdk_url))
         await pilot.pause(0.1)
         assert "sdk-echo" in text_of(app, "#card-view") and "echo" in text_of(app, "#card-view")
+        assert "signature unsigned" in text_of(app, "#card-view")
         app.screen.query_one("#peer-detail").active = "p-diag"
         await pilot.pause(0.1)
         diag = text_of(app, "#diag-view")

@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -33,7 +34,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..events import EventBus, TaskEvent
-from ..http.fetch import MAX_CARD, exchange, peer_url, why
+from ..http.fetch import MAX_CARD, Address, exchange, host_address, peer_url, pinned, why
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
 from ..protocol.model import Message, Part, Task, TaskState
@@ -44,10 +45,22 @@ from ..protocol.push import (
     parse_push_config,
     render_push_config,
 )
+from ..protocol.signing import (
+    CardSignatures,
+    KeyError_,
+    KeySet,
+    signature_jkus,
+    verify_card,
+)
 from ..traffic import TrafficRecorder
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
-__all__ = ["A2AClient", "fetch_card"]
+__all__ = ["A2AClient", "fetch_card", "check_signatures", "fetch_jwks"]
+
+MAX_JWKS = 256 * 1024
+"""The largest key set read from a card signature's ``jku``, in bytes."""
+MAX_JKUS = 4
+"""The ``jku`` URLs fetched for one card at most (each signature may name one)."""
 
 _SPOKEN = {Binding.GRPC: ("1.0", "0.3"), Binding.HTTP_JSON: ("1.0", "0.3")}
 """The dialects a binding other than JSON-RPC is spoken in."""
@@ -114,12 +127,17 @@ async def fetch_card(
     traffic: TrafficRecorder | None = None,
     version: str = "1.0",
     cached: bool = True,
+    verify: bool = False,
+    keys: KeySet | None = None,
 ) -> AgentCard:
     """Fetch a card from its URL, or from a base URL (``/.well-known/agent-card.json``, then
     ``/.well-known/agent.json``). Sends ``A2A-Version: version`` (the newest the caller speaks;
     a server that serves one card per version picks by it) unless ``headers`` name one. A card
     fetched before is asked for conditionally (a 304 reuses it), unless ``cached`` is False or
     ``traffic`` records a cassette (which must hold the whole card to replay it).
+
+    With ``verify`` (or ``keys``), its signatures are checked (:func:`check_signatures`) and the
+    verdict is ``card.signatures``; an invalid or missing signature is a verdict, not an error.
 
     Raises:
         PeerError: nothing answered, or no card was found, or it is not a JSON object.
@@ -202,11 +220,118 @@ async def fetch_card(
                 raise PeerError(f"{where(candidate)} is not JSON") from None
             if not isinstance(raw, dict):
                 raise PeerError(f"{where(candidate)} is not a JSON object")
-            return AgentCard(raw, candidate)
+            card = AgentCard(raw, candidate)
+            if verify or keys is not None:
+                await check_signatures(card, keys, http=client, timeout=timeout, traffic=traffic)
+            return card
         raise PeerError(f"no agent card found: {last}")
     finally:
         if own:
             await client.aclose()
+
+
+async def check_signatures(
+    card: AgentCard,
+    keys: KeySet | None = None,
+    *,
+    http: httpx.AsyncClient | None = None,
+    timeout: float = 10.0,
+    traffic: TrafficRecorder | None = None,
+) -> CardSignatures:
+    """Check ``card``'s signatures and keep the verdict as ``card.signatures``: with ``keys`` when
+    given (then only those are trusted), else with the key set each signature's ``jku`` names,
+    fetched by :func:`fetch_jwks` (at most :data:`MAX_JKUS`)."""
+    fetched: dict[str, KeySet | str] = {}
+    if keys is None:
+        jkus = signature_jkus(card.raw)
+        if jkus:
+            own = http is None
+            client = http or httpx.AsyncClient(timeout=timeout)
+            try:
+                for jku in jkus[:MAX_JKUS]:
+                    fetched[jku] = await fetch_jwks(
+                        jku, card.source, http=client, timeout=timeout, traffic=traffic
+                    )
+            finally:
+                if own:
+                    await client.aclose()
+    card.signatures = verify_card(card.raw, keys, fetched)
+    return card.signatures
+
+
+def _public(url: str) -> bool:
+    """Whether ``url``'s host is a public address or a name other than localhost."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    address = host_address(host)
+    return address is None or address.is_global
+
+
+async def fetch_jwks(
+    jku: str,
+    card_url: str,
+    *,
+    http: httpx.AsyncClient,
+    timeout: float = 10.0,
+    traffic: TrafficRecorder | None = None,
+) -> KeySet | str:
+    """The key set a card signature's ``jku`` names, or why not (a string).
+
+    The address rule: http(s) only, no user name or password, no redirect; an address that is not
+    public (loopback, private, link-local such as cloud metadata) only when the card itself came
+    from such a host (a local peer the user named), so that a card from elsewhere cannot make
+    this client reach into the network it sits in. The name is resolved once, that address
+    checked and connected to; the answer is read bounded (:data:`MAX_JWKS`, ``timeout``)."""
+    parts = urlsplit(jku)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{jku!r} is not an http(s) URL"
+    if parts.username or parts.password:
+        return "a jku must not carry a user name or password"
+    local_ok = bool(card_url) and not _public(card_url)
+
+    def refuse(address: Address, port: int) -> str | None:
+        if local_ok or (address.is_global and not address.is_multicast):
+            return None
+        where = origin_text(card_url) if card_url else "a card given as data"
+        return f"{jku} is a local or private address ({address}), refused for a card from {where}"
+
+    where = await pinned(jku, refuse, timeout)
+    if isinstance(where, str):
+        return where
+    target, host, extensions = where
+    started = time.perf_counter()
+    headers = {**host, "accept": "application/jwk-set+json, application/json"}
+    try:
+        r, content = await exchange(
+            http,
+            "GET",
+            target,
+            headers=headers,
+            limit=MAX_JWKS,
+            timeout=timeout,
+            extensions=extensions,
+        )
+    except httpx.HTTPError as exc:
+        return why(exc)
+    if traffic is not None:
+        traffic.record(
+            direction="out",
+            method="GET",
+            url=jku,
+            status=r.status_code,
+            started=started,
+            request_headers=headers,
+            request_body=b"",
+            response_headers=dict(r.headers),
+            response_body=content,
+        )
+    if r.status_code != 200:
+        return f"it answered HTTP {r.status_code}"
+    try:
+        return KeySet.load(content)
+    except KeyError_ as exc:
+        return str(exc)
 
 
 MAX_PAGES = 100
@@ -229,6 +354,13 @@ class A2AClient:
         record: a cassette path (or a :class:`~toolnexus.debug.cassette.CassetteWriter`): every
             exchange is also written there as it ends, masked, ids made stable (see
             :mod:`toolnexus.debug.cassette`); a path is closed with the client.
+        verify: check the card's signatures before the first call, and refuse a card that has no
+            valid one (``PeerError``): with ``keys`` when given, else with the key set its
+            signature's ``jku`` names (see :func:`check_signatures`). The verdict is
+            ``client.card.signatures``.
+        keys: the public keys you trust for the card's signature (a
+            :class:`~toolnexus.protocol.signing.KeySet`: ``KeySet.load(jwks_text, pem, ...)``);
+            implies ``verify``.
     """
 
     def __init__(
@@ -243,6 +375,8 @@ class A2AClient:
         http: httpx.AsyncClient | None = None,
         binding: str = "auto",
         record: str | os.PathLike[str] | CassetteWriter | None = None,
+        verify: bool = False,
+        keys: KeySet | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -284,6 +418,8 @@ class A2AClient:
         """False when the card sends calls to a host other than the one named: then the headers
         given here are not sent (see :meth:`connect`)."""
         self.warnings: list[str] = []
+        self.keys = keys
+        self.verify = verify or keys is not None
 
     @property
     def binding(self) -> Binding:
@@ -351,6 +487,12 @@ class A2AClient:
                 version=version,
             )
             self.traffic.peer = self.card.name or self.url
+        if self.verify and self.card.signatures is None:
+            verdict = await check_signatures(
+                self.card, self.keys, http=self.http, timeout=self.timeout, traffic=self.traffic
+            )
+            if not verdict.valid:
+                raise PeerError(f"the agent card's signature is not valid: {verdict.summary}")
         if self._transport is None:
             dialect, endpoint, reason, binding = self.card.route(
                 self.forced_binding, self.forced.value if self.forced else None

@@ -1,13 +1,20 @@
 """Bounded reads from a peer over HTTP: every answer is read to at most a size and within a time
 in all (httpx's own timeout is per read: a peer trickling a byte at a time would never trip it),
 and an SSE stream event by event, each bounded the same way. The client, the doctor, the replay
-and the webhook read peers through these."""
+and the webhook read peers through these. And where such a read connects when a rule decides which
+addresses it may reach (:func:`pinned`: a webhook, a card signature's key set): the address a name
+resolves to is checked, and that address is the one connected to."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import re
+import socket
 import time
-from collections.abc import AsyncGenerator, Mapping
+import urllib.parse
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -24,6 +31,9 @@ __all__ = [
     "NDJSON_TYPES",
     "why",
     "peer_url",
+    "Address",
+    "host_address",
+    "pinned",
 ]
 
 
@@ -66,13 +76,20 @@ async def exchange(
     content: bytes = b"",
     limit: int,
     timeout: float,
+    extensions: Mapping[str, Any] | None = None,
 ) -> tuple[httpx.Response, bytes]:
     """One request and its whole answer: at most ``limit`` bytes, within ``timeout`` seconds in all
-    (httpx's own timeout is per read: a peer trickling a byte at a time would never trip it)."""
+    (httpx's own timeout is per read: a peer trickling a byte at a time would never trip it).
+    ``extensions``: httpx's (the TLS server name of a :func:`pinned` URL)."""
     try:
         async with asyncio.timeout(timeout):
             async with http.stream(
-                method, url, content=content, headers=dict(headers), timeout=timeout
+                method,
+                url,
+                content=content,
+                headers=dict(headers),
+                timeout=timeout,
+                extensions=dict(extensions or {}),
             ) as r:
                 return r, await read_body(r, limit)
     except TimeoutError:
@@ -152,3 +169,66 @@ def peer_url(url: str) -> str:
             "such as http://127.0.0.1:8000)"
         )
     return url.strip()
+
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def host_address(host: str) -> Address | None:
+    """The address a URL's host spells, in every spelling a resolver accepts (``127.0.0.1``, the
+    short ``127.1``, one number ``2130706433``, hex ``0x7f000001``, octal, a trailing dot, an IPv6
+    literal; an IPv4-mapped IPv6 address as its IPv4 one), or None when the host is a name."""
+    text = host.strip("[]").rstrip(".").split("%")[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        if not _NUMERIC.fullmatch(text):
+            return None
+        try:  # what getaddrinfo does with a numeric host: the classic inet_aton forms
+            address = ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+_NUMERIC = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+async def pinned(
+    url: str, refuse: Callable[[Address, int], str | None], timeout: float
+) -> tuple[str, dict[str, str], dict[str, Any]] | str:
+    """Where to connect for ``url`` when ``refuse`` (an address and port: why not, or None) decides
+    which addresses may be reached: the URL with its host replaced by the first address it resolves
+    to now that ``refuse`` lets through, the ``Host`` header, and the TLS server name (httpx's
+    ``extensions``); or why not (a string). The address checked is the one connected to: a name
+    that resolves elsewhere a moment later (DNS rebinding) changes nothing."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = host_address(host)
+    if address is not None:
+        found: list[Address] = [address]
+    else:
+        try:
+            async with asyncio.timeout(timeout):
+                infos = await asyncio.get_running_loop().getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM
+                )
+        except TimeoutError:
+            return f"{host} did not resolve within {timeout:g}s"
+        except OSError as exc:
+            return f"{host} does not resolve: {why(exc)}"
+        found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
+    refusals = [refuse(a, port) for a in found]
+    chosen = next((a for a, refused in zip(found, refusals, strict=True) if refused is None), None)
+    if chosen is None:
+        return next((r for r in refusals if r), f"{host} resolves to no address")
+    netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
+    extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
+    return (
+        urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
+        {"host": parts.netloc},
+        extensions,
+    )

@@ -10,10 +10,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._json import is_array, is_object
-from ..display import ERR, MUTED, WARN, e, to_dataframe
+from ..display import ERR, MUTED, OK, WARN, e, to_dataframe
 from ..errors import PeerError
 from . import grpc_binding
 from .operations import Binding
+from .signing import CardSignatures
 
 __all__ = [
     "AgentCard",
@@ -39,6 +40,9 @@ class AgentCard:
     def __init__(self, raw: dict[str, Any], source: str = "") -> None:
         self.raw = raw
         self.source = source
+        self.signatures: CardSignatures | None = None
+        """What its signatures came to, once checked (``fetch_card(verify=True)``, ``A2AClient``
+        with ``verify`` or ``keys``); None until then."""
 
     def __repr__(self) -> str:
         return f"AgentCard(name={self.name!r}, source={self.source!r})"
@@ -620,6 +624,11 @@ def card_html(card: AgentCard, report: CardReport | None = None) -> str:
         f"<p><b>endpoint</b> <code>{e(endpoint)}</code> — speaks {e(dialect)} ({e(reason)}); "
         f"streaming {'yes' if card.streaming else 'no'}</p>"
     )
+    if card.signatures is not None:
+        colour = {"valid": OK, "invalid": ERR}.get(card.signatures.state, MUTED)
+        parts.append(
+            f"<p><b>signature</b> <span style='color:{colour}'>{e(card.signatures.summary)}</span></p>"
+        )
     if is_object(raw.get("provider")):
         parts.append(f"<p><b>provider</b> {e(raw['provider'].get('organization', ''))}</p>")
     skills = "".join(

@@ -11,14 +11,13 @@ gets ``StreamResponse`` objects (``{"statusUpdate": ...}``, ``{"artifactUpdate":
 from __future__ import annotations
 
 import ipaddress
-import re
-import socket
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
 from .._json import is_array, is_object
 from ..errors import InvalidParamsError
+from ..http.fetch import Address, host_address
 from .dialects import (
     Dialect,
     check_id,
@@ -39,7 +38,6 @@ __all__ = [
     "parse_notification",
     "webhook_refusal",
     "address_refusal",
-    "host_address",
 ]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
@@ -176,31 +174,6 @@ def parse_notification(body: Any) -> tuple[str | None, TaskState | None]:
     status = body.get("status")
     state = parse_state(status.get("state")) if is_object(status) else None
     return (task_id if isinstance(task_id, str) and task_id else None), state
-
-
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def host_address(host: str) -> Address | None:
-    """The address a URL's host spells, in every spelling a resolver accepts (``127.0.0.1``, the
-    short ``127.1``, one number ``2130706433``, hex ``0x7f000001``, octal, a trailing dot, an IPv6
-    literal; an IPv4-mapped IPv6 address as its IPv4 one), or None when the host is a name."""
-    text = host.strip("[]").rstrip(".").split("%")[0]
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        if not _NUMERIC.fullmatch(text):
-            return None
-        try:  # what getaddrinfo does with a numeric host: the classic inet_aton forms
-            address = ipaddress.IPv4Address(socket.inet_aton(text))
-        except OSError:
-            return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-_NUMERIC = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
 
 
 def address_refusal(

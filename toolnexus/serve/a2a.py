@@ -46,7 +46,6 @@ from ..errors import (
 )
 from ..events import TaskEvent, TextEvent
 from ..protocol import rest
-from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.dialects import (
     Dialect,
     check_id,
@@ -187,8 +186,7 @@ class A2AEndpoint:
 
     def routes(self) -> list[Route]:
         return [
-            Route(CARD_PATH, self.card, methods=["GET"]),
-            Route(LEGACY_CARD_PATH, self.card, methods=["GET"]),
+            *(Route(path, self.card, methods=["GET"]) for path in self.card.paths),
             Route("/", self.rpc, methods=["POST"]),
             *self._rest_routes(),
         ]
@@ -206,7 +204,7 @@ class A2AEndpoint:
         Starlette's routing and middleware (they are nearly every request a busy agent gets; the
         same answers as the routes :meth:`card` and :meth:`rpc`, which other methods still reach
         for their 405)."""
-        paths = (CARD_PATH, LEGACY_CARD_PATH)
+        paths = self.card.paths
 
         async def first(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":

@@ -1,5 +1,6 @@
 """The card this agent serves, in one place: built from the config (both SDK lines' layouts in one
-document), cached, tagged (ETag, Last-Modified, Cache-Control) and answered at the well-known paths.
+document), signed (with ``A2AConfig.signing_key``: the key set it names is served here too), cached,
+tagged (ETag, Last-Modified, Cache-Control) and answered at the well-known paths.
 
 The card is built on its first GET (the gRPC target and the bound address are known by then) and
 kept: it changes only when the served toolkit does, which means a new server.
@@ -14,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _json
-from ..protocol.card import PROTOCOL_VERSION
+from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, PROTOCOL_VERSION
+from ..protocol.signing import JWKS_PATH
 from ..skills import SkillDef
 from .config import A2AConfig, Auth, Provider
 
@@ -45,6 +47,12 @@ class ServedCard:
         """``host:port`` of the gRPC service, when one is served (set before the first GET)."""
         self._answer: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
         self._headers: list[tuple[bytes, bytes]] = []
+        self._jwks = b""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Where it answers: the card's two well-known paths, and the key set's when it signs."""
+        return (CARD_PATH, LEGACY_CARD_PATH, *((JWKS_PATH,) if self.config.signer else ()))
 
     def document(self) -> dict[str, Any]:
         """The card as JSON data, built from the config."""
@@ -70,12 +78,21 @@ class ServedCard:
         self, if_none_match: str, if_modified_since: str = ""
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Status, raw headers and body of a card GET: cacheable for ``CARD_MAX_AGE`` seconds, with
-        an ETag (of its bytes: the same on every host serving the same card) and a Last-Modified
-        (when this server first served it); 304 when ``If-None-Match`` names the ETag or, without
-        one, ``If-Modified-Since`` is not older than the card (RFC 9110 §13.1)."""
+        an ETag and a Last-Modified (when this server first served it); 304 when ``If-None-Match``
+        names the ETag or, without one, ``If-Modified-Since`` is not older than the card (RFC 9110
+        §13.1). The ETag is of the card without its signature (weak: the same content), so that it
+        is the same on every worker and host serving the card, where an ECDSA signature differs
+        each time it is made; a 304 leaves a client on the signature it holds, which still covers
+        the same card."""
         if self._answer is None:
-            body = _json.dumps(self.document())
-            etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+            document = self.document()
+            etag = 'W/"' + hashlib.sha256(_json.dumps(document)).hexdigest()[:32] + '"'
+            signer = self.config.signer
+            if signer is not None:
+                jku = self._base_url().rstrip("/") + JWKS_PATH
+                document = signer.sign_card(document, jku=jku)
+                self._jwks = _json.dumps(signer.jwks)
+            body = _json.dumps(document)
             self._answer = (body, etag, int(time.time()))
             self._headers = [
                 (b"etag", etag.encode()),
@@ -102,7 +119,23 @@ class ServedCard:
         )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """A GET or HEAD of the card (HEAD: the same headers, no body)."""
+        """A GET or HEAD of the card or of its key set (HEAD: the same headers, no body)."""
+        if scope["path"] == JWKS_PATH:
+            self.answer("")  # the key set is made with the card
+            status, headers, body = (
+                200,
+                [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(self._jwks)).encode()),
+                    (b"cache-control", f"max-age={CARD_MAX_AGE}".encode()),
+                ],
+                self._jwks,
+            )
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send(
+                {"type": "http.response.body", "body": body if scope["method"] == "GET" else b""}
+            )
+            return
         given = {
             k: v.decode("latin-1")
             for k, v in scope["headers"]
@@ -206,7 +239,9 @@ def _security(auth: Auth) -> dict[str, Any]:
         scheme = {
             "type": "http",
             "scheme": "bearer",
-            "httpAuthSecurityScheme": {"scheme": "Bearer"},
+            # 0.3's spelling in 1.0's field too: every SDK's 1.0 view of the card (what a card
+            # signature covers) is then the same, whichever of the two it reads the scheme from
+            "httpAuthSecurityScheme": {"scheme": "bearer"},
         }
     else:
         scheme = {

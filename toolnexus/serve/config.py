@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal
 
 from .._json import is_mapping
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
+from ..protocol.signing import KeyError_, SigningKey
 from ..tools import Tool
 
 __all__ = ["A2AConfig", "MCPServeConfig", "Auth", "Provider"]
@@ -145,6 +148,11 @@ class A2AConfig:
             gives for every binding. Default: the bound address.
         grpc: also serve the gRPC binding at this address (``"127.0.0.1:0"``, ``":50051"``; the
             host defaults to loopback), listed on the card; needs ``pip install 'toolnexus[grpc]'``.
+        signing_key: sign the card with this key (a :class:`~toolnexus.protocol.signing.SigningKey`,
+            or the path of a PEM or JWK file holding the private key: EC P-256/384/521, Ed25519 or
+            RSA): a JWS over the card's 1.0 view (``alg``, ``kid``, and ``jku`` naming the key set
+            published at ``/.well-known/jwks.json``); each push notification then carries a JWT
+            signed with it (``X-A2A-Notification-Signature``).
         quirks: answer as a peer from the field does, on purpose, for testing clients against it
             (``["hybrid", "slow=2"]``; the names are :data:`toolnexus.serve.quirks.QUIRKS`). Over
             HTTP only.
@@ -177,14 +185,37 @@ class A2AConfig:
     public_url: str | None = None
     grpc: str | None = None
     quirks: Sequence[str] = ()
+    signing_key: SigningKey | str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)
+        self.signing_key = load_signing_key(self.signing_key)
+
+    @property
+    def signer(self) -> SigningKey | None:
+        """The key the card and push notifications are signed with, once loaded."""
+        return self.signing_key if isinstance(self.signing_key, SigningKey) else None
 
     @classmethod
     def from_config(cls, value: Any) -> A2AConfig:
         """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
         return _from_block(cls, value, "a2a")
+
+
+def load_signing_key(value: SigningKey | str | os.PathLike[str] | None) -> SigningKey | None:
+    """A signing key from a config: as it is, or read from the PEM or JWK file a path names.
+
+    Raises:
+        ConfigError: the file cannot be read, or holds no private key JOSE signs with.
+    """
+    if value is None or isinstance(value, SigningKey):
+        return value
+    try:
+        return SigningKey.load(Path(value).read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"signing key {os.fspath(value)!r}: {exc.strerror or exc}") from None
+    except KeyError_ as exc:
+        raise ConfigError(f"signing key {os.fspath(value)!r}: {exc}") from None
 
 
 @dataclass

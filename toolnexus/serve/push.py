@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import socket
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -33,14 +32,13 @@ import httpx
 
 from .. import _json
 from ..errors import InvalidParamsError, TaskNotFoundError
+from ..http import fetch
 from ..http.fetch import why as why_text
 from ..protocol.dialects import Dialect
 from ..protocol.model import Artifact, Task, new_id
 from ..protocol.push import (
-    Address,
     PushConfig,
     address_refusal,
-    host_address,
     parse_push_config,
     payloads,
     render_push_config,
@@ -251,33 +249,10 @@ async def pinned(
     why = webhook_refusal(url, agent, private_ok=private_ok)
     if why is not None:
         return why
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    address = host_address(host)
-    if address is not None:
-        found: list[Address] = [address]
-    else:
-        try:
-            async with asyncio.timeout(timeout):
-                infos = await asyncio.get_running_loop().getaddrinfo(
-                    host, port, type=socket.SOCK_STREAM
-                )
-        except TimeoutError:
-            return f"{host} did not resolve within {timeout:g}s"
-        except OSError as exc:
-            return f"{host} does not resolve: {why_text(exc)}"
-        found = [a for a in (host_address(str(info[4][0])) for info in infos) if a is not None]
-    refusals = [address_refusal(a, port, agent, private_ok=private_ok, shown=url) for a in found]
-    chosen = next((a for a, refused in zip(found, refusals, strict=True) if refused is None), None)
-    if chosen is None:
-        return next((r for r in refusals if r), f"{host} resolves to no address")
-    netloc = f"[{chosen}]:{port}" if chosen.version == 6 else f"{chosen}:{port}"
-    extensions = {"sni_hostname": host} if parts.scheme == "https" and address is None else {}
-    return (
-        urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")),
-        {"host": parts.netloc},
-        extensions,
+    return await fetch.pinned(
+        url,
+        lambda a, port: address_refusal(a, port, agent, private_ok=private_ok, shown=url),
+        timeout,
     )
 
 

@@ -446,6 +446,11 @@ def _card_text(card: Any) -> Text:
         t.append(f"provider {provider.get('organization', '')} {provider.get('url', '')}\n")
     caps = raw.get("capabilities") or {}
     t.append(f"capabilities {json.dumps(caps)}\n")
+    signatures = card.signatures
+    if signatures is not None:
+        t.append("signature ", "bold")
+        colour = {"valid": "green", "invalid": "red"}.get(signatures.state, "grey62")
+        t.append(f"{signatures.summary}\n", colour)
     for itf in card.interfaces:
         t.append(
             f"interface {itf.get('protocolBinding', '?')} {itf.get('protocolVersion', '?')} {itf.get('url')}\n"
