@@ -46,7 +46,11 @@ async def test_every_declared_feature_of_the_official_sdk_peer_gets_a_true_findi
         ("info", "a conditional request is answered 304 (no Cache-Control)")
     ], text
     [signature] = said(report, "signature")
-    assert signature[0] == "info" and "alg 'ES256', kid 'card-key-1', jku" in signature[1], text
+    assert signature == (
+        "ok",
+        f"signature 1 (alg 'ES256', kid 'card-key-1') verified with a key from its jku "
+        f"{url.rstrip('/')}/jwks.json, over its 1.0 view",
+    ), text
     schemes = said(report, "security schemes")
     assert len(schemes) == 5 and all(s == "ok" and "complete" in m for s, m in schemes), text
     assert {m.split(":")[0] for _, m in schemes} == {
@@ -170,3 +174,44 @@ async def test_a_wrong_card_has_its_features_named():
         "its protected header is not base64url JSON",
     )
     assert found[("extended card", "")] == ("error", "declared, but not served (-32004)")
+
+
+async def test_a_signature_that_does_not_verify_is_an_error_naming_why():
+    """A card signed, then changed on its way (its key set served at the jku it names): the
+    doctor verifies rather than only naming the header, and says which signature and why."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from toolnexus import SigningKey
+    from toolnexus.serve.card import build_card
+
+    from .peers import on_loopback
+
+    key = SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+
+    async def card(request):
+        base = str(request.base_url)
+        signed = key.sign_card(
+            build_card(
+                base_url=base, name="n", description="d", version="1", skills=[], streaming=False
+            ),
+            jku=base + "jwks.json",
+        )
+        return JSONResponse({**signed, "description": "changed on its way"})
+
+    app = Starlette(
+        routes=[
+            Route("/.well-known/agent-card.json", card),
+            Route("/jwks.json", lambda request: JSONResponse(key.jwks)),
+        ]
+    )
+    async with on_loopback(app) as url:
+        report = await doctor(url, timeout=15)
+    [(severity, message)] = said(report, "signature")
+    assert severity == "error", report.text()
+    assert message.startswith(
+        "signature 1 (alg 'ES256', kid 'k1') does not verify: it does not verify with the key "
+        f"'k1' from its jku {url.rstrip('/')}/jwks.json over any canonical form of the card"
+    ), message

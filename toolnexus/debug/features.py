@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from .. import _json
+from ..client.peer import check_signatures
 from ..client.webhook import WebhookReceiver
 from ..events import TrafficEvent
 from ..http.fetch import MAX_FRAME, exchange, read_body, sse_events, why
@@ -258,7 +259,7 @@ def state_of(task: dict[str, Any] | None) -> TaskState | None:
 async def probe_features(probe: Probe, send: bool) -> None:
     """Every probe of this module (see its docstring), each finding added as it is made."""
     await _caching(probe)
-    _signatures(probe)
+    await _signatures(probe)
     _schemes(probe)
     if not probe.where():
         probe.found(
@@ -356,9 +357,10 @@ async def _caching(probe: Probe) -> None:
         )
 
 
-def _signatures(probe: Probe) -> None:
-    """Whether the card is signed, and what its signatures name (their verification: see
-    ``toolnexus.debug.doctor``'s note on it)."""
+async def _signatures(probe: Probe) -> None:
+    """Whether the card is signed and whether its signatures verify (the client's verifier: the
+    key set each ``jku`` names, fetched bounded under the address rule); each signature its
+    finding, where it is."""
     signatures = probe.card.raw.get("signatures")
     if not signatures:
         probe.found(
@@ -379,33 +381,45 @@ def _signatures(probe: Probe) -> None:
             at="$.signatures",
         )
         return
-    for i, signature in enumerate(signatures):
-        at = f"$.signatures[{i}]"
-        header = _protected(signature)
-        if header is None:
+    verdict = await check_signatures(
+        probe.card, http=probe.http, timeout=probe.timeout, traffic=probe.traffic
+    )
+    for check in verdict.checks:
+        at = f"$.signatures[{check.index}]"
+        if check.ok:
+            probe.found("ok", "signature", f"{check.named} {check.why}", at=at)
+        elif check.cause == "header":
             probe.found(
                 "error",
                 "signature",
-                "its protected header is not base64url JSON",
+                check.why,
                 breaks=[SDK_1X],
-                fix="protected: the base64url of the JWS header's JSON",
+                fix="each signature as JWS: protected (the base64url of the header's JSON, no "
+                "crit) and signature, base64url",
                 at=at,
             )
-            continue
-        named = ", ".join(f"{k} {header[k]!r}" for k in ("alg", "kid", "jku") if header.get(k))
-        probe.found("info", "signature", f"signed: {named or 'a header without alg or kid'}", at=at)
-
-
-def _protected(signature: Any) -> dict[str, Any] | None:
-    protected = signature.get("protected") if _json.is_object(signature) else None
-    if not isinstance(protected, str):
-        return None
-    try:
-        decoded = base64.urlsafe_b64decode(protected + "=" * (-len(protected) % 4))
-    except ValueError:
-        return None
-    header = _json.loads_or_none(decoded)
-    return header if _json.is_object(header) else None
+        elif verdict.valid:  # the SDKs accept a card on one good signature
+            probe.found(
+                "info", "signature", f"{check.named}: {check.why} (another one verifies)", at=at
+            )
+        elif check.cause == "no key":
+            probe.found(
+                "warning",
+                "signature",
+                f"{check.named} cannot be verified here: {check.why}",
+                fix="name the key set in the protected header's jku, served as a JWK set",
+                at=at,
+            )
+        else:
+            probe.found(
+                "error",
+                "signature",
+                f"{check.named} does not verify: {check.why}",
+                breaks=[SDK_1X, JS_1X],
+                fix="sign the card as served (RFC 8785 over its 1.0 view, A2A 1.0 §8.4.1) with "
+                "the key its kid names in the key set its jku serves",
+                at=at,
+            )
 
 
 def _schemes(probe: Probe) -> None:
