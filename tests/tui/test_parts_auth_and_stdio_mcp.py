@@ -325,6 +325,7 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         task_id = app.conversation.turns[-1].task_id
         await app.webhook.wait(task_id, state=tn.TaskState.COMPLETED)
         await until(pilot, lambda: "submitted → working → completed" in shown(app, "#chat-log"))
+        assert "completed (unsigned)" in shown(app, "#chat-log")  # its card is not signed
         # on the task's own timeline, beside its other exchanges: both sides of each delivery, the
         # hosted agent's POST (→) and the webhook's receipt (←)
         await until(
@@ -337,6 +338,49 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         timeline = _wire(app.book.tasks[task_id], app.book.traffic).plain
         # submitted, working, the reply (an artifact update), completed
         assert timeline.count("← push 200") == 4 and timeline.count("→ push 200") == 4, timeline
+
+
+async def test_a_signed_agents_push_notifications_show_their_verdict(tmp_path: Path):
+    """A hosted agent with a signing key (its config file's a2a.signingKey): its card verified
+    when dialled, its keys given to the webhook, each notification's signature checked and said."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from toolnexus.hosting import demo_spec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = tmp_path / "agent-key.pem"
+    pem.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    config = tmp_path / "toolnexus.json"
+    config.write_text(json.dumps({"a2a": {"signingKey": str(pem)}}))
+    spec = demo_spec("signed-desk")
+    spec.config = str(config)
+    kid = tn.SigningKey.load(pem.read_bytes()).kid
+    app = ToolnexusApp(specs=[spec])
+    async with app.run_test(size=(120, 40)) as pilot:
+        hosted = await _hosted_url(app, pilot)
+        card = app.peer_book.peers[hosted].client.card
+        assert card.signatures is not None and card.signatures.valid, card.signatures
+        app.chat_peer = hosted
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == hosted)
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: app.conversation.push)
+        app.screen.query_one("#chat-input", Input).value = "hello with push"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
+        task_id = app.conversation.turns[-1].task_id
+        await app.webhook.wait(task_id, state=tn.TaskState.COMPLETED)
+        await until(
+            pilot, lambda: f"completed (signed by '{kid}' (ES256))" in shown(app, "#chat-log")
+        )
+        assert app.webhook.refused_for(task_id) == []
 
 
 async def _hosted_url(app: ToolnexusApp, pilot) -> str:

@@ -2,7 +2,14 @@
 
 ``receiver.target(task_id)`` is a config to register with a peer (``A2AClient.set_push``); each
 target has its own random token, and a notification without a token the receiver handed out is
-refused (401) and kept only on the wire log. Accepted notifications are kept (the last ``keep``),
+refused (401) and kept only on the wire log. A notification about another task than the one its
+target was registered for is refused (403: A2A requires the client to check it). Given the agent's
+keys (``target(task_id, keys=...)``), a notification must also carry a JWT signed with one of them
+(:data:`~toolnexus.protocol.signing.PUSH_HEADER`, the push guide's asymmetric flow): its signature,
+``aud`` (this receiver), ``iat``/``exp``, ``taskId`` (the target's task) and the body's digest are
+checked, and a ``jti`` seen before is refused as a replay (remembered until it expires, at most
+:data:`MAX_JTIS`). Each notification's verdict is kept: ``Notification.verdict`` for one accepted,
+:attr:`WebhookReceiver.refused` for one refused. Accepted notifications are kept (the last ``keep``),
 can be awaited (:meth:`WebhookReceiver.wait`), and are published on the bus as inbound
 :class:`TrafficEvent` rows (``rpc_method`` ``"push"``, with the task they name), so a task's
 timeline shows them beside its other exchanges. Nothing a peer sends is interpreted: bodies are
@@ -26,12 +33,16 @@ from ..http.server import AsgiServer
 from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState, now_iso
 from ..protocol.push import TOKEN_HEADER, PushConfig, parse_notification
+from ..protocol.signing import PUSH_HEADER, PUSH_LEEWAY, KeySet, verify_push
 from ..traffic import TrafficRecorder
 
-__all__ = ["WebhookReceiver", "Notification", "MAX_NOTIFICATION"]
+__all__ = ["WebhookReceiver", "Notification", "Refusal", "MAX_NOTIFICATION", "MAX_JTIS"]
 
 MAX_NOTIFICATION = 1024 * 1024
 """The largest notification body accepted, in bytes (413 past it)."""
+MAX_JTIS = 100_000
+"""Signed notifications' ``jti`` remembered against replay (each until its ``exp`` has passed; past
+this many the oldest is forgotten first: about 8 MB)."""
 
 
 @dataclass
@@ -43,6 +54,29 @@ class Notification:
     body: Any
     peer: str
     time: str = field(default_factory=now_iso)
+    verdict: str = "unsigned"
+    """``unsigned`` (its token proved it), or who signed it: ``signed by 'kid' (ES256)``."""
+
+
+@dataclass
+class Refusal:
+    """A notification refused: its status, why, and the task it named (when readable)."""
+
+    status: int
+    why: str
+    task_id: str | None
+    peer: str
+    time: str = field(default_factory=now_iso)
+
+
+@dataclass
+class _Target:
+    """What one token was handed out for: a task ("" any) and the keys its notifications are
+    signed with (None: unsigned ones are taken)."""
+
+    task_id: str
+    keys: KeySet | None
+    issuer: str | None
 
 
 class WebhookReceiver:
@@ -68,7 +102,10 @@ class WebhookReceiver:
         self.max_body = max_body
         self.traffic = TrafficRecorder(bus, keep=200, peer=name)
         self.notifications: collections.deque[Notification] = collections.deque(maxlen=keep)
-        self._tokens: dict[str, str] = {}  # token -> the task it was handed out for ("" any)
+        self._tokens: dict[str, _Target] = {}
+        self._jtis: collections.OrderedDict[str, float] = collections.OrderedDict()  # jti -> exp
+        self.refused: collections.deque[Refusal] = collections.deque(maxlen=keep)
+        """Notifications refused (the newest ``keep``), each with why."""
         self._arrived = asyncio.Condition()
         self._server = AsgiServer(
             HostGuard(self._app, lambda: (self._server.host, self._server.port)), addr
@@ -96,14 +133,27 @@ class WebhookReceiver:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def target(self, task_id: str = "", dialect: Dialect = Dialect.V10) -> PushConfig:
-        """A config that points a peer at this receiver, with a token of its own."""
+    def target(
+        self,
+        task_id: str = "",
+        dialect: Dialect = Dialect.V10,
+        *,
+        keys: KeySet | None = None,
+        issuer: str | None = None,
+    ) -> PushConfig:
+        """A config that points a peer at this receiver, with a token of its own. ``keys``: the
+        agent's public keys (its card's key set): its notifications must then be signed with one
+        of them; ``issuer``: the agent's URL their ``iss`` must name (not checked when None)."""
         token = secrets.token_urlsafe(24)
-        self._tokens[token] = task_id
+        self._tokens[token] = _Target(task_id, keys, issuer)
         return PushConfig(task_id=task_id, url=self.url, token=token, dialect=dialect)
 
     def received(self, task_id: str) -> list[Notification]:
         return [n for n in self.notifications if n.task_id == task_id]
+
+    def refused_for(self, task_id: str) -> list[Refusal]:
+        """The notifications about ``task_id`` that were refused, each with why."""
+        return [r for r in self.refused if r.task_id == task_id]
 
     async def wait(
         self, task_id: str, *, state: TaskState | None = None, timeout: float = 10.0
@@ -129,11 +179,48 @@ class WebhookReceiver:
                 await self._arrived.wait_for(lambda: found() is not None)
         return found()  # type: ignore[return-value]  # what the waiter was given is a Notification
 
-    def _known(self, headers: dict[str, str]) -> bool:
+    def _known(self, headers: dict[str, str]) -> _Target | None:
+        """The target whose token the notification carries, or None."""
         given = headers.get(TOKEN_HEADER.lower(), "")
         scheme, _, credentials = headers.get("authorization", "").partition(" ")
         candidates = [given] + ([credentials.strip()] if scheme.lower() == "bearer" else [])
-        return any(c and any(hmac.compare_digest(c, t) for t in self._tokens) for c in candidates)
+        found = None
+        for c in candidates:  # every token compared, in constant time
+            for token, target in self._tokens.items():
+                if c and hmac.compare_digest(c, token):
+                    found = target
+        return found
+
+    def _judge(
+        self, target: _Target, headers: dict[str, str], raw: bytes, task_id: str | None
+    ) -> tuple[int, str]:
+        """A known token's notification judged: ``(200, verdict)``, or the refusal and why."""
+        if target.task_id and task_id != target.task_id:
+            return 403, (
+                f"it names task {task_id!r}, and this webhook was registered for task "
+                f"{target.task_id!r}"
+            )
+        token = headers.get(PUSH_HEADER.lower())
+        if target.keys is None:
+            return 200, "unsigned" if token is None else "signed, not verified (no keys given)"
+        if token is None:
+            return 401, f"it is not signed ({PUSH_HEADER} missing), and the agent's keys were given"
+        verdict = verify_push(token, target.keys, audience=self.url, body=raw, issuer=target.issuer)
+        if not verdict.ok:
+            return 401, verdict.why
+        claimed = verdict.claims.get("taskId")
+        if claimed != (target.task_id or task_id):
+            return 403, f"it is signed for task {claimed!r}, not for {task_id!r}"
+        now = time.time()
+        while self._jtis and next(iter(self._jtis.values())) < now - PUSH_LEEWAY:
+            self._jtis.popitem(last=False)  # expired: a replay of it is refused by its exp
+        jti = str(verdict.claims["jti"])
+        if jti in self._jtis:
+            return 401, f"it is a replay (jti {jti!r} was seen before)"
+        self._jtis[jti] = float(verdict.claims.get("exp", now))
+        while len(self._jtis) > MAX_JTIS:
+            self._jtis.popitem(last=False)
+        return 200, verdict.why
 
     async def _app(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -152,12 +239,12 @@ class WebhookReceiver:
             body.append(chunk)
             more = message.get("more_body", False)
         raw = b"".join(body)[: self.max_body]
-        task_id, state, data = None, None, None
+        task_id, state, data, verdict = None, None, None, "unsigned"
         if scope["method"] != "POST":
             status, answer = 405, {"error": "push notifications are POSTed"}
         elif size > self.max_body:
             status, answer = 413, {"error": f"notification too large (limit {self.max_body} bytes)"}
-        elif not self._known(headers):
+        elif (target := self._known(headers)) is None:
             status, answer = 401, {"error": "unknown or missing notification token"}
         else:
             try:
@@ -168,7 +255,8 @@ class WebhookReceiver:
             if data is None:
                 status, answer = 400, {"error": "the notification is not JSON"}
             else:
-                status, answer = 200, {}
+                status, verdict = self._judge(target, headers, raw, task_id)
+                answer = {} if status == 200 else {"error": verdict}
         out = _json.dumps(answer)
         reply_headers = {"content-type": "application/json", "content-length": str(len(out))}
         if more:  # a body left unread: the connection cannot carry another request
@@ -199,5 +287,7 @@ class WebhookReceiver:
         )
         if status == 200:
             async with self._arrived:
-                self.notifications.append(Notification(task_id, state, data, peer))
+                self.notifications.append(Notification(task_id, state, data, peer, verdict=verdict))
                 self._arrived.notify_all()
+        else:
+            self.refused.append(Refusal(status, str(answer.get("error", "")), task_id, peer))

@@ -640,6 +640,9 @@ class CardSignatures:
 
     state: str
     checks: list[SignatureCheck] = field(default_factory=lambda: list[SignatureCheck]())
+    keys: KeySet | None = None
+    """The key set that verified it (the keys given, or the one its jku served): the agent's
+    keys, for its signed push notifications (``WebhookReceiver.target(keys=...)``)."""
 
     @property
     def valid(self) -> bool:
@@ -723,7 +726,15 @@ def verify_card(
         )
     forms = _forms(card)
     checks = [_check(i, s, forms, keys, fetched or {}) for i, s in enumerate(signatures)]
-    return CardSignatures("valid" if any(c.ok for c in checks) else "invalid", checks)
+    good = next((c for c in checks if c.ok), None)
+    if good is None:
+        return CardSignatures("invalid", checks)
+    served = (fetched or {}).get(good.jku or "")
+    return CardSignatures("valid", checks, keys if keys is not None else _keyset(served))
+
+
+def _keyset(value: KeySet | str | None) -> KeySet | None:
+    return value if isinstance(value, KeySet) else None
 
 
 def _check(
@@ -846,7 +857,7 @@ def verify_push(
     issuer: str | None = None,
 ) -> PushVerdict:
     """Check a push notification's JWT (:data:`PUSH_HEADER`): signed by one of ``keys`` with an
-    accepted algorithm; ``aud`` this webhook; ``iss`` the agent when given; ``iat`` not in the
+    accepted algorithm; ``aud`` this webhook; ``iss`` the agent when given (a trailing slash aside); ``iat`` not in the
     future and ``exp`` not past (:data:`PUSH_LEEWAY`); ``jti`` and ``taskId`` present; the body the
     one signed. Replay (a ``jti`` seen before) and the task id are the receiver's to check."""
     try:
@@ -874,7 +885,6 @@ def verify_push(
                 PyJWK(jwk, alg).key,
                 algorithms=[alg],
                 audience=audience,
-                issuer=issuer,
                 leeway=PUSH_LEEWAY,
                 options={"require": ["iss", "aud", "iat", "exp", "jti"]},
             )
@@ -887,14 +897,15 @@ def verify_push(
             return PushVerdict(False, "it is issued in the future (iat)")
         except jwt.InvalidAudienceError:
             return PushVerdict(False, f"it is meant for another webhook (aud is not {audience})")
-        except jwt.InvalidIssuerError:
-            return PushVerdict(False, f"another agent issued it (iss is not {issuer})")
         except jwt.MissingRequiredClaimError as exc:
             return PushVerdict(False, f"it lacks the {exc.claim!r} claim")
         except jwt.PyJWTError as exc:
             last = str(exc)
     if claims is None:
         return PushVerdict(False, f"{last} (forged, or signed by another key)")
+    iss = claims.get("iss")
+    if issuer is not None and (not isinstance(iss, str) or iss.rstrip("/") != issuer.rstrip("/")):
+        return PushVerdict(False, f"another agent issued it (iss is not {issuer})", claims)
     if not isinstance(claims.get("taskId"), str) or not isinstance(claims.get("jti"), str):
         return PushVerdict(False, "it lacks a taskId or jti string", claims)
     digest = claims.get("request_body_sha256")

@@ -344,16 +344,18 @@ async def serve(
             bound=lambda: (holder["server"].host, holder["server"].port),
             private_ok=private_ok,
         )
+        public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
         if a2a_cfg.push_notifications:
             runner.push = PushNotifier(
                 lambda: (holder["server"].host, holder["server"].port),
                 private_ok=private_ok,
                 traffic=wire,
                 server=name,
+                signer=a2a_cfg.signer,
+                issuer=lambda: (public or holder["server"].url).rstrip("/") + "/",
             )
             if shared:  # every worker delivers for the configs set on any
                 runner.push.shared = store
-        public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
         endpoint = A2AEndpoint(
             runner, a2a_cfg, toolkit.skills(), lambda: public or holder["server"].url
         )

@@ -44,6 +44,7 @@ from ..protocol.push import (
     render_push_config,
     webhook_refusal,
 )
+from ..protocol.signing import PUSH_HEADER, SigningKey
 from ..traffic import TrafficRecorder
 
 __all__ = [
@@ -265,6 +266,10 @@ class PushNotifier:
             beyond loopback, unless its config says otherwise).
         traffic: where deliveries are recorded (the server's wire, when it records one).
         server: the served agent's name, on recorded deliveries.
+        signer: the agent's key: each notification then carries a JWT signed with it
+            (:data:`~toolnexus.protocol.signing.PUSH_HEADER`: ``iss`` the agent, ``aud`` the
+            webhook, ``iat``, ``exp``, a fresh ``jti`` per POST, ``taskId``, the body's SHA-256).
+        issuer: the agent's URL, the ``iss`` of those JWTs.
     """
 
     def __init__(
@@ -276,8 +281,12 @@ class PushNotifier:
         server: str = "",
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
         timeout: float = TIMEOUT,
+        signer: SigningKey | None = None,
+        issuer: Callable[[], str] = lambda: "",
     ) -> None:
         self._bound = bound
+        self.signer = signer
+        self.issuer = issuer
         self.private_ok = private_ok
         self.traffic = traffic
         self.server = server
@@ -528,6 +537,10 @@ class PushNotifier:
                 )
             )
         headers = config.headers()
+        if self.signer is not None:  # made per POST: a retry is a delivery of its own
+            headers[PUSH_HEADER] = self.signer.push_token(
+                issuer=self.issuer(), audience=config.url, task_id=config.task_id, body=body
+            )
         where = await pinned(
             config.url, self._bound(), private_ok=self.private_ok, timeout=self.timeout
         )

@@ -273,7 +273,7 @@ class ChatScreen(ModeScreen):
         webhook = await self.tn.ensure_webhook()
         if task_id is not None:
             try:
-                await peer.client.set_push(task_id, webhook.target(task_id))
+                await peer.client.set_push(task_id, webhook.target(task_id, keys=_agent_keys(peer)))
             except Exception as exc:
                 self.notify(f"the peer refused the webhook: {exc}", severity="error")
                 return
@@ -387,7 +387,11 @@ class ChatScreen(ModeScreen):
             self._draw()
             return
         try:
-            push = (await self.tn.ensure_webhook()).target() if chat.push else None
+            push = (
+                (await self.tn.ensure_webhook()).target(keys=_agent_keys(peer))
+                if chat.push
+                else None
+            )
             await chat.run(
                 peer.client,
                 reply,
@@ -427,10 +431,15 @@ class ChatScreen(ModeScreen):
             pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []
             if pushes:
                 seen = [n.state.value for n in pushes if n.state is not None]
+                verdicts = sorted({n.verdict for n in pushes})
                 log.append(
-                    f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}\n",
+                    f"       🔔 {len(pushes)} push notification(s): {' → '.join(seen[-6:])}"
+                    f" ({'; '.join(verdicts)})\n",
                     "yellow",
                 )
+            refused = self.tn.webhook.refused_for(task_id) if self.tn.webhook and task_id else []
+            for refusal in refused[-3:]:
+                log.append(f"       ✘ push notification refused: {refusal.why}\n", "red")
             task = turn.task
             if task is not None:  # what came back besides the text
                 others = [p for a in task.artifacts for p in a.parts if p.kind != "text"]
@@ -513,3 +522,12 @@ def _label(peer: Any, url: str) -> str:
     """A picker entry that tells peers of one name apart: name, URL, dialect in use."""
     dialect = spoken(peer.client).replace("—", "?")
     return f"{peer.name}{' (hosted)' if peer.hosted else ''}  {url.removeprefix('http://')}  [{dialect}]"
+
+
+def _agent_keys(peer: Any) -> Any:
+    """The keys a peer's verified card was signed with: its push notifications must be signed
+    with them too (None: its card is unsigned or unverified, and notifications are taken on their
+    token alone)."""
+    card = peer.client.card if peer.client is not None else None
+    signatures = card.signatures if card is not None else None
+    return signatures.keys if signatures is not None and signatures.valid else None

@@ -1,0 +1,189 @@
+"""Signed push notifications (the A2A push guide's asymmetric flow): an agent with a key signs
+each notification as a JWT (iss, aud, iat, exp, jti, taskId, the body's digest) with the key its
+card is signed with; our WebhookReceiver, given the agent's keys (from its verified card), checks
+the signature and the claims, refuses a replayed jti, and refuses a notification about another task
+than the one its config was registered for (A2A's MUST), signed or not."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import uuid
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+
+import toolnexus as tn
+from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.protocol.model import TaskState
+from toolnexus.protocol.signing import PUSH_HEADER
+
+from ..conftest import EXAMPLE_SKILLS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def status(task_id: str, state: str = "TASK_STATE_WORKING") -> bytes:
+    return json.dumps({"statusUpdate": {"taskId": task_id, "status": {"state": state}}}).encode()
+
+
+def claims_token(key: tn.SigningKey, **claims) -> str:
+    """A JWT with exactly these claims, signed by ``key`` (for the expired and odd ones)."""
+    return key.sign(json.dumps(claims).encode(), {"typ": "JWT"})
+
+
+async def test_a_signed_agents_notifications_are_verified_end_to_end():
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="agent-1")
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    agent = await tk.serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="signer", signing_key=key)
+    )
+    impostor_key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="agent-1")
+    impostor = await tk.serve(
+        "127.0.0.1:0",
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="signer", signing_key=impostor_key),
+    )
+    try:
+        async with WebhookReceiver() as rx, tn.A2AClient(agent.url, verify=True) as client:
+            keys = client.card.signatures.keys  # the agent's keys, from its verified card
+            assert keys is not None and [k["kid"] for k in keys.keys] == ["agent-1"]
+            task = await client.send(
+                "hello", blocking=True, push=rx.target(keys=keys, issuer=agent.url)
+            )
+            try:
+                got = await rx.wait(task.id, state=TaskState.COMPLETED)
+            except TimeoutError:
+                raise AssertionError(list(rx.refused)) from None
+            assert got.verdict == "signed by 'agent-1' (ES256)"
+            assert all(n.verdict == got.verdict for n in rx.received(task.id))
+            assert list(rx.refused) == []
+            # an agent holding another key (the same kid): every notification refused, none kept
+            async with tn.A2AClient(impostor.url) as other:
+                forged = await other.send(
+                    "hello", blocking=True, push=rx.target(keys=keys, issuer=agent.url)
+                )
+                for _ in range(200):
+                    if rx.refused_for(forged.id):
+                        break
+                    await asyncio.sleep(0.05)
+            assert rx.received(forged.id) == []
+            [refusal, *_] = rx.refused_for(forged.id)
+            assert refusal.status == 401 and "forged, or signed by another key" in refusal.why
+    finally:
+        await agent.stop()
+        await impostor.stop()
+
+
+async def test_forged_replayed_expired_and_misdirected_notifications_are_refused():
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    other = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    keys = tn.KeySet.load(key)
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        target = rx.target("t1", keys=keys, issuer="http://agent/")
+
+        async def post(body: bytes, token: str | None) -> httpx.Response:
+            headers = {"X-A2A-Notification-Token": target.token, "content-type": "application/json"}
+            if token is not None:
+                headers[PUSH_HEADER] = token
+            return await http.post(rx.url, content=body, headers=headers)
+
+        def token(body: bytes, *, task_id: str = "t1", signer=key, audience=None, issuer=None):
+            return signer.push_token(
+                issuer=issuer or "http://agent/",
+                audience=audience or rx.url,
+                task_id=task_id,
+                body=body,
+            )
+
+        body = status("t1")
+        good = token(body)
+        now = int(time.time())
+        answers = {
+            "good": await post(body, good),
+            "replayed": await post(body, good),
+            "forged": await post(body, token(body, signer=other)),
+            "expired": await post(
+                body,
+                claims_token(
+                    key,
+                    iss="http://agent/",
+                    aud=rx.url,
+                    iat=now - 900,
+                    exp=now - 600,
+                    jti=uuid.uuid4().hex,
+                    taskId="t1",
+                    request_body_sha256=hashlib.sha256(body).hexdigest(),
+                ),
+            ),
+            "unsigned": await post(body, None),
+            "another webhook": await post(body, token(body, audience="http://elsewhere/hook")),
+            "another agent": await post(body, token(body, issuer="http://evil/")),
+            "another body": await post(status("t1", "TASK_STATE_COMPLETED"), token(body)),
+            "another task, signed so": await post(status("t2"), token(status("t2"), task_id="t2")),
+            "signed for another task": await post(body, token(body, task_id="t2")),
+            "hs256": await post(body, _hs256(body, rx.url)),
+        }
+        said = {name: (r.status_code, r.json().get("error", "")) for name, r in answers.items()}
+        assert said["good"] == (200, "")
+        assert said["replayed"][0] == 401 and "is a replay (jti" in said["replayed"][1]
+        assert said["forged"] == (
+            401,
+            "the signature does not verify (forged, or signed by another key)",
+        )
+        assert said["expired"] == (401, "it has expired (exp is past)")
+        assert said["unsigned"][0] == 401 and "is not signed" in said["unsigned"][1]
+        assert (
+            said["another webhook"][0] == 401
+            and "meant for another webhook" in said["another webhook"][1]
+        )
+        assert said["another agent"] == (401, "another agent issued it (iss is not http://agent/)")
+        assert said["another body"] == (401, "its body is not the one signed")
+        assert said["another task, signed so"] == (
+            403,
+            "it names task 't2', and this webhook was registered for task 't1'",
+        )
+        assert said["signed for another task"] == (403, "it is signed for task 't2', not for 't1'")
+        assert said["hs256"][0] == 401 and "algorithm 'HS256' is not accepted" in said["hs256"][1]
+        assert [n.verdict for n in rx.notifications] == ["signed by 'k1' (ES256)"]
+        assert len(rx.refused_for("t1")) == 9 and len(rx.refused_for("t2")) == 1
+
+
+async def test_an_unsigned_notification_about_another_task_is_refused_too():
+    """A2A: the client MUST check the task a notification names against its config's."""
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        target = rx.target("t1")
+        headers = {"X-A2A-Notification-Token": target.token, "content-type": "application/json"}
+        wrong = await http.post(rx.url, content=status("t2"), headers=headers)
+        right = await http.post(rx.url, content=status("t1"), headers=headers)
+        anything = rx.target()  # registered for any task
+        other = await http.post(
+            rx.url,
+            content=status("t9"),
+            headers={**headers, "X-A2A-Notification-Token": anything.token},
+        )
+    assert (wrong.status_code, right.status_code, other.status_code) == (403, 200, 200)
+    assert [n.verdict for n in rx.notifications] == ["unsigned", "unsigned"]
+
+
+def _hs256(body: bytes, audience: str) -> str:
+    """A token in HS256, the algorithm-confusion forgery: refused before any key is used."""
+    claims = {
+        "iss": "http://agent/",
+        "aud": audience,
+        "iat": int(time.time()),
+        "exp": int(time.time()) + 60,
+        "jti": uuid.uuid4().hex,
+        "taskId": "t1",
+        "request_body_sha256": hashlib.sha256(body).hexdigest(),
+    }
+    return jwt.encode(
+        claims,
+        "a shared secret nobody gave to anyone at all",
+        algorithm="HS256",
+        headers={"kid": "k1"},
+    )
