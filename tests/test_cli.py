@@ -146,6 +146,10 @@ def test_text_output_and_sigterm():
         (["--config", "/no/such/file.json"], "config file not found"),
         (["--store", BAD_STORE], f"store must be one of {STORE_FORMS}, or a TaskStore object"),
         (["--no-a2a"], "--no-a2a needs --mcp"),
+        (
+            ["--sign-key", "/no/such/key.pem"],
+            "--sign-key: signing key '/no/such/key.pem': No such file or directory",
+        ),
         (["--model", "openai:gpt-x", "--api-key-env", "TOOLNEXUS_TEST_UNSET_VAR"], "is not set"),
         (
             ["--keep-tasks", "-1"],
