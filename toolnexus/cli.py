@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -105,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="sign the card and push notifications with this private key (PEM or JWK: EC P-256, "
         "Ed25519 or RSA); its public half is served at /.well-known/jwks.json",
+    )
+    s.add_argument(
+        "--tenant",
+        action="append",
+        metavar="NAME",
+        help="serve this tenant (repeatable; A2A 1.0's tenant field and /NAME/... routes), each "
+        "its own task space, listed on the card",
     )
     s.add_argument(
         "--quirks",
@@ -315,6 +323,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     m.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
+    )
+    m.add_argument(
+        "--tenant",
+        metavar="NAME",
+        help="the tenant every 1.0 call names (default: the one the card's interface names)",
     )
     m.add_argument(
         "--timeout",
@@ -601,6 +614,11 @@ async def _serve(args: argparse.Namespace) -> int:
                 a2a.signing_key = load_signing_key(args.sign_key)
             except tn.ConfigError as exc:
                 raise UsageError(f"--sign-key: {exc}") from None
+        if args.tenant:  # replace(): the names checked as a config file's are
+            try:
+                a2a = dataclasses.replace(a2a, tenants=args.tenant)
+            except tn.ConfigError as exc:
+                raise UsageError(f"--tenant: {exc}") from None
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
                 raise UsageError(
@@ -1110,6 +1128,7 @@ async def _send(args: argparse.Namespace) -> int:
             secret_headers=tuple(headers),
             binding=args.binding,
             record=args.record,
+            tenant=args.tenant,
         )
     except OSError as exc:
         raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None

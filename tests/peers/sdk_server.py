@@ -1,8 +1,9 @@
 """An agent on the official a2a-sdk 1.x server, as a real peer for our client.
 
-Its script: "echo" answers ``echo: <text>``; a message containing "question" asks for input and
-answers ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests), "late" makes
-its task a second after the send arrives (so the send's answer comes that late); "fail"
+Its script: "echo" answers ``echo: <text>``; "which tenant" answers ``tenant: <the request's
+tenant>`` (``-`` for none); a message containing "question" asks for input and answers
+``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests), "late" makes its
+task a second after the send arrives (so the send's answer comes that late); "fail"
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
 "../../escape.txt", a name no client should write outside its folder). "many files N" answers one
 artifact of N file parts all called ``a.txt``, then parts named as a shell would run them and
@@ -80,6 +81,8 @@ class ScriptExecutor(AgentExecutor):
                     "What is your favourite colour?", context_id=task.context_id, task_id=task.id
                 )
             )
+        elif text == "which tenant":  # what the SDK read from the request (body or path)
+            await self._reply(updater, f"tenant: {context.tenant or '-'}")
         elif "slow" in text:
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")
@@ -243,6 +246,7 @@ async def sdk_server(
     task_store: TaskStore | None = None,
     features: bool = False,
     enforce: bool = False,
+    tenant: str = "",
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -256,7 +260,8 @@ async def sdk_server(
     required extension, a tenant, an extended card, five security schemes), push on; the SDK
     serves them as it does (it enforces neither the extension nor the schemes). ``enforce``: a
     proxy in front asks for ``Authorization: Bearer`` :data:`BEARER` on every POST and on the
-    extended card's REST route, as a deployment behind an auth proxy does."""
+    extended card's REST route, as a deployment behind an auth proxy does. ``tenant``: every
+    interface on the card names it (the SDK serves its REST routes under ``/{tenant}/`` too)."""
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -310,6 +315,8 @@ async def sdk_server(
     if features:
         agent_card, extended_card, jwks = featured(agent_card, url)
         push = True
+    for interface in agent_card.supported_interfaces if tenant else ():
+        interface.tenant = tenant
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic"))

@@ -361,6 +361,8 @@ class A2AClient:
         keys: the public keys you trust for the card's signature (a
             :class:`~toolnexus.protocol.signing.KeySet`: ``KeySet.load(jwks_text, pem, ...)``);
             implies ``verify``.
+        tenant: the ``tenant`` sent in every 1.0 call (in the body, or the HTTP+JSON path's first
+            segment); None: the one the card's chosen interface names, if any (A2A 1.0 §8.3.2).
     """
 
     def __init__(
@@ -377,6 +379,7 @@ class A2AClient:
         record: str | os.PathLike[str] | CassetteWriter | None = None,
         verify: bool = False,
         keys: KeySet | None = None,
+        tenant: str | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -420,6 +423,9 @@ class A2AClient:
         self.warnings: list[str] = []
         self.keys = keys
         self.verify = verify or keys is not None
+        self._tenant = tenant
+        self.tenant = tenant or ""
+        """What every 1.0 call names as its tenant ("" none): the one given, else the card's."""
 
     @property
     def binding(self) -> Binding:
@@ -508,6 +514,8 @@ class A2AClient:
             else:
                 self.dialect, self.dialect_reason = transport.dialect, reason
             self._transport = transport
+            if self._tenant is None:
+                self.tenant = self.card.tenant(transport.binding, transport.dialect.value)
             named = self.url or self.card.source
             if named and self.headers and self._transport.elsewhere(endpoint, named):
                 self.credentials_sent = False
@@ -540,7 +548,13 @@ class A2AClient:
 
     async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
         await self.connect()
-        return await self.transport.call(OPERATIONS[op], params, empty_ok=empty_ok)
+        return await self.transport.call(OPERATIONS[op], self._tenanted(params), empty_ok=empty_ok)
+
+    def _tenanted(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` naming :attr:`tenant`, in 1.0 (0.3 and the legacy dialect have no tenant)."""
+        if not self.tenant or self.transport.dialect is not Dialect.V10:
+            return params
+        return {**params, "tenant": self.tenant}
 
     async def _send_op(self, params: dict[str, Any]) -> Any:
         """A send; in auto mode a 0.3 JSON-RPC send refused with -32601 is retried once in the
@@ -901,7 +915,9 @@ class A2AClient:
         operation = OPERATIONS[op]
         if not self.transport.streams:
             raise self.transport.unsupported(operation)
-        async with contextlib.aclosing(self.transport.stream(operation, params, sent)) as frames:
+        async with contextlib.aclosing(
+            self.transport.stream(operation, self._tenanted(params), sent)
+        ) as frames:
             async for task in frames:
                 yield task
 

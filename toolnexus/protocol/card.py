@@ -112,6 +112,13 @@ class AgentCard:
     def jsonrpc_interface(self, major: str) -> dict[str, Any] | None:
         return self.interface(major)
 
+    def tenant(self, binding: Binding, dialect: str) -> str:
+        """The ``tenant`` of the interface :meth:`route` takes for ``binding`` in ``dialect``: what
+        a client sends in every call there (A2A 1.0 §8.3.2); "" when it names none (0.3 has none)."""
+        found = self.interface("1", binding) if dialect == "1.0" else None
+        tenant = found.get("tenant") if found is not None else None
+        return tenant if isinstance(tenant, str) else ""
+
     def choose(self) -> tuple[str, str, str]:
         """``(dialect, endpoint, reason)`` of :meth:`route` with the binding left to the card."""
         dialect, endpoint, reason, _ = self.route()

@@ -35,6 +35,8 @@ from .operations import OPERATIONS, Operation
 
 __all__ = [
     "ROUTES",
+    "TENANT_PREFIX",
+    "is_tenant",
     "MEDIA_TYPE",
     "request_for",
     "match",
@@ -66,21 +68,36 @@ def _pattern(template: str) -> re.Pattern[str]:
     )
 
 
+TENANT_PREFIX = "/{tenant}"
+"""What 1.0's routes are also served under (§8.3.2, §11): the tenant as the path's first segment."""
+V03_SEGMENT = "v1"
+"""The first segment of 0.3's routes: never a tenant (a route 0.3 lacks, ``/v1/tasks``, is none)."""
+
+
+def is_tenant(path_params: dict[str, str]) -> bool:
+    """Whether a route's path params name no tenant, or one that may be (not 0.3's ``v1``)."""
+    return path_params.get("tenant") != V03_SEGMENT
+
+
+_PLAIN: list[tuple[str, str, Operation, bool]] = [
+    (op.verb, op.route, op, False) for op in OPERATIONS.values()
+] + [("GET", op.route, op, False) for op in OPERATIONS.values() if op.also_get]
+
 ROUTES: list[tuple[str, str, Operation, bool]] = sorted(
-    [(op.verb, op.route, op, False) for op in OPERATIONS.values()]
+    _PLAIN
     + [(op.verb, op.v03_route, op, True) for op in OPERATIONS.values() if op.v03_route]
     + [
-        ("GET", route, op, v03)
+        ("GET", op.v03_route, op, True)
         for op in OPERATIONS.values()
-        if op.also_get
-        for route, v03 in ((op.route, False), (op.v03_route, True))
-        if route
-    ],
+        if op.also_get and op.v03_route
+    ]
+    + [(verb, TENANT_PREFIX + route, op, False) for verb, route, op, _ in _PLAIN],
     key=lambda row: ":" not in row[1],
 )
 """Every route served and recognised: ``(HTTP method, path template, operation, 0.3's)``, from
 the table of operations; the ``/tasks/{id}:verb`` ones first, as ``/tasks/{id}`` would take them
-otherwise."""
+otherwise, and 1.0's under a tenant after the others (``/v1/tasks/{id}`` is 0.3's, not tenant
+``v1``'s)."""
 _MATCHERS = [(m, _pattern(t), op) for m, t, op, _ in ROUTES]
 
 
@@ -89,7 +106,7 @@ def match(method: str, path: str) -> tuple[str, dict[str, str]] | None:
     for want, pattern, op in _MATCHERS:
         if want == method:
             found = pattern.match(path)
-            if found:
+            if found and is_tenant(found.groupdict()):
                 return op.key, {k: urllib.parse.unquote(v) for k, v in found.groupdict().items()}
     return None
 
@@ -106,6 +123,10 @@ def request_for(
             raise UnsupportedOperationError(f"A2A 0.3's HTTP+JSON binding has no {op.v10}")
         template = op.v03_route
     rest = dict(params)
+    tenant = rest.pop("tenant", None)
+    if tenant and not v03:  # 1.0 puts it in the path (§11), never in the body or the query
+        template = TENANT_PREFIX + template
+        rest["tenant"] = tenant
     names = re.findall(r"\{(\w+)\}", template)
     path = template
     for name in names:

@@ -316,6 +316,8 @@ class A2AEndpoint:
         the checks and the handler of its JSON-RPC method, the answer as the binding writes it (the
         result as the body; a failure as ``google.rpc.Status`` with the HTTP status of §5.4)."""
         error_body = rest.v03_error_body if v03 else rest.error_body
+        if not rest.is_tenant(request.path_params):  # /v1/... is 0.3's, where it has no such route
+            return Response("Not Found", 404, media_type="text/plain")
         try:
             owner = self.owner_of(
                 request.headers
@@ -481,6 +483,9 @@ class A2AEndpoint:
             params = json_names(
                 params
             )  # ProtoJSON: proto field names (task_id) as well as JSON names
+        owner = self._space(
+            owner, optional_string(params, "tenant") if dialect is Dialect.V10 else None
+        )
         if op.streams:
             if not self.config.streaming:
                 raise UnsupportedOperationError("Streaming is not supported by this agent")
@@ -502,6 +507,20 @@ class A2AEndpoint:
         if dialect is Dialect.V10:
             raise UnsupportedOperationError("This agent's card declares no extended agent card")
         raise ExtendedCardNotConfiguredError()
+
+    def _space(self, owner: str | None, tenant: str | None) -> str | None:
+        """The task space of a 1.0 request: with ``A2AConfig.tenants``, the caller's owner key
+        within the tenant it names (never None, so that no space sees another's tasks); without,
+        the caller's own (the tenant read, checked and not told apart)."""
+        tenants = self.config.tenants
+        if tenants is None:
+            return owner
+        if tenant and tenant not in tenants:
+            raise InvalidParamsError(
+                f"Invalid params: tenant {tenant!r} is not served here (this agent serves "
+                f"{', '.join(map(repr, tenants))}, and requests that name no tenant)"
+            )
+        return f"{owner or ''}@{tenant or ''}"
 
     async def _get(self, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
         key = (_id(params), dialect, _history_length(params), owner)

@@ -70,6 +70,7 @@ class ServedCard:
             provider=_provider(c.provider),
             security=_security(c.auth) if c.auth else None,
             grpc_target=self.grpc_target,
+            tenants=c.tenants or (),
             documentation_url=c.documentation_url,
             icon_url=c.icon_url,
         )
@@ -166,9 +167,12 @@ def build_card(
     documentation_url: str | None = None,
     icon_url: str | None = None,
     grpc_target: str | None = None,
+    tenants: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
-    1.x ``supportedInterfaces``, so that both official client lines accept it."""
+    1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
+    1.0 interface is listed once for each (its ``tenant`` set, in this order) before the one
+    without; 0.3 has no tenants."""
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
         "name": name,
@@ -198,6 +202,11 @@ def build_card(
             {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
         ]
         card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
+    if tenants:
+        plain = card["supportedInterfaces"]
+        card["supportedInterfaces"] = [
+            {**i, "tenant": t} for t in tenants for i in plain if i["protocolVersion"] == "1.0"
+        ] + plain
     if provider:
         card["provider"] = provider
     if documentation_url:

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -156,6 +157,13 @@ class A2AConfig:
         quirks: answer as a peer from the field does, on purpose, for testing clients against it
             (``["hybrid", "slow=2"]``; the names are :data:`toolnexus.serve.quirks.QUIRKS`). Over
             HTTP only.
+        tenants: the tenants served (A2A 1.0 §8.3.2: a request's ``tenant`` field, the
+            ``/{tenant}/...`` HTTP+JSON routes, gRPC's field), each its own task space: a
+            tenant's tasks (and conversations, push configs) are invisible in another, and in the
+            space of requests that name none. The card lists its 1.0 interfaces once for each
+            tenant, in this order, before the ones without a tenant; a request naming a tenant
+            not listed is refused. None (the default): any tenant is read and checked, and all
+            share one task space, as the official SDK serves it.
     """
 
     name: str = "toolnexus-agent"
@@ -185,11 +193,20 @@ class A2AConfig:
     public_url: str | None = None
     grpc: str | None = None
     quirks: Sequence[str] = ()
+    tenants: Sequence[str] | None = None
     signing_key: SigningKey | str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)
         self.signing_key = load_signing_key(self.signing_key)
+        if self.tenants is not None:
+            if isinstance(self.tenants, str):
+                raise ConfigError('a2a.tenants must be a list of names, such as ["acme"]')
+            self.tenants = tuple(self.tenants)
+            for name in self.tenants:
+                _check_tenant(name)
+            if len(set(self.tenants)) != len(self.tenants):
+                raise ConfigError("a2a.tenants names a tenant twice")
 
     @property
     def signer(self) -> SigningKey | None:
@@ -216,6 +233,24 @@ def load_signing_key(value: SigningKey | str | os.PathLike[str] | None) -> Signi
         raise ConfigError(f"signing key {os.fspath(value)!r}: {exc.strerror or exc}") from None
     except KeyError_ as exc:
         raise ConfigError(f"signing key {os.fspath(value)!r}: {exc}") from None
+
+
+_TENANT = re.compile(r"[A-Za-z0-9._~-]{1,64}")
+_RESERVED = frozenset({"v1", "tasks", ".well-known", "mcp", "metrics", ".", ".."})
+"""First path segments of this server's own routes: a tenant so named would be shadowed."""
+
+
+def _check_tenant(name: Any) -> None:
+    if not isinstance(name, str) or not _TENANT.fullmatch(name):
+        raise ConfigError(
+            f"a2a.tenants: {name!r} is not a tenant name (1-64 letters, digits, '.', '_', '~' "
+            "or '-': it is a segment of every HTTP+JSON path)"
+        )
+    if name in _RESERVED:
+        raise ConfigError(
+            f"a2a.tenants: {name!r} is the first segment of this server's own routes; name the "
+            "tenant otherwise"
+        )
 
 
 @dataclass
