@@ -35,6 +35,7 @@ from .llm import (
     demo_client,
 )
 from .protocol.card import AgentCard, CardReport, validate_card
+from .protocol.extensions import Extension
 from .protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus
 from .protocol.push import PushConfig
 from .protocol.signing import CardSignatures, KeyError_, KeySet, SigningKey
@@ -87,6 +88,7 @@ __all__ = [
     "Finding",
     "Artifact",
     "Auth",
+    "Extension",
     "EventBus",
     "MCPServeConfig",
     "Message",

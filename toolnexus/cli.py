@@ -115,6 +115,19 @@ def _parser() -> argparse.ArgumentParser:
         "its own task space, listed on the card",
     )
     s.add_argument(
+        "--extension",
+        action="append",
+        metavar="URI",
+        help="declare this extension on the card (repeatable): activated for callers who ask for it",
+    )
+    s.add_argument(
+        "--require-extension",
+        action="append",
+        metavar="URI",
+        help="declare this extension as required (repeatable): a call that does not ask for it "
+        "(A2A-Extensions) is refused with -32008",
+    )
+    s.add_argument(
         "--quirks",
         action="append",
         metavar="NAME[,NAME]",
@@ -328,6 +341,13 @@ def _parser() -> argparse.ArgumentParser:
         "--tenant",
         metavar="NAME",
         help="the tenant every 1.0 call names (default: the one the card's interface names)",
+    )
+    m.add_argument(
+        "--extension",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="ask the agent for this extension in every call (repeatable; the A2A-Extensions header)",
     )
     m.add_argument(
         "--timeout",
@@ -614,11 +634,17 @@ async def _serve(args: argparse.Namespace) -> int:
                 a2a.signing_key = load_signing_key(args.sign_key)
             except tn.ConfigError as exc:
                 raise UsageError(f"--sign-key: {exc}") from None
-        if args.tenant:  # replace(): the names checked as a config file's are
-            try:
+        given = [
+            *(args.extension or ()),
+            *({"uri": u, "required": True} for u in args.require_extension or ()),
+        ]
+        try:  # replace(): the values checked as a config file's are
+            if args.tenant:
                 a2a = dataclasses.replace(a2a, tenants=args.tenant)
-            except tn.ConfigError as exc:
-                raise UsageError(f"--tenant: {exc}") from None
+            if given:
+                a2a = dataclasses.replace(a2a, extensions=[*a2a.extensions, *given])
+        except tn.ConfigError as exc:
+            raise UsageError(f"--tenant/--extension: {exc}") from None
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
                 raise UsageError(
@@ -1129,6 +1155,7 @@ async def _send(args: argparse.Namespace) -> int:
             binding=args.binding,
             record=args.record,
             tenant=args.tenant,
+            extensions=args.extension,
         )
     except OSError as exc:
         raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
@@ -1201,6 +1228,7 @@ async def _send(args: argparse.Namespace) -> int:
                         "dialect": client.dialect.value if client.dialect else None,
                         "binding": client.binding,
                         "dialect_reason": client.dialect_reason,
+                        "activated": client.activated,
                         "task": render_task(task, Dialect.V03),
                     }
                 )

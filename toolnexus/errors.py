@@ -40,6 +40,7 @@ __all__ = [
     "ContentTypeNotSupportedError",
     "InvalidAgentResponseError",
     "ExtendedCardNotConfiguredError",
+    "ExtensionSupportRequiredError",
     "VersionNotSupportedError",
     "UnauthenticatedError",
     "PermissionDeniedError",
@@ -217,6 +218,13 @@ class ExtendedCardNotConfiguredError(RPCError):
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
 
 
+class ExtensionSupportRequiredError(RPCError):
+    """The agent requires an extension the request did not ask for (``A2A-Extensions``; §4.6.3)."""
+
+    code, message, reason = -32008, "Extension support required", "EXTENSION_SUPPORT_REQUIRED"
+    http_status, grpc_status = 400, "FAILED_PRECONDITION"
+
+
 class VersionNotSupportedError(RPCError):
     code, message, reason = -32009, "Version not supported", "VERSION_NOT_SUPPORTED"
     http_status, grpc_status = 400, "FAILED_PRECONDITION"
@@ -282,6 +290,7 @@ RPC_ERRORS: dict[int, type[RPCError]] = {
         ContentTypeNotSupportedError,
         InvalidAgentResponseError,
         ExtendedCardNotConfiguredError,
+        ExtensionSupportRequiredError,
         VersionNotSupportedError,
     )
 }

@@ -144,6 +144,8 @@ class Peer:
         "auto"  # auto | 0.3 | 1.0 | rest (1.0 over HTTP+JSON) | grpc (1.0 over gRPC) | legacy
     )
     blocking: bool = False
+    extensions: list[str] = field(default_factory=list[str])
+    """The extensions asked for in every call to this peer (``A2A-Extensions``)."""
     client: A2AClient | None = None
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
@@ -198,6 +200,7 @@ class Peer:
                     secret_headers=tuple(headers),
                     dialect="1.0" if binding != "auto" else self.dialect,
                     binding=binding,
+                    extensions=self.extensions,
                 )
                 card = await self.client.connect()
                 # its signatures judged for the card view (a jku fetched bounded, under the
@@ -235,6 +238,9 @@ class PeerBook:
                         dict(entry.get("headers") or {}),
                         dialect=str(entry.get("dialect", "auto")),
                         blocking=bool(entry.get("blocking", False)),
+                        extensions=parse_extensions(
+                            " ".join(e for e in entry.get("extensions") or () if isinstance(e, str))
+                        ),
                         auth=PeerAuth(
                             str(auth.get("kind", "none")),
                             str(auth.get("name", "")),
@@ -252,6 +258,7 @@ class PeerBook:
                 "headers": p.saved_headers(),
                 "dialect": p.dialect,
                 "blocking": p.blocking,
+                **({"extensions": p.extensions} if p.extensions else {}),
                 **({"auth": a} if (a := p.auth.saved()) else {}),
             }
             for p in self.peers.values()
@@ -292,6 +299,15 @@ def _savable_url(url: str) -> str:
     return urllib.parse.urlunsplit(
         (parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment)
     )
+
+
+def parse_extensions(text: str) -> list[str]:
+    """Extension URIs as typed: separated by spaces or commas, each once, in order."""
+    out: list[str] = []
+    for uri in text.replace(",", " ").split():
+        if uri not in out:
+            out.append(uri)
+    return out
 
 
 def parse_headers(text: str) -> dict[str, str]:

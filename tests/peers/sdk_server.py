@@ -1,7 +1,8 @@
 """An agent on the official a2a-sdk 1.x server, as a real peer for our client.
 
 Its script: "echo" answers ``echo: <text>``; "which tenant" answers ``tenant: <the request's
-tenant>`` (``-`` for none); a message containing "question" asks for input and answers
+tenant>`` (``-`` for none); "which extensions" answers ``extensions: <the URIs asked for>`` in an
+artifact whose ``extensions`` are those URIs; a message containing "question" asks for input and answers
 ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests), "late" makes its
 task a second after the send arrives (so the send's answer comes that late); "fail"
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
@@ -83,6 +84,17 @@ class ScriptExecutor(AgentExecutor):
             )
         elif text == "which tenant":  # what the SDK read from the request (body or path)
             await self._reply(updater, f"tenant: {context.tenant or '-'}")
+        elif (
+            text == "which extensions"
+        ):  # what the SDK read from A2A-Extensions: an artifact of them
+            asked = sorted(context.requested_extensions)
+            await updater.add_artifact(
+                [pb.Part(text=f"extensions: {' '.join(asked) or '-'}")],
+                name="reply",
+                extensions=asked,
+                last_chunk=True,
+            )
+            await updater.complete()
         elif "slow" in text:
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")

@@ -40,7 +40,7 @@ async def _served(tenants=("acme", "globex")):
     )
 
 
-async def _sdk_client(url: str, binding: str, tenant: str, http: httpx.AsyncClient):
+async def sdk_client(url: str, binding: str, tenant: str, http: httpx.AsyncClient):
     """The official client on our card, left with the 1.0 interface of ``binding`` that names
     ``tenant`` ("": the one without a tenant): the SDK sends that tenant in every call."""
     card = await A2ACardResolver(http, url).get_agent_card()
@@ -105,7 +105,7 @@ async def test_the_sdk_client_keeps_to_its_tenants_task_space(binding):
     tenant, and calls naming none, get TaskNotFound and an empty list."""
     handle = await _served()
     http = httpx.AsyncClient(timeout=30)
-    clients = {t: await _sdk_client(handle.url, binding, t, http) for t in ("acme", "globex", "")}
+    clients = {t: await sdk_client(handle.url, binding, t, http) for t in ("acme", "globex", "")}
     try:
         task = await _send(clients["acme"], "hello acme")
         assert task.status.state == pb.TASK_STATE_COMPLETED

@@ -573,3 +573,54 @@ async def test_the_client_doctor_is_one_key_and_judges_live():
         await until(pilot, lambda: "not tried: a stream" in shown(app, "#doctor-view"))
         report = shown(app, "#doctor-view")
         assert "client doctor (stopped)" in report and "1 error" in report
+
+
+async def test_the_auth_panel_asks_a_peer_for_extensions_and_saves_them(tmp_path: Path):
+    """A peer that requires an extension refuses the chat (-32008) until the extension is typed
+    in the Auth tab: then every call asks for it (A2A-Extensions), and the peer book keeps it."""
+    from textual.widgets import DataTable
+
+    from tui.peers import PeerBook
+
+    from .test_peers_chat_and_wire import chat
+
+    uri = "https://toolnexus.example/ext/depth/v1"
+    book = PeerBook(tmp_path / "config")
+    tk = await tn.create_toolkit(builtins=False)
+    app = ToolnexusApp(specs=[], peers=book)
+    strict = tk.serve(
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(name="strict", extensions=[{"uri": uri, "required": True}]),
+    )
+    async with strict as h, app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(book.add(h.url))
+        await until(pilot, lambda: book.peers[h.url].state == "reachable")
+        app.chat_peer = h.url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == h.url)
+        refused = await chat(app, pilot, "hello")
+        assert "-32008" in refused.text or "requires" in refused.text, refused
+        await pilot.press("escape", "3")
+        await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(h.url))
+        await pilot.press("h")
+        box = app.screen.query_one("#peer-extensions", Input)
+        box.value = f"{uri}, {uri}"
+        box.focus()
+        await pilot.press("enter")
+        await until(
+            pilot,
+            lambda: (
+                book.peers[h.url].extensions == [uri] and book.peers[h.url].state == "reachable"
+            ),
+        )
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == h.url)
+        assert (await chat(app, pilot, "hello again")).text == "You said: hello again"
+        saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
+        assert [e.get("extensions") for e in saved["peers"]] == [[uri]]
+        reloaded = PeerBook(tmp_path / "config")
+        reloaded.load()
+        assert reloaded.peers[h.url].extensions == [uri]

@@ -37,6 +37,7 @@ from ..events import EventBus, TaskEvent
 from ..http.fetch import MAX_CARD, Address, exchange, host_address, peer_url, pinned, why
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
+from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value
 from ..protocol.model import Message, Part, Task, TaskState
 from ..protocol.operations import BINDING_NAMES, OPERATIONS, Binding
 from ..protocol.push import (
@@ -363,6 +364,9 @@ class A2AClient:
             implies ``verify``.
         tenant: the ``tenant`` sent in every 1.0 call (in the body, or the HTTP+JSON path's first
             segment); None: the one the card's chosen interface names, if any (A2A 1.0 §8.3.2).
+        extensions: the URIs of the extensions to ask the peer for in every call (the
+            ``A2A-Extensions`` header; 0.3's ``X-A2A-Extensions`` too in 0.3); what the peer
+            activated is :attr:`activated` after each call.
     """
 
     def __init__(
@@ -380,6 +384,7 @@ class A2AClient:
         verify: bool = False,
         keys: KeySet | None = None,
         tenant: str | None = None,
+        extensions: Sequence[str] = (),
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -423,6 +428,13 @@ class A2AClient:
         self.warnings: list[str] = []
         self.keys = keys
         self.verify = verify or keys is not None
+        if isinstance(extensions, str) or any(
+            not isinstance(u, str) or not u.strip() or "," in u for u in extensions
+        ):
+            raise ValueError("extensions must be a list of URIs (without commas)")
+        self.extensions = [u.strip() for u in extensions]
+        self.activated: list[str] = []
+        """The extensions the peer's last answer named as activated (``A2A-Extensions``)."""
         self._tenant = tenant
         self.tenant = tenant or ""
         """What every 1.0 call names as its tenant ("" none): the one given, else the card's."""
@@ -532,6 +544,10 @@ class A2AClient:
         h = {"content-type": "application/json", **(self.headers if self.credentials_sent else {})}
         if dialect is Dialect.V10:
             h["A2A-Version"] = "1.0"
+        if self.extensions:
+            h[HEADER] = header_value(self.extensions)
+            if dialect is not Dialect.V10:  # 0.3's name, which 0.3 peers read
+                h[LEGACY_HEADER] = h[HEADER]
         h["accept"] = "text/event-stream" if stream else "application/json"
         parent = trace.outgoing()  # inside a served task's run: the remote task joins its trace
         if parent is not None:

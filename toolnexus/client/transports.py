@@ -26,6 +26,7 @@ from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
 from ..protocol import grpc_binding, rest
 from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
+from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
 from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
 from ..traffic import TrafficRecorder, task_id_of
@@ -51,6 +52,8 @@ class Caller(Protocol):
     traffic: TrafficRecorder
     headers: dict[str, str]
     credentials_sent: bool
+    extensions: list[str]
+    activated: list[str]
     warnings: list[str]
     """What the caller is told of a peer's departures its calls got past."""
 
@@ -160,6 +163,7 @@ class _HttpTransport(Transport):
             )
             raise PeerError(f"{c.peer}: {method} failed: {why(exc)}") from None
         result: Any = None
+        _heard(c, r.headers.get_list)
         try:
             result = self.result(method, r.status_code, content, empty_ok=empty_ok)
             return result
@@ -198,6 +202,7 @@ class _HttpTransport(Transport):
                 verb, url, content=body, headers=headers, timeout=timeout
             ) as r:
                 status, response_headers = r.status_code, dict(r.headers)
+                _heard(c, r.headers.get_list)
                 kind = r.headers.get("content-type", "")
                 lines = kind.startswith(fetch.NDJSON_TYPES) and status == 200
                 if lines:
@@ -419,6 +424,8 @@ class GrpcTransport(Transport):
         metadata = [("a2a-version", "0.3" if v03 else "1.0")] + [
             (k.lower(), v) for k, v in c.headers.items() if c.credentials_sent
         ]
+        if c.extensions:
+            metadata.append((HEADER.lower(), header_value(c.extensions)))
         parent = trace.outgoing()
         if parent is not None:
             metadata.append((trace.HEADER, parent))
@@ -463,7 +470,10 @@ class GrpcTransport(Transport):
         body = _json.dumps(params)
         started = time.perf_counter()
         try:
-            reply = await stub(message, metadata=metadata, timeout=c.timeout)
+            call = stub(message, metadata=metadata, timeout=c.timeout)
+            reply = await call
+            if c.extensions:
+                _heard(c, _metadata(await call.initial_metadata()))
         except Exception as exc:
             failed = self._failed(rpc, exc)
             c.traffic.record(
@@ -512,6 +522,9 @@ class GrpcTransport(Transport):
         fold = _Fold(sent)
         call = stub(message, metadata=metadata)
         try:
+            if c.extensions:
+                async with asyncio.timeout(max(c.timeout, 60.0)):
+                    _heard(c, _metadata(await call.initial_metadata()))
             replies = call.__aiter__()
             while True:
                 try:
@@ -552,6 +565,19 @@ class GrpcTransport(Transport):
                 error=error,
                 task_id=fold.task.id if fold.task is not None else about(params),
             )
+
+
+def _heard(c: Caller, given: Any) -> None:
+    """Note the extensions a peer's answer names as activated (``given(name)``: a response
+    header's values), when the caller asked for any."""
+    if c.extensions:
+        c.activated = requested([*given(HEADER), *given(LEGACY_HEADER)])
+
+
+def _metadata(items: Any) -> Any:
+    """gRPC metadata as ``given(name)`` reads it (every value of a key, case-blind)."""
+    pairs = [(str(k).lower(), v) for k, v in items or ()]
+    return lambda name: [v for k, v in pairs if k == name.lower() and isinstance(v, str)]
 
 
 _BY_BINDING: dict[Binding, type[Transport]] = {

@@ -124,6 +124,8 @@ def render_message(m: Message, dialect: Dialect) -> dict[str, Any]:
         out["metadata"] = m.metadata
     if m.reference_task_ids:
         out["referenceTaskIds"] = m.reference_task_ids
+    if m.extensions:
+        out["extensions"] = m.extensions
     return out
 
 
@@ -136,6 +138,8 @@ def render_artifact(a: Artifact, dialect: Dialect) -> dict[str, Any]:
     out["parts"] = [render_part(p, dialect) for p in a.parts]
     if a.metadata:
         out["metadata"] = a.metadata
+    if a.extensions:
+        out["extensions"] = a.extensions
     return out
 
 
@@ -386,6 +390,9 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
                 _check_value(part.get("metadata"), f"{where}.parts[{i}].metadata")
                 _check_value(part.get("data"), f"{where}.parts[{i}].data")
     refs = d.get("referenceTaskIds")
+    extensions = d.get("extensions")
+    if inbound and extensions is not None:
+        extensions = _uris(extensions, f"{where}.extensions")
     return Message(
         role=role or "agent",  # type: ignore[arg-type]  # parsed from the wire: only user or agent get here
         parts=[parse_part(p, f"{where}.parts[{i}]") for i, p in enumerate(parts)],
@@ -394,7 +401,21 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
         task_id=task_id,
         metadata=dict(meta) if meta else None,
         reference_task_ids=[r for r in refs if isinstance(r, str)] if is_array(refs) else None,
+        extensions=_strings(extensions),
     )
+
+
+def _uris(value: Any, where: str) -> list[str]:
+    """A caller's list of extension URIs, each checked as an id is."""
+    if not is_array(value) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidParamsError(f"Invalid params: {where} must be an array of URIs")
+    return [check_id(str(v), where) for v in value]
+
+
+def _strings(value: Any) -> list[str] | None:
+    """The strings of a peer's list (what is not one left out); None for none."""
+    kept = [v for v in value if isinstance(v, str)] if is_array(value) else []
+    return kept or None
 
 
 def _lenient_message(d: Any) -> Message | None:
@@ -424,6 +445,7 @@ def parse_task(d: Any) -> Task:
                     _str(a.get("name")),
                     _str(a.get("description")),
                     a.get("metadata") or None,
+                    _strings(a.get("extensions")),
                 )
             )
     history = [m for m in (_lenient_message(x) for x in d.get("history") or ()) if m is not None]

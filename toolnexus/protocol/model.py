@@ -202,6 +202,8 @@ class Message:
     task_id: str | None = None
     metadata: dict[str, Any] | None = None
     reference_task_ids: list[str] | None = None
+    extensions: list[str] | None = None
+    """The URIs of the extensions the message is part of (§4.6), kept as sent."""
 
     @property
     def text(self) -> str:
@@ -220,6 +222,8 @@ class Artifact:
     name: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    """The URIs of the extensions the artifact is part of (§4.6), kept as made."""
 
     @property
     def text(self) -> str:

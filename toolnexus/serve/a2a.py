@@ -30,6 +30,7 @@ from .. import _json, trace
 from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,
+    ExtensionSupportRequiredError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -58,6 +59,7 @@ from ..protocol.dialects import (
     render_status_update,
     render_task,
 )
+from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
 from ..protocol.files import in_modes
 from ..protocol.jsonrpc import (
     error_envelope,
@@ -266,15 +268,18 @@ class A2AEndpoint:
         rid = None if call.is_notification else call.id
         dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
         op: Operation | None = None
+        activated: dict[str, str] = {}
         try:
             dialect, op = self._route(call.method, call.params, headers)
+            activated = self.activated(request.headers.getlist, dialect)
             if call.is_notification:
                 if not op.streams:
                     self._background(self.dispatch(op, call.params, dialect, None, owner))
                 return Response(status_code=204)
             outcome = await self.dispatch(op, call.params, dialect, rid, owner)
             if not isinstance(outcome, Response):
-                return _json_response(result_envelope(rid, outcome))
+                return _json_response(result_envelope(rid, outcome), headers=activated)
+            outcome.headers.update(activated)
         except RPCError as err:
             if call.is_notification:
                 return Response(status_code=204)
@@ -284,7 +289,7 @@ class A2AEndpoint:
             ):  # 0.3 §7.9: a failed resubscribe is a 4xx
                 status = 404 if isinstance(err, TaskNotFoundError) else 400
             return _json_response(
-                error_envelope(rid, err, error_info=dialect is Dialect.V10), status
+                error_envelope(rid, err, error_info=dialect is Dialect.V10), status, activated
             )
         except Exception:
             log.exception("JSON-RPC %s failed", call.method)
@@ -294,6 +299,30 @@ class A2AEndpoint:
                 error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10)
             )
         return outcome
+
+    def activated(self, given: Callable[[str], list[str]], dialect: Dialect) -> dict[str, str]:
+        """The response headers naming the extensions a request activates: those it asks for
+        (``given(name)``: every value of a request header, ``A2A-Extensions`` and 0.3's
+        ``X-A2A-Extensions``) that this agent declares; for a 0.3 request under both names.
+
+        Raises:
+            ExtensionSupportRequiredError: a required extension is not asked for (§4.6.3).
+        """
+        declared = self.config.declared
+        if not declared:
+            return {}
+        asked = requested([*given(HEADER.lower()), *given(LEGACY_HEADER.lower())])
+        missing = [e.uri for e in declared if e.required and e.uri not in asked]
+        if missing:
+            raise ExtensionSupportRequiredError(
+                f"Extension support required: this agent requires {', '.join(missing)}; list "
+                f"{'it' if len(missing) == 1 else 'them'} in the {HEADER} header"
+            )
+        on = [e.uri for e in declared if e.uri in asked]
+        if not on:
+            return {}
+        value = header_value(on)
+        return {HEADER: value} | ({} if dialect is Dialect.V10 else {LEGACY_HEADER: value})
 
     def owner_of(self, headers: Mapping[str, str]) -> str | None:
         """The caller's owner key (see ``Auth.identify``) from its headers (lower-case names) or a
@@ -318,6 +347,7 @@ class A2AEndpoint:
         error_body = rest.v03_error_body if v03 else rest.error_body
         if not rest.is_tenant(request.path_params):  # /v1/... is 0.3's, where it has no such route
             return Response("Not Found", 404, media_type="text/plain")
+        activated: dict[str, str] = {}
         try:
             owner = self.owner_of(
                 request.headers
@@ -330,6 +360,7 @@ class A2AEndpoint:
                     f"speak {speaks})",
                     data={"supportedVersions": "0.3" if v03 else "1.0"},
                 )
+            activated = self.activated(request.headers.getlist, Dialect.V03 if v03 else Dialect.V10)
             body = None
             if request.method == "POST" and (op.body == "required" or _has_body(request.headers)):
                 raw = await self._read(request, request.headers)
@@ -352,10 +383,12 @@ class A2AEndpoint:
                 binding=Binding.HTTP_JSON,
             )
             if isinstance(outcome, Response):
+                outcome.headers.update(activated)
                 return outcome
             return Response(
                 _json.dumps(rest.v03_result(op.key, outcome) if v03 else outcome),
                 200,
+                activated,
                 media_type=rest.MEDIA_TYPE,
             )
         except Refusal as refusal:
@@ -365,7 +398,7 @@ class A2AEndpoint:
         except ClientDisconnect:
             return Response(status_code=400)
         except RPCError as err:
-            return _json_response(error_body(err), err.http_status)
+            return _json_response(error_body(err), err.http_status, activated)
         except Exception:
             log.exception("HTTP+JSON %s %s failed", request.method, request.url.path)
             return _json_response(error_body(InternalError()), 500)

@@ -71,6 +71,7 @@ class ServedCard:
             security=_security(c.auth) if c.auth else None,
             grpc_target=self.grpc_target,
             tenants=c.tenants or (),
+            extensions=[e.card_entry() for e in c.declared],
             documentation_url=c.documentation_url,
             icon_url=c.icon_url,
         )
@@ -168,11 +169,12 @@ def build_card(
     icon_url: str | None = None,
     grpc_target: str | None = None,
     tenants: Sequence[str] = (),
+    extensions: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
     1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
     1.0 interface is listed once for each (its ``tenant`` set, in this order) before the one
-    without; 0.3 has no tenants."""
+    without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed."""
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
         "name": name,
@@ -191,7 +193,11 @@ def build_card(
             {"url": url, "transport": "JSONRPC"},
             {"url": url, "transport": "HTTP+JSON"},
         ],
-        "capabilities": {"streaming": streaming, "pushNotifications": push_notifications},
+        "capabilities": {
+            "streaming": streaming,
+            "pushNotifications": push_notifications,
+            **({"extensions": list(extensions)} if extensions else {}),
+        },
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
         "skills": [_skill(s) for s in skills],

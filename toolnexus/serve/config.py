@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .._json import is_mapping
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
+from ..protocol.extensions import Extension
 from ..protocol.signing import KeyError_, SigningKey
 from ..tools import Tool
 
@@ -164,6 +165,11 @@ class A2AConfig:
             tenant, in this order, before the ones without a tenant; a request naming a tenant
             not listed is refused. None (the default): any tenant is read and checked, and all
             share one task space, as the official SDK serves it.
+        extensions: the extensions this agent supports (A2A §4.6), on its card
+            (``capabilities.extensions``): each an :class:`~toolnexus.protocol.extensions.Extension`,
+            a URI, or ``{"uri", "description", "required", "params"}``. Those a request asks for
+            (``A2A-Extensions``, 0.3's ``X-A2A-Extensions``) are answered as activated in the same
+            header; a request that does not ask for a required one is refused with -32008.
     """
 
     name: str = "toolnexus-agent"
@@ -195,6 +201,7 @@ class A2AConfig:
     quirks: Sequence[str] = ()
     tenants: Sequence[str] | None = None
     signing_key: SigningKey | str | os.PathLike[str] | None = None
+    extensions: Sequence[Extension | str | Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)
@@ -207,6 +214,16 @@ class A2AConfig:
                 _check_tenant(name)
             if len(set(self.tenants)) != len(self.tenants):
                 raise ConfigError("a2a.tenants names a tenant twice")
+        if isinstance(self.extensions, str | Mapping):
+            raise ConfigError("a2a.extensions must be a list of extensions")
+        self.extensions = tuple(Extension.of(e) for e in self.extensions)
+        if len({e.uri for e in self.declared}) != len(self.declared):
+            raise ConfigError("a2a.extensions names an extension twice")
+
+    @property
+    def declared(self) -> tuple[Extension, ...]:
+        """:attr:`extensions` as ``Extension`` objects (what ``__post_init__`` made of them)."""
+        return tuple(e for e in self.extensions if isinstance(e, Extension))
 
     @property
     def signer(self) -> SigningKey | None:

@@ -97,7 +97,8 @@ class GrpcServer:
     async def _params(
         self, op: Operation, request: Any, context: Any, v03: bool
     ) -> tuple[dict[str, Any], str | None]:
-        """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call."""
+        """The request as its 1.0 JSON and the caller's owner key; a refusal ends the call. The
+        extensions it activates are answered in the initial metadata (``a2a-extensions``)."""
         grpc, _, _ = modules()
         if isinstance(request, _Undecodable):
             raise InvalidRequestError(
@@ -124,6 +125,13 @@ class GrpcServer:
                 f"Version not supported: A2A-Version {version} (this gRPC service speaks {speaks})",
                 data={"supportedVersions": "0.3" if v03 else "1.0"},
             )
+        every = [(k.lower(), v) for k, v in context.invocation_metadata() or ()]
+        activated = self.endpoint.activated(
+            lambda name: [v for k, v in every if k == name and isinstance(v, str)],
+            Dialect.V03 if v03 else Dialect.V10,
+        )
+        if activated:
+            await context.send_initial_metadata(tuple((k.lower(), v) for k, v in activated.items()))
         params = to_json(request)
         return (v03_params(op.key, params) if v03 else params), owner
 

@@ -355,6 +355,7 @@ def task_from_record(record: dict[str, Any]) -> Task:
                 a.get("name"),
                 a.get("description"),
                 a.get("metadata"),
+                a.get("extensions"),
             )
             for a in record.get("artifacts", ())
         ],
@@ -397,4 +398,5 @@ def _message(m: dict[str, Any]) -> Message:
         m.get("taskId"),
         m.get("metadata"),
         m.get("referenceTaskIds"),
+        m.get("extensions"),
     )

@@ -28,7 +28,7 @@ from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport, entry_lines
 from toolnexus.monitor import STATE_STYLE
 
-from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_headers, spoken
+from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_extensions, parse_headers, spoken
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
@@ -115,6 +115,11 @@ class PeersScreen(ModeScreen):
                 yield TextBox(
                     placeholder="other headers: Name: value; Other: ${VAR}",
                     id="peer-headers",
+                    compact=True,
+                )
+                yield TextBox(
+                    placeholder="extensions to ask for (A2A-Extensions): URI URI ...",
+                    id="peer-extensions",
                     compact=True,
                 )
         yield ModeFooter(compact=True)
@@ -329,6 +334,7 @@ class PeersScreen(ModeScreen):
         self.query_one("#peer-headers", Input).value = "; ".join(
             f"{k}: {v}" for k, v in peer.headers.items()
         )
+        self.query_one("#peer-extensions", Input).value = " ".join(peer.extensions)
         wants = (
             f"\nThe card asks for: {AUTH_KINDS[asks.kind]}{' ' + asks.name if asks.name else ''}."
             if asks
@@ -352,7 +358,7 @@ class PeersScreen(ModeScreen):
         self.query_one("#peer-detail", TabbedContent).active = "p-headers"
         self.query_one("#auth-kind", Select).focus()
 
-    @on(Input.Submitted, "#peer-headers, #auth-name, #auth-secret")
+    @on(Input.Submitted, "#peer-headers, #peer-extensions, #auth-name, #auth-secret")
     def _headers(self, event: Input.Submitted) -> None:
         peer = self.tn.peer_book.peers.get(self.selected() or "")
         if peer is None:
@@ -374,6 +380,7 @@ class PeersScreen(ModeScreen):
             return
         peer.auth = auth if auth.kind != "none" else PeerAuth()
         peer.headers = parse_headers(self.query_one("#peer-headers", Input).value)
+        peer.extensions = parse_extensions(self.query_one("#peer-extensions", Input).value)
         replaced = [k for k in peer.headers if k.lower() in {h.lower() for h in auth.headers()}]
         for k in replaced:  # one credential per header: the panel's wins, and says so
             del peer.headers[k]
@@ -429,7 +436,8 @@ class PeersScreen(ModeScreen):
 
 
 _AUTH_HELP = (
-    "Credential, user or header name, secret; other headers below. Enter applies. "
+    "Credential, user or header name, secret; other headers and the extensions to ask for "
+    "below. Enter applies. "
     "${VAR} references are saved; a literal secret lives for this session only."
 )
 
