@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.debug.client_doctor import client_doctor
+from toolnexus.debug.client_doctor import EXTENSION, client_doctor
 
 from .helpers import cli
 from .peers.adk_peer import adk_client
@@ -39,7 +39,7 @@ def passed(report) -> set[str]:
 
 async def test_our_client_is_clean_and_goes_through_every_scenario():
     async with client_doctor() as doctor:
-        async with tn.A2AClient(doctor.url) as client:
+        async with tn.A2AClient(doctor.url, extensions=[EXTENSION]) as client:
             await client.send("hello", blocking=True)
             [t async for t in client.stream("stream this")]
             asked = await client.send("a question", blocking=True)
@@ -60,9 +60,15 @@ async def test_our_client_is_clean_and_goes_through_every_scenario():
             await again.connect()
     report = doctor.report
     assert report.done and not faults(report), report.text()
-    assert {"method names", "version header", "message ids", "card cache", *SCENARIOS} <= passed(
-        report
-    ), report.text()
+    assert {
+        "method names",
+        "version header",
+        "message ids",
+        "card cache",
+        "tenant",
+        "extensions",
+        *SCENARIOS,
+    } <= passed(report), report.text()
 
 
 async def official(url: str, dialect: str) -> None:
@@ -176,6 +182,9 @@ async def broken(url: str) -> None:
         locked = {**fresh(m10), "parts": [{"text": "auth, please"}]}
         await rpc("SendMessage", {"message": locked}, v1)  # never answered
         await rpc("GetTask", {}, v1)  # no id
+        await rpc("GetTask", {"id": "x", "tenant": "elsewhere"}, v1)  # not the card's tenant
+        await rpc("GetTask", {"id": "x"}, {**v1, "X-A2A-Extensions": EXTENSION})  # 0.3's name
+        await rpc("SendMessage", {"message": {**fresh(m10), "extensions": EXTENSION}}, v1)
         await rpc("GetTask", {"id": "x"}, v1, jsonrpc="1.0")
         slow = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}
         slow["params"] = {"message": {**fresh(m10), "parts": [{"text": "slow"}]}}
@@ -208,6 +217,10 @@ async def test_a_broken_client_gets_each_fault_named():
         "warning input-required: task ",  # ... is still input-required: the client never answered
         "error finished tasks: sent a message to a task that is rejected",
         "warning auth-required: task ",  # ... is still auth-required: the client never answered
+        "warning tenant: a 1.0 call without the tenant 'doctor' the card's interface names",
+        "error tenant: a 1.0 call names tenant 'elsewhere', not the card's 'doctor'",
+        "warning extensions: asked for extensions in 0.3's X-A2A-Extensions header in a 1.0 call",
+        "error message: message.extensions is not an array of URIs",
     ):
         assert fault in said, f"{fault!r} not named:\n{doctor.report.text()}"
     errors = [f for f in doctor.report.findings if f.severity == "error"]

@@ -9,7 +9,9 @@ handle: "question" asks "Which colour?" (the task goes input-required; the answe
 task completes it with ``answered: <answer>``), "auth" asks for authorization (auth-required,
 answered the same way), "reject" refuses the work (rejected), "slow" works for :data:`SLOW_FOR`
 seconds (to cancel it, or to resubscribe to it), "fail" fails; anything else is answered
-``echo: <text>``, streamed in pieces. The card's skill lists them as examples.
+``echo: <text>``, streamed in pieces. The card's skill lists them as examples. Its 1.0
+interfaces name the tenant :data:`TENANT` (calls without it are answered too, and judged), and it
+declares the optional extension :data:`EXTENSION`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..errors import ModelError
 from ..events import ServerEvent, TrafficEvent
 from ..llm import Client, create_in_process_client
 from ..llm.demo import approval_tool
+from ..protocol.extensions import Extension
 from ..serve.app import ServeHandle
 from ..serve.config import A2AConfig
 from ..skills import SkillDef
@@ -52,6 +55,10 @@ EXAMPLES = ("hello", "a question, please", "auth, please", "reject this", "slow"
 QUESTION = "Which colour?"
 SIGN_IN = "Authorize the client doctor's agent: answer with any word"
 REFUSAL = "the client doctor refuses this on purpose"
+TENANT = "doctor"
+"""The tenant the agent's card names on its 1.0 interfaces: a client must send it in every 1.0 call."""
+EXTENSION = "urn:toolnexus:ext:client-doctor:v1"
+"""The extension the agent's card declares (optional): asking for it is judged."""
 JUDGED = "judged"
 """The state of the last event on the doctor's bus: every exchange before it has been judged."""
 
@@ -164,12 +171,15 @@ async def start_client_doctor(
     config = A2AConfig(
         name=DOCTOR_NAME,
         description="Point an A2A client here: every request it sends is judged (toolnexus doctor --client)",
+        tenants=[TENANT],
+        tenant_spaces=False,  # a call without the tenant is judged, and still answered
+        extensions=[Extension(EXTENSION, "Asking for it is judged; it changes nothing")],
     )
     handle = await toolkit.serve(addr, client=model, a2a=config, record_wire=True)
     report = DoctorReport(handle.url, doctor="a2a-client")
     if on_finding is not None:
         report.watch(on_finding)
-    judge = ClientJudge(report)
+    judge = ClientJudge(report, TENANT, (EXTENSION,))
     subscription = handle.events.subscribe(  # replayed: what came before it first reads too
         accept=lambda e: (
             isinstance(e, ServerEvent) or (isinstance(e, TrafficEvent) and e.direction == "in")

@@ -5,7 +5,8 @@ It reads the wire log of the agent (inbound :class:`~toolnexus.events.TrafficEve
 it judges what crossed, whatever the client is: the method names of the dialect it speaks, the
 ``A2A-Version`` header, the envelope, the message's required fields and their spelling in that
 dialect, message ids, whether it reads a stream to its end, answers a question on the same task,
-sends nothing more to a finished task, asks for the card conditionally. Each fault names the
+sends nothing more to a finished task, asks for the card conditionally, names the tenant the
+card's interface names, asks for extensions as the card declares them. Each fault names the
 servers it breaks, as measured against them (the official a2a-sdk 1.3 server with its 0.3
 compatibility, the JavaScript SDK 1.3 server, and ours: the table is in ``docs/guide.md``); a
 departure no server refuses is said for information. :meth:`ClientJudge.finish` adds what the
@@ -19,8 +20,10 @@ from typing import Any
 
 from .. import _json
 from ..events import TrafficEvent
+from ..protocol import rest
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.dialects import parse_state
+from ..protocol.extensions import requested
 from ..protocol.model import TaskState
 from ..protocol.operations import V03_METHODS, V10_METHODS
 from .report import DoctorReport, Finding
@@ -48,6 +51,8 @@ SCENARIOS = {
     "auth-required": "an authorization: send a message with the word 'auth', then answer it",
     "rejected": "a refusal: send a message with the word 'reject'",
     "card cache": "the card asked for again with If-None-Match (answered 304)",
+    "extensions": "an extension asked for: the A2A-Extensions header naming the one the card "
+    "declares",
 }
 """What a client can be seen to do, and how to make the agent let it (reported when never seen)."""
 
@@ -65,6 +70,10 @@ class ClientJudge:
     """Judges each exchange (:meth:`exchange`) into ``report``; :meth:`finish` at the end."""
 
     report: DoctorReport
+    tenant: str = ""
+    """The tenant the agent's card names on its 1.0 interfaces ("": none)."""
+    extensions: tuple[str, ...] = ()
+    """The URIs of the extensions the agent's card declares."""
     tasks: dict[str, _Task] = field(default_factory=dict)
     message_ids: dict[str, str] = field(default_factory=dict)
     """messageId -> the text of the message that first used it."""
@@ -137,8 +146,13 @@ class ClientJudge:
         method = event.rpc_method or ""
         self._add("info", "binding", "speaks HTTP+JSON (judged: its version header and messages)")
         version = _header(event, "a2a-version")
-        if not path.startswith("/v1/") and not version.startswith("1"):
+        v03 = path.startswith("/v1/")
+        if not v03 and not version.startswith("1"):
             self._version_fault(event, method, version)
+        if not v03:
+            routed = rest.match(event.method, path)
+            self._tenant(event, method, routed[1].get("tenant") if routed else None, "path")
+        self._extensions(event, method, "0.3" if v03 else "1.0")
         sent = _json.loads_or_none(event.request_body)
         if method in _SENDS and _json.is_object(sent):
             self._message(event, method, "1.0", sent)
@@ -184,6 +198,9 @@ class ClientJudge:
                 at=method,
             )
             return
+        if dialect == "1.0":
+            self._tenant(event, method, params.get("tenant"), "params")
+        self._extensions(event, method, dialect)
         if method in _SENDS:
             self._message(event, method, dialect, params)
         elif method in _ON_A_TASK:
@@ -331,6 +348,73 @@ class ClientJudge:
         )
         return "1.0"
 
+    # -- the tenant and the extensions (§8.3.2, §4.6) --------------------------------------------------
+    def _tenant(self, event: TrafficEvent, method: str, given: Any, where: str) -> None:
+        """A 1.0 call's tenant (``where``: in the params, or the HTTP+JSON path) against the one
+        the card's interface names: clients must send it (§8.3.2)."""
+        want = self.tenant
+        if not want:
+            return
+        place = "params.tenant" if where == "params" else f"the path (/{want}/...)"
+        if given == want:
+            self._add("ok", "tenant", f"names the card's tenant {want!r} in its 1.0 calls")
+        elif not given:
+            self._add(
+                "warning",
+                "tenant",
+                f"a 1.0 call without the tenant {want!r} the card's interface names: a gateway "
+                "that routes by tenant cannot place it, and a toolnexus server keeping a task "
+                "space per tenant files it elsewhere",
+                event,
+                fix=f"send the interface's tenant in every 1.0 call: {place}",
+                at=method,
+            )
+        else:
+            self._add(
+                "error",
+                "tenant",
+                f"a 1.0 call names tenant {given!r}, not the card's {want!r}",
+                event,
+                [OURS],
+                f"send the tenant the card's interface names: {place}",
+                at=method,
+            )
+
+    def _extensions(self, event: TrafficEvent, method: str, dialect: str) -> None:
+        """The extensions a call asks for (``A2A-Extensions``; 0.3's ``X-A2A-Extensions``)."""
+        named = requested(
+            [v for k, v in event.request_headers.items() if k.lower() == "a2a-extensions"]
+        )
+        legacy = requested(
+            [v for k, v in event.request_headers.items() if k.lower() == "x-a2a-extensions"]
+        )
+        if dialect == "1.0" and legacy and not named:
+            self._add(
+                "warning",
+                "extensions",
+                "asked for extensions in 0.3's X-A2A-Extensions header in a 1.0 call: 1.0 "
+                "servers read A2A-Extensions",
+                event,
+                [SDK_SERVER],
+                "name the extensions in the A2A-Extensions header (0.3's name beside it is fine)",
+                at=method,
+            )
+        asked = named or legacy
+        unknown = [u for u in asked if u not in self.extensions]
+        if unknown:
+            self._add(
+                "info",
+                "extensions",
+                f"asked for {', '.join(unknown)}, which the card does not declare: no server "
+                "activates it",
+                event,
+                fix="ask only for the extensions the card lists in capabilities.extensions",
+                at=method,
+            )
+        if any(u in self.extensions for u in asked):
+            self.seen.add("extensions")
+            self._add("ok", "extensions", "asks for an extension the card declares")
+
     # -- a message -------------------------------------------------------------------------------------
     def _message(
         self, event: TrafficEvent, method: str, dialect: str, params: dict[str, Any]
@@ -384,6 +468,20 @@ class ClientJudge:
                 )
             else:
                 self.report.note(Finding("ok", "message ids", "gives each message its messageId"))
+        given = message.get("extensions")
+        if given is not None and not (
+            _json.is_array(given) and all(isinstance(u, str) and u for u in given)
+        ):
+            self._add(
+                "error",
+                "message",
+                "message.extensions is not an array of URIs",
+                event,
+                [SDK_SERVER, OURS],
+                'send "extensions": ["https://..."] (the URIs the message is part of), or leave '
+                "it out",
+                at=method,
+            )
         self._role(event, method, dialect, message.get("role"))
         self._parts(event, method, dialect, message.get("parts"))
         self._configuration(event, method, dialect, params.get("configuration"))

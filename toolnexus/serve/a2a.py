@@ -542,9 +542,9 @@ class A2AEndpoint:
         raise ExtendedCardNotConfiguredError()
 
     def _space(self, owner: str | None, tenant: str | None) -> str | None:
-        """The task space of a 1.0 request: with ``A2AConfig.tenants``, the caller's owner key
-        within the tenant it names (never None, so that no space sees another's tasks); without,
-        the caller's own (the tenant read, checked and not told apart)."""
+        """The task space of a 1.0 request: with ``A2AConfig.tenants`` (and ``tenant_spaces``),
+        the caller's owner key within the tenant it names (never None, so that no space sees
+        another's tasks); without, the caller's own (the tenant read, checked and not told apart)."""
         tenants = self.config.tenants
         if tenants is None:
             return owner
@@ -553,7 +553,7 @@ class A2AEndpoint:
                 f"Invalid params: tenant {tenant!r} is not served here (this agent serves "
                 f"{', '.join(map(repr, tenants))}, and requests that name no tenant)"
             )
-        return f"{owner or ''}@{tenant or ''}"
+        return f"{owner or ''}@{tenant or ''}" if self.config.tenant_spaces else owner
 
     async def _get(self, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
         key = (_id(params), dialect, _history_length(params), owner)

@@ -173,7 +173,7 @@ def build_card(
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
     1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
-    1.0 interface is listed once for each (its ``tenant`` set, in this order) before the one
+    1.0 interface is listed once for each (its ``tenant`` set, in this order) in place of the one
     without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed."""
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
@@ -208,11 +208,11 @@ def build_card(
             {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
         ]
         card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
-    if tenants:
+    if tenants:  # each 1.0 interface once per tenant, in place of the one without
         plain = card["supportedInterfaces"]
         card["supportedInterfaces"] = [
             {**i, "tenant": t} for t in tenants for i in plain if i["protocolVersion"] == "1.0"
-        ] + plain
+        ] + [i for i in plain if i["protocolVersion"] != "1.0"]
     if provider:
         card["provider"] = provider
     if documentation_url:

@@ -161,10 +161,13 @@ class A2AConfig:
         tenants: the tenants served (A2A 1.0 §8.3.2: a request's ``tenant`` field, the
             ``/{tenant}/...`` HTTP+JSON routes, gRPC's field), each its own task space: a
             tenant's tasks (and conversations, push configs) are invisible in another, and in the
-            space of requests that name none. The card lists its 1.0 interfaces once for each
-            tenant, in this order, before the ones without a tenant; a request naming a tenant
-            not listed is refused. None (the default): any tenant is read and checked, and all
+            space of requests that name none (still served). The card lists its 1.0 interfaces
+            once for each tenant, in this order, and none without; a request naming a tenant not
+            listed is refused. None (the default): any tenant is read and checked, and all
             share one task space, as the official SDK serves it.
+        tenant_spaces: with ``tenants``, each its own task space (the default); False: the
+            tenants listed (and none) share one, as a gateway in front that routes by tenant
+            sees it (the client doctor's agent serves so).
         extensions: the extensions this agent supports (A2A §4.6), on its card
             (``capabilities.extensions``): each an :class:`~toolnexus.protocol.extensions.Extension`,
             a URI, or ``{"uri", "description", "required", "params"}``. Those a request asks for
@@ -201,6 +204,7 @@ class A2AConfig:
     quirks: Sequence[str] = ()
     tenants: Sequence[str] | None = None
     signing_key: SigningKey | str | os.PathLike[str] | None = None
+    tenant_spaces: bool = True
     extensions: Sequence[Extension | str | Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
