@@ -70,8 +70,9 @@ HELP = {
         "%toolnexus tasks desk",
     ),
     "card": (
-        "%toolnexus card URL",
-        "A peer's agent card, checked, with a button to chat with it.",
+        "%toolnexus card URL [--extended] [--header 'NAME: VALUE']",
+        "A peer's agent card, checked, with a button to chat with it; --extended: the extended "
+        "card its credentials (--header) get.",
         "%toolnexus card {h.url}",
     ),
     "doctor": (
@@ -167,6 +168,8 @@ def _parser() -> _Parser:
     t.add_argument("name", nargs="?")
     c = sub.add_parser("card", add_help=False)
     c.add_argument("url")
+    c.add_argument("--extended", action="store_true")
+    c.add_argument("--header", action="append", default=[])
     dr = sub.add_parser("doctor", add_help=False)
     dr.add_argument("url", nargs="?")
     dr.add_argument("--send", action="store_true")
@@ -206,6 +209,17 @@ def _url(command: str, url: str) -> str:
         f"%toolnexus {command}: {url!r} is not an http(s) URL; the URL comes first "
         f"({HELP[command][0].splitlines()[0]}). A server's .url is empty once it has stopped or failed."
     )
+
+
+def _headers(command: str, given: list[str]) -> dict[str, str]:
+    """``--header 'NAME: VALUE'`` words as headers (``${ENV}`` read); a one-line mistake else."""
+    headers: dict[str, str] = {}
+    for header in given:
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"%toolnexus {command}: --header {header!r} is not NAME: VALUE")
+        headers[name.strip()] = expand_env(value.strip())
+    return headers
 
 
 class Shown:
@@ -393,7 +407,9 @@ class ToolnexusMagics(Magics):
         )
 
     def _card(self, args: argparse.Namespace) -> Any:
-        widget = CardWidget(_url("card", args.url))
+        widget = CardWidget(
+            _url("card", args.url), _headers("card", args.header), extended=args.extended
+        )
         display(widget)
         return Shown(widget)
 
@@ -420,12 +436,7 @@ class ToolnexusMagics(Magics):
             if not argv:
                 raise UsageError("%toolnexus mcp: no command to run after the NAME=value words")
             target = argv
-        headers = {}
-        for header in args.header:
-            name, sep, value = header.partition(":")
-            if not sep or not name.strip():
-                raise UsageError(f"%toolnexus mcp: --header {header!r} is not NAME: VALUE")
-            headers[name.strip()] = expand_env(value.strip())
+        headers = _headers("mcp", args.header)
         running = self.session.workspace.running()
         model = None
         if running:

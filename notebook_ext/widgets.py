@@ -748,10 +748,14 @@ class RemoteTaskWidget(w.VBox):
 class CardWidget(w.VBox):
     """A peer's card with the validator's diagnostics and a button that opens a chat with it."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, url: str, headers: dict[str, str] | None = None, *, extended: bool = False
+    ) -> None:
         self.url = url
         self.card: Any = None
         self.report: Any = None
+        self.extended = extended
+        """Show the extended card the headers' credentials get (GetExtendedAgentCard)."""
         self.view = w.HTML(f"<i>fetching {html.escape(url)}…</i>")
         self.chat_button = w.Button(description="chat", icon="comments", disabled=True)
         self.chat_area = w.VBox()
@@ -762,7 +766,13 @@ class CardWidget(w.VBox):
 
     async def _fetch(self, headers: dict[str, str] | None) -> Any:
         try:
-            self.card = await fetch_card(self.url, headers, verify=True)
+            if self.extended:
+                async with A2AClient(
+                    self.url, headers=headers, secret_headers=tuple(headers or ())
+                ) as client:
+                    self.card = await client.extended_card()
+            else:
+                self.card = await fetch_card(self.url, headers, verify=True)
         except Exception as exc:
             self.view.value = error_html(str(_failure(exc)))
             _hide(self.chat_button)  # nothing to chat with

@@ -241,6 +241,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a public key (PEM, JWK or JWK set) you trust for the card's signature (repeatable); "
         "without one, the key set its jku names is fetched",
     )
+    c.add_argument(
+        "--extended",
+        action="store_true",
+        help="the extended card the agent gives authenticated callers (GetExtendedAgentCard; "
+        "send the credentials with --header)",
+    )
     c.add_argument("--json", action="store_true", help="print JSON")
 
     d = sub.add_parser(
@@ -1103,9 +1109,14 @@ async def _card(args: argparse.Namespace) -> int:
     except (OSError, tn.KeyError_) as exc:
         say(f"toolnexus: --key: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    headers = _headers(args.header)
     try:
-        card = await tn.fetch_card(args.url, _headers(args.header), verify=True, keys=keys)
-    except tn.PeerError as exc:
+        if args.extended:
+            async with tn.A2AClient(args.url, headers=headers, secret_headers=tuple(headers)) as c:
+                card = await c.extended_card()
+        else:
+            card = await tn.fetch_card(args.url, headers, verify=True, keys=keys)
+    except (tn.PeerError, tn.RPCError) as exc:
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_ERROR
     report = tn.validate_card(card) if args.validate else None
@@ -1129,6 +1140,8 @@ async def _card(args: argparse.Namespace) -> int:
             if signatures.state == "invalid" and len(signatures.checks) > 1:
                 for check in signatures.checks:
                     say(f"    {check.named}: {check.why}")
+        if card.extended and not args.extended:
+            say("  extended card: declared (toolnexus card --extended, with the credentials)")
         for skill in card.skills:
             tags = ", ".join(skill.get("tags") or [])
             say(

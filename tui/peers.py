@@ -23,7 +23,7 @@ from typing import Any
 
 import platformdirs
 
-from toolnexus import A2AClient
+from toolnexus import A2AClient, AgentCard
 from toolnexus.client.peer import check_signatures
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
@@ -147,6 +147,10 @@ class Peer:
     extensions: list[str] = field(default_factory=list[str])
     """The extensions asked for in every call to this peer (``A2A-Extensions``)."""
     client: A2AClient | None = None
+    extended: AgentCard | None = None
+    """The extended card the peer gives this peer's credentials, when its card declares one."""
+    extended_error: str = ""
+    """Why the declared extended card could not be had (a 401 without credentials, say)."""
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
     _dialing: asyncio.Lock = field(
@@ -208,6 +212,12 @@ class Peer:
                 await check_signatures(
                     card, http=self.client.http, timeout=10.0, traffic=self.client.traffic
                 )
+                self.extended, self.extended_error = None, ""
+                if card.extended:  # with this peer's credentials (the Auth tab)
+                    try:
+                        self.extended = await self.client.extended_card(use=False)
+                    except Exception as exc:  # refused, or not served: said in the Card tab
+                        self.extended_error = str(exc)
             except Exception as exc:  # a URL that names no peer is said like an unreachable one
                 self.state, self.error = "unreachable", str(exc)
                 return

@@ -15,6 +15,7 @@ pytest.importorskip("ipywidgets")
 from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
+import toolnexus as tn  # noqa: E402
 from notebook_ext.session import NotebookSession  # noqa: E402
 from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
 from toolnexus import TaskState, TurnState  # noqa: E402
@@ -653,3 +654,25 @@ async def test_a_chat_lists_the_files_sent_and_those_of_the_reply(tmp_path):
     shown = chat.view.value
     assert shown.count("+ file notes.html (text/html, 25 B)") == 2  # sent, and echoed back
     assert "<script>" not in shown and "alert" not in shown
+
+
+async def test_the_card_widget_shows_the_extended_card_its_credentials_get(ip, monkeypatch):
+    monkeypatch.setenv("TN_NB_BOOKS", "nb-books-token")
+    tk = await tn.create_toolkit(
+        builtins=False,
+        skills=[tn.SkillDef("greet", "Says hello"), tn.SkillDef("ledger", "Signed-in only")],
+    )
+    config = tn.A2AConfig(
+        name="nb-books", auth=tn.Auth.bearer("nb-books-token"), extended_skills=["ledger"]
+    )
+    async with tk.serve(client=tn.demo_client(), a2a=config) as h:
+        public = ip.run_line_magic("toolnexus", f"card {h.url}")
+        await public.done()
+        assert "ledger" not in public.view.value
+        line = f"card {h.url} --extended --header 'Authorization: Bearer ${{TN_NB_BOOKS}}'"
+        extended = ip.run_line_magic("toolnexus", line)
+        await extended.done()
+        assert "ledger" in extended.view.value and extended.card.extended
+        refused = ip.run_line_magic("toolnexus", f"card {h.url} --extended")
+        await refused.done()
+        assert "401" in refused.view.value and refused.card is None

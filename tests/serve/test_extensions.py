@@ -32,6 +32,8 @@ DEPTH = "https://toolnexus.example/ext/depth/v1"
 TIMING = "https://toolnexus.example/ext/timing/v1"
 """Declared, optional."""
 BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
+EVERY_WAY = [(b, d) for b in ("jsonrpc", "http+json", "grpc") for d in ("1.0", "0.3")]
+"""Every binding our client speaks, in each dialect."""
 
 
 async def _served(store: str = "memory"):
@@ -135,14 +137,7 @@ async def test_the_card_declares_them_and_the_answer_names_the_activated(tmp_pat
             assert "extensions" in odd.json()["error"]["message"]
         # our client: the header on every binding and dialect, what was activated read back, the
         # message's own extensions kept through the file store
-        for binding, dialect in (
-            ("jsonrpc", "1.0"),
-            ("jsonrpc", "0.3"),
-            ("http+json", "1.0"),
-            ("http+json", "0.3"),
-            ("grpc", "1.0"),
-            ("grpc", "0.3"),
-        ):
+        for binding, dialect in EVERY_WAY:
             async with tn.A2AClient(
                 handle.url, binding=binding, dialect=dialect, extensions=[DEPTH]
             ) as client:

@@ -597,7 +597,10 @@ async def test_the_auth_panel_asks_a_peer_for_extensions_and_saves_them(tmp_path
         await until(pilot, lambda: book.peers[h.url].state == "reachable")
         app.chat_peer = h.url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == h.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
+        )
         refused = await chat(app, pilot, "hello")
         assert "-32008" in refused.text or "requires" in refused.text, refused
         await pilot.press("escape", "3")
@@ -617,10 +620,57 @@ async def test_the_auth_panel_asks_a_peer_for_extensions_and_saves_them(tmp_path
             ),
         )
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == h.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert (await chat(app, pilot, "hello again")).text == "You said: hello again"
         saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())
         assert [e.get("extensions") for e in saved["peers"]] == [[uri]]
         reloaded = PeerBook(tmp_path / "config")
         reloaded.load()
         assert reloaded.peers[h.url].extensions == [uri]
+
+
+async def test_peers_shows_the_extended_card_the_peers_credentials_get(tmp_path: Path):
+    """A peer whose card declares an extended card: the Card tab says why it is not shown (401)
+    until the Auth tab holds a credential, then lists the skills only it has."""
+    from textual.widgets import DataTable, Select
+
+    from tui.peers import PeerBook
+
+    book = PeerBook(tmp_path / "config")
+    tk = await tn.create_toolkit(
+        builtins=False,
+        skills=[
+            tn.SkillDef("greet", "Says hello"),
+            tn.SkillDef("ledger", "Signed-in callers only"),
+        ],
+    )
+    app = ToolnexusApp(specs=[], peers=book)
+    served = tk.serve(
+        client=tn.demo_client(),
+        a2a=tn.A2AConfig(
+            name="books", auth=tn.Auth.bearer("b00ks-token"), extended_skills=["ledger"]
+        ),
+    )
+    async with served as h, app.run_test(size=(120, 40)) as pilot:
+        app.connect_peer(book.add(h.url))
+        await until(pilot, lambda: book.peers[h.url].state == "reachable")
+        await pilot.press("3")
+        await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
+        table = app.screen.query_one("#peers", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(h.url))
+        await until(pilot, lambda: "extended card: declared" in shown(app, "#card-view"))
+        assert "401" in shown(app, "#card-view") and "ledger" not in shown(app, "#card-view")
+        await pilot.press("h")
+        app.screen.query_one("#auth-kind", Select).value = "bearer"
+        secret = app.screen.query_one("#auth-secret", Input)
+        secret.value = "b00ks-token"
+        secret.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: book.peers[h.url].extended is not None)
+        app.screen.query_one("#peer-detail").active = "p-card"
+        await until(pilot, lambda: "ledger" in shown(app, "#card-view"))
+        assert "extended card (with this peer's credentials)" in shown(app, "#card-view")

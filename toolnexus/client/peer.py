@@ -742,6 +742,21 @@ class A2AClient:
             "total_size": result.get("totalSize", 0),
         }
 
+    async def extended_card(self, *, use: bool = True) -> AgentCard:
+        """The peer's extended card (GetExtendedAgentCard; 0.3's
+        ``agent/getAuthenticatedExtendedCard``), as this client's credentials get it; ``use``:
+        it replaces :attr:`card` (the binding and endpoint stay as chosen). A peer whose card
+        declares none answers -32004 (0.3: -32007), raised as that error."""
+        await self.connect()
+        result = await self._call("extended", {})
+        if not isinstance(result, dict):
+            raise PeerError(f"{self.peer}: its extended card is not a JSON object")
+        source = self.card.source if self.card is not None else ""
+        card = AgentCard(result, source)
+        if use:
+            self.card = card
+        return card
+
     # -- push notifications -------------------------------------------------------------------------
     async def set_push(
         self,

@@ -91,6 +91,15 @@ class AgentCard:
     def push_notifications(self) -> bool:
         return self._capability("pushNotifications")
 
+    @property
+    def extended(self) -> bool:
+        """Whether the agent declares an extended card for authenticated callers (1.0's
+        ``capabilities.extendedAgentCard``, 0.3's ``supportsAuthenticatedExtendedCard``)."""
+        return (
+            self._capability("extendedAgentCard")
+            or self.raw.get("supportsAuthenticatedExtendedCard") is True
+        )
+
     def _capability(self, name: str) -> bool:
         caps = self.raw.get("capabilities")
         return bool(is_object(caps) and caps.get(name) is True)

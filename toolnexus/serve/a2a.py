@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import functools
 import logging
 import time
@@ -88,6 +89,8 @@ FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
 
 _SERVED_VERSIONS = "0.3, 1.0"
+_CALLER: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("caller_headers")
+"""The headers (gRPC: metadata) of the request being answered, as ``owner_of`` read them."""
 _DRAIN = 1024 * 1024
 """Bytes past the limit read and thrown away before a 413, so that the client sees the answer."""
 _JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
@@ -175,11 +178,20 @@ class A2AEndpoint:
         self.runner = runner
         self.config = config
         allowed = None if config.skills is None else set(config.skills)
-        self.skills = [s for s in skills if allowed is None or s.name in allowed]
-        self._skill_names = {s.name: s for s in self.skills}
+        only = set(config.extended_skills or ())  # on the extended card only
+        unknown = only - {s.name for s in skills}
+        if unknown:
+            log.warning("a2a.extended_skills: %s not in the toolkit", ", ".join(sorted(unknown)))
+        self.skills = [
+            s for s in skills if (allowed is None or s.name in allowed) and s.name not in only
+        ]
+        extended = [s for s in skills if s.name in only]
+        self._skill_names = {s.name: s for s in [*self.skills, *extended]}
         self.metrics: Metrics | None = None
         """Where each dispatched operation is counted, when the agent exports metrics."""
-        self.card = ServedCard(config, self.skills, base_url, push=runner.push is not None)
+        self.card = ServedCard(
+            config, self.skills, base_url, push=runner.push is not None, extended_skills=extended
+        )
         """The card it serves (built, cached and tagged there)."""
         self._notifications: set[asyncio.Task[Any]] = set()
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
@@ -329,6 +341,7 @@ class A2AEndpoint:
         gRPC call's metadata; a refused caller raises Refusal. Every binding reads its caller here,
         so the caller's W3C trace is noted here too (``trace.accept``)."""
         trace.accept(headers)
+        _CALLER.set(headers)
         auth = self.config.auth
         if auth is None:
             return None
@@ -535,6 +548,8 @@ class A2AEndpoint:
             return await self._list(params, owner)
         if key.startswith("push-"):
             return await self._push(key, params, dialect, owner)
+        if self.card.has_extended:
+            return self.card.extended(_CALLER.get({}))
         # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
         # 0.3 has only "not configured" for it
         if dialect is Dialect.V10:

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _json
+from .._json import is_mapping
+from ..errors import InternalError
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, PROTOCOL_VERSION
 from ..protocol.signing import JWKS_PATH
 from ..skills import SkillDef
 from .config import A2AConfig, Auth, Provider
 
 __all__ = ["ServedCard", "build_card", "CARD_MAX_AGE"]
+
+log = logging.getLogger("toolnexus.serve")
 
 CARD_MAX_AGE = 60
 """Seconds a client or cache may keep the card without asking again (``Cache-Control: max-age``);
@@ -38,9 +43,12 @@ class ServedCard:
         skills: Sequence[SkillDef],
         base_url: Callable[[], str],
         push: bool,
+        extended_skills: Sequence[SkillDef] = (),
     ) -> None:
         self.config = config
         self.skills = list(skills)
+        self.extended_skills = list(extended_skills)
+        """The skills only the extended card lists (``A2AConfig.extended_skills``)."""
         self._base_url = base_url
         self.push = push
         self.grpc_target: str | None = None
@@ -54,10 +62,38 @@ class ServedCard:
         """Where it answers: the card's two well-known paths, and the key set's when it signs."""
         return (CARD_PATH, LEGACY_CARD_PATH, *((JWKS_PATH,) if self.config.signer else ()))
 
-    def document(self) -> dict[str, Any]:
-        """The card as JSON data, built from the config."""
+    @property
+    def has_extended(self) -> bool:
+        """Whether this agent publishes an extended card (and its card says so)."""
+        return self.config.publishes_extended
+
+    def extended(self, headers: Mapping[str, str]) -> dict[str, Any]:
+        """The extended card (GetExtendedAgentCard) for the caller whose request had ``headers``
+        (lower-case names; gRPC: its metadata): the card with the extended skills too, then, when
+        ``A2AConfig.extended_card`` is a function, what it makes of that for this caller.
+
+        Raises:
+            InternalError: the function failed, or gave something that is not a card object (said
+                in the server log only).
+        """
+        card = self.document(extended=True)
+        made = self.config.extended_card
+        if not callable(made):
+            return card
+        try:
+            mine = made(card, dict(headers))
+        except Exception:
+            log.exception("A2AConfig.extended_card failed")
+            raise InternalError() from None
+        if not is_mapping(mine):
+            log.error("A2AConfig.extended_card returned %s, not a card object", type(mine).__name__)
+            raise InternalError()
+        return dict(mine)
+
+    def document(self, extended: bool = False) -> dict[str, Any]:
+        """The card as JSON data, built from the config (``extended``: the extended card's)."""
         c = self.config
-        return build_card(
+        card = build_card(
             base_url=self._base_url(),
             name=c.name,
             description=c.description,
@@ -74,7 +110,10 @@ class ServedCard:
             extensions=[e.card_entry() for e in c.declared],
             documentation_url=c.documentation_url,
             icon_url=c.icon_url,
+            extended_skills=self.extended_skills if extended else (),
+            declares_extended=self.has_extended,
         )
+        return card
 
     def answer(
         self, if_none_match: str, if_modified_since: str = ""
@@ -170,11 +209,16 @@ def build_card(
     grpc_target: str | None = None,
     tenants: Sequence[str] = (),
     extensions: Sequence[dict[str, Any]] = (),
+    extended_skills: Sequence[SkillDef] = (),
+    declares_extended: bool = False,
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
     1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
     1.0 interface is listed once for each (its ``tenant`` set, in this order) in place of the one
-    without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed."""
+    without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed.
+    ``declares_extended``: the agent serves an extended card (1.0's
+    ``capabilities.extendedAgentCard``, 0.3's ``supportsAuthenticatedExtendedCard``);
+    ``extended_skills``: the skills the extended card lists after the others."""
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
         "name": name,
@@ -197,11 +241,14 @@ def build_card(
             "streaming": streaming,
             "pushNotifications": push_notifications,
             **({"extensions": list(extensions)} if extensions else {}),
+            **({"extendedAgentCard": True} if declares_extended else {}),
         },
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
-        "skills": [_skill(s) for s in skills],
+        "skills": [_skill(s) for s in [*skills, *extended_skills]],
     }
+    if declares_extended:
+        card["supportsAuthenticatedExtendedCard"] = True
     if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's)
         card["supportedInterfaces"] += [
             {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},

@@ -7,7 +7,7 @@ import hmac
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -173,6 +173,13 @@ class A2AConfig:
             a URI, or ``{"uri", "description", "required", "params"}``. Those a request asks for
             (``A2A-Extensions``, 0.3's ``X-A2A-Extensions``) are answered as activated in the same
             header; a request that does not ask for a required one is refused with -32008.
+        extended_skills: skills listed only on the extended card (GetExtendedAgentCard, for
+            authenticated callers), not on the public one; naming them publishes an extended card.
+        extended_card: publish an extended card (True; implied by ``extended_skills``), or a
+            function ``(card, headers) -> card`` that makes it per caller: given the extended card
+            (a dict of its JSON) and the request's headers (lower-case names; gRPC: its metadata),
+            it returns the card that caller gets. Needs ``auth``: the extended card is for
+            authenticated callers.
     """
 
     name: str = "toolnexus-agent"
@@ -206,6 +213,8 @@ class A2AConfig:
     signing_key: SigningKey | str | os.PathLike[str] | None = None
     tenant_spaces: bool = True
     extensions: Sequence[Extension | str | Mapping[str, Any]] = ()
+    extended_skills: Sequence[str] | None = None
+    extended_card: bool | Callable[[dict[str, Any], dict[str, str]], Mapping[str, Any]] = False
 
     def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
         self.auth = Auth.from_config(self.auth)
@@ -223,6 +232,17 @@ class A2AConfig:
         self.extensions = tuple(Extension.of(e) for e in self.extensions)
         if len({e.uri for e in self.declared}) != len(self.declared):
             raise ConfigError("a2a.extensions names an extension twice")
+        if isinstance(self.extended_skills, str):
+            raise ConfigError("a2a.extendedSkills must be a list of skill names")
+        if self.publishes_extended and self.auth is None:
+            raise ConfigError(
+                "an extended agent card is for authenticated callers: set a2a.auth too"
+            )
+
+    @property
+    def publishes_extended(self) -> bool:
+        """Whether an extended card is served (and declared on the card)."""
+        return self.extended_skills is not None or bool(self.extended_card)
 
     @property
     def declared(self) -> tuple[Extension, ...]:

@@ -186,7 +186,7 @@ class PeersScreen(ModeScreen):
             for v in views.values():
                 v.update(text)
             return
-        views["card-view"].update(_card_text(card))
+        views["card-view"].update(_card_text(card, peer.extended, peer.extended_error))
         report = validate_card(card)
         diag = Text()
         diag.append(f"verdict: {report.summary}\n", "bold")
@@ -442,7 +442,7 @@ _AUTH_HELP = (
 )
 
 
-def _card_text(card: Any) -> Text:
+def _card_text(card: Any, extended: Any = None, refused: str = "") -> Text:
     raw = card.raw
     t = Text()
     t.append(f"{card.name} ", "bold")
@@ -474,6 +474,18 @@ def _card_text(card: Any) -> Text:
         t.append("\n")
         for example in s.get("examples") or []:
             t.append(f"      e.g. {example}\n", "italic")
+    if extended is not None:
+        public = {s.get("id") for s in card.skills}
+        more = [s for s in extended.skills if s.get("id") not in public]
+        t.append("\nextended card (with this peer's credentials)\n", "bold")
+        if not more:
+            t.append("  no more skills than the public card\n", "grey62")
+        for s in more:
+            t.append(f"  {s.get('id')}", "bold")
+            t.append(f"  {s.get('description', '')}\n")
+    elif card.extended:
+        t.append("\nextended card: declared", "bold")
+        t.append(f"; {refused or 'not fetched'} (h: the peer's credentials)\n", "yellow")
     return t
 
 
