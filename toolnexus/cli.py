@@ -152,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
         help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable",
     )
     s.add_argument(
+        "--auth-basic-env",
+        metavar="NAME",
+        help="require HTTP basic auth on JSON-RPC and MCP, 'user:password' read from this variable",
+    )
+    s.add_argument(
         "--allow-unauthenticated",
         action="store_true",
         help="serve command-running builtins beyond loopback without auth (you mean it)",
@@ -354,6 +359,11 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="URI",
         help="ask the agent for this extension in every call (repeatable; the A2A-Extensions header)",
+    )
+    m.add_argument(
+        "--basic-env",
+        metavar="NAME",
+        help="send HTTP basic auth, 'user:password' read from this variable (masked everywhere)",
     )
     m.add_argument(
         "--timeout",
@@ -660,13 +670,16 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1 and args.worker_fd is None:
         return await _supervise(args, a2a)
     auth = None
+    if args.auth_token_env and args.auth_basic_env:
+        raise UsageError("--auth-token-env and --auth-basic-env: choose one")
     if args.auth_token_env:
-        token = os.environ.get(args.auth_token_env, "")
-        if not token:
-            raise UsageError(
-                f"--auth-token-env {args.auth_token_env}: that environment variable is not set"
-            )
-        auth = tn.Auth.bearer(token)
+        auth = tn.Auth.bearer(_env_secret("--auth-token-env", args.auth_token_env))
+    elif args.auth_basic_env:
+        pair = _env_secret("--auth-basic-env", args.auth_basic_env)
+        if ":" not in pair[1:]:
+            raise UsageError(f"--auth-basic-env {args.auth_basic_env}: must hold user:password")
+        auth = tn.Auth.basic(pair)
+    if auth is not None:
         if a2a is not None:
             a2a.auth = auth
     mcp: Any = True if args.mcp else tk.config.get("mcpServer")
@@ -1157,11 +1170,26 @@ async def _card(args: argparse.Namespace) -> int:
     return EXIT_ERROR if report is not None and not report.ok else EXIT_OK
 
 
+def _env_secret(flag: str, name: str) -> str:
+    """The secret held by environment variable ``name`` (``flag`` names the option it came by)."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise UsageError(f"{flag} {name}: that environment variable is not set")
+    return value
+
+
 async def _send(args: argparse.Namespace) -> int:
     headers = _headers(args.header)
+    basic = None
+    if args.basic_env:
+        user, colon, password = _env_secret("--basic-env", args.basic_env).partition(":")
+        if not colon or not user:
+            raise UsageError(f"--basic-env {args.basic_env}: must hold user:password")
+        basic = (user, password)
     try:
         client = tn.A2AClient(
             args.url,
+            basic=basic,
             headers=headers,
             dialect=args.dialect,
             secret_headers=tuple(headers),

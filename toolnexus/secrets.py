@@ -5,6 +5,8 @@ holding it. The wire log (``traffic``), the stores, the client and the front end
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 import os
@@ -14,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import cast
 
 __all__ = [
+    "basic_authorization",
+    "read_basic",
     "SECRET_HEADERS",
     "MASK",
     "is_secret_name",
@@ -62,6 +66,26 @@ _OAUTH_HINT = re.compile(
 """A body without any of these names is not an OAuth one: not parsed (every body is asked)."""
 MASK = "***"
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def basic_authorization(user: str, password: str) -> str:
+    """The ``Authorization`` value of HTTP basic (RFC 7617): ``Basic`` and base64 of
+    ``user:password`` in UTF-8."""
+    pair = f"{user}:{password}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def read_basic(value: str) -> str | None:
+    """``user:password`` from an ``Authorization: Basic ...`` value, or None when it is not one
+    (another scheme, not base64, not UTF-8, no colon)."""
+    kind, _, encoded = value.strip().partition(" ")
+    if kind.lower() != "basic" or not encoded:
+        return None
+    try:
+        pair = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return pair if ":" in pair else None
 
 
 @functools.lru_cache(maxsize=4096)

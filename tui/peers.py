@@ -12,7 +12,6 @@ and without the values of secret-looking query parameters. The file is readable 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from toolnexus import A2AClient, AgentCard
 from toolnexus.client.peer import check_signatures
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
-from toolnexus.secrets import expand_env, is_secret_name
+from toolnexus.secrets import basic_authorization, expand_env, is_secret_name
 
 from .saved import write_private
 
@@ -77,8 +76,9 @@ class PeerAuth:
         if self.kind == "apikey" and self.secret:
             return {self.name or "X-API-Key": expand_env(self.secret)}
         if self.kind == "basic" and (self.name or self.secret):
-            pair = f"{expand_env(self.name)}:{expand_env(self.secret)}".encode()
-            return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+            return {
+                "Authorization": basic_authorization(expand_env(self.name), expand_env(self.secret))
+            }
         return {}
 
     def templates(self) -> dict[str, str]:

@@ -53,6 +53,7 @@ from ..protocol.signing import (
     signature_jkus,
     verify_card,
 )
+from ..secrets import basic_authorization
 from ..traffic import TrafficRecorder
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
@@ -367,6 +368,8 @@ class A2AClient:
         extensions: the URIs of the extensions to ask the peer for in every call (the
             ``A2A-Extensions`` header; 0.3's ``X-A2A-Extensions`` too in 0.3); what the peer
             activated is :attr:`activated` after each call.
+        basic: ``(user, password)`` for HTTP basic (RFC 7617), sent as ``Authorization`` on every
+            call to the host named (never to another one a card points at), masked on the wire log.
     """
 
     def __init__(
@@ -385,6 +388,7 @@ class A2AClient:
         keys: KeySet | None = None,
         tenant: str | None = None,
         extensions: Sequence[str] = (),
+        basic: tuple[str, str] | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -411,6 +415,10 @@ class A2AClient:
         self.endpoint = ""
         self.bus = bus
         self.traffic = TrafficRecorder(bus, peer=self.url or (self.card.name if self.card else ""))
+        if basic is not None:  # HTTP basic: a secret like any header credential
+            self.headers["authorization"] = basic_authorization(*basic)
+            self.traffic.secret("authorization", self.headers["authorization"])
+            self.traffic.secret("authorization", basic[1])
         for name in secret_headers:
             self.traffic.secret(name, self.headers.get(name))
         self._own_cassette = record is not None and not isinstance(record, CassetteWriter)

@@ -347,9 +347,8 @@ class A2AEndpoint:
             return None
         status, owner = auth.identify(headers)
         if status is not None:
-            challenge = {"WWW-Authenticate": "Bearer"} if auth.scheme == "bearer" else {}
             text = "authentication required" if status == 401 else "invalid credentials"
-            raise Refusal(status, text, challenge)
+            raise Refusal(status, text, auth.challenge)
         return owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------

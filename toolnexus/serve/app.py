@@ -497,6 +497,7 @@ def metrics_route(metrics: Metrics, auth: Auth | None) -> Route:
                         else "invalid credentials"
                     },
                     status,
+                    headers=auth.challenge,
                 )
         return Response(await asyncio.to_thread(metrics.exposition), media_type=METRICS_TYPE)
 

@@ -297,13 +297,13 @@ def _provider(p: Provider | Mapping[str, str] | None) -> dict[str, str] | None:
 
 def _security(auth: Auth) -> dict[str, Any]:
     """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
-    if auth.scheme == "bearer":
+    if auth.scheme in ("bearer", "basic"):
         scheme = {
             "type": "http",
-            "scheme": "bearer",
+            "scheme": auth.scheme,
             # 0.3's spelling in 1.0's field too: every SDK's 1.0 view of the card (what a card
             # signature covers) is then the same, whichever of the two it reads the scheme from
-            "httpAuthSecurityScheme": {"scheme": "bearer"},
+            "httpAuthSecurityScheme": {"scheme": auth.scheme},
         }
     else:
         scheme = {

@@ -17,6 +17,7 @@ from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
 from ..protocol.extensions import Extension
 from ..protocol.signing import KeyError_, SigningKey
+from ..secrets import read_basic
 from ..tools import Tool
 
 __all__ = ["A2AConfig", "MCPServeConfig", "Auth", "Provider"]
@@ -34,13 +35,13 @@ class Provider:
 class Auth:
     """Opt-in auth for JSON-RPC and MCP (the card stays public).
 
-    Use :meth:`bearer` (``Authorization: Bearer <token>``) or :meth:`api_key` (a header holding the
-    key). A request without credentials gets 401, one with wrong credentials 403. With more than
+    Use :meth:`bearer` (``Authorization: Bearer <token>``), :meth:`api_key` (a header holding the
+    key) or :meth:`basic` (HTTP basic, ``user:password`` pairs). A request without credentials gets 401, one with wrong credentials 403. With more than
     one secret, each is its own caller: a task belongs to the secret that created it, and other
     callers get "task not found" for it and never see it listed.
     """
 
-    scheme: Literal["bearer", "apiKey"]
+    scheme: Literal["bearer", "apiKey", "basic"]
     secrets: tuple[str, ...]
     header: str = "authorization"
 
@@ -57,6 +58,13 @@ class Auth:
         return cls("apiKey", tuple(keys), header.lower())
 
     @classmethod
+    def basic(cls, *credentials: str) -> Auth:
+        """HTTP basic (RFC 7617): each credential ``user:password`` (the user without a colon)."""
+        if not credentials or not all(c and ":" in c and c.index(":") for c in credentials):
+            raise ConfigError("Auth.basic needs at least one 'user:password'")
+        return cls("basic", tuple(credentials))
+
+    @classmethod
     def from_config(cls, value: Any) -> Auth | None:
         if value is None or isinstance(value, Auth):
             return value
@@ -71,7 +79,10 @@ class Auth:
                 *([keys] if isinstance(keys, str) else keys),
                 header=value.get("header", "x-api-key"),
             )
-        raise ConfigError("a2a.auth needs a 'bearer' or 'apiKey' entry")
+        if "basic" in value:
+            pairs = value["basic"]
+            return cls.basic(*([pairs] if isinstance(pairs, str) else pairs))
+        raise ConfigError("a2a.auth needs a 'bearer', 'apiKey' or 'basic' entry")
 
     def check(self, headers: Mapping[str, str]) -> int | None:
         """None when the request may pass, else the HTTP status to refuse it with (401 or 403)."""
@@ -88,6 +99,11 @@ class Auth:
             kind, _, value = value.partition(" ")
             if kind.lower() != "bearer" or not value:
                 return 401, None
+        elif self.scheme == "basic":
+            pair = read_basic(value)
+            if pair is None:
+                return 401, None
+            value = pair
         given = value.strip().encode()
         matched = None
         for secret in self.secrets:  # compare against every secret, in constant time
@@ -98,6 +114,15 @@ class Auth:
         if len(self.secrets) == 1:
             return None, None
         return None, "cred-" + hashlib.sha256(matched.encode()).hexdigest()[:16]
+
+    @property
+    def challenge(self) -> dict[str, str]:
+        """The ``WWW-Authenticate`` a refused request gets (RFC 9110 §11.6.1), by scheme."""
+        if self.scheme == "bearer":
+            return {"WWW-Authenticate": "Bearer"}
+        if self.scheme == "basic":
+            return {"WWW-Authenticate": 'Basic realm="toolnexus", charset="UTF-8"'}
+        return {}
 
     def __repr__(self) -> str:  # never print a secret
         return f"Auth(scheme={self.scheme!r}, header={self.header!r}, secrets=<{len(self.secrets)} hidden>)"

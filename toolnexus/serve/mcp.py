@@ -679,7 +679,8 @@ class MCPProfile(MCPToolkit):
             status = self.auth.check(headers)
             if status is not None:
                 text = "authentication required" if status == 401 else "invalid credentials"
-                await JSONResponse({"error": text}, status)(scope, receive, send)
+                answer = JSONResponse({"error": text}, status, headers=self.auth.challenge)
+                await answer(scope, receive, send)
                 return
         assert self._manager is not None, "the MCP lifespan has not started"
         await self._manager.handle_request(scope, receive, send)
