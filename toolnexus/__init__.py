@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import errors, mcp_client, trace, traffic
 from .client.agents import Agent, agent_tools
 from .client.conversation import Conversation, Turn, TurnState
+from .client.oauth import ClientCredentials
 from .client.peer import A2AClient, fetch_card
 from .client.webhook import Notification, WebhookReceiver
 from .debug.doctor import doctor
@@ -66,6 +67,7 @@ def load_ipython_extension(ip: object) -> None:
 
 __all__ = [
     "A2AClient",
+    "ClientCredentials",
     "Conversation",
     "Turn",
     "TurnState",

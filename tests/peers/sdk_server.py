@@ -259,6 +259,8 @@ async def sdk_server(
     features: bool = False,
     enforce: bool = False,
     tenant: str = "",
+    token_url: str | None = None,
+    oidc_url: str | None = None,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -273,7 +275,10 @@ async def sdk_server(
     serves them as it does (it enforces neither the extension nor the schemes). ``enforce``: a
     proxy in front asks for ``Authorization: Bearer`` :data:`BEARER` on every POST and on the
     extended card's REST route, as a deployment behind an auth proxy does. ``tenant``: every
-    interface on the card names it (the SDK serves its REST routes under ``/{tenant}/`` too)."""
+    interface on the card names it (the SDK serves its REST routes under ``/{tenant}/`` too).
+    ``token_url``: the card declares OAuth 2 client credentials at that token endpoint, ``oidc_url``: OpenID Connect at
+    that discovery URL; either enforces the bearer token as ``enforce`` does."""
+    enforce = enforce or token_url is not None or oidc_url is not None
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
     front = app
@@ -329,6 +334,23 @@ async def sdk_server(
         push = True
     for interface in agent_card.supported_interfaces if tenant else ():
         interface.tenant = tenant
+    if token_url is not None:
+        flow = pb.ClientCredentialsOAuthFlow(token_url=token_url, scopes={"a2a": "call it"})
+        agent_card.security_schemes["oauth"].CopyFrom(
+            pb.SecurityScheme(
+                oauth2_security_scheme=pb.OAuth2SecurityScheme(
+                    flows=pb.OAuthFlows(client_credentials=flow)
+                )
+            )
+        )
+    if oidc_url is not None:
+        agent_card.security_schemes["oidc"].CopyFrom(
+            pb.SecurityScheme(
+                open_id_connect_security_scheme=pb.OpenIdConnectSecurityScheme(
+                    open_id_connect_url=oidc_url
+                )
+            )
+        )
     if basic is not None:
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic"))

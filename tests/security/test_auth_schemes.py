@@ -1,6 +1,8 @@
 """Auth a user can run (issue 50 item 6), with real peers on both sides: HTTP basic served (the
 official a2a-sdk client calling through its httpx client's basic auth, JSON-RPC, HTTP+JSON and
-gRPC alike) and sent (our client to the SDK's server behind basic auth)."""
+gRPC alike) and sent (our client to the SDK's server behind basic auth); OAuth 2 client
+credentials and OpenID Connect discovery run by our client from the SDK server's card, against a
+local authorization server written for the tests (``tests/peers/token_server.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 import toolnexus as tn
 from toolnexus.secrets import basic_authorization
 
-from ..peers.sdk_server import sdk_server
+from ..peers.sdk_server import BEARER, sdk_server
+from ..peers.token_server import token_server
 from ..serve.wire import v03_message
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
@@ -122,3 +125,57 @@ async def test_toolnexus_send_basic_env():
     assert (
         ADA[1].encode() not in out + err and basic_authorization(*ADA)[6:].encode() not in out + err
     )
+
+
+SECRET = "cl1ent-s3cret/+"  # characters the form encoding of §2.3.1 must escape
+
+
+async def test_our_client_runs_client_credentials_from_the_sdk_servers_card():
+    """The card of the official SDK's server names a token endpoint (a local authorization
+    server); our client fetches a token with the client's credentials, keeps it while it is good,
+    sends it, and never shows the secret or the token."""
+    async with token_server("desk", SECRET, BEARER) as auth:
+        async with sdk_server(token_url=auth.url + "/token") as url:
+            grant = tn.ClientCredentials("desk", SECRET, scopes=["a2a"])
+            async with tn.A2AClient(url, oauth=grant) as client:
+                one = await client.send("echo one", blocking=True)
+                again = await client.get(one.id)
+                logged = repr(client.traffic.events)
+        assert one.reply == "echo: echo one" and again.id == one.id
+        assert auth.grants == [{"grant_type": "client_credentials", "scope": "a2a"}]  # kept
+        assert SECRET not in logged and BEARER not in logged and "oauth" in logged
+
+    async with token_server("desk", SECRET, BEARER, expires_in=5) as auth:  # expires within EARLY
+        async with sdk_server(token_url=auth.url + "/token") as url:
+            async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:
+                await client.send("echo one", blocking=True)
+                await client.send("echo two", blocking=True)
+        assert len(auth.grants) == 2  # fetched again before each call
+
+
+async def test_openid_connect_discovery_finds_the_token_endpoint():
+    async with token_server("desk", SECRET, BEARER) as auth:
+        discovery = auth.url + "/.well-known/openid-configuration"
+        async with sdk_server(oidc_url=discovery) as url:
+            async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:
+                task = await client.send("echo oidc", blocking=True)
+                methods = [e.method for e in client.traffic.events if e.rpc_method == "oauth"]
+    assert task.reply == "echo: echo oidc" and methods == ["GET", "POST"]
+    assert len(auth.grants) == 1
+
+
+async def test_the_client_secret_goes_only_where_the_user_meant():
+    async with token_server("desk", SECRET, BEARER) as auth:
+        elsewhere = auth.url.replace("127.0.0.1", "localhost") + "/token"  # another host
+        async with sdk_server(token_url=elsewhere) as url:
+            async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:
+                with pytest.raises(tn.PeerError, match="is not on 127.0.0.1, the host you named"):
+                    await client.send("echo")
+            assert auth.grants == []  # nothing was sent there
+            named = tn.ClientCredentials("desk", SECRET, token_url=elsewhere)  # the user says so
+            async with tn.A2AClient(url, oauth=named) as client:
+                assert (await client.send("echo named", blocking=True)).reply == "echo: echo named"
+            wrong = tn.ClientCredentials("desk", "not-it", token_url=elsewhere)
+            async with tn.A2AClient(url, oauth=wrong) as client:
+                with pytest.raises(tn.PeerError, match="check the client id and secret"):
+                    await client.send("echo", blocking=True)

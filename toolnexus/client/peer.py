@@ -55,6 +55,7 @@ from ..protocol.signing import (
 )
 from ..secrets import basic_authorization
 from ..traffic import TrafficRecorder
+from .oauth import ClientCredentials, TokenSource
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card", "check_signatures", "fetch_jwks"]
@@ -370,6 +371,9 @@ class A2AClient:
             activated is :attr:`activated` after each call.
         basic: ``(user, password)`` for HTTP basic (RFC 7617), sent as ``Authorization`` on every
             call to the host named (never to another one a card points at), masked on the wire log.
+        oauth: OAuth 2 client credentials (:class:`~toolnexus.client.oauth.ClientCredentials`):
+            a bearer token fetched from the token endpoint the card names (or OpenID Connect
+            discovery finds), kept until it expires; see :mod:`toolnexus.client.oauth`.
     """
 
     def __init__(
@@ -389,6 +393,7 @@ class A2AClient:
         tenant: str | None = None,
         extensions: Sequence[str] = (),
         basic: tuple[str, str] | None = None,
+        oauth: ClientCredentials | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -421,6 +426,8 @@ class A2AClient:
             self.traffic.secret("authorization", basic[1])
         for name in secret_headers:
             self.traffic.secret(name, self.headers.get(name))
+        self.tokens = TokenSource(oauth, self.traffic) if oauth is not None else None
+        """Where the bearer token comes from, with ``oauth``."""
         self._own_cassette = record is not None and not isinstance(record, CassetteWriter)
         if record is not None:
             self.traffic.cassette = (
@@ -571,14 +578,29 @@ class A2AClient:
         self._transport = transport_for(self, self.forced_binding or Binding.JSONRPC, self.forced)
 
     async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
-        await self.connect()
-        return await self.transport.call(OPERATIONS[op], self._tenanted(params), empty_ok=empty_ok)
+        await self._ready()
+        params = self._tenanted(params)
+        try:
+            return await self.transport.call(OPERATIONS[op], params, empty_ok=empty_ok)
+        except PeerError as exc:
+            if exc.status != 401 or self.tokens is None:
+                raise
+            self.tokens.forget()  # revoked or expired early: one new token, one more try
+            await self._ready()
+            return await self.transport.call(OPERATIONS[op], params, empty_ok=empty_ok)
 
     def _tenanted(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` naming :attr:`tenant`, in 1.0 (0.3 and the legacy dialect have no tenant)."""
         if not self.tenant or self.transport.dialect is not Dialect.V10:
             return params
         return {**params, "tenant": self.tenant}
+
+    async def _ready(self) -> None:
+        """Connected, and holding a token that has not expired when the client runs OAuth."""
+        card = await self.connect()
+        if self.tokens is not None and self.credentials_sent:
+            named = self.url or self.endpoint
+            self.headers["authorization"] = await self.tokens.header(self.http, card.raw, named)
 
     async def _send_op(self, params: dict[str, Any]) -> Any:
         """A send; in auto mode a 0.3 JSON-RPC send refused with -32601 is retried once in the
@@ -950,7 +972,7 @@ class A2AClient:
         self, op: str, params: dict[str, Any], sent: Message | None
     ) -> AsyncGenerator[Task, None]:
         """The frames of a stream as tasks, over the transport in use (bounded as it says)."""
-        await self.connect()
+        await self._ready()
         operation = OPERATIONS[op]
         if not self.transport.streams:
             raise self.transport.unsupported(operation)
