@@ -29,7 +29,7 @@ import anyio
 
 import toolnexus as tn
 
-from .debug.cassette import CassetteError
+from .debug.cassette import CassetteError, CassetteWriter, load
 from .debug.doctor import doctor
 from .debug.report import printer
 from .display import printable
@@ -314,6 +314,11 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 when a finding is at least this bad (default error)",
     )
     d.add_argument("--json", action="store_true", help="print the report as JSON")
+    d.add_argument(
+        "--record",
+        metavar="FILE.jsonl",
+        help="with --mcp: write every exchange to this cassette (secrets masked)",
+    )
 
     m = sub.add_parser(
         "send", help="send a message to any A2A agent and follow its task to the end"
@@ -383,16 +388,25 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "replay",
-        help="serve a cassette's recorded answers as a peer, or diff it against a live one",
+        help="serve a cassette's recorded answers as a peer (an A2A agent, or an MCP server), or "
+        "diff it against a live one",
     )
     r.add_argument(
         "cassette",
-        help="a cassette (.jsonl) written by --record, A2AClient(record=...), the TUI or a notebook",
+        help="a cassette (.jsonl) written by --record, A2AClient(record=...), MCPSession(record=...), "
+        "the TUI or a notebook",
     )
     r.add_argument(
         "--against",
         metavar="URL",
-        help="send the recorded requests to this live peer and compare its answers",
+        help="send the recorded requests to this live peer and compare its answers (an MCP "
+        "session's: the server's URL, or a command line starting it, in quotes)",
+    )
+    r.add_argument(
+        "--stdio",
+        action="store_true",
+        help="an MCP session's cassette: serve it over stdio (a host starts this command) instead "
+        "of HTTP",
     )
     r.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     r.add_argument(
@@ -405,7 +419,10 @@ def _parser() -> argparse.ArgumentParser:
         help="how a request finds its recorded answer (default lenient)",
     )
     r.add_argument(
-        "--peer", metavar="ORIGIN", help="the recorded peer to play, when the cassette has several"
+        "--peer",
+        metavar="ORIGIN",
+        help="the recorded peer to play, when the cassette has several (an MCP stdio server: the "
+        "name the cassette gives it, 'stdio: ...')",
     )
     r.add_argument(
         "--header",
@@ -557,12 +574,13 @@ def _main(argv: list[str] | None) -> int:
             if args.url or args.send:
                 raise UsageError("doctor --client takes no URL and no --send: clients come to it")
             return _run(_client_doctor(args))
+        if args.command == "doctor" and args.record and not args.mcp:
+            raise UsageError("doctor --record records an MCP server's session: add --mcp")
         if args.command == "doctor" and not args.url:
             raise UsageError("doctor needs the agent's URL (or --client)")
         if args.command in ("card", "doctor", "send") and not getattr(args, "mcp", False):
             args.url = _peer(args.url)
-        if args.command == "replay" and args.against:
-            args.against = _peer(args.against)
+
         if args.command == "serve":
             return _run(_serve(args))
         if args.command == "mcp":
@@ -1069,23 +1087,24 @@ async def _doctor(args: argparse.Namespace) -> int:
 async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
     from .debug.mcp_doctor import mcp_doctor  # noqa: PLC0415  # start-up: this subcommand's (and jsonschema-rs)
 
-    target: str | list[str] = args.url
-    env = None
-    if not args.url.startswith(("http://", "https://")):
-        try:
-            target, env = split_command(args.url)
-        except ValueError as exc:
-            raise UsageError(f"doctor --mcp: the command line: {exc}") from None
-        if not target:
-            raise UsageError("doctor --mcp: no command to run")
-    report = await mcp_doctor(
-        target,
-        headers=headers,
-        env=env or None,
-        timeout=args.timeout,
-        call=args.call,
-        on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
-    )
+    target, env = _mcp_target(args.url, "doctor --mcp")
+    try:
+        cassette = CassetteWriter(args.record) if args.record else None
+    except OSError as exc:
+        raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
+    try:
+        report = await mcp_doctor(
+            target,
+            headers=headers,
+            env=env,
+            timeout=args.timeout,
+            call=args.call,
+            on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
+            record=cassette,
+        )
+    finally:
+        if cassette is not None:
+            cassette.close()
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
@@ -1328,12 +1347,30 @@ def _ended_before_followed(ev: Any) -> bool:
 
 
 async def _replay(args: argparse.Namespace) -> int:
+    from .debug.mcp_replay import mcp_servers  # noqa: PLC0415  # start-up: this subcommand's
+
+    try:
+        tape = load(args.cassette)
+        mcp = mcp_servers(tape)
+        if (args.peer is not None and args.peer in mcp) or (
+            args.peer is None and mcp and set(tape.origins()) <= set(mcp)
+        ):
+            return await _replay_mcp(args, tape)
+    except CassetteError as exc:
+        raise UsageError(str(exc)) from None
+    if args.stdio:
+        raise UsageError("replay --stdio serves an MCP session's cassette; this one holds A2A")
+    return await _replay_a2a(args, tape)
+
+
+async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
     from .debug.replay import ReplayPeer, diff  # noqa: PLC0415  # start-up: this subcommand's
 
     try:
         if args.against:
+            args.against = _peer(args.against)
             report = await diff(
-                args.cassette,
+                tape,
                 args.against,
                 headers=_headers(args.header),
                 origin=args.peer,
@@ -1344,7 +1381,7 @@ async def _replay(args: argparse.Namespace) -> int:
             else:
                 say(report.text())
             return EXIT_OK if report.ok else EXIT_ERROR
-        peer = ReplayPeer(args.cassette, match=args.match, origin=args.peer)
+        peer = ReplayPeer(tape, match=args.match, origin=args.peer)
     except CassetteError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -1378,6 +1415,89 @@ async def _replay(args: argparse.Namespace) -> int:
             {"event": "stopped", "answered": len(peer.served), "unmatched": misses},
         )
     return EXIT_OK
+
+
+async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
+    """An MCP session's cassette: served over HTTP or stdio, or diffed against a live server."""
+    from .debug.mcp_replay import MCPReplay, mcp_diff  # noqa: PLC0415  # start-up: this subcommand's
+
+    if args.against:
+        target, env = _mcp_target(args.against, "replay --against")
+        report = await mcp_diff(
+            tape,
+            target,
+            headers=_headers(args.header),
+            env=env,
+            server=args.peer,
+            timeout=args.timeout,
+        )
+        if args.json:
+            print(json.dumps(report.to_json(), indent=2))
+        else:
+            say(report.text())
+        return EXIT_OK if report.ok else EXIT_ERROR
+    replay = MCPReplay(tape, match=args.match, server=args.peer)
+    if args.stdio:  # stdout is the protocol's: what the replay says goes to stderr
+        say(
+            f"replaying the MCP session of {replay.server} over stdio (match {replay.match})",
+            file=sys.stderr,
+        )
+        await replay.serve_stdio()
+        _replay_stopped(args, replay, sys.stderr)
+        return EXIT_OK
+    try:
+        await replay.start(f"{args.host}:{args.port}")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
+    _emit(
+        args,
+        f"replaying the MCP session of {replay.server} at {replay.url}  (match {replay.match})",
+        {
+            "event": "started",
+            "url": replay.url,
+            "origin": replay.server,
+            "exchanges": len(replay.tape.calls),
+            "match": replay.match,
+        },
+    )
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+    stop = _stop_on_signals()
+    try:
+        await stop.wait()
+    finally:
+        await replay.stop()
+        _replay_stopped(args, replay, sys.stdout)
+    return EXIT_OK
+
+
+def _replay_stopped(args: argparse.Namespace, replay: Any, out: Any) -> None:
+    misses = replay.misses
+    if args.json:
+        data = {"event": "stopped", "answered": len(replay.served), "unmatched": misses}
+        print(json.dumps(data), file=out, flush=True)
+        return
+    say(
+        f"stopped: {len(replay.served)} answered, {len(misses)} unmatched"
+        + "".join(f"\n  unmatched: {printable(m, 200)}" for m in misses),
+        file=out,
+        flush=True,
+    )
+
+
+def _mcp_target(text: str, what: str) -> tuple[str | list[str], dict[str, str] | None]:
+    """An MCP server from the command line: a URL, or a command line (``NAME=value`` words first)
+    starting a stdio server: ``(target, env)``."""
+    if text.startswith(("http://", "https://")):
+        return text, None
+    try:
+        argv, env = split_command(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: the command line: {exc}") from None
+    if not argv:
+        raise UsageError(f"{what}: no command to run")
+    return argv, env or None
 
 
 class _LiveReply:

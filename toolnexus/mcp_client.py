@@ -795,7 +795,10 @@ class MCPSession:
     ``elicit`` (the user answers a form: the elicitation capability), ``model`` and ``approve`` (a
     sampling request, once the user approves it, is answered by ``model``: the sampling
     capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
-    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp_auth`).
+    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp_auth`). ``record``: a
+    :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
+    cassette ``toolnexus replay`` serves as this server, or diffs against it: see
+    :mod:`toolnexus.debug.mcp_replay`); the caller closes it.
 
     Both eras the official SDK speaks: a 2026-07-28 server's questions come as ``input_required``
     results, which the SDK answers through the same callbacks and retries; its changes come on a
@@ -820,6 +823,7 @@ class MCPSession:
         approve: Approve | None = None,
         authorize: Any = None,
         mode: str = "auto",
+        record: Any = None,
     ) -> None:
         from .mcp_auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
 
@@ -834,6 +838,7 @@ class MCPSession:
         self.elicit, self.model, self.approve = elicit, model, approve
         self.mode = mode
         self.recorder = _recorder(target, self.headers, bus)
+        self.recorder.cassette = record
         self.oauth = (
             OAuthFlow(authorize, secret=self.recorder.secret_values.add)
             if authorize is not None and isinstance(target, str)
@@ -1562,8 +1567,11 @@ async def _tapped_stdio(
             )
             return
         data, body = dump(m)
-        started, request, method = pending.pop(
-            data.get("id"), (time.perf_counter(), "", data.get("method"))
+        answer = "method" not in data  # else a notification or a request of the server's own
+        started, request, method = (pending.pop(data.get("id"), None) if answer else None) or (
+            time.perf_counter(),
+            "",
+            data.get("method"),
         )
         recorder.record(
             direction="out",
@@ -1581,11 +1589,26 @@ async def _tapped_stdio(
         )
 
     params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
-    async with stdio_client(params, errlog=errlog) as (
-        read,
-        write,
-    ):  # its stderr must not draw over a TUI
-        yield _Tap(read, received), _Tap(write, sent)
+    try:
+        async with stdio_client(params, errlog=errlog) as (
+            read,
+            write,
+        ):  # its stderr must not draw over a TUI
+            yield _Tap(read, received), _Tap(write, sent)
+    finally:  # a request never answered (a listen stream) is on the wire too
+        for started, request, method in pending.values():
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=started,
+                request_headers={},
+                request_body=request,
+                rpc_method=method,
+                error="no answer: the session ended",
+            )
+        pending.clear()
 
 
 class _Tap:

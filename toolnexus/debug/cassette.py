@@ -275,6 +275,10 @@ class Exchange:
     task_id: str | None = None
     peer: str = ""
     line: int = 0
+    time: str = ""
+    """When it ended (ISO 8601, UTC)."""
+    ms: float = 0.0
+    """How long it took."""
 
     @property
     def status(self) -> int | None:
@@ -406,6 +410,11 @@ def load(path: str | os.PathLike[str]) -> Cassette:
                         else None,
                         peer=peer if isinstance(peer := data.get("peer"), str) else "",
                         line=number,
+                        time=when if isinstance(when := data.get("time"), str) else "",
+                        ms=float(ms)
+                        if isinstance(ms := data.get("ms"), (int, float))
+                        and not isinstance(ms, bool)
+                        else 0.0,
                     )
                 )
             except CassetteError as exc:

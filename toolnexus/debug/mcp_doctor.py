@@ -91,16 +91,19 @@ async def mcp_doctor(
     call: bool = False,
     on_finding: Callable[[DoctorReport], None] | None = None,
     bus: Any = None,
+    record: Any = None,
 ) -> DoctorReport:
     """Probe the MCP server at ``target`` (a URL, or a stdio command line as a list); see the
     module docstring. ``on_finding(report)`` is called as each finding is added and once when the
-    report is done."""
+    report is done. ``record``: a :class:`~toolnexus.debug.cassette.CassetteWriter` the doctor's
+    session is written to (its probes of another era, version or origin are not: the cassette
+    replays as the session)."""
     report = DoctorReport(_where(target), doctor="mcp")
     if on_finding is not None:
         report.watch(on_finding)
     try:
         with _quiet():
-            await _checks(target, report.add, headers or {}, env, timeout, call, bus)
+            await _checks(target, report.add, headers or {}, env, timeout, call, bus, record)
     finally:
         report.finish()
     return report
@@ -127,8 +130,9 @@ async def _checks(
     timeout: float,
     call: bool,
     bus: Any,
+    record: Any = None,
 ) -> None:
-    session = MCPSession(target, headers=headers, env=env, bus=bus, timeout=timeout)
+    session = MCPSession(target, headers=headers, env=env, bus=bus, timeout=timeout, record=record)
     try:
         await session.start()
     except PeerError as exc:

@@ -362,14 +362,17 @@ async def _plain(send: Any, status: int, text: str) -> None:
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
+                (b"x-content-type-options", b"nosniff"),
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
 
-async def _json_answer(send: Any, status: int, value: Any) -> None:
-    body = json.dumps(value).encode("utf-8")
+async def _json_answer(
+    send: Any, status: int, value: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(value, ensure_ascii=False).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
@@ -377,6 +380,8 @@ async def _json_answer(send: Any, status: int, value: Any) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                (b"x-content-type-options", b"nosniff"),
+                *(headers or []),
             ],
         }
     )
