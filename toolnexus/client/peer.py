@@ -498,7 +498,11 @@ class A2AClient:
             self.traffic.cassette.close()
 
     async def __aenter__(self) -> A2AClient:
-        await self.connect()
+        try:
+            await self.connect()
+        except BaseException:  # no __aexit__ follows: what connect opened is closed here
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
