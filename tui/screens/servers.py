@@ -137,15 +137,16 @@ class ServersScreen(ModeScreen):
             lines.append(f"⚠ {warning}\n", "yellow")
         if server.error:
             lines.append(f"✘ {server.error}\n", "red")
-        if server.state == "running" and server.hint:
-            lines.append(f"\n{server.hint}", "bold")
+        hint = server.state == "running" and server.hint
+        if hint:
+            lines.append(f"\n{server.hint}\n", "bold")
         if server.state == "running" and server.spec.a2a and server.url:
-            # one line at 80 columns, so that the curl line below stays whole in a 40-row terminal
+            # one line at 80 columns, right under the hint, so that the curl line below stays
+            # whole in a 40-row terminal
             lines.append(
-                "\n" if server.hint else "\n\n",
-            )
-            lines.append(
-                "next: 4 chats with it, 2 shows its tasks; from a shell (C copies it):\n", "bold"
+                ("" if hint else "\n")
+                + "next: 4 chats with it, 2 shows its tasks; from a shell (C copies it):\n",
+                "bold",
             )
             lines.append(hello_curl(server.url, server.spec.auth_token_env) + "\n", "cyan")
         detail.update(lines)
