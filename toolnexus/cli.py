@@ -21,7 +21,7 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -1384,37 +1384,13 @@ async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
         peer = ReplayPeer(tape, match=args.match, origin=args.peer)
     except CassetteError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        await peer.start(f"{args.host}:{args.port}")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
-    _emit(
+    return await _serve_replay(
         args,
-        f"replaying {len(peer.exchanges)} exchange(s) of {peer.origin} at {peer.url}  (match {peer.match})",
-        {
-            "event": "started",
-            "url": peer.url,
-            "origin": peer.origin,
-            "exchanges": len(peer.exchanges),
-            "match": peer.match,
-        },
+        peer,
+        lambda: f"replaying {len(peer.exchanges)} exchange(s) of {peer.origin} at {peer.url}",
+        peer.origin,
+        len(peer.exchanges),
     )
-    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
-    stop = _stop_on_signals()
-    try:
-        await stop.wait()
-    finally:
-        await peer.stop()
-        misses = peer.misses
-        _emit(
-            args,
-            f"stopped: {len(peer.served)} answered, {len(misses)} unmatched"
-            + "".join(f"\n  unmatched: {printable(m, 200)}" for m in misses),
-            {"event": "stopped", "answered": len(peer.served), "unmatched": misses},
-        )
-    return EXIT_OK
 
 
 async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
@@ -1445,6 +1421,20 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
         await replay.serve_stdio()
         _replay_stopped(args, replay, sys.stderr)
         return EXIT_OK
+    return await _serve_replay(
+        args,
+        replay,
+        lambda: f"replaying the MCP session of {replay.server} at {replay.url}",
+        replay.server,
+        len(replay.tape.calls),
+    )
+
+
+async def _serve_replay(
+    args: argparse.Namespace, replay: Any, said: Callable[[], str], origin: str, exchanges: int
+) -> int:
+    """Serve a replay (A2A's ``ReplayPeer`` or MCP's ``MCPReplay``) on ``--host``/``--port`` until
+    Ctrl-C: the started line (``said()`` once it listens), then what it answered and missed."""
     try:
         await replay.start(f"{args.host}:{args.port}")
     except OSError as exc:
@@ -1453,12 +1443,12 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
         ) from None
     _emit(
         args,
-        f"replaying the MCP session of {replay.server} at {replay.url}  (match {replay.match})",
+        f"{said()}  (match {replay.match})",
         {
             "event": "started",
             "url": replay.url,
-            "origin": replay.server,
-            "exchanges": len(replay.tape.calls),
+            "origin": origin,
+            "exchanges": exchanges,
             "match": replay.match,
         },
     )

@@ -50,6 +50,7 @@ from ..events import TrafficEvent
 from ..http.fetch import exchange, why
 from ..mcp_client import MCPSession, _where, mcp_failure
 from ..traffic import TrafficRecorder
+from .features import evidence, since
 from .report import DoctorReport, Finding
 
 __all__ = ["mcp_doctor"]
@@ -68,18 +69,9 @@ UNKNOWN = "toolnexus-doctor-no-such-thing"
 _Add = Callable[[Finding], Any]
 
 
-def _evidence(event: TrafficEvent) -> str:
-    answer = (event.response_body or event.error or "").replace("\n", " ")
-    sent = (event.request_body or "").replace("\n", " ")
-    return (
-        f"{event.method} {event.url} {sent[:200]} -> {event.status or '-'} {answer[:400]}".replace(
-            "  ", " "
-        )
-    )
-
-
 def _since(recorder: TrafficRecorder, before: int) -> list[str]:
-    return [_evidence(e) for e in list(recorder.events)[before:][-4:]]
+    """The last four exchanges since the ``before``-th, as evidence lines."""
+    return since(recorder, before)[-4:]
 
 
 async def mcp_doctor(
@@ -958,7 +950,7 @@ async def _auth_metadata(
                 "auth",
                 "the 401 names no resource_metadata in WWW-Authenticate"
                 + (f" ({challenge!r})" if challenge else ""),
-                [_evidence(refused)],
+                [evidence(refused)],
                 ["MCP clients that run OAuth (they look at the well-known path next)"],
                 'answer 401 with WWW-Authenticate: Bearer resource_metadata="<its URL>"',
                 at=url,
