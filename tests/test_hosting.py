@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -10,6 +13,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, demo_spec
 
+from .helpers import ROOT
 from .serve.wire import rpc, v03_message
 
 
@@ -105,3 +109,41 @@ async def test_warnings_and_auth(monkeypatch: pytest.MonkeyPatch):
         assert wide.warnings() == ["binds 0.0.0.0, beyond this machine, without auth"]
     finally:
         await ws.close()
+
+
+_START_AT_ONCE = """
+import asyncio
+from toolnexus.hosting import ServerSpec, Workspace, demo_spec
+
+async def main():
+    ws = Workspace(thread=True)
+    specs = [ServerSpec(name=f"s{i}", skills=demo_spec().skills, mcp=True) for i in range(4)]
+    try:
+        started = await asyncio.gather(*(ws.start(s) for s in specs), return_exceptions=True)
+    finally:
+        await ws.close()
+    failed = [f"{type(e).__name__}: {e}" for e in started if isinstance(e, BaseException)]
+    print("\\n".join(failed) or "all running")
+
+asyncio.run(main())
+"""
+
+
+def test_several_servers_start_at_once_in_a_fresh_process():
+    """Issue 61 item 1: saved servers starting together at launch, each importing the MCP server
+    lazily off the caller's loop, one of them handed the module half-built ('partially initialized
+    module ... has no attribute MCPProfile'), 5 launches in 6. The first import only happens once
+    per process, so each round is a fresh interpreter: four rounds of four servers at once."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rounds = [
+        subprocess.Popen(
+            [sys.executable, "-c", _START_AT_ONCE],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    said = [p.communicate(timeout=120)[0].strip() for p in rounds]
+    assert said == ["all running"] * 4

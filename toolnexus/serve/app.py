@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import sys
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -454,11 +453,12 @@ async def serve(
 
 
 async def _imported(name: str) -> Any:
-    """Module ``name``, imported in a thread the first time: the MCP SDK's pydantic models take
-    most of a second to build, and the loop serving (a TUI's screen, a kernel's cells, the other
-    servers) keeps running meanwhile."""
-    module = sys.modules.get(name)
-    return module if module is not None else await asyncio.to_thread(importlib.import_module, name)
+    """Module ``name``, imported in a thread: the MCP SDK's pydantic models take most of a second
+    to build, and the loop serving (a TUI's screen, a kernel's cells, the other servers) keeps
+    running meanwhile. Always through ``import_module``, never read from ``sys.modules``: there a
+    module another start is still importing sits half-built (``partially initialized module``, the
+    TUI's saved servers starting together at launch), where ``import_module`` waits for it."""
+    return await asyncio.to_thread(importlib.import_module, name)
 
 
 def _spans_over_otlp(bus: EventBus, name: str) -> Callable[[], Any] | None:
