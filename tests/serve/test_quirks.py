@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncIterator
 
@@ -235,3 +236,180 @@ async def test_the_doctor_names_the_stream_quirks(quirk, said):
     [streaming] = [f for f in report.findings if f.check == "streaming"]
     assert streaming.severity == "warning" and said in streaming.message, report.text()
     assert streaming.breaks and streaming.fix
+
+
+# The field's frameworks as servers (issue 58 item 7): each persona's stream, as that framework's
+# source writes it (see each persona's docstring in toolnexus.serve.quirks), on an agent whose
+# model says its reply in four pieces.
+
+PIECES = ("echo: ", "hello ", "there ", "friend")
+
+
+async def _pieces(request: dict[str, object]) -> AsyncIterator[str]:
+    for piece in PIECES:
+        await asyncio.sleep(0.05)  # apart: each its own frame (not a measure of anything)
+        yield piece
+
+
+@contextlib.asynccontextmanager
+async def worded(*quirks: str) -> AsyncIterator[tuple[str, object]]:
+    """Our server as ``quirks`` make it, on a model that streams :data:`PIECES`: (url, handle)."""
+    tk = await tn.create_toolkit(
+        builtins=False, skills=[tn.SkillDef("echo", "echoes", tags=["echo"])]
+    )
+    config = tn.A2AConfig(name="field", description="echoes", quirks=quirks)
+    async with tk, tk.serve(client=tn.create_in_process_client(_pieces), a2a=config) as handle:
+        yield handle.url, handle
+
+
+async def frames(url: str, method: str, *, v10: bool = False) -> list[dict[str, object]]:
+    """The results of one stream, raw, as the peer sent them."""
+    message: dict[str, object] = (
+        {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        if v10
+        else {
+            "kind": "message",
+            "messageId": "m1",
+            "role": "user",
+            "parts": [{"kind": "text", "text": "hi"}],
+        }
+    )
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message}}
+    headers = {"A2A-Version": "1.0"} if v10 else {}
+    out: list[dict[str, object]] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+        async with http.stream("POST", url + "/", json=body, headers=headers) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    out.append(json.loads(line[6:])["result"])
+    return out
+
+
+def _shape(result: dict[str, object]) -> tuple[object, ...]:
+    """A frame in brief: its kind (or 1.0 wrapper), its state, its message's or artifact's text,
+    and the artifact's append/lastChunk."""
+    for wrapper in ("task", "statusUpdate", "artifactUpdate"):
+        if wrapper in result:
+            return (wrapper, *_shape(result[wrapper])[1:])  # type: ignore[arg-type]
+    status = result.get("status") or {}
+    message = status.get("message") if isinstance(status, dict) else None
+    artifact = result.get("artifact")
+    text = None
+    for holder in (message, artifact):
+        if isinstance(holder, dict):
+            text = "".join(p.get("text", "") for p in holder["parts"])
+    return (
+        result.get("kind"),
+        status.get("state") if isinstance(status, dict) else None,
+        text,
+        result.get("append"),
+        result.get("lastChunk"),
+        result.get("final"),
+    )
+
+
+async def test_the_frameworks_stream_as_their_sources_write_it():
+    """langgraph, strands, strands-compliant, gemini-cli and beeai stream the reply as that
+    framework does: the words as status messages (deltas or the text so far), or appends while
+    the task is submitted, or not at all; the frames' shapes, dialects and flags as its source
+    writes them."""
+    seen = {}
+    for quirk, method, v10 in (
+        ("langgraph", "SendStreamingMessage", True),
+        ("strands", "message/stream", False),
+        ("strands-compliant", "message/stream", False),
+        ("gemini-cli", "message/stream", False),
+        ("beeai", "message/stream", False),
+    ):
+        async with worded(quirk) as (url, _):
+            seen[quirk] = [_shape(f) for f in await frames(url, method, v10=v10)]
+    whole = "".join(PIECES)
+    so_far = ["".join(PIECES[: i + 1]) for i in range(len(PIECES))]
+    assert seen["langgraph"] == [
+        ("task", "TASK_STATE_SUBMITTED", None, None, None, None),
+        ("status-update", "TASK_STATE_WORKING", None, None, None, False),
+        *[("status-update", "TASK_STATE_WORKING", t, None, None, False) for t in so_far],
+        ("artifact-update", None, whole, False, True, None),
+        ("status-update", "TASK_STATE_COMPLETED", None, None, None, True),
+    ]
+    assert seen["strands"] == [
+        ("task", "submitted", None, None, None, None),
+        *[("status-update", "working", p, None, None, False) for p in PIECES],
+        ("artifact-update", None, whole, None, None, None),
+        ("status-update", "completed", None, None, None, True),
+    ]
+    assert seen["strands-compliant"] == [
+        ("task", "submitted", None, None, None, None),
+        ("artifact-update", None, PIECES[0], False, None, None),
+        *[("artifact-update", None, p, True, None, None) for p in PIECES[1:]],
+        ("artifact-update", None, "", True, True, None),
+        ("status-update", "completed", None, None, None, True),
+    ]
+    assert seen["gemini-cli"] == [
+        ("task", "submitted", None, None, None, None),
+        ("status-update", "working", None, None, None, False),
+        *[("status-update", "working", p, None, None, False) for p in PIECES],
+        ("status-update", "input-required", None, None, None, True),
+    ]
+    assert seen["beeai"] == [
+        ("task", "submitted", None, None, None, None),
+        ("status-update", "working", None, None, None, False),
+        ("status-update", "completed", whole, None, None, True),
+    ]
+
+
+async def test_the_frameworks_break_the_official_client_as_they_did():
+    """The a2a-sdk 1.3 client as its docs set it up: LangGraph's frames after the first are not
+    1.0's, so its stream has no reply; the Gemini CLI's reply is only in status messages and
+    BeeAI's only in the status, where it does not look; Strands' two streams and MAF's 1.0
+    answers it reads."""
+    outcome = {}
+    for quirk in ("langgraph", "strands", "strands-compliant", "gemini-cli", "beeai", "maf"):
+        async with worded(quirk) as (url, _):
+            outcome[quirk] = await official(url, streaming=True)
+    assert outcome["langgraph"].startswith("no reply"), outcome
+    assert outcome["gemini-cli"].startswith("no reply"), outcome
+    assert outcome["beeai"].startswith("no reply"), outcome
+    assert outcome["strands"] == outcome["strands-compliant"] == outcome["maf"] == "", outcome
+
+
+async def test_beeai_fails_every_task_after_one_cancel_and_maf_answers_no_03():
+    """beeai: the cancel is refused (-32002, the task still working) and every later task fails
+    'Action has been aborted'; a reply before it is the completed status's message, with no
+    artifact. maf: the card says 0.3 (``protocolVersion``, ``url``) beside its 1.0 interfaces
+    only, and 0.3's message/send is -32601 while 1.0's SendMessage is answered."""
+    send = {"jsonrpc": "2.0", "id": 2, "method": "message/send"}
+    message = {
+        "kind": "message",
+        "messageId": "m",
+        "role": "user",
+        "parts": [{"kind": "text", "text": "hi"}],
+    }
+    async with worded("beeai") as (url, _), httpx.AsyncClient(timeout=30) as http:
+        before = (await http.post(url + "/", json={**send, "params": {"message": message}})).json()
+        cancel = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tasks/cancel",
+            "params": {"id": before["result"]["id"]},
+        }
+        refused = (await http.post(url + "/", json=cancel)).json()
+        after = (
+            await http.post(
+                url + "/", json={**send, "params": {"message": {**message, "messageId": "n"}}}
+            )
+        ).json()
+    assert (
+        before["result"]["status"]["state"] == "completed" and "artifacts" not in before["result"]
+    )
+    assert before["result"]["status"]["message"]["parts"][0]["text"] == "".join(PIECES)
+    assert refused["error"]["code"] == -32002 and "working" in refused["error"]["message"]
+    assert after["result"]["status"]["state"] == "failed"
+    assert after["result"]["status"]["message"]["parts"][0]["text"] == "Action has been aborted"
+    async with worded("maf") as (url, _), httpx.AsyncClient(timeout=30) as http:
+        card = (await http.get(url + "/.well-known/agent-card.json")).json()
+        refused = (await http.post(url + "/", json={**send, "params": {"message": message}})).json()
+        answered = await official(url, streaming=False)
+    assert card["protocolVersion"] == "0.3" and card["url"]
+    assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0"}
+    assert refused["error"]["code"] == -32601 and answered == ""

@@ -4,12 +4,20 @@ can test it against them before a user meets them.
 
 A quirk is a layer over the real agent, outside its A2A endpoint: the tasks, skills, streams and
 errors are the agent's own, and the quirk changes only what the peer it copies changed on the
-wire. Three are *personas* (the card and the method names of another kind of peer; one at a time):
+wire. Nine are *personas* (the card, the method names and the answers of another kind of peer;
+one at a time):
 
 - ``0.3-only``: an a2a-sdk 0.3 server, most agents in the field;
 - ``legacy``: a toolnexus port in another language (``SendMessage`` and ``GetTask`` only);
 - ``hybrid``: fasta2a 2.1 (pydantic-ai) as it was seen: 0.3's method names answered in 1.0's
-  shapes, timestamps without a zone, a stream that ends without its artifact.
+  shapes, timestamps without a zone, a stream that ends without its artifact;
+- the frameworks' servers (issue 58), each as its source writes the wire: ``langgraph``
+  (langgraph-api 0.16.7: a stream of mixed dialects, the words as cumulative status messages),
+  ``strands`` and ``strands-compliant`` (strands-agents 1.62.0: the words as status-message
+  deltas; or appends while ``submitted``), ``gemini-cli`` (0.25.2: the words as status messages
+  only, the turn ending ``input-required``), ``beeai`` (0.1.85: the reply in the status; every
+  task failing after one cancel) and ``maf`` (Microsoft Agent Framework's card on the a2a-sdk 1.3
+  server: 0.3 promised, not answered).
 
 The others combine with any persona:
 
@@ -26,16 +34,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from .. import _json
-from ..errors import ConfigError, MethodNotFoundError
+from ..errors import ConfigError, MethodNotFoundError, RPCError, TaskNotCancelableError
 from ..http.server import CUT
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.jsonrpc import error_envelope
+from ..protocol.model import new_id
 from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS
 
 __all__ = ["QUIRKS", "Quirk", "QuirkPeer", "Asked", "quirks_named"]
@@ -73,10 +83,24 @@ class Persona:
         """Whether this peer answers at ``path`` (the card and ``POST /`` are always served)."""
         return True
 
+    def refusal(self, name: str) -> RPCError | None:
+        """The error this peer answers ``name`` with before the agent is asked (None: none)."""
+        return None
+
     def answer(self, result: Any) -> Any:
         """A JSON-RPC result (a whole answer or one stream event's) as this peer spells it; None
         drops a stream event."""
         return result
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        """One stream's rewriting: each event's result as the events this peer sends for it
+        (none, one, or several), in order; made anew for every stream (it may keep what it saw)."""
+
+        def each(result: Any) -> list[Any]:
+            out = self.answer(result)
+            return [] if out is None else [out]
+
+        return each
 
 
 class _V03Only(Persona):
@@ -174,6 +198,378 @@ def _without_zones(value: Any) -> Any:
     return value
 
 
+# The field's frameworks as servers (issue 58), each as its version was seen on the wire (their
+# sources: docs/guide.md's table names the file each shape was read from). The agent behind
+# answers in one dialect (the persona's ``method``); each rewrites what the agent streams, frame
+# by frame: ``_update`` reads a frame of either dialect, ``_Words`` follows a streamed artifact's
+# text (appended pieces, or a close that replaces them whole).
+
+_WORKING = {"TASK_STATE_WORKING", "working"}
+_LOWER = {
+    "TASK_STATE_SUBMITTED": "submitted",
+    "TASK_STATE_WORKING": "working",
+    "TASK_STATE_INPUT_REQUIRED": "input-required",
+    "TASK_STATE_AUTH_REQUIRED": "auth-required",
+    "TASK_STATE_COMPLETED": "completed",
+    "TASK_STATE_CANCELED": "canceled",
+    "TASK_STATE_FAILED": "failed",
+    "TASK_STATE_REJECTED": "rejected",
+}
+_ENDED = {v for v in _LOWER.values() if v not in ("submitted", "working")}
+
+
+def _update(result: Any) -> tuple[str, dict[str, Any], bool]:
+    """A stream frame's kind (task, message, status-update, artifact-update), its body, and
+    whether it was 1.0's (wrapped) rather than 0.3's (``kind``)."""
+    if not _json.is_object(result):
+        return "", {}, False
+    for wrapper, kind in (
+        ("task", "task"),
+        ("message", "message"),
+        ("statusUpdate", "status-update"),
+        ("artifactUpdate", "artifact-update"),
+    ):
+        body = result.get(wrapper)
+        if _json.is_object(body):
+            return kind, body, True
+    return str(result.get("kind", "")), result, False
+
+
+def _state(body: Mapping[str, Any]) -> str:
+    status = body.get("status")
+    state = status.get("state") if _json.is_object(status) else None
+    return state if isinstance(state, str) else ""
+
+
+def _text_of(artifact: Any) -> str:
+    parts = artifact.get("parts") if _json.is_object(artifact) else None
+    return "".join(
+        p["text"]
+        for p in (parts if _json.is_array(parts) else [])
+        if _json.is_object(p) and isinstance(p.get("text"), str)
+    )
+
+
+def _reply_of(task: Mapping[str, Any]) -> str:
+    """The text of a task's artifacts."""
+    artifacts = task.get("artifacts")
+    return "".join(_text_of(a) for a in (artifacts if _json.is_array(artifacts) else []))
+
+
+class _Words:
+    """A streamed reply's text as the agent sends it: appended pieces, or a piece that replaces
+    what came before (a close with the whole text: ``append: false, lastChunk: true``)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def take(self, body: Mapping[str, Any]) -> tuple[str, bool]:
+        """One artifact update: (what it adds to the text, whether it is the last); the text is
+        then :attr:`text`. A replacement that does not continue the text adds all of it."""
+        piece = _text_of(body.get("artifact"))
+        before = self.text
+        self.text = before + piece if body.get("append") else piece
+        added = self.text[len(before) :] if self.text.startswith(before) else self.text
+        return added, bool(body.get("lastChunk"))
+
+
+def _said(text: str, ids: Mapping[str, Any], v10: bool) -> dict[str, Any]:
+    """An agent's text message, as a 0.3 SDK (or 1.0) server writes one: a new id each time."""
+    return {
+        "kind": "message",
+        "role": "ROLE_AGENT" if v10 else "agent",
+        "parts": [{"kind": "text", "text": text}],
+        "messageId": new_id(),
+        "taskId": ids.get("taskId", ids.get("id", "")),
+        "contextId": ids.get("contextId", ""),
+    }
+
+
+def _status(
+    body: Mapping[str, Any], state: str, message: Any = None, **more: Any
+) -> dict[str, Any]:
+    """A 0.3-shaped status update (``kind``, ``final``) about the task ``body`` is about."""
+    status: dict[str, Any] = {"state": state}
+    if message is not None:
+        status["message"] = message
+    old = body.get("status")
+    if _json.is_object(old) and "timestamp" in old:
+        status["timestamp"] = old["timestamp"]
+    return {
+        "kind": "status-update",
+        "taskId": body.get("taskId", ""),
+        "contextId": body.get("contextId", ""),
+        "status": status,
+        "final": more.pop("final", False),
+        **more,
+    }
+
+
+class _Strands(_V03Only):
+    """AWS Strands 1.62 (``strands-agents``, on a2a-sdk 0.3.26), ``A2AServer(agent)`` by
+    default (``strands/multiagent/a2a/executor.py``): each piece of the reply a ``working``
+    status update carrying it as an agent message (a delta, a new message each), never an
+    artifact until the end; then the whole text as one artifact ``agent_response`` (no
+    ``append``, no ``lastChunk``), then ``completed``."""
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        words = _Words()
+
+        def each(result: Any) -> list[Any]:
+            kind, body, _ = _update(result)
+            if kind == "status-update" and _state(body) in _WORKING:
+                return []  # only the pieces say working
+            if kind != "artifact-update":
+                return [result]
+            added, last = words.take(body)
+            out = [_status(body, "working", _said(added, body, False))] if added else []
+            if last:
+                artifact = {
+                    "artifactId": new_id(),
+                    "name": "agent_response",
+                    "parts": [{"kind": "text", "text": words.text}],
+                }
+                out.append({**_ids(body), "kind": "artifact-update", "artifact": artifact})
+            return out
+
+        return each
+
+
+def _ids(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {"taskId": body.get("taskId", ""), "contextId": body.get("contextId", "")}
+
+
+class _StrandsCompliant(_V03Only):
+    """AWS Strands 1.62 with ``A2AServer(agent, enable_a2a_compliant_streaming=True)``, its
+    recommended mode: the reply as artifact appends to one ``agent_response`` artifact (the first
+    ``append: false``), closed by an empty ``append: true, lastChunk: true`` piece, then
+    ``completed``; the task never says ``working`` (it is ``submitted`` while the words come)."""
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        words = _Words()
+        artifact_id = new_id()
+        sent = False
+
+        def piece(body: Mapping[str, Any], text: str, **flags: bool) -> dict[str, Any]:
+            artifact = {
+                "artifactId": artifact_id,
+                "name": "agent_response",
+                "parts": [{"kind": "text", "text": text}],
+            }
+            return {**_ids(body), "kind": "artifact-update", "artifact": artifact, **flags}
+
+        def each(result: Any) -> list[Any]:
+            nonlocal sent
+            kind, body, _ = _update(result)
+            if kind == "status-update" and _state(body) in _WORKING:
+                return []
+            if kind != "artifact-update":
+                return [result]
+            added, last = words.take(body)
+            out: list[Any] = []
+            if last and not sent:  # one piece only: the whole text, closed
+                return [piece(body, words.text, lastChunk=True)]
+            if added:
+                out.append(piece(body, added, append=sent))
+                sent = True
+            if last:
+                out.append(piece(body, "", append=True, lastChunk=True))
+            return out
+
+        return each
+
+
+class _GeminiCli(_V03Only):
+    """The Gemini CLI's A2A server 0.25.2 (npm ``@google/gemini-cli-a2a-server``, on the JS
+    SDK 0.3; ``dist/src/agent/task.js``, ``executor.js``): every status update carries
+    ``metadata.coderAgent.kind``; the reply's pieces are ``working`` status updates whose agent
+    message is the piece (``text-content``); no artifact; a turn ends ``input-required``,
+    ``final: true``, with no message (``state-change``), the reply only in the status messages.
+    A task read whole (a blocking send, a get) is so too: ``input-required``, no artifact, the
+    reply an agent message in its history."""
+
+    @staticmethod
+    def _meta(kind: str) -> dict[str, Any]:
+        return {"coderAgent": {"kind": kind}, "model": "gemini-2.5-pro"}
+
+    def answer(self, result: Any) -> Any:
+        if not (_json.is_object(result) and result.get("kind") == "task"):
+            return result
+        if result.get("status", {}).get("state") != "completed":
+            return result
+        text = _reply_of(result)
+        history = list(result.get("history") or [])
+        if text:
+            history.append(_said(text, result, False))
+        out = {k: v for k, v in result.items() if k != "artifacts"}
+        return {
+            **out,
+            "status": {**result["status"], "state": "input-required"},
+            "history": history,
+        }
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        words = _Words()
+
+        def each(result: Any) -> list[Any]:
+            kind, body, _ = _update(result)
+            if kind == "artifact-update":
+                added, _ = words.take(body)
+                if not added:
+                    return []
+                said = _said(added, body, False)
+                return [_status(body, "working", said, metadata=self._meta("text-content"))]
+            if kind != "status-update":
+                return [self.answer(result)]
+            if _state(body) == "completed":
+                return [
+                    _status(body, "input-required", final=True, metadata=self._meta("state-change"))
+                ]
+            return [{**body, "metadata": self._meta("state-change")}]
+
+        return each
+
+
+class _BeeAI(_V03Only):
+    """BeeAI 0.1.85 (``beeai-framework[a2a]``, on a2a-sdk 0.3.26;
+    ``beeai_framework/adapters/a2a/serve/executors/``): no stream of words: the whole reply is the
+    ``completed`` status's message, with no artifact. And its bug: a cancel aborts the executor's
+    one shared ``AbortController`` (the cancel itself refused, -32002, the task still working),
+    so that every task after it fails "Action has been aborted"."""
+
+    ABORTED = "Action has been aborted"
+
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def refusal(self, name: str) -> RPCError | None:
+        if name in ("tasks/cancel", "CancelTask"):
+            self.aborted = True
+            return TaskNotCancelableError("Task cannot be canceled - current state: working")
+        return None
+
+    def _ended(self, body: Mapping[str, Any], text: str) -> dict[str, Any]:
+        """A finished task's status as BeeAI says it: the reply in the message."""
+        status = dict(body.get("status") or {})
+        if self.aborted and status.get("state") == "completed":
+            status["state"], text = "failed", self.ABORTED
+        if text and status.get("state") in ("completed", "failed"):
+            status["message"] = _said(text, body, False)
+        return status
+
+    def answer(self, result: Any) -> Any:
+        if not (_json.is_object(result) and result.get("kind") == "task"):
+            return result
+        text = _reply_of(result)
+        out = {k: v for k, v in result.items() if k != "artifacts"}
+        return {**out, "status": self._ended(result, text)}
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        words = _Words()
+
+        def each(result: Any) -> list[Any]:
+            kind, body, _ = _update(result)
+            if kind == "artifact-update":
+                words.take(body)
+                return []
+            if kind == "status-update":
+                return [{**body, "status": self._ended(body, words.text)}]
+            return [self.answer(result)]
+
+        return each
+
+
+class _LangGraph(Persona):
+    """LangGraph's A2A endpoint, langgraph-api 0.16.7 (``langgraph_api/api/a2a.py``): a card with
+    ``url`` and one 1.0 JSON-RPC interface (no ``protocolVersion``); 0.3's method names taken as
+    1.0's (then answered in 0.3's spelling). A 1.0 stream mixes dialects: the first frame 1.0's
+    (``{"task": …}``), every other 0.3-shaped (``kind: status-update``, ``final``) with 1.0's enum
+    names (``TASK_STATE_WORKING``, ``ROLE_AGENT``); the reply's words as ``working`` status
+    messages each holding the text so far (a cumulative snapshot, a new message each), then the
+    whole text as an artifact ``Assistant Response`` (``append: false, lastChunk: true``), then a
+    ``completed`` update with no message."""
+
+    def card(self, card: dict[str, Any]) -> dict[str, Any]:
+        keep = ("name", "description", "url", "capabilities", "defaultInputModes")
+        out: dict[str, Any] = {k: card[k] for k in keep if k in card}
+        out["supportedInterfaces"] = [
+            {"url": card.get("url", ""), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ]
+        out["defaultOutputModes"] = card.get("defaultOutputModes", [])
+        out["skills"] = card.get("skills", [])
+        out["version"] = "0.16.7"
+        return out
+
+    def method(self, name: str) -> tuple[str, str | None] | None:
+        if name in V03_METHODS:
+            return name, ""
+        return (name, "1.0") if name in V10_METHODS else None
+
+    def serves(self, path: str) -> bool:
+        return False
+
+    def stream(self) -> Callable[[Any], list[Any]]:
+        words = _Words()
+
+        def each(result: Any) -> list[Any]:
+            kind, body, v10 = _update(result)
+            if kind == "task":
+                return [{"task": {**body, "kind": "task"}} if v10 else result]
+            if kind == "status-update":
+                final = _final(body.get("status")) or _state(body) in _ENDED
+                status = dict(body.get("status") or {})
+                if _json.is_object(status.get("message")):
+                    status["message"] = {"kind": "message", **status["message"]}
+                return [{**body, "kind": "status-update", "status": status, "final": final}]
+            if kind != "artifact-update":
+                return [result]
+            added, last = words.take(body)
+            working = "TASK_STATE_WORKING" if v10 else "working"
+            out = [_status(body, working, _said(words.text, body, v10))] if added else []
+            if last:
+                artifact = {
+                    "artifactId": new_id(),
+                    "name": "Assistant Response",
+                    "parts": [{"kind": "text", "text": words.text}],
+                }
+                out.append(
+                    {
+                        **_ids(body),
+                        "kind": "artifact-update",
+                        "artifact": artifact,
+                        "append": False,
+                        "lastChunk": True,
+                    }
+                )
+            return out
+
+        return each
+
+
+class _MafCard(Persona):
+    """The a2a-sdk 1.3 server as Microsoft Agent Framework hosts it (agent-framework-a2a
+    1.0.0b261022): 1.0 only, but its card still carries 0.3's ``protocolVersion: "0.3"`` and
+    ``url``, so a 0.3 client that believes the card asks ``message/send`` and gets -32601."""
+
+    def card(self, card: dict[str, Any]) -> dict[str, Any]:
+        drop = ("preferredTransport", "additionalInterfaces")
+        out = {k: v for k, v in card.items() if k not in drop}
+        interfaces = card.get("supportedInterfaces")
+        out["supportedInterfaces"] = [
+            i
+            for i in (interfaces if _json.is_array(interfaces) else [])
+            if _json.is_object(i) and str(i.get("protocolVersion", "")).startswith("1")
+        ]
+        out["protocolVersion"] = "0.3"
+        return out
+
+    def method(self, name: str) -> tuple[str, str | None] | None:
+        return (name, None) if name in V10_METHODS else None
+
+    def serves(self, path: str) -> bool:
+        return not path.startswith("/v1/")
+
+
 @dataclass(frozen=True)
 class Quirk:
     """One way a real peer departed from the protocol, served on purpose."""
@@ -232,6 +628,54 @@ QUIRKS: dict[str, Quirk] = {
             "fasta2a 2.1 (pydantic-ai), as its answers were captured on the wire",
             ("a2a-sdk 1.x (a timestamp without a zone)", "a2a-sdk 0.3 (no url on the card)"),
             persona=_Hybrid(),
+        ),
+        Quirk(
+            "langgraph",
+            "LangGraph's mixed stream: the first frame 1.0's, the rest 0.3-shaped with 1.0's enum "
+            "names; the words as working status messages, each the text so far, then one artifact",
+            "langgraph-api 0.16.7 (langgraph dev), langgraph_api/api/a2a.py",
+            ("a2a-sdk 1.x (frames 2 on)", "JS SDK 1.x (frames 2 on)"),
+            persona=_LangGraph(),
+        ),
+        Quirk(
+            "strands",
+            "AWS Strands' default stream: the words as working status messages, one piece each, "
+            "then the whole text as one artifact",
+            "strands-agents 1.62.0, A2AServer(agent) (a2a-sdk 0.3.26)",
+            ("clients that read only artifacts while the task works (no words until the end)",),
+            persona=_Strands(),
+        ),
+        Quirk(
+            "strands-compliant",
+            "AWS Strands' compliant stream: artifact appends while the task is still submitted "
+            "(never working), closed by an empty lastChunk",
+            "strands-agents 1.62.0, A2AServer(agent, enable_a2a_compliant_streaming=True)",
+            ("clients that show words only while the task is working",),
+            persona=_StrandsCompliant(),
+        ),
+        Quirk(
+            "gemini-cli",
+            "the Gemini CLI's stream: the words as working status messages (text-content), then "
+            "input-required, final, with no message and no artifact",
+            "@google/gemini-cli-a2a-server 0.25.2 (the JS SDK 0.3)",
+            ("clients that read the reply from artifacts or the last status (no reply at all)",),
+            persona=_GeminiCli(),
+        ),
+        Quirk(
+            "beeai",
+            "BeeAI's server: no stream of words, the whole reply in the completed status's "
+            "message; after one cancel (refused, -32002) every task fails 'Action has been aborted'",
+            "beeai-framework 0.1.85 (a2a-sdk 0.3.26)",
+            ("every client after a cancel (a shared AbortController)",),
+            persona=_BeeAI(),
+        ),
+        Quirk(
+            "maf",
+            "Microsoft Agent Framework's card: 0.3's protocolVersion and url on a server that "
+            "answers 1.0 only (message/send: -32601)",
+            "agent-framework-a2a 1.0.0b261022 on the a2a-sdk 1.3 server",
+            ("a2a-sdk 0.3 (it believes the card: -32601)",),
+            persona=_MafCard(),
         ),
         Quirk(
             "slow",
@@ -313,7 +757,8 @@ class QuirkPeer:
 
     def __post_init__(self) -> None:
         self.asked = collections.deque(maxlen=ASKED)
-        self.persona = next((q.persona for q in self.quirks if q.persona is not None), Persona())
+        persona = next((q.persona for q in self.quirks if q.persona is not None), Persona())
+        self.persona = copy.deepcopy(persona)  # its own: a persona may keep state (beeai)
         self.slow = max((q.seconds for q in self.quirks), default=0.0)
         self.cut = any(q.cut for q in self.quirks)
         self.ndjson = any(q.ndjson for q in self.quirks)
@@ -336,6 +781,9 @@ class QuirkPeer:
                 method = envelope.get("method")
                 if isinstance(method, str):
                     self.asked.append(Asked(method, _text_headers(headers)))
+                    refusal = self.persona.refusal(method)
+                    if refusal is not None:
+                        return await _reply(send, 200, error_envelope(envelope.get("id"), refusal))
                     asked = self.persona.method(method)
                     if asked is None:
                         refusal = error_envelope(envelope.get("id"), MethodNotFoundError())
@@ -410,6 +858,7 @@ class QuirkPeer:
         pending = b""
         events = 0
         persona, bends = self.persona, self.bends
+        rewrite = persona.stream()
 
         async def bent(message: Message) -> None:
             nonlocal mode, pending, events
@@ -443,7 +892,7 @@ class QuirkPeer:
             out: list[bytes] = []
             while b"\n\n" in pending:
                 event, pending = pending.split(b"\n\n", 1)
-                rewritten = self._event(event)
+                rewritten = self._event(event, rewrite)
                 if rewritten is None:
                     continue
                 out.append(rewritten)
@@ -460,23 +909,22 @@ class QuirkPeer:
 
         return bent
 
-    def _event(self, event: bytes) -> bytes | None:
-        """One SSE event as this peer sends it (None: not at all)."""
+    def _event(self, event: bytes, rewrite: Callable[[Any], list[Any]]) -> bytes | None:
+        """One SSE event as this peer sends it: none, or the events ``rewrite`` makes of it."""
         lines = event.split(b"\n")
         data = b"\n".join(line[6:] for line in lines if line.startswith(b"data: "))
         if not data:  # a comment (keep-alive): NDJSON has none
             return None if self.ndjson else event + b"\n\n"
         value = _json.loads_or_none(data)
+        datas = [data]
         if _json.is_object(value) and "result" in value:
-            result = self.persona.answer(value["result"])
-            if result is None:
+            datas = [_json.dumps({**value, "result": r}) for r in rewrite(value["result"])]
+            if not datas:
                 return None
-            value = {**value, "result": result}
-            data = _json.dumps(value)
         if self.ndjson:
-            return data + b"\n"
+            return b"".join(d + b"\n" for d in datas)
         head = b"".join(line + b"\n" for line in lines if not line.startswith(b"data: "))
-        return head + b"data: " + data + b"\n\n"
+        return b"".join(head + b"data: " + d + b"\n\n" for d in datas)
 
 
 def _text_headers(headers: Mapping[bytes, bytes]) -> dict[str, str]:
