@@ -113,12 +113,17 @@ def anthropic_shape(body: Any) -> str | None:
 class ScriptedServer:
     """Answers each POST with the next scripted :class:`Reply`, recording every request.
     ``shape``: ``openai_shape`` or ``anthropic_shape``, a request it finds wrong answered 400 in
-    the provider's error shape (as the provider would), not with the script."""
+    the provider's error shape (as the provider would), not with the script. ``respond``: once the
+    script is spent, each request (path, headers, json) answered with ``respond(request)``."""
 
     def __init__(
-        self, replies: list[Reply] | None = None, shape: Callable[[Any], str | None] | None = None
+        self,
+        replies: list[Reply] | None = None,
+        shape: Callable[[Any], str | None] | None = None,
+        respond: Callable[[dict[str, Any]], Reply] | None = None,
     ) -> None:
         self.shape = shape
+        self.respond = respond
         self.replies = list(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
@@ -141,6 +146,8 @@ class ScriptedServer:
         if wrong is not None:
             error = {"type": "invalid_request_error", "message": wrong}
             return Response(json.dumps({"error": error}), 400, media_type="application/json")
+        if not self.replies and self.respond is not None:
+            self.replies.append(self.respond(self.requests[-1]))
         if not self.replies:
             return Response(
                 '{"error": "no scripted reply left"}', 500, media_type="application/json"
@@ -183,10 +190,21 @@ class ScriptedServer:
 
 
 def openai_text(text: str, prompt: int = 3, completion: int = 2) -> Reply:
+    """A ``chat.completion`` as OpenAI documents it."""
     return Reply(
         body={
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 1700000000,
             "model": "stub-model",
-            "choices": [{"message": {"role": "assistant", "content": text}}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": {
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,

@@ -17,7 +17,7 @@ import toolnexus as tn
 from toolnexus.debug.client_doctor import EXTENSION, client_doctor
 
 from .helpers import cli
-from .peers.adk_peer import adk_client
+from .peers import field
 from .peers.js_peer import js_client
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
@@ -132,9 +132,9 @@ async def test_the_javascript_client_is_clean():
 async def test_adk_remote_agent_is_clean():
     """ADK's RemoteA2aAgent (google-adk, in a venv of its own: it pins an older OpenTelemetry)."""
     async with client_doctor() as doctor:
-        replies = await adk_client(doctor.url, ["hello from adk"])
+        seen = await field.client("adk", doctor.url, ["hello from adk"])
     report = doctor.report
-    assert replies == ["echo: hello from adk"], replies
+    assert seen.get("replies") == ["echo: hello from adk"], seen
     assert not faults(report), report.text()
     assert {"method names", "message ids"} <= passed(report), report.text()
 

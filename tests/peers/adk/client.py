@@ -1,8 +1,9 @@
-"""ADK's RemoteA2aAgent (google-adk) as a real A2A client for toolnexus' tests: run in its own venv.
+"""ADK's RemoteA2aAgent (google-adk) as a real A2A client: run in its own venv (see ../field.py).
 
-Usage: python client.py CARD_URL TEXT [TEXT ...]
-Sends each TEXT to the remote agent through an ADK Runner (one session: a conversation), and prints
-the remote agent's replies as one JSON list on stdout; a failure is {"error": "..."}.
+Usage: python client.py '{"url": URL, "texts": [TEXT, ...]}'
+Sends each TEXT to the agent at URL through an ADK Runner (one session: a conversation) and prints
+one JSON line: ``replies`` (per text, the text of the events ADK keeps: not partial) and
+``partials`` (per text, the partial events' texts); a failure is {"error": "..."}.
 """
 
 import asyncio
@@ -15,27 +16,31 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 
-async def main(card: str, texts: list[str]) -> list[str]:
+async def main(url: str, texts: list[str]) -> dict:
+    card = url.rstrip("/") + "/.well-known/agent-card.json"
     agent = RemoteA2aAgent(name="remote", agent_card=card, timeout=30)
     sessions = InMemorySessionService()
     runner = Runner(app_name="toolnexus-test", agent=agent, session_service=sessions)
     session = await sessions.create_session(app_name="toolnexus-test", user_id="tester")
-    replies = []
+    replies, partials = [], []
     for text in texts:
-        said = []
+        said, partial = [], []
         message = types.Content(role="user", parts=[types.Part(text=text)])
         async for event in runner.run_async(
             user_id="tester", session_id=session.id, new_message=message
         ):
-            if event.content and event.content.parts and not event.partial:
-                said += [p.text for p in event.content.parts if p.text]
+            if event.content and event.content.parts:
+                words = [p.text for p in event.content.parts if p.text]
+                (partial if event.partial else said).extend(words)
         replies.append("".join(said))
+        partials.append(partial)
     await runner.close()
-    return replies
+    return {"replies": replies, "partials": partials}
 
 
 if __name__ == "__main__":
+    spec = json.loads(sys.argv[1])
     try:
-        print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2:]))))
+        print(json.dumps(asyncio.run(main(spec["url"], spec["texts"]))))
     except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
