@@ -52,6 +52,13 @@ def write_skill(
     return path
 
 
+def v03_send(text: str, message_id: str = "m1") -> dict[str, Any]:
+    """A JSON-RPC ``message/send`` request as an a2a-sdk 0.3 client sends it (its first call)."""
+    part = {"kind": "text", "text": text}
+    message = {"kind": "message", "messageId": message_id, "role": "user", "parts": [part]}
+    return {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+
+
 def assert_legal(events) -> dict:
     """Every recorded move is in the legal table and no task leaves a terminal state; returns the
     states of each task in order."""

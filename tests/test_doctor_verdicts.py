@@ -35,6 +35,7 @@ SERVERS = [
     "sdk-jsonrpc-compat",
     "sdk-grpc-only",
     "sdk-rest-only",
+    "sdk-versionless",
     "js-sdk",
     "legacy-port",
     "hybrid",
@@ -56,8 +57,11 @@ async def server(name: str) -> AsyncIterator[str]:
             "sdk-jsonrpc-compat": "JSONRPC",
             "sdk-grpc-only": "GRPC",
             "sdk-rest-only": "HTTP+JSON",
+            "sdk-versionless": "",  # as Microsoft Agent Framework hosts it: 0.3 on its card, 1.0 served
         }[name]
-        async with sdk_server(compat=binding == "JSONRPC", binding=binding) as url:
+        async with sdk_server(
+            compat=binding == "JSONRPC", binding=binding or "JSONRPC", versioned=bool(binding)
+        ) as url:
             yield url
     elif name == "js-sdk":
         async with js_server() as url:

@@ -147,8 +147,14 @@ class ScriptExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def card(url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC") -> pb.AgentCard:
-    interfaces = [pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")]
+def card(
+    url: str, *, compat: bool, push: bool = False, binding: str = "JSONRPC", versioned: bool = True
+) -> pb.AgentCard:
+    interfaces = [
+        pb.AgentInterface(
+            url=url, protocol_binding=binding, protocol_version="1.0" if versioned else ""
+        )
+    ]
     if compat:
         interfaces.append(
             pb.AgentInterface(url=url, protocol_binding=binding, protocol_version="0.3")
@@ -261,6 +267,7 @@ async def sdk_server(
     tenant: str = "",
     token_url: str | None = None,
     oidc_url: str | None = None,
+    versioned: bool = True,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -277,7 +284,10 @@ async def sdk_server(
     extended card's REST route, as a deployment behind an auth proxy does. ``tenant``: every
     interface on the card names it (the SDK serves its REST routes under ``/{tenant}/`` too).
     ``token_url``: the card declares OAuth 2 client credentials at that token endpoint, ``oidc_url``: OpenID Connect at
-    that discovery URL; either enforces the bearer token as ``enforce`` does."""
+    that discovery URL; either enforces the bearer token as ``enforce`` does. ``versioned=False``:
+    the card's interface names no protocolVersion, as Microsoft Agent Framework's hosting builds
+    it (agent-framework-a2a 1.0.0b261022): the SDK's card route then writes 0.3's ``url`` and
+    ``protocolVersion "0.3"`` too, while its routes answer 1.0 only (without ``compat``)."""
     enforce = enforce or token_url is not None or oidc_url is not None
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
@@ -327,7 +337,9 @@ async def sdk_server(
 
         grpc_server = grpc.aio.server()
         url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
-    agent_card = card(url, compat=compat, push=push or features, binding=binding)
+    agent_card = card(
+        url, compat=compat, push=push or features, binding=binding, versioned=versioned
+    )
     extended_card, jwks = None, None
     if features:
         agent_card, extended_card, jwks = featured(agent_card, url)

@@ -40,6 +40,7 @@ __all__ = [
     "GrpcTransport",
     "transport_for",
     "as_task",
+    "GRPC_REFUSALS",
 ]
 
 
@@ -64,6 +65,10 @@ class Caller(Protocol):
     def http(self) -> httpx.AsyncClient: ...
 
     def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]: ...
+
+
+GRPC_REFUSALS = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
+"""gRPC's statuses for HTTP's refusals of credentials."""
 
 
 class Transport:
@@ -107,6 +112,19 @@ class Transport:
 
     async def close(self) -> None:
         """Close what the transport opened (it reopens on the next call)."""
+
+    def _refused(self, method: str, status: int) -> PeerError | None:
+        """The error of an answer refusing the credentials (401, 403; gRPC's UNAUTHENTICATED and
+        PERMISSION_DENIED are their statuses), else None."""
+        if status not in (401, 403):
+            return None
+        meaning = "authentication required" if status == 401 else "invalid credentials"
+        said = f"HTTP {status}" if self.binding is not Binding.GRPC else GRPC_REFUSALS[status]
+        return PeerError(
+            f"{self.client.peer}: {method} answered {said} ({meaning}): check the "
+            "headers/credentials",
+            status=status,
+        )
 
     def unsupported(self, op: Operation) -> UnsupportedOperationError:
         """The error for an operation this transport's dialect does not have."""
@@ -258,17 +276,6 @@ class _HttpTransport(Transport):
         excerpt = self.client.traffic.mask(content[:200].decode("utf-8", "replace"))
         return PeerError(
             f"{self.client.peer}: {method} answered HTTP {status}{what}: {excerpt}", status=status
-        )
-
-    def _refused(self, method: str, status: int) -> PeerError | None:
-        """The error of an answer refusing the credentials (401, 403), else None."""
-        if status not in (401, 403):
-            return None
-        meaning = "authentication required" if status == 401 else "invalid credentials"
-        return PeerError(
-            f"{self.client.peer}: {method} answered HTTP {status} ({meaning}): check the "
-            "headers/credentials",
-            status=status,
         )
 
 
@@ -458,6 +465,10 @@ class GrpcTransport(Transport):
         if not hasattr(exc, "code"):  # no status: the channel or the message failed
             return PeerError(f"{c.peer}: {rpc} failed: {why(exc)}")
         rpc_error: Any = exc  # a grpc.RpcError, by its code()
+        refused = {name: status for status, name in GRPC_REFUSALS.items()}
+        status = refused.get(rpc_error.code().name)
+        if status is not None:  # the credentials refused, as HTTP's 401 and 403 are
+            return self._refused(rpc, status) or PeerError(rpc)
         return grpc_binding.error_of(exc, c.traffic.mask) or PeerError(
             f"{c.peer}: {rpc} failed: {rpc_error.code().name}: "
             f"{c.traffic.mask(rpc_error.details() or '')}"

@@ -37,6 +37,7 @@ import httpx
 
 from .. import _json
 from ..client.peer import A2AClient, fetch_card
+from ..client.transports import GRPC_REFUSALS
 from ..errors import (
     MethodNotFoundError,
     MissingExtra,
@@ -78,6 +79,8 @@ _LINES = {  # who picks an interface of this binding and version
     (Binding.GRPC, "0"): ["0.3 gRPC clients (a2a-sdk 0.3, a2a-sdk 1.x compat, toolnexus)"],
 }
 EVERY_CLIENT = ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK", "toolnexus"]
+V03_CLIENTS = ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"]
+"""The clients that speak 0.3 where a card offers it (the 1.x lines when the card offers only 0.3)."""
 _NAMES = {"message/send": Dialect.V03, "SendMessage": Dialect.V10}
 """The send method of each dialect, asked of every JSON-RPC endpoint with nothing to send."""
 _SEND_METHOD = {dialect: method for method, dialect in _NAMES.items()}
@@ -387,7 +390,28 @@ async def _probe(
     except MethodNotFoundError as exc:
         seen.answered[key] = False
         known = await _names(client, name, traffic, add, seen) if binding is Binding.JSONRPC else {}
-        if version == "0" and known.get("message/send") is False and known.get("SendMessage"):
+        if version == "0" and known.get("message/send") is False and _speaks_v10(card, endpoint):
+            add(
+                Finding(
+                    "error",
+                    name,
+                    f"the card promises 0.3 at {endpoint} ({_promise(card, endpoint)}), but the "
+                    "server does not answer it: the 0.3 method names (tasks/get, message/send) get "
+                    "-32601; it serves 1.0 only there (the card's 1.0 interface). 0.3 clients fail "
+                    "on this card",
+                    since(traffic, before),
+                    ["a2a-sdk 0.3"],
+                    "serve 0.3 there (the a2a-sdk's routes: enable_v0_3_compat=True), or stop "
+                    "promising it: "
+                    + (
+                        'give the interface its protocolVersion "1.0" (the a2a-sdk\'s card route '
+                        "writes 0.3's url and protocolVersion for an interface without one)"
+                        if any(not i.get("protocolVersion") for i in card.interfaces)
+                        else "drop the 0.3 entry (url, protocolVersion) from the card"
+                    ),
+                )
+            )
+        elif version == "0" and known.get("message/send") is False and known.get("SendMessage"):
             add(
                 Finding(
                     "error",
@@ -396,7 +420,7 @@ async def _probe(
                     "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
                     "(upstream toolnexus 0.21 and its ports), not 0.3",
                     since(traffic, before),
-                    ["a2a-sdk 0.3", "a2a-sdk 1.x compat", "JS SDK compat"],
+                    V03_CLIENTS,
                     "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
                     "endpoint as protocolVersion 1.0 if it speaks 1.0",
                 )
@@ -436,7 +460,13 @@ async def _probe(
                 Finding(
                     severity,
                     name,
-                    f"refuses calls without credentials (HTTP {exc.status})"
+                    "refuses calls without credentials ("
+                    + (
+                        GRPC_REFUSALS[exc.status]
+                        if binding is Binding.GRPC
+                        else f"HTTP {exc.status}"
+                    )
+                    + ")"
                     + (
                         ""
                         if declares_auth
@@ -888,6 +918,21 @@ async def _round_trip(
         )
 
 
+def _speaks_v10(card: AgentCard, endpoint: str) -> bool:
+    """Whether the card lists a 1.0 JSON-RPC interface at ``endpoint`` (a legacy port never does)."""
+    return any(b is Binding.JSONRPC and v == "1" and u == endpoint for b, v, u in _interfaces(card))
+
+
+def _promise(card: AgentCard, endpoint: str) -> str:
+    """What on the card says 0.3 is served at ``endpoint``: its 0.3 interface, or its ``url``."""
+    if any(
+        str(i.get("protocolVersion") or "").startswith("0") and i.get("url") == endpoint
+        for i in card.interfaces
+    ):
+        return "a 0.3 interface"
+    return f"url, and protocolVersion {card.raw.get('protocolVersion')!r}"
+
+
 _Route = tuple[Binding, str, Dialect]
 
 
@@ -1097,7 +1142,10 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
         dialect, endpoint, _, binding = card.route()
         knows = seen.knows.get(endpoint, {})
         legacy = (
-            dialect == "0.3" and knows.get("message/send") is False and knows.get("SendMessage")
+            dialect == "0.3"
+            and knows.get("message/send") is False
+            and knows.get("SendMessage")
+            and not _speaks_v10(card, endpoint)
         )
         add(
             Finding(
