@@ -349,3 +349,47 @@ def rss_mib(pid: int) -> float:
     """The resident memory of process ``pid``, in MiB."""
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+_RECEIVER = """
+import asyncio, json, sys
+from toolnexus.client.webhook import WebhookReceiver
+from toolnexus.protocol.signing import KeySet
+
+async def main():
+    async with WebhookReceiver() as rx:
+        keys = KeySet.load(sys.argv[1]) if sys.argv[1] else None
+        target = rx.target("t1", keys=keys)
+        print(json.dumps({"url": rx.url, "token": target.token}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+
+@contextlib.asynccontextmanager
+async def receiver_process(keys: str = ""):
+    """A :class:`~toolnexus.client.webhook.WebhookReceiver` in a child process of its own (its
+    resident memory is its own), with one target for task ``t1`` (verifying with the JWK set
+    ``keys``, when given); yields ``(process, url, token)``. It stops when its stdin closes."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _RECEIVER,
+        keys,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        started = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        yield proc, started["url"], started["token"]
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()

@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 BODY_CAP = 256 * 1024
+MAX_LEARNT = 8192
+"""The longest secret value learnt to be masked wherever it appears again, in characters: a longer
+one is masked in its header (by name) only, so a peer sending a new huge credential in each
+request cannot grow what a recorder keeps, and searches every text for, without bound."""
 PUBLISH_EVERY = (
     0.02  # seconds an inbound exchange may wait to be published with the others of its batch
 )
@@ -91,7 +95,11 @@ class TrafficRecorder:
             headers.items() if isinstance(headers, Mapping) else headers,
         )
         for key, value in items:
-            if value and (key.lower() in self.secret_names or is_secret_name(key)):
+            if (
+                value
+                and len(value) <= MAX_LEARNT
+                and (key.lower() in self.secret_names or is_secret_name(key))
+            ):
                 self.secret_values.update(secret_parts(value))
         if url:
             self.secret_values.update(url_secrets(url))

@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 import toolnexus as tn
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.protocol.model import TaskState
-from toolnexus.protocol.signing import PUSH_HEADER
+from toolnexus.protocol.signing import PUSH_HEADER, PUSH_LEEWAY
 
 from ..conftest import EXAMPLE_SKILLS
+from ..helpers import receiver_process, rss_mib
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -187,3 +188,124 @@ def _hs256(body: bytes, audience: str) -> str:
         algorithm="HS256",
         headers={"kid": "k1"},
     )
+
+
+async def _post_signed(http: httpx.AsyncClient, url: str, token: str, jwt_: str) -> httpx.Response:
+    headers = {
+        "X-A2A-Notification-Token": token,
+        "content-type": "application/json",
+        PUSH_HEADER: jwt_,
+    }
+    return await http.post(url, content=status("t1"), headers=headers)
+
+
+def _signed(key: tn.SigningKey, audience: str, *, jti: str | None = None, iat=None, exp=None):
+    """A push JWT for task t1's status body, with this jti, iat and exp (ours by default)."""
+    now = int(time.time())
+    iat = now if iat is None else iat
+    return claims_token(
+        key,
+        iss="http://agent/",
+        aud=audience,
+        iat=iat,
+        exp=iat + 300 if exp is None else exp,
+        jti=jti or uuid.uuid4().hex,
+        taskId="t1",
+        request_body_sha256=hashlib.sha256(status("t1")).hexdigest(),
+    )
+
+
+async def test_a_jti_past_its_bound_and_a_lifetime_past_a_pushs_are_refused():
+    """Issue 59 item 1: each jti is remembered until it expires, so neither may be unbounded: a jti
+    is at most 256 characters and a JWT valid for at most a push's own 300 s (ours: iat + 300)."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        t = rx.target("t1", keys=tn.KeySet.load(key)).token
+        now = int(time.time())
+        said = {
+            name: (r.status_code, r.json().get("error", ""))
+            for name, r in {
+                "ours": await _post_signed(http, rx.url, t, _signed(key, rx.url)),
+                "256": await _post_signed(http, rx.url, t, _signed(key, rx.url, jti="j" * 256)),
+                "257": await _post_signed(http, rx.url, t, _signed(key, rx.url, jti="j" * 257)),
+                "30 years": await _post_signed(
+                    http, rx.url, t, _signed(key, rx.url, exp=now + 30 * 365 * 86400)
+                ),
+                "301 s": await _post_signed(http, rx.url, t, _signed(key, rx.url, exp=now + 301)),
+            }.items()
+        }
+    assert said == {
+        "ours": (200, ""),
+        "256": (200, ""),
+        "257": (401, "its jti is 257 characters (1 to 256)"),
+        "30 years": (401, "it is valid for 946080000 s, longer than a push's 300 s"),
+        "301 s": (401, "it is valid for 301 s, longer than a push's 300 s"),
+    }
+    assert rx.remembered == 2
+
+
+async def test_each_target_remembers_its_own_jtis_and_every_expired_one_goes(monkeypatch):
+    """Issue 59 item 1: one store served every target, so one agent's notifications pushed
+    another's jtis out (a replay window); and pruning looked only at the oldest entry, so one
+    far-future exp kept everything behind it."""
+    from toolnexus.client import webhook
+
+    monkeypatch.setattr(webhook, "MAX_JTIS", 3)
+    alice = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="alice")
+    mallory = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="mallory")
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        a = rx.target("t1", keys=tn.KeySet.load(alice)).token
+        m = rx.target("t1", keys=tn.KeySet.load(mallory)).token
+        hers = _signed(alice, rx.url)
+        assert (await _post_signed(http, rx.url, a, hers)).status_code == 200
+        for _ in range(5):  # another agent's many
+            assert (
+                await _post_signed(http, rx.url, m, _signed(mallory, rx.url))
+            ).status_code == 200
+        replayed = await _post_signed(http, rx.url, a, hers)
+        assert replayed.status_code == 401 and "is a replay" in replayed.json()["error"]
+
+    monkeypatch.setattr(webhook, "MAX_JTIS", 100)
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        a = rx.target("t1", keys=tn.KeySet.load(alice)).token
+        # one that expires last comes first, then two within the leeway of their expiry
+        assert (await _post_signed(http, rx.url, a, _signed(alice, rx.url))).status_code == 200
+        soon = int(time.time()) - PUSH_LEEWAY + 3
+        for _ in range(2):
+            token = _signed(alice, rx.url, iat=soon - 10, exp=soon)
+            assert (await _post_signed(http, rx.url, a, token)).status_code == 200
+        assert rx.remembered == 3
+        while time.time() < soon + PUSH_LEEWAY + 1:  # both past their exp and the leeway
+            await asyncio.sleep(0.2)
+        assert (await _post_signed(http, rx.url, a, _signed(alice, rx.url))).status_code == 200
+        assert rx.remembered == 2  # the two expired ones gone, behind one that has not
+
+
+async def test_a_trusted_signers_huge_and_lasting_jtis_grow_the_receiver_no_more_than_ours():
+    """Issue 59 item 1, in a receiver's resident memory: a signer it trusts sends notifications
+    whose jti is 40,000 characters (a head that fits the server's bound) and whose exp is 30
+    years ahead, against as many of ours (a 32-character jti, exp 300 s ahead). Each was kept, and
+    600 grew the receiver by about 50 MiB more than ours; now each is refused."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    sends = 600
+
+    async def grown(proc, url: str, token: str, jti: str | None, years: int) -> float:
+        before = rss_mib(proc.pid)
+        answers = set()
+        async with httpx.AsyncClient() as http:
+            for _ in range(sends):
+                now = int(time.time())
+                jwt_ = _signed(
+                    key,
+                    url,
+                    jti=jti and jti + uuid.uuid4().hex,
+                    exp=now + 300 + years * 365 * 86400,
+                )
+                answers.add((await _post_signed(http, url, token, jwt_)).status_code)
+        return rss_mib(proc.pid) - before, answers
+
+    async with receiver_process(json.dumps(key.jwks)) as (proc, url, token):
+        ours, ours_said = await grown(proc, url, token, None, 0)
+        attack, attack_said = await grown(proc, url, token, "j" * 40_000, 30)
+    assert ours_said == {200} and attack_said == {401}
+    assert attack - ours < 16, (ours, attack)  # MiB

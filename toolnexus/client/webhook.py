@@ -7,8 +7,8 @@ target was registered for is refused (403: A2A requires the client to check it).
 keys (``target(task_id, keys=...)``), a notification must also carry a JWT signed with one of them
 (:data:`~toolnexus.protocol.signing.PUSH_HEADER`, the push guide's asymmetric flow): its signature,
 ``aud`` (this receiver), ``iat``/``exp``, ``taskId`` (the target's task) and the body's digest are
-checked, and a ``jti`` seen before is refused as a replay (remembered until it expires, at most
-:data:`MAX_JTIS`). Each notification's verdict is kept: ``Notification.verdict`` for one accepted,
+checked, and a ``jti`` seen before is refused as a replay (each target remembers the digests of
+its own, each until it expires, at most :data:`MAX_JTIS`). Each notification's verdict is kept: ``Notification.verdict`` for one accepted,
 :attr:`WebhookReceiver.refused` for one refused. Accepted notifications are kept (the last ``keep``),
 can be awaited (:meth:`WebhookReceiver.wait`), and are published on the bus as inbound
 :class:`TrafficEvent` rows (``rpc_method`` ``"push"``, with the task they name), so a task's
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
+import heapq
 import hmac
 import secrets
 import time
@@ -34,15 +36,17 @@ from ..protocol.dialects import Dialect
 from ..protocol.model import TaskState, now_iso
 from ..protocol.push import TOKEN_HEADER, PushConfig, parse_notification
 from ..protocol.signing import PUSH_HEADER, PUSH_LEEWAY, KeySet, verify_push
+from ..secrets import MASK
 from ..traffic import TrafficRecorder
 
 __all__ = ["WebhookReceiver", "Notification", "Refusal", "MAX_NOTIFICATION", "MAX_JTIS"]
 
 MAX_NOTIFICATION = 1024 * 1024
 """The largest notification body accepted, in bytes (413 past it)."""
-MAX_JTIS = 100_000
-"""Signed notifications' ``jti`` remembered against replay (each until its ``exp`` has passed; past
-this many the oldest is forgotten first: about 8 MB)."""
+MAX_JTIS = 20_000
+"""Signed notifications' ``jti`` one target remembers against replay, each until its ``exp`` (at
+most :data:`~toolnexus.protocol.signing.PUSH_TTL` ahead) has passed; past this many, the one that
+expires first is forgotten (a digest of 16 bytes each: about 3 MB a target at most)."""
 
 
 @dataclass
@@ -69,14 +73,40 @@ class Refusal:
     time: str = field(default_factory=now_iso)
 
 
+class _Seen:
+    """The ``jti`` s one target has accepted, as digests, each until it expires (then a replay of
+    it is refused by its ``exp``): every expired one goes, in whatever order they came."""
+
+    def __init__(self) -> None:
+        self._exp: dict[bytes, float] = {}
+        self._soonest: list[tuple[float, bytes]] = []  # a heap: the next to expire first
+
+    def __len__(self) -> int:
+        return len(self._exp)
+
+    def add(self, jti: str, exp: float, now: float) -> bool:
+        """Remember ``jti`` until ``exp``; False when it was seen before (a replay)."""
+        while self._soonest and self._soonest[0][0] < now - PUSH_LEEWAY:
+            del self._exp[heapq.heappop(self._soonest)[1]]
+        digest = hashlib.blake2b(jti.encode(), digest_size=16).digest()
+        if digest in self._exp:
+            return False
+        self._exp[digest] = exp
+        heapq.heappush(self._soonest, (exp, digest))
+        while len(self._exp) > MAX_JTIS:
+            del self._exp[heapq.heappop(self._soonest)[1]]
+        return True
+
+
 @dataclass
 class _Target:
-    """What one token was handed out for: a task ("" any) and the keys its notifications are
-    signed with (None: unsigned ones are taken)."""
+    """What one token was handed out for: a task ("" any), the keys its notifications are
+    signed with (None: unsigned ones are taken) and the ``jti`` s they carried."""
 
     task_id: str
     keys: KeySet | None
     issuer: str | None
+    seen: _Seen = field(default_factory=_Seen)
 
 
 class WebhookReceiver:
@@ -103,7 +133,6 @@ class WebhookReceiver:
         self.traffic = TrafficRecorder(bus, keep=200, peer=name)
         self.notifications: collections.deque[Notification] = collections.deque(maxlen=keep)
         self._tokens: dict[str, _Target] = {}
-        self._jtis: collections.OrderedDict[str, float] = collections.OrderedDict()  # jti -> exp
         self.refused: collections.deque[Refusal] = collections.deque(maxlen=keep)
         """Notifications refused (the newest ``keep``), each with why."""
         self._arrived = asyncio.Condition()
@@ -147,6 +176,11 @@ class WebhookReceiver:
         token = secrets.token_urlsafe(24)
         self._tokens[token] = _Target(task_id, keys, issuer)
         return PushConfig(task_id=task_id, url=self.url, token=token, dialect=dialect)
+
+    @property
+    def remembered(self) -> int:
+        """The ``jti`` s remembered against replay, every target's together."""
+        return sum(len(t.seen) for t in self._tokens.values())
 
     def received(self, task_id: str) -> list[Notification]:
         return [n for n in self.notifications if n.task_id == task_id]
@@ -211,15 +245,9 @@ class WebhookReceiver:
         claimed = verdict.claims.get("taskId")
         if claimed != (target.task_id or task_id):
             return 403, f"it is signed for task {claimed!r}, not for {task_id!r}"
-        now = time.time()
-        while self._jtis and next(iter(self._jtis.values())) < now - PUSH_LEEWAY:
-            self._jtis.popitem(last=False)  # expired: a replay of it is refused by its exp
         jti = str(verdict.claims["jti"])
-        if jti in self._jtis:
+        if not target.seen.add(jti, int(verdict.claims["exp"]), time.time()):
             return 401, f"it is a replay (jti {jti!r} was seen before)"
-        self._jtis[jti] = float(verdict.claims.get("exp", now))
-        while len(self._jtis) > MAX_JTIS:
-            self._jtis.popitem(last=False)
         return 200, verdict.why
 
     async def _app(self, scope: Any, receive: Any, send: Any) -> None:
@@ -270,6 +298,8 @@ class WebhookReceiver:
         )
         await send({"type": "http.response.body", "body": out})
         path = scope.get("path", "/")
+        if PUSH_HEADER.lower() in headers:  # a signature, not a credential: never learnt as one
+            headers[PUSH_HEADER.lower()] = MASK
         self.traffic.record(
             direction="in",
             method=scope["method"],

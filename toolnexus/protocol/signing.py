@@ -86,6 +86,9 @@ PUSH_TTL = 300
 """Seconds a push notification's JWT is valid for (``exp`` - ``iat``)."""
 PUSH_LEEWAY = 30
 """Seconds of clock difference a receiver allows on ``iat`` and ``exp``."""
+MAX_JTI = 256
+"""The longest ``jti`` a receiver takes, in characters (ours are 32): a replay memory holds each
+one until it expires."""
 
 
 class KeyError_(ValueError):  # noqa: N801 - ``KeyError`` is a builtin of another meaning
@@ -858,8 +861,10 @@ def verify_push(
 ) -> PushVerdict:
     """Check a push notification's JWT (:data:`PUSH_HEADER`): signed by one of ``keys`` with an
     accepted algorithm; ``aud`` this webhook; ``iss`` the agent when given (a trailing slash aside); ``iat`` not in the
-    future and ``exp`` not past (:data:`PUSH_LEEWAY`); ``jti`` and ``taskId`` present; the body the
-    one signed. Replay (a ``jti`` seen before) and the task id are the receiver's to check."""
+    future and ``exp`` not past (:data:`PUSH_LEEWAY`), valid for at most a push's own
+    :data:`PUSH_TTL` (``exp`` - ``iat``: a replay memory keeps each ``jti`` until it expires);
+    ``jti`` (at most :data:`MAX_JTI` characters) and ``taskId`` present; the body the one signed.
+    Replay (a ``jti`` seen before) and the task id are the receiver's to check."""
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError:
@@ -906,8 +911,16 @@ def verify_push(
     iss = claims.get("iss")
     if issuer is not None and (not isinstance(iss, str) or iss.rstrip("/") != issuer.rstrip("/")):
         return PushVerdict(False, f"another agent issued it (iss is not {issuer})", claims)
-    if not isinstance(claims.get("taskId"), str) or not isinstance(claims.get("jti"), str):
+    jti = claims.get("jti")
+    if not isinstance(claims.get("taskId"), str) or not isinstance(jti, str):
         return PushVerdict(False, "it lacks a taskId or jti string", claims)
+    if not 0 < len(jti) <= MAX_JTI:
+        return PushVerdict(False, f"its jti is {len(jti)} characters (1 to {MAX_JTI})", claims)
+    lifetime = int(claims["exp"]) - int(claims["iat"])  # both numbers: PyJWT checked them
+    if lifetime > PUSH_TTL:
+        return PushVerdict(
+            False, f"it is valid for {lifetime:.0f} s, longer than a push's {PUSH_TTL} s", claims
+        )
     digest = claims.get("request_body_sha256")
     if digest is not None and digest != hashlib.sha256(body).hexdigest():
         return PushVerdict(False, "its body is not the one signed", claims)
