@@ -1,7 +1,8 @@
 """A served model's words go out as it says them: the official SDK clients streaming from ours on
 every binding (JSON-RPC 1.0 and its 0.3 compat, HTTP+JSON 1.0 and 0.3, gRPC) receive the reply in
-appends, spaced as the model spaced them, whose join is the task's artifact; a subscriber that
-joins mid-reply gets the text so far, then the rest; a poll shows the text so far; the bus and
+appends, spaced as the model spaced them, closed by the whole artifact (``append: false,
+lastChunk: true``: ADK's client keeps only that one), whatever the model's style; a subscriber
+that joins mid-reply gets the text so far, then the rest; a poll shows the text so far; the bus and
 ``on_text`` carry it; a model stream cut and retried starts the reply over, a failed one never
 ends it; a caller that goes away mid-stream leaves the task running."""
 
@@ -18,7 +19,8 @@ import toolnexus as tn
 from toolnexus.events import TextEvent
 from toolnexus.llm import create_client, create_in_process_client
 
-from ..stubs import ScriptedServer, openai_stream
+from ..peers import field
+from ..stubs import ScriptedServer, anthropic_stream, openai_stream
 from .test_sdk_interop import TRANSPORTS, sdk_client
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
@@ -55,9 +57,19 @@ def message(text: str, **ids: str) -> pb.Message:
     )
 
 
-def joined(updates: list[Any]) -> str:
-    """The text an A2A client holds after these artifact updates (append or replace)."""
-    text = ""
+def text_of(update: Any) -> str:
+    return "".join(p.text for p in update.artifact.parts)
+
+
+def closed(updates: list[Any], text: str) -> None:
+    """Only the last update is the last chunk, and it is the whole artifact, replacing."""
+    assert not any(u.last_chunk for u in updates[:-1])
+    last = updates[-1]
+    assert last.last_chunk and not last.append and text_of(last) == text, last
+
+
+def joined(updates: list[Any], text: str = "") -> str:
+    """The text an A2A client holds after these artifact updates (append or replace) to ``text``."""
     for update in updates:
         piece = "".join(p.text for p in update.artifact.parts)
         text = text + piece if update.append else piece
@@ -90,7 +102,7 @@ def check_spaced(model: Paced, got: list[Any], times: list[float]) -> list[Any]:
     assert len(updates) >= 3, [ev.WhichOneof("payload") for ev in got]
     for i in range(3):
         assert updates[i][1] < model.said[i + 1], f"chunk {i} arrived after word {i + 1} was said"
-    assert updates[-1][0].last_chunk and not any(u.last_chunk for u, _ in updates[:-1])
+    closed([u for u, _ in updates], "".join(model.words))
     return [u for u, _ in updates]
 
 
@@ -131,6 +143,65 @@ async def test_the_sdk_grpc_client_streams_the_words_as_the_model_says_them():
         await handle.stop()
 
 
+SAID = ["It ", "is ", "17", "°C."]
+
+
+def styled(style: str, stub: ScriptedServer | None) -> tn.Client:
+    """A model of ``style`` saying ``SAID`` (the demo says its own words): its stream ends as that
+    style's do (the demo's with its last word, a provider's with a closing event and no text)."""
+    if style == "demo":
+        return tn.demo_client(pace=0.03)
+    assert stub is not None
+    return create_client(stub.url, style, model="m", api_key="k", retries=0)
+
+
+@pytest.mark.parametrize("style", ["demo", "openai", "anthropic"])
+async def test_every_model_style_closes_its_reply_with_the_whole_artifact(style):
+    """Each binding and dialect, each model style: the last chunk is the whole reply."""
+    pytest.importorskip("grpc")
+    from .test_grpc import _sdk_client
+
+    stream = {"openai": openai_stream, "anthropic": anthropic_stream}.get(style, openai_stream)
+    bindings = [*TRANSPORTS, "grpc-1.0", "grpc-0.3"]
+    async with ScriptedServer([stream(*SAID, gap=0.03) for _ in bindings]) as stub:
+        handle = await serve(styled(style, stub), grpc="127.0.0.1:0")
+        whole = "You said: hello there" if style == "demo" else "".join(SAID)
+        try:
+            for binding in bindings:
+                request = pb.SendMessageRequest(message=message("hello there"))
+                if binding.startswith("grpc"):
+                    client = await _sdk_client(handle.url, version=binding[5:])
+                    try:
+                        got, _ = await collect(client.send_message(request))
+                    finally:
+                        await client.close()
+                else:
+                    async with sdk_client(handle, binding, streaming=True) as client:
+                        got, _ = await collect(client.send_message(request))
+                updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
+                assert len(updates) >= 2, (binding, updates)  # words as they came, then the close
+                assert all(u.append for u in updates[1:-1]), binding
+                closed(updates, whole)
+                assert got[-1].status_update.status.state == pb.TASK_STATE_COMPLETED, binding
+        finally:
+            await handle.stop()
+
+
+async def test_an_adk_agent_calling_ours_keeps_the_whole_streamed_reply():
+    """ADK's RemoteA2aAgent (google-adk, its own venv) keeps a ``lastChunk`` update as the whole
+    artifact: closed with the last word, it kept "hello" and "conversation)" of the demo's
+    replies; closed with the whole artifact, it keeps each reply whole."""
+    handle = await serve(tn.demo_client(pace=0.05))
+    try:
+        got = await field.client("adk", handle.url, ["hello", "again"])
+        assert got.get("replies") == [
+            "You said: hello",
+            "You said: again (message 2 of this conversation)",
+        ], got
+    finally:
+        await handle.stop()
+
+
 @pytest.mark.parametrize("version", ["1.0", "0.3", "rest"])
 async def test_a_subscriber_joining_mid_reply_gets_the_text_so_far_then_the_rest(version):
     model = Paced(WORDS, 0.2)
@@ -158,9 +229,11 @@ async def test_a_subscriber_joining_mid_reply_gets_the_text_so_far_then_the_rest
             seen = first.artifacts[0].parts[0].text
             assert "".join(WORDS).startswith(seen) and len(seen) >= len(so_far)
             updates = [ev.artifact_update for ev in got if ev.HasField("artifact_update")]
-            assert all(u.append for u in updates), "nothing sent twice: every update appends"
+            assert all(u.append for u in updates[:-1]), "nothing sent twice: the rest appends"
+            closed(updates, "".join(WORDS))  # then the whole artifact
             done = await client.get_task(pb.GetTaskRequest(id=task_id))
-            assert seen + joined(updates) == done.artifacts[0].parts[0].text == "".join(WORDS)
+            assert "".join(WORDS).startswith(seen + joined(updates[:-1]))
+            assert done.artifacts[0].parts[0].text == "".join(WORDS)
     finally:
         await handle.stop()
 
@@ -363,8 +436,8 @@ async def test_a_subscriber_through_another_worker_gets_the_same_words_as_live(p
             if ev.HasField("artifact_update") and t < model.said[-1]
         ]
         assert len(live) >= 3, [ev.WhichOneof("payload") for ev in got]
-        assert seen + joined(updates) == done.artifacts[0].parts[0].text == "".join(words)
-        assert updates[-1].last_chunk
+        assert joined(updates, seen) == done.artifacts[0].parts[0].text == "".join(words)
+        closed(updates, "".join(words))
     finally:
         await other.stop()
         await running.stop()

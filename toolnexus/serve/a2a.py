@@ -794,9 +794,10 @@ class A2AEndpoint:
         """The rendered results of a stream (None: nothing happened for ``KEEPALIVE`` seconds).
 
         A reply said as it comes goes out as appends to its artifact (:class:`TextEvent`: what
-        was not sent yet; a text that starts over replaces it); the artifact the task ends with
-        sends what of it the appends did not, with ``lastChunk``: the stream's join is the
-        task's artifact, however its words went."""
+        was not sent yet; a text that starts over replaces it); its last chunk is the whole
+        artifact, ``append: false, lastChunk: true`` (as ADK's and fasta2a's servers close one,
+        and as ADK's client reads one: the whole artifact, not a piece), so the stream's join is
+        the task's artifact, however its words went and however a client reads the close."""
         sent: dict[str, str] = {a.artifact_id: a.text for a in first.artifacts}
         whole: set[str] = set(sent)  # artifacts sent to their last chunk
         try:
@@ -845,10 +846,10 @@ def _words(
     task: Task, artifact_id: str, text: str, sent: dict[str, str], last: bool, dialect: Dialect
 ) -> dict[str, Any] | None:
     """The artifact update that brings a caller who was sent ``sent[artifact_id]`` to ``text``:
-    the rest appended, or all of it replacing what was sent when the text started over. None
-    when there is nothing to send (nothing new, and not the last chunk)."""
+    the rest appended, or all of it replacing what was sent when the text started over or is
+    the ``last`` chunk. None when there is nothing to send (nothing new, and not the last)."""
     before = sent.get(artifact_id)
-    append = before is not None and text.startswith(before)
+    append = not last and before is not None and text.startswith(before)
     piece = text[len(before) :] if append and before is not None else text
     if not piece and not last and append:
         return None

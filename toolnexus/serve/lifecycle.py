@@ -32,8 +32,8 @@ connection is.
 Words as they come: a run's model says its reply in pieces (:class:`Reply`, the run's
 :class:`~toolnexus.llm.run.TextSink`); they are told at most every :data:`TEXT_EVERY` seconds (the
 first at once) or when :data:`TEXT_BYTES` wait, as a :class:`~toolnexus.events.TextEvent` with the
-whole text so far, to the bus, the task's streams (as artifact updates: ``append``, ``lastChunk``
-on the last) and ``on_text``, and a poll of a working task shows it. They are never written: the
+whole text so far, to the bus, the task's streams (as artifact updates: ``append``; the last one
+whole, ``lastChunk``) and ``on_text``, and a poll of a working task shows it. They are never written: the
 store gets the reply once, whole, as the completed task's artifact (the same ``artifact_id``),
 with the state it completes in. A crash mid-reply leaves the task as its last written state
 (``working``, or ``submitted``), failed at the next start or when its lease lapses; the words
