@@ -21,7 +21,7 @@ from IPython.display import HTML, display
 from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, build_client
-from toolnexus.mcp_client import split_command
+from toolnexus.mcp import split_command
 from toolnexus.monitor import TaskBook
 from toolnexus.protocol.model import task_html, tasks_html
 from toolnexus.secrets import expand_env

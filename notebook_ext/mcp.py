@@ -1,5 +1,5 @@
 """``%toolnexus mcp``: the MCP inspector as a notebook widget, drawn from the same
-:class:`~toolnexus.mcp_client.MCPSession` as the TUI's MCP mode: what was negotiated, tabs for the
+:class:`~toolnexus.mcp.MCPSession` as the TUI's MCP mode: what was negotiated, tabs for the
 tools (a form from the schema), resources and templates (a read with its MIME type, a
 subscription and its updates), prompts (the arguments, the messages), the server's notifications,
 the doctor's report on it, and the server itself (capabilities, instructions, the roots we
@@ -20,7 +20,7 @@ import ipywidgets as w
 from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import error_html, printable
 from toolnexus.hosting import build_client
-from toolnexus.mcp_client import (
+from toolnexus.mcp import (
     Content,
     Elicitation,
     Field,

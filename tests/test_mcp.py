@@ -201,7 +201,7 @@ async def test_gateway_round_trip():
             r = await client.call_tool("desk_a_explode", {})
             assert r.is_error and r.content[0].text == "the tool blew up"
         assert "sekrit" not in repr(
-            tn.mcp_client.parse_servers({"x": {"url": "u", "headers": {"h": "sekrit"}}})
+            tn.mcp.parse_servers({"x": {"url": "u", "headers": {"h": "sekrit"}}})
         )
 
 
@@ -267,4 +267,4 @@ def test_config_errors_are_clear():
         ({"x": {"url": "u", "timeout": 0}}, "timeout must be a positive"),
     ]:
         with pytest.raises(tn.ConfigError, match=needle):
-            tn.mcp_client.parse_servers(block)
+            tn.mcp.parse_servers(block)

@@ -18,7 +18,7 @@ from mcp import Client
 
 from toolnexus.debug.cassette import CassetteWriter, load
 from toolnexus.debug.mcp_replay import MCPReplay, MCPTape, mcp_diff
-from toolnexus.mcp_client import MCPSession
+from toolnexus.mcp import MCPSession
 
 from .helpers import ROOT, arun_cli
 from .peers import mcp_peers

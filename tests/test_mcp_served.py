@@ -239,7 +239,7 @@ async def test_our_mcp_client_passes_a_remote_tools_progress_on():
             assert text_of(r) == "counted to 2"
             assert relayed == [(1, 2, "counted 1"), (2, 2, "counted 2")]
             relayed.clear()
-            r = await tn.mcp_client.call_remote_tool(a.mcp_url, "count", {"n": 2}, progress=direct)
+            r = await tn.mcp.call_remote_tool(a.mcp_url, "count", {"n": 2}, progress=direct)
             assert r.output == "counted to 2" and heard[-1] == tn.Progress(2, 2, "counted 2")
 
 

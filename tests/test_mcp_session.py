@@ -21,7 +21,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.errors import PeerError
 from toolnexus.events import EventBus, TrafficEvent
-from toolnexus.mcp_client import Elicitation, MCPSession, Reply, Sampling, form_values
+from toolnexus.mcp import Elicitation, MCPSession, Reply, Sampling, form_values
 
 from .peers import mcp_peers
 

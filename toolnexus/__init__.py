@@ -6,7 +6,7 @@ The public API is what ``__all__`` names; everything else may change.
 
 from __future__ import annotations
 
-from . import errors, mcp_client, trace, traffic
+from . import errors, mcp, trace, traffic
 from .client.agents import Agent, agent_tools
 from .client.conversation import Conversation, Turn, TurnState
 from .client.oauth import ClientCredentials
@@ -137,7 +137,7 @@ __all__ = [
     "__version__",
     "load_ipython_extension",
     "errors",
-    "mcp_client",
+    "mcp",
     "trace",
     "traffic",
 ]

@@ -45,7 +45,7 @@ from .http.server import (
     new_event_loop,
     serving_gc,
 )
-from .mcp_client import split_command
+from .mcp import split_command
 from .protocol.dialects import Dialect, render_task
 from .protocol.operations import OPERATIONS
 from .secrets import expand_env, mask_url

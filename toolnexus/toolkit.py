@@ -19,7 +19,7 @@ from typing import Any
 from .builtins import builtin_tools
 from .client.agents import connect_agent, parse_agents
 from .errors import ConfigError
-from .mcp_client import connect_all, parse_servers
+from .mcp import connect_all, parse_servers
 from .skills import SkillDef, Skipped, as_roots, list_skills, skill_tool, skills_prompt
 from .tools import Tool, ToolContext, ToolResult, tool
 
@@ -143,8 +143,8 @@ class Toolkit:
     async def serve_stdio(self, mcp: Any = None, **options: Any) -> None:
         """Serve this toolkit's tools as MCP over stdio until the client closes stdin (desktop MCP
         hosts start a server this way); ``mcp``: the ``mcpServer`` block, else the config's. Options:
-        ``on_call``, ``events`` (see :func:`toolnexus.serve.mcp.serve_stdio`)."""
-        from .serve.mcp import serve_stdio  # noqa: PLC0415  # start-up: the MCP SDK's server
+        ``on_call``, ``events`` (see :func:`toolnexus.mcp.server.serve_stdio`)."""
+        from .mcp.server import serve_stdio  # noqa: PLC0415  # start-up: the MCP SDK's server
 
         await serve_stdio(self, mcp, **options)
 
@@ -355,7 +355,7 @@ async def create_toolkit(
         config: a JSON config file or dict with the reserved keys of ``CONFIG_KEYS``.
         root: the working folder of the builtins (default: the current directory).
         mcp_servers: MCP servers whose tools join the toolkit, in the config's ``mcpServers`` form
-            (added to the config file's servers); see :mod:`toolnexus.mcp_client`.
+            (added to the config file's servers); see :mod:`toolnexus.mcp`.
         agents: remote A2A agents (:class:`~toolnexus.client.agents.Agent`) whose skills become tools
             (added to the config file's ``agents``); see :mod:`toolnexus.client.agents`.
 

@@ -48,7 +48,7 @@ import jsonschema_rs
 from ..errors import PeerError
 from ..events import TrafficEvent
 from ..http.fetch import exchange, why
-from ..mcp_client import MCPSession, _where, mcp_failure
+from ..mcp.client import MCPSession, _where, mcp_failure
 from ..traffic import TrafficRecorder
 from .features import evidence, since
 from .report import DoctorReport, Finding

@@ -1,7 +1,7 @@
 """An MCP session's cassette replayed: served as an MCP server, or diffed against a live one.
 
 A cassette (see :mod:`toolnexus.debug.cassette`) holds an MCP session when it was recorded by an
-:class:`~toolnexus.mcp_client.MCPSession` (``record=``; the TUI's and notebook's MCP inspector
+:class:`~toolnexus.mcp.MCPSession` (``record=``; the TUI's and notebook's MCP inspector
 save it with the Wire's ``k``; ``toolnexus doctor --mcp --record``): over streamable HTTP each
 POST with its answer (a JSON body, or SSE frames: the server's notifications and requests, then
 the answer), over stdio each JSON-RPC message (method ``STDIO``). Both eras the official SDK
@@ -52,7 +52,7 @@ from .. import _json
 from ..errors import PeerError
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
-from ..mcp_client import _open, _where, mcp_failure
+from ..mcp.client import _open, _where, mcp_failure
 from ..protocol.model import new_id
 from ..traffic import TrafficRecorder
 from .cassette import Cassette, CassetteError, Exchange, load, origin_of

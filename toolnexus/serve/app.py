@@ -56,7 +56,7 @@ from .quirks import QuirkPeer, quirks_named
 
 if TYPE_CHECKING:
     from ..llm import Client
-    from .mcp import MCPProfile  # imported by _imported (in a thread): named here for the contracts
+    from ..mcp.server import MCPProfile  # imported by _imported (in a thread): named for contracts
 
 __all__ = ["ServeHandle", "ThreadServeHandle", "serve", "serve_in_thread", "build_app"]
 
@@ -368,7 +368,7 @@ async def serve(
     mcp_profile: MCPProfile | None = None
     lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
     if mcp_cfg is not None:
-        profile: type[MCPProfile] = (await _imported(f"{__package__}.mcp")).MCPProfile
+        profile: type[MCPProfile] = (await _imported("toolnexus.mcp.server")).MCPProfile
         mcp_profile = profile(
             toolkit,
             mcp_cfg,

@@ -1,6 +1,6 @@
 """Mode 6, MCP: an inspector for any MCP server (a hosted server's /mcp, a URL with headers, or a
 stdio server started from a command line, ``NAME=value`` words before it its environment). One
-session stays open (:class:`~toolnexus.mcp_client.MCPSession`): the line under the endpoint says
+session stays open (:class:`~toolnexus.mcp.MCPSession`): the line under the endpoint says
 what was negotiated (the server, the protocol version and era, its capabilities, what we offer,
 the OAuth state); tabs show its Tools (a form from the tool's input schema, or raw JSON; the
 result with its structured content), Resources (resources and templates; a read with its MIME
@@ -39,7 +39,7 @@ from textual.widgets import (
 from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import printable
 from toolnexus.hosting import build_client
-from toolnexus.mcp_client import (
+from toolnexus.mcp import (
     Content,
     Elicitation,
     Field,

@@ -15,7 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from toolnexus.mcp_client import Elicitation, Reply, Sampling, form_values
+from toolnexus.mcp import Elicitation, Reply, Sampling, form_values
 
 from ..widgets.safe import SafeStatic
 from .base import Desk

@@ -77,9 +77,9 @@ from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
+from ..serve.config import Auth, MCPServeConfig
 from ..skills import SkillDef, ToolkitLike
 from ..tools import REJECT, Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
-from .config import Auth, MCPServeConfig
 
 __all__ = ["MCPProfile", "MCPToolkit", "serve_stdio"]
 

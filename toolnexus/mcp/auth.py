@@ -4,7 +4,7 @@ authorization server; the client registers itself there (dynamic client registra
 user to sign in (authorization code with PKCE, S256), receives the code on a loopback redirect
 and trades it for a token, which then rides every request as ``Authorization: Bearer``.
 
-:class:`OAuthFlow` is what a session (:class:`~toolnexus.mcp_client.MCPSession`) hands the HTTP
+:class:`OAuthFlow` is what a session (:class:`~toolnexus.mcp.MCPSession`) hands the HTTP
 client: the tokens and the registration are kept in memory only (never written anywhere), the
 redirect is received at ``http://127.0.0.1:<port>/callback`` (a listener of its own, for this flow
 only, up while it waits for the user), and the user is shown the sign-in address through
@@ -23,9 +23,9 @@ from urllib.parse import parse_qs
 
 from starlette.responses import HTMLResponse
 
-from .errors import PeerError
-from .http.guard import HostGuard
-from .http.server import AsgiServer
+from ..errors import PeerError
+from ..http.guard import HostGuard
+from ..http.server import AsgiServer
 
 __all__ = ["OAuthFlow", "SignInError", "SIGN_IN_TIMEOUT"]
 

@@ -43,11 +43,11 @@ from urllib.parse import quote
 
 import anyio
 
-from .display import printable
-from .errors import ConfigError, PeerError
-from .secrets import expand_env
-from .tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
-from .traffic import TrafficRecorder, recording_transport
+from ..display import printable
+from ..errors import ConfigError, PeerError
+from ..secrets import expand_env
+from ..tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
+from ..traffic import TrafficRecorder, recording_transport
 
 __all__ = [
     "MCPServerSpec",
@@ -795,7 +795,7 @@ class MCPSession:
     ``elicit`` (the user answers a form: the elicitation capability), ``model`` and ``approve`` (a
     sampling request, once the user approves it, is answered by ``model``: the sampling
     capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
-    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp_auth`). ``record``: a
+    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`). ``record``: a
     :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
     cassette ``toolnexus replay`` serves as this server, or diffs against it: see
     :mod:`toolnexus.debug.mcp_replay`); the caller closes it.
@@ -825,7 +825,7 @@ class MCPSession:
         mode: str = "auto",
         record: Any = None,
     ) -> None:
-        from .mcp_auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
+        from .auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
 
         if not isinstance(target, str) and (not target or not target[0]):
             raise ConfigError("an MCP stdio server needs a command")
@@ -1452,7 +1452,7 @@ async def _open(
     **options: Any,
 ) -> AsyncGenerator[Any, None]:
     """The official ``mcp.Client`` for ``target``, every exchange recorded: over streamable HTTP
-    (``headers``; ``auth``: an :class:`~toolnexus.mcp_auth.OAuthFlow`) or a stdio server started
+    (``headers``; ``auth``: an :class:`~toolnexus.mcp.auth.OAuthFlow`) or a stdio server started
     from a command line (``env``, ``cwd``; its stderr kept: ``stderr`` hears it, and the end of it
     is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
     ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
