@@ -48,7 +48,8 @@ import jsonschema_rs
 from ..errors import PeerError
 from ..events import TrafficEvent
 from ..http.fetch import exchange, why
-from ..mcp.client import MCPSession, _where, mcp_failure
+from ..mcp.session import MCPSession
+from ..mcp.transport import endpoint_label, mcp_failure
 from ..traffic import TrafficRecorder
 from .features import evidence, since
 from .report import DoctorReport, Finding
@@ -90,7 +91,7 @@ async def mcp_doctor(
     report is done. ``record``: a :class:`~toolnexus.debug.cassette.CassetteWriter` the doctor's
     session is written to (its probes of another era, version or origin are not: the cassette
     replays as the session)."""
-    report = DoctorReport(_where(target), doctor="mcp")
+    report = DoctorReport(endpoint_label(target), doctor="mcp")
     if on_finding is not None:
         report.watch(on_finding)
     try:

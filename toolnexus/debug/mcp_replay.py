@@ -52,7 +52,7 @@ from .. import _json
 from ..errors import PeerError
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
-from ..mcp.client import _open, _where, mcp_failure
+from ..mcp.transport import endpoint_label, mcp_failure, open_client
 from ..protocol.model import new_id
 from ..traffic import TrafficRecorder
 from .cassette import Cassette, CassetteError, Exchange, load, origin_of
@@ -737,7 +737,7 @@ async def mcp_diff(
     """
     tape_file = cassette if isinstance(cassette, Cassette) else load(cassette)
     tape = MCPTape.read(tape_file, server)
-    where = _where(target)
+    where = endpoint_label(target)
     report = ReplayReport(str(tape_file.path), where)
     recorder = TrafficRecorder(bus, peer=where)
     for name, value in (headers or {}).items():
@@ -749,7 +749,7 @@ async def mcp_diff(
     mode = "auto" if tape.modern else "legacy"
     differ = _Differ(report)
     try:
-        async with _open(
+        async with open_client(
             target,
             recorder,
             timeout,

@@ -1,0 +1,761 @@
+"""The session an inspector (the TUI's MCP mode, its web form, the notebook's ``%toolnexus mcp``)
+keeps open with any MCP server and only renders: see :class:`MCPSession`. What the server told or
+asked is a :class:`Notice`; its questions for the user an :class:`Elicitation` (answered with a
+:class:`Reply`) or a :class:`Sampling` request; a read resource's items :class:`Content`."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import copy
+import json
+import logging
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any, Literal, Protocol
+
+from ..display import printable
+from ..errors import ConfigError, PeerError
+from ..tools import Progress, ProgressFn, ToolResult
+from .client import progress_from, tool_dict, tool_result
+from .forms import Field, form_fields, root_uri
+from .transport import (
+    DEFAULT_TIMEOUT,
+    endpoint_label,
+    exception_text,
+    mcp_failure,
+    open_client,
+    owner_ended,
+    recorder_for,
+)
+
+__all__ = ["MCPSession", "Notice", "Elicitation", "Reply", "Sampling", "Content", "Model"]
+
+log = logging.getLogger("toolnexus.mcp")
+
+CALL_TIMEOUT = 600.0
+"""Seconds a session's call, read or prompt may take: a handshake-era server may ask the user a
+question in the middle of it, and the user takes their time."""
+MAX_NOTICES = 1000
+"""The notices a session keeps (the oldest go first)."""
+MAX_PAGES = 50
+"""The most pages of one listing a session reads."""
+MAX_ITEMS = 5000
+"""The most items of one listing a session keeps."""
+USER_REJECTED = -1
+"""The JSON-RPC code the MCP spec gives a sampling request the user refused."""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the server told or asked, in order: a notification (a list changed, a resource
+    updated, a log message, progress), a request of its own (elicitation, sampling, roots) and how
+    it was answered, or the session's own news (connected, a stream lost)."""
+
+    when: float
+    kind: str
+    """``notification``, ``request``, ``progress``, ``log`` or ``session``."""
+    method: str
+    summary: str
+    params: Any = None
+
+    @property
+    def clock(self) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(self.when))
+
+
+@dataclass(frozen=True)
+class Elicitation:
+    """A server's question for the user: a form (``fields`` from its ``requestedSchema``) or, in
+    URL mode, an address to visit (``url``). Texts are the peer's, made printable."""
+
+    message: str
+    fields: list[Field]
+    url: str | None = None
+    schema: dict[str, Any] = dataclass_field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The user's answer to an :class:`Elicitation`: ``accept`` (with ``content``), ``decline``
+    or ``cancel``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """A server's request to run the client's model: the conversation (role, text), its system
+    prompt and token budget, for the user to approve or refuse."""
+
+    messages: list[tuple[str, str]]
+    system: str | None
+    max_tokens: int
+
+    @property
+    def prompt(self) -> str:
+        return self.messages[-1][1] if self.messages else ""
+
+
+@dataclass(frozen=True)
+class Content:
+    """One item of a read resource: its URI, MIME type, and text, or (a blob) its bytes."""
+
+    uri: str
+    mime: str | None
+    text: str | None = None
+    data: bytes | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else len((self.text or "").encode())
+
+
+class Model(Protocol):
+    """What a session uses of the model that answers sampling (an ``llm.Client``)."""
+
+    model: str
+
+    async def run(
+        self, prompt: str, toolkit: Any = None, history: Any = None, *, sink: Any = None
+    ) -> Any: ...
+
+
+Elicit = Callable[[Elicitation], Awaitable[Reply]]
+Approve = Callable[[Sampling], Awaitable[bool]]
+Listener = Callable[[Notice], None]
+
+
+class MCPSession:
+    """One live session with any MCP server, kept open for an inspector (the TUI's MCP mode, its
+    web form, the notebook's widget): what it negotiated, its lists, reads, prompts and calls, and
+    everything it told or asked (:attr:`notices`, :meth:`watch`). Owned by a background task (anyio
+    wants the task that opened a session to close it); calls may come from any task.
+
+    ``target``: a streamable-HTTP URL (with ``headers``) or a stdio server's command line as a list
+    (with ``env`` added to a safe default environment, and ``cwd``). Every exchange, each stdio
+    JSON-RPC message too, is on ``bus`` (the Wire). The session offers the server what it was given:
+    ``elicit`` (the user answers a form: the elicitation capability), ``model`` and ``approve`` (a
+    sampling request, once the user approves it, is answered by ``model``: the sampling
+    capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
+    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`). ``record``: a
+    :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
+    cassette ``toolnexus replay`` serves as this server, or diffs against it: see
+    :mod:`toolnexus.debug.mcp_replay`); the caller closes it.
+
+    Both eras the official SDK speaks: a 2026-07-28 server's questions come as ``input_required``
+    results, which the SDK answers through the same callbacks and retries; its changes come on a
+    ``subscriptions/listen`` stream the session keeps open (re-opened when the resources subscribed
+    to change). A handshake-era server asks during the call and notifies on the connection; its
+    resources are subscribed with ``resources/subscribe``.
+    """
+
+    def __init__(
+        self,
+        target: str | list[str],
+        *,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        bus: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        call_timeout: float = CALL_TIMEOUT,
+        roots: list[str] | None = None,
+        elicit: Elicit | None = None,
+        model: Model | None = None,
+        approve: Approve | None = None,
+        authorize: Any = None,
+        mode: str = "auto",
+        record: Any = None,
+    ) -> None:
+        from .auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
+
+        if not isinstance(target, str) and (not target or not target[0]):
+            raise ConfigError("an MCP stdio server needs a command")
+        self.target = target
+        self.where = endpoint_label(target)
+        self.headers = dict(headers or {})
+        self.env, self.cwd = env, cwd
+        self.timeout, self.call_timeout = timeout, call_timeout
+        self.roots = [root_uri(r) for r in roots or []]
+        self.elicit, self.model, self.approve = elicit, model, approve
+        self.mode = mode
+        self.recorder = recorder_for(target, self.headers, bus)
+        self.recorder.cassette = record
+        self.oauth = (
+            OAuthFlow(authorize, secret=self.recorder.secret_values.add)
+            if authorize is not None and isinstance(target, str)
+            else None
+        )
+        self.status: Literal["connecting", "connected", "failed", "closed"] = "connecting"
+        self.reason = ""
+        self.protocol_version = ""
+        self.server_name = ""
+        self.server_version = ""
+        self.instructions = ""
+        self.capabilities: dict[str, Any] = {}
+        self.subscribed: set[str] = set()
+        self.notices: collections.deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
+        self.stderr = ""
+        self.challenge = ""
+        """The ``WWW-Authenticate`` of the last 401 (a challenge, no secret)."""
+        self._listeners: list[Listener] = []
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._listen_task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._ready: asyncio.Future[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"MCPSession({self.where!r}, status={self.status!r})"
+
+    @property
+    def modern(self) -> bool:
+        """The 2026-07-28 era (a per-request envelope, no handshake), else the handshake era."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def client(self) -> Any:
+        """The official SDK's ``mcp.Client`` of this session, for what the session does not wrap
+        (the doctor asks it for exact JSON-RPC errors).
+
+        Raises:
+            PeerError: the session is not connected.
+        """
+        return self._connected()
+
+    @property
+    def offered(self) -> list[str]:
+        """The capabilities this client declares."""
+        out = ["roots"]
+        if self.elicit is not None:
+            out.append("elicitation")
+        if self.model is not None and self.approve is not None:
+            out.append("sampling")
+        return out
+
+    # -- life ---------------------------------------------------------------------------------------
+    async def start(self) -> MCPSession:
+        """Connect; when the server refuses with a 401 that names its protected-resource metadata
+        (the MCP authorization spec's sign that it takes OAuth) and ``authorize`` was given, run
+        the OAuth sign-in and connect again with its token.
+
+        Raises:
+            PeerError: it could not connect; the reason in one line (also in :attr:`reason`).
+        """
+        try:
+            await self._attempt(None)
+        except PeerError:
+            if self.oauth is None or not self._asks_oauth():
+                raise
+            self._tell("session", "oauth", "the server asks for OAuth: signing in")
+            self._stop = asyncio.Event()
+            await self._attempt(self.oauth)
+        self.status = "connected"
+        self._tell("session", "connected", self._hello())
+        return self
+
+    async def _attempt(self, auth: Any) -> None:
+        self._ready = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.ensure_future(self._own(auth))
+        wait = self.timeout + (auth.timeout if auth is not None else 0)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), wait)
+        except Exception as exc:
+            reason = self._failure(exc)
+            await self.close()
+            self.status, self.reason = "failed", reason
+            raise PeerError(f"{self.where}: {reason}") from None
+
+    def _asks_oauth(self) -> bool:
+        """Whether the last 401 names the server's protected-resource metadata (read from the
+        answer itself: the wire log masks every header named for auth)."""
+        return "resource_metadata" in self.challenge.lower()
+
+    def _answered(self, response: Any) -> None:
+        if response.status_code == 401:
+            self.challenge = response.headers.get("www-authenticate", "")
+
+    async def __aenter__(self) -> MCPSession:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._stop.set()
+        await owner_ended(self._owner)
+        if self.oauth is not None:
+            await self.oauth.close()
+        if self.status in ("connected", "connecting"):
+            self.status = "closed"
+
+    def _failure(self, exc: BaseException) -> str:
+        if self.oauth is not None and self.oauth.failure:  # the sign-in's own words
+            return self.oauth.failure
+        reason = mcp_failure(exc, self.recorder)
+        if self.stderr:
+            reason += f"; its stderr ends: {printable(self.stderr[-400:].strip())}"
+        return reason
+
+    def _hello(self) -> str:
+        who = f"{self.server_name} {self.server_version}".strip() or "an anonymous server"
+        return f"{who}, protocol {self.protocol_version}"
+
+    async def _own(self, auth: Any) -> None:
+        try:
+            async with open_client(
+                self.target,
+                self.recorder,
+                self.timeout,
+                headers=self.headers,
+                env=self.env,
+                cwd=self.cwd,
+                auth=auth,
+                stderr=self._heard_stderr,
+                on_response=self._answered,
+                mode=self.mode,
+                cache=None,
+                message_handler=self._heard,
+                elicitation_callback=self._elicited if self.elicit is not None else None,
+                sampling_callback=self._sampled
+                if self.model is not None and self.approve is not None
+                else None,
+                list_roots_callback=self._listed_roots,
+            ) as client:
+                self._client = client
+                self._learn(client)
+                if self.modern:
+                    self._listen_task = asyncio.ensure_future(self._listen())
+                assert self._ready is not None
+                if not self._ready.done():
+                    self._ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - the session ended; report, never raise here
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_exception(
+                    exc if isinstance(exc, Exception) else RuntimeError("connection closed")
+                )
+            elif not self._stop.is_set():
+                self.status, self.reason = "failed", self._failure(exc)
+                self._tell("session", "ended", f"the session ended: {self.reason}")
+            if isinstance(exc, asyncio.CancelledError):
+                return
+        finally:
+            self._client = None
+            if self._listen_task is not None:
+                self._listen_task.cancel()
+                await asyncio.gather(self._listen_task, return_exceptions=True)
+            if not self._stop.is_set() and self.status == "connected":
+                self.status, self.reason = "failed", "the server closed the connection"
+                self._tell("session", "ended", self.reason)
+
+    def _learn(self, client: Any) -> None:
+        self.protocol_version = str(client.protocol_version)
+        info = client.server_info
+        self.server_name = printable(info.name, 200) if info is not None else ""
+        self.server_version = printable(info.version, 100) if info is not None else ""
+        self.instructions = printable(client.instructions or "", 4000)
+        self.capabilities = client.server_capabilities.model_dump(by_alias=True, exclude_none=True)
+
+    def _heard_stderr(self, tail: str) -> None:
+        self.stderr = tail
+
+    # -- what the server says -----------------------------------------------------------------------
+    def watch(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(notice)`` for every notice from now on; returns the way to stop."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _tell(self, kind: str, method: str, summary: str, params: Any = None) -> Notice:
+        notice = Notice(time.time(), kind, method, printable(summary, 400), params)
+        self.notices.append(notice)
+        for listener in list(self._listeners):
+            try:
+                listener(notice)
+            except Exception:  # noqa: BLE001 - a front end's listener never breaks the session
+                log.warning("a notice listener failed", exc_info=True)
+        return notice
+
+    async def _heard(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self._tell("session", "error", f"the connection said: {mcp_failure(message)}")
+            return
+        method = str(getattr(message, "method", "?"))
+        params = getattr(message, "params", None)
+        data = params.model_dump(by_alias=True, exclude_none=True, mode="json") if params else {}
+        if method == "notifications/message":
+            level = data.get("level", "info")
+            said = data.get("data")
+            text = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
+            self._tell("log", method, f"{level}: {text}", data)
+        elif method == "notifications/subscriptions/acknowledged":
+            return  # the listen stream says what it honoured
+        elif method == "notifications/progress":
+            self._tell("progress", method, _progress_text(data), data)
+        elif method == "notifications/resources/updated":
+            self._tell("notification", method, f"updated: {data.get('uri', '')}", data)
+        else:
+            self._tell("notification", method, method.removeprefix("notifications/"), data)
+
+    async def _listen(self, acked: asyncio.Future[None] | None = None) -> None:
+        """2026-07-28: keep a ``subscriptions/listen`` stream open for every change and the
+        resources subscribed to (its events reach :meth:`_heard` like notifications); ``acked``
+        is done once the server acknowledged it (or refused)."""
+        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        client = self._client
+        try:
+            async with client.listen(
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+                resource_subscriptions=sorted(self.subscribed),
+            ) as sub:
+                honored = getattr(sub, "honored", None)
+                said = honored.model_dump(by_alias=True, exclude_none=True) if honored else {}
+                self._tell(
+                    "session", "subscriptions/listen", f"listening: {json.dumps(said)}", said
+                )
+                if acked is not None and not acked.done():
+                    acked.set_result(None)
+                async for _ in sub:
+                    pass
+            self._tell("session", "subscriptions/listen", "the server ended the listen stream")
+        except asyncio.CancelledError:
+            raise
+        except (ListenNotSupportedError, SubscriptionLost, Exception) as exc:  # noqa: BLE001
+            if self._stop.is_set():
+                return  # the session is closing: the stream goes with it
+            self._tell("session", "subscriptions/listen", f"no change stream: {mcp_failure(exc)}")
+        finally:
+            if acked is not None and not acked.done():
+                acked.set_result(None)
+
+    async def _relisten(self) -> None:
+        """Open the listen stream again for the resources now subscribed to, and wait until the
+        server acknowledged it (2026-07-28; nothing in the handshake era)."""
+        if not self.modern or self._client is None:
+            return
+        before = self._listen_task
+        if before is not None:
+            before.cancel()
+        acked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._listen_task = asyncio.ensure_future(self._after(before, acked))
+        await asyncio.wait_for(asyncio.shield(acked), self.timeout)
+
+    async def _after(self, before: asyncio.Task[None] | None, acked: asyncio.Future[None]) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        await self._listen(acked)
+
+    # -- what the server asks -----------------------------------------------------------------------
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        url = getattr(params, "url", None)
+        schema = dict(getattr(params, "requested_schema", None) or {})
+        request = Elicitation(
+            printable(params.message, 2000),
+            form_fields(schema),
+            printable(url, 2000) if url else None,
+            schema,
+        )
+        self._tell(
+            "request",
+            "elicitation/create",
+            f"asks: {request.message}",
+            params.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        )
+        assert self.elicit is not None
+        try:
+            reply = await self.elicit(request)
+        except Exception as exc:  # noqa: BLE001 - the front end's failure is a cancel, not a crash
+            log.warning("the elicitation form failed", exc_info=True)
+            reply = Reply("cancel")
+            self._tell("session", "elicitation/create", f"the form failed: {exception_text(exc)}")
+        self._tell("request", "elicitation/create", f"answered: {reply.action}")
+        return types.ElicitResult(
+            action=reply.action, content=reply.content if reply.action == "accept" else None
+        )
+
+    async def _sampled(self, context: Any, params: Any) -> Any:
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        request = Sampling(
+            [(m.role, printable(_sampled_text(m.content), 20000)) for m in params.messages],
+            printable(params.system_prompt, 4000) if params.system_prompt else None,
+            params.max_tokens,
+        )
+        self._tell(
+            "request",
+            "sampling/createMessage",
+            f"asks the model: {request.prompt[:200]}",
+            params.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        )
+        assert self.approve is not None and self.model is not None
+        try:
+            approved = await self.approve(request)
+        except Exception:  # noqa: BLE001 - a failed approval is a refusal
+            log.warning("the sampling approval failed", exc_info=True)
+            approved = False
+        if not approved:
+            self._tell("request", "sampling/createMessage", "refused by the user")
+            return types.ErrorData(
+                code=USER_REJECTED, message="the user refused the sampling request"
+            )
+        try:
+            said, model = await _complete(self.model, request, self.call_timeout)
+        except Exception as exc:  # noqa: BLE001 - the model's failure is the request's error
+            self._tell(
+                "request", "sampling/createMessage", f"the model failed: {exception_text(exc)}"
+            )
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR, message=f"the model failed: {exception_text(exc)}"
+            )
+        self._tell("request", "sampling/createMessage", f"answered by {model}: {said[:200]}")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=said),
+            model=model,
+            stop_reason="endTurn",
+        )
+
+    async def _listed_roots(self, context: Any) -> Any:
+        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        self._tell("request", "roots/list", f"asks for the roots: {len(self.roots)} given")
+        from pydantic import FileUrl  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(u)) for u in self.roots])
+
+    async def set_roots(self, roots: list[str]) -> None:
+        """Declare the user's roots (paths or ``file://`` URIs); a handshake-era server is told
+        they changed (2026-07-28 has no such notification: it asks again when it needs them)."""
+        self.roots = [root_uri(r) for r in roots]
+        client = self._client
+        if client is not None and not self.modern:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await self._do(client.session.send_roots_list_changed())
+        self._tell("session", "roots", f"roots: {', '.join(self.roots) or 'none'}")
+
+    # -- what the user asks -------------------------------------------------------------------------
+    async def _do(self, work: Awaitable[Any], timeout: float | None = None) -> Any:
+        """Run one request of the session from any task, bounded in time; the session dying
+        fails it at once.
+
+        Raises:
+            PeerError: the server refused it (a JSON-RPC error, in one line) or it failed.
+        """
+        job = asyncio.ensure_future(work)
+        owner = self._owner
+        waits: set[asyncio.Future[Any]] = {job} if owner is None else {job, owner}
+        limit = self.timeout if timeout is None else timeout
+        try:
+            done, _ = await asyncio.wait(
+                waits, timeout=limit + 1, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+        if job not in done:
+            job.cancel()
+            await asyncio.gather(job, return_exceptions=True)
+            if owner is not None and owner.done():
+                raise PeerError(
+                    f"{self.where}: the session ended: {self.reason or 'connection lost'}"
+                )
+            raise PeerError(f"{self.where}: no answer within {limit:g} s")
+        try:
+            return job.result()
+        except Exception as exc:
+            raise PeerError(mcp_failure(exc, self.recorder)) from None
+
+    def _connected(self) -> Any:
+        client = self._client
+        if client is None or self.status != "connected":
+            raise PeerError(
+                f"{self.where}: the session is {self.status}{': ' + self.reason if self.reason else ''}"
+            )
+        return client
+
+    async def _pages(
+        self, fetch: Callable[[str | None], Awaitable[Any]], field_name: str
+    ) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._do(fetch(cursor))
+            items += getattr(page, field_name) or []
+            cursor = page.next_cursor
+            if not cursor or len(items) >= MAX_ITEMS:
+                break
+        return items[:MAX_ITEMS]
+
+    async def tools(self) -> list[dict[str, Any]]:
+        """``[{name, description, input_schema, output_schema?, annotations?}]``, every page."""
+        client = self._connected()
+        listed = await self._pages(lambda c: client.list_tools(cursor=c), "tools")
+        return [tool_dict(t) for t in listed]
+
+    async def resources(self) -> list[dict[str, Any]]:
+        """``[{uri, name, description, mime_type, size}]``, every page."""
+        client = self._connected()
+        listed = await self._pages(lambda c: client.list_resources(cursor=c), "resources")
+        return [r.model_dump(exclude_none=True, mode="json") for r in listed]
+
+    async def templates(self) -> list[dict[str, Any]]:
+        """``[{uri_template, name, description, mime_type}]``, every page."""
+        client = self._connected()
+        listed = await self._pages(
+            lambda c: client.list_resource_templates(cursor=c), "resource_templates"
+        )
+        return [t.model_dump(exclude_none=True, mode="json") for t in listed]
+
+    async def prompts(self) -> list[dict[str, Any]]:
+        """``[{name, description, arguments: [{name, description, required}]}]``, every page."""
+        client = self._connected()
+        listed = await self._pages(lambda c: client.list_prompts(cursor=c), "prompts")
+        return [p.model_dump(exclude_none=True, mode="json") for p in listed]
+
+    async def read(self, uri: str) -> list[Content]:
+        """The contents of one resource (a blob's bytes decoded), each with its MIME type."""
+        client = self._connected()
+        result = await self._do(client.read_resource(uri), self.call_timeout)
+        out = []
+        for c in result.contents:
+            blob = getattr(c, "blob", None)
+            data = None
+            if blob is not None:
+                try:
+                    data = base64.b64decode(blob, validate=False)
+                except ValueError:
+                    data = b""
+            out.append(Content(str(c.uri), c.mime_type, getattr(c, "text", None), data))
+        return out
+
+    async def prompt(
+        self, name: str, arguments: dict[str, str]
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """A prompt filled with ``arguments``: its description and its messages (role, text)."""
+        client = self._connected()
+        result = await self._do(client.get_prompt(name, arguments), self.call_timeout)
+        return (
+            printable(result.description or "", 2000),
+            [(m.role, _block_text(m.content)) for m in result.messages],
+        )
+
+    async def call(
+        self, name: str, args: dict[str, Any], *, progress: ProgressFn | None = None
+    ) -> ToolResult:
+        """Call one tool; ``progress`` hears what the server reports while it runs (also a notice).
+        A tool's error is a result (``is_error``); a protocol error raises.
+
+        Raises:
+            PeerError: the server refused the call (a JSON-RPC error) or the session failed.
+        """
+        client = self._connected()
+
+        async def heard(p: Progress) -> None:
+            self._tell(
+                "progress",
+                "notifications/progress",
+                _progress_text({"progress": p.done, "total": p.total, "message": p.message}),
+            )
+            if progress is not None:
+                await progress(p)
+
+        result = await self._do(
+            client.call_tool(
+                name,
+                args,
+                read_timeout_seconds=self.call_timeout,
+                progress_callback=progress_from(progress or _ignore),
+            ),
+            self.call_timeout,
+        )
+        outcome = tool_result(result)
+        if result.structured_content is not None:
+            outcome.metadata["structured"] = result.structured_content
+        outcome.metadata["content"] = [
+            b.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for b in result.content or []
+        ]
+        return outcome
+
+    async def subscribe(self, uri: str) -> None:
+        """Be told when this resource changes: ``resources/subscribe`` in the handshake era, the
+        listen stream's ``resourceSubscriptions`` on 2026-07-28."""
+        client = self._connected()
+        if not self.modern:
+            if not (self.capabilities.get("resources") or {}).get("subscribe"):
+                raise PeerError(
+                    f"{self.where}: the server offers no resource subscriptions (its capabilities "
+                    "say so); read the resource again to see it now"
+                )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await self._do(client.subscribe_resource(uri))
+        self.subscribed.add(uri)
+        await self._relisten()
+        self._tell("session", "resources/subscribe", f"subscribed: {uri}")
+
+    async def unsubscribe(self, uri: str) -> None:
+        client = self._connected()
+        if not self.modern:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await self._do(client.unsubscribe_resource(uri))
+        self.subscribed.discard(uri)
+        await self._relisten()
+        self._tell("session", "resources/unsubscribe", f"unsubscribed: {uri}")
+
+
+async def _ignore(p: Progress) -> None:
+    """A progress listener that asks for progress (the notices show it) and does nothing."""
+
+
+def _progress_text(data: dict[str, Any]) -> str:
+    done, total, message = data.get("progress"), data.get("total"), data.get("message")
+    amount = f"{done:g}" if isinstance(done, (int, float)) else "?"
+    if isinstance(total, (int, float)):
+        amount += f"/{total:g}"
+    return f"progress {amount}" + (f": {message}" if message else "")
+
+
+def _block_text(block: Any) -> str:
+    """A content block as text for people (an image or audio as its type, a resource its URI)."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        return f"[{kind}: {getattr(block, 'mime_type', '')}]"
+    if kind == "resource_link":
+        return f"[resource: {getattr(block, 'uri', '')}]"
+    if kind == "resource":
+        res = getattr(block, "resource", None)
+        return getattr(res, "text", None) or f"[resource: {getattr(res, 'uri', '')}]"
+    return f"[{kind or 'content'}]"
+
+
+def _sampled_text(content: Any) -> str:
+    blocks = content if isinstance(content, list) else [content]
+    return "\n".join(_block_text(b) for b in blocks)
+
+
+async def _complete(model: Model, request: Sampling, timeout: float) -> tuple[str, str]:
+    """``request`` run through ``model`` (its system prompt the request's, no tools)."""
+    chosen = copy.copy(model)
+    if request.system is not None and hasattr(chosen, "system_prompt"):
+        chosen.system_prompt = request.system  # type: ignore[attr-defined]  # an llm.Client's
+    history = [{"role": role, "content": text} for role, text in request.messages[:-1]]
+    result = await asyncio.wait_for(chosen.run(request.prompt, None, history), timeout)
+    return str(getattr(result, "text", "")), str(getattr(result, "model", "") or model.model)

@@ -1,0 +1,330 @@
+"""How the MCP client reaches a server, every exchange recorded: the official ``mcp.Client`` over
+streamable HTTP or a stdio server started from a command line (:func:`open_client`), and the one
+line that says why an exchange failed (:func:`mcp_failure`). The toolkit's connections
+(:mod:`~toolnexus.mcp.client`), the inspectors' session (:mod:`~toolnexus.mcp.session`), the MCP
+doctor and the replay's ``--against`` all open their clients here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shlex
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+import anyio
+
+from ..display import printable
+from ..errors import ConfigError, PeerError
+from ..traffic import TrafficRecorder, recording_transport
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "open_client",
+    "mcp_failure",
+    "endpoint_label",
+    "recorder_for",
+    "exception_text",
+    "hung_up",
+    "owner_ended",
+]
+
+DEFAULT_TIMEOUT = 30.0
+MAX_STDERR = 16384
+"""The characters of a stdio server's stderr a session keeps (its end)."""
+
+
+async def owner_ended(owner: asyncio.Task[None] | None) -> None:
+    """Wait for a session's owner task to close it (told to stop), cancelled if it will not."""
+    if owner is not None and not owner.done():
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), 5)
+        except (TimeoutError, Exception):
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+
+
+def hung_up(exc: BaseException) -> bool:
+    import mcp_types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+    if isinstance(exc, MCPError):
+        return getattr(exc, "code", None) == mcp_types.CONNECTION_CLOSED
+    return isinstance(exc, (OSError, EOFError, ConnectionError))
+
+
+def exception_text(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(exception_text(e) for e in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
+    """One line for why an MCP exchange failed: an HTTP error status on the wire (with its
+    meaning), else the first leaf of an exception group (anyio wraps everything in one), with its
+    type and text; a JSON-RPC error as its code and message."""
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, PeerError):  # already one line for people
+        return str(exc)
+    if type(exc).__module__.startswith("mcp.client.auth"):  # the SDK's OAuth flow said why
+        return f"the OAuth sign-in failed: {printable(str(exc), 400)}"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, MCPError) and status is None:
+        # the server's JSON-RPC error (on 2026-07-28 HTTP it comes with a 4xx status), unless the
+        # exchange that failed was an HTTP refusal without one (a 401 from an auth layer)
+        last = recorder.events[-1] if recorder is not None and recorder.events else None
+        if (
+            last is None
+            or not last.status
+            or last.status < 400
+            or '"jsonrpc"' in (last.response_body or "")
+        ):
+            return f"MCP error {exc.code}: {printable(str(exc.error.message), 400)}"
+        status = last.status
+    if status is None and recorder is not None:
+        status = next(
+            (e.status for e in reversed(recorder.events) if e.status and e.status >= 400), None
+        )
+    if isinstance(status, int):
+        meaning = {
+            401: "authentication required",
+            403: "invalid credentials",
+            404: "no MCP endpoint there",
+            421: "the server does not answer for this host name",
+        }.get(status, "")
+        return f"HTTP {status}" + (f": {meaning}" if meaning else "")
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def endpoint_label(target: str | list[str]) -> str:
+    """An endpoint for people: the URL, or ``stdio: <command line>``."""
+    if isinstance(target, str):
+        return target
+    return "stdio: " + shlex.join(target)
+
+
+def recorder_for(url: str | list[str], headers: dict[str, str] | None, bus: Any) -> Any:
+    recorder = TrafficRecorder(bus, peer=endpoint_label(url))
+    for name, value in (headers or {}).items():
+        recorder.secret(name, value)
+    return recorder
+
+
+@contextlib.asynccontextmanager
+async def open_client(
+    target: str | list[str],
+    recorder: Any,
+    timeout: float,
+    *,
+    headers: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    auth: Any = None,
+    stderr: Callable[[str], None] | None = None,
+    on_response: Callable[[Any], None] | None = None,
+    **options: Any,
+) -> AsyncGenerator[Any, None]:
+    """The official ``mcp.Client`` for ``target``, every exchange recorded: over streamable HTTP
+    (``headers``; ``auth``: an :class:`~toolnexus.mcp.auth.OAuthFlow`) or a stdio server started
+    from a command line (``env``, ``cwd``; its stderr kept: ``stderr`` hears it, and the end of it
+    is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
+    ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
+    ``options``: the ``Client``'s own."""
+    import httpx2  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp import Client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+    if not isinstance(target, str):
+        if not target or not target[0]:
+            raise ConfigError("an MCP stdio server needs a command")
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+            try:
+                async with Client(
+                    _tapped_stdio(target, recorder, errlog, env, cwd),
+                    read_timeout_seconds=timeout,
+                    **options,
+                ) as client:
+                    yield client
+            except Exception as exc:  # what the server said on stderr is often the reason
+                tail = _tail(errlog)
+                if not tail or stderr is not None:
+                    raise
+                raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
+            finally:
+                if stderr is not None:
+                    stderr(_tail(errlog))
+        return
+
+    provider = await auth.provider(target) if auth is not None else None
+
+    async def answered(response: Any) -> None:
+        if on_response is not None:
+            on_response(response)
+
+    async with httpx2.AsyncClient(
+        headers=headers or {},
+        timeout=timeout,
+        transport=recording_transport(recorder, httpx2),
+        auth=provider,
+        event_hooks={"response": [answered]},
+    ) as http:
+        async with Client(
+            streamable_http_client(target, http_client=http),
+            read_timeout_seconds=timeout,
+            **options,
+        ) as client:
+            yield client
+
+
+def _tail(errlog: Any) -> str:
+    errlog.flush()
+    errlog.seek(0)
+    return errlog.read()[-MAX_STDERR:].strip()
+
+
+@contextlib.asynccontextmanager
+async def _tapped_stdio(
+    argv: list[str],
+    recorder: Any,
+    errlog: Any,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> AsyncGenerator[Any, None]:
+    """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
+    its response as one exchange (method ``STDIO``), a notification on its own."""
+    from mcp import StdioServerParameters  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+    where = endpoint_label(argv)
+    pending: dict[Any, tuple[float, str, str | None]] = {}
+
+    def dump(m: Any) -> tuple[dict[str, Any], str]:
+        msg = getattr(m, "message", m)
+        body = (
+            msg.model_dump_json(by_alias=True, exclude_none=True)
+            if hasattr(msg, "model_dump_json")
+            else str(msg)
+        )
+        try:
+            return json.loads(body), body
+        except ValueError:
+            return {}, body
+
+    def sent(m: Any) -> None:
+        data, body = dump(m)
+        if "method" in data and "id" in data:
+            pending[data["id"]] = (time.perf_counter(), body, data["method"])
+        else:  # a notification, or our answer to the server's own request
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=time.perf_counter(),
+                request_headers={},
+                request_body=body,
+                rpc_method=data.get("method"),
+            )
+
+    def received(m: Any) -> None:
+        if isinstance(m, Exception):
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=time.perf_counter(),
+                request_headers={},
+                request_body="",
+                error=exception_text(m),
+            )
+            return
+        data, body = dump(m)
+        answer = "method" not in data  # else a notification or a request of the server's own
+        started, request, method = (pending.pop(data.get("id"), None) if answer else None) or (
+            time.perf_counter(),
+            "",
+            data.get("method"),
+        )
+        recorder.record(
+            direction="out",
+            method="STDIO",
+            url=where,
+            status=None,
+            started=started,
+            request_headers={},
+            request_body=request,
+            response_body=body,
+            rpc_method=method,
+            error=(data.get("error") or {}).get("message")
+            if isinstance(data.get("error"), dict)
+            else None,
+        )
+
+    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
+    try:
+        async with stdio_client(params, errlog=errlog) as (
+            read,
+            write,
+        ):  # its stderr must not draw over a TUI
+            yield _Tap(read, received), _Tap(write, sent)
+    finally:  # a request never answered (a listen stream) is on the wire too
+        for started, request, method in pending.values():
+            recorder.record(
+                direction="out",
+                method="STDIO",
+                url=where,
+                status=None,
+                started=started,
+                request_headers={},
+                request_body=request,
+                rpc_method=method,
+                error="no answer: the session ended",
+            )
+        pending.clear()
+
+
+class _Tap:
+    """A memory stream that calls ``seen`` with every message passing through it."""
+
+    def __init__(self, inner: Any, seen: Any) -> None:
+        self._inner, self._seen = inner, seen
+
+    async def send(self, item: Any) -> None:
+        self._seen(item)
+        await self._inner.send(item)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._seen(item)
+        return item
+
+    def __aiter__(self) -> _Tap:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Tap:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
