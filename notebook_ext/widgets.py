@@ -779,6 +779,13 @@ class CardWidget(w.VBox):
             return None
         self.report = validate_card(self.card)
         self.view.value = STYLE + card_html(self.card, self.report)
+        signatures = self.card.signatures
+        if signatures is not None and signatures.state == "invalid":  # signed, and none verifies
+            self.view.value += error_html(
+                "its signature is not valid: no chat with a card that may be forged"
+            )
+            _hide(self.chat_button)
+            return self.card
         self.chat_button.disabled = False
         return self.card
 

@@ -374,3 +374,79 @@ def test_the_card_schema_is_a2a_protos():
 
     walk(pb.AgentCard.DESCRIPTOR)
     assert seen == _SCHEMA
+
+
+@pytest.mark.asyncio
+async def test_toolnexus_card_with_a_key_fails_unless_the_card_verifies_with_it(tmp_path):
+    """Issue 59 item 6: a CI step that pins a key (``card --key FILE``, with ``--validate`` too)
+    passed a card signed by another key, and an unsigned one: both exited 0."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    ours, other = tmp_path / "ours.json", tmp_path / "other.pem"
+    ours.write_text(json.dumps(key.jwks))
+    other.write_bytes(pem(ec.generate_private_key(ec.SECP256R1())))
+    handle = await serve_signed(key)
+    plain = await (await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)).serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="plain")
+    )
+    try:
+        said = {
+            name: await arun_cli("card", url, "--key", str(k), *more)
+            for name, url, k, more in [
+                ("pinned", handle.card_url, ours, ()),
+                ("pinned, validated", handle.card_url, ours, ("--validate",)),
+                ("another key", handle.card_url, other, ()),
+                ("another key, validated", handle.card_url, other, ("--validate",)),
+                ("another key, json", handle.card_url, other, ("--json",)),
+                ("unsigned", plain.card_url, ours, ("--validate",)),
+                ("another key, extended", handle.card_url, other, ("--extended",)),
+            ]
+        }
+    finally:
+        await handle.stop()
+        await plain.stop()
+    codes = {name: code for name, (code, _, _) in said.items()}
+    assert codes == {
+        "pinned": 0,
+        "pinned, validated": 0,
+        "another key": 1,
+        "another key, validated": 1,
+        "another key, json": 1,
+        "unsigned": 1,
+        "another key, extended": 1,
+    }, said
+    assert (
+        "toolnexus: the card does not verify with the keys given (invalid: signature 1"
+        in (said["another key"][2])
+    )
+    assert json.loads(said["another key, json"][1])["signatures"]["state"] == "invalid"
+    assert "the keys given (unsigned)" in said["unsigned"][2]
+
+
+@pytest.mark.asyncio
+async def test_a_client_that_verifies_refuses_a_card_given_that_does_not_verify():
+    """Issue 59 item 6: ``A2AClient(card, verify=True)`` took a card fetched before whose
+    signature had failed (its verdict was kept and never refused), and ``keys=`` were not checked
+    against a card that verified earlier with its jku."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    stranger = tn.KeySet.load(tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1"))
+    handle = await serve_signed(key)
+    plain = await (await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)).serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="plain")
+    )
+    try:
+        forged = await tn.fetch_card(handle.card_url, keys=stranger, cached=False)
+        by_jku = await tn.fetch_card(handle.card_url, verify=True, cached=False)
+        assert forged.signatures.state == "invalid" and by_jku.signatures.valid
+        for card, keys in [(forged, None), (by_jku, stranger)]:
+            with pytest.raises(tn.PeerError, match="the agent card's signature is not valid"):
+                async with tn.A2AClient(card, verify=True, keys=keys):
+                    pass
+        with pytest.raises(tn.PeerError, match="signature is not valid: unsigned"):
+            async with tn.A2AClient(plain.url, verify=True):
+                pass
+        again = await tn.fetch_card(handle.card_url, verify=True, cached=False)
+        async with tn.A2AClient(again, verify=True) as client:  # its verdict kept: valid
+            assert client.card.signatures.valid
+    finally:
+        await handle.stop()
+        await plain.stop()

@@ -243,8 +243,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FILE",
-        help="a public key (PEM, JWK or JWK set) you trust for the card's signature (repeatable); "
-        "without one, the key set its jku names is fetched",
+        help="a public key (PEM, JWK or JWK set) you trust for the card's signature (repeatable; "
+        "exit 1 unless the card verifies with one); without one, the key set its jku names is "
+        "fetched",
     )
     c.add_argument(
         "--extended",
@@ -1144,7 +1145,9 @@ async def _card(args: argparse.Namespace) -> int:
     headers = _headers(args.header)
     try:
         if args.extended:
-            async with tn.A2AClient(args.url, headers=headers, secret_headers=tuple(headers)) as c:
+            async with tn.A2AClient(
+                args.url, headers=headers, secret_headers=tuple(headers), keys=keys
+            ) as c:
                 card = await c.extended_card()
         else:
             card = await tn.fetch_card(args.url, headers, verify=True, keys=keys)
@@ -1186,6 +1189,11 @@ async def _card(args: argparse.Namespace) -> int:
                 say(f"  {line}: {what}")
             for d in report.diagnostics:
                 say(f"  {d.level:<7} {d.path}: {d.message}")
+    if keys is not None and (signatures is None or not signatures.valid):
+        # a key pinned (a CI step's): a card that does not verify with it fails the command
+        why = signatures.summary if signatures is not None else "not checked"
+        say(f"toolnexus: the card does not verify with the keys given ({why})", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_ERROR if report is not None and not report.ok else EXIT_OK
 
 

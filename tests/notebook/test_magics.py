@@ -12,14 +12,19 @@ import pytest
 pytest.importorskip("IPython")
 pytest.importorskip("ipywidgets")
 
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.responses import JSONResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
 from notebook_ext.session import NotebookSession  # noqa: E402
-from notebook_ext.widgets import ChatWidget, ServerWidget  # noqa: E402
+from notebook_ext.widgets import CardWidget, ChatWidget, ServerWidget  # noqa: E402
 from toolnexus import TaskState, TurnState  # noqa: E402
 from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
+from toolnexus.http.server import AsgiServer  # noqa: E402
 from toolnexus.stores import STORE_FORMS  # noqa: E402
 
 from ..peers.sdk_server import sdk_server  # noqa: E402
@@ -676,3 +681,31 @@ async def test_the_card_widget_shows_the_extended_card_its_credentials_get(ip, m
         refused = ip.run_line_magic("toolnexus", f"card {h.url} --extended")
         await refused.done()
         assert "401" in refused.view.value and refused.card is None
+
+
+async def test_the_card_widget_offers_no_chat_with_a_card_whose_signature_fails():
+    """Issue 59 item 6: the notebook's card view verified a card and still offered to chat with
+    one whose signature failed (signed, and changed since)."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    tk = await tn.create_toolkit([], builtins=False)
+    agent = await tk.serve(
+        "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="signed", signing_key=key)
+    )
+    async with httpx.AsyncClient() as http:
+        signed = (await http.get(agent.card_url)).json()
+    changed = {**signed, "name": "evil"}  # its jku still names the agent's real key set
+    forger = AsgiServer(
+        Starlette(routes=[Route("/.well-known/agent-card.json", lambda r: JSONResponse(changed))])
+    )
+    await forger.start()
+    try:
+        good, bad = CardWidget(agent.url, None), CardWidget(forger.url, None)
+        await good.done()
+        await bad.done()
+    finally:
+        await forger.stop()
+        await agent.stop()
+    assert not good.chat_button.disabled and good.card.signatures.valid
+    assert bad.card.signatures.state == "invalid" and bad.chat_button.disabled
+    assert bad.chat_button.layout.display == "none"
+    assert "no chat with a card that may be forged" in bad.view.value

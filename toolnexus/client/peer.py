@@ -524,10 +524,12 @@ class A2AClient:
                 version=version,
             )
             self.traffic.peer = self.card.name or self.url
-        if self.verify and self.card.signatures is None:
-            verdict = await check_signatures(
-                self.card, self.keys, http=self.http, timeout=self.timeout, traffic=self.traffic
-            )
+        if self.verify:  # a card given already checked keeps its verdict, unless keys are given
+            verdict = self.card.signatures
+            if verdict is None or self.keys is not None:
+                verdict = await check_signatures(
+                    self.card, self.keys, http=self.http, timeout=self.timeout, traffic=self.traffic
+                )
             if not verdict.valid:
                 raise PeerError(f"the agent card's signature is not valid: {verdict.summary}")
         if self._transport is None:
