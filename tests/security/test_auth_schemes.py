@@ -179,3 +179,41 @@ async def test_the_client_secret_goes_only_where_the_user_meant():
             async with tn.A2AClient(url, oauth=wrong) as client:
                 with pytest.raises(tn.PeerError, match="check the client id and secret"):
                     await client.send("echo", blocking=True)
+
+
+async def test_a_basic_password_is_compared_as_it_was_sent():
+    """Issue 59 item 7: the credentials were compared after strip(), so a password ending (or
+    starting) with a space never matched, on any binding; and one without the space did."""
+    tk = await tn.create_toolkit(builtins=False)
+    eve, ray = ("eve", "ends with a space "), ("ray", " starts with one")
+    a2a = tn.A2AConfig(auth=tn.Auth.basic(":".join(eve), ":".join(ray)), grpc="127.0.0.1:0")
+    async with tk.serve(client=tn.demo_client(), a2a=a2a) as handle:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send"}
+        body["params"] = {"message": v03_message("x")}
+        said = {}
+        async with httpx.AsyncClient(timeout=30) as raw:
+            for user, password in [eve, ray, ("eve", eve[1].strip()), ("ray", ray[1].strip())]:
+                headers = {"authorization": basic_authorization(user, password)}
+                r = await raw.post(handle.url + "/", json=body, headers=headers)
+                said[(user, password)] = r.status_code
+        client = await grpc_client(handle.url)
+        try:
+            for user, password in [eve, ("eve", eve[1].strip())]:
+                context = ClientCallContext(
+                    service_parameters={"authorization": basic_authorization(user, password)}
+                )
+                try:
+                    [
+                        _
+                        async for _ in client.send_message(
+                            pb.SendMessageRequest(message=_message("hi")), context=context
+                        )
+                    ]
+                    said[("grpc", password)] = "ok"
+                except Exception as exc:  # the SDK's error for PERMISSION_DENIED
+                    said[("grpc", password)] = type(exc).__name__
+        finally:
+            await client.close()
+    assert said[eve] == said[ray] == 200, said
+    assert said[("eve", eve[1].strip())] == said[("ray", ray[1].strip())] == 403, said
+    assert said[("grpc", eve[1])] == "ok" and said[("grpc", eve[1].strip())] != "ok", said

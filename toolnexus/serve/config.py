@@ -104,7 +104,8 @@ class Auth:
             if pair is None:
                 return 401, None
             value = pair
-        given = value.strip().encode()
+        # basic's password is what was sent, spaces and all (a token has none: its spacing goes)
+        given = (value if self.scheme == "basic" else value.strip()).encode()
         matched = None
         for secret in self.secrets:  # compare against every secret, in constant time
             if hmac.compare_digest(given, secret.encode()):
