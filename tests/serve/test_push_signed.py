@@ -309,3 +309,22 @@ async def test_a_trusted_signers_huge_and_lasting_jtis_grow_the_receiver_no_more
         attack, attack_said = await grown(proc, url, token, "j" * 40_000, 30)
     assert ours_said == {200} and attack_said == {401}
     assert attack - ours < 16, (ours, attack)  # MiB
+
+
+async def test_a_signed_notification_that_does_not_sign_its_body_is_refused():
+    """Issue 59 item 5: a JWT without request_body_sha256 was accepted with any body. Ours always
+    signs the digest; a receiver told to verify requires it."""
+    key = tn.SigningKey(ec.generate_private_key(ec.SECP256R1()), kid="k1")
+    async with WebhookReceiver() as rx, httpx.AsyncClient() as http:
+        t = rx.target("t1", keys=tn.KeySet.load(key)).token
+        now = int(time.time())
+        bodiless = claims_token(
+            key, iss="http://agent/", aud=rx.url, iat=now, exp=now + 300, jti="j1", taskId="t1"
+        )
+        said = await _post_signed(http, rx.url, t, bodiless)
+        ours = await _post_signed(http, rx.url, t, _signed(key, rx.url))
+    assert (said.status_code, said.json()["error"]) == (
+        401,
+        "it does not sign the body (no request_body_sha256)",
+    )
+    assert ours.status_code == 200 and len(rx.notifications) == 1

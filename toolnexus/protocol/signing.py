@@ -863,7 +863,8 @@ def verify_push(
     accepted algorithm; ``aud`` this webhook; ``iss`` the agent when given (a trailing slash aside); ``iat`` not in the
     future and ``exp`` not past (:data:`PUSH_LEEWAY`), valid for at most a push's own
     :data:`PUSH_TTL` (``exp`` - ``iat``: a replay memory keeps each ``jti`` until it expires);
-    ``jti`` (at most :data:`MAX_JTI` characters) and ``taskId`` present; the body the one signed.
+    ``jti`` (at most :data:`MAX_JTI` characters) and ``taskId`` present; the body the one signed
+    (``request_body_sha256`` required: without it the signature vouches for any body).
     Replay (a ``jti`` seen before) and the task id are the receiver's to check."""
     try:
         header = jwt.get_unverified_header(token)
@@ -922,6 +923,8 @@ def verify_push(
             False, f"it is valid for {lifetime:.0f} s, longer than a push's {PUSH_TTL} s", claims
         )
     digest = claims.get("request_body_sha256")
-    if digest is not None and digest != hashlib.sha256(body).hexdigest():
+    if digest is None:  # a signature that does not cover the body vouches for any body
+        return PushVerdict(False, "it does not sign the body (no request_body_sha256)", claims)
+    if digest != hashlib.sha256(body).hexdigest():
         return PushVerdict(False, "its body is not the one signed", claims)
     return PushVerdict(True, f"signed by {signer!r} ({alg})", claims)
