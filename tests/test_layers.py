@@ -1,6 +1,7 @@
 """The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), every module
 in a layer of them, no import circle anywhere (an import inside a function or under TYPE_CHECKING
-counts), the type checker and the linter and formatter (ruff), clean."""
+counts), no copy of six lines or more between two modules (pylint's similarity checker,
+[tool.pylint.similarities]), the type checker and the linter and formatter (ruff), clean."""
 
 from __future__ import annotations
 
@@ -168,3 +169,36 @@ def test_lint_and_format_are_clean():
     ):
         run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def _similar(root: Path, *paths: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            _tool("pylint"),
+            "--rcfile",
+            str(ROOT / "pyproject.toml"),
+            "--disable=all",
+            "--enable=duplicate-code",
+            "--score=n",
+            *paths,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_no_copy_of_six_lines_or_more_between_modules():
+    run = _similar(ROOT, *ROOTS)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+
+
+def test_the_copy_checker_finds_a_copy(tmp_path: Path):
+    body = "\n".join(f"    total = total * {n} + len(items) - {n}" for n in range(6))
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.py").write_text(
+            f"def {name}(items, total):\n{body}\n    return total\n"
+        )
+    run = _similar(tmp_path, "a.py", "b.py")
+    assert "R0801" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]

@@ -50,8 +50,6 @@ from typing import Any
 
 from .. import _json
 from ..errors import PeerError
-from ..http.guard import HostGuard
-from ..http.server import AsgiServer
 from ..mcp.transport import endpoint_label, mcp_failure, open_client
 from ..protocol.model import new_id
 from ..traffic import TrafficRecorder
@@ -61,6 +59,7 @@ from .replay import (
     MAX_REQUEST,
     Difference,
     ReplayReport,
+    ReplayServer,
     _json_answer,
     _normal,
     _plain,
@@ -347,7 +346,7 @@ def _key(match: str, body: dict[str, Any]) -> tuple[Any, ...]:
 Send = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
 
-class MCPReplay:
+class MCPReplay(ReplayServer):
     """Serves an MCP session's cassette as an MCP server, over HTTP or stdio (see the module).
 
     Args:
@@ -390,8 +389,6 @@ class MCPReplay:
         first = next((x for x in self.cassette if _server_of(x) == self.tape.server), None)
         if first is not None and first.method != "STDIO":
             self.path = urllib.parse.urlsplit(first.url).path or "/"
-        self._server: AsgiServer | None = None
-        self.url = ""
 
     @property
     def server(self) -> str:
@@ -457,14 +454,7 @@ class MCPReplay:
             await send({**call.answer, "id": live.get("id")})
 
     # -- over HTTP ----------------------------------------------------------------------------------
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if scope["type"] != "http":
-            return
+    async def answer(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["path"].rstrip("/") not in {self.path.rstrip("/"), "/mcp"}:
             await _plain(send, 404, f"toolnexus replay: the MCP endpoint is {self.path}")
             return
@@ -549,33 +539,17 @@ class MCPReplay:
                 task.cancel()
             await asyncio.gather(gone, closing, return_exceptions=True)
 
+    def served_at(self, base: str) -> str:
+        return base.rstrip("/") + self.path
+
     async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
         """Serve over HTTP on ``addr`` (loopback, a free port by default); returns the endpoint's URL."""
-        server: AsgiServer | None = None
-
-        def bound() -> tuple[str, int]:
-            assert server is not None
-            return server.host, server.port
-
-        server = AsgiServer(HostGuard(self, bound), addr)
         self._closing = asyncio.Event()
-        await server.start()
-        self._server = server
-        self.url = server.url.rstrip("/") + self.path
-        return self.url
+        return await super().start(addr)
 
     async def stop(self) -> None:
         self._closing.set()
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
-
-    async def __aenter__(self) -> MCPReplay:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await super().stop()
 
     # -- over stdio ---------------------------------------------------------------------------------
     async def serve_stdio(

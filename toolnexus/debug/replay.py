@@ -39,7 +39,7 @@ import os
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -56,7 +56,15 @@ from ..secrets import MASK
 from ..traffic import sse_data
 from .cassette import STABLE_ID, Cassette, CassetteError, Exchange, load, origin_of
 
-__all__ = ["ReplayPeer", "diff", "ReplayReport", "Difference", "MATCHES", "pick_origin"]
+__all__ = [
+    "ReplayServer",
+    "ReplayPeer",
+    "diff",
+    "ReplayReport",
+    "Difference",
+    "MATCHES",
+    "pick_origin",
+]
 
 MATCHES = ("strict", "lenient", "method")
 SERVED_TYPES = {
@@ -129,7 +137,60 @@ def _loads(text: str) -> Any:
 
 
 # -- the replay peer ------------------------------------------------------------------------------
-class ReplayPeer:
+class ReplayServer:
+    """What a replay served over HTTP is, A2A's and MCP's alike: an ASGI app that answers the
+    lifespan and hands each HTTP request to :meth:`answer`, on a loopback server of its own behind
+    the Host/Origin guard, started and stopped (also as ``async with``)."""
+
+    url = ""
+    """Where it is served (after :meth:`start`)."""
+    _server: AsgiServer | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] == "http":
+            await self.answer(scope, receive, send)
+
+    async def answer(self, scope: Any, receive: Any, send: Any) -> None:
+        """Answer one HTTP request."""
+        raise NotImplementedError
+
+    def served_at(self, base: str) -> str:
+        """The URL given out for a server at ``base`` (the server's own by default)."""
+        return base
+
+    async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
+        """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
+        server: AsgiServer | None = None
+
+        def bound() -> tuple[str, int]:
+            assert server is not None
+            return server.host, server.port
+
+        server = AsgiServer(HostGuard(self, bound), addr)
+        await server.start()
+        self._server = server
+        self.url = self.served_at(server.url)
+        return self.url
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class ReplayPeer(ReplayServer):
     """Serves a cassette's recorded answers over HTTP (see the module).
 
     Args:
@@ -169,8 +230,6 @@ class ReplayPeer:
         """``(operation, recorded exchange)`` of each request answered, in order."""
         self.misses: list[str] = []
         """The requests no recorded exchange matched (``"POST / SendMessage"`` ...)."""
-        self._server: Any = None
-        self.url = ""
 
     def answer_for(
         self, method: str, path: str, query: str, body: Any, text: str, conditional: bool = False
@@ -190,14 +249,7 @@ class ReplayPeer:
         self._used[key] = used + 1
         return queue[min(used, len(queue) - 1)]
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if scope["type"] != "http":
-            return
+    async def answer(self, scope: Any, receive: Any, send: Any) -> None:
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -284,33 +336,6 @@ class ReplayPeer:
         headers.append((b"content-length", str(len(content)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
-
-    # -- serving --------------------------------------------------------------------------------
-    async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
-        """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
-        server: AsgiServer | None = None
-
-        def bound() -> tuple[str, int]:
-            assert server is not None
-            return server.host, server.port
-
-        server = AsgiServer(HostGuard(self, bound), addr)
-        await server.start()
-        self._server = server
-        self.url = server.url
-        return self.url
-
-    async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
-
-    async def __aenter__(self) -> ReplayPeer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
 
 def pick_origin(cassette: Cassette, origin: str | None) -> str:
