@@ -59,6 +59,11 @@ SLOW = 60.0
 _WORD_START = re.compile(r"(?<=\s)(?=\S)")
 
 
+def _env() -> dict[str, str]:
+    """The environment of a framework's process: ours, less PYTHONPATH (its venv is its world)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _python(name: str) -> Path:
     return HERE / name / ".venv" / "bin" / "python"
 
@@ -104,6 +109,7 @@ async def client(name: str, url: str, texts: list[str], **opts: Any) -> dict[str
         subprocess.run,
         [str(_python(name)), str(HERE / name / "client.py"), spec],
         cwd=HERE / name,
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=240,
@@ -196,6 +202,7 @@ async def server(name: str, **opts: Any) -> AsyncIterator[str]:
             proc = subprocess.Popen(
                 [*script, spec],
                 cwd=folder,
+                env=_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -1,0 +1,41 @@
+"""What the framework scripts (``<name>/client.py``, ``<name>/server.py``) share, run inside each
+framework's venv (see field.py): the standard library and uvicorn only. A script imports it with
+``sys.path.insert(0, str(Path(__file__).parent.parent))``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+def spec() -> dict[str, Any]:
+    """The script's JSON argument (field.py's ``client``/``server`` write it)."""
+    return json.loads(sys.argv[1])
+
+
+def report(run: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    """Print what ``run()`` returns as one JSON line, or ``{"error": ...}`` if it raises."""
+    try:
+        seen = asyncio.run(run())
+    except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
+        seen = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(seen, default=str), flush=True)
+
+
+def serve(build: Callable[[str], Any]) -> None:
+    """Serve the ASGI app ``build(url)`` on 127.0.0.1, a free port, printing ``url`` (the socket
+    already listens: a client may connect at once) and serving until killed."""
+    import uvicorn  # noqa: PLC0415 - only a server script needs it
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = build(url)
+    print(url, flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
