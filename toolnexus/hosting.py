@@ -352,6 +352,15 @@ class Workspace:
         server = await self.stop(name)
         return await self.start(spec or server.spec)
 
+    def add(self, spec: ServerSpec) -> HostedServer:
+        """A server known here but not started (one saved elsewhere: another toolnexus-tui's)."""
+        server = self.servers.get(spec.name)
+        if server is None:
+            server = self.servers[spec.name] = HostedServer(spec)
+        elif server.state not in ("running", "starting"):
+            server.spec = spec
+        return server
+
     def remove(self, name: str) -> None:
         server = self.get(name)
         if server.state == "running":

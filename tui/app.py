@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import gc
 import json
 import logging
@@ -70,6 +71,9 @@ mode builds its screen while the user waits (``bench/tui_bench.py``); each waits
 without a key press (a build holds the loop up to ~130 ms here)."""
 PREBUILD_IDLE = 1.0
 """New tasks in the book between two times what the app holds is set aside from the collector."""
+SAVED_WATCH = 1.0
+"""Seconds between two looks at the saved servers file, for what another toolnexus-tui changed
+(a ``stat``; the file is read only when it changed)."""
 
 
 def _as_text(line: str) -> str:
@@ -249,6 +253,8 @@ class ToolnexusApp(App[None]):
             if peer.client is None:
                 self.connect_peer(peer)
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
+        self.servers_changed.subscribe(self, lambda _: self._say_serving())
+        self.set_interval(SAVED_WATCH, self._saved_changed)
         if (
             self.tune_gc
         ):  # it hosts servers: a served request costs the collector as in `toolnexus serve`
@@ -427,22 +433,76 @@ class ToolnexusApp(App[None]):
         unless another program has it now, which is said."""
         kept = self.server_book.ports.get(spec.name) if at_launch and spec.port == 0 else None
         sock = None
+        keep = at_launch
         if kept is not None:
             try:
                 sock = listening_socket(spec.host, kept)
                 spec = replace(spec, port=kept)
             except OSError:
+                holder = self.server_book.holder(kept)
+                keep = holder is None  # another window's: the port stays this server's home
                 self.notify(
-                    f"{spec.name}: port {kept}, its port last time, is taken now; it starts on another",
+                    f"{spec.name}: port {kept}, its port last time, is held by another "
+                    f"toolnexus-tui (pid {holder}); here it starts on another port this time"
+                    if holder is not None
+                    else f"{spec.name}: port {kept}, its port last time, is taken now; it starts on another",
                     title="New port",
                     severity="warning",
                 )
         try:
             server = await self.workspace.start(spec, sock=sock)
-            if at_launch:
+            if keep:
                 self.server_book.keep_port(spec.name, server.spec.port)
         except Exception as exc:  # shown, never a crash
-            self.notify(f"{spec.name}: {exc}", title="Server failed to start", severity="error")
+            self._start_failed(spec, exc, "Server failed to start")
+        self.servers_changed.publish(None)
+
+    def _start_failed(self, spec: ServerSpec, exc: BaseException, title: str) -> None:
+        """Say why a server did not start: when its port is another toolnexus-tui's, whose."""
+        held = self.port_held(spec, exc)
+        server = self.workspace.servers.get(spec.name)
+        if held and server is not None:
+            server.error = held
+        self.notify(
+            f"{spec.name}: {held or exc}", title=title, severity="warning" if held else "error"
+        )
+
+    def port_held(self, spec: ServerSpec, exc: BaseException) -> str:
+        """``port N is held by another toolnexus-tui (pid P)`` when that is why ``exc`` (an
+        ``Address already in use``) happened, as the saved servers file says; else ``""``."""
+        if not (isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE and spec.port):
+            return ""
+        holder = self.server_book.holder(spec.port)
+        if holder is None:
+            return ""
+        return f"port {spec.port} is held by another toolnexus-tui (pid {holder})"
+
+    def _say_serving(self) -> None:
+        """Say in the saved servers file which ports this window serves (for another window)."""
+        self.server_book.serving(
+            {s.spec.port: s.name for s in self.workspace.running() if s.spec.port}
+        )
+
+    def _saved_changed(self) -> None:
+        """Another toolnexus-tui changed the saved servers: show it here and say so."""
+        change = self.server_book.poll()
+        if change is None:
+            return
+        who = f"another toolnexus-tui (pid {change.by})"
+        for name in change.removed:
+            server = self.workspace.servers.get(name)
+            if server is None:
+                continue
+            if server.state in ("running", "starting"):
+                self.notify(f"{name} was deleted in {who}; it runs here until you stop it")
+            else:
+                self.workspace.remove(name)
+                self.notify(f"{name} was deleted in {who}")
+        for name, spec in (change.added | change.edited).items():
+            known = name in self.workspace.servers
+            self.workspace.add(spec)
+            if not known:
+                self.notify(f"{name} was added in {who}; s starts it here")
         self.servers_changed.publish(None)
 
     def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
@@ -473,7 +533,7 @@ class ToolnexusApp(App[None]):
                 await self.workspace.start(server.spec)
                 self.notify(f"{name} running at {self.workspace.get(name).url}")
         except Exception as exc:
-            self.notify(f"{name}: {exc}", title="Server failed", severity="error")
+            self._start_failed(server.spec, exc, "Server failed")
         self.servers_changed.publish(None)
 
     @work(group="servers")
@@ -482,7 +542,7 @@ class ToolnexusApp(App[None]):
             await self.workspace.restart(name)
             self.notify(f"{name} restarted at {self.workspace.get(name).url}")
         except Exception as exc:
-            self.notify(f"{name}: {exc}", title="Restart failed", severity="error")
+            self._start_failed(self.workspace.get(name).spec, exc, "Restart failed")
         self.servers_changed.publish(None)
 
     # -- actions ---------------------------------------------------------------------------------------
@@ -511,6 +571,7 @@ class ToolnexusApp(App[None]):
 
     async def _close_all(self) -> None:
         await self.workspace.close()
+        self.server_book.serving({})
         await self.peer_book.close()
         if self.webhook is not None:
             await self.webhook.stop()

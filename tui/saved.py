@@ -1,19 +1,29 @@
 """What toolnexus-tui keeps between launches, under the user's config folder, readable by its owner
 only: the servers created with ``n`` (``servers-v1.json``: their specs, which name environment
 variables but hold no secret, with the port each got; and the port the servers started at
-launch, such as the demo, got, so that a copied curl line still works) and the peers (``tui.peers``)."""
+launch, such as the demo, got, so that a copied curl line still works) and the peers (``tui.peers``).
+
+Two toolnexus-tui may run at once on the same folder. Every change to the servers file is made
+under a lock (``.servers-v1.json.lock``): the file re-read, one change applied, the file written
+whole. The file also says which running toolnexus-tui (its pid) serves which port (``running``),
+so a window that cannot listen on a port can say who holds it, and which one changed it last
+(``by``), so that each window, watching the file (:meth:`ServerBook.poll`), can say what the other did."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-from dataclasses import asdict, fields
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from toolnexus._fs import write_whole
 from toolnexus.hosting import ServerSpec
 
-__all__ = ["ServerBook", "write_private"]
+__all__ = ["ServerBook", "SavedChange", "write_private"]
 
 SERVERS_FILE = "servers-v1.json"
 
@@ -24,52 +34,182 @@ def write_private(path: Path, data: Any) -> None:
     write_whole(path, json.dumps(data, indent=2))
 
 
+@dataclass
+class SavedChange:
+    """What another toolnexus-tui did to the saved servers since this one last looked."""
+
+    by: int
+    """Its pid."""
+    added: dict[str, ServerSpec] = field(default_factory=dict)
+    edited: dict[str, ServerSpec] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.edited or self.removed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
 class ServerBook:
     """The servers a user created, by name, in the order created (a bad file loads as empty)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, pid: int | None = None) -> None:
         self.path = Path(folder) / SERVERS_FILE
+        self.pid = os.getpid() if pid is None else pid
+        """This toolnexus-tui's pid, as the file names it."""
         self.specs: dict[str, ServerSpec] = {}
         self.ports: dict[str, int] = {}
         """The port each server started at launch (the demo's, ``--spec``'s) got last time, by name."""
+        self.running: dict[int, tuple[int, str]] = {}
+        """Port -> (pid, server name): what every running toolnexus-tui serves, as the file says."""
+        self._seen: tuple[int, int, int] | None = None  # the file as last read or written
+        self._news: SavedChange | None = None  # what others changed, read under a change of ours
 
+    # -- reading ---------------------------------------------------------------------------------------
     def load(self) -> list[ServerSpec]:
+        self._read()
+        self._news = None  # the first look: nothing was changed by anyone since
+        return list(self.specs.values())
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _read(self) -> None:
+        """The file into memory; what changed in the specs, and who changed it, kept for :meth:`poll`."""
+        self._seen = self._stamp()
         known = {f.name for f in fields(ServerSpec)}
+        specs: dict[str, ServerSpec] = {}
+        ports: dict[str, int] = {}
+        running: dict[int, tuple[int, str]] = {}
+        by = 0
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             for entry in data.get("servers", []):
                 spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
-                self.specs[spec.name] = spec
-            self.ports = {
+                specs[spec.name] = spec
+            ports = {
                 str(k): v
                 for k, v in (data.get("ports") or {}).items()
                 if type(v) is int and 0 < v < 65536
             }
+            for entry in data.get("running") or []:
+                pid, port, name = entry.get("pid"), entry.get("port"), entry.get("name")
+                if type(pid) is int and type(port) is int and isinstance(name, str):
+                    if pid == self.pid or _alive(pid):  # a window that crashed holds nothing
+                        running[port] = (pid, name)
+            by = data.get("by") if type(data.get("by")) is int else 0
         except (OSError, ValueError, TypeError, AttributeError):
             pass
-        return list(self.specs.values())
+        news = self._news or SavedChange(by)
+        news.by = by or news.by
+        for name, spec in specs.items():
+            if name not in self.specs:
+                news.added[name] = spec
+            elif spec != self.specs[name]:
+                news.edited[name] = spec
+        news.removed += [name for name in self.specs if name not in specs]
+        self._news = news if news else None
+        self.specs, self.ports, self.running = specs, ports, running
+
+    def poll(self) -> SavedChange | None:
+        """What another toolnexus-tui changed since this one last read or wrote the file, if anything."""
+        self.poll_quietly()
+        news, self._news = self._news, None
+        return news
+
+    def holder(self, port: int) -> int | None:
+        """The pid of another running toolnexus-tui serving ``port``, as the file says now."""
+        self.poll_quietly()
+        held = self.running.get(port)
+        return held[0] if held is not None and held[0] != self.pid else None
+
+    def poll_quietly(self) -> None:
+        """Read the file if it changed, keeping what changed for the next :meth:`poll`."""
+        if self._stamp() != self._seen:
+            self._read()
+
+    # -- changing: each under the lock, on the file as it is now ---------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.parent / f".{SERVERS_FILE}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # and the lock with it
+
+    def _change(self, apply: Callable[[], bool]) -> None:
+        """Re-read the file, apply one change (``apply`` says whether it changed anything), and
+        write it whole, all under the lock. A file that cannot be written is left as it was."""
+        try:
+            with self._locked():
+                self._read()
+                if apply():
+                    self._write()
+        except OSError:
+            pass
+
+    def _write(self) -> None:
+        running = [
+            {"pid": pid, "port": port, "name": name}
+            for port, (pid, name) in sorted(self.running.items())
+        ]
+        write_private(
+            self.path,
+            {
+                "servers": [asdict(s) for s in self.specs.values()],
+                "ports": self.ports,
+                "running": running,
+                "by": self.pid,
+            },
+        )
+        self._seen = self._stamp()
 
     def keep_port(self, name: str, port: int) -> None:
         """Remember the port a server started at launch got, for the next launch."""
-        if self.ports.get(name) != port:
+
+        def apply() -> bool:
+            changed = self.ports.get(name) != port
             self.ports[name] = port
-            self.save()
+            return changed
+
+        self._change(apply)
 
     def put(self, spec: ServerSpec, old_name: str | None = None) -> None:
-        if old_name and old_name != spec.name:
-            self.specs.pop(old_name, None)
-        self.specs[spec.name] = spec
-        self.save()
+        def apply() -> bool:
+            if old_name and old_name != spec.name:
+                self.specs.pop(old_name, None)
+            self.specs[spec.name] = spec
+            return True
+
+        self._change(apply)
 
     def drop(self, name: str) -> None:
-        if self.specs.pop(name, None) is not None:
-            self.save()
+        self._change(lambda: self.specs.pop(name, None) is not None)
 
-    def save(self) -> None:
-        try:
-            write_private(
-                self.path,
-                {"servers": [asdict(s) for s in self.specs.values()], "ports": self.ports},
-            )
-        except OSError:
-            pass
+    def serving(self, ports: dict[int, str]) -> None:
+        """Say in the file that this toolnexus-tui serves ``ports`` (port -> server name) now, and
+        nothing else (``{}`` when it quits). Written only when that changed."""
+        mine = {port: (self.pid, name) for port, name in ports.items()}
+        if {p: v for p, v in self.running.items() if v[0] == self.pid} == mine:
+            return
+
+        def apply() -> bool:
+            before = dict(self.running)
+            self.running = {p: v for p, v in self.running.items() if v[0] != self.pid} | mine
+            return self.running != before
+
+        self._change(apply)

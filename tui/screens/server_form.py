@@ -157,7 +157,8 @@ class ServerForm(ModalScreen[str | None]):
         except (
             Exception
         ) as exc:  # the reason of this attempt (a running namesake has no error of its own)
-            self._error(_field_reason(spec, exc))
+            held = cast(Desk, self.app).port_held(spec, exc)
+            self._error(f"host/port: {held}" if held else _field_reason(spec, exc))
             return
         desk = cast(Desk, self.app)  # the form is pushed by the ToolnexusApp only
         desk.remember_server(

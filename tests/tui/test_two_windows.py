@@ -1,0 +1,176 @@
+"""Two real toolnexus-tui at once on one config folder (issue 61 item 2), each in its own tmux
+session: the saved servers file is changed under a lock and says which window serves which port,
+the second window says whose port it could not listen on and keeps the first's saved demo port,
+and a delete in one window is seen in the other."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from ..helpers import ROOT
+from .test_smoke import EXE, TMUX, pytestmark  # noqa: F401  # pytestmark: the same needs
+
+SAVED = "servers-v1.json"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SOCKET = f"tn-two-{uuid.uuid4().hex[:8]}"  # a tmux server of this test's own: its sizes are its own
+TMUX_HERE = [TMUX, "-L", SOCKET, "-f", "/dev/null"]
+
+
+def screen(session: str) -> str:
+    return subprocess.run(
+        [*TMUX_HERE, "capture-pane", "-p", "-t", session], capture_output=True, text=True
+    ).stdout
+
+
+def _flat(text: str) -> str:
+    """The screen's text, each run of whitespace one space, then its toasts' text the same way (a
+    toast's lines stand right of the pane's, after a ``▌``, and wrap)."""
+    toasts = " ".join(line.split("▌", 1)[1] for line in text.splitlines() if "▌" in line)
+    return re.sub(r"\s+", " ", text) + " | " + re.sub(r"\s+", " ", toasts)
+
+
+def _until(session: str, pattern: str, timeout: float = 30) -> str:
+    """The flattened screen (``_flat``), once ``pattern`` is on it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        flat = _flat(screen(session))
+        if re.search(pattern, flat):
+            return flat
+        time.sleep(0.2)
+    raise AssertionError(f"{pattern!r} never appeared:\n{screen(session)}")
+
+
+def _saved(folder: Path, until: Callable[[dict], bool] = lambda _: True) -> dict:
+    """The saved servers file, once ``until`` holds of it (a window writes it after it draws)."""
+    deadline = time.monotonic() + 30
+    while True:
+        saved = json.loads((folder / SAVED).read_text())
+        if until(saved):
+            return saved
+        assert time.monotonic() < deadline, f"the saved servers file stayed {saved}"
+        time.sleep(0.2)
+
+
+def _serving(saved: dict) -> dict[int, int]:
+    return {e["port"]: e["pid"] for e in saved.get("running", [])}
+
+
+def _keys(session: str, *keys: str) -> None:
+    for key in keys:
+        subprocess.run([*TMUX_HERE, "send-keys", "-t", session, key], check=True)
+        time.sleep(0.3)
+
+
+def _gone(session: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while (
+        subprocess.run([*TMUX_HERE, "has-session", "-t", session], capture_output=True).returncode
+        == 0
+    ):
+        assert time.monotonic() < deadline, f"{session} did not quit"
+        time.sleep(0.2)
+
+
+def test_two_windows_share_the_saved_servers(tmp_path):
+    port = _free_port()
+    (tmp_path / SAVED).write_text(
+        json.dumps({"servers": [{"name": "shared", "skills": [], "port": port}], "ports": {}})
+    )
+    tag = uuid.uuid4().hex[:8]
+    first, second = f"tn-first-{tag}", f"tn-second-{tag}"
+
+    def launch(session: str) -> None:
+        subprocess.run(
+            [*TMUX_HERE, "new-session", "-d", "-s", session, "-x", "150", "-y", "36"]
+            + [f"TOOLNEXUS_CONFIG_DIR={tmp_path} {EXE}"],
+            check=True,
+        )
+
+    try:
+        launch(first)
+        _until(first, rf"shared http://127\.0\.0\.1:{port} ")
+        text = _until(first, r"demo-desk http://127\.0\.0\.1:\d+")
+        demo = int(re.search(r"demo-desk http://127\.0\.0\.1:(\d+)", text).group(1))
+        saved = _saved(tmp_path, lambda s: {demo, port} <= set(_serving(s)))
+        assert saved["ports"] == {"demo-desk": demo}
+        holders = _serving(saved)  # the file says which window serves which port
+        pid = holders[port]
+        assert holders[demo] == pid
+        assert "toolnexus-tui" in Path(f"/proc/{pid}/cmdline").read_text()
+
+        launch(second)
+        _until(
+            second,
+            rf"demo-desk: port {demo}, its port last time, is held by another toolnexus-tui "
+            rf"\(pid {pid}\)",
+        )
+        _until(second, rf"shared: port {port} is held by another toolnexus-tui \(pid {pid}\)")
+        text = _until(second, r"demo-desk http://127\.0\.0\.1:\d+")
+        moved = int(re.search(r"demo-desk http://127\.0\.0\.1:(\d+)", text).group(1))
+        assert moved != demo
+        _keys(second, "Down")  # the failed server's own reason, in its pane
+        _until(second, rf"✘ port {port} is held by another toolnexus-tui \(pid {pid}\)")
+        saved = _saved(tmp_path, lambda s: moved in _serving(s))
+        assert saved["ports"] == {"demo-desk": demo}  # the first window's curl line still works
+        assert set(_serving(saved)) == {demo, port, moved}
+
+        _keys(first, "Down", "d")  # delete the shared server in the first window
+        _until(first, r"shared deleted")
+        _until(second, rf"shared was deleted in another toolnexus-tui \(pid {pid}\)")
+        assert not re.search(r"^\s*\S\s+shared\s", screen(second), re.M)  # its row is gone
+        assert _saved(tmp_path)["servers"] == []
+
+        _keys(first, "C-q")
+        _keys(second, "C-q")
+        _gone(first)
+        _gone(second)
+        _saved(tmp_path, lambda s: s["running"] == [])
+    finally:
+        subprocess.run([*TMUX_HERE, "kill-server"], capture_output=True)
+
+
+_PUT_MANY = """
+import sys
+from pathlib import Path
+from toolnexus.hosting import ServerSpec
+from tui.saved import ServerBook
+
+import time
+book = ServerBook(Path(sys.argv[1]))
+book.load()
+(Path(sys.argv[1]) / f"ready-{sys.argv[2]}").touch()
+while len(list(Path(sys.argv[1]).glob("ready-*"))) < 2:  # both loaded: now at once
+    time.sleep(0.01)
+for i in range(25):
+    book.put(ServerSpec(name=f"{sys.argv[2]}-{i}"))
+"""
+
+
+def test_each_change_is_made_on_the_file_as_it_is_now(tmp_path):
+    """Two processes saving servers at once, each from what it loaded at its start: every change
+    is made under the lock on the file as it is then (re-read, one change, written whole), so
+    none of the fifty is lost."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", _PUT_MANY, str(tmp_path), who], env=env)
+        for who in ("left", "right")
+    ]
+    assert [p.wait(timeout=120) for p in runs] == [0, 0]
+    names = {s["name"] for s in json.loads((tmp_path / SAVED).read_text())["servers"]}
+    assert names == {f"{who}-{i}" for who in ("left", "right") for i in range(25)}
