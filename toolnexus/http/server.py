@@ -17,9 +17,10 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from typing import Any
 
+import h11
 import uvicorn
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "listening_socket",
     "serving_gc",
     "HEADER_TIMEOUT",
+    "MAX_HEAD",
     "MAX_CONNECTIONS",
     "ConnectionShare",
     "GC_THRESHOLD",
@@ -44,6 +46,10 @@ HEADER_TIMEOUT = 10.0
 still arriving, before it is closed (checked each interval: closed within two): a new socket that
 sends nothing, one trickling a request head or a body. uvicorn's keep-alive timeout (5 s) closes
 an idle connection after a response."""
+MAX_HEAD = 64 * 1024
+"""The largest request head (request line and headers) a server reads, in bytes: past it the answer
+is 431 and the connection is closed, the rest never read (nothing bounded it: a 4 MB header was
+read whole and answered 200). gRPC's metadata has the same bound."""
 MAX_CONNECTIONS = 1000
 """Open connections (or requests in progress) past which new requests get 503: the agent's, summed
 over the workers of ``toolnexus serve --workers N`` (see :class:`ConnectionShare`)."""
@@ -217,18 +223,85 @@ class _OneWrite:
         return getattr(self._transport, name)
 
 
-def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[asyncio.Protocol]:
+_TOO_LARGE = b"request head too large (limit %d bytes)"
+
+
+class _HeadTooLarge(Exception):
+    """Raised in a parser's callback to stop it: the head was answered 431 (see :data:`MAX_HEAD`)."""
+
+
+def _head_size(target: bytes, headers: Iterable[tuple[bytes, bytes]]) -> int:
+    """A request head's bytes, near enough: its target and each header's name and value."""
+    return len(target) + sum(len(k) + len(v) + 4 for k, v in headers)
+
+
+def _guarded(
+    base: Any, header_timeout: float, max_head: int = MAX_HEAD, one_write: bool = False
+) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
     interval (checked every interval, so within two) with no request in progress and no keep-alive
     timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
-    same request's body still arriving (a trickled body). No cost per request."""
+    same request's body still arriving (a trickled body); and answering 431 to a request whose
+    head is past ``max_head`` bytes (httptools bounds nothing; h11's own bound answers 400), the
+    connection closed once more than ``max_head`` bytes came without the head's end. No cost per
+    request beyond a count."""
+
+    whole = (
+        base.__name__ == "HttpToolsProtocol"
+    )  # it holds a head until it ends; h11 bounds its own
 
     class Guarded(base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._tn_one = _OneWrite(transport, self) if one_write else None
             self._tn_seen = None
+            self._tn_head: int | None = 0  # bytes of a head still arriving (None: none is)
             self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
+            if not whole:
+                self._tn_next_event, self.conn.next_event = self.conn.next_event, self._tn_check_h11
+
+        def data_received(self, data: bytes) -> None:
+            if whole and self._tn_head is not None:
+                self._tn_head += len(data)
+            super().data_received(data)
+            if whole and self._tn_head is not None and self._tn_head > max_head:
+                self._tn_refuse()  # no more of a head past the bound is read
+
+        def _tn_refuse(self) -> None:
+            """431, written raw (no request was made of the head), and the connection closed."""
+            if self.transport.is_closing():
+                return
+            msg = _TOO_LARGE % max_head
+            self.transport.write(
+                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(msg), msg)
+            )
+            self.transport.close()
+
+        def send_400_response(self, msg: str) -> None:  # a parser's refusal
+            if self.transport.is_closing():
+                return  # answered 431 already
+            if not whole and len(self.conn.trailing_data[0]) > max_head:
+                self._tn_refuse()  # h11's own bound: an unfinished head past it
+                return
+            super().send_400_response(msg)
+
+        def _tn_check_h11(self) -> Any:
+            """h11's next event, a request whose head is past the bound answered 431 (h11 bounds
+            only a head still arriving, and then answers 400)."""
+            event = self._tn_next_event()
+            if (
+                isinstance(event, h11.Request)
+                and _head_size(event.target, event.headers) > max_head
+            ):
+                self._tn_refuse()
+                raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
+            return event
+
+        def on_message_complete(self) -> None:  # httptools: a new head may follow
+            self._tn_head = 0
+            super().on_message_complete()
 
         def _tn_check(self) -> None:
             cycle = getattr(self, "cycle", None)
@@ -246,6 +319,10 @@ def _guarded(base: Any, header_timeout: float, one_write: bool = False) -> type[
         def on_headers_complete(self) -> None:
             # an app may end its answer mid-body on purpose (serve.quirks: drop-streams)
             self.scope["extensions"] = {**self.scope.get("extensions", {}), CUT: self._tn_cut}
+            self._tn_head = None
+            if _head_size(self.url, self.headers) > max_head:  # whole within the last read
+                self._tn_refuse()
+                raise _HeadTooLarge  # the parser stops: nothing of it reaches the app
             super().on_headers_complete()
             if self._tn_one is not None:
                 self.cycle.transport = (
@@ -328,16 +405,16 @@ def _sharing(base: Any, share: ConnectionShare) -> type[asyncio.Protocol]:
 
 
 @functools.lru_cache(maxsize=16)
-def _http_protocol(header_timeout: float) -> type[asyncio.Protocol]:
-    """The guarded protocol class for this timeout (made once, not per server)."""
+def _http_protocol(header_timeout: float, max_head: int = MAX_HEAD) -> type[asyncio.Protocol]:
+    """The guarded protocol class for this timeout and head bound (made once, not per server)."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415  # optional extra: httptools (fast)
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol  # noqa: PLC0415  # the fallback without the fast extra
 
-        return _guarded(H11Protocol, header_timeout)
+        return _guarded(H11Protocol, header_timeout, max_head)
     return _guarded(
-        HttpToolsProtocol, header_timeout, one_write=True
+        HttpToolsProtocol, header_timeout, max_head, one_write=True
     )  # its cycle says what must follow
 
 
@@ -375,6 +452,7 @@ class AsgiServer:
             "http": _http_protocol(header_timeout)
             if isinstance(max_connections, int)
             else _sharing(_http_protocol(header_timeout), max_connections),
+            "h11_max_incomplete_event_size": MAX_HEAD,  # h11's own bound (then 431, above)
             # nothing a client sends (X-Forwarded-For/-Proto) rewrites who it is, and a
             # request passes one middleware fewer
             "proxy_headers": False,

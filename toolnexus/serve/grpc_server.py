@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSupportedError
-from ..http.server import MAX_CONNECTIONS, http_url, parse_addr
+from ..http.server import MAX_CONNECTIONS, MAX_HEAD, http_url, parse_addr
 from ..protocol import rest
 from ..protocol.dialects import Dialect
 from ..protocol.grpc_binding import (
@@ -58,7 +58,13 @@ class GrpcServer:
     async def start(self) -> None:
         grpc, _, _ = modules()
         server = grpc.aio.server(
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE)],
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE),
+                # a call's metadata bounded as an HTTP request's head is: grpcio's own bounds are
+                # 8 KiB soft (past it, calls refused at random) and 16 KiB hard
+                ("grpc.max_metadata_size", MAX_HEAD),
+                ("grpc.absolute_max_metadata_size", MAX_HEAD),
+            ],
             maximum_concurrent_rpcs=MAX_CONNECTIONS,
         )  # past it: RESOURCE_EXHAUSTED
         for v03 in (False, True):  # the services the official stubs call, one handler per row
