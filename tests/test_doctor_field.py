@@ -4,6 +4,11 @@ Every claim the doctor makes here is checked against the client it names, run.""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
 import httpx
 import pytest
 
@@ -11,7 +16,11 @@ import toolnexus as tn
 from toolnexus import doctor
 
 from .helpers import v03_send
+from .peers.js_peer import js_client
+from .peers.quirky import quirky
+from .peers.sdk03_server import sdk03_server
 from .peers.sdk_server import sdk_server
+from .test_doctor_verdicts import verdicts
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
@@ -56,3 +65,139 @@ async def test_a_card_promising_0_3_that_the_server_does_not_answer_is_named_so(
     )
     assert promise.message.endswith("0.3 clients fail on this card")
     assert 'give the interface its protocolVersion "1.0"' in promise.fix
+
+
+async def _slow_to_cancel(request: dict[str, Any]) -> AsyncIterator[str]:
+    """A model that works a long while on a message asking to be canceled, echoes the rest."""
+    [*_, last] = [m for m in request["messages"] if m.get("role") == "user"]
+    text = str(last["content"]).split("\n\n")[-1]
+    if "to cancel" in text:
+        await asyncio.sleep(60)
+    yield f"echo: {text}"
+
+
+async def test_a_cancel_is_judged_by_the_state_after_it_and_a_send_after_it():
+    """BeeAI's server (``--quirks beeai``): its cancel of a working task is refused (-32002) while
+    the task works on, and every task after it fails. The doctor said "the task had finished first;
+    cancel was refused as it should be", and never sent again."""
+    tk = await tn.create_toolkit(builtins=False)
+    model = tn.create_in_process_client(_slow_to_cancel)
+    config = tn.A2AConfig(name="beeai", quirks=["beeai"])
+    async with tk, tk.serve(client=model, a2a=config) as handle:
+        report = await doctor(handle.url, send=True, timeout=10)
+        async with tn.A2AClient(handle.url) as client:  # any client, after the doctor's cancel
+            later = await client.send("hello", blocking=True)
+        asked = await official_send(handle.url)
+    said = _said(report, "cancel")
+    assert not [m for _, m in said if "as it should be" in m], report.text()
+    assert (
+        "warning",
+        "cancel was refused as not cancelable (Task cannot be canceled - current state: working), "
+        "but the task was working, not finished",
+    ) in said, report.text()
+    [broke] = [m for severity, m in said if severity == "error"]
+    assert broke.startswith(
+        "after one cancel, a message that worked before failed (its task failed: Action has been "
+        "aborted)"
+    )
+    assert later.state is tn.TaskState.FAILED and "aborted" in later.status.message.text
+    assert asked == ("TASK_STATE_FAILED", "")
+
+
+async def test_a_blocking_send_answered_submitted_is_named():
+    """The official a2a-sdk 1.3 server whose executor returns before the work is done: a blocking
+    send is answered with the task submitted, and the official client, sending without streaming,
+    gets that task and no reply."""
+    async with sdk_server(detached=True) as url:
+        report = await doctor(url, send=True, timeout=10)
+        asked = await official_send(url)
+    [blocking] = [f for f in report.findings if f.check == "blocking send"]
+    assert blocking.severity == "warning" and blocking.message.startswith(
+        "a blocking send was answered with the task submitted"
+    )
+    assert asked == ("TASK_STATE_SUBMITTED", "")
+
+
+async def official_send(url: str) -> tuple[str, str]:
+    """The official a2a-sdk 1.3 client, without streaming, sends "hello" as a user sets it up: the
+    state of the task it got back, and the text of its artifacts."""
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.client.card_resolver import A2ACardResolver
+    from a2a.types import a2a_pb2 as pb
+
+    async with httpx.AsyncClient(timeout=15) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        message = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER)
+        message.parts.append(pb.Part(text="hello"))
+        try:
+            [task] = [
+                ev.task
+                async for ev in client.send_message(pb.SendMessageRequest(message=message))
+                if ev.HasField("task")
+            ]
+        finally:
+            await client.close()
+    text = "".join(p.text for a in task.artifacts for p in a.parts)
+    return pb.TaskState.Name(task.status.state), text
+
+
+async def test_1_0_rules_are_not_applied_to_a_0_3_peer():
+    """The official a2a-sdk 0.3 server (the line of Strands, BeeAI, CrewAI): 0.3 reads historyLength
+    0 as no limit, and its resubscribe is not asked to answer the task first; the doctor faulted
+    both by 1.0's rules."""
+    async with sdk03_server() as url:
+        report = await doctor(url, send=True, timeout=10)
+        async with httpx.AsyncClient(timeout=10) as http:  # what 0 means to it: no limit
+            sent = (await http.post(url, json=v03_send("hello"))).json()["result"]
+            asked = {"id": sent["id"], "historyLength": 0}
+            got = await http.post(
+                url, json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": asked}
+            )
+    assert len(got.json()["result"]["history"]) >= 1
+    assert _said(report, "historyLength") == [
+        ("ok", "1 answers at most one message (0.3 reads 0 as no limit)")
+    ], report.text()
+    [(severity, message)] = _said(report, "subscribe")
+    assert severity == "info" and message.startswith("not checked: answering the task first")
+
+
+async def test_every_stream_frame_is_read_before_a_client_is_said_to_work():
+    """LangGraph's stream (``--quirks langgraph``): the first frame 1.0's, the rest 0.3-shaped. The
+    doctor said "a2a-sdk 1.x: works" and "JS SDK 1.x: works"; both clients, streaming, fail."""
+    async with quirky("langgraph", name="langgraph", skill="echo", description="echoes") as peer:
+        report = await doctor(peer.url, send=True, timeout=10)
+        python = await official_stream(peer.url)
+        js = (await js_client(peer.url, "JSONRPC")).get("stream") or {}
+    said = verdicts(report)
+    for line in ("a2a-sdk 1.x", "JS SDK 1.x"):
+        severity, message = said[line]
+        assert severity == "warning" and "cannot read the stream" in message, report.text()
+        assert "frame 2 of " in message and "0.3's kind 'status-update'" in message
+    assert python != "echo: hello", python  # it read no reply
+    print(f"the a2a-sdk 1.3 client read: {python!r}; the JS SDK: {js}")
+    assert "error" in js or not js.get("reply"), js
+
+
+async def official_stream(url: str) -> str:
+    """The official a2a-sdk 1.3 client as a user sets it up (streaming, its default): the reply's
+    text it read, or the error it raised."""
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.client.card_resolver import A2ACardResolver
+    from a2a.types import a2a_pb2 as pb
+
+    async with httpx.AsyncClient(timeout=15) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+        message = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER)
+        message.parts.append(pb.Part(text="hello"))
+        text = ""
+        try:
+            async for ev in client.send_message(pb.SendMessageRequest(message=message)):
+                if ev.HasField("artifact_update"):
+                    text += "".join(p.text for p in ev.artifact_update.artifact.parts)
+        except Exception as exc:  # whatever the SDK raises is the outcome looked at
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            await client.close()
+    return text

@@ -63,6 +63,9 @@ streams from it can tell a piece shown as it came from one shown at the end."""
 
 
 class ScriptExecutor(AgentExecutor):
+    def __init__(self, *, detached: bool = False) -> None:
+        self.detached = detached
+
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
         task = context.current_task
@@ -71,6 +74,8 @@ class ScriptExecutor(AgentExecutor):
         if task is None:
             task = new_task_from_user_message(context.message)
             await event_queue.enqueue_event(task)
+            if self.detached:  # the work left to run elsewhere: the task stays submitted
+                return
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         waiting = task.status.state == pb.TASK_STATE_INPUT_REQUIRED
         await updater.start_work()
@@ -268,6 +273,7 @@ async def sdk_server(
     token_url: str | None = None,
     oidc_url: str | None = None,
     versioned: bool = True,
+    detached: bool = False,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -287,7 +293,9 @@ async def sdk_server(
     that discovery URL; either enforces the bearer token as ``enforce`` does. ``versioned=False``:
     the card's interface names no protocolVersion, as Microsoft Agent Framework's hosting builds
     it (agent-framework-a2a 1.0.0b261022): the SDK's card route then writes 0.3's ``url`` and
-    ``protocolVersion "0.3"`` too, while its routes answer 1.0 only (without ``compat``)."""
+    ``protocolVersion "0.3"`` too, while its routes answer 1.0 only (without ``compat``).
+    ``detached``: the executor makes the task and returns, its work left to run elsewhere (never
+    done here), so that a blocking send is answered with the task ``submitted``."""
     enforce = enforce or token_url is not None or oidc_url is not None
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
@@ -370,7 +378,7 @@ async def sdk_server(
     push_http = httpx.AsyncClient(timeout=5)
     push_store = InMemoryPushNotificationConfigStore() if push else None
     handler = DefaultRequestHandlerV2(
-        agent_executor=ScriptExecutor(),
+        agent_executor=ScriptExecutor(detached=detached),
         task_store=task_store or InMemoryTaskStore(),
         agent_card=agent_card,
         push_config_store=push_store,

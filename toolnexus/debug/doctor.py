@@ -55,7 +55,7 @@ from ..protocol.card import (
     validate_card,
 )
 from ..protocol.dialects import Dialect
-from ..protocol.model import TaskState
+from ..protocol.model import Task, TaskState
 from ..protocol.operations import Binding
 from ..traffic import TrafficRecorder
 from .features import Probe, evidence, probe_features, rpc, since
@@ -104,6 +104,11 @@ class _Seen:
     ours: str | None = None
     """toolnexus' own send: None when none was made, "" when it came back, else why not."""
     ours_over: str = ""
+    streams: dict[tuple[str, Dialect], tuple[str, str] | None] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of each stream read → its first frame a reader of that dialect
+    refuses, and the evidence (None: every frame reads)."""
+    unblocked: str = ""
+    """The state a blocking send was answered with, when it was neither finished nor interrupted."""
     slowest: float = 0.0
     """Seconds the slowest send the doctor waited on took to be answered."""
 
@@ -602,6 +607,7 @@ async def _active(
     before = len(traffic.events)
     try:
         task = await client.send("hello from toolnexus doctor", blocking=True)
+        _blocked(client, task, traffic, add, seen)
         seen.ours, seen.ours_over = (
             "",
             f"{client.dialect.value if client.dialect else '?'} over {client.binding} "
@@ -631,37 +637,7 @@ async def _active(
             )
         await _as_others_send(card, http, headers, timeout, traffic, add, seen)
         _slow(traffic, before, add, seen)
-        before = len(traffic.events)
-        started = await client.send("hello from toolnexus doctor (to cancel)")
-        try:
-            canceled = await client.cancel(started.id)
-            add(
-                Finding(
-                    "ok" if canceled.state.value == "canceled" else "warning",
-                    "cancel",
-                    f"cancel answered the task {canceled.state.value}",
-                    [] if canceled.state.value == "canceled" else since(traffic, before),
-                )
-            )
-        except TaskNotCancelableError:
-            add(
-                Finding(
-                    "info",
-                    "cancel",
-                    "the task had finished first; cancel was refused as it should be",
-                )
-            )
-        except (RPCError, PeerError) as exc:
-            add(
-                Finding(
-                    "warning",
-                    "cancel",
-                    f"cancel failed: {exc}",
-                    since(traffic, before),
-                    ["clients that cancel (agent tools, the TUI, the SDKs)"],
-                    "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
-                )
-            )
+        await _cancel(client, task, traffic, add, seen)
         await _round_trip(client, card, traffic, add)
         if card.streaming:
             before = len(traffic.events)
@@ -702,6 +678,8 @@ async def _active(
             ]
             answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
             broke = next((e for e in streamed if e.error), None)
+            if client.dialect is not None:
+                _frames(streamed, client.endpoint, client.dialect, seen)
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
             elif broke is not None:
@@ -779,6 +757,134 @@ async def _active(
         await client.release()
 
 
+async def _cancel(
+    client: A2AClient, first: Task, traffic: TrafficRecorder, add: _Add, seen: _Seen
+) -> None:
+    """A task sent to return at once, canceled: judged by the task's state after the cancel (got
+    again), not by the answer alone; then one more blocking send, which must do as the first did
+    (a server whose cancel breaks the tasks after it is named)."""
+    before = len(traffic.events)
+    started = await client.send("hello from toolnexus doctor (to cancel)")
+    refused: Exception | None = None
+    answered: Task | None = None
+    try:
+        answered = await client.cancel(started.id)
+    except TaskNotCancelableError as exc:
+        refused = exc
+    except (RPCError, PeerError) as exc:
+        add(
+            Finding(
+                "warning",
+                "cancel",
+                f"cancel failed: {exc}",
+                since(traffic, before),
+                ["clients that cancel (agent tools, the TUI, the SDKs)"],
+                "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
+            )
+        )
+        return
+    try:
+        after = (await client.get(started.id)).state
+    except (RPCError, PeerError):
+        after = answered.state if answered is not None else None
+    if refused is not None and after is not None and not after.terminal:
+        add(
+            Finding(
+                "warning",
+                "cancel",
+                f"cancel was refused as not cancelable ({refused}), but the task was "
+                f"{after.value}, not finished",
+                since(traffic, before),
+                ["clients that cancel (agent tools, the TUI, the SDKs): the task runs on"],
+                "cancel a task that has not finished (TaskNotCancelable is for a finished one), "
+                "and set its state canceled",
+            )
+        )
+    elif refused is not None:
+        add(
+            Finding(
+                "info",
+                "cancel",
+                f"the task had finished first ({after.value if after else 'its state unknown'}); "
+                "cancel was refused as it should be",
+            )
+        )
+    elif answered is not None:
+        ended = after or answered.state
+        severity = (
+            "ok"
+            if ended is TaskState.CANCELED
+            else "info"
+            if ended.terminal  # it finished first; the cancel's answer was not its state
+            else "warning"
+        )
+        add(
+            Finding(
+                severity,
+                "cancel",
+                f"cancel answered the task {answered.state.value}"
+                + ("" if after in (None, answered.state) else f", and it was {after.value} after"),
+                [] if severity == "ok" else since(traffic, before),
+                ["clients that cancel: the task runs on"] if severity == "warning" else [],
+                "" if severity == "ok" else "answer a cancel with the task's state after it",
+            )
+        )
+    before = len(traffic.events)
+    try:
+        again = await client.send("hello from toolnexus doctor (after the cancel)", blocking=True)
+    except (RPCError, PeerError) as exc:
+        broke = str(exc)
+    else:
+        _blocked(client, again, traffic, add, seen)
+        broke = (
+            f"its task {again.state.value}"
+            + (f": {again.status.message.text}" if again.status.message else "")
+            if again.state in (TaskState.FAILED, TaskState.REJECTED)
+            and first.state not in (TaskState.FAILED, TaskState.REJECTED)
+            else ""
+        )
+    if broke:
+        add(
+            Finding(
+                "error",
+                "cancel",
+                "after one cancel, a message that worked before failed ("
+                + broke
+                + "): the cancel broke the tasks after it (beeai-framework 0.1.85's server does "
+                "this: one AbortController shared by every task)",
+                since(traffic, before),
+                ["every client, after any client's cancel"],
+                "give each task its own cancellation (abort only the task canceled)",
+            )
+        )
+
+
+def _blocked(
+    client: A2AClient, task: Task, traffic: TrafficRecorder, add: _Add, seen: _Seen
+) -> None:
+    """A blocking send must be answered at a terminal or interrupted state (A2A: the send waits for
+    it); one answered ``submitted`` or ``working`` is named, once."""
+    if task.state.terminal or task.state.interrupted or client.dialect is Dialect.LEGACY:
+        return  # the legacy dialect never blocks: its clients expect submitted back
+    if seen.unblocked:
+        return
+    seen.unblocked = task.state.value
+    add(
+        Finding(
+            "warning",
+            "blocking send",
+            f"a blocking send was answered with the task {task.state.value}: a blocking send "
+            "waits until the task is finished or needs input",
+            [evidence(list(traffic.events)[-1])] if traffic.events else [],
+            [
+                "clients that send without streaming (a2a-sdk 1.x, the JS SDK): the answer has no reply"
+            ],
+            "answer a blocking send (0.3 blocking: true, or 1.0 without returnImmediately) when "
+            "the task is completed, failed, canceled, rejected, or asks for input",
+        )
+    )
+
+
 async def _as_others_send(
     card: AgentCard,
     http: httpx.AsyncClient,
@@ -820,8 +926,11 @@ async def _as_others_send(
         client.traffic = traffic
         client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
         try:
-            await client.send(f"hello from toolnexus doctor (in {dialect.value})", blocking=True)
+            sent = await client.send(
+                f"hello from toolnexus doctor (in {dialect.value})", blocking=True
+            )
             seen.sent[(endpoint, dialect)] = ""
+            _blocked(client, sent, traffic, add, seen)
         except (RPCError, PeerError) as exc:
             seen.sent[(endpoint, dialect)] = str(exc)
         finally:
@@ -829,6 +938,84 @@ async def _as_others_send(
         last = list(traffic.events)[-1] if traffic.events else None
         if last is not None and last.url == endpoint and last.status is not None:
             seen.shapes[(endpoint, dialect)] = _shapes(last, dialect, add)
+        if card.streaming and not seen.sent[(endpoint, dialect)]:
+            await _stream_as(client, dialect, traffic, seen)
+
+
+async def _stream_as(
+    client: A2AClient, dialect: Dialect, traffic: TrafficRecorder, seen: _Seen
+) -> None:
+    """One stream as a client of ``dialect`` asks for it, read to its end (bounded), its every
+    frame checked against the dialect (:func:`_frames`)."""
+    before = len(traffic.events)
+    with contextlib.suppress(RPCError, PeerError, TimeoutError):
+        async with asyncio.timeout(max(client.timeout, 30.0)):
+            async with contextlib.aclosing(
+                client.stream(f"hello from toolnexus doctor (a stream in {dialect.value})")
+            ) as stream:
+                read = 0
+                async for _ in stream:
+                    read += 1
+                    if read >= MAX_FRAMES:
+                        break
+    streamed = [e for e in list(traffic.events)[before:] if e.rpc_method in _STREAMS]
+    _frames(streamed, client.endpoint, dialect, seen)
+
+
+_STREAMS = ("message/stream", "SendStreamingMessage")
+_V10_EVENTS = ("task", "message", "statusUpdate", "artifactUpdate")
+_V03_KINDS = ("task", "message", "status-update", "artifact-update")
+
+
+def _frames(streamed: list[TrafficEvent], endpoint: str, dialect: Dialect, seen: _Seen) -> None:
+    """Every frame of a JSON-RPC stream checked against ``dialect`` (a reader of it refuses the
+    first that departs: the official clients parse each frame strictly); the first departure is
+    kept for the verdicts, with its evidence."""
+    for event in streamed:
+        for i, frame in enumerate(event.frames, 1):
+            data = _json.loads_or_none(frame)
+            result = data.get("result") if _json.is_object(data) else None
+            if result is None:
+                continue  # an error frame, or not JSON-RPC: said by the streaming check
+            faults = _frame_faults(result, dialect)
+            if faults:
+                seen.streams[(endpoint, dialect)] = (
+                    f"frame {i} of {len(event.frames)}: " + "; ".join(faults),
+                    f"{event.method} {event.url} {event.rpc_method}, frame {i}: {frame[:400]}",
+                )
+                return
+        seen.streams.setdefault((endpoint, dialect), None)
+
+
+def _frame_faults(result: Any, dialect: Dialect) -> list[str]:
+    """What of one stream frame's result a strict reader of ``dialect`` refuses."""
+    if not _json.is_object(result):
+        return ["the result is not an object"]
+    out: list[str] = []
+    if dialect is Dialect.V10:
+        keys = [k for k in _V10_EVENTS if k in result]
+        if len(keys) != 1 or "kind" in result:
+            out.append(
+                "it is not wrapped as one of task, message, statusUpdate, artifactUpdate"
+                + (f" (it has 0.3's kind {result.get('kind')!r})" if "kind" in result else "")
+            )
+        body = result.get(keys[0]) if len(keys) == 1 else result
+    else:
+        if result.get("kind") not in _V03_KINDS:
+            wrapped = [k for k in _V10_EVENTS if k in result]
+            out.append(
+                f"it has no 0.3 kind (it is wrapped as 1.0's {wrapped[0]!r})"
+                if wrapped
+                else "it has no 0.3 kind"
+            )
+        body = result
+    status = body.get("status") if _json.is_object(body) else None
+    state = str(status.get("state") or "") if _json.is_object(status) else ""
+    if dialect is Dialect.V10 and state and not state.startswith("TASK_STATE_"):
+        out.append(f"the state {state!r} is not TASK_STATE_*")
+    if dialect is not Dialect.V10 and state.startswith("TASK_STATE_"):
+        out.append(f"the state {state!r} is not 0.3's spelling")
+    return out
 
 
 def _slow(traffic: TrafficRecorder, before: int, add: _Add, seen: _Seen) -> None:
@@ -1105,6 +1292,23 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
                     + "; ".join(departures),
                     breaks=[line],
                     fix=f"answer in {dialect.value}'s shapes",
+                )
+            )
+        elif card.streaming and (unread := seen.streams.get((endpoint, dialect))):
+            add(
+                Finding(
+                    "warning",
+                    check,
+                    f"breaks: it speaks {where}, and cannot read the stream ("
+                    + (
+                        "it streams by default when the card says streaming"
+                        if line.startswith("a2a-sdk")
+                        else "sendMessageStream"
+                    )
+                    + f"): {unread[0]}",
+                    [unread[1]],
+                    [line],
+                    f"write every stream frame in {dialect.value}'s shapes",
                 )
             )
         elif line.startswith("a2a-sdk") and seen.slowest > SDK_WAIT:

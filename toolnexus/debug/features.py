@@ -6,8 +6,8 @@ or not enforced), its tenant (a call with it and one without), the extended card
 credentials: it must be refused; with the user's: served), each security scheme's required
 fields and whether the requirements name declared schemes, ``ListTasks`` (``nextPageToken``
 always there, artifacts left out unless asked). With ``send``, on tasks the doctor makes:
-``historyLength``, ``ListTasks``' filters and pages, a subscribe that answers the task first, a
-push round trip into a local receiver (its token header and the payload's shape in the dialect),
+``historyLength`` (0.3 reads 0 as no limit), ``ListTasks``' filters and pages, a subscribe that
+answers the task first (1.0's rule), a push round trip into a local receiver (its token header and the payload's shape in the dialect),
 a file part of a declared and of an undeclared input mode, and ``acceptedOutputModes``.
 
 Each finding names the official clients it affects. The probes speak JSON-RPC, at the card's 1.0
@@ -765,7 +765,21 @@ async def _history(probe: Probe, task: dict[str, Any]) -> None:
         )
         history = got.get("history") if got is not None else None
         counts[length] = len(history) if _json.is_array(history) else (0 if got else None)
-    if counts[0] == 0 and counts[1] is not None and counts[1] <= 1:
+    if not probe.v10:  # 0.3 reads 0 as no limit (the a2a-sdk 0.3 server answers it all)
+        if counts[1] is not None and counts[1] <= 1:
+            probe.found(
+                "ok", "historyLength", "1 answers at most one message (0.3 reads 0 as no limit)"
+            )
+        else:
+            probe.found(
+                "warning",
+                "historyLength",
+                f"historyLength 1 answered {counts[1]} message(s)",
+                before,
+                ["clients that ask for a short history (a2a-sdk 0.3 get_task, toolnexus get)"],
+                "answer at most historyLength messages of the history",
+            )
+    elif counts[0] == 0 and counts[1] is not None and counts[1] <= 1:
         probe.found("ok", "historyLength", "0 answers no history, 1 at most one message")
     else:
         probe.found(
@@ -829,8 +843,17 @@ async def _list_filters(probe: Probe, task: dict[str, Any]) -> None:
 
 
 async def _subscribe(probe: Probe) -> None:
-    """A subscribe to a running task answers the task first (A2A 1.0 §3.1.6)."""
+    """A subscribe to a running task answers the task first (A2A 1.0 §3.1.6; 0.3 has no such
+    rule: its resubscribe sends the events to come, so it is not asked of a 0.3 peer)."""
     if not probe.card.streaming:
+        return
+    if not probe.v10:
+        probe.found(
+            "info",
+            "subscribe",
+            "not checked: answering the task first is 1.0's rule, and this peer is probed in 0.3 "
+            "(whose resubscribe sends the task's events to come)",
+        )
         return
     started = task_of(
         await probe.send("hello from toolnexus doctor (subscribe)", returnImmediately=True)
