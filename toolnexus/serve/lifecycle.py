@@ -333,7 +333,10 @@ class TaskRunner:
         metadata: dict[str, Any] | None = None,
     ) -> Task | None:
         """Move ``task`` to ``state`` if the move is legal: save, wake waiters, publish. Returns the
-        task's new value (see :meth:`Task.moved`), None if the move was refused. ``conversation``:
+        task's new value (see :meth:`Task.moved`), None if the move was refused. ``message``: the
+        state's message (why it failed, what it asks), also added to its history as the agent's
+        last message (clients that read a task's text from its history, not its status: Microsoft
+        Agent Framework's and a2a-handler's). ``conversation``:
         written in the same statement as this move (a store that :attr:`_joint` said joins them);
         ``metadata``: keys set on the task's metadata by this move (a request's, answering it).
 
@@ -355,7 +358,8 @@ class TaskRunner:
                     log.debug("task %s: refused move %s -> %s", task.id, before, state)
                     return None
                 stamp = now_iso()
-                value = task.moved(TaskStatus(state, message, stamp), history, artifacts, metadata)
+                said = [*(history or ()), message] if message is not None else history
+                value = task.moved(TaskStatus(state, message, stamp), said, artifacts, metadata)
                 quiet, unsaved = task.id in self._quiet, None
                 try:
                     if quiet:
@@ -893,9 +897,7 @@ class TaskRunner:
                 why = Message.agent(result.pending.prompt or "rejected", task.context_id, task.id)
                 await self._settle(
                     task,
-                    lambda: self.transition(
-                        task, TaskState.REJECTED, message=why, history=[why], result=result
-                    ),
+                    lambda: self.transition(task, TaskState.REJECTED, message=why, result=result),
                 )
                 return
             state = TaskState.AUTH_REQUIRED if kind == AUTH else TaskState.INPUT_REQUIRED
@@ -917,7 +919,6 @@ class TaskRunner:
                     task,
                     state,
                     message=question,
-                    history=[question],
                     result=result,
                 ),
             )
