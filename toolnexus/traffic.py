@@ -66,9 +66,18 @@ class TrafficRecorder:
     """Keeps the last ``keep`` exchanges and publishes each on a bus (when one is given)."""
 
     def __init__(
-        self, bus: EventBus | None = None, keep: int = 1000, peer: str = "", by: str | None = None
+        self,
+        bus: EventBus | None = None,
+        keep: int = 1000,
+        peer: str = "",
+        by: str | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         self.bus = bus
+        self.max_bytes = max_bytes
+        """The bodies the recorder keeps together, at most (the oldest exchanges go first); None:
+        only ``keep`` bounds them."""
+        self._kept = 0  # their bodies' characters, with max_bytes
         self.peer = peer
         self.by = by
         """Who makes these exchanges when it is not the app's own client (``"doctor"``): on each event."""
@@ -160,16 +169,32 @@ class TrafficRecorder:
             server=server,
             by=self.by,
         )
-        self.events.append(event)
+        self._keep(event)
         if self.cassette is not None:
             self.cassette.write(event)
         if self.bus is not None:
             self.bus.publish(event)
         return event
 
+    def _keep(self, event: TrafficEvent) -> None:
+        """Keep ``event``, the oldest let go past ``keep`` exchanges or ``max_bytes`` of bodies."""
+        if self.max_bytes is None:
+            self.events.append(event)
+            return
+        if len(self.events) == self.events.maxlen and self.events:
+            self._kept -= _bodies(self.events[0])
+        self.events.append(event)
+        self._kept += _bodies(event)
+        while self._kept > self.max_bytes and len(self.events) > 1:
+            self._kept -= _bodies(self.events.popleft())
+
     def as_curl(self, event: TrafficEvent) -> str:
         """The exchange as a curl command line (secrets stay masked)."""
         return to_curl(event)
+
+
+def _bodies(event: TrafficEvent) -> int:
+    return len(event.request_body) + len(event.response_body) + sum(map(len, event.frames))
 
 
 def _text(body: bytes | str | Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import socket
 import time
 import uuid
@@ -28,7 +29,7 @@ from toolnexus.http.server import AsgiServer
 from toolnexus.protocol.model import TaskState
 from toolnexus.protocol.push import PushConfig, webhook_refusal
 
-from ..helpers import Served, rss_mib
+from ..helpers import Served, receiver_process, rss_mib
 from ..peers import raw_on_loopback
 from ..peers.js_peer import js_server
 from ..peers.sdk_server import sdk_server
@@ -924,3 +925,30 @@ async def test_what_waits_for_a_webhook_is_bounded_in_the_agents_memory():
     bound = (QUEUED_BYTES + PER_DESTINATION * body) / 2**20 + allocator
     over = {case: round(mib - without) for case, mib in grown.items()}
     assert all(extra <= bound for extra in over.values()), (over, bound)
+
+
+async def test_what_the_receiver_keeps_is_bounded_in_bytes():
+    """Issue 59 item 4, in a receiver's resident memory: it kept up to 1,000 notifications of up to
+    1 MiB each from any holder of one token (200 of 1 MB grew it by 236 MiB, 1,000 about 1.2 GB),
+    and its wire log 200 bodies of 256 KiB. Now the notifications kept are at most MAX_KEPT bytes
+    together, and so are the wire log's bodies: 200 of 1 MB grow it no more than that over as many
+    small ones (measured: 46 MiB more; 243 MiB before)."""
+    from toolnexus.client.webhook import MAX_KEPT
+
+    def body(pad: int) -> bytes:
+        update = {"taskId": "t1", "status": {"state": "TASK_STATE_WORKING"}}
+        return json.dumps({"statusUpdate": {**update, "metadata": {"pad": "x" * pad}}}).encode()
+
+    async def grown(proc, url: str, token: str, pad: int) -> float:
+        before = rss_mib(proc.pid)
+        headers = {"X-A2A-Notification-Token": token, "content-type": "application/json"}
+        async with httpx.AsyncClient(timeout=30) as http:
+            for _ in range(200):
+                assert (await http.post(url, content=body(pad), headers=headers)).status_code == 200
+        return rss_mib(proc.pid) - before
+
+    async with receiver_process() as (proc, url, token):
+        small = await grown(proc, url, token, 100)
+        large = await grown(proc, url, token, 1_000_000)
+    allocator = 32  # MiB the allocator may keep of freed bodies for reuse (14 measured)
+    assert large - small < 2 * MAX_KEPT / 2**20 + allocator, (small, large)

@@ -10,7 +10,7 @@ keys (``target(task_id, keys=...)``), a notification must also carry a JWT signe
 checked, and a ``jti`` seen before is refused as a replay (each target remembers the digests of
 its own, each until it expires, at most :data:`MAX_JTIS`). Each notification's verdict is kept: ``Notification.verdict`` for one accepted,
 :attr:`WebhookReceiver.refused` for one refused. Accepted notifications are kept (the last ``keep``),
-can be awaited (:meth:`WebhookReceiver.wait`), and are published on the bus as inbound
+bounded in bytes too (:data:`MAX_KEPT`), can be awaited (:meth:`WebhookReceiver.wait`), and are published on the bus as inbound
 :class:`TrafficEvent` rows (``rpc_method`` ``"push"``, with the task they name), so a task's
 timeline shows them beside its other exchanges. Nothing a peer sends is interpreted: bodies are
 bounded (``max_body``), parsed as JSON only, and shown as masked text.
@@ -32,17 +32,20 @@ from .. import _json
 from ..events import EventBus
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
-from ..protocol.dialects import Dialect
+from ..protocol.dialects import MAX_ID, Dialect
 from ..protocol.model import TaskState, now_iso
 from ..protocol.push import TOKEN_HEADER, PushConfig, parse_notification
 from ..protocol.signing import PUSH_HEADER, PUSH_LEEWAY, KeySet, verify_push
 from ..secrets import MASK
 from ..traffic import TrafficRecorder
 
-__all__ = ["WebhookReceiver", "Notification", "Refusal", "MAX_NOTIFICATION", "MAX_JTIS"]
+__all__ = ["WebhookReceiver", "Notification", "Refusal", "MAX_NOTIFICATION", "MAX_JTIS", "MAX_KEPT"]
 
 MAX_NOTIFICATION = 1024 * 1024
 """The largest notification body accepted, in bytes (413 past it)."""
+MAX_KEPT = 16 * 1024 * 1024
+"""The bytes of notifications kept together (their bodies as they came), and of the wire log's
+bodies: past it the oldest go, whatever ``keep`` allows (1,000 of 1 MiB each were kept: 1.2 GB)."""
 MAX_JTIS = 20_000
 """Signed notifications' ``jti`` one target remembers against replay, each until its ``exp`` (at
 most :data:`~toolnexus.protocol.signing.PUSH_TTL` ahead) has passed; past this many, the one that
@@ -51,15 +54,21 @@ expires first is forgotten (a digest of 16 bytes each: about 3 MB a target at mo
 
 @dataclass
 class Notification:
-    """One push notification a peer delivered."""
+    """One push notification a peer delivered: its body kept as it came (``raw``), parsed when
+    read (``body``: parsed JSON may take many times its bytes)."""
 
     task_id: str | None
     state: TaskState | None
-    body: Any
+    raw: bytes
     peer: str
     time: str = field(default_factory=now_iso)
     verdict: str = "unsigned"
     """``unsigned`` (its token proved it), or who signed it: ``signed by 'kid' (ES256)``."""
+
+    @property
+    def body(self) -> Any:
+        """The notification, parsed (afresh at each read)."""
+        return _json.loads(self.raw)
 
 
 @dataclass
@@ -130,8 +139,9 @@ class WebhookReceiver:
     ) -> None:
         self.name = name
         self.max_body = max_body
-        self.traffic = TrafficRecorder(bus, keep=200, peer=name)
+        self.traffic = TrafficRecorder(bus, keep=200, peer=name, max_bytes=MAX_KEPT)
         self.notifications: collections.deque[Notification] = collections.deque(maxlen=keep)
+        self._kept = 0  # the bytes of the notifications kept
         self._tokens: dict[str, _Target] = {}
         self.refused: collections.deque[Refusal] = collections.deque(maxlen=keep)
         """Notifications refused (the newest ``keep``), each with why."""
@@ -213,6 +223,16 @@ class WebhookReceiver:
                 await self._arrived.wait_for(lambda: found() is not None)
         return found()  # type: ignore[return-value]  # what the waiter was given is a Notification
 
+    def _keep(self, notification: Notification) -> None:
+        """Keep it, the oldest let go past ``keep`` of them or :data:`MAX_KEPT` bytes."""
+        kept = self.notifications
+        if len(kept) == kept.maxlen and kept:
+            self._kept -= len(kept[0].raw)
+        kept.append(notification)
+        self._kept += len(notification.raw)
+        while self._kept > MAX_KEPT and len(kept) > 1:
+            self._kept -= len(kept.popleft().raw)
+
     def _known(self, headers: dict[str, str]) -> _Target | None:
         """The target whose token the notification carries, or None."""
         given = headers.get(TOKEN_HEADER.lower(), "")
@@ -282,6 +302,9 @@ class WebhookReceiver:
             task_id, state = parse_notification(data)
             if data is None:
                 status, answer = 400, {"error": "the notification is not JSON"}
+            elif task_id is not None and len(task_id) > MAX_ID:
+                why = f"its task id is {len(task_id):,} characters (an id has at most {MAX_ID})"
+                task_id, status, answer = None, 400, {"error": why}
             else:
                 status, verdict = self._judge(target, headers, raw, task_id)
                 answer = {} if status == 200 else {"error": verdict}
@@ -317,7 +340,8 @@ class WebhookReceiver:
         )
         if status == 200:
             async with self._arrived:
-                self.notifications.append(Notification(task_id, state, data, peer, verdict=verdict))
+                self._keep(Notification(task_id, state, raw, peer, verdict=verdict))
                 self._arrived.notify_all()
         else:
-            self.refused.append(Refusal(status, str(answer.get("error", "")), task_id, peer))
+            why = str(answer.get("error", ""))[:1000]  # a claim it quotes may be long
+            self.refused.append(Refusal(status, why, task_id, peer))
