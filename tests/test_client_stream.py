@@ -63,3 +63,55 @@ def test_a_text_that_starts_over_replaces_and_earlier_tasks_keep_theirs():
     task = fold.apply(append("A whole reply.", append=False, last=True))
     assert task.artifacts[0].text == "A whole reply."
     assert first.artifacts[0].text == "Half "  # a task yielded before is not changed after
+
+
+# Words said as status messages (issue 58 item 2): Strands by default and the Gemini CLI send each
+# piece as a working status message, LangGraph the text so far in each.
+
+
+def status(state: str, text: str | None = None, mid: str = "m") -> dict:
+    body: dict = {"taskId": "t1", "contextId": "c1", "status": {"state": state}}
+    if text is not None:
+        body["status"]["message"] = {
+            "messageId": mid,
+            "role": "ROLE_AGENT",
+            "parts": [{"text": text}],
+        }
+    return {"statusUpdate": body}
+
+
+def test_words_as_status_messages_are_one_text_whether_pieces_or_the_text_so_far():
+    for pieces in (["Hel", "lo th", "ere"], ["Hel", "Hello th", "Hello there"]):
+        fold = _Fold(None)
+        fold.apply(task_frame())
+        seen = [
+            fold.apply(status("TASK_STATE_WORKING", p, f"m{i}")).said for i, p in enumerate(pieces)
+        ]
+        assert seen == ["Hel", "Hello th", "Hello there"], pieces
+        task = fold.apply(status("TASK_STATE_WORKING"))  # a bare update keeps the words
+        assert task.said == "Hello there"
+
+
+def test_words_said_before_a_question_with_no_message_are_the_turns_reply():
+    """The Gemini CLI's turn: pieces as working status messages, then input-required with no
+    message and no artifact; the words stay in the history, so the reply is what they said."""
+    fold = _Fold(None)
+    fold.apply(task_frame())
+    for i, piece in enumerate(["The answer ", "is 42."]):
+        fold.apply(status("TASK_STATE_WORKING", piece, f"m{i}"))
+    task = fold.apply(status("TASK_STATE_INPUT_REQUIRED"))
+    assert task.status.message is None and not task.artifacts
+    assert task.reply == "The answer is 42." and [m.role for m in task.history] == ["agent"]
+
+
+def test_words_then_the_whole_artifact_are_not_doubled():
+    """Strands' default and LangGraph: the words as status messages, then the whole text as an
+    artifact: what was said is the artifact's text, once."""
+    fold = _Fold(None)
+    fold.apply(task_frame())
+    fold.apply(status("TASK_STATE_WORKING", "Hello ", "m0"))
+    fold.apply(status("TASK_STATE_WORKING", "there", "m1"))
+    task = fold.apply(append("Hello there", append=False, last=True))
+    assert task.said == "Hello there"
+    task = fold.apply(status("TASK_STATE_COMPLETED"))
+    assert task.reply == "Hello there"

@@ -1262,8 +1262,10 @@ async def _send(args: argparse.Namespace) -> int:
                     if changed and (live is None or not live.printed):
                         _progress(args, snapshot)  # a reply being printed is not cut by it
                     task = snapshot
-                    if live is not None and snapshot.state is tn.TaskState.WORKING:
-                        live.show(snapshot.artifacts_text)
+                    if live is not None and not (
+                        snapshot.state.terminal or snapshot.state.interrupted
+                    ):  # words come in any unfinished state (Strands' while submitted)
+                        live.show(snapshot.said)
         else:
             task = await client.send(args.text, **sending)
             _progress(args, task)
@@ -1302,8 +1304,12 @@ async def _send(args: argparse.Namespace) -> int:
                 )
             )
         else:
+            # a question with no message of its own asks with the words before it (Gemini CLI)
+            asked_by_words = task.state.interrupted and task.status.message is None
             if live is not None and live.printed:
-                live.end(task.reply if task.state is tn.TaskState.COMPLETED else None)
+                live.end(
+                    task.reply if task.state is tn.TaskState.COMPLETED or asked_by_words else None
+                )
                 _progress(args, task)
             if task.state is tn.TaskState.COMPLETED:
                 if live is None or not live.printed:  # else said as it came (and corrected)
@@ -1312,7 +1318,10 @@ async def _send(args: argparse.Namespace) -> int:
                     out(f"[{part.label}]")
             elif task.state.interrupted:
                 question = task.status.message.text if task.status.message else ""
-                out(f"{question}\n(answer with: toolnexus send {args.url} ANSWER --task {task.id})")
+                if asked_by_words and (live is None or not live.printed):
+                    question = task.reply
+                hint = f"(answer with: toolnexus send {args.url} ANSWER --task {task.id})"
+                out(f"{question}\n{hint}" if question else hint)
             else:
                 detail = task.status.message.text if task.status.message else ""
                 out(

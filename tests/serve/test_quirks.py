@@ -413,3 +413,35 @@ async def test_beeai_fails_every_task_after_one_cancel_and_maf_answers_no_03():
     assert card["protocolVersion"] == "0.3" and card["url"]
     assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0"}
     assert refused["error"]["code"] == -32601 and answered == ""
+
+
+def test_the_personas_read_a_stream_closed_whole_as_one_closed_with_its_last_piece():
+    """Our server closes a streamed artifact with its last piece (``append: true``) or with the
+    whole text (``append: false, lastChunk: true``, as ADK and fasta2a do); each persona sends
+    the same frames for both."""
+
+    def frame(text: str, append: bool, last: bool) -> dict[str, object]:
+        artifact = {"artifactId": "a", "parts": [{"kind": "text", "text": text}]}
+        return {
+            "kind": "artifact-update",
+            "taskId": "t",
+            "contextId": "c",
+            "artifact": artifact,
+            "append": append,
+            "lastChunk": last,
+        }
+
+    def brief(result: dict) -> tuple[object, ...]:
+        holder = result.get("artifact") or (result.get("status") or {}).get("message") or {}
+        text = "".join(p["text"] for p in holder.get("parts", []))
+        return (result.get("kind"), text, result.get("append"), result.get("lastChunk"))
+
+    pieces = [frame("Hel", False, False), frame("lo", True, False)]
+    for name in ("langgraph", "strands", "strands-compliant", "gemini-cli", "beeai"):
+        persona = QUIRKS[name].persona
+        assert persona is not None
+        seen = []
+        for close in (frame("!", True, True), frame("Hello!", False, True)):
+            rewrite = persona.stream()
+            seen.append([brief(r) for f in [*pieces, close] for r in rewrite(f)])
+        assert seen[0] == seen[1], (name, seen)

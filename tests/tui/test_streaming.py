@@ -14,6 +14,8 @@ from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
+from ..test_client_field import WHOLE, WORDS, peer  # noqa: E402
+from .test_parts_auth_and_stdio_mcp import _chat_with  # noqa: E402
 from .test_pilot import chat_with_hosted, until  # noqa: E402
 
 PROMPT = "tell me about one two three four five six seven eight"
@@ -85,3 +87,34 @@ async def test_ctrl_x_mid_reply_cancels_the_task_cleanly(monkeypatch: pytest.Mon
         await pilot.pause(1.0)  # the demo's next words would have come by now: none is told
         assert reply.task_state is TaskState.CANCELED and view.state is TaskState.CANCELED
         await pilot.press("ctrl+q")
+
+
+@pytest.mark.parametrize("quirk", ["strands-compliant", "gemini-cli"])
+async def test_the_chat_shows_words_a_field_server_says_as_status_messages_or_while_submitted(
+    quirk: str,
+):
+    """Chat with a framework's server (issue 58 item 2: its quirk peer): Strands' compliant
+    stream says its words while the task is submitted, the Gemini CLI's as status messages only,
+    ending its turn asking with no message. The first word shows while the peer still holds the
+    rest, and the turn ends with the whole reply (the Gemini CLI's: its words, the question open)."""
+
+    async with peer(quirk) as (url, shown):
+        app = ToolnexusApp(specs=[])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _chat_with(app, pilot, url)
+            app.screen.query_one("#chat-input", Input).value = "hi"
+            await pilot.press("enter")
+
+            def log() -> str:
+                return str(app.screen.query_one("#chat-log", Static).render())
+
+            def first_word() -> bool:
+                if WORDS[0].strip() in log():
+                    shown.set()
+                return shown.is_set()
+
+            await until(pilot, first_word, timeout=30)
+            await until(pilot, lambda: WHOLE in log(), timeout=30)
+            reply = app.conversation.last_reply
+            assert reply is not None and reply.text == WHOLE
+            assert (app.conversation.waiting_task is not None) is (quirk == "gemini-cli")

@@ -214,15 +214,16 @@ class AgentSource:
                             poll_every=self.agent.poll_every,
                             max_interval=max(self.agent.poll_every, 2.0),
                         )
-                        said = task.artifacts_text
+                        said = task.said
                         async with contextlib.aclosing(follow) as changes:
                             async for now in changes:
                                 polls = getattr(client, "polls", polls)
                                 if now.state.value != state:
                                     state = now.state.value
                                     _Call.report(call, task_id, state, done=now.state.terminal)
-                                text = now.artifacts_text
-                                if text != said and now.state is TaskState.WORKING:
+                                text = now.said
+                                unfinished = not (now.state.terminal or now.state.interrupted)
+                                if text != said and unfinished:
                                     said = text  # its reply so far, as the peer streams it
                                     await ctx.progress(message=text)
                                 final = now

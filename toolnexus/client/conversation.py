@@ -80,14 +80,18 @@ class Turn:
 
 
 def reply_text(task: Task) -> str:
-    """What a reply turn shows of its task: the answer once completed; while it works, its reply
-    as it grows (provisional: the answer is the completed task's); else the status message."""
+    """What a reply turn shows of its task: the answer once completed; until the task finishes
+    or asks, what the agent has said so far, in whatever state (provisional: the answer is the
+    completed task's); else the status message; a question with no message of its own is asked
+    with the words that came before it (the Gemini CLI ends each turn so)."""
     if task.state is TaskState.COMPLETED:
         return task.reply
-    if task.state is TaskState.WORKING and task.artifacts_text:
-        return task.artifacts_text
+    if not (task.state.terminal or task.state.interrupted) and task.said:
+        return task.said
     if task.status.message is not None:
         return task.status.message.text
+    if task.state.interrupted and task.reply:
+        return task.reply
     return "…"
 
 

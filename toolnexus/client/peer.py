@@ -1020,11 +1020,7 @@ class A2AClient:
         while True:
             task = await self.get(task_id)
             self.polls += 1
-            if (
-                last is None
-                or task.state is not last.state
-                or task.artifacts_text != last.artifacts_text
-            ):
+            if last is None or task.state is not last.state or task.said != last.said:
                 last = task
                 yield task
             if task.state.terminal or task.state.interrupted:

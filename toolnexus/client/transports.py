@@ -660,6 +660,8 @@ class _Fold:
         self.sent = sent
         self.task: Task | None = None
         self.echo: dict[str, Part] = {}  # an artifact's last piece in the last task frame
+        self.words = ""  # the text said in status messages since the state last changed
+        self.snapshots: bool | None = None  # each holds the text so far (else: each a piece)
 
     def apply(self, result: Any) -> Task:
         task, sent = self.task, self.sent
@@ -688,6 +690,9 @@ class _Fold:
         if kind == "task":
             task = parse_task(body)
             self.echo = {a.artifact_id: a.parts[-1] for a in task.artifacts if len(a.parts) > 1}
+            unfinished = not (task.state.terminal or task.state.interrupted)
+            self.words = task.said if unfinished and not task.artifacts_text else ""
+            self.snapshots = None
         elif kind == "message":
             msg = parse_message(body, inbound=False)
             if task is None:
@@ -703,11 +708,47 @@ class _Fold:
                     [sent] if sent else [],
                 )
             if kind == "status-update":
-                task.status = parse_task({"id": task.id, "status": body.get("status") or {}}).status
+                self._status(task, parse_task({"id": task.id, "status": body.get("status") or {}}))
             else:
                 self._artifact(task, body)
         self.task = task
         return task
+
+    def _status(self, task: Task, update: Task) -> None:
+        """A status update. The words a peer says as the agent's status messages while the task
+        is unfinished are one message as they come: each a piece (Strands, the Gemini CLI) or each
+        the text so far (LangGraph), told apart by the second (it starts with the first: the text
+        so far). When the state moves on, that message stays in the history, as the SDKs' task
+        managers keep a status message, so a turn whose only words came so is still a reply (the
+        Gemini CLI ends its turns input-required with no message). An update in the same state
+        without a message keeps the words."""
+        status, old = update.status, task.status
+        if status.state is not old.state:
+            if self.words and old.message is not None:
+                if all(m.message_id != old.message.message_id for m in task.history):
+                    task.history.append(old.message)
+            self.words, self.snapshots = "", None
+        message = status.message
+        if message is None and status.state is old.state and self.words:
+            status.message = old.message
+        elif (
+            message is not None
+            and message.role == "agent"
+            and not (status.state.terminal or status.state.interrupted)
+        ):
+            text = "".join(p.text or "" for p in message.parts if p.kind == "text")
+            if self.snapshots is None and self.words:
+                self.snapshots = text.startswith(self.words)
+            words = self.words + text if self.snapshots is False else text
+            if len(words) > fetch.MAX_RESPONSE:
+                raise AnswerTooLarge(
+                    f"a reply streamed as status messages passed {fetch.MAX_RESPONSE:,} "
+                    "characters; at most that much is kept"
+                )
+            self.words = words
+            others = [p for p in message.parts if p.kind != "text"]
+            status.message = replace(message, parts=[Part.of_text(words), *others])
+        task.status = status
 
     def _artifact(self, task: Task, body: dict[str, Any]) -> None:
         art = parse_task({"id": task.id, "artifacts": [body.get("artifact") or {}]}).artifacts

@@ -335,6 +335,17 @@ class Task:
         return "\n\n".join(a.text for a in self.artifacts if a.text)
 
     @property
+    def said(self) -> str:
+        """What the agent has said so far: :attr:`artifacts_text`, else its status message's text
+        when the agent wrote it. Peers stream their words either way: as artifact appends, or as
+        status messages (Strands by default, LangGraph, the Gemini CLI; the client joins their
+        pieces into one message as they come, ``client/transports.py``)."""
+        message = self.status.message
+        if self.artifacts_text or message is None or message.role != "agent":
+            return self.artifacts_text
+        return "".join(p.text or "" for p in message.parts if p.kind == "text")
+
+    @property
     def file_parts(self) -> list[Part]:
         """The file and data parts of its artifacts (what a front end lists by :attr:`Part.label`)."""
         return [p for a in self.artifacts for p in a.parts if p.kind != "text"]

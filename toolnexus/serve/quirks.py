@@ -305,6 +305,19 @@ def _status(
     }
 
 
+def _words_in_status(result: Any, words: _Words) -> Any:
+    """A task frame (a stream's first, or a subscription's) as a peer that says its words as
+    status messages holds it: no artifact; the text so far, if any, its status message."""
+    kind, body, v10 = _update(result)
+    if kind != "task":
+        return result
+    words.text = _reply_of(body)
+    task = {k: v for k, v in body.items() if k != "artifacts"}
+    if words.text and not _final(body.get("status")) and _state(body) not in _ENDED:
+        task["status"] = {**(body.get("status") or {}), "message": _said(words.text, body, v10)}
+    return {"task": task} if v10 else task
+
+
 class _Strands(_V03Only):
     """AWS Strands 1.62 (``strands-agents``, on a2a-sdk 0.3.26), ``A2AServer(agent)`` by
     default (``strands/multiagent/a2a/executor.py``): each piece of the reply a ``working``
@@ -320,7 +333,7 @@ class _Strands(_V03Only):
             if kind == "status-update" and _state(body) in _WORKING:
                 return []  # only the pieces say working
             if kind != "artifact-update":
-                return [result]
+                return [_words_in_status(result, words)]
             added, last = words.take(body)
             out = [_status(body, "working", _said(added, body, False))] if added else []
             if last:
@@ -363,6 +376,13 @@ class _StrandsCompliant(_V03Only):
             kind, body, _ = _update(result)
             if kind == "status-update" and _state(body) in _WORKING:
                 return []
+            if kind == "task":  # its artifact is this peer's, the text so far
+                words.text = _reply_of(body)
+                sent = bool(words.text)
+                task = {k: v for k, v in body.items() if k != "artifacts"}
+                if sent:
+                    task["artifacts"] = [piece(body, words.text)["artifact"]]
+                return [task]
             if kind != "artifact-update":
                 return [result]
             added, last = words.take(body)
@@ -420,7 +440,7 @@ class _GeminiCli(_V03Only):
                 said = _said(added, body, False)
                 return [_status(body, "working", said, metadata=self._meta("text-content"))]
             if kind != "status-update":
-                return [self.answer(result)]
+                return [_words_in_status(self.answer(result), words)]
             if _state(body) == "completed":
                 return [
                     _status(body, "input-required", final=True, metadata=self._meta("state-change"))
@@ -514,7 +534,8 @@ class _LangGraph(Persona):
         def each(result: Any) -> list[Any]:
             kind, body, v10 = _update(result)
             if kind == "task":
-                return [{"task": {**body, "kind": "task"}} if v10 else result]
+                _, task, _ = _update(_words_in_status(result, words))
+                return [{"task": {**task, "kind": "task"}} if v10 else task]
             if kind == "status-update":
                 final = _final(body.get("status")) or _state(body) in _ENDED
                 status = dict(body.get("status") or {})
