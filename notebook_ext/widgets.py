@@ -796,7 +796,27 @@ class CardWidget(w.VBox):
         self.chat_area.children = [ChatWidget(self.url)]
 
 
-class ClientDoctorWidget(w.VBox):
+class _DoctorView:
+    """What both doctor widgets do with their report: draw it as HTML in ``view`` as findings come,
+    at most every :data:`REDRAW_EVERY` seconds however fast they come."""
+
+    report: Any = None
+    view: Any = None
+    _redraw_pending = False
+
+    def _found(self, report: DoctorReport) -> None:
+        self.report = report
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
+
+    def _draw(self) -> None:
+        self._redraw_pending = False
+        if self.report is not None:
+            self.view.value = STYLE + self.report.html()
+
+
+class ClientDoctorWidget(_DoctorView, w.VBox):
     """``toolnexus doctor --client``: a strict local agent to point a client at (``url``), and the
     report on every request it sends, filling in as they come (every string escaped). Stop it with
     its button or ``await widget.stop()`` (what the client never tried is added; the report is
@@ -812,7 +832,6 @@ class ClientDoctorWidget(w.VBox):
         self.stop_button.on_click(lambda _: _schedule(self.stop()))
         super().__init__([w.HBox([self.head, self.stop_button]), self.view])
         self.add_class("toolnexus-w")
-        self._redraw_pending = False
         self._run = _schedule(self._start())
 
     async def _start(self) -> Any:
@@ -842,19 +861,8 @@ class ClientDoctorWidget(w.VBox):
         self._draw()
         return self.report
 
-    def _found(self, report: DoctorReport) -> None:
-        self.report = report
-        if not self._redraw_pending:  # at most ten redraws a second, however fast requests come
-            self._redraw_pending = True
-            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
 
-    def _draw(self) -> None:
-        self._redraw_pending = False
-        if self.report is not None:
-            self.view.value = STYLE + self.report.html()
-
-
-class DoctorWidget(w.VBox):
+class DoctorWidget(_DoctorView, w.VBox):
     """``toolnexus doctor`` on a peer, as an HTML report (every peer string escaped) that fills in
     as the findings come; ``await widget.done()`` for the :class:`~toolnexus.debug.report.DoctorReport`."""
 
@@ -866,7 +874,6 @@ class DoctorWidget(w.VBox):
         self.view = w.HTML(f"<i>probing {html.escape(url)}…</i>")
         super().__init__([self.view])
         self.add_class("toolnexus-w")
-        self._redraw_pending = False
         self._run = _schedule(self._probe(send, headers))
 
     async def _probe(self, send: bool, headers: dict[str, str] | None) -> Any:
@@ -879,17 +886,6 @@ class DoctorWidget(w.VBox):
             return None
         self._draw()
         return self.report
-
-    def _found(self, report: DoctorReport) -> None:
-        self.report = report
-        if not self._redraw_pending:  # at most ten redraws a second, however fast findings come
-            self._redraw_pending = True
-            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
-
-    def _draw(self) -> None:
-        self._redraw_pending = False
-        if self.report is not None:
-            self.view.value = STYLE + self.report.html()
 
     async def done(self) -> Any:
         return await asyncio.shield(self._run)

@@ -1393,11 +1393,7 @@ async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
                 origin=args.peer,
                 timeout=args.timeout,
             )
-            if args.json:
-                print(json.dumps(report.to_json(), indent=2))
-            else:
-                say(report.text())
-            return EXIT_OK if report.ok else EXIT_ERROR
+            return _replay_report(args, report)
         peer = ReplayPeer(tape, match=args.match, origin=args.peer)
     except CassetteError as exc:
         raise UsageError(str(exc)) from None
@@ -1424,11 +1420,7 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
             server=args.peer,
             timeout=args.timeout,
         )
-        if args.json:
-            print(json.dumps(report.to_json(), indent=2))
-        else:
-            say(report.text())
-        return EXIT_OK if report.ok else EXIT_ERROR
+        return _replay_report(args, report)
     replay = MCPReplay(tape, match=args.match, server=args.peer)
     if args.stdio:  # stdout is the protocol's: what the replay says goes to stderr
         say(
@@ -1445,6 +1437,16 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
         replay.server,
         len(replay.tape.calls),
     )
+
+
+def _replay_report(args: argparse.Namespace, report: Any) -> int:
+    """What ``replay --against`` found (A2A's or MCP's ``ReplayReport``), as text or ``--json``;
+    the exit code says whether anything changed."""
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        say(report.text())
+    return EXIT_OK if report.ok else EXIT_ERROR
 
 
 async def _serve_replay(

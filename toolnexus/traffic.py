@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from . import _json
 from .events import EventBus, TrafficEvent
+from .http.fetch import exchange, why
 from .protocol import rest
 from .protocol.model import iso_utc
 from .protocol.operations import OPERATIONS
@@ -50,6 +51,7 @@ __all__ = [
     "to_curl",
     "curl_masks",
     "recording_transport",
+    "recorded_exchange",
 ]
 
 BODY_CAP = 256 * 1024
@@ -145,6 +147,7 @@ class TrafficRecorder:
         task_id: str | None = None,
         server: str | None = None,
     ) -> TrafficEvent:
+        """One exchange on the wire log, every secret in it masked."""
         self.learn(request_headers, url)
         for body in (request_body, response_body):  # an OAuth exchange's tokens and codes
             found = body_secrets(_text(body)) if body else []
@@ -188,6 +191,35 @@ class TrafficRecorder:
         while self._kept > self.max_bytes and len(self.events) > 1:
             self._kept -= _bodies(self.events.popleft())
 
+    def sent(
+        self,
+        method: str,
+        url: str,
+        started: float,
+        request_headers: Mapping[str, str],
+        request_body: bytes | str,
+        answer: tuple[Any, bytes | str] | None = None,
+        *,
+        error: str | None = None,
+        rpc_method: str | None = None,
+    ) -> TrafficEvent:
+        """An outgoing request on the wire log, with its ``answer`` (httpx's response, for its
+        status and headers, and the body read) or the ``error`` why there was none."""
+        response, body = answer if answer is not None else (None, b"")
+        return self.record(
+            direction="out",
+            method=method,
+            url=url,
+            status=None if response is None else response.status_code,
+            started=started,
+            request_headers=request_headers,
+            request_body=request_body,
+            response_headers=None if response is None else dict(response.headers),
+            response_body=body,
+            rpc_method=rpc_method,
+            error=error,
+        )
+
     def as_curl(self, event: TrafficEvent) -> str:
         """The exchange as a curl command line (secrets stay masked)."""
         return to_curl(event)
@@ -195,6 +227,34 @@ class TrafficRecorder:
 
 def _bodies(event: TrafficEvent) -> int:
     return len(event.request_body) + len(event.response_body) + sum(map(len, event.frames))
+
+
+async def recorded_exchange(
+    traffic: TrafficRecorder | None,
+    http: Any,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    content: bytes = b"",
+    rpc_method: str | None = None,
+    **bounds: Any,
+) -> tuple[Any, bytes]:
+    """:func:`~toolnexus.http.fetch.exchange` (``bounds``: its ``limit``, ``timeout``, ...) on the
+    wire log (``traffic``, when there is one): the request and its answer, or why there was none
+    (the error then raised again)."""
+    started = time.perf_counter()
+    try:
+        r, body = await exchange(http, method, url, headers=headers, content=content, **bounds)
+    except Exception as exc:
+        if traffic is not None:
+            traffic.sent(
+                method, url, started, dict(headers), content, error=why(exc), rpc_method=rpc_method
+            )
+        raise
+    if traffic is not None:
+        traffic.sent(method, url, started, dict(headers), content, (r, body), rpc_method=rpc_method)
+    return r, body
 
 
 def _text(body: bytes | str | Any) -> str:

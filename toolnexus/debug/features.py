@@ -116,18 +116,7 @@ async def rpc(
         )
     except httpx.HTTPError as exc:
         return Answer(None, None, None, why(exc))
-    traffic.record(
-        direction="out",
-        method="POST",
-        url=endpoint,
-        status=r.status_code,
-        started=started,
-        request_headers=headers,
-        request_body=body,
-        response_headers=dict(r.headers),
-        response_body=content,
-        rpc_method=method,
-    )
+    traffic.sent("POST", endpoint, started, headers, body, (r, content), rpc_method=method)
     data = _json.loads_or_none(content)
     if not _json.is_object(data):
         return Answer(None, None, r, f"HTTP {r.status_code} without a JSON-RPC answer")
@@ -326,17 +315,7 @@ async def _caching(probe: Probe) -> None:
         )
     except httpx.HTTPError:
         return
-    probe.traffic.record(
-        direction="out",
-        method="GET",
-        url=source,
-        status=again.status_code,
-        started=started,
-        request_headers=asked,
-        request_body=b"",
-        response_headers=dict(again.headers),
-        response_body=content,
-    )
+    probe.traffic.sent("GET", source, started, asked, b"", (again, content))
     age = "max-age" in control
     if again.status_code == 304:
         probe.found(

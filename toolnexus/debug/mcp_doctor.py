@@ -36,7 +36,6 @@ import ipaddress
 import json
 import logging
 import re
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -47,10 +46,9 @@ import jsonschema_rs
 
 from ..errors import PeerError
 from ..events import TrafficEvent
-from ..http.fetch import exchange, why
 from ..mcp.session import MCPSession
 from ..mcp.transport import endpoint_label, mcp_failure
-from ..traffic import TrafficRecorder
+from ..traffic import TrafficRecorder, recorded_exchange
 from .features import evidence, since
 from .report import DoctorReport, Finding
 
@@ -780,38 +778,21 @@ async def _raw(
         **headers,
         **(extra or {}),
     }
-    content = json.dumps(body).encode()
-    started = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:
-            r, data = await exchange(
-                http, "POST", url, headers=sent, content=content, limit=MAX_ANSWER, timeout=timeout
-            )
-        except Exception as exc:  # noqa: BLE001
-            recorder.record(
-                direction="out",
-                method="POST",
-                url=url,
-                status=None,
-                started=started,
-                request_headers=sent,
-                request_body=content,
+            r, data = await recorded_exchange(
+                recorder,
+                http,
+                "POST",
+                url,
+                headers=sent,
+                content=json.dumps(body).encode(),
+                limit=MAX_ANSWER,
+                timeout=timeout,
                 rpc_method=str(body.get("method")),
-                error=why(exc),
             )
+        except Exception:  # noqa: BLE001 - on the wire log, with why
             return None
-    recorder.record(
-        direction="out",
-        method="POST",
-        url=url,
-        status=r.status_code,
-        started=started,
-        request_headers=sent,
-        request_body=content,
-        response_headers=dict(r.headers),
-        response_body=data,
-        rpc_method=str(body.get("method")),
-    )
     text = data.decode("utf-8", "replace")
     if "text/event-stream" in r.headers.get("content-type", ""):
         text = next(
@@ -1049,35 +1030,13 @@ async def _auth_metadata(
 
 
 async def _get_json(url: str, recorder: TrafficRecorder, timeout: float) -> Any:
-    started = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:
-            r, data = await exchange(
-                http, "GET", url, headers={}, limit=MAX_ANSWER, timeout=timeout
+            r, data = await recorded_exchange(
+                recorder, http, "GET", url, headers={}, limit=MAX_ANSWER, timeout=timeout
             )
-        except Exception as exc:  # noqa: BLE001
-            recorder.record(
-                direction="out",
-                method="GET",
-                url=url,
-                status=None,
-                started=started,
-                request_headers={},
-                request_body=b"",
-                error=why(exc),
-            )
+        except Exception:  # noqa: BLE001 - on the wire log, with why
             return None
-    recorder.record(
-        direction="out",
-        method="GET",
-        url=url,
-        status=r.status_code,
-        started=started,
-        request_headers={},
-        request_body=b"",
-        response_headers=dict(r.headers),
-        response_body=data,
-    )
     if r.status_code != 200:
         return None
     try:

@@ -218,34 +218,30 @@ async def _tapped_stdio(
         except ValueError:
             return {}, body
 
+    def note(request: str, method: str | None, started: float | None = None, **more: Any) -> None:
+        """One message (or a request and its answer) on the wire log."""
+        recorder.record(
+            direction="out",
+            method="STDIO",
+            url=where,
+            status=None,
+            started=time.perf_counter() if started is None else started,
+            request_headers={},
+            request_body=request,
+            rpc_method=method,
+            **more,
+        )
+
     def sent(m: Any) -> None:
         data, body = dump(m)
         if "method" in data and "id" in data:
             pending[data["id"]] = (time.perf_counter(), body, data["method"])
         else:  # a notification, or our answer to the server's own request
-            recorder.record(
-                direction="out",
-                method="STDIO",
-                url=where,
-                status=None,
-                started=time.perf_counter(),
-                request_headers={},
-                request_body=body,
-                rpc_method=data.get("method"),
-            )
+            note(body, data.get("method"))
 
     def received(m: Any) -> None:
         if isinstance(m, Exception):
-            recorder.record(
-                direction="out",
-                method="STDIO",
-                url=where,
-                status=None,
-                started=time.perf_counter(),
-                request_headers={},
-                request_body="",
-                error=exception_text(m),
-            )
+            note("", None, error=exception_text(m))
             return
         data, body = dump(m)
         answer = "method" not in data  # else a notification or a request of the server's own
@@ -254,19 +250,13 @@ async def _tapped_stdio(
             "",
             data.get("method"),
         )
-        recorder.record(
-            direction="out",
-            method="STDIO",
-            url=where,
-            status=None,
-            started=started,
-            request_headers={},
-            request_body=request,
+        error = data.get("error")
+        note(
+            request,
+            method,
+            started,
             response_body=body,
-            rpc_method=method,
-            error=(data.get("error") or {}).get("message")
-            if isinstance(data.get("error"), dict)
-            else None,
+            error=error.get("message") if isinstance(error, dict) else None,
         )
 
     params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
@@ -278,17 +268,7 @@ async def _tapped_stdio(
             yield _Tap(read, received), _Tap(write, sent)
     finally:  # a request never answered (a listen stream) is on the wire too
         for started, request, method in pending.values():
-            recorder.record(
-                direction="out",
-                method="STDIO",
-                url=where,
-                status=None,
-                started=started,
-                request_headers={},
-                request_body=request,
-                rpc_method=method,
-                error="no answer: the session ended",
-            )
+            note(request, method, started, error="no answer: the session ended")
         pending.clear()
 
 
