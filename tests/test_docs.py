@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from toolnexus.stores import KINDS, kinds_with
+from toolnexus.stores.base import Closable, Durable, JoinsConversations, KeepsEnded, Shared
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -209,3 +212,59 @@ def test_the_desktop_mcp_snippets_name_the_command_by_its_full_path():
         (entry,) = (data.get("mcpServers") or data["servers"]).values()
         command = Path(entry["command"])
         assert command.is_absolute() and command.name == "toolnexus", entry
+
+
+# -- prose lists of the kinds of task store ----------------------------------------------------------
+_KIND_WORD = r"(?:memory|file(?::DIR)?|PostgreSQL|postgresql://[^\s`,|)\]]*)"
+_KIND_SEP = r"(?:,\s+and\s+|,\s+or\s+|,\s+|\s+and\s+|\s+or\s+|\s*\|\s*|\s+·\s+)"
+_KIND_LIST = re.compile(rf"`?\b{_KIND_WORD}`?(?:{_KIND_SEP}`?{_KIND_WORD}\b`?)+")
+_KIND_ONE = re.compile(_KIND_WORD)
+
+
+def store_lists(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """Each list of two or more kinds of task store in ``text`` (by name or as written: ``memory,
+    file, PostgreSQL``, ``memory|file:DIR|postgresql://...``): its line and the kinds' names."""
+    by_word = {kind.name: kind.name for kind in KINDS} | {kind.form: kind.name for kind in KINDS}
+    found = []
+    for match in _KIND_LIST.finditer(text):
+        names = []
+        for word in _KIND_ONE.findall(match.group(0)):
+            name = by_word.get(word) or next(
+                (kind.name for kind in KINDS if kind.location(word) is not None), word
+            )
+            names.append(name)
+        found.append((text.count("\n", 0, match.start()) + 1, tuple(names)))
+    return found
+
+
+def _registry_lists() -> set[tuple[str, ...]]:
+    """What a prose list of kinds may say: every kind, or the kinds that declare a capability (or
+    do not), each in the order of ``stores.KINDS``."""
+    lists = {tuple(kind.name for kind in KINDS)}
+    for capability in (Durable, KeepsEnded, Shared, JoinsConversations, Closable):
+        for has in (True, False):
+            lists.add(tuple(kind.name for kind in kinds_with(capability, has)))
+    return lists
+
+
+def test_every_prose_list_of_store_kinds_is_the_registrys():
+    """docs/ and stores/base.py list the kinds of task store (all of them, or those that keep every
+    task, are durable, ...) as ``stores.KINDS`` has them: a new kind, or a capability changed,
+    fails here until the prose says so."""
+    allowed = _registry_lists()
+    places = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "toolnexus" / "stores" / "base.py"]
+    seen, wrong = 0, []
+    for path in places:
+        for line, names in store_lists(path.read_text(encoding="utf-8")):
+            seen += 1
+            if names not in allowed:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {', '.join(names)}")
+    assert seen >= 8  # the lists are found at all
+    assert wrong == []
+
+
+def test_a_list_of_store_kinds_unlike_the_registry_is_refused():
+    allowed = _registry_lists()
+    assert store_lists("the memory, file, PostgreSQL stores")[0][1] in allowed
+    assert store_lists("the memory and PostgreSQL stores")[0][1] not in allowed
+    assert store_lists("`--store file:DIR|memory`")[0][1] not in allowed
