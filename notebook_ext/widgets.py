@@ -593,8 +593,10 @@ def _row(view: TaskView) -> dict[str, Any]:
 
 
 class RemoteTaskWidget(w.VBox):
-    """One task sent to a peer, followed live (also while it waits for input, in case it is
-    answered elsewhere), with a cancel button; ``await widget.done()`` for the Task."""
+    """One task sent to a peer, followed live: every frame of its stream, so the reply's words
+    show as they come, however the peer says them (also while it waits for input, in case it is
+    answered elsewhere), with a cancel button; ``await widget.done()`` for the Task. ``bus``
+    hears its client's wire events."""
 
     state = traitlets.Unicode("sending").tag(sync=True)
 
@@ -663,8 +665,11 @@ class RemoteTaskWidget(w.VBox):
     async def _follow(self, client: A2AClient) -> None:
         assert self.task is not None
         if not (self.task.state.terminal or self.task.state.interrupted):
-            async for ev in client.watch(self.task.id, poll_every=0.1, max_interval=1.0):
-                self._show(ev.task)
+            async with contextlib.aclosing(
+                client.follow(self.task.id, poll_every=0.1, max_interval=1.0)
+            ) as changes:
+                async for task in changes:  # every frame: the reply's words as they come
+                    self._show(task)
         if self.webhook is not None:  # the notification of the state just seen is on its way
             with contextlib.suppress(TimeoutError):
                 await self.webhook.wait(self.task.id, state=self.task.state, timeout=2.0)

@@ -159,3 +159,54 @@ def test_readme_jupyter_lines_run_again_on_the_same_kernel(tmp_path: Path):
             "assert h.spec.mcp and h.url != first and t.state.value == 'completed', (h.url, t)"
         )
         assert "started again" in "".join(o.get("text", "") for o in said), said
+
+
+def test_send_shows_the_words_as_they_come_on_a_real_kernel(tmp_path: Path):
+    """``%toolnexus send`` (issue 61 item 3): the widget shows the reply's first word while the
+    agent still holds the rest (it says it once the widget shows the task working, then waits
+    for the next cell: a widget redrawn only when the state changes never shows it), from our
+    server and from the Gemini CLI's shape (issue 58 item 2: its words only as status messages,
+    its turn ending asking); then the whole reply, once."""
+    cells = [
+        "%load_ext toolnexus",
+        "import asyncio\n"
+        "import toolnexus as tn\n"
+        "begin, gate = asyncio.Event(), asyncio.Event()\n"
+        "async def model(request):\n"
+        "    await asyncio.wait_for(begin.wait(), 60)\n"
+        "    yield 'Hello '\n"
+        "    await asyncio.wait_for(gate.wait(), 60)\n"
+        "    for word in ('there ', 'my ', 'friend.'):\n"
+        "        yield word\n"
+        "tk = await tn.create_toolkit(builtins=False)\n"
+        "async def serve(quirks):\n"
+        "    config = tn.A2AConfig(name='words', quirks=quirks)\n"
+        "    return await tk.serve(client=tn.create_in_process_client(model), a2a=config)",
+    ]
+    for quirks in ("[]", "['gemini-cli']"):
+        cells += [
+            f"begin.clear()\ngate.clear()\nh = await serve({quirks})",
+            "s = %toolnexus send {h.url} hi",
+            "for _ in range(600):  # until the widget shows the task working (at most 30 s)\n"
+            "    if s.state == 'working':\n"
+            "        break\n"
+            "    await asyncio.sleep(0.05)\n"
+            "begin.set()  # only now the first word\n"
+            "for _ in range(600):  # until the first word shows (at most 30 s)\n"
+            "    if 'Hello' in s.value:\n"
+            "        break\n"
+            "    await asyncio.sleep(0.05)\n"
+            "assert 'Hello' in s.value and 'friend' not in s.value, s.value\n"
+            "gate.set()",
+            "t = await s.done()\n"
+            "await asyncio.sleep(0.2)\n"
+            "assert t.reply == 'Hello there my friend.', t\n"
+            'assert "margin:0\'>Hello there my friend.</pre>" in s.value, s.value\n'
+            "assert s.value.count('Hello') == s.value.count('Hello there my friend.'), s.value\n"
+            "await h.stop()",
+        ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = nbclient.NotebookClient(
+        nb, timeout=90, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # a failed assert fails the cell, and the test with it

@@ -373,12 +373,17 @@ def task_html(task: Task) -> str:
     ]
     if task.skill:
         rows.append(f"<b>skill</b> {e(task.skill)}")
-    if task.status.message is not None:
+    unfinished = not (task.state.terminal or task.state.interrupted)
+    so_far = task.said if unfinished else ""  # the words as they come, however the peer says them
+    if task.status.message is not None and not (so_far and not task.artifacts_text):
         rows.append(f"<b>status</b> {e(task.status.message.text)}")
+    pre = "<pre style='white-space:pre-wrap;margin:0'>{}</pre>"
     if task.reply and task.state.value == "completed":
-        rows.append(
-            f"<b>reply</b> <pre style='white-space:pre-wrap;margin:0'>{e(task.reply.strip())}</pre>"
-        )
+        rows.append(f"<b>reply</b> {pre.format(e(task.reply.strip()))}")
+    elif so_far:
+        rows.append(f"<b>so far</b> {pre.format(e(so_far.strip()))}")
+    elif task.state.interrupted and task.status.message is None and task.reply:
+        rows.append(f"<b>reply</b> {pre.format(e(task.reply.strip()))}")  # asked by its words
     history = "".join(
         f"<tr><td>{e(m.role)}</td><td style='text-align:left'>{e(m.text)}</td></tr>"
         for m in task.history
