@@ -139,10 +139,10 @@ CELLS = [
         "strands",
         "server",
         "stream",
-        "ours",
-        "its words come as `working` status-message deltas, then one whole artifact: our client "
-        "shows only the last word until the end; we are to show status-message text as it comes",
-        2,
+        "works",
+        "its words come as `working` status-message deltas, then one whole artifact: since issue "
+        "58 item 2 our client joins the deltas and shows them as they come (it showed only the "
+        "last word until the end), then the artifact, once",
     ),
     Cell("strands", "server", "multi-turn", "works", "one agent per context (its agent_factory)"),
     Cell("strands", "server", "cancel", "works", "canceled; the next task is answered"),
@@ -153,8 +153,8 @@ CELLS = [
         "stream",
         "works",
         "artifact appends while the task is still `submitted` (never `working`), closed by an "
-        "empty `lastChunk`: the library shows them; `toolnexus send --stream` waits for "
-        "`working` (issue 58 item 2)",
+        "empty `lastChunk`: shown as they come in any unfinished state, by `toolnexus send "
+        "--stream` too since issue 58 item 2 (it waited for `working`)",
     ),
     Cell("strands-compliant", "server", "multi-turn", "works", "one agent per context"),
     Cell("strands-compliant", "server", "cancel", "works", "canceled; the next task is answered"),
