@@ -5,8 +5,10 @@ caller's files in the task's folder and return files and data, which become arti
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import json
 import os
 import uuid
 from pathlib import Path
@@ -21,6 +23,8 @@ import toolnexus as tn
 from toolnexus.http.server import AsgiServer
 from toolnexus.tools import Attachment, ToolContext, ToolResult
 
+from ..conftest import EXAMPLE_SKILLS
+from ..helpers import Served
 from ..stubs import (
     ScriptedServer,
     anthropic_shape,
@@ -283,3 +287,42 @@ async def test_skills_modes_and_media_types_on_the_card(tmp_path):
     assert scan["outputModes"] == ["text/plain"]
     error = refused["error"]
     assert error["code"] == -32005 and "image/png, application/pdf" in error["message"]
+
+
+async def test_a_callers_files_a_crash_left_are_removed_at_the_next_start(tmp_path):
+    """Issue 59 item 2: killed mid-task, a ``toolnexus serve`` left the task's folder and the
+    caller's file under ``files_dir``, and a restart on the same folder never removed them. Now the
+    start removes each task folder whose task is over or gone, and says so; a folder of a task still
+    live (a durable store's, waiting for input) stays, and nothing else there is touched."""
+    files_dir = tmp_path / "files"
+    files_dir.mkdir()
+    config = tmp_path / "toolnexus.json"
+    store = tmp_path / "tasks"
+    a2a = {"files_dir": str(files_dir), "store": f"file:{store}"}
+    config.write_text(json.dumps({"a2a": a2a}))
+    note = tmp_path / "note.txt"
+    note.write_text("the caller's own words")
+    theirs = files_dir / "notes"  # not a task's folder: never touched
+    theirs.mkdir()
+    async with Served("--config", str(config), "--skills", str(EXAMPLE_SKILLS)) as served:
+        [started] = await served.until(lambda lines: served.events("started"))
+        async with tn.A2AClient(started["url"]) as peer:
+            asked = await peer.send(
+                "draft the weekly report", files=[note], blocking=True
+            )  # the demo asks whether to publish it: input-required, live across a restart
+            slow = await peer.send("slow 120 then answer", files=[note])
+        crashed = files_dir / slow.id / "note.txt"
+        async with asyncio.timeout(30):
+            while not crashed.exists():
+                await asyncio.sleep(0.05)
+        served.proc.kill()  # a crash: no drain, no clean-up
+        await served.proc.wait()
+    assert crashed.read_text() == "the caller's own words"  # left behind
+    assert asked.state is tn.TaskState.INPUT_REQUIRED and (files_dir / asked.id).is_dir()
+    async with Served("--config", str(config), "--skills", str(EXAMPLE_SKILLS)) as again:
+        await again.until(lambda lines: again.events("started"))
+        said = "".join(again.errors) + json.dumps(again.lines)
+    assert not (files_dir / slow.id).exists(), said
+    assert (files_dir / asked.id).is_dir() and theirs.is_dir()
+    assert f"removed 1 task folder(s) under {files_dir} that a crash left" in said
+    assert slow.id in said

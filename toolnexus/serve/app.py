@@ -343,6 +343,20 @@ async def serve(
             bound=lambda: (holder["server"].host, holder["server"].port),
             private_ok=private_ok,
         )
+
+        async def live(task_id: str) -> bool:  # still to run or to answer: its folder is kept
+            task = await store.get(task_id)
+            return task is not None and not task.state.terminal
+
+        swept = await runner.files.sweep(live)
+        if swept:
+            log.warning(
+                "%s: removed %d task folder(s) under %s that a crash left (their tasks are over): %s",
+                name,
+                len(swept),
+                a2a_cfg.files_dir,
+                ", ".join(swept[:10]) + (" ..." if len(swept) > 10 else ""),
+            )
         public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
         if a2a_cfg.push_notifications:
             runner.push = PushNotifier(

@@ -163,7 +163,8 @@ class A2AConfig:
             webhooks follow (``push_private_ok`` included); False: the URL is named to the model,
             nothing is fetched.
         files_dir: where each task's folder of its caller's files goes while it runs (None: a
-            temporary folder, removed when the server stops).
+            temporary folder, removed when the server stops); at start, the task folders there
+            whose tasks are over (a crash left them) are removed.
         documentation_url, icon_url: optional card fields.
         allowed_hosts, allowed_origins: beyond the bound address, for the Host/Origin check
             (DNS-rebinding protection) of every route; see ``toolnexus.http.guard``.

@@ -11,7 +11,7 @@ connected to is the one checked; private addresses only where webhooks may go), 
 size and time, redirects not followed; otherwise its URL is named to the model and nothing is
 fetched. The model gets the files as content blocks where its style takes their media type
 (``Client.ask(files=)``), the tools the folder (``ToolContext.folder``); the folder goes when the
-task ends.
+task ends, and at start what a crash left under ``files_dir`` goes (:meth:`TaskFiles.sweep`).
 
 Out: the files and data a run's tools made (``RunResult.files``, ``RunResult.data``) become the
 task's artifacts beside its reply (:func:`artifacts_of`), each kept only when the caller's
@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -40,6 +41,9 @@ from ..tools import Attachment
 from .push import pinned
 
 __all__ = ["TaskFiles", "FileFetchError", "artifacts_of", "reply_accepted", "FETCH_TIMEOUT"]
+
+_TASK_FOLDER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A task's folder: named by its id, a UUID (what a sweep may remove; nothing else is touched)."""
 
 FETCH_TIMEOUT = 30.0
 """The seconds a file by URL may take to arrive whole."""
@@ -197,6 +201,21 @@ class TaskFiles:
             ) from None
         except (httpx.HTTPError, OSError) as exc:
             raise FileFetchError(f"file {url} could not be fetched: {why_text(exc)}") from None
+
+    async def sweep(self, live: Callable[[str], Awaitable[bool]]) -> list[str]:
+        """At start: remove each task folder under the root given (``files_dir``) whose task is not
+        ``live`` (a crash left it: its task ended or is gone); only folders named as this server
+        names them (a task id, a UUID), never anything else there. Returns the ids removed."""
+        if self._given_root is None or not self._given_root.is_dir():
+            return []
+        removed: list[str] = []
+        for entry in sorted(self._given_root.iterdir()):
+            if not _TASK_FOLDER.fullmatch(entry.name) or entry.is_symlink() or not entry.is_dir():
+                continue
+            if not await live(entry.name):
+                await asyncio.to_thread(shutil.rmtree, entry, True)
+                removed.append(entry.name)
+        return removed
 
     def forget(self, task_id: str) -> None:
         """Remove the task's folder (its run is over)."""
