@@ -16,6 +16,7 @@ import json
 import os
 import re
 import urllib.parse
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,12 @@ import platformdirs
 
 from toolnexus import A2AClient, AgentCard
 from toolnexus.client.peer import check_signatures
+from toolnexus.errors import (
+    InvalidParamsError,
+    PeerError,
+    TaskNotFoundError,
+    UnauthenticatedError,
+)
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
 from toolnexus.secrets import basic_authorization, expand_env, is_secret_name
@@ -218,6 +225,8 @@ class Peer:
                         self.extended = await self.client.extended_card(use=False)
                     except Exception as exc:  # refused, or not served: said in the Card tab
                         self.extended_error = str(exc)
+                if self.dialect != "auto":
+                    await self._try_binding()
             except Exception as exc:  # a URL that names no peer is said like an unreachable one
                 self.state, self.error = "unreachable", str(exc)
                 return
@@ -227,6 +236,28 @@ class Peer:
                         self.client.release()
                     )  # nothing stays open between uses; the next call reconnects
             self.state = "reachable"
+
+    async def _try_binding(self) -> None:
+        """A dialect forced with ``v`` is tried, not taken on the card's word: a task no peer
+        keeps is asked for (GetTask, nothing created), and only "task not found" (or a refusal of
+        that id) says the peer speaks it. Anything else (-32601, -32009, an HTTP 404) raises a
+        PeerError saying the peer does not answer in that dialect there."""
+        assert self.client is not None
+        try:
+            await self.client.get(f"toolnexus-probe-{uuid.uuid4()}")
+        except (TaskNotFoundError, InvalidParamsError):
+            return  # it understood the call: it speaks this dialect
+        except UnauthenticatedError:
+            return  # the credentials are the Auth tab's matter; the binding is there
+        except Exception as exc:
+            raise PeerError(
+                f"does not answer in {DIALECT_WORDS.get(self.dialect, self.dialect)} "
+                f"(GetTask of an unknown task: {exc})"
+            ) from exc
+
+
+DIALECT_WORDS = {"rest": "HTTP+JSON (1.0)", "grpc": "gRPC (1.0)", "legacy": "the legacy dialect"}
+"""How a forced dialect is named when it is tried and fails (0.3 and 1.0 name themselves)."""
 
 
 class PeerBook:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from textual import events
+from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
@@ -58,6 +59,29 @@ class Desk(Protocol):
     def copy_text(
         self, text: str, what: str, note: str = "", severity: SeverityLevel = "information"
     ) -> None: ...
+
+
+def detail_tab_keys(screen: str) -> list[Binding]:
+    """``[`` and ``]``: the previous and next tab of a screen's detail pane, round (in ? and the
+    palette: the footer fits 80 columns). Its screen has ``action_detail_tab(step)``."""
+    return [
+        Binding(
+            "left_square_bracket",
+            "detail_tab(-1)",
+            "Detail: previous tab",
+            show=False,
+            key_display="[",
+            id=f"{screen}-detail-previous",
+        ),
+        Binding(
+            "right_square_bracket",
+            "detail_tab(1)",
+            "Detail: next tab",
+            show=False,
+            key_display="]",
+            id=f"{screen}-detail-next",
+        ),
+    ]
 
 
 HEADER_ICON = "≡"

@@ -33,7 +33,7 @@ from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox
-from .base import ModeScreen
+from .base import ModeScreen, detail_tab_keys
 
 
 class PeersScreen(ModeScreen):
@@ -61,7 +61,17 @@ class PeersScreen(ModeScreen):
         ),  # in ?: a local agent that judges the clients pointed at it
         Binding("enter", "chat", "Chat", id="peer-chat"),
         Binding("escape", "leave_input", "Back", show=False, id="peer-back"),
+        *detail_tab_keys("peers"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reports: dict[tuple[str, str], Text] = {}
+        """What the Doctor (``p-doctor``) and Tasks (``p-tasks``) tabs showed for each peer, by
+        (tab, URL): each peer's own, never the one selected before."""
+        self._client_report: Text | None = None
+        """The client doctor's report (it judges clients, not the selected peer): shown in the
+        Doctor tab while it runs, and after it stops until another peer is chosen."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,23 +88,9 @@ class PeersScreen(ModeScreen):
             with TabPane("Raw", id="p-raw"):
                 yield VerticalScroll(SafeStatic(id="raw-view"))
             with TabPane("Tasks", id="p-tasks"):
-                yield VerticalScroll(
-                    SafeStatic(
-                        "t lists the tasks this peer keeps (ListTasks, 1.0 peers); "
-                        "attach to one in Chat with ctrl+g.",
-                        id="remote-tasks",
-                    )
-                )
+                yield VerticalScroll(SafeStatic(_TASKS_HELP, id="remote-tasks"))
             with TabPane("Doctor", id="p-doctor"):
-                yield VerticalScroll(
-                    SafeStatic(
-                        "o probes this peer: which clients can work with it, why, and the "
-                        "fix (toolnexus doctor; no task is created). O (shift+o) starts the "
-                        "client doctor instead: a strict local agent that judges every request "
-                        "a client sends it, live; O again stops it.",
-                        id="doctor-view",
-                    )
-                )
+                yield VerticalScroll(SafeStatic(_DOCTOR_HELP, id="doctor-view"))
             with TabPane("Auth", id="p-headers"):
                 yield SafeStatic(_AUTH_HELP, id="auth-help")
                 with Horizontal(id="auth-row"):
@@ -169,11 +165,34 @@ class PeersScreen(ModeScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._auth_shown = None
+        if self._client_doctor_stop is None:  # stopped: its report gives way to the peer's
+            self._client_report = None
         self.show()
+
+    def _report(self, tab: str, url: str, text: Text) -> None:
+        """Keep ``text`` as what ``tab`` shows for the peer at ``url``; shown if it is selected."""
+        self._reports[tab, url] = text
+        if self.selected() == url:
+            self._show_reports(url)
+
+    def _show_reports(self, url: str | None) -> None:
+        """The Doctor and Tasks tabs as they are for the peer at ``url``: its own, or what to press."""
+        doctor = self._client_report or self._reports.get(("p-doctor", url or ""))
+        self.query_one("#doctor-view", Static).update(doctor or _DOCTOR_HELP)
+        tasks = self._reports.get(("p-tasks", url or ""))
+        self.query_one("#remote-tasks", Static).update(tasks or _TASKS_HELP)
+
+    def action_detail_tab(self, step: int) -> None:
+        """The next (``step`` 1) or previous (-1) tab of the peer's detail, round."""
+        tabs = self.query_one("#peer-detail", TabbedContent)
+        panes = [pane.id for pane in tabs.query(TabPane) if pane.id]
+        at = panes.index(tabs.active) if tabs.active in panes else 0
+        tabs.active = panes[(at + step) % len(panes)]
 
     def show(self) -> None:
         url = self.selected()
         peer = self.tn.peer_book.peers.get(url or "")
+        self._show_reports(url)
         views = {k: self.query_one(f"#{k}", Static) for k in ("card-view", "diag-view", "raw-view")}
         if peer is None:
             for v in views.values():
@@ -215,17 +234,18 @@ class PeersScreen(ModeScreen):
 
     @work(exclusive=True, group="peer-tasks")
     async def _remote_tasks(self, peer: Any) -> None:
-        view = self.query_one("#remote-tasks", Static)
-        view.update(f"listing the tasks of {peer.url} …")
+        self._report("p-tasks", peer.url, Text(f"listing the tasks of {peer.url} …"))
         try:
             listed = await peer.client.list_tasks(page_size=50)
         except Exception as exc:
-            view.update(
+            self._report(
+                "p-tasks",
+                peer.url,
                 Text(
                     f"✘ {exc}\n(a peer that does not speak 1.0 has no ListTasks: attach to a task by "
                     f"its id in Chat, ctrl+g)",
                     "red",
-                )
+                ),
             )
             return
         finally:
@@ -235,7 +255,7 @@ class PeersScreen(ModeScreen):
             symbol, style = STATE_STYLE.get(task.state, ("·", ""))
             t.append(f"{symbol} {task.state.value:<15}", style)
             t.append(f" {task.id}  context {task.context_id[:8]}…  {task.status.timestamp or ''}\n")
-        view.update(t)
+        self._report("p-tasks", peer.url, t)
 
     def action_doctor(self) -> None:
         peer = self.tn.peer_book.peers.get(self.selected() or "")
@@ -246,19 +266,19 @@ class PeersScreen(ModeScreen):
 
     @work(exclusive=True, group="peer-doctor")
     async def _doctor(self, peer: Any) -> None:
-        view = self.query_one("#doctor-view", Static)
-        view.update(f"probing {peer.url} …")
-        try:  # each finding is shown as it comes
+        self._client_report = None  # this peer's report, now
+        self._report("p-doctor", peer.url, Text(f"probing {peer.url} …"))
+        try:  # each finding is shown as it comes, while its peer is the one selected
             await doctor(
                 peer.url,
                 headers=peer.live_headers(),
                 bus=self.tn.workspace.events,  # its probes on the Wire, marked as the doctor's
-                on_finding=lambda report: view.update(doctor_text(report)),
+                on_finding=lambda report: self._report("p-doctor", peer.url, doctor_text(report)),
             )
         except (
             Exception
         ) as exc:  # a probe that failed in a way the doctor did not foresee: said, not fatal
-            view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
+            self._report("p-doctor", peer.url, Text(f"✘ the doctor could not finish: {exc}", "red"))
 
     def action_client_doctor(self) -> None:
         self.query_one("#peer-detail", TabbedContent).active = "p-doctor"
@@ -272,17 +292,18 @@ class PeersScreen(ModeScreen):
     async def _client_doctor(self, stop: asyncio.Event) -> None:
         """The client doctor, on this app's loop, until ``stop``; the Doctor tab shows its
         report as the requests come."""
-        view = self.query_one("#doctor-view", Static)
         head = Text("")
 
         def show(report: DoctorReport) -> None:
-            view.update(head + doctor_text(report))
+            self._client_report = head + doctor_text(report)
+            self._show_reports(self.selected())
 
         try:
             running = await start_client_doctor(on_finding=show)
         except Exception as exc:  # a port it could not bind, say: said, not fatal
             self._client_doctor_stop = None
-            view.update(Text(f"✘ the client doctor could not start: {exc}", "red"))
+            self._client_report = Text(f"✘ the client doctor could not start: {exc}", "red")
+            self._show_reports(self.selected())
             return
         head.append(f"client doctor: point your A2A client at {running.url}\n", "bold")
         head.append("O again stops it (what the client never tried is said then)\n\n", "grey70")
@@ -435,6 +456,14 @@ class PeersScreen(ModeScreen):
             self.app.switch_mode("chat")
 
 
+_TASKS_HELP = (
+    "t lists the tasks this peer keeps (ListTasks, 1.0 peers); attach to one in Chat with ctrl+g."
+)
+_DOCTOR_HELP = (
+    "o probes this peer: which clients can work with it, why, and the fix (toolnexus doctor; no "
+    "task is created). O (shift+o) starts the client doctor instead: a strict local agent that "
+    "judges every request a client sends it, live; O again stops it."
+)
 _AUTH_HELP = (
     "Credential, user or header name, secret; other headers and the extensions to ask for "
     "below. Enter applies. "

@@ -38,7 +38,7 @@ from ..widgets.footer import ModeFooter
 from ..widgets.rowtable import RowTable
 from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox
-from .base import ModeScreen
+from .base import ModeScreen, detail_tab_keys
 
 COLUMNS = [
     ("state", "state", 16),
@@ -98,23 +98,7 @@ class TasksScreen(ModeScreen):
             "m", "toggle_calls", "MCP calls", id="tasks-calls", show=False
         ),  # in ?: the footer fits 80 columns
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
-        # the detail's tabs from the keys (in ? and the palette: the footer fits 80 columns)
-        Binding(
-            "left_square_bracket",
-            "detail_tab(-1)",
-            "Detail: previous tab",
-            show=False,
-            key_display="[",
-            id="tasks-detail-previous",
-        ),
-        Binding(
-            "right_square_bracket",
-            "detail_tab(1)",
-            "Detail: next tab",
-            show=False,
-            key_display="]",
-            id="tasks-detail-next",
-        ),
+        *detail_tab_keys("tasks"),
     ]
 
     def __init__(self) -> None:
