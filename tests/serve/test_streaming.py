@@ -9,6 +9,8 @@ ends it; a caller that goes away mid-stream leaves the task running."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import uuid
 from typing import Any
 
@@ -22,6 +24,7 @@ from toolnexus.llm import create_client, create_in_process_client
 from ..peers import field
 from ..stubs import ScriptedServer, anthropic_stream, openai_stream
 from .test_sdk_interop import TRANSPORTS, sdk_client
+from .wire import envelope
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
@@ -526,3 +529,92 @@ async def test_a_remote_agent_used_as_a_tool_reports_its_reply_so_far_as_progres
         assert heard[0][0] < model.said[-1]  # heard while the remote model still spoke
     finally:
         await remote.stop()
+
+
+async def test_subscribers_that_never_read_hold_a_bounded_queue_and_the_others_get_every_word():
+    """Issue 59 item 8: subscribers that never read while the model streams huge words (each
+    50 KB, 4 MB in all) beside many that read, on one task. What the server holds for each reader
+    is bounded: its queue coalesces the words (a newer text replaces an older one not read yet), so
+    it holds the task's transitions and one text at most; what waits in a socket that is not read
+    is what one frame writes past the transport's high-water mark (the last, the whole artifact,
+    is the largest), never the words that came since. Every reader gets the whole reply."""
+    go = asyncio.Event()
+    words = [f"{i:05d}" + "w" * 50_000 + " " for i in range(80)]
+    reply = "".join(words)
+
+    async def huge(request: dict[str, Any]):
+        await go.wait()
+        for word in words:
+            await asyncio.sleep(0)
+            yield word
+
+    handle = await serve(huge)
+    sockets: list[asyncio.StreamWriter] = []
+    try:
+        async with sdk_client(handle, "1.0") as client:
+            request = pb.SendMessageRequest(
+                message=message("go"),
+                configuration=pb.SendMessageConfiguration(return_immediately=True),
+            )
+            sent = [ev async for ev in client.send_message(request)]
+            task_id = next(ev.task.id for ev in sent if ev.HasField("task"))
+            port = int(handle.url.rsplit(":", 1)[1].rstrip("/"))
+            body = json.dumps(envelope("SubscribeToTask", {"id": task_id})).encode()
+            for _ in range(3):  # never read
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.transport.get_extra_info("socket").setsockopt(
+                    socket.SOL_SOCKET, socket.SO_RCVBUF, 4096
+                )
+                writer.write(
+                    b"POST / HTTP/1.1\r\nhost: 127.0.0.1:%d\r\ncontent-type: application/json\r\n"
+                    b"a2a-version: 1.0\r\naccept: text/event-stream\r\ncontent-length: %d\r\n\r\n%s"
+                    % (port, len(body), body)
+                )
+                sockets.append(writer)
+            readers = []
+            for _ in range(12):  # many that read, on the same task
+                reader = sdk_client(handle, "1.0", streaming=True)
+                follower = await reader.__aenter__()
+                readers.append((reader, follower))
+            runner = handle.runner
+            watchers = lambda: runner._watchers.get(task_id, [])  # noqa: E731
+            async with asyncio.timeout(30):
+                while len(watchers()) < 3:  # the three that never read are listening
+                    await asyncio.sleep(0.01)
+            reads = [
+                asyncio.ensure_future(collect(f.subscribe(pb.SubscribeToTaskRequest(id=task_id))))
+                for _, f in readers
+            ]
+            async with asyncio.timeout(30):
+                while len(watchers()) < 15:
+                    await asyncio.sleep(0.01)
+            go.set()
+            most = 0
+            while not all(r.done() for r in reads):
+                most = max([most, *(q.qsize() for q in watchers())])
+                await asyncio.sleep(0.005)
+            got = [r.result()[0] for r in reads]
+            buffered = [w.transport.get_write_buffer_size() for w in sockets]  # ours: nothing
+            held = [
+                c.transport.get_write_buffer_size()
+                for c in handle._server._server.server_state.connections
+            ]
+    finally:
+        for reader, _ in locals().get("readers", []):
+            await reader.__aexit__(None, None, None)
+        for w in sockets:
+            w.close()
+        await handle.stop()
+    for events in got:
+        updates = [ev.artifact_update for ev in events if ev.HasField("artifact_update")]
+        assert (
+            joined(
+                updates,
+                events[0].task.artifacts[0].parts[0].text if events[0].task.artifacts else "",
+            )
+            == reply
+        )
+    assert most <= 4, most  # transitions and one text, never the words
+    assert buffered == [0, 0, 0]
+    # one frame past the high-water mark at most: the whole artifact, as JSON, and a little more
+    assert max(held) < len(reply) + 2**20, (max(held), len(reply))  # 3.97 MB of 4.0 measured
