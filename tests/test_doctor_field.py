@@ -15,7 +15,9 @@ import pytest
 import toolnexus as tn
 from toolnexus import doctor
 
+from .conftest import EXAMPLE_SKILLS
 from .helpers import v03_send
+from .peers.field import client, need
 from .peers.js_peer import js_client
 from .peers.quirky import quirky
 from .peers.sdk03_server import sdk03_server
@@ -201,3 +203,67 @@ async def official_stream(url: str) -> str:
         finally:
             await client.close()
     return text
+
+
+# -- the framework clients (issue 58 item 5): each claim checked with the framework's own client --
+
+
+async def test_google_adk_is_said_to_keep_only_the_last_chunk_where_it_does():
+    """A stream that closes its artifact with ``append: true, lastChunk: true`` and only the last
+    chunk (the official a2a-sdk 1.3 server streaming each reply in three appends): ADK's client
+    keeps only that chunk. Our own server closes with the whole text: ADK reads it whole."""
+    need("adk")
+    async with sdk_server(chunked=True) as url:
+        report = await doctor(url, send=True, timeout=10)
+        adk = await client("adk", url, ["hello there"])
+    severity, message = verdicts(report)["Google ADK"]
+    assert severity == "warning" and message.startswith(
+        "breaks: records only the last chunk of this stream"
+    ), report.text()
+    [kept] = adk["replies"]  # "echo: hello there" streamed in three: only the third is kept
+    assert kept and kept != "echo: hello there" and "echo: hello there".endswith(kept), adk
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ours")) as handle:
+        ours = await doctor(handle.url, send=True, timeout=10)
+        whole = await client("adk", handle.url, ["hello there"])
+        async with tn.A2AClient(handle.url) as ours_client:
+            reply = (await ours_client.send("hello there", blocking=True)).reply
+    severity, message = verdicts(ours)["Google ADK"]
+    assert severity == "ok" and message.startswith("works: as a2a-sdk 1.x"), ours.text()
+    assert reply and whole["replies"] == [reply], whole
+
+
+async def test_microsoft_agent_framework_is_judged_as_its_client_reads():
+    """MAF's A2AAgent(url=...) reads no card: it speaks 1.0 at the URL it is given (a 0.3-only peer,
+    BeeAI's, answers it -32601); and it reads a task's words from its artifacts, else the last
+    history message, never status.message (a failed task shows the user's own words)."""
+    need("maf")
+    async with quirky("beeai", name="beeai", skill="echo", description="echoes") as peer:
+        report = await doctor(peer.url, send=True, timeout=10)
+        refused = await client("maf", peer.url, ["hello"])
+    severity, message = verdicts(report)["Microsoft Agent Framework"]
+    assert severity == "warning" and "answers SendMessage with -32601" in message, report.text()
+    assert "MethodNotFound" in refused["error"], refused
+    async with sdk_server() as url:
+        report = await doctor(url, send=True, timeout=10)
+        seen = await client("maf", url, ["hello", "fail please"])
+    severity, message = verdicts(report)["Microsoft Agent Framework"]
+    assert severity == "ok" and "a failed task it shows as the user's own words" in message
+    assert seen["replies"] == ["echo: hello", "fail please"], seen  # the failure: the user's words
+
+
+async def test_aws_strands_is_said_not_to_answer_questions_where_the_peer_asks_them():
+    """Strands' A2AAgent never sends a taskId or contextId: against an agent whose skill example
+    asks for input (our demo's report), the doctor says it cannot answer, and its answer does not
+    reach the question."""
+    need("strands")
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="ours")) as handle:
+        report = await doctor(handle.url, send=True, timeout=10)
+        seen = await client("strands", handle.url, ["draft and approve the weekly report", "yes"])
+    severity, message = verdicts(report)["AWS Strands"]
+    assert severity == "info" and message.startswith(  # Strands' doing, not the peer's
+        "breaks: cannot answer this agent's questions"
+    ), report.text()
+    assert seen["states"][0][-1] == "input-required", seen
+    assert seen["contexts"][0] != seen["contexts"][1], seen  # the answer went elsewhere

@@ -63,8 +63,9 @@ streams from it can tell a piece shown as it came from one shown at the end."""
 
 
 class ScriptExecutor(AgentExecutor):
-    def __init__(self, *, detached: bool = False) -> None:
+    def __init__(self, *, detached: bool = False, chunked: bool = False) -> None:
         self.detached = detached
+        self.chunked = chunked
 
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
@@ -103,9 +104,17 @@ class ScriptExecutor(AgentExecutor):
         elif "slow" in text:
             await asyncio.sleep(30)
             await self._reply(updater, "slow done")
-        elif "chunked" in text:  # one reply streamed as three appends to one artifact
+        elif (
+            "chunked" in text or self.chunked
+        ):  # one reply streamed as three appends to one artifact
             gap = 0.3 if "paced" in text else 0.05  # paced: a piece a reader sees arrive
-            for i, piece in enumerate(("echo: chu", "nked repl", "y please")):
+            said, third = f"echo: {text}", (len(text) + 6) // 3
+            pieces = (
+                ("echo: chu", "nked repl", "y please")
+                if "chunked" in text
+                else (said[:third], said[third : 2 * third], said[2 * third :])
+            )
+            for i, piece in enumerate(pieces):
                 await asyncio.sleep(gap)
                 SAID.append(asyncio.get_running_loop().time())
                 await updater.add_artifact(
@@ -274,6 +283,7 @@ async def sdk_server(
     oidc_url: str | None = None,
     versioned: bool = True,
     detached: bool = False,
+    chunked: bool = False,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -295,7 +305,8 @@ async def sdk_server(
     it (agent-framework-a2a 1.0.0b261022): the SDK's card route then writes 0.3's ``url`` and
     ``protocolVersion "0.3"`` too, while its routes answer 1.0 only (without ``compat``).
     ``detached``: the executor makes the task and returns, its work left to run elsewhere (never
-    done here), so that a blocking send is answered with the task ``submitted``."""
+    done here), so that a blocking send is answered with the task ``submitted``. ``chunked``: every
+    reply is streamed as three appends, the last with ``lastChunk`` (as "chunked" ones are)."""
     enforce = enforce or token_url is not None or oidc_url is not None
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
@@ -378,7 +389,7 @@ async def sdk_server(
     push_http = httpx.AsyncClient(timeout=5)
     push_store = InMemoryPushNotificationConfigStore() if push else None
     handler = DefaultRequestHandlerV2(
-        agent_executor=ScriptExecutor(detached=detached),
+        agent_executor=ScriptExecutor(detached=detached, chunked=chunked),
         task_store=task_store or InMemoryTaskStore(),
         agent_card=agent_card,
         push_config_store=push_store,

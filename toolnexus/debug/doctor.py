@@ -107,6 +107,14 @@ class _Seen:
     streams: dict[tuple[str, Dialect], tuple[str, str] | None] = field(default_factory=dict)
     """``(endpoint, dialect)`` of each stream read → its first frame a reader of that dialect
     refuses, and the evidence (None: every frame reads)."""
+    closes: dict[tuple[str, Dialect], tuple[int, str, str]] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of a stream that closed an artifact with ``append: true, lastChunk:
+    true`` after earlier chunks → how many came before, the closing chunk's text, the evidence."""
+    status_only: str = ""
+    """Evidence of a finished task whose words were only in ``status.message`` (no artifact, no
+    agent message in its history): a reply, or a failure's reason."""
+    asked: bool = False
+    """A skill example made the peer ask for input (the round trip was tried)."""
     unblocked: str = ""
     """The state a blocking send was answered with, when it was neither finished nor interrupted."""
     slowest: float = 0.0
@@ -608,6 +616,7 @@ async def _active(
     try:
         task = await client.send("hello from toolnexus doctor", blocking=True)
         _blocked(client, task, traffic, add, seen)
+        _words_where(task, traffic, seen)
         seen.ours, seen.ours_over = (
             "",
             f"{client.dialect.value if client.dialect else '?'} over {client.binding} "
@@ -638,7 +647,7 @@ async def _active(
         await _as_others_send(card, http, headers, timeout, traffic, add, seen)
         _slow(traffic, before, add, seen)
         await _cancel(client, task, traffic, add, seen)
-        await _round_trip(client, card, traffic, add)
+        await _round_trip(client, card, traffic, add, seen)
         if card.streaming:
             before = len(traffic.events)
             frames: list[Any] = []
@@ -836,6 +845,7 @@ async def _cancel(
         broke = str(exc)
     else:
         _blocked(client, again, traffic, add, seen)
+        _words_where(again, traffic, seen)
         broke = (
             f"its task {again.state.value}"
             + (f": {again.status.message.text}" if again.status.message else "")
@@ -857,6 +867,18 @@ async def _cancel(
                 "give each task its own cancellation (abort only the task canceled)",
             )
         )
+
+
+def _words_where(task: Task, traffic: TrafficRecorder, seen: _Seen) -> None:
+    """Notes a finished task whose words are only in ``status.message`` (no artifact text, no agent
+    message in its history): clients that read the history instead show the user's own words."""
+    said = task.status.message.text if task.status.message else ""
+    if not (task.state.terminal and said) or task.artifacts_text or seen.status_only:
+        return
+    if any(m.role == "agent" and m.text == said for m in task.history):
+        return
+    last = list(traffic.events)[-1] if traffic.events else None
+    seen.status_only = f"a {task.state.value} task: " + (evidence(last) if last else said)
 
 
 def _blocked(
@@ -971,12 +993,14 @@ def _frames(streamed: list[TrafficEvent], endpoint: str, dialect: Dialect, seen:
     """Every frame of a JSON-RPC stream checked against ``dialect`` (a reader of it refuses the
     first that departs: the official clients parse each frame strictly); the first departure is
     kept for the verdicts, with its evidence."""
+    chunks: dict[str, int] = {}
     for event in streamed:
         for i, frame in enumerate(event.frames, 1):
             data = _json.loads_or_none(frame)
             result = data.get("result") if _json.is_object(data) else None
             if result is None:
                 continue  # an error frame, or not JSON-RPC: said by the streaming check
+            _chunks(result, chunks, endpoint, dialect, event, seen)
             faults = _frame_faults(result, dialect)
             if faults:
                 seen.streams[(endpoint, dialect)] = (
@@ -985,6 +1009,34 @@ def _frames(streamed: list[TrafficEvent], endpoint: str, dialect: Dialect, seen:
                 )
                 return
         seen.streams.setdefault((endpoint, dialect), None)
+
+
+def _chunks(
+    result: Any,
+    chunks: dict[str, int],
+    endpoint: str,
+    dialect: Dialect,
+    event: TrafficEvent,
+    seen: _Seen,
+) -> None:
+    """Counts one stream frame's artifact chunks (either dialect's spelling), and keeps an artifact
+    closed by ``append: true, lastChunk: true`` after earlier chunks (Google ADK's client reads that
+    close as the whole artifact)."""
+    update = result.get("artifactUpdate", result) if _json.is_object(result) else None
+    if not _json.is_object(update) or not _json.is_object(update.get("artifact")):
+        return
+    artifact = update["artifact"]
+    key = str(artifact.get("artifactId"))
+    before = chunks.get(key, 0)
+    chunks[key] = before + 1
+    if update.get("append") and update.get("lastChunk") and before:
+        parts = artifact.get("parts")
+        text = "".join(
+            str(p.get("text") or "")
+            for p in (parts if _json.is_array(parts) else [])
+            if _json.is_object(p)
+        )
+        seen.closes.setdefault((endpoint, dialect), (before, text, evidence(event)))
 
 
 def _frame_faults(result: Any, dialect: Dialect) -> list[str]:
@@ -1045,7 +1097,7 @@ def _slow(traffic: TrafficRecorder, before: int, add: _Add, seen: _Seen) -> None
 
 
 async def _round_trip(
-    client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: _Add
+    client: A2AClient, card: AgentCard, traffic: TrafficRecorder, add: _Add, seen: _Seen
 ) -> None:
     """An ``input-required`` round trip, when one of the card's skill examples (the first three)
     asks for input: the answer must go on the same task and move it past the question."""
@@ -1055,6 +1107,7 @@ async def _round_trip(
         asked = await client.send(text, blocking=True)
         if asked.state is not TaskState.INPUT_REQUIRED:
             continue
+        seen.asked = True
         question = asked.status.message.text if asked.status.message else ""
         answered = await client.send(
             "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
@@ -1189,6 +1242,8 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
                 "write timestamps in UTC with a Z: 2026-12-03T10:00:00Z",
             )
         )
+    said: dict[str, Finding] = {}  # the official lines' verdicts, for the frameworks on them
+    official, add = add, _keeping(add, said)
     for line, route in _routes(card).items():
         check = f"client: {line}"
         if isinstance(route, str):
@@ -1333,6 +1388,7 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
                     "shapes it reads",
                 )
             )
+    _frameworks(card, seen, send, said, official)
     if seen.ours is not None:
         add(
             Finding(
@@ -1361,6 +1417,130 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
                 + "; whether it reads the answers is not known without --send",
             )
         )
+
+
+ADK = "Google ADK"
+MAF = "Microsoft Agent Framework"
+STRANDS = "AWS Strands"
+FRAMEWORKS = {
+    ADK: ("a2a-sdk 1.x", "google-adk 2.13 RemoteA2aAgent, on a2a-sdk 1.3"),
+    MAF: ("a2a-sdk 1.x", "agent-framework-a2a 1.0.0b261022 A2AAgent, on a2a-sdk 1.3"),
+    STRANDS: ("a2a-sdk 0.3", "strands-agents 1.62 A2AAgent, on a2a-sdk 0.3.26"),
+}
+"""The framework clients the doctor models (FIELD.md): the official line each runs on, and what it
+is. Each is judged as that line is, then by its own way of reading (:func:`_frameworks`)."""
+
+
+def _keeping(add: _Add, said: dict[str, Finding]) -> _Add:
+    """``add`` that also keeps each client verdict in ``said``, by the client's name."""
+
+    def keep(finding: Finding) -> Any:
+        said[finding.check.removeprefix("client: ")] = finding
+        return add(finding)
+
+    return keep
+
+
+def _frameworks(
+    card: AgentCard, seen: _Seen, send: bool, said: dict[str, Finding], add: _Add
+) -> None:
+    """One verdict per framework client (:data:`FRAMEWORKS`): where the official line it runs on
+    breaks, it breaks the same way; then what it reads its own way, set against what was seen."""
+    routes = _routes(card)
+    given = (card.source or "").split("/.well-known/")[0].rstrip("/") + "/"
+    for name, (line, what) in FRAMEWORKS.items():
+        check = f"client: {name}"
+        base = said.get(line)
+        if name == MAF and routes[line] != (Binding.JSONRPC, given, Dialect.V10):
+            # A2AAgent(url=...) reads no card: it speaks 1.0 over JSON-RPC at the URL it is given
+            where = f"1.0 over JSONRPC at the URL it is given, {given} (it reads no card)"
+            if seen.knows.get(given, {}).get("SendMessage") is False:
+                add(
+                    Finding(
+                        "warning",
+                        check,
+                        f"breaks: it speaks {where}, and the peer answers SendMessage with -32601",
+                        breaks=[name],
+                        fix=f"answer 1.0's SendMessage at {given}",
+                    )
+                )
+            else:
+                add(Finding("info", check, f"cannot tell: it speaks {where}"))
+            continue
+        if base is None or base.severity != "ok":
+            if base is not None and base.severity == "warning":
+                add(
+                    Finding(
+                        "warning",
+                        check,
+                        f"breaks as {line}, which it runs on ({what}): "
+                        + base.message.removeprefix("breaks: "),
+                        base.evidence,
+                        [name],
+                        base.fix,
+                    )
+                )
+            else:
+                add(Finding("info", check, f"cannot tell: {line}, which it runs on, cannot tell"))
+            continue
+        route = routes[line]
+        key = (route[1], route[2]) if not isinstance(route, str) else ("", Dialect.V10)
+        fault = _framework_fault(name, key, card, seen)
+        if fault is not None:
+            message, shown, fix = fault
+            ours = name != STRANDS  # Strands' own doing: nothing on the peer fixes it
+            severity, breaks = ("warning", [name]) if ours else ("info", [])
+            add(Finding(severity, check, f"breaks: {message}", shown, breaks, fix))
+        else:
+            add(
+                Finding("ok", check, f"works: as {line}, which it runs on ({what})" + _caveat(name))
+            )
+
+
+def _framework_fault(
+    name: str, key: tuple[str, Dialect], card: AgentCard, seen: _Seen
+) -> tuple[str, list[str], str] | None:
+    """What of this peer the framework ``name`` reads its own way, as seen: (what it does, the
+    evidence, the fix on the peer's side); None when nothing seen trips it."""
+    if name == ADK and card.streaming and key in seen.closes:
+        before, text, shown = seen.closes[key]
+        return (
+            f"records only the last chunk of this stream: an artifact streamed in {before + 1} "
+            f"chunks closes with append: true, lastChunk: true and only {text!r}, which ADK reads "
+            "as the whole artifact (the earlier chunks are lost)",
+            [shown],
+            "close a streamed artifact with append: false, lastChunk: true and the whole text "
+            "(as ADK's own server does; every other client reads it the same)",
+        )
+    if name == MAF and seen.status_only:
+        return (
+            "shows the user's own words for a task whose words are only in status.message (it "
+            "reads a task's artifacts, else the last message of its history, never status.message)",
+            [seen.status_only],
+            "put the reply in an artifact, and a failure's or a question's message in the task's "
+            "history too",
+        )
+    if name == STRANDS and seen.asked:
+        return (
+            "cannot answer this agent's questions: it never sends a taskId or contextId, so its "
+            "answer starts a new task (a skill example asked for input). The client's doing: "
+            "nothing on the peer fixes it",
+            [],
+            "",
+        )
+    return None
+
+
+def _caveat(name: str) -> str:
+    if name == STRANDS:
+        return "; one turn at a time: it never sends a contextId, so no conversation"
+    if name == MAF:
+        return (
+            "; a failed task it shows as the user's own words unless the failure's message is in "
+            "the history too (it reads the last history message, never status.message; no failure "
+            "was seen here)"
+        )
+    return ""
 
 
 _ZONED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
