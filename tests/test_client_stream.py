@@ -5,6 +5,7 @@ seen with one piece doubled); a task yielded earlier keeps the text it had."""
 from __future__ import annotations
 
 from toolnexus.client.transports import _Fold
+from toolnexus.protocol.dialects import parse_task
 
 
 def task_frame(*pieces: str) -> dict:
@@ -115,3 +116,31 @@ def test_words_then_the_whole_artifact_are_not_doubled():
     assert task.said == "Hello there"
     task = fold.apply(status("TASK_STATE_COMPLETED"))
     assert task.reply == "Hello there"
+
+
+def test_a_reply_kept_as_status_messages_in_the_history_is_one_text():
+    """A task read whole (a blocking send, a get) from a peer whose words came as status
+    messages: its task manager kept each in the history (the Gemini CLI's blocking answer, as
+    seen: five agent messages, one a piece); as the text so far each (LangGraph's), the last."""
+
+    def task(*said: str) -> dict:
+        history = [{"messageId": "u", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}]
+        history += [
+            {"messageId": f"a{i}", "role": "agent", "parts": [{"kind": "text", "text": t}]}
+            for i, t in enumerate(said)
+        ]
+        return {
+            "id": "t",
+            "contextId": "c",
+            "status": {"state": "input-required"},
+            "history": history,
+        }
+
+    assert (
+        parse_task(task("echo: ", "hello ", "again ", "(turn ", "2)")).reply
+        == "echo: hello again (turn 2)"
+    )
+    assert (
+        parse_task(task("echo: ", "echo: hello", "echo: hello again")).reply == "echo: hello again"
+    )
+    assert parse_task(task("Which colour?")).reply == "Which colour?"

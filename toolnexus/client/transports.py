@@ -27,7 +27,7 @@ from ..protocol import grpc_binding, rest
 from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
-from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, new_id
+from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, add_words, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
 from ..traffic import TrafficRecorder, task_id_of
 
@@ -737,9 +737,7 @@ class _Fold:
             and not (status.state.terminal or status.state.interrupted)
         ):
             text = "".join(p.text or "" for p in message.parts if p.kind == "text")
-            if self.snapshots is None and self.words:
-                self.snapshots = text.startswith(self.words)
-            words = self.words + text if self.snapshots is False else text
+            words, self.snapshots = add_words(self.words, text, self.snapshots)
             if len(words) > fetch.MAX_RESPONSE:
                 raise AnswerTooLarge(
                     f"a reply streamed as status messages passed {fetch.MAX_RESPONSE:,} "

@@ -21,6 +21,7 @@ from . import files
 from .tracecontext import TraceContext
 
 __all__ = [
+    "add_words",
     "TaskState",
     "TERMINAL",
     "MAX_VALUE_DEPTH",
@@ -352,16 +353,36 @@ class Task:
 
     @property
     def reply(self) -> str:
-        """The answer text: :attr:`artifacts_text`; else the last agent message."""
+        """The answer text: :attr:`artifacts_text`; else the agent's last messages in the history
+        (the last run of them: a peer whose words came as status messages keeps each one there,
+        as the SDKs' task managers do, so they are one text again, :func:`add_words`)."""
         texts = self.artifacts_text
         if texts:
             return texts
+        said: list[str] = []
         for m in reversed(self.history):
             if m.role == "agent":
-                return m.text
+                said.append(m.text)
+            elif said:
+                break
+        if said:
+            words, snapshots = "", None
+            for text in reversed(said):
+                words, snapshots = add_words(words, text, snapshots)
+            return words
         if self.status.message is not None:
             return self.status.message.text
         return ""
+
+
+def add_words(words: str, text: str, snapshots: bool | None) -> tuple[str, bool | None]:
+    """The words an agent has said, with one more message's ``text``: a peer says its words in
+    several messages either as pieces (Strands, the Gemini CLI: joined as sent) or as the text so
+    far (LangGraph: the last holds it), and ``snapshots`` says which, once known (None until the
+    second, which starts with the first when each is the text so far). Returns both, updated."""
+    if snapshots is None and words:
+        snapshots = text.startswith(words)
+    return (words + text if snapshots is False else text), snapshots
 
 
 def task_html(task: Task) -> str:
