@@ -11,6 +11,7 @@ we change); one the framework does not do at all (``none``). docs/frameworks.md'
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -48,6 +49,12 @@ PEERS = {
         "AWS Strands, `enable_a2a_compliant_streaming`", "strands", {"compliant": True}
     ),
     "maf": Peer("Microsoft Agent Framework", "maf"),
+    "fasta2a": Peer("pydantic fasta2a", "fasta2a"),
+    "beeai": Peer("BeeAI", "beeai"),
+    "crewai": Peer("CrewAI", "crewai"),
+    "handler": Peer("a2a-handler", "handler"),
+    "langgraph": Peer("LangGraph", "langgraph"),
+    "gemini": Peer("Gemini CLI A2A server", "gemini"),
 }
 
 CAPABILITIES: dict[Side, tuple[str, ...]] = {
@@ -133,6 +140,84 @@ CELLS = [
         "failure's message in the history too",
         3,
     ),
+    Cell(
+        "fasta2a",
+        "client",
+        "send",
+        "ours",
+        "fasta2a's client sends 0.3 method names with 1.0-style parts and reads the answer as 1.0 "
+        '(`{"task": ...}`): it finds no task in ours; we are to answer it in the shapes it reads, '
+        "detected from what it sends",
+        4,
+    ),
+    Cell("fasta2a", "client", "multi-turn", "ours", "as for send", 4),
+    Cell("fasta2a", "client", "stream", "ours", "as for send", 4),
+    Cell("fasta2a", "client", "input-required", "ours", "as for send", 4),
+    Cell("fasta2a", "client", "failure", "ours", "as for send", 4),
+    Cell("beeai", "client", "send", "works", "the reply"),
+    Cell("beeai", "client", "multi-turn", "works", "its A2AAgent keeps the context"),
+    Cell("beeai", "client", "stream", "works", "it streams, and keeps the task's whole artifact"),
+    Cell(
+        "beeai",
+        "client",
+        "input-required",
+        "works",
+        "it keeps an unfinished task's id: the next run answers it",
+    ),
+    Cell("beeai", "client", "failure", "works", "the failure's message, as its error"),
+    Cell(
+        "crewai",
+        "client",
+        "send",
+        "theirs",
+        "CrewAI joins the text of every artifact update with spaces, ignoring `append` and "
+        "`lastChunk`: our word deltas and then the closing whole text (`You  said:  You said: "
+        "hello`); no stream shape fixes it while words stream as deltas; the doctor names it",
+    ),
+    Cell(
+        "crewai",
+        "client",
+        "multi-turn",
+        "works",
+        "the context is kept (`message 2 of this conversation`); the reply as garbled as in send",
+    ),
+    Cell(
+        "crewai",
+        "client",
+        "stream",
+        "theirs",
+        "its delegation streams when the card says it can: the garbled join of send",
+    ),
+    Cell(
+        "crewai",
+        "client",
+        "input-required",
+        "works",
+        "the question (sent whole, in the status message); the answer, with the task's id, "
+        "continues it (the reply as garbled as in send)",
+    ),
+    Cell("crewai", "client", "failure", "works", "the failure's message, as its error"),
+    Cell("handler", "client", "send", "works", "the reply"),
+    Cell("handler", "client", "multi-turn", "works", "`--continue` keeps the context"),
+    Cell("handler", "client", "stream", "works", "`--stream` prints the events and the reply"),
+    Cell(
+        "handler",
+        "client",
+        "input-required",
+        "none",
+        "the question is shown, but `--continue` does not answer it: the answer goes out as a "
+        "new task in a new conversation (`You said: yes`); its `--task-id` would take the task, "
+        "whose id its text output does not show",
+    ),
+    Cell(
+        "handler",
+        "client",
+        "failure",
+        "ours",
+        "a2a-handler prints artifacts, else agent messages in the history: a failed task shows "
+        "`State: failed` and no reason; we are to put the failure's message in the history too",
+        3,
+    ),
     # our client -> its server
     Cell("strands", "server", "send", "works", "the reply (its artifact ends with a newline)"),
     Cell(
@@ -169,6 +254,101 @@ CELLS = [
         "contextId)`): as its docstring sets it up, the model never sees the turn before",
     ),
     Cell("maf", "server", "cancel", "works", "canceled; the next task is answered"),
+    Cell("adk", "server", "send", "works", "the reply"),
+    Cell(
+        "adk",
+        "server",
+        "stream",
+        "none",
+        "its server calls the model with `stream=False`: the reply comes whole, in one frame",
+    ),
+    Cell("adk", "server", "multi-turn", "works", "its session is the context"),
+    Cell("adk", "server", "cancel", "works", "canceled; the next task is answered"),
+    Cell(
+        "fasta2a",
+        "server",
+        "send",
+        "works",
+        "a blocking send is answered `submitted` (it does not block): the reply by reading the "
+        "task again, as our client's `follow` and `toolnexus send` do",
+    ),
+    Cell("fasta2a", "server", "stream", "works", "artifact appends while `working`"),
+    Cell("fasta2a", "server", "multi-turn", "works", "the context's history"),
+    Cell(
+        "fasta2a",
+        "server",
+        "cancel",
+        "theirs",
+        "its in-memory broker hands operations to one worker, one at a time: a cancel waits "
+        "behind the task it cancels, and so does every later send (our client gives up after its "
+        "timeout)",
+    ),
+    Cell(
+        "beeai", "server", "send", "works", "the reply (its agent asks the model `Your task: ...`)"
+    ),
+    Cell(
+        "beeai",
+        "server",
+        "stream",
+        "none",
+        "no word stream: the whole reply in the `completed` status message",
+    ),
+    Cell("beeai", "server", "multi-turn", "works", "its memory per context"),
+    Cell(
+        "beeai",
+        "server",
+        "cancel",
+        "theirs",
+        "a cancel of a `working` task is refused (-32002), yet it aborts a controller every task "
+        "shares: every later task fails `Action has been aborted`; the doctor names it",
+    ),
+    Cell("langgraph", "server", "send", "works", "the reply"),
+    Cell(
+        "langgraph",
+        "server",
+        "stream",
+        "works",
+        "the first frame 1.0-wrapped, the rest 0.3-shaped with 1.0 enum names, words as "
+        "cumulative `working` status-message snapshots, then an artifact: mixed dialects (a2a-sdk "
+        "1.3 and the JS SDK cannot read frames 2 on); our client reads them",
+    ),
+    Cell("langgraph", "server", "multi-turn", "works", "the context is its thread"),
+    Cell(
+        "langgraph",
+        "server",
+        "cancel",
+        "none",
+        "a send with `blocking: false` is answered only when the run ends (not within our "
+        "client's 10 s while the model waits): no task to cancel, and the next send waits too",
+    ),
+    Cell(
+        "gemini",
+        "server",
+        "send",
+        "ours",
+        "its words come only as `working` status-message deltas, the turn ending `input-required` "
+        "with no message and no artifact: our client's reply is the last delta; we are to make a "
+        "turn whose only text came as status messages its reply",
+        2,
+    ),
+    Cell(
+        "gemini",
+        "server",
+        "stream",
+        "ours",
+        "as for send: the words show one at a time, each alone",
+        2,
+    ),
+    Cell(
+        "gemini",
+        "server",
+        "multi-turn",
+        "ours",
+        "every turn ends `input-required`: the next message goes to the same task, which the "
+        "server continues; its reply is as for send",
+        2,
+    ),
+    Cell("gemini", "server", "cancel", "works", "canceled (`Task canceled by user request.`)"),
 ]
 _BY_KEY = {(c.peer, c.side, c.capability): c for c in CELLS}
 TESTED: dict[tuple[str, str, str], str] = {}
@@ -190,26 +370,30 @@ def cell(peer: str, side: Side, capability: str) -> Callable[[Any], Any]:
 
 # -- its client -> our server ------------------------------------------------------------------
 
-_talks: dict[str, dict[str, Any]] = {}
+_talks: dict[str, list[dict[str, Any]]] = {}
 
 
 async def talk(folder: str, texts: list[str], **opts: Any) -> dict[str, Any]:
     """What the framework's client returned sending ``texts`` (one conversation) to our server,
-    the demo model behind it; one run per worker for the same texts."""
-    key = json.dumps([folder, texts, opts])
+    the demo model behind it. Every conversation of :data:`TALKS` is had in one run of the
+    framework's client (one start: some take seconds to import), once per worker and ``opts``."""
+    key = json.dumps([folder, opts])
     if key not in _talks:
         peers.need(folder)
         tk = await tn.create_toolkit(builtins=False)
         async with tk.serve(client=tn.demo_client(pace=DEMO_PACE), a2a=DESK) as served:
-            _talks[key] = await peers.client(folder, served.url, texts, **opts)
-    return _talks[key]
+            _talks[key] = await peers.conversations(folder, served.url, TALKS, **opts)
+    return _talks[key][TALKS.index(texts)]
 
 
 DESK = tn.A2AConfig(name="demo-desk")
 DEMO_PACE = 0.05
 """The demo model's pace here (the suite's is 0): a word a frame, as a model streams."""
 HELLO = ["hello", "again"]
+FAIL = ["please fail"]
+STREAM = ["stream these words"]
 ASK = ["please approve the budget", "yes"]
+TALKS = [HELLO, ASK, FAIL, STREAM]
 QUESTION = "Do you approve: please approve the budget?"
 APPROVED = "Request approved (yes). You said: please approve the budget"
 
@@ -282,6 +466,125 @@ async def test_maf_client_reads_why_a_task_failed():
     assert "asked to fail" in seen["replies"][0], seen
 
 
+@cell("fasta2a", "client", "send")
+async def test_fasta2a_client_sends():
+    seen = await talk("fasta2a", HELLO)
+    assert seen["card"] is None and seen["replies"][0] == "You said: hello", seen
+
+
+@cell("fasta2a", "client", "multi-turn")
+async def test_fasta2a_client_keeps_the_conversation():
+    replies = (await talk("fasta2a", HELLO))["replies"]
+    assert replies[1] == "You said: again (message 2 of this conversation)", replies
+
+
+@cell("fasta2a", "client", "stream")
+async def test_fasta2a_client_streams():
+    seen = await talk("fasta2a", STREAM, stream=True)
+    assert seen["replies"] == ["You said: stream these words"] and "working" in seen["states"][0]
+
+
+@cell("fasta2a", "client", "input-required")
+async def test_fasta2a_client_answers_a_question():
+    seen = await talk("fasta2a", ASK)
+    assert seen["states"][0] == ["input-required"] and seen["replies"][0] == QUESTION, seen
+    assert seen["replies"][1].startswith(APPROVED), seen
+
+
+@cell("fasta2a", "client", "failure")
+async def test_fasta2a_client_reads_why_a_task_failed():
+    seen = await talk("fasta2a", FAIL)
+    assert seen["states"] == [["failed"]] and "asked to fail" in seen["replies"][0], seen
+
+
+@cell("beeai", "client", "send")
+async def test_beeai_client_sends():
+    assert (await talk("beeai", HELLO))["replies"][0] == "You said: hello"
+
+
+@cell("beeai", "client", "multi-turn")
+async def test_beeai_client_keeps_the_conversation():
+    replies = (await talk("beeai", HELLO))["replies"]
+    assert replies[1] == "You said: again (message 2 of this conversation)"
+
+
+@cell("beeai", "client", "stream")
+async def test_beeai_client_keeps_a_whole_streamed_reply():
+    assert (await talk("beeai", STREAM))["replies"] == ["You said: stream these words"]
+
+
+@cell("beeai", "client", "input-required")
+async def test_beeai_client_answers_a_question():
+    seen = await talk("beeai", ASK)
+    assert seen["states"] == ["input-required", "completed"]
+    assert seen["replies"][0] == QUESTION and seen["replies"][1].startswith(APPROVED)
+
+
+@cell("beeai", "client", "failure")
+async def test_beeai_client_reads_why_a_task_failed():
+    seen = await talk("beeai", FAIL)
+    assert seen["states"] == ["failed"] and "asked to fail" in seen["replies"][0]
+
+
+@cell("crewai", "client", "send")
+async def test_crewai_client_joins_every_update_with_spaces():
+    assert (await talk("crewai", HELLO))["replies"][0] == "You  said:  You said: hello"
+
+
+@cell("crewai", "client", "multi-turn")
+async def test_crewai_client_keeps_the_conversation():
+    reply = (await talk("crewai", HELLO))["replies"][1]
+    assert reply.endswith("You said: again (message 2 of this conversation)"), reply
+
+
+@cell("crewai", "client", "stream")
+async def test_crewai_client_joins_a_stream_with_spaces():
+    reply = (await talk("crewai", STREAM))["replies"][0]
+    assert reply == "You  said:  stream  these  You said: stream these words", reply
+
+
+@cell("crewai", "client", "input-required")
+async def test_crewai_client_answers_a_question():
+    seen = await talk("crewai", ASK)
+    assert seen["states"] == ["input-required", "completed"]
+    assert seen["replies"][0] == QUESTION and APPROVED in seen["replies"][1]
+
+
+@cell("crewai", "client", "failure")
+async def test_crewai_client_reads_why_a_task_failed():
+    seen = await talk("crewai", FAIL)
+    assert seen["states"] == ["failed"] and "asked to fail" in seen["replies"][0]
+
+
+@cell("handler", "client", "send")
+async def test_handler_client_sends():
+    assert (await talk("handler", HELLO))["shown"][0] == "You said: hello"
+
+
+@cell("handler", "client", "multi-turn")
+async def test_handler_client_keeps_the_conversation():
+    shown = (await talk("handler", HELLO))["shown"]
+    assert shown[1] == "You said: again (message 2 of this conversation)"
+
+
+@cell("handler", "client", "stream")
+async def test_handler_client_streams():
+    shown = (await talk("handler", STREAM, stream=True))["shown"][0]
+    assert "event: task working" in shown and "You said: stream these words" in shown
+
+
+@cell("handler", "client", "input-required")
+async def test_handler_client_answers_in_a_new_task():
+    shown = (await talk("handler", ASK))["shown"]
+    assert shown == [QUESTION, "You said: yes"]
+
+
+@cell("handler", "client", "failure")
+async def test_handler_client_shows_why_a_task_failed():
+    shown = (await talk("handler", FAIL))["shown"][0]
+    assert "State: failed" in shown and "asked to fail" in shown, shown
+
+
 # -- our client -> its server ------------------------------------------------------------------
 
 
@@ -290,26 +593,51 @@ _probes: dict[str, dict[str, Any]] = {}
 
 async def probe(peer: str) -> dict[str, Any]:
     """Our client on the framework's server (its model: the field's echo stub), once per worker:
-    ``send`` (``hello there``, blocking), ``stream`` ((state, reply) after every frame of a stream
-    of ``hello there``), ``multi`` (``again`` in the context of ``hello``), ``cancel`` (a task
-    waiting on the model canceled) and ``after`` (the next task then)."""
+    ``send`` (``hello there``, blocking: a task answered unfinished is then read until it is),
+    ``stream`` ((state, reply) after every frame of a stream of ``hello there``), ``multi``
+    (``again`` in the context of ``hello``, in its task when that asks), ``waiting`` (a task waiting on the model, sent without
+    blocking), ``cancel`` (it canceled),
+    ``after`` (the next task then: these three with 10 s to answer, the others 60 s); a step
+    that raised is the error, as text."""
     if peer not in _probes:
         found = PEERS[peer]
-        async with peers.server(found.folder, **found.opts) as url, tn.A2AClient(url) as client:
-            seen: dict[str, Any] = {
-                "send": await attempt(client.send("hello there", blocking=True))
-            }
+        async with (
+            peers.server(found.folder, **found.opts) as url,
+            tn.A2AClient(url, timeout=60) as client,
+            tn.A2AClient(url, timeout=10) as impatient,
+        ):
+            sent = await attempt(client.send("hello there", blocking=True))
+            seen: dict[str, Any] = {"send": await settle(client, sent)}
+            seen["blocked"] = isinstance(sent, tn.Task) and sent.state.terminal
             seen["stream"] = await attempt(frames(client.stream("hello there")))
-            first = await attempt(client.send("hello", blocking=True))
+            first = await settle(client, await attempt(client.send("hello", blocking=True)))
             if isinstance(first, tn.Task):
-                multi = client.send("again", context_id=first.context_id, blocking=True)
-                seen["multi"] = await attempt(multi)
-            waiting = await attempt(client.send("be slow", blocking=False))
+                asks = first.state.interrupted  # the Gemini CLI's every turn ends input-required
+                again = client.send(
+                    "again",
+                    context_id=first.context_id,
+                    task_id=first.id if asks else None,
+                    blocking=True,
+                )
+                seen["multi"] = await settle(client, await attempt(again))
+            waiting = seen["waiting"] = await attempt(impatient.send("be slow", blocking=False))
             if isinstance(waiting, tn.Task):
-                seen["cancel"] = await attempt(client.cancel(waiting.id))
-            seen["after"] = await attempt(client.send("after", blocking=True))
+                seen["cancel"] = await attempt(impatient.cancel(waiting.id))
+            after = await attempt(impatient.send("after", blocking=True))
+            seen["after"] = await settle(client, after)
         _probes[peer] = seen
     return _probes[peer]
+
+
+async def settle(client: tn.A2AClient, task: Any) -> Any:
+    """``task`` once it is finished or asks (read again, within 20 s), as a user waiting on it
+    sees it; an error as it came."""
+    for _ in range(100):
+        if not isinstance(task, tn.Task) or task.state.terminal or task.state.interrupted:
+            break
+        await asyncio.sleep(0.2)
+        task = await attempt(client.get(task.id))
+    return task
 
 
 async def attempt(step: Awaitable[Any]) -> Any:
@@ -324,12 +652,12 @@ async def frames(stream: AsyncIterator[tn.Task]) -> list[tuple[str, str]]:
     return [(t.state.value, t.reply) async for t in stream]
 
 
-def live(frames: list[tuple[str, str]], whole: str) -> bool:
+def live(frames: list[tuple[str, str]], whole: str, end: str = "completed") -> bool:
     """The words showed as they came: the reply grew through the frames before the last, each a
-    beginning of the whole, which the last frame holds."""
+    beginning of the whole, which the last frame (``end``) holds."""
     before = [reply for _, reply in frames[:-1] if reply]
     return (
-        frames[-1] == ("completed", whole)
+        frames[-1] == (end, whole)
         and len(set(before)) >= 2
         and all(whole.startswith(r) for r in before)
     )
@@ -408,6 +736,122 @@ async def test_maf_server_cancels():
     seen = await probe("maf")
     assert seen["cancel"].state.value == "canceled"
     assert answered(seen["after"]) == ("completed", "echo: after")
+
+
+@cell("adk", "server", "send")
+async def test_adk_server_answers():
+    assert answered((await probe("adk"))["send"]) == ("completed", "echo: hello there")
+
+
+@cell("adk", "server", "stream")
+async def test_adk_server_streams_the_reply_whole():
+    replies = {reply for _, reply in (await probe("adk"))["stream"] if reply}
+    assert replies == {"echo: hello there"}
+
+
+@cell("adk", "server", "multi-turn")
+async def test_adk_server_keeps_the_conversation():
+    assert (await probe("adk"))["multi"].reply == "echo: again (turn 2)"
+
+
+@cell("adk", "server", "cancel")
+async def test_adk_server_cancels():
+    seen = await probe("adk")
+    assert seen["cancel"].state.value == "canceled"
+    assert answered(seen["after"]) == ("completed", "echo: after")
+
+
+@cell("fasta2a", "server", "send")
+async def test_fasta2a_server_answers_later():
+    seen = await probe("fasta2a")
+    assert answered(seen["send"]) == ("completed", "echo: hello there")
+    assert not seen["blocked"]
+
+
+@cell("fasta2a", "server", "stream")
+async def test_fasta2a_server_streams_words():
+    assert live((await probe("fasta2a"))["stream"], "echo: hello there")
+
+
+@cell("fasta2a", "server", "multi-turn")
+async def test_fasta2a_server_keeps_the_conversation():
+    assert (await probe("fasta2a"))["multi"].reply == "echo: again (turn 2)"
+
+
+@cell("fasta2a", "server", "cancel")
+async def test_fasta2a_server_cancel_waits_behind_the_task():
+    seen = await probe("fasta2a")
+    assert "CancelTask failed: AnswerTooSlow" in seen["cancel"]
+    assert "SendMessage failed: AnswerTooSlow" in seen["after"]
+
+
+@cell("beeai", "server", "send")
+async def test_beeai_server_answers():
+    assert answered((await probe("beeai"))["send"]) == ("completed", "echo: Your task: hello there")
+
+
+@cell("beeai", "server", "stream")
+async def test_beeai_server_sends_the_reply_whole():
+    frames = (await probe("beeai"))["stream"]
+    assert [reply for _, reply in frames if reply] == ["echo: Your task: hello there"]
+
+
+@cell("beeai", "server", "multi-turn")
+async def test_beeai_server_keeps_the_conversation():
+    assert (await probe("beeai"))["multi"].reply == "echo: Your task: again (turn 2)"
+
+
+@cell("beeai", "server", "cancel")
+async def test_beeai_server_breaks_after_a_cancel():
+    seen = await probe("beeai")
+    assert "cannot be canceled" in seen["cancel"] and "working" in seen["cancel"]
+    assert answered(seen["after"]) == ("failed", "Action has been aborted")
+
+
+@cell("langgraph", "server", "send")
+async def test_langgraph_server_answers():
+    assert answered((await probe("langgraph"))["send"]) == ("completed", "echo: hello there")
+
+
+@cell("langgraph", "server", "stream")
+async def test_langgraph_server_streams_words():
+    assert live((await probe("langgraph"))["stream"], "echo: hello there")
+
+
+@cell("langgraph", "server", "multi-turn")
+async def test_langgraph_server_keeps_the_conversation():
+    assert (await probe("langgraph"))["multi"].reply == "echo: again (turn 2)"
+
+
+@cell("langgraph", "server", "cancel")
+async def test_langgraph_server_answers_a_non_blocking_send_late():
+    seen = await probe("langgraph")
+    assert "SendMessage failed: AnswerTooSlow" in seen["waiting"] and "cancel" not in seen
+
+
+@cell("gemini", "server", "send")
+async def test_gemini_server_answers():
+    # the Gemini CLI opens each conversation with a message of its own: this is turn 2
+    assert (await probe("gemini"))["send"].reply == "echo: hello there (turn 2)"
+
+
+@cell("gemini", "server", "stream")
+async def test_gemini_server_streams_words():
+    frames = (await probe("gemini"))["stream"]
+    assert live(frames, "echo: hello there (turn 2)", "input-required")
+
+
+@cell("gemini", "server", "multi-turn")
+async def test_gemini_server_keeps_the_conversation():
+    assert (await probe("gemini"))["multi"].reply == "echo: again (turn 3)"
+
+
+@cell("gemini", "server", "cancel")
+async def test_gemini_server_cancels():
+    assert answered((await probe("gemini"))["cancel"]) == (
+        "canceled",
+        "Task canceled by user request.",
+    )
 
 
 # -- the page ----------------------------------------------------------------------------------

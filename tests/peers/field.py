@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from ..helpers import stop_process
-from ..stubs import Reply, ScriptedServer, openai_stream, openai_text
+from ..stubs import Reply, ScriptedServer, openai_calls, openai_stream, openai_text
 
 HERE = Path(__file__).parent
 FRAMEWORKS = (
@@ -60,8 +60,10 @@ _WORD_START = re.compile(r"(?<=\s)(?=\S)")
 
 
 def _env() -> dict[str, str]:
-    """The environment of a framework's process: ours, less PYTHONPATH (its venv is its world)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """The environment of a framework's process: ours, less PYTHONPATH (its venv is its world),
+    its telemetry off."""
+    quiet = {"CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true"}
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | quiet
 
 
 def _python(name: str) -> Path:
@@ -91,30 +93,41 @@ def need(name: str) -> None:
         pytest.skip(why)
 
 
-def _last_json(name: str, done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    lines = done.stdout.strip().splitlines()
-    if not lines:
-        raise RuntimeError(
-            f"the {name} peer printed nothing ({done.returncode}): {done.stderr[-3000:]}"
-        )
-    return json.loads(lines[-1])
+def _outcome(name: str, done: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON a client script printed after ``field-result: `` (field_script.report)."""
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("field-result: "):
+            return json.loads(line.removeprefix("field-result: "))
+    raise RuntimeError(
+        f"the {name} client said nothing ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}"
+    )
 
 
 async def client(name: str, url: str, texts: list[str], **opts: Any) -> dict[str, Any]:
     """What the framework ``name``'s client returned sending ``texts`` to the agent at ``url`` in
     one conversation (``<name>/client.py``; ``opts`` are its own, e.g. ``stream=True``)."""
+    return await _run_client(name, {"url": url, "texts": texts, **opts})
+
+
+async def conversations(
+    name: str, url: str, talks: list[list[str]], **opts: Any
+) -> list[dict[str, Any]]:
+    """:func:`client` for each of ``talks`` (each a conversation of its own), in one process."""
+    return await _run_client(name, {"url": url, "conversations": talks, **opts})
+
+
+async def _run_client(name: str, spec: dict[str, Any]) -> Any:
     need(name)
-    spec = json.dumps({"url": url, "texts": texts, **opts})
     done = await asyncio.to_thread(
         subprocess.run,
-        [str(_python(name)), str(HERE / name / "client.py"), spec],
+        [str(_python(name)), str(HERE / name / "client.py"), json.dumps(spec)],
         cwd=HERE / name,
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=600,
     )
-    return _last_json(name, done)
+    return _outcome(name, done)
 
 
 def _last_user(body: dict[str, Any]) -> tuple[str, int]:
@@ -159,7 +172,8 @@ def _gemini(text: str, finish: bool) -> dict[str, Any]:
 def echo(request: dict[str, Any]) -> Reply:
     """The field's model, OpenAI-style (``/chat/completions``, streamed word by word when asked) and
     Gemini-API-style (``:generateContent``, ``:streamGenerateContent``, ``:countTokens``): it answers
-    :func:`answer`; a message saying ``slow`` waits :data:`SLOW` seconds first, one saying
+    :func:`answer` (through a ``final_answer`` tool when one is offered: BeeAI's RequirementAgent
+    takes nothing else); a message saying ``slow`` waits :data:`SLOW` seconds first, one saying
     ``fail`` is answered 500."""
     path, body = request["path"], request["json"] or {}
     if path.endswith(":countTokens"):
@@ -176,6 +190,15 @@ def echo(request: dict[str, Any]) -> Reply:
         return Reply(events=events, gap=0.02, delay=delay)
     if path.endswith(":generateContent"):
         return Reply(body=_gemini(reply, True), delay=delay)
+    tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+    if "final_answer" in tools:  # BeeAI's RequirementAgent answers through this tool only
+        args = json.dumps({"response": reply})
+        if body.get("stream"):
+            called = openai_stream(calls=(("call_final", "final_answer", args),))
+        else:
+            called = openai_calls(("call_final", "final_answer", args))
+        called.delay = delay
+        return called
     if body.get("stream"):
         streamed = openai_stream(*pieces, gap=0.02)
         streamed.delay = delay

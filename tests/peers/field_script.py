@@ -1,6 +1,6 @@
 """What the framework scripts (``<name>/client.py``, ``<name>/server.py``) share, run inside each
 framework's venv (see field.py): the standard library and uvicorn only. A script imports it with
-``sys.path.insert(0, str(Path(__file__).parent.parent))``."""
+``sys.path.append(str(Path(__file__).parent.parent))`` (appended: a framework named as its folder, langgraph, comes first)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,35 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+_SPEC: dict[str, Any] = {}
+
 
 def spec() -> dict[str, Any]:
-    """The script's JSON argument (field.py's ``client``/``server`` write it)."""
-    return json.loads(sys.argv[1])
+    """The script's JSON argument (field.py's ``client``/``server`` write it), one dict for the
+    script's life: :func:`report` sets its ``texts`` for each conversation."""
+    if not _SPEC:
+        _SPEC.update(json.loads(sys.argv[1]))
+    return _SPEC
+
+
+RESULT = "field-result: "
+"""The start of the line a client script's outcome is on (a framework may print lines of its own)."""
 
 
 def report(run: Callable[[], Awaitable[dict[str, Any]]]) -> None:
-    """Print what ``run()`` returns as one JSON line, or ``{"error": ...}`` if it raises."""
-    try:
-        seen = asyncio.run(run())
-    except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
-        seen = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(seen, default=str), flush=True)
+    """Print what ``run()`` returns (``{"error": ...}`` if it raises) as one JSON line after
+    :data:`RESULT`; with ``conversations`` in the spec, ``run()`` once for each (its ``texts``),
+    the list of what each returned (one process, one start of the framework)."""
+    conversations = spec().get("conversations")
+    seen: Any = [] if conversations is not None else None
+    for texts in conversations if conversations is not None else [spec()["texts"]]:
+        _SPEC["texts"] = texts
+        try:
+            outcome = asyncio.run(run())
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
+            outcome = {"error": f"{type(exc).__name__}: {exc}"}
+        seen = outcome if conversations is None else [*seen, outcome]
+    print(RESULT + json.dumps(seen, default=str), flush=True)
 
 
 def serve(build: Callable[[str], Any]) -> None:

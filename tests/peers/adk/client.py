@@ -6,17 +6,22 @@ one JSON line: ``replies`` (per text, the text of the events ADK keeps: not part
 ``partials`` (per text, the partial events' texts); a failure is {"error": "..."}.
 """
 
-import asyncio
-import json
 import sys
+from pathlib import Path
 
 from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
+sys.path.append(str(Path(__file__).parent.parent))
+from field_script import report, spec  # noqa: E402
 
-async def main(url: str, texts: list[str]) -> dict:
+SPEC = spec()
+
+
+async def run() -> dict:
+    url, texts = SPEC["url"], SPEC["texts"]
     card = url.rstrip("/") + "/.well-known/agent-card.json"
     agent = RemoteA2aAgent(name="remote", agent_card=card, timeout=30)
     sessions = InMemorySessionService()
@@ -38,9 +43,4 @@ async def main(url: str, texts: list[str]) -> dict:
     return {"replies": replies, "partials": partials}
 
 
-if __name__ == "__main__":
-    spec = json.loads(sys.argv[1])
-    try:
-        print(json.dumps(asyncio.run(main(spec["url"], spec["texts"]))))
-    except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+report(run)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent_framework_a2a import A2AAgent
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.append(str(Path(__file__).parent.parent))
 from field_script import report, spec  # noqa: E402
 
 SPEC = spec()

@@ -16,7 +16,7 @@ from agent_framework_a2a import A2AExecutor
 from agent_framework_openai import OpenAIChatCompletionClient
 from starlette.applications import Starlette
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.append(str(Path(__file__).parent.parent))
 from field_script import serve, spec  # noqa: E402
 
 SPEC = spec()

@@ -12,7 +12,7 @@ from pathlib import Path
 from a2a.types import Message, TaskStatusUpdateEvent
 from strands.agent.a2a_agent import A2AAgent
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.append(str(Path(__file__).parent.parent))
 from field_script import report, spec  # noqa: E402
 
 SPEC = spec()

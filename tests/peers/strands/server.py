@@ -12,7 +12,7 @@ from strands import Agent
 from strands.models.openai import OpenAIModel
 from strands.multiagent.a2a import A2AServer
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.append(str(Path(__file__).parent.parent))
 from field_script import serve, spec  # noqa: E402
 
 SPEC = spec()
