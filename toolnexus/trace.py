@@ -94,15 +94,22 @@ def otlp_exporter() -> Any:
     """
     if not any(os.environ.get(name) for name in OTLP_ENV):
         return None
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
-    except ImportError:
-        raise MissingExtra(
-            "OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs "
-            "pip install 'toolnexus[otel]'"
-        ) from None
+    exporter = otel("OTEL_EXPORTER_OTLP_* is set: exporting spans over OTLP needs").OTLPSpanExporter
     collector: Any = _Collector(asyncio.get_running_loop())  # a Session as far as it is used
-    return OTLPSpanExporter(session=collector)
+    return exporter(session=collector)
+
+
+def otel(needs: str):  # the module itself, which the type checker reads whole
+    """OpenTelemetry (:mod:`toolnexus._otel`), loaded here and nowhere else.
+
+    Raises:
+        MissingExtra: it is not installed (``needs`` says what needed it).
+    """
+    try:
+        from . import _otel  # noqa: PLC0415  # optional extra: otel
+    except ImportError:
+        raise MissingExtra(f"{needs} pip install 'toolnexus[otel]'") from None
+    return _otel
 
 
 class _Collector:
@@ -132,8 +139,8 @@ class _Collector:
     ) -> Any:
         """One POST, from the exporter's thread: a ``requests.Response``, or the ``requests``
         errors the exporter knows (a timeout, a failed connection: it retries those)."""
-        import requests  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
-        from requests.structures import CaseInsensitiveDict  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
+        loaded = otel("the OTLP exporter needs")  # loaded: it is the exporter that calls
+        requests, CaseInsensitiveDict = loaded.requests, loaded.CaseInsensitiveDict
 
         limit = timeout if timeout else 10.0
         post = self._post(method, url, headers or {}, data or b"", limit)
@@ -218,20 +225,9 @@ def export_spans(
     spans). A reader the bus cuts off (it fell behind) reads on from there, saying what it lost.
     Needs ``pip install 'toolnexus[otel]'``.
     """
-    try:
-        from opentelemetry.sdk.resources import Resource  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
-        from opentelemetry.sdk.trace import ReadableSpan  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
-        from opentelemetry.trace import (  # noqa: PLC0415  # optional extra: otel  # noqa: PLC0415  # optional extra: otel
-            SpanContext,
-            SpanKind,
-            Status,
-            StatusCode,
-            TraceFlags,
-        )
-    except ImportError:
-        raise MissingExtra(
-            "exporting spans needs OpenTelemetry: pip install 'toolnexus[otel]'"
-        ) from None
+    o = otel("exporting spans needs OpenTelemetry:")
+    Resource, ReadableSpan, SpanContext = o.Resource, o.ReadableSpan, o.SpanContext
+    SpanKind, Status, StatusCode, TraceFlags = o.SpanKind, o.Status, o.StatusCode, o.TraceFlags
     resource = Resource.create({"service.name": service})
     started: dict[str, int] = {}  # a traced task's first state, by span id (at most STARTED_LIMIT)
     pending: collections.deque[Any] = collections.deque()

@@ -47,7 +47,7 @@ import jsonschema_rs
 from ..errors import PeerError
 from ..events import TrafficEvent
 from ..mcp.session import MCPSession
-from ..mcp.transport import endpoint_label, mcp_failure
+from ..mcp.transport import endpoint_label, mcp_failure, sdk
 from ..traffic import TrafficRecorder, recorded_exchange
 from .features import evidence, since
 from .report import DoctorReport, Finding
@@ -272,7 +272,7 @@ _LISTS = {"tools": "tools/list", "resources": "resources/list", "prompts": "prom
 
 
 async def _capabilities(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    MCPError = sdk().MCPError
 
     client, caps = session.client, session.capabilities
     listing = {
@@ -348,7 +348,7 @@ async def _capabilities(session: MCPSession, add: _Add) -> None:
 
 
 async def _subscribe(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    MCPError = sdk().MCPError
 
     resources = session.capabilities.get("resources") or {}
     if not resources.get("subscribe") or session.modern:
@@ -691,7 +691,7 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 # -- errors -----------------------------------------------------------------------------------------
 async def _errors(session: MCPSession, add: _Add) -> None:
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    MCPError = sdk().MCPError
 
     client, caps = session.client, session.capabilities
     probes: list[tuple[str, str, Any, set[int]]] = []

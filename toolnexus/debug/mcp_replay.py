@@ -50,7 +50,7 @@ from typing import Any
 
 from .. import _json
 from ..errors import PeerError
-from ..mcp.transport import endpoint_label, mcp_failure, open_client
+from ..mcp.transport import endpoint_label, mcp_failure, open_client, sdk
 from ..protocol.model import new_id
 from ..traffic import TrafficRecorder
 from .cassette import Cassette, CassetteError, Exchange, load, origin_of
@@ -777,7 +777,7 @@ def _asked(calls: list[Call]) -> list[Call]:
 def _answering(answers: dict[str, deque[Any]]) -> dict[str, Any]:
     """The client's callbacks that answer the server's questions as they were answered then
     (a question not answered then is declined, or refused)."""
-    import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    types = sdk().types
 
     def take(method: str) -> Any:
         queue = answers.get(method)
@@ -818,7 +818,7 @@ class _Differ:
         )
 
     async def one(self, client: Any, call: Call, tape: MCPTape, timeout: float) -> None:
-        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        types = sdk().types
 
         if call.method in _OPENERS:
             self.opener(client, call, tape)
@@ -880,7 +880,7 @@ class _Differ:
             }[m]
             return await fetch()
         if m == "completion/complete":
-            import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+            types = sdk().types
 
             ref = p.get("ref") or {}
             kind = (

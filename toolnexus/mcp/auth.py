@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse
 from ..errors import PeerError
 from ..http.guard import HostGuard
 from ..http.server import AsgiServer
+from .transport import sdk
 
 __all__ = ["OAuthFlow", "SignInError", "SIGN_IN_TIMEOUT"]
 
@@ -99,9 +100,9 @@ class OAuthFlow:
 
     async def provider(self, server_url: str) -> Any:
         """The SDK's ``httpx2.Auth`` for ``server_url``, with the loopback redirect listening."""
-        from mcp.client.auth import OAuthClientProvider  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-        from mcp.shared.auth import OAuthClientMetadata  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-        from pydantic import AnyUrl  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        OAuthClientProvider = sdk().OAuthClientProvider
+        OAuthClientMetadata = sdk().OAuthClientMetadata
+        AnyUrl = sdk().AnyUrl
 
         redirect = await self._listen()
         metadata = OAuthClientMetadata(
@@ -157,7 +158,7 @@ class OAuthFlow:
         await self.authorize(url)
 
     async def _callback(self) -> Any:
-        from mcp.shared.auth import AuthorizationCodeResult  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        AuthorizationCodeResult = sdk().AuthorizationCodeResult
 
         code = self._code
         assert code is not None, "the redirect comes after the sign-in address"

@@ -41,6 +41,7 @@ from .transport import (
     open_client,
     owner_ended,
     recorder_for,
+    sdk,
 )
 
 __all__ = [
@@ -154,13 +155,13 @@ class MCPConnection:
         return f"MCPConnection({self.spec.name!r}, status={self.status!r})"
 
     def _target(self) -> Any:
-        from mcp import StdioServerParameters  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        StdioServerParameters = sdk().StdioServerParameters
 
         if self.spec.url:
             if not self.spec.headers:
                 return self.spec.url
-            import httpx2  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-            from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+            httpx2 = sdk().httpx2
+            streamable_http_client = sdk().streamable_http_client
 
             self._http = httpx2.AsyncClient(headers=self.spec.headers, timeout=self.spec.timeout)
             return streamable_http_client(self.spec.url, http_client=self._http)
@@ -186,7 +187,7 @@ class MCPConnection:
         return self.tools
 
     async def _own(self) -> None:
-        from mcp import Client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        Client = sdk().Client
 
         try:
             async with Client(self._target(), read_timeout_seconds=self.spec.timeout) as client:

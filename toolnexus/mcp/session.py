@@ -31,6 +31,7 @@ from .transport import (
     open_client,
     owner_ended,
     recorder_for,
+    sdk,
 )
 
 __all__ = ["MCPSession", "Notice", "Elicitation", "Reply", "Sampling", "Content", "Model"]
@@ -217,7 +218,7 @@ class MCPSession:
     @property
     def modern(self) -> bool:
         """The 2026-07-28 era (a per-request envelope, no handshake), else the handshake era."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        MODERN_PROTOCOL_VERSIONS = sdk().MODERN_PROTOCOL_VERSIONS
 
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
@@ -409,7 +410,10 @@ class MCPSession:
         """2026-07-28: keep a ``subscriptions/listen`` stream open for every change and the
         resources subscribed to (its events reach :meth:`_heard` like notifications); ``acked``
         is done once the server acknowledged it (or refused)."""
-        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        ListenNotSupportedError, SubscriptionLost = (
+            sdk().ListenNotSupportedError,
+            sdk().SubscriptionLost,
+        )
 
         client = self._client
         try:
@@ -458,7 +462,7 @@ class MCPSession:
 
     # -- what the server asks -----------------------------------------------------------------------
     async def _elicited(self, context: Any, params: Any) -> Any:
-        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        types = sdk().types
 
         url = getattr(params, "url", None)
         schema = dict(getattr(params, "requested_schema", None) or {})
@@ -487,7 +491,7 @@ class MCPSession:
         )
 
     async def _sampled(self, context: Any, params: Any) -> Any:
-        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        types = sdk().types
 
         request = Sampling(
             [(m.role, printable(_sampled_text(m.content), 20000)) for m in params.messages],
@@ -529,10 +533,10 @@ class MCPSession:
         )
 
     async def _listed_roots(self, context: Any) -> Any:
-        import mcp_types as types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        types = sdk().types
 
         self._tell("request", "roots/list", f"asks for the roots: {len(self.roots)} given")
-        from pydantic import FileUrl  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+        FileUrl = sdk().FileUrl
 
         return types.ListRootsResult(roots=[types.Root(uri=FileUrl(u)) for u in self.roots])
 

@@ -22,6 +22,7 @@ from ..errors import ConfigError, PeerError
 from ..traffic import TrafficRecorder, recording_transport
 
 __all__ = [
+    "sdk",
     "DEFAULT_TIMEOUT",
     "open_client",
     "mcp_failure",
@@ -37,6 +38,14 @@ MAX_STDERR = 16384
 """The characters of a stdio server's stderr a session keeps (its end)."""
 
 
+def sdk():  # the module itself, which the type checker reads whole
+    """The official MCP SDK's client side (:mod:`toolnexus.mcp._sdk`), loaded here and nowhere
+    else: the MCP client, its OAuth, the MCP doctor and replay take each piece of it from this."""
+    from . import _sdk  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+
+    return _sdk
+
+
 async def owner_ended(owner: asyncio.Task[None] | None) -> None:
     """Wait for a session's owner task to close it (told to stop), cancelled if it will not."""
     if owner is not None and not owner.done():
@@ -48,8 +57,8 @@ async def owner_ended(owner: asyncio.Task[None] | None) -> None:
 
 
 def hung_up(exc: BaseException) -> bool:
-    import mcp_types  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    mcp_types = sdk().types
+    MCPError = sdk().MCPError
 
     if isinstance(exc, MCPError):
         return getattr(exc, "code", None) == mcp_types.CONNECTION_CLOSED
@@ -67,7 +76,7 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
     """One line for why an MCP exchange failed: an HTTP error status on the wire (with its
     meaning), else the first leaf of an exception group (anyio wraps everything in one), with its
     type and text; a JSON-RPC error as its code and message."""
-    from mcp.shared.exceptions import MCPError  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    MCPError = sdk().MCPError
 
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -138,9 +147,9 @@ async def open_client(
     is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
     ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
     ``options``: the ``Client``'s own."""
-    import httpx2  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-    from mcp import Client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    httpx2 = sdk().httpx2
+    Client = sdk().Client
+    streamable_http_client = sdk().streamable_http_client
 
     if not isinstance(target, str):
         if not target or not target[0]:
@@ -200,8 +209,8 @@ async def _tapped_stdio(
 ) -> AsyncGenerator[Any, None]:
     """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
     its response as one exchange (method ``STDIO``), a notification on its own."""
-    from mcp import StdioServerParameters  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
-    from mcp.client.stdio import stdio_client  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
+    StdioServerParameters = sdk().StdioServerParameters
+    stdio_client = sdk().stdio_client
 
     where = endpoint_label(argv)
     pending: dict[Any, tuple[float, str, str | None]] = {}
