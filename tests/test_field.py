@@ -325,28 +325,26 @@ CELLS = [
         "gemini",
         "server",
         "send",
-        "ours",
+        "works",
         "its words come only as `working` status-message deltas, the turn ending `input-required` "
-        "with no message and no artifact: our client's reply is the last delta; we are to make a "
-        "turn whose only text came as status messages its reply",
-        2,
+        "with no message and no artifact, each delta kept in its history: since issue 58 item 2 "
+        "the turn's reply is the deltas joined (it was the last one)",
     ),
     Cell(
         "gemini",
         "server",
         "stream",
-        "ours",
-        "as for send: the words show one at a time, each alone",
-        2,
+        "works",
+        "as for send: since issue 58 item 2 the words show as they come, joined (each showed "
+        "alone), and the turn ends asking with them as its reply",
     ),
     Cell(
         "gemini",
         "server",
         "multi-turn",
-        "ours",
+        "works",
         "every turn ends `input-required`: the next message goes to the same task, which the "
         "server continues; its reply is as for send",
-        2,
     ),
     Cell("gemini", "server", "cancel", "works", "canceled (`Task canceled by user request.`)"),
 ]
