@@ -42,6 +42,7 @@ from .transport import (
     owner_ended,
     recorder_for,
     sdk,
+    start_failed,
 )
 
 __all__ = [
@@ -198,11 +199,7 @@ class MCPConnection:
                     self._ready.set_result(list(listed.tools))
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - the session ended; report, never raise here
-            if self._ready is not None and not self._ready.done():
-                self._ready.set_exception(
-                    exc if isinstance(exc, Exception) else RuntimeError("connection closed")
-                )
-            elif not self._stop.is_set():
+            if not start_failed(self._ready, exc) and not self._stop.is_set():
                 why = (
                     "it exited or closed the connection"
                     if isinstance(exc, asyncio.CancelledError)

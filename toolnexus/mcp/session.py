@@ -32,6 +32,7 @@ from .transport import (
     owner_ended,
     recorder_for,
     sdk,
+    start_failed,
 )
 
 __all__ = ["MCPSession", "Notice", "Elicitation", "Reply", "Sampling", "Content", "Model"]
@@ -340,11 +341,7 @@ class MCPSession:
                     self._ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - the session ended; report, never raise here
-            if self._ready is not None and not self._ready.done():
-                self._ready.set_exception(
-                    exc if isinstance(exc, Exception) else RuntimeError("connection closed")
-                )
-            elif not self._stop.is_set():
+            if not start_failed(self._ready, exc) and not self._stop.is_set():
                 self.status, self.reason = "failed", self._failure(exc)
                 self._tell("session", "ended", f"the session ended: {self.reason}")
             if isinstance(exc, asyncio.CancelledError):

@@ -31,6 +31,7 @@ __all__ = [
     "exception_text",
     "hung_up",
     "owner_ended",
+    "start_failed",
 ]
 
 DEFAULT_TIMEOUT = 30.0
@@ -44,6 +45,15 @@ def sdk():  # the module itself, which the type checker reads whole
     from . import _sdk  # noqa: PLC0415  # start-up: the MCP SDK (a second to import)
 
     return _sdk
+
+
+def start_failed(ready: asyncio.Future[Any] | None, exc: BaseException) -> bool:
+    """Hand why a session ended (``exc``) to a start still waiting on ``ready``: True when one
+    was waiting, False when the session had started (then the session itself says it ended)."""
+    if ready is None or ready.done():
+        return False
+    ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("connection closed"))
+    return True
 
 
 async def owner_ended(owner: asyncio.Task[None] | None) -> None:
