@@ -14,6 +14,7 @@ import pytest
 
 import toolnexus as tn
 from toolnexus import doctor
+from toolnexus.debug.client_doctor import client_doctor
 
 from .conftest import EXAMPLE_SKILLS
 from .helpers import v03_send
@@ -267,3 +268,17 @@ async def test_aws_strands_is_said_not_to_answer_questions_where_the_peer_asks_t
     ), report.text()
     assert seen["states"][0][-1] == "input-required", seen
     assert seen["contexts"][0] != seen["contexts"][1], seen  # the answer went elsewhere
+
+
+async def test_the_client_doctor_names_strands_not_answering_on_the_task():
+    """AWS Strands' A2AAgent, driven at the client doctor: asked a question, its answer carries
+    neither the taskId nor a contextId (a new task); the judge says so and names it."""
+    need("strands")
+    async with client_doctor() as doc:
+        seen = await client("strands", doc.url, ["a question, please", "blue"])
+    assert seen["states"][0][-1] == "input-required" and seen["contexts"][0] != seen["contexts"][1]
+    [fault] = [f for f in doc.report.findings if f.severity == "error"]
+    assert fault.check == "input-required" and "neither its taskId nor a contextId" in fault.message
+    assert "AWS Strands' A2AAgent" in fault.message, doc.report.text()
+    [talk] = [f for f in doc.report.findings if f.check == "conversation"]
+    assert talk.severity == "info" and talk.message.startswith("sent 2 messages, none with")

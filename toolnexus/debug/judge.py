@@ -9,7 +9,8 @@ sends nothing more to a finished task, asks for the card conditionally, names th
 card's interface names, asks for extensions as the card declares them. Each fault names the
 servers it breaks, as measured against them (the official a2a-sdk 1.3 server with its 0.3
 compatibility, the JavaScript SDK 1.3 server, and ours: the table is in ``docs/guide.md``); a
-departure no server refuses is said for information. :meth:`ClientJudge.finish` adds what the
+departure no server refuses is said for information. A framework client's known fault is named
+(AWS Strands' A2AAgent sends no taskId or contextId: its answer to a question starts a new task). :meth:`ClientJudge.finish` adds what the
 client never tried (a stream, a cancel, a question ...), with the words that make the agent do it.
 """
 
@@ -34,6 +35,8 @@ SDK_SERVER = "a2a-sdk 1.x server"
 JS_SERVER = "JS SDK 1.x server"
 OURS = "toolnexus server"
 EVERY_SERVER = [SDK_SERVER, JS_SERVER, OURS]
+STRANDS = "AWS Strands' A2AAgent (strands-agents 1.62)"
+"""A framework client whose faults the judge names: it never sends a contextId or taskId."""
 V02_METHODS = ("tasks/send", "tasks/sendSubscribe", "tasks/pushNotification/set")
 """A2A 0.2's method names, which no server of 0.3 or 1.0 knows."""
 _SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")
@@ -84,6 +87,10 @@ class ClientJudge:
     cut: dict[str, str] = field(default_factory=dict)
     """Streams the client closed before its task settled: task id -> the evidence."""
     card_fetches: int = 0
+    messages: int = 0
+    """Messages the client sent that were not on a task it knew."""
+    contexts: int = 0
+    """Of those, the ones that named a contextId."""
 
     def _add(
         self,
@@ -610,6 +617,24 @@ class ClientJudge:
                     else "answered on the same task",
                 )
             return
+        self.messages += 1
+        if not context:
+            waiting = [tid for tid, t in self.tasks.items() if t.state.interrupted]
+            if waiting:
+                state = self.tasks[waiting[0]].state.value
+                self._add(
+                    "error",
+                    state,
+                    f"task {waiting[0]} asked a question ({state}) and the next message came with "
+                    "neither its taskId nor a contextId: a new task in a new conversation, not the "
+                    f"answer ({STRANDS} does this: it never sends either)",
+                    event,
+                    EVERY_SERVER,
+                    "answer with the task's taskId and contextId",
+                    at=method,
+                )
+            return
+        self.contexts += 1
         if isinstance(context, str) and context:
             waiting = [
                 tid for tid, t in self.tasks.items() if t.context == context and t.state.interrupted
@@ -707,6 +732,20 @@ class ClientJudge:
                     [],
                     "read a stream until its task is final or interrupted, or follow the task "
                     "with GetTask or SubscribeToTask",
+                )
+            )
+        if self.messages >= 2 and not self.contexts:
+            self.report.note(
+                Finding(
+                    "info",
+                    "conversation",
+                    f"sent {self.messages} messages, none with a contextId: each a conversation "
+                    "of its own (fine for one-off tasks; a conversation needs the contextId of "
+                    f"its first answer: {STRANDS} never sends one)",
+                    [],
+                    [],
+                    "send the contextId of the first answer with each later message of the "
+                    "conversation",
                 )
             )
         for tid, task in self.tasks.items():
