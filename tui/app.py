@@ -71,6 +71,8 @@ mode builds its screen while the user waits (``bench/tui_bench.py``); each waits
 without a key press (a build holds the loop up to ~130 ms here)."""
 PREBUILD_IDLE = 1.0
 """New tasks in the book between two times what the app holds is set aside from the collector."""
+COPY_SHOWN = 100
+"""Characters of a copy's first line that its toast shows."""
 SAVED_WATCH = 1.0
 """Seconds between two looks at the saved servers file, for what another toolnexus-tui changed
 (a ``stat``; the file is read only when it changed)."""
@@ -724,14 +726,17 @@ class ToolnexusApp(App[None]):
         doubt = await asyncio.to_thread(
             clipboard_doubt, dict(os.environ)
         )  # asks tmux: not on the UI loop
+        # short, and soon gone: the copy is on the clipboard, not to be read from the toast (a
+        # curl command filled 15 lines of it, over the pane, for 10 s)
         lines = text.splitlines() or [""]
-        shown = "\n".join(line[:200] for line in lines[:12]) + ("\n…" if len(lines) > 12 else "")
-        said = [f"copied the {what}:", shown] + ([note] if note else [])
+        first = lines[0] if len(lines[0]) <= COPY_SHOWN else lines[0][: COPY_SHOWN - 1] + "…"
+        more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+        said = [f"copied the {what}: {first}{more}"] + ([note] if note else [])
         if doubt:
             said.append(f"{doubt}; ctrl+p → Save the last copy to a file")
         self.notify(
             "\n".join(said),
-            timeout=15 if doubt else 10,  # the app's notify never reads markup
+            timeout=10 if doubt else 4,  # the app's notify never reads markup
             severity="warning" if doubt and severity == "information" else severity,
         )
 

@@ -349,7 +349,9 @@ async def test_created_servers_come_back_on_their_ports_and_can_be_edited_and_de
         assert list(again.workspace.servers) == ["renamed-desk"]
         saved = json.loads((folder / "servers-v1.json").read_text())["servers"]
         assert [s["name"] for s in saved] == ["renamed-desk"] and saved[0]["port"] == port
-        await pilot.press("d")
+        await pilot.press("d")  # it asks first
+        await until(pilot, lambda: type(again.screen).__name__ == "Confirm")
+        await pilot.press("y")
         await until(pilot, lambda: not again.workspace.servers)
         assert json.loads((folder / "servers-v1.json").read_text())["servers"] == []
         await pilot.press("ctrl+q")

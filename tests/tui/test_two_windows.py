@@ -130,7 +130,9 @@ def test_two_windows_share_the_saved_servers(tmp_path):
         assert saved["ports"] == {"demo-desk": demo}  # the first window's curl line still works
         assert set(_serving(saved)) == {demo, port, moved}
 
-        _keys(first, "Down", "d")  # delete the shared server in the first window
+        _keys(first, "Down", "d")  # delete the shared server in the first window, saying yes
+        _until(first, r"Delete shared\?")
+        _keys(first, "y")
         _until(first, r"shared deleted")
         _until(second, rf"shared was deleted in another toolnexus-tui \(pid {pid}\)")
         assert not re.search(r"^\s*\S\s+shared\s", screen(second), re.M)  # its row is gone

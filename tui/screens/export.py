@@ -1,5 +1,6 @@
 """One-line prompts: where an export goes (a default under the user's data folder; Enter writes
-there and the app says where it went, Escape cancels), a task id to attach to, ..."""
+there and the app says where it went, Escape cancels), a task id to attach to, ...; and a yes or
+no before what cannot be undone (``Confirm``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-__all__ = ["Prompt", "ExportPrompt", "default_export_dir"]
+__all__ = ["Confirm", "Prompt", "ExportPrompt", "default_export_dir"]
 
 
 def default_export_dir() -> Path:
@@ -59,3 +60,24 @@ class ExportPrompt(Prompt):
 
     def __init__(self, what: str, default: Path) -> None:
         super().__init__(f"Export {what} to", str(default), box_id="export-path")
+
+
+class Confirm(ModalScreen[bool]):
+    """Ask before what cannot be undone: ``y`` (or enter) goes ahead, ``n`` or escape does not."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-prompt"):
+            yield Label(self.question, id="confirm-question", markup=False)
+            yield Label("y yes · n no (escape)", markup=False)
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -14,6 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
 from toolnexus.stores import STORE_FORMS
 
+from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic
 from .base import Desk
 
@@ -21,7 +22,10 @@ from .base import Desk
 class ServerForm(ModalScreen[str | None]):
     """Name, skills folder, address, model, store, profiles, exposed MCP tools and auth."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="form-cancel")]
+    BINDINGS = [
+        Binding("ctrl+s", "start", "Start", id="form-start-key"),  # enter in a field does too
+        Binding("escape", "cancel", "Cancel", id="form-cancel"),
+    ]
 
     def __init__(
         self, workspace: Workspace, spec: ServerSpec | None = None, *, replacing: str | None = None
@@ -105,8 +109,9 @@ class ServerForm(ModalScreen[str | None]):
                 )
             yield SafeStatic("", id="form-error")
             with Horizontal(id="form-buttons"):
-                yield Button("Start", variant="primary", id="form-start")
-                yield Button("Cancel", id="form-cancel-button")
+                yield Button("Start", variant="primary", id="form-start", compact=True)
+                yield Button("Cancel", id="form-cancel-button", compact=True)
+        yield ModeFooter(compact=True)  # the form's keys, not the screen's below
 
     def on_mount(self) -> None:
         self.query_one("#f-name", Input).focus()  # the form opens ready to type
@@ -133,6 +138,9 @@ class ServerForm(ModalScreen[str | None]):
             mcp_tools=tools or None,
             auth_token_env=value("f-auth-env") or None,
         )
+
+    def action_start(self) -> None:
+        self.start()
 
     @on(Button.Pressed, "#form-start")
     @on(Input.Submitted)

@@ -18,6 +18,7 @@ from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from .base import ModeScreen
+from .export import Confirm
 from .server_form import ServerForm
 
 COUNTED = (TaskState.COMPLETED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.FAILED)
@@ -163,9 +164,24 @@ class ServersScreen(ModeScreen):
             )
 
     def action_delete(self) -> None:
+        """Delete the selected server, once the user says yes: it stops, and is forgotten here and
+        for the next launch (what cannot be undone is asked first)."""
         name = self._selected()
-        if name:
-            self.tn.delete_server(name)
+        if not name:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.tn.delete_server(name)
+
+        running = self.tn.workspace.get(name).state == "running"
+        self.app.push_screen(
+            Confirm(
+                f"Delete {name}? It {'stops and ' if running else ''}is forgotten, "
+                "here and at the next launch."
+            ),
+            answered,
+        )
 
     def action_toggle_server(self) -> None:
         name = self._selected()

@@ -1,0 +1,89 @@
+"""Servers for daily use (issue 61 item 5): `d` asks before it deletes, the new-server form fits
+an 80x24 terminal with its own keys in the footer, and a copy's toast is short and soon gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Button, Input  # noqa: E402
+
+from toolnexus.hosting import demo_spec  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+from tui.peers import PeerBook  # noqa: E402
+from tui.saved import ServerBook  # noqa: E402
+from tui.screens.server_form import ServerForm  # noqa: E402
+from tui.screens.servers import hello_curl  # noqa: E402
+
+from .test_peers_chat_and_wire import footer_of  # noqa: E402
+from .test_pilot import until  # noqa: E402
+
+
+def _app(tmp_path: Path, specs: list | None = None) -> ToolnexusApp:
+    return ToolnexusApp(
+        specs=specs if specs is not None else [],
+        peers=PeerBook(tmp_path),
+        servers=ServerBook(tmp_path),
+        export_dir=tmp_path,
+    )
+
+
+async def test_d_asks_before_it_deletes_a_server(tmp_path: Path):
+    app = _app(tmp_path, [demo_spec()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await pilot.press("d")
+        await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
+        assert "Delete demo-desk?" in str(app.screen.query_one("#confirm-question").render())
+        assert app.workspace.get("demo-desk").state == "running"  # nothing done yet
+        await pilot.press("n")
+        await until(pilot, lambda: not type(app.screen).__name__ == "Confirm")
+        await pilot.pause(0.2)
+        assert app.workspace.get("demo-desk").state == "running"  # kept
+        await pilot.press("d")
+        await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: "demo-desk" not in app.workspace.servers, timeout=30)
+
+
+async def test_the_new_server_form_fits_80x24_and_its_footer_shows_its_keys(tmp_path: Path):
+    app = _app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ServerForm))
+        await pilot.pause(0.1)
+        form = app.screen
+        screen = form.region
+        footer_row = screen.bottom - 1
+        for widget in [*form.query(Input), *form.query(Button)]:  # every field and button shown
+            box = widget.region
+            assert box.height > 0 and box.bottom <= footer_row and box.right <= screen.right, (
+                widget.id,
+                box,
+            )
+        shown = footer_of(app)
+        assert "Start" in shown and "Cancel" in shown
+        assert "New server" not in shown and "Delete" not in shown  # not the Servers keys
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ServerForm))
+
+
+async def test_a_copys_toast_is_short_and_soon_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("TMUX", raising=False)  # no doubt to add: the copy's own words only
+    monkeypatch.delenv("STY", raising=False)
+    app = _app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        curl = hello_curl("http://127.0.0.1:43211")
+        app.copy_text(curl, "curl command")
+        await until(pilot, lambda: any("copied the" in n.message for n in app._notifications))
+        said = next(n for n in app._notifications if "copied the" in n.message)
+        assert said.message == (
+            "copied the curl command: curl -s http://127.0.0.1:43211/ \\ (+4 lines)"
+        )
+        assert said.timeout <= 5
+        assert app.clipboard == curl  # the whole of it, where it is wanted
