@@ -168,14 +168,27 @@ class MCPTape:
             tape._from_stdio(exchanges)
         else:
             tape._from_http(exchanges)
+        tape._fit()
         return tape
+
+    def _fit(self) -> None:
+        """What a hostile cassette holds past :data:`MAX_DEPTH` (Python's encoder fails near 1,000
+        levels): a request so deep is never matched, an answer is served as an error saying so,
+        a message of the server's is left out."""
+        self.calls = [c for c in self.calls if not _json.too_deep(c.body, MAX_DEPTH)]
+        for call in self.calls:
+            if call.answer is not None and _json.too_deep(call.answer, MAX_DEPTH):
+                call.answer = _error(call.body, -32603, f"the recorded answer {_TOO_DEEP}")
+            call.messages = [m for m in call.messages if not _json.too_deep(m, MAX_DEPTH)]
+            call.after = [m for m in call.after if not _json.too_deep(m, MAX_DEPTH)]
+        self.stream = [m for m in self.stream if not _json.too_deep(m, MAX_DEPTH)]
 
     def _from_http(self, exchanges: list[Exchange]) -> None:
         asked = {  # the server's requests' ids: their methods (its answer may end before them)
-            v["id"]: v["method"]
+            _rpc_id(v): v["method"]
             for x in exchanges
             for v in _values(x)
-            if _is_message(v) and "id" in v
+            if _is_message(v) and _rpc_id(v) is not None
         }
         for x in exchanges:
             sent = x.request.get("json")
@@ -186,8 +199,10 @@ class MCPTape:
             if not isinstance(sent, dict):
                 continue
             if "method" not in sent:  # the client's answer to the server's request
-                if "id" in sent and asked.get(sent["id"]):
-                    self.answers.append((asked[sent["id"]], sent.get("result", sent.get("error"))))
+                if asked.get(_rpc_id(sent)):
+                    self.answers.append(
+                        (asked[_rpc_id(sent)], sent.get("result", sent.get("error")))
+                    )
                 continue
             if "id" not in sent:  # a notification of the client
                 continue
@@ -222,11 +237,13 @@ class MCPTape:
         for at, message in sorted(heard, key=lambda h: h[0]):
             if "answer" in message:  # the client's answer to a request of the server
                 sent = message["answer"]
-                if asked.get(sent.get("id")):
-                    self.answers.append((asked[sent["id"]], sent.get("result", sent.get("error"))))
+                if asked.get(_rpc_id(sent)):
+                    self.answers.append(
+                        (asked[_rpc_id(sent)], sent.get("result", sent.get("error")))
+                    )
                 continue
-            if "id" in message and isinstance(message.get("method"), str):
-                asked[message["id"]] = message["method"]
+            if _rpc_id(message) is not None and isinstance(message.get("method"), str):
+                asked[_rpc_id(message)] = message["method"]
             owner = _owner(message, at, spans)
             if owner is not None:
                 owner.messages.append(message)
@@ -277,9 +294,36 @@ def _server_of_name(name: str) -> str:
 
 
 def _values(x: Exchange) -> list[Any]:
-    if x.streamed:
-        return list(x.response.get("frames") or [])
+    if x.streamed:  # frames a list (a hostile cassette's other value: none)
+        frames = x.response.get("frames")
+        return list(frames) if isinstance(frames, list) else []
     return [x.response["json"]] if "json" in x.response else []
+
+
+MAX_DEPTH = 200
+"""The deepest JSON a replay takes from a cassette or a client (see :meth:`MCPTape._fit`)."""
+_TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels: toolnexus replay serves none so deep"
+
+
+def _error(message: dict[str, Any], code: int, why: str) -> dict[str, Any]:
+    """A JSON-RPC error answering ``message``."""
+    return {"jsonrpc": "2.0", "id": _rpc_id(message), "error": {"code": code, "message": why}}
+
+
+def _servable(status: int | None) -> int:
+    """A recorded HTTP status as the replay serves it: one of 200-599 that may carry a body, else
+    200 (a hostile cassette's 101 claimed a protocol switch, its 304 lost the answer, its 999
+    broke the server's answer)."""
+    if status is None or not 200 <= status <= 599 or status in (204, 205, 304):
+        return 200
+    return status
+
+
+def _rpc_id(message: dict[str, Any]) -> str | int | None:
+    """A JSON-RPC message's id when it may be one (a string or an integer; a hostile cassette's or
+    client's object, array or boolean is none), else None."""
+    rpc_id = message.get("id")
+    return rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -410,12 +454,15 @@ class MCPReplay(ReplayServer):
         if not isinstance(message, dict):
             return None, False
         if "method" not in message:
-            waiter = self._waiting.pop(message.get("id"), None)
+            waiter = self._waiting.pop(_rpc_id(message), None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
             return None, False
         if "id" not in message:
             return None, False
+        if _json.too_deep(message, MAX_DEPTH):
+            await send(_error(message, -32600, f"the request {_TOO_DEEP}"))
+            return None, True
         call = self.answer_for(message)
         op = Call(0, message).operation
         if call is None:
@@ -439,16 +486,16 @@ class MCPReplay(ReplayServer):
         """What the server sent for ``call``, made the live request's: its notifications, its
         requests (each waiting for the client's answer), then the answer."""
         for message in call.messages:
-            waiter = None
-            if "id" in message:  # waited for before it is sent: an answer may come at once
+            waiter, rpc_id = None, _rpc_id(message)
+            if rpc_id is not None:  # waited for before it is sent: an answer may come at once
                 waiter = asyncio.get_running_loop().create_future()
-                self._waiting[message["id"]] = waiter
+                self._waiting[rpc_id] = waiter
             await send(_made_live(message, call, live))
             if waiter is not None:
                 try:
                     await asyncio.wait_for(waiter, self.answer_wait)
                 except TimeoutError:
-                    self._waiting.pop(message["id"], None)
+                    self._waiting.pop(rpc_id, None)
             await asyncio.sleep(PACE)
         if call.answer is not None:
             await send({**call.answer, "id": live.get("id")})
@@ -499,14 +546,15 @@ class MCPReplay(ReplayServer):
         if call is None:
             await _json_answer(send, 200, answered[0], headers)
             return
-        if call.answer is None and call.status not in (None, 200):  # refused: as recorded
-            await _plain(send, call.status or 502, "")
+        status = _servable(call.status)
+        if call.answer is None and status != 200:  # refused: as recorded
+            await _plain(send, status, "")
             return
         if call.answer is not None and not (call.streamed or call.messages):
             await self.play(call, message, keep)
-            await _json_answer(send, call.status or 200, answered[-1], headers)
+            await _json_answer(send, status, answered[-1], headers)
             return
-        await _sse_start(send, call.status or 200, headers)
+        await _sse_start(send, status, headers)
 
         async def frame(m: dict[str, Any]) -> None:
             await _sse(send, m)
