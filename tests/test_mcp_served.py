@@ -434,3 +434,101 @@ async def test_typescript_client_over_stdio_is_told_of_changes(skills: Path):
         "notifications/resources/updated",
     ]
     assert seen["notifications"][3]["params"] == {"uri": UNITS}
+
+
+# -- a skills folder that changes on disk, and completions ----------------------------------------
+
+GUIDE = """---
+name: guide
+description: A skill added while the server runs.
+arguments:
+  - name: topic
+    values: [tides, trains, tea]
+---
+Explain ${topic}.
+"""
+
+
+def toolnexus_mcp(skills: Path) -> StdioServerParameters:
+    """The real ``toolnexus mcp`` command, as a desktop host starts it."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolnexus.cli", "mcp", "--skills", str(skills)],
+        env=dict(os.environ),
+        cwd=ROOT,
+    )
+
+
+async def test_toolnexus_mcp_picks_up_a_skill_added_or_edited_on_disk(skills: Path):
+    """No reload_skills(): a folder added and a file edited by hand reach the handshake-era
+    client as list-changed and updated notifications, and the new skill is served."""
+    heard: list[str] = []
+    updated = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            heard.append(type(message).__name__)
+            if isinstance(message, types.ResourceUpdatedNotification):
+                updated.set()
+
+    async with (
+        stdio_client(toolnexus_mcp(skills)) as (read, write),
+        ClientSession(read, write, message_handler=on_message) as s,
+    ):
+        await s.initialize()
+        assert "guide" not in [p.name for p in (await s.list_prompts()).prompts]
+        with pytest.warns(MCPDeprecationWarning):
+            await s.subscribe_resource(UNITS)
+        (skills / "guide").mkdir()
+        (skills / "guide" / "SKILL.md").write_text(GUIDE)
+        (skills / "weather" / "reference" / "units.md").write_text("Kelvin only.\n")
+        async with asyncio.timeout(20):
+            await updated.wait()
+        assert "PromptListChangedNotification" in heard
+        assert "ResourceListChangedNotification" in heard
+        got = await s.get_prompt("guide", {"topic": "tea"})
+        assert isinstance(c := got.messages[0].content, types.TextContent)
+        assert c.text.startswith("Explain tea.")
+        [units] = (await s.read_resource(UNITS)).contents
+        assert isinstance(units, types.TextResourceContents) and units.text == "Kelvin only.\n"
+        done = await s.complete(
+            types.PromptReference(name="guide"), {"name": "topic", "value": "t"}
+        )
+        assert done.completion.values == ["tides", "trains", "tea"]
+
+
+async def test_a_listener_over_http_hears_a_skill_added_on_disk(skills: Path):
+    tk = await tn.create_toolkit(skills, builtins=False)
+    async with await tk.serve(mcp=True) as h, Client(h.mcp_url) as c:
+        async with c.listen(prompts_list_changed=True) as sub:
+            (skills / "guide").mkdir()
+            (skills / "guide" / "SKILL.md").write_text(GUIDE)
+            async with asyncio.timeout(20):
+                assert await anext(aiter(sub)) == PromptsListChanged()
+        assert "guide" in [p.name for p in (await c.list_prompts()).prompts]
+        assert "guide" in [s.name for s in tk.skills()]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_completions_of_a_skill_prompts_arguments_and_its_files(skills: Path, mode: str):
+    """The weather skill's city from its own climate table, its unit from its values, and the
+    files of its folder for its template's path; over HTTP in both eras."""
+    tk = await tn.create_toolkit(skills, builtins=False)
+    weather = types.PromptReference(name="weather")
+    async with await tk.serve(mcp=True) as h, Client(h.mcp_url, mode=mode) as c:
+        assert c.server_capabilities.completions is not None
+        every = await c.complete(weather, {"name": "city", "value": ""})
+        assert every.completion.values == ["Oslo", "Lisbon", "Nairobi", "Tokyo", "Lima"]
+        assert every.completion.total == 5 and not every.completion.has_more
+        some = await c.complete(weather, {"name": "city", "value": "l"})
+        assert some.completion.values == ["Lisbon", "Lima"]
+        unit = await c.complete(weather, {"name": "unit", "value": "F"})
+        assert unit.completion.values == ["fahrenheit"]
+        assert (await c.complete(weather, {"name": "nope", "value": ""})).completion.values == []
+        nothing = types.PromptReference(name="no-such-skill")
+        assert (await c.complete(nothing, {"name": "city", "value": ""})).completion.values == []
+        files = types.ResourceTemplateReference(uri="skill://weather/{+path}")
+        found = await c.complete(files, {"name": "path", "value": "reference/"})
+        assert "reference/units.md" in found.completion.values
+        assert all(v.startswith("reference/") for v in found.completion.values)
+        assert not any("outside" in v for v in found.completion.values)  # the symlink out

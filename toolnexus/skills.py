@@ -6,14 +6,19 @@ followed by the instructions. The modes are media types (``image/png``, ``image/
 skill takes and makes, on the agent card beside the agent's own (which apply where a skill says
 nothing).
 ``arguments`` declares what the skill takes when it is used as a prompt (MCP serves each skill as
-one): a list of names, or of ``{name, description, required}``, or a mapping of name to
-description; ``${name}`` in the instructions is replaced by the argument's value. Discovery walks
+one): a list of names, or of ``{name, description, required, values, values-from}``, or a mapping
+of name to description (or to such an entry); ``${name}`` in the instructions is replaced by the
+argument's value. ``values`` lists what an argument may be, ``values-from`` names a file of the
+skill's folder that holds them (a CSV's column named as the argument, else its first; any other
+file, one a line): what a client is offered as it types (MCP ``completion/complete``). Discovery walks
 every root for ``**/SKILL.md``, follows symlinks, never loops, and skips a file it cannot use with
 a typed reason. The first skill of a name wins.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import logging
 import os
@@ -35,6 +40,8 @@ __all__ = [
     "Skipped",
     "SkillList",
     "list_skills",
+    "disk_stamp",
+    "MAX_SUGGESTIONS",
     "skill_tool",
     "skills_prompt",
     "SKILL_FILE",
@@ -77,6 +84,16 @@ class SkillArgument:
     name: str
     description: str = ""
     required: bool = False
+    values: tuple[str, ...] = ()
+    """What the argument may be (``values`` in the front matter)."""
+    values_from: str = ""
+    """A file of the skill's folder that lists what it may be (``values-from``)."""
+
+
+MAX_SUGGESTIONS = 100
+"""The most values one :meth:`SkillDef.suggest` returns (MCP's bound for one completion)."""
+MAX_VALUES_BYTES = 256 * 1024
+"""The most bytes of a ``values-from`` file read for suggestions."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,24 @@ class SkillDef:
         if unplaced:
             text += "\n\nArguments:\n" + "\n".join(unplaced)
         return text
+
+    def suggest(self, argument: str, prefix: str = "") -> tuple[list[str], int]:
+        """What ``argument`` may be that begins with ``prefix`` (case-insensitive), at most
+        :data:`MAX_SUGGESTIONS` of them, and how many there are in all: its ``values``, then
+        those its ``values-from`` file lists (a file gone or unreadable offers none)."""
+        arg = next((a for a in self.arguments if a.name == argument), None)
+        if arg is None:
+            return [], 0
+        known = list(arg.values)
+        if arg.values_from:
+            try:
+                data = self.read(arg.values_from, MAX_VALUES_BYTES)
+                known += _listed(data, arg.values_from, arg.name)
+            except InvalidParamsError as exc:
+                log.warning("skill %r: values-from of %r: %s", self.name, arg.name, exc)
+        low = prefix.casefold()
+        found = [v for v in dict.fromkeys(known) if v.casefold().startswith(low)]
+        return found[:MAX_SUGGESTIONS], len(found)
 
     def folder(self) -> list[SkillFile]:
         """The files of the skill's folder (none for a data skill), at most
@@ -276,6 +311,26 @@ def list_skills(
         names.add(s.name)
         unique.append(s)
     return SkillList(unique, skipped)
+
+
+MAX_STAMPED = 20_000
+"""The most files :func:`disk_stamp` looks at (a skills folder pointed at a home folder ends)."""
+
+
+def disk_stamp(roots: Any) -> frozenset[tuple[str, int, int]]:
+    """Every file under the skill ``roots`` as ``(path, size, time)``: two stamps differ when a
+    skill was added, removed or edited. Reads no file, only their metadata; at most
+    :data:`MAX_STAMPED` files."""
+    found: set[tuple[str, int, int]] = set()
+    for root in as_roots(roots):
+        base = Path(root).expanduser()
+        for _, entry in itertools.islice(_files(base), MAX_STAMPED - len(found)):
+            try:
+                st = entry.stat()
+            except OSError:  # gone meanwhile: the next look sees it
+                continue
+            found.add((entry.path, st.st_size, st.st_mtime_ns))
+    return frozenset(found)
 
 
 def skill_tool(skills: Sequence[SkillDef]) -> Tool:
@@ -414,12 +469,33 @@ def _arguments(value: Any, where: str) -> list[SkillArgument]:
         if not isinstance(name, str) or not name.strip():
             log.warning("%s: an argument without a name is ignored", where)
             continue
+        values: list[str] = []
+        source = ""
         if isinstance(spec, Mapping):
             desc, required = spec.get("description", ""), spec.get("required", False) is True
+            values = _strings(spec.get("values")) if isinstance(spec.get("values"), list) else []
+            given = _either(dict(spec), "values-from", "valuesFrom", "values_from")
+            source = given.strip() if isinstance(given, str) else ""
         else:
             desc, required = spec if isinstance(spec, str) else "", False
-        out.append(SkillArgument(name.strip(), str(desc or "").strip(), required))
+        out.append(
+            SkillArgument(name.strip(), str(desc or "").strip(), required, tuple(values), source)
+        )
     return out
+
+
+def _listed(data: bytes, name: str, column: str) -> list[str]:
+    """The values a ``values-from`` file lists: a CSV's column named ``column`` (else its first),
+    any other file's non-empty lines."""
+    text = data.decode("utf-8", errors="replace")
+    if not name.lower().endswith(".csv"):
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return []
+    head = [h.strip() for h in rows[0]]
+    at = head.index(column) if column in head else 0
+    return [r[at].strip() for r in rows[1:] if len(r) > at and r[at].strip()]
 
 
 def _walk(root: Path) -> list[Path]:

@@ -20,7 +20,7 @@ from .builtins import builtin_tools
 from .client.agents import connect_agent, parse_agents
 from .errors import ConfigError
 from .mcp import connect_all, parse_servers
-from .skills import SkillDef, Skipped, as_roots, list_skills, skill_tool, skills_prompt
+from .skills import SkillDef, Skipped, as_roots, disk_stamp, list_skills, skill_tool, skills_prompt
 from .tools import Tool, ToolContext, ToolResult, tool
 
 __all__ = ["Toolkit", "create_toolkit", "load_config", "CONFIG_KEYS"]
@@ -198,6 +198,11 @@ class Toolkit:
         tools_moved = names != [t.name for t in self._tools]
         self._changed(frozenset({"prompts", "resources"} | ({"tools"} if tools_moved else set())))
         return self.skills()
+
+    def skills_stamp(self) -> frozenset[tuple[str, int, int]]:
+        """What the skills folders hold now (:func:`~toolnexus.skills.disk_stamp`): compared with
+        an earlier one, it tells whether :meth:`reload_skills` has anything to pick up."""
+        return disk_stamp(self._roots)
 
     def watch(self, listener: Callable[[frozenset[str]], None]) -> Callable[[], None]:
         """Call ``listener`` with what changed (``tools``, ``prompts``: the skills, ``resources``:

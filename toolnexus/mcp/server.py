@@ -26,7 +26,14 @@ the folder (no ``..``, no symlink out, no hidden file), at most
 :data:`~toolnexus.skills.MAX_FOLDER_FILES` a skill and :data:`~toolnexus.skills.MAX_FILE_BYTES` a
 read, UTF-8 as text, anything else as a base64 blob, the MIME type guessed from the name.
 
-**Changes.** When the toolkit changes (``Toolkit.add_tool``, ``add_agent``, ``reload_skills``)
+**Completions.** ``completion/complete`` offers what a skill prompt's argument may be (the
+``values`` and ``values-from`` its ``SKILL.md`` declares: the weather skill's ``city`` from its own
+climate table) and, for a skill's template, the files of its folder whose path begins with what
+was typed.
+
+**Changes.** When the toolkit changes (``Toolkit.add_tool``, ``add_agent``, ``reload_skills``,
+which is called by itself when the skills folders change on disk: their files' sizes and times
+looked at every :data:`SKILLS_POLL` seconds off the loop, no file read)
 the lists are announced as changed, and a skill file whose size or time moved as updated: on
 2026-07-28 to every ``subscriptions/listen`` stream that asked for them (over ``/mcp`` and stdio);
 on a handshake-era stdio connection as ``notifications/*/list_changed`` and, for the URIs it
@@ -78,7 +85,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
 from ..serve.config import Auth, MCPServeConfig
-from ..skills import SkillDef, ToolkitLike
+from ..skills import MAX_SUGGESTIONS, SkillDef, ToolkitLike
 from ..tools import REJECT, Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
 
 __all__ = ["MCPProfile", "MCPToolkit", "serve_stdio"]
@@ -93,6 +100,9 @@ MAX_PROGRESS_MESSAGE = 2000
 """The most characters of a progress message sent (its end: the text so far's newest words)."""
 PAGE = 500
 """Resources per ``resources/list`` page."""
+SKILLS_POLL = 1.0
+"""Seconds between two looks at the skills folders (a skill added or edited on disk is served
+within about this long)."""
 _ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["answer"],
@@ -158,6 +168,7 @@ class MCPToolkit:
                 "on_list_resources": self._list_resources,
                 "on_list_resource_templates": self._list_templates,
                 "on_read_resource": self._read,
+                "on_completion": self._complete,
             }
             if duplex:
                 skills |= {
@@ -191,6 +202,27 @@ class MCPToolkit:
         watch = getattr(self.toolkit, "watch", None)
         if watch is not None:
             self._unwatch = watch(self._toolkit_changed)
+        stamp = getattr(self.toolkit, "skills_stamp", None)
+        reload = getattr(self.toolkit, "reload_skills", None)
+        if self.config.skills and stamp is not None and reload is not None:
+            task = asyncio.ensure_future(self._follow_skills(stamp, reload))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _follow_skills(self, stamp: Callable[[], Any], reload: Callable[[], Any]) -> None:
+        """Pick up a skill added, removed or edited on disk (``reload_skills``, whose change is
+        announced as any other): the folders' metadata looked at every :data:`SKILLS_POLL`
+        seconds, off the loop."""
+        last = await asyncio.to_thread(stamp)
+        while True:
+            await asyncio.sleep(SKILLS_POLL)
+            try:
+                now = await asyncio.to_thread(stamp)
+                if now != last:
+                    last = now
+                    reload()
+            except Exception:  # noqa: BLE001 - a folder that cannot be read is tried again
+                log.warning("the skills folders could not be looked at", exc_info=True)
 
     def closing(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully (each sends its last frame): the
@@ -383,6 +415,35 @@ class MCPToolkit:
             messages=[
                 types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
             ],
+        )
+
+    async def _complete(
+        self, ctx: Any, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        """What a skill prompt's argument may be (its ``values`` and ``values-from``), or which
+        files of a skill's folder a template's ``path`` may name, beginning with what was typed."""
+        ref, typed = params.ref, params.argument.value
+        values: list[str] = []
+        total = 0
+        if isinstance(ref, types.PromptReference):
+            skill = self._skills().get(ref.name)
+            if skill is not None:
+                values, total = await asyncio.to_thread(skill.suggest, params.argument.name, typed)
+        elif params.argument.name == "path":
+            skill = next(
+                (
+                    s
+                    for s in self.toolkit.skills()
+                    if s.path is not None and ref.uri == skill_uri(s.name, "") + "{+path}"
+                ),
+                None,
+            )
+            if skill is not None:
+                files = await asyncio.to_thread(skill.folder)
+                found = [f.relative for f in files if f.relative.startswith(typed)]
+                values, total = found[:MAX_SUGGESTIONS], len(found)
+        return types.CompleteResult(
+            completion=types.Completion(values=values, total=total, has_more=total > len(values))
         )
 
     # -- skill files as resources -------------------------------------------------------------------
