@@ -532,3 +532,34 @@ async def test_completions_of_a_skill_prompts_arguments_and_its_files(skills: Pa
         assert "reference/units.md" in found.completion.values
         assert all(v.startswith("reference/") for v in found.completion.values)
         assert not any("outside" in v for v in found.completion.values)  # the symlink out
+
+
+async def test_typescript_client_completes_and_hears_a_skill_added_on_disk(skills: Path):
+    """The official TypeScript client against the real toolnexus mcp: the weather skill's city
+    completed from its table, then a skill folder written by hand announced without a reload."""
+    plan = {
+        "complete": [
+            [{"type": "ref/prompt", "name": "weather"}, {"name": "city", "value": "l"}],
+            [
+                {"type": "ref/resource", "uri": "skill://weather/{+path}"},
+                {"name": "path", "value": "ref"},
+            ],
+        ],
+        "subscribe": UNITS,
+        "write": [
+            [str(skills / "guide" / "SKILL.md"), GUIDE],
+            [str(skills / "weather" / "reference" / "units.md"), "Kelvin only.\n"],
+        ],
+        "expect": 3,
+    }
+    params = toolnexus_mcp(skills)
+    seen = await inspect_with_ts(plan, params.command, *params.args)
+    assert seen["capabilities"]["completions"] == {}
+    city, path = seen["complete"]
+    assert city["completion"]["values"] == ["Lisbon", "Lima"]
+    assert "reference/units.md" in path["completion"]["values"]
+    assert {n["method"] for n in seen["notifications"]} >= {
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }

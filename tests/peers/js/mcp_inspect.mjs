@@ -4,8 +4,12 @@
 // notifications that follow a change the server is asked to make.
 // Usage: node mcp_inspect.mjs PLAN_JSON (URL | COMMAND [ARGS...])
 //   PLAN_JSON: {"prompt": [name, {args}], "read": uri, "call": [tool, {args}],
-//               "subscribe": uri, "change": [[tool, {args}], ...], "expect": N notifications}
+//               "subscribe": uri, "change": [[tool, {args}], ...], "expect": N notifications,
+//               "complete": [[ref, {name, value}], ...], "write": [[path, text], ...]}
+//   ("write": files written after subscribing, as an editor would, for a server that watches them)
 // Prints one JSON object with what it saw.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -51,7 +55,15 @@ if (plan.call) {
     }),
   );
 }
+if (plan.complete) {
+  out.complete = [];
+  for (const [ref, argument] of plan.complete) out.complete.push(await attempt(() => client.complete({ ref, argument })));
+}
 if (plan.subscribe) out.subscribed = await attempt(() => client.subscribeResource({ uri: plan.subscribe }));
+for (const [path, text] of plan.write || []) {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+}
 for (const [name, input] of plan.change || []) {
   await attempt(() => client.callTool({ name, arguments: input }));
 }
