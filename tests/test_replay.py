@@ -651,3 +651,36 @@ async def test_a_hostile_live_peer_cannot_crash_or_hold_the_diff():
         and "AnswerTooSlow" in d.live
         for d in report.differences
     )
+
+
+async def test_a_hostile_cassettes_odd_statuses_frames_and_depths_are_served_as_data(tmp_path):
+    """Issue 59 item 8: a recorded status of 101 was served as a protocol switch and 999 broke the
+    answer (a traceback); frames that were not a list failed; a text frame holding a blank line
+    ended its event and began one of the cassette's choosing; JSON nested 900 levels was a 500.
+    Now a status outside 200-599 and JSON past 200 levels are a 502 saying so, frames are a list,
+    and each line of a frame's text is its own data line."""
+    rows = [{"toolnexus_cassette": 1, "recorded": "2026-12-02T00:00:00Z"}]
+    cases = {
+        "/s101": {"status": 101, "json": {"ok": 1}},
+        "/s999": {"status": 999, "json": {"ok": 1}},
+        "/frames-int": {"status": 200, "frames": 5},
+        "/inject": {"status": 200, "frames": ['{"id": "t-1"}\n\ndata: {"evil": 1}\r\nevent: x']},
+        "/deep": {"status": 200, "json": "DEEP"},
+    }
+    for seq, (path, response) in enumerate(cases.items(), start=1):
+        row = _hostile(seq, path, "application/json", {})
+        row["response"] = {"headers": {}, **response}
+        rows.append(row)
+    tape = tmp_path / "odd.jsonl"
+    nested = '{"a":' * 900 + "{}" + "}" * 900
+    tape.write_text(("\n".join(json.dumps(row) for row in rows) + "\n").replace('"DEEP"', nested))
+    async with ReplayPeer(tape, match="method") as peer, httpx.AsyncClient(timeout=10) as http:
+        got = {path: await http.get(peer.url + path) for path in cases}
+        again = await http.get(peer.url + "/inject")  # still serving
+    for path in ("/s101", "/s999", "/deep"):
+        assert got[path].status_code == 502 and "cannot be served" in got[path].text, path
+    assert got["/frames-int"].status_code == 200 and got["/frames-int"].text == ""
+    events = [e for e in got["/inject"].text.split("\n\n") if e]
+    assert len(events) == 1, got["/inject"].text  # one event, its text in three data lines
+    assert events[0] == 'data: {"id": "t-1"}\ndata: \ndata: data: {"evil": 1}\ndata: event: x'
+    assert again.status_code == 200

@@ -16,7 +16,8 @@ import sys
 import httpx
 import pytest
 
-from toolnexus.debug.mcp_replay import MAX_DEPTH, MCPReplay
+from toolnexus.debug.mcp_replay import MCPReplay
+from toolnexus.debug.replay import MAX_DEPTH
 
 from ..helpers import ROOT
 

@@ -56,6 +56,7 @@ from ..traffic import TrafficRecorder
 from .cassette import Cassette, CassetteError, Exchange, load, origin_of
 from .replay import (
     MATCHES,
+    MAX_DEPTH,
     MAX_REQUEST,
     Difference,
     ReplayReport,
@@ -300,8 +301,6 @@ def _values(x: Exchange) -> list[Any]:
     return [x.response["json"]] if "json" in x.response else []
 
 
-MAX_DEPTH = 200
-"""The deepest JSON a replay takes from a cassette or a client (see :meth:`MCPTape._fit`)."""
 _TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels: toolnexus replay serves none so deep"
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -315,15 +316,27 @@ class ReplayPeer(ReplayServer):
                 f"the replay's recorded exchange got no answer: {x.error or 'unknown'}",
             )
             return
+        frames = response.get("frames")
+        frames = (
+            frames if isinstance(frames, list) else []
+        )  # a hostile cassette's other value: none
+        if not 200 <= status <= 599 or _json.too_deep([response.get("json"), frames], MAX_DEPTH):
+            await _plain(  # a 101 would claim a protocol switch, a 999 broke the answer
+                send,
+                502,
+                f"the replay's recorded exchange cannot be served (status {status}, or JSON "
+                f"nested past {MAX_DEPTH} levels)",
+            )
+            return
         headers = [(b"content-type", _served_type(x)), (b"x-content-type-options", b"nosniff")]
         if x.streamed:
-            frames = response.get("frames") or []
             await send({"type": "http.response.start", "status": status, "headers": headers})
-            for frame in frames:
+            for frame in frames:  # each line of a frame's text its own data line: never an event
+                lines = _LINES.split(self._body(frame, rpc_id).decode("utf-8"))
                 await send(
                     {
                         "type": "http.response.body",
-                        "body": b"data: " + self._body(frame, rpc_id) + b"\n\n",
+                        "body": "".join(f"data: {line}\n" for line in lines).encode() + b"\n",
                         "more_body": True,
                     }
                 )
@@ -392,6 +405,12 @@ async def _plain(send: Any, status: int, text: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+MAX_DEPTH = 200
+"""The deepest JSON a replay serves from a cassette (Python's encoder fails near 1,000 levels)."""
+_LINES = re.compile(r"\r\n|\r|\n")
+"""What ends a line in an event stream."""
 
 
 async def _json_answer(
