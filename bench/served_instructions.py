@@ -9,7 +9,16 @@ Instructions per request = the window's total / ``--count``. Both kinds are run 
 after the other, ``--repeat`` times; the spread between repeats is the measurement's noise (the
 event loop's idle ticks during the window, mostly).
 
+``--before DIR`` measures a change instead: this tree's ``toolnexus`` and the one in DIR (another
+build, e.g. ``git archive OLD toolnexus | tar -x -C DIR``), each served as ``toolnexus``, one
+after the other for every op and repeat; the ratio is this tree's over DIR's.
+
+Ops: ``blocking`` (a 0.3 ``message/send``, blocking), ``blocking10`` (a 1.0 ``SendMessage``, its
+message in 1.0's shapes, not returning immediately), ``get`` (``tasks/get`` of a finished task),
+``card``.
+
 Run: python bench/served_instructions.py [--kinds toolnexus,toolnexus-metrics] [--ops blocking,get,card]
+     python bench/served_instructions.py --before DIR [--ops blocking,blocking10,get]
 (about a minute a run under valgrind; needs valgrind's callgrind_control on PATH)
 """
 
@@ -24,12 +33,32 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+BEFORE = "before"
+"""The kind ``--before`` adds: ``toolnexus`` served from another build's package."""
 
 from serve_bench import CARD, Conn, _send_body  # noqa: E402
+
+
+def _send10() -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {
+                    "messageId": str(uuid.uuid4()),
+                    "role": "ROLE_USER",
+                    "parts": [{"text": "hello bench"}],
+                },
+            },
+        }
+    ).encode()
 
 
 async def _requests(url: str, op: str, count: int) -> None:
@@ -52,6 +81,9 @@ async def _requests(url: str, op: str, count: int) -> None:
             await conn.request("GET", CARD)
         elif op == "get":
             await conn.request("POST", "/", finished)
+        elif op == "blocking10":
+            out = json.loads(await conn.request("POST", "/", _send10()))
+            assert out["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", out
         else:
             out = json.loads(await conn.request("POST", "/", _send_body(True)))
             assert out["result"]["status"]["state"] == "completed", out
@@ -64,11 +96,15 @@ def _control(pid: int, *args: str) -> None:
     )
 
 
-def measure(kind: str, op: str, warm: int, count: int) -> float:
-    """Instructions the server spent per request over ``count`` requests of ``op``."""
+def measure(kind: str, op: str, warm: int, count: int, before: str | None = None) -> float:
+    """Instructions the server spent per request over ``count`` requests of ``op`` (kind
+    ``before``: ``toolnexus`` from the package in ``before``; else from this tree)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
-        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
+        code = before if kind == BEFORE else str(HERE.parent)
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "PYTHONPATH": code}
+        if kind == BEFORE:
+            kind = "toolnexus"
         server = subprocess.Popen(
             [
                 "valgrind",
@@ -116,8 +152,14 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="measure this tree's toolnexus against the package in DIR (another build), paired",
+    )
     a = ap.parse_args()
-    kinds = a.kinds.split(",")
+    kinds = [BEFORE, "toolnexus"] if a.before else a.kinds.split(",")
+    before = str(Path(a.before).resolve()) if a.before else None
     print(f"instructions per request over {a.count} sequential requests, after {a.warm} to warm")
     print(
         f"{'op':<10}"
@@ -126,7 +168,7 @@ def main() -> None:
     )
     for op in a.ops.split(","):
         for _ in range(a.repeat):
-            got = [measure(k, op, a.warm, a.count) for k in kinds]
+            got = [measure(k, op, a.warm, a.count, before) for k in kinds]
             ratio = f"{got[1] / got[0]:>9.3f}" if len(got) == 2 else ""
             print(f"{op:<10}" + "".join(f"{g:>20,.0f}" for g in got) + ratio, flush=True)
 

@@ -14,8 +14,9 @@ the ``A2A-Version`` header, then, for a request that carries a body, its Content
 version header: the method decides the dialect). Errors map to a JSON-RPC code, an HTTP status and a gRPC status in
 one table: :mod:`toolnexus.errors`.
 
-A new operation is a row here, then a handler in ``TaskRunner``/``A2AEndpoint``; a new binding is
-an adapter on each side (``serve/`` and ``client/transports.py``) that reads this table.
+A new operation is a row here, its typed request and parser in :mod:`toolnexus.protocol.params`,
+then a handler in ``TaskRunner``/``A2AEndpoint``; a new binding is an adapter on each side
+(``serve/`` and ``client/transports.py``) that reads this table.
 """
 
 from __future__ import annotations

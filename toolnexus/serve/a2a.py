@@ -5,7 +5,9 @@ Each binding only decodes, calls a handler of an operation (the table in
 :mod:`toolnexus.protocol.operations`) and encodes. What comes before, for every binding alike: auth
 (401/403, UNAUTHENTICATED/PERMISSION_DENIED), the ``A2A-Version`` header, then for a request
 that carries a body its content type (415), its size (413), JSON (-32700) and depth. On
-``POST /`` the envelope is read before the version header (the method decides the dialect). A
+``POST /`` the envelope is read before the version header (the method decides the dialect). Then
+``dispatch`` parses the params once (``protocol.params.parse``, for every binding and dialect) and
+the handler checks what the typed request asks of this agent before the runner takes it. A
 rejected call creates no task and runs nothing. An unexpected failure, in a handler or in
 rendering its answer, is a generic internal error whose detail only the server log sees.
 """
@@ -20,7 +22,6 @@ import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from datetime import datetime
 from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
@@ -50,11 +51,6 @@ from ..events import TaskEvent, TextEvent
 from ..protocol import rest
 from ..protocol.dialects import (
     Dialect,
-    check_id,
-    json_names,
-    parse_message,
-    parse_metadata,
-    parse_state,
     render_artifact_update,
     render_send_result,
     render_status_update,
@@ -69,9 +65,23 @@ from ..protocol.jsonrpc import (
     request_id_of,
     result_envelope,
 )
-from ..protocol.model import Artifact, Part, Task, TaskState, iso_utc
-from ..protocol.operations import LEGACY_METHODS, V03_METHODS, V10_METHODS, Binding, Operation
-from ..protocol.push import PushConfig, parse_push_config, render_push_config
+from ..protocol.model import Artifact, Part, Task, TaskState
+from ..protocol.operations import V03_METHODS, V10_METHODS, Binding, Operation
+from ..protocol.params import (
+    CancelTask,
+    DeletePushConfig,
+    GetExtendedCard,
+    GetPushConfig,
+    GetTask,
+    ListPushConfigs,
+    ListTasks,
+    SendMessage,
+    SetPushConfig,
+    SubscribeToTask,
+    parse,
+    unversioned,
+)
+from ..protocol.push import render_push_config
 from ..skills import SkillDef
 from ..stores.base import window
 from .card import ServedCard
@@ -484,11 +494,7 @@ class A2AEndpoint:
                 f"message/send, tasks/get, ...; this agent speaks {_SERVED_VERSIONS})",
                 data={"supportedVersions": _SERVED_VERSIONS},
             )
-        if major == 1 or op.v10 not in LEGACY_METHODS:
-            return Dialect.V10, op
-        if op.key == "send" and _looks_v10(params.get("message")):
-            return Dialect.V10, op
-        return Dialect.LEGACY, op
+        return (Dialect.V10 if major == 1 else unversioned(op, params)), op
 
     async def dispatch(
         self,
@@ -500,8 +506,9 @@ class A2AEndpoint:
         wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
         binding: Binding = Binding.JSONRPC,
     ) -> Any:
-        """What ``op`` answers: a rendered result, or a stream: its results as ``wrap`` makes
-        them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own).
+        """What ``op`` answers to ``params`` (any binding's, in ``dialect``; parsed here once into
+        its typed request, ``protocol.params``): a rendered result, or a stream: its results as
+        ``wrap`` makes them (default: JSON-RPC over SSE; the HTTP+JSON and gRPC bindings pass their own).
         Counted once in ``metrics`` (by ``binding``) when the agent exports them."""
         if self.metrics is None:
             return await self._answer(op, params, dialect, rid, owner, wrap)
@@ -523,37 +530,33 @@ class A2AEndpoint:
         owner: str | None,
         wrap: Callable[[AsyncGenerator[Any, None]], Any] | None,
     ) -> Any:
-        key = op.key
-        if dialect is Dialect.V10:
-            params = json_names(
-                params
-            )  # ProtoJSON: proto field names (task_id) as well as JSON names
-        owner = self._space(
-            owner, optional_string(params, "tenant") if dialect is Dialect.V10 else None
-        )
-        if op.streams:
-            if not self.config.streaming:
-                raise UnsupportedOperationError("Streaming is not supported by this agent")
-            if key == "stream":
-                return await self._send(params, dialect, rid, owner, stream=True, wrap=wrap)
-            return await self._resubscribe(params, dialect, rid, owner, wrap)
-        if key == "send":
-            return await self._send(params, dialect, rid, owner, stream=False)
-        if key == "get":
-            return await self._get(params, dialect, owner)
-        if key == "cancel":
-            return render_task(await self.runner.cancel(_id(params), owner), dialect)
-        if key == "list":
-            return await self._list(params, owner)
-        if key.startswith("push-"):
-            return await self._push(key, params, dialect, owner)
-        if self.card.has_extended:
-            return self.card.extended(_CALLER.get({}))
-        # this agent's card declares no extended card: 1.0 (§3.3.4) answers UnsupportedOperation;
-        # 0.3 has only "not configured" for it
-        if dialect is Dialect.V10:
-            raise UnsupportedOperationError("This agent's card declares no extended agent card")
-        raise ExtendedCardNotConfiguredError()
+        request = parse(op, params, dialect)  # the one place a call's params are read
+        owner = self._space(owner, request.tenant)
+        if op.streams and not self.config.streaming:
+            raise UnsupportedOperationError("Streaming is not supported by this agent")
+        match request:  # the most frequent first: polls, then sends
+            case GetTask():
+                return await self._get(request, dialect, owner)
+            case SendMessage():
+                return await self._send(request, dialect, rid, owner, op.streams, wrap)
+            case SubscribeToTask():
+                return await self._resubscribe(request, dialect, rid, owner, wrap)
+            case CancelTask():
+                return render_task(await self.runner.cancel(request.id, owner), dialect)
+            case ListTasks():
+                return await self._list(request, owner)
+            case GetExtendedCard():
+                if self.card.has_extended:
+                    return self.card.extended(_CALLER.get({}))
+                # this agent's card declares no extended card: 1.0 (§3.3.4) answers
+                # UnsupportedOperation; 0.3 has only "not configured" for it
+                if dialect is Dialect.V10:
+                    raise UnsupportedOperationError(
+                        "This agent's card declares no extended agent card"
+                    )
+                raise ExtendedCardNotConfiguredError()
+            case _:
+                return await self._push(request, dialect, owner)
 
     def _space(self, owner: str | None, tenant: str | None) -> str | None:
         """The task space of a 1.0 request: with ``A2AConfig.tenants`` (and ``tenant_spaces``),
@@ -569,14 +572,14 @@ class A2AEndpoint:
             )
         return f"{owner or ''}@{tenant or ''}" if self.config.tenant_spaces else owner
 
-    async def _get(self, params: dict[str, Any], dialect: Dialect, owner: str | None) -> Any:
-        key = (_id(params), dialect, _history_length(params), owner)
+    async def _get(self, request: GetTask, dialect: Dialect, owner: str | None) -> Any:
+        key = (request.id, dialect, request.history_length, owner)
         rendered = self._finished.get(key)
         if rendered is not None:
             self._finished.move_to_end(key)
             return rendered
-        task = await self.runner.get(key[0], owner)
-        rendered = render_task(task, dialect, key[2])
+        task = await self.runner.get(request.id, owner)
+        rendered = render_task(task, dialect, request.history_length)
         if task.state.terminal:
             self._finished[key] = rendered
             if len(self._finished) > FINISHED_CACHE:
@@ -586,41 +589,34 @@ class A2AEndpoint:
     # -- send ---------------------------------------------------------------------------------
     async def _send(
         self,
-        params: dict[str, Any],
+        request: SendMessage,
         dialect: Dialect,
         rid: Any,
         owner: str | None,
         stream: bool,
         wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
     ) -> Any:
-        message = parse_message(params.get("message"))
-        metadata = parse_metadata(params.get("metadata"), "metadata")
-        config: Any = params.get("configuration") or {}
-        if not _json.is_object(config):
-            raise InvalidParamsError("configuration must be an object")
-        history_length = _history_length(config)
-        blocking = _blocking(config, dialect, "configuration" in params)
-        push = self._send_push(config, dialect)
-        skill = (message.metadata or {}).get("skill")
-        if skill is not None and (not isinstance(skill, str) or skill not in self._skill_names):
+        """A send, once what it asks of this agent is checked: push notifications (and the
+        webhook's address), the skill, output modes it makes, files it takes."""
+        message = request.message
+        if request.push is not None:
+            if self.runner.push is None:
+                raise PushNotificationNotSupportedError(
+                    "Push notifications are not supported by this agent"
+                )
+            self.runner.push.check(request.push.url)
+        skill = request.skill
+        if skill is not None and skill not in self._skill_names:
             raise MethodNotFoundError("Method not found")
-        chosen = self._skill_names.get(skill) if isinstance(skill, str) else None
-        accepted = self._accepted(config, chosen)
+        chosen = self._skill_names.get(skill) if skill is not None else None
+        if request.accepted is not None:
+            self._check_accepted(request.accepted, chosen)
         if any(part.kind == "file" for part in message.parts):
             if self.runner.files is None:
                 raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
             self.runner.files.check(message, chosen.input_modes if chosen else None)
         try:
-            task, queue = await self.runner.send(
-                message,
-                skill=skill,
-                owner=owner,
-                push=push,
-                follow=stream,
-                blocking=blocking,
-                metadata=metadata,
-                accepted=accepted,
-            )
+            task, queue = await self.runner.send(request, owner=owner, follow=stream)
         except (
             UnsupportedOperationError
         ) as err:  # a finished task: 0.3 and legacy have no such error
@@ -628,48 +624,28 @@ class A2AEndpoint:
                 raise
             raise InvalidParamsError(err.message) from None
         if queue is not None:
-            return self._stream(task, task.snapshot(), queue, dialect, rid, history_length, wrap)
-        if blocking:
-            task = await self.runner.wait(task, self.config.blocking_timeout)
-        return render_send_result(task, dialect, history_length)
-
-    def _accepted(self, config: dict[str, Any], skill: SkillDef | None) -> list[str] | None:
-        """The send's ``acceptedOutputModes`` (None: any), refused with -32005 when the agent (or
-        the skill asked for) makes none of them (A2A §3.2.2)."""
-        given: Any = config.get("acceptedOutputModes")
-        if given is None or given == []:
-            return None
-        if not _json.is_array(given) or not all(isinstance(m, str) for m in given):
-            raise InvalidParamsError(
-                "Invalid params: configuration.acceptedOutputModes must be a list of strings"
+            return self._stream(
+                task, task.snapshot(), queue, dialect, rid, request.history_length, wrap
             )
-        accepted = [m for m in given if isinstance(m, str)]
+        if request.blocking:
+            task = await self.runner.wait(task, self.config.blocking_timeout)
+        return render_send_result(task, dialect, request.history_length)
+
+    def _check_accepted(self, accepted: tuple[str, ...], skill: SkillDef | None) -> None:
+        """A send's ``acceptedOutputModes`` refused with -32005 when the agent (or the skill asked
+        for) makes none of them (A2A §3.2.2)."""
         makes = (skill.output_modes if skill else None) or self.config.output_modes
         if not any(in_modes(m, accepted) or in_modes(a, makes) for m in makes for a in accepted):
             raise ContentTypeNotSupportedError(
                 f"Incompatible content types: this agent answers in {', '.join(makes)}, "
                 f"none of {', '.join(accepted)}"
             )
-        return accepted
-
-    def _send_push(self, config: dict[str, Any], dialect: Dialect) -> PushConfig | None:
-        """The push-notification config a send carries (0.3 ``pushNotificationConfig``, 1.0
-        ``taskPushNotificationConfig``), checked before anything runs."""
-        given = config.get(
-            "taskPushNotificationConfig" if dialect is Dialect.V10 else "pushNotificationConfig"
-        )
-        if given is None:
-            return None
-        if self.runner.push is None:
-            raise PushNotificationNotSupportedError(
-                "Push notifications are not supported by this agent"
-            )
-        push = parse_push_config(given, dialect, "configuration", task_id="")
-        self.runner.push.check(push.url)
-        return push
 
     async def _push(
-        self, kind: str, params: dict[str, Any], dialect: Dialect, owner: str | None
+        self,
+        request: SetPushConfig | GetPushConfig | ListPushConfigs | DeletePushConfig,
+        dialect: Dialect,
+        owner: str | None,
     ) -> Any:
         """Set, get, list and delete a task's push-notification configs, in the caller's dialect."""
         notifier = self.runner.push
@@ -677,89 +653,56 @@ class A2AEndpoint:
             raise PushNotificationNotSupportedError(
                 "Push notifications are not supported by this agent"
             )
-        v10 = dialect is Dialect.V10
-        if kind == "push-set":
-            config = parse_push_config(params, dialect)
-            if not config.task_id:
-                raise InvalidParamsError("Invalid params: taskId is required")
-            await self.runner.get(config.task_id, owner)
-            return render_push_config(await notifier.keep(notifier.set(config)), dialect)
-        task_id = optional_string(params, "taskId" if v10 else "id")
-        if not task_id:
-            raise InvalidParamsError(
-                f"Invalid params: {'taskId' if v10 else 'id'} must be a non-empty string"
-            )
+        if isinstance(request, SetPushConfig):
+            await self.runner.get(request.config.task_id, owner)
+            return render_push_config(await notifier.keep(notifier.set(request.config)), dialect)
+        task_id = request.task_id
         await self.runner.get(task_id, owner)
-        config_id = optional_string(params, "id" if v10 else "pushNotificationConfigId")
-        await notifier.load(
-            task_id
-        )  # shared by workers: what the database holds (set on any of them)
-        if kind == "push-get":
-            return render_push_config(notifier.get(task_id, config_id), dialect)
-        if kind == "push-list":
+        await notifier.load(task_id)  # shared by workers: what the database holds (set on any)
+        if isinstance(request, GetPushConfig):
+            return render_push_config(notifier.get(task_id, request.config_id), dialect)
+        if isinstance(request, ListPushConfigs):
             configs = notifier.list(task_id)
-            if not v10:  # 0.3's JSON-RPC list is one array
+            if dialect is not Dialect.V10:  # 0.3's JSON-RPC list is one array
                 return [render_push_config(c, dialect) for c in configs]
-            start, end, token = _page(params, len(configs))
+            try:
+                start, end, token = window(
+                    len(configs), request.page_size or max(len(configs), 1), request.page_token
+                )
+            except ValueError as exc:
+                raise InvalidParamsError(str(exc)) from None
             return {
                 "configs": [render_push_config(c, dialect) for c in configs[start:end]],
                 "nextPageToken": token,
             }
-        if not config_id:
-            raise InvalidParamsError(
-                f"Invalid params: {'id' if v10 else 'pushNotificationConfigId'} is required"
-            )
-        notifier.delete(task_id, config_id)
-        await notifier.forget(task_id, config_id)
-        return {} if v10 else None
+        notifier.delete(task_id, request.config_id)
+        await notifier.forget(task_id, request.config_id)
+        return {} if dialect is Dialect.V10 else None
 
-    async def _list(self, params: dict[str, Any], owner: str | None) -> dict[str, Any]:
-        context = optional_string(params, "contextId")
-        state = None
-        if params.get("status") not in (None, "", "TASK_STATE_UNSPECIFIED"):
-            state = parse_state(params["status"])
-            if state is None:
-                raise InvalidParamsError(f"status {params['status']!r} is not a task state")
-        size = params.get("pageSize")
-        if size is None:
-            size = 50
-        if not _is_int(size) or not 1 <= size <= 100:
-            raise InvalidParamsError(f"pageSize must be an integer from 1 to 100, got {size!r}")
-        token = _opt_str(params, "pageToken") or ""
-        after = _timestamp(params, "statusTimestampAfter")
-        include = params.get("includeArtifacts", False)
-        if not isinstance(include, bool):
-            raise InvalidParamsError("includeArtifacts must be a boolean")
-        history_length = _history_length(params)
+    async def _list(self, request: ListTasks, owner: str | None) -> dict[str, Any]:
         try:
-            page = await self.runner.list(
-                context_id=context,
-                state=state,
-                updated_after=after,
-                page_size=size,
-                page_token=token,
-                owner=owner,
-            )
+            page = await self.runner.list(request, owner)
         except ValueError as exc:
             raise InvalidParamsError(str(exc)) from None
         return {
             "tasks": [
-                render_task(t, Dialect.V10, history_length, artifacts=include) for t in page.tasks
+                render_task(t, Dialect.V10, request.history_length, request.include_artifacts)
+                for t in page.tasks
             ],
             "nextPageToken": page.next_token,
-            "pageSize": size,
+            "pageSize": request.page_size,
             "totalSize": page.total,
         }
 
     async def _resubscribe(
         self,
-        params: dict[str, Any],
+        request: SubscribeToTask,
         dialect: Dialect,
         rid: Any,
         owner: str | None,
         wrap: Callable[[AsyncGenerator[Any, None]], Any] | None = None,
     ) -> Any:
-        task = await self.runner.get(_id(params), owner)
+        task = await self.runner.get(request.id, owner)
         if task.state.terminal:
             raise UnsupportedOperationError(
                 f"Task {task.id} is already {task.state.value}; there is nothing to follow"
@@ -883,7 +826,7 @@ def sse(
     )
 
 
-# -- parameter helpers ------------------------------------------------------------------------------
+# -- header helpers ---------------------------------------------------------------------------------
 
 
 def _has_body(headers: Mapping[str, str]) -> bool:
@@ -894,88 +837,3 @@ def _has_body(headers: Mapping[str, str]) -> bool:
 def major_version(version: str) -> int | None:
     head = version.strip().split(".")[0]
     return int(head) if head.isdigit() else None
-
-
-def _looks_v10(message: Any) -> bool:
-    if not _json.is_object(message):
-        return False
-    if message.get("role") in ("ROLE_USER", "ROLE_AGENT"):
-        return True
-    parts = message.get("parts")
-    return _json.is_array(parts) and any(_json.is_object(p) and "kind" not in p for p in parts)
-
-
-def _page(params: dict[str, Any], total: int) -> tuple[int, int, str]:
-    """The slice of ``total`` items a list's ``pageSize`` (absent or 0: all of them; else 1-100) and
-    ``pageToken`` (one this server gave out) ask for, and the next page's token ("" at the end)."""
-    size = params.get("pageSize") or 0
-    if not _is_int(size) or not 0 <= size <= 100:
-        raise InvalidParamsError(f"pageSize must be an integer from 1 to 100, got {size!r}")
-    try:
-        return window(total, size or max(total, 1), _opt_str(params, "pageToken") or "")
-    except ValueError as exc:
-        raise InvalidParamsError(str(exc)) from None
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _id(params: dict[str, Any]) -> str:
-    value = params.get("id")
-    if not isinstance(value, str) or not value:
-        raise InvalidParamsError("Invalid params: id must be a non-empty string")
-    return check_id(value, "id")
-
-
-def optional_string(params: dict[str, Any], key: str) -> str | None:
-    value = _opt_str(params, key)
-    return check_id(value, key) if value else value
-
-
-def _timestamp(params: dict[str, Any], key: str) -> str | None:
-    """A protobuf Timestamp (RFC 3339, with Z or an offset), in the stores' form (UTC, µs, Z)."""
-    value = _opt_str(params, key)
-    if value is None:
-        return None
-    try:
-        stamp = datetime.fromisoformat(value)
-    except ValueError:
-        stamp = None
-    if stamp is None or stamp.tzinfo is None or "T" not in value.upper():
-        raise InvalidParamsError(
-            f"{key} must be an RFC 3339 timestamp such as 2026-12-01T08:00:00Z, got {value!r}"
-        )
-    return iso_utc(stamp)
-
-
-def _opt_str(params: dict[str, Any], key: str) -> str | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidParamsError(f"{key} must be a string")
-    return value
-
-
-def _history_length(params: dict[str, Any]) -> int | None:
-    value = params.get("historyLength")
-    if value is None:
-        return None
-    if not _is_int(value) or value < 0:
-        raise InvalidParamsError("historyLength must be a non-negative integer")
-    return value
-
-
-def _blocking(config: dict[str, Any], dialect: Dialect, has_config: bool) -> bool:
-    if dialect is Dialect.V10:
-        flag = config.get("returnImmediately", False)
-        if not isinstance(flag, bool):
-            raise InvalidParamsError("configuration.returnImmediately must be a boolean")
-        return not flag
-    flag = config.get("blocking")
-    if flag is not None and not isinstance(flag, bool):
-        raise InvalidParamsError("configuration.blocking must be a boolean")
-    if dialect is Dialect.V03:
-        return True if flag is None else flag
-    return bool(flag)  # legacy: never block unless asked

@@ -34,6 +34,7 @@ from ..http.server import (
 )
 from ..protocol.card import CARD_PATH
 from ..protocol.model import Task, TaskState
+from ..protocol.params import ListTasks
 from ..skills import ToolkitLike
 from ..stores import (
     Closable,
@@ -149,7 +150,9 @@ class ServeHandle:
         if self.runner is None:
             return []
         st = TaskState(state) if isinstance(state, str) else state
-        page = await self.runner.list(context_id=context_id, state=st, page_size=min(limit, 100))
+        page = await self.runner.list(
+            ListTasks(context_id=context_id, state=st, page_size=min(limit, 100))
+        )
         return page.tasks
 
     async def stop(self, drain: float | None = None) -> None:

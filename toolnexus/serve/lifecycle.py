@@ -77,6 +77,7 @@ from ..protocol.model import (
     new_id,
     now_iso,
 )
+from ..protocol.params import ListTasks, SendMessage
 from ..skills import ToolkitLike
 from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
 from ..stores.base import when_available
@@ -169,6 +170,9 @@ interval, not per token; one as slow as a person reads, a frame per piece with n
 
 TEXT_BYTES = 4096
 """...and as soon as this many characters wait, however soon after the last time."""
+
+_EVERY = ListTasks()
+"""A list that asks for no more than the first page of every task."""
 
 WAKE_EVERY = 0.05
 """A wait with a timeout (a blocking send's) ends at the first multiple of this many seconds past
@@ -566,33 +570,25 @@ class TaskRunner:
 
     # -- create and run -----------------------------------------------------------------------
     async def send(
-        self,
-        message: Message,
-        *,
-        skill: str | None = None,
-        owner: str | None = None,
-        push: PushConfig | None = None,
-        follow: bool = False,
-        blocking: bool = False,
-        metadata: dict[str, Any] | None = None,
-        accepted: Sequence[str] | None = None,
+        self, request: SendMessage, *, owner: str | None = None, follow: bool = False
     ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
-        (for ``skill``, when it names one); with one, it answers the task's question or reaches
-        its running model at the next turn. ``metadata`` (the request's, not the message's) is
-        kept on the task: a new task's metadata, keys set on a task the message goes to.
-        ``push`` (checked by the caller) is registered for the task before anything can change it
-        (a new task's webhook hears its first state too);
-        ``follow``: the queue of its changes from now on, for a stream; ``blocking``: the caller
-        is answered only once the task settles (:meth:`wait`), so a new task's states before that
-        are written with the one it settles in; ``accepted``: the media types the caller takes
+        (for the request's ``skill``, when it names one); with one, it answers the task's question
+        or reaches its running model at the next turn. The request's ``metadata`` (not the
+        message's) is kept on the task: a new task's metadata, keys set on a task the message goes
+        to. Its ``push`` (checked by the caller) is registered for the task before anything can
+        change it (a new task's webhook hears its first state too); ``blocking``: the caller is
+        answered only once the task settles (:meth:`wait`), so a new task's states before that are
+        written with the one it settles in; ``accepted``: the media types the caller takes
         (``acceptedOutputModes``): its reply and its tools' artifacts of other types are left out.
+        ``follow``: the queue of its changes from now on, for a stream.
 
         Raises:
             TaskNotFoundError: ``taskId`` names no task the caller may see.
             InvalidParamsError: ``contextId`` is not the task's, or its inbox is full.
             UnsupportedOperationError: the task is finished, or finishing, and takes no message.
         """
+        message, push, metadata = request.message, request.push, request.metadata
         if message.task_id:
             try:
                 task = await self.get(message.task_id, owner)
@@ -621,17 +617,18 @@ class TaskRunner:
                 )
                 raise UnsupportedOperationError(f"Task {task.id} {why}")
             return task, queue
+        skill = request.skill
         prompt = f"Use the {skill} skill.\n\n{message.text}" if skill else message.text
         task = await self.create(
             message,
             skill,
             prompt,
             owner,
-            answered=not blocking,
+            answered=not request.blocking,
             followed=follow,
             push=push,
             metadata=metadata,
-            accepted=accepted,
+            accepted=request.accepted,
         )
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
@@ -1062,26 +1059,17 @@ class TaskRunner:
             return live.moved(live.status)
         return self._ended.get(id)
 
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> TaskPage:
+    async def list(self, request: ListTasks = _EVERY, owner: str | None = None) -> TaskPage:
         """A page of the store's tasks (see :meth:`TaskStore.list`), the quiet ones in it too."""
         for id in list(self._quiet):
             await self._told(id)
         mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
         return await self.store.list(
-            context_id=context_id,
-            state=state,
-            updated_after=updated_after,
-            page_size=page_size,
-            page_token=page_token,
+            context_id=request.context_id,
+            state=request.state,
+            updated_after=request.updated_after,
+            page_size=request.page_size,
+            page_token=request.page_token,
             **mine,
         )
 
