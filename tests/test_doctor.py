@@ -278,6 +278,7 @@ async def test_each_defect_is_found_with_its_evidence_and_fix(defect):
             "client: JS SDK 1.x",
             "client: Google ADK",  # on the a2a-sdk 1.x
             "client: Microsoft Agent Framework",
+            "client: a2a-handler",
         ]
         assert "a2a-sdk 1.x" in found["result wrapping"].breaks
         assert found["client: a2a-sdk 1.x"].message.endswith(

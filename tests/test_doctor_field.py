@@ -282,3 +282,35 @@ async def test_the_client_doctor_names_strands_not_answering_on_the_task():
     assert "AWS Strands' A2AAgent" in fault.message, doc.report.text()
     [talk] = [f for f in doc.report.findings if f.check == "conversation"]
     assert talk.severity == "info" and talk.message.startswith("sent 2 messages, none with")
+
+
+async def test_crewai_a2a_handler_and_fasta2a_are_judged_as_their_clients_read():
+    """CrewAI joins a streamed artifact's chunks with spaces (the official a2a-sdk 1.3 server, with
+    its 0.3 compatibility for CrewAI's a2a-sdk 0.3, streaming each reply in three appends);
+    a2a-handler shows a failed task without its reason (its words only in status.message);
+    fasta2a's card model refuses a card whose skills lack inputModes and outputModes."""
+    need("crewai")
+    need("handler")
+    need("fasta2a")
+    async with sdk_server(chunked=True, compat=True) as url:
+        report = await doctor(url, send=True, timeout=10)
+        crew = await client("crewai", url, ["hello there"])
+    severity, message = verdicts(report)["CrewAI"]
+    assert severity == "info" and message.startswith(  # CrewAI's doing: the stream is right
+        "breaks: joins the chunks of a streamed artifact with spaces"
+    ), report.text()
+    assert crew["replies"][0] != "echo: hello there", crew
+    assert crew["replies"][0].split() != "echo: hello there".split(), crew  # a space inside a word
+    async with sdk_server() as url:
+        report = await doctor(url, send=True, timeout=10)
+        handler, fasta2a = await asyncio.gather(
+            client("handler", url, ["fail please"]), client("fasta2a", url, ["hello"])
+        )
+    said = verdicts(report)
+    severity, message = said["a2a-handler"]
+    assert severity == "ok" and "a failed task it shows without its reason" in message
+    [shown] = handler["shown"]
+    assert "failed" in shown and "could not do it" not in shown, handler
+    severity, message = said["fasta2a"]
+    assert severity == "info" and message.startswith("breaks: its card model refuses this card")
+    assert "inputModes" in fasta2a["card"], fasta2a

@@ -110,6 +110,8 @@ class _Seen:
     closes: dict[tuple[str, Dialect], tuple[int, str, str]] = field(default_factory=dict)
     """``(endpoint, dialect)`` of a stream that closed an artifact with ``append: true, lastChunk:
     true`` after earlier chunks → how many came before, the closing chunk's text, the evidence."""
+    chunked: dict[tuple[str, Dialect], int] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of a stream read → the most chunks one of its artifacts came in."""
     status_only: str = ""
     """Evidence of a finished task whose words were only in ``status.message`` (no artifact, no
     agent message in its history): a reply, or a failure's reason."""
@@ -1029,6 +1031,7 @@ def _chunks(
     key = str(artifact.get("artifactId"))
     before = chunks.get(key, 0)
     chunks[key] = before + 1
+    seen.chunked[(endpoint, dialect)] = max(seen.chunked.get((endpoint, dialect), 0), before + 1)
     if update.get("append") and update.get("lastChunk") and before:
         parts = artifact.get("parts")
         text = "".join(
@@ -1422,10 +1425,16 @@ def _verdicts(card: AgentCard, seen: _Seen, send: bool, add: _Add) -> None:
 ADK = "Google ADK"
 MAF = "Microsoft Agent Framework"
 STRANDS = "AWS Strands"
+CREWAI = "CrewAI"
+HANDLER = "a2a-handler"
+FASTA2A = "fasta2a"
 FRAMEWORKS = {
     ADK: ("a2a-sdk 1.x", "google-adk 2.13 RemoteA2aAgent, on a2a-sdk 1.3"),
     MAF: ("a2a-sdk 1.x", "agent-framework-a2a 1.0.0b261022 A2AAgent, on a2a-sdk 1.3"),
+    HANDLER: ("a2a-sdk 1.x", "a2a-handler 0.4 CLI, on a2a-sdk 1.3"),
     STRANDS: ("a2a-sdk 0.3", "strands-agents 1.62 A2AAgent, on a2a-sdk 0.3.26"),
+    CREWAI: ("a2a-sdk 0.3", "crewai 1.15 A2A delegation, on a2a-sdk 0.3.26"),
+    FASTA2A: ("", "fasta2a 2.1 A2AClient (pydantic-ai), a client of its own"),
 }
 """The framework clients the doctor models (FIELD.md): the official line each runs on, and what it
 is. Each is judged as that line is, then by its own way of reading (:func:`_frameworks`)."""
@@ -1450,6 +1459,9 @@ def _frameworks(
     given = (card.source or "").split("/.well-known/")[0].rstrip("/") + "/"
     for name, (line, what) in FRAMEWORKS.items():
         check = f"client: {name}"
+        if name == FASTA2A:
+            _fasta2a(card, seen, given, add)
+            continue
         base = said.get(line)
         if name == MAF and routes[line] != (Binding.JSONRPC, given, Dialect.V10):
             # A2AAgent(url=...) reads no card: it speaks 1.0 over JSON-RPC at the URL it is given
@@ -1488,7 +1500,7 @@ def _frameworks(
         fault = _framework_fault(name, key, card, seen)
         if fault is not None:
             message, shown, fix = fault
-            ours = name != STRANDS  # Strands' own doing: nothing on the peer fixes it
+            ours = name not in (STRANDS, CREWAI)  # their own doing: the peer is right
             severity, breaks = ("warning", [name]) if ours else ("info", [])
             add(Finding(severity, check, f"breaks: {message}", shown, breaks, fix))
         else:
@@ -1512,6 +1524,22 @@ def _framework_fault(
             "close a streamed artifact with append: false, lastChunk: true and the whole text "
             "(as ADK's own server does; every other client reads it the same)",
         )
+    if name == CREWAI and card.streaming and seen.chunked.get(key, 0) > 1:
+        return (
+            f"joins the chunks of a streamed artifact with spaces: one came in "
+            f"{seen.chunked[key]} chunks here (it reads every artifact update as a word)",
+            [],
+            "nothing in the stream's shape fixes it while words stream as appends; a whole "
+            "artifact (one chunk) reads right",
+        )
+    if name == HANDLER and seen.status_only:
+        return (
+            "shows no words for a task whose words are only in status.message (it prints a "
+            "task's artifacts, else the agent messages of its history, never status.message)",
+            [seen.status_only],
+            "put the reply in an artifact, and a failure's or a question's message in the task's "
+            "history too",
+        )
     if name == MAF and seen.status_only:
         return (
             "shows the user's own words for a task whose words are only in status.message (it "
@@ -1531,9 +1559,61 @@ def _framework_fault(
     return None
 
 
+def _fasta2a(card: AgentCard, seen: _Seen, given: str, add: _Add) -> None:
+    """fasta2a's client: its card model requires each skill's inputModes and outputModes; it sends
+    0.3's message/send at the URL it is given and reads the answer in 1.0's shapes (the hybrid its
+    own server answers)."""
+    check = f"client: {FASTA2A}"
+    bare = [
+        str(s.get("id")) for s in card.skills if not (s.get("inputModes") and s.get("outputModes"))
+    ]
+    if bare:
+        add(  # info: fasta2a's own departures from the spec (the peer is right), as below
+            Finding(
+                "info",
+                check,
+                f"breaks: its card model refuses this card: skill {bare[0]!r} has no inputModes "
+                "or outputModes (optional in the spec; its AgentCard requires them)",
+                fix="give every skill its inputModes and outputModes, for fasta2a",
+            )
+        )
+        return
+    known = seen.knows.get(given, {}).get("message/send")
+    answer = seen.shapes.get((given, Dialect.V03))
+    if known is False:
+        message = f"it sends message/send at {given}, which the peer answers -32601"
+    elif answer is not None and not answer.wrapped:
+        message = (
+            f'it reads the answer to message/send at {given} as 1.0\'s {{"task": …}}, and this '
+            "peer answers 0.3's bare task (only fasta2a's own hybrid server answers so)"
+        )
+    elif answer is not None and answer.state.startswith("TASK_STATE_"):
+        message = (
+            f"it reads 0.3's lower-case states in the answer to message/send at {given}, and "
+            f"this peer answers {answer.state!r}"
+        )
+    elif answer is not None:
+        add(
+            Finding(
+                "ok", check, f"works: message/send at {given} is answered in the shapes it reads"
+            )
+        )
+        return
+    else:
+        add(Finding("info", check, f"cannot tell: it sends message/send at {given}"))
+        return
+    add(Finding("info", check, f"breaks: {message} (its own dialect: a hybrid of 0.3 and 1.0)"))
+
+
 def _caveat(name: str) -> str:
     if name == STRANDS:
         return "; one turn at a time: it never sends a contextId, so no conversation"
+    if name == HANDLER:
+        return (
+            "; a failed task it shows without its reason unless the failure's message is in the "
+            "history too (it prints the agent messages of the history, never status.message; no "
+            "failure was seen here)"
+        )
     if name == MAF:
         return (
             "; a failed task it shows as the user's own words unless the failure's message is in "
