@@ -127,13 +127,13 @@ def test_a_rest_only_card_is_spoken_to_over_http_json():
 def test_toolnexus_port_card():
     report = tn.validate_card(card("toolnexus-port.json"))
     assert diags(report) == {
-        ("warning", "$.description"),
+        ("error", "$.description"),  # empty: A2A linters fail it (issue 61 item 8)
         ("warning", "$.skills[0].tags"),
         ("info", "$.supportedInterfaces"),
     }
-    assert (
-        report.summary
-        == "offers 0.3 only: the official 1.x client falls back to its 0.3 compat transport"
+    assert report.summary == (
+        "offers 0.3 only: the official 1.x client falls back to its 0.3 compat transport"
+        " (but the card has 1 error)"
     )
     assert "falls back to the toolnexus legacy dialect" in report.verdict["toolnexus"]
     assert (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import shlex
 import signal
@@ -16,7 +18,7 @@ import toolnexus as tn
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded
 
-from .helpers import arun_cli, cli, read_until, run_cli, started_cli
+from .helpers import ROOT, arun_cli, cli, read_until, run_cli, started_cli
 
 BAD_STORE = "nosuch:x"
 KEEPERS = [kind.name for kind in kinds_with(KeepsEnded)]
@@ -462,3 +464,32 @@ async def test_send_stream_prints_each_piece_as_the_peer_streams_it_through_a_pi
     assert "\x1b" not in got.decode() and "\x07" not in got.decode()
     first = next(at for at, size in arrivals if size >= len("Hello "))
     assert first < said[-1], "the first word came out only once the model had said the last"
+
+
+def test_a_served_agent_describes_itself_and_validate_fails_an_empty_description(tmp_path):
+    """Issue 61 item 8: `toolnexus serve` without --description published "" (A2A linters fail
+    such a card: a2a lint grades it D and exits 1) and `card --validate` only warned. The card now
+    says what the agent's skills do, and --validate fails (exit 1) a card whose description is
+    empty, as those linters do."""
+    skills = str(ROOT / "examples" / "skills")
+    with started_cli("serve", "--json", "--skills", skills, "--name", "desk") as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        out = run_cli("card", url, "--json", "--validate")
+    assert out.returncode == 0, out.stdout
+    data = json.loads(out.stdout)
+    described = data["card"]["description"]
+    assert described.startswith("An A2A agent with 3 skills: greet (") and "weather (" in described
+    assert data["validation"]["ok"] is True
+
+    blank = {**data["card"], "description": ""}  # the same card, as an agent without one serves it
+    (tmp_path / ".well-known").mkdir()
+    (tmp_path / ".well-known" / "agent-card.json").write_text(json.dumps(blank))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as files:
+        threading.Thread(target=files.serve_forever, daemon=True).start()
+        try:
+            out = run_cli("card", f"http://127.0.0.1:{files.server_address[1]}", "--validate")
+        finally:
+            files.shutdown()
+    assert out.returncode == 1, out.stdout
+    assert "error   $.description: description is empty" in out.stdout

@@ -77,7 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _toolkit_options(s)
     s.add_argument("--name", help="the agent's name on its card")
-    s.add_argument("--description", help="the agent's description on its card")
+    s.add_argument(
+        "--description",
+        help="the agent's description on its card (default: one made from its skills)",
+    )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free port)")
     s.add_argument(

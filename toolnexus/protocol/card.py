@@ -358,7 +358,11 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
     if isinstance(raw.get("name"), str) and not raw["name"].strip():
         add("error", "$.name", "name is empty")
     if isinstance(raw.get("description"), str) and not raw["description"].strip():
-        add("warning", "$.description", "description is empty; linters grade such a card as poor")
+        add(
+            "error",
+            "$.description",
+            "description is empty: A2A linters fail such a card (a2a lint grades it D)",
+        )
     if "url" not in raw:
         level = "warning" if has_interfaces else "error"
         add(level, "$.url", "no top-level url: a2a-sdk 0.3 clients reject this card")

@@ -96,7 +96,7 @@ class ServedCard:
         card = build_card(
             base_url=self._base_url(),
             name=c.name,
-            description=c.description,
+            description=c.description.strip() or described(self.skills),
             version=c.version,
             skills=self.skills,
             streaming=c.streaming,
@@ -269,6 +269,22 @@ def build_card(
     if security:
         card.update(security)
     return card
+
+
+def described(skills: Sequence[SkillDef]) -> str:
+    """A description for an agent that was given none, made from its skills: A2A linters fail a
+    card whose description is empty (a2a lint grades it D), and a reader learns nothing from it."""
+    if not skills:
+        return "An A2A agent served by toolnexus."
+    said = [
+        f"{s.name} ({s.description.strip().rstrip('.')})" if s.description.strip() else s.name
+        for s in skills
+    ]
+    return (
+        f"An A2A agent with {len(skills)} skill{'s' if len(skills) > 1 else ''}: "
+        + "; ".join(said)
+        + "."
+    )
 
 
 def _skill(s: SkillDef) -> dict[str, Any]:

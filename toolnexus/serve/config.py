@@ -135,7 +135,8 @@ class A2AConfig:
 
     Attributes:
         name: the card's name.
-        description: the card's description (linters grade an empty one as an error).
+        description: the card's description; empty: one made from the skills (linters fail a
+            card whose description is empty).
         version: the agent's version.
         provider: ``Provider`` or ``{"organization", "url"}``; on the card only when set.
         skills: only these skills are advertised and may be chosen (None: all).
