@@ -293,7 +293,8 @@ class A2AEndpoint:
         activated: dict[str, str] = {}
         try:
             dialect, op = self._route(call.method, call.params, headers)
-            activated = self.activated(request.headers.getlist, dialect)
+            if self.config.extensions:  # else no Headers made for it: most agents declare none
+                activated = self.activated(request.headers.getlist, dialect)
             if call.is_notification:
                 if not op.streams:
                     self._background(self.dispatch(op, call.params, dialect, None, owner))
