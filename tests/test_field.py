@@ -350,11 +350,14 @@ TESTED: dict[tuple[str, str, str], str] = {}
 
 
 def cell(peer: str, side: Side, capability: str) -> Callable[[Any], Any]:
-    """Mark a test as the cell (peer, side, capability): an ``ours`` cell is a strict xfail."""
+    """Mark a test as the cell (peer, side, capability): an ``ours`` cell is a strict xfail; the
+    framework's cells are an xdist group."""
     found = _BY_KEY[(peer, side, capability)]
 
     def mark(test: Any) -> Any:
         TESTED[(peer, side, capability)] = test.__name__
+        # one worker for a framework's cells (with --dist loadgroup): one start of it, not one a worker
+        test = pytest.mark.xdist_group(f"field-{PEERS[peer].folder}")(test)
         if found.verdict == "ours":
             reason = f"issue 58 item {found.item}: {found.says}"
             return pytest.mark.xfail(strict=True, reason=reason)(test)
