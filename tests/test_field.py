@@ -113,6 +113,9 @@ CELLS = [
         "without a `taskId` its answer starts a new task: the question is never answered; the "
         "doctor names it",
     ),
+    Cell("adk", "client", "failure", "works", "the failure's message, as the reply"),
+    Cell("strands", "client", "stream", "works", "it streams, and keeps the whole reply"),
+    Cell("strands", "client", "failure", "works", "the failure's message, as the reply"),
     Cell("maf", "client", "send", "works", "the reply, as sent"),
     Cell("maf", "client", "multi-turn", "works", "one AgentSession is one context"),
     Cell(
@@ -432,6 +435,25 @@ async def test_strands_client_cannot_answer_a_question():
     assert seen["states"][0][-1] == "input-required"
     # "yes" went out without the task's id: a new task, which asks nothing and approves nothing
     assert seen["states"][1][-1] == "completed" and "approved" not in seen["replies"][1]
+
+
+@cell("adk", "client", "failure")
+async def test_adk_client_reads_why_a_task_failed():
+    assert (await talk("adk", FAIL))["replies"] == ["model error: demo model: asked to fail"]
+
+
+@cell("strands", "client", "stream")
+async def test_strands_client_keeps_a_whole_streamed_reply():
+    seen = await talk("strands", STREAM)
+    assert seen["replies"] == ["You said: stream these words"]
+    assert seen["states"] == [["submitted", "working", "completed"]]
+
+
+@cell("strands", "client", "failure")
+async def test_strands_client_reads_why_a_task_failed():
+    seen = await talk("strands", FAIL)
+    assert seen["replies"] == ["model error: demo model: asked to fail"]
+    assert seen["states"][0][-1] == "failed"
 
 
 @cell("maf", "client", "send")
