@@ -160,7 +160,8 @@ class ToolnexusApp(App[None]):
             )
         ),
         Binding("question_mark", "toggle_help", "Help", id="help"),
-        Binding("escape", "close_help", show=False, priority=True),  # only while the panel is open
+        # only while the panel is open
+        Binding("escape", "close_help", "Close this help", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 

@@ -21,6 +21,7 @@ pytest.importorskip("textual")
 
 from textual.widgets import DataTable, Input  # noqa: E402
 
+import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog  # noqa: E402
 
@@ -246,3 +247,45 @@ async def test_an_oauth_server_gets_its_sign_in_and_no_token_is_shown():
             assert any(e.url.endswith("/token") for e in wire)
             assert "tok-" not in repr(wire) and "tok-" not in shown(app, "#mcp-server")
             await asyncio.sleep(0)
+
+
+async def test_escape_in_a_list_keeps_the_session_and_tab_letters_out_of_the_endpoint():
+    """Issue 60's friction: Esc in a list went to the endpoint, where the next tab letters were
+    typed (``…/mcprn``) and Enter reconnected. With a session open Esc stays in the list; u goes to
+    the endpoint, Esc from there back to the list."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(lambda a, b: a + b, name="add")])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        tools = table(app, "#mcp-tools")
+        await until(pilot, lambda: tools.row_count == 1, timeout=30)
+        tools.focus()
+        await until(pilot, lambda: app.focused is tools)
+        box = app.screen.query_one("#mcp-url", Input)
+        await pilot.press("escape")
+        assert app.focused is tools
+        await pilot.press("r", "n")
+        assert box.value == served.mcp_url
+        assert app.focused is table(app, "#mcp-notices")
+        await pilot.press("u")
+        assert app.focused is box and box.value == served.mcp_url
+        await pilot.press("escape")
+        assert app.focused is table(app, "#mcp-notices")
+        assert app.screen.session is not None
+
+
+async def test_help_has_words_for_every_key_of_the_mcp_mode():
+    """Issue 60's friction: ``?`` listed d t r p n i, tab, shift+tab and esc with no words."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("alt+6")
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        table(app, "#mcp-tools").focus()
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        keys = ("d", "t", "r", "p", "n", "i", "u", "tab", "shift+tab", "escape")
+        bound = app.active_bindings
+        words = {k: bound[k].binding.description for k in keys if k in bound}
+        assert set(words) == set(keys), words
+        assert all(words.values()), words
+        assert words["t"] == "Tools tab" and words["u"] == "Endpoint"

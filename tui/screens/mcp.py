@@ -75,6 +75,15 @@ TABS = {
     "n": "mcp-tab-notices",
     "i": "mcp-tab-server",
 }
+TAB_WORDS = {
+    "d": "Doctor tab",
+    "t": "Tools tab",
+    "r": "Resources tab",
+    "p": "Prompts tab",
+    "n": "Notifications tab",
+    "i": "Server tab",
+}
+"""What ``?`` says of each tab's key."""
 SHOWN_BYTES = 64 * 1024
 """The most characters of a read resource's text shown (the rest is said to exist)."""
 
@@ -89,14 +98,17 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+l", "list_tools", "Connect", id="mcp-list"),
         Binding("s", "subscribe", "Subscribe", id="mcp-subscribe", show=False),
         # the tabs, from anywhere but a text box (where the letters type)
-        *(Binding(k, f"tab('{tab}')", show=False, id=tab) for k, tab in TABS.items()),
-        # Esc: from a text box to its tab's list, from a list to the endpoint
-        Binding("escape", "leave_input", "Back", show=False, id="mcp-back"),
+        *(Binding(k, f"tab('{tab}')", TAB_WORDS[k], show=False, id=tab) for k, tab in TABS.items()),
+        # Esc: from a text box to its tab's list, from a list to the endpoint only while no
+        # session is open (with one, Esc then a tab's letter typed it into the endpoint, and
+        # Enter there reconnected, losing the session): u goes there
+        Binding("escape", "leave_input", "Back to the list", show=False, id="mcp-back"),
+        Binding("u", "endpoint", "Endpoint", id="mcp-endpoint"),
         # inside an argument form, Tab goes round its fields (it went on to the URL box, and the
         # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere (the
         # binding, refused by check_action outside the form, swallowed Tab in the tool list)
-        Binding("tab", "next_argument(1)", show=False, priority=True),
-        Binding("shift+tab", "next_argument(-1)", show=False, priority=True),
+        Binding("tab", "next_argument(1)", "Next field", show=False, priority=True),
+        Binding("shift+tab", "next_argument(-1)", "Previous field", show=False, priority=True),
     ]
 
     def __init__(self) -> None:
@@ -234,7 +246,7 @@ class MCPScreen(ModeScreen):
         self.query_one(first).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("tab", "subscribe") and isinstance(self.focused, Input):
+        if action in ("tab", "subscribe", "endpoint") and isinstance(self.focused, Input):
             return False  # the letter types
         return True
 
@@ -257,7 +269,7 @@ class MCPScreen(ModeScreen):
 
     def action_leave_input(self) -> None:
         """Escape leaves a text box for its tab's list (the Server tab's: its scrolling view), where
-        the mode keys work, and a list for the endpoint."""
+        the mode keys work, and a list for the endpoint while no session is open."""
         lists = {
             "mcp-tab-tools": "#mcp-tools",
             "mcp-tab-resources": "#mcp-resources",
@@ -267,10 +279,16 @@ class MCPScreen(ModeScreen):
             "mcp-tab-server": "#mcp-server-box",
         }
         listing = self.query_one(lists[self._tab()])
-        if self.focused is listing:
-            self.query_one("#mcp-url", Input).focus()
-        else:
+        if self.focused is not listing:
             listing.focus()
+        elif self.session is None:
+            self.action_endpoint()
+        else:
+            self.notify("the session stays open: u goes to the endpoint", timeout=3)
+
+    def action_endpoint(self) -> None:
+        """The endpoint box, to connect elsewhere."""
+        self.query_one("#mcp-url", Input).focus()
 
     # -- the endpoint -------------------------------------------------------------------------------
     def _target(self) -> tuple[str | list[str], dict[str, str] | None] | None:
