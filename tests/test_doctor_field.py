@@ -314,3 +314,16 @@ async def test_crewai_a2a_handler_and_fasta2a_are_judged_as_their_clients_read()
     severity, message = said["fasta2a"]
     assert severity == "info" and message.startswith("breaks: its card model refuses this card")
     assert "inputModes" in fasta2a["card"], fasta2a
+
+
+async def test_the_client_doctor_names_fasta2a_s_hybrid_messages():
+    """fasta2a's client, driven at the client doctor: message/send with 1.0's message (no kind on
+    it or its parts); the judge names the hybrid and whose it is."""
+    need("fasta2a")
+    async with client_doctor() as doc:
+        await client("fasta2a", doc.url, ["hello"])
+    [fault] = [f for f in doc.report.findings if f.severity == "error"]
+    assert fault.message == (
+        "a 0.3 part without kind (0.3's method names with 1.0's parts: the hybrid pydantic's "
+        "fasta2a 2.1 client sends)"
+    ), doc.report.text()

@@ -10,7 +10,8 @@ card's interface names, asks for extensions as the card declares them. Each faul
 servers it breaks, as measured against them (the official a2a-sdk 1.3 server with its 0.3
 compatibility, the JavaScript SDK 1.3 server, and ours: the table is in ``docs/guide.md``); a
 departure no server refuses is said for information. A framework client's known fault is named
-(AWS Strands' A2AAgent sends no taskId or contextId: its answer to a question starts a new task). :meth:`ClientJudge.finish` adds what the
+(AWS Strands' A2AAgent sends no taskId or contextId: its answer to a question starts a new task;
+fasta2a's client sends 0.3's method names with 1.0's messages). :meth:`ClientJudge.finish` adds what the
 client never tried (a stream, a cancel, a question ...), with the words that make the agent do it.
 """
 
@@ -37,6 +38,8 @@ OURS = "toolnexus server"
 EVERY_SERVER = [SDK_SERVER, JS_SERVER, OURS]
 STRANDS = "AWS Strands' A2AAgent (strands-agents 1.62)"
 """A framework client whose faults the judge names: it never sends a contextId or taskId."""
+FASTA2A = "pydantic's fasta2a 2.1 client"
+"""A framework client whose faults the judge names: 0.3's method names with 1.0's messages."""
 V02_METHODS = ("tasks/send", "tasks/sendSubscribe", "tasks/pushNotification/set")
 """A2A 0.2's method names, which no server of 0.3 or 1.0 knows."""
 _SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")
@@ -490,7 +493,8 @@ class ClientJudge:
                 at=method,
             )
         self._role(event, method, dialect, message.get("role"))
-        self._parts(event, method, dialect, message.get("parts"))
+        hybrid = dialect == "0.3" and "kind" not in message  # 1.0's message under 0.3's name
+        self._parts(event, method, dialect, message.get("parts"), hybrid)
         self._configuration(event, method, dialect, params.get("configuration"))
         self._continuation(event, method, message)
 
@@ -514,7 +518,9 @@ class ClientJudge:
             at=method,
         )
 
-    def _parts(self, event: TrafficEvent, method: str, dialect: str, parts: Any) -> None:
+    def _parts(
+        self, event: TrafficEvent, method: str, dialect: str, parts: Any, hybrid: bool = False
+    ) -> None:
         if not _json.is_array(parts) or not parts:
             self._add(
                 "error",
@@ -558,7 +564,12 @@ class ClientJudge:
                 self._add(
                     "error",
                     "message",
-                    f"a {dialect} part without kind",
+                    f"a {dialect} part without kind"
+                    + (
+                        f" (0.3's method names with 1.0's parts: the hybrid {FASTA2A} sends)"
+                        if hybrid
+                        else ""
+                    ),
                     event,
                     [JS_SERVER],
                     'give each 0.3 part its kind ("text", "file", "data")',
