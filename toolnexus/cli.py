@@ -29,6 +29,7 @@ import anyio
 
 import toolnexus as tn
 
+from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
 from .debug.doctor import doctor
 from .debug.report import printer
@@ -311,12 +312,7 @@ def _parser() -> argparse.ArgumentParser:
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
     )
     d.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
-    d.add_argument(
-        "--fail-on",
-        choices=["warning", "error"],
-        default="error",
-        help="exit 1 when a finding is at least this bad (default error)",
-    )
+    _fail_on(d)
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument(
         "--record",
@@ -442,7 +438,26 @@ def _parser() -> argparse.ArgumentParser:
         help="with --against: seconds per answer (default 30)",
     )
     r.add_argument("--json", action="store_true", help="print JSON")
+
+    a = sub.add_parser(
+        "audit",
+        help="check what each stream of a cassette carried (chunks, states, ids) and how each "
+        "client reads it",
+    )
+    a.add_argument("cassette", help="a cassette (.jsonl), as for replay")
+    _fail_on(a)
+    a.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
+
+
+def _fail_on(p: argparse.ArgumentParser) -> None:
+    """A report's exit threshold, the same for ``doctor`` and ``audit``."""
+    p.add_argument(
+        "--fail-on",
+        choices=["warning", "error"],
+        default="error",
+        help="exit 1 when a finding is at least this bad (default error)",
+    )
 
 
 def _names(capability: type, has: bool = True) -> str:
@@ -597,6 +612,8 @@ def _main(argv: list[str] | None) -> int:
             return _run(_send(args))
         if args.command == "replay":
             return _run(_replay(args))
+        if args.command == "audit":
+            return _audit(args)
     except UsageError as exc:
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -1085,6 +1102,19 @@ async def _doctor(args: argparse.Namespace) -> int:
     )  # the text as each finding comes (a --send run takes a while); JSON once, whole
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
+    return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    try:
+        report = audit(args.cassette)
+    except CassetteError as exc:
+        print(f"toolnexus: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        say(report.text())
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
 
 

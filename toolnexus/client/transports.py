@@ -29,6 +29,7 @@ from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
 from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, add_words, new_id
 from ..protocol.operations import V03_METHODS, Binding, Operation
+from ..protocol.stream import Fault, StreamCheck, event_of
 from ..traffic import TrafficRecorder, task_id_of
 
 __all__ = [
@@ -239,7 +240,9 @@ class _HttpTransport(Transport):
                 async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME, lines=lines):
                     frames.append(frame)
                     task = fold.apply(self.result(method, status, frame.encode()))
+                    _faults(c, fold.faults)
                     yield task.snapshot()
+                _faults(c, fold.check.end())
         except TimeoutError:
             error = f"AnswerTooSlow: no whole answer within {c.timeout:g}s"
             raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
@@ -545,7 +548,10 @@ class GrpcTransport(Transport):
                     break
                 frame = self._answer(op, reply)
                 frames.append(_json.dumps(frame).decode())
-                yield fold.apply(frame).snapshot()
+                task = fold.apply(frame)
+                _faults(c, fold.faults)
+                yield task.snapshot()
+            _faults(c, fold.check.end())
         except TimeoutError:
             error = f"AnswerTooSlow: no message within {max(c.timeout, 60.0):g}s"
             raise PeerError(f"{c.peer}: {rpc} stream failed: {error}") from None
@@ -576,6 +582,13 @@ class GrpcTransport(Transport):
                 error=error,
                 task_id=fold.task.id if fold.task is not None else about(params),
             )
+
+
+def _faults(c: Caller, faults: list[Fault]) -> None:
+    """Warn of a stream's faults as they come (each once)."""
+    for fault in faults:
+        if (note := f"{c.peer}: {fault}") not in c.warnings:
+            c.warnings.append(note)
 
 
 def _heard(c: Caller, given: Any) -> None:
@@ -662,31 +675,15 @@ class _Fold:
         self.echo: dict[str, Part] = {}  # an artifact's last piece in the last task frame
         self.words = ""  # the text said in status messages since the state last changed
         self.snapshots: bool | None = None  # each holds the text so far (else: each a piece)
+        self.check = StreamCheck()  # the stream's faults, said as warnings as they come
+        self.faults: list[Fault] = []  # the last frame's
 
     def apply(self, result: Any) -> Task:
         task, sent = self.task, self.sent
         if not isinstance(result, dict):
             raise PeerError("a stream frame is not an object")
-        kind = result.get("kind")
-        body = result
-        for wrapper, name in (
-            ("statusUpdate", "status-update"),
-            ("artifactUpdate", "artifact-update"),
-            ("task", "task"),
-            ("message", "message"),
-        ):
-            if wrapper in result and isinstance(result[wrapper], dict):
-                kind, body = name, result[wrapper]
-                break
-        if kind is None:
-            if "artifact" in body and "taskId" in body:
-                kind = "artifact-update"
-            elif "status" in body and "taskId" in body:
-                kind = "status-update"
-            elif "messageId" in body and "status" not in body:
-                kind = "message"
-            else:
-                kind = "task"
+        self.faults = self.check.frame(result)
+        kind, body = event_of(result)
         if kind == "task":
             task = parse_task(body)
             self.echo = {a.artifact_id: a.parts[-1] for a in task.artifacts if len(a.parts) > 1}

@@ -1,0 +1,141 @@
+"""The auditor (issue 64 item 1): a stream's contents checked, offline over a cassette
+(``toolnexus audit``) and as our client receives (``send --stream`` against a replay playing it).
+Each cassette is a real stream recorded from our server, in 1.0's and 0.3's shapes, with one fault
+planted in its frames."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolnexus as tn
+from toolnexus.debug.audit import audit
+from toolnexus.debug.replay import ReplayPeer
+from toolnexus.protocol.stream import FAULTS
+
+from .helpers import arun_cli
+from .test_replay import serve_demo
+
+
+def _status(dialect: str, state: str, task: str = "task-1", context: str = "context-1") -> dict:
+    body: dict[str, Any] = {"taskId": task, "contextId": context}
+    if dialect == "1.0":
+        body["status"] = {"state": "TASK_STATE_" + state.upper().replace("-", "_")}
+        return {"statusUpdate": body}
+    return {"kind": "status-update", **body, "status": {"state": state}, "final": False}
+
+
+def _chunk(dialect: str, text: str, append: bool = True, last: bool = False) -> dict:
+    body = {
+        "taskId": "task-1",
+        "contextId": "context-1",
+        "artifact": {"artifactId": "artifact-1", "parts": [{"text": text}]},
+        "append": append,
+        "lastChunk": last,
+    }
+    if dialect == "1.0":
+        return {"artifactUpdate": body}
+    body["artifact"]["parts"][0]["kind"] = "text"
+    return {"kind": "artifact-update", **body}
+
+
+def _planted(dialect: str, fault: str) -> list[dict]:
+    """The frames after the task's first (submitted): working, the reply, completed, with
+    ``fault`` planted."""
+    s, c = (lambda *a, **k: _status(dialect, *a, **k)), (lambda *a, **k: _chunk(dialect, *a, **k))
+    reply = [c("You said: ", append=False), c("hello"), c(" there", last=True)]
+    frames = [s("working"), *reply, s("completed")]
+    if fault == "unopened":
+        frames = [s("working"), c("You said: "), *reply[1:], s("completed")]
+    elif fault == "after-last":
+        frames = [s("working"), *reply, c(" extra"), s("completed")]
+    elif fault == "duplicate":
+        frames = [s("working"), reply[0], c("hello"), c("hello"), reply[2], s("completed")]
+    elif fault == "unclosed":
+        frames = [s("working"), reply[0], reply[1], c(" there"), s("completed")]
+    elif fault == "after-terminal":
+        frames = [*frames, s("working")]
+    elif fault == "illegal":
+        frames = [s("working"), *reply, s("submitted"), s("completed")]
+    elif fault == "task-changed":
+        frames = [s("working"), *reply, s("completed", task="task-2")]
+    elif fault == "context-changed":
+        frames = [s("working"), *reply, s("completed", context="context-2")]
+    elif fault == "issue":  # the issue's: a chunk after the last one, then working after completed
+        frames = [s("working"), *reply, c(" extra"), s("completed"), s("working")]
+    return frames
+
+
+async def _recorded(tmp_path: Path, dialect: str) -> Path:
+    """A real stream from our server, recorded in ``dialect``."""
+    server = await serve_demo()
+    tape = tmp_path / f"{dialect}.jsonl"
+    try:
+        async with tn.A2AClient(server.url, record=tape, dialect=dialect) as client:
+            [t async for t in client.stream("hello there")]
+    finally:
+        await server.stop()
+    return tape
+
+
+def _cassette(clean: Path, dialect: str, fault: str) -> Path:
+    """The recorded stream ``clean`` with its frames after the first replaced by the planted ones."""
+    tape = clean.with_name(f"{dialect}-{fault}.jsonl")
+    lines = clean.read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    for row in rows[1:]:
+        if "frames" in row.get("response", {}):
+            first = row["response"]["frames"][0]
+            envelope = {k: v for k, v in first.items() if k != "result"}
+            row["response"]["frames"] = [first] + [
+                {**envelope, "result": r} for r in _planted(dialect, fault)
+            ]
+    tape.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    return tape
+
+
+@pytest.mark.parametrize("dialect", ["1.0", "0.3"])
+async def test_audit_names_each_planted_fault_and_a_clean_stream_is_clean(tmp_path, dialect):
+    clean = await _recorded(tmp_path, dialect)
+    code, out, err = await arun_cli("audit", str(clean))
+    assert code == 0, out + err
+    assert "no fault" in out and "stream:" in out and "✘" not in out and "!" not in out
+    for fault, name in FAULTS.items():
+        tape = _cassette(clean, dialect, fault)
+        report = audit(tape)
+        named = {f.check for f in report.findings if f.severity in ("warning", "error")}
+        assert named & {f"stream: {n}" for n in FAULTS.values()} == {f"stream: {name}"}, (
+            fault,
+            report.text(),
+        )
+        code, out, _ = await arun_cli("audit", str(tape), "--fail-on", "warning")
+        assert code == 1 and f"stream: {name}" in out, out
+        code, out, _ = await arun_cli("audit", str(tape), "--json")
+        data = json.loads(out)
+        assert data["doctor"] == "audit"
+        assert f"stream: {name}" in {f["check"] for f in data["findings"]}
+
+
+async def test_audit_says_how_adk_and_crewai_read_a_chunked_stream(tmp_path):
+    report = audit(_cassette(await _recorded(tmp_path, "1.0"), "1.0", "unopened"))
+    said = {f.check: f.message for f in report.findings}
+    assert "'You said: hello there'" in said["stream: read as"]
+    assert "reads ' there'" in said["client: Google ADK"]
+    assert "reads 'You said:  hello  there'" in said["client: CrewAI"]
+
+
+@pytest.mark.parametrize("dialect", ["1.0", "0.3"])
+async def test_send_stream_warns_of_each_fault_as_it_receives(tmp_path, dialect):
+    clean = await _recorded(tmp_path, dialect)
+    for fault, name in {**FAULTS, "issue": "chunk after lastChunk"}.items():
+        tape = _cassette(clean, dialect, fault)
+        async with ReplayPeer(tape, match="method") as peer:
+            _, out, err = await arun_cli(
+                "send", peer.url, "hello there", "--stream", "--dialect", dialect
+            )
+        assert "toolnexus: warning: " in err and name in err, (fault, out, err)
+        if fault == "issue":
+            assert "update after a terminal state" in err, err

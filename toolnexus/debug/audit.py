@@ -1,0 +1,140 @@
+"""The auditor: what each recorded stream of a cassette carried, checked, as a doctor's report.
+
+Each streamed exchange (``SendStreamingMessage``, ``message/stream``, a subscription; 1.0's and
+0.3's shapes, JSON-RPC or HTTP+JSON) is read frame by frame by
+:class:`toolnexus.protocol.stream.StreamCheck`, and each fault is a finding naming the line and the
+frame. Then how each reader would read the stream's artifacts: the official clients (a2a-sdk 1.x
+and 0.3, the JS SDK) as the spec says (an append adds, anything else replaces), Google ADK (a
+``lastChunk`` update is the whole artifact: the doctor's framework profile), CrewAI (every update's
+text joined with spaces, FIELD.md); a reader whose text differs from the spec's is a warning.
+``toolnexus audit CASSETTE`` prints it (the doctor's format, ``--json``, ``--fail-on``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .. import _json
+from ..protocol.stream import StreamCheck, event_of
+from .cassette import Exchange, load
+from .doctor import ADK, FRAMEWORKS
+from .report import DoctorReport, Finding
+
+__all__ = ["audit", "audit_frames", "readings", "OFFICIAL", "CREWAI"]
+
+OFFICIAL = ("a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x")
+"""The official clients: each reads an artifact update as the spec says."""
+CREWAI = "CrewAI"
+_STREAMS = ("SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe")
+_SEVERITY = {"unclosed": "warning", "duplicate": "warning"}
+"""A fault's severity when not an error: a reader may still read these right."""
+
+
+def _results(x: Exchange) -> list[tuple[int, Any, str]]:
+    """A streamed exchange's results, each with its frame number and the frame as recorded (a
+    JSON-RPC frame's ``result``; an HTTP+JSON frame is the result; error frames are left out)."""
+    out = []
+    for i, frame in enumerate(x.response.get("frames") or (), 1):
+        data = _json.loads_or_none(frame) if isinstance(frame, str) else frame
+        if _json.is_object(data) and "jsonrpc" in data:
+            data = data.get("result")
+        if _json.is_object(data):
+            out.append((i, data, str(frame)[:400]))
+    return out
+
+
+def _text(artifact: Any) -> str:
+    parts = artifact.get("parts") if _json.is_object(artifact) else None
+    return "".join(
+        str(p.get("text") or "")
+        for p in (parts if _json.is_array(parts) else ())
+        if _json.is_object(p)
+    )
+
+
+def readings(results: list[Any]) -> dict[str, str]:
+    """The artifacts' text each reader ends a stream with: ``spec`` (every official client),
+    Google ADK's, CrewAI's."""
+    spec: dict[str, str] = {}
+    adk: dict[str, str] = {}
+    crew: list[str] = []
+    for result in results:
+        kind, body = event_of(result)
+        if kind == "task":
+            for a in body.get("artifacts") or ():
+                if _json.is_object(a):
+                    key = str(a.get("artifactId"))
+                    spec[key] = adk[key] = _text(a)
+        elif kind == "artifact-update" and _json.is_object(body.get("artifact")):
+            key, text = str(body["artifact"].get("artifactId")), _text(body["artifact"])
+            spec[key] = spec.get(key, "") + text if body.get("append") is True else text
+            if body.get("lastChunk") is True or body.get("append") is not True:
+                adk[key] = text  # ADK: a lastChunk update is the whole artifact
+            else:
+                adk[key] = adk.get(key, "") + text
+            crew.append(text)
+    return {"spec": "\n".join(spec.values()), ADK: "\n".join(adk.values()), CREWAI: " ".join(crew)}
+
+
+def audit_frames(results: list[Any], where: str, evidence: dict[int, str], add: Any) -> int:
+    """Check one stream's results (each a frame's result, in order), adding a finding per fault
+    and per reader that reads it otherwise than the spec; the number of faults."""
+    check = StreamCheck()
+    for result in results:
+        check.frame(result)
+    check.end()
+    for fault in check.faults:
+        shown = [evidence[fault.frame]] if fault.frame in evidence else []
+        add(
+            Finding(
+                _SEVERITY.get(fault.code, "error"),
+                f"stream: {fault.name}",
+                f"frame {fault.frame}: {fault.message}" if fault.frame else fault.message,
+                shown,
+                list(OFFICIAL),
+                at=where,
+            )
+        )
+    read = readings(results)
+    if read["spec"] or any(read.values()):
+        said = f"the official clients ({', '.join(OFFICIAL)}) read {read['spec']!r}"
+        add(Finding("info", "stream: read as", said, at=where))
+        for name, what in ((ADK, FRAMEWORKS[ADK][1]), (CREWAI, "crewai[a2a] 1.15, on a2a-sdk 0.3")):
+            if read[name] != read["spec"]:
+                add(
+                    Finding(
+                        "warning",
+                        f"client: {name}",
+                        f"reads {read[name]!r} where the stream says {read['spec']!r} ({what})",
+                        breaks=[name],
+                        at=where,
+                    )
+                )
+    if not check.faults:
+        add(Finding("ok", "stream", f"{check.frames} frames, no fault", at=where))
+    return len(check.faults)
+
+
+def audit(path: str | os.PathLike[str]) -> DoctorReport:
+    """Every recorded stream of the cassette at ``path`` checked (see the module).
+
+    Raises:
+        CassetteError: the file is not a cassette.
+    """
+    cassette = load(path)
+    report = DoctorReport(str(cassette.path), doctor="audit")
+    streams = [x for x in cassette if x.streamed or x.rpc_method in _STREAMS]
+    for x in streams:
+        results = _results(x)
+        where = f"line {x.line} ({x.rpc_method or x.method + ' ' + x.url})"
+        audit_frames(
+            [r for _, r, _ in results],
+            where,
+            {n: f"frame {n}: {shown}" for n, (_, _, shown) in enumerate(results, 1)},
+            report.add,
+        )
+    if not streams:
+        report.add(Finding("info", "stream", "the cassette holds no stream"))
+    report.finish()
+    return report
