@@ -171,6 +171,14 @@ class ToolnexusApp(App[None]):
             printable(message, 2000), title=printable(title, 200), markup=False, **kwargs
         )
 
+    def action_help_quit(self) -> None:
+        """ctrl+c (which copies in a text box) says how to quit, in words: Textual's own says it in
+        markup, which :meth:`notify` shows as it is (``Press [b]ctrl+q[/b] to quit``)."""
+        keys = [
+            k for k, b in self.active_bindings.items() if b.binding.action in ("quit", "app.quit")
+        ]
+        self.notify(f"Press {keys[0] if keys else 'ctrl+q'} to quit", title="Do you want to quit?")
+
     def __init__(
         self,
         workspace: Workspace | None = None,

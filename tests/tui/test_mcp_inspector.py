@@ -249,6 +249,16 @@ async def test_an_oauth_server_gets_its_sign_in_and_no_token_is_shown():
             await asyncio.sleep(0)
 
 
+async def listed(app: ToolnexusApp, pilot, url: str, rows: int) -> DataTable[Any]:
+    """Connected to ``url``, its ``rows`` tools listed, the list focused."""
+    await connect(app, pilot, url)
+    tools = table(app, "#mcp-tools")
+    await until(pilot, lambda: tools.row_count == rows, timeout=30)
+    tools.focus()
+    await until(pilot, lambda: app.focused is tools)
+    return tools
+
+
 async def test_escape_in_a_list_keeps_the_session_and_tab_letters_out_of_the_endpoint():
     """Issue 60's friction: Esc in a list went to the endpoint, where the next tab letters were
     typed (``…/mcprn``) and Enter reconnected. With a session open Esc stays in the list; u goes to
@@ -256,11 +266,7 @@ async def test_escape_in_a_list_keeps_the_session_and_tab_letters_out_of_the_end
     tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(lambda a, b: a + b, name="add")])
     app = ToolnexusApp(specs=[])
     async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
-        await connect(app, pilot, served.mcp_url)
-        tools = table(app, "#mcp-tools")
-        await until(pilot, lambda: tools.row_count == 1, timeout=30)
-        tools.focus()
-        await until(pilot, lambda: app.focused is tools)
+        tools = await listed(app, pilot, served.mcp_url, 1)
         box = app.screen.query_one("#mcp-url", Input)
         await pilot.press("escape")
         assert app.focused is tools
@@ -274,13 +280,18 @@ async def test_escape_in_a_list_keeps_the_session_and_tab_letters_out_of_the_end
         assert app.screen.session is not None
 
 
+async def in_the_tool_list(app: ToolnexusApp, pilot) -> None:
+    """The MCP mode, no session, the (empty) tool list focused."""
+    await pilot.press("alt+6")
+    await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+    table(app, "#mcp-tools").focus()
+
+
 async def test_help_has_words_for_every_key_of_the_mcp_mode():
     """Issue 60's friction: ``?`` listed d t r p n i, tab, shift+tab and esc with no words."""
     app = ToolnexusApp(specs=[])
     async with app.run_test(size=(140, 44)) as pilot:
-        await pilot.press("alt+6")
-        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
-        table(app, "#mcp-tools").focus()
+        await in_the_tool_list(app, pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
         keys = ("d", "t", "r", "p", "n", "i", "u", "tab", "shift+tab", "escape")
@@ -289,3 +300,31 @@ async def test_help_has_words_for_every_key_of_the_mcp_mode():
         assert set(words) == set(keys), words
         assert all(words.values()), words
         assert words["t"] == "Tools tab" and words["u"] == "Endpoint"
+
+
+async def test_ctrl_c_says_how_to_quit_in_words_not_markup():
+    """Issue 60's friction: ctrl+c showed ``Press [b]ctrl+q[/b] to quit``."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await in_the_tool_list(app, pilot)
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: bool(list(app._notifications)))
+        [said] = [n.message for n in app._notifications]
+        assert said == "Press ctrl+q to quit"
+        assert app.is_running
+
+
+async def test_home_and_end_go_to_a_lists_first_and_last_row():
+    """Issue 60's friction: Home did not go to the top of a list (only ctrl+home did)."""
+    made = [tn.tool(lambda x: x, name=f"tool_{i}") for i in range(5)]
+    tk = await tn.create_toolkit(builtins=False, tools=made)
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        tools = await listed(app, pilot, served.mcp_url, 5)
+        await pilot.press("end")
+        await until(pilot, lambda: tools.cursor_row == 4)
+        await pilot.press("home")
+        await until(pilot, lambda: tools.cursor_row == 0)
+        box = app.screen.query_one("#mcp-url", Input)
+        await pilot.press("u", "home")  # in a text box, its own Home
+        assert app.focused is box and box.cursor_position == 0

@@ -107,6 +107,10 @@ class MCPScreen(ModeScreen):
         # inside an argument form, Tab goes round its fields (it went on to the URL box, and the
         # next keystroke replaced the endpoint); elsewhere Tab moves focus as everywhere (the
         # binding, refused by check_action outside the form, swallowed Tab in the tool list)
+        # Home and End in a list: its first and last row (the table's own go to the first and last
+        # column, and only ctrl+home / ctrl+end to the rows)
+        Binding("home", "list_edge(True)", "First row", show=False, priority=True),
+        Binding("end", "list_edge(False)", "Last row", show=False, priority=True),
         Binding("tab", "next_argument(1)", "Next field", show=False, priority=True),
         Binding("shift+tab", "next_argument(-1)", "Previous field", show=False, priority=True),
     ]
@@ -248,6 +252,8 @@ class MCPScreen(ModeScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("tab", "subscribe", "endpoint") and isinstance(self.focused, Input):
             return False  # the letter types
+        if action == "list_edge" and not isinstance(self.focused, DataTable):
+            return False  # a text box's own Home and End
         return True
 
     def _fields_shown(self) -> list[Input]:
@@ -285,6 +291,11 @@ class MCPScreen(ModeScreen):
             self.action_endpoint()
         else:
             self.notify("the session stays open: u goes to the endpoint", timeout=3)
+
+    def action_list_edge(self, first: bool) -> None:
+        listing = self.focused
+        if isinstance(listing, DataTable) and listing.row_count:
+            listing.move_cursor(row=0 if first else listing.row_count - 1)
 
     def action_endpoint(self) -> None:
         """The endpoint box, to connect elsewhere."""
