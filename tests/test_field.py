@@ -145,16 +145,20 @@ CELLS = [
         "fasta2a",
         "client",
         "send",
-        "ours",
-        "fasta2a's client sends 0.3 method names with 1.0-style parts and reads the answer as 1.0 "
-        '(`{"task": ...}`): it finds no task in ours; we are to answer it in the shapes it reads, '
-        "detected from what it sends",
-        4,
+        "works",
+        "fasta2a's client requires each skill's `inputModes` and `outputModes` (ours names them "
+        "since issue 58 item 4), sends 0.3 method names with 1.0-style parts and reads the "
+        'answer as 1.0 (`{"task": ...}`) with 0.3\'s lowercase states: ours answers it so, told '
+        "from what it sends (item 4; before, it found no task in ours)",
     ),
-    Cell("fasta2a", "client", "multi-turn", "ours", "as for send", 4),
-    Cell("fasta2a", "client", "stream", "ours", "as for send", 4),
-    Cell("fasta2a", "client", "input-required", "ours", "as for send", 4),
-    Cell("fasta2a", "client", "failure", "ours", "as for send", 4),
+    Cell("fasta2a", "client", "multi-turn", "works", "the context it sends is kept"),
+    Cell(
+        "fasta2a", "client", "stream", "works", "the task, then its states and the words as appends"
+    ),
+    Cell(
+        "fasta2a", "client", "input-required", "works", "the answer, sent on the task, continues it"
+    ),
+    Cell("fasta2a", "client", "failure", "works", "the reason, in the status message"),
     Cell("beeai", "client", "send", "works", "the reply"),
     Cell("beeai", "client", "multi-turn", "works", "its A2AAgent keeps the context"),
     Cell("beeai", "client", "stream", "works", "it streams, and keeps the task's whole artifact"),

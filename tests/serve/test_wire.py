@@ -942,9 +942,17 @@ async def test_seed_example_one_card_defaults_and_no_profile_404(http):
         assert card["name"] == "toolnexus-agent"
         assert card["protocolVersion"] == "0.3.0"
         assert card["url"] == h.url + "/"
-        assert card["description"] == "" and card["version"] == "0.1.0"
-        assert card["skills"] == [
-            {"id": "greet", "name": "greet", "description": "says hello", "tags": ["greet"]}
+        assert card["description"] == "An A2A agent with 1 skill: greet (says hello)."
+        assert card["version"] == "0.1.0"
+        assert card["skills"] == [  # the agent's modes on the skill (fasta2a's client needs them)
+            {
+                "id": "greet",
+                "name": "greet",
+                "description": "says hello",
+                "tags": ["greet"],
+                "inputModes": ["text/plain"],
+                "outputModes": ["text/plain"],
+            }
         ]
     bare = await tn.create_toolkit(builtins=False)
     async with bare.serve("127.0.0.1:0", client=tn.demo_client()) as h:

@@ -8,7 +8,8 @@
   ``kind``, a send returns the bare Task.
 
 Parsing accepts any of them (parts with or without ``kind``, either role spelling, either state
-spelling). Rendering writes exactly one.
+spelling). Rendering writes exactly one; fasta2a's hybrid (1.0's objects, 0.3's enums) is 1.0's
+rendering spelled with :func:`lower_enums`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "render_send_result",
     "render_status_update",
     "render_artifact_update",
+    "lower_enums",
     "parse_message",
     "parse_metadata",
     "parse_part",
@@ -62,6 +64,30 @@ _STATE_BY_NAME["cancelled"] = TaskState.CANCELED
 _STATE_BY_NAME["TASK_STATE_CANCELLED"] = TaskState.CANCELED
 _ROLE_OUT = {Dialect.V10: {"user": "ROLE_USER", "agent": "ROLE_AGENT"}}
 _ROLE_IN = {"user": "user", "ROLE_USER": "user", "agent": "agent", "ROLE_AGENT": "agent"}
+
+
+_LOWER = {v: s.value for s, v in _V10_STATE.items()} | {
+    v: k for k, v in _ROLE_OUT[Dialect.V10].items()
+}
+_APPLICATION = frozenset({"data", "metadata"})  # their keys and values are the caller's, not A2A's
+
+
+def lower_enums(value: Any) -> Any:
+    """1.0's rendering with 0.3's enums (``TASK_STATE_COMPLETED`` is ``completed``, ``ROLE_AGENT``
+    ``agent``): the shapes fasta2a's client reads. ``data`` and ``metadata`` are left as they are."""
+    if is_array(value):
+        return [lower_enums(v) for v in value]
+    if not is_object(value):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in _APPLICATION:
+            out[k] = v
+        elif k in ("state", "role") and isinstance(v, str):
+            out[k] = _LOWER.get(v, v)
+        else:
+            out[k] = lower_enums(v)
+    return out
 
 
 def state_name(state: TaskState, dialect: Dialect) -> str:

@@ -42,6 +42,7 @@ __all__ = [
     "Request",
     "parse",
     "unversioned",
+    "looks_v10",
 ]
 
 
@@ -165,12 +166,13 @@ def unversioned(op: Operation, params: Mapping[str, Any]) -> Dialect:
     written in 1.0's shapes (``ROLE_*`` roles, parts without ``kind``)."""
     if op.v10 not in LEGACY_METHODS:
         return Dialect.V10
-    if op.key == "send" and _looks_v10(params.get("message")):
+    if op.key == "send" and looks_v10(params.get("message")):
         return Dialect.V10
     return Dialect.LEGACY
 
 
-def _looks_v10(message: Any) -> bool:
+def looks_v10(message: Any) -> bool:
+    """Whether a message is written in 1.0's shapes (``ROLE_*`` roles, parts without ``kind``)."""
     if not is_object(message):
         return False
     if message.get("role") in ("ROLE_USER", "ROLE_AGENT"):

@@ -51,6 +51,7 @@ from ..events import TaskEvent, TextEvent
 from ..protocol import rest
 from ..protocol.dialects import (
     Dialect,
+    lower_enums,
     render_artifact_update,
     render_send_result,
     render_status_update,
@@ -78,6 +79,7 @@ from ..protocol.params import (
     SendMessage,
     SetPushConfig,
     SubscribeToTask,
+    looks_v10,
     parse,
     unversioned,
 )
@@ -97,6 +99,9 @@ KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
 FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
+HYBRID_TASKS = 10_000
+"""The tasks made by fasta2a-style sends that are remembered (the latest), so that a get, cancel or
+resubscribe of one, which carries no message to tell its caller's dialect by, is answered alike."""
 
 _SERVED_VERSIONS = "0.3, 1.0"
 _CALLER: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("caller_headers")
@@ -207,6 +212,7 @@ class A2AEndpoint:
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
         self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
+        self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def routes(self) -> list[Route]:
         return [
@@ -291,17 +297,22 @@ class A2AEndpoint:
         dialect = Dialect.V10 if "/" not in call.method else Dialect.V03
         op: Operation | None = None
         activated: dict[str, str] = {}
+        params, hybrid = call.params, False
         try:
-            dialect, op = self._route(call.method, call.params, headers)
+            dialect, op = self._route(call.method, params, headers)
             if self.config.extensions:  # else no Headers made for it: most agents declare none
                 activated = self.activated(request.headers.getlist, dialect)
+            if dialect is Dialect.V03 and self._speaks_hybrid(op, params):
+                dialect, params, hybrid = Dialect.V10, _hybrid_params(params), True
             if call.is_notification:
                 if not op.streams:
-                    self._background(self.dispatch(op, call.params, dialect, None, owner))
+                    self._background(self.dispatch(op, params, dialect, None, owner))
                 return Response(status_code=204)
-            outcome = await self.dispatch(op, call.params, dialect, rid, owner)
+            wrap = self._hybrid_stream(rid) if hybrid else None
+            outcome = await self.dispatch(op, params, dialect, rid, owner, wrap)
             if not isinstance(outcome, Response):
-                return _json_response(result_envelope(rid, outcome), headers=activated)
+                answer = self._spelled_hybrid(outcome) if hybrid else outcome
+                return _json_response(result_envelope(rid, answer), headers=activated)
             outcome.headers.update(activated)
         except RPCError as err:
             if call.is_notification:
@@ -322,6 +333,38 @@ class A2AEndpoint:
                 error_envelope(rid, InternalError(), error_info=dialect is Dialect.V10)
             )
         return outcome
+
+    # -- fasta2a's hybrid: 0.3's method names, 1.0's objects, 0.3's enums --------------------------
+    def _speaks_hybrid(self, op: Operation, params: dict[str, Any]) -> bool:
+        """Whether a 0.3 call comes from a client of fasta2a's dialect (fasta2a 2.1's own): its
+        send's message is 1.0's (parts without ``kind``: every 0.3 SDK writes it), or it names a
+        task such a send made. Such a call is answered as 1.0 answers, spelled with 0.3's enums."""
+        if op.key in ("send", "stream"):
+            return looks_v10(params.get("message"))
+        task_id = params.get("id")
+        return op.key in ("get", "cancel", "resubscribe") and (
+            isinstance(task_id, str) and task_id in self._hybrid
+        )
+
+    def _spelled_hybrid(self, result: Any) -> Any:
+        """A 1.0 result as fasta2a's client reads it (:func:`lower_enums`); the task it carries is
+        remembered as one of its (see :data:`HYBRID_TASKS`)."""
+        task = result.get("task") if _json.is_object(result) else None
+        task_id = task.get("id") if _json.is_object(task) else None
+        if isinstance(task_id, str):
+            self._hybrid[task_id] = None
+            self._hybrid.move_to_end(task_id)
+            if len(self._hybrid) > HYBRID_TASKS:
+                self._hybrid.popitem(last=False)
+        return lower_enums(result)
+
+    def _hybrid_stream(self, rid: Any) -> Callable[[AsyncGenerator[Any, None]], Any]:
+        """The ``wrap`` of a hybrid caller's stream: JSON-RPC over SSE, each result spelled its way."""
+        return lambda results: sse(
+            results,
+            lambda result: result_envelope(rid, self._spelled_hybrid(result)),
+            lambda err: error_envelope(rid, err, error_info=True),
+        )
 
     def activated(self, given: Callable[[str], list[str]], dialect: Dialect) -> dict[str, str]:
         """The response headers naming the extensions a request activates: those it asks for
@@ -838,3 +881,15 @@ def _has_body(headers: Mapping[str, str]) -> bool:
 def major_version(version: str) -> int | None:
     head = version.strip().split(".")[0]
     return int(head) if head.isdigit() else None
+
+
+def _hybrid_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A hybrid send's params as 1.0 reads them: its ``configuration.blocking`` (fasta2a's
+    configuration is 1.0's with 0.3's ``blocking``) as ``returnImmediately``."""
+    config = params.get("configuration")
+    if not _json.is_object(config) or "blocking" not in config or "returnImmediately" in config:
+        return params
+    blocking = config["blocking"]
+    if not isinstance(blocking, bool):
+        raise InvalidParamsError("configuration.blocking must be a boolean")
+    return {**params, "configuration": {**config, "returnImmediately": not blocking}}

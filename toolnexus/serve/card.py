@@ -245,7 +245,7 @@ def build_card(
         },
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
-        "skills": [_skill(s) for s in [*skills, *extended_skills]],
+        "skills": [_skill(s, input_modes, output_modes) for s in [*skills, *extended_skills]],
     }
     if declares_extended:
         card["supportsAuthenticatedExtendedCard"] = True
@@ -287,7 +287,9 @@ def described(skills: Sequence[SkillDef]) -> str:
     )
 
 
-def _skill(s: SkillDef) -> dict[str, Any]:
+def _skill(s: SkillDef, input_modes: Sequence[str], output_modes: Sequence[str]) -> dict[str, Any]:
+    """A skill's card entry; its modes always named, its own or the agent's: optional in the spec,
+    but fasta2a's client refuses a card whose skill lacks one."""
     out: dict[str, Any] = {
         "id": s.name,
         "name": s.name,
@@ -296,10 +298,8 @@ def _skill(s: SkillDef) -> dict[str, Any]:
     }
     if s.examples:
         out["examples"] = list(s.examples)
-    if s.input_modes:
-        out["inputModes"] = list(s.input_modes)
-    if s.output_modes:
-        out["outputModes"] = list(s.output_modes)
+    out["inputModes"] = list(s.input_modes or input_modes)
+    out["outputModes"] = list(s.output_modes or output_modes)
     return out
 
 

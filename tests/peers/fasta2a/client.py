@@ -6,7 +6,7 @@ Fetches the card as the client does (``fetch_card=True``), then sends each TEXT,
 the task before (and as its answer when that task asked: ``input-required``), and prints one JSON
 line: ``card`` (null, or why the client refused the card), ``replies`` (per text, the task's
 artifacts' text, else its status message's text; or the error the client got), ``states`` (per
-text, the task states it read; streamed: one per event).
+text, the task states it read; streamed: one per event, each update applied to the task).
 """
 
 import sys
@@ -26,6 +26,22 @@ def text_of(task: dict) -> str:
     if not parts:
         parts = ((task.get("status") or {}).get("message") or {}).get("parts") or []
     return "".join(p.get("text") or "" for p in parts)
+
+
+def apply(task: dict, update: dict) -> None:
+    """A status or artifact update applied to the task, as a fasta2a application does: the status
+    replaced; an artifact appended to (``append``) or replaced (the spec's reading)."""
+    if "status" in update:
+        task["status"] = update["status"]
+        return
+    new = update["artifact"]
+    known = [a for a in task.setdefault("artifacts", []) if a["artifact_id"] == new["artifact_id"]]
+    if known and update.get("append"):
+        known[0]["parts"] += new["parts"]
+    elif known:
+        known[0]["parts"] = new["parts"]
+    else:
+        task["artifacts"].append(new)
 
 
 async def run() -> dict:
@@ -56,6 +72,8 @@ async def run() -> dict:
                     )
                     if "error" in event:
                         raise RuntimeError(str(event["error"]))
+                    if task is not None and update is not None:
+                        apply(task, update)
                 states.append(seen)
             else:
                 answer = await client.send_message(message)
