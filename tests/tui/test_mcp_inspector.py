@@ -328,3 +328,16 @@ async def test_home_and_end_go_to_a_lists_first_and_last_row():
         box = app.screen.query_one("#mcp-url", Input)
         await pilot.press("u", "home")  # in a text box, its own Home
         assert app.focused is box and box.cursor_position == 0
+
+
+async def test_tab_leaves_a_form_of_one_field():
+    """Issue 60's friction: Tab never left a one-field form (it went round to the same field)."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(lambda x: x, name="echo")])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        tools = await listed(app, pilot, served.mcp_url, 1)
+        await until(pilot, lambda: bool(app.screen.query("#arg-0")))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.focused is app.screen.query_one("#arg-0", Input))
+        await pilot.press("tab")
+        assert app.focused is tools

@@ -266,7 +266,9 @@ class MCPScreen(ModeScreen):
 
     def action_next_argument(self, step: int) -> None:
         fields, at = self._fields_shown(), self.focused
-        if isinstance(at, Input) and at in fields:
+        if isinstance(at, Input) and at in fields and len(fields) == 1:
+            self.action_leave_input()  # a form of one field: Tab leaves it, as Esc does
+        elif isinstance(at, Input) and at in fields:
             fields[(fields.index(at) + step) % len(fields)].focus()
         elif step > 0:
             self.focus_next()
