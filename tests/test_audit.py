@@ -61,20 +61,23 @@ def _planted(dialect: str, fault: str) -> list[dict]:
     elif fault == "illegal":
         frames = [s("working"), *reply, s("submitted"), s("completed")]
     elif fault == "task-changed":
-        frames = [s("working"), *reply, s("completed", task="task-2")]
+        frames = [s("working"), *reply, s("completed", task="task-99")]
     elif fault == "context-changed":
-        frames = [s("working"), *reply, s("completed", context="context-2")]
+        frames = [s("working"), *reply, s("completed", context="context-99")]
     elif fault == "issue":  # the issue's: a chunk after the last one, then working after completed
         frames = [s("working"), *reply, c(" extra"), s("completed"), s("working")]
     return frames
 
 
-async def _recorded(tmp_path: Path, dialect: str) -> Path:
-    """A real stream from our server, recorded in ``dialect``."""
+async def _recorded(tmp_path: Path, dialect: str, send: bool = False) -> Path:
+    """A real stream from our server, recorded in ``dialect`` (after a blocking send: what the
+    doctor sends first)."""
     server = await serve_demo()
     tape = tmp_path / f"{dialect}.jsonl"
     try:
         async with tn.A2AClient(server.url, record=tape, dialect=dialect) as client:
+            if send:
+                await client.send("hello there", blocking=True)
             [t async for t in client.stream("hello there")]
     finally:
         await server.stop()
@@ -90,8 +93,12 @@ def _cassette(clean: Path, dialect: str, fault: str) -> Path:
         if "frames" in row.get("response", {}):
             first = row["response"]["frames"][0]
             envelope = {k: v for k, v in first.items() if k != "result"}
+            task = first["result"].get("task", first["result"])  # the recorded ids, planted
+            planted = json.dumps(_planted(dialect, fault))
+            planted = planted.replace('"task-1"', json.dumps(task["id"]))
+            planted = planted.replace('"context-1"', json.dumps(task["contextId"]))
             row["response"]["frames"] = [first] + [
-                {**envelope, "result": r} for r in _planted(dialect, fault)
+                {**envelope, "result": r} for r in json.loads(planted)
             ]
     tape.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     return tape
@@ -139,3 +146,17 @@ async def test_send_stream_warns_of_each_fault_as_it_receives(tmp_path, dialect)
         assert "toolnexus: warning: " in err and name in err, (fault, out, err)
         if fault == "issue":
             assert "update after a terminal state" in err, err
+
+
+async def test_the_doctors_live_stream_probe_names_each_fault(tmp_path):
+    """The doctor --send against a replay playing each planted stream: its stream probe names the
+    fault (and nothing of the kind for the stream as recorded)."""
+    clean = await _recorded(tmp_path, "1.0", send=True)
+    for fault, name in {None: None, **FAULTS}.items():
+        tape = clean if fault is None else _cassette(clean, "1.0", fault)
+        async with ReplayPeer(tape, match="method") as peer:
+            _, out, _ = await arun_cli("doctor", peer.url, "--send", "--json")
+        named = {
+            f["check"] for f in json.loads(out)["findings"] if f["check"].startswith("stream: ")
+        }
+        assert named == ({f"stream: {name}"} if name else set()), (fault, named)

@@ -27,8 +27,6 @@ OFFICIAL = ("a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x")
 """The official clients: each reads an artifact update as the spec says."""
 CREWAI = "CrewAI"
 _STREAMS = ("SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe")
-_SEVERITY = {"unclosed": "warning", "duplicate": "warning"}
-"""A fault's severity when not an error: a reader may still read these right."""
 
 
 def _results(x: Exchange) -> list[tuple[int, Any, str]]:
@@ -88,7 +86,7 @@ def audit_frames(results: list[Any], where: str, evidence: dict[int, str], add: 
         shown = [evidence[fault.frame]] if fault.frame in evidence else []
         add(
             Finding(
-                _SEVERITY.get(fault.code, "error"),
+                fault.severity,
                 f"stream: {fault.name}",
                 f"frame {fault.frame}: {fault.message}" if fault.frame else fault.message,
                 shown,

@@ -57,6 +57,7 @@ from ..protocol.card import (
 from ..protocol.dialects import Dialect
 from ..protocol.model import Task, TaskState
 from ..protocol.operations import Binding
+from ..protocol.stream import StreamCheck
 from ..traffic import TrafficRecorder
 from .features import Probe, evidence, probe_features, rpc, since
 from .report import DoctorReport, Finding
@@ -691,6 +692,7 @@ async def _active(
             broke = next((e for e in streamed if e.error), None)
             if client.dialect is not None:
                 _frames(streamed, client.endpoint, client.dialect, seen)
+            _contents(streamed, add)
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
             elif broke is not None:
@@ -963,11 +965,11 @@ async def _as_others_send(
         if last is not None and last.url == endpoint and last.status is not None:
             seen.shapes[(endpoint, dialect)] = _shapes(last, dialect, add)
         if card.streaming and not seen.sent[(endpoint, dialect)]:
-            await _stream_as(client, dialect, traffic, seen)
+            await _stream_as(client, dialect, traffic, seen, add)
 
 
 async def _stream_as(
-    client: A2AClient, dialect: Dialect, traffic: TrafficRecorder, seen: _Seen
+    client: A2AClient, dialect: Dialect, traffic: TrafficRecorder, seen: _Seen, add: _Add
 ) -> None:
     """One stream as a client of ``dialect`` asks for it, read to its end (bounded), its every
     frame checked against the dialect (:func:`_frames`)."""
@@ -984,6 +986,7 @@ async def _stream_as(
                         break
     streamed = [e for e in list(traffic.events)[before:] if e.rpc_method in _STREAMS]
     _frames(streamed, client.endpoint, dialect, seen)
+    _contents(streamed, add)
 
 
 _STREAMS = ("message/stream", "SendStreamingMessage")
@@ -1011,6 +1014,32 @@ def _frames(streamed: list[TrafficEvent], endpoint: str, dialect: Dialect, seen:
                 )
                 return
         seen.streams.setdefault((endpoint, dialect), None)
+
+
+def _contents(streamed: list[TrafficEvent], add: _Add) -> None:
+    """What each stream carried, checked (:class:`~toolnexus.protocol.stream.StreamCheck`): a
+    finding per fault, with the frame that shows it."""
+    for event in streamed:
+        check = StreamCheck()
+        shown: dict[int, str] = {}
+        for frame in event.frames:
+            data = _json.loads_or_none(frame)
+            result = data.get("result") if _json.is_object(data) and "jsonrpc" in data else data
+            if _json.is_object(result):
+                check.frame(result)
+                shown[check.frames] = (
+                    f"{event.method} {event.url} {event.rpc_method}: {frame[:400]}"
+                )
+        check.end()
+        for fault in check.faults:
+            add(
+                Finding(
+                    fault.severity,
+                    f"stream: {fault.name}",
+                    f"frame {fault.frame}: {fault.message}" if fault.frame else fault.message,
+                    [shown[fault.frame]] if fault.frame in shown else [evidence(event)],
+                )
+            )
 
 
 def _chunks(

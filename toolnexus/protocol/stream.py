@@ -32,6 +32,8 @@ FAULTS = {
     "context-changed": "context id changed mid-stream",
 }
 """Each fault a stream may carry: its code and what it is called in a report."""
+WARNINGS = frozenset({"unclosed", "duplicate"})
+"""The faults a reader may still read right (the others are errors)."""
 
 _WRAPPERS = (
     ("statusUpdate", "status-update"),
@@ -72,6 +74,10 @@ class Fault:
     @property
     def name(self) -> str:
         return FAULTS[self.code]
+
+    @property
+    def severity(self) -> str:
+        return "warning" if self.code in WARNINGS else "error"
 
     def __str__(self) -> str:
         where = f"frame {self.frame}" if self.frame else "at the end"
