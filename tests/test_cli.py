@@ -5,11 +5,15 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
+import pty
+import select
 import shlex
 import signal
 import socket
 import subprocess
 import threading
+import time
 
 import httpx
 import pytest
@@ -493,3 +497,33 @@ def test_a_served_agent_describes_itself_and_validate_fails_an_empty_description
             files.shutdown()
     assert out.returncode == 1, out.stdout
     assert "error   $.description: description is empty" in out.stdout
+
+
+def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
+    """Issue 61 item 6: `toolnexus mcp` typed at a terminal (stdin a tty) waited silently; it says
+    on stderr that it is for a desktop MCP host and that Ctrl-C stops it. stdout stays the
+    protocol's alone."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli("mcp", "--skills", str(ROOT / "examples" / "skills")),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    os.close(follower)
+    said = ""
+    try:
+        deadline = time.monotonic() + 20
+        while "Ctrl-C stops it" not in said:
+            left = deadline - time.monotonic()
+            assert left > 0, said
+            if select.select([proc.stderr], [], [], left)[0]:  # the fd: no buffer hides a line
+                said += os.read(proc.stderr.fileno(), 65536).decode("utf-8", "replace")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+        os.close(leader)
+    assert "for a desktop MCP host" in said
+    assert out == ""  # nothing but the protocol on stdout, and no host spoke

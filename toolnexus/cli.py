@@ -324,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
         "send", help="send a message to any A2A agent and follow its task to the end"
     )
     m.add_argument("url", help="the agent's card URL or base URL")
-    m.add_argument("text")
+    m.add_argument("text", help="the message to send (quote it: one argument)")
     m.add_argument("--skill", help="the skill id (message.metadata.skill)")
     m.add_argument("--context", help="continue this context id")
     m.add_argument("--task", help="answer this input-required task")
@@ -343,7 +343,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MEDIA/TYPE",
         help="a media type the answer may be in (acceptedOutputModes; repeatable)",
     )
-    m.add_argument("--dialect", default="auto", choices=["auto", "0.3", "1.0", "legacy"])
+    m.add_argument(
+        "--dialect",
+        default="auto",
+        choices=["auto", "0.3", "1.0", "legacy"],
+        help="the A2A dialect to speak (auto: as the official 1.x client picks from the card: 1.0 where it offers 1.0, else 0.3)",
+    )
     m.add_argument(
         "--binding",
         default="auto",
@@ -906,6 +911,14 @@ async def _mcp(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if sys.stdin.isatty():  # run by hand: it would wait silently for a host that never comes
+            print(
+                "toolnexus mcp speaks MCP on stdin and stdout, for a desktop MCP host (Claude "
+                "Desktop, an IDE) that starts it; typed here it waits for one. Ctrl-C stops it. "
+                "For a server on a port: toolnexus serve --mcp",
+                file=sys.stderr,
+                flush=True,
+            )
         wire = io.TextIOWrapper(open(protocol, "wb", closefd=False), encoding="utf-8")
         try:
             await tk.serve_stdio(config, on_call=told, stdout=anyio.wrap_file(wire))
