@@ -527,3 +527,38 @@ def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
         os.close(leader)
     assert "for a desktop MCP host" in said
     assert out == ""  # nothing but the protocol on stdout, and no host spoke
+
+
+def test_a_config_files_extended_card_is_served_with_the_command_lines_auth(tmp_path, monkeypatch):
+    """Issue 62 item 5: the config is checked once every flag is applied, so ``--auth-token-env``
+    is the auth an ``a2a.extendedSkills`` card needs (it was refused, with a traceback)."""
+    (tmp_path / "c.json").write_text(json.dumps({"a2a": {"extendedSkills": ["weather"]}}))
+    monkeypatch.setenv("TN_TEST_TOKEN", "s3cret-token")
+    skills = str(ROOT / "examples" / "skills")
+    args = ("serve", "--json", "--config", "c.json", "--skills", skills)
+    with started_cli(*args, "--auth-token-env", "TN_TEST_TOKEN", cwd=tmp_path) as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        public = httpx.get(url + "/.well-known/agent-card.json").json()
+        assert public["capabilities"]["extendedAgentCard"] is True
+        assert "weather" not in {s["id"] for s in public["skills"]}
+        bearer = {"Authorization": "Bearer s3cret-token", "A2A-Version": "1.0"}
+        extended = httpx.get(url + "/extendedAgentCard", headers=bearer).json()
+        assert "weather" in {s["id"] for s in extended["skills"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "config", "needle"),
+    [
+        ("serve", {"a2a": {"extendedSkills": ["x"]}}, "extended agent card is for authenticated"),
+        ("serve", {"a2a": {"bogus": 1}}, "a2a.bogus is not a known option"),
+        ("serve", {"a2a": {"tenants": ["v1"]}}, "a2a.tenants: 'v1'"),
+        ("mcp", {"mcpServer": {"bogus": 1}}, "mcpServer.bogus is not a known option"),
+    ],
+)
+def test_a_config_that_cannot_be_used_is_a_usage_error(command, config, needle, tmp_path):
+    """Every ConfigError from serve and mcp: one line, exit 2, no traceback (issue 62 item 5)."""
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    done = run_cli(command, "--config", "c.json", cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

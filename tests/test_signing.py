@@ -327,13 +327,13 @@ def test_a_signing_key_is_refused_with_a_reason(tmp_path):
         )
     )
     with pytest.raises(tn.ConfigError, match="that is a public key: signing needs the private one"):
-        tn.A2AConfig(signing_key=str(path))
+        tn.A2AConfig(signing_key=str(path)).check()
     with pytest.raises(tn.ConfigError, match="No such file"):
-        tn.A2AConfig(signing_key=str(tmp_path / "missing.pem"))
+        tn.A2AConfig(signing_key=str(tmp_path / "missing.pem")).check()
     small = tmp_path / "small.pem"
     small.write_bytes(pem(rsa.generate_private_key(65537, 1024)))
     with pytest.raises(tn.ConfigError, match="an RSA key of 1024 bits"):
-        tn.A2AConfig(signing_key=str(small))
+        tn.A2AConfig(signing_key=str(small)).check()
     jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1())))
     assert tn.SigningKey.load(json.dumps(jwk)).alg == "ES256"
     assert jwk["d"] not in repr(tn.SigningKey.load(jwk)) + str(tn.SigningKey.load(jwk).jwks)

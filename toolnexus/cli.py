@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -619,7 +618,7 @@ def _main(argv: list[str] | None) -> int:
             return _run(_replay(args))
         if args.command == "audit":
             return _audit(args)
-    except UsageError as exc:
+    except (UsageError, tn.ConfigError) as exc:  # a config that cannot be used: a usage error
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -698,21 +697,16 @@ async def _serve(args: argparse.Namespace) -> int:
             *(args.extension or ()),
             *({"uri": u, "required": True} for u in args.require_extension or ()),
         ]
-        try:  # replace(): the values checked as a config file's are
-            if args.tenant:
-                a2a = dataclasses.replace(a2a, tenants=args.tenant)
-            if given:
-                a2a = dataclasses.replace(a2a, extensions=[*a2a.extensions, *given])
-        except tn.ConfigError as exc:
-            raise UsageError(f"--tenant/--extension: {exc}") from None
+        if args.tenant:
+            a2a.tenants = args.tenant
+        if given:
+            a2a.extensions = [*a2a.extensions, *given]
         if args.public_url:
             if not args.public_url.startswith(("http://", "https://")):
                 raise UsageError(
                     f"--public-url must be an http:// or https:// URL, not {args.public_url!r}"
                 )
             a2a.public_url = args.public_url
-    if args.workers > 1 and args.worker_fd is None:
-        return await _supervise(args, a2a)
     auth = None
     if args.auth_token_env and args.auth_basic_env:
         raise UsageError("--auth-token-env and --auth-basic-env: choose one")
@@ -723,9 +717,11 @@ async def _serve(args: argparse.Namespace) -> int:
         if ":" not in pair[1:]:
             raise UsageError(f"--auth-basic-env {args.auth_basic_env}: must hold user:password")
         auth = tn.Auth.basic(pair)
-    if auth is not None:
-        if a2a is not None:
-            a2a.auth = auth
+    if a2a is not None:
+        a2a.auth = auth or a2a.auth
+        a2a.check()  # once, every flag applied (a config's extended card may need --auth-*)
+    if args.workers > 1 and args.worker_fd is None:
+        return await _supervise(args, a2a)
     mcp: Any = True if args.mcp else tk.config.get("mcpServer")
     if args.no_a2a and not mcp:
         raise UsageError("--no-a2a needs --mcp (or an mcpServer block in the config)")

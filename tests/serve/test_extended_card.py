@@ -135,7 +135,7 @@ async def test_a_card_function_that_fails_is_an_internal_error_and_the_agent_ser
 
 async def test_no_extended_card_without_auth_and_none_declared_means_unsupported():
     with pytest.raises(ConfigError, match="authenticated"):
-        tn.A2AConfig(extended_skills=["ledger"])
+        tn.A2AConfig(extended_skills=["ledger"]).check()
     tk = await tn.create_toolkit(builtins=False, skills=SKILLS)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig()) as handle:
         async with tn.A2AClient(handle.url) as client:

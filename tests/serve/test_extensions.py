@@ -167,9 +167,9 @@ async def test_our_client_asks_the_sdk_server_and_keeps_its_artifacts_extensions
 async def test_extensions_are_checked_where_they_are_given():
     for bad in ("https://x", [{"uri": ""}], [{"uri": "a,b"}], [{"uri": "u", "required": "yes"}]):
         with pytest.raises(ConfigError):
-            tn.A2AConfig(extensions=bad)
+            tn.A2AConfig(extensions=bad).check()
     with pytest.raises(ConfigError):
-        tn.A2AConfig(extensions=[TIMING, {"uri": TIMING}])
+        tn.A2AConfig(extensions=[TIMING, {"uri": TIMING}]).check()
     with pytest.raises(ValueError):
         tn.A2AClient("http://127.0.0.1:9", extensions="https://x")
     with pytest.raises(InvalidParamsError):

@@ -214,8 +214,8 @@ async def test_without_tenants_configured_any_tenant_is_one_space():
 def test_tenant_names_are_checked():
     for bad in (["a/b"], ["tasks"], ["v1"], [""], "acme", ["x", "x"], [7]):
         with pytest.raises(ConfigError):
-            tn.A2AConfig(tenants=bad)
-    assert tn.A2AConfig(tenants=["acme", "b-2"]).tenants == ("acme", "b-2")
+            tn.A2AConfig(tenants=bad).check()
+    assert tn.A2AConfig(tenants=["acme", "b-2"]).check().tenants == ("acme", "b-2")
 
 
 async def test_the_cli_serves_and_sends_a_tenant():

@@ -290,7 +290,9 @@ async def serve(
         a2a = toolkit.config["a2a"]
     if mcp is None and toolkit.config.get("mcpServer") is not None:
         mcp = toolkit.config["mcpServer"]
-    a2a_cfg = A2AConfig.from_config(a2a) if a2a is not None and a2a is not False else None
+    a2a_cfg = (  # checked here, once: after the last change a caller made
+        A2AConfig.from_config(a2a).check() if a2a is not None and a2a is not False else None
+    )
     mcp_cfg = MCPServeConfig.from_config(mcp) if mcp is not None and mcp is not False else None
     quirks = quirks_named(a2a_cfg.quirks) if a2a_cfg is not None else ()
     host, _ = parse_addr(addr)

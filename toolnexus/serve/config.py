@@ -244,7 +244,15 @@ class A2AConfig:
     extended_skills: Sequence[str] | None = None
     extended_card: bool | Callable[[dict[str, Any], dict[str, str]], Mapping[str, Any]] = False
 
-    def __post_init__(self) -> None:  # auth={"bearer": [...]} works here as in a config file
+    def check(self) -> A2AConfig:
+        """This config, its values read (``auth={"bearer": [...]}`` as in a config file, the
+        signing key's file, the extensions) and checked together; run once after the last change
+        (``serve()`` runs it; the command line after every flag is applied, so a flag's auth counts
+        for a config file's extended card). Returns ``self``; running it again changes nothing.
+
+        Raises:
+            ConfigError: a value, or values together, that cannot be served.
+        """
         self.auth = Auth.from_config(self.auth)
         self.signing_key = load_signing_key(self.signing_key)
         if self.tenants is not None:
@@ -266,6 +274,7 @@ class A2AConfig:
             raise ConfigError(
                 "an extended agent card is for authenticated callers: set a2a.auth too"
             )
+        return self
 
     @property
     def publishes_extended(self) -> bool:
@@ -279,8 +288,9 @@ class A2AConfig:
 
     @property
     def signer(self) -> SigningKey | None:
-        """The key the card and push notifications are signed with, once loaded."""
-        return self.signing_key if isinstance(self.signing_key, SigningKey) else None
+        """The key the card and push notifications are signed with (read from its file until
+        :meth:`check` has loaded it)."""
+        return load_signing_key(self.signing_key)
 
     @classmethod
     def from_config(cls, value: Any) -> A2AConfig:
