@@ -748,11 +748,19 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
     monkeypatch.setattr(push_module, "QUEUED_BYTES", 8 * 2**20)
     monkeypatch.setattr(push_module, "TOTAL_BYTES", 24 * 2**20)
     big = "x" * 900_000
+    release = asyncio.Event()
+
+    async def model(request):  # each task works until its ten configs are set, however long
+        await release.wait()  # that takes (a fixed "slow 2" ended some first on a loaded machine)
+        return {"content": "done"}
+
     tk = await tn.create_toolkit(builtins=False)
     async with (
         hook(delay=3600) as never,
         tk.serve(
-            "127.0.0.1:0", client=tn.demo_client(), a2a=tn.A2AConfig(name="p", description="d")
+            "127.0.0.1:0",
+            client=tn.create_in_process_client(model),
+            a2a=tn.A2AConfig(name="p", description="d"),
         ) as handle,
     ):
         notifier = handle.runner.push
@@ -762,10 +770,11 @@ async def test_one_change_is_rendered_once_for_every_config_and_what_waits_is_bo
         ) as peer:  # 0.3 configs get the whole task
             tasks = []
             for _ in range(30):
-                task = await peer.send(f"slow 2 {big}")  # its ten configs set while it runs
+                task = await peer.send(big)  # its ten configs set while it runs
                 for _ in range(10):
                     await peer.set_push(task.id, never.url)
                 tasks.append(task.id)
+            release.set()
             for task_id in tasks:
                 done = await peer.get(task_id)
                 while not done.state.terminal:
