@@ -89,6 +89,20 @@ CELLS = [
         "whole text (as ADK's and fasta2a's servers do), which every reader takes as the whole",
     ),
     Cell(
+        "adk",
+        "client",
+        "input-required",
+        "works",
+        "the question as ADK's human-in-the-loop form, a long-running "
+        "`mock_function_call_for_required_user_input` call (no text: the turn's reply is empty); "
+        "the answer, sent in the same session, goes with the task's id and continues it. ADK opens "
+        "the answer's turn with the question again, marked `thought`: it reads the text of a "
+        "stream's first frame, a `working` task with no artifact or status message, from the "
+        "history's last agent message (the question, one turn old); by the spec the history is "
+        "the task's past, not this frame's output, and dropping it would change every client's "
+        "task: theirs, left as is",
+    ),
+    Cell(
         "strands",
         "client",
         "send",
@@ -419,6 +433,14 @@ async def test_adk_client_keeps_a_whole_streamed_reply():
     assert (await talk("adk", ["stream these words"]))["replies"] == [
         "You said: stream these words"
     ]
+
+
+@cell("adk", "client", "input-required")
+async def test_adk_client_answers_a_question():
+    seen = await talk("adk", ASK)
+    assert seen["asked"] == [[QUESTION], []] and seen["replies"] == ["", APPROVED], seen
+    # ADK's misreading of the answer's first frame: the question again, from the task's history
+    assert seen["thoughts"] == [[], [QUESTION]], seen
 
 
 @cell("strands", "client", "send")

@@ -2,8 +2,11 @@
 
 Usage: python client.py '{"url": URL, "texts": [TEXT, ...]}'
 Sends each TEXT to the agent at URL through an ADK Runner (one session: a conversation) and prints
-one JSON line: ``replies`` (per text, the text of the events ADK keeps: not partial) and
-``partials`` (per text, the partial events' texts); a failure is {"error": "..."}.
+one JSON line, per text: ``replies`` (the text of the events ADK keeps: not partial, not thought),
+``thoughts`` (the texts ADK marks ``thought``: a task's words while it is unfinished),
+``partials`` (the partial events' texts) and ``asked`` (the questions ADK turns an
+``input-required`` task into: its long-running ``mock_function_call_for_required_user_input``
+calls, the question as their ``input_required`` argument); a failure is {"error": "..."}.
 """
 
 import sys
@@ -27,20 +30,26 @@ async def run() -> dict:
     sessions = InMemorySessionService()
     runner = Runner(app_name="toolnexus-test", agent=agent, session_service=sessions)
     session = await sessions.create_session(app_name="toolnexus-test", user_id="tester")
-    replies, partials = [], []
+    replies, thoughts, partials, asked = [], [], [], []
     for text in texts:
-        said, partial = [], []
+        said, thought, partial, questions = [], [], [], []
         message = types.Content(role="user", parts=[types.Part(text=text)])
         async for event in runner.run_async(
             user_id="tester", session_id=session.id, new_message=message
         ):
-            if event.content and event.content.parts:
-                words = [p.text for p in event.content.parts if p.text]
-                (partial if event.partial else said).extend(words)
+            for part in event.content.parts or [] if event.content else []:
+                call = part.function_call
+                if call and call.id in (event.long_running_tool_ids or ()):
+                    questions.append((call.args or {}).get("input_required"))
+                elif part.text:
+                    kept = partial if event.partial else thought if part.thought else said
+                    kept.append(part.text)
         replies.append("".join(said))
+        thoughts.append(thought)
         partials.append(partial)
+        asked.append(questions)
     await runner.close()
-    return {"replies": replies, "partials": partials}
+    return {"replies": replies, "thoughts": thoughts, "partials": partials, "asked": asked}
 
 
 report(run)
