@@ -10,8 +10,10 @@ import uuid
 import httpx
 import pytest
 import pytest_asyncio
+from a2a.compat.v0_3 import types as v03
 
 import toolnexus as tn
+from toolnexus.protocol.signing import card_view
 
 from ..conftest import EXAMPLE_SKILLS
 from .wire import V10, legacy_message, raw, rpc, sse, v03_message, v10_message
@@ -182,6 +184,22 @@ async def test_version_error_carries_error_info_for_pascal_case(demo_server, htt
     assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
     assert info["reason"] == "VERSION_NOT_SUPPORTED" and info["domain"] == "a2a-protocol.org"
     assert info["metadata"] == {"supportedVersions": "0.3, 1.0"}
+
+
+async def test_an_absent_version_is_read_from_the_method_or_route(demo_server, http):
+    """No ``A2A-Version`` (issue 62 item 4): a 1.0 method name or route is served as 1.0, a 0.3
+    one as 0.3, on JSON-RPC and HTTP+JSON; the spec reads absent as 0.3 and the official SDK
+    refuses a 1.0 method so: our leniency, and why, is in docs/wire.md."""
+    url = demo_server.url
+    v10 = await rpc(http, url, "SendMessage", {"message": v10_message("hi")})
+    assert v10["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    v03 = await rpc(http, url, "message/send", {"message": v03_message("hi")})
+    assert v03["result"]["kind"] == "task" and v03["result"]["status"]["state"] == "completed"
+    rest = await http.post(url + "/message:send", json={"message": v10_message("hi")})
+    assert rest.status_code == 200
+    assert rest.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    for path in ("/tasks/ghost", "/v1/tasks/ghost"):  # not found, not a version refused (400)
+        assert (await http.get(url + path)).status_code == 404
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -840,7 +858,11 @@ async def test_card_layouts_etag_and_legacy_path(demo_server, http):
         {"url": url, "transport": "JSONRPC"},
         {"url": url, "transport": "HTTP+JSON"},
     ]
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
+    # 0.3's stateTransitionHistory, truthfully (issue 62 item 6): a task keeps no past states
+    caps = {"streaming": True, "pushNotifications": True, "stateTransitionHistory": False}
+    assert card["capabilities"] == caps
+    assert v03.AgentCard.model_validate(card).capabilities.state_transition_history is False
+    assert "stateTransitionHistory" not in card_view(card)["capabilities"]  # not a 1.0 field
     assert card["defaultInputModes"] == ["text/plain"] and card["defaultOutputModes"] == [
         "text/plain"
     ]

@@ -242,6 +242,9 @@ def build_card(
             "pushNotifications": push_notifications,
             **({"extensions": list(extensions)} if extensions else {}),
             **({"extendedAgentCard": True} if declares_extended else {}),
+            # 0.3's (1.0 dropped it; not in the 1.0 view): a task keeps its messages and its
+            # current status, not the states it passed through, so no client can read those
+            "stateTransitionHistory": False,
         },
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
