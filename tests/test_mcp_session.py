@@ -22,6 +22,7 @@ import toolnexus as tn
 from toolnexus.errors import PeerError
 from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.mcp import Elicitation, MCPSession, Reply, Sampling, form_values
+from toolnexus.mcp import session as session_module
 
 from .peers import mcp_peers
 
@@ -234,6 +235,31 @@ async def test_a_stdio_server_gets_the_environment_it_is_given_and_its_stderr_ex
     ]
     with pytest.raises(PeerError, match="its stderr ends: no marked"):
         async with MCPSession(argv, env={"TN_MARK": "marked"}):
+            pass
+
+
+async def test_a_stdio_server_is_given_time_to_start_beyond_the_per_request_timeout(monkeypatch):
+    """A stdio server's process starts and imports before it can answer: a session whose
+    per-request timeout is shorter than that start still connects (the doctor's --timeout called
+    a working Python server broken on a loaded machine), and one that never answers says so in
+    words (it said ``TimeoutError``)."""
+    slow = [
+        sys.executable,
+        "-c",
+        "import runpy, time; time.sleep(1.5); runpy.run_module("
+        "'tests.peers.mcp_everything', run_name='__main__', alter_sys=True)",
+        "stdio",
+    ]
+    async with MCPSession(slow, timeout=1.0) as s:
+        assert "add" in [t["name"] for t in await s.tools()]
+    monkeypatch.setattr(session_module, "STDIO_START", 0.5)
+    mute = [
+        sys.executable,
+        "-c",
+        "import sys, time; print('booting', file=sys.stderr); sys.stderr.flush(); time.sleep(60)",
+    ]
+    with pytest.raises(PeerError, match=r": no answer within 1\.5 s$"):
+        async with MCPSession(mute, timeout=1.0):
             pass
 
 

@@ -310,7 +310,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
     )
-    d.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    d.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds per request (default 10; a stdio MCP server gets 30 more to start)",
+    )
     _fail_on(d)
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument(

@@ -42,6 +42,11 @@ log = logging.getLogger("toolnexus.mcp")
 CALL_TIMEOUT = 600.0
 """Seconds a session's call, read or prompt may take: a handshake-era server may ask the user a
 question in the middle of it, and the user takes their time."""
+STDIO_START = 30.0
+"""Seconds a stdio server is given to start, beyond the per-request ``timeout``, before its first
+answer: its process is launched and its imports run first (a Python server built on the MCP SDK
+took 2-3 s on a loaded two-core machine, and the doctor's ``--timeout 10`` then called a working
+server broken)."""
 MAX_NOTICES = 1000
 """The notices a session keeps (the oldest go first)."""
 MAX_PAGES = 50
@@ -268,10 +273,13 @@ class MCPSession:
         self._ready = asyncio.get_running_loop().create_future()
         self._owner = asyncio.ensure_future(self._own(auth))
         wait = self.timeout + (auth.timeout if auth is not None else 0)
+        if not isinstance(self.target, str):  # a command to start first
+            wait += STDIO_START
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), wait)
         except Exception as exc:
-            reason = self._failure(exc)
+            silent = isinstance(exc, TimeoutError) and not self._ready.done()
+            reason = self._failure(exc, f"no answer within {wait:g} s" if silent else "")
             await self.close()
             self.status, self.reason = "failed", reason
             raise PeerError(f"{self.where}: {reason}") from None
@@ -299,10 +307,12 @@ class MCPSession:
         if self.status in ("connected", "connecting"):
             self.status = "closed"
 
-    def _failure(self, exc: BaseException) -> str:
+    def _failure(self, exc: BaseException, said: str = "") -> str:
+        """Why the session failed, in one line: ``said`` when the caller knows (a start that
+        timed out), else what :func:`mcp_failure` reads in ``exc``; the server's stderr after."""
         if self.oauth is not None and self.oauth.failure:  # the sign-in's own words
             return self.oauth.failure
-        reason = mcp_failure(exc, self.recorder)
+        reason = said or mcp_failure(exc, self.recorder)
         if self.stderr:
             reason += f"; its stderr ends: {printable(self.stderr[-400:].strip())}"
         return reason
