@@ -154,9 +154,10 @@ class StreamCheck:
         if state is None or state is TaskState.UNKNOWN:
             return
         old = self.state
-        # a stream may start in any state (a subscription joins late); a state said again is no move
-        # (a move out of a terminal state is said as an update after it)
-        if old in LEGAL and state is not old and not is_legal(old, state):
+        # a stream may start in any state (a subscription joins late, a quick agent's one frame is
+        # its finished task); a state said again is no move (a move out of a terminal state is said
+        # as an update after it)
+        if old is not None and old in LEGAL and state is not old and not is_legal(old, state):
             self._fault("illegal", f"{old} -> {state} is not a move the protocol allows")
         self.state = state
         if state.terminal and not self._ended_at:
