@@ -43,7 +43,7 @@ def test_in_a_browser_the_inspector_answers_a_servers_questions(web, tmp_path): 
             _until(page, "● demo-desk")  # the hosted server's /mcp, connected on entering
             _until(page, "1 tool, ")  # listed: the tool list has the focus
             time.sleep(0.5)
-            page.keyboard.press("Escape")  # from the tool list to the endpoint box
+            page.keyboard.press("u")  # from the tool list to the endpoint box (Esc keeps the list)
             time.sleep(0.5)
             page.keyboard.press("End")
             page.keyboard.press("Control+u")  # the box emptied
