@@ -709,7 +709,8 @@ def live(frames: list[tuple[str, str]], whole: str, end: str = "completed") -> b
     )
 
 
-def answered(task: tn.Task) -> tuple[str, str]:
+def answered(task: tn.Task | str) -> tuple[str, str]:
+    assert isinstance(task, tn.Task), task  # a step that raised: its error, as text
     return task.state.value, task.reply
 
 

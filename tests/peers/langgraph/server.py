@@ -4,10 +4,17 @@ server (its venv: see ../field.py), serving graph.py; its A2A endpoint is per as
 
 Usage: python server.py '{"model": MODEL_URL}'; prints the assistant's A2A URL once the server
 answers, serves until killed.
+
+It starts with no state: langgraph-runtime-inmem keeps its threads, runs and queue in
+``.langgraph_api`` under the working directory (this folder) and takes them up at the next start,
+so a run a test left waiting on the model (the field's ``be slow``, 60 s) held the next start's
+worker and its first send found no answer within 60 s. (A temporary folder would leak: the server
+is killed when it does not stop within 10 s, before any clean-up of its own.)
 """
 
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -51,6 +58,7 @@ def announce(base: str) -> None:
         time.sleep(0.2)
 
 
+shutil.rmtree(".langgraph_api", ignore_errors=True)
 port = free_port()
 threading.Thread(target=announce, args=(f"http://127.0.0.1:{port}",), daemon=True).start()
 run_server(
