@@ -121,7 +121,9 @@ class ServersScreen(ModeScreen):
         if name is None:
             detail.update("No servers yet. Press n to start one.")
             return
-        server = self.tn.workspace.get(name)
+        server = self.tn.workspace.servers.get(name)
+        if server is None:  # deleted since the table was drawn: its deletion's redraw comes next
+            return
         lines = Text()
         lines.append(f"{name}  ", "bold")
         lines.append(server.url or server.state)
