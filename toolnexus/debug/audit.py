@@ -18,14 +18,13 @@ from typing import Any
 from .. import _json
 from ..protocol.stream import StreamCheck, event_of
 from .cassette import Exchange, load
-from .doctor import ADK, FRAMEWORKS
+from .doctor import ADK, CREWAI, FRAMEWORKS
 from .report import DoctorReport, Finding
 
 __all__ = ["audit", "audit_frames", "readings", "OFFICIAL", "CREWAI"]
 
 OFFICIAL = ("a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x")
 """The official clients: each reads an artifact update as the spec says."""
-CREWAI = "CrewAI"
 _STREAMS = ("SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe")
 
 
@@ -98,7 +97,8 @@ def audit_frames(results: list[Any], where: str, evidence: dict[int, str], add: 
     if read["spec"] or any(read.values()):
         said = f"the official clients ({', '.join(OFFICIAL)}) read {read['spec']!r}"
         add(Finding("info", "stream: read as", said, at=where))
-        for name, what in ((ADK, FRAMEWORKS[ADK][1]), (CREWAI, "crewai[a2a] 1.15, on a2a-sdk 0.3")):
+        for name in (ADK, CREWAI):
+            what = FRAMEWORKS[name][1]
             if read[name] != read["spec"]:
                 add(
                     Finding(
