@@ -46,6 +46,7 @@ from .http.server import (
     serving_gc,
 )
 from .mcp import split_command
+from .protocol.card import requirements_of
 from .protocol.dialects import Dialect, render_task
 from .protocol.operations import OPERATIONS
 from .secrets import expand_env, mask_url
@@ -1217,6 +1218,21 @@ async def _card(args: argparse.Namespace) -> int:
             say(f"  {card.description}")
         say(f"  endpoint {endpoint}  dialect {dialect} over {binding} ({reason})")
         say(f"  streaming {'yes' if card.streaming else 'no'}")
+        provider = card.provider
+        if provider:
+            said = provider.get("organization", "")
+            say(f"  provider {said}" + (f" ({provider['url']})" if provider.get("url") else ""))
+        for field, label in (("documentationUrl", "documentation"), ("iconUrl", "icon")):
+            if isinstance(card.raw.get(field), str):
+                say(f"  {label} {card.raw[field]}")
+        for name, scheme in card.schemes.items():
+            say(f"  scheme {name}: {scheme.label}")
+        if card.schemes or card.requirements():
+            say(f"  security {card.security_text()}")
+        for x in card.extensions:
+            required = " (required)" if x.get("required") is True else ""
+            about = f": {x['description']}" if isinstance(x.get("description"), str) else ""
+            say(f"  extension {x.get('uri')}{required}{about}")
         if signatures is not None:
             say(f"  signature {signatures.summary}")
             if signatures.state == "invalid" and len(signatures.checks) > 1:
@@ -1225,11 +1241,15 @@ async def _card(args: argparse.Namespace) -> int:
         if card.extended and not args.extended:
             say("  extended card: declared (toolnexus card --extended, with the credentials)")
         for skill in card.skills:
-            tags = ", ".join(skill.get("tags") or [])
+            tags = ", ".join(map(str, skill.get("tags") or []))
             say(
                 f"  skill {skill.get('id')}: {skill.get('description', '')}"
                 + (f"  [{tags}]" if tags else "")
             )
+            takes, gives = card.modes(skill.get("id"))
+            say(f"    modes in {', '.join(takes) or 'any'}; out {', '.join(gives) or 'any'}")
+            if requirements_of(skill):
+                say(f"    security {card.security_text(skill.get('id'))}")
         if report is not None:
             say(f"verdict: {report.summary}")
             for line, what in report.verdict.items():

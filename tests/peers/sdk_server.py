@@ -17,7 +17,7 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
@@ -284,6 +284,7 @@ async def sdk_server(
     versioned: bool = True,
     detached: bool = False,
     chunked: bool = False,
+    shaped: Callable[[pb.AgentCard], None] | None = None,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -386,6 +387,8 @@ async def sdk_server(
         agent_card.security_schemes["basic"].CopyFrom(
             pb.SecurityScheme(http_auth_security_scheme=pb.HTTPAuthSecurityScheme(scheme="Basic"))
         )
+    if shaped is not None:
+        shaped(agent_card)
     push_http = httpx.AsyncClient(timeout=5)
     push_store = InMemoryPushNotificationConfigStore() if push else None
     handler = DefaultRequestHandlerV2(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import datetime
 import hashlib
 import os
 import time
@@ -38,7 +39,7 @@ from ..http.fetch import MAX_CARD, Address, exchange, host_address, peer_url, pi
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value
-from ..protocol.model import Message, Part, Task, TaskState
+from ..protocol.model import Message, Part, Task, TaskState, iso_utc
 from ..protocol.operations import BINDING_NAMES, OPERATIONS, Binding
 from ..protocol.push import (
     TOKEN_HEADER,
@@ -760,9 +761,22 @@ class A2AClient:
         page_size: int | None = None,
         page_token: str | None = None,
         include_artifacts: bool = False,
+        status_timestamp_after: datetime.datetime | str | None = None,
+        history_length: int | None = None,
     ) -> dict[str, Any]:
-        """``ListTasks`` (1.0 peers): ``{tasks: [Task], next_page_token, total_size}``."""
+        """``ListTasks`` (1.0 peers): ``{tasks: [Task], next_page_token, total_size}``.
+        ``status_timestamp_after``: only tasks whose status changed after it (a timezone-aware
+        datetime, or an ISO 8601 timestamp as the peer takes it); ``history_length``: at most that
+        many of each task's latest messages (0: none)."""
         params: dict[str, Any] = {"includeArtifacts": include_artifacts}
+        if status_timestamp_after is not None:
+            params["statusTimestampAfter"] = (
+                iso_utc(status_timestamp_after)
+                if isinstance(status_timestamp_after, datetime.datetime)
+                else status_timestamp_after
+            )
+        if history_length is not None:
+            params["historyLength"] = history_length
         if context_id:
             params["contextId"] = context_id
         if state is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,6 +19,8 @@ from .signing import CardSignatures
 
 __all__ = [
     "AgentCard",
+    "Scheme",
+    "Requirement",
     "CardReport",
     "Diagnostic",
     "validate_card",
@@ -32,6 +35,85 @@ PROTOCOL_VERSION = "0.3.0"
 
 
 # -- reading other agents' cards ------------------------------------------------------------------
+
+SCHEME_KINDS = {
+    "apiKeySecurityScheme": "apiKey",
+    "httpAuthSecurityScheme": "http",
+    "oauth2SecurityScheme": "oauth2",
+    "openIdConnectSecurityScheme": "openIdConnect",
+    "mtlsSecurityScheme": "mutualTLS",
+}
+"""A security scheme's kind by its 1.0 member, as 0.3's ``type`` names it (0.3's type is the value)."""
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A security scheme a card declares, in either SDK line's shape: its name on the card, its
+    kind (``apiKey``, ``http``, ``oauth2``, ``openIdConnect``, ``mutualTLS``; "" for one no
+    client knows) and its fields (the 1.0 member's object, or 0.3's scheme itself)."""
+
+    name: str
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def label(self) -> str:
+        """What it asks for, in a few words: ``http bearer``, ``apiKey in header X-API-Key``."""
+        f = self.fields
+        if self.kind == "http":
+            return f"http {str(f.get('scheme') or '').lower()}".strip()
+        if self.kind == "apiKey":
+            return f"apiKey in {self.location} {f.get('name') or ''}".strip()
+        if self.kind == "oauth2":
+            flows = f.get("flows")
+            names = sorted(k for k in flows if is_object(flows[k])) if is_object(flows) else []
+            return "oauth2" + (f" ({', '.join(names)})" if names else "")
+        return self.kind or "unknown"
+
+    @property
+    def location(self) -> str:
+        """Where an API key goes (``header``, ``query``, ``cookie``): 1.0's ``location``, 0.3's ``in``."""
+        return str(self.fields.get("location") or self.fields.get("in") or "").lower()
+
+
+def _scheme(name: str, raw: Any) -> Scheme:
+    if not is_object(raw):
+        return Scheme(name, "")
+    for member, kind in SCHEME_KINDS.items():
+        inner = raw.get(member)
+        if is_object(inner):
+            return Scheme(name, kind, inner)
+    kind = str(raw.get("type") or "")
+    return Scheme(name, kind if kind in SCHEME_KINDS.values() else "", raw)
+
+
+Requirement = dict[str, list[str]]
+"""One way to be let in: every scheme it names (by its name on the card), each with the scopes it
+needs. A list of them is alternatives (any one will do); an empty list asks for nothing."""
+
+
+def requirements_of(raw: Any) -> list[Requirement]:
+    """The security requirements of a card or a skill: 1.0's ``securityRequirements``
+    (``{"schemes": {name: {"list": [scope]}}}``) where given, else 0.3's ``security``
+    (``{name: [scope]}``)."""
+    if not is_object(raw):
+        return []
+    items = raw.get("securityRequirements")
+    if not is_array(items) or not items:
+        items = raw.get("security")
+    out: list[Requirement] = []
+    for item in items if is_array(items) else []:
+        if not is_object(item):
+            continue
+        schemes = item.get("schemes", item)
+        if not is_object(schemes):
+            continue
+        need: Requirement = {}
+        for name, scopes in schemes.items():
+            listed = scopes.get("list") if is_object(scopes) else scopes
+            need[name] = [str(s) for s in listed] if is_array(listed) else []
+        out.append(need)
+    return out
 
 
 class AgentCard:
@@ -82,6 +164,63 @@ class AgentCard:
     @property
     def skills(self) -> list[dict[str, Any]]:
         return [s for s in self.raw.get("skills") or () if is_object(s)]
+
+    def skill(self, skill_id: str | None) -> dict[str, Any] | None:
+        """The skill of that id (None: none such, or no id)."""
+        return next((s for s in self.skills if skill_id and s.get("id") == skill_id), None)
+
+    def modes(self, skill_id: str | None = None) -> tuple[list[str], list[str]]:
+        """``(input modes, output modes)`` a skill takes and gives: its own where it names them,
+        else the card's defaults (an empty list: the card says nothing, anything may do)."""
+        skill = self.skill(skill_id) or {}
+
+        def of(own: str, default: str) -> list[str]:
+            given = skill.get(own)
+            if not is_array(given) or not given:
+                given = self.raw.get(default)
+            return [str(m) for m in given] if is_array(given) else []
+
+        return of("inputModes", "defaultInputModes"), of("outputModes", "defaultOutputModes")
+
+    @property
+    def schemes(self) -> dict[str, Scheme]:
+        """The security schemes it declares, by name (``securitySchemes``)."""
+        raw = self.raw.get("securitySchemes")
+        return {str(k): _scheme(str(k), v) for k, v in raw.items()} if is_object(raw) else {}
+
+    def requirements(self, skill_id: str | None = None) -> list[Requirement]:
+        """What a call must carry (alternatives, see :data:`Requirement`): the skill's own
+        requirements where it names any (A2A 1.0 §4.4.5), else the card's."""
+        own = requirements_of(self.skill(skill_id))
+        return own or requirements_of(self.raw)
+
+    def security_text(self, skill_id: str | None = None) -> str:
+        """:meth:`requirements` in words: ``bearer (http bearer) or apikey (apiKey in header
+        X-API-Key)``, ``oauth (oauth2 (clientCredentials)) and mtls (mutualTLS)`` with scopes in
+        brackets; "none" when nothing is asked."""
+        schemes = self.schemes
+
+        def one(name: str, scopes: list[str]) -> str:
+            known = schemes.get(name)
+            label = known.label if known is not None else "not declared"
+            return f"{name} ({label})" + (f" [{' '.join(scopes)}]" if scopes else "")
+
+        ways = [" and ".join(one(n, s) for n, s in r.items()) for r in self.requirements(skill_id)]
+        return " or ".join(w for w in ways if w) or "none"
+
+    @property
+    def provider(self) -> dict[str, str]:
+        """``{organization, url}`` of who provides the agent (empty: not said)."""
+        raw = self.raw.get("provider")
+        return {str(k): str(v) for k, v in raw.items()} if is_object(raw) else {}
+
+    @property
+    def extensions(self) -> list[dict[str, Any]]:
+        """The extensions it declares (``capabilities.extensions``: uri, description, required,
+        params)."""
+        caps = self.raw.get("capabilities")
+        found = caps.get("extensions") if is_object(caps) else None
+        return [x for x in found if is_object(x)] if is_array(found) else []
 
     @property
     def streaming(self) -> bool:
