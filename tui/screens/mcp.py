@@ -60,7 +60,7 @@ from ..peers import parse_headers
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
-from ..widgets.textbox import TextBox
+from ..widgets.textbox import TextBox, TextPad
 from .base import ModeScreen
 from .mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog
 from .peers import doctor_text
@@ -128,6 +128,14 @@ class MCPScreen(ModeScreen):
         self._pending: MCPSession | None = None
         self._model: Any = None
         self._unwatch: Any = lambda: None
+        self._form_of: tuple[str, str] | None = None
+        """The tool whose argument form is shown (its name and schema): a highlight of the same
+        tool (a list refreshed) leaves the form, and what was typed in it, as it is."""
+        self._results: dict[str, Text] = {}
+        """Each tool's last call (its progress, then its result), shown while that tool is
+        highlighted: a call that ends after the cursor moved never shows under another tool."""
+        self._result_of: str | None = None
+        """The tool whose call the result pane shows (None: the pane says something else)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -152,7 +160,7 @@ class MCPScreen(ModeScreen):
                     yield SafeTable(id="mcp-tools", cursor_type="row")
                     with Vertical(id="mcp-right"):
                         yield VerticalScroll(id="mcp-form")
-                        yield TextArea("{}", id="mcp-raw-args", classes="hidden", language="json")
+                        yield TextPad("{}", id="mcp-raw-args", classes="hidden", language="json")
                         yield VerticalScroll(SafeStatic(id="mcp-result"))
             with TabPane("Resources (r)", id="mcp-tab-resources"):
                 with Horizontal(classes="mcp-pane"):
@@ -313,10 +321,10 @@ class MCPScreen(ModeScreen):
         try:
             argv, env = split_command(text)
         except ValueError as exc:
-            self.query_one("#mcp-result", Static).update(Text(f"✘ the command line: {exc}", "red"))
+            self._say(Text(f"✘ the command line: {exc}", "red"))
             return None
         if not argv:
-            self.query_one("#mcp-result", Static).update(Text("✘ no command to run", "red"))
+            self._say(Text("✘ no command to run", "red"))
             return None
         return argv, env or None
 
@@ -347,9 +355,8 @@ class MCPScreen(ModeScreen):
 
     @work(exclusive=True, group="mcp-connect")
     async def _connect(self, target: str | list[str], env: dict[str, str] | None) -> None:
-        result = self.query_one("#mcp-result", Static)
         where = target if isinstance(target, str) else shlex.join(target)
-        result.update(f"connecting to {where} …")
+        self._say(f"connecting to {where} …")
         self._status(Text(f"connecting to {printable(where, 200)} …", "yellow"))
         old, self.session = self.session, None
         self._unwatch()
@@ -374,7 +381,7 @@ class MCPScreen(ModeScreen):
             self._close_signin()
             self._forget()
             await self._form(None)
-            result.update(Text(f"✘ {exc}", "red"))
+            self._say(Text(f"✘ {exc}", "red"))
             self._status(Text(f"✘ not connected: {exc}", "red"))
             return
         self._close_signin()
@@ -388,6 +395,7 @@ class MCPScreen(ModeScreen):
 
     def _forget(self) -> None:
         self.tools, self.resources, self.prompts = [], [], []
+        self._results.clear()
         for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-notices"):
             self.query_one(table, DataTable).clear()
 
@@ -433,42 +441,56 @@ class MCPScreen(ModeScreen):
         if s is None:
             return
         caps = s.capabilities
-        result = self.query_one("#mcp-result", Static)
         try:
             if "tools" in caps or not caps:
-                await self._list_tools()
+                await self._list_tools(focus)
             if "resources" in caps:
                 await self._list_resources()
             if "prompts" in caps:
                 await self._list_prompts()
         except Exception as exc:
-            result.update(Text(f"✘ {exc}", "red"))
+            self._say(Text(f"✘ {exc}", "red"))
             return
-        result.update(
-            ", ".join(
-                _count(n, what)
-                for n, what in (
-                    (len(self.tools), "tool"),
-                    (len(self.resources), "resource or template"),
-                    (len(self.prompts), "prompt"),
+        if self._result_of is None:  # a call made meanwhile keeps its result shown
+            self._say(
+                ", ".join(
+                    _count(n, what)
+                    for n, what in (
+                        (len(self.tools), "tool"),
+                        (len(self.resources), "resource or template"),
+                        (len(self.prompts), "prompt"),
+                    )
                 )
             )
-        )
-        if focus and self.tools:
-            self.query_one("#mcp-tools", DataTable).focus()
 
-    async def _list_tools(self) -> None:
+    async def _list_tools(self, focus: bool = False) -> None:
+        """List the tools again, the cursor on the tool it was on (a list-changed refresh moved it
+        to the first, whose form then showed the last result). The highlighted tool's form is
+        built before the rows show, and ``focus`` (a new session) takes the list from the
+        endpoint box in the same step: a key pressed as soon as the tools show is never lost nor
+        sent to a form still empty (a call went out without its arguments)."""
         assert self.session is not None
-        self.tools = await self.session.tools()
+        listed = await self.session.tools()
         table = self.query_one("#mcp-tools", DataTable)
+        was = self._tool()
+        names = [t["name"] for t in listed]
+        row = names.index(was["name"]) if was and was["name"] in names else 0
+        if was is None or was["name"] not in names:
+            row = max(0, min(table.cursor_row, len(listed) - 1))
+        await self._form(listed[row] if listed else None)
+        self.tools = listed
         table.clear()
-        for i, tool in enumerate(self.tools):
+        for i, tool in enumerate(listed):
             table.add_row(
                 tool["name"],
                 tool["description"].splitlines()[0] if tool["description"] else "",
                 key=str(i),
             )
-        await self._form(self.tools[0] if self.tools else None)
+        if listed:
+            table.move_cursor(row=row)
+        at = self.focused
+        if focus and listed and (at is None or at.id in ("mcp-url", "mcp-headers")):
+            table.focus()
 
     async def _list_resources(self) -> None:
         assert self.session is not None
@@ -492,12 +514,17 @@ class MCPScreen(ModeScreen):
 
     async def _list_prompts(self) -> None:
         assert self.session is not None
-        self.prompts = await self.session.prompts()
+        listed = await self.session.prompts()
         table = self.query_one("#mcp-prompts", DataTable)
+        was = self._prompt()
+        names = [p["name"] for p in listed]
+        self.prompts = listed
         table.clear()
-        for i, p in enumerate(self.prompts):
+        for i, p in enumerate(listed):
             described = p.get("description") or ""
             table.add_row(p["name"], described.splitlines()[0] if described else "", key=str(i))
+        if was is not None and was["name"] in names:  # the cursor stays on its prompt
+            table.move_cursor(row=names.index(was["name"]))
         await self._prompt_form()
 
     # -- what the server tells and asks -------------------------------------------------------------
@@ -636,12 +663,44 @@ class MCPScreen(ModeScreen):
     async def _tool_highlighted(self) -> None:
         tool = self._tool()
         if tool is not None:
+            self._show_result(tool["name"])
             await self._form(tool)
 
+    def _show_result(self, name: str, text: Text | str | None = None) -> None:
+        """Keep ``text`` as tool ``name``'s last call (None: keep what it has) and show it if that
+        tool is the one highlighted; a tool never called leaves the pane to what it says."""
+        if text is not None:
+            self._results[name] = Text(text) if isinstance(text, str) else text
+        tool = self._tool()
+        if tool is None or tool["name"] != name:
+            return
+        kept = self._results.get(name)
+        if kept is not None:
+            self._result_of = name
+            self.query_one("#mcp-result", Static).update(kept)
+        elif self._result_of is not None:  # another tool's result: not this one's
+            self._result_of = None
+            self.query_one("#mcp-result", Static).update("")
+
+    def _say(self, text: Text | str) -> None:
+        """The result pane says something of no tool (connecting, the lists, an error)."""
+        self._result_of = None
+        self.query_one("#mcp-result", Static).update(text)
+
     async def _form(self, tool: dict[str, Any] | None) -> None:
-        """Build the argument form of ``tool`` (None: empty it). One build at a time: the listing
-        and a row highlight both ask for one, and interleaved builds mounted the same ids twice."""
+        """Build the argument form of ``tool`` (None: empty it); the form of the tool already shown
+        (same name and schema) is left as it is, with what was typed. One build at a time: the
+        listing and a row highlight both ask for one, and interleaved builds mounted the same ids
+        twice."""
         async with self._form_lock:
+            key = (
+                (tool["name"], json.dumps(tool.get("input_schema"), sort_keys=True, default=str))
+                if tool
+                else None
+            )
+            if key is not None and key == self._form_of:
+                return
+            self._form_of = key
             form = self.query_one("#mcp-form", VerticalScroll)
             fields = form_fields((tool or {}).get("input_schema"))
             title = Text(tool["name"], "bold") if tool else None
@@ -695,29 +754,26 @@ class MCPScreen(ModeScreen):
         try:
             args = self.arguments(tool)
         except ValueError as exc:
-            self.query_one("#mcp-result", Static).update(Text(f"✘ {exc}", "red"))
+            self._show_result(tool["name"], Text(f"✘ {exc}", "red"))
             return
         self._call(tool["name"], args)
 
     @work(exclusive=True, group="mcp")
     async def _call(self, name: str, args: dict[str, Any]) -> None:
-        result = self.query_one("#mcp-result", Static)
         session = self.session
         if session is None:
-            result.update(Text("✘ not connected", "red"))
+            self._show_result(name, Text("✘ not connected", "red"))
             return
-        result.update(f"calling {name} …")
-        last: list[str] = []
+        self._show_result(name, f"calling {name} …")
 
         async def progress(p: Any) -> None:
             amount = f"{p.done:g}" + (f"/{p.total:g}" if p.total is not None else "")
-            last[:] = [f"calling {name} … {amount} {p.message or ''}"]
-            result.update(last[0])
+            self._show_result(name, f"calling {name} … {amount} {p.message or ''}")
 
         try:
             outcome = await session.call(name, args, progress=progress)
         except Exception as exc:
-            result.update(Text(f"✘ {exc}", "red"))
+            self._show_result(name, Text(f"✘ {exc}", "red"))
             return
         self.last_result = outcome
         text = Text()
@@ -730,7 +786,10 @@ class MCPScreen(ModeScreen):
         if structured is not None:
             text.append("\n\nstructured content\n", "bold")
             text.append(json.dumps(structured, indent=2, ensure_ascii=False))
-        result.update(text)
+        self._show_result(name, text)
+        shown = self._tool()
+        if shown is None or shown["name"] != name:
+            self.notify(f"{name} answered: its result shows under {name}", timeout=4)
 
     # -- resources ----------------------------------------------------------------------------------
     def _resource(self) -> dict[str, Any] | None:
@@ -944,8 +1003,8 @@ async def _build(
         if field.description:
             label.append(f"\n{field.description}", "grey62")
         widgets.append(SafeStatic(label))
-        widgets.append(
-            Input(field.default, placeholder=field.hint, id=f"{prefix}-{i}", compact=True)
+        widgets.append(  # alt+1-6 switch modes from it, as from every text box
+            TextBox(field.default, placeholder=field.hint, id=f"{prefix}-{i}", compact=True)
         )
     if not fields and empty:
         widgets.append(Label(empty))

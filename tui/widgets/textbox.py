@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
-__all__ = ["TextBox", "MODE_KEYS"]
+__all__ = ["TextBox", "TextPad", "MODE_KEYS"]
 
 MODE_KEYS = frozenset(
     {
@@ -25,4 +25,11 @@ class TextBox(Input):
     every printable key first, and ¡™£¢∞§ are printable. Those six characters are pasted, not typed."""
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
+        return key not in MODE_KEYS and super().check_consume_key(key, character)
+
+
+class TextPad(TextArea):
+    """A TextArea that lets the mode keys reach the app, as :class:`TextBox` does."""
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
         return key not in MODE_KEYS and super().check_consume_key(key, character)

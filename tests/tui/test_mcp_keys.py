@@ -1,0 +1,118 @@
+"""The MCP mode's keys as a daily user presses them (issue 60 item 3): nothing typed is lost or
+lands elsewhere, the cursor and a call's result stay with their tool, by real pilots against real
+MCP servers (a served toolkit's /mcp, our changing toolkit over stdio)."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input, TextArea  # noqa: E402
+
+import toolnexus as tn  # noqa: E402
+from tui.app import ToolnexusApp  # noqa: E402
+
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
+from ..peers import mcp_peers  # noqa: E402
+from .test_handler_errors_and_streams import shown  # noqa: E402
+from .test_mcp_inspector import column, connect, focus_row, table  # noqa: E402
+from .test_pilot import until  # noqa: E402
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def highlighted(app: ToolnexusApp) -> str:
+    t = table(app, "#mcp-tools")
+    return str(t.get_row_at(t.cursor_row)[0])
+
+
+async def test_the_first_keys_after_connecting_reach_the_list_and_its_form():
+    """Issue 60's friction: the list took focus a moment after connecting (once every list was
+    fetched), so the first keys went to the endpoint box, and the form was built after the rows
+    showed, so Enter on the tool found no field and the call went out without its arguments
+    (``fill in the required argument: b (nothing was sent)``)."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(add)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 1)
+        await pilot.press("enter", "4", "0", "enter", "2", "enter")
+        await until(pilot, lambda: "ok" in shown(app, "#mcp-result"))
+        assert app.screen.last_result.output == "42"
+        assert app.screen.query_one("#mcp-url", Input).value == served.mcp_url
+
+
+async def test_alt_digits_switch_modes_from_an_argument_field_and_the_raw_json():
+    """Issue 60's friction: alt+1-6 (ESC then a digit, read as ¡™£¢∞§) typed those signs into an
+    argument field instead of switching modes; what was typed stays."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(add)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+        await pilot.press("enter", "7")
+        field = app.screen.query_one("#arg-0", Input)
+        assert app.focused is field
+        await pilot.press("trade_mark_sign")  # alt+2 as a terminal sends it
+        await until(pilot, lambda: app.current_mode == "tasks")
+        await pilot.press("section_sign")  # alt+6
+        await until(pilot, lambda: app.current_mode == "mcp")
+        assert field.value == "7"
+        await pilot.press("ctrl+j")  # the raw JSON arguments
+        raw = app.screen.query_one("#mcp-raw-args", TextArea)
+        raw.focus()
+        await until(pilot, lambda: app.focused is raw)
+        before = raw.text
+        await pilot.press("infinity")  # alt+5
+        await until(pilot, lambda: app.current_mode == "wire")
+        assert raw.text == before
+
+
+async def test_the_cursor_and_a_result_stay_with_their_tool(tmp_path: Path):
+    """Issue 60's friction: after a list-changed refresh the cursor jumped to the first tool and the
+    last result showed under it; a call that ends after the cursor moved showed its result under
+    the tool then highlighted."""
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS, skills)
+    command = " ".join(
+        [
+            "PYTHONPATH=" + shlex.quote(mcp_peers.ENV["PYTHONPATH"]),
+            shlex.join([sys.executable, "-m", "tests.peers.mcp_changing", str(skills)]),
+        ]
+    )
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, command)
+        await until(pilot, lambda: "grow" in column(app, "#mcp-tools", 0), timeout=30)
+        assert column(app, "#mcp-tools", 0).index("grow") > 0
+        await focus_row(app, pilot, "#mcp-tools", "grow")
+        await pilot.press("enter")  # no arguments: called at once; it adds a tool
+        await until(pilot, lambda: "grown" in column(app, "#mcp-tools", 0), timeout=30)
+        await pilot.pause()
+        assert highlighted(app) == "grow"
+        assert "grow {}" in shown(app, "#mcp-result")
+
+        # a slow call, and the cursor moved while it runs
+        await focus_row(app, pilot, "#mcp-tools", "count")
+        await pilot.press("enter", "6", "enter")
+        await until(pilot, lambda: "calling count" in shown(app, "#mcp-result"))
+        await pilot.press("escape")
+        await focus_row(app, pilot, "#mcp-tools", "grow")
+        results: dict[str, Any] = app.screen._results
+        await until(pilot, lambda: "counted to 6" in str(results.get("count")), timeout=30)
+        await pilot.pause()
+        assert "count" not in shown(app, "#mcp-result")
+        assert "grow {}" in shown(app, "#mcp-result")
+        await focus_row(app, pilot, "#mcp-tools", "count")
+        await until(pilot, lambda: "counted to 6" in shown(app, "#mcp-result"))
+        await pilot.press("ctrl+q")
