@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import json
 import os
 import pty
+import re
 import select
 import shlex
 import signal
@@ -19,6 +21,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
+from toolnexus.cli import SERVE_FLAGS
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded
 
@@ -562,3 +565,23 @@ def test_a_config_that_cannot_be_used_is_a_usage_error(command, config, needle, 
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert needle in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_each_serve_flag_names_a_config_key_that_exists_and_the_guide_lists_it():
+    """``SERVE_FLAGS`` is the one table of serve flags and config keys: each key it names is a field
+    of the block it names, and the guide's table says the same pairs (a renamed field, or a flag
+    given a key, fails here)."""
+    fields = {f.name for f in dataclasses.fields(tn.A2AConfig)}
+    keyed = [flag for flag in SERVE_FLAGS if flag.key is not None]
+    assert keyed and all(
+        flag.key == "mcpServer" or flag.key.removeprefix("a2a.") in fields for flag in keyed
+    )
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    rows = {
+        (name, key.strip("` ").split("`")[0])
+        for line in guide.splitlines()
+        if line.startswith("| `--") and ("| `a2a." in line or "| `mcpServer`" in line)
+        for names, key in [line.strip("|").split("|")[:2]]
+        for name in re.findall(r"`(--[a-z-]+)`", names)
+    }
+    assert rows == {(flag.name, flag.key) for flag in keyed}

@@ -20,7 +20,8 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -73,149 +74,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {tn.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    _mcp_parser(sub)
+    _card_parser(sub)
+    _doctor_parser(sub)
+    _send_parser(sub)
+    _replay_parser(sub)
+    _audit_parser(sub)
+    return p
+
+
+def _serve_parser(sub: Any) -> None:
     s = sub.add_parser(
         "serve", help="serve a toolkit (with no flags: the example skills on the demo model)"
     )
     _toolkit_options(s)
-    s.add_argument("--name", help="the agent's name on its card")
-    s.add_argument(
-        "--description",
-        help="the agent's description on its card (default: one made from its skills)",
-    )
-    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free port)")
-    s.add_argument(
-        "--model", default="demo", help="demo | openai:MODEL | anthropic:MODEL (default demo)"
-    )
-    s.add_argument(
-        "--base-url", help="the model endpoint (any OpenAI-compatible server works with openai:)"
-    )
-    s.add_argument("--api-key-env", help="the environment variable holding the model key")
-    s.add_argument(
-        "--store",
-        default=None,
-        help=f"{STORE_FORMS} (default {KINDS[0].name}; "
-        + "; ".join(f"{k.name} needs pip install 'toolnexus[{k.extra}]'" for k in KINDS if k.extra)
-        + ")",
-    )
-    s.add_argument("--mcp", action="store_true", help="also serve MCP at /mcp")
-    s.add_argument(
-        "--grpc",
-        metavar="[HOST]:PORT",
-        help="also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')",
-    )
-    s.add_argument("--no-a2a", action="store_true", help="serve MCP only")
-    s.add_argument(
-        "--sign-key",
-        metavar="FILE",
-        help="sign the card and push notifications with this private key (PEM or JWK: EC P-256, "
-        "Ed25519 or RSA); its public half is served at /.well-known/jwks.json",
-    )
-    s.add_argument(
-        "--tenant",
-        action="append",
-        metavar="NAME",
-        help="serve this tenant (repeatable; A2A 1.0's tenant field and /NAME/... routes), each "
-        "its own task space, listed on the card",
-    )
-    s.add_argument(
-        "--extension",
-        action="append",
-        metavar="URI",
-        help="declare this extension on the card (repeatable): activated for callers who ask for it",
-    )
-    s.add_argument(
-        "--require-extension",
-        action="append",
-        metavar="URI",
-        help="declare this extension as required (repeatable): a call that does not ask for it "
-        "(A2A-Extensions) is refused with -32008",
-    )
-    s.add_argument(
-        "--quirks",
-        action="append",
-        metavar="NAME[,NAME]",
-        help="answer as a peer from the field does, to test a client against it: "
-        + "; ".join(f"{q.name}: {q.summary}" for q in QUIRKS.values())
-        + " (slow=SECONDS for another delay)",
-    )
-    s.add_argument("--json", action="store_true", help="print JSON lines instead of text")
-    s.add_argument(
-        "--metrics",
-        action="store_true",
-        help="Prometheus metrics at /metrics, behind the agent's auth (needs pip install 'toolnexus[metrics]')",
-    )
-    s.add_argument(
-        "--metrics-at",
-        metavar="[HOST:]PORT",
-        help="Prometheus metrics on a port of their own instead (implies --metrics)",
-    )
-    s.add_argument(
-        "--auth-token-env",
-        metavar="NAME",
-        help="require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable",
-    )
-    s.add_argument(
-        "--auth-basic-env",
-        metavar="NAME",
-        help="require HTTP basic auth on JSON-RPC and MCP, 'user:password' read from this variable",
-    )
-    s.add_argument(
-        "--allow-unauthenticated",
-        action="store_true",
-        help="serve command-running builtins beyond loopback without auth (you mean it)",
-    )
-    s.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help=f"serve from N processes on one port (needs a shared store: --store {_forms(Shared)})",
-    )
-    s.add_argument(
-        "--keep-tasks",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"the {_names(KeepsEnded, False)} store keeps at most N finished tasks, oldest dropped "
-        "first (default 100000)",
-    )
-    s.add_argument(
-        "--keep-for",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help=f"the {_names(KeepsEnded, False)} store drops finished tasks older than this (default: "
-        "no limit)",
-    )
-    s.add_argument(
-        "--lease",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help=f"with a shared store ({_names(Shared)}): how long a dead worker's running tasks wait "
-        "before they fail (default 5)",
-    )
-    s.add_argument(
-        "--public-url",
-        metavar="URL",
-        help="the URL callers reach the agent at, behind a balancer or proxy: the card's URLs",
-    )
-    s.add_argument(
-        "--drain",
-        type=float,
-        default=DRAIN,
-        metavar="SECONDS",
-        help="on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
-        "callers answered), and fail what is left, saying so; a second signal stops at once "
-        f"(default {DRAIN:g})",
-    )
-    s.add_argument(
-        "--worker-fd", type=int, default=None, help=argparse.SUPPRESS
-    )  # a worker of --workers
-    s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
-    s.add_argument("--worker-share", type=int, default=None, help=argparse.SUPPRESS)
+    for flag in SERVE_FLAGS:
+        flag.add(s)
 
+
+def _mcp_parser(sub: Any) -> None:
     x = sub.add_parser(
         "mcp",
         help="serve the toolkit (tools; skills as prompts and resources) as MCP over stdio, for desktop MCP hosts "
@@ -230,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
         help="expose only this tool (repeatable; default: every tool but bash, write and edit)",
     )
 
+
+def _card_parser(sub: Any) -> None:
     c = sub.add_parser(
         "card", help="fetch an agent card (card URL or base URL), optionally validate it"
     )
@@ -259,6 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="print JSON")
 
+
+def _doctor_parser(sub: Any) -> None:
     d = sub.add_parser(
         "doctor",
         help="probe an A2A agent: which clients can work with it, why, and the fix; with --mcp "
@@ -325,6 +207,8 @@ def _parser() -> argparse.ArgumentParser:
         help="with --mcp: write every exchange to this cassette (secrets masked)",
     )
 
+
+def _send_parser(sub: Any) -> None:
     m = sub.add_parser(
         "send", help="send a message to any A2A agent and follow its task to the end"
     )
@@ -396,6 +280,8 @@ def _parser() -> argparse.ArgumentParser:
         help="write every exchange to this cassette (secrets masked)",
     )
 
+
+def _replay_parser(sub: Any) -> None:
     r = sub.add_parser(
         "replay",
         help="serve a cassette's recorded answers as a peer (an A2A agent, or an MCP server), or "
@@ -449,6 +335,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--json", action="store_true", help="print JSON")
 
+
+def _audit_parser(sub: Any) -> None:
     a = sub.add_parser(
         "audit",
         help="check what each stream of a cassette carried (chunks, states, ids) and how each "
@@ -457,7 +345,6 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("cassette", help="a cassette (.jsonl), as for replay")
     _fail_on(a)
     a.add_argument("--json", action="store_true", help="print the report as JSON")
-    return p
 
 
 def _fail_on(p: argparse.ArgumentParser) -> None:
@@ -479,6 +366,227 @@ def _names(capability: type, has: bool = True) -> str:
 def _forms(capability: type) -> str:
     """How the kinds of store that declare ``capability`` are written: "postgresql://USER@HOST/DB"."""
     return " | ".join(kind.form for kind in kinds_with(capability))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One ``serve`` flag, whole: its name, its help, how argparse reads it, and the key of the
+    config file it sets (``a2a.store``: the ``a2a`` block's; None: the command's own, no config
+    has it). A flag given on the command line wins over its key in ``--config``."""
+
+    name: str
+    help: str
+    key: str | None = None
+    env: bool = False
+    """Its value names an environment variable, which holds the secret (never the secret itself)."""
+    to: Callable[[Any], Any] | None = None
+    """The value as the config takes it (read, checked; a mistake is a ``UsageError``)."""
+    extends: bool = False
+    """Added to the config's list, not replacing it."""
+    blank: bool = False
+    """An empty value is a value (``--description ""``), not the flag left out."""
+    options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """How argparse reads it (``type``, ``default``, ``metavar``, ``action``)."""
+
+    @property
+    def dest(self) -> str:
+        return self.name.removeprefix("--").replace("-", "_")
+
+    def add(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(self.name, help=self.help, **self.options)
+
+    def given(self, args: argparse.Namespace) -> bool:
+        """Whether the command line set it (a default, None, an empty list, is not)."""
+        value = getattr(args, self.dest)
+        return value is not None and value != [] and (self.blank or value != "")
+
+    def apply(self, args: argparse.Namespace, config: Any) -> None:
+        """Set its key on ``config`` (the ``a2a`` block's object) from the command line."""
+        if self.key is None or not self.given(args):
+            return
+        value = getattr(args, self.dest)
+        value = self.to(value) if self.to is not None else value
+        field_name = self.key.partition(".")[2]
+        setattr(
+            config, field_name, [*getattr(config, field_name), *value] if self.extends else value
+        )
+
+
+def _signing_key(path: str) -> Any:
+    try:
+        return load_signing_key(path)
+    except tn.ConfigError as exc:
+        raise UsageError(f"--sign-key: {exc}") from None
+
+
+def _public_url(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--public-url must be an http:// or https:// URL, not {url!r}")
+    return url
+
+
+def _bearer(name: str) -> Any:
+    return tn.Auth.bearer(_env_secret("--auth-token-env", name))
+
+
+def _basic(name: str) -> Any:
+    pair = _env_secret("--auth-basic-env", name)
+    if ":" not in pair[1:]:
+        raise UsageError(f"--auth-basic-env {name}: must hold user:password")
+    return tn.Auth.basic(pair)
+
+
+SERVE_FLAGS: tuple[Flag, ...] = (
+    Flag("--name", "the agent's name on its card", "a2a.name"),
+    Flag(
+        "--description",
+        "the agent's description on its card (default: one made from its skills)",
+        "a2a.description",
+        blank=True,
+    ),
+    Flag("--host", "address to bind (default 127.0.0.1)", options={"default": "127.0.0.1"}),
+    Flag("--port", "port to bind (default 0: any free port)", options={"type": int, "default": 0}),
+    Flag(
+        "--model",
+        "demo | openai:MODEL | anthropic:MODEL (default demo)",
+        options={"default": "demo"},
+    ),
+    Flag("--base-url", "the model endpoint (any OpenAI-compatible server works with openai:)"),
+    Flag("--api-key-env", "the environment variable holding the model key", env=True),
+    Flag(
+        "--store",
+        f"{STORE_FORMS} (default {KINDS[0].name}; "
+        + "; ".join(f"{k.name} needs pip install 'toolnexus[{k.extra}]'" for k in KINDS if k.extra)
+        + ")",
+        "a2a.store",
+    ),
+    Flag("--mcp", "also serve MCP at /mcp", "mcpServer", options={"action": "store_true"}),
+    Flag(
+        "--grpc",
+        "also serve the gRPC binding there (needs pip install 'toolnexus[grpc]')",
+        "a2a.grpc",
+        options={"metavar": "[HOST]:PORT"},
+    ),
+    Flag("--no-a2a", "serve MCP only", options={"action": "store_true"}),
+    Flag(
+        "--sign-key",
+        "sign the card and push notifications with this private key (PEM or JWK: EC P-256, "
+        "Ed25519 or RSA); its public half is served at /.well-known/jwks.json",
+        "a2a.signing_key",
+        to=_signing_key,
+        options={"metavar": "FILE"},
+    ),
+    Flag(
+        "--tenant",
+        "serve this tenant (repeatable; A2A 1.0's tenant field and /NAME/... routes), each "
+        "its own task space, listed on the card",
+        "a2a.tenants",
+        options={"action": "append", "metavar": "NAME"},
+    ),
+    Flag(
+        "--extension",
+        "declare this extension on the card (repeatable): activated for callers who ask for it",
+        "a2a.extensions",
+        extends=True,
+        options={"action": "append", "metavar": "URI"},
+    ),
+    Flag(
+        "--require-extension",
+        "declare this extension as required (repeatable): a call that does not ask for it "
+        "(A2A-Extensions) is refused with -32008",
+        "a2a.extensions",
+        to=lambda uris: [{"uri": u, "required": True} for u in uris],
+        extends=True,
+        options={"action": "append", "metavar": "URI"},
+    ),
+    Flag(
+        "--quirks",
+        "answer as a peer from the field does, to test a client against it: "
+        + "; ".join(f"{q.name}: {q.summary}" for q in QUIRKS.values())
+        + " (slow=SECONDS for another delay)",
+        "a2a.quirks",
+        options={"action": "append", "metavar": "NAME[,NAME]"},
+    ),
+    Flag("--json", "print JSON lines instead of text", options={"action": "store_true"}),
+    Flag(
+        "--metrics",
+        "Prometheus metrics at /metrics, behind the agent's auth (needs pip install "
+        "'toolnexus[metrics]')",
+        options={"action": "store_true"},
+    ),
+    Flag(
+        "--metrics-at",
+        "Prometheus metrics on a port of their own instead (implies --metrics)",
+        options={"metavar": "[HOST:]PORT"},
+    ),
+    Flag(
+        "--auth-token-env",
+        "require 'Authorization: Bearer TOKEN' on JSON-RPC and MCP, TOKEN read from this variable",
+        "a2a.auth",
+        env=True,
+        to=_bearer,
+        options={"metavar": "NAME"},
+    ),
+    Flag(
+        "--auth-basic-env",
+        "require HTTP basic auth on JSON-RPC and MCP, 'user:password' read from this variable",
+        "a2a.auth",
+        env=True,
+        to=_basic,
+        options={"metavar": "NAME"},
+    ),
+    Flag(
+        "--allow-unauthenticated",
+        "serve command-running builtins beyond loopback without auth (you mean it)",
+        options={"action": "store_true"},
+    ),
+    Flag(
+        "--workers",
+        f"serve from N processes on one port (needs a shared store: --store {_forms(Shared)})",
+        options={"type": int, "default": 1, "metavar": "N"},
+    ),
+    Flag(
+        "--keep-tasks",
+        f"the {_names(KeepsEnded, False)} store keeps at most N finished tasks, oldest dropped "
+        "first (default 100000)",
+        "a2a.keep_tasks",
+        options={"type": int, "metavar": "N"},
+    ),
+    Flag(
+        "--keep-for",
+        f"the {_names(KeepsEnded, False)} store drops finished tasks older than this (default: "
+        "no limit)",
+        "a2a.keep_for",
+        options={"type": float, "metavar": "SECONDS"},
+    ),
+    Flag(
+        "--lease",
+        f"with a shared store ({_names(Shared)}): how long a dead worker's running tasks wait "
+        "before they fail (default 5)",
+        "a2a.lease",
+        options={"type": float, "metavar": "SECONDS"},
+    ),
+    Flag(
+        "--public-url",
+        "the URL callers reach the agent at, behind a balancer or proxy: the card's URLs",
+        "a2a.public_url",
+        to=_public_url,
+        options={"metavar": "URL"},
+    ),
+    Flag(
+        "--drain",
+        "on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
+        "callers answered), and fail what is left, saying so; a second signal stops at once "
+        f"(default {DRAIN:g})",
+        options={"type": float, "default": DRAIN, "metavar": "SECONDS"},
+    ),
+    # a worker of --workers: the supervisor's socket, the worker's number, the shared limit
+    Flag("--worker-fd", argparse.SUPPRESS, options={"type": int}),
+    Flag("--worker-index", argparse.SUPPRESS, options={"type": int}),
+    Flag("--worker-share", argparse.SUPPRESS, options={"type": int}),
+)
+"""Every ``serve`` flag beyond the toolkit's (``_toolkit_options``), in ``--help``'s order; the
+``a2a`` block's keys applied in this order, then its auth, then ``A2AConfig.check()``."""
 
 
 def _toolkit_options(p: argparse.ArgumentParser) -> None:
@@ -663,66 +771,8 @@ def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
 
 async def _serve(args: argparse.Namespace) -> int:
     tk, demo = await _toolkit(args)
-    a2a: Any = None
-    if not args.no_a2a:
-        a2a = tn.A2AConfig.from_config(tk.config.get("a2a"))
-        if args.name:
-            a2a.name = args.name
-        elif demo:
-            a2a.name = DEMO_NAME
-        if args.description is not None:
-            a2a.description = args.description
-        elif demo and not a2a.description:
-            a2a.description = DEMO_DESCRIPTION
-        if args.store:
-            a2a.store = args.store
-        if args.lease is not None:
-            a2a.lease = args.lease
-        kind = kind_of(a2a.store) if isinstance(a2a.store, str) else None
-        if (args.keep_tasks is not None or args.keep_for is not None) and (
-            kind is not None and issubclass(kind.store, KeepsEnded)
-        ):
-            raise UsageError(
-                f"--keep-tasks and --keep-for set the {_names(KeepsEnded, False)} store's "
-                f"retention; the {_names(KeepsEnded)} stores keep every task"
-            )
-        if args.keep_tasks is not None:
-            a2a.keep_tasks = args.keep_tasks
-        if args.keep_for is not None:
-            a2a.keep_for = args.keep_for
-        if args.grpc:
-            a2a.grpc = args.grpc
-        if args.quirks:
-            a2a.quirks = args.quirks
-        if args.sign_key:
-            try:
-                a2a.signing_key = load_signing_key(args.sign_key)
-            except tn.ConfigError as exc:
-                raise UsageError(f"--sign-key: {exc}") from None
-        given = [
-            *(args.extension or ()),
-            *({"uri": u, "required": True} for u in args.require_extension or ()),
-        ]
-        if args.tenant:
-            a2a.tenants = args.tenant
-        if given:
-            a2a.extensions = [*a2a.extensions, *given]
-        if args.public_url:
-            if not args.public_url.startswith(("http://", "https://")):
-                raise UsageError(
-                    f"--public-url must be an http:// or https:// URL, not {args.public_url!r}"
-                )
-            a2a.public_url = args.public_url
-    auth = None
-    if args.auth_token_env and args.auth_basic_env:
-        raise UsageError("--auth-token-env and --auth-basic-env: choose one")
-    if args.auth_token_env:
-        auth = tn.Auth.bearer(_env_secret("--auth-token-env", args.auth_token_env))
-    elif args.auth_basic_env:
-        pair = _env_secret("--auth-basic-env", args.auth_basic_env)
-        if ":" not in pair[1:]:
-            raise UsageError(f"--auth-basic-env {args.auth_basic_env}: must hold user:password")
-        auth = tn.Auth.basic(pair)
+    a2a = None if args.no_a2a else _a2a_config(args, tk, demo)
+    auth = _auth(args)
     if a2a is not None:
         a2a.auth = auth or a2a.auth
         a2a.check()  # once, every flag applied (a config's extended card may need --auth-*)
@@ -734,6 +784,68 @@ async def _serve(args: argparse.Namespace) -> int:
     if auth is not None and mcp:
         mcp = tn.MCPServeConfig.from_config(mcp)
         mcp.auth = mcp.auth or auth
+    handle = await _start(args, tk, a2a, mcp)
+    serving_gc()
+    stop = _stop_on_signals(worker=args.worker_fd is not None)
+    if args.worker_index is not None:  # the supervisor said where it serves; a worker, what it does
+        _emit(
+            args,
+            f"worker {args.worker_index} ready (pid {os.getpid()})",
+            {"event": "worker-ready", "worker": args.worker_index, "pid": os.getpid()},
+        )
+    else:
+        _announce(args, handle, a2a, mcp, auth is None and (a2a is None or a2a.auth is None), demo)
+    follower = asyncio.ensure_future(_follow_tasks(args, handle))
+    try:
+        await stop.wait()
+    finally:
+        await _drain(args, handle, stop)
+        follower.cancel()
+        if args.worker_index is None:
+            _emit(args, "stopped", {"event": "stopped"})
+        else:
+            _emit(
+                args,
+                f"worker {args.worker_index} stopped",
+                {"event": "worker-stopped", "worker": args.worker_index},
+            )
+    return EXIT_OK
+
+
+def _a2a_config(args: argparse.Namespace, tk: Any, demo: bool) -> Any:
+    """The ``a2a`` block of the toolkit's config with every ``a2a.*`` flag but auth applied (the
+    demo's name and description unless flags say otherwise)."""
+    a2a = tn.A2AConfig.from_config(tk.config.get("a2a"))
+    if demo:  # no config: the demo's own words
+        a2a.name, a2a.description = DEMO_NAME, a2a.description or DEMO_DESCRIPTION
+    for flag in SERVE_FLAGS:
+        if flag.key is not None and flag.key.startswith("a2a.") and flag.key != "a2a.auth":
+            flag.apply(args, a2a)
+    kind = kind_of(a2a.store) if isinstance(a2a.store, str) else None
+    if (args.keep_tasks is not None or args.keep_for is not None) and (
+        kind is not None and issubclass(kind.store, KeepsEnded)
+    ):
+        raise UsageError(
+            f"--keep-tasks and --keep-for set the {_names(KeepsEnded, False)} store's "
+            f"retention; the {_names(KeepsEnded)} stores keep every task"
+        )
+    return a2a
+
+
+def _auth(args: argparse.Namespace) -> Any:
+    """The auth the command line asks for (one ``a2a.auth`` flag at most), for A2A and MCP."""
+    given = [flag for flag in SERVE_FLAGS if flag.key == "a2a.auth" and flag.given(args)]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(flag.name for flag in given)}: choose one")
+    if not given:
+        return None
+    flag = given[0]
+    return flag.to(getattr(args, flag.dest)) if flag.to is not None else None
+
+
+async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any) -> Any:
+    """The toolkit served as the command line says (a worker of ``--workers``: on its
+    supervisor's socket); a port or a config it cannot use is a usage error."""
     try:
         client = build_client(args.model, args.base_url, args.api_key_env)
     except tn.ConfigError as exc:
@@ -744,7 +856,7 @@ async def _serve(args: argparse.Namespace) -> int:
         limit = ConnectionShare(args.worker_share, args.worker_index)  # the workers' together
     try:
         metrics: Any = _addr(args.metrics_at, args.host) if args.metrics_at else bool(args.metrics)
-        handle = await tk.serve(
+        return await tk.serve(
             f"{args.host}:{args.port}",
             client=client,
             a2a=a2a,
@@ -761,126 +873,112 @@ async def _serve(args: argparse.Namespace) -> int:
     except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 
-    serving_gc()
-    stop = _stop_on_signals(worker=args.worker_fd is not None)
+
+def _announce(
+    args: argparse.Namespace, handle: Any, a2a: Any, mcp: Any, open_: bool, demo: bool
+) -> None:
+    """``serve``'s first lines: where it serves, what, and (the demo) what to type to it."""
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
+    loop = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop or asyncio
+    _emit(
+        args,
+        f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
+        {
+            "event": "started",
+            "name": handle.name,
+            "url": handle.url,
+            "profiles": profiles,
+            "model": args.model,
+            "loop": loop,
+        },
+    )
+    if a2a is not None:
+        _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+    for quirk in handle.quirks.quirks if handle.quirks is not None else ():
+        _emit(
+            args,
+            f"quirk   {quirk.spec}: {quirk.summary} (as {quirk.origin})",
+            {"event": "quirk", "name": quirk.spec, "origin": quirk.origin},
+        )
+    if handle.grpc_target:
+        _emit(
+            args, f"grpc    {handle.grpc_target}", {"event": "grpc", "target": handle.grpc_target}
+        )
+    if mcp:
+        _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
+    if handle.metrics_url:
+        _emit(
+            args, f"metrics {handle.metrics_url}", {"event": "metrics", "url": handle.metrics_url}
+        )
+    if not is_loopback(args.host) and open_:
+        _emit(
+            args,
+            f"warning: {args.host} is reachable beyond this machine and has no auth",
+            {"event": "warning", "message": "bound beyond loopback without auth"},
+        )
+    if demo and a2a is not None and args.model == "demo":
+        _emit(
+            args,
+            f'try     toolnexus send {handle.url} "{DEMO_ASK}"  (it asks you to approve the '
+            'draft: input-required; also "weather in Oslo", "greet Ada")',
+            {"event": "try", "text": DEMO_ASK, "url": handle.url},
+        )
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+
+
+async def _follow_tasks(args: argparse.Namespace, handle: Any) -> None:
+    """A line for each transition of a task this process serves (a worker: its own)."""
     worker = args.worker_index
-    if worker is not None:  # the supervisor said where it serves; a worker says only what it does
+    async for ev in handle.events.subscribe(
+        replay=False,
+        heard=worker is None,  # a worker: its own
+        accept=lambda e: e.kind == "task",  # not woken for each piece of a reply
+    ):
+        if not isinstance(ev, tn.TaskEvent):
+            continue
+        text = printable(
+            ev.task.request.replace("\n", " "), 60
+        )  # a caller's: never terminal control
+        line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
+        data = {
+            "event": "task",
+            "time": ev.time,
+            "task": ev.task_id,
+            "context": ev.context_id,
+            "skill": ev.skill,
+            "from": ev.previous.value if ev.previous else None,
+            "state": ev.state.value,
+        }
+        if worker is not None:
+            data["worker"] = worker
+            line = f"[{worker}] {line}"
+        elif ev.heard:  # another host (or process) sharing the store made this move
+            data["heard"] = True
+            line += "  (elsewhere)"
+        if ev.result is not None:
+            data["usage"] = ev.result.usage.to_dict()
+            data["tool_calls"] = ev.result.tool_call_count
+            line += f"  ({ev.result.usage.total_tokens} tok, {ev.result.tool_call_count} tools)"
+        _emit(args, line, data)
+
+
+async def _drain(args: argparse.Namespace, handle: Any, stop: asyncio.Event) -> None:
+    """Stop serving, giving what runs ``--drain`` seconds; a second signal hurries it."""
+    stop.clear()
+    running = handle.runner.running if handle.runner is not None else 0
+    if args.drain > 0 and running and args.worker_index is None:
         _emit(
             args,
-            f"worker {worker} ready (pid {os.getpid()})",
-            {"event": "worker-ready", "worker": worker, "pid": os.getpid()},
+            f"draining: {running} task(s) running, up to {args.drain:g}s (Ctrl-C again to stop now)",
+            {"event": "draining", "running": running, "seconds": args.drain},
         )
-    else:
-        loop = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop or asyncio
-        _emit(
-            args,
-            f"serving {handle.name} at {handle.url}  ({' + '.join(profiles)}, model {args.model})",
-            {
-                "event": "started",
-                "name": handle.name,
-                "url": handle.url,
-                "profiles": profiles,
-                "model": args.model,
-                "loop": loop,
-            },
-        )
-    if worker is None:
-        if a2a is not None:
-            _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
-        for quirk in handle.quirks.quirks if handle.quirks is not None else ():
-            _emit(
-                args,
-                f"quirk   {quirk.spec}: {quirk.summary} (as {quirk.origin})",
-                {"event": "quirk", "name": quirk.spec, "origin": quirk.origin},
-            )
-        if handle.grpc_target:
-            _emit(
-                args,
-                f"grpc    {handle.grpc_target}",
-                {"event": "grpc", "target": handle.grpc_target},
-            )
-        if mcp:
-            _emit(args, f"mcp     {handle.mcp_url}", {"event": "mcp", "url": handle.mcp_url})
-        if handle.metrics_url:
-            _emit(
-                args,
-                f"metrics {handle.metrics_url}",
-                {"event": "metrics", "url": handle.metrics_url},
-            )
-        if not is_loopback(args.host) and auth is None and (a2a is None or a2a.auth is None):
-            _emit(
-                args,
-                f"warning: {args.host} is reachable beyond this machine and has no auth",
-                {"event": "warning", "message": "bound beyond loopback without auth"},
-            )
-        if demo and a2a is not None and args.model == "demo":
-            _emit(
-                args,
-                f'try     toolnexus send {handle.url} "{DEMO_ASK}"  (it asks you to approve the '
-                'draft: input-required; also "weather in Oslo", "greet Ada")',
-                {"event": "try", "text": DEMO_ASK, "url": handle.url},
-            )
-        _emit(args, "press Ctrl-C to stop", {"event": "ready"})
-
-    async def follow() -> None:
-        async for ev in handle.events.subscribe(
-            replay=False,
-            heard=worker is None,  # a worker: its own
-            accept=lambda e: e.kind == "task",  # not woken for each piece of a reply
-        ):
-            if not isinstance(ev, tn.TaskEvent):
-                continue
-            text = printable(
-                ev.task.request.replace("\n", " "), 60
-            )  # a caller's text: never terminal control
-            line = f"{ev.time[11:19]}  {ev.state.value:<14} {ev.task_id[:8]}  {ev.skill or '-':<10} {text[:60]}"
-            data = {
-                "event": "task",
-                "time": ev.time,
-                "task": ev.task_id,
-                "context": ev.context_id,
-                "skill": ev.skill,
-                "from": ev.previous.value if ev.previous else None,
-                "state": ev.state.value,
-            }
-            if worker is not None:
-                data["worker"] = worker
-                line = f"[{worker}] {line}"
-            elif ev.heard:  # another host (or process) sharing the store made this move
-                data["heard"] = True
-                line += "  (elsewhere)"
-            if ev.result is not None:
-                data["usage"] = ev.result.usage.to_dict()
-                data["tool_calls"] = ev.result.tool_call_count
-                line += f"  ({ev.result.usage.total_tokens} tok, {ev.result.tool_call_count} tools)"
-            _emit(args, line, data)
-
-    follower = asyncio.ensure_future(follow())
-    try:
-        await stop.wait()
-    finally:
-        stop.clear()
-        running = handle.runner.running if handle.runner is not None else 0
-        if args.drain > 0 and running and worker is None:
-            _emit(
-                args,
-                f"draining: {running} task(s) running, up to {args.drain:g}s (Ctrl-C again to stop now)",
-                {"event": "draining", "running": running, "seconds": args.drain},
-            )
-        stopping = asyncio.ensure_future(handle.stop(args.drain))
-        hurried = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({stopping, hurried}, return_when=asyncio.FIRST_COMPLETED)
-        if hurried.done():
-            handle.hurry()
-        hurried.cancel()
-        await stopping
-        follower.cancel()
-        if worker is None:
-            _emit(args, "stopped", {"event": "stopped"})
-        else:
-            _emit(args, f"worker {worker} stopped", {"event": "worker-stopped", "worker": worker})
-    return EXIT_OK
+    stopping = asyncio.ensure_future(handle.stop(args.drain))
+    hurried = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({stopping, hurried}, return_when=asyncio.FIRST_COMPLETED)
+    if hurried.done():
+        handle.hurry()
+    hurried.cancel()
+    await stopping
 
 
 async def _mcp(args: argparse.Namespace) -> int:
@@ -971,50 +1069,74 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
             f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         ) from None
     port = sock.getsockname()[1]
-    argv = _without(_without(args.argv, "--workers"), "--port") + ["--port", str(port)]
-    share = ConnectionShare.made(args.workers)  # one limit of connections for all of them
+    workers = _Workers(args, sock, port)
     stop = _stop_on_signals()
-    workers: dict[int, asyncio.subprocess.Process] = {}
+    made = None
+    if args.metrics and not os.environ.get(MULTIPROC_ENV):  # the workers' counts, summed
+        made = tempfile.mkdtemp(prefix="toolnexus-metrics-")
+        os.environ[MULTIPROC_ENV] = made
+    for index in range(args.workers):
+        await workers.start(index)
+    _emit(
+        args,
+        f"serving {a2a.name} at {http_url(args.host, port)}  ({args.workers} workers sharing "
+        f"{mask_url(a2a.store)})",
+        {
+            "event": "started",
+            "name": a2a.name,
+            "url": http_url(args.host, port),
+            "workers": args.workers,
+        },
+    )
+    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
+    try:
+        await workers.keep(stop)
+    finally:
+        sock.close()  # with the workers' copies closed as they stop accepting, the port refuses
+        os.close(workers.share)
+        await workers.end(stop)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        _emit(args, "stopped", {"event": "stopped"})
+    return EXIT_OK
 
-    async def start(index: int) -> None:
+
+class _Workers:
+    """The worker processes of ``serve --workers``, each on the supervisor's socket, all under
+    one limit of connections."""
+
+    def __init__(self, args: argparse.Namespace, sock: socket.socket, port: int) -> None:
+        self.args = args
+        self.sock = sock
+        self.argv = _without(_without(args.argv, "--workers"), "--port") + ["--port", str(port)]
+        self.share = ConnectionShare.made(args.workers)  # one limit of connections for all
+        self.procs: dict[int, asyncio.subprocess.Process] = {}
+
+    async def start(self, index: int) -> None:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "toolnexus.cli",
-            *argv,
+            *self.argv,
             "--worker-fd",
-            str(sock.fileno()),
+            str(self.sock.fileno()),
             "--worker-index",
             str(index),
             "--worker-share",
-            str(share),
-            pass_fds=(sock.fileno(), share),
+            str(self.share),
+            pass_fds=(self.sock.fileno(), self.share),
         )
-        workers[index] = proc
+        self.procs[index] = proc
         _emit(
-            args,
+            self.args,
             f"worker {index} started (pid {proc.pid})",
             {"event": "worker", "worker": index, "pid": proc.pid},
         )
 
-    url = http_url(args.host, port)
-    made = None
-    if args.metrics and not os.environ.get(
-        MULTIPROC_ENV
-    ):  # the workers' counts, summed at /metrics
-        made = tempfile.mkdtemp(prefix="toolnexus-metrics-")
-        os.environ[MULTIPROC_ENV] = made
-    for index in range(args.workers):
-        await start(index)
-    _emit(
-        args,
-        f"serving {a2a.name} at {url}  ({args.workers} workers sharing {mask_url(a2a.store)})",
-        {"event": "started", "name": a2a.name, "url": url, "workers": args.workers},
-    )
-    _emit(args, "press Ctrl-C to stop", {"event": "ready"})
-    try:
+    async def keep(self, stop: asyncio.Event) -> None:
+        """Start again each worker that exits, until ``stop`` is set."""
         while not stop.is_set():
-            waits = {asyncio.ensure_future(p.wait()): i for i, p in workers.items()}
+            waits = {asyncio.ensure_future(p.wait()): i for i, p in self.procs.items()}
             stopping = asyncio.ensure_future(stop.wait())
             done, _ = await asyncio.wait([*waits, stopping], return_when=asyncio.FIRST_COMPLETED)
             for w in waits:
@@ -1023,37 +1145,31 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
             for finished in done:
                 if finished in waits and not stop.is_set():
                     index = waits[finished]
+                    code = self.procs[index].returncode
                     _emit(
-                        args,
-                        f"worker {index} exited ({workers[index].returncode}); starting another",
-                        {
-                            "event": "worker-exited",
-                            "worker": index,
-                            "code": workers[index].returncode,
-                        },
+                        self.args,
+                        f"worker {index} exited ({code}); starting another",
+                        {"event": "worker-exited", "worker": index, "code": code},
                     )
-                    await start(index)
-    finally:
-        sock.close()  # with the workers' copies closed as they stop accepting, the port refuses
-        os.close(share)
+                    await self.start(index)
+
+    async def end(self, stop: asyncio.Event) -> None:
+        """Each worker told to drain (SIGTERM), and waited for; another signal hurries them."""
         stop.clear()
-        for proc in workers.values():
-            if proc.returncode is None:
-                proc.terminate()  # each drains (--drain)
-        ended = asyncio.ensure_future(asyncio.gather(*(p.wait() for p in workers.values())))
+        self.terminate()  # each drains (--drain)
+        ended = asyncio.ensure_future(asyncio.gather(*(p.wait() for p in self.procs.values())))
         while not ended.done():
             hurried = asyncio.ensure_future(stop.wait())
             await asyncio.wait({ended, hurried}, return_when=asyncio.FIRST_COMPLETED)
             hurried.cancel()
             if stop.is_set():  # a second Ctrl-C: the workers stop now (their second signal)
                 stop.clear()
-                for proc in workers.values():
-                    if proc.returncode is None:
-                        proc.terminate()
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
-        _emit(args, "stopped", {"event": "stopped"})
-    return EXIT_OK
+                self.terminate()
+
+    def terminate(self) -> None:
+        for proc in self.procs.values():
+            if proc.returncode is None:
+                proc.terminate()
 
 
 def _addr(value: str, host: str) -> str:
@@ -1273,6 +1389,52 @@ def _env_secret(flag: str, name: str) -> str:
 
 
 async def _send(args: argparse.Namespace) -> int:
+    client = _client(args)
+    try:  # read before anything is sent: a missing file is the user's mistake, said plainly
+        sending: dict[str, Any] = {
+            "skill": args.skill,
+            "context_id": args.context,
+            "task_id": args.task,
+            "files": [tn.Part.of_file(path) for path in args.file],
+            "accepted_output_modes": args.accept,
+        }
+    except ValueError as exc:
+        await client.aclose()
+        say(f"toolnexus: --file: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
+    run = _Following(args, client, live)
+    code = EXIT_OK
+    try:
+        await client.connect()
+        await (run.streamed(sending) if args.stream else run.sent(sending))
+    except (tn.PeerError, tn.RPCError) as exc:
+        _out(client, f"toolnexus: {exc}", file=sys.stderr)
+        code = EXIT_ERROR
+    except TimeoutError:
+        state = run.task.state.value if run.task else "unknown"
+        _out(
+            client,
+            f"toolnexus: the task was still {state} after {args.timeout:g}s",
+            file=sys.stderr,
+        )
+        code = EXIT_ERROR
+    finally:
+        for warning in client.warnings:
+            _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
+        await client.aclose()
+    if run.task is not None:
+        if run.task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
+            code = EXIT_ERROR
+        _report(args, client, run.task, live)
+    if args.trace:
+        _trace(client)
+    return code
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """The client ``send``'s flags describe (not yet connected); a flag it cannot use is a usage
+    error."""
     headers = _headers(args.header)
     basic = None
     if args.basic_env:
@@ -1281,7 +1443,7 @@ async def _send(args: argparse.Namespace) -> int:
             raise UsageError(f"--basic-env {args.basic_env}: must hold user:password")
         basic = (user, password)
     try:
-        client = tn.A2AClient(
+        return tn.A2AClient(
             args.url,
             basic=basic,
             headers=headers,
@@ -1295,124 +1457,108 @@ async def _send(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a binding the dialect has not
-        say(f"toolnexus: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
 
-    def out(
-        text: str, **kwargs: Any
-    ) -> None:  # the headers' secrets, masked even in what the peer echoes
-        say(client.traffic.mask(text), **kwargs)
 
-    try:  # read before anything is sent: a missing file is the user's mistake, said plainly
-        sending: dict[str, Any] = {
-            "skill": args.skill,
-            "context_id": args.context,
-            "task_id": args.task,
-            "files": [tn.Part.of_file(path) for path in args.file],
-            "accepted_output_modes": args.accept,
-        }
-    except ValueError as exc:
-        await client.aclose()
-        say(f"toolnexus: --file: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    task = None
-    code = EXIT_OK
-    live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
-    try:
-        await client.connect()
-        if (
-            args.stream
-        ):  # as long as a followed task, at most (a peer may stream, or be polled, forever)
-            async with asyncio.timeout(args.timeout):
-                async for snapshot in client.stream(args.text, **sending):
-                    changed = task is None or snapshot.state is not task.state
-                    if changed and (live is None or not live.printed):
-                        _progress(args, snapshot)  # a reply being printed is not cut by it
-                    task = snapshot
-                    if live is not None and not (
-                        snapshot.state.terminal or snapshot.state.interrupted
-                    ):  # words come in any unfinished state (Strands' while submitted)
-                        live.show(snapshot.said)
-        else:
-            task = await client.send(args.text, **sending)
-            _progress(args, task)
-            if not (task.state.terminal or task.state.interrupted):
-                async with asyncio.timeout(args.timeout):
-                    async for ev in client.watch(task.id, poll_every=0.25, max_interval=2.0):
-                        if ev.state is not task.state:
-                            _progress(args, ev.task)
-                        task = ev.task
-    except (tn.PeerError, tn.RPCError) as exc:
-        out(f"toolnexus: {exc}", file=sys.stderr)
-        code = EXIT_ERROR
-    except TimeoutError:
-        out(
-            f"toolnexus: the task was still {task.state.value if task else 'unknown'} after {args.timeout:g}s",
+def _out(client: Any, text: str, **kwargs: Any) -> None:
+    """A line from a peer's answer: the headers' secrets masked, even in what the peer echoes."""
+    say(client.traffic.mask(text), **kwargs)
+
+
+class _Following:
+    """A sent task followed to its end (or a question), streamed or polled; :attr:`task` is the
+    latest seen, also when following stops early (``--timeout``)."""
+
+    def __init__(self, args: argparse.Namespace, client: Any, live: _LiveReply | None) -> None:
+        self.args, self.client, self.live = args, client, live
+        self.task: Any = None
+
+    async def streamed(self, sending: dict[str, Any]) -> None:
+        """As the peer streams it; for ``--timeout`` at most (a peer may stream forever)."""
+        async with asyncio.timeout(self.args.timeout):
+            async for snapshot in self.client.stream(self.args.text, **sending):
+                changed = self.task is None or snapshot.state is not self.task.state
+                if changed and (self.live is None or not self.live.printed):
+                    _progress(self.args, snapshot)  # a reply being printed is not cut by it
+                self.task = snapshot
+                if self.live is not None and not (
+                    snapshot.state.terminal or snapshot.state.interrupted
+                ):  # words come in any unfinished state (Strands' while submitted)
+                    self.live.show(snapshot.said)
+
+    async def sent(self, sending: dict[str, Any]) -> None:
+        """Sent, then watched (SSE where the peer streams, else polled) for ``--timeout``."""
+        self.task = await self.client.send(self.args.text, **sending)
+        _progress(self.args, self.task)
+        if self.task.state.terminal or self.task.state.interrupted:
+            return
+        async with asyncio.timeout(self.args.timeout):
+            async for ev in self.client.watch(self.task.id, poll_every=0.25, max_interval=2.0):
+                if ev.state is not self.task.state:
+                    _progress(self.args, ev.task)
+                self.task = ev.task
+
+
+def _report(args: argparse.Namespace, client: Any, task: Any, live: _LiveReply | None) -> None:
+    """The task ``send`` ended with: as JSON, or its reply, its question or its failure."""
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "dialect": client.dialect.value if client.dialect else None,
+                    "binding": client.binding,
+                    "dialect_reason": client.dialect_reason,
+                    "activated": client.activated,
+                    "task": render_task(task, Dialect.V03),
+                }
+            )
+        )
+        return
+    # a question with no message of its own asks with the words before it (Gemini CLI)
+    asked_by_words = task.state.interrupted and task.status.message is None
+    if live is not None and live.printed:
+        live.end(task.reply if task.state is tn.TaskState.COMPLETED or asked_by_words else None)
+        _progress(args, task)
+    if task.state is tn.TaskState.COMPLETED:
+        if live is None or not live.printed:  # else said as it came (and corrected)
+            _out(client, task.reply)
+        for part in task.file_parts:  # named, never shown: the peer's bytes stay as sent
+            _out(client, f"[{part.label}]")
+    elif task.state.interrupted:
+        question = task.status.message.text if task.status.message else ""
+        if asked_by_words and (live is None or not live.printed):
+            question = task.reply
+        hint = f"(answer with: toolnexus send {args.url} ANSWER --task {task.id})"
+        _out(client, f"{question}\n{hint}" if question else hint)
+    else:
+        detail = task.status.message.text if task.status.message else ""
+        _out(
+            client,
+            f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""),
             file=sys.stderr,
         )
-        code = EXIT_ERROR
-    finally:
-        for warning in client.warnings:
-            out(f"toolnexus: warning: {warning}", file=sys.stderr)
-        await client.aclose()
-    if task is not None:
-        if task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
-            code = EXIT_ERROR
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "dialect": client.dialect.value if client.dialect else None,
-                        "binding": client.binding,
-                        "dialect_reason": client.dialect_reason,
-                        "activated": client.activated,
-                        "task": render_task(task, Dialect.V03),
-                    }
-                )
-            )
-        else:
-            # a question with no message of its own asks with the words before it (Gemini CLI)
-            asked_by_words = task.state.interrupted and task.status.message is None
-            if live is not None and live.printed:
-                live.end(
-                    task.reply if task.state is tn.TaskState.COMPLETED or asked_by_words else None
-                )
-                _progress(args, task)
-            if task.state is tn.TaskState.COMPLETED:
-                if live is None or not live.printed:  # else said as it came (and corrected)
-                    out(task.reply)
-                for part in task.file_parts:  # named, never shown: the peer's bytes stay as sent
-                    out(f"[{part.label}]")
-            elif task.state.interrupted:
-                question = task.status.message.text if task.status.message else ""
-                if asked_by_words and (live is None or not live.printed):
-                    question = task.reply
-                hint = f"(answer with: toolnexus send {args.url} ANSWER --task {task.id})"
-                out(f"{question}\n{hint}" if question else hint)
-            else:
-                detail = task.status.message.text if task.status.message else ""
-                out(
-                    f"task {task.id} {task.state.value}" + (f": {detail}" if detail else ""),
-                    file=sys.stderr,
-                )
-    if args.trace:
-        for ev in client.traffic.events:
-            out(
-                f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms",
+
+
+def _trace(client: Any) -> None:
+    """``--trace``: every exchange the client had, masked, on stderr."""
+    for ev in client.traffic.events:
+        _out(
+            client,
+            f"--> {ev.method} {ev.url} {ev.rpc_method or ''} [{ev.status}] {ev.ms:.1f} ms",
+            file=sys.stderr,
+        )
+        for k, v in ev.request_headers.items():
+            _out(client, f"    {k}: {v}", file=sys.stderr)
+        if ev.request_body:
+            _out(client, f"    {ev.request_body}", file=sys.stderr)
+        _out(client, f"<-- {ev.response_body[:2000]}", file=sys.stderr)
+        if _ended_before_followed(ev):
+            _out(
+                client,
+                "    (expected, not a problem: the task had ended before the subscription "
+                "reached the peer, so there was nothing to follow; it is read with GetTask)",
                 file=sys.stderr,
             )
-            for k, v in ev.request_headers.items():
-                out(f"    {k}: {v}", file=sys.stderr)
-            if ev.request_body:
-                out(f"    {ev.request_body}", file=sys.stderr)
-            out(f"<-- {ev.response_body[:2000]}", file=sys.stderr)
-            if _ended_before_followed(ev):
-                out(
-                    "    (expected, not a problem: the task had ended before the subscription "
-                    "reached the peer, so there was nothing to follow; it is read with GetTask)",
-                    file=sys.stderr,
-                )
-    return code
 
 
 _SUBSCRIBE = {OPERATIONS["resubscribe"].v10, OPERATIONS["resubscribe"].v03}
