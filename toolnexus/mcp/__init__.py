@@ -28,7 +28,7 @@ from .forms import (
     split_command,
     template_fields,
 )
-from .session import Content, Elicitation, MCPSession, Notice, Reply, Sampling
+from .session import LOG_LEVELS, Content, Elicitation, MCPSession, Notice, Page, Reply, Sampling
 from .transport import mcp_failure
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
     "MCPServerSpec",
     "MCPSession",
     "Notice",
+    "LOG_LEVELS",
+    "Page",
     "parse_servers",
     "prompt_fields",
     "remote_tools",

@@ -35,7 +35,18 @@ from .transport import (
     start_failed,
 )
 
-__all__ = ["MCPSession", "Notice", "Elicitation", "Reply", "Sampling", "Content", "Model"]
+__all__ = [
+    "MCPSession",
+    "Notice",
+    "Elicitation",
+    "Reply",
+    "Sampling",
+    "Content",
+    "Model",
+    "Page",
+    "LISTS",
+    "LOG_LEVELS",
+]
 
 log = logging.getLogger("toolnexus.mcp")
 
@@ -55,6 +66,15 @@ MAX_ITEMS = 5000
 """The most items of one listing a session keeps."""
 USER_REJECTED = -1
 """The JSON-RPC code the MCP spec gives a sampling request the user refused."""
+LISTS = {
+    "tools": ("list_tools", "tools"),
+    "resources": ("list_resources", "resources"),
+    "templates": ("list_resource_templates", "resource_templates"),
+    "prompts": ("list_prompts", "prompts"),
+}
+"""Each listing a session pages through: the SDK client's method and its result's field."""
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""The levels of ``logging/setLevel`` (RFC 5424's, from the least severe)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +141,14 @@ class Content:
     @property
     def size(self) -> int:
         return len(self.data) if self.data is not None else len((self.text or "").encode())
+
+
+@dataclass(frozen=True)
+class Page:
+    """Some of a listing: its items and the cursor of the rest (``None``: nothing more)."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
 
 
 class Model(Protocol):
@@ -207,6 +235,11 @@ class MCPSession:
         self.instructions = ""
         self.capabilities: dict[str, Any] = {}
         self.subscribed: set[str] = set()
+        self.log_level: str | None = None
+        """The lowest log level asked for (:meth:`set_level`); ``None``: never asked."""
+        self.running: dict[int, tuple[str, asyncio.Task[Any]]] = {}
+        """The user's requests in flight (a call, a read, a prompt): what each is, by number."""
+        self._numbered = 0
         self.notices: collections.deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
         self.stderr = ""
         self.challenge = ""
@@ -553,20 +586,26 @@ class MCPSession:
         self.roots = [root_uri(r) for r in roots]
         client = self._client
         if client is not None and not self.modern:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                await self._do(client.session.send_roots_list_changed())
+            await self._handshake_era(lambda: client.session.send_roots_list_changed())
         self._tell("session", "roots", f"roots: {', '.join(self.roots) or 'none'}")
 
     # -- what the user asks -------------------------------------------------------------------------
-    async def _do(self, work: Awaitable[Any], timeout: float | None = None) -> Any:
+    async def _do(
+        self, work: Awaitable[Any], timeout: float | None = None, *, what: str = ""
+    ) -> Any:
         """Run one request of the session from any task, bounded in time; the session dying
-        fails it at once.
+        fails it at once. ``what`` names a request the user may cancel (:meth:`cancel`).
 
         Raises:
-            PeerError: the server refused it (a JSON-RPC error, in one line) or it failed.
+            PeerError: the server refused it (a JSON-RPC error, in one line), it failed, or the
+                user cancelled it.
         """
         job = asyncio.ensure_future(work)
+        number = 0
+        if what:
+            self._numbered += 1
+            number = self._numbered
+            self.running[number] = (what, job)
         owner = self._owner
         waits: set[asyncio.Future[Any]] = {job} if owner is None else {job, owner}
         limit = self.timeout if timeout is None else timeout
@@ -577,6 +616,10 @@ class MCPSession:
         except asyncio.CancelledError:
             job.cancel()
             raise
+        finally:
+            self.running.pop(number, None)
+        if job.cancelled():
+            raise PeerError(f"{what or 'the request'}: cancelled, {self._cancel_words()}")
         if job not in done:
             job.cancel()
             await asyncio.gather(job, return_exceptions=True)
@@ -590,6 +633,36 @@ class MCPSession:
         except Exception as exc:
             raise PeerError(mcp_failure(exc, self.recorder)) from None
 
+    async def _handshake_era(self, request: Callable[[], Awaitable[Any]], what: str = "") -> Any:
+        """A handshake-era request, which the SDK marks deprecated (it warns as each is made):
+        made and run (as :meth:`_do` runs any) without the warning."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return await self._do(request(), what=what)
+
+    def _cancel_words(self) -> str:
+        """How the server was told of a cancel: 2026-07-28 over HTTP closes the request's stream
+        (it has no notifications from the client there), everything else sends
+        ``notifications/cancelled``."""
+        if self.modern and isinstance(self.target, str):
+            return "the server was told by closing its answer's stream (2026-07-28 over HTTP)"
+        return "the server was told (notifications/cancelled)"
+
+    def cancel(self, number: int | None = None) -> list[str]:
+        """Cancel the user's request numbered ``number`` in :attr:`running`, or all of them: the
+        SDK tells the server (``notifications/cancelled``; on 2026-07-28 over HTTP, the request's
+        stream closed) and the request raises :class:`PeerError` saying it was cancelled. Returns
+        what was cancelled."""
+        chosen = [
+            (n, what, job)
+            for n, (what, job) in self.running.items()
+            if number is None or n == number
+        ]
+        for _, what, job in chosen:
+            job.cancel()
+            self._tell("session", "notifications/cancelled", f"cancelled: {what}")
+        return [what for _, what, _ in chosen]
+
     def _connected(self) -> Any:
         client = self._client
         if client is None or self.status != "connected":
@@ -598,49 +671,112 @@ class MCPSession:
             )
         return client
 
-    async def _pages(
-        self, fetch: Callable[[str | None], Awaitable[Any]], field_name: str
-    ) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
+    async def page(self, kind: str, cursor: str | None = None) -> Page:
+        """One page of a listing (``kind``: ``tools``, ``resources``, ``templates`` or
+        ``prompts``, :data:`LISTS`), from ``cursor`` (the first page without one), and the
+        server's cursor of the next (the MCP spec's ``nextCursor``: opaque, the server's own).
+
+        Raises:
+            PeerError: the server refused (a cursor it does not know: -32602) or failed.
+        """
+        client = self._connected()
+        method, field_name = LISTS[kind]
+        result = await self._do(getattr(client, method)(cursor=cursor))
+        listed = getattr(result, field_name) or []
+        if kind == "tools":
+            items = [tool_dict(t) for t in listed]
+        else:
+            items = [i.model_dump(exclude_none=True, mode="json") for i in listed]
+        more = result.next_cursor
+        return Page(items, printable(more, 1000) if isinstance(more, str) and more else None)
+
+    async def listing(self, kind: str, cursor: str | None = None, limit: int = MAX_ITEMS) -> Page:
+        """A listing page after page from ``cursor`` until it ends, or has ``limit`` items (whole
+        pages: it may pass it by less than a page), or :data:`MAX_PAGES` pages were read; the
+        cursor left (``None``: all of it was read). Never more than :data:`MAX_ITEMS` items."""
+        items: list[dict[str, Any]] = []
         for _ in range(MAX_PAGES):
-            page = await self._do(fetch(cursor))
-            items += getattr(page, field_name) or []
-            cursor = page.next_cursor
-            if not cursor or len(items) >= MAX_ITEMS:
+            got = await self.page(kind, cursor)
+            items += got.items
+            cursor = got.next_cursor
+            if not cursor or len(items) >= min(limit, MAX_ITEMS):
                 break
-        return items[:MAX_ITEMS]
+        if len(items) > MAX_ITEMS:
+            return Page(items[:MAX_ITEMS], cursor)
+        return Page(items, cursor)
 
     async def tools(self) -> list[dict[str, Any]]:
         """``[{name, description, input_schema, output_schema?, annotations?}]``, every page."""
-        client = self._connected()
-        listed = await self._pages(lambda c: client.list_tools(cursor=c), "tools")
-        return [tool_dict(t) for t in listed]
+        return (await self.listing("tools")).items
 
     async def resources(self) -> list[dict[str, Any]]:
         """``[{uri, name, description, mime_type, size}]``, every page."""
-        client = self._connected()
-        listed = await self._pages(lambda c: client.list_resources(cursor=c), "resources")
-        return [r.model_dump(exclude_none=True, mode="json") for r in listed]
+        return (await self.listing("resources")).items
 
     async def templates(self) -> list[dict[str, Any]]:
         """``[{uri_template, name, description, mime_type}]``, every page."""
-        client = self._connected()
-        listed = await self._pages(
-            lambda c: client.list_resource_templates(cursor=c), "resource_templates"
-        )
-        return [t.model_dump(exclude_none=True, mode="json") for t in listed]
+        return (await self.listing("templates")).items
 
     async def prompts(self) -> list[dict[str, Any]]:
         """``[{name, description, arguments: [{name, description, required}]}]``, every page."""
+        return (await self.listing("prompts")).items
+
+    async def ping(self) -> float:
+        """``ping``: the seconds the server took to answer it (the round trip). 2026-07-28 has
+        no ping (the SDK refuses it there): a session in that era says so.
+
+        Raises:
+            PeerError: the era has no ping, or the server did not answer.
+        """
         client = self._connected()
-        listed = await self._pages(lambda c: client.list_prompts(cursor=c), "prompts")
-        return [p.model_dump(exclude_none=True, mode="json") for p in listed]
+        if self.modern:
+            raise PeerError(
+                f"{self.where}: MCP {self.protocol_version} has no ping (it was removed with the "
+                "handshake); connect in the handshake era to ping"
+            )
+        started = time.perf_counter()
+        await self._handshake_era(lambda: client.send_ping(), what="ping")
+        took = time.perf_counter() - started
+        self._tell("session", "ping", f"ping answered in {took * 1000:.1f} ms")
+        return took
+
+    async def set_level(self, level: str) -> None:
+        """Ask for the server's log lines at ``level`` and above (:data:`LOG_LEVELS`): in the
+        handshake era ``logging/setLevel`` (when the server declares logging); on 2026-07-28,
+        where that method is gone, every later call, read and prompt asks for them in its own
+        ``_meta`` (``io.modelcontextprotocol/logLevel``), as that era has it.
+
+        Raises:
+            PeerError: an unknown level, a server without logging (handshake era), or it refused.
+        """
+        if level not in LOG_LEVELS:
+            raise PeerError(
+                f"no log level {printable(level, 40)!r}: one of {', '.join(LOG_LEVELS)}"
+            )
+        client = self._connected()
+        if not self.modern:
+            if "logging" not in self.capabilities:
+                raise PeerError(
+                    f"{self.where}: the server declares no logging capability (its log lines, "
+                    "if any, come as it sends them)"
+                )
+            await self._handshake_era(lambda: client.set_logging_level(level))
+        self.log_level = level
+        how = "logging/setLevel" if not self.modern else "asked in each request's _meta"
+        self._tell("session", "logging/setLevel", f"log level {level} ({how})", {"level": level})
+
+    def _meta(self) -> dict[str, Any] | None:
+        """What a user's request carries in its ``_meta``: on 2026-07-28, the log level asked."""
+        if self.modern and self.log_level is not None:
+            return {sdk().types.LOG_LEVEL_META_KEY: self.log_level}
+        return None
 
     async def read(self, uri: str) -> list[Content]:
         """The contents of one resource (a blob's bytes decoded), each with its MIME type."""
         client = self._connected()
-        result = await self._do(client.read_resource(uri), self.call_timeout)
+        result = await self._do(
+            client.read_resource(uri, meta=self._meta()), self.call_timeout, what=f"read {uri}"
+        )
         out = []
         for c in result.contents:
             blob = getattr(c, "blob", None)
@@ -658,7 +794,11 @@ class MCPSession:
     ) -> tuple[str, list[tuple[str, str]]]:
         """A prompt filled with ``arguments``: its description and its messages (role, text)."""
         client = self._connected()
-        result = await self._do(client.get_prompt(name, arguments), self.call_timeout)
+        result = await self._do(
+            client.get_prompt(name, arguments, meta=self._meta()),
+            self.call_timeout,
+            what=f"prompt {name}",
+        )
         return (
             printable(result.description or "", 2000),
             [(m.role, _block_text(m.content)) for m in result.messages],
@@ -690,8 +830,10 @@ class MCPSession:
                 args,
                 read_timeout_seconds=self.call_timeout,
                 progress_callback=progress_from(progress or _ignore),
+                meta=self._meta(),
             ),
             self.call_timeout,
+            what=f"call {name}",
         )
         outcome = tool_result(result)
         if result.structured_content is not None:
@@ -712,9 +854,7 @@ class MCPSession:
                     f"{self.where}: the server offers no resource subscriptions (its capabilities "
                     "say so); read the resource again to see it now"
                 )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                await self._do(client.subscribe_resource(uri))
+            await self._handshake_era(lambda: client.subscribe_resource(uri))
         self.subscribed.add(uri)
         await self._relisten()
         self._tell("session", "resources/subscribe", f"subscribed: {uri}")
@@ -722,9 +862,7 @@ class MCPSession:
     async def unsubscribe(self, uri: str) -> None:
         client = self._connected()
         if not self.modern:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                await self._do(client.unsubscribe_resource(uri))
+            await self._handshake_era(lambda: client.unsubscribe_resource(uri))
         self.subscribed.discard(uri)
         await self._relisten()
         self._tell("session", "resources/unsubscribe", f"unsubscribed: {uri}")
