@@ -139,3 +139,40 @@ async def test_list_tasks_by_status_time_and_with_a_history_length(binding):
     assert [t.id for t in as_text["tasks"]] == [second.id]
     assert all(not t.history for t in cut["tasks"])
     assert all(t.history for t in whole["tasks"])
+
+
+def modes(card: pb.AgentCard) -> None:
+    """The echo skill takes text only (the card's default); a skill "look" takes PNG images."""
+    del card.default_input_modes[:]
+    card.default_input_modes.append("text/plain")
+    card.skills.add(id="look", name="Look", description="Looks", tags=["img"]).input_modes.extend(
+        ["text/plain", "image/png"]
+    )
+
+
+async def test_a_send_carries_only_what_the_skill_takes_and_says_so_first(tmp_path):
+    """The SDK's server refuses a part whose media type its card does not name (-32005): our
+    client leaves such a part out, saying so before it sends, and sends what the skill takes."""
+    table, picture = tmp_path / "t.csv", tmp_path / "p.png"
+    table.write_text("a,b\n1,2\n")
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n")
+    async with sdk_server(shaped=modes, check_modes=True) as url:
+        async with tn.A2AClient(url) as client:
+            kept, notes = client.fitting(
+                [tn.Part.of_text("hi"), tn.Part.of_file(table)], "echo", ["text/csv"]
+            )
+            assert [p.kind for p in kept] == ["text"]
+            assert notes == [
+                "the skill echo takes text/plain: file t.csv (text/csv, 8 B) (text/csv) is not sent",
+                "the skill echo answers in text/plain, none of which you accept (text/csv): the "
+                "agent may refuse the task",
+            ]
+            assert [e.method for e in client.traffic.events] == ["GET"]  # nothing sent yet
+            task = await client.send("hi", skill="echo", files=[table], blocking=True)
+            assert task.reply == "echo: hi" and client.warnings == notes[:1]
+            look = await client.send("see", skill="look", files=[picture, table], blocking=True)
+            assert look.reply == "echo: see (+1 parts)"  # the PNG went, the CSV did not
+        code, out, err = await arun_cli("send", url, "hi", "--file", str(table), "--skill", "echo")
+    assert code == 0, err
+    assert out.strip() == "echo: hi"
+    assert err.count("is not sent") == 1, err

@@ -19,6 +19,8 @@ from .peers.sdk_server import sdk_server
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
+from a2a.types import a2a_pb2 as pb  # noqa: E402
+
 WAYS = [  # (the SDK server's binding and 0.3 too, our client's binding and dialect)
     ("JSONRPC", "jsonrpc", "1.0"),
     ("JSONRPC", "jsonrpc", "0.3"),
@@ -30,6 +32,12 @@ WAYS = [  # (the SDK server's binding and 0.3 too, our client's binding and dial
 BINARY = bytes(range(256)) * 3  # every byte value, not text in any encoding
 
 
+def takes_anything(card: pb.AgentCard) -> None:
+    """The echo agent echoes any part: its card says so (our client sends only what a card says
+    the agent takes)."""
+    card.default_input_modes.append("*/*")
+
+
 @pytest.mark.parametrize(("served", "binding", "dialect"), WAYS)
 async def test_files_sent_to_the_sdk_server_come_back_byte_for_byte(
     tmp_path: Path, served: str, binding: str, dialect: str
@@ -37,7 +45,7 @@ async def test_files_sent_to_the_sdk_server_come_back_byte_for_byte(
     (tmp_path / "blob.bin").write_bytes(BINARY)
     (tmp_path / "note.txt").write_text("abcd")  # base64's own alphabet: still the file itself
     async with (
-        sdk_server(binding=served, compat=dialect == "0.3") as url,
+        sdk_server(binding=served, compat=dialect == "0.3", shaped=takes_anything) as url,
         tn.A2AClient(url, binding=binding, dialect=dialect) as client,
     ):
         task = await client.send(
@@ -73,7 +81,7 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 
 async def test_toolnexus_send_file_and_accept(tmp_path: Path):
     (tmp_path / "data.csv").write_text("city,temp\nOslo,-3\n")
-    async with sdk_server() as url:
+    async with sdk_server(shaped=takes_anything) as url:
         code, out, err = await _cli("send", url, "take it", "--file", str(tmp_path / "data.csv"))
         assert code == 0, err
         assert "echo: take it (+1 parts)" in out

@@ -1405,8 +1405,13 @@ async def _send(args: argparse.Namespace) -> int:
     live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
     run = _Following(args, client, live)
     code = EXIT_OK
+    told: set[str] = set()
     try:
         await client.connect()
+        for note in client.fitting(sending["files"], args.skill, args.accept)[1]:
+            _out(client, f"toolnexus: warning: {note}", file=sys.stderr)  # before it is sent
+            client.warn(note)
+            told.add(note)
         await (run.streamed(sending) if args.stream else run.sent(sending))
     except (tn.PeerError, tn.RPCError) as exc:
         _out(client, f"toolnexus: {exc}", file=sys.stderr)
@@ -1421,7 +1426,8 @@ async def _send(args: argparse.Namespace) -> int:
         code = EXIT_ERROR
     finally:
         for warning in client.warnings:
-            _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
+            if warning not in told:
+                _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
         await client.aclose()
     if run.task is not None:
         if run.task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):

@@ -285,6 +285,7 @@ async def sdk_server(
     detached: bool = False,
     chunked: bool = False,
     shaped: Callable[[pb.AgentCard], None] | None = None,
+    check_modes: bool = False,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -398,7 +399,7 @@ async def sdk_server(
         push_config_store=push_store,
         push_sender=BasePushNotificationSender(push_http, push_store) if push else None,
         extended_agent_card=extended_card,
-        validate_input_modes=features,
+        validate_input_modes=features or check_modes,
     )
     served = (
         create_rest_routes(handler, enable_v0_3_compat=compat)

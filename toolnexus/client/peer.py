@@ -39,6 +39,7 @@ from ..http.fetch import MAX_CARD, Address, exchange, host_address, peer_url, pi
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH, AgentCard, origin_text
 from ..protocol.dialects import Dialect, parse_message, parse_task, render_message
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value
+from ..protocol.files import in_modes
 from ..protocol.model import Message, Part, Task, TaskState, iso_utc
 from ..protocol.operations import BINDING_NAMES, OPERATIONS, Binding
 from ..protocol.push import (
@@ -639,6 +640,53 @@ class A2AClient:
         out["message"] = render_message(message, Dialect.LEGACY)
         return out
 
+    def fitting(
+        self, parts: Sequence[Part], skill: str | None, accepted: Sequence[str] = ()
+    ) -> tuple[list[Part], list[str]]:
+        """``parts`` as the card says the agent takes them, and a sentence for each thing left out
+        or at odds: a file or data part whose media type is not among the skill's input modes (no
+        skill: among any the card names, as the official SDK's server checks) is left out; the
+        text is always sent; ``accepted`` output modes the skill gives none of are said (the
+        agent decides). A card that names no modes takes anything."""
+        card = self.card
+        if card is None:
+            return list(parts), []
+        takes, gives = card.modes(skill) if card.skill(skill) else card.modes()
+        if card.skill(skill) is None:
+            for other in card.skills:
+                takes = takes + [m for m in card.modes(str(other.get("id")))[0] if m not in takes]
+        who = f"the skill {skill}" if card.skill(skill) else "the agent"
+        kept: list[Part] = []
+        notes: list[str] = []
+        for part in parts:
+            kind = part.media_type or ("application/json" if part.kind == "data" else None)
+            if part.kind == "text" or not takes or in_modes(kind, takes):
+                kept.append(part)
+            else:
+                notes.append(
+                    f"{who} takes {', '.join(takes)}: {part.label} ({kind or 'no media type'}) "
+                    "is not sent"
+                )
+        if accepted and gives and not any(in_modes(m, gives) for m in accepted):
+            notes.append(
+                f"{who} answers in {', '.join(gives)}, none of which you accept "
+                f"({', '.join(accepted)}): the agent may refuse the task"
+            )
+        return kept, notes
+
+    def warn(self, note: str) -> None:
+        """Add ``note`` to :attr:`warnings`, once."""
+        if note not in self.warnings:
+            self.warnings.append(note)
+
+    def _fit(self, msg: Message, skill: str | None, accepted: Sequence[str]) -> Message:
+        """``msg`` with only the parts the card says the agent takes (see :meth:`fitting`); what was
+        left out is in :attr:`warnings`."""
+        msg.parts, notes = self.fitting(msg.parts, skill, accepted)
+        for note in notes:
+            self.warn(note)
+        return msg
+
     def _message(
         self,
         text: str | Message,
@@ -720,6 +768,7 @@ class A2AClient:
         any)."""
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata, files)
+        msg = self._fit(msg, skill, accepted_output_modes)
         result = await self._send_op(
             self._send_params(
                 msg, blocking, history_length, push, request_metadata, accepted_output_modes
@@ -917,6 +966,7 @@ class A2AClient:
         get (see :meth:`_frames`)."""
         await self.connect()
         msg = self._message(text, skill, context_id, task_id, metadata, files)
+        msg = self._fit(msg, skill, accepted_output_modes)
         params = self._send_params(msg, True, None, accepted_output_modes=accepted_output_modes)
         if accepted_output_modes:  # the rest of the configuration is a blocking send's
             params["configuration"] = {"acceptedOutputModes": list(accepted_output_modes)}

@@ -205,7 +205,10 @@ class AgentCard:
             label = known.label if known is not None else "not declared"
             return f"{name} ({label})" + (f" [{' '.join(scopes)}]" if scopes else "")
 
-        ways = [" and ".join(one(n, s) for n, s in r.items()) for r in self.requirements(skill_id)]
+        ways = [
+            " and ".join(one(n, r[n]) for n in sorted(r))  # a map: its order is no one's
+            for r in self.requirements(skill_id)
+        ]
         return " or ".join(w for w in ways if w) or "none"
 
     @property
