@@ -116,3 +116,26 @@ async def test_the_cursor_and_a_result_stay_with_their_tool(tmp_path: Path):
         await focus_row(app, pilot, "#mcp-tools", "count")
         await until(pilot, lambda: "counted to 6" in shown(app, "#mcp-result"))
         await pilot.press("ctrl+q")
+
+
+def summarize(text: str) -> str:
+    """Summarize a text in a few words for the reader in a hurry."""
+    return text[:10]
+
+
+async def test_at_80_columns_every_tab_and_a_tools_description_show():
+    """Issue 61 item 6: at 80 columns the tab strip was cut (``Server (i``) and a tool's
+    description got 9 characters."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(summarize)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(80, 24)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        tools = table(app, "#mcp-tools")
+        await until(pilot, lambda: tools.row_count == 1)
+        await pilot.pause()
+        tabs = list(app.screen.query("#mcp-tabs ContentTab"))
+        assert tabs and all(t.region.right <= 80 for t in tabs), [
+            (str(t.label), t.region.right) for t in tabs
+        ]
+        row = "".join(segment.text for segment in tools.render_line(1))
+        assert "summarize" in row and "Summarize a text in a few" in row, row  # 9 before

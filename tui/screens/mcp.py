@@ -84,6 +84,10 @@ TAB_WORDS = {
     "i": "Server tab",
 }
 """What ``?`` says of each tab's key."""
+NAME_WIDTH = 24
+"""The widest a tool's or prompt's name column gets (a longer name is cut)."""
+DESCRIPTION_WIDTH = 200
+"""A description's column: wider than the list, whose edge cuts it (no horizontal scrolling)."""
 SHOWN_BYTES = 64 * 1024
 """The most characters of a read resource's text shown (the rest is said to exist)."""
 
@@ -155,30 +159,30 @@ class MCPScreen(ModeScreen):
             )
         yield SafeStatic("not connected: enter an endpoint above", id="mcp-status")
         with TabbedContent(id="mcp-tabs"):
-            with TabPane("Tools (t)", id="mcp-tab-tools"):
+            with TabPane("t Tools", id="mcp-tab-tools"):
                 with Horizontal(id="mcp-body"):
                     yield SafeTable(id="mcp-tools", cursor_type="row")
                     with Vertical(id="mcp-right"):
                         yield VerticalScroll(id="mcp-form")
                         yield TextPad("{}", id="mcp-raw-args", classes="hidden", language="json")
                         yield VerticalScroll(SafeStatic(id="mcp-result"))
-            with TabPane("Resources (r)", id="mcp-tab-resources"):
+            with TabPane("r Resources", id="mcp-tab-resources"):
                 with Horizontal(classes="mcp-pane"):
                     yield SafeTable(id="mcp-resources", cursor_type="row")
                     with Vertical(classes="mcp-side"):
                         yield VerticalScroll(id="mcp-template-form", classes="mcp-fields")
                         yield VerticalScroll(SafeStatic(id="mcp-resource"))
-            with TabPane("Prompts (p)", id="mcp-tab-prompts"):
+            with TabPane("p Prompts", id="mcp-tab-prompts"):
                 with Horizontal(classes="mcp-pane"):
                     yield SafeTable(id="mcp-prompts", cursor_type="row")
                     with Vertical(classes="mcp-side"):
                         yield VerticalScroll(id="mcp-prompt-form", classes="mcp-fields")
                         yield VerticalScroll(SafeStatic(id="mcp-prompt-view"))
-            with TabPane("Notifications (n)", id="mcp-tab-notices"):
+            with TabPane("n Notifications", id="mcp-tab-notices"):
                 with Vertical(classes="mcp-pane"):
                     yield SafeTable(id="mcp-notices", cursor_type="row")
                     yield VerticalScroll(SafeStatic(id="mcp-notice"), id="mcp-notice-box")
-            with TabPane("Doctor (d)", id="mcp-tab-doctor"):
+            with TabPane("d Doctor", id="mcp-tab-doctor"):
                 yield VerticalScroll(
                     SafeStatic(
                         "d probes the endpoint above: version negotiation, capabilities against "
@@ -189,7 +193,7 @@ class MCPScreen(ModeScreen):
                     ),
                     id="mcp-doctor-box",
                 )
-            with TabPane("Server (i)", id="mcp-tab-server"):
+            with TabPane("i Server", id="mcp-tab-server"):
                 with VerticalScroll(id="mcp-server-box"):
                     yield TextBox(
                         placeholder="roots we declare: paths or file:// URIs, comma-separated; "
@@ -207,15 +211,15 @@ class MCPScreen(ModeScreen):
         for box in ("#mcp-form", "#mcp-template-form", "#mcp-prompt-form"):
             self.query_one(box, VerticalScroll).can_focus = False
         columns = {
-            "#mcp-tools": [("tool", 24), ("description", 30)],
             "#mcp-resources": [("", 2), ("uri", 34), ("name", 14), ("type", 16)],
-            "#mcp-prompts": [("prompt", 20), ("description", 34)],
             "#mcp-notices": [("time", 8), ("kind", 12), ("method", 34), ("what", 60)],
         }
         for table_id, cols in columns.items():
             table = self.query_one(table_id, DataTable)
             for label, width in cols:
                 table.add_column(label, key=label or "mark", width=width)
+        _named_columns(self.query_one("#mcp-tools", DataTable), "tool", [])
+        _named_columns(self.query_one("#mcp-prompts", DataTable), "prompt", [])
 
     _entered = False
 
@@ -479,7 +483,7 @@ class MCPScreen(ModeScreen):
             row = max(0, min(table.cursor_row, len(listed) - 1))
         await self._form(listed[row] if listed else None)
         self.tools = listed
-        table.clear()
+        _named_columns(table, "tool", names)
         for i, tool in enumerate(listed):
             table.add_row(
                 tool["name"],
@@ -519,7 +523,7 @@ class MCPScreen(ModeScreen):
         was = self._prompt()
         names = [p["name"] for p in listed]
         self.prompts = listed
-        table.clear()
+        _named_columns(table, "prompt", names)
         for i, p in enumerate(listed):
             described = p.get("description") or ""
             table.add_row(p["name"], described.splitlines()[0] if described else "", key=str(i))
@@ -1010,6 +1014,16 @@ async def _build(
         widgets.append(Label(empty))
     if widgets:
         await box.mount_all(widgets)
+
+
+def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:
+    """Empty ``table`` and give it a name column as wide as its longest name (at most
+    :data:`NAME_WIDTH`) and a description column for the rest (at 80 columns a name column of 24
+    left descriptions 9 characters); what does not fit is cut at the list's edge."""
+    table.clear(columns=True)
+    widest = max((len(n) for n in names), default=0)
+    table.add_column(label, key=label, width=max(len(label), min(widest, NAME_WIDTH)))
+    table.add_column("description", key="description", width=DESCRIPTION_WIDTH)
 
 
 def _count(n: int, what: str) -> str:
