@@ -677,6 +677,7 @@ class _Fold:
         self.snapshots: bool | None = None  # each holds the text so far (else: each a piece)
         self.check = StreamCheck()  # the stream's faults, said as warnings as they come
         self.faults: list[Fault] = []  # the last frame's
+        self.ended: TaskStatus | None = None  # the first terminal status: the task's for good
 
     def apply(self, result: Any) -> Task:
         task, sent = self.task, self.sent
@@ -708,6 +709,10 @@ class _Fold:
                 self._status(task, parse_task({"id": task.id, "status": body.get("status") or {}}))
             else:
                 self._artifact(task, body)
+        if self.ended is not None and task.status.state is not self.ended.state:
+            task.status = self.ended  # a terminal state never changes: the late frame is a warning
+        elif self.ended is None and task.status.state.terminal:
+            self.ended = task.status
         self.task = task
         return task
 

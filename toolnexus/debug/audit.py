@@ -3,10 +3,11 @@
 Each streamed exchange (``SendStreamingMessage``, ``message/stream``, a subscription; 1.0's and
 0.3's shapes, JSON-RPC or HTTP+JSON) is read frame by frame by
 :class:`toolnexus.protocol.stream.StreamCheck`, and each fault is a finding naming the line and the
-frame. Then how each reader would read the stream's artifacts: the official clients (a2a-sdk 1.x
-and 0.3, the JS SDK) as the spec says (an append adds, anything else replaces), Google ADK (a
-``lastChunk`` update is the whole artifact: the doctor's framework profile), CrewAI (every update's
-text joined with spaces, FIELD.md); a reader whose text differs from the spec's is a warning.
+frame. Then how each reader would read the stream's artifacts, by the doctor's rules
+(:func:`toolnexus.debug.doctor.readings`, the doctor's verdicts read them too): the official
+clients (a2a-sdk 1.x and 0.3, the JS SDK) as the spec says, Google ADK and CrewAI their own ways;
+a reader whose text differs from the spec's is said as the doctor says it (a warning where the
+peer can fix it, ADK's; info where the stream is right, CrewAI's).
 ``toolnexus audit CASSETTE`` prints it (the doctor's format, ``--json``, ``--fail-on``).
 """
 
@@ -16,12 +17,12 @@ import os
 from typing import Any
 
 from .. import _json
-from ..protocol.stream import StreamCheck, event_of
+from ..protocol.stream import StreamCheck
 from .cassette import Exchange, load
-from .doctor import ADK, CREWAI, FRAMEWORKS
+from .doctor import ADK, CREWAI, FRAMEWORKS, framework_breaks, misread, readings
 from .report import DoctorReport, Finding
 
-__all__ = ["audit", "audit_frames", "readings", "OFFICIAL", "CREWAI"]
+__all__ = ["audit", "audit_frames", "OFFICIAL"]
 
 OFFICIAL = ("a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x")
 """The official clients: each reads an artifact update as the spec says."""
@@ -39,39 +40,6 @@ def _results(x: Exchange) -> list[tuple[int, Any, str]]:
         if _json.is_object(data):
             out.append((i, data, str(frame)[:400]))
     return out
-
-
-def _text(artifact: Any) -> str:
-    parts = artifact.get("parts") if _json.is_object(artifact) else None
-    return "".join(
-        str(p.get("text") or "")
-        for p in (parts if _json.is_array(parts) else ())
-        if _json.is_object(p)
-    )
-
-
-def readings(results: list[Any]) -> dict[str, str]:
-    """The artifacts' text each reader ends a stream with: ``spec`` (every official client),
-    Google ADK's, CrewAI's."""
-    spec: dict[str, str] = {}
-    adk: dict[str, str] = {}
-    crew: list[str] = []
-    for result in results:
-        kind, body = event_of(result)
-        if kind == "task":
-            for a in body.get("artifacts") or ():
-                if _json.is_object(a):
-                    key = str(a.get("artifactId"))
-                    spec[key] = adk[key] = _text(a)
-        elif kind == "artifact-update" and _json.is_object(body.get("artifact")):
-            key, text = str(body["artifact"].get("artifactId")), _text(body["artifact"])
-            spec[key] = spec.get(key, "") + text if body.get("append") is True else text
-            if body.get("lastChunk") is True or body.get("append") is not True:
-                adk[key] = text  # ADK: a lastChunk update is the whole artifact
-            else:
-                adk[key] = adk.get(key, "") + text
-            crew.append(text)
-    return {"spec": "\n".join(spec.values()), ADK: "\n".join(adk.values()), CREWAI: " ".join(crew)}
 
 
 def audit_frames(results: list[Any], where: str, evidence: dict[int, str], add: Any) -> int:
@@ -94,21 +62,13 @@ def audit_frames(results: list[Any], where: str, evidence: dict[int, str], add: 
             )
         )
     read = readings(results)
-    if read["spec"] or any(read.values()):
+    if any(read.values()):
         said = f"the official clients ({', '.join(OFFICIAL)}) read {read['spec']!r}"
         add(Finding("info", "stream: read as", said, at=where))
         for name in (ADK, CREWAI):
-            what = FRAMEWORKS[name][1]
-            if read[name] != read["spec"]:
-                add(
-                    Finding(
-                        "warning",
-                        f"client: {name}",
-                        f"reads {read[name]!r} where the stream says {read['spec']!r} ({what})",
-                        breaks=[name],
-                        at=where,
-                    )
-                )
+            if (fault := misread(name, read)) is not None:
+                what = FRAMEWORKS[name][1]
+                add(framework_breaks(name, f"{fault[0]}; {what}", [], fault[1], at=where))
     if not check.faults:
         add(Finding("ok", "stream", f"{check.frames} frames, no fault", at=where))
     return len(check.faults)

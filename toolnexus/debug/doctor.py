@@ -57,7 +57,7 @@ from ..protocol.card import (
 from ..protocol.dialects import Dialect
 from ..protocol.model import Task, TaskState
 from ..protocol.operations import Binding
-from ..protocol.stream import StreamCheck
+from ..protocol.stream import StreamCheck, event_of
 from ..traffic import TrafficRecorder
 from .features import Probe, evidence, probe_features, rpc, since
 from .report import DoctorReport, Finding
@@ -108,11 +108,9 @@ class _Seen:
     streams: dict[tuple[str, Dialect], tuple[str, str] | None] = field(default_factory=dict)
     """``(endpoint, dialect)`` of each stream read → its first frame a reader of that dialect
     refuses, and the evidence (None: every frame reads)."""
-    closes: dict[tuple[str, Dialect], tuple[int, str, str]] = field(default_factory=dict)
-    """``(endpoint, dialect)`` of a stream that closed an artifact with ``append: true, lastChunk:
-    true`` after earlier chunks → how many came before, the closing chunk's text, the evidence."""
-    chunked: dict[tuple[str, Dialect], int] = field(default_factory=dict)
-    """``(endpoint, dialect)`` of a stream read → the most chunks one of its artifacts came in."""
+    read: dict[tuple[str, Dialect], list[tuple[dict[str, str], str]]] = field(default_factory=dict)
+    """``(endpoint, dialect)`` of a stream read → how each reader read each of its streams
+    (:func:`readings`), and the stream's evidence."""
     status_only: str = ""
     """Evidence of a finished task whose words were only in ``status.message`` (no artifact, no
     agent message in its history): a reply, or a failure's reason."""
@@ -998,14 +996,18 @@ def _frames(streamed: list[TrafficEvent], endpoint: str, dialect: Dialect, seen:
     """Every frame of a JSON-RPC stream checked against ``dialect`` (a reader of it refuses the
     first that departs: the official clients parse each frame strictly); the first departure is
     kept for the verdicts, with its evidence."""
-    chunks: dict[str, int] = {}
     for event in streamed:
+        results = [
+            data.get("result")
+            for data in map(_json.loads_or_none, event.frames)
+            if _json.is_object(data) and _json.is_object(data.get("result"))
+        ]
+        seen.read.setdefault((endpoint, dialect), []).append((readings(results), evidence(event)))
         for i, frame in enumerate(event.frames, 1):
             data = _json.loads_or_none(frame)
             result = data.get("result") if _json.is_object(data) else None
             if result is None:
                 continue  # an error frame, or not JSON-RPC: said by the streaming check
-            _chunks(result, chunks, endpoint, dialect, event, seen)
             faults = _frame_faults(result, dialect)
             if faults:
                 seen.streams[(endpoint, dialect)] = (
@@ -1040,35 +1042,6 @@ def _contents(streamed: list[TrafficEvent], add: _Add) -> None:
                     [shown[fault.frame]] if fault.frame in shown else [evidence(event)],
                 )
             )
-
-
-def _chunks(
-    result: Any,
-    chunks: dict[str, int],
-    endpoint: str,
-    dialect: Dialect,
-    event: TrafficEvent,
-    seen: _Seen,
-) -> None:
-    """Counts one stream frame's artifact chunks (either dialect's spelling), and keeps an artifact
-    closed by ``append: true, lastChunk: true`` after earlier chunks (Google ADK's client reads that
-    close as the whole artifact)."""
-    update = result.get("artifactUpdate", result) if _json.is_object(result) else None
-    if not _json.is_object(update) or not _json.is_object(update.get("artifact")):
-        return
-    artifact = update["artifact"]
-    key = str(artifact.get("artifactId"))
-    before = chunks.get(key, 0)
-    chunks[key] = before + 1
-    seen.chunked[(endpoint, dialect)] = max(seen.chunked.get((endpoint, dialect), 0), before + 1)
-    if update.get("append") and update.get("lastChunk") and before:
-        parts = artifact.get("parts")
-        text = "".join(
-            str(p.get("text") or "")
-            for p in (parts if _json.is_array(parts) else [])
-            if _json.is_object(p)
-        )
-        seen.closes.setdefault((endpoint, dialect), (before, text, evidence(event)))
 
 
 def _frame_faults(result: Any, dialect: Dialect) -> list[str]:
@@ -1469,6 +1442,86 @@ FRAMEWORKS = {
 is. Each is judged as that line is, then by its own way of reading (:func:`_frameworks`)."""
 
 
+THEIRS = frozenset({STRANDS, CREWAI})
+"""The frameworks whose way of reading departs from the spec where the peer is right: what they
+break is said as info (nothing on the peer's side to fix), the others' as a warning."""
+
+
+def framework_breaks(name: str, message: str, shown: list[str], fix: str, at: str = "") -> Finding:
+    """The verdict that the framework ``name``'s client breaks on this peer, as ``message`` says
+    (the evidence ``shown``, the ``fix`` on the peer's side; ``at``: where)."""
+    severity, breaks = ("info", []) if name in THEIRS else ("warning", [name])
+    return Finding(severity, f"client: {name}", f"breaks: {message}", shown, breaks, fix, at=at)
+
+
+def _text(artifact: Any) -> str:
+    parts = artifact.get("parts") if _json.is_object(artifact) else None
+    return "".join(
+        str(p.get("text") or "")
+        for p in (parts if _json.is_array(parts) else ())
+        if _json.is_object(p)
+    )
+
+
+def readings(results: list[Any]) -> dict[str, str]:
+    """The text of a stream's artifacts as each reader ends it, from the stream's results in
+    order (either dialect's shape): ``spec`` (every official client: an append adds, any other
+    update replaces), :data:`ADK` (a ``lastChunk`` update is the whole artifact: the chunks before
+    it are partial and not kept) and :data:`CREWAI` (every artifact update's text, each part a
+    word joined with spaces, ignoring ``append`` and ``lastChunk``; a stream with no artifact
+    update it reads from the task, as the spec does). FIELD.md; the only place these rules are
+    written, for the doctor's verdicts and the auditor's."""
+    spec: dict[str, str] = {}
+    adk: dict[str, str] = {}
+    crew: list[str] = []
+    for result in results:
+        if not _json.is_object(result):
+            continue
+        kind, body = event_of(result)
+        if kind == "task":
+            for a in body.get("artifacts") or ():
+                if _json.is_object(a):
+                    key = str(a.get("artifactId"))
+                    spec[key] = adk[key] = _text(a)
+        elif kind == "artifact-update" and _json.is_object(artifact := body.get("artifact")):
+            key, text = str(artifact.get("artifactId")), _text(artifact)
+            spec[key] = spec.get(key, "") + text if body.get("append") is True else text
+            if body.get("lastChunk") is True or body.get("append") is not True:
+                adk[key] = text
+            else:
+                adk[key] = adk.get(key, "") + text
+            parts = artifact.get("parts")
+            crew += [
+                str(p.get("text"))
+                for p in (parts if _json.is_array(parts) else ())
+                if _json.is_object(p) and isinstance(p.get("text"), str)
+            ]
+    whole = "\n".join(spec.values())
+    return {"spec": whole, ADK: "\n".join(adk.values()), CREWAI: " ".join(crew) if crew else whole}
+
+
+def misread(name: str, read: dict[str, str]) -> tuple[str, str] | None:
+    """How the framework ``name`` (:data:`ADK` or :data:`CREWAI`) misreads a stream read as
+    ``read`` (:func:`readings`): what it does and the fix on the peer's side; None when it reads
+    what the spec reads."""
+    if read[name] == read["spec"]:
+        return None
+    if name == ADK:
+        return (
+            f"records only the last chunk of this stream: it reads {read[ADK]!r} where the stream "
+            f"says {read['spec']!r} (an update with lastChunk: true is the whole artifact to it; "
+            "the chunks before are lost)",
+            "close a streamed artifact with append: false, lastChunk: true and the whole text "
+            "(as ADK's own server does; every other client reads it the same)",
+        )
+    return (
+        f"joins the chunks of a streamed artifact with spaces: it reads {read[CREWAI]!r} where "
+        f"the stream says {read['spec']!r} (it reads every artifact update as a word)",
+        "nothing in the stream's shape fixes it while words stream as appends; a whole "
+        "artifact (one chunk) reads right",
+    )
+
+
 def _keeping(add: _Add, said: dict[str, Finding]) -> _Add:
     """``add`` that also keeps each client verdict in ``said``, by the client's name."""
 
@@ -1528,10 +1581,7 @@ def _frameworks(
         key = (route[1], route[2]) if not isinstance(route, str) else ("", Dialect.V10)
         fault = _framework_fault(name, key, card, seen)
         if fault is not None:
-            message, shown, fix = fault
-            ours = name not in (STRANDS, CREWAI)  # their own doing: the peer is right
-            severity, breaks = ("warning", [name]) if ours else ("info", [])
-            add(Finding(severity, check, f"breaks: {message}", shown, breaks, fix))
+            add(framework_breaks(name, *fault))
         else:
             add(
                 Finding("ok", check, f"works: as {line}, which it runs on ({what})" + _caveat(name))
@@ -1543,24 +1593,10 @@ def _framework_fault(
 ) -> tuple[str, list[str], str] | None:
     """What of this peer the framework ``name`` reads its own way, as seen: (what it does, the
     evidence, the fix on the peer's side); None when nothing seen trips it."""
-    if name == ADK and card.streaming and key in seen.closes:
-        before, text, shown = seen.closes[key]
-        return (
-            f"records only the last chunk of this stream: an artifact streamed in {before + 1} "
-            f"chunks closes with append: true, lastChunk: true and only {text!r}, which ADK reads "
-            "as the whole artifact (the earlier chunks are lost)",
-            [shown],
-            "close a streamed artifact with append: false, lastChunk: true and the whole text "
-            "(as ADK's own server does; every other client reads it the same)",
-        )
-    if name == CREWAI and card.streaming and seen.chunked.get(key, 0) > 1:
-        return (
-            f"joins the chunks of a streamed artifact with spaces: one came in "
-            f"{seen.chunked[key]} chunks here (it reads every artifact update as a word)",
-            [],
-            "nothing in the stream's shape fixes it while words stream as appends; a whole "
-            "artifact (one chunk) reads right",
-        )
+    if name in (ADK, CREWAI) and card.streaming:
+        for read, shown in seen.read.get(key, ()):
+            if (fault := misread(name, read)) is not None:
+                return fault[0], [shown], fault[1]
     if name == HANDLER and seen.status_only:
         return (
             "shows no words for a task whose words are only in status.message (it prints a "

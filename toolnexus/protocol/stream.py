@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import _json
 from .dialects import parse_state
-from .model import LEGAL, TaskState, is_legal
+from .model import TaskState
 
 __all__ = ["FAULTS", "Fault", "StreamCheck", "event_of"]
 
@@ -154,13 +154,17 @@ class StreamCheck:
         if state is None or state is TaskState.UNKNOWN:
             return
         old = self.state
+        if self._ended_at:
+            return  # a terminal state never changes: what came after is said as a fault of its own
         # a stream may start in any state (a subscription joins late, a quick agent's one frame is
-        # its finished task); a state said again is no move (a move out of a terminal state is said
-        # as an update after it)
-        if old is not None and old in LEGAL and state is not old and not is_legal(old, state):
-            self._fault("illegal", f"{old} -> {state} is not a move the protocol allows")
+        # its finished task); a state said again is no move; a move out of a terminal state is said
+        # as an update after it. Between the others the protocol names no order (the official JS
+        # SDK's agent goes submitted -> input-required; protocol.model.LEGAL is our server's own,
+        # stricter, lifecycle): only going back to submitted, where a task starts, is no move
+        if state is TaskState.SUBMITTED and old not in (None, TaskState.SUBMITTED):
+            self._fault("illegal", f"{old} -> {state}: a task is submitted once, when it starts")
         self.state = state
-        if state.terminal and not self._ended_at:
+        if state.terminal:
             self._ended_at = self.frames
 
     def _artifact(self, body: dict[str, Any]) -> None:
