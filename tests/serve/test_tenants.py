@@ -40,17 +40,24 @@ async def _served(tenants=("acme", "globex")):
     )
 
 
-async def sdk_client(url: str, binding: str, tenant: str, http: httpx.AsyncClient):
-    """The official client on our card, left with its first 1.0 interface of ``binding``, naming
-    ``tenant`` ("": none, as a client that ignores tenants calls): the SDK sends that tenant in
-    every call."""
+async def sdk_client(
+    url: str,
+    binding: str,
+    tenant: str,
+    http: httpx.AsyncClient,
+    version: str = "1.0",
+    interceptors: list | None = None,
+):
+    """The official client on our card, left with its first ``version`` interface of ``binding``,
+    naming ``tenant`` ("": none, as a client that ignores tenants calls): the SDK sends that tenant
+    in every call. ``interceptors``: the SDK's, on every call (its ``AuthInterceptor``)."""
     card = await A2ACardResolver(http, url).get_agent_card()
     keep = [
         i
         for i in card.supported_interfaces
-        if (i.protocol_binding, i.protocol_version) == (binding, "1.0")
+        if (i.protocol_binding, i.protocol_version) == (binding, version)
     ][:1]
-    assert keep, f"the card lists no 1.0 {binding} interface"
+    assert keep, f"the card lists no {version} {binding} interface"
     keep[0].tenant = tenant
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)
@@ -60,7 +67,7 @@ async def sdk_client(url: str, binding: str, tenant: str, http: httpx.AsyncClien
         grpc_channel_factory=grpc.aio.insecure_channel,
         httpx_client=http,
     )
-    return ClientFactory(config).create(card)
+    return ClientFactory(config).create(card, interceptors)
 
 
 def _message(text: str) -> pb.Message:

@@ -84,7 +84,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
-from ..serve.config import Auth, MCPServeConfig
+from ..serve.config import Auth, AuthRefused, MCPServeConfig
 from ..skills import MAX_SUGGESTIONS, SkillDef, ToolkitLike
 from ..tools import REJECT, Answer, Progress, ProgressFn, Request, Tool, ToolContext, ToolResult
 
@@ -737,10 +737,10 @@ class MCPProfile(MCPToolkit):
                 k.decode("latin-1").lower(): v.decode("latin-1")
                 for k, v in scope.get("headers", [])
             }
-            status = self.auth.check(headers)
-            if status is not None:
-                text = "authentication required" if status == 401 else "invalid credentials"
-                answer = JSONResponse({"error": text}, status, headers=self.auth.challenge)
+            try:
+                await self.auth.admit(headers)
+            except AuthRefused as refused:
+                answer = JSONResponse({"error": str(refused)}, refused.status, refused.headers)
                 await answer(scope, receive, send)
                 return
         assert self._manager is not None, "the MCP lifespan has not started"

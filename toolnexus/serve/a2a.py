@@ -87,7 +87,7 @@ from ..protocol.push import render_push_config
 from ..skills import SkillDef
 from ..stores.base import window
 from .card import ServedCard
-from .config import A2AConfig
+from .config import A2AConfig, AuthRefused
 from .lifecycle import Follow, TaskRunner
 from .metrics import Metrics
 
@@ -259,7 +259,7 @@ class A2AEndpoint:
 
     async def _rpc(self, request: Request, headers: Mapping[str, str]) -> Any:
         try:
-            owner = self.owner_of(headers)
+            owner = await self.owner_of(headers)
             body = await self._read(request, headers)
         except Refusal as refusal:
             if refusal.status in (401, 403):  # HTTP authentication, before the body is read:
@@ -390,8 +390,8 @@ class A2AEndpoint:
         value = header_value(on)
         return {HEADER: value} | ({} if dialect is Dialect.V10 else {LEGACY_HEADER: value})
 
-    def owner_of(self, headers: Mapping[str, str]) -> str | None:
-        """The caller's owner key (see ``Auth.identify``) from its headers (lower-case names) or a
+    async def owner_of(self, headers: Mapping[str, str]) -> str | None:
+        """The caller's owner key (see ``Auth.admit``) from its headers (lower-case names) or a
         gRPC call's metadata; a refused caller raises Refusal. Every binding reads its caller here,
         so the caller's W3C trace is noted here too (``trace.accept``)."""
         trace.accept(headers)
@@ -399,11 +399,10 @@ class A2AEndpoint:
         auth = self.config.auth
         if auth is None:
             return None
-        status, owner = auth.identify(headers)
-        if status is not None:
-            text = "authentication required" if status == 401 else "invalid credentials"
-            raise Refusal(status, text, auth.challenge)
-        return owner
+        try:
+            return (await auth.admit(headers)).owner
+        except AuthRefused as refused:
+            raise Refusal(refused.status, str(refused), refused.headers) from None
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
     async def rest(self, op: Operation, request: Request, v03: bool = False) -> Response | _Answer:
@@ -415,9 +414,8 @@ class A2AEndpoint:
             return Response("Not Found", 404, media_type="text/plain")
         activated: dict[str, str] = {}
         try:
-            owner = self.owner_of(
-                request.headers
-            )  # first: an unauthenticated caller learns nothing more
+            # first: an unauthenticated caller learns nothing more
+            owner = await self.owner_of(request.headers)
             version = request.headers.get("a2a-version")
             if version is not None and major_version(version) != (0 if v03 else 1):
                 speaks = "0.3 under /v1/" if v03 else "1.0"

@@ -46,7 +46,7 @@ from ..stores import (
 )
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
-from .config import A2AConfig, Auth, MCPServeConfig
+from .config import A2AConfig, Auth, AuthRefused, MCPServeConfig
 from .files import TaskFiles
 from .grpc_server import GrpcServer
 from .lifecycle import STOPPED, TaskRunner
@@ -507,17 +507,10 @@ def metrics_route(metrics: Metrics, auth: Auth | None) -> Route:
 
     async def scrape(request: Request) -> Response:
         if auth is not None:
-            status = auth.check({k.lower(): v for k, v in request.headers.items()})
-            if status is not None:
-                return JSONResponse(
-                    {
-                        "error": "authentication required"
-                        if status == 401
-                        else "invalid credentials"
-                    },
-                    status,
-                    headers=auth.challenge,
-                )
+            try:
+                await auth.admit({k.lower(): v for k, v in request.headers.items()})
+            except AuthRefused as refused:
+                return JSONResponse({"error": str(refused)}, refused.status, refused.headers)
         return Response(await asyncio.to_thread(metrics.exposition), media_type=METRICS_TYPE)
 
     return Route("/metrics", scrape, methods=["GET"])

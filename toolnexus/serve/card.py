@@ -315,27 +315,60 @@ def _provider(p: Provider | Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 def _security(auth: Auth) -> dict[str, Any]:
-    """``securitySchemes`` and ``security`` for the card, readable by both SDK lines."""
-    if auth.scheme in ("bearer", "basic"):
-        scheme = {
-            "type": "http",
-            "scheme": auth.scheme,
-            # 0.3's spelling in 1.0's field too: every SDK's 1.0 view of the card (what a card
-            # signature covers) is then the same, whichever of the two it reads the scheme from
-            "httpAuthSecurityScheme": {"scheme": auth.scheme},
-        }
-    else:
-        scheme = {
-            "type": "apiKey",
-            "in": "header",
-            "name": auth.header,
-            "apiKeySecurityScheme": {"location": "header", "name": auth.header},
-        }
+    """``securitySchemes`` and ``security`` for the card, readable by both SDK lines: each scheme in
+    0.3's spelling (``type`` and its fields, which a 1.x SDK folds into 1.0's wrapper, as a card
+    signature's view does) and in 1.0's (the wrapper, for readers of 1.0's shape alone)."""
+    names = auth.names
+    scopes = list(auth.scopes)
     return {
-        "securitySchemes": {auth.scheme: scheme},
-        "security": [{auth.scheme: []}],
-        "securityRequirements": [{"schemes": {auth.scheme: {"list": []}}}],
+        "securitySchemes": dict(zip(names, _schemes(auth), strict=True)),
+        "security": [{name: scopes} for name in names],
+        "securityRequirements": [{"schemes": {name: {"list": scopes}}} for name in names],
     }
+
+
+def _schemes(auth: Auth) -> list[dict[str, Any]]:
+    """The card entries of ``auth``'s schemes, in the order of ``auth.names``."""
+    if auth.scheme in ("bearer", "basic"):
+        # 0.3's spelling in 1.0's field too: every SDK's 1.0 view of the card (what a card
+        # signature covers) is then the same, whichever of the two it reads the scheme from
+        return [
+            {
+                "type": "http",
+                "scheme": auth.scheme,
+                "httpAuthSecurityScheme": {"scheme": auth.scheme},
+            }
+        ]
+    if auth.scheme == "apiKey":
+        return [
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": auth.header,
+                "apiKeySecurityScheme": {"location": "header", "name": auth.header},
+            }
+        ]
+    tokens = auth.tokens
+    said = (
+        f"JWT access tokens issued by {tokens.issuer} for {tokens.audience}"
+        if tokens is not None
+        else "a client certificate signed by the agent's certificate authority (TLS)"
+    )
+    if auth.scheme == "openIdConnect":
+        fields = {"description": said, "openIdConnectUrl": auth.openid_url}
+        return [{"type": "openIdConnect", **fields, "openIdConnectSecurityScheme": fields}]
+    if auth.scheme == "mutualTLS":
+        return [
+            {"type": "mutualTLS", "description": said, "mtlsSecurityScheme": {"description": said}}
+        ]
+    # oauth2: one flow a scheme, as 1.0's OAuthFlows holds one (a 0.3 reader takes the fields it
+    # knows of the same entry: pkceRequired and deviceCode are 1.0's alone)
+    metadata = {"oauth2MetadataUrl": auth.metadata_url} if auth.metadata_url else {}
+    out: list[dict[str, Any]] = []
+    for flows in [{name: dict(flow)} for name, flow in auth.flows.items()] or [{}]:
+        fields = {"description": said, "flows": flows, **metadata}
+        out.append({"type": "oauth2", **fields, "oauth2SecurityScheme": fields})
+    return out
 
 
 def _not_after(stamp: int, if_modified_since: str) -> bool:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._json import is_mapping
 from ..builtins import COMMAND_TOOLS
@@ -19,10 +19,20 @@ from ..protocol.extensions import Extension
 from ..protocol.signing import KeyError_, SigningKey
 from ..secrets import read_basic
 from ..tools import Tool
+from .tokens import AccessTokens, TokenRefused
 
-__all__ = ["A2AConfig", "MCPServeConfig", "Auth", "Provider"]
+__all__ = [
+    "A2AConfig",
+    "MCPServeConfig",
+    "Auth",
+    "AuthRefused",
+    "Caller",
+    "OAUTH_FLOWS",
+    "Provider",
+]
 
 log = logging.getLogger("toolnexus.serve.mcp")
+_refused = logging.getLogger("toolnexus.serve")
 
 
 @dataclass
@@ -31,19 +41,63 @@ class Provider:
     url: str = ""
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from, as the agent's auth read it: its task space (``owner``: None when
+    all callers share one) and what it was granted (a token's scopes; none for a shared secret)."""
+
+    owner: str | None = None
+    scopes: frozenset[str] = frozenset()
+
+
+class AuthRefused(Exception):
+    """A request the agent's auth refuses: ``status`` 401 (no credential it takes) or 403 (one
+    without the access asked for), the words the caller gets, and the headers (the challenge)."""
+
+    def __init__(self, status: int, text: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(text)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+OAUTH_FLOWS: dict[str, tuple[str, ...]] = {
+    "authorizationCode": ("authorizationUrl", "tokenUrl"),
+    "clientCredentials": ("tokenUrl",),
+    "deviceCode": ("deviceAuthorizationUrl", "tokenUrl"),
+}
+"""The OAuth 2 flows a card may name for a client to get a token (A2A 1.0 ``OAuthFlows``; the
+implicit and password flows are deprecated there and not offered), and the URLs each needs."""
+_FLOW_FIELDS = frozenset({"authorizationUrl", "tokenUrl", "deviceAuthorizationUrl", "refreshUrl"})
+
+
 @dataclass
 class Auth:
-    """Opt-in auth for JSON-RPC and MCP (the card stays public).
+    """Opt-in auth for every binding and MCP (the card stays public; it says what to present).
 
     Use :meth:`bearer` (``Authorization: Bearer <token>``), :meth:`api_key` (a header holding the
-    key) or :meth:`basic` (HTTP basic, ``user:password`` pairs). A request without credentials gets 401, one with wrong credentials 403. With more than
-    one secret, each is its own caller: a task belongs to the secret that created it, and other
-    callers get "task not found" for it and never see it listed.
+    key) or :meth:`basic` (HTTP basic, ``user:password`` pairs): with more than one secret, each is
+    its own caller: a task belongs to the secret that created it, and other callers get "task not
+    found" for it and never see it listed. :meth:`oauth2` and :meth:`openid` serve the agent as an
+    OAuth 2 resource server: JWT access tokens checked against the issuer's keys
+    (:class:`~toolnexus.serve.tokens.AccessTokens`), each subject its own caller, the card naming
+    where to get a token. :meth:`mutual_tls` serves over TLS and takes only callers presenting a
+    certificate a CA signed. A request without credentials gets 401, one with wrong credentials 403
+    (an invalid access token: 401, RFC 6750).
     """
 
-    scheme: Literal["bearer", "apiKey", "basic"]
-    secrets: tuple[str, ...]
+    scheme: Literal["bearer", "apiKey", "basic", "oauth2", "openIdConnect", "mutualTLS"]
+    secrets: tuple[str, ...] = ()
     header: str = "authorization"
+    tokens: AccessTokens | None = None
+    """oauth2, openIdConnect: how access tokens are checked."""
+    flows: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: dict[str, Any]())
+    """oauth2: the flows the card offers, in the spec's shape (:data:`OAUTH_FLOWS`)."""
+    metadata_url: str | None = None
+    """oauth2: the authorization server's metadata (RFC 8414), ``oauth2MetadataUrl`` on the card."""
+    openid_url: str | None = None
+    """openIdConnect: the discovery document's URL, ``openIdConnectUrl`` on the card."""
+    scopes: tuple[str, ...] = ()
+    """oauth2, openIdConnect: the scopes every call needs (a skill may need more)."""
 
     @classmethod
     def bearer(cls, *tokens: str) -> Auth:
@@ -65,6 +119,60 @@ class Auth:
         return cls("basic", tuple(credentials))
 
     @classmethod
+    def oauth2(
+        cls,
+        *,
+        issuer: str,
+        audience: str,
+        jwks_url: str,
+        flows: Mapping[str, Mapping[str, Any]] | None = None,
+        metadata_url: str | None = None,
+        scopes: Sequence[str] = (),
+        algorithms: Sequence[str] = ("RS256", "ES256", "EdDSA"),
+    ) -> Auth:
+        """An OAuth 2 resource server: JWT access tokens from ``issuer`` for ``audience``, checked
+        with the keys at ``jwks_url``. ``flows``: how a client gets one, on the card (the spec's
+        ``OAuthFlows`` entries by name: ``authorizationCode`` with ``authorizationUrl``,
+        ``tokenUrl``, ``scopes`` and ``pkceRequired``; ``clientCredentials``; ``deviceCode`` with
+        ``deviceAuthorizationUrl``); ``metadata_url``: the server's RFC 8414 metadata;
+        ``scopes``: those every call needs."""
+        return cls(
+            "oauth2",
+            tokens=_tokens(issuer, audience, jwks_url, None, algorithms),
+            flows=_flows(flows or {}),
+            metadata_url=_url(metadata_url, "oauth2.metadataUrl") if metadata_url else None,
+            scopes=_names(scopes, "oauth2.scopes"),
+        )
+
+    @classmethod
+    def openid(
+        cls,
+        *,
+        url: str,
+        issuer: str,
+        audience: str,
+        jwks_url: str | None = None,
+        scopes: Sequence[str] = (),
+        algorithms: Sequence[str] = ("RS256", "ES256", "EdDSA"),
+    ) -> Auth:
+        """OpenID Connect: access tokens (JWT) from ``issuer`` for ``audience``; the card names the
+        discovery document ``url``, whose ``jwks_uri`` holds the keys (or ``jwks_url``)."""
+        return cls(
+            "openIdConnect",
+            tokens=_tokens(issuer, audience, jwks_url, _url(url, "openIdConnect.url"), algorithms),
+            openid_url=url,
+            scopes=_names(scopes, "openIdConnect.scopes"),
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The card's names for this auth's schemes: one, but oauth2 with several flows names one
+        scheme per flow (A2A 1.0's ``OAuthFlows`` holds one), ``oauth2-<flow>``."""
+        if self.scheme == "oauth2" and len(self.flows) > 1:
+            return tuple(f"oauth2-{flow}" for flow in self.flows)
+        return (self.scheme,)
+
+    @classmethod
     def from_config(cls, value: Any) -> Auth | None:
         if value is None or isinstance(value, Auth):
             return value
@@ -82,11 +190,76 @@ class Auth:
         if "basic" in value:
             pairs = value["basic"]
             return cls.basic(*([pairs] if isinstance(pairs, str) else pairs))
-        raise ConfigError("a2a.auth needs a 'bearer', 'apiKey' or 'basic' entry")
+        for key, make, known in (
+            ("oauth2", cls.oauth2, _OAUTH2_KEYS),
+            ("openIdConnect", cls.openid, _OPENID_KEYS),
+        ):
+            if key in value:
+                block = value[key]
+                if not is_mapping(block):
+                    raise ConfigError(f"a2a.auth.{key} must be an object")
+                kwargs = _keywords(block, known, f"a2a.auth.{key}")
+                try:
+                    return make(**kwargs)
+                except TypeError:
+                    needs = (
+                        "issuer, audience and jwksUrl"
+                        if key == "oauth2"
+                        else "url, issuer and audience"
+                    )
+                    raise ConfigError(f"a2a.auth.{key} needs {needs}") from None
+        raise ConfigError(
+            "a2a.auth needs a 'bearer', 'apiKey', 'basic', 'oauth2' or 'openIdConnect' entry"
+        )
 
     def check(self, headers: Mapping[str, str]) -> int | None:
-        """None when the request may pass, else the HTTP status to refuse it with (401 or 403)."""
+        """None when the request may pass, else the HTTP status to refuse it with (401 or 403); a
+        shared secret's schemes only (:meth:`admit` reads every scheme)."""
         return self.identify(headers)[0]
+
+    async def admit(self, headers: Mapping[str, str]) -> Caller:
+        """The caller a request's headers (lower-case names; gRPC: its metadata) present.
+
+        Raises:
+            AuthRefused: none this agent takes (401), or one without the scopes every call needs
+                (403).
+        """
+        if self.tokens is None:
+            status, owner = self.identify(headers)
+            if status is not None:
+                text = "authentication required" if status == 401 else "invalid credentials"
+                raise AuthRefused(status, text, self.challenge)
+            return Caller(owner)
+        kind, _, token = headers.get("authorization", "").partition(" ")
+        if kind.lower() != "bearer" or not token.strip():
+            raise AuthRefused(401, "authentication required: an access token", self.challenge)
+        try:
+            granted = await self.tokens.check(token.strip())
+        except TokenRefused as exc:
+            _refused.info("an access token was refused: %s", exc)
+            raise AuthRefused(
+                401,
+                "invalid access token (expired, for another audience or issuer, or not signed by "
+                "the issuer's keys)",
+                {"WWW-Authenticate": f'Bearer realm="{REALM}", error="invalid_token"'},
+            ) from None
+        caller = Caller(self.tokens.owner(granted), granted.scopes)
+        missing = [s for s in self.scopes if s not in caller.scopes]
+        if missing:
+            raise self.insufficient(missing)
+        return caller
+
+    def insufficient(self, scopes: Sequence[str], what: str = "this agent") -> AuthRefused:
+        """The refusal of a caller whose token lacks ``scopes`` (RFC 6750 ``insufficient_scope``)."""
+        needed = " ".join(scopes)
+        return AuthRefused(
+            403,
+            f"insufficient scope: {what} needs {needed}",
+            {
+                "WWW-Authenticate": f'Bearer realm="{REALM}", error="insufficient_scope", '
+                f'scope="{needed}"'
+            },
+        )
 
     def identify(self, headers: Mapping[str, str]) -> tuple[int | None, str | None]:
         """``(refusal, owner)``: the HTTP status to refuse the request with (401 or 403), or None;
@@ -119,14 +292,107 @@ class Auth:
     @property
     def challenge(self) -> dict[str, str]:
         """The ``WWW-Authenticate`` a refused request gets (RFC 9110 §11.6.1), by scheme."""
+        if self.scheme == "basic":
+            return {"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'}
         if self.scheme == "bearer":
             return {"WWW-Authenticate": "Bearer"}
-        if self.scheme == "basic":
-            return {"WWW-Authenticate": 'Basic realm="toolnexus", charset="UTF-8"'}
+        if self.tokens is not None:
+            return {"WWW-Authenticate": f'Bearer realm="{REALM}"'}
         return {}
 
     def __repr__(self) -> str:  # never print a secret
         return f"Auth(scheme={self.scheme!r}, header={self.header!r}, secrets=<{len(self.secrets)} hidden>)"
+
+
+REALM = "toolnexus"
+"""The realm of this agent's challenges."""
+_OAUTH2_KEYS = ("issuer", "audience", "jwks_url", "flows", "metadata_url", "scopes", "algorithms")
+_OPENID_KEYS = ("url", "issuer", "audience", "jwks_url", "scopes", "algorithms")
+
+
+def _keywords(block: Mapping[str, Any], known: Sequence[str], where: str) -> dict[str, Any]:
+    """A config block's keys (camelCase or snake_case) as keyword arguments, each one known."""
+    out: dict[str, Any] = {}
+    for key, v in block.items():
+        snake = _snake(str(key))
+        if snake not in known:
+            raise ConfigError(f"{where}.{key} is not a known option ({', '.join(known)})")
+        out[snake] = v
+    return out
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def _tokens(
+    issuer: Any, audience: Any, jwks_url: Any, discovery: str | None, algorithms: Any
+) -> AccessTokens:
+    for name, value in (("issuer", issuer), ("audience", audience)):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"an OAuth 2 resource server needs its {name} (a string)")
+    try:
+        return AccessTokens(
+            issuer,
+            audience,
+            _url(jwks_url, "jwksUrl") if jwks_url is not None else None,
+            discovery,
+            _names(algorithms, "algorithms"),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"access tokens: {exc}") from None
+
+
+def _url(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+        raise ConfigError(f"{where} must be an http(s) URL, got {value!r}")
+    return value
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(f"{where} must be a list of strings")
+    names = tuple(v for v in cast("Sequence[object]", value) if isinstance(v, str) and v)
+    if len(names) != len(cast("Sequence[object]", value)):
+        raise ConfigError(f"{where} must be a list of non-empty strings")
+    return names
+
+
+def _flows(flows: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The flows a card offers, checked: known names, each with the URLs it needs, scopes a map of
+    name to description; in the spec's camelCase."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, flow in flows.items():
+        if name not in OAUTH_FLOWS:
+            raise ConfigError(
+                f"oauth2.flows.{name} is not a flow offered ({', '.join(OAUTH_FLOWS)})"
+            )
+        if not is_mapping(flow):
+            raise ConfigError(f"oauth2.flows.{name} must be an object")
+        entry: dict[str, Any] = {}
+        for key, value in flow.items():
+            key = str(key)
+            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+            if camel in _FLOW_FIELDS:
+                entry[camel] = _url(value, f"oauth2.flows.{name}.{key}")
+            elif camel == "scopes":
+                if not is_mapping(value) or not all(isinstance(v, str) for v in value.values()):
+                    raise ConfigError(
+                        f"oauth2.flows.{name}.scopes must map each scope to its description"
+                    )
+                entry["scopes"] = dict(value)
+            elif camel == "pkceRequired" and name == "authorizationCode":
+                entry["pkceRequired"] = bool(value)
+            else:
+                raise ConfigError(f"oauth2.flows.{name}.{key} is not a field of this flow")
+        missing = [k for k in OAUTH_FLOWS[name] if k not in entry]
+        if missing:
+            raise ConfigError(f"oauth2.flows.{name} needs {', '.join(missing)}")
+        entry.setdefault("scopes", {})
+        if name == "authorizationCode":
+            entry.setdefault("pkceRequired", True)
+        out[name] = entry
+    return out
 
 
 @dataclass
@@ -386,7 +652,7 @@ def _from_block(cls: Any, value: Any, block: str) -> Any:
     names = {f.name for f in fields(cls)}
     out: dict[str, Any] = {}
     for key, v in value.items():
-        snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
+        snake = _snake(key)
         if snake not in names:
             raise ConfigError(f"{block}.{key} is not a known option ({', '.join(sorted(names))})")
         out[snake] = v

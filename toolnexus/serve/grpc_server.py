@@ -115,7 +115,7 @@ class GrpcServer:
             k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)
         }
         try:
-            owner = self.endpoint.owner_of(metadata)
+            owner = await self.endpoint.owner_of(metadata)
         except Refusal as refusal:
             code = (
                 grpc.StatusCode.UNAUTHENTICATED
