@@ -331,3 +331,23 @@ async def test_a_server_without_oauth_support_keeps_its_http_status(tmp_path):
             with pytest.raises(PeerError, match="MCP error -32602: Unknown prompt: nope"):
                 await s.prompt("nope", {})
     assert os.environ.get("TN_MARK") is None
+
+
+@pytest.mark.parametrize("sdk", ["py", "ts"])
+async def test_a_sampling_reply_the_user_wrote_is_sent_as_written_with_no_model(sdk: str):
+    """Issue 60 item 2: the user answers a sampling request with a reply of their own (as the
+    official Inspector lets them), and with no model at all the session still offers sampling."""
+    written = "Old pond,\na frog jumps in:\nthe sound of water."
+    asked: list[Sampling] = []
+
+    async def approve(request: Sampling) -> bool | str:
+        asked.append(request)
+        return written
+
+    async with MCPSession(mcp_peers.stdio(sdk), env=mcp_peers.ENV, approve=approve) as s:
+        assert "sampling" in s.offered
+        sung = await s.call("haiku", {"topic": "a frog"})
+        assert asked[0].messages == [("user", "A haiku about a frog")]
+        [said] = [b["text"] for b in sung.metadata["content"]]
+        assert said == f"the model {session_module.WRITTEN_BY} said: {written}", said
+        assert any(n.summary.startswith("answered by the user: Old pond") for n in s.notices)

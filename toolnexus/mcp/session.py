@@ -162,7 +162,9 @@ class Model(Protocol):
 
 
 Elicit = Callable[[Elicitation], Awaitable[Reply]]
-Approve = Callable[[Sampling], Awaitable[bool]]
+Approve = Callable[[Sampling], Awaitable[bool | str]]
+WRITTEN_BY = "user"
+"""The model a sampling reply the user wrote is sent as (a sampling result names its model)."""
 Listener = Callable[[Notice], None]
 
 
@@ -176,7 +178,8 @@ class MCPSession:
     (with ``env`` added to a safe default environment, and ``cwd``). Every exchange, each stdio
     JSON-RPC message too, is on ``bus`` (the Wire). The session offers the server what it was given:
     ``elicit`` (the user answers a form: the elicitation capability), ``model`` and ``approve`` (a
-    sampling request, once the user approves it, is answered by ``model``: the sampling
+    sampling request goes to ``approve``, which answers True to let ``model`` answer it, False to
+    refuse it, or the reply's text, written by the user, sent as :data:`WRITTEN_BY`'s: the sampling
     capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
     OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`). ``record``: a
     :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
@@ -277,7 +280,7 @@ class MCPSession:
         out = ["roots"]
         if self.elicit is not None:
             out.append("elicitation")
-        if self.model is not None and self.approve is not None:
+        if self.approve is not None:
             out.append("sampling")
         return out
 
@@ -370,9 +373,7 @@ class MCPSession:
                 cache=None,
                 message_handler=self._heard,
                 elicitation_callback=self._elicited if self.elicit is not None else None,
-                sampling_callback=self._sampled
-                if self.model is not None and self.approve is not None
-                else None,
+                sampling_callback=self._sampled if self.approve is not None else None,
                 list_roots_callback=self._listed_roots,
             ) as client:
                 self._client = client
@@ -544,16 +545,31 @@ class MCPSession:
             f"asks the model: {request.prompt[:200]}",
             params.model_dump(by_alias=True, exclude_none=True, mode="json"),
         )
-        assert self.approve is not None and self.model is not None
+        assert self.approve is not None
         try:
             approved = await self.approve(request)
         except Exception:  # noqa: BLE001 - a failed approval is a refusal
             log.warning("the sampling approval failed", exc_info=True)
             approved = False
+        if isinstance(approved, str):  # the user wrote the reply: sent as written
+            self._tell(
+                "request", "sampling/createMessage", f"answered by the user: {approved[:200]}"
+            )
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(type="text", text=approved),
+                model=WRITTEN_BY,
+                stop_reason="endTurn",
+            )
         if not approved:
             self._tell("request", "sampling/createMessage", "refused by the user")
             return types.ErrorData(
                 code=USER_REJECTED, message="the user refused the sampling request"
+            )
+        if self.model is None:
+            self._tell("request", "sampling/createMessage", "no model to answer it")
+            return types.ErrorData(
+                code=USER_REJECTED, message="no model to answer, and the user wrote no reply"
             )
         try:
             said, model = await _complete(self.model, request, self.call_timeout)

@@ -7,8 +7,8 @@ result with its structured content), Resources (resources and templates; a read 
 type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
 Notifications it sent (and the requests it made, and how they were answered), the Doctor's
 report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
-roots we declare). A server's elicitation is answered in a form,
-its sampling by the toolkit's model once approved, its OAuth sign-in run in the browser; every
+roots we declare). A server's elicitation is answered in a form, its sampling by the toolkit's
+model once approved (or by a reply the user writes), its OAuth sign-in run in the browser; every
 exchange (each stdio JSON-RPC message too) lands in the Wire. All of it by keyboard."""
 
 from __future__ import annotations
@@ -576,12 +576,13 @@ class MCPScreen(ModeScreen):
         self.app.push_screen(ElicitDialog(request), chosen)
         return await answered
 
-    async def _approve(self, request: Sampling) -> bool:
-        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def _approve(self, request: Sampling) -> bool | str:
+        """True: the model answers; False: refused; a text: the reply the user wrote."""
+        answered: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
 
-        def chosen(approved: bool | None) -> None:
+        def chosen(approved: bool | str | None) -> None:
             if not answered.done():
-                answered.set_result(bool(approved))
+                answered.set_result(approved if isinstance(approved, str) else bool(approved))
 
         model = getattr(self._model, "model", "the model")
         self.app.push_screen(SamplingDialog(request, str(model)), chosen)

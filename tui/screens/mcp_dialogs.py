@@ -1,6 +1,7 @@
 """The MCP mode's dialogs, for what an MCP server asks of the user while a session is open: an
-elicitation form (accept with the values, decline, or cancel), a sampling request to approve or
-refuse before the toolkit's model answers it, and the OAuth sign-in address. Every text in them is
+elicitation form (accept with the values, decline, or cancel), a sampling request answered by
+the toolkit's model once approved, by a reply the user writes, or refused, and the OAuth sign-in
+address. Every text in them is
 the server's: shown as plain text, never markup."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label
+from textual.widgets import Input, Label, TextArea
 
 from toolnexus.mcp import Elicitation, Reply, Sampling, form_values
 
@@ -105,15 +106,21 @@ class ElicitDialog(ModalScreen[Reply]):
         self.dismiss(Reply("cancel"))
 
 
-class SamplingDialog(ModalScreen[bool]):
-    """A server asks the toolkit's model to answer a conversation: ``y`` lets it, ``n`` (or
-    ``escape``) refuses; the server is told either way."""
+class SamplingDialog(ModalScreen[bool | str]):
+    """A server asks the toolkit's model to answer a conversation: ``y`` lets it; ``w`` writes the
+    reply instead (a box below the conversation) and ``ctrl+r`` sends what is written, as the
+    official Inspector lets a user answer; ``n`` (or ``escape``, out of the box) refuses. The
+    server is told either way."""
 
-    DEFAULT_CSS = _DIALOG_CSS.format(name="SamplingDialog")
+    DEFAULT_CSS = _DIALOG_CSS.format(name="SamplingDialog") + (
+        "SamplingDialog #sampling-reply { height: 6; margin-top: 1; }"
+    )
     BINDINGS = [
         Binding("y", "choose(True)", "Approve", id="sampling-approve"),
+        Binding("w", "write", "Write the reply", id="sampling-write"),
+        Binding("ctrl+r", "send", "Send the reply", id="sampling-send", priority=True),
         Binding("n", "choose(False)", "Refuse", id="sampling-refuse"),
-        Binding("escape", "choose(False)", show=False, id="sampling-escape"),
+        Binding("escape", "escape", show=False, id="sampling-escape"),
     ]
 
     def __init__(self, request: Sampling, model: str) -> None:
@@ -131,11 +138,40 @@ class SamplingDialog(ModalScreen[bool]):
             shown.append(f"\n{role}: ", "bold")
             shown.append(said)
         with Vertical(id="sampling"):
-            yield VerticalScroll(SafeStatic(shown, id="sampling-view"))
-            yield Label("y approve (the model answers) · n refuse", classes="keys")
+            yield VerticalScroll(SafeStatic(shown, id="sampling-view"), id="sampling-box")
+            reply = TextArea(id="sampling-reply")
+            reply.border_title = "your reply (w writes here, ctrl+r sends it)"
+            yield reply
+            yield SafeStatic("", id="sampling-error")
+            yield Label(
+                "y approve (the model answers) · w write the reply, ctrl+r send it · n refuse",
+                classes="keys",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#sampling-box").focus()  # the keys, not the reply box
 
     def action_choose(self, approved: bool) -> None:
         self.dismiss(approved)
+
+    def action_write(self) -> None:
+        self.query_one("#sampling-reply", TextArea).focus()
+
+    def action_send(self) -> None:
+        written = self.query_one("#sampling-reply", TextArea).text
+        if not written.strip():
+            self.query_one("#sampling-error", SafeStatic).update(
+                Text("✘ nothing written: w writes the reply (y lets the model answer)", "red")
+            )
+            return
+        self.dismiss(written)
+
+    def action_escape(self) -> None:
+        """Out of the reply box (what is written stays), else refuse."""
+        if isinstance(self.focused, TextArea):
+            self.query_one("#sampling-box").focus()
+        else:
+            self.dismiss(False)
 
 
 class SignInDialog(ModalScreen[None]):
