@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import http.server
@@ -24,8 +25,9 @@ import toolnexus as tn
 from toolnexus.cli import SERVE_FLAGS
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded
+from toolnexus.toolkit import CONFIG_KEYS
 
-from .helpers import ROOT, arun_cli, cli, read_until, run_cli, started_cli
+from .helpers import ROOT, Served, arun_cli, cli, read_until, run_cli, started_cli
 
 BAD_STORE = "nosuch:x"
 KEEPERS = [kind.name for kind in kinds_with(KeepsEnded)]
@@ -574,14 +576,65 @@ def test_each_serve_flag_names_a_config_key_that_exists_and_the_guide_lists_it()
     fields = {f.name for f in dataclasses.fields(tn.A2AConfig)}
     keyed = [flag for flag in SERVE_FLAGS if flag.key is not None]
     assert keyed and all(
-        flag.key == "mcpServer" or flag.key.removeprefix("a2a.") in fields for flag in keyed
+        flag.key in CONFIG_KEYS or flag.key.removeprefix("a2a.") in fields for flag in keyed
     )
     guide = (ROOT / "docs" / "guide.md").read_text()
     rows = {
         (name, key.strip("` ").split("`")[0])
         for line in guide.splitlines()
-        if line.startswith("| `--") and ("| `a2a." in line or "| `mcpServer`" in line)
+        if line.startswith("| `--")
+        and ("| `a2a." in line or "| `mcpServer`" in line or "| `maxConnections`" in line)
         for names, key in [line.strip("|").split("|")[:2]]
         for name in re.findall(r"`(--[a-z-]+)`", names)
     }
     assert rows == {(flag.name, flag.key) for flag in keyed}
+
+
+async def _at_the_limit(url: str, held: int) -> tuple[int, str]:
+    """Hold ``held`` connections (each a request head never ended), then send one request more on
+    a fresh connection: its status and body; the connections are closed after."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    writers = []
+    try:
+        for _ in range(held):
+            _, writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"GET / HTTP/1.1\r\n")
+            await writer.drain()
+            writers.append(writer)
+        async with httpx.AsyncClient(timeout=30) as http:
+            r = await http.get(url + "/.well-known/agent-card.json")
+        return r.status_code, r.text
+    finally:
+        for writer in writers:
+            writer.close()
+
+
+@pytest.mark.parametrize("given", ["flag", "config"])
+async def test_the_connection_limit_is_given_said_at_start_and_the_next_request_gets_503(
+    given, tmp_path
+):
+    """``serve --max-connections N`` (or the config's ``maxConnections``): the start says N, N
+    connections are held and the one after gets 503 (issue 65 item 3). The server raised its
+    open-file limit to the hard limit (started here with 256 of 4,096) and says so."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"maxConnections": 5}))
+    args = ("--max-connections", "5") if given == "flag" else ("--config", str(config))
+    async with Served(*args, inside=["prlimit", "--nofile=256:4096", "--"]) as served:
+        await served.until(lambda lines: served.events("ready"), timeout=60)
+        [said] = served.events("connections")
+        assert said == {"event": "connections", "max": 5, "open_files": 4096, "raised_from": 256}
+        url = served.events("started")[0]["url"]
+        assert (await _at_the_limit(url, 4))[0] == 200
+        assert await _at_the_limit(url, 5) == (503, "Service Unavailable")
+
+
+async def test_by_default_the_limit_is_sized_from_the_open_file_limit():
+    """With no flag nor key, the limit is what the open-file limit leaves for connections
+    (``http.server.connections_for``: 200 files, 64 kept, halved: 68), said at start and held."""
+    async with Served(inside=["prlimit", "--nofile=200:200", "--"]) as served:
+        await served.until(lambda lines: served.events("ready"), timeout=60)
+        [said] = served.events("connections")
+        assert said == {"event": "connections", "max": 68, "open_files": 200, "raised_from": 200}
+        url = served.events("started")[0]["url"]
+        assert (await _at_the_limit(url, 67))[0] == 200
+        assert await _at_the_limit(url, 68) == (503, "Service Unavailable")

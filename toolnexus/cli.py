@@ -39,11 +39,12 @@ from .hosting import DEMO_ASK, DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
 from .http.fetch import peer_url
 from .http.guard import is_loopback
 from .http.server import (
-    MAX_CONNECTIONS,
     ConnectionShare,
+    FdLimit,
     http_url,
     listening_socket,
     new_event_loop,
+    raise_fd_limit,
     serving_gc,
 )
 from .mcp import split_command
@@ -51,7 +52,7 @@ from .protocol.card import requirements_of
 from .protocol.dialects import Dialect, render_task
 from .protocol.operations import OPERATIONS
 from .secrets import expand_env, mask_url
-from .serve.config import load_signing_key
+from .serve.config import connection_limit, load_signing_key
 from .serve.metrics import MULTIPROC_ENV
 from .serve.quirks import QUIRKS
 from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
@@ -574,6 +575,14 @@ SERVE_FLAGS: tuple[Flag, ...] = (
         options={"metavar": "URL"},
     ),
     Flag(
+        "--max-connections",
+        "open connections past which new requests get 503, all workers' together (default: "
+        "sized from the open-file limit, which serve raises to its hard limit; the start says "
+        "the figure)",
+        "maxConnections",
+        options={"type": int, "metavar": "N"},
+    ),
+    Flag(
         "--drain",
         "on SIGTERM or Ctrl-C: stop accepting, then give what runs this long to finish (its "
         "callers answered), and fail what is left, saying so; a second signal stops at once "
@@ -776,15 +785,19 @@ async def _serve(args: argparse.Namespace) -> int:
     if a2a is not None:
         a2a.auth = auth or a2a.auth
         a2a.check()  # once, every flag applied (a config's extended card may need --auth-*)
+    if args.max_connections is not None and args.max_connections < 1:
+        raise UsageError(f"--max-connections must be at least 1, not {args.max_connections}")
+    fds = raise_fd_limit()  # a descriptor per connection: as many as this process may have
+    limit = connection_limit(tk.config, args.max_connections)
     if args.workers > 1 and args.worker_fd is None:
-        return await _supervise(args, a2a)
+        return await _supervise(args, a2a, limit, fds)
     mcp: Any = True if args.mcp else tk.config.get("mcpServer")
     if args.no_a2a and not mcp:
         raise UsageError("--no-a2a needs --mcp (or an mcpServer block in the config)")
     if auth is not None and mcp:
         mcp = tn.MCPServeConfig.from_config(mcp)
         mcp.auth = mcp.auth or auth
-    handle = await _start(args, tk, a2a, mcp)
+    handle = await _start(args, tk, a2a, mcp, limit)
     serving_gc()
     stop = _stop_on_signals(worker=args.worker_fd is not None)
     if args.worker_index is not None:  # the supervisor said where it serves; a worker, what it does
@@ -794,7 +807,8 @@ async def _serve(args: argparse.Namespace) -> int:
             {"event": "worker-ready", "worker": args.worker_index, "pid": os.getpid()},
         )
     else:
-        _announce(args, handle, a2a, mcp, auth is None and (a2a is None or a2a.auth is None), demo)
+        open_ = auth is None and (a2a is None or a2a.auth is None)
+        _announce(args, handle, a2a, mcp, open_, demo, fds)
     follower = asyncio.ensure_future(_follow_tasks(args, handle))
     try:
         await stop.wait()
@@ -843,17 +857,17 @@ def _auth(args: argparse.Namespace) -> Any:
     return flag.to(getattr(args, flag.dest)) if flag.to is not None else None
 
 
-async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any) -> Any:
+async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any, limit: int) -> Any:
     """The toolkit served as the command line says (a worker of ``--workers``: on its
     supervisor's socket); a port or a config it cannot use is a usage error."""
     try:
         client = build_client(args.model, args.base_url, args.api_key_env)
     except tn.ConfigError as exc:
         raise UsageError(str(exc)) from None
-    sock, limit = None, MAX_CONNECTIONS
+    sock, held = None, limit
     if args.worker_fd is not None:  # a worker of --workers: the supervisor's listening socket
         sock = socket.socket(fileno=args.worker_fd)
-        limit = ConnectionShare(args.worker_share, args.worker_index)  # the workers' together
+        held = ConnectionShare(args.worker_share, args.worker_index, limit)  # the workers' together
     try:
         metrics: Any = _addr(args.metrics_at, args.host) if args.metrics_at else bool(args.metrics)
         return await tk.serve(
@@ -864,7 +878,7 @@ async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any) -> Any:
             allow_unauthenticated=args.allow_unauthenticated,
             sock=sock,
             metrics=metrics,
-            max_connections=limit,
+            max_connections=held,
         )
     except OSError as exc:
         raise UsageError(
@@ -875,7 +889,13 @@ async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any) -> Any:
 
 
 def _announce(
-    args: argparse.Namespace, handle: Any, a2a: Any, mcp: Any, open_: bool, demo: bool
+    args: argparse.Namespace,
+    handle: Any,
+    a2a: Any,
+    mcp: Any,
+    open_: bool,
+    demo: bool,
+    fds: FdLimit,
 ) -> None:
     """``serve``'s first lines: where it serves, what, and (the demo) what to type to it."""
     profiles = [p for p, on in (("A2A", a2a is not None), ("MCP", bool(mcp))) if on]
@@ -894,6 +914,7 @@ def _announce(
     )
     if a2a is not None:
         _emit(args, f"card    {handle.card_url}", {"event": "card", "url": handle.card_url})
+    _say_connections(args, handle.max_connections, fds)
     for quirk in handle.quirks.quirks if handle.quirks is not None else ():
         _emit(
             args,
@@ -1044,7 +1065,19 @@ def _protocol_stdout() -> Iterator[int]:
         os.close(private)
 
 
-async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
+def _say_connections(args: argparse.Namespace, limit: int, fds: FdLimit) -> None:
+    """The start's line of how many connections the server holds, and the open-file limit behind it."""
+    files = "" if fds.now is None else f" (open files: {fds.now:,}"
+    if files:
+        files += f", raised from {fds.before:,})" if fds.before != fds.now else ")"
+    _emit(
+        args,
+        f"holds   {limit:,} connections at once{files}; past them new requests get 503",
+        {"event": "connections", "max": limit, "open_files": fds.now, "raised_from": fds.before},
+    )
+
+
+async def _supervise(args: argparse.Namespace, a2a: Any, limit: int, fds: FdLimit) -> int:
     """``serve --workers N``: bind once, start N worker processes on that socket, restart one that
     dies, stop them all on Ctrl-C. The workers share the agent through its PostgreSQL store."""
 
@@ -1088,6 +1121,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any) -> int:
             "workers": args.workers,
         },
     )
+    _say_connections(args, limit, fds)
     _emit(args, "press Ctrl-C to stop", {"event": "ready"})
     try:
         await workers.keep(stop)

@@ -27,7 +27,7 @@ __all__ = ["Toolkit", "create_toolkit", "load_config", "CONFIG_KEYS"]
 
 log = logging.getLogger("toolnexus.toolkit")
 
-CONFIG_KEYS = ("skills", "builtins", "a2a", "mcpServer", "agents", "mcpServers")
+CONFIG_KEYS = ("skills", "builtins", "a2a", "mcpServer", "agents", "mcpServers", "maxConnections")
 """The reserved top-level keys of a toolkit config file."""
 
 

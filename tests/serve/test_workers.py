@@ -345,20 +345,19 @@ async def test_a_host_killed_mid_migration_leaves_the_schema_whole_and_the_next_
         await db.close()
 
 
-async def test_past_a_thousand_connections_to_all_workers_new_requests_get_503(postgres):
-    """``max_connections`` (1,000) is the agent's, not each worker's: 1,030 connections held on two
-    workers (about 515 each) and every new request gets 503 (issue 49: each worker counted its
-    own and answered 200); once they close, 200 again."""
-    from toolnexus.http.server import MAX_CONNECTIONS
-
-    async with Served("--store", postgres, "--workers", "2") as served:
+async def test_past_the_connection_limit_of_all_workers_new_requests_get_503(postgres):
+    """``--max-connections`` is the agent's, not each worker's: 130 connections held on two workers
+    under a limit of 100 (about 65 each) and every new request gets 503 (issue 49: each worker
+    counted its own and answered 200); once they close, 200 again. The supervisor says the limit."""
+    async with Served("--store", postgres, "--workers", "2", "--max-connections", "100") as served:
         started = await served.until(lambda lines: served.events("started"), timeout=60)
         await served.until(lambda lines: len(served.events("worker-ready")) >= 2, timeout=60)
+        assert served.events("connections")[0]["max"] == 100
         url = started[0]["url"]
         host, port = url.removeprefix("http://").rsplit(":", 1)
         held = []
         try:
-            for _ in range(MAX_CONNECTIONS + 30):
+            for _ in range(130):
                 _, writer = await asyncio.open_connection(host, int(port))
                 writer.write(b"GET / HTTP/1.1\r\n")  # a request head, never ended
                 held.append(writer)

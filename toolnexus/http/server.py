@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import ipaddress
 import mmap
 import os
+import resource
 import socket
 import tempfile
 import threading
@@ -35,6 +37,10 @@ __all__ = [
     "MAX_HEAD",
     "MAX_CONNECTIONS",
     "ConnectionShare",
+    "FdLimit",
+    "fd_limit",
+    "raise_fd_limit",
+    "connections_for",
     "GC_THRESHOLD",
     "ANSWER_GRACE",
     "CUT",
@@ -51,8 +57,11 @@ MAX_HEAD = 64 * 1024
 is 431 and the connection is closed, the rest never read (nothing bounded it: a 4 MB header was
 read whole and answered 200). gRPC's metadata has the same bound."""
 MAX_CONNECTIONS = 1000
-"""Open connections (or requests in progress) past which new requests get 503: the agent's, summed
-over the workers of ``toolnexus serve --workers N`` (see :class:`ConnectionShare`)."""
+"""gRPC's calls at once, past which new ones are refused (``RESOURCE_EXHAUSTED``). The HTTP server's
+connection limit is sized from the file-descriptor limit instead (:func:`connections_for`)."""
+FD_RESERVE = 64
+"""File descriptors kept for the process itself (the listening socket, the event loop's, the
+store's pool, logs, imported files) when a connection limit is sized from the descriptor limit."""
 ANSWER_GRACE = 1.0
 """Seconds a stop gives the requests still open when its drain's time is up to write the answers
 its ``time_up`` gave them (a blocking send's task, a stream's last event), before they are cancelled."""
@@ -79,6 +88,53 @@ def serving_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
+
+
+@dataclasses.dataclass(frozen=True)
+class FdLimit:
+    """This process's limit of open files (``RLIMIT_NOFILE``'s soft limit): ``now``, and ``before``
+    :func:`raise_fd_limit` raised it (the same when it did not). None: unlimited."""
+
+    before: int | None
+    now: int | None
+
+
+def fd_limit() -> int | None:
+    """This process's soft limit of open files, or None when it is unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def raise_fd_limit() -> FdLimit:
+    """Raise this process's soft limit of open files to its hard limit, where it may: a server holds
+    a descriptor per connection, and the soft limit a shell gives (often 1,024) caps it far below
+    what memory allows. Where the hard limit is unlimited (macOS) or refused, it tries 10,240
+    (macOS's ``OPEN_MAX``) and keeps what it had if that is refused too. Children (the workers of
+    ``toolnexus serve --workers N``) inherit it. ``toolnexus serve`` calls it (the process is the
+    server's); a program that embeds :func:`~toolnexus.serve.serve` decides for its own process."""
+    before = fd_limit()
+    if before is None:
+        return FdLimit(before, before)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for want in (hard, 10_240):
+        if want == resource.RLIM_INFINITY or want <= before:
+            continue
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            continue
+        return FdLimit(before, want)
+    return FdLimit(before, before)
+
+
+def connections_for(nofile: int | None) -> int:
+    """The connection limit a server sized from ``nofile`` open files holds (:data:`MAX_CONNECTIONS`
+    when they are unlimited): what :data:`FD_RESERVE` leaves, halved, since a connection's
+    task may hold a descriptor of its own (the model's connection, a webhook's, a file) and a full
+    server must still reach its model: 20,000 open files hold 9,968 connections, 1,024 hold 480."""
+    if nofile is None:
+        return MAX_CONNECTIONS
+    return max(1, (nofile - FD_RESERVE) // 2)
 
 
 def parse_addr(addr: str | int | None) -> tuple[str, int]:
@@ -359,7 +415,7 @@ class ConnectionShare:
         limit: connections the workers hold together before new requests get 503.
     """
 
-    def __init__(self, fd: int, index: int, limit: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, fd: int, index: int, limit: int) -> None:
         self._slots = memoryview(mmap.mmap(fd, 0)).cast("q")
         self.index = index
         self.limit = limit
@@ -377,7 +433,8 @@ class ConnectionShare:
         self._slots[self.index] = connections
 
     def full(self) -> bool:
-        return sum(self._slots) >= self.limit
+        """Whether the workers hold more than ``limit`` (the asking connection counted)."""
+        return sum(self._slots) > self.limit
 
 
 def _sharing(base: Any, share: ConnectionShare) -> type[asyncio.Protocol]:
@@ -395,7 +452,7 @@ def _sharing(base: Any, share: ConnectionShare) -> type[asyncio.Protocol]:
 
         @property
         def limit_concurrency(self) -> int:  # read by uvicorn as each request's head completes
-            return 0 if share.full() else share.limit
+            return 0 if share.full() else share.limit + 1  # see AsgiServer's
 
         @limit_concurrency.setter
         def limit_concurrency(self, value: int | None) -> None:  # uvicorn's, from its config
@@ -426,8 +483,9 @@ class AsgiServer:
         addr: ``host:port`` (see :func:`parse_addr`); port 0 picks a free port.
         graceful: seconds a stop waits for open requests (streams) before cancelling them.
         header_timeout: see :data:`HEADER_TIMEOUT`.
-        max_connections: see :data:`MAX_CONNECTIONS`; a :class:`ConnectionShare` for a worker of
-            several (the limit is theirs together).
+        max_connections: open connections (and requests in progress) past which new requests get
+            503; None: sized from this process's open-file limit (:func:`connections_for`); a
+            :class:`ConnectionShare` for a worker of several (the limit is theirs together).
     """
 
     def __init__(
@@ -437,12 +495,19 @@ class AsgiServer:
         *,
         graceful: float = 1.0,
         header_timeout: float = HEADER_TIMEOUT,
-        max_connections: int | ConnectionShare = MAX_CONNECTIONS,
+        max_connections: int | ConnectionShare | None = None,
         sock: socket.socket | None = None,
         **uvicorn_options: Any,
     ) -> None:
         self.app = app
         self.host, self.port = parse_addr(addr)
+        if max_connections is None:
+            max_connections = connections_for(fd_limit())
+        self.max_connections = (
+            max_connections if isinstance(max_connections, int) else max_connections.limit
+        )
+        """Open connections and requests past which new requests get 503 (several workers': theirs
+        together)."""
         self._given = sock  # bound and listening already (see listening_socket)
         self._options = {
             "log_config": None,
@@ -456,9 +521,9 @@ class AsgiServer:
             # nothing a client sends (X-Forwarded-For/-Proto) rewrites who it is, and a
             # request passes one middleware fewer
             "proxy_headers": False,
-            "limit_concurrency": max_connections
-            if isinstance(max_connections, int)
-            else max_connections.limit,
+            # uvicorn refuses a request when its own connection makes the count reach the limit:
+            # one more, so that ``max_connections`` are served and the one after is refused
+            "limit_concurrency": self.max_connections + 1,
             **uvicorn_options,
         }
         self._server: _Uvicorn | None = None

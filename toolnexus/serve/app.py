@@ -26,7 +26,6 @@ from ..http.guard import HostGuard, is_loopback
 from ..http.server import (
     ANSWER_GRACE,
     HEADER_TIMEOUT,
-    MAX_CONNECTIONS,
     AsgiServer,
     ConnectionShare,
     LoopThread,
@@ -46,7 +45,7 @@ from ..stores import (
 )
 from ..traffic import InboundRecorder, TrafficRecorder
 from .a2a import A2AEndpoint
-from .config import A2AConfig, Auth, AuthRefused, MCPServeConfig
+from .config import A2AConfig, Auth, AuthRefused, MCPServeConfig, connection_limit
 from .files import TaskFiles
 from .grpc_server import GrpcServer
 from .lifecycle import STOPPED, TaskRunner
@@ -114,6 +113,12 @@ class ServeHandle:
     @property
     def url(self) -> str:
         return self._server.url
+
+    @property
+    def max_connections(self) -> int:
+        """Open connections and requests past which new requests get 503 (with several workers,
+        theirs together)."""
+        return self._server.max_connections
 
     @property
     def card_url(self) -> str:
@@ -259,7 +264,7 @@ async def serve(
     events: EventBus | None = None,
     allow_unauthenticated: bool = False,
     header_timeout: float = HEADER_TIMEOUT,
-    max_connections: int | ConnectionShare = MAX_CONNECTIONS,
+    max_connections: int | ConnectionShare | None = None,
     record_wire: bool = False,
     sock: Any = None,
     metrics: bool | str = False,
@@ -271,7 +276,8 @@ async def serve(
     unless ``allow_unauthenticated=True``. A connection that spends ``header_timeout`` seconds with
     no request in progress, or with a request whose body is still arriving, is closed; past
     ``max_connections`` open connections and requests (a ``ConnectionShare``: those of several
-    workers together), new requests get 503. ``on_task`` is called
+    workers together; None: the config's ``maxConnections``, else sized from the process's
+    open-file limit, ``serve.config.connection_limit``), new requests get 503. ``on_task`` is called
     with each task that ends or waits for input (its ``result``, the run's ``RunResult``);
     ``on_text`` with a working task's reply as the model says it (``id``, ``context_id``,
     ``skill``, ``text``: all of it so far, ``last``), at most every ``TEXT_EVERY`` seconds. ``record_wire=True`` puts every inbound exchange on the bus as
@@ -294,6 +300,8 @@ async def serve(
         A2AConfig.from_config(a2a).check() if a2a is not None and a2a is not False else None
     )
     mcp_cfg = MCPServeConfig.from_config(mcp) if mcp is not None and mcp is not False else None
+    if not isinstance(max_connections, ConnectionShare):
+        max_connections = connection_limit(toolkit.config, max_connections)
     quirks = quirks_named(a2a_cfg.quirks) if a2a_cfg is not None else ()
     host, _ = parse_addr(addr)
     if not is_loopback(host) and not allow_unauthenticated:

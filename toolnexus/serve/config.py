@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 from .._json import is_mapping
 from ..builtins import COMMAND_TOOLS
 from ..errors import ConfigError
+from ..http.server import connections_for, fd_limit
 from ..protocol.extensions import Extension
 from ..protocol.signing import KeyError_, SigningKey
 from ..secrets import read_basic
@@ -29,6 +30,7 @@ __all__ = [
     "Caller",
     "OAUTH_FLOWS",
     "Provider",
+    "connection_limit",
 ]
 
 log = logging.getLogger("toolnexus.serve.mcp")
@@ -562,6 +564,25 @@ class A2AConfig:
     def from_config(cls, value: Any) -> A2AConfig:
         """From a config file's ``a2a`` block (camelCase or snake_case keys)."""
         return _from_block(cls, value, "a2a")
+
+
+def connection_limit(config: Mapping[str, Any], given: int | None = None) -> int:
+    """The open connections a server holds before new requests get 503: ``given`` (the
+    ``max_connections`` of ``serve()``, ``toolnexus serve --max-connections``), else the toolkit
+    config's ``maxConnections``, else sized from this process's open-file limit
+    (:func:`~toolnexus.http.server.connections_for`).
+
+    Raises:
+        ConfigError: a limit that is not a whole number of at least 1.
+    """
+    value = given if given is not None else config.get("maxConnections")
+    if value is None:
+        return connections_for(fd_limit())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"maxConnections must be a whole number of connections, at least 1, not {value!r}"
+        )
+    return value
 
 
 def load_signing_key(value: SigningKey | str | os.PathLike[str] | None) -> SigningKey | None:
