@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import yaml
 
@@ -35,6 +35,8 @@ from .tools import Tool, ToolContext, ToolResult
 
 __all__ = [
     "SkillDef",
+    "requirements",
+    "without",
     "SkillArgument",
     "SkillFile",
     "Skipped",
@@ -120,6 +122,9 @@ class SkillDef:
         path: the ``SKILL.md`` file, for skills found on disk.
         arguments: what the skill takes when it is used as a prompt.
         input_modes, output_modes: the media types it takes and makes (empty: the agent's).
+        security: what a caller must present to use it, as the card's 0.3 ``security`` says it:
+            a list of alternatives, each the schemes it needs (the agent's scheme names) and the
+            scopes each must grant (``[{"oauth2": ["ledger:read"]}]``); empty: the agent's own.
     """
 
     name: str
@@ -132,6 +137,7 @@ class SkillDef:
     arguments: list[SkillArgument] = field(default_factory=list)
     input_modes: list[str] = field(default_factory=list)
     output_modes: list[str] = field(default_factory=list)
+    security: list[dict[str, list[str]]] = field(default_factory=list)
 
     @property
     def base(self) -> str:
@@ -558,6 +564,11 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         skipped.append(Skipped(where, "missing-name", "front matter has no name"))
         return None
     desc = meta.get("description")
+    try:  # a skill whose requirements cannot be read is not served, rather than served to anyone
+        security = requirements(_either(meta, "security", "securityRequirements"), where)
+    except ValueError as exc:
+        skipped.append(Skipped(where, "malformed-frontmatter", str(exc)))
+        return None
     return SkillDef(
         name=str(name).strip(),
         description=str(desc).strip() if isinstance(desc, (str, int, float)) else "",
@@ -570,7 +581,66 @@ def _load(path: Path, skipped: list[Skipped]) -> SkillDef | None:
         arguments=_arguments(meta.get("arguments"), where),
         input_modes=_strings(_either(meta, "input-modes", "inputModes", "input_modes")),
         output_modes=_strings(_either(meta, "output-modes", "outputModes", "output_modes")),
+        security=security,
     )
+
+
+def requirements(value: Any, where: str) -> list[dict[str, list[str]]]:
+    """A skill's security requirements as 0.3's ``security`` writes them (a list of
+    ``{scheme: [scopes]}``, or one such entry), from its front matter or a config.
+
+    Raises:
+        ValueError: something else (the skill is then skipped: served to anyone, it would be open).
+    """
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        value = [value]
+    out: list[dict[str, list[str]]] = []
+    if isinstance(value, list):
+        for entry in cast("list[object]", value):
+            if not isinstance(entry, Mapping) or not entry:
+                break
+            scopes = {
+                str(k): _strings(v) if v is not None else []
+                for k, v in cast("Mapping[object, object]", entry).items()
+            }
+            out.append(scopes)
+        else:
+            return out
+    raise ValueError(
+        f"{where}: security must be a list of {{scheme: [scopes]}} entries, "
+        '(such as [{"oauth2": ["ledger:read"]}])'
+    )
+
+
+def without(toolkit: ToolkitLike, hidden: frozenset[str]) -> ToolkitLike:
+    """``toolkit`` as a caller who may not use the ``hidden`` skills sees it: they are not in its
+    skills, its catalogue or its ``skill`` tool (which no longer loads them)."""
+    return _Without(toolkit, hidden) if hidden else toolkit
+
+
+class _Without:
+    def __init__(self, toolkit: ToolkitLike, hidden: frozenset[str]) -> None:
+        self.toolkit, self.hidden = toolkit, hidden
+        self.config = toolkit.config
+
+    def skills(self) -> list[SkillDef]:
+        return [s for s in self.toolkit.skills() if s.name not in self.hidden]
+
+    def tools(self) -> list[Tool]:
+        shown = self.skills()
+        return [
+            (skill_tool(shown) if t.name == "skill" and t.source == "skill" else t)
+            for t in self.toolkit.tools()
+            if shown or not (t.name == "skill" and t.source == "skill")
+        ]
+
+    def skills_prompt(self) -> str:
+        return skills_prompt(self.skills())
+
+    def watch(self, listener: Callable[[frozenset[str]], None]) -> Callable[[], None]:
+        return self.toolkit.watch(listener)
 
 
 def _either(meta: dict[str, Any], *keys: str) -> Any:

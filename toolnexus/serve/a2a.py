@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from .. import _json, trace
 from ..errors import (
+    ConfigError,
     ContentTypeNotSupportedError,
     ExtendedCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -87,7 +88,7 @@ from ..protocol.push import render_push_config
 from ..skills import SkillDef
 from ..stores.base import window
 from .card import ServedCard
-from .config import A2AConfig, AuthRefused
+from .config import A2AConfig, AuthRefused, Caller
 from .lifecycle import Follow, TaskRunner
 from .metrics import Metrics
 
@@ -106,6 +107,8 @@ resubscribe of one, which carries no message to tell its caller's dialect by, is
 _SERVED_VERSIONS = "0.3, 1.0"
 _CALLER: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("caller_headers")
 """The headers (gRPC: metadata) of the request being answered, as ``owner_of`` read them."""
+_GRANTED: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("caller", default=None)
+"""Who the request being answered comes from, as the agent's auth admitted it."""
 _DRAIN = 1024 * 1024
 """Bytes past the limit read and thrown away before a 413, so that the client sees the answer."""
 _JSON_TYPES = ("application/json", "application/json-rpc", "application/jsonrequest")
@@ -202,10 +205,17 @@ class A2AEndpoint:
         ]
         extended = [s for s in skills if s.name in only]
         self._skill_names = {s.name: s for s in [*self.skills, *extended]}
+        self.needs = {name: self._needs(s) for name, s in self._skill_names.items()}
+        """Each skill's security requirements, as its card entry lists them (see ``skill_security``)."""
         self.metrics: Metrics | None = None
         """Where each dispatched operation is counted, when the agent exports metrics."""
         self.card = ServedCard(
-            config, self.skills, base_url, push=runner.push is not None, extended_skills=extended
+            config,
+            self.skills,
+            base_url,
+            push=runner.push is not None,
+            extended_skills=extended,
+            needs=self.needs,
         )
         """The card it serves (built, cached and tagged there)."""
         self._notifications: set[asyncio.Task[Any]] = set()
@@ -213,6 +223,25 @@ class A2AEndpoint:
         # just finished skip unpacking, parsing and rendering it again
         self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
         self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def _needs(self, skill: SkillDef) -> list[dict[str, list[str]]]:
+        needs = self.config.needs(skill)
+        if not needs:
+            return []
+        auth = self.config.auth
+        if auth is None:
+            raise ConfigError(
+                f"the skill {skill.name!r} declares security requirements: set a2a.auth, whose "
+                "schemes they name"
+            )
+        return auth.expand(needs)
+
+    def hidden(self, caller: Caller) -> frozenset[str]:
+        """The skills ``caller`` may not use: it lacks the scopes of each."""
+        auth = self.config.auth
+        if auth is None:
+            return frozenset()
+        return frozenset(n for n, needs in self.needs.items() if auth.missing(needs, caller))
 
     def routes(self) -> list[Route]:
         return [
@@ -393,16 +422,19 @@ class A2AEndpoint:
     async def owner_of(self, headers: Mapping[str, str]) -> str | None:
         """The caller's owner key (see ``Auth.admit``) from its headers (lower-case names) or a
         gRPC call's metadata; a refused caller raises Refusal. Every binding reads its caller here,
-        so the caller's W3C trace is noted here too (``trace.accept``)."""
+        so the caller's W3C trace is noted here too (``trace.accept``), and what it was granted
+        (``_GRANTED``), which the skills' security requirements are checked against."""
         trace.accept(headers)
         _CALLER.set(headers)
         auth = self.config.auth
         if auth is None:
             return None
         try:
-            return (await auth.admit(headers)).owner
+            caller = await auth.admit(headers)
         except AuthRefused as refused:
             raise Refusal(refused.status, str(refused), refused.headers) from None
+        _GRANTED.set(caller)
+        return caller.owner
 
     # -- HTTP+JSON ----------------------------------------------------------------------------------
     async def rest(self, op: Operation, request: Request, v03: bool = False) -> Response | _Answer:
@@ -651,6 +683,14 @@ class A2AEndpoint:
         if skill is not None and skill not in self._skill_names:
             raise MethodNotFoundError("Method not found")
         chosen = self._skill_names.get(skill) if skill is not None else None
+        hidden = self.hidden(_GRANTED.get() or Caller())
+        if skill is not None and skill in hidden:
+            auth = self.config.auth
+            assert auth is not None  # a skill is hidden only behind auth
+            missing = auth.missing(self.needs[skill], _GRANTED.get() or Caller())
+            raise PermissionDeniedError(
+                f"Permission denied: the skill {skill!r} needs the scope {' '.join(missing)}"
+            )
         if request.accepted is not None:
             self._check_accepted(request.accepted, chosen)
         if any(part.kind == "file" for part in message.parts):
@@ -658,7 +698,7 @@ class A2AEndpoint:
                 raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
             self.runner.files.check(message, chosen.input_modes if chosen else None)
         try:
-            task, queue = await self.runner.send(request, owner=owner, follow=stream)
+            task, queue = await self.runner.send(request, owner=owner, follow=stream, hidden=hidden)
         except (
             UnsupportedOperationError
         ) as err:  # a finished task: 0.3 and legacy have no such error

@@ -44,8 +44,11 @@ class ServedCard:
         base_url: Callable[[], str],
         push: bool,
         extended_skills: Sequence[SkillDef] = (),
+        needs: Mapping[str, Sequence[Mapping[str, Sequence[str]]]] | None = None,
     ) -> None:
         self.config = config
+        self.needs = dict(needs or {})
+        """Each skill's security requirements, by name, as its entry lists them."""
         self.skills = list(skills)
         self.extended_skills = list(extended_skills)
         """The skills only the extended card lists (``A2AConfig.extended_skills``)."""
@@ -112,6 +115,7 @@ class ServedCard:
             icon_url=c.icon_url,
             extended_skills=self.extended_skills if extended else (),
             declares_extended=self.has_extended,
+            needs=self.needs,
         )
         return card
 
@@ -211,6 +215,7 @@ def build_card(
     extensions: Sequence[dict[str, Any]] = (),
     extended_skills: Sequence[SkillDef] = (),
     declares_extended: bool = False,
+    needs: Mapping[str, Sequence[Mapping[str, Sequence[str]]]] | None = None,
 ) -> dict[str, Any]:
     """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
     1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
@@ -218,7 +223,8 @@ def build_card(
     without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed.
     ``declares_extended``: the agent serves an extended card (1.0's
     ``capabilities.extendedAgentCard``, 0.3's ``supportsAuthenticatedExtendedCard``);
-    ``extended_skills``: the skills the extended card lists after the others."""
+    ``extended_skills``: the skills the extended card lists after the others; ``needs``: a skill's
+    security requirements by its name (0.3's ``security`` shape), on its entry in both shapes."""
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
         "name": name,
@@ -248,7 +254,10 @@ def build_card(
         },
         "defaultInputModes": list(input_modes),
         "defaultOutputModes": list(output_modes),
-        "skills": [_skill(s, input_modes, output_modes) for s in [*skills, *extended_skills]],
+        "skills": [
+            _skill(s, input_modes, output_modes, (needs or {}).get(s.name, ()))
+            for s in [*skills, *extended_skills]
+        ],
     }
     if declares_extended:
         card["supportsAuthenticatedExtendedCard"] = True
@@ -290,9 +299,15 @@ def described(skills: Sequence[SkillDef]) -> str:
     )
 
 
-def _skill(s: SkillDef, input_modes: Sequence[str], output_modes: Sequence[str]) -> dict[str, Any]:
+def _skill(
+    s: SkillDef,
+    input_modes: Sequence[str],
+    output_modes: Sequence[str],
+    needs: Sequence[Mapping[str, Sequence[str]]] = (),
+) -> dict[str, Any]:
     """A skill's card entry; its modes always named, its own or the agent's: optional in the spec,
-    but fasta2a's client refuses a card whose skill lacks one."""
+    but fasta2a's client refuses a card whose skill lacks one; its security requirements, when it
+    has some, in 0.3's shape (``security``) and 1.0's (``securityRequirements``)."""
     out: dict[str, Any] = {
         "id": s.name,
         "name": s.name,
@@ -303,6 +318,11 @@ def _skill(s: SkillDef, input_modes: Sequence[str], output_modes: Sequence[str])
         out["examples"] = list(s.examples)
     out["inputModes"] = list(s.input_modes or input_modes)
     out["outputModes"] = list(s.output_modes or output_modes)
+    if needs:
+        out["security"] = [{k: list(v) for k, v in need.items()} for need in needs]
+        out["securityRequirements"] = [
+            {"schemes": {k: {"list": list(v)} for k, v in need.items()}} for need in needs
+        ]
     return out
 
 

@@ -19,6 +19,7 @@ from ..http.server import connections_for, fd_limit
 from ..protocol.extensions import Extension
 from ..protocol.signing import KeyError_, SigningKey
 from ..secrets import read_basic
+from ..skills import SkillDef, requirements
 from ..tools import Tool
 from .tokens import AccessTokens, TokenRefused
 
@@ -173,6 +174,40 @@ class Auth:
         if self.scheme == "oauth2" and len(self.flows) > 1:
             return tuple(f"oauth2-{flow}" for flow in self.flows)
         return (self.scheme,)
+
+    def expand(self, needs: Sequence[Mapping[str, Sequence[str]]]) -> list[dict[str, list[str]]]:
+        """Security requirements as the card lists them: a requirement naming this auth's scheme
+        (``oauth2``) where the card has one scheme a flow becomes one alternative per flow.
+
+        Raises:
+            ConfigError: a requirement names a scheme this agent does not serve.
+        """
+        out: list[dict[str, list[str]]] = []
+        for need in needs:
+            alternatives: list[dict[str, list[str]]] = [{}]
+            for scheme, scopes in need.items():
+                if scheme != self.scheme and scheme not in self.names:
+                    raise ConfigError(
+                        f"a skill's security names the scheme {scheme!r}; this agent serves "
+                        f"{', '.join(dict.fromkeys([self.scheme, *self.names]))}"
+                    )
+                names = self.names if scheme == self.scheme else (scheme,)
+                alternatives = [{**a, n: list(scopes)} for a in alternatives for n in names]
+            out += alternatives
+        return out
+
+    @staticmethod
+    def missing(needs: Sequence[Mapping[str, Sequence[str]]], caller: Caller) -> list[str]:
+        """The scopes ``caller`` lacks to meet any of ``needs`` (those of the alternative it
+        comes closest to); none when it meets one, or when there are none. An admitted caller
+        presented this agent's one scheme: only scopes can be missing."""
+        if not needs:
+            return []
+        lacking = [
+            sorted({s for scopes in need.values() for s in scopes} - caller.scopes)
+            for need in needs
+        ]
+        return min(lacking, key=len)
 
     @classmethod
     def from_config(cls, value: Any) -> Auth | None:
@@ -476,6 +511,12 @@ class A2AConfig:
             (a dict of its JSON) and the request's headers (lower-case names; gRPC: its metadata),
             it returns the card that caller gets. Needs ``auth``: the extended card is for
             authenticated callers.
+        skill_security: each skill's security requirements, by name, as 0.3's ``security`` says
+            them (``{"ledger": [{"oauth2": ["ledger:read"]}]}``), in place of its ``SKILL.md``'s
+            (``security:`` in its front matter): on its card entry (``securityRequirements``, 0.3's
+            ``security``), and checked when a task asks for the skill (a caller without them gets
+            "permission denied", and no task's model is offered a skill its caller may not use).
+            Needs ``auth``, whose schemes they name.
     """
 
     name: str = "toolnexus-agent"
@@ -511,6 +552,7 @@ class A2AConfig:
     extensions: Sequence[Extension | str | Mapping[str, Any]] = ()
     extended_skills: Sequence[str] | None = None
     extended_card: bool | Callable[[dict[str, Any], dict[str, str]], Mapping[str, Any]] = False
+    skill_security: Mapping[str, Any] | None = None
 
     def check(self) -> A2AConfig:
         """This config, its values read (``auth={"bearer": [...]}`` as in a config file, the
@@ -538,11 +580,31 @@ class A2AConfig:
             raise ConfigError("a2a.extensions names an extension twice")
         if isinstance(self.extended_skills, str):
             raise ConfigError("a2a.extendedSkills must be a list of skill names")
+        if self.skill_security is not None:
+            if not is_mapping(self.skill_security):
+                raise ConfigError("a2a.skillSecurity must map skill names to their requirements")
+            try:
+                self.skill_security = {
+                    str(k): requirements(v, f"a2a.skillSecurity.{k}")
+                    for k, v in self.skill_security.items()
+                }
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            if self.auth is None and any(self.skill_security.values()):
+                raise ConfigError("a skill's security needs the agent's auth: set a2a.auth too")
+            if self.auth is not None:
+                for needs in self.skill_security.values():
+                    self.auth.expand(needs)
         if self.publishes_extended and self.auth is None:
             raise ConfigError(
                 "an extended agent card is for authenticated callers: set a2a.auth too"
             )
         return self
+
+    def needs(self, skill: SkillDef) -> list[dict[str, list[str]]]:
+        """The security requirements of ``skill``: the config's for it, else its own."""
+        given = self.skill_security or {}
+        return list(given[skill.name]) if skill.name in given else skill.security
 
     @property
     def publishes_extended(self) -> bool:

@@ -78,7 +78,7 @@ from ..protocol.model import (
     now_iso,
 )
 from ..protocol.params import ListTasks, SendMessage
-from ..skills import ToolkitLike
+from ..skills import ToolkitLike, without
 from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
 from ..stores.base import when_available
 from ..tools import AUTH, REJECT, Answer, Attachment
@@ -321,6 +321,8 @@ class TaskRunner:
         self.files: TaskFiles | None = None
         """The callers' files: each task's folder, fetched URLs (None: files are not taken)."""
         self._accepts: dict[str, tuple[str, ...]] = {}  # a send's acceptedOutputModes, by task
+        # the skills a task's caller may not use (their security requirements), by task
+        self._hidden: dict[str, frozenset[str]] = {}
 
     # -- the one way a task changes -----------------------------------------------------------
     async def transition(
@@ -570,7 +572,12 @@ class TaskRunner:
 
     # -- create and run -----------------------------------------------------------------------
     async def send(
-        self, request: SendMessage, *, owner: str | None = None, follow: bool = False
+        self,
+        request: SendMessage,
+        *,
+        owner: str | None = None,
+        follow: bool = False,
+        hidden: frozenset[str] = frozenset(),
     ) -> tuple[Task, Follow | None]:
         """The send operation, whatever the binding: a message without ``taskId`` creates a task
         (for the request's ``skill``, when it names one); with one, it answers the task's question
@@ -581,7 +588,8 @@ class TaskRunner:
         answered only once the task settles (:meth:`wait`), so a new task's states before that are
         written with the one it settles in; ``accepted``: the media types the caller takes
         (``acceptedOutputModes``): its reply and its tools' artifacts of other types are left out.
-        ``follow``: the queue of its changes from now on, for a stream.
+        ``follow``: the queue of its changes from now on, for a stream. ``hidden``: the skills a new
+        task's caller may not use: its model is not offered them (:func:`toolnexus.skills.without`).
 
         Raises:
             TaskNotFoundError: ``taskId`` names no task the caller may see.
@@ -629,6 +637,7 @@ class TaskRunner:
             push=push,
             metadata=metadata,
             accepted=request.accepted,
+            hidden=hidden,
         )
         # no await since the run was scheduled: the task is still 'submitted' here
         queue = self.listen(task.id) if follow else None
@@ -655,6 +664,7 @@ class TaskRunner:
         push: PushConfig | None = None,
         metadata: dict[str, Any] | None = None,
         accepted: Sequence[str] | None = None,
+        hidden: frozenset[str] = frozenset(),
     ) -> Task:
         """A new ``submitted`` task for ``message`` (``metadata``: its own), its run started.
         Returns the task itself.
@@ -688,6 +698,8 @@ class TaskRunner:
         self._inboxes[task.id] = Inbox()
         if accepted:
             self._accepts[task.id] = tuple(accepted)
+        if hidden:
+            self._hidden[task.id] = hidden
         try:
             if push is not None:  # its webhook hears of every state, this first one too
                 notifier = await self._register(push, task)
@@ -695,6 +707,10 @@ class TaskRunner:
         finally:  # a config that could not be kept fails the call, not the task
             self._start(task, self._fulfil(task, prompt, None, new_context=minted, message=message))
         return task
+
+    def _toolkit(self, task: Task) -> ToolkitLike:
+        """The toolkit as ``task``'s caller may use it: without the skills it may not."""
+        return without(self.toolkit, self._hidden.get(task.id, frozenset()))
 
     async def tell(
         self, task: Task, message: Message, metadata: dict[str, Any] | None = None
@@ -744,7 +760,7 @@ class TaskRunner:
             if stored is None and task.state.interrupted:
                 raise InvalidParamsError(f"task {task.id} is already being answered")
             if pending is None and stored is not None:
-                pending = self.client.restore(stored, self.toolkit)  # suspended on another worker
+                pending = self.client.restore(stored, self._toolkit(task))  # suspended elsewhere
         held = task.id in self._live
         task = self._hold(task)
         if not await self.transition(task, TaskState.WORKING, history=[message], metadata=metadata):
@@ -783,6 +799,7 @@ class TaskRunner:
         finally:
             if not task.state.interrupted:
                 self._accepts.pop(task.id, None)
+                self._hidden.pop(task.id, None)
                 if self.files is not None:
                     self.files.forget(task.id)
 
@@ -848,7 +865,7 @@ class TaskRunner:
                 )
                 result = await self.client.ask(
                     prompt,
-                    self.toolkit,
+                    self._toolkit(task),
                     id=conversation,
                     inbox=inbox,
                     new=new_context,
@@ -1134,6 +1151,7 @@ class TaskRunner:
         self._stop_here(task, run, waiting, canceled=True)
         if run is None:  # waiting for input: no run to take its folder away when it ends
             self._accepts.pop(id, None)
+            self._hidden.pop(id, None)
             if self.files is not None:
                 self.files.forget(id)
         return canceled
