@@ -157,6 +157,7 @@ def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
     does not listen, so its session is the fixed one below (the real sessions are tested in
     test_mcp_inspector.py against real servers)."""
     import tui.screens.mcp as mcp_screen
+    from toolnexus.mcp import Page
 
     class FixedSession:
         protocol_version, modern = "2026-07-28", True
@@ -165,6 +166,7 @@ def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
         offered, roots, oauth = ["roots", "elicitation", "sampling"], [], None
         notices: list = []
         subscribed: set = set()
+        log_level, running = None, {}
 
         def __init__(self, target, **_):
             self.target = target
@@ -193,6 +195,9 @@ def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
                     },
                 }
             ]
+
+        async def listing(self, kind, cursor=None, limit=0):
+            return Page(await self.tools() if kind == "tools" else [])
 
     monkeypatch.setattr(mcp_screen, "MCPSession", FixedSession)
 

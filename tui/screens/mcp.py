@@ -38,8 +38,10 @@ from textual.widgets import (
 
 from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import printable
+from toolnexus.errors import PeerError
 from toolnexus.hosting import build_client
 from toolnexus.mcp import (
+    LOG_LEVELS,
     Content,
     Elicitation,
     Field,
@@ -54,6 +56,7 @@ from toolnexus.mcp import (
     split_command,
     template_fields,
 )
+from toolnexus.mcp.session import MAX_ITEMS
 from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
@@ -116,6 +119,13 @@ class MCPScreen(ModeScreen):
         Binding("home", "list_edge(True)", "First row", show=False, priority=True),
         Binding("end", "list_edge(False)", "Last row", show=False, priority=True),
         Binding("tab", "next_argument(1)", "Next field", show=False, priority=True),
+        # a list's next page (the server's nextCursor), and every page left (bounded); a request
+        # in flight cancelled (ctrl+x cuts in a text box while nothing runs); ping; the log level
+        Binding("m", "more(False)", "Next page", id="mcp-more", show=False),
+        Binding("M", "more(True)", "All pages", id="mcp-all", show=False),
+        Binding("ctrl+x", "cancel", "Cancel", id="mcp-cancel", priority=True),
+        Binding("g", "ping", "Ping", id="mcp-ping", show=False),
+        Binding("l", "log_level", "Log level", id="mcp-log-level", show=False),
         Binding("shift+tab", "next_argument(-1)", "Previous field", show=False, priority=True),
     ]
 
@@ -140,6 +150,10 @@ class MCPScreen(ModeScreen):
         highlighted: a call that ends after the cursor moved never shows under another tool."""
         self._result_of: str | None = None
         """The tool whose call the result pane shows (None: the pane says something else)."""
+        self._cursors: dict[str, str | None] = {}
+        """Each listing's cursor of the pages not read yet (the server's ``nextCursor``)."""
+        self._shown: dict[str, int] = {}
+        """How many items of each listing were read: a list-changed refresh reads as many."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -262,8 +276,17 @@ class MCPScreen(ModeScreen):
         self.query_one(first).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("tab", "subscribe", "endpoint") and isinstance(self.focused, Input):
+        if action in (
+            "tab",
+            "subscribe",
+            "endpoint",
+            "more",
+            "ping",
+            "log_level",
+        ) and isinstance(self.focused, Input):
             return False  # the letter types
+        if action == "cancel":
+            return bool(self.session is not None and self.session.running)
         if action == "list_edge" and not isinstance(self.focused, DataTable):
             return False  # a text box's own Home and End
         return True
@@ -400,6 +423,8 @@ class MCPScreen(ModeScreen):
     def _forget(self) -> None:
         self.tools, self.resources, self.prompts = [], [], []
         self._results.clear()
+        self._cursors.clear()
+        self._shown.clear()
         for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-notices"):
             self.query_one(table, DataTable).clear()
 
@@ -419,6 +444,10 @@ class MCPScreen(ModeScreen):
         line.append(f"  · we offer {', '.join(s.offered)}", "grey62")
         if s.oauth is not None and s.oauth.state != "not signed in":
             line.append(f"  · OAuth: {s.oauth.state}", "green")
+        if s.log_level is not None:
+            line.append(f"  · log level {s.log_level}", "grey62")
+        if self.ping_ms is not None:
+            line.append(f"  · ping {self.ping_ms:.1f} ms", "grey62")
         self._status(line)
         info = Text()
         info.append("server  ", "bold")
@@ -427,6 +456,12 @@ class MCPScreen(ModeScreen):
         info.append(f"{s.protocol_version} ({era})\n")
         info.append("we offer  ", "bold")
         info.append(", ".join(s.offered) + "\n")
+        info.append("log level  ", "bold")
+        info.append((s.log_level or "not asked (l asks)") + "\n")
+        info.append("ping  ", "bold")
+        info.append(
+            (f"{self.ping_ms:.1f} ms" if self.ping_ms is not None else "not sent (g pings)") + "\n"
+        )
         info.append("roots  ", "bold")
         info.append((", ".join(s.roots) or "none") + "\n")
         if s.oauth is not None:
@@ -456,25 +491,168 @@ class MCPScreen(ModeScreen):
             self._say(Text(f"✘ {exc}", "red"))
             return
         if self._result_of is None:  # a call made meanwhile keeps its result shown
-            self._say(
-                ", ".join(
-                    _count(n, what)
-                    for n, what in (
-                        (len(self.tools), "tool"),
-                        (len(self.resources), "resource or template"),
-                        (len(self.prompts), "prompt"),
-                    )
+            more = any(self._cursors.values())
+            counts = ", ".join(
+                _count(n, what)
+                for n, what in (
+                    (len(self.tools), "tool"),
+                    (len(self.resources), "resource or template"),
+                    (len(self.prompts), "prompt"),
                 )
             )
+            self._say(counts + (" (the server has more: m reads the next page)" if more else ""))
 
-    async def _list_tools(self, focus: bool = False) -> None:
+    async def _fetch(self, kind: str, items: list[dict[str, Any]] | None = None) -> list[Any]:
+        """A listing of the session (``kind``: :data:`toolnexus.mcp.session.LISTS`) as the user
+        reads it, a page at a time: with no ``items``, from the start, as many pages as were read
+        before (the first, on a new session); with ``items`` (those shown), the next page after
+        them. The cursor left is kept for ``m`` and ``M``."""
+        assert self.session is not None
+        if items is None:
+            page = await self.session.listing(kind, limit=max(1, self._shown.get(kind, 1)))
+            items = []
+        else:
+            page = await self.session.page(kind, self._cursors.get(kind))
+        listed = items + page.items
+        self._cursors[kind], self._shown[kind] = page.next_cursor, len(listed)
+        return listed
+
+    async def _fetch_all(self, kind: str, items: list[dict[str, Any]]) -> list[Any]:
+        """Every page left of a listing after ``items``, up to the session's bound."""
+        assert self.session is not None
+        page = await self.session.listing(
+            kind, self._cursors.get(kind), limit=max(1, MAX_ITEMS - len(items))
+        )
+        listed = items + page.items
+        self._cursors[kind], self._shown[kind] = page.next_cursor, len(listed)
+        return listed
+
+    def _more_row(self, table: DataTable[Any], *kinds: str) -> None:
+        """The row under a list the server has more of: its cursor, and the keys that read on."""
+        cursor = next((self._cursors[k] for k in kinds if self._cursors.get(k)), None)
+        if cursor is None:
+            return
+        cells = ["…", Text(f"more on the server: m next page, M all (cursor {cursor})", "italic")]
+        cells += [""] * (len(table.columns) - len(cells))
+        if len(table.columns) > 2:  # the resources' first column is the mark
+            cells = ["", *cells[:-1]]
+        table.add_row(*cells, key="more")
+
+    def action_more(self, every: bool) -> None:
+        """``m``: the next page of the list shown; ``M``: every page left (up to a bound)."""
+        kinds = {
+            "mcp-tab-tools": ("tools",),
+            "mcp-tab-resources": ("resources", "templates"),
+            "mcp-tab-prompts": ("prompts",),
+        }.get(self._tab())
+        if self.session is None or kinds is None:
+            return
+        if not any(self._cursors.get(k) for k in kinds):
+            self.notify("the server has no more of this list", timeout=3)
+            return
+        self._read_on(kinds, every)
+
+    @work(group="mcp-relist")
+    async def _read_on(self, kinds: tuple[str, ...], every: bool) -> None:
+        read = self._fetch_all if every else self._fetch
+        try:
+            if kinds == ("tools",):
+                await self._list_tools(listed=await read("tools", self.tools))
+            elif kinds == ("prompts",):
+                await self._list_prompts(listed=await read("prompts", self.prompts))
+            else:
+                res = [r for r in self.resources if not r["template"]]
+                tpl = [r for r in self.resources if r["template"]]
+                for kind, items in (("resources", res), ("templates", tpl)):
+                    if self._cursors.get(kind):
+                        got = await read(kind, [_plain(r) for r in items])
+                        if kind == "resources":
+                            res = [{**r, "template": False} for r in got]
+                        else:
+                            tpl = [{**t, "template": True} for t in got]
+                        if not every:
+                            break
+                self.resources = res + tpl
+                self._draw_resources()
+        except Exception as exc:  # noqa: BLE001 - said where the lists are
+            self.notify(f"MCP: the next page failed: {exc}", severity="error")
+
+    def _on_more(self, table: DataTable[Any]) -> bool:
+        """Whether the highlighted row is the one saying the server has more (Enter reads on)."""
+        if not table.row_count:
+            return False
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        if key != "more":
+            return False
+        self.action_more(False)
+        return True
+
+    # -- cancel, ping, the log level ----------------------------------------------------------------
+    def action_cancel(self) -> None:
+        """ctrl+x: every request of the user in flight (a call, a read, a prompt) cancelled; the
+        server is told."""
+        s = self.session
+        if s is None:
+            return
+        cancelled = s.cancel()
+        if cancelled:
+            self.notify(f"cancelled: {', '.join(cancelled)}", timeout=4)
+        self.refresh_bindings()
+
+    def action_ping(self) -> None:
+        if self.session is None:
+            self.notify("connect first", severity="warning")
+            return
+        self._ping()
+
+    @work(group="mcp-ping")
+    async def _ping(self) -> None:
+        s = self.session
+        if s is None:
+            return
+        try:
+            took = await s.ping()
+        except Exception as exc:  # noqa: BLE001 - said in a toast
+            self.notify(str(exc), severity="warning")
+            return
+        self.ping_ms = took * 1000
+        self.notify(f"ping: answered in {self.ping_ms:.1f} ms", timeout=4)
+        self._show_server()
+
+    ping_ms: float | None = None
+
+    def action_log_level(self) -> None:
+        """``l``: the next log level (debug first, round again after emergency), asked of the
+        server."""
+        s = self.session
+        if s is None:
+            self.notify("connect first", severity="warning")
+            return
+        at = LOG_LEVELS.index(s.log_level) + 1 if s.log_level in LOG_LEVELS else 0
+        self._set_level(LOG_LEVELS[at % len(LOG_LEVELS)])
+
+    @work(group="mcp-level", exclusive=True)
+    async def _set_level(self, level: str) -> None:
+        s = self.session
+        if s is None:
+            return
+        try:
+            await s.set_level(level)
+        except Exception as exc:  # noqa: BLE001 - said in a toast
+            self.notify(str(exc), severity="warning")
+            return
+        self.notify(f"log level: {level} and above", timeout=3)
+        self._show_server()
+
+    async def _list_tools(self, focus: bool = False, listed: list[Any] | None = None) -> None:
         """List the tools again, the cursor on the tool it was on (a list-changed refresh moved it
         to the first, whose form then showed the last result). The highlighted tool's form is
         built before the rows show, and ``focus`` (a new session) takes the list from the
         endpoint box in the same step: a key pressed as soon as the tools show is never lost nor
         sent to a form still empty (a call went out without its arguments)."""
         assert self.session is not None
-        listed = await self.session.tools()
+        if listed is None:
+            listed = await self._fetch("tools")
         table = self.query_one("#mcp-tools", DataTable)
         was = self._tool()
         names = [t["name"] for t in listed]
@@ -490,6 +668,7 @@ class MCPScreen(ModeScreen):
                 tool["description"].splitlines()[0] if tool["description"] else "",
                 key=str(i),
             )
+        self._more_row(table, "tools")
         if listed:
             table.move_cursor(row=row)
         at = self.focused
@@ -498,8 +677,11 @@ class MCPScreen(ModeScreen):
 
     async def _list_resources(self) -> None:
         assert self.session is not None
-        listed = [{**r, "template": False} for r in await self.session.resources()]
-        listed += [{**t, "template": True} for t in await self.session.templates()]
+        listed = [{**r, "template": False} for r in await self._fetch("resources")]
+        try:  # a server may serve resources and refuse templates/list (the paged test server)
+            listed += [{**t, "template": True} for t in await self._fetch("templates")]
+        except PeerError as exc:
+            self.notify(f"MCP: no resource templates: {exc}", severity="warning", timeout=4)
         self.resources = listed
         self._draw_resources()
         await self._template_form()
@@ -513,12 +695,14 @@ class MCPScreen(ModeScreen):
             uri = r.get("uri_template") if r["template"] else r.get("uri")
             mark = "T" if r["template"] else ("●" if uri in subscribed else "")
             table.add_row(mark, uri or "", r.get("name", ""), r.get("mime_type", ""), key=str(i))
-        if self.resources:
-            table.move_cursor(row=min(at, len(self.resources) - 1))
+        self._more_row(table, "resources", "templates")
+        if table.row_count:
+            table.move_cursor(row=min(at, table.row_count - 1))
 
-    async def _list_prompts(self) -> None:
+    async def _list_prompts(self, listed: list[Any] | None = None) -> None:
         assert self.session is not None
-        listed = await self.session.prompts()
+        if listed is None:
+            listed = await self._fetch("prompts")
         table = self.query_one("#mcp-prompts", DataTable)
         was = self._prompt()
         names = [p["name"] for p in listed]
@@ -527,6 +711,7 @@ class MCPScreen(ModeScreen):
         for i, p in enumerate(listed):
             described = p.get("description") or ""
             table.add_row(p["name"], described.splitlines()[0] if described else "", key=str(i))
+        self._more_row(table, "prompts")
         if was is not None and was["name"] in names:  # the cursor stays on its prompt
             table.move_cursor(row=names.index(was["name"]))
         await self._prompt_form()
@@ -644,7 +829,9 @@ class MCPScreen(ModeScreen):
     @on(DataTable.RowSelected, "#mcp-tools")
     def _tool_chosen(self) -> None:
         """Enter on a tool: into its first argument (the raw JSON in raw mode); a tool that takes
-        none is called."""
+        none is called; the row saying the server has more reads its next page."""
+        if self._on_more(self.query_one("#mcp-tools", DataTable)):
+            return
         if self.raw_mode:
             self.query_one("#mcp-raw-args", TextArea).focus()
         elif fields := self._fields_shown():
@@ -769,17 +956,20 @@ class MCPScreen(ModeScreen):
         if session is None:
             self._show_result(name, Text("✘ not connected", "red"))
             return
-        self._show_result(name, f"calling {name} …")
+        self._show_result(name, f"calling {name} … (ctrl+x cancels)")
+        self.call_after_refresh(self.refresh_bindings)  # ctrl+x in the footer while it runs
 
         async def progress(p: Any) -> None:
             amount = f"{p.done:g}" + (f"/{p.total:g}" if p.total is not None else "")
-            self._show_result(name, f"calling {name} … {amount} {p.message or ''}")
+            self._show_result(name, f"calling {name} … {amount} {p.message or ''} (ctrl+x cancels)")
 
         try:
             outcome = await session.call(name, args, progress=progress)
         except Exception as exc:
             self._show_result(name, Text(f"✘ {exc}", "red"))
             return
+        finally:
+            self.refresh_bindings()
         self.last_result = outcome
         text = Text()
         text.append(f"{name} {json.dumps(args)}\n", "bold")
@@ -816,6 +1006,8 @@ class MCPScreen(ModeScreen):
 
     @on(DataTable.RowSelected, "#mcp-resources")
     def _resource_chosen(self) -> None:
+        if self._on_more(self.query_one("#mcp-resources", DataTable)):
+            return
         fields = self._fields_shown()
         if fields:
             fields[0].focus()
@@ -906,6 +1098,8 @@ class MCPScreen(ModeScreen):
 
     @on(DataTable.RowSelected, "#mcp-prompts")
     def _prompt_chosen(self) -> None:
+        if self._on_more(self.query_one("#mcp-prompts", DataTable)):
+            return
         fields = self._fields_shown()
         if fields:
             fields[0].focus()
@@ -1025,6 +1219,11 @@ def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:
     widest = max((len(n) for n in names), default=0)
     table.add_column(label, key=label, width=max(len(label), min(widest, NAME_WIDTH)))
     table.add_column("description", key="description", width=DESCRIPTION_WIDTH)
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed resource or template as the session gave it (without the row's own mark)."""
+    return {k: v for k, v in item.items() if k != "template"}
 
 
 def _count(n: int, what: str) -> str:

@@ -1,0 +1,101 @@
+"""The MCP mode's keys for what the official MCP Inspector does beyond lists and calls (issue 60
+item 1), by keyboard against a real server on the official Python SDK (``tests/peers/mcp_paged.py``
+over stdio: lists a page at a time, a tool that waits to be cancelled, a log line per level):
+``m`` the next page (and Enter on the row that says there is more), ``M`` every page left,
+``ctrl+x`` a call cancelled, ``l`` the log level, ``g`` ping."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tui.app import ToolnexusApp  # noqa: E402
+
+from ..peers import mcp_peers  # noqa: E402
+from .test_handler_errors_and_streams import shown  # noqa: E402
+from .test_mcp_inspector import column, connect, focus_row, table  # noqa: E402
+from .test_pilot import until  # noqa: E402
+
+PAGED = "PYTHONPATH={} {} -m tests.peers.mcp_paged stdio"
+
+
+def paged() -> str:
+    return PAGED.format(shlex.quote(mcp_peers.ENV["PYTHONPATH"]), shlex.quote(sys.executable))
+
+
+async def test_pages_cancel_and_the_log_level_by_keys():
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, paged())
+        tools = table(app, "#mcp-tools")
+        # the first page, and a row saying the server has more, with its cursor
+        await until(pilot, lambda: tools.row_count == 4, timeout=30)
+        names = column(app, "#mcp-tools", 0)
+        assert names == ["tool1", "tool2", "tool3", "…"]
+        more = column(app, "#mcp-tools", 1)[-1]
+        assert "m next page, M all (cursor tools-3)" in more
+        await until(
+            pilot, lambda: "the server has more: m reads the next page" in shown(app, "#mcp-result")
+        )
+        await until(pilot, lambda: app.focused is tools)
+        await pilot.press("m")
+        await until(pilot, lambda: tools.row_count == 7)
+        assert column(app, "#mcp-tools", 0)[3:] == ["tool4", "tool5", "tool6", "…"]
+        assert "(cursor tools-6)" in column(app, "#mcp-tools", 1)[-1]
+        await focus_row(app, pilot, "#mcp-tools", "…")
+        await pilot.press("enter")  # the row that says there is more reads on
+        await until(pilot, lambda: column(app, "#mcp-tools", 0)[-2:] == ["log", "…"])
+        await pilot.press("M")  # every page left
+        await until(pilot, lambda: column(app, "#mcp-tools", 0)[-1] == "cancelled")
+        assert len(column(app, "#mcp-tools", 0)) == 10
+        # prompts: M from the first page reads every page left
+        await pilot.press("p")
+        assert column(app, "#mcp-prompts", 0) == ["prompt1", "prompt2", "…"]
+        await pilot.press("M")
+        await until(pilot, lambda: len(column(app, "#mcp-prompts", 0)) == 5)
+        assert "…" not in column(app, "#mcp-prompts", 0)
+        # resources: a page at a time too
+        await pilot.press("r")
+        assert column(app, "#mcp-resources", 1)[:2] == ["note://page/1", "note://page/2"]
+        await pilot.press("m")
+        await until(pilot, lambda: "note://page/4" in column(app, "#mcp-resources", 1))
+
+        # a call in flight, cancelled: the server is told, and it stopped the tool
+        await pilot.press("t")
+        await focus_row(app, pilot, "#mcp-tools", "wait")
+        await pilot.press("enter")
+        await until(pilot, lambda: "ctrl+x cancels" in shown(app, "#mcp-result"), timeout=20)
+        await until(pilot, lambda: bool(app.screen.session.running))
+        await pilot.pause(0.3)
+        await pilot.press("ctrl+x")
+        await until(
+            pilot,
+            lambda: "call wait: cancelled, the server was told" in shown(app, "#mcp-result"),
+            timeout=20,
+        )
+        await focus_row(app, pilot, "#mcp-tools", "cancelled")
+        await pilot.press("enter")
+        await until(pilot, lambda: "cancelled 1 times" in shown(app, "#mcp-result"), timeout=20)
+
+        # the log level: l goes round them (debug, info, notice, warning ...), each asked for
+        await pilot.press("l", "l", "l", "l")
+        await until(pilot, lambda: "log level warning" in shown(app, "#mcp-status"), timeout=20)
+        await focus_row(app, pilot, "#mcp-tools", "log")
+        await pilot.press("enter")
+        await until(pilot, lambda: "logged" in shown(app, "#mcp-result"), timeout=20)
+        await pilot.press("n")
+        await until(pilot, lambda: "emergency: a emergency line" in column(app, "#mcp-notices", 3))
+        logged = [w for w in column(app, "#mcp-notices", 3) if w.endswith(" line")]
+        assert logged[0] == "warning: a warning line" and len(logged) == 5
+
+        # ping: 2026-07-28 (the mode's default era over stdio) has none, and says so
+        await pilot.press("g")
+        await until(pilot, lambda: "has no ping" in " ".join(_toasts(app)), timeout=20)
+
+
+def _toasts(app: ToolnexusApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
