@@ -351,3 +351,29 @@ async def test_a_sampling_reply_the_user_wrote_is_sent_as_written_with_no_model(
         [said] = [b["text"] for b in sung.metadata["content"]]
         assert said == f"the model {session_module.WRITTEN_BY} said: {written}", said
         assert any(n.summary.startswith("answered by the user: Old pond") for n in s.notices)
+
+
+async def test_a_static_oauth_client_id_signs_in_where_the_server_registers_no_client():
+    """Issue 60 item 2: an authorization server without dynamic registration (the test's, which
+    knows only a client id it gave out beforehand) is signed in to with that client id; without
+    one the session says it needs one."""
+    from .peers.mcp_everything import STATIC_CLIENT
+
+    with mcp_peers.http_server("py", oauth=True, static=True) as said:
+        followed: list[asyncio.Task[Any]] = []
+
+        async def authorize(address: str) -> None:
+            async def follow() -> int:
+                async with httpx.AsyncClient(follow_redirects=True) as browser:
+                    return (await browser.get(address)).status_code
+
+            followed.append(asyncio.ensure_future(follow()))
+
+        with pytest.raises(PeerError, match="registers no client: give its client id"):
+            await MCPSession(said["MCP"], authorize=authorize, timeout=10).start()
+        assert not followed
+        async with MCPSession(said["MCP"], authorize=authorize, client_id=STATIC_CLIENT) as s:
+            assert s.oauth is not None and s.oauth.state == "signed in"
+            assert "add" in [t["name"] for t in await s.tools()]
+        assert await followed[0] == 200
+        assert not any(e.url.endswith("/register") for e in s.recorder.events)

@@ -8,7 +8,8 @@ results, a handshake-era one through requests during the call.
 
 ``python -m tests.peers.mcp_everything stdio``, or ``... http`` (streamable HTTP, stateful, on a
 free loopback port; prints ``MCP <url>``), or ``... oauth`` (the same behind OAuth: it also runs
-the authorization server below and prints ``MCP <url>`` and ``AS <url>``).
+the authorization server below and prints ``MCP <url>`` and ``AS <url>``), or ``... oauth-static``
+(an authorization server that registers no client: only the static id ``inspector-client``).
 
 The authorization server is written for the tests, from the MCP authorization spec and the RFCs
 it names: authorization-server metadata (RFC 8414), dynamic client registration (RFC 7591), the
@@ -24,6 +25,7 @@ resolvers local to ``build``.
 import asyncio
 import base64
 import hashlib
+import re
 import secrets
 import socket
 import sys
@@ -164,14 +166,26 @@ class Issued:
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def authorization_server(issuer: str, resource: str, issued: Issued) -> Starlette:
+STATIC_CLIENT = "inspector-client"
+"""The client id ``oauth-static``'s authorization server gave out beforehand (it registers none)."""
+
+
+def authorization_server(
+    issuer: str, resource: str, issued: Issued, static: bool = False
+) -> Starlette:
+    """``static``: no dynamic registration; only :data:`STATIC_CLIENT`, whose redirect may be any
+    port of the loopback address (RFC 8252 7.3), as a desktop client's is."""
+    if static:
+        issued.clients[STATIC_CLIENT] = {"redirect_uris": [], "loopback": True}
+
     def metadata(request: Request) -> Response:
+        registration = {} if static else {"registration_endpoint": f"{issuer}/register"}
         return JSONResponse(
             {
                 "issuer": issuer,
                 "authorization_endpoint": f"{issuer}/authorize",
                 "token_endpoint": f"{issuer}/token",
-                "registration_endpoint": f"{issuer}/register",
+                **registration,
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code"],
                 "code_challenge_methods_supported": ["S256"],
@@ -181,6 +195,8 @@ def authorization_server(issuer: str, resource: str, issued: Issued) -> Starlett
         )
 
     async def register(request: Request) -> Response:
+        if static:
+            return JSONResponse({"error": "registration is not offered"}, 404)
         asked = await request.json()
         uris = asked.get("redirect_uris")
         if not isinstance(uris, list) or not uris:
@@ -200,7 +216,11 @@ def authorization_server(issuer: str, resource: str, issued: Issued) -> Starlett
     def authorize(request: Request) -> Response:
         q = request.query_params
         client = issued.clients.get(q.get("client_id", ""))
-        if client is None or q.get("redirect_uri") not in client["redirect_uris"]:
+        redirect = q.get("redirect_uri") or ""
+        loopback = re.fullmatch(r"http://127\.0\.0\.1:\d+/callback", redirect)
+        if client is None or (
+            redirect not in client["redirect_uris"] and not (client.get("loopback") and loopback)
+        ):
             return JSONResponse({"error": "invalid_client"}, 400)
         if q.get("response_type") != "code" or q.get("code_challenge_method") != "S256":
             return JSONResponse({"error": "invalid_request"}, 400)
@@ -282,7 +302,7 @@ async def main(how: str) -> None:
     mcp_sock = _socket()
     mcp_url = f"http://127.0.0.1:{mcp_sock.getsockname()[1]}/mcp"
     serving = []
-    if how == "oauth":
+    if how in ("oauth", "oauth-static"):
         as_sock = _socket()
         issuer = f"http://127.0.0.1:{as_sock.getsockname()[1]}"
         issued = Issued()
@@ -290,7 +310,8 @@ async def main(how: str) -> None:
             AuthSettings(issuer_url=issuer, resource_server_url=mcp_url, required_scopes=["mcp"]),
             Verifier(issued),
         )
-        serving.append(_serve(authorization_server(issuer, mcp_url, issued), as_sock))
+        static = how == "oauth-static"
+        serving.append(_serve(authorization_server(issuer, mcp_url, issued, static), as_sock))
         print(f"AS {issuer}", flush=True)
     else:
         server = build()

@@ -32,14 +32,16 @@ def stdio(sdk: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def http_server(sdk: str, *, oauth: bool = False) -> Iterator[dict[str, str]]:
+def http_server(sdk: str, *, oauth: bool = False, static: bool = False) -> Iterator[dict[str, str]]:
     """The ``py`` or ``ts`` server over streamable HTTP on 127.0.0.1: ``{"MCP": url}`` (and
-    ``"AS"``: the authorization server's, with ``oauth``)."""
+    ``"AS"``: the authorization server's, with ``oauth``; ``static``: one that registers no
+    client, only a static client id)."""
     if sdk == "ts":
         need_js_sdk()
         argv = ["node", str(JS / "mcp_server.mjs"), "http"]
     else:
-        argv = [sys.executable, "-m", "tests.peers.mcp_everything", "oauth" if oauth else "http"]
+        how = ("oauth-static" if static else "oauth") if oauth else "http"
+        argv = [sys.executable, "-m", "tests.peers.mcp_everything", how]
     proc = subprocess.Popen(
         argv,
         cwd=ROOT,

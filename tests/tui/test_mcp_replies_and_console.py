@@ -1,17 +1,18 @@
 """What the MCP mode does beside the calls (issue 60 item 2), by real pilots against the official
 SDK's server written for the tests (tests/peers/mcp_everything.py): a sampling request answered
-by a reply the user writes."""
+by a reply the user writes; an OAuth sign-in with a static client id."""
 
 from __future__ import annotations
 
 import shlex
 
+import httpx
 import pytest
 
 pytest.importorskip("textual")
 
 from tui.app import ToolnexusApp  # noqa: E402
-from tui.screens.mcp_dialogs import SamplingDialog  # noqa: E402
+from tui.screens.mcp_dialogs import SamplingDialog, SignInDialog  # noqa: E402
 
 from ..peers import mcp_peers  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
@@ -50,3 +51,27 @@ async def test_the_user_writes_the_sampling_reply():
             n.summary == "answered by the user: Old pond, a frog"
             for n in app.screen.session.notices
         )
+
+
+async def test_an_oauth_server_that_registers_no_client_is_signed_in_with_a_static_client_id():
+    from ..peers.mcp_everything import STATIC_CLIENT
+
+    with mcp_peers.http_server("py", oauth=True, static=True) as said:
+        app = ToolnexusApp(specs=[])
+        async with app.run_test(size=(140, 44)) as pilot:
+            await connect(app, pilot, said["MCP"])
+            await until(
+                pilot, lambda: "registers no client" in shown(app, "#mcp-result"), timeout=30
+            )
+            assert "the Server tab has the OAuth client id box" in shown(app, "#mcp-result")
+            await pilot.press("escape", "i")
+            await until(pilot, lambda: app.focused is app.screen.query_one("#mcp-roots"))
+            await pilot.press("tab", *STATIC_CLIENT, "enter")
+            await until(pilot, lambda: isinstance(app.screen, SignInDialog), timeout=30)
+            async with httpx.AsyncClient(follow_redirects=True) as browser:
+                page = await browser.get(app.screen.url)
+            assert page.status_code == 200 and "Signed in" in page.text
+            await until(pilot, lambda: not isinstance(app.screen, SignInDialog), timeout=30)
+            await until(pilot, lambda: table(app, "#mcp-tools").row_count == 7, timeout=30)
+            assert "OAuth: signed in" in shown(app, "#mcp-status")
+            await pilot.press("ctrl+q")

@@ -13,7 +13,11 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import AnyUrl, FileUrl
@@ -27,6 +31,7 @@ __all__ = [
     "ListenNotSupportedError",
     "MCPError",
     "MODERN_PROTOCOL_VERSIONS",
+    "OAuthClientInformationFull",
     "OAuthClientMetadata",
     "OAuthClientProvider",
     "stdio_client",

@@ -1,6 +1,7 @@
 """OAuth for an MCP client, as the MCP authorization spec has it, on the official SDK's
 ``OAuthClientProvider``: the server's 401 names its protected-resource metadata, which names the
-authorization server; the client registers itself there (dynamic client registration), sends the
+authorization server; the client registers itself there (dynamic client registration), or uses
+the client id that server gave it beforehand (a static one, where it registers no client), sends the
 user to sign in (authorization code with PKCE, S256), receives the code on a loopback redirect
 and trades it for a token, which then rides every request as ``Authorization: Bearer``.
 
@@ -65,7 +66,10 @@ class _Store:
 class OAuthFlow:
     """One MCP server's OAuth sign-in, run when the server asks for it (a 401 that names its
     resource metadata). ``authorize(url)`` is called with the sign-in address; ``scope`` is asked
-    for when given (else what the server's 401 or metadata says)."""
+    for when given (else what the server's 401 or metadata says); ``client_id``: the id the
+    authorization server gave this client beforehand (a public client: PKCE, no secret; its
+    redirect is a loopback port, which RFC 8252 lets such a server take on any port), else the
+    client registers itself."""
 
     def __init__(
         self,
@@ -74,8 +78,10 @@ class OAuthFlow:
         scope: str | None = None,
         timeout: float = SIGN_IN_TIMEOUT,
         secret: Callable[[str], None] | None = None,
+        client_id: str | None = None,
     ) -> None:
         self.authorize = authorize
+        self.client_id = client_id or None
         self.scope = scope
         self.timeout = timeout
         self.secret = secret
@@ -104,7 +110,18 @@ class OAuthFlow:
         OAuthClientMetadata = sdk().OAuthClientMetadata
         AnyUrl = sdk().AnyUrl
 
+        OAuthClientInformationFull = sdk().OAuthClientInformationFull
+
         redirect = await self._listen()
+        if self.client_id is not None and self.store.client is None:  # no registration
+            self.store.client = OAuthClientInformationFull(
+                client_id=self.client_id,
+                redirect_uris=[AnyUrl(redirect)],
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                token_endpoint_auth_method="none",
+                scope=self.scope,
+            )
         metadata = OAuthClientMetadata(
             client_name=CLIENT_NAME,
             redirect_uris=[AnyUrl(redirect)],

@@ -181,7 +181,8 @@ class MCPSession:
     sampling request goes to ``approve``, which answers True to let ``model`` answer it, False to
     refuse it, or the reply's text, written by the user, sent as :data:`WRITTEN_BY`'s: the sampling
     capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
-    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`). ``record``: a
+    OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`; ``client_id``: the
+    static one its authorization server gave, where it registers no client). ``record``: a
     :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
     cassette ``toolnexus replay`` serves as this server, or diffs against it: see
     :mod:`toolnexus.debug.mcp_replay`); the caller closes it.
@@ -208,6 +209,7 @@ class MCPSession:
         model: Model | None = None,
         approve: Approve | None = None,
         authorize: Any = None,
+        client_id: str | None = None,
         mode: str = "auto",
         record: Any = None,
     ) -> None:
@@ -226,7 +228,7 @@ class MCPSession:
         self.recorder = recorder_for(target, self.headers, bus)
         self.recorder.cassette = record
         self.oauth = (
-            OAuthFlow(authorize, secret=self.recorder.secret_values.add)
+            OAuthFlow(authorize, secret=self.recorder.secret_values.add, client_id=client_id)
             if authorize is not None and isinstance(target, str)
             else None
         )

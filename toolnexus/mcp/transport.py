@@ -93,7 +93,13 @@ def mcp_failure(exc: BaseException, recorder: Any = None) -> str:
     if isinstance(exc, PeerError):  # already one line for people
         return str(exc)
     if type(exc).__module__.startswith("mcp.client.auth"):  # the SDK's OAuth flow said why
-        return f"the OAuth sign-in failed: {printable(str(exc), 400)}"
+        said = f"the OAuth sign-in failed: {printable(str(exc), 400)}"
+        if type(exc).__name__ == "OAuthRegistrationError":  # no dynamic registration there
+            said += (
+                " (the authorization server registers no client: give its client id, the"
+                " static one it gave you)"
+            )
+        return said
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(exc, MCPError) and status is None:
         # the server's JSON-RPC error (on 2026-07-28 HTTP it comes with a 4xx status), unless the

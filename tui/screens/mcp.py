@@ -7,9 +7,10 @@ result with its structured content), Resources (resources and templates; a read 
 type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
 Notifications it sent (and the requests it made, and how they were answered), the Doctor's
 report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
-roots we declare). A server's elicitation is answered in a form, its sampling by the toolkit's
-model once approved (or by a reply the user writes), its OAuth sign-in run in the browser; every
-exchange (each stdio JSON-RPC message too) lands in the Wire. All of it by keyboard."""
+roots we declare, the OAuth client id where it registers none). A server's elicitation is
+answered in a form, its sampling by the toolkit's model once approved (or by a reply the user
+writes), its OAuth sign-in run in the browser; every exchange (each stdio JSON-RPC message too)
+lands in the Wire. All of it by keyboard."""
 
 from __future__ import annotations
 
@@ -215,6 +216,12 @@ class MCPScreen(ModeScreen):
                         id="mcp-roots",
                         select_on_focus=False,
                     )
+                    yield TextBox(
+                        placeholder="OAuth client id, for a server that registers no client "
+                        "(empty: the client registers itself); enter connects with it",
+                        id="mcp-client-id",
+                        select_on_focus=False,
+                    )
                     yield SafeStatic(id="mcp-server")
         yield ModeFooter(compact=True)
 
@@ -370,7 +377,7 @@ class MCPScreen(ModeScreen):
                 headers.setdefault("Authorization", f"Bearer {os.environ[env]}")
         return headers or None
 
-    @on(Input.Submitted, "#mcp-url, #mcp-headers")
+    @on(Input.Submitted, "#mcp-url, #mcp-headers, #mcp-client-id")
     def _submit_url(self) -> None:
         self.action_list_tools()
 
@@ -400,6 +407,7 @@ class MCPScreen(ModeScreen):
             model=self._sampler(),
             approve=self._approve,
             authorize=self._authorize,
+            client_id=self.query_one("#mcp-client-id", Input).value.strip() or None,
         )
         self._pending = session
         try:
@@ -408,7 +416,10 @@ class MCPScreen(ModeScreen):
             self._close_signin()
             self._forget()
             await self._form(None)
-            self._say(Text(f"✘ {exc}", "red"))
+            said = Text(f"✘ {exc}", "red")
+            if "registers no client" in str(exc):
+                said.append("\n  i: the Server tab has the OAuth client id box", "yellow")
+            self._say(said)
             self._status(Text(f"✘ not connected: {exc}", "red"))
             return
         self._close_signin()
