@@ -9,7 +9,8 @@ from __future__ import annotations
 from . import errors, mcp, trace, traffic
 from .client.agents import Agent, agent_tools
 from .client.conversation import Conversation, Turn, TurnState
-from .client.oauth import ClientCredentials
+from .client.credentials import ClientCertificate
+from .client.oauth import AuthorizationCode, ClientCredentials, DeviceCode
 from .client.peer import A2AClient, fetch_card
 from .client.webhook import Notification, WebhookReceiver
 from .debug.doctor import doctor
@@ -68,6 +69,9 @@ def load_ipython_extension(ip: object) -> None:
 __all__ = [
     "A2AClient",
     "ClientCredentials",
+    "DeviceCode",
+    "AuthorizationCode",
+    "ClientCertificate",
     "Conversation",
     "Turn",
     "TurnState",

@@ -265,6 +265,7 @@ def _send_parser(sub: Any) -> None:
         metavar="NAME",
         help="send HTTP basic auth, 'user:password' read from this variable (masked everywhere)",
     )
+    _credential_options(m)
     m.add_argument(
         "--timeout",
         type=float,
@@ -280,6 +281,77 @@ def _send_parser(sub: Any) -> None:
         metavar="FILE.jsonl",
         help="write every exchange to this cassette (secrets masked)",
     )
+
+
+OAUTH_FLOWS = {
+    "client": "client credentials (--client-id, --client-secret-env)",
+    "device": "the device code flow: a code and an address printed, the token polled for",
+    "browser": "authorization code with PKCE: a browser opened, a loopback redirect",
+}
+"""What ``--oauth`` runs, by the name given."""
+
+
+def _credential_options(p: argparse.ArgumentParser) -> None:
+    """The credentials a client holds; each call carries what the agent's card asks for."""
+    p.add_argument(
+        "--bearer-env", metavar="NAME", help="a bearer token, read from this variable (masked)"
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="an API key, read from this variable, sent in the header the card names (masked)",
+    )
+    p.add_argument(
+        "--oauth",
+        choices=list(OAUTH_FLOWS),
+        help="get a token by OAuth 2 from the endpoints the card names: "
+        + "; ".join(f"{k}: {v}" for k, v in OAUTH_FLOWS.items()),
+    )
+    p.add_argument("--client-id", metavar="ID", help="the OAuth client id (with --oauth)")
+    p.add_argument(
+        "--client-secret-env",
+        metavar="NAME",
+        help="the OAuth client secret, read from this variable (client; a confidential client)",
+    )
+    p.add_argument(
+        "--scope", action="append", default=[], help="an OAuth scope to ask for (repeatable)"
+    )
+    p.add_argument("--cert", metavar="FILE", help="a client certificate (PEM) for mutual TLS")
+    p.add_argument("--cert-key", metavar="FILE", help="its private key (PEM; default: in --cert)")
+    p.add_argument(
+        "--ca", metavar="FILE", help="the CA (PEM) the agent's certificate must chain to"
+    )
+
+
+def _credentials(args: argparse.Namespace) -> dict[str, Any]:
+    """``A2AClient``'s credential arguments from the flags of :func:`_credential_options`."""
+    out: dict[str, Any] = {}
+    if args.bearer_env:
+        out["bearer"] = _env_secret("--bearer-env", args.bearer_env)
+    if args.api_key_env:
+        out["api_key"] = _env_secret("--api-key-env", args.api_key_env)
+    secret = (
+        _env_secret("--client-secret-env", args.client_secret_env)
+        if args.client_secret_env
+        else None
+    )
+    if args.oauth and not args.client_id:
+        raise UsageError("--oauth needs --client-id")
+    if args.oauth == "client":
+        if secret is None:
+            raise UsageError("--oauth client needs --client-secret-env")
+        out["oauth"] = tn.ClientCredentials(args.client_id, secret, scopes=args.scope)
+    elif args.oauth == "device":
+        out["oauth"] = tn.DeviceCode(args.client_id, args.scope, client_secret=secret)
+    elif args.oauth == "browser":
+        out["oauth"] = tn.AuthorizationCode(args.client_id, args.scope, client_secret=secret)
+    if args.cert_key and not args.cert:
+        raise UsageError("--cert-key needs --cert")
+    if args.cert or args.ca:
+        if not args.cert:
+            raise UsageError("--ca is for mutual TLS here: give --cert too")
+        out["certificate"] = tn.ClientCertificate(args.cert, args.cert_key, ca=args.ca)
+    return out
 
 
 def _replay_parser(sub: Any) -> None:
@@ -1493,10 +1565,11 @@ def _client(args: argparse.Namespace) -> Any:
             record=args.record,
             tenant=args.tenant,
             extensions=args.extension,
+            **_credentials(args),
         )
     except OSError as exc:
         raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
-    except ValueError as exc:  # a binding the dialect has not
+    except ValueError as exc:  # a binding the dialect has not, a certificate that will not load
         raise UsageError(str(exc)) from None
 
 

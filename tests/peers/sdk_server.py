@@ -38,6 +38,8 @@ from starlette.routing import Route
 
 from toolnexus.http.server import AsgiServer
 
+from .tls import Pki
+
 HOSTILE_NAMES = (
     "$(touch PWNED).txt",
     "`touch PWNED`.sh",
@@ -286,6 +288,8 @@ async def sdk_server(
     chunked: bool = False,
     shaped: Callable[[pb.AgentCard], None] | None = None,
     check_modes: bool = False,
+    heard: list[dict[str, str]] | None = None,
+    tls: Pki | None = None,
 ) -> AsyncIterator[str]:
     """Serve the script agent on a loopback port; yields its base URL (without a trailing slash).
     ``basic``: JSON-RPC calls need HTTP basic auth with this user and password (the card stays
@@ -308,7 +312,12 @@ async def sdk_server(
     ``protocolVersion "0.3"`` too, while its routes answer 1.0 only (without ``compat``).
     ``detached``: the executor makes the task and returns, its work left to run elsewhere (never
     done here), so that a blocking send is answered with the task ``submitted``. ``chunked``: every
-    reply is streamed as three appends, the last with ``lastChunk`` (as "chunked" ones are)."""
+    reply is streamed as three appends, the last with ``lastChunk`` (as "chunked" ones are).
+    ``shaped``: called with the card before it is served, to give it more (as the SDK serves it).
+    ``check_modes``: the SDK refuses a part whose media type no mode on the card names (as
+    ``features`` does). ``heard``: each POST's headers are added to it (as the server got them).
+    ``tls``: served over TLS with the server certificate of that PKI, a client certificate its
+    CA signed required (mutual TLS: uvicorn's, or grpcio's with ``grpcs://`` on the card)."""
     enforce = enforce or token_url is not None or oidc_url is not None
     holder: dict[str, AsgiServer] = {}
     app = Starlette()
@@ -345,11 +354,30 @@ async def sdk_server(
                 return await refusal(scope, receive, send)
             return await app(scope, receive, send)
 
-    server = AsgiServer(front)
+    if heard is not None:
+        inner = front
+
+        async def front(scope, receive, send):  # type: ignore[no-untyped-def]
+            if scope["type"] == "http" and scope["method"] == "POST":
+                heard.append({k.decode(): v.decode() for k, v in scope.get("headers") or []})
+            return await inner(scope, receive, send)
+
+    options = {}
+    if tls is not None:
+        import ssl
+
+        options = {
+            "ssl_certfile": str(tls.server_cert),
+            "ssl_keyfile": str(tls.server_key),
+            "ssl_ca_certs": str(tls.ca),
+            "ssl_cert_reqs": ssl.CERT_REQUIRED,
+        }
+    server = AsgiServer(front, **options)
     holder["s"] = server
     # the card needs the port, known only once bound: bind first, then add the routes
     await server.start()
-    url = server.url + "/"
+    base = server.url.replace("http://", "https://") if tls is not None else server.url
+    url = base + "/"
     grpc_server = None
     if binding == "GRPC":
         import grpc
@@ -357,7 +385,15 @@ async def sdk_server(
         from a2a.types import a2a_pb2_grpc
 
         grpc_server = grpc.aio.server()
-        url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
+        if tls is None:
+            url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
+        else:
+            credentials = grpc.ssl_server_credentials(
+                [(tls.server_key.read_bytes(), tls.server_cert.read_bytes())],
+                root_certificates=tls.ca.read_bytes(),
+                require_client_auth=True,
+            )
+            url = f"grpcs://127.0.0.1:{grpc_server.add_secure_port('127.0.0.1:0', credentials)}"
     agent_card = card(
         url, compat=compat, push=push or features, binding=binding, versioned=versioned
     )
@@ -424,7 +460,7 @@ async def sdk_server(
         keys = jwks
         app.router.routes.append(Route("/jwks.json", lambda request: JSONResponse(keys)))
     try:
-        yield server.url
+        yield base
     finally:
         await server.stop()
         if grpc_server is not None:

@@ -57,7 +57,8 @@ from ..protocol.signing import (
 )
 from ..secrets import basic_authorization
 from ..traffic import TrafficRecorder
-from .oauth import ClientCredentials, TokenSource
+from .credentials import ClientCertificate, Credentials
+from .oauth import Grant, TokenSource
 from .transports import JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card", "check_signatures", "fetch_jwks"]
@@ -346,6 +347,11 @@ MAX_PAGES = 100
 class A2AClient:
     """Talks to one A2A peer.
 
+    Of ``basic``, ``bearer``, ``api_key``, ``oauth`` and ``certificate``, each call carries what
+    the card's security requirements ask (a skill's own before the card's; see
+    :mod:`toolnexus.client.credentials`), only to the host named (never to another one a card
+    points at), masked on the wire log.
+
     Args:
         card_or_url: the card (``AgentCard`` or its JSON), a card URL, or the agent's base URL.
         headers: sent with every request (values are masked on the wire log).
@@ -371,11 +377,17 @@ class A2AClient:
         extensions: the URIs of the extensions to ask the peer for in every call (the
             ``A2A-Extensions`` header; 0.3's ``X-A2A-Extensions`` too in 0.3); what the peer
             activated is :attr:`activated` after each call.
-        basic: ``(user, password)`` for HTTP basic (RFC 7617), sent as ``Authorization`` on every
-            call to the host named (never to another one a card points at), masked on the wire log.
-        oauth: OAuth 2 client credentials (:class:`~toolnexus.client.oauth.ClientCredentials`):
-            a bearer token fetched from the token endpoint the card names (or OpenID Connect
-            discovery finds), kept until it expires; see :mod:`toolnexus.client.oauth`.
+        basic: ``(user, password)`` for HTTP basic (RFC 7617).
+        bearer: a bearer token (``Authorization: Bearer``).
+        api_key: an API key, sent in the header the card's ``apiKey`` scheme names.
+        oauth: an OAuth 2 grant: :class:`~toolnexus.client.oauth.ClientCredentials`,
+            :class:`~toolnexus.client.oauth.DeviceCode` (the code shown, the token endpoint
+            polled) or :class:`~toolnexus.client.oauth.AuthorizationCode` (PKCE, a browser, a
+            loopback redirect): its endpoints are the card's (or OpenID Connect discovery's), its
+            token kept until it expires; see :mod:`toolnexus.client.oauth`.
+        certificate: a client certificate for mutual TLS
+            (:class:`~toolnexus.client.credentials.ClientCertificate`), presented on every binding
+            (its ``ca`` also verifies the server); not with ``http=`` (give it to that client).
     """
 
     def __init__(
@@ -395,7 +407,10 @@ class A2AClient:
         tenant: str | None = None,
         extensions: Sequence[str] = (),
         basic: tuple[str, str] | None = None,
-        oauth: ClientCredentials | None = None,
+        oauth: Grant | None = None,
+        bearer: str | None = None,
+        api_key: str | None = None,
+        certificate: ClientCertificate | None = None,
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
@@ -422,14 +437,22 @@ class A2AClient:
         self.endpoint = ""
         self.bus = bus
         self.traffic = TrafficRecorder(bus, peer=self.url or (self.card.name if self.card else ""))
-        if basic is not None:  # HTTP basic: a secret like any header credential
-            self.headers["authorization"] = basic_authorization(*basic)
-            self.traffic.secret("authorization", self.headers["authorization"])
-            self.traffic.secret("authorization", basic[1])
+        for value in (basic and basic_authorization(*basic), basic and basic[1], bearer, api_key):
+            if value:  # a secret like any header credential, wherever it appears
+                self.traffic.secret("authorization", value)
         for name in secret_headers:
             self.traffic.secret(name, self.headers.get(name))
         self.tokens = TokenSource(oauth, self.traffic) if oauth is not None else None
         """Where the bearer token comes from, with ``oauth``."""
+        if certificate is not None and http is not None:
+            raise ValueError(
+                "a client certificate is for the client's own HTTP client: give it "
+                "to the httpx client you pass instead"
+            )
+        self.credentials = Credentials(bearer, api_key, basic, self.tokens, certificate)
+        """What the user holds; each call carries what the card asks of it."""
+        self._tls = certificate.ssl_context() if certificate is not None else None
+        self._auth: dict[str, str] = {}
         self._own_cassette = record is not None and not isinstance(record, CassetteWriter)
         if record is not None:
             self.traffic.cassette = (
@@ -483,8 +506,23 @@ class A2AClient:
         if self._given_http is not None:
             return self._given_http
         if self._own is None or self._own.is_closed:
-            self._own = httpx.AsyncClient(timeout=self.timeout)
+            if self._tls is not None and self.credentials_sent:
+                self._own = httpx.AsyncClient(timeout=self.timeout, verify=self._tls)
+            else:
+                self._own = httpx.AsyncClient(timeout=self.timeout)
         return self._own
+
+    def sent_headers(self) -> dict[str, str]:
+        """The headers every call carries: the caller's and the credentials the card asked for,
+        where they may go (see :meth:`connect`)."""
+        return {**self.headers, **self._auth} if self.credentials_sent else {}
+
+    def channel_credentials(self) -> Any:
+        """gRPC's TLS credentials with the client certificate, where it may go (else None)."""
+        certificate = self.credentials.certificate
+        if certificate is None or not self.credentials_sent:
+            return None
+        return certificate.grpc_credentials()
 
     async def release(self) -> None:
         """Close our own connections (they reopen on the next call); for callers that come and go."""
@@ -552,19 +590,23 @@ class A2AClient:
             if self._tenant is None:
                 self.tenant = self.card.tenant(transport.binding, transport.dialect.value)
             named = self.url or self.card.source
-            if named and self.headers and self._transport.elsewhere(endpoint, named):
+            holds = self.headers or self.credentials.given
+            if named and holds and self._transport.elsewhere(endpoint, named):
                 self.credentials_sent = False
                 self.warnings.append(
                     f"the card sends calls to {endpoint}, not to {origin_text(named)} that you named: "
                     "your headers (credentials) are not sent there; name that host yourself to send them"
                 )
+                if self.credentials.certificate is not None and self._own is not None:
+                    own, self._own = self._own, None  # the next connection presents no certificate
+                    await own.aclose()
         return self.card
 
     # -- JSON-RPC -----------------------------------------------------------------------------------
     def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:
         """The headers of a call in ``dialect``: JSON in and out (or SSE), the caller's headers where they
         may go, 1.0's version header, and the running task's ``traceparent``."""
-        h = {"content-type": "application/json", **(self.headers if self.credentials_sent else {})}
+        h = {"content-type": "application/json", **self.sent_headers()}
         if dialect is Dialect.V10:
             h["A2A-Version"] = "1.0"
         if self.extensions:
@@ -586,7 +628,8 @@ class A2AClient:
         self._transport = transport_for(self, self.forced_binding or Binding.JSONRPC, self.forced)
 
     async def _call(self, op: str, params: dict[str, Any], *, empty_ok: bool = False) -> Any:
-        await self._ready()
+        skill = _skill_of(params)
+        await self._ready(skill)
         params = self._tenanted(params)
         try:
             return await self.transport.call(OPERATIONS[op], params, empty_ok=empty_ok)
@@ -594,7 +637,7 @@ class A2AClient:
             if exc.status != 401 or self.tokens is None:
                 raise
             self.tokens.forget()  # revoked or expired early: one new token, one more try
-            await self._ready()
+            await self._ready(skill)
             return await self.transport.call(OPERATIONS[op], params, empty_ok=empty_ok)
 
     def _tenanted(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -603,12 +646,14 @@ class A2AClient:
             return params
         return {**params, "tenant": self.tenant}
 
-    async def _ready(self) -> None:
-        """Connected, and holding a token that has not expired when the client runs OAuth."""
+    async def _ready(self, skill: str | None = None) -> None:
+        """Connected, holding the credentials the card asks a call (of ``skill``) for: a token
+        that has not expired when that is an OAuth one (see :mod:`toolnexus.client.credentials`)."""
         card = await self.connect()
-        if self.tokens is not None and self.credentials_sent:
+        if self.credentials.given and self.credentials_sent:
+            chosen = self.credentials.choose(card, skill)
             named = self.url or self.endpoint
-            self.headers["authorization"] = await self.tokens.header(self.http, card.raw, named)
+            self._auth = await self.credentials.headers(chosen, self.http, card.raw, named)
 
     async def _send_op(self, params: dict[str, Any]) -> Any:
         """A send; in auto mode a 0.3 JSON-RPC send refused with -32601 is retried once in the
@@ -1134,6 +1179,14 @@ class A2AClient:
                 if target is not None:
                     target.publish(ev)
                 yield ev
+
+
+def _skill_of(params: Mapping[str, Any]) -> str | None:
+    """The skill a send's message names (its ``metadata.skill``), else None."""
+    message = params.get("message")
+    metadata = message.get("metadata") if isinstance(message, dict) else None
+    skill = metadata.get("skill") if isinstance(metadata, dict) else None
+    return skill if isinstance(skill, str) else None
 
 
 def _asks_again(task: Task, answer: Message, before: Task | None = None) -> bool:

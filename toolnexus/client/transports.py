@@ -67,6 +67,10 @@ class Caller(Protocol):
 
     def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]: ...
 
+    def sent_headers(self) -> dict[str, str]: ...
+
+    def channel_credentials(self) -> Any: ...
+
 
 GRPC_REFUSALS = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
 """gRPC's statuses for HTTP's refusals of credentials."""
@@ -430,9 +434,11 @@ class GrpcTransport(Transport):
             raise self.unsupported(op)
         _, _, pb_grpc = grpc_binding.modules(v03)
         if self._channel is None:
-            self._channel = grpc_binding.channel(c.endpoint, fetch.MAX_RESPONSE)
+            self._channel = grpc_binding.channel(
+                c.endpoint, fetch.MAX_RESPONSE, c.channel_credentials()
+            )
         metadata = [("a2a-version", "0.3" if v03 else "1.0")] + [
-            (k.lower(), v) for k, v in c.headers.items() if c.credentials_sent
+            (k.lower(), v) for k, v in c.sent_headers().items()
         ]
         if c.extensions:
             metadata.append((HEADER.lower(), header_value(c.extensions)))

@@ -106,13 +106,15 @@ def host_of(url: str) -> str:
     ).lower()
 
 
-def channel(url: str, max_message: int) -> Any:
-    """A channel to a gRPC interface: TLS for ``https://`` and ``grpcs://``, plain otherwise."""
+def channel(url: str, max_message: int, credentials: Any = None) -> Any:
+    """A channel to a gRPC interface: TLS for ``https://`` and ``grpcs://`` (with
+    ``credentials``, grpcio's ``ChannelCredentials``: a client certificate and a CA; else the
+    system's roots), plain otherwise."""
     grpc, _, _ = modules()
     options = [("grpc.max_receive_message_length", max_message)]
     if url.startswith(("https://", "grpcs://")):
         return grpc.aio.secure_channel(
-            target_of(url), grpc.ssl_channel_credentials(), options=options
+            target_of(url), credentials or grpc.ssl_channel_credentials(), options=options
         )
     return grpc.aio.insecure_channel(target_of(url), options=options)
 
