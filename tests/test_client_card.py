@@ -11,6 +11,7 @@ import datetime
 import pytest
 
 import toolnexus as tn
+from toolnexus.client.transports import CUSTOM, JsonRpcTransport
 
 from .helpers import arun_cli
 from .peers.sdk_server import sdk_server
@@ -176,3 +177,48 @@ async def test_a_send_carries_only_what_the_skill_takes_and_says_so_first(tmp_pa
     assert code == 0, err
     assert out.strip() == "echo: hi"
     assert err.count("is not sent") == 1, err
+
+
+TAGGED = "https://toolnexus.example/bindings/tagged-jsonrpc/v1"
+
+
+class Tagged(JsonRpcTransport):
+    """A binding of a library user's own: JSON-RPC, each call tagged with a header of its own."""
+
+    calls = 0
+
+    def request(self, op, params, stream=False):  # type: ignore[no-untyped-def]
+        Tagged.calls += 1
+        method, verb, url, body, headers = super().request(op, params, stream)
+        return method, verb, url, body, {**headers, "x-tagged": "yes"}
+
+
+def tagged_first(card: pb.AgentCard) -> None:
+    """The agent lists the tagged binding first, at its JSON-RPC route."""
+    first = pb.AgentInterface(
+        url=card.supported_interfaces[0].url, protocol_binding=TAGGED, protocol_version="1.0"
+    )
+    card.supported_interfaces.insert(0, first)
+
+
+async def test_a_binding_a_library_user_registers():
+    heard: list[dict[str, str]] = []
+    async with sdk_server(shaped=tagged_first, heard=heard) as url:
+        async with tn.A2AClient(url) as client:  # not registered: the standard one it knows
+            assert (await client.send("echo", blocking=True)).reply == "echo: echo"
+            assert client.binding.value == "JSONRPC" and "x-tagged" not in heard[-1]
+        with pytest.raises(ValueError, match="registered one"):
+            tn.A2AClient(url, binding=TAGGED)
+        tn.register_binding(TAGGED, Tagged)
+        try:
+            async with tn.A2AClient(url) as client:  # the card's first, now spoken
+                task = await client.send("echo tagged", blocking=True)
+                assert TAGGED in client.dialect_reason
+            async with tn.A2AClient(url, binding=TAGGED) as client:  # or asked for by name
+                again = await client.get(task.id)
+        finally:
+            del CUSTOM[TAGGED]
+    assert task.reply == "echo: echo tagged" and again.id == task.id
+    assert Tagged.calls == 2 and heard[-1]["x-tagged"] == "yes"
+    with pytest.raises(ValueError, match="a URI of its own"):
+        tn.register_binding("GRPC", Tagged)

@@ -12,6 +12,7 @@ from .client.conversation import Conversation, Turn, TurnState
 from .client.credentials import ClientCertificate
 from .client.oauth import AuthorizationCode, ClientCredentials, DeviceCode
 from .client.peer import A2AClient, fetch_card
+from .client.transports import Transport, register_binding
 from .client.webhook import Notification, WebhookReceiver
 from .debug.doctor import doctor
 from .debug.report import DoctorReport, Finding
@@ -72,6 +73,8 @@ __all__ = [
     "DeviceCode",
     "AuthorizationCode",
     "ClientCertificate",
+    "Transport",
+    "register_binding",
     "Conversation",
     "Turn",
     "TurnState",

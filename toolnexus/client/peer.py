@@ -59,7 +59,7 @@ from ..secrets import basic_authorization
 from ..traffic import TrafficRecorder
 from .credentials import ClientCertificate, Credentials
 from .oauth import Grant, TokenSource
-from .transports import JsonRpcTransport, Transport, as_task, transport_for
+from .transports import CUSTOM, JsonRpcTransport, Transport, as_task, transport_for
 
 __all__ = ["A2AClient", "fetch_card", "check_signatures", "fetch_jwks"]
 
@@ -414,9 +414,13 @@ class A2AClient:
     ) -> None:
         if dialect not in ("auto", "0.3", "1.0", "legacy"):
             raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
-        if binding.lower() not in BINDING_NAMES:
-            raise ValueError(f"binding must be auto, jsonrpc, http+json or grpc, not {binding!r}")
-        self.forced_binding = forced = BINDING_NAMES[binding.lower()]
+        self.custom = binding if binding in CUSTOM else None
+        """The custom binding asked for (:func:`~toolnexus.client.transports.register_binding`)."""
+        if binding.lower() not in BINDING_NAMES and self.custom is None:
+            raise ValueError(
+                f"binding must be auto, jsonrpc, http+json, grpc or a registered one, not {binding!r}"
+            )
+        self.forced_binding = forced = BINDING_NAMES.get(binding.lower())
         spoken = _SPOKEN.get(forced) if forced is not None else None
         if forced is not None and spoken is not None and dialect not in ("auto", *spoken):
             only = " and ".join(spoken) + " only"
@@ -573,15 +577,20 @@ class A2AClient:
             if not verdict.valid:
                 raise PeerError(f"the agent card's signature is not valid: {verdict.summary}")
         if self._transport is None:
-            dialect, endpoint, reason, binding = self.card.route(
+            custom = self._custom(self.card)
+            dialect, endpoint, reason, binding = custom or self.card.route(
                 self.forced_binding, self.forced.value if self.forced else None
             )
             if endpoint.startswith("/") and self.card.source:  # a relative url on the card
                 endpoint = self.card.source.split("/.well-known/")[0] + endpoint
             self.endpoint = endpoint
-            transport = transport_for(self, Binding(binding), Dialect(dialect))
+            transport = (
+                CUSTOM[str(binding)](self, Dialect(dialect))
+                if custom
+                else transport_for(self, Binding(binding), Dialect(dialect))
+            )
             if (
-                self.forced is not None and transport.caller_dialect
+                self.forced is not None and transport.caller_dialect and not custom
             ):  # JSON-RPC speaks the one asked for
                 transport = transport_for(self, transport.binding, self.forced)
             else:
@@ -601,6 +610,25 @@ class A2AClient:
                     own, self._own = self._own, None  # the next connection presents no certificate
                     await own.aclose()
         return self.card
+
+    def _custom(self, card: AgentCard) -> tuple[str, str, str, str] | None:
+        """``(dialect, endpoint, reason, uri)`` of the custom binding to use: the one asked for,
+        else the card's first interface when its binding is registered; None for none."""
+        listed = card.interfaces[:1] if self.custom is None else card.interfaces
+        for interface in listed:
+            uri = interface.get("protocolBinding")
+            if (
+                uri in CUSTOM
+                and (self.custom is None or uri == self.custom)
+                and interface.get("url")
+            ):
+                version = str(interface.get("protocolVersion") or "1.0")
+                dialect = "0.3" if version.startswith("0.") else "1.0"
+                why = "asked for" if self.custom else "the card's first interface"
+                return dialect, str(interface["url"]), f"{uri}: a registered binding, {why}", uri
+        if self.custom is not None:
+            raise PeerError(f"the card lists no interface of the binding {self.custom}")
+        return None
 
     # -- JSON-RPC -----------------------------------------------------------------------------------
     def request_headers(self, dialect: Dialect, stream: bool = False) -> dict[str, str]:

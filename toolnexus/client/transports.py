@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
@@ -28,7 +28,7 @@ from ..protocol.card import elsewhere
 from ..protocol.dialects import Dialect, parse_message, parse_task
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
 from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, add_words, new_id
-from ..protocol.operations import V03_METHODS, Binding, Operation
+from ..protocol.operations import BINDING_NAMES, V03_METHODS, Binding, Operation
 from ..protocol.stream import Fault, StreamCheck, event_of
 from ..traffic import TrafficRecorder, task_id_of
 
@@ -40,6 +40,7 @@ __all__ = [
     "RestTransport",
     "GrpcTransport",
     "transport_for",
+    "register_binding",
     "as_task",
     "GRPC_REFUSALS",
 ]
@@ -615,6 +616,28 @@ _BY_BINDING: dict[Binding, type[Transport]] = {
     Binding.HTTP_JSON: RestTransport,
     Binding.GRPC: GrpcTransport,
 }
+
+
+Factory = Callable[[Caller, Dialect], Transport]
+"""Makes a transport for a client that speaks a dialect (a :class:`Transport` subclass is one)."""
+
+CUSTOM: dict[str, Factory] = {}
+"""The bindings a library user registered, by the ``protocolBinding`` URI a card names them with."""
+
+
+def register_binding(uri: str, factory: Factory) -> None:
+    """Let every client speak a binding of your own: a card interface whose ``protocolBinding``
+    is ``uri`` is reached through ``factory(client, dialect)``, a :class:`Transport` whose
+    ``call`` and ``stream`` take the operations of the table in 1.0's shapes (its ``binding``:
+    the standard binding whose addressing it follows, which decides where credentials may go).
+    A client takes it where the card lists it first, or where asked (``A2AClient(binding=uri)``).
+
+    Raises:
+        ValueError: ``uri`` names a standard binding, or is not a URI.
+    """
+    if Binding.named(uri) is not None or uri.lower() in BINDING_NAMES or ":" not in uri:
+        raise ValueError(f"a custom binding is named by a URI of its own, not {uri!r}")
+    CUSTOM[uri] = factory
 
 
 def transport_for(client: Caller, binding: Binding, dialect: Dialect) -> Transport:
