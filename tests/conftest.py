@@ -7,7 +7,7 @@ import pytest
 
 from toolnexus.stores import KINDS
 
-from .helpers import store_where
+from .helpers import store_where, tiktoken_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILLS = ROOT / "examples" / "skills"
@@ -16,6 +16,11 @@ EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 # servers and kernels they start, which inherit this) take its words without a pause. A test of
 # the pace itself gives demo_client(pace=...).
 os.environ.setdefault("TOOLNEXUS_DEMO_PACE", "0")
+
+# Tokens are counted with tiktoken's o200k_base (toolnexus/debug/cost.py), whose file tiktoken
+# fetches once from outside: the tests (and every process they start) read it from the copy the
+# test extra's bpe-openai ships, put where tiktoken looks (it checks the file's hash itself).
+os.environ["TIKTOKEN_CACHE_DIR"] = tiktoken_cache()
 
 
 @pytest.fixture

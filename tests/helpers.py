@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -393,3 +396,25 @@ async def receiver_process(keys: str = ""):
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+"""Where tiktoken fetches o200k_base (its cache names the file by this URL's SHA-1)."""
+
+
+def tiktoken_cache() -> str:
+    """A folder tiktoken reads o200k_base from without fetching it: the copy bpe-openai ships
+    (gzipped; the same bytes, tiktoken checks their SHA-256). Without bpe-openai, the folder is
+    empty (the counts then say they could not load it)."""
+    folder = Path(tempfile.gettempdir()) / f"toolnexus-tiktoken-{os.getuid()}"
+    target = folder / hashlib.sha1(TIKTOKEN_URL.encode()).hexdigest()
+    if not target.exists():
+        spec = importlib.util.find_spec("bpe_openai")  # found, not imported: only its data
+        if spec is None or not spec.submodule_search_locations:
+            return str(folder)
+        shipped = Path(spec.submodule_search_locations[0]) / "data" / "o200k_base.tiktoken.gz"
+        folder.mkdir(exist_ok=True)
+        part = target.with_name(f"{target.name}.{os.getpid()}")
+        part.write_bytes(gzip.decompress(shipped.read_bytes()))
+        part.replace(target)
+    return str(folder)

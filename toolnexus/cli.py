@@ -31,7 +31,8 @@ import toolnexus as tn
 
 from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
-from .debug.doctor import doctor
+from .debug.cost import card_cost
+from .debug.doctor import counted, doctor
 from .debug.report import printer
 from .display import printable
 from .errors import MissingExtra, UnsupportedOperationError
@@ -1425,6 +1426,7 @@ async def _card(args: argparse.Namespace) -> int:
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_ERROR
     report = tn.validate_card(card) if args.validate else None
+    cost = (await counted("cost: card", lambda: card_cost(card.raw))).message if report else ""
     signatures = card.signatures
     if args.json:
         out: dict[str, Any] = {"source": card.source, "card": card.raw}
@@ -1432,6 +1434,7 @@ async def _card(args: argparse.Namespace) -> int:
             out["signatures"] = signatures.to_dict()
         if report is not None:
             out["validation"] = report.to_dict()
+            out["cost"] = cost
         print(json.dumps(out, indent=2))
     else:
         dialect, endpoint, reason, binding = card.route()
@@ -1478,6 +1481,7 @@ async def _card(args: argparse.Namespace) -> int:
                 say(f"  {line}: {what}")
             for d in report.diagnostics:
                 say(f"  {d.level:<7} {d.path}: {d.message}")
+            say(f"  cost: {cost}")
     if keys is not None and (signatures is None or not signatures.valid):
         # a key pinned (a CI step's): a card that does not verify with it fails the command
         why = signatures.summary if signatures is not None else "not checked"

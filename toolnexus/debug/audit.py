@@ -7,7 +7,9 @@ frame. Then how each reader would read the stream's artifacts, by the doctor's r
 (:func:`toolnexus.debug.doctor.readings`, the doctor's verdicts read them too): the official
 clients (a2a-sdk 1.x and 0.3, the JS SDK) as the spec says, Google ADK and CrewAI their own ways;
 a reader whose text differs from the spec's is said as the doctor says it (a warning where the
-peer can fix it, ADK's; info where the stream is right, CrewAI's).
+peer can fix it, ADK's; info where the stream is right, CrewAI's). And what each stream cost in
+tokens, the protocol's share apart (:mod:`toolnexus.debug.cost`; the recording's stable ids are
+counted for the peer's own).
 ``toolnexus audit CASSETTE`` prints it (the doctor's format, ``--json``, ``--fail-on``).
 """
 
@@ -19,7 +21,8 @@ from typing import Any
 from .. import _json
 from ..protocol.stream import StreamCheck
 from .cassette import Exchange, load
-from .doctor import ADK, CREWAI, FRAMEWORKS, framework_breaks, misread, readings
+from .cost import stream_cost
+from .doctor import ADK, CREWAI, FRAMEWORKS, costs, framework_breaks, misread, readings
 from .report import DoctorReport, Finding
 
 __all__ = ["audit", "audit_frames", "OFFICIAL"]
@@ -92,6 +95,9 @@ def audit(path: str | os.PathLike[str]) -> DoctorReport:
             {n: f"frame {n}: {shown}" for n, (_, _, shown) in enumerate(results, 1)},
             report.add,
         )
+        recorded = x.response.get("frames") or ()
+        frames = [f if isinstance(f, str) else _json.dumps(f).decode() for f in recorded]
+        report.add(costs("cost: stream", lambda f=frames: stream_cost(f), where))
     if not streams:
         report.add(Finding("info", "stream", "the cassette holds no stream"))
     report.finish()

@@ -59,6 +59,7 @@ from ..protocol.model import Task, TaskState
 from ..protocol.operations import Binding
 from ..protocol.stream import StreamCheck, event_of
 from ..traffic import TrafficRecorder
+from .cost import Cost, card_cost, stream_cost
 from .features import Probe, evidence, probe_features, rpc, since
 from .report import DoctorReport, Finding
 
@@ -185,6 +186,7 @@ async def _checks(
                     )
                 )
         add(Finding("info", "card verdict", checked.summary))
+        add(await counted("cost: card", lambda: card_cost(card.raw)))
         declares_auth = any(
             card.raw.get(k) for k in ("securitySchemes", "security", "securityRequirements")
         )
@@ -691,6 +693,7 @@ async def _active(
             if client.dialect is not None:
                 _frames(streamed, client.endpoint, client.dialect, seen)
             _contents(streamed, add)
+            await _stream_costs(streamed, add)
             if len(frames) >= MAX_FRAMES:
                 pass  # said above
             elif broke is not None:
@@ -985,6 +988,7 @@ async def _stream_as(
     streamed = [e for e in list(traffic.events)[before:] if e.rpc_method in _STREAMS]
     _frames(streamed, client.endpoint, dialect, seen)
     _contents(streamed, add)
+    await _stream_costs(streamed, add)
 
 
 _STREAMS = ("message/stream", "SendStreamingMessage")
@@ -1042,6 +1046,36 @@ def _contents(streamed: list[TrafficEvent], add: _Add) -> None:
                     [shown[fault.frame]] if fault.frame in shown else [evidence(event)],
                 )
             )
+
+
+async def _stream_costs(streamed: list[TrafficEvent], add: _Add) -> None:
+    """What each stream cost in tokens (:func:`counted`)."""
+    for event in streamed:
+        if event.frames:
+            where = f"{event.rpc_method} at {event.url}"
+            add(await counted("cost: stream", lambda e=event: stream_cost(e.frames), where))
+
+
+COUNT_WAIT = 30.0
+"""Seconds a count may take (tiktoken loading its encoding, fetching it the first time)."""
+
+
+def costs(check: str, counting: Callable[[], Cost], at: str = "") -> Finding:
+    """What something costs in tokens, as an info finding (``counting()`` counts it), or why it
+    was not counted (tiktoken absent, or its encoding not had). Off any loop: the first count
+    loads the tokenizer (:func:`counted` on one)."""
+    try:
+        return Finding("info", check, str(counting()), at=at)
+    except MissingExtra as exc:
+        return Finding("info", check, f"not counted: {exc}", at=at)
+
+
+async def counted(check: str, counting: Callable[[], Cost], at: str = "") -> Finding:
+    """:func:`costs` on a thread, within :data:`COUNT_WAIT`."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(costs, check, counting, at), COUNT_WAIT)
+    except TimeoutError:
+        return Finding("info", check, f"not counted: no tokenizer within {COUNT_WAIT:g} s", at=at)
 
 
 def _frame_faults(result: Any, dialect: Dialect) -> list[str]:
