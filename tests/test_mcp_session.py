@@ -377,3 +377,25 @@ async def test_a_static_oauth_client_id_signs_in_where_the_server_registers_no_c
             assert "add" in [t["name"] for t in await s.tools()]
         assert await followed[0] == 200
         assert not any(e.url.endswith("/register") for e in s.recorder.events)
+
+
+async def test_a_stdio_servers_stderr_is_heard_as_it_comes_and_kept_bounded():
+    """Issue 60 item 2: a stdio server's stderr was read only when the server ended; each line is
+    now heard while the session lives, the last MAX_STDERR_LINES kept, a long line in pieces."""
+    from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES
+
+    noisy = [
+        sys.executable,
+        "-c",
+        "import runpy, sys\n"
+        "for i in range(1500): print(f'line {i}', file=sys.stderr)\n"
+        "print('x' * 10000, file=sys.stderr, flush=True)\n"
+        "runpy.run_module('tests.peers.mcp_everything', run_name='__main__', alter_sys=True)",
+        "stdio",
+    ]
+    heard: list[str] = []
+    async with MCPSession(noisy, env=mcp_peers.ENV, on_stderr=heard.append) as s:
+        await until(lambda: len(heard) >= 1503)
+        assert heard[:2] == ["line 0", "line 1"] and s.status == "connected"
+        assert len(s.console) == MAX_STDERR_LINES and s.console[-1] == heard[-1]
+        assert max(len(line) for line in heard) == MAX_STDERR_LINE

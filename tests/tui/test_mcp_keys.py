@@ -103,18 +103,18 @@ async def test_the_cursor_and_a_result_stay_with_their_tool(tmp_path: Path):
         assert "grow {}" in shown(app, "#mcp-result")
 
         # a slow call, and the cursor moved while it runs
+        results: dict[str, Any] = app.screen._results
         await focus_row(app, pilot, "#mcp-tools", "count")
-        await pilot.press("enter", "6", "enter")
-        await until(pilot, lambda: "calling count" in shown(app, "#mcp-result"))
+        await pilot.press("enter", "2", "0", "enter")  # 3 s of counting
+        await until(pilot, lambda: "count" in results)  # the call began
         await pilot.press("escape")
         await focus_row(app, pilot, "#mcp-tools", "grow")
-        results: dict[str, Any] = app.screen._results
-        await until(pilot, lambda: "counted to 6" in str(results.get("count")), timeout=30)
+        await until(pilot, lambda: "counted to 20" in str(results.get("count")), timeout=30)
         await pilot.pause()
         assert "count" not in shown(app, "#mcp-result")
         assert "grow {}" in shown(app, "#mcp-result")
         await focus_row(app, pilot, "#mcp-tools", "count")
-        await until(pilot, lambda: "counted to 6" in shown(app, "#mcp-result"))
+        await until(pilot, lambda: "counted to 20" in shown(app, "#mcp-result"))
         await pilot.press("ctrl+q")
 
 

@@ -1,15 +1,19 @@
 """What the MCP mode does beside the calls (issue 60 item 2), by real pilots against the official
 SDK's server written for the tests (tests/peers/mcp_everything.py): a sampling request answered
-by a reply the user writes; an OAuth sign-in with a static client id."""
+by a reply the user writes; an OAuth sign-in with a static client id; a stdio server's stderr
+as it comes."""
 
 from __future__ import annotations
 
 import shlex
+import sys
 
 import httpx
 import pytest
 
 pytest.importorskip("textual")
+
+from textual.widgets import Log  # noqa: E402
 
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.mcp_dialogs import SamplingDialog, SignInDialog  # noqa: E402
@@ -75,3 +79,39 @@ async def test_an_oauth_server_that_registers_no_client_is_signed_in_with_a_stat
             await until(pilot, lambda: table(app, "#mcp-tools").row_count == 7, timeout=30)
             assert "OAuth: signed in" in shown(app, "#mcp-status")
             await pilot.press("ctrl+q")
+
+
+async def test_a_stdio_servers_stderr_shows_as_it_comes_while_the_session_lives():
+    """Issue 60 item 2: a stdio server's stderr was read only when it failed; the Stderr tab (e)
+    shows it as it comes, a line at start and the SDK's report of a tool that raised, while the
+    session stays open."""
+    command = (
+        "PYTHONPATH="
+        + shlex.quote(mcp_peers.ENV["PYTHONPATH"])
+        + " "
+        + shlex.join(
+            [
+                sys.executable,
+                "-c",
+                "import runpy, sys; print('booting the test server', file=sys.stderr, flush=True);"
+                " runpy.run_module('tests.peers.mcp_everything', run_name='__main__',"
+                " alter_sys=True)",
+                "stdio",
+            ]
+        )
+    )
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, command)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 7, timeout=30)
+        console = app.screen.query_one("#mcp-stderr", Log)
+        said = lambda: "\n".join(console.lines)  # noqa: E731
+        await until(pilot, lambda: "booting the test server" in said())
+        await focus_row(app, pilot, "#mcp-tools", "fail")
+        await pilot.press("enter", *"on purpose", "enter")
+        await until(pilot, lambda: "Tool 'fail' raised" in said(), timeout=20)
+        await pilot.press("escape", "e")
+        await until(pilot, lambda: app.focused is console)
+        assert app.screen.session is not None and app.screen.session.status == "connected"
+        assert "Tool 'fail' raised" in "\n".join(app.screen.session.console)
+        await pilot.press("ctrl+q")

@@ -25,6 +25,7 @@ from .client import progress_from, tool_dict, tool_result
 from .forms import Field, form_fields, root_uri
 from .transport import (
     DEFAULT_TIMEOUT,
+    MAX_STDERR_LINES,
     endpoint_label,
     exception_text,
     mcp_failure,
@@ -182,7 +183,8 @@ class MCPSession:
     refuse it, or the reply's text, written by the user, sent as :data:`WRITTEN_BY`'s: the sampling
     capability), ``roots`` (always offered; the user's list, :meth:`set_roots`), ``authorize`` (an
     OAuth sign-in when an HTTP server asks for one: see :mod:`toolnexus.mcp.auth`; ``client_id``: the
-    static one its authorization server gave, where it registers no client). ``record``: a
+    static one its authorization server gave, where it registers no client); ``on_stderr``: each line
+    a stdio server writes on its stderr, as it comes (also kept: :attr:`console`). ``record``: a
     :class:`~toolnexus.debug.cassette.CassetteWriter` every exchange is written to as well (a
     cassette ``toolnexus replay`` serves as this server, or diffs against it: see
     :mod:`toolnexus.debug.mcp_replay`); the caller closes it.
@@ -210,6 +212,7 @@ class MCPSession:
         approve: Approve | None = None,
         authorize: Any = None,
         client_id: str | None = None,
+        on_stderr: Callable[[str], None] | None = None,
         mode: str = "auto",
         record: Any = None,
     ) -> None:
@@ -247,6 +250,11 @@ class MCPSession:
         self._numbered = 0
         self.notices: collections.deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
         self.stderr = ""
+        """The end of a stdio server's stderr once it ended (quoted when it failed)."""
+        self.console: collections.deque[str] = collections.deque(maxlen=MAX_STDERR_LINES)
+        """A stdio server's stderr as it comes, its last :data:`MAX_STDERR_LINES` lines (each
+        also told to ``on_stderr``); nothing over HTTP."""
+        self.on_stderr = on_stderr
         self.challenge = ""
         """The ``WWW-Authenticate`` of the last 401 (a challenge, no secret)."""
         self._listeners: list[Listener] = []
@@ -370,6 +378,7 @@ class MCPSession:
                 cwd=self.cwd,
                 auth=auth,
                 stderr=self._heard_stderr,
+                stderr_line=self._heard_line,
                 on_response=self._answered,
                 mode=self.mode,
                 cache=None,
@@ -411,6 +420,14 @@ class MCPSession:
 
     def _heard_stderr(self, tail: str) -> None:
         self.stderr = tail
+
+    def _heard_line(self, line: str) -> None:
+        self.console.append(line)
+        if self.on_stderr is not None:
+            try:
+                self.on_stderr(line)
+            except Exception:  # noqa: BLE001 - a front end's listener never breaks the session
+                log.warning("a stderr listener failed", exc_info=True)
 
     # -- what the server says -----------------------------------------------------------------------
     def watch(self, listener: Listener) -> Callable[[], None]:

@@ -7,10 +7,12 @@ doctor and the replay's ``--against`` all open their clients here."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
+import os
 import shlex
-import tempfile
+import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -24,6 +26,8 @@ from ..traffic import TrafficRecorder, recording_transport
 __all__ = [
     "sdk",
     "DEFAULT_TIMEOUT",
+    "MAX_STDERR_LINES",
+    "StderrPump",
     "open_client",
     "mcp_failure",
     "endpoint_label",
@@ -36,7 +40,14 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 30.0
 MAX_STDERR = 16384
-"""The characters of a stdio server's stderr a session keeps (its end)."""
+"""The characters of a stdio server's stderr a failure's reason quotes (its end)."""
+MAX_STDERR_LINES = 1000
+"""The lines of a stdio server's stderr kept (the last ones)."""
+MAX_STDERR_LINE = 4096
+"""The longest line of a stdio server's stderr read at once (a longer one comes in pieces)."""
+STDERR_DRAIN = 2.0
+"""Seconds a session's end waits for the rest of a stdio server's stderr (a process it started
+may hold the pipe open longer)."""
 
 
 def sdk():  # the module itself, which the type checker reads whole
@@ -154,14 +165,16 @@ async def open_client(
     cwd: str | None = None,
     auth: Any = None,
     stderr: Callable[[str], None] | None = None,
+    stderr_line: Callable[[str], None] | None = None,
     on_response: Callable[[Any], None] | None = None,
     **options: Any,
 ) -> AsyncGenerator[Any, None]:
     """The official ``mcp.Client`` for ``target``, every exchange recorded: over streamable HTTP
     (``headers``; ``auth``: an :class:`~toolnexus.mcp.auth.OAuthFlow`) or a stdio server started
-    from a command line (``env``, ``cwd``; its stderr kept: ``stderr`` hears it, and the end of it
-    is in the error when the server fails; ``stderr`` is given its end when the server ends, instead;
-    ``on_response`` sees each HTTP answer as it came, before the wire log masks it).
+    from a command line (``env``, ``cwd``; its stderr read as it comes: ``stderr_line`` hears each
+    line, and the end of it is in the error when the server fails; ``stderr`` is given its end when
+    the server ends, instead; ``on_response`` sees each HTTP answer as it came, before the wire log
+    masks it).
     ``options``: the ``Client``'s own."""
     httpx2 = sdk().httpx2
     Client = sdk().Client
@@ -170,22 +183,25 @@ async def open_client(
     if not isinstance(target, str):
         if not target or not target[0]:
             raise ConfigError("an MCP stdio server needs a command")
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        errlog = StderrPump(stderr_line)
+        try:
             try:
                 async with Client(
-                    _tapped_stdio(target, recorder, errlog, env, cwd),
+                    _tapped_stdio(target, recorder, errlog.file, env, cwd),
                     read_timeout_seconds=timeout,
                     **options,
                 ) as client:
                     yield client
-            except Exception as exc:  # what the server said on stderr is often the reason
-                tail = _tail(errlog)
-                if not tail or stderr is not None:
-                    raise
-                raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
-            finally:
-                if stderr is not None:
-                    stderr(_tail(errlog))
+            finally:  # the server has ended: the rest of what it said is read
+                await errlog.close()
+        except Exception as exc:  # what the server said on stderr is often the reason
+            tail = errlog.tail()
+            if not tail or stderr is not None:
+                raise
+            raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
+        finally:
+            if stderr is not None:
+                stderr(errlog.tail())
         return
 
     provider = await auth.provider(target) if auth is not None else None
@@ -209,10 +225,45 @@ async def open_client(
             yield client
 
 
-def _tail(errlog: Any) -> str:
-    errlog.flush()
-    errlog.seek(0)
-    return errlog.read()[-MAX_STDERR:].strip()
+class StderrPump:
+    """A stdio server's stderr, read as it comes: the server writes to a pipe (:attr:`file`), a
+    thread of its own reads it a line at a time (at most :data:`MAX_STDERR_LINE` bytes at once) and
+    hands each line to ``heard`` on the loop that made the pump; the last
+    :data:`MAX_STDERR_LINES` are kept (:meth:`tail`)."""
+
+    def __init__(self, heard: Callable[[str], None] | None = None) -> None:
+        self._heard = heard
+        self._loop = asyncio.get_running_loop()
+        self._lines: collections.deque[str] = collections.deque(maxlen=MAX_STDERR_LINES)
+        self._lock = threading.Lock()
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w", encoding="utf-8", errors="replace")
+        """The pipe's end the server's process writes to."""
+        self._thread = threading.Thread(
+            target=self._pump, args=(read,), name="mcp-stderr", daemon=True
+        )
+        self._thread.start()
+
+    def _pump(self, read: int) -> None:
+        with os.fdopen(read, "rb") as pipe:
+            while raw := pipe.readline(MAX_STDERR_LINE):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self._lock:
+                    self._lines.append(line)
+                if self._heard is not None:
+                    with contextlib.suppress(RuntimeError):  # the loop has closed
+                        self._loop.call_soon_threadsafe(self._heard, line)
+
+    def tail(self) -> str:
+        """The end of what the server said (:data:`MAX_STDERR` characters at most)."""
+        with self._lock:
+            return "\n".join(self._lines)[-MAX_STDERR:].strip()
+
+    async def close(self) -> None:
+        """Close our end of the pipe and wait (:data:`STDERR_DRAIN` s at most) for the reader to
+        take the rest of what the server wrote."""
+        self.file.close()
+        await asyncio.to_thread(self._thread.join, STDERR_DRAIN)
 
 
 @contextlib.asynccontextmanager

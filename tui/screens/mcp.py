@@ -7,7 +7,8 @@ result with its structured content), Resources (resources and templates; a read 
 type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
 Notifications it sent (and the requests it made, and how they were answered), the Doctor's
 report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
-roots we declare, the OAuth client id where it registers none). A server's elicitation is
+roots we declare, the OAuth client id where it registers none), and a stdio server's stderr as
+it comes (Stderr, its last lines). A server's elicitation is
 answered in a form, its sampling by the toolkit's model once approved (or by a reply the user
 writes), its OAuth sign-in run in the browser; every exchange (each stdio JSON-RPC message too)
 lands in the Wire. All of it by keyboard."""
@@ -31,6 +32,7 @@ from textual.widgets import (
     Header,
     Input,
     Label,
+    Log,
     Static,
     TabbedContent,
     TabPane,
@@ -58,6 +60,7 @@ from toolnexus.mcp import (
     template_fields,
 )
 from toolnexus.mcp.session import MAX_ITEMS
+from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES
 from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
@@ -78,6 +81,7 @@ TABS = {
     "p": "mcp-tab-prompts",
     "n": "mcp-tab-notices",
     "i": "mcp-tab-server",
+    "e": "mcp-tab-stderr",
 }
 TAB_WORDS = {
     "d": "Doctor tab",
@@ -86,6 +90,7 @@ TAB_WORDS = {
     "p": "Prompts tab",
     "n": "Notifications tab",
     "i": "Server tab",
+    "e": "Stderr tab",
 }
 """What ``?`` says of each tab's key."""
 NAME_WIDTH = 24
@@ -223,6 +228,9 @@ class MCPScreen(ModeScreen):
                         select_on_focus=False,
                     )
                     yield SafeStatic(id="mcp-server")
+            with TabPane("e Stderr", id="mcp-tab-stderr"):
+                # a stdio server's stderr as it comes, its last lines (plain text, never markup)
+                yield Log(id="mcp-stderr", max_lines=MAX_STDERR_LINES)
         yield ModeFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -279,6 +287,7 @@ class MCPScreen(ModeScreen):
             "mcp-tab-prompts": "#mcp-prompts",
             "mcp-tab-notices": "#mcp-notices",
             "mcp-tab-server": "#mcp-roots",
+            "mcp-tab-stderr": "#mcp-stderr",
         }[tab]
         self.query_one(first).focus()
 
@@ -327,6 +336,7 @@ class MCPScreen(ModeScreen):
             "mcp-tab-notices": "#mcp-notices",
             "mcp-tab-doctor": "#mcp-doctor-box",
             "mcp-tab-server": "#mcp-server-box",
+            "mcp-tab-stderr": "#mcp-stderr",
         }
         listing = self.query_one(lists[self._tab()])
         if self.focused is not listing:
@@ -396,6 +406,13 @@ class MCPScreen(ModeScreen):
         self._unwatch()
         if old is not None:
             await old.close()
+        console = self.query_one("#mcp-stderr", Log)
+        console.clear()
+        console.write_line(
+            f"stderr of {printable(where, 400)}, as it comes:"
+            if not isinstance(target, str)
+            else "an HTTP server's stderr is its own: a stdio server's shows here"
+        )
         session = MCPSession(
             target,
             headers=self._headers(target),
@@ -408,6 +425,7 @@ class MCPScreen(ModeScreen):
             approve=self._approve,
             authorize=self._authorize,
             client_id=self.query_one("#mcp-client-id", Input).value.strip() or None,
+            on_stderr=self._stderr,
         )
         self._pending = session
         try:
@@ -430,6 +448,13 @@ class MCPScreen(ModeScreen):
             self._heard(notice)
         self._show_server()
         await self._list_all(focus=True)
+
+    def _stderr(self, line: str) -> None:
+        """A line of the stdio server's stderr, shown as it comes (made printable)."""
+        try:
+            self.query_one("#mcp-stderr", Log).write_line(printable(line, MAX_STDERR_LINE))
+        except NoMatches:  # the screen is going
+            return
 
     def _forget(self) -> None:
         self.tools, self.resources, self.prompts = [], [], []
