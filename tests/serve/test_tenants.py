@@ -47,10 +47,12 @@ async def sdk_client(
     http: httpx.AsyncClient,
     version: str = "1.0",
     interceptors: list | None = None,
+    channel=None,
 ):
     """The official client on our card, left with its first ``version`` interface of ``binding``,
     naming ``tenant`` ("": none, as a client that ignores tenants calls): the SDK sends that tenant
-    in every call. ``interceptors``: the SDK's, on every call (its ``AuthInterceptor``)."""
+    in every call. ``interceptors``: the SDK's, on every call (its ``AuthInterceptor``);
+    ``channel``: how it opens a gRPC channel to a URL (default: without TLS)."""
     card = await A2ACardResolver(http, url).get_agent_card()
     keep = [
         i
@@ -64,7 +66,7 @@ async def sdk_client(
     config = ClientConfig(
         streaming=False,
         supported_protocol_bindings=[binding],
-        grpc_channel_factory=grpc.aio.insecure_channel,
+        grpc_channel_factory=channel or grpc.aio.insecure_channel,
         httpx_client=http,
     )
     return ClientFactory(config).create(card, interceptors)

@@ -532,7 +532,9 @@ class AsgiServer:
 
     @property
     def url(self) -> str:
-        return http_url(self.host, self.port)
+        """``http://host:port``; ``https://`` when it serves TLS (uvicorn's ``ssl_certfile``)."""
+        url = http_url(self.host, self.port)
+        return "https" + url.removeprefix("http") if self._options.get("ssl_certfile") else url
 
     def _bind(self) -> socket.socket:
         return listening_socket(self.host, self.port)

@@ -429,17 +429,23 @@ async def serve(
         allowed_origins=[o for c in extras for o in c.allowed_origins],
     )
     outer: Any = InboundRecorder(guarded, wire, name) if wire is not None else guarded
+    tls = next((c.auth.tls for c in extras if c.auth is not None and c.auth.tls), None)
     server = AsgiServer(
-        outer, addr, header_timeout=header_timeout, max_connections=max_connections, sock=sock
+        outer,
+        addr,
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        sock=sock,
+        **(tls.uvicorn() if tls is not None else {}),  # mutual TLS: the handshake checks the caller
     )
     holder["server"] = server
     grpc_server = None
     if endpoint is not None and a2a_cfg is not None and a2a_cfg.grpc is not None:
-        grpc_server = GrpcServer(endpoint, a2a_cfg.grpc)
+        grpc_server = GrpcServer(endpoint, a2a_cfg.grpc, tls=tls)
         if not is_loopback(grpc_server.host) and not allow_unauthenticated:
             _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)
         await grpc_server.start()
-        endpoint.card.grpc_target = grpc_server.target
+        endpoint.card.grpc_target = grpc_server.url
     metrics_server = None
     if (
         exported is not None and isinstance(metrics, str) and a2a_cfg is not None

@@ -55,7 +55,8 @@ class ServedCard:
         self._base_url = base_url
         self.push = push
         self.grpc_target: str | None = None
-        """``host:port`` of the gRPC service, when one is served (set before the first GET)."""
+        """``host:port`` of the gRPC service, when one is served (set before the first GET);
+        ``https://host:port`` when it is served over TLS."""
         self._answer: tuple[bytes, str, int] | None = None  # body, ETag, first served (s)
         self._headers: list[tuple[bytes, bytes]] = []
         self._jwks = b""
@@ -261,7 +262,8 @@ def build_card(
     }
     if declares_extended:
         card["supportsAuthenticatedExtendedCard"] = True
-    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's)
+    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's;
+        # served over TLS: https://host:port)
         card["supportedInterfaces"] += [
             {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
             {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},

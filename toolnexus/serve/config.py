@@ -7,6 +7,7 @@ import hmac
 import logging
 import os
 import re
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "Auth",
     "AuthRefused",
     "Caller",
+    "MutualTLS",
     "OAUTH_FLOWS",
     "Provider",
     "connection_limit",
@@ -73,6 +75,39 @@ implicit and password flows are deprecated there and not offered), and the URLs 
 _FLOW_FIELDS = frozenset({"authorizationUrl", "tokenUrl", "deviceAuthorizationUrl", "refreshUrl"})
 
 
+@dataclass(frozen=True)
+class MutualTLS:
+    """Serving over TLS that requires a client certificate: this server's certificate chain and
+    key, and the certificate authorities a client's certificate must be signed by (PEM files)."""
+
+    ca: str
+    cert: str
+    key: str
+
+    def __post_init__(self) -> None:
+        for name in ("ca", "cert", "key"):
+            path = getattr(self, name)
+            if not isinstance(path, str) or not Path(path).is_file():
+                raise ConfigError(f"mutualTLS.{name}: {path!r} is not a readable PEM file")
+
+    def uvicorn(self) -> dict[str, Any]:
+        """uvicorn's options that serve HTTP so."""
+        return {
+            "ssl_certfile": self.cert,
+            "ssl_keyfile": self.key,
+            "ssl_ca_certs": self.ca,
+            "ssl_cert_reqs": ssl.CERT_REQUIRED,
+        }
+
+    def pem(self) -> tuple[bytes, bytes, bytes]:
+        """``(ca, cert, key)`` as read, for gRPC's server credentials."""
+        return (
+            Path(self.ca).read_bytes(),
+            Path(self.cert).read_bytes(),
+            Path(self.key).read_bytes(),
+        )
+
+
 @dataclass
 class Auth:
     """Opt-in auth for every binding and MCP (the card stays public; it says what to present).
@@ -101,6 +136,8 @@ class Auth:
     """openIdConnect: the discovery document's URL, ``openIdConnectUrl`` on the card."""
     scopes: tuple[str, ...] = ()
     """oauth2, openIdConnect: the scopes every call needs (a skill may need more)."""
+    tls: MutualTLS | None = None
+    """mutualTLS: the certificates HTTP and gRPC are served with."""
 
     @classmethod
     def bearer(cls, *tokens: str) -> Auth:
@@ -167,6 +204,20 @@ class Auth:
             scopes=_names(scopes, "openIdConnect.scopes"),
         )
 
+    @classmethod
+    def mutual_tls(
+        cls,
+        *,
+        ca: str | os.PathLike[str],
+        cert: str | os.PathLike[str],
+        key: str | os.PathLike[str],
+    ) -> Auth:
+        """Mutual TLS: HTTP and gRPC served over TLS with ``cert`` and ``key`` (PEM), taking only
+        callers whose certificate ``ca`` (PEM, one CA or several) signed; checked in the TLS
+        handshake, before any request (the card too: a caller without a certificate reaches
+        nothing). Every such caller shares one task space."""
+        return cls("mutualTLS", tls=MutualTLS(os.fspath(ca), os.fspath(cert), os.fspath(key)))
+
     @property
     def names(self) -> tuple[str, ...]:
         """The card's names for this auth's schemes: one, but oauth2 with several flows names one
@@ -230,6 +281,7 @@ class Auth:
         for key, make, known in (
             ("oauth2", cls.oauth2, _OAUTH2_KEYS),
             ("openIdConnect", cls.openid, _OPENID_KEYS),
+            ("mutualTLS", cls.mutual_tls, ("ca", "cert", "key")),
         ):
             if key in value:
                 block = value[key]
@@ -239,14 +291,14 @@ class Auth:
                 try:
                     return make(**kwargs)
                 except TypeError:
-                    needs = (
-                        "issuer, audience and jwksUrl"
-                        if key == "oauth2"
-                        else "url, issuer and audience"
-                    )
+                    needs = {
+                        "oauth2": "issuer, audience and jwksUrl",
+                        "openIdConnect": "url, issuer and audience",
+                    }.get(key, "ca, cert and key")
                     raise ConfigError(f"a2a.auth.{key} needs {needs}") from None
         raise ConfigError(
-            "a2a.auth needs a 'bearer', 'apiKey', 'basic', 'oauth2' or 'openIdConnect' entry"
+            "a2a.auth needs a 'bearer', 'apiKey', 'basic', 'oauth2', 'openIdConnect' or "
+            "'mutualTLS' entry"
         )
 
     def check(self, headers: Mapping[str, str]) -> int | None:
@@ -261,6 +313,8 @@ class Auth:
             AuthRefused: none this agent takes (401), or one without the scopes every call needs
                 (403).
         """
+        if self.tls is not None:  # the handshake took only certificates the CA signed
+            return Caller()
         if self.tokens is None:
             status, owner = self.identify(headers)
             if status is not None:

@@ -33,6 +33,7 @@ from ..protocol.grpc_binding import (
 )
 from ..protocol.operations import OPERATIONS, Binding, Operation
 from .a2a import A2AEndpoint, Refusal, as_is, major_version
+from .config import MutualTLS
 
 __all__ = ["GrpcServer"]
 
@@ -45,15 +46,25 @@ MAX_MESSAGE = 4 * 1024 * 1024
 class GrpcServer:
     """The gRPC services of one endpoint (1.0's and 0.3's), at ``addr`` (loopback by default)."""
 
-    def __init__(self, endpoint: A2AEndpoint, addr: str | int | None = None) -> None:
+    def __init__(
+        self, endpoint: A2AEndpoint, addr: str | int | None = None, tls: MutualTLS | None = None
+    ) -> None:
         self.endpoint = endpoint
         self.host, self.port = parse_addr(addr)
+        self.tls = tls
+        """Serve over TLS taking only callers with a certificate its CA signed (mutual TLS)."""
         self._server: Any = None
 
     @property
     def target(self) -> str:
         """``host:port``, as a gRPC client dials it (and the card lists it)."""
         return http_url(self.host, self.port).removeprefix("http://")
+
+    @property
+    def url(self) -> str:
+        """Where the card says it is: :attr:`target`, or over TLS ``https://`` and the target (the
+        spec's own example writes a gRPC interface so; a client opens a TLS channel for it)."""
+        return self.target if self.tls is None else "https://" + self.target
 
     async def start(self) -> None:
         grpc, _, _ = modules()
@@ -88,7 +99,16 @@ class GrpcServer:
             server.add_generic_rpc_handlers(
                 (grpc.method_handlers_generic_handler(service, handlers),)
             )
-        port = server.add_insecure_port(self.target)
+        if self.tls is None:
+            port = server.add_insecure_port(self.target)
+        else:
+            ca, cert, key = self.tls.pem()
+            port = server.add_secure_port(
+                self.target,
+                grpc.ssl_server_credentials(
+                    [(key, cert)], root_certificates=ca, require_client_auth=True
+                ),
+            )
         if port == 0:
             raise OSError(f"cannot bind gRPC to {self.target}")
         self.port = port
