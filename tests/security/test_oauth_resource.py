@@ -13,8 +13,11 @@ import os
 import uuid
 
 import httpx
+import httpx2
 import jwt
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 import toolnexus as tn
 from toolnexus.errors import ConfigError
@@ -346,3 +349,31 @@ async def test_the_config_file_keys():
     for oauth2, said in wrong:
         with pytest.raises(ConfigError, match=said):
             tn.A2AConfig.from_config({"auth": {"oauth2": oauth2}}).check()
+
+
+async def test_mcp_and_metrics_take_the_same_access_tokens():
+    """/mcp (the official MCP client) and /metrics go through the same door as every A2A binding."""
+    async with jwt_issuer() as issuer:
+        tk = await tn.create_toolkit(builtins=False)
+        a2a = tn.A2AConfig(name="guarded", auth=_auth(issuer))
+        handle = await tk.serve(
+            "127.0.0.1:0", client=tn.demo_client(), a2a=a2a, mcp=True, metrics=True
+        )
+        try:
+            async with httpx.AsyncClient(timeout=30) as http:
+                for path in ("/mcp", "/metrics"):
+                    method = http.post if path == "/mcp" else http.get
+                    r = await method(handle.url + path, headers={"authorization": "Bearer x"})
+                    assert r.status_code == 401, path
+                    assert r.headers["www-authenticate"].endswith('error="invalid_token"')
+                token = {"authorization": "Bearer " + issuer.mint("ada")}
+                assert (await http.get(handle.url + "/metrics", headers=token)).status_code == 200
+            async with (
+                httpx2.AsyncClient(headers=token, timeout=30) as http2,
+                streamable_http_client(handle.mcp_url, http_client=http2) as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
+                assert (await session.initialize()).server_info.name == "toolnexus"
+                await session.list_tools()  # a call past the handshake, with the token
+        finally:
+            await handle.stop()
