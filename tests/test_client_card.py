@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 import toolnexus as tn
 from toolnexus.client.transports import CUSTOM, JsonRpcTransport
+from toolnexus.http.server import AsgiServer
 
 from .helpers import arun_cli
 from .peers.sdk_server import sdk_server
@@ -222,3 +226,112 @@ async def test_a_binding_a_library_user_registers():
     assert Tagged.calls == 2 and heard[-1]["x-tagged"] == "yes"
     with pytest.raises(ValueError, match="a URI of its own"):
         tn.register_binding("GRPC", Tagged)
+
+
+async def test_parts_references_and_a_message_answer_with_the_sdk_server(tmp_path):
+    """A data part, a file by URL and referenceTaskIds go out and come back as the SDK's server
+    keeps them; an agent that answers with a Message (no task) is read as its reply."""
+    async with sdk_server(shaped=everything_in) as url:
+        async with tn.A2AClient(url) as client:
+            first = await client.send("echo first", blocking=True)
+            message = tn.Message(
+                "user",
+                [
+                    tn.Part.of_text("echo parts"),
+                    tn.Part.of_data({"city": "Oslo", "temp": -3}),
+                    tn.Part(
+                        "file", url="https://files.example/r.pdf", media_type="application/pdf"
+                    ),
+                ],
+                reference_task_ids=[first.id],
+            )
+            task = await client.send(message, blocking=True)
+            got = await client.get(task.id)
+            answered = await client.send("a message, not a task", blocking=True)
+    echoed = next(a for a in task.artifacts if a.name == "echoed")
+    assert [p.kind for p in echoed.parts] == ["data", "file"]
+    assert echoed.parts[0].data == {"city": "Oslo", "temp": -3}
+    assert echoed.parts[1].url == "https://files.example/r.pdf"
+    assert echoed.parts[1].media_type == "application/pdf"
+    assert got.history[0].reference_task_ids == [first.id]
+    assert answered.state is tn.TaskState.COMPLETED and answered.reply == "here is a message"
+
+
+def everything_in(card: pb.AgentCard) -> None:
+    card.default_input_modes.append("*/*")
+
+
+async def test_our_server_keeps_reference_task_ids():
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="refs")) as handle:
+        async with tn.A2AClient(handle.url) as client:
+            first = await client.send("hello", blocking=True)
+            message = tn.Message(
+                "user", [tn.Part.of_text("hi again")], reference_task_ids=[first.id]
+            )
+            second = await client.send(message, blocking=True)
+            got = await client.get(second.id)
+    assert got.history[0].reference_task_ids == [first.id]
+
+
+async def test_a_stream_to_an_agent_that_does_not_stream():
+    """An agent that refuses streams (-32004, its card's streaming false): the stream becomes a
+    blocking send, then polled, as the official SDK's client falls back."""
+    tk = await tn.create_toolkit(builtins=False)
+    a2a = tn.A2AConfig(name="still", streaming=False)
+    async with tk.serve(client=tn.demo_client(), a2a=a2a) as handle:
+        async with tn.A2AClient(handle.url) as client:
+            tasks = [t async for t in client.stream("hello")]
+            methods = [e.rpc_method for e in client.traffic.events if e.method == "POST"]
+    assert tasks[-1].state is tn.TaskState.COMPLETED and tasks[-1].reply
+    assert methods == ["SendStreamingMessage", "SendMessage"]
+    assert any("-32004 (it does not stream)" in w for w in client.warnings)
+
+
+SNAKE_TASK = {
+    "id": "t-1",
+    "context_id": "c-1",
+    "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-02T03:04:05+02:00"},
+    "artifacts": [{"artifact_id": "a-1", "parts": [{"text": "in proto names"}]}],
+    "metadata": {"caller_key": 1},
+}
+
+
+async def _proto_named_peer(scope, receive, send):  # type: ignore[no-untyped-def]
+    """A peer that answers in ProtoJSON's proto field names (as a ProtoJSON writer may)."""
+    if scope["type"] != "http":
+        return
+    if scope["path"].endswith("agent-card.json"):
+        url = f"http://{dict(scope['headers'])[b'host'].decode()}/"
+        body = {
+            "name": "snake",
+            "supported_interfaces": [
+                {"url": url, "protocol_binding": "JSONRPC", "protocol_version": "1.0"}
+            ],
+        }
+        body["supportedInterfaces"] = body.pop("supported_interfaces")  # the card: camelCase
+        answer = JSONResponse(body)
+    else:
+        request = json.loads(await Request(scope, receive).body())
+        result = (
+            {"task": SNAKE_TASK}
+            if request["method"] == "SendMessage"
+            else {"tasks": [SNAKE_TASK], "next_page_token": "", "total_size": 1}
+        )
+        answer = JSONResponse({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    await answer(scope, receive, send)
+
+
+async def test_an_answer_in_proto_field_names_is_read():
+    server = AsgiServer(_proto_named_peer)
+    await server.start()
+    try:
+        async with tn.A2AClient(server.url) as client:
+            task = await client.send("hi", blocking=True)
+            listed = await client.list_tasks()
+    finally:
+        await server.stop()
+    assert task.context_id == "c-1" and task.artifacts[0].artifact_id == "a-1"
+    assert task.reply == "in proto names" and task.metadata == {"caller_key": 1}
+    assert task.status.timestamp == "2026-01-02T03:04:05+02:00"  # an offset, read as written
+    assert listed["tasks"][0].context_id == "c-1" and listed["total_size"] == 1

@@ -8,7 +8,8 @@ task a second after the send arrives (so the send's answer comes that late); "fa
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
 "../../escape.txt", a name no client should write outside its folder). "many files N" answers one
 artifact of N file parts all called ``a.txt``, then parts named as a shell would run them and
-``links.txt``, and a part that only links to a URL.
+``links.txt``, and a part that only links to a URL. "a message, not a task" is answered with a
+Message and no task.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ class ScriptExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue) -> None:  # type: ignore[override]
         text = context.get_user_input()
         task = context.current_task
+        if task is None and text == "a message, not a task":  # the spec lets an agent answer so
+            await event_queue.enqueue_event(
+                new_text_message("here is a message", context_id=context.context_id)
+            )
+            return
         if task is None and "late" in text:  # the send's answer comes a second after it is asked
             await asyncio.sleep(1.0)
         if task is None:

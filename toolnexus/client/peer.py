@@ -33,6 +33,7 @@ from ..errors import (
     PeerError,
     RPCError,
     TaskNotFoundError,
+    UnsupportedOperationError,
 )
 from ..events import EventBus, TaskEvent
 from ..http.fetch import MAX_CARD, Address, exchange, host_address, peer_url, pinned, why
@@ -59,7 +60,14 @@ from ..secrets import basic_authorization
 from ..traffic import TrafficRecorder
 from .credentials import ClientCertificate, Credentials
 from .oauth import Grant, TokenSource
-from .transports import CUSTOM, JsonRpcTransport, Transport, as_task, transport_for
+from .transports import (
+    CUSTOM,
+    JsonRpcTransport,
+    Transport,
+    as_task,
+    json_named,
+    transport_for,
+)
 
 __all__ = ["A2AClient", "fetch_card", "check_signatures", "fetch_jwks"]
 
@@ -907,7 +915,7 @@ class A2AClient:
             params["pageSize"] = page_size
         if page_token:
             params["pageToken"] = page_token
-        result = await self._call("list", params)
+        result = json_named(await self._call("list", params))
         return {
             "tasks": [parse_task(t) for t in result.get("tasks") or []],
             "next_page_token": result.get("nextPageToken", ""),
@@ -1034,7 +1042,7 @@ class A2AClient:
     ) -> AsyncGenerator[Task, None]:
         """Send and follow the task as the peer streams it; yields the task after every frame, until
         the stream ends (``files``, ``accepted_output_modes``: as :meth:`send`). A peer that cannot stream (a dialect without streams, or a stream refused
-        as an unknown method before its first frame) gets a blocking send instead, followed by
+        as an unknown method or as unsupported, -32004, before its first frame) gets a blocking send instead, followed by
         polling until the task settles, and ``warnings`` says so; a stream that ends finished but without the reply is followed by a
         get (see :meth:`_frames`)."""
         await self.connect()
@@ -1055,10 +1063,11 @@ class A2AClient:
                         seen = True
                         yield task
                 return
-            except MethodNotFoundError:
+            except (MethodNotFoundError, UnsupportedOperationError) as exc:
                 if seen:
                     raise
-                why_not = f"it answered {self.transport.method(OPERATIONS['stream'])} with -32601 (method not found)"
+                said = "method not found" if exc.code == -32601 else "it does not stream"
+                why_not = f"it answered {self.transport.method(OPERATIONS['stream'])} with {exc.code} ({said})"
         else:
             why_not = f"the {self.transport.dialect.value} dialect has no streams"
         self.warnings.append(f"{why_not}: sent as a blocking send instead of a stream, then polled")

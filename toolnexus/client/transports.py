@@ -25,7 +25,7 @@ from ..http import fetch
 from ..http.fetch import AnswerTooLarge, exchange, read_body, sse_events, why
 from ..protocol import grpc_binding, rest
 from ..protocol.card import elsewhere
-from ..protocol.dialects import Dialect, parse_message, parse_task
+from ..protocol.dialects import Dialect, json_names, parse_message, parse_task
 from ..protocol.extensions import HEADER, LEGACY_HEADER, header_value, requested
 from ..protocol.model import Message, Part, Task, TaskState, TaskStatus, add_words, new_id
 from ..protocol.operations import BINDING_NAMES, V03_METHODS, Binding, Operation
@@ -664,8 +664,19 @@ def rpc_error(error: Any, mask: Any = str) -> RPCError:
     return cls(message or None, data=error.get("data"))
 
 
+def json_named(result: Any) -> Any:
+    """A peer's answer with every field by its JSON name: ProtoJSON readers take the proto names
+    too (``context_id`` for ``contextId``, A2A 1.0 §5.5), so this client does; a caller's own
+    keys (metadata, data parts) are left as they are."""
+    try:
+        return json_names(result)
+    except RPCError as exc:
+        raise PeerError(f"the peer's answer is not readable: {exc.message}") from None
+
+
 def as_task(result: Any, sent: Message | None) -> Task:
     """A send/get result as a Task: a task (wrapped or not), or a Message reply."""
+    result = json_named(result)
     if isinstance(result, dict):
         if "task" in result and isinstance(result["task"], dict):
             return parse_task(result["task"])
@@ -712,6 +723,7 @@ class _Fold:
         task, sent = self.task, self.sent
         if not isinstance(result, dict):
             raise PeerError("a stream frame is not an object")
+        result = json_named(result)
         self.faults = self.check.frame(result)
         kind, body = event_of(result)
         if kind == "task":
