@@ -33,6 +33,7 @@ from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
 from .debug.cost import card_cost
 from .debug.doctor import counted, doctor
+from .debug.pin import across, drift, load_pin, pin_file
 from .debug.report import printer
 from .display import printable
 from .errors import MissingExtra, UnsupportedOperationError
@@ -138,6 +139,19 @@ def _card_parser(sub: Any) -> None:
         action="store_true",
         help="the extended card the agent gives authenticated callers (GetExtendedAgentCard; "
         "send the credentials with --header)",
+    )
+    c.add_argument(
+        "--pin",
+        metavar="FILE",
+        help="drift, for CI: write the card to FILE the first time; later, report what changed "
+        "since (exit 1 on a removed skill, a changed description, schema, security or signing key)",
+    )
+    c.add_argument(
+        "--across",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="set this card against another agent's (repeatable): clashing names, skill ids",
     )
     c.add_argument("--json", action="store_true", help="print JSON")
 
@@ -1425,6 +1439,8 @@ async def _card(args: argparse.Namespace) -> int:
     except (tn.PeerError, tn.RPCError) as exc:
         say(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if args.pin or args.across:
+        return await _drift(args, card, headers)
     report = tn.validate_card(card) if args.validate else None
     cost = (await counted("cost: card", lambda: card_cost(card.raw))).message if report else ""
     signatures = card.signatures
@@ -1488,6 +1504,25 @@ async def _card(args: argparse.Namespace) -> int:
         say(f"toolnexus: the card does not verify with the keys given ({why})", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ERROR if report is not None and not report.ok else EXIT_OK
+
+
+async def _drift(args: argparse.Namespace, card: tn.AgentCard, headers: dict[str, str]) -> int:
+    """``card --pin`` and ``--across`` (toolnexus/debug/pin.py): a report, exit 1 on an error."""
+    if args.across:
+        try:
+            others = [await tn.fetch_card(url, headers) for url in args.across]
+        except (tn.PeerError, tn.RPCError) as exc:
+            say(f"toolnexus: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        report = across([card, *others])
+    elif not Path(args.pin).exists():
+        pin_file(card, args.pin)
+        say(f"pinned {card.name} ({card.source}, {len(card.skills)} skills) to {args.pin}")
+        return EXIT_OK
+    else:
+        report = drift(load_pin(args.pin), card)
+    say(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    return EXIT_ERROR if report.failed("error") else EXIT_OK
 
 
 def _env_secret(flag: str, name: str) -> str:

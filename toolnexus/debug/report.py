@@ -35,7 +35,14 @@ EVIDENCE_SHOWN = 700
 """Characters of one evidence line shown (the JSON keeps it whole)."""
 EVIDENCE_KEPT = 3
 """Evidence lines a finding seen again keeps (:meth:`DoctorReport.note`)."""
-TITLES = {"a2a": "doctor", "a2a-client": "client doctor", "mcp": "MCP doctor", "audit": "audit"}
+TITLES = {
+    "a2a": "doctor",
+    "a2a-client": "client doctor",
+    "mcp": "MCP doctor",
+    "audit": "audit",
+    "pin": "pin",
+    "across": "across",
+}
 """The first line of each kind of report."""
 
 
