@@ -7,6 +7,7 @@ a certificate, and reaches nothing (not even the card) without one or with one a
 from __future__ import annotations
 
 import copy
+import json
 import os
 import ssl
 import uuid
@@ -18,6 +19,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.errors import ConfigError
 
+from ..helpers import read_until, run_cli, started_cli
 from ..peers.tls import Pki, make_pki
 from ..serve.test_tenants import sdk_client
 
@@ -144,3 +146,22 @@ async def test_the_config_file_keys(pki):
         tn.A2AConfig.from_config({"auth": {"mutualTLS": {**block, "ca": "/nowhere.pem"}}}).check()
     with pytest.raises(ConfigError, match="needs ca, cert and key"):
         tn.A2AConfig.from_config({"auth": {"mutualTLS": {"ca": str(pki.ca)}}}).check()
+
+
+async def test_the_command_line_serves_it_from_a_config_file(pki, tmp_path):
+    """``toolnexus serve --config`` with ``a2a.auth.mutualTLS``, and ``toolnexus send --cert``."""
+    auth = {"ca": str(pki.ca), "cert": str(pki.server_cert), "key": str(pki.server_key)}
+    config = tmp_path / "agent.json"
+    config.write_text(json.dumps({"a2a": {"auth": {"mutualTLS": auth}, "grpc": "127.0.0.1:0"}}))
+    cert = ["--cert", str(pki.client_cert), "--cert-key", str(pki.client_key), "--ca", str(pki.ca)]
+    with started_cli("serve", "--json", "--config", str(config)) as proc:
+        url = read_until(proc, "ready")[0]["url"]
+        assert url.startswith("https://127.0.0.1:")
+        for binding in ("jsonrpc", "grpc"):
+            sent = run_cli("send", url, "greet Ada", "--binding", binding, "--json", *cert)
+            assert sent.returncode == 0, sent.stderr
+            data = json.loads(sent.stdout)
+            assert data["binding"] == binding.upper()
+            assert data["task"]["status"]["state"] == "completed"
+        refused = run_cli("send", url, "greet Ada", "--ca", str(pki.ca))  # no certificate
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
