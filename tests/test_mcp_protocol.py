@@ -4,7 +4,9 @@ against real MCP servers: the official Python SDK's low-level server written for
 line at every level) in both eras over stdio, and our own served toolkit on ``/mcp``. Lists read a
 page at a time with the server's cursor (and a bounded "all"), a request cancelled in flight (the
 server told, and it stopped), the log level asked for in each era's way, ping and its round
-trip."""
+trip; the legacy HTTP+SSE transport (2024-11-05), chosen or found after streamable HTTP is
+refused, with both servers over it (the high-level ``MCPServer``'s ``sse_app`` and the paged
+low-level one)."""
 
 from __future__ import annotations
 
@@ -150,3 +152,37 @@ async def test_ping_and_its_round_trip():
     async with MCPSession(PAGED, env=mcp_peers.ENV, mode="auto") as s:
         with pytest.raises(PeerError, match="MCP 2026-07-28 has no ping"):
             await s.ping()
+
+
+async def test_the_legacy_sse_transport_chosen_or_found():
+    with mcp_peers.http_server("paged") as said:
+        bus = EventBus()
+        async with MCPSession(said["MCP"], transport="sse", bus=bus) as s:
+            assert s.transport == "sse" and not s.modern  # the transport carries no other era
+            assert (await s.page("tools")).next_cursor == "tools-3"
+            assert await s.ping() > 0
+            waiting = asyncio.ensure_future(s.call("wait", {}))
+            await until(lambda: bool(s.running))
+            await asyncio.sleep(0.3)
+            s.cancel()
+            with pytest.raises(PeerError, match="cancelled, the server was told"):
+                await waiting
+            # the stream ties each POST to the server's session: the tool was stopped
+            assert (await s.call("cancelled", {})).output == "cancelled 1 times"
+        posted = {e.rpc_method for e in bus.history() if isinstance(e, TrafficEvent)}
+        assert {"initialize", "tools/list", "ping", "notifications/cancelled"} <= posted
+    with mcp_peers.http_server("py", sse=True) as said:
+        async with MCPSession(said["MCP"]) as s:  # auto: streamable HTTP refused, then SSE
+            assert s.transport == "sse" and s.server_name == "everything-py"
+            assert "over HTTP+SSE (2024-11-05)" in s.notices[-1].summary
+            assert (await s.call("add", {"a": 2, "b": 3})).metadata["structured"]["total"] == 5
+        with pytest.raises(PeerError, match="HTTP 405"):
+            await MCPSession(said["MCP"], transport="http").start()
+        root = said["MCP"].removesuffix("/sse") + "/nothing"
+        with pytest.raises(PeerError, match="HTTP 404.*; streamable HTTP: HTTP 404"):
+            await MCPSession(root).start()
+    tk = await tn.create_toolkit(builtins=False)
+    async with await tk.serve(mcp=True) as h, MCPSession(h.mcp_url) as s:
+        assert s.transport == "http"  # auto, and the server speaks streamable HTTP
+    with pytest.raises(tn.ConfigError, match="no MCP transport 'ws'"):
+        MCPSession("http://127.0.0.1:9/mcp", transport="ws")

@@ -7,7 +7,8 @@ arguments. Both eras the SDK serves: a 2026-07-28 client is asked through ``inpu
 results, a handshake-era one through requests during the call.
 
 ``python -m tests.peers.mcp_everything stdio``, or ``... http`` (streamable HTTP, stateful, on a
-free loopback port; prints ``MCP <url>``), or ``... oauth`` (the same behind OAuth: it also runs
+free loopback port; prints ``MCP <url>``), or ``... sse`` (the legacy HTTP+SSE transport of
+2024-11-05, the same way), or ``... oauth`` (the same behind OAuth: it also runs
 the authorization server below and prints ``MCP <url>`` and ``AS <url>``), or ``... oauth-static``
 (an authorization server that registers no client: only the static id ``inspector-client``).
 
@@ -315,7 +316,11 @@ async def main(how: str) -> None:
         print(f"AS {issuer}", flush=True)
     else:
         server = build()
-    serving.append(_serve(server.streamable_http_app(host="127.0.0.1"), mcp_sock))
+    if how == "sse":  # the legacy HTTP+SSE transport (2024-11-05): a stream, and a POST a message
+        mcp_url = mcp_url.removesuffix("/mcp") + "/sse"
+        serving.append(_serve(server.sse_app(host="127.0.0.1"), mcp_sock))
+    else:
+        serving.append(_serve(server.streamable_http_app(host="127.0.0.1"), mcp_sock))
     print(f"MCP {mcp_url}", flush=True)
     await asyncio.gather(*serving)
 

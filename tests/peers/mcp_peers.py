@@ -32,15 +32,20 @@ def stdio(sdk: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def http_server(sdk: str, *, oauth: bool = False, static: bool = False) -> Iterator[dict[str, str]]:
+def http_server(
+    sdk: str, *, oauth: bool = False, static: bool = False, sse: bool = False
+) -> Iterator[dict[str, str]]:
     """The ``py`` or ``ts`` server over streamable HTTP on 127.0.0.1: ``{"MCP": url}`` (and
     ``"AS"``: the authorization server's, with ``oauth``; ``static``: one that registers no
-    client, only a static client id)."""
+    client, only a static client id); with ``sse``, the ``py`` one over the legacy HTTP+SSE
+    transport, its stream's URL; ``paged`` (``mcp_paged.py``) over HTTP+SSE."""
     if sdk == "ts":
         need_js_sdk()
         argv = ["node", str(JS / "mcp_server.mjs"), "http"]
+    elif sdk == "paged":
+        argv = [sys.executable, "-m", "tests.peers.mcp_paged", "sse"]
     else:
-        how = ("oauth-static" if static else "oauth") if oauth else "http"
+        how = "sse" if sse else ("oauth-static" if static else "oauth") if oauth else "http"
         argv = [sys.executable, "-m", "tests.peers.mcp_everything", how]
     proc = subprocess.Popen(
         argv,

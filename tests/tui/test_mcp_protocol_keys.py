@@ -2,7 +2,9 @@
 item 1), by keyboard against a real server on the official Python SDK (``tests/peers/mcp_paged.py``
 over stdio: lists a page at a time, a tool that waits to be cancelled, a log line per level):
 ``m`` the next page (and Enter on the row that says there is more), ``M`` every page left,
-``ctrl+x`` a call cancelled, ``l`` the log level, ``g`` ping."""
+``ctrl+x`` a call cancelled, ``l`` the log level, ``g`` ping; and how a connection goes: the
+official SDK's server over the legacy HTTP+SSE transport (2024-11-05), found by ``auto`` or chosen
+with ``ctrl+t``, and the era chosen with ``ctrl+o``."""
 
 from __future__ import annotations
 
@@ -99,3 +101,43 @@ async def test_pages_cancel_and_the_log_level_by_keys():
 
 def _toasts(app: ToolnexusApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
+
+
+async def test_the_legacy_sse_transport_and_the_era_chosen_by_keys():
+    app = ToolnexusApp(specs=[])
+    with mcp_peers.http_server("py", sse=True) as said:
+        async with app.run_test(size=(140, 44)) as pilot:
+            # auto: streamable HTTP refused (405), then HTTP+SSE, as the spec has a client do
+            await connect(app, pilot, said["MCP"])
+            await until(pilot, lambda: table(app, "#mcp-tools").row_count == 7, timeout=30)
+            status = shown(app, "#mcp-status")
+            assert "MCP 2025-11-25 (initialize handshake)  over HTTP+SSE" in status
+            await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+            await focus_row(app, pilot, "#mcp-tools", "add")
+            await pilot.press("enter", "ctrl+r")
+            await until(pilot, lambda: '"total": 5' in shown(app, "#mcp-result"), timeout=20)
+            await pilot.press("escape", "g")  # from the form to the list, where g pings
+            await until(pilot, lambda: " ms" in shown(app, "#mcp-status").split("ping ")[-1])
+            # streamable HTTP chosen: this server has none, said as the HTTP status
+            await pilot.press("ctrl+t")
+            assert app.screen.transport == "http"
+            await pilot.press("ctrl+l")
+            await until(pilot, lambda: "HTTP 405" in shown(app, "#mcp-status"), timeout=30)
+            await pilot.press("ctrl+t")  # sse, chosen
+            await pilot.press("ctrl+l")
+            await until(pilot, lambda: "over HTTP+SSE" in shown(app, "#mcp-status"), timeout=30)
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        # the era: auto speaks 2026-07-28 with this server; ctrl+o chooses the handshake
+        await pilot.press("alt+6")
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "era legacy (ctrl+o)" in shown(app, "#mcp-status"))
+        await connect(app, pilot, paged())
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 4, timeout=30)
+        assert "MCP 2025-11-25 (initialize handshake)" in shown(app, "#mcp-status")
+        await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+        await pilot.press("g")
+        await until(pilot, lambda: "ping answered in" in " ".join(column(app, "#mcp-notices", 3)))
+        assert " ms" in shown(app, "#mcp-status").split("ping ")[-1]

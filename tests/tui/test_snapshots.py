@@ -166,7 +166,7 @@ def test_mcp_at_80x24(snap_compare, tmp_path, monkeypatch):
         offered, roots, oauth = ["roots", "elicitation", "sampling"], [], None
         notices: list = []
         subscribed: set = set()
-        log_level, running = None, {}
+        log_level, running, transport = None, {}, "http"
 
         def __init__(self, target, **_):
             self.target = target

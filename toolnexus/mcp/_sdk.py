@@ -10,6 +10,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
@@ -34,6 +35,7 @@ __all__ = [
     "OAuthClientInformationFull",
     "OAuthClientMetadata",
     "OAuthClientProvider",
+    "sse_client",
     "stdio_client",
     "StdioServerParameters",
     "streamable_http_client",

@@ -26,6 +26,7 @@ from .forms import Field, form_fields, root_uri
 from .transport import (
     DEFAULT_TIMEOUT,
     MAX_STDERR_LINES,
+    TRANSPORTS,
     endpoint_label,
     exception_text,
     mcp_failure,
@@ -47,6 +48,7 @@ __all__ = [
     "Page",
     "LISTS",
     "LOG_LEVELS",
+    "eras",
 ]
 
 log = logging.getLogger("toolnexus.mcp")
@@ -169,6 +171,13 @@ WRITTEN_BY = "user"
 Listener = Callable[[Notice], None]
 
 
+def eras() -> tuple[str, ...]:
+    """The eras a session may be asked to speak (its ``mode``): ``auto`` (the newest the server
+    speaks), ``legacy`` (the ``initialize`` handshake, 2025-11-25 and before), or a version of the
+    handshake-free era (2026-07-28) adopted without asking."""
+    return ("auto", "legacy", *sdk().MODERN_PROTOCOL_VERSIONS)
+
+
 class MCPSession:
     """One live session with any MCP server, kept open for an inspector (the TUI's MCP mode, its
     web form, the notebook's widget): what it negotiated, its lists, reads, prompts and calls, and
@@ -214,12 +223,15 @@ class MCPSession:
         client_id: str | None = None,
         on_stderr: Callable[[str], None] | None = None,
         mode: str = "auto",
+        transport: str = "auto",
         record: Any = None,
     ) -> None:
         from .auth import OAuthFlow  # noqa: PLC0415  # start-up: its redirect server (Starlette's responses, 50 ms)
 
         if not isinstance(target, str) and (not target or not target[0]):
             raise ConfigError("an MCP stdio server needs a command")
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"no MCP transport {transport!r}: one of {', '.join(TRANSPORTS)}")
         self.target = target
         self.where = endpoint_label(target)
         self.headers = dict(headers or {})
@@ -228,6 +240,9 @@ class MCPSession:
         self.roots = [root_uri(r) for r in roots or []]
         self.elicit, self.model, self.approve = elicit, model, approve
         self.mode = mode
+        self.transport = transport if isinstance(target, str) else "stdio"
+        """How the server is reached: ``http`` (streamable HTTP), ``sse`` (the legacy HTTP+SSE
+        transport), ``stdio``; ``auto`` until :meth:`start` found which of the first two."""
         self.recorder = recorder_for(target, self.headers, bus)
         self.recorder.cassette = record
         self.oauth = (
@@ -305,15 +320,38 @@ class MCPSession:
         """
         try:
             await self._attempt(None)
-        except PeerError:
+        except PeerError as refused:
+            if self._old_server():  # the spec's way to old servers: HTTP+SSE after a 4xx
+                self._stop = asyncio.Event()
+                self.transport = "sse"
+                try:
+                    await self._attempt(None)
+                except PeerError as exc:
+                    self.reason = f"{self.reason} (streamable HTTP: {refused})"
+                    raise PeerError(f"{exc}; streamable HTTP: {self._first(refused)}") from None
+                self.status = "connected"
+                self._tell("session", "connected", self._hello())
+                return self
             if self.oauth is None or not self._asks_oauth():
                 raise
             self._tell("session", "oauth", "the server asks for OAuth: signing in")
             self._stop = asyncio.Event()
             await self._attempt(self.oauth)
+        if self.transport == "auto":
+            self.transport = "http"
         self.status = "connected"
         self._tell("session", "connected", self._hello())
         return self
+
+    def _old_server(self) -> bool:
+        """Whether a streamable-HTTP attempt (``auto``) was refused as an old server refuses it:
+        a 400, 404 or 405 (its HTTP+SSE endpoint takes no POST, or the URL is its stream's)."""
+        return self.transport == "auto" and self.reason.startswith(
+            ("HTTP 400", "HTTP 404", "HTTP 405")
+        )
+
+    def _first(self, refused: PeerError) -> str:
+        return str(refused).removeprefix(f"{self.where}: ")
 
     async def _attempt(self, auth: Any) -> None:
         self._ready = asyncio.get_running_loop().create_future()
@@ -365,7 +403,8 @@ class MCPSession:
 
     def _hello(self) -> str:
         who = f"{self.server_name} {self.server_version}".strip() or "an anonymous server"
-        return f"{who}, protocol {self.protocol_version}"
+        over = {"sse": ", over HTTP+SSE (2024-11-05)"}.get(self.transport, "")
+        return f"{who}, protocol {self.protocol_version}{over}"
 
     async def _own(self, auth: Any) -> None:
         try:
@@ -380,7 +419,9 @@ class MCPSession:
                 stderr=self._heard_stderr,
                 stderr_line=self._heard_line,
                 on_response=self._answered,
-                mode=self.mode,
+                transport=self.transport,
+                # the 2024-11-05 transport carries the handshake era only
+                mode="legacy" if self.transport == "sse" and self.mode == "auto" else self.mode,
                 cache=None,
                 message_handler=self._heard,
                 elicitation_callback=self._elicited if self.elicit is not None else None,

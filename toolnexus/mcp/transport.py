@@ -24,6 +24,7 @@ from ..errors import ConfigError, PeerError
 from ..traffic import TrafficRecorder, recording_transport
 
 __all__ = [
+    "TRANSPORTS",
     "sdk",
     "DEFAULT_TIMEOUT",
     "MAX_STDERR_LINES",
@@ -38,6 +39,13 @@ __all__ = [
     "start_failed",
 ]
 
+TRANSPORTS = ("auto", "http", "sse")
+"""How a URL is reached: ``http`` streamable HTTP; ``sse`` the legacy HTTP+SSE transport of
+2024-11-05 (a GET stream for the server's messages, a POST per message to the address its first
+event names); ``auto`` streamable HTTP, then HTTP+SSE when the server refuses that with a 4xx
+(the spec's way for a client to reach old servers)."""
+SSE_READ = 300.0
+"""Seconds an HTTP+SSE stream may stay silent before it counts as lost."""
 DEFAULT_TIMEOUT = 30.0
 MAX_STDERR = 16384
 """The characters of a stdio server's stderr a failure's reason quotes (its end)."""
@@ -167,6 +175,7 @@ async def open_client(
     stderr: Callable[[str], None] | None = None,
     stderr_line: Callable[[str], None] | None = None,
     on_response: Callable[[Any], None] | None = None,
+    transport: str = "http",
     **options: Any,
 ) -> AsyncGenerator[Any, None]:
     """The official ``mcp.Client`` for ``target``, every exchange recorded: over streamable HTTP
@@ -174,8 +183,8 @@ async def open_client(
     from a command line (``env``, ``cwd``; its stderr read as it comes: ``stderr_line`` hears each
     line, and the end of it is in the error when the server fails; ``stderr`` is given its end when
     the server ends, instead; ``on_response`` sees each HTTP answer as it came, before the wire log
-    masks it).
-    ``options``: the ``Client``'s own."""
+    masks it). ``transport``: ``sse`` reaches the URL by the legacy HTTP+SSE transport
+    (:data:`TRANSPORTS`), else streamable HTTP. ``options``: the ``Client``'s own."""
     httpx2 = sdk().httpx2
     Client = sdk().Client
     streamable_http_client = sdk().streamable_http_client
@@ -210,13 +219,31 @@ async def open_client(
         if on_response is not None:
             on_response(response)
 
-    async with httpx2.AsyncClient(
-        headers=headers or {},
-        timeout=timeout,
-        transport=recording_transport(recorder, httpx2),
-        auth=provider,
-        event_hooks={"response": [answered]},
-    ) as http:
+    def http_client(
+        headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+    ) -> Any:
+        """The HTTP client of the session: every exchange on the wire log, each answer seen."""
+        return httpx2.AsyncClient(
+            headers=headers or {},
+            timeout=timeout,
+            transport=recording_transport(recorder, httpx2),
+            auth=auth,
+            event_hooks={"response": [answered]},
+        )
+
+    if transport == "sse":
+        stream = sdk().sse_client(
+            target,
+            headers=headers or {},
+            timeout=timeout,
+            sse_read_timeout=SSE_READ,
+            httpx_client_factory=http_client,
+            auth=provider,
+        )
+        async with Client(stream, read_timeout_seconds=timeout, **options) as client:
+            yield client
+        return
+    async with http_client(headers, timeout, provider) as http:
         async with Client(
             streamable_http_client(target, http_client=http),
             read_timeout_seconds=timeout,

@@ -59,8 +59,8 @@ from toolnexus.mcp import (
     split_command,
     template_fields,
 )
-from toolnexus.mcp.session import MAX_ITEMS
-from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES
+from toolnexus.mcp.session import MAX_ITEMS, eras
+from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES, TRANSPORTS
 from toolnexus.secrets import expand_env
 
 from ..peers import parse_headers
@@ -132,6 +132,9 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+x", "cancel", "Cancel", id="mcp-cancel", priority=True),
         Binding("g", "ping", "Ping", id="mcp-ping", show=False),
         Binding("l", "log_level", "Log level", id="mcp-log-level", show=False),
+        # how the next connection goes: the transport of a URL, the protocol era
+        Binding("ctrl+t", "choose('transport')", "Transport", id="mcp-transport", show=False),
+        Binding("ctrl+o", "choose('era')", "Era", id="mcp-era", show=False),
         Binding("shift+tab", "next_argument(-1)", "Previous field", show=False, priority=True),
     ]
 
@@ -158,6 +161,8 @@ class MCPScreen(ModeScreen):
         """The tool whose call the result pane shows (None: the pane says something else)."""
         self._cursors: dict[str, str | None] = {}
         """Each listing's cursor of the pages not read yet (the server's ``nextCursor``)."""
+        self.transport, self.era = "auto", "auto"
+        """How the next connection goes (ctrl+t, ctrl+o): :data:`TRANSPORTS`, :func:`eras`."""
         self._shown: dict[str, int] = {}
         """How many items of each listing were read: a list-changed refresh reads as many."""
 
@@ -177,7 +182,7 @@ class MCPScreen(ModeScreen):
                 id="mcp-headers",
                 select_on_focus=False,
             )
-        yield SafeStatic("not connected: enter an endpoint above", id="mcp-status")
+        yield SafeStatic(_unconnected("auto", "auto"), id="mcp-status")
         with TabbedContent(id="mcp-tabs"):
             with TabPane("t Tools", id="mcp-tab-tools"):
                 with Horizontal(id="mcp-body"):
@@ -426,6 +431,8 @@ class MCPScreen(ModeScreen):
             authorize=self._authorize,
             client_id=self.query_one("#mcp-client-id", Input).value.strip() or None,
             on_stderr=self._stderr,
+            mode=self.era,
+            transport=self.transport,
         )
         self._pending = session
         try:
@@ -475,7 +482,8 @@ class MCPScreen(ModeScreen):
         line.append("● ", "green")
         line.append(f"{s.server_name or 'an anonymous server'} {s.server_version}".strip(), "bold")
         era = "no handshake" if s.modern else "initialize handshake"
-        line.append(f"  MCP {s.protocol_version} ({era})  ")
+        line.append(f"  MCP {s.protocol_version} ({era})")
+        line.append("  over HTTP+SSE  " if s.transport == "sse" else "  ")
         line.append(" ".join(_capability_words(s.capabilities)) or "no capabilities", "cyan")
         line.append(f"  · we offer {', '.join(s.offered)}", "grey62")
         if s.oauth is not None and s.oauth.state != "not signed in":
@@ -622,6 +630,21 @@ class MCPScreen(ModeScreen):
             return False
         self.action_more(False)
         return True
+
+    def action_choose(self, what: str) -> None:
+        """ctrl+t: the next transport of a URL (auto, streamable HTTP, HTTP+SSE); ctrl+o: the next
+        era (auto, the handshake, 2026-07-28). Either is for the next connection (ctrl+l)."""
+        if what == "transport":
+            self.transport = TRANSPORTS[(TRANSPORTS.index(self.transport) + 1) % len(TRANSPORTS)]
+        else:
+            known = eras()
+            self.era = (
+                known[(known.index(self.era) + 1) % len(known)] if self.era in known else "auto"
+            )
+        said = f"transport {self.transport} · era {self.era}: the next connection (ctrl+l)"
+        self.notify(said, timeout=3)
+        if self.session is None:
+            self._status(Text(_unconnected(self.transport, self.era), "grey62"))
 
     # -- cancel, ping, the log level ----------------------------------------------------------------
     def action_cancel(self) -> None:
@@ -1255,6 +1278,13 @@ def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:
     widest = max((len(n) for n in names), default=0)
     table.add_column(label, key=label, width=max(len(label), min(widest, NAME_WIDTH)))
     table.add_column("description", key="description", width=DESCRIPTION_WIDTH)
+
+
+def _unconnected(transport: str, era: str) -> str:
+    return (
+        f"not connected: enter an endpoint above · transport {transport} (ctrl+t) · "
+        f"era {era} (ctrl+o)"
+    )
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
