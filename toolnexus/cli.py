@@ -29,6 +29,7 @@ import anyio
 
 import toolnexus as tn
 
+from .client.peer import check_signatures
 from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
 from .debug.cost import card_cost
@@ -153,6 +154,7 @@ def _card_parser(sub: Any) -> None:
         metavar="URL",
         help="set this card against another agent's (repeatable): clashing names, skill ids",
     )
+    _credential_options(c)
     c.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -1428,12 +1430,23 @@ async def _card(args: argparse.Namespace) -> int:
         say(f"toolnexus: --key: {exc}", file=sys.stderr)
         return EXIT_USAGE
     headers = _headers(args.header)
+    credentials = _credentials(args)
     try:
-        if args.extended:
-            async with tn.A2AClient(
-                args.url, headers=headers, secret_headers=tuple(headers), keys=keys
-            ) as c:
-                card = await c.extended_card()
+        if args.extended or credentials:  # the card's own requirements pick what is sent
+            try:
+                client = tn.A2AClient(
+                    args.url,
+                    headers=headers,
+                    secret_headers=tuple(headers),
+                    keys=keys,
+                    **credentials,
+                )
+            except ValueError as exc:  # a certificate that will not load
+                raise UsageError(str(exc)) from None
+            async with client as c:
+                card = await c.extended_card() if args.extended else await c.connect()
+                if card.signatures is None:
+                    await check_signatures(card, keys, http=c.http)
         else:
             card = await tn.fetch_card(args.url, headers, verify=True, keys=keys)
     except (tn.PeerError, tn.RPCError) as exc:

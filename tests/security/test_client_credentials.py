@@ -243,3 +243,22 @@ async def test_toolnexus_send_runs_each_credential(pki):
         code, out, err = await _cli("send", url, "x", "--cert", str(pki.ca) + ".none")
     assert code == 2 and "cannot be used" in err and "Traceback" not in err
     assert sys.executable  # the command ran as the suite's Python (helpers.cli)
+
+
+async def test_toolnexus_card_with_a_certificate_and_the_extended_card_by_the_cards_schemes(pki):
+    async with sdk_server(tls=pki) as url:
+        certificate = ["--cert", str(pki.client_cert), "--cert-key", str(pki.client_key)]
+        code, out, err = await _cli("card", url, *certificate, "--ca", str(pki.ca))
+        assert code == 0, err
+        assert out.startswith("sdk-echo 1.0.0")
+        code, out, err = await _cli("card", url)  # no certificate: refused, in words
+    assert code == 1 and "cannot fetch the agent card" in err and "Traceback" not in err
+    heard: list[dict[str, str]] = []
+    async with sdk_server(features=True, enforce=True, heard=heard) as url:
+        env = {"ECHO_TOKEN": BEARER, "ECHO_KEY": KEY}
+        flags = ["--bearer-env", "ECHO_TOKEN", "--api-key-env", "ECHO_KEY"]
+        code, out, err = await _cli("card", url, "--extended", *flags, env=env)
+    assert code == 0, err
+    assert "skill ledger" in out  # the extended card's own skill
+    assert heard[-1]["authorization"] == f"Bearer {BEARER}" and "x-api-key" not in heard[-1]
+    assert BEARER not in out + err and KEY not in out + err
