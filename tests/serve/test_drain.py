@@ -6,13 +6,17 @@ task that another worker runs ends, when its own worker stops, with an error it 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
+import socket
 import time
+import warnings
 
 import httpx
 
 import toolnexus as tn
+from toolnexus.http.server import AsgiServer
 from toolnexus.serve.lifecycle import STOPPED
 
 from ..conftest import EXAMPLE_SKILLS
@@ -238,3 +242,47 @@ async def test_sigterm_to_workers_drains_each_and_the_port_refuses_at_once(postg
             1,
         ]  # each stopped, once
         assert not served.events("worker-exited")  # stopped, not restarted as if it had died
+
+
+def test_a_stop_leaves_no_socket_open_for_clients_that_do_not_read():
+    """The CI run of 441c714 failed a TUI test on three ResourceWarnings (unclosed transport
+    <_SelectorSocketTransport closing>, and their sockets) that the collector found there: a stop
+    on another test's loop had returned with three connections open, their answers waiting in
+    their buffers for clients that never read (a graceful close waits to write them first), and
+    the loop was closed under them. A stop now cuts what its drain leaves: nothing is left for
+    the collector once the loop is closed, before the clients are."""
+    clients: list[socket.socket] = []
+
+    async def never_read() -> None:
+        answering = asyncio.Semaphore(0)
+
+        async def app(scope: dict, receive, send) -> None:
+            if scope["type"] == "lifespan":
+                while (await receive())["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            answering.release()  # the write below fills every buffer: it never returns
+            await send({"type": "http.response.body", "body": b"x" * 2**24, "more_body": True})
+
+        server = AsgiServer(app, graceful=0.1)
+        await server.start()
+        for _ in range(3):
+            client = socket.create_connection(("127.0.0.1", server.port))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.sendall(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            clients.append(client)
+        for _ in clients:
+            await answering.acquire()
+        await server.stop()
+
+    try:
+        asyncio.run(never_read())  # closes its loop, as pytest-asyncio does after a test
+    finally:
+        for client in clients:
+            client.close()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)] == []

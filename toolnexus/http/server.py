@@ -199,10 +199,29 @@ class _Uvicorn(uvicorn.Server):
             if self.time_up is not None:
                 await self.time_up()  # the callers still waiting are answered
                 await self._within(ANSWER_GRACE, self._wait_tasks_to_complete())
-            for task in self.server_state.tasks:
+            cancelled = list(self.server_state.tasks)
+            for task in cancelled:
                 task.cancel(msg="toolnexus: server stopping")
+            if cancelled:  # each closes its connection as it ends
+                await asyncio.wait(cancelled, timeout=ANSWER_GRACE)
+        await self._cut()
         if not self.force_exit:
             await self.lifespan.shutdown()
+
+    async def _cut(self) -> None:
+        """Close at once the connections a drain left open, and return once their sockets are.
+
+        A connection whose answer waits in its buffer for a client that does not read (a stream's
+        subscriber that never reads) is only ever closed gracefully: the buffer is written first,
+        which never happens. Its socket stayed open after the stop: until the loop's end on a
+        thread of servers (the TUI's), and past it on asyncio's loop (a test's), where the
+        collector found it later, in whatever ran then (``ResourceWarning: unclosed transport``)."""
+        for connection in list(self.server_state.connections):
+            connection.transport.abort()  # what its buffer holds is dropped
+        for _ in range(10):  # each one's connection_lost runs at the loop's next turn or two
+            if not self.server_state.connections:
+                return
+            await asyncio.sleep(0)
 
     async def _drain(self) -> None:
         await self._wait_tasks_to_complete()
@@ -585,7 +604,7 @@ class AsgiServer:
         the requests in flight finish and ``until_idle()`` return, for up to ``drain`` seconds
         (default ``graceful``) or until :meth:`hurry`; past that, ``time_up()`` runs, the requests
         still open get :data:`ANSWER_GRACE` to write what it gave them, and the rest are cancelled.
-        Closes the socket."""
+        Closes the socket, and then every connection still open (a client that does not read)."""
         task, server = self._task, self._server
         if task is None or server is None:
             return
