@@ -14,10 +14,12 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
+import toolnexus as tn
 from toolnexus import doctor
 from toolnexus.cli import main
 from toolnexus.debug.report import SCHEMA, DoctorReport, Finding, printer
 
+from .conftest import EXAMPLE_SKILLS
 from .test_doctor import broken_peer
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "doctor-report.schema.json"
@@ -97,3 +99,29 @@ async def test_the_printer_writes_each_finding_before_the_next_is_found():
 def test_a_finding_of_no_known_severity_is_refused():
     with pytest.raises(ValueError, match="severity must be one of"):
         Finding("fatal", "card", "m")
+
+
+async def test_the_report_as_markdown_and_as_an_html_page_for_ci(capsys):
+    """``--format md`` (a CI job's summary) and ``--format html`` (an attachment): the same
+    findings and verdict as the text, and a peer's hostile name (markup, a table's ``|``, a line
+    break) shown as text, never as markup or a broken table."""
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    name = "<script>alert(1)</script> | ```\nnext"
+    a2a = tn.A2AConfig(name=name, description="d")
+    async with tk.serve(client=tn.demo_client(), a2a=a2a) as handle:
+        _, text = await _cli(capsys, handle.url)
+        code_md, md = await _cli(capsys, handle.url, "--format", "md")
+        code_html, page = await _cli(capsys, handle.url, "--format", "html")
+    verdict = text.strip().splitlines()[-1]
+    assert code_md == code_html == 0 and verdict.startswith("verdict: ")
+    lines = md.splitlines()
+    assert lines[0].startswith("### doctor: ") and f"**{verdict}**" in lines
+    rows = [line for line in lines if line.startswith("| ")]
+    assert rows[0] == "| | check | finding |" and len(rows) == 1 + text.count("\n  ") - sum(
+        line.startswith("      ") for line in text.splitlines()
+    ), (md, text)
+    assert all(row.count(" | ") == 2 for row in rows[1:]), md  # no cell broke out
+    assert "<script>" not in md and "&lt;script&gt;" in md and "```" not in md
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert page.count("<tr data-severity=") == len(rows) - 1

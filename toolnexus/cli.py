@@ -201,6 +201,13 @@ def _doctor_parser(sub: Any) -> None:
         help="with --client: stop after this long",
     )
     d.add_argument(
+        "--format",
+        choices=("text", "json", "md", "html"),
+        default="text",
+        help="the report as text (default, as findings come), JSON (as --json), Markdown (a CI "
+        "job's summary) or a whole HTML page (an attachment)",
+    )
+    d.add_argument(
         "--send",
         action="store_true",
         help="also send messages: one in each dialect a client would speak, one to cancel, one "
@@ -1347,15 +1354,17 @@ async def _doctor(args: argparse.Namespace) -> int:
     headers = _headers(args.header)
     if args.mcp:
         return await _mcp_doctor(args, headers)
+    shape = "json" if args.json else args.format
     report = await doctor(
         args.url,
         headers=headers,
         timeout=args.timeout,
         send=args.send,
-        on_finding=None if args.json else printer(lambda line: say(line, flush=True)),
-    )  # the text as each finding comes (a --send run takes a while); JSON once, whole
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        on_finding=printer(lambda line: say(line, flush=True)) if shape == "text" else None,
+    )  # the text as each finding comes (a --send run takes a while); the others once, whole
+    if shape != "text":
+        shown = {"json": lambda: json.dumps(report.to_dict(), indent=2)}
+        print({**shown, "md": report.markdown, "html": report.page}[shape]().rstrip("\n"))
     return EXIT_ERROR if report.failed(args.fail_on) else EXIT_OK
 
 

@@ -208,6 +208,47 @@ class DoctorReport:
             + "</table>"
         )
 
+    def markdown(self) -> str:
+        """The report as Markdown, for a CI job's summary (GitHub's ``$GITHUB_STEP_SUMMARY``): the
+        title, the verdict, a table of the findings. Every peer-supplied string is HTML-escaped
+        (such summaries render HTML) and cannot break out of its cell (``|``, line breaks)."""
+        rows = [
+            f"### {_md(self.title)}",
+            "",
+            f"**{_md(self.verdict)}**",
+            "",
+            "| | check | finding |",
+            "|---|---|---|",
+        ]
+        for e in self.entries():
+            where = f"<code>{_md(e.at)}</code>: " if e.at else ""
+            details = "".join(
+                f"<br><code>{_md(text)}</code>"
+                if label == "evidence"
+                else f"<br><i>{label}:</i> {_md(text)}"
+                for label, text in e.details
+            )
+            rows.append(
+                f"| {e.mark} {e.severity} | {_md(e.check)} | {where}{_md(e.message)}{details} |"
+            )
+        return "\n".join(rows) + "\n"
+
+    def page(self) -> str:
+        """The report as a whole HTML page (a CI job's attachment): :meth:`html` in a document."""
+        return (
+            "<!doctype html>\n<html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(self.title)}</title>"
+            "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:4px;"
+            "vertical-align:top}table{border-collapse:collapse}"
+            "tr[data-severity=error]{background:#fdd}tr[data-severity=warning]{background:#ffd}"
+            "</style></head><body>\n" + self.html() + "\n</body></html>\n"
+        )
+
+
+def _md(text: str) -> str:
+    """Peer text in a Markdown table cell: HTML-escaped, ``|`` and line breaks made harmless."""
+    return html.escape(text).replace("|", "&#124;").replace("\n", "<br>").replace("`", "&#96;")
+
 
 def entry(f: Finding) -> Entry:
     details = [("evidence", printable(x, EVIDENCE_SHOWN)) for x in f.evidence]
