@@ -16,7 +16,18 @@ separately, of the database's processes, per task; the database's statements (ro
 per task and per poll, counted by pg_stat_statements, with the costliest listed. Also: how long a cancel sent to one worker
 takes to stop the run on another (two workers in this process, the time until the run is gone).
 
+Both ways of polling are measured, each repetition all stores in turn (the order rotated), and
+each durable store's CPU per task is set against the memory store's of the same repetition
+(paired), their median and range printed. Which one a user meets: ``paced``, or fewer polls
+still. A client polls with pauses: ours (``A2AClient.follow``, so ``toolnexus send``, the TUI and
+the notebook) streams where the agent does, else polls at once and then after 1 s, 1.5 s, ... up
+to 5 s; the official SDKs' clients stream or block rather than poll. ``paced`` (10 ms growing by
+half) polls denser than any of them; ``roundtrip`` is the worst case, a client polling again the
+moment an answer comes, kept because it measures what a poll costs. With two cores or more, the servers run on the last core and the
+load on the others (``TOOLNEXUS_BENCH_PIN=0``: unpinned); the database is not pinned.
+
 Run: python bench/pg_bench.py [--seconds 3] [--repeat 2] [--concurrency 64] [--no-sdk]
+     [--only memory,postgresql]
 """
 
 from __future__ import annotations
@@ -113,7 +124,7 @@ async def _measure(
     for c in conns:
         c.close()
     latencies.sort()
-    n = counts["ops"]
+    n = max(counts["ops"], 1)  # none finished in time (a server starved by the machine's load)
     calls = await _statements(dsn, reset=True) if dsn is not None else {}
     for query, count in calls.items():
         _STATEMENTS.setdefault(f"{label} {op}", {}).setdefault(query, []).append(count / n)
@@ -154,15 +165,31 @@ async def _serve_sdk(dsn: str) -> None:
         await asyncio.Event().wait()
 
 
+def _cores() -> tuple[set[int], set[int]] | None:
+    """(the load's cores, the servers' core), or None when not pinned."""
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
+        return None
+    return set(mine[:-1]), {mine[-1]}
+
+
+def _pin(pids: list[int]) -> None:
+    cores = _cores()
+    for pid in pids if cores is not None else ():
+        for thread in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                os.sched_setaffinity(int(thread.name), cores[1])
+            except OSError:
+                pass
+
+
 def _start(store: str, workers: int) -> tuple[subprocess.Popen[str], str]:
     args = [sys.executable, "-m", "toolnexus.cli", "serve", "--json", "--store", store]
     if workers == 0:  # the official SDK's server on its own database store
         args = [sys.executable, __file__, "--sdk-server", store]
     if workers > 1:
         args += ["--workers", str(workers)]
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
-    )
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     url, ready, up = "", 0, False
     while not (up and (workers == 1 or ready == workers)):
         event = json.loads(proc.stdout.readline())
@@ -203,7 +230,21 @@ async def _cancel_latency(dsn: str, n: int = 20) -> list[float]:
     return out
 
 
-async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) -> None:
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+async def main(
+    seconds: float,
+    repeat: int,
+    concurrency: int,
+    sdk: bool = True,
+    only: list[str] | None = None,
+    cancel: bool = True,
+) -> None:
+    # the demo model instant, as this bench means it: since 5119dd1 it says its words 50 ms apart,
+    # so a task took a second and a send+poll was its polls (7 a task on the memory store)
+    os.environ["TOOLNEXUS_DEMO_PACE"] = "0"
     pg = Postgres(binaries(), settings=("shared_preload_libraries=pg_stat_statements",))
     folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     try:
@@ -215,12 +256,20 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
         ]
         if sdk:
             configs.append(("a2a-sdk pg", pg.database(), 0))
+        if only:
+            configs = [c for c in configs if c[0] in only]
+        cores = _cores()
+        if cores is not None:
+            os.sched_setaffinity(0, cores[0])
         rows: dict[tuple[str, str], list[dict[str, float]]] = {}
-        for _ in range(repeat):
-            for name, store, workers in configs:
+        for rep in range(repeat):
+            print(f"repetition {rep + 1}: load average {_load()}", flush=True)
+            k = rep % len(configs)
+            for name, store, workers in configs[k:] + configs[:k]:
                 proc, url = _start(store, workers)
                 try:
                     server = [proc.pid, *_children(proc.pid)]
+                    _pin(server)
                     db = _postgres_pids(pg) if store.startswith("postgresql") else []
                     dsn = store if store.startswith("postgresql") else None
                     for op in ("roundtrip", "paced", "blocking", "get", "card"):
@@ -230,7 +279,10 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
                 finally:
                     proc.send_signal(signal.SIGINT)
                     proc.wait(30)
-        print(f"c={concurrency}, medians of {repeat}; polls and DB statements per operation")
+        print(
+            f"c={concurrency}, medians of {repeat}; polls and DB statements per operation; "
+            f"load average at the end {_load()}"
+        )
         print(
             f"{'store':14} {'op':10} {'tasks/s':>8} {'p99 ms':>7} {'CPU µs/task':>12} {'DB CPU µs/task':>15} "
             f"{'polls':>6} {'DB stmts':>9}"
@@ -241,19 +293,24 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
                 f"{name:14} {op:10} {med['per_s']:8.0f} {med['p99_ms']:7.1f} {med['cpu_us']:12.0f} "
                 f"{med['db_us']:15.0f} {med['polls']:6.2f} {med['trips']:9.2f}"
             )
-        by_store = {
-            (name, op): statistics.median(r["cpu_us"] for r in runs)
-            for (name, op), runs in rows.items()
-        }
-        print("server CPU per task against the memory store's, same run:")
-        for name, _store, _workers in configs[1:]:
-            print(
-                f"  {name:14} "
-                + "  ".join(
-                    f"{op} {by_store[(name, op)] / by_store[('memory', op)]:5.2f}x"
-                    for op in ("roundtrip", "paced", "blocking")
+        print(
+            "server CPU per task against the memory store's, paired by repetition: median "
+            "(range); a user meets 'paced' (clients poll with pauses), 'roundtrip' is a client "
+            "polling with none"
+        )
+        for name, _store, _workers in configs:
+            if name == "memory" or ("memory", "paced") not in rows:
+                continue
+            cells = []
+            for op in ("paced", "roundtrip", "blocking"):
+                pairs = sorted(
+                    r["cpu_us"] / m["cpu_us"]
+                    for r, m in zip(rows[(name, op)], rows[("memory", op)], strict=True)
                 )
-            )
+                cells.append(
+                    f"{op} {statistics.median(pairs):5.2f}x ({pairs[0]:.2f}-{pairs[-1]:.2f})"
+                )
+            print(f"  {name:14} " + "  ".join(cells))
         for key, statements in _STATEMENTS.items():
             if key.split()[-1] not in ("roundtrip", "blocking") or key.startswith("postgresql x2"):
                 continue
@@ -263,6 +320,8 @@ async def main(seconds: float, repeat: int, concurrency: int, sdk: bool = True) 
             ]:
                 if statistics.median(per) >= 0.01:
                     print(f"  {statistics.median(per):6.2f}  {' '.join(query.split())[:110]}")
+        if not cancel:
+            return
         latencies = sorted(await _cancel_latency(pg.database()))
         print(
             f"cancel on one worker to the run stopped on the other: p50 {statistics.median(latencies):.1f} ms, "
@@ -280,8 +339,16 @@ if __name__ == "__main__":
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--no-sdk", action="store_true", help="leave out the official a2a-sdk server")
     ap.add_argument("--sdk-server", metavar="DSN", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--only",
+        metavar="NAMES",
+        help="only these configurations, comma-separated (memory,file,postgresql,"
+        "'postgresql x2','a2a-sdk pg'); memory is kept for the ratios",
+    )
+    ap.add_argument("--no-cancel", action="store_true", help="leave out the cancel latency")
     a = ap.parse_args()
     if a.sdk_server:
         asyncio.run(_serve_sdk(a.sdk_server))
     else:
-        asyncio.run(main(a.seconds, a.repeat, a.concurrency, not a.no_sdk))
+        names = ["memory", *a.only.split(",")] if a.only else None
+        asyncio.run(main(a.seconds, a.repeat, a.concurrency, not a.no_sdk, names, not a.no_cancel))

@@ -1,0 +1,398 @@
+"""Benchmark: ten thousand slow streams held open by one ``toolnexus serve`` process (issue 65 item 3).
+
+One server process, ``toolnexus serve`` itself (``cli.main``: its uvloop, collector tuning, raised
+open-file limit and connection limit), serving an empty toolkit whose model is in-process: it says
+``count`` words ``gap`` seconds apart, each stamped with the moment it is said (``@<monotonic
+ns>;``, read back by the caller as ``stream_bench.py`` does). The model is in-process because a
+model reached over HTTP holds a descriptor per stream too: 10,000 streams would need 20,000 of the
+20,000 this machine allows a process (see ``http.server.connections_for``).
+
+Pinned: the server on the last core, the callers on the others. Each round, one after the other
+(a round per ``--repeat``, so the machine's load falls on each phase alike):
+
+1. ``quiet``: 64 fast streams (a word every 50 ms, 20 words) back to back for ``--seconds``, from
+   a caller process of their own (``stream_bench.py --load``): their p99 word delay, the server's
+   CPU per word;
+2. ``--open`` slow streams (a word every ``--gap`` seconds) opened by a second caller process,
+   their starts spread over ``--ramp`` seconds, and held: the server's RSS then, minus its RSS
+   before, per open stream;
+3. ``loaded``: the same 64 fast streams while they are all open;
+4. the slow streams run to their end: how many failed (an error, a cut, a word missing), their own
+   p99 word delay.
+
+Run: python bench/open_streams.py [--open 10000] [--gap 5] [--ramp 30] [--seconds 10] [--repeat 2]
+     [--before DIR] [--json out.json]   (DIR: another build's toolnexus package, measured the
+same way in the same round, for a paired before/after; ``git archive COMMIT toolnexus | tar -x -C
+DIR``)
+
+With ``--tracemalloc N``: no bench; the server traces its allocations, N slow streams are opened,
+and the largest allocation sites (by line, and by traceback of 12 frames) per open stream are
+printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.environ.get("TOOLNEXUS_BENCH_CODE") or str(ROOT))  # see --before
+sys.path.insert(1, str(Path(__file__).resolve().parent))
+
+import stream_bench as sb  # noqa: E402  # the callers, stamps and /proc readings, shared
+
+FAST = "gap=0.05 count=20"
+
+
+# ---------------------------------------------------------------------------------------------
+# the server
+
+
+async def _stamped(request: dict[str, Any]) -> Any:
+    """The in-process model: ``count`` stamped words ``gap`` seconds apart (the user's text says
+    ``gap=SECONDS count=N``), then its usage."""
+    said = str(request["messages"][-1].get("content") or "")
+    options = dict(p.split("=", 1) for p in said.split() if "=" in p)
+    gap, count = float(options.get("gap", 0.05)), int(options.get("count", 20))
+    loop = asyncio.get_running_loop()
+    begun = loop.time()
+    for k in range(count):
+        wait = begun + k * gap - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        yield f" @{time.monotonic_ns()};"
+    yield {"usage": {"prompt_tokens": 12, "completion_tokens": count, "total_tokens": 12 + count}}
+
+
+def _server(limit: int, trace: int) -> None:
+    """``toolnexus serve --json`` with the in-process model, its connection limit ``limit``."""
+    import toolnexus.cli as cli
+    from toolnexus import create_in_process_client
+
+    if trace:
+        import signal
+        import tracemalloc
+
+        tracemalloc.start(12)
+
+        def dump(*_: Any) -> None:
+            Path(os.environ["TOOLNEXUS_BENCH_TRACE"]).write_bytes(
+                __import__("pickle").dumps(tracemalloc.take_snapshot())
+            )
+
+        signal.signal(signal.SIGUSR1, dump)
+    header = os.environ.get("TOOLNEXUS_BENCH_HEADER_TIMEOUT")  # --header-timeout
+    if header:
+        import toolnexus.serve.app as app
+
+        app.serve.__kwdefaults__["header_timeout"] = float(header)
+    cli.build_client = lambda *_, **__: create_in_process_client(_stamped, "stamped")  # type: ignore[assignment]  # the bench's model
+    config = Path(tempfile.mkdtemp()) / "toolkit.json"
+    config.write_text("{}")
+    argv = ["serve", "--config", str(config), "--json", "--drain", "0"]
+    sys.exit(cli.main([*argv, "--max-connections", str(limit)]))
+
+
+def _start(
+    code: str | None, limit: int, cores: set[int] | None, trace: str = ""
+) -> tuple[subprocess.Popen[str], str]:
+    env = dict(os.environ)
+    env.pop("TOOLNEXUS_BENCH_CODE", None)
+    if code:
+        env["TOOLNEXUS_BENCH_CODE"] = code
+    if trace:
+        env["TOOLNEXUS_BENCH_TRACE"] = trace
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--role", "server", "--limit", str(limit)]
+        + (["--trace"] if trace else []),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        preexec_fn=sb._die_with_parent,
+    )
+    if cores is not None:
+        os.sched_setaffinity(proc.pid, cores)
+    assert proc.stdout is not None
+    url = sb._url(proc)
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    return proc, url
+
+
+# ---------------------------------------------------------------------------------------------
+# the callers, each phase a process of its own
+
+
+def _callers(url: str, n: int, seconds: float, text: str, spread: float) -> subprocess.Popen[str]:
+    """``n`` callers streaming ``text`` for ``seconds`` (starts spread over ``spread``), in a
+    process of their own; it prints their outcome as JSON when done."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--role",
+            "callers",
+            "--url",
+            url,
+            "--open",
+            str(n),
+            "--seconds",
+            str(seconds),
+            "--text",
+            text,
+            "--ramp",
+            str(spread),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=sb._die_with_parent,
+    )
+
+
+def _run_callers(args: argparse.Namespace) -> None:
+    import resource
+
+    import uvloop
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    sb.STREAM_TIMEOUT = 900.0  # a slow stream lasts minutes
+    if args.seconds > 0:
+        outcomes = uvloop.run(sb._streams(args.url, args.open, args.seconds, args.text, args.ramp))
+    else:
+        outcomes = uvloop.run(_once(args.url, args.open, args.text, args.ramp))
+    delays = sorted(d / 1e6 for o in outcomes for d in o.delays)
+    ttfts = sorted(o.ttft / 1e6 for o in outcomes if o.ttft is not None)
+    whys: dict[str, int] = {}
+    for o in outcomes:
+        if o.failed:
+            whys[o.why[:80]] = whys.get(o.why[:80], 0) + 1
+    print(
+        json.dumps(
+            {
+                "streams": len(outcomes),
+                "failed": sum(o.failed for o in outcomes),
+                "why": whys,
+                "words": len(delays),
+                "p50_ms": sb._pct(delays, 0.5),
+                "p99_ms": sb._pct(delays, 0.99),
+                "ttft_p50_ms": sb._pct(ttfts, 0.5),
+                "ttft_p99_ms": sb._pct(ttfts, 0.99),
+            }
+        ),
+        flush=True,
+    )
+
+
+async def _once(url: str, n: int, text: str, spread: float) -> list[sb.Outcome]:
+    """``n`` callers, each one stream of ``text`` on a connection of its own, the starts spread
+    over ``spread`` seconds."""
+    hostport = url.removeprefix("http://")
+    host, port = hostport.split(":")
+
+    async def caller(i: int) -> sb.Outcome:
+        await asyncio.sleep(spread * i / n)
+        try:
+            conn = await sb._connect(host, int(port))
+        except OSError as exc:
+            failed = sb.Outcome()
+            failed.failed, failed.why = True, f"connect: {exc}"
+            return failed
+        try:
+            return await conn.stream(hostport, sb._send(text), sb._expected(text))
+        finally:
+            if conn.transport is not None:
+                conn.transport.close()
+
+    return await asyncio.gather(*(caller(i) for i in range(n)))
+
+
+async def _fast(url: str, pid: int, seconds: float, cores: set[int] | None) -> dict[str, Any]:
+    """The 64 fast streams: their outcome and the server's CPU per word meanwhile."""
+    cpu0 = sb._cpu_seconds(pid)
+    proc = _callers(url, 64, seconds, FAST, 1.0)
+    if cores is not None:
+        os.sched_setaffinity(proc.pid, cores)
+    out, _ = await asyncio.to_thread(proc.communicate)
+    row = json.loads(out)
+    row["cpu_us_per_word"] = (sb._cpu_seconds(pid) - cpu0) / max(row["words"], 1) * 1e6
+    return row
+
+
+def _tcp() -> dict[str, int]:
+    """The machine's TCP counters that say why connections broke (the whole machine's: shared)."""
+    lines = Path("/proc/net/netstat").read_text().splitlines()
+    names, values = lines[0].split(), lines[1].split()
+    keep = ("ListenOverflows", "TCPAbortOnClose", "TCPAbortOnData")
+    return {n: int(v) for n, v in zip(names, values, strict=True) if n in keep}
+
+
+async def _round(
+    name: str, url: str, pid: int, args: argparse.Namespace, cores: Any
+) -> dict[str, Any]:
+    side = cores[0] if cores else None
+    await asyncio.sleep(1.0)
+    quiet = await _fast(url, pid, args.seconds, side)
+    idle = sb._rss_kib(pid)
+    words = int((args.ramp + args.seconds + 10) / args.gap) + 2
+    text = f"gap={args.gap} count={words}"
+    began, cpu0, tcp0 = time.monotonic(), sb._cpu_seconds(pid), _tcp()
+    slow = _callers(url, args.open, 0, text, args.ramp)  # each caller one stream
+    if side is not None:
+        os.sched_setaffinity(slow.pid, side)
+    await asyncio.sleep(args.ramp + 2.0)
+    held = sb._rss_kib(pid)
+    opening = sb._cpu_seconds(pid) - cpu0  # the starts, and the slow words so far
+    loaded = await _fast(url, pid, args.seconds, side)
+    held = max(held, sb._rss_kib(pid))
+    out, _ = await asyncio.to_thread(slow.communicate)
+    slow_row = json.loads(out)
+    slow_row["tcp"] = {k: v - tcp0[k] for k, v in _tcp().items()}
+    row = {
+        "server": name,
+        "open": args.open,
+        "idle_mib": idle / 1024,
+        "kib_per_stream": (held - idle) / args.open,
+        "quiet": quiet,
+        "loaded": loaded,
+        "slow": slow_row,
+        "slow_seconds": time.monotonic() - began,
+        "opening_cpu_s": opening,
+        "opening_cpu_share": opening / (args.ramp + 2.0),
+        "load": sb._load(),
+    }
+    print(
+        f"  {name:<7} {args.open} open: {row['kib_per_stream']:6.1f} KiB each (idle {idle / 1024:.0f} MiB); "
+        f"fast p99 quiet {quiet['p99_ms']:.1f} ms, loaded {loaded['p99_ms']:.1f} ms (first word p50 "
+        f"{quiet['ttft_p50_ms']:.0f}, {loaded['ttft_p50_ms']:.0f} ms; streams {quiet['streams']}, "
+        f"{loaded['streams']}); "
+        f"CPU/word quiet {quiet['cpu_us_per_word']:.0f} µs, loaded {loaded['cpu_us_per_word']:.0f} µs; "
+        f"server CPU while opening {row['opening_cpu_share']:.0%} of a core; "
+        f"fast failed {quiet['failed']}+{loaded['failed']}; slow failed {slow_row['failed']}/{slow_row['streams']} "
+        f"(p99 {slow_row['p99_ms']:.1f} ms) {slow_row['why'] or ''} {slow_row['tcp']}; load {row['load']}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
+
+
+async def _bench(args: argparse.Namespace) -> list[dict[str, Any]]:
+    cores = sb._cores()
+    rows = []
+    builds = [("ours", None)] + (
+        [("before", str(Path(args.before).resolve()))] if args.before else []
+    )
+    for rep in range(args.repeat):
+        print(f"repetition {rep + 1}: load average {sb._load()}", file=sys.stderr, flush=True)
+        k = rep % len(builds)
+        for name, code in builds[k:] + builds[:k]:
+            proc, url = _start(code, args.open + 100, cores[1] if cores else None)
+            try:
+                sb_warm = _callers(url, 8, 1.0, FAST, 0.5)
+                sb_warm.communicate()
+                rows.append(await _round(name, url, proc.pid, args, cores))
+            finally:
+                proc.kill()
+                proc.wait()
+    return rows
+
+
+async def _trace(args: argparse.Namespace) -> None:
+    import pickle
+    import signal
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "snap")
+        proc, url = _start(None, args.tracemalloc + 100, None, trace=path)
+        try:
+            _callers(url, 8, 1.0, FAST, 0.5).communicate()
+            await asyncio.sleep(1.0)
+            proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(2.0)
+            before = pickle.loads(Path(path).read_bytes())
+            slow = _callers(url, args.tracemalloc, 0, "gap=5 count=20", args.ramp)
+            await asyncio.sleep(args.ramp + 3.0)
+            for _ in range(120):  # all open, or two minutes
+                if len(os.listdir(f"/proc/{proc.pid}/fd")) >= args.tracemalloc:
+                    break
+                await asyncio.sleep(1.0)
+            print(f"{len(os.listdir(f'/proc/{proc.pid}/fd'))} descriptors open", flush=True)
+            proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(3.0)
+            after = pickle.loads(Path(path).read_bytes())
+            slow.kill()
+        finally:
+            proc.kill()
+            proc.wait()
+    n = args.tracemalloc
+    for key, limit in (("lineno", 30), ("traceback", 8)):
+        stats = after.compare_to(before, key)
+        total = sum(s.size_diff for s in stats)
+        print(f"\n== by {key}: {total / n / 1024:.1f} KiB per open stream traced ==")
+        for s in stats[:limit]:
+            print(f"{s.size_diff / n:8.0f} B/stream {s.count_diff / n:6.1f} blocks  ", end="")
+            if key == "lineno":
+                print(s.traceback[0])
+            else:
+                print()
+                for frame in s.traceback.format(most_recent_first=True)[:12]:
+                    print("      " + frame)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", choices=["server", "callers"])
+    ap.add_argument("--limit", type=int, default=20000)
+    ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--url", default="")
+    ap.add_argument("--text", default=FAST)
+    ap.add_argument("--open", type=int, default=10_000)
+    ap.add_argument("--gap", type=float, default=5.0)
+    ap.add_argument("--ramp", type=float, default=30.0)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--before", metavar="DIR")
+    ap.add_argument("--tracemalloc", type=int, default=0, metavar="N")
+    ap.add_argument(
+        "--header-timeout",
+        type=float,
+        help="serve with this header_timeout instead of http.server.HEADER_TIMEOUT (a diagnosis)",
+    )
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.role == "server":
+        _server(args.limit, args.trace)
+        return
+    if args.role == "callers":
+        _run_callers(args)
+        return
+    import uvloop
+
+    cores = sb._cores()
+    if cores is not None:
+        os.sched_setaffinity(0, cores[0])
+    if args.header_timeout:
+        os.environ["TOOLNEXUS_BENCH_HEADER_TIMEOUT"] = str(args.header_timeout)
+    print(f"load average at start: {sb._load()}", file=sys.stderr)
+    if args.tracemalloc:
+        uvloop.run(_trace(args))
+        return
+    rows = uvloop.run(_bench(args))
+    print(json.dumps(rows, indent=1) if not args.json else "")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(f"load average at end: {sb._load()}")
+
+
+if __name__ == "__main__":
+    main()
