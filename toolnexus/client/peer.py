@@ -193,29 +193,12 @@ async def fetch_card(
                 )
             except httpx.HTTPError as exc:
                 if traffic is not None:
-                    traffic.record(
-                        direction="out",
-                        method="GET",
-                        url=candidate,
-                        status=None,
-                        started=started,
-                        request_headers=dict(headers or {}),
-                        request_body=b"",
-                        error=why(exc),
+                    traffic.sent(
+                        "GET", candidate, started, dict(headers or {}), b"", error=why(exc)
                     )
                 raise PeerError(f"cannot fetch the agent card at {candidate}: {why(exc)}") from None
             if traffic is not None:
-                traffic.record(
-                    direction="out",
-                    method="GET",
-                    url=candidate,
-                    status=r.status_code,
-                    started=started,
-                    request_headers=dict(r.request.headers),
-                    request_body=b"",
-                    response_headers=dict(r.headers),
-                    response_body=content,
-                )
+                traffic.sent("GET", candidate, started, dict(r.request.headers), b"", (r, content))
             if r.status_code == 404 and candidate != candidates[-1]:
                 last = f"{candidate} answered 404"
                 continue
@@ -329,17 +312,7 @@ async def fetch_jwks(
     except httpx.HTTPError as exc:
         return why(exc)
     if traffic is not None:
-        traffic.record(
-            direction="out",
-            method="GET",
-            url=jku,
-            status=r.status_code,
-            started=started,
-            request_headers=headers,
-            request_body=b"",
-            response_headers=dict(r.headers),
-            response_body=content,
-        )
+        traffic.sent("GET", jku, started, headers, b"", (r, content))
     if r.status_code != 200:
         return f"it answered HTTP {r.status_code}"
     try:
