@@ -20,6 +20,7 @@ from toolnexus.errors import PeerError
 from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.mcp import MCPSession
 
+from .conftest import EXAMPLE_SKILLS
 from .peers import mcp_peers
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -186,3 +187,20 @@ async def test_the_legacy_sse_transport_chosen_or_found():
         assert s.transport == "http"  # auto, and the server speaks streamable HTTP
     with pytest.raises(tn.ConfigError, match="no MCP transport 'ws'"):
         MCPSession("http://127.0.0.1:9/mcp", transport="ws")
+
+
+async def test_completion_of_prompt_and_template_arguments():
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    async with await tk.serve(mcp=True) as h:
+        for mode in ("auto", "legacy"):
+            async with MCPSession(h.mcp_url, mode=mode) as s:
+                assert await s.complete("prompt", "weather", "city", "L") == ["Lisbon", "Lima"]
+                assert await s.complete("prompt", "weather", "unit", "") == [
+                    "celsius",
+                    "fahrenheit",
+                ]
+                files = await s.complete("template", "skill://weather/{+path}", "path", "ref")
+                assert files and all(f.startswith("reference/") for f in files)
+    async with MCPSession(PAGED, env=mcp_peers.ENV) as s:  # declares no completions: not asked
+        assert "completions" not in s.capabilities
+        assert await s.complete("prompt", "prompt1", "x", "a") == []

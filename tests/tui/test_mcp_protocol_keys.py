@@ -15,8 +15,12 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual.widgets import Input  # noqa: E402
+
+import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
 from ..peers import mcp_peers  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
 from .test_mcp_inspector import column, connect, focus_row, table  # noqa: E402
@@ -141,3 +145,35 @@ async def test_the_legacy_sse_transport_and_the_era_chosen_by_keys():
         await pilot.press("g")
         await until(pilot, lambda: "ping answered in" in " ".join(column(app, "#mcp-notices", 3)))
         assert " ms" in shown(app, "#mcp-status").split("ping ")[-1]
+
+
+async def test_an_argument_is_completed_as_it_is_typed():
+    """The server's completion/complete as a suggestion after the text (our /mcp serves the
+    weather skill's cities from its table): → takes it."""
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    app = ToolnexusApp(specs=[])
+    async with await tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        await until(pilot, lambda: "weather" in column(app, "#mcp-prompts", 0), timeout=30)
+        await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+        await pilot.press("p")
+        await focus_row(app, pilot, "#mcp-prompts", "weather")
+        await pilot.press("enter")  # into its first argument, the city
+        city = app.screen.query_one("#parg-0", Input)
+        await until(pilot, lambda: app.focused is city)
+        await pilot.press("L", "i")
+        await until(pilot, lambda: city._suggestion == "Lisbon", timeout=20)
+        await pilot.press("right")
+        assert city.value == "Lisbon"
+        await pilot.press("enter", "f")  # the unit: celsius or fahrenheit
+        unit = app.screen.query_one("#parg-1", Input)
+        await until(pilot, lambda: unit._suggestion == "fahrenheit", timeout=20)
+        await pilot.press("end", "enter")
+        await until(pilot, lambda: "Lisbon" in shown(app, "#mcp-prompt-view"), timeout=20)
+        assert "fahrenheit" in shown(app, "#mcp-prompt-view")
+        # a template's variable: the skill's files
+        await pilot.press("escape", "r")
+        await focus_row(app, pilot, "#mcp-resources", "skill://weather/{+path}", 1)
+        await pilot.press("enter", "r", "e", "f")
+        path = app.screen.query_one("#tvar-0", Input)
+        await until(pilot, lambda: (path._suggestion or "").startswith("reference/"), timeout=20)

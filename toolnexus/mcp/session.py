@@ -69,6 +69,8 @@ MAX_ITEMS = 5000
 """The most items of one listing a session keeps."""
 USER_REJECTED = -1
 """The JSON-RPC code the MCP spec gives a sampling request the user refused."""
+MAX_SUGGESTED = 100
+"""The most values of a completion a session keeps (the spec caps a server's at 100)."""
 LISTS = {
     "tools": ("list_tools", "tools"),
     "resources": ("list_resources", "resources"),
@@ -840,6 +842,37 @@ class MCPSession:
         self.log_level = level
         how = "logging/setLevel" if not self.modern else "asked in each request's _meta"
         self._tell("session", "logging/setLevel", f"log level {level} ({how})", {"level": level})
+
+    async def complete(
+        self,
+        ref: str,
+        name: str,
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> list[str]:
+        """What the server suggests for ``argument`` of a prompt (``ref`` ``prompt``, ``name`` its
+        name) or a resource template (``template``, ``name`` its URI template) as ``value`` is
+        typed (``completion/complete``; ``context``: the other arguments filled in). A server that
+        declares no completions is not asked: none.
+
+        Raises:
+            PeerError: the server refused or failed.
+        """
+        types = sdk().types
+
+        client = self._connected()
+        if "completions" not in self.capabilities:
+            return []
+        reference = (
+            types.PromptReference(name=name)
+            if ref == "prompt"
+            else types.ResourceTemplateReference(uri=name)
+        )
+        result = await self._do(
+            client.complete(reference, {"name": argument, "value": value}, context or None)
+        )
+        return [printable(str(v), 200) for v in result.completion.values[:MAX_SUGGESTED]]
 
     def _meta(self) -> dict[str, Any] | None:
         """What a user's request carries in its ``_meta``: on 2026-07-28, the log level asked."""

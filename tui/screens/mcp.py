@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -27,6 +28,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.suggester import Suggester
 from textual.widgets import (
     DataTable,
     Header,
@@ -1061,7 +1063,14 @@ class MCPScreen(ModeScreen):
                 await _build(box, None, [], "tvar", "")
                 return
             template = chosen.get("uri_template", "")
-            await _build(box, Text(template, "bold"), template_fields(template), "tvar", "")
+            await _build(
+                box,
+                Text(template, "bold"),
+                template_fields(template),
+                "tvar",
+                "",
+                lambda f: Completion(self, "template", template, f.name),
+            )
 
     @on(DataTable.RowSelected, "#mcp-resources")
     def _resource_chosen(self) -> None:
@@ -1153,7 +1162,14 @@ class MCPScreen(ModeScreen):
             box = self.query_one("#mcp-prompt-form", VerticalScroll)
             fields = prompt_fields(chosen.get("arguments") or []) if chosen else []
             title = Text(chosen["name"], "bold") if chosen else None
-            await _build(box, title, fields, "parg", "no arguments" if chosen else "")
+            await _build(
+                box,
+                title,
+                fields,
+                "parg",
+                "no arguments" if chosen else "",
+                lambda f: Completion(self, "prompt", chosen["name"], f.name) if chosen else None,
+            )
 
     @on(DataTable.RowSelected, "#mcp-prompts")
     def _prompt_chosen(self) -> None:
@@ -1250,9 +1266,15 @@ def _row_of(table: DataTable[Any], items: list[dict[str, Any]]) -> dict[str, Any
 
 
 async def _build(
-    box: VerticalScroll, title: Text | None, fields: list[Field], prefix: str, empty: str
+    box: VerticalScroll,
+    title: Text | None,
+    fields: list[Field],
+    prefix: str,
+    empty: str,
+    suggest: Callable[[Field], Suggester | None] | None = None,
 ) -> None:
-    """A form in ``box``: a label and an input (``#<prefix>-<i>``) per field."""
+    """A form in ``box``: a label and an input (``#<prefix>-<i>``) per field, each with what
+    ``suggest`` gives it to complete what is typed."""
     await box.remove_children()
     widgets: list[Any] = [SafeStatic(title)] if title is not None else []
     for i, field in enumerate(fields):
@@ -1262,12 +1284,39 @@ async def _build(
             label.append(f"\n{field.description}", "grey62")
         widgets.append(SafeStatic(label))
         widgets.append(  # alt+1-6 switch modes from it, as from every text box
-            TextBox(field.default, placeholder=field.hint, id=f"{prefix}-{i}", compact=True)
+            TextBox(
+                field.default,
+                placeholder=field.hint,
+                id=f"{prefix}-{i}",
+                compact=True,
+                suggester=suggest(field) if suggest is not None else None,
+            )
         )
     if not fields and empty:
         widgets.append(Label(empty))
     if widgets:
         await box.mount_all(widgets)
+
+
+class Completion(Suggester):
+    """What the server suggests for one argument of a prompt or a resource template as it is
+    typed (``completion/complete``): the first value that goes on from the text shows after it,
+    and → (or End) takes it. A server that declares no completions is not asked; a failure
+    suggests nothing."""
+
+    def __init__(self, screen: MCPScreen, ref: str, name: str, argument: str) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.inspector, self.ref, self.name, self.argument = screen, ref, name, argument
+
+    async def get_suggestion(self, value: str) -> str | None:
+        session = self.inspector.session
+        if session is None:
+            return None
+        try:
+            values = await session.complete(self.ref, self.name, self.argument, value)
+        except Exception:  # noqa: BLE001 - a suggestion that failed is none
+            return None
+        return next((v for v in values if v.startswith(value) and v != value), None)
 
 
 def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:
