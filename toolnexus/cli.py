@@ -33,6 +33,7 @@ from .client.peer import check_signatures
 from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
 from .debug.cost import card_cost
+from .debug.diagram import sequence
 from .debug.doctor import counted, doctor
 from .debug.pin import across, drift, load_pin, pin_file
 from .debug.report import printer
@@ -394,6 +395,12 @@ def _replay_parser(sub: Any) -> None:
         metavar="URL",
         help="send the recorded requests to this live peer and compare its answers (an MCP "
         "session's: the server's URL, or a command line starting it, in quotes)",
+    )
+    r.add_argument(
+        "--mermaid",
+        action="store_true",
+        help="print the recorded session as a Mermaid sequence diagram instead (a lane per agent; "
+        "states, artifacts and errors labelled)",
     )
     r.add_argument(
         "--stdio",
@@ -1755,6 +1762,9 @@ async def _replay(args: argparse.Namespace) -> int:
 
     try:
         tape = load(args.cassette)
+        if args.mermaid:
+            print(sequence(list(tape)), end="")
+            return EXIT_OK
         mcp = mcp_servers(tape)
         if (args.peer is not None and args.peer in mcp) or (
             args.peer is None and mcp and set(tape.origins()) <= set(mcp)
