@@ -48,7 +48,7 @@ from .. import _json
 from ..errors import PeerError
 from ..http.fetch import MAX_RESPONSE, exchange, why
 from ..http.guard import HostGuard
-from ..http.server import AsgiServer
+from ..http.server import AsgiServer, send_whole
 from ..protocol import rest
 from ..protocol.dialects import parse_state
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id
@@ -391,20 +391,11 @@ def _served_type(x: Exchange) -> bytes:
     return SERVED_TYPES.get(media, b"text/plain; charset=utf-8")
 
 
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
 async def _plain(send: Any, status: int, text: str) -> None:
-    body = text.encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                (b"x-content-type-options", b"nosniff"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_whole(send, status, b"text/plain; charset=utf-8", text.encode("utf-8"), _NOSNIFF)
 
 
 MAX_DEPTH = 200
@@ -417,19 +408,7 @@ async def _json_answer(
     send: Any, status: int, value: Any, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = json.dumps(value, ensure_ascii=False).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"x-content-type-options", b"nosniff"),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_whole(send, status, b"application/json", body, _NOSNIFF, *(headers or []))
 
 
 # -- against a live peer --------------------------------------------------------------------------

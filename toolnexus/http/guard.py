@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import _json
+from .server import send_whole
 
 __all__ = ["HostGuard", "is_loopback"]
 
@@ -121,15 +122,4 @@ class HostGuard:
 
 async def _refuse(send: Send, status: int, message: str) -> None:
     body = _json.dumps({"error": message})
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_whole(send, status, b"application/json", body, (b"connection", b"close"))

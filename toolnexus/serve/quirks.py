@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 from .. import _json
 from ..errors import ConfigError, MethodNotFoundError, RPCError, TaskNotCancelableError
-from ..http.server import CUT
+from ..http.server import CUT, send_whole
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.jsonrpc import error_envelope
 from ..protocol.model import new_id
@@ -1017,15 +1017,4 @@ def _replay(body: bytes, whole: bool, receive: Receive, cut: asyncio.Event) -> R
 
 
 async def _reply(send: Send, status: int, body: Any) -> None:
-    data = _json.dumps(body)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(data)),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+    await send_whole(send, status, b"application/json", _json.dumps(body))
