@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,10 @@ EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 # servers and kernels they start, which inherit this) take its words without a pause. A test of
 # the pace itself gives demo_client(pace=...).
 os.environ.setdefault("TOOLNEXUS_DEMO_PACE", "0")
+# What `toolnexus send` remembers for --continue goes to a folder of this run, not the user's.
+if "TOOLNEXUS_STATE_DIR" not in os.environ:
+    os.environ["TOOLNEXUS_STATE_DIR"] = tempfile.mkdtemp(prefix="toolnexus-state-")
+    atexit.register(shutil.rmtree, os.environ["TOOLNEXUS_STATE_DIR"], True)
 
 # Tokens are counted with tiktoken's o200k_base (toolnexus/debug/cost.py), whose file tiktoken
 # fetches once from outside: the tests (and every process they start) read it from the copy the

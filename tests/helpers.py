@@ -185,7 +185,10 @@ def run_cli(
 
 
 async def arun_cli(
-    *args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = CLI_WAIT
+    *args: str,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = CLI_WAIT,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str, str]:
     """:func:`run_cli` awaited (the servers it talks to may run on this loop): exit code, stdout,
     stderr."""
@@ -193,6 +196,7 @@ async def arun_cli(
         proc = await asyncio.create_subprocess_exec(
             *cli(*args),
             cwd=where,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ import anyio
 
 import toolnexus as tn
 
+from ._fs import write_whole
 from .client.peer import check_signatures
 from .debug.audit import audit
 from .debug.cassette import CassetteError, CassetteWriter, load
@@ -67,15 +69,33 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DRAIN = 30.0
 """``serve --drain``'s default: seconds a stop gives what runs (as long as Kubernetes' default grace)."""
 DEMO_NAME = "demo-desk"
+PER_REQUEST = 30.0
+"""Seconds one request to a peer may take (``send`` and ``task resubscribe``: each frame)."""
 
 
 class UsageError(Exception):
     """A mistake in the command line; printed as one line, exit code 2."""
 
 
+_EXAMPLES_OF_ALL = """examples:
+  toolnexus serve                                 # the demo agent; it prints what to try
+  toolnexus send http://127.0.0.1:9999 "hello"    # any A2A agent; --stream, --json, --continue
+  toolnexus task list URL                         # its tasks; task get|cancel|resubscribe URL ID
+  toolnexus card URL --validate                   # its card, checked
+  toolnexus doctor URL                            # which clients work with it, and the fix
+each command's --help has its own examples"""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="toolnexus", description="Serve a toolkit as an A2A agent and an MCP server."
+        prog="toolnexus",
+        description=textwrap.fill(
+            "Serve a toolkit as an A2A agent and an MCP server; call and check any A2A agent. "
+            "Exit codes: 0 success, 1 a peer or task error, 2 a usage error.",
+            78,
+        ),
+        epilog=_EXAMPLES_OF_ALL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {tn.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -84,14 +104,23 @@ def _parser() -> argparse.ArgumentParser:
     _card_parser(sub)
     _doctor_parser(sub)
     _send_parser(sub)
+    _task_parser(sub)
+    _push_parser(sub)
     _replay_parser(sub)
     _audit_parser(sub)
     return p
 
 
 def _serve_parser(sub: Any) -> None:
-    s = sub.add_parser(
-        "serve", help="serve a toolkit (with no flags: the example skills on the demo model)"
+    s = _command(
+        sub,
+        "serve",
+        "serve a toolkit (with no flags: the example skills on the demo model)",
+        "toolnexus serve                                   # the demo: try the line it prints",
+        "toolnexus serve --skills ./skills --name my-desk --mcp --port 8000",
+        "toolnexus serve --model openai:gpt-4o-mini --api-key-env OPENAI_API_KEY",
+        "toolnexus serve --host 0.0.0.0 --auth-token-env AGENT_TOKEN --store file:./tasks",
+        "toolnexus serve --config toolkit.json --json      # JSON lines for scripts",
     )
     _toolkit_options(s)
     for flag in SERVE_FLAGS:
@@ -99,10 +128,14 @@ def _serve_parser(sub: Any) -> None:
 
 
 def _mcp_parser(sub: Any) -> None:
-    x = sub.add_parser(
+    x = _command(
+        sub,
         "mcp",
-        help="serve the toolkit (tools; skills as prompts and resources) as MCP over stdio, for desktop MCP hosts "
+        "serve the toolkit (tools; skills as prompts and resources) as MCP over stdio, for desktop MCP hosts "
         "(Claude Desktop, VS Code, Cursor): the host starts this command",
+        "toolnexus mcp --skills ./skills                  # what a host's config runs",
+        "toolnexus mcp --tools mytools.py:add,mul --expose add",
+        "toolnexus doctor --mcp 'toolnexus mcp --skills ./skills'   # check it as a host would",
     )
     _toolkit_options(x)
     x.add_argument("--name", help="the server's name in MCP's initialize (default toolnexus)")
@@ -115,10 +148,15 @@ def _mcp_parser(sub: Any) -> None:
 
 
 def _card_parser(sub: Any) -> None:
-    c = sub.add_parser(
-        "card", help="fetch an agent card (card URL or base URL), optionally validate it"
+    c = _command(
+        sub,
+        "card",
+        "fetch an agent card (card URL or base URL), optionally validate it",
+        "toolnexus card http://127.0.0.1:9999 --validate",
+        "toolnexus card URL --key agent-key.pub.pem         # exit 1 unless it verifies",
+        "toolnexus card URL --extended --header 'Authorization: Bearer ${TOKEN}'",
     )
-    c.add_argument("url")
+    c.add_argument("url", help="the agent's card URL or base URL")
     c.add_argument(
         "--validate",
         action="store_true",
@@ -160,10 +198,16 @@ def _card_parser(sub: Any) -> None:
 
 
 def _doctor_parser(sub: Any) -> None:
-    d = sub.add_parser(
+    d = _command(
+        sub,
         "doctor",
-        help="probe an A2A agent: which clients can work with it, why, and the fix; with --mcp "
+        "probe an A2A agent: which clients can work with it, why, and the fix; with --mcp "
         "an MCP server; or, with --client, judge a client pointed at a strict local agent",
+        "toolnexus doctor http://127.0.0.1:9999             # creates nothing on the agent",
+        "toolnexus doctor URL --send --json > doctor.json   # sends real messages; CI's report",
+        "toolnexus doctor --mcp http://127.0.0.1:8000/mcp",
+        "toolnexus doctor --mcp 'uvx some-mcp' --call",
+        "toolnexus doctor --client --for 60                  # then point your client at it",
     )
     d.add_argument(
         "url",
@@ -234,16 +278,45 @@ def _doctor_parser(sub: Any) -> None:
     )
 
 
+_ONE_LINE = "print JSON, one line"
+_EVENTS = "print JSON lines: one per event (state: it moved; text: a new piece of the reply), then the task"
+
+
 def _send_parser(sub: Any) -> None:
-    m = sub.add_parser(
-        "send", help="send a message to any A2A agent and follow its task to the end"
+    m = _command(
+        sub,
+        "send",
+        "send a message to any A2A agent and follow its task to the end",
+        'toolnexus send http://127.0.0.1:9999 "weather in Oslo"',
+        'toolnexus send URL "yes" --continue        # answer its question, or go on talking',
+        'toolnexus send URL "hi" --stream --json    # a JSON line per event, then the task',
+        'toolnexus send URL --data \'{"city": "Oslo"}\' --skill weather',
+        'toolnexus send URL "a chart" --save-artifacts out/',
+        'id=$(toolnexus send URL "slow 30" --no-wait)  # the task id at once',
     )
     m.add_argument("url", help="the agent's card URL or base URL")
-    m.add_argument("text", help="the message to send (quote it: one argument)")
+    m.add_argument(
+        "text",
+        nargs="?",
+        help="the message to send (quote it: one argument; may be left out with --data or --file)",
+    )
     m.add_argument("--skill", help="the skill id (message.metadata.skill)")
     m.add_argument("--context", help="continue this context id")
     m.add_argument("--task", help="answer this input-required task")
-    m.add_argument("--stream", action="store_true", help="use SSE streaming")
+    m.add_argument(
+        "--continue",
+        dest="again",
+        action="store_true",
+        help="continue the last conversation sent to this agent from here: its context, and its "
+        "task when that waits for an answer",
+    )
+    m.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="send this JSON value as a data part (repeatable)",
+    )
     m.add_argument(
         "--file",
         action="append",
@@ -258,50 +331,78 @@ def _send_parser(sub: Any) -> None:
         metavar="MEDIA/TYPE",
         help="a media type the answer may be in (acceptedOutputModes; repeatable)",
     )
+    m.add_argument("--stream", action="store_true", help="use SSE streaming")
     m.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="return the task as the agent first answers, without following it (text: its id "
+        "on stdout)",
+    )
+    m.add_argument(
+        "--save-artifacts",
+        metavar="DIR",
+        help="write the task's artifacts into DIR (created if need be): names made safe, an "
+        "existing file never overwritten (a new name, said)",
+    )
+    _peer_options(
+        m,
+        timeout=300.0,
+        follows=True,
+        json_help="print JSON: the task, one line; with --stream, "
+        + _EVENTS.removeprefix("print JSON lines: "),
+    )
+
+
+def _peer_options(
+    p: argparse.ArgumentParser, *, timeout: float, follows: bool, json_help: str = _ONE_LINE
+) -> None:
+    """How a client reaches and talks to a peer, the same for ``send``, ``task`` and ``push``."""
+    p.add_argument(
         "--dialect",
         default="auto",
         choices=["auto", "0.3", "1.0", "legacy"],
         help="the A2A dialect to speak (auto: as the official 1.x client picks from the card: 1.0 where it offers 1.0, else 0.3)",
     )
-    m.add_argument(
+    p.add_argument(
         "--binding",
         default="auto",
         choices=["auto", "jsonrpc", "http+json", "grpc"],
         help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)",
     )
-    m.add_argument(
+    p.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
     )
-    m.add_argument(
+    p.add_argument(
         "--tenant",
         metavar="NAME",
         help="the tenant every 1.0 call names (default: the one the card's interface names)",
     )
-    m.add_argument(
+    p.add_argument(
         "--extension",
         action="append",
         default=[],
         metavar="URI",
         help="ask the agent for this extension in every call (repeatable; the A2A-Extensions header)",
     )
-    m.add_argument(
+    p.add_argument(
         "--basic-env",
         metavar="NAME",
         help="send HTTP basic auth, 'user:password' read from this variable (masked everywhere)",
     )
-    _credential_options(m)
-    m.add_argument(
+    _credential_options(p)
+    p.add_argument(
         "--timeout",
         type=float,
-        default=300.0,
-        help="seconds to follow the task, streamed or polled (default 300)",
+        default=timeout,
+        help=f"seconds to follow the task, streamed or polled (default {timeout:g})"
+        if follows
+        else f"seconds to wait for each answer (default {timeout:g})",
     )
-    m.add_argument("--json", action="store_true", help="print JSON")
-    m.add_argument(
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument(
         "--trace", action="store_true", help="print every HTTP exchange (secrets masked)"
     )
-    m.add_argument(
+    p.add_argument(
         "--record",
         metavar="FILE.jsonl",
         help="write every exchange to this cassette (secrets masked)",
@@ -379,11 +480,144 @@ def _credentials(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _task_parser(sub: Any) -> None:
+    t = _command(
+        sub,
+        "task",
+        "read, list, cancel or follow an agent's tasks",
+        "toolnexus task get http://127.0.0.1:9999 TASK_ID",
+        "toolnexus task list URL --state working --json",
+        "toolnexus task cancel URL TASK_ID",
+        "toolnexus task resubscribe URL TASK_ID     # its words and states as they come",
+    )
+    verbs = t.add_subparsers(dest="verb", required=True, metavar="{get,cancel,list,resubscribe}")
+    get = _command(
+        verbs,
+        "get",
+        "the task as the agent keeps it (GetTask): its reply, its question or how it ended",
+        "toolnexus task get http://127.0.0.1:9999 TASK_ID --history 10",
+    )
+    get.add_argument(
+        "--history",
+        type=int,
+        metavar="N",
+        help="at most the N latest messages of its history (historyLength)",
+    )
+    cancel = _command(
+        verbs,
+        "cancel",
+        "ask the agent to cancel the task (CancelTask); exit 0 when it is canceled",
+        "toolnexus task cancel http://127.0.0.1:9999 TASK_ID",
+    )
+    follow = _command(
+        verbs,
+        "resubscribe",
+        "follow a running task as the agent streams it (SubscribeToTask; a task already over, "
+        "or an agent that cannot stream: read with GetTask)",
+        "toolnexus task resubscribe http://127.0.0.1:9999 TASK_ID",
+        "toolnexus task resubscribe URL TASK_ID --json | jq -r 'select(.event==\"text\").text'",
+    )
+    listed = _command(
+        verbs,
+        "list",
+        "the agent's tasks, newest first (ListTasks: A2A 1.0 agents)",
+        "toolnexus task list http://127.0.0.1:9999 --state input-required",
+        "toolnexus task list URL --context CONTEXT_ID --page-size 20 --json",
+    )
+    for verb in (get, cancel, follow):
+        verb.add_argument("url", help="the agent's card URL or base URL")
+        verb.add_argument("id", help="the task's id")
+    listed.add_argument("url", help="the agent's card URL or base URL")
+    listed.add_argument("--context", help="only this context's tasks")
+    listed.add_argument(
+        "--state", choices=[s.value for s in tn.TaskState], help="only tasks in this state"
+    )
+    listed.add_argument("--page-size", type=int, metavar="N", help="at most N tasks")
+    listed.add_argument("--page-token", metavar="TOKEN", help="the page a listing's next names")
+    for verb in (get, cancel, listed):
+        _peer_options(verb, timeout=30.0, follows=False)
+    _peer_options(follow, timeout=300.0, follows=True, json_help=_EVENTS)
+
+
+def _push_parser(sub: Any) -> None:
+    p = _command(
+        sub,
+        "push",
+        "set, read, list or delete where an agent POSTs a task's changes (push notifications)",
+        "toolnexus push set URL TASK_ID https://hooks.example.com/a2a --token-env HOOK_TOKEN",
+        "toolnexus push list URL TASK_ID --json",
+        "toolnexus push get URL TASK_ID [CONFIG_ID]",
+        "toolnexus push delete URL TASK_ID CONFIG_ID",
+    )
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="{set,get,list,delete}")
+    put = _command(
+        verbs,
+        "set",
+        "have the agent POST every change of the task to this webhook",
+        "HOOK_TOKEN=s3cret toolnexus push set URL TASK_ID https://hooks.example.com/a2a "
+        "--token-env HOOK_TOKEN",
+    )
+    get = _command(
+        verbs,
+        "get",
+        "a config of the task (its first without an id)",
+        "toolnexus push get URL TASK_ID CONFIG_ID",
+    )
+    listed = _command(
+        verbs, "list", "every config of the task", "toolnexus push list URL TASK_ID --json"
+    )
+    delete = _command(
+        verbs,
+        "delete",
+        "stop notifying a config's webhook",
+        "toolnexus push delete URL TASK_ID CONFIG_ID",
+    )
+    for verb in (put, get, listed, delete):
+        verb.add_argument("url", help="the agent's card URL or base URL")
+        verb.add_argument("task", help="the task's id")
+    put.add_argument("webhook", help="the http(s) URL the agent POSTs to")
+    put.add_argument("--id", help="the config's id (default: the agent makes one)")
+    put.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="the token the agent sends back with each notification, read from this variable",
+    )
+    put.add_argument(
+        "--auth-scheme", metavar="SCHEME", help="the Authorization scheme of each notification"
+    )
+    put.add_argument(
+        "--credentials-env",
+        metavar="NAME",
+        help="with --auth-scheme: the credentials, read from this variable",
+    )
+    get.add_argument("config", nargs="?", help="the config's id")
+    delete.add_argument("config", help="the config's id")
+    for verb in (put, get, listed, delete):
+        _peer_options(verb, timeout=30.0, follows=False)
+
+
+def _command(sub: Any, name: str, help: str, *examples: str) -> argparse.ArgumentParser:
+    """A command's parser: ``help`` in the list of commands, and its ``--help`` ending with
+    ``examples``, one a line, as typed."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=textwrap.fill(help[:1].upper() + help[1:] + ".", 78),
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def _replay_parser(sub: Any) -> None:
-    r = sub.add_parser(
+    r = _command(
+        sub,
         "replay",
-        help="serve a cassette's recorded answers as a peer (an A2A agent, or an MCP server), or "
+        "serve a cassette's recorded answers as a peer (an A2A agent, or an MCP server), or "
         "diff it against a live one",
+        "toolnexus send URL hi --record session.jsonl       # record one",
+        "toolnexus replay session.jsonl --port 9999         # then point a client at it",
+        "toolnexus replay session.jsonl --against URL       # what changed? exit 1 if anything",
+        "toolnexus replay mcp-session.jsonl --stdio         # an MCP session, for a desktop host",
     )
     r.add_argument(
         "cassette",
@@ -441,10 +675,13 @@ def _replay_parser(sub: Any) -> None:
 
 
 def _audit_parser(sub: Any) -> None:
-    a = sub.add_parser(
+    a = _command(
+        sub,
         "audit",
-        help="check what each stream of a cassette carried (chunks, states, ids) and how each "
+        "check what each stream of a cassette carried (chunks, states, ids) and how each "
         "client reads it",
+        "toolnexus send URL hi --stream --record session.jsonl && toolnexus audit session.jsonl",
+        "toolnexus audit session.jsonl --json --fail-on warning",
     )
     a.add_argument("cassette", help="a cassette (.jsonl), as for replay")
     _fail_on(a)
@@ -827,7 +1064,9 @@ def _main(argv: list[str] | None) -> int:
             raise UsageError("doctor --record records an MCP server's session: add --mcp")
         if args.command == "doctor" and not args.url:
             raise UsageError("doctor needs the agent's URL (or --client)")
-        if args.command in ("card", "doctor", "send") and not getattr(args, "mcp", False):
+        if args.command in ("card", "doctor", "send", "task", "push") and not getattr(
+            args, "mcp", False
+        ):
             args.url = _peer(args.url)
 
         if args.command == "serve":
@@ -840,6 +1079,10 @@ def _main(argv: list[str] | None) -> int:
             return _run(_doctor(args))
         if args.command == "send":
             return _run(_send(args))
+        if args.command == "task":
+            return _run(_task(args))
+        if args.command == "push":
+            return _run(_push(args))
         if args.command == "replay":
             return _run(_replay(args))
         if args.command == "audit":
@@ -1562,59 +1805,333 @@ def _env_secret(flag: str, name: str) -> str:
     return value
 
 
+_UNHAPPY = (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED)
+"""The states a task ends in that make ``send`` (and ``task get``, ``task resubscribe``) exit 1."""
+
+
 async def _send(args: argparse.Namespace) -> int:
+    text, sending = _sending(args)  # a mistake in what to send: said before anything is sent
     client = _client(args)
-    try:  # read before anything is sent: a missing file is the user's mistake, said plainly
-        sending: dict[str, Any] = {
-            "skill": args.skill,
-            "context_id": args.context,
-            "task_id": args.task,
-            "files": [tn.Part.of_file(path) for path in args.file],
-            "accepted_output_modes": args.accept,
-        }
-    except ValueError as exc:
-        await client.aclose()
-        say(f"toolnexus: --file: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    live = _LiveReply(client.traffic.mask, client.traffic.secret_values) if not args.json else None
-    run = _Following(args, client, live)
-    code = EXIT_OK
-    told: set[str] = set()
-    try:
-        await client.connect()
+    run = _Following(args, client)
+
+    async def work() -> None:
         for note in client.fitting(sending["files"], args.skill, args.accept)[1]:
             _out(client, f"toolnexus: warning: {note}", file=sys.stderr)  # before it is sent
             client.warn(note)
-            told.add(note)
-        await (run.streamed(sending) if args.stream else run.sent(sending))
-    except (tn.PeerError, tn.RPCError) as exc:
-        _out(client, f"toolnexus: {exc}", file=sys.stderr)
-        code = EXIT_ERROR
-    except TimeoutError:
-        state = run.task.state.value if run.task else "unknown"
-        _out(
-            client,
-            f"toolnexus: the task was still {state} after {args.timeout:g}s",
-            file=sys.stderr,
-        )
-        code = EXIT_ERROR
-    finally:
-        for warning in client.warnings:
-            if warning not in told:
-                _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
-        await client.aclose()
+            run.told.add(note)
+        if args.no_wait:  # the task as the agent first answers (send is not blocking)
+            run.task = await client.send(text, **sending)
+            _progress(args, run.task)
+        elif args.stream:
+            await run.streamed(client.stream(text, **sending))
+        else:
+            await run.sent(text, sending)
+
+    code = await _talking(args, client, run, work)
     if run.task is not None:
-        if run.task.state in (tn.TaskState.FAILED, tn.TaskState.CANCELED, tn.TaskState.REJECTED):
-            code = EXIT_ERROR
-        _report(args, client, run.task, live)
+        _remember(args.url, run.task)
+        saved, failed = _save(args, run.task)
+        code = EXIT_ERROR if run.task.state in _UNHAPPY or failed else code
+        if args.no_wait and not args.json and not _settled(run.task):
+            _out(client, run.task.id)  # for a script: id=$(toolnexus send URL TEXT --no-wait)
+            say(
+                f"(follow it with: toolnexus task resubscribe {args.url} {run.task.id})",
+                file=sys.stderr,
+            )
+        else:
+            _report(args, client, run.task, run.live, saved)
     if args.trace:
         _trace(client)
     return code
 
 
-def _client(args: argparse.Namespace) -> Any:
-    """The client ``send``'s flags describe (not yet connected); a flag it cannot use is a usage
-    error."""
+def _sending(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """What ``send`` sends: the text (or an empty message, for data or files alone) and the
+    keywords of ``A2AClient.send``; each flag it cannot use is a usage error."""
+    if args.again and (args.context or args.task):
+        raise UsageError(
+            "--continue goes on with the last conversation; --context and --task name one: choose"
+        )
+    if args.no_wait and args.stream:
+        raise UsageError("--no-wait returns at once and --stream follows the task: choose one")
+    if args.text is None and not (args.data or args.file):
+        raise UsageError("send needs the message's TEXT (or --data or --file)")
+    where = Path(args.save_artifacts).expanduser() if args.save_artifacts else None
+    if where is not None and where.exists() and not where.is_dir():
+        raise UsageError(f"--save-artifacts {args.save_artifacts}: that is a file, not a folder")
+    parts = []
+    for value in args.data:
+        try:
+            parts.append(tn.Part.of_data(json.loads(value)))
+        except ValueError as exc:
+            raise UsageError(f"--data {printable(value, 40)}: not JSON ({exc})") from None
+    try:
+        parts += [tn.Part.of_file(path) for path in args.file]
+    except ValueError as exc:
+        raise UsageError(f"--file: {exc}") from None
+    context, task = args.context, args.task
+    if args.again:
+        last = _last_sent(args.url)
+        if last is None:
+            raise UsageError(
+                f"--continue: nothing was sent to {args.url} from here yet; send without it first"
+            )
+        context, task = last.get("context"), last.get("task") if last.get("waiting") else None
+    text = args.text if args.text is not None else tn.Message("user", [])
+    return text, {
+        "skill": args.skill,
+        "context_id": context,
+        "task_id": task,
+        "files": parts,
+        "accepted_output_modes": args.accept,
+    }
+
+
+def _settled(task: Any) -> bool:
+    """Finished, or waiting for an answer: nothing more comes of following it now."""
+    return bool(task.state.terminal or task.state.interrupted)
+
+
+def _state_dir() -> Path:
+    """Where the command keeps what it remembers between runs: ``$TOOLNEXUS_STATE_DIR``, else
+    ``$XDG_STATE_HOME/toolnexus`` (``~/.local/state/toolnexus``)."""
+    if os.environ.get("TOOLNEXUS_STATE_DIR"):
+        return Path(os.environ["TOOLNEXUS_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "toolnexus"
+
+
+LAST_SENT = "last-sent-v1.json"
+"""Per agent URL, the context and task ``send`` last had with it (``send --continue``)."""
+KEEP_PEERS = 200
+"""The agents remembered at most, the latest kept."""
+
+
+def _last_sent(url: str) -> dict[str, Any] | None:
+    """What ``send`` last had with ``url`` from this machine (None: nothing, or unreadable)."""
+    try:
+        known = json.loads((_state_dir() / LAST_SENT).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    last = known.get(url) if isinstance(known, dict) else None
+    return last if isinstance(last, dict) and isinstance(last.get("context"), str) else None
+
+
+def _remember(url: str, task: Any) -> None:
+    """Keep ``task``'s context (and its id, when it waits for an answer) as the last conversation
+    with ``url``; a state folder that cannot be written is said, never fatal."""
+    if not task.context_id:
+        return
+    folder = _state_dir()
+    try:
+        known = json.loads((folder / LAST_SENT).read_text("utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    known = {k: v for k, v in (known.items() if isinstance(known, dict) else ()) if k != url}
+    known[url] = {"context": task.context_id, "task": task.id, "waiting": task.state.interrupted}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_whole(folder / LAST_SENT, json.dumps(dict(list(known.items())[-KEEP_PEERS:])))
+    except OSError as exc:
+        say(
+            f"toolnexus: warning: cannot remember this conversation ({folder}: {exc.strerror or exc}); --continue will not find it",
+            file=sys.stderr,
+        )
+
+
+def _save(args: argparse.Namespace, task: Any) -> tuple[Any, bool]:
+    """``--save-artifacts``: the task's artifacts written (what was written, or None), and whether
+    writing failed (said in one line)."""
+    if not getattr(args, "save_artifacts", None):
+        return None, False
+    try:
+        return task.save_artifacts(args.save_artifacts), False
+    except OSError as exc:
+        say(
+            f"toolnexus: --save-artifacts {args.save_artifacts}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return None, True
+
+
+async def _talking(
+    args: argparse.Namespace,
+    client: Any,
+    run: _Following | None,
+    work: Callable[[], Coroutine[Any, Any, None]],
+) -> int:
+    """``work`` with a connected client: a peer's error, or a task followed past ``--timeout``, one
+    line on stderr and exit 1; the client's warnings said, the client closed."""
+    try:
+        await client.connect()
+        await work()
+    except (tn.PeerError, tn.RPCError) as exc:
+        _out(client, f"toolnexus: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except TimeoutError:
+        state = run.task.state.value if run is not None and run.task else "unknown"
+        _out(
+            client,
+            f"toolnexus: the task was still {state} after {args.timeout:g}s",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    finally:
+        for warning in client.warnings:
+            if run is None or warning not in run.told:  # not said twice
+                _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
+        await client.aclose()
+    return EXIT_OK
+
+
+async def _task(args: argparse.Namespace) -> int:
+    """``toolnexus task get|cancel|list|resubscribe``."""
+    follows = args.verb == "resubscribe"
+    client = _client(args, PER_REQUEST if follows else args.timeout)
+    run = _Following(args, client)
+    listing: dict[str, Any] = {}
+
+    async def work() -> None:
+        if args.verb == "get":
+            run.task = await client.get(args.id, args.history)
+        elif args.verb == "cancel":
+            run.task = await client.cancel(args.id)
+        elif follows:
+            try:
+                await run.streamed(client.resubscribe(args.id))
+            except UnsupportedOperationError as exc:  # it ended already, or the peer cannot stream
+                if run.task is not None:
+                    raise
+                client.warnings.append(f"{exc}: read with GetTask instead")
+                await run.streamed(client.follow(args.id, stream=False, poll_every=0.25))
+        else:
+            state = tn.TaskState(args.state) if args.state else None
+            listing.update(
+                await client.list_tasks(
+                    context_id=args.context,
+                    state=state,
+                    page_size=args.page_size,
+                    page_token=args.page_token,
+                )
+            )
+
+    code = await _talking(args, client, run, work)
+    if listing:
+        _listed(args, client, listing)
+    elif run.task is not None:
+        if not follows:
+            _progress(args, run.task)
+        if args.verb != "cancel" and run.task.state in _UNHAPPY:
+            code = EXIT_ERROR
+        _report(args, client, run.task, run.live, None)
+    if args.trace:
+        _trace(client)
+    return code
+
+
+def _listed(args: argparse.Namespace, client: Any, listing: dict[str, Any]) -> None:
+    """``task list``'s page: a line a task (JSON: one object), and where the next page starts."""
+    tasks, token = listing["tasks"], listing["next_page_token"]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "tasks": [render_task(t, Dialect.V03) for t in tasks],
+                    "next_page_token": token,
+                    "total_size": listing["total_size"],
+                }
+            )
+        )
+        return
+    for task in tasks:
+        asked = task.request or next((m.text for m in task.history if m.role == "user"), "")
+        _out(
+            client,
+            f"{task.state.value:<14} {task.id}  {task.context_id}  "
+            + printable(asked.replace("\n", " "), 60),
+        )
+    if not tasks:
+        say("no tasks", file=sys.stderr)
+    if token:
+        say(
+            f"more: toolnexus task list {args.url} --page-token {printable(token, 200)}",
+            file=sys.stderr,
+        )
+
+
+async def _push(args: argparse.Namespace) -> int:
+    """``toolnexus push set|get|list|delete``."""
+    setting: dict[str, Any] = {}
+    if args.verb == "set":
+        if not args.webhook.startswith(("http://", "https://")):
+            raise UsageError(
+                f"the webhook must be an http:// or https:// URL, not {args.webhook!r}"
+            )
+        if bool(args.auth_scheme) != bool(args.credentials_env):
+            raise UsageError("--auth-scheme and --credentials-env go together")
+        setting = {
+            "config_id": args.id,
+            "token": _env_secret("--token-env", args.token_env) if args.token_env else None,
+            "scheme": args.auth_scheme,
+            "credentials": _env_secret("--credentials-env", args.credentials_env)
+            if args.credentials_env
+            else None,
+        }
+    client = _client(args, args.timeout)
+    configs: list[Any] = []
+
+    async def work() -> None:
+        if args.verb == "set":
+            configs.append(await client.set_push(args.task, args.webhook, **setting))
+        elif args.verb == "get":
+            configs.append(await client.get_push(args.task, args.config))
+        elif args.verb == "list":
+            configs.extend(await client.list_push(args.task))
+        else:
+            await client.delete_push(args.task, args.config)
+
+    code = await _talking(args, client, None, work)
+    if code == EXIT_OK:
+        _pushed(args, client, configs)
+    if args.trace:
+        _trace(client)
+    return code
+
+
+def _pushed(args: argparse.Namespace, client: Any, configs: list[Any]) -> None:
+    """What ``push`` did: each config (its token and credentials never shown), or the deletion."""
+    shown = [
+        {
+            "id": c.id,
+            "task": c.task_id,
+            "url": c.url,
+            "token": bool(c.token),
+            "scheme": c.scheme,
+        }
+        for c in configs
+    ]
+    if args.json:
+        if args.verb == "delete":
+            print(json.dumps({"deleted": args.config, "task": args.task}))
+        else:
+            print(json.dumps({"configs": shown} if args.verb == "list" else shown[0]))
+        return
+    if args.verb == "delete":
+        say(f"deleted push config {printable(args.config)} of task {printable(args.task)}")
+    for c in shown:
+        _out(
+            client,
+            f"{c['id']}  {c['url']}"
+            + ("  (token set)" if c["token"] else "")
+            + (f"  (auth {c['scheme']})" if c["scheme"] else ""),
+        )
+    if args.verb == "list" and not shown:
+        say(f"task {printable(args.task)} has no push config", file=sys.stderr)
+
+
+def _client(args: argparse.Namespace, timeout: float = PER_REQUEST) -> Any:
+    """The client the command's flags describe (not yet connected), each request given
+    ``timeout`` seconds; a flag it cannot use is a usage error."""
     headers = _headers(args.header)
     basic = None
     if args.basic_env:
@@ -1633,6 +2150,7 @@ def _client(args: argparse.Namespace) -> Any:
             record=args.record,
             tenant=args.tenant,
             extensions=args.extension,
+            timeout=timeout,
             **_credentials(args),
         )
     except OSError as exc:
@@ -1647,31 +2165,51 @@ def _out(client: Any, text: str, **kwargs: Any) -> None:
 
 
 class _Following:
-    """A sent task followed to its end (or a question), streamed or polled; :attr:`task` is the
-    latest seen, also when following stops early (``--timeout``)."""
+    """A task followed to its end (or a question), streamed or polled; :attr:`task` is the latest
+    seen, also when following stops early (``--timeout``). Its words are printed as they come
+    (:attr:`live`), or with ``--json`` a line per event: ``state`` when it moves, ``text`` with
+    each new piece of the reply (``restart`` when the text started over)."""
 
-    def __init__(self, args: argparse.Namespace, client: Any, live: _LiveReply | None) -> None:
-        self.args, self.client, self.live = args, client, live
+    def __init__(self, args: argparse.Namespace, client: Any) -> None:
+        self.args, self.client = args, client
         self.task: Any = None
+        self.told: set[str] = set()
+        """Warnings already said (before the message was sent)."""
+        self.live = (
+            None if args.json else _LiveReply(client.traffic.mask, client.traffic.secret_values)
+        )
 
-    async def streamed(self, sending: dict[str, Any]) -> None:
-        """As the peer streams it; for ``--timeout`` at most (a peer may stream forever)."""
-        async with asyncio.timeout(self.args.timeout):
-            async for snapshot in self.client.stream(self.args.text, **sending):
+    async def streamed(self, frames: Any) -> None:
+        """Each snapshot the peer streams; for ``--timeout`` at most (a peer may stream forever)."""
+        async with asyncio.timeout(self.args.timeout), contextlib.aclosing(frames):
+            async for snapshot in frames:
                 changed = self.task is None or snapshot.state is not self.task.state
-                if changed and (self.live is None or not self.live.printed):
+                if self.args.json:
+                    self._events(self.task, snapshot)
+                elif changed and (self.live is None or not self.live.printed):
                     _progress(self.args, snapshot)  # a reply being printed is not cut by it
                 self.task = snapshot
-                if self.live is not None and not (
-                    snapshot.state.terminal or snapshot.state.interrupted
-                ):  # words come in any unfinished state (Strands' while submitted)
-                    self.live.show(snapshot.said)
+                if self.live is not None and not _settled(snapshot):
+                    self.live.show(snapshot.said)  # in any unfinished state (Strands' submitted)
 
-    async def sent(self, sending: dict[str, Any]) -> None:
+    def _events(self, before: Any, now: Any) -> None:
+        ids = {"task": now.id, "context": now.context_id}
+        if before is None or now.state is not before.state:
+            _json_line({"event": "state", **ids, "state": now.state.value})
+        said, was = (
+            self.client.traffic.mask(now.said),
+            self.client.traffic.mask(before.said if before is not None else ""),
+        )
+        if said != was:
+            fresh = said.startswith(was)
+            piece = {"text": said[len(was) :]} if fresh else {"text": said, "restart": True}
+            _json_line({"event": "text", **ids, **piece})
+
+    async def sent(self, text: Any, sending: dict[str, Any]) -> None:
         """Sent, then watched (SSE where the peer streams, else polled) for ``--timeout``."""
-        self.task = await self.client.send(self.args.text, **sending)
+        self.task = await self.client.send(text, **sending)
         _progress(self.args, self.task)
-        if self.task.state.terminal or self.task.state.interrupted:
+        if _settled(self.task):
             return
         async with asyncio.timeout(self.args.timeout):
             async for ev in self.client.watch(self.task.id, poll_every=0.25, max_interval=2.0):
@@ -1680,21 +2218,35 @@ class _Following:
                 self.task = ev.task
 
 
-def _report(args: argparse.Namespace, client: Any, task: Any, live: _LiveReply | None) -> None:
-    """The task ``send`` ended with: as JSON, or its reply, its question or its failure."""
+def _json_line(data: dict[str, Any]) -> None:
+    print(json.dumps(data), flush=True)
+
+
+def _report(
+    args: argparse.Namespace, client: Any, task: Any, live: _LiveReply | None, saved: Any
+) -> None:
+    """The task a command ended with: as JSON, or its reply, its question or its failure; and
+    the artifacts ``--save-artifacts`` wrote."""
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "dialect": client.dialect.value if client.dialect else None,
-                    "binding": client.binding,
-                    "dialect_reason": client.dialect_reason,
-                    "activated": client.activated,
-                    "task": render_task(task, Dialect.V03),
-                }
-            )
-        )
+        out: dict[str, Any] = {
+            "event": "task",
+            "dialect": client.dialect.value if client.dialect else None,
+            "binding": client.binding,
+            "dialect_reason": client.dialect_reason,
+            "activated": client.activated,
+            "task": render_task(task, Dialect.V03),
+        }
+        if saved is not None:
+            out["saved"] = {
+                "folder": str(saved.folder),
+                "files": [str(f) for f in saved.files],
+                "renamed": saved.renamed,
+                "skipped": saved.skipped,
+            }
+        _json_line(out)
         return
+    if saved is not None:
+        say(f"saved {saved.summary()}", file=sys.stderr)
     # a question with no message of its own asks with the words before it (Gemini CLI)
     asked_by_words = task.state.interrupted and task.status.message is None
     if live is not None and live.printed:

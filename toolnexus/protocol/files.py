@@ -132,20 +132,27 @@ def safe_name(name: str | None, fallback: str = "artifact") -> str:
 
 @dataclass
 class SavedArtifacts:
-    """What :func:`save_artifacts` wrote: the files, the links it listed (in ``links_file``), and
-    the parts it could not write (each with the reason)."""
+    """What :func:`save_artifacts` wrote: the files, the links it listed (in ``links_file``), the
+    parts it could not write (each with the reason), and the names it could not use because a
+    file had them (``"a.txt as a-2.txt"``: nothing is overwritten)."""
 
     folder: Path
     files: list[Path] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     links_file: Path | None = None
+    renamed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line for a person: how many files where, links listed, parts skipped."""
         line = f"{len(self.files)} file(s) in {self.folder}"
         if self.links and self.links_file is not None:
             line += f"; {len(self.links)} linked file(s) listed in {self.links_file.name}, not downloaded"
+        if self.renamed:
+            shown = ", ".join(self.renamed[:3]) + (
+                f" and {len(self.renamed) - 3} more" if len(self.renamed) > 3 else ""
+            )
+            line += f"; the names taken, none overwritten: {shown}"
         if self.skipped:
             shown = "; ".join(self.skipped[:3]) + (
                 f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
@@ -233,6 +240,7 @@ def save_artifacts(
             f.write("".join(f"{line}\n" for line in out.links).encode("utf-8"))
         out.files.append(links_path)
         out.links_file = links_path
+    out.renamed = names.renamed
     return out
 
 
@@ -250,6 +258,8 @@ class _Names:
         self.folder = folder
         self.taken = set(os.listdir(folder))
         self.next: dict[str, int] = {}
+        self.renamed: list[str] = []
+        """Each name asked for that was taken, and the one used: ``"a.txt as a-2.txt"``."""
 
     def create(self, name: str) -> Path:
         """A new empty file under ``name`` or its next free variant, opened and closed exclusively."""
@@ -283,4 +293,6 @@ class _Names:
             except FileExistsError:  # made meanwhile by someone else
                 continue
             self.next[name] = k
+            if candidate != name:
+                self.renamed.append(f"{name} as {candidate}")
             return fd, self.folder / candidate
