@@ -534,8 +534,18 @@ async def test_demo_does_each_example_skills_job_offline(demo_kit):
     assert r.status == "pending" and r.pending.kind == "confirm"
     assert r.pending.prompt == "Do you approve: draft the weekly report?"
     done = await c.resume(r, Answer(r.pending.id, True, "yes"))
-    assert done.text == (
-        'Using the "report" skill: Request approved (yes). Published:\n- draft the weekly report'
+    assert done.text == (  # a draft, not the request echoed back (issue 61 item 6)
+        'Using the "report" skill: Request approved (yes). Published:\nWeekly report\n'
+        '- Done: nothing listed yet (list it after a colon: "draft the weekly report: shipped '
+        'the login page, fixed search")\n- Next: what is still open\n- Blocks: none reported'
+    )
+    r = await c.run(
+        "draft the weekly report: shipped login; fixed search and paid the bill", demo_kit
+    )
+    done = await c.resume(r, Answer(r.pending.id, True, "yes"))
+    assert done.text.endswith(
+        "Published:\nWeekly report\n- Done: shipped login\n- Done: fixed search\n"
+        "- Done: paid the bill\n- Next: what is still open\n- Blocks: none reported"
     )
     r = await c.run("draft the weekly report", demo_kit)
     kept = await c.resume(r, Answer(r.pending.id, True, "no, wait for Friday"))

@@ -780,7 +780,14 @@ def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="toolnexus-tui", description="Host A2A/MCP servers and watch their tasks."
+        prog="toolnexus-tui",
+        description="Host A2A/MCP servers and watch their tasks.",
+        epilog="examples:\n"
+        "  toolnexus-tui                                   # the demo agent, served and watched\n"
+        "  toolnexus-tui --skills ./skills --name my-desk --port 8000\n"
+        "  toolnexus-tui --model openai:gpt-4o-mini --api-key-env OPENAI_API_KEY\n"
+        "  toolnexus-tui --web                             # in a browser: open the URL it prints",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", help="a toolkit config file to serve")
     parser.add_argument("--skills", action="append", help="a skills folder to serve (repeatable)")

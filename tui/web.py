@@ -23,12 +23,18 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-__all__ = ["serve_web"]
+__all__ = ["app_command", "serve_web"]
 
 SOCKET = "/ws/"
 """Where the websocket is: the token follows it in the path (textual.js appends its own query)."""
 PAGE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 """The page's address carries the token: never in a Referer, never in a cache."""
+
+
+def app_command(app_args: Sequence[str]) -> list[str]:
+    """The command that runs one browser tab's app: this Python, ``-m tui`` (``tui/__main__.py``;
+    ``-m tui.app`` made runpy warn on stderr, the module being imported already), ``app_args``."""
+    return [sys.executable, "-m", "tui", *app_args]
 
 
 def serve_web(
@@ -57,7 +63,7 @@ def serve_web(
     public = f"http://{shown}:{bound}"
     allowed = {f"{shown}:{bound}".lower(), f"localhost:{bound}", f"127.0.0.1:{bound}"}
     origins = {f"http://{name}" for name in allowed}
-    command = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "tui.app", *app_args))
+    command = " ".join(shlex.quote(part) for part in app_command(app_args))
 
     def holds_token(given: str) -> bool:
         return hmac.compare_digest(given.encode(), token.encode())

@@ -22,6 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tui.web import app_command
+
 from ..helpers import CHROMIUM, launch_chromium, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +45,7 @@ def served() -> Iterator[tuple[str, subprocess.Popen]]:
     process."""
     pytest.importorskip("textual_serve", reason="pip install -e '.[test]' brings textual-serve")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.app", "--web"],
+        [sys.executable, "-m", "tui", "--web"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -334,3 +336,14 @@ def test_in_a_browser_the_first_screen_shows_the_demo_starting_and_every_glyph_h
                 assert not missing, (key, header, missing)
         finally:
             browser.close()
+
+
+def test_the_command_each_tab_runs_starts_the_app_without_a_warning():
+    """``--web`` starts ``python -m tui.app`` per tab, and runpy warned on stderr that ``tui.app``
+    was imported already (a RuntimeWarning in the terminal of every --web user): now ``-m tui``."""
+    done = subprocess.run(
+        app_command(["--help"]), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: toolnexus-tui")
+    assert "\nexamples:\n  toolnexus-tui" in done.stdout  # its help ends with examples
+    assert done.stderr == ""

@@ -16,7 +16,8 @@ Its script, read from the last user message (words match whole and case-blind):
      after its first, else ``friend``);
    - ``report``, when the prompt says "report": asks the requester to approve the request (the ``ask_approval`` tool, as in 4: the
      task goes ``input-required``), then answers ``Request approved (...). Published:`` and the
-     draft (the request as a bullet), or ``Request declined (...). Not published.``;
+     draft (a title from the request, then what was done: the items it lists after a colon, what
+     is next, what blocks), or ``Request declined (...). Not published.``;
    - any other skill: it answers naming the skill and its description, as in 5.
 
    The answer starts ``Using the "NAME" skill``.
@@ -283,9 +284,31 @@ def _job(
         verdict, _, answer = decision.partition(":")
         said = f"Request {verdict} ({answer.strip()})."
         return (
-            f"{said} Published:\n- {prompt}" if verdict == "approved" else f"{said} Not published."
+            f"{said} Published:\n{_draft(prompt)}"
+            if verdict == "approved"
+            else f"{said} Not published."
         )
     return None  # any other skill: named, and the plain answer
+
+
+_FILLER = frozenset("a an and approve draft me my our please publish the write".split())
+"""Words of a request that ask for the report rather than name it."""
+
+
+def _draft(prompt: str) -> str:
+    """The report skill's draft, as its SKILL.md asks: a title, what the request names ("draft
+    the weekly report": ``Weekly report``), then at most five bullets: what was done (the items
+    the request lists after a colon, three at most), what is next, what blocks."""
+    head, _, given = prompt.partition(":")
+    named = " ".join(w for w in re.findall(r"[\w'-]+", head) if w.lower() not in _FILLER)
+    title = (named[:1].upper() + named[1:]) if named else "Status report"
+    done = [item.strip() for item in re.split(r"[,;]|\band\b", given) if item.strip()][:3]
+    bullets = [f"Done: {item}" for item in done] or [
+        'Done: nothing listed yet (list it after a colon: "draft the weekly report: shipped '
+        'the login page, fixed search")'
+    ]
+    bullets += ["Next: what is still open", "Blocks: none reported"]
+    return "\n".join([title, *(f"- {b}" for b in bullets)])
 
 
 def _table_file(loaded: str) -> str | None:
