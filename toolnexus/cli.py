@@ -1725,51 +1725,7 @@ async def _card(args: argparse.Namespace) -> int:
             out["cost"] = cost
         print(json.dumps(out, indent=2))
     else:
-        dialect, endpoint, reason, binding = card.route()
-        say(f"{card.name} {card.version}  ({card.source})")
-        if card.description:
-            say(f"  {card.description}")
-        say(f"  endpoint {endpoint}  dialect {dialect} over {binding} ({reason})")
-        say(f"  streaming {'yes' if card.streaming else 'no'}")
-        provider = card.provider
-        if provider:
-            said = provider.get("organization", "")
-            say(f"  provider {said}" + (f" ({provider['url']})" if provider.get("url") else ""))
-        for field, label in (("documentationUrl", "documentation"), ("iconUrl", "icon")):
-            if isinstance(card.raw.get(field), str):
-                say(f"  {label} {card.raw[field]}")
-        for name, scheme in card.schemes.items():
-            say(f"  scheme {name}: {scheme.label}")
-        if card.schemes or card.requirements():
-            say(f"  security {card.security_text()}")
-        for x in card.extensions:
-            required = " (required)" if x.get("required") is True else ""
-            about = f": {x['description']}" if isinstance(x.get("description"), str) else ""
-            say(f"  extension {x.get('uri')}{required}{about}")
-        if signatures is not None:
-            say(f"  signature {signatures.summary}")
-            if signatures.state == "invalid" and len(signatures.checks) > 1:
-                for check in signatures.checks:
-                    say(f"    {check.named}: {check.why}")
-        if card.extended and not args.extended:
-            say("  extended card: declared (toolnexus card --extended, with the credentials)")
-        for skill in card.skills:
-            tags = ", ".join(map(str, skill.get("tags") or []))
-            say(
-                f"  skill {skill.get('id')}: {skill.get('description', '')}"
-                + (f"  [{tags}]" if tags else "")
-            )
-            takes, gives = card.modes(skill.get("id"))
-            say(f"    modes in {', '.join(takes) or 'any'}; out {', '.join(gives) or 'any'}")
-            if requirements_of(skill):
-                say(f"    security {card.security_text(skill.get('id'))}")
-        if report is not None:
-            say(f"verdict: {report.summary}")
-            for line, what in report.verdict.items():
-                say(f"  {line}: {what}")
-            for d in report.diagnostics:
-                say(f"  {d.level:<7} {d.path}: {d.message}")
-            say(f"  cost: {cost}")
+        _card_text(args, card, report, cost)
     if keys is not None and (signatures is None or not signatures.valid):
         # a key pinned (a CI step's): a card that does not verify with it fails the command
         why = signatures.summary if signatures is not None else "not checked"
@@ -1795,6 +1751,57 @@ async def _drift(args: argparse.Namespace, card: tn.AgentCard, headers: dict[str
         report = drift(load_pin(args.pin), card)
     say(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
     return EXIT_ERROR if report.failed("error") else EXIT_OK
+
+
+def _card_text(args: argparse.Namespace, card: Any, report: Any, cost: str) -> None:
+    """``card``'s text for a person: what the card says, its signature and, with ``--validate``,
+    the verdict."""
+    signatures = card.signatures
+    dialect, endpoint, reason, binding = card.route()
+    say(f"{card.name} {card.version}  ({card.source})")
+    if card.description:
+        say(f"  {card.description}")
+    say(f"  endpoint {endpoint}  dialect {dialect} over {binding} ({reason})")
+    say(f"  streaming {'yes' if card.streaming else 'no'}")
+    provider = card.provider
+    if provider:
+        said = provider.get("organization", "")
+        say(f"  provider {said}" + (f" ({provider['url']})" if provider.get("url") else ""))
+    for key, label in (("documentationUrl", "documentation"), ("iconUrl", "icon")):
+        if isinstance(card.raw.get(key), str):
+            say(f"  {label} {card.raw[key]}")
+    for name, scheme in card.schemes.items():
+        say(f"  scheme {name}: {scheme.label}")
+    if card.schemes or card.requirements():
+        say(f"  security {card.security_text()}")
+    for x in card.extensions:
+        required = " (required)" if x.get("required") is True else ""
+        about = f": {x['description']}" if isinstance(x.get("description"), str) else ""
+        say(f"  extension {x.get('uri')}{required}{about}")
+    if signatures is not None:
+        say(f"  signature {signatures.summary}")
+        if signatures.state == "invalid" and len(signatures.checks) > 1:
+            for check in signatures.checks:
+                say(f"    {check.named}: {check.why}")
+    if card.extended and not args.extended:
+        say("  extended card: declared (toolnexus card --extended, with the credentials)")
+    for skill in card.skills:
+        tags = ", ".join(map(str, skill.get("tags") or []))
+        say(
+            f"  skill {skill.get('id')}: {skill.get('description', '')}"
+            + (f"  [{tags}]" if tags else "")
+        )
+        takes, gives = card.modes(skill.get("id"))
+        say(f"    modes in {', '.join(takes) or 'any'}; out {', '.join(gives) or 'any'}")
+        if requirements_of(skill):
+            say(f"    security {card.security_text(skill.get('id'))}")
+    if report is not None:
+        say(f"verdict: {report.summary}")
+        for line, what in report.verdict.items():
+            say(f"  {line}: {what}")
+        for d in report.diagnostics:
+            say(f"  {d.level:<7} {d.path}: {d.message}")
+        say(f"  cost: {cost}")
 
 
 def _env_secret(flag: str, name: str) -> str:
