@@ -181,11 +181,9 @@ async def test_data_parts_go_out_and_artifacts_are_saved_safely_and_never_over_a
 
 
 async def test_the_sdk_server_lists_cancels_and_streams_a_task_to_the_verbs():
-    async with sdk_server() as url:
+    async with sdk_server() as url:  # its "slow" works 30 s: followed and canceled before
         code, out, _ = await arun_cli("send", url, "slow", "--no-wait")
         task_id = out.strip()
-        code, out, err = await arun_cli("task", "list", url, "--json")
-        assert code == 0 and task_id in [t["id"] for t in lines(out)[0]["tasks"]], err
         code, out, err = await arun_cli(
             "task", "resubscribe", url, task_id, "--json", "--timeout", "2"
         )
@@ -195,6 +193,13 @@ async def test_the_sdk_server_lists_cancels_and_streams_a_task_to_the_verbs():
         assert events[0]["state"] == events[1]["task"]["status"]["state"] == "working"
         code, _, err = await arun_cli("task", "cancel", url, task_id)
         assert code == 0 and f"[canceled] task {task_id}" in err, err
+        code, out, err = await arun_cli("task", "list", url, "--json")
+        assert code == 0 and task_id in [t["id"] for t in lines(out)[0]["tasks"]], err
+        # a task that asks: followed until it asks (the server keeps the subscription open)
+        code, out, _ = await arun_cli("send", url, "a question please", "--json")
+        asked = lines(out)[-1]["task"]["id"]
+        code, out, err = await arun_cli("task", "resubscribe", url, asked, "--json")
+        assert code == 0 and lines(out)[-1]["task"]["status"]["state"] == "input-required", err
 
 
 @pytest.mark.parametrize(

@@ -2005,7 +2005,7 @@ async def _task(args: argparse.Namespace) -> int:
             run.task = await client.cancel(args.id)
         elif follows:
             try:
-                await run.streamed(client.resubscribe(args.id))
+                await run.streamed(client.resubscribe(args.id), settle=True)
             except UnsupportedOperationError as exc:  # it ended already, or the peer cannot stream
                 if run.task is not None:
                     raise
@@ -2186,8 +2186,10 @@ class _Following:
             None if args.json else _LiveReply(client.traffic.mask, client.traffic.secret_values)
         )
 
-    async def streamed(self, frames: Any) -> None:
-        """Each snapshot the peer streams; for ``--timeout`` at most (a peer may stream forever)."""
+    async def streamed(self, frames: Any, *, settle: bool = False) -> None:
+        """Each snapshot the peer streams; for ``--timeout`` at most (a peer may stream forever);
+        ``settle``: until the task is over or asks (the official server keeps a subscription to
+        an input-required task open)."""
         async with asyncio.timeout(self.args.timeout), contextlib.aclosing(frames):
             async for snapshot in frames:
                 changed = self.task is None or snapshot.state is not self.task.state
@@ -2198,6 +2200,8 @@ class _Following:
                 self.task = snapshot
                 if self.live is not None and not _settled(snapshot):
                     self.live.show(snapshot.said)  # in any unfinished state (Strands' submitted)
+                if settle and _settled(snapshot):
+                    return
 
     def _events(self, before: Any, now: Any) -> None:
         ids = {"task": now.id, "context": now.context_id}
