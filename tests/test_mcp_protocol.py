@@ -50,7 +50,7 @@ async def test_lists_a_page_at_a_time_with_the_servers_cursor(mode):
         assert [t["name"] for t in rest.items] == ["cancelled"] and rest.next_cursor is None
         assert len(await s.tools()) == 10  # every page
         assert [p["name"] for p in await s.prompts()] == [f"prompt{i}" for i in range(1, 6)]
-        assert len(await s.resources()) == 5
+        assert len(await s.resources()) == 6  # the last: an MCP App's ui:// resource
         with pytest.raises(PeerError, match="-32602: Invalid cursor: bogus"):
             await s.page("prompts", "bogus")
 

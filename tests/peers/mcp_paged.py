@@ -3,7 +3,7 @@ one does not, for the inspector's tests: its lists come a page at a time (tools 
 and prompts by 2, each ``nextCursor`` the server's own opaque word), a tool that waits until it is
 cancelled (and counts the cancels it saw: ``cancelled``), a tool that logs a line at every level
 (the handshake era's ``logging/setLevel`` honoured by the server; 2026-07-28's per-request opt-in
-by the SDK), and ping (the SDK's own answer).
+by the SDK), ping (the SDK's own answer), and an MCP App's ``ui://`` resource among its resources.
 
 ``python -m tests.peers.mcp_paged stdio`` (both eras, as the client chooses), or ``... sse`` (the
 legacy HTTP+SSE transport of 2024-11-05 on a free loopback port; prints ``MCP <url>``).
@@ -32,7 +32,7 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 NUMBERED = [f"tool{i}" for i in range(1, 8)]
 TOOLS = [*NUMBERED, "wait", "log", "cancelled"]
 PROMPTS = [f"prompt{i}" for i in range(1, 6)]
-RESOURCES = [f"note://page/{i}" for i in range(1, 6)]
+RESOURCES = [f"note://page/{i}" for i in range(1, 6)] + ["ui://paged/app"]
 PAGES = {"tools": 3, "prompts": 2, "resources": 2}
 
 
@@ -116,13 +116,30 @@ def build() -> Server[Any]:
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         uris, more = _page("resources", RESOURCES, params)
         return types.ListResourcesResult(
-            resources=[types.Resource(uri=u, name=u.rsplit("/", 1)[1]) for u in uris],
+            resources=[
+                types.Resource(
+                    uri=u,
+                    name=u.rsplit("/", 1)[1],
+                    mime_type="text/html;profile=mcp-app" if u.startswith("ui://") else None,
+                )
+                for u in uris
+            ],
             next_cursor=more,
         )
 
     async def read_resource(
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        if params.uri.startswith("ui://"):  # an MCP App's HTML
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(
+                        uri=params.uri,
+                        mime_type="text/html;profile=mcp-app",
+                        text="<html><body>an app</body></html>",
+                    )
+                ]
+            )
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=params.uri, text=f"page {params.uri}")]
         )

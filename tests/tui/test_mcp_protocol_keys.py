@@ -69,6 +69,17 @@ async def test_pages_cancel_and_the_log_level_by_keys():
         assert column(app, "#mcp-resources", 1)[:2] == ["note://page/1", "note://page/2"]
         await pilot.press("m")
         await until(pilot, lambda: "note://page/4" in column(app, "#mcp-resources", 1))
+        # an MCP App's resource, marked and said as what it is
+        await pilot.press("M")
+        await until(pilot, lambda: "ui://paged/app" in column(app, "#mcp-resources", 1))
+        marks = dict(
+            zip(column(app, "#mcp-resources", 1), column(app, "#mcp-resources", 0), strict=True)
+        )
+        assert marks["ui://paged/app"] == "A" and marks["note://page/1"] == ""
+        await focus_row(app, pilot, "#mcp-resources", "ui://paged/app", 1)
+        await pilot.press("enter")
+        await until(pilot, lambda: "an MCP App: a ui:// resource" in shown(app, "#mcp-resource"))
+        assert "text/html;profile=mcp-app" in shown(app, "#mcp-resource")
 
         # a call in flight, cancelled: the server is told, and it stopped the tool
         await pilot.press("t")

@@ -99,6 +99,8 @@ NAME_WIDTH = 24
 """The widest a tool's or prompt's name column gets (a longer name is cut)."""
 DESCRIPTION_WIDTH = 200
 """A description's column: wider than the list, whose edge cuts it (no horizontal scrolling)."""
+APP_SCHEME = "ui://"
+"""The scheme of an MCP App's resources (the MCP Apps extension: HTML a host draws)."""
 SHOWN_BYTES = 64 * 1024
 """The most characters of a read resource's text shown (the rest is said to exist)."""
 
@@ -754,7 +756,7 @@ class MCPScreen(ModeScreen):
         subscribed = self.session.subscribed if self.session is not None else set()
         for i, r in enumerate(self.resources):
             uri = r.get("uri_template") if r["template"] else r.get("uri")
-            mark = "T" if r["template"] else ("●" if uri in subscribed else "")
+            mark = "T" if r["template"] else ("●" if uri in subscribed else _app_mark(uri or ""))
             table.add_row(mark, uri or "", r.get("name", ""), r.get("mime_type", ""), key=str(i))
         self._more_row(table, "resources", "templates")
         if table.row_count:
@@ -1356,6 +1358,11 @@ def _capability_words(caps: dict[str, Any]) -> list[str]:
     return words
 
 
+def _app_mark(uri: str) -> str:
+    """``A`` for an MCP App's resource (``ui://``), else nothing."""
+    return "A" if uri.startswith(APP_SCHEME) else ""
+
+
 def _contents_text(uri: str, contents: list[Content], subscribed: set[str], updated: bool) -> Text:
     text = Text()
     text.append(uri, "bold")
@@ -1363,6 +1370,12 @@ def _contents_text(uri: str, contents: list[Content], subscribed: set[str], upda
         text.append("  subscribed", "green")
     if updated:
         text.append("  updated just now", "yellow")
+    if uri.startswith(APP_SCHEME):
+        text.append(
+            "\nan MCP App: a ui:// resource, the HTML a host draws beside a tool's result; "
+            "shown here as its text (no app host in a terminal)",
+            "magenta",
+        )
     for c in contents:
         text.append(f"\n{c.mime or 'no MIME type'}, {c.size:,} bytes\n", "cyan")
         if c.text is not None:
