@@ -8,7 +8,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -139,3 +139,68 @@ async def test_at_80_columns_every_tab_and_a_tools_description_show():
         ]
         row = "".join(segment.text for segment in tools.render_line(1))
         assert "summarize" in row and "Summarize a text in a few" in row, row  # 9 before
+
+
+async def test_enter_in_the_endpoint_asks_before_it_closes_the_session():
+    """Issue 60's friction: letters meant for the tabs were typed into the endpoint, and Enter
+    there reconnected, losing the session. With a session open, Enter on its endpoint with letters
+    added, or unchanged, asks; no puts the endpoint back and returns to the list, yes connects
+    again."""
+    from tui.screens.export import Confirm
+
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(add)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        tools = table(app, "#mcp-tools")
+        await until(pilot, lambda: app.focused is tools)
+        first = app.screen.session
+        box = app.screen.query_one("#mcp-url", Input)
+        await pilot.press("u", "end", "r", "n", "enter")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        assert "added: typed there by mistake?" in str(
+            app.screen.query_one("#confirm-question").render()
+        )
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, Confirm))
+        assert app.screen.session is first and box.value == served.mcp_url
+        assert app.focused is tools
+        await pilot.press("u", "enter")  # the same endpoint: again?
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        assert "again?" in str(app.screen.query_one("#confirm-question").render())
+        await pilot.press("y")
+        await until(pilot, lambda: app.screen.session not in (None, first), timeout=30)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 1)
+
+
+def paint(colour: Literal["red", "green", "blue"], glossy: bool, dry: bool = True) -> str:
+    """Paint in a colour."""
+    return f"{colour} glossy={glossy} dry={dry}"
+
+
+async def test_a_boolean_is_a_checkbox_and_an_enum_a_choice_in_the_argument_form():
+    """Issue 60's friction: every form field was a text box, booleans typed as ``false`` and
+    enums as free text."""
+    from textual.widgets import Checkbox, Select
+
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(paint)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+        colour = app.screen.query_one("#arg-0", Select)
+        glossy = app.screen.query_one("#arg-1", Checkbox)
+        dry = app.screen.query_one("#arg-2", Checkbox)
+        assert not glossy.value and dry.value  # the default, checked
+        await pilot.press("enter")  # into the form: the choice
+        assert app.focused is colour
+        await pilot.press("enter")  # its options
+        await until(pilot, lambda: colour.expanded)
+        await pilot.press("down", "down", "enter")
+        await until(pilot, lambda: not colour.expanded)
+        assert colour.value == 1
+        await pilot.press("tab", "space", "tab", "space")  # glossy on, dry off
+        assert app.focused is dry and glossy.value and not dry.value
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: "ok" in shown(app, "#mcp-result"))
+        assert app.screen.last_result.output == "green glossy=True dry=False"

@@ -29,12 +29,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.suggester import Suggester
+from textual.widget import Widget
 from textual.widgets import (
+    Checkbox,
     DataTable,
     Header,
     Input,
     Label,
     Log,
+    Select,
     Static,
     TabbedContent,
     TabPane,
@@ -71,6 +74,7 @@ from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox, TextPad
 from .base import ModeScreen
+from .export import Confirm
 from .mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog
 from .peers import doctor_text
 
@@ -95,6 +99,10 @@ TAB_WORDS = {
     "e": "Stderr tab",
 }
 """What ``?`` says of each tab's key."""
+FIELDS = "Input, Checkbox, Select"
+"""What a form's fields are (in the order shown)."""
+MAX_CHOICES = 200
+"""The most values of an ``enum`` a form's choice offers."""
 NAME_WIDTH = 24
 """The widest a tool's or prompt's name column gets (a longer name is cut)."""
 DESCRIPTION_WIDTH = 200
@@ -163,6 +171,9 @@ class MCPScreen(ModeScreen):
         highlighted: a call that ends after the cursor moved never shows under another tool."""
         self._result_of: str | None = None
         """The tool whose call the result pane shows (None: the pane says something else)."""
+        self._typed = ("", "", "")
+        """The endpoint of the last connection (as a command line or URL), and the endpoint and
+        headers boxes as they were then: a reconnection refused puts them back."""
         self._cursors: dict[str, str | None] = {}
         """Each listing's cursor of the pages not read yet (the server's ``nextCursor``)."""
         self.transport, self.era = "auto", "auto"
@@ -316,19 +327,20 @@ class MCPScreen(ModeScreen):
             return False  # a text box's own Home and End
         return True
 
-    def _fields_shown(self) -> list[Input]:
+    def _fields_shown(self) -> list[Widget]:
+        """The shown form's fields, in order: text boxes, checkboxes and choices."""
         box = {
             "mcp-tab-tools": "#mcp-form",
             "mcp-tab-resources": "#mcp-template-form",
             "mcp-tab-prompts": "#mcp-prompt-form",
         }.get(self._tab())
-        return list(self.query_one(box, VerticalScroll).query(Input)) if box else []
+        return list(self.query_one(box, VerticalScroll).query(FIELDS)) if box else []
 
     def action_next_argument(self, step: int) -> None:
         fields, at = self._fields_shown(), self.focused
-        if isinstance(at, Input) and at in fields and len(fields) == 1:
+        if at is not None and at in fields and len(fields) == 1:
             self.action_leave_input()  # a form of one field: Tab leaves it, as Esc does
-        elif isinstance(at, Input) and at in fields:
+        elif at is not None and at in fields:
             fields[(fields.index(at) + step) % len(fields)].focus()
         elif step > 0:
             self.focus_next()
@@ -398,7 +410,36 @@ class MCPScreen(ModeScreen):
 
     @on(Input.Submitted, "#mcp-url, #mcp-headers, #mcp-client-id")
     def _submit_url(self) -> None:
-        self.action_list_tools()
+        """Enter connects. With a session open, to the same endpoint or to one that is the same
+        with something added (letters meant for the tabs typed into it: ``…server.py2nn``), it
+        asks first (Enter there closed the session); no puts the endpoint and headers back as they
+        were and goes back to the list. Another endpoint connects at once."""
+        session, target = self.session, self._target()
+        if session is None or session.status != "connected" or not target:
+            self.action_list_tools()
+            return
+        where = target[0] if isinstance(target[0], str) else shlex.join(target[0])
+        was = self._typed[0]
+        if where != was and not where.startswith(was):
+            self.action_list_tools()
+            return
+        question = (
+            f"Connect to {printable(where, 200)} again? The session open now closes."
+            if where == was
+            else f"Close the session with {printable(session.where, 200)} and connect to "
+            f"{printable(where, 200)} (the same with {printable(where[len(was) :], 40)!r} "
+            "added: typed there by mistake?)"
+        )
+
+        def chosen(yes: bool | None) -> None:
+            if yes:
+                self._connect(*target)
+                return
+            self.query_one("#mcp-url", Input).value = self._typed[1]
+            self.query_one("#mcp-headers", Input).value = self._typed[2]
+            self.action_leave_input()
+
+        self.app.push_screen(Confirm(question), chosen)
 
     def action_list_tools(self) -> None:
         """Connect to the endpoint typed (a new session) and list everything it has."""
@@ -409,6 +450,11 @@ class MCPScreen(ModeScreen):
     @work(exclusive=True, group="mcp-connect")
     async def _connect(self, target: str | list[str], env: dict[str, str] | None) -> None:
         where = target if isinstance(target, str) else shlex.join(target)
+        self._typed = (
+            where,
+            self.query_one("#mcp-url", Input).value,
+            self.query_one("#mcp-headers", Input).value,
+        )
         self._say(f"connecting to {where} …")
         self._status(Text(f"connecting to {printable(where, 200)} …", "yellow"))
         old, self.session = self.session, None
@@ -973,7 +1019,9 @@ class MCPScreen(ModeScreen):
         left empty: such a call is not sent (it went out as ``{}`` and the tool said why)."""
         fields = form_fields(tool["input_schema"])
         if not self.raw_mode:
-            texts = [self.query_one(f"#arg-{i}", Input).value for i in range(len(fields))]
+            texts = [
+                _field_text(self.query_one(f"#arg-{i}"), field) for i, field in enumerate(fields)
+            ]
             return form_values(fields, texts)
         value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
         if not isinstance(value, dict):
@@ -1102,7 +1150,7 @@ class MCPScreen(ModeScreen):
             return
         template = chosen.get("uri_template", "")
         fields = template_fields(template)
-        texts = [i.value for i in self._fields_shown()]
+        texts = [_field_text(w, f) for w, f in zip(self._fields_shown(), fields, strict=False)]
         try:
             values = form_values(fields, texts)
         except ValueError as exc:
@@ -1198,7 +1246,9 @@ class MCPScreen(ModeScreen):
             return
         fields = prompt_fields(chosen.get("arguments") or [])
         try:
-            values = form_values(fields, [i.value for i in self._fields_shown()])
+            shown = self._fields_shown()
+            texts = [_field_text(w, f) for w, f in zip(shown, fields, strict=False)]
+            values = form_values(fields, texts)
         except ValueError as exc:
             self.query_one("#mcp-prompt-view", SafeStatic).update(Text(f"✘ {exc}", "red"))
             return
@@ -1285,14 +1335,8 @@ async def _build(
         if field.description:
             label.append(f"\n{field.description}", "grey62")
         widgets.append(SafeStatic(label))
-        widgets.append(  # alt+1-6 switch modes from it, as from every text box
-            TextBox(
-                field.default,
-                placeholder=field.hint,
-                id=f"{prefix}-{i}",
-                compact=True,
-                suggester=suggest(field) if suggest is not None else None,
-            )
+        widgets.append(
+            _field_widget(field, f"{prefix}-{i}", suggest(field) if suggest is not None else None)
         )
     if not fields and empty:
         widgets.append(Label(empty))
@@ -1319,6 +1363,52 @@ class Completion(Suggester):
         except Exception:  # noqa: BLE001 - a suggestion that failed is none
             return None
         return next((v for v in values if v.startswith(value) and v != value), None)
+
+
+def _field_widget(field: Field, widget_id: str, suggester: Suggester | None = None) -> Widget:
+    """A form field's widget: a checkbox for a boolean that is required or has a default (space
+    toggles it), a choice for an ``enum`` (or a boolean that may be left out: true, false or
+    nothing), else a text box (alt+1-6 switch modes from it, as from every text box; ``suggester``
+    completes what is typed)."""
+    kinds = field.schema.get("type")
+    boolean = kinds == "boolean" or (isinstance(kinds, list) and "boolean" in kinds)
+    has_default = "default" in field.schema
+    if boolean and not field.choices and (field.required or has_default):
+        checked = field.schema.get("default") is True
+        return Checkbox(printable(field.name, 80), checked, id=widget_id, compact=True)
+    choices = field.choices or ([True, False] if boolean else [])
+    if choices:
+        options = [(Text(_choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
+        chosen = field.schema.get("default")
+        at = next((n for n, v in enumerate(choices) if has_default and v == chosen), None)
+        return Select(
+            options,
+            prompt="choose one" if field.required else "leave it out",
+            allow_blank=not (field.required and at is not None),
+            value=Select.NULL if at is None else at,
+            id=widget_id,
+            compact=True,
+        )
+    return TextBox(
+        field.default, placeholder=field.hint, id=widget_id, compact=True, suggester=suggester
+    )
+
+
+def _choice_text(value: Any) -> str:
+    """A choice as its form's text reads it: a string as itself, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _field_text(widget: Widget, field: Field) -> str:
+    """What a form's field holds, as the text :func:`~toolnexus.mcp.form_values` reads: a
+    checkbox ``true`` or ``false``, a choice its value (nothing chosen: empty), a box its text."""
+    if isinstance(widget, Checkbox):
+        return "true" if widget.value else "false"
+    if isinstance(widget, Select):
+        at = widget.value
+        choices = field.choices or [True, False]
+        return _choice_text(choices[at]) if isinstance(at, int) else ""
+    return widget.value if isinstance(widget, Input) else ""
 
 
 def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:
