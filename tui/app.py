@@ -73,6 +73,8 @@ PREBUILD_IDLE = 1.0
 """New tasks in the book between two times what the app holds is set aside from the collector."""
 COPY_SHOWN = 100
 """Characters of a copy's first line that its toast shows."""
+SIGN_IN_SHOWN = 600.0
+"""Seconds an OAuth sign-in's notification stays (a device code lives minutes)."""
 SAVED_WATCH = 1.0
 """Seconds between two looks at the saved servers file, for what another toolnexus-tui changed
 (a ``stat``; the file is read only when it changed)."""
@@ -384,7 +386,19 @@ class ToolnexusApp(App[None]):
     async def connect_peer(self, peer: Peer) -> None:
         peer.state = "checking"
         self.peers_changed.publish(None)
-        await peer.connect(self.workspace.events)
+        await peer.connect(self.workspace.events, lambda text: self._sign_in(peer, text))
+        self.peers_changed.publish(None)
+
+    def _sign_in(self, peer: Peer, text: str) -> None:
+        """An OAuth sign-in of ``peer`` needs the user (a code to enter, an address to open):
+        said in a notification that stays, and in the Auth tab until the next one; the browser
+        kind's address is opened too."""
+        address = printable(text)
+        if peer.auth.kind == "browser":  # told the address alone
+            self.open_url(text)
+            address = f"To sign in, open {address} (opened in your browser)"
+        peer.sign_in = address
+        self.notify(address, title=f"sign in to {peer.name}", timeout=SIGN_IN_SHOWN, markup=False)
         self.peers_changed.publish(None)
 
     def _session_path(self, suffix: str = ".json") -> Path:

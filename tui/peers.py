@@ -1,7 +1,8 @@
 """The peers the TUI talks to: saved under the user's config folder, secrets never written.
 
-A peer's credential is a :class:`PeerAuth` (bearer token, API key header, or basic user and
-password) plus any other headers; a secret is saved only as an environment reference.
+A peer's credential is a :class:`PeerAuth` (bearer token, API key header, basic user and
+password, an OAuth sign-in by device code or in a browser, a client certificate) plus any other
+headers; a secret is saved only as an environment reference.
 
 A header value is saved only when it is one environment reference, alone or after a scheme or a
 ``name=`` (``${TOKEN}``, ``Bearer ${TOKEN}``, ``session=${SESSION}``); a literal value typed in
@@ -17,13 +18,14 @@ import os
 import re
 import urllib.parse
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from toolnexus import A2AClient, AgentCard
+from toolnexus import A2AClient, AgentCard, AuthorizationCode, ClientCertificate, DeviceCode
 from toolnexus.client.peer import check_signatures
 from toolnexus.errors import (
     InvalidParamsError,
@@ -56,18 +58,37 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir("toolnexus"))
 
 
-AUTH_KINDS = {"none": "none", "bearer": "bearer token", "apikey": "API key", "basic": "basic"}
+AUTH_KINDS = {
+    "none": "none",
+    "bearer": "bearer token",
+    "apikey": "API key",
+    "basic": "basic",
+    "device": "OAuth device code",
+    "browser": "OAuth in a browser",
+    "certificate": "client certificate",
+}
+OAUTH_KINDS = frozenset({"device", "browser"})
+"""The kinds whose token an OAuth flow gets (:mod:`toolnexus.client.oauth`), when a call needs it."""
+
+Shown = Callable[[str], None]
+"""Tells the user what to do to sign in (a code and an address, or an address to open)."""
 
 
 @dataclass
 class PeerAuth:
-    """How a peer wants to be called: ``kind`` (none, bearer, apikey, basic); ``name`` is the API
-    key's header name or the basic user; ``secret`` the token, key or password, a literal (kept for
-    the session only) or an ``${ENV}`` reference (saved)."""
+    """How a peer wants to be called: ``kind`` (none, bearer, apikey, basic, device, browser,
+    certificate); ``name`` is the API key's header name, the basic user, the OAuth client id
+    followed by the scopes asked for (``terminal a2a read``), or the client certificate's file;
+    ``secret`` the token, key, password or OAuth client secret (none for a public client), a
+    literal (kept for the session only) or an ``${ENV}`` reference (saved); ``key`` and ``ca``
+    the certificate's private key file (empty: in the certificate's file) and the CA file the
+    peer's certificate must chain to (empty: the system's)."""
 
     kind: str = "none"
     name: str = ""
     secret: str = ""
+    key: str = ""
+    ca: str = ""
 
     def __repr__(self) -> str:  # never print the secret
         return f"PeerAuth(kind={self.kind!r}, name={self.name!r}, secret=<{'env' if self.saves_secret else 'hidden'}>)"
@@ -88,6 +109,28 @@ class PeerAuth:
             }
         return {}
 
+    def client_credentials(self, show: Shown | None = None) -> dict[str, Any]:
+        """What :class:`A2AClient` takes for the kinds that are not a header: ``oauth=`` (its
+        sign-in told to ``show``; default: printed) or ``certificate=``."""
+        if self.kind in OAUTH_KINDS:
+            client_id, *scopes = self.name.split()
+            secret = expand_env(self.secret) or None
+            if self.kind == "device":
+                grant = DeviceCode(client_id, scopes, client_secret=secret)
+                if show is not None:
+                    grant.show = show
+                return {"oauth": grant}
+            return {"oauth": AuthorizationCode(client_id, scopes, open=show, client_secret=secret)}
+        if self.kind == "certificate":
+            return {
+                "certificate": ClientCertificate(
+                    expand_env(self.name),
+                    expand_env(self.key) or None,
+                    ca=expand_env(self.ca) or None,
+                )
+            }
+        return {}
+
     def templates(self) -> dict[str, str]:
         """The headers as written (``${ENV}`` kept), for copy-as-curl; none for basic (encoded)."""
         if self.kind == "bearer" and self.secret:
@@ -103,14 +146,44 @@ class PeerAuth:
             "kind": self.kind,
             "name": self.name,
             "secret": self.secret if self.saves_secret else "",
+            **({"key": self.key, "ca": self.ca} if self.kind == "certificate" else {}),
         }
 
 
 def card_auth(raw: Any) -> PeerAuth | None:
     """The credential a card asks for (its first security scheme we can fill: bearer, an API key in
-    a header, basic), in either SDK line's shape; None when it asks for none we know."""
+    a header, basic; else a device code or browser OAuth flow, mutual TLS), in either SDK line's
+    shape; None when it asks for none we know."""
     schemes = raw.get("securitySchemes") if isinstance(raw, dict) else None
-    for scheme in (schemes or {}).values() if isinstance(schemes, dict) else ():
+    found = (schemes or {}).values() if isinstance(schemes, dict) else ()
+    return _header_auth(found) or _flow_auth(found)
+
+
+def _flow_auth(schemes: Any) -> PeerAuth | None:
+    """An oauth2 scheme's device code flow, else its authorization code flow (the device code
+    works in any terminal, over ssh too; the other needs a browser here), else mutual TLS."""
+    kinds: set[str] = set()
+    for scheme in schemes:
+        if not isinstance(scheme, dict):
+            continue
+        if "mtlsSecurityScheme" in scheme or scheme.get("type") == "mutualTLS":
+            kinds.add("certificate")
+        oauth = scheme.get("oauth2SecurityScheme") or (
+            scheme if scheme.get("type") == "oauth2" else None
+        )
+        flows = oauth.get("flows") if isinstance(oauth, dict) else None
+        if isinstance(flows, dict):
+            kinds |= {kind for flow, kind in _FLOW_KINDS.items() if flow in flows}
+    return next((PeerAuth(kind) for kind in _FLOW_KINDS.values() if kind in kinds), None)
+
+
+_FLOW_KINDS = {"deviceCode": "device", "authorizationCode": "browser", "mutualTLS": "certificate"}
+"""The Auth tab's kind for each flow (and mutual TLS), in the order the tab prefers them."""
+
+
+def _header_auth(schemes: Any) -> PeerAuth | None:
+    """A bearer, basic or header API key scheme."""
+    for scheme in schemes:
         if not isinstance(scheme, dict):
             continue
         http = scheme.get("httpAuthSecurityScheme") or (
@@ -158,6 +231,8 @@ class Peer:
     """The extended card the peer gives this peer's credentials, when its card declares one."""
     extended_error: str = ""
     """Why the declared extended card could not be had (a 401 without credentials, say)."""
+    sign_in: str = ""
+    """What the last OAuth sign-in asked the user to do (the code and address), for the Auth tab."""
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
     _dialing: asyncio.Lock = field(
@@ -191,11 +266,14 @@ class Peer:
         """What is sent: the headers with their ``${ENV}`` references read, and the credential."""
         return {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
 
-    async def connect(self, bus: EventBus | None) -> None:
+    async def connect(self, bus: EventBus | None, show: Shown | None = None) -> None:
         """Dial the peer afresh in the dialect asked for, closing the client before. One dial at a
         time: a second (``v`` pressed again while the first still dials) waits, then dials what is
         asked for by then; two at once each replaced the other's client unclosed, and its
-        connection was left to the collector (an unclosed-socket warning)."""
+        connection was left to the collector (an unclosed-socket warning). ``show``: told what
+        to do when an OAuth sign-in (the Auth tab's device or browser kind) needs the user; its
+        token is got when a call first needs it (the card's security requirements), on the loop
+        of that call, polling without holding it."""
         async with self._dialing:
             self.state, self.error = "checking", ""
             old, self.client = self.client, None
@@ -212,6 +290,7 @@ class Peer:
                     dialect="1.0" if binding != "auto" else self.dialect,
                     binding=binding,
                     extensions=self.extensions,
+                    **self.auth.client_credentials(show),
                 )
                 card = await self.client.connect()
                 # its signatures judged for the card view (a jku fetched bounded, under the
@@ -286,6 +365,8 @@ class PeerBook:
                             str(auth.get("kind", "none")),
                             str(auth.get("name", "")),
                             str(auth.get("secret", "")),
+                            str(auth.get("key", "")),
+                            str(auth.get("ca", "")),
                         ),
                     ),
                 )

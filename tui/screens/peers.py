@@ -28,7 +28,15 @@ from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport, entry_lines
 from toolnexus.monitor import STATE_STYLE
 
-from ..peers import AUTH_KINDS, PeerAuth, card_auth, parse_extensions, parse_headers, spoken
+from ..peers import (
+    AUTH_KINDS,
+    OAUTH_KINDS,
+    PeerAuth,
+    card_auth,
+    parse_extensions,
+    parse_headers,
+    spoken,
+)
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
@@ -108,6 +116,16 @@ class PeersScreen(ModeScreen):
                         password=True,
                         compact=True,
                     )
+                with Horizontal(id="auth-files"):
+                    yield TextBox(
+                        placeholder="private key file (empty: in the certificate's)",
+                        id="auth-key",
+                        compact=True,
+                    )
+                    yield TextBox(
+                        placeholder="CA file (empty: the system's)", id="auth-ca", compact=True
+                    )
+                yield SafeStatic("", id="auth-flow")
                 yield TextBox(
                     placeholder="other headers: Name: value; Other: ${VAR}",
                     id="peer-headers",
@@ -341,6 +359,7 @@ class PeersScreen(ModeScreen):
 
     def _show_auth(self, peer: Any, card: Any) -> None:
         """The Auth tab for ``peer``: its credential, else what its card asks for (not yet applied)."""
+        self.query_one("#auth-flow", Static).update(peer.sign_in)
         shown = (peer.url, card is not None)
         if self._auth_shown == shown:  # a refresh must not wipe what is being typed
             return
@@ -352,6 +371,9 @@ class PeersScreen(ModeScreen):
         self.query_one("#auth-kind", Select).value = auth.kind
         self.query_one("#auth-name", Input).value = auth.name
         self.query_one("#auth-secret", Input).value = auth.secret
+        self.query_one("#auth-key", Input).value = auth.key
+        self.query_one("#auth-ca", Input).value = auth.ca
+        self.query_one("#auth-files").display = auth.kind == "certificate"
         self.query_one("#peer-headers", Input).value = "; ".join(
             f"{k}: {v}" for k, v in peer.headers.items()
         )
@@ -370,16 +392,21 @@ class PeersScreen(ModeScreen):
 
     @on(Select.Changed, "#auth-kind")
     def _auth_kind(self, event: Select.Changed) -> None:
-        hint = {"apikey": "header name (X-API-Key)", "basic": "user"}.get(
-            str(event.value), "(not used)"
+        kind = str(event.value)
+        self.query_one("#auth-name", Input).placeholder = _NAME_HINTS.get(kind, "(not used)")
+        self.query_one("#auth-secret", Input).placeholder = _SECRET_HINTS.get(
+            kind, "${ENV_VAR} or the secret"
         )
-        self.query_one("#auth-name", Input).placeholder = hint
+        self.query_one("#auth-files").display = kind == "certificate"
 
     def action_edit_headers(self) -> None:
         self.query_one("#peer-detail", TabbedContent).active = "p-headers"
         self.query_one("#auth-kind", Select).focus()
 
-    @on(Input.Submitted, "#peer-headers, #peer-extensions, #auth-name, #auth-secret")
+    @on(
+        Input.Submitted,
+        "#peer-headers, #peer-extensions, #auth-name, #auth-secret, #auth-key, #auth-ca",
+    )
     def _headers(self, event: Input.Submitted) -> None:
         peer = self.tn.peer_book.peers.get(self.selected() or "")
         if peer is None:
@@ -389,7 +416,13 @@ class PeersScreen(ModeScreen):
             str(kind),
             self.query_one("#auth-name", Input).value.strip(),
             self.query_one("#auth-secret", Input).value.strip(),
+            self.query_one("#auth-key", Input).value.strip(),
+            self.query_one("#auth-ca", Input).value.strip(),
         )
+        refused = _refused(auth)
+        if refused:
+            self.notify(refused, severity="error", markup=False)
+            return
         if auth.kind in ("bearer", "apikey") and not auth.secret:
             self.notify(
                 f"{AUTH_KINDS[auth.kind]}: the secret is empty (type it, or ${{ENV_VAR}})",
@@ -400,6 +433,7 @@ class PeersScreen(ModeScreen):
             self.notify("basic: the user is empty", severity="error")
             return
         peer.auth = auth if auth.kind != "none" else PeerAuth()
+        peer.sign_in = ""
         peer.headers = parse_headers(self.query_one("#peer-headers", Input).value)
         peer.extensions = parse_extensions(self.query_one("#peer-extensions", Input).value)
         replaced = [k for k in peer.headers if k.lower() in {h.lower() for h in auth.headers()}]
@@ -464,9 +498,39 @@ _DOCTOR_HELP = (
     "task is created). O (shift+o) starts the client doctor instead: a strict local agent that "
     "judges every request a client sends it, live; O again stops it."
 )
+_NAME_HINTS = {
+    "apikey": "header name (X-API-Key)",
+    "basic": "user",
+    "device": "client id, then scopes",
+    "browser": "client id, then scopes",
+    "certificate": "certificate file (PEM)",
+}
+_SECRET_HINTS = {
+    "device": "client secret (none: a public client)",
+    "browser": "client secret (none: a public client)",
+    "certificate": "(not used)",
+}
+
+
+def _refused(auth: PeerAuth) -> str:
+    """Why the Auth tab's ``auth`` cannot be applied (empty: it can): an OAuth kind without a
+    client id, a certificate that will not load (its files read now, not at the first call)."""
+    if auth.kind in OAUTH_KINDS and not auth.name:
+        return f"{AUTH_KINDS[auth.kind]}: the client id is empty"
+    if auth.kind == "certificate":
+        if not auth.name:
+            return "client certificate: the certificate file is empty"
+        try:
+            auth.client_credentials()["certificate"].ssl_context()
+        except ValueError as exc:
+            return str(exc)
+    return ""
+
+
 _AUTH_HELP = (
-    "Credential, user or header name, secret; other headers and the extensions to ask for "
-    "below. Enter applies. "
+    "Credential, user or header name (OAuth: client id and scopes; certificate: its file), "
+    "secret; other headers and the extensions to ask for below. Enter applies. An OAuth sign-in "
+    "runs when a call first needs it: its code and address are shown here. "
     "${VAR} references are saved; a literal secret lives for this session only."
 )
 
