@@ -21,7 +21,7 @@ from .client.agents import connect_agent, parse_agents
 from .errors import ConfigError
 from .mcp import connect_all, parse_servers
 from .skills import SkillDef, Skipped, as_roots, disk_stamp, list_skills, skill_tool, skills_prompt
-from .tools import Tool, ToolContext, ToolResult, tool
+from .tools import Tool, ToolContext, ToolResult, openai_tools, tool
 
 __all__ = ["Toolkit", "create_toolkit", "load_config", "CONFIG_KEYS"]
 
@@ -91,17 +91,7 @@ class Toolkit:
     # -- schema adapters -------------------------------------------------------------------
     def to_openai(self) -> list[dict[str, Any]]:
         """``[{type: "function", function: {name, description, parameters}}]``."""
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.input_schema,
-                },
-            }
-            for t in self._tools
-        ]
+        return openai_tools(self._tools)
 
     def to_anthropic(self) -> list[dict[str, Any]]:
         """``[{name, description, input_schema}]``."""

@@ -22,7 +22,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
@@ -256,6 +256,22 @@ class ToolContext:
             await self.on_progress(Progress(done, total, message))
         except Exception:  # noqa: BLE001 - a listener's failure is not the tool's
             log.warning("a progress listener failed; the call goes on", exc_info=True)
+
+
+def openai_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """The tools as OpenAI's function calling takes them: ``[{type: "function", function: {name,
+    description, parameters}}]``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+            },
+        }
+        for t in tools
+    ]
 
 
 class Tool:

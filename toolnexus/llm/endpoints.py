@@ -34,7 +34,7 @@ from .. import _json
 from ..errors import ModelError, ModelTimeout
 from ..http.fetch import MAX_FRAME, AnswerTooLarge, AnswerTooSlow, read_body, sse_events
 from ..secrets import is_secret_name, mask_text, secret_parts
-from ..tools import Attachment, Tool, ToolResult
+from ..tools import Attachment, Tool, ToolResult, openai_tools
 from .run import TextSink, ToolCall, Turn, Usage, new_call_id, parse_arguments
 
 __all__ = ["OpenAIStyle", "AnthropicStyle", "RETRY_STATUSES"]
@@ -362,17 +362,7 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
             "messages": ([{"role": "system", "content": system}] if system else []) + messages,
         }
         if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.input_schema,
-                    },
-                }
-                for t in tools
-            ]
+            body["tools"] = openai_tools(tools)
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         return await self._turn(f"{self.base_url}/chat/completions", body, headers, sink)
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..errors import ModelError
-from ..tools import Tool
+from ..tools import Tool, openai_tools
 from .endpoints import OpenAIShapes
 from .run import TextSink, ToolCall, Turn, Usage, new_call_id, parse_arguments
 
@@ -44,17 +44,7 @@ class InProcessStyle(OpenAIShapes):
             "model": self.model,
             "messages": ([{"role": "system", "content": system}] if system else [])
             + list(messages),
-            "tools": [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.input_schema,
-                    },
-                }
-                for t in tools
-            ],
+            "tools": openai_tools(tools),
         }
         try:
             fn = self.generate
