@@ -47,8 +47,8 @@ import httpx
 from .. import _json
 from ..errors import PeerError
 from ..http.fetch import MAX_RESPONSE, exchange, why
-from ..http.guard import HostGuard
-from ..http.server import AsgiServer, send_whole
+from ..http.guard import HostGuard, send_whole
+from ..http.server import AsgiServer
 from ..protocol import rest
 from ..protocol.dialects import parse_state
 from ..protocol.model import INTERRUPTED, TERMINAL, new_id

@@ -17,9 +17,8 @@ from collections.abc import Callable, Iterable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import _json
-from .server import send_whole
 
-__all__ = ["HostGuard", "is_loopback"]
+__all__ = ["HostGuard", "is_loopback", "send_whole"]
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -123,3 +122,25 @@ class HostGuard:
 async def _refuse(send: Send, status: int, message: str) -> None:
     body = _json.dumps({"error": message})
     await send_whole(send, status, b"application/json", body, (b"connection", b"close"))
+
+
+async def send_whole(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    body: bytes,
+    *headers: tuple[bytes, bytes],
+) -> None:
+    """An ASGI answer in one piece: its content type and length, then ``headers``, then ``body``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -44,7 +44,6 @@ __all__ = [
     "GC_THRESHOLD",
     "ANSWER_GRACE",
     "CUT",
-    "send_whole",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -691,25 +690,3 @@ class LoopThread:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
-
-
-async def send_whole(
-    send: Callable[[dict[str, Any]], Awaitable[None]],
-    status: int,
-    content_type: bytes,
-    body: bytes,
-    *headers: tuple[bytes, bytes],
-) -> None:
-    """An ASGI answer in one piece: its content type and length, then ``headers``, then ``body``."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

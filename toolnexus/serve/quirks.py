@@ -42,7 +42,8 @@ from typing import Any, NamedTuple
 
 from .. import _json
 from ..errors import ConfigError, MethodNotFoundError, RPCError, TaskNotCancelableError
-from ..http.server import CUT, send_whole
+from ..http.guard import send_whole
+from ..http.server import CUT
 from ..protocol.card import CARD_PATH, LEGACY_CARD_PATH
 from ..protocol.jsonrpc import error_envelope
 from ..protocol.model import new_id
