@@ -1045,6 +1045,9 @@ class ChatWidget(w.VBox):
                 for p in sent[:20]
                 if p.kind != "text"
             ]
+            lines += [  # parts the card says the agent does not take: not sent
+                f"<div style='color:#b58900'>⚠ {html.escape(note)}</div>" for note in turn.notes
+            ]
         ctx, question = self.conversation.context_id, self.conversation.question
         if question is not None:
             task = html.escape((self.conversation.waiting_task or "")[:8])

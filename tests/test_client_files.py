@@ -15,11 +15,9 @@ import pytest
 import toolnexus as tn
 from toolnexus.tools import Attachment, ToolResult
 
-from .peers.sdk_server import sdk_server
+from .peers.sdk_server import sdk_server, takes_anything
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
-
-from a2a.types import a2a_pb2 as pb  # noqa: E402
 
 WAYS = [  # (the SDK server's binding and 0.3 too, our client's binding and dialect)
     ("JSONRPC", "jsonrpc", "1.0"),
@@ -30,12 +28,6 @@ WAYS = [  # (the SDK server's binding and 0.3 too, our client's binding and dial
     ("GRPC", "grpc", "0.3"),
 ]
 BINARY = bytes(range(256)) * 3  # every byte value, not text in any encoding
-
-
-def takes_anything(card: pb.AgentCard) -> None:
-    """The echo agent echoes any part: its card says so (our client sends only what a card says
-    the agent takes)."""
-    card.default_input_modes.append("*/*")
 
 
 @pytest.mark.parametrize(("served", "binding", "dialect"), WAYS)

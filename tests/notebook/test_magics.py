@@ -27,7 +27,7 @@ from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
 from toolnexus.http.server import AsgiServer  # noqa: E402
 from toolnexus.stores import STORE_FORMS  # noqa: E402
 
-from ..peers.sdk_server import sdk_server  # noqa: E402
+from ..peers.sdk_server import sdk_server, takes_anything  # noqa: E402
 from ..serve.wire import rpc, v03_message  # noqa: E402
 
 
@@ -647,10 +647,8 @@ async def test_a_chat_lists_the_files_sent_and_those_of_the_reply(tmp_path):
     sides and never shows what is in it."""
     from toolnexus.protocol.model import Part
 
-    from ..peers.sdk_server import sdk_server
-
     (tmp_path / "notes.html").write_text("<script>alert(1)</script>")
-    async with sdk_server() as url:
+    async with sdk_server(shaped=takes_anything) as url:
         chat = ChatWidget(url)
         chat.conversation.attachments.append(Part.of_file(tmp_path / "notes.html"))
         chat.say("keep this")

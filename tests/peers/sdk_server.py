@@ -276,6 +276,12 @@ def featured(agent_card: pb.AgentCard, url: str) -> tuple[pb.AgentCard, pb.Agent
     return sign(card), sign(extended), {"keys": [public]}
 
 
+def takes_anything(card: pb.AgentCard) -> None:
+    """A ``shaped`` for :func:`sdk_server`: the echo agent echoes any part, and its card says so
+    (our client sends only what a card says the agent takes)."""
+    card.default_input_modes.append("*/*")
+
+
 @contextlib.asynccontextmanager
 async def sdk_server(
     *,

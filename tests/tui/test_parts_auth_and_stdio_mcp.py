@@ -22,7 +22,7 @@ from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.chat import _label  # noqa: E402
 from tui.screens.export import Prompt  # noqa: E402
 
-from ..peers.sdk_server import sdk_server  # noqa: E402
+from ..peers.sdk_server import sdk_server, takes_anything  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
 from .test_pilot import until  # noqa: E402
 
@@ -49,7 +49,7 @@ async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp
     report.write_bytes(b"city,temp\nOslo,-3\n\x00binary tail")
     out = tmp_path / "saved"
     app = ToolnexusApp(specs=[])
-    async with sdk_server() as url, app.run_test(size=(120, 40)) as pilot:
+    async with sdk_server(shaped=takes_anything) as url, app.run_test(size=(120, 40)) as pilot:
         await _chat_with(app, pilot, url)
         # bad input first: a missing file and text that is not JSON are refused with the reason
         await pilot.press("ctrl+o")
@@ -132,6 +132,25 @@ def test_save_artifacts_lists_links_skips_bad_bytes_and_never_follows_a_link(tmp
     ).read_text() == "x.pdf\tapplication/pdf\thttps://elsewhere.example/x.pdf\n"
     assert saved.skipped == ["artifact 2 part 2: its bytes are not valid base64"]
     assert "1 linked file(s) listed in links.txt, not downloaded" in saved.summary()
+
+
+async def test_chat_says_which_parts_the_agents_card_does_not_take(tmp_path: Path):
+    """The echo agent's card takes text only: the data part is not sent (the SDK would refuse
+    it), and the chat says so under the turn, not silently."""
+    app = ToolnexusApp(specs=[])
+    async with sdk_server() as url, app.run_test(size=(120, 40)) as pilot:
+        await _chat_with(app, pilot, url)
+        await pilot.press("ctrl+t")
+        await _answer(app, pilot, '{"city": "Oslo"}')
+        app.screen.query_one("#chat-input", Input).value = "forecast please"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.conversation.turns[-1].task_state is tn.TaskState.COMPLETED)
+        log = shown(app, "#chat-log")
+        assert "echo: forecast please" in log and "(+" not in log  # the text alone arrived
+        assert (
+            '⚠ the agent takes text/plain: data {"city": "Oslo"} (application/json) is not sent'
+            in log
+        )
 
 
 async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_references(

@@ -55,6 +55,7 @@ class Turn:
     skill: str | None = None
     follow: str | None = None  # a task followed by its id instead of a message sent
     answers: str | None = None  # the task whose question this reply's message answers (sent on it)
+    notes: list[str] = field(default_factory=list)  # what the card says of the parts: not sent
 
     @property
     def task_id(self) -> str | None:
@@ -201,6 +202,10 @@ class Conversation:
             else:
                 assert turn.message is not None, "a reply turn sends a message or follows a task"
                 message = Message("user", list(turn.message.parts))  # again: under a new message id
+                # the card's modes leave some parts out: the user sees which, before the answer
+                turn.notes = client.fitting(message.parts, turn.skill)[1]
+                if turn.notes:
+                    on_change(turn)
                 task = await client.send(
                     message,
                     skill=turn.skill,

@@ -427,6 +427,8 @@ class ChatScreen(ModeScreen):
             for part in turn.parts:  # what was sent besides the text
                 if part.kind != "text":
                     log.append(f"       + {part.label}\n", "grey62")
+            for note in turn.notes:  # parts the card says the agent does not take: not sent
+                log.append(f"       ⚠ {note}\n", "yellow")
             task_id = turn.task_id if turn.role == "agent" else None
             pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []
             if pushes:
