@@ -178,7 +178,11 @@ async def test_streams_recorded_from_the_official_servers_come_out_clean(tmp_pat
         assert len(streams) >= 2 and all(f.severity == "ok" for f in streams), report.text()
         assert report.verdict.startswith("verdict: healthy"), (name, report.text())
     report = audit(chunked)
-    said = {f.check: f.severity for f in report.findings if f.severity != "ok"}
+    said = {  # what it costs in tokens is said of every stream (test_cost)
+        f.check: f.severity
+        for f in report.findings
+        if f.severity != "ok" and not f.check.startswith("cost")
+    }
     assert said == {
         "stream: read as": "info",
         "client: Google ADK": "warning",

@@ -359,7 +359,9 @@ class PeersScreen(ModeScreen):
 
     def _show_auth(self, peer: Any, card: Any) -> None:
         """The Auth tab for ``peer``: its credential, else what its card asks for (not yet applied)."""
-        self.query_one("#auth-flow", Static).update(peer.sign_in)
+        flow = self.query_one("#auth-flow", Static)
+        flow.update(peer.sign_in)
+        flow.display = bool(peer.sign_in)  # an empty line would push the headers off 24 rows
         shown = (peer.url, card is not None)
         if self._auth_shown == shown:  # a refresh must not wipe what is being typed
             return
@@ -528,10 +530,9 @@ def _refused(auth: PeerAuth) -> str:
 
 
 _AUTH_HELP = (
-    "Credential, user or header name (OAuth: client id and scopes; certificate: its file), "
-    "secret; other headers and the extensions to ask for below. Enter applies. An OAuth sign-in "
-    "runs when a call first needs it: its code and address are shown here. "
-    "${VAR} references are saved; a literal secret lives for this session only."
+    "Credential or user/header name (OAuth: client id, scopes; certificate: file), secret; "
+    "headers, extensions below. Enter applies; OAuth signs in at the first call. "
+    "${VAR} references are saved; a literal secret lasts this session."
 )
 
 
