@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 OURS = {4: "toolnexus server", 5: "toolnexus client"}
 """The columns of a row that speak for this project (a row's cells from 0)."""
+BESIDE = frozenset({".venv", "node_modules"})
+"""Folders under tests/ that hold other projects' files (the peers' installs), never ours."""
 NAMED = re.compile(r"((?:tests/)?(?:[\w./]+/)?test_\w+\.py)?((?:::\w+(?:\[[^\]`]*\])?)*)|(::\w+)")
 REFERENCE = re.compile(r"`([^`]*(?:test_\w+\.py|::test_\w+)[^`]*)`")
 
@@ -36,7 +38,7 @@ def file_named(name: str) -> Path | None:
     if "/" in name:
         path = ROOT / name
         return path if path.is_file() else None
-    found = list(TESTS.rglob(name))
+    found = [p for p in TESTS.rglob(name) if not BESIDE.intersection(p.relative_to(TESTS).parts)]
     return found[0] if len(found) == 1 else None
 
 
