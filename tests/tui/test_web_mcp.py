@@ -13,7 +13,7 @@ import pytest
 
 from ..helpers import launch_chromium
 from ..peers import mcp_peers
-from .test_web import ROOT, _need_chromium, _until, served, web  # noqa: F401 - fixtures
+from .test_web import ROOT, _need_chromium, _screen, _until, served, web  # noqa: F401 - fixtures
 
 pytest.importorskip("textual_serve", reason="pip install -e '.[test]' brings textual-serve")
 
@@ -42,9 +42,7 @@ def test_in_a_browser_the_inspector_answers_a_servers_questions(web, tmp_path): 
             page.keyboard.press("Alt+6")
             _until(page, "● demo-desk")  # the hosted server's /mcp, connected on entering
             _until(page, "1 tool, ")  # listed: the tool list has the focus
-            time.sleep(0.5)
-            page.keyboard.press("u")  # from the tool list to the endpoint box (Esc keeps the list)
-            time.sleep(0.5)
+            _into_the_endpoint(page)
             page.keyboard.press("End")
             page.keyboard.press("Control+u")  # the box emptied
             page.keyboard.type(command)
@@ -73,3 +71,19 @@ def test_in_a_browser_the_inspector_answers_a_servers_questions(web, tmp_path): 
             _until(page, "You said: A haiku about sea", timeout=30)
         finally:
             browser.close()
+
+
+def _into_the_endpoint(page) -> None:
+    """u, from the tool list to the endpoint box (Esc keeps the list), until the box has the focus:
+    the key bar offers u (Endpoint) only outside a text box. A letter typed before the focus is
+    there runs the list's keys (r: the Resources tab), and the box got the command's tail (seen in
+    a CI run under load)."""
+    _until(page, "u Endpoint")
+    for _ in range(3):
+        page.keyboard.press("u")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if "u Endpoint" not in _screen(page).splitlines()[-1]:
+                return
+            time.sleep(0.2)
+    raise AssertionError("u never took the focus to the endpoint box:\n" + _screen(page))
