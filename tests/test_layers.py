@@ -1,10 +1,12 @@
 """The layers hold themselves: the import contracts (pyproject's [tool.importlinter]), every module
 in a layer of them, no import circle anywhere (an import inside a function or under TYPE_CHECKING
 counts), no copy of six lines or more between two modules (pylint's similarity checker,
-[tool.pylint.similarities]), the type checker and the linter and formatter (ruff), clean."""
+[tool.pylint.similarities]), no more long functions than counted below, the type checker and the
+linter and formatter (ruff), clean."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -20,6 +22,16 @@ HOOK = (
     "toolnexus",
     "notebook_ext",
 )  # `%load_ext toolnexus`: the one import of a front end by the library
+
+
+LONG = 80
+"""A function of this many lines or more (its decorators aside, its docstring in) is long."""
+LONG_IN_LIBRARY = 24
+"""How many long functions the library may have (issue 63: at most 10): lowered as they are
+split, never raised."""
+FRONT_ENDS = ("tui", "notebook_ext", "toolnexus/cli.py")
+LONG_IN_FRONT_ENDS = 3
+"""How many the front ends (the TUI, the notebook, the CLI) may have (issue 63: none)."""
 
 
 def _tool(name: str) -> str:
@@ -202,3 +214,36 @@ def test_the_copy_checker_finds_a_copy(tmp_path: Path):
         )
     run = _similar(tmp_path, "a.py", "b.py")
     assert "R0801" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def _long_functions(root: Path, *paths: str) -> list[str]:
+    """Each function of LONG lines or more below the paths, as `path:line name (lines)`."""
+    found = []
+    for path in paths:
+        files = [root / path] if path.endswith(".py") else sorted((root / path).rglob("*.py"))
+        for file in files:
+            for node in ast.walk(ast.parse(file.read_text(), str(file))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines >= LONG:
+                        where = file.relative_to(root)
+                        found.append(f"{where}:{node.lineno} {node.name} ({lines})")
+    return found
+
+
+def test_no_more_long_functions_than_counted():
+    front_ends = _long_functions(ROOT, *FRONT_ENDS)
+    library = [
+        found
+        for found in _long_functions(ROOT, "toolnexus")
+        if not found.startswith(tuple(FRONT_ENDS))
+    ]
+    assert len(library) <= LONG_IN_LIBRARY, "\n".join(library)
+    assert len(front_ends) <= LONG_IN_FRONT_ENDS, "\n".join(front_ends)
+
+
+def test_the_long_function_counter_finds_one(tmp_path: Path):
+    body = "\n".join(f"    total += {n}" for n in range(LONG - 2))
+    (tmp_path / "a.py").write_text(f"def long(total):\n{body}\n    return total\n")
+    (tmp_path / "b.py").write_text(f"def short(total):\n{body}\n")
+    assert _long_functions(tmp_path, "a.py", "b.py") == [f"a.py:1 long ({LONG})"]
