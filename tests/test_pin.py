@@ -95,3 +95,44 @@ async def test_several_agents_cards_are_set_against_each_other(tmp_path):
     assert "2 agents are called 'desk'" in said["across: agent name"][1]
     assert said["across: skill id"][0] == "warning" and "'greet' is on 2 agents" in out
     assert code_ok == 0 and "2 agents, 2 skills: no clash" in out_ok, out_ok
+
+
+async def test_a_change_to_a_skills_own_security_fails_the_pin(tmp_path):
+    """A skill's own requirements (``security:`` in its ``SKILL.md``), the card's unchanged: a
+    scope changed, and the requirement dropped (the skill then asks what the card asks), are each
+    ``pin: skill security``, nothing else."""
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS, skills)
+    text = skills / "report" / "SKILL.md"
+    original = text.read_text()
+
+    def require(scope: str | None) -> None:
+        said = f"name: report\nsecurity: [{{oauth2: [{scope}]}}]\n" if scope else "name: report\n"
+        text.write_text(original.replace("name: report\n", said, 1))
+
+    issuer = "http://127.0.0.1:9"  # never asked: only a call's token would be checked
+    auth = tn.Auth.oauth2(
+        issuer=issuer,
+        audience="desk",
+        jwks_url=issuer + "/jwks",
+        flows={"clientCredentials": {"tokenUrl": issuer + "/token", "scopes": {}}},
+    )
+    base = {"auth": auth, "description": "the desk"}
+    require("report:read")
+    code, out, err = await _card_of(skills, tmp_path, **base)
+    assert code == 0 and out.startswith("pinned desk"), out + err
+    pinned = json.loads((tmp_path / "pin.json").read_text())["card"]
+    report = next(s for s in pinned["skills"] if s["id"] == "report")
+    assert report["security"] == [{"oauth2": ["report:read"]}], report
+
+    code, out, _ = await _card_of(skills, tmp_path, **base)
+    assert code == 0 and json.loads(out)["worst"] == "ok", out
+    for scope, said in (
+        ("report:write", "[report:write], where it was"),
+        (None, "(clientCredentials)), where"),
+    ):
+        require(scope)
+        code, out, err = await _card_of(skills, tmp_path, **base)
+        failed = _failed(out)
+        assert code == 1 and set(failed) == {"pin: skill security"}, (scope, out, err)
+        assert said in failed["pin: skill security"] and "[report:read]" in out, failed
