@@ -230,7 +230,7 @@ async def _checks(
             )
         if send:
             await _active(card, http, headers, timeout, traffic, add, seen)
-        await probe_features(Probe(card, http, headers or {}, timeout, traffic, add), send)
+        await probe_features(Probe(traffic, add, card, http, headers or {}, timeout), send)
         _verdicts(card, seen, send, add)
 
 

@@ -22,7 +22,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -129,16 +129,47 @@ async def rpc(
 
 
 @dataclass
-class Probe:
-    """What the feature probes share: the card, the HTTP client, the user's headers (sent only to
-    the host named), the wire log and where findings go."""
+class Finder:
+    """What every doctor's checks share: the wire log whose exchanges since a mark show each
+    finding, and where findings go."""
+
+    traffic: TrafficRecorder
+    add: Callable[[Finding], Any]
+    shown: int = field(default=0, kw_only=True)
+    """The most exchanges a finding shows, the last ones (0: all since its mark)."""
+
+    def found(
+        self,
+        severity: str,
+        check: str,
+        message: str,
+        before: int | None = None,
+        breaks: list[str] | None = None,
+        fix: str = "",
+        at: str = "",
+    ) -> None:
+        """A finding, with the exchanges since the ``before``-th as its evidence (None: none)."""
+        shown = since(self.traffic, before)[-self.shown :] if before is not None else []
+        self.add(Finding(severity, check, message, shown, list(breaks or []), fix, at))
+
+    def mark(self) -> int:
+        """Where the next exchange will be on the wire log (a finding's ``before``)."""
+        return len(self.traffic.events)
+
+    def on(self, traffic: TrafficRecorder) -> Finder:
+        """The same, its evidence from another wire log."""
+        return replace(self, traffic=traffic)
+
+
+@dataclass
+class Probe(Finder):
+    """What the feature probes share besides: the card, the HTTP client and the user's headers
+    (sent only to the host named)."""
 
     card: AgentCard
     http: httpx.AsyncClient
     headers: dict[str, str]
     timeout: float
-    traffic: TrafficRecorder
-    add: Callable[[Finding], Any]
     endpoint: str = ""
     dialect: Dialect = Dialect.V10
 
@@ -185,22 +216,6 @@ class Probe:
         return await rpc(
             self.http, self.endpoint, method, params, headers, self.timeout, self.traffic
         )
-
-    def found(
-        self,
-        severity: str,
-        check: str,
-        message: str,
-        before: int | None = None,
-        breaks: list[str] | None = None,
-        fix: str = "",
-        at: str = "",
-    ) -> None:
-        shown = since(self.traffic, before) if before is not None else []
-        self.add(Finding(severity, check, message, shown, list(breaks or []), fix, at))
-
-    def mark(self) -> int:
-        return len(self.traffic.events)
 
     def message(self, text: str, *parts: dict[str, Any]) -> dict[str, Any]:
         """A user message in the dialect spoken (``parts``: instead of the text, as 1.0 parts)."""

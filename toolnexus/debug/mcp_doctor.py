@@ -49,7 +49,7 @@ from ..events import TrafficEvent
 from ..mcp.session import MCPSession
 from ..mcp.transport import endpoint_label, mcp_failure, sdk
 from ..traffic import TrafficRecorder, recorded_exchange
-from .features import evidence, since
+from .features import Finder, evidence
 from .report import DoctorReport, Finding
 
 __all__ = ["mcp_doctor"]
@@ -65,12 +65,6 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 HANDSHAKE_CLIENTS = ["TypeScript SDK 1.x", "handshake-era hosts"]
 EVERY_CLIENT = ["every MCP client"]
 UNKNOWN = "toolnexus-doctor-no-such-thing"
-_Add = Callable[[Finding], Any]
-
-
-def _since(recorder: TrafficRecorder, before: int) -> list[str]:
-    """The last four exchanges since the ``before``-th, as evidence lines."""
-    return since(recorder, before)[-4:]
 
 
 async def mcp_doctor(
@@ -115,7 +109,7 @@ def _quiet() -> Iterator[None]:
 
 async def _checks(
     target: str | list[str],
-    add: _Add,
+    add: Callable[[Finding], Any],
     headers: dict[str, str],
     env: dict[str, str] | None,
     timeout: float,
@@ -124,47 +118,43 @@ async def _checks(
     record: Any = None,
 ) -> None:
     session = MCPSession(target, headers=headers, env=env, bus=bus, timeout=timeout, record=record)
+    find = Finder(session.recorder, add, shown=4)
     try:
         await session.start()
     except PeerError as exc:
-        before = 0
-        add(
-            Finding(
-                "error",
-                "connect",
-                f"no MCP session: {session.reason or exc}",
-                _since(session.recorder, before),
-                EVERY_CLIENT,
-                _connect_fix(session),
-            )
+        find.found(
+            "error",
+            "connect",
+            f"no MCP session: {session.reason or exc}",
+            0,
+            EVERY_CLIENT,
+            _connect_fix(session),
         )
         if isinstance(target, str):
-            await _auth(target, session, headers, timeout, add)
+            await _auth(target, session, headers, timeout, find)
         return
     try:
-        await _negotiation(session, target, headers, env, timeout, add)
-        await _capabilities(session, add)
-        tools = await _tools(session, add)
+        await _negotiation(session, target, headers, env, timeout, find)
+        await _capabilities(session, find)
+        tools = await _tools(session, find)
         if call:
-            await _calls(session, tools, add)
+            await _calls(session, tools, find)
         elif tools:
             read_only = sum(bool((t.get("annotations") or {}).get("readOnlyHint")) for t in tools)
-            add(
-                Finding(
-                    "info",
-                    "tools",
-                    f"no tool was called ({read_only} are annotated read-only: --call calls "
-                    "those, and only those)",
-                )
+            find.found(
+                "info",
+                "tools",
+                f"no tool was called ({read_only} are annotated read-only: --call calls "
+                "those, and only those)",
             )
-        await _errors(session, add)
+        await _errors(session, find)
     finally:
         await session.close()
     if isinstance(target, str):
-        await _origin(target, session.recorder, headers, timeout, add)
-        await _auth(target, session, headers, timeout, add)
+        await _origin(target, session.recorder, headers, timeout, find)
+        await _auth(target, session, headers, timeout, find)
     else:
-        _stdout(session, add)
+        _stdout(session, find)
 
 
 def _connect_fix(session: MCPSession) -> str:
@@ -182,7 +172,7 @@ async def _negotiation(
     headers: dict[str, str],
     env: dict[str, str] | None,
     timeout: float,
-    add: _Add,
+    find: Finder,
 ) -> None:
     who = f"{session.server_name} {session.server_version}".strip() or "an anonymous server"
     era = (
@@ -190,40 +180,36 @@ async def _negotiation(
         if session.modern
         else "the initialize handshake"
     )
-    add(Finding("ok", "negotiation", f"{who} speaks MCP {session.protocol_version} ({era})"))
+    find.found("ok", "negotiation", f"{who} speaks MCP {session.protocol_version} ({era})")
     if not session.modern:
-        add(
-            Finding(
-                "info",
-                "negotiation",
-                "no 2026-07-28 (server/discover was refused): 2026 clients fall back to the "
-                "initialize handshake, as the official Python client does",
-            )
+        find.found(
+            "info",
+            "negotiation",
+            "no 2026-07-28 (server/discover was refused): 2026 clients fall back to the "
+            "initialize handshake, as the official Python client does",
         )
         return
     legacy = MCPSession(target, headers=headers, env=env, timeout=timeout, mode="legacy")
     try:
         await legacy.start()
     except PeerError as exc:
-        add(
-            Finding(
-                "warning",
-                "negotiation",
-                f"refuses the initialize handshake: {legacy.reason or exc}",
-                _since(legacy.recorder, 0),
-                HANDSHAKE_CLIENTS,
-                "keep serving the handshake era beside 2026-07-28 (the official SDKs' servers do)",
-            )
+        find.on(legacy.recorder).found(
+            "warning",
+            "negotiation",
+            f"refuses the initialize handshake: {legacy.reason or exc}",
+            0,
+            HANDSHAKE_CLIENTS,
+            "keep serving the handshake era beside 2026-07-28 (the official SDKs' servers do)",
         )
         return
     finally:
         await legacy.close()
-    add(Finding("ok", "negotiation", f"the handshake era too: MCP {legacy.protocol_version}"))
+    find.found("ok", "negotiation", f"the handshake era too: MCP {legacy.protocol_version}")
     if isinstance(target, str):
-        await _unknown_version(target, headers, timeout, add)
+        await _unknown_version(target, headers, timeout, find)
 
 
-async def _unknown_version(url: str, headers: dict[str, str], timeout: float, add: _Add) -> None:
+async def _unknown_version(url: str, headers: dict[str, str], timeout: float, find: Finder) -> None:
     """An ``initialize`` asking for a version nobody speaks: the server answers with its own."""
     recorder = TrafficRecorder(None, peer=url)
     for name, value in headers.items():
@@ -245,25 +231,21 @@ async def _unknown_version(url: str, headers: dict[str, str], timeout: float, ad
     result = data.get("result") if isinstance(data, dict) else None
     version = result.get("protocolVersion") if isinstance(result, dict) else None
     if status == 200 and isinstance(version, str) and version != "1999-01-01":
-        add(
-            Finding(
-                "ok",
-                "negotiation",
-                f"an initialize asking for an unknown version is answered with {version}",
-            )
+        find.found(
+            "ok",
+            "negotiation",
+            f"an initialize asking for an unknown version is answered with {version}",
         )
     else:
-        add(
-            Finding(
-                "warning",
-                "negotiation",
-                "an initialize asking for a version the server does not know is not answered "
-                "with one it does",
-                _since(recorder, 0),
-                ["clients newer or older than the server"],
-                "answer initialize with the latest version the server supports (the spec's "
-                "version negotiation); the client then decides",
-            )
+        find.on(recorder).found(
+            "warning",
+            "negotiation",
+            "an initialize asking for a version the server does not know is not answered "
+            "with one it does",
+            0,
+            ["clients newer or older than the server"],
+            "answer initialize with the latest version the server supports (the spec's "
+            "version negotiation); the client then decides",
         )
 
 
@@ -271,7 +253,7 @@ async def _unknown_version(url: str, headers: dict[str, str], timeout: float, ad
 _LISTS = {"tools": "tools/list", "resources": "resources/list", "prompts": "prompts/list"}
 
 
-async def _capabilities(session: MCPSession, add: _Add) -> None:
+async def _capabilities(session: MCPSession, find: Finder) -> None:
     MCPError = sdk().MCPError
 
     client, caps = session.client, session.capabilities
@@ -280,74 +262,64 @@ async def _capabilities(session: MCPSession, add: _Add) -> None:
         "resources": client.list_resources,
         "prompts": client.list_prompts,
     }
-    add(
-        Finding(
-            "info",
-            "capabilities",
-            "declared: " + (json.dumps(caps, sort_keys=True) if caps else "none"),
-        )
+    find.found(
+        "info",
+        "capabilities",
+        "declared: " + (json.dumps(caps, sort_keys=True) if caps else "none"),
     )
     for name, method in _LISTS.items():
-        before = len(session.recorder.events)
+        before = find.mark()
         try:
             listed = await asyncio.wait_for(listing[name](cache_mode="bypass"), session.timeout)
         except MCPError as exc:
             if name in caps:
-                add(
-                    Finding(
-                        "error",
-                        "capabilities",
-                        f"declares {name} but {method} fails: {exc.error.code} {exc.error.message}",
-                        _since(session.recorder, before),
-                        EVERY_CLIENT,
-                        f"answer {method}, or stop declaring {name}",
-                        at=f"capabilities.{name}",
-                    )
+                find.found(
+                    "error",
+                    "capabilities",
+                    f"declares {name} but {method} fails: {exc.error.code} {exc.error.message}",
+                    before,
+                    EVERY_CLIENT,
+                    f"answer {method}, or stop declaring {name}",
+                    at=f"capabilities.{name}",
                 )
             elif exc.error.code != -32601:
-                add(
-                    Finding(
-                        "warning",
-                        "capabilities",
-                        f"{method} (not declared) is answered with {exc.error.code}, not "
-                        "-32601 (method not found)",
-                        _since(session.recorder, before),
-                        fix="answer a method the server does not offer with -32601",
-                    )
+                find.found(
+                    "warning",
+                    "capabilities",
+                    f"{method} (not declared) is answered with {exc.error.code}, not "
+                    "-32601 (method not found)",
+                    before,
+                    fix="answer a method the server does not offer with -32601",
                 )
             continue
         except Exception as exc:  # noqa: BLE001 - said as a finding
-            add(
-                Finding(
-                    "error" if name in caps else "warning",
-                    "capabilities",
-                    f"{method} failed: {mcp_failure(exc, session.recorder)}",
-                    _since(session.recorder, before),
-                    EVERY_CLIENT if name in caps else [],
-                    at=f"capabilities.{name}",
-                )
+            find.found(
+                "error" if name in caps else "warning",
+                "capabilities",
+                f"{method} failed: {mcp_failure(exc, session.recorder)}",
+                before,
+                EVERY_CLIENT if name in caps else [],
+                at=f"capabilities.{name}",
             )
             continue
         items = getattr(listed, name, None) or []
         if name in caps:
-            add(Finding("ok", "capabilities", f"{name}: {len(items)} listed", at=method))
+            find.found("ok", "capabilities", f"{name}: {len(items)} listed", at=method)
         else:
-            add(
-                Finding(
-                    "warning",
-                    "capabilities",
-                    f"answers {method} ({len(items)}) without declaring {name}",
-                    _since(session.recorder, before),
-                    ["clients that ask only what the server declares (most hosts)"],
-                    f"declare the {name} capability",
-                    at=method,
-                )
+            find.found(
+                "warning",
+                "capabilities",
+                f"answers {method} ({len(items)}) without declaring {name}",
+                before,
+                ["clients that ask only what the server declares (most hosts)"],
+                f"declare the {name} capability",
+                at=method,
             )
-    await _subscribe(session, add)
-    await _logging(session, add)
+    await _subscribe(session, find)
+    await _logging(session, find)
 
 
-async def _subscribe(session: MCPSession, add: _Add) -> None:
+async def _subscribe(session: MCPSession, find: Finder) -> None:
     MCPError = sdk().MCPError
 
     resources = session.capabilities.get("resources") or {}
@@ -360,65 +332,59 @@ async def _subscribe(session: MCPSession, add: _Add) -> None:
     if not listed:
         return
     uri = listed[0]["uri"]
-    before = len(session.recorder.events)
+    before = find.mark()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             await asyncio.wait_for(session.client.subscribe_resource(uri), session.timeout)
             await asyncio.wait_for(session.client.unsubscribe_resource(uri), session.timeout)
     except (MCPError, Exception) as exc:  # noqa: BLE001
-        add(
-            Finding(
-                "error",
-                "capabilities",
-                f"declares resources.subscribe but subscribing to {uri} fails: "
-                f"{mcp_failure(exc, session.recorder)}",
-                _since(session.recorder, before),
-                ["clients that subscribe"],
-                "answer resources/subscribe and resources/unsubscribe, or stop declaring subscribe",
-                at="capabilities.resources.subscribe",
-            )
+        find.found(
+            "error",
+            "capabilities",
+            f"declares resources.subscribe but subscribing to {uri} fails: "
+            f"{mcp_failure(exc, session.recorder)}",
+            before,
+            ["clients that subscribe"],
+            "answer resources/subscribe and resources/unsubscribe, or stop declaring subscribe",
+            at="capabilities.resources.subscribe",
         )
         return
-    add(Finding("ok", "capabilities", f"resources.subscribe: subscribed to {uri} and back"))
+    find.found("ok", "capabilities", f"resources.subscribe: subscribed to {uri} and back")
 
 
-async def _logging(session: MCPSession, add: _Add) -> None:
+async def _logging(session: MCPSession, find: Finder) -> None:
     if "logging" not in session.capabilities:
         return
     if session.modern:
-        add(
-            Finding(
-                "info",
-                "capabilities",
-                "declares logging, deprecated on 2026-07-28: a client asks for log messages "
-                "per request there",
-            )
+        find.found(
+            "info",
+            "capabilities",
+            "declares logging, deprecated on 2026-07-28: a client asks for log messages "
+            "per request there",
         )
         return
-    before = len(session.recorder.events)
+    before = find.mark()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             await asyncio.wait_for(session.client.set_logging_level("info"), session.timeout)
     except Exception as exc:  # noqa: BLE001
-        add(
-            Finding(
-                "error",
-                "capabilities",
-                f"declares logging but logging/setLevel fails: {mcp_failure(exc, session.recorder)}",
-                _since(session.recorder, before),
-                ["clients that set a log level"],
-                "answer logging/setLevel, or stop declaring logging",
-                at="capabilities.logging",
-            )
+        find.found(
+            "error",
+            "capabilities",
+            f"declares logging but logging/setLevel fails: {mcp_failure(exc, session.recorder)}",
+            before,
+            ["clients that set a log level"],
+            "answer logging/setLevel, or stop declaring logging",
+            at="capabilities.logging",
         )
         return
-    add(Finding("ok", "capabilities", "logging: logging/setLevel answered"))
+    find.found("ok", "capabilities", "logging: logging/setLevel answered")
 
 
 # -- tools ------------------------------------------------------------------------------------------
-async def _tools(session: MCPSession, add: _Add) -> list[dict[str, Any]]:
+async def _tools(session: MCPSession, find: Finder) -> list[dict[str, Any]]:
     if "tools" not in session.capabilities:
         return []
     try:
@@ -431,28 +397,24 @@ async def _tools(session: MCPSession, add: _Add) -> list[dict[str, Any]]:
         name = tool["name"]
         where = f"tools[{name}]"
         if name in seen:
-            add(
-                Finding(
-                    "error",
-                    "tools",
-                    f"two tools are named {name!r}",
-                    breaks=EVERY_CLIENT,
-                    fix="give each tool its own name",
-                    at=where,
-                )
+            find.found(
+                "error",
+                "tools",
+                f"two tools are named {name!r}",
+                breaks=EVERY_CLIENT,
+                fix="give each tool its own name",
+                at=where,
             )
         seen.add(name)
         if not TOOL_NAME.match(name):
             bad += 1
-            add(
-                Finding(
-                    "warning",
-                    "tools",
-                    f"the name {name!r} is not 1 to 128 of A-Z a-z 0-9 _ - .",
-                    breaks=["clients and models that check tool names (OpenAI's, Anthropic's)"],
-                    fix="rename the tool",
-                    at=where,
-                )
+            find.found(
+                "warning",
+                "tools",
+                f"the name {name!r} is not 1 to 128 of A-Z a-z 0-9 _ - .",
+                breaks=["clients and models that check tool names (OpenAI's, Anthropic's)"],
+                fix="rename the tool",
+                at=where,
             )
         for key, field in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
             schema = tool.get(key)
@@ -461,28 +423,24 @@ async def _tools(session: MCPSession, add: _Add) -> list[dict[str, Any]]:
             problem = _schema_problem(schema)
             if problem:
                 bad += 1
-                add(
-                    Finding(
-                        "error",
-                        "tools",
-                        f"the {field} {problem}",
-                        breaks=EVERY_CLIENT
-                        if key == "input_schema"
-                        else ["clients that check results"],
-                        fix=f"make the {field} a valid JSON Schema of an object",
-                        at=f"{where}.{field}",
-                    )
+                find.found(
+                    "error",
+                    "tools",
+                    f"the {field} {problem}",
+                    breaks=EVERY_CLIENT
+                    if key == "input_schema"
+                    else ["clients that check results"],
+                    fix=f"make the {field} a valid JSON Schema of an object",
+                    at=f"{where}.{field}",
                 )
     if len(tools) > MAX_TOOLS:
-        add(Finding("info", "tools", f"the first {MAX_TOOLS} of {len(tools)} tools were checked"))
+        find.found("info", "tools", f"the first {MAX_TOOLS} of {len(tools)} tools were checked")
     if not bad:
-        add(
-            Finding(
-                "ok",
-                "tools",
-                f"{len(tools)} tool{'s' * (len(tools) != 1)}: names and schemas valid "
-                f"({sum(1 for t in tools if t.get('output_schema'))} with an output schema)",
-            )
+        find.found(
+            "ok",
+            "tools",
+            f"{len(tools)} tool{'s' * (len(tools) != 1)}: names and schemas valid "
+            f"({sum(1 for t in tools if t.get('output_schema'))} with an output schema)",
         )
     return tools
 
@@ -508,18 +466,16 @@ def _schema_problem(schema: Any) -> str:
 _2020 = "https://json-schema.org/draft/2020-12/schema"
 
 
-async def _calls(session: MCPSession, tools: list[dict[str, Any]], add: _Add) -> None:
+async def _calls(session: MCPSession, tools: list[dict[str, Any]], find: Finder) -> None:
     """The read-only tools called: without their required arguments, then with arguments made
     from their schema; nothing else is ever called."""
     read_only = [t for t in tools if (t.get("annotations") or {}).get("readOnlyHint") is True]
     if not read_only:
-        add(
-            Finding(
-                "info",
-                "tools",
-                "no tool is annotated read-only (readOnlyHint), so none was called",
-                fix="annotate the tools that change nothing with readOnlyHint: true",
-            )
+        find.found(
+            "info",
+            "tools",
+            "no tool is annotated read-only (readOnlyHint), so none was called",
+            fix="annotate the tools that change nothing with readOnlyHint: true",
         )
         return
     for tool in read_only[:MAX_CALLS]:
@@ -527,63 +483,56 @@ async def _calls(session: MCPSession, tools: list[dict[str, Any]], add: _Add) ->
         where = f"tools[{name}]"
         required = schema.get("required") or []
         if required:
-            await _call_without(session, name, required, where, add)
+            await _call_without(session, name, required, where, find)
         args = _example_arguments(schema)
         if args is None:
-            add(
-                Finding(
-                    "info",
-                    "tools",
-                    f"{name} was not called with arguments: its schema gives no default, enum or "
-                    "example for every required one",
-                    at=where,
-                )
+            find.found(
+                "info",
+                "tools",
+                f"{name} was not called with arguments: its schema gives no default, enum or "
+                "example for every required one",
+                at=where,
             )
             continue
-        before = len(session.recorder.events)
+        before = find.mark()
         try:
             result = await session.call(name, args)
         except PeerError as exc:
             if "structured content" in str(exc) or "output schema" in str(exc):
-                add(  # the official client refused the result: it checks it against the schema
-                    Finding(
-                        "error",
-                        "tools",
-                        f"{name}'s result does not match its output schema: "
-                        + str(exc).splitlines()[0],
-                        _since(session.recorder, before),
-                        ["clients that check results (the official SDKs' do: they refuse it)"],
-                        "return structuredContent matching the output schema",
-                        at=f"{where}.structuredContent",
-                    )
-                )
-                continue
-            add(
-                Finding(
+                # the official client refused the result: it checks it against the schema
+                find.found(
                     "error",
                     "tools",
-                    f"{name} {json.dumps(args)} failed as a protocol error: {exc}",
-                    _since(session.recorder, before),
-                    EVERY_CLIENT,
-                    "report a tool's failure as a result with isError",
-                    at=where,
+                    f"{name}'s result does not match its output schema: "
+                    + str(exc).splitlines()[0],
+                    before,
+                    ["clients that check results (the official SDKs' do: they refuse it)"],
+                    "return structuredContent matching the output schema",
+                    at=f"{where}.structuredContent",
                 )
+                continue
+            find.found(
+                "error",
+                "tools",
+                f"{name} {json.dumps(args)} failed as a protocol error: {exc}",
+                before,
+                EVERY_CLIENT,
+                "report a tool's failure as a result with isError",
+                at=where,
             )
             continue
         output = tool.get("output_schema")
         structured = result.metadata.get("structured")
         if output and not result.is_error:
             if structured is None:
-                add(
-                    Finding(
-                        "error",
-                        "tools",
-                        f"{name} declares an output schema but its result has no structuredContent",
-                        _since(session.recorder, before),
-                        ["clients that read structured results"],
-                        "return structuredContent matching the output schema",
-                        at=f"{where}.outputSchema",
-                    )
+                find.found(
+                    "error",
+                    "tools",
+                    f"{name} declares an output schema but its result has no structuredContent",
+                    before,
+                    ["clients that read structured results"],
+                    "return structuredContent matching the output schema",
+                    at=f"{where}.outputSchema",
                 )
                 continue
             try:
@@ -597,74 +546,62 @@ async def _calls(session: MCPSession, tools: list[dict[str, Any]], add: _Add) ->
             ) as exc:
                 errors = [f"the output schema cannot be used: {exc}"]
             if errors:
-                add(
-                    Finding(
-                        "error",
-                        "tools",
-                        f"{name}'s structuredContent does not match its output schema: "
-                        f"{errors[0][:200]}",
-                        _since(session.recorder, before),
-                        ["clients that check results (the official SDKs' do)"],
-                        "return structuredContent matching the output schema",
-                        at=f"{where}.structuredContent",
-                    )
+                find.found(
+                    "error",
+                    "tools",
+                    f"{name}'s structuredContent does not match its output schema: "
+                    f"{errors[0][:200]}",
+                    before,
+                    ["clients that check results (the official SDKs' do)"],
+                    "return structuredContent matching the output schema",
+                    at=f"{where}.structuredContent",
                 )
                 continue
-        add(
-            Finding(
-                "ok",
-                "tools",
-                f"{name} {json.dumps(args)[:120]}: "
-                + ("a tool error" if result.is_error else "answered")
-                + (
-                    ", structured content matches the output schema"
-                    if output and structured is not None
-                    else ""
-                ),
-                at=where,
-            )
+        find.found(
+            "ok",
+            "tools",
+            f"{name} {json.dumps(args)[:120]}: "
+            + ("a tool error" if result.is_error else "answered")
+            + (
+                ", structured content matches the output schema"
+                if output and structured is not None
+                else ""
+            ),
+            at=where,
         )
 
 
 async def _call_without(
-    session: MCPSession, name: str, required: list[str], where: str, add: _Add
+    session: MCPSession, name: str, required: list[str], where: str, find: Finder
 ) -> None:
-    before = len(session.recorder.events)
+    before = find.mark()
     try:
         result = await session.call(name, {})
     except PeerError as exc:
-        add(
-            Finding(
-                "warning",
-                "errors",
-                f"{name} without its required {', '.join(map(str, required))} is a protocol "
-                f"error ({exc}): the model never sees why and cannot correct itself",
-                _since(session.recorder, before),
-                ["models calling through any client"],
-                "report invalid arguments as a tool result with isError (the spec's input "
-                "validation errors)",
-                at=where,
-            )
+        find.found(
+            "warning",
+            "errors",
+            f"{name} without its required {', '.join(map(str, required))} is a protocol "
+            f"error ({exc}): the model never sees why and cannot correct itself",
+            before,
+            ["models calling through any client"],
+            "report invalid arguments as a tool result with isError (the spec's input "
+            "validation errors)",
+            at=where,
         )
         return
     if result.is_error:
-        add(
-            Finding(
-                "ok", "errors", f"{name} without its required arguments: a tool error", at=where
-            )
-        )
+        find.found("ok", "errors", f"{name} without its required arguments: a tool error", at=where)
     else:
-        add(
-            Finding(
-                "warning",
-                "tools",
-                f"{name} runs without its required {', '.join(map(str, required))}: the input "
-                "schema is not honoured",
-                _since(session.recorder, before),
-                ["models that trust the schema"],
-                "check the arguments against the input schema before the tool runs",
-                at=where,
-            )
+        find.found(
+            "warning",
+            "tools",
+            f"{name} runs without its required {', '.join(map(str, required))}: the input "
+            "schema is not honoured",
+            before,
+            ["models that trust the schema"],
+            "check the arguments against the input schema before the tool runs",
+            at=where,
         )
 
 
@@ -690,7 +627,7 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 
 # -- errors -----------------------------------------------------------------------------------------
-async def _errors(session: MCPSession, add: _Add) -> None:
+async def _errors(session: MCPSession, find: Finder) -> None:
     MCPError = sdk().MCPError
 
     client, caps = session.client, session.capabilities
@@ -713,50 +650,44 @@ async def _errors(session: MCPSession, add: _Add) -> None:
             )
         )
     for what, method, ask, codes in probes:
-        before = len(session.recorder.events)
+        before = find.mark()
         try:
             answer = await asyncio.wait_for(ask(), session.timeout)
         except MCPError as exc:
             code = exc.error.code
             if code in codes:
-                add(Finding("ok", "errors", f"{what}: protocol error {code}", at=method))
+                find.found("ok", "errors", f"{what}: protocol error {code}", at=method)
             else:
-                add(
-                    Finding(
-                        "warning",
-                        "errors",
-                        f"{what} is answered with {code}, not {' or '.join(map(str, sorted(codes)))}",
-                        _since(session.recorder, before),
-                        ["clients that tell the errors apart"],
-                        f"answer {what} with {min(codes, key=abs)}",
-                        at=method,
-                    )
+                find.found(
+                    "warning",
+                    "errors",
+                    f"{what} is answered with {code}, not {' or '.join(map(str, sorted(codes)))}",
+                    before,
+                    ["clients that tell the errors apart"],
+                    f"answer {what} with {min(codes, key=abs)}",
+                    at=method,
                 )
             continue
         except Exception as exc:  # noqa: BLE001
-            add(
-                Finding(
-                    "error",
-                    "errors",
-                    f"{what}: {mcp_failure(exc, session.recorder)}",
-                    _since(session.recorder, before),
-                    EVERY_CLIENT,
-                    at=method,
-                )
+            find.found(
+                "error",
+                "errors",
+                f"{what}: {mcp_failure(exc, session.recorder)}",
+                before,
+                EVERY_CLIENT,
+                at=method,
             )
             continue
         is_error = getattr(answer, "is_error", False)
-        add(
-            Finding(
-                "warning",
-                "errors",
-                f"{what} is answered with a {'tool error' if is_error else 'result'}, not the "
-                f"protocol error the spec names ({min(codes, key=abs)})",
-                _since(session.recorder, before),
-                ["clients that tell a missing tool from a failing one (a host re-lists on it)"],
-                f"answer {method} for {what} with the JSON-RPC error {min(codes, key=abs)}",
-                at=method,
-            )
+        find.found(
+            "warning",
+            "errors",
+            f"{what} is answered with a {'tool error' if is_error else 'result'}, not the "
+            f"protocol error the spec names ({min(codes, key=abs)})",
+            before,
+            ["clients that tell a missing tool from a failing one (a host re-lists on it)"],
+            f"answer {method} for {what} with the JSON-RPC error {min(codes, key=abs)}",
+            at=method,
         )
 
 
@@ -818,9 +749,9 @@ def _initialize() -> dict[str, Any]:
 
 
 async def _origin(
-    url: str, recorder: TrafficRecorder, headers: dict[str, str], timeout: float, add: _Add
+    url: str, recorder: TrafficRecorder, headers: dict[str, str], timeout: float, find: Finder
 ) -> None:
-    before = len(recorder.events)
+    before = find.mark()
     answer = await _raw(
         url, recorder, headers, timeout, _initialize(), {"Origin": "http://evil.example"}
     )
@@ -828,23 +759,17 @@ async def _origin(
         return
     status, _ = answer
     if status in (400, 403):
-        add(
-            Finding(
-                "ok", "origin", f"a request from a foreign Origin is refused ({status})", at=url
-            )
-        )
+        find.found("ok", "origin", f"a request from a foreign Origin is refused ({status})", at=url)
         return
-    add(
-        Finding(
-            "error" if _loopback(url) else "warning",
-            "origin",
-            f"a request from Origin http://evil.example is answered {status}: a web page the user "
-            "visits can call this server (DNS rebinding)",
-            _since(recorder, before),
-            ["anyone whose browser opens a hostile page while the server runs"],
-            "refuse requests whose Origin is not the server's own (403), as the spec requires",
-            at=url,
-        )
+    find.found(
+        "error" if _loopback(url) else "warning",
+        "origin",
+        f"a request from Origin http://evil.example is answered {status}: a web page the user "
+        "visits can call this server (DNS rebinding)",
+        before,
+        ["anyone whose browser opens a hostile page while the server runs"],
+        "refuse requests whose Origin is not the server's own (403), as the spec requires",
+        at=url,
     )
 
 
@@ -859,34 +784,30 @@ def _loopback(url: str) -> bool:
 
 
 async def _auth(
-    url: str, session: MCPSession, headers: dict[str, str], timeout: float, add: _Add
+    url: str, session: MCPSession, headers: dict[str, str], timeout: float, find: Finder
 ) -> None:
     recorder = session.recorder
     refused = next((e for e in recorder.events if e.status == 401 and e.url == url), None)
     if refused is None:
         if not any(k.lower() == "authorization" for k in headers):
-            add(
-                Finding(
-                    "info" if _loopback(url) else "warning",
-                    "auth",
-                    "answers without any credentials"
-                    + ("" if _loopback(url) else ", on an address others can reach"),
-                    fix=""
-                    if _loopback(url)
-                    else "require a token (the MCP authorization spec: OAuth)",
-                    at=url,
-                )
+            find.found(
+                "info" if _loopback(url) else "warning",
+                "auth",
+                "answers without any credentials"
+                + ("" if _loopback(url) else ", on an address others can reach"),
+                fix="" if _loopback(url) else "require a token (the MCP authorization spec: OAuth)",
+                at=url,
             )
         else:
-            await _wrong_token(url, recorder, headers, timeout, add)
+            await _wrong_token(url, recorder, headers, timeout, find)
         return
-    await _auth_metadata(url, refused, session.challenge, recorder, timeout, add)
+    await _auth_metadata(url, refused, session.challenge, recorder, timeout, find)
 
 
 async def _wrong_token(
-    url: str, recorder: TrafficRecorder, headers: dict[str, str], timeout: float, add: _Add
+    url: str, recorder: TrafficRecorder, headers: dict[str, str], timeout: float, find: Finder
 ) -> None:
-    before = len(recorder.events)
+    before = find.mark()
     wrong = {k: v for k, v in headers.items() if k.lower() != "authorization"}
     wrong["Authorization"] = "Bearer toolnexus-doctor-wrong-token"
     answer = await _raw(url, recorder, wrong, timeout, _initialize())
@@ -894,18 +815,16 @@ async def _wrong_token(
         return
     status, _ = answer
     if status in (401, 403):
-        add(Finding("ok", "auth", f"a wrong token is refused ({status})", at=url))
+        find.found("ok", "auth", f"a wrong token is refused ({status})", at=url)
     else:
-        add(
-            Finding(
-                "error",
-                "auth",
-                f"a wrong bearer token is answered {status}",
-                _since(recorder, before),
-                ["everyone who trusts the token to keep others out"],
-                "check the token on every request",
-                at=url,
-            )
+        find.found(
+            "error",
+            "auth",
+            f"a wrong bearer token is answered {status}",
+            before,
+            ["everyone who trusts the token to keep others out"],
+            "check the token on every request",
+            at=url,
         )
 
 
@@ -915,7 +834,7 @@ async def _auth_metadata(
     challenge: str,
     recorder: TrafficRecorder,
     timeout: float,
-    add: _Add,
+    find: Finder,
 ) -> None:
     """A 401's way to a token (``challenge``: its WWW-Authenticate, which the wire log masks)."""
     found = re.search(r'resource_metadata="?([^",\s]+)"?', challenge)
@@ -926,7 +845,7 @@ async def _auth_metadata(
         else f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
     )
     if not found:
-        add(
+        find.add(
             Finding(
                 "warning",
                 "auth",
@@ -940,41 +859,35 @@ async def _auth_metadata(
         )
     prm = await _get_json(prm_url, recorder, timeout)
     if not isinstance(prm, dict):
-        add(
-            Finding(
-                "error",
-                "auth",
-                f"no protected-resource metadata at {prm_url}",
-                _since(recorder, len(recorder.events) - 1),
-                ["MCP clients that run OAuth"],
-                "serve the protected-resource metadata (RFC 9728) naming the authorization server",
-                at=prm_url,
-            )
+        find.found(
+            "error",
+            "auth",
+            f"no protected-resource metadata at {prm_url}",
+            len(recorder.events) - 1,
+            ["MCP clients that run OAuth"],
+            "serve the protected-resource metadata (RFC 9728) naming the authorization server",
+            at=prm_url,
         )
         return
     servers = prm.get("authorization_servers")
     resource = prm.get("resource")
     if resource not in (url, url.rstrip("/"), f"{parts.scheme}://{parts.netloc}"):
-        add(
-            Finding(
-                "warning",
-                "auth",
-                f"the metadata's resource {resource!r} is not this server ({url})",
-                breaks=["the official SDKs' clients (they refuse a token for another resource)"],
-                fix="set resource to the MCP endpoint's URL",
-                at=prm_url,
-            )
+        find.found(
+            "warning",
+            "auth",
+            f"the metadata's resource {resource!r} is not this server ({url})",
+            breaks=["the official SDKs' clients (they refuse a token for another resource)"],
+            fix="set resource to the MCP endpoint's URL",
+            at=prm_url,
         )
     if not isinstance(servers, list) or not servers:
-        add(
-            Finding(
-                "error",
-                "auth",
-                "the protected-resource metadata names no authorization server",
-                breaks=["MCP clients that run OAuth"],
-                fix="list the authorization server in authorization_servers",
-                at=prm_url,
-            )
+        find.found(
+            "error",
+            "auth",
+            "the protected-resource metadata names no authorization server",
+            breaks=["MCP clients that run OAuth"],
+            fix="list the authorization server in authorization_servers",
+            at=prm_url,
         )
         return
     issuer = str(servers[0]).rstrip("/")
@@ -982,50 +895,42 @@ async def _auth_metadata(
     if not isinstance(meta, dict):
         meta = await _get_json(f"{issuer}/.well-known/openid-configuration", recorder, timeout)
     if not isinstance(meta, dict):
-        add(
-            Finding(
-                "error",
-                "auth",
-                f"the authorization server {issuer} publishes no metadata (RFC 8414 or OpenID)",
-                breaks=["MCP clients that run OAuth"],
-                fix="serve /.well-known/oauth-authorization-server",
-                at=issuer,
-            )
+        find.found(
+            "error",
+            "auth",
+            f"the authorization server {issuer} publishes no metadata (RFC 8414 or OpenID)",
+            breaks=["MCP clients that run OAuth"],
+            fix="serve /.well-known/oauth-authorization-server",
+            at=issuer,
         )
         return
     if "S256" not in (meta.get("code_challenge_methods_supported") or []):
-        add(
-            Finding(
-                "error",
-                "auth",
-                "the authorization server does not say it supports PKCE S256",
-                breaks=["MCP clients (the spec: they refuse to go on without it)"],
-                fix="list S256 in code_challenge_methods_supported",
-                at=issuer,
-            )
+        find.found(
+            "error",
+            "auth",
+            "the authorization server does not say it supports PKCE S256",
+            breaks=["MCP clients (the spec: they refuse to go on without it)"],
+            fix="list S256 in code_challenge_methods_supported",
+            at=issuer,
         )
     if not meta.get("registration_endpoint") and not meta.get(
         "client_id_metadata_document_supported"
     ):
-        add(
-            Finding(
-                "warning",
-                "auth",
-                "the authorization server offers neither dynamic client registration nor "
-                "client ID metadata documents",
-                breaks=["clients that were not registered by hand"],
-                fix="offer a registration_endpoint (RFC 7591)",
-                at=issuer,
-            )
-        )
-    add(
-        Finding(
-            "ok",
+        find.found(
+            "warning",
             "auth",
-            f"OAuth: a 401 leads to {issuer} (authorization code with PKCE); sign in with "
-            "toolnexus-tui's MCP mode to check the rest",
-            at=url,
+            "the authorization server offers neither dynamic client registration nor "
+            "client ID metadata documents",
+            breaks=["clients that were not registered by hand"],
+            fix="offer a registration_endpoint (RFC 7591)",
+            at=issuer,
         )
+    find.found(
+        "ok",
+        "auth",
+        f"OAuth: a 401 leads to {issuer} (authorization code with PKCE); sign in with "
+        "toolnexus-tui's MCP mode to check the rest",
+        at=url,
     )
 
 
@@ -1055,14 +960,14 @@ def _stray(error: str) -> str:
     return f"stdout: {found.group(1)}" if found else error.splitlines()[0]
 
 
-def _stdout(session: MCPSession, add: _Add) -> None:
+def _stdout(session: MCPSession, find: Finder) -> None:
     strays = [
         e for e in session.recorder.events if e.method == "STDIO" and e.error and not e.rpc_method
     ]
     if not strays:
-        add(Finding("ok", "stdout", "stdout carried JSON-RPC messages only"))
+        find.found("ok", "stdout", "stdout carried JSON-RPC messages only")
         return
-    add(
+    find.add(
         Finding(
             "error",
             "stdout",
