@@ -1,6 +1,7 @@
 """Peers' detail pane follows the peer selected (issue 61 item 4): its Doctor and Tasks tabs show
 each peer's own report, `[` and `]` step through its tabs as in Tasks, and a dialect forced with
-`v` is tried on the peer, not taken on its card's word."""
+`v` is tried on the peer, not taken on its card's word; the Diagnostics tab says what the card
+costs in tokens, as ``toolnexus card --validate`` does (issue 64 item 2)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.widgets import DataTable, Input, Static, TabbedContent  # noqa: E40
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 
+from ..helpers import arun_cli  # noqa: E402
 from ..peers.legacy_stub import legacy_stub  # noqa: E402
 from ..peers.sdk_server import sdk_server  # noqa: E402
 from .test_pilot import until  # noqa: E402
@@ -114,3 +116,20 @@ async def test_a_forced_dialect_is_tried_on_the_peer(tmp_path: Path):
         assert peer.state == "unreachable" and "does not answer in HTTP+JSON" in peer.error
         table = app.screen.query_one("#peers", DataTable)
         assert str(table.get_row_at(table.get_row_index(sdk))[4]) == "unreachable"
+
+
+async def test_diagnostics_say_what_the_card_costs_as_the_cli_does(tmp_path: Path):
+    """The official SDK's server: the Diagnostics tab's cost line is ``card --validate``'s, word
+    for word (one function counts both: the tokens and the tokenizer named)."""
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[], peers=book, export_dir=tmp_path)
+    async with sdk_server() as sdk, app.run_test(size=(120, 40)) as pilot:
+        code, out, err = await arun_cli("card", sdk, "--validate")
+        [cli_cost] = [line.strip() for line in out.splitlines() if line.startswith("  cost: ")]
+        assert code == 0 and "tokens (tiktoken" in cli_cost, out + err
+        await pilot.press("3")
+        await add_peer(app, pilot, book, sdk)
+        await pilot.press("right_square_bracket")  # Diagnostics
+        await until(pilot, lambda: "tokens (" in shown(app, "#diag-view"), timeout=30)
+        lines = shown(app, "#diag-view").splitlines()
+        assert cli_cost in lines, lines

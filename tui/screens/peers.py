@@ -24,7 +24,8 @@ from textual.widgets import (
 
 from toolnexus import validate_card
 from toolnexus.debug.client_doctor import start_client_doctor
-from toolnexus.debug.doctor import doctor
+from toolnexus.debug.cost import card_cost
+from toolnexus.debug.doctor import counted, doctor
 from toolnexus.debug.report import DoctorReport, entry_lines
 from toolnexus.monitor import STATE_STYLE
 
@@ -80,6 +81,10 @@ class PeersScreen(ModeScreen):
         self._client_report: Text | None = None
         """The client doctor's report (it judges clients, not the selected peer): shown in the
         Doctor tab while it runs, and after it stops until another peer is chosen."""
+        self._costs: dict[str, tuple[Any, str]] = {}
+        """Each peer's card (the object) and its size in tokens, as ``card --validate`` says it
+        (counted once per card, off the loop: the first count loads the tokenizer)."""
+        self._counting: set[str] = set()  # the peers whose card is being counted
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -238,8 +243,28 @@ class PeersScreen(ModeScreen):
         for d in report.diagnostics:
             diag.append(f"{d.level:<8}", colors.get(d.level, ""))
             diag.append(f"{d.path}: {d.message}\n")
+        cost = self._costs.get(peer.url)
+        if cost is not None and cost[0] is card:
+            diag.append(f"\ncost: {cost[1]}\n", "grey62")
+        else:
+            diag.append("\ncost: counting the card's tokens …\n", "grey62")
+            self._count(peer.url, card)
         views["diag-view"].update(diag)
         views["raw-view"].update(json.dumps(card.raw, indent=2))
+
+    @work(group="peer-cost")
+    async def _count(self, url: str, card: Any) -> None:
+        """The card's size in tokens (the CLI's finding, ``cost: card``), shown when counted."""
+        if url in self._counting:
+            return
+        self._counting.add(url)
+        try:
+            said = (await counted("cost: card", lambda: card_cost(card.raw))).message
+        finally:
+            self._counting.discard(url)
+        self._costs[url] = (card, said)
+        if self.selected() == url:
+            self.show()
 
     # -- actions -------------------------------------------------------------------------------------
     def action_remote_tasks(self) -> None:
