@@ -29,12 +29,9 @@ def test_our_own_card_is_clean_and_both_lines_work():
     from toolnexus.serve.card import build_card
 
     ours = build_card(
+        tn.A2AConfig(name="demo", description="d", version="1"),
         base_url="http://127.0.0.1:5000",
-        name="demo",
-        description="d",
-        version="1",
         skills=[tn.SkillDef("greet", "says hello")],
-        streaming=True,
     )
     report = tn.validate_card(ours)
     assert report.ok and [d for d in report.diagnostics if d.level != "info"] == []
@@ -89,12 +86,9 @@ def test_a_rest_only_card_is_spoken_to_over_http_json():
 
     ours = tn.AgentCard(
         build_card(
+            tn.A2AConfig(name="n", description="d", version="1"),
             base_url="http://127.0.0.1:5000",
-            name="n",
-            description="d",
-            version="1",
             skills=[],
-            streaming=True,
         )
     )
     assert ours.route()[3] == "JSONRPC"

@@ -184,7 +184,7 @@ async def test_a_signature_that_does_not_verify_is_an_error_naming_why():
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from toolnexus import SigningKey
+    from toolnexus import A2AConfig, SigningKey
     from toolnexus.serve.card import build_card
 
     from .peers import on_loopback
@@ -195,7 +195,9 @@ async def test_a_signature_that_does_not_verify_is_an_error_naming_why():
         base = str(request.base_url)
         signed = key.sign_card(
             build_card(
-                base_url=base, name="n", description="d", version="1", skills=[], streaming=False
+                A2AConfig(name="n", description="d", version="1", streaming=False),
+                base_url=base,
+                skills=[],
             ),
             jku=base + "jwks.json",
         )

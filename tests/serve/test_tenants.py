@@ -86,14 +86,10 @@ def test_the_card_lists_each_1_0_interface_once_per_tenant():
     from toolnexus.serve.card import build_card
 
     card = build_card(
+        tn.A2AConfig(name="n", description="d", version="1", tenants=("acme", "globex")),
         base_url="http://h/",
-        name="n",
-        description="d",
-        version="1",
         skills=[],
-        streaming=True,
         grpc_target="h:1",
-        tenants=("acme", "globex"),
     )
     listed = [
         (i["protocolBinding"], i["protocolVersion"], i.get("tenant"))

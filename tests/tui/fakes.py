@@ -159,17 +159,15 @@ def fixed_peers(folder):  # -> tui.peers.PeerBook
         peer.state = "reachable"
         book.peers[url] = peer
     from toolnexus.serve.card import build_card
+    from toolnexus.serve.config import A2AConfig
     from toolnexus.skills import SkillDef
 
     hosted = Peer("http://127.0.0.1:43211", hosted=True)  # the fixed workspace's demo-desk
     hosted.client = A2AClient(
         build_card(
+            A2AConfig(name="demo-desk", description="demo", version="0.1.0", streaming=True),
             base_url=hosted.url,
-            name="demo-desk",
-            description="demo",
-            version="0.1.0",
             skills=[SkillDef("greet", "says hello")],
-            streaming=True,
         )
     )
     hosted.client.dialect, hosted.client.dialect_reason = Dialect.V10, "fixed for the picture"

@@ -96,29 +96,15 @@ class ServedCard:
 
     def document(self, extended: bool = False) -> dict[str, Any]:
         """The card as JSON data, built from the config (``extended``: the extended card's)."""
-        c = self.config
-        card = build_card(
+        return build_card(
+            self.config,
             base_url=self._base_url(),
-            name=c.name,
-            description=c.description.strip() or described(self.skills),
-            version=c.version,
             skills=self.skills,
-            streaming=c.streaming,
             push_notifications=self.push,
-            input_modes=c.input_modes,
-            output_modes=c.output_modes,
-            provider=_provider(c.provider),
-            security=_security(c.auth) if c.auth else None,
             grpc_target=self.grpc_target,
-            tenants=c.tenants or (),
-            extensions=[e.card_entry() for e in c.declared],
-            documentation_url=c.documentation_url,
-            icon_url=c.icon_url,
             extended_skills=self.extended_skills if extended else (),
-            declares_extended=self.has_extended,
             needs=self.needs,
         )
-        return card
 
     def answer(
         self, if_none_match: str, if_modified_since: str = ""
@@ -197,40 +183,33 @@ class ServedCard:
 
 
 def build_card(
+    config: A2AConfig,
     *,
     base_url: str,
-    name: str,
-    description: str,
-    version: str,
     skills: Sequence[SkillDef],
-    streaming: bool,
     push_notifications: bool = False,
-    input_modes: Sequence[str] = ("text/plain",),
-    output_modes: Sequence[str] = ("text/plain",),
-    provider: dict[str, str] | None = None,
-    security: dict[str, Any] | None = None,
-    documentation_url: str | None = None,
-    icon_url: str | None = None,
     grpc_target: str | None = None,
-    tenants: Sequence[str] = (),
-    extensions: Sequence[dict[str, Any]] = (),
     extended_skills: Sequence[SkillDef] = (),
-    declares_extended: bool = False,
     needs: Mapping[str, Sequence[Mapping[str, Sequence[str]]]] | None = None,
 ) -> dict[str, Any]:
-    """The hybrid card: v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the
-    1.x ``supportedInterfaces``, so that both official client lines accept it. ``tenants``: each
-    1.0 interface is listed once for each (its ``tenant`` set, in this order) in place of the one
-    without; 0.3 has no tenants. ``extensions``: ``capabilities.extensions`` as listed.
-    ``declares_extended``: the agent serves an extended card (1.0's
-    ``capabilities.extendedAgentCard``, 0.3's ``supportsAuthenticatedExtendedCard``);
-    ``extended_skills``: the skills the extended card lists after the others; ``needs``: a skill's
-    security requirements by its name (0.3's ``security`` shape), on its entry in both shapes."""
+    """The hybrid card of the agent whose A2A profile is ``config`` (each card field it holds):
+    v0.3 fields (``url``, ``protocolVersion``, ``preferredTransport``) and the 1.x
+    ``supportedInterfaces``, so that both official client lines accept it. Its tenants: each 1.0
+    interface is listed once for each (its ``tenant`` set, in this order) in place of the one
+    without; 0.3 has no tenants. Its extensions: ``capabilities.extensions`` as listed. An
+    extended card it publishes is declared (1.0's ``capabilities.extendedAgentCard``, 0.3's
+    ``supportsAuthenticatedExtendedCard``); ``extended_skills``: the skills the extended card lists
+    after the others; ``needs``: a skill's security requirements by its name (0.3's ``security``
+    shape), on its entry in both shapes."""
+    c = config
+    input_modes, output_modes = c.input_modes, c.output_modes
+    tenants, extensions = c.tenants or (), [e.card_entry() for e in c.declared]
+    declares_extended = c.publishes_extended
     url = base_url.rstrip("/") + "/"
     card: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "version": version,
+        "name": c.name,
+        "description": c.description.strip() or described(skills),
+        "version": c.version,
         "protocolVersion": PROTOCOL_VERSION,
         "url": url,
         "preferredTransport": "JSONRPC",
@@ -245,7 +224,7 @@ def build_card(
             {"url": url, "transport": "HTTP+JSON"},
         ],
         "capabilities": {
-            "streaming": streaming,
+            "streaming": c.streaming,
             "pushNotifications": push_notifications,
             **({"extensions": list(extensions)} if extensions else {}),
             **({"extendedAgentCard": True} if declares_extended else {}),
@@ -274,14 +253,15 @@ def build_card(
         card["supportedInterfaces"] = [
             {**i, "tenant": t} for t in tenants for i in plain if i["protocolVersion"] == "1.0"
         ] + [i for i in plain if i["protocolVersion"] != "1.0"]
+    provider = _provider(c.provider)
     if provider:
         card["provider"] = provider
-    if documentation_url:
-        card["documentationUrl"] = documentation_url
-    if icon_url:
-        card["iconUrl"] = icon_url
-    if security:
-        card.update(security)
+    if c.documentation_url:
+        card["documentationUrl"] = c.documentation_url
+    if c.icon_url:
+        card["iconUrl"] = c.icon_url
+    if c.auth:
+        card.update(_security(c.auth))
     return card
 
 
