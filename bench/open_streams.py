@@ -60,15 +60,8 @@ FAST = "gap=0.05 count=20"
 async def _stamped(request: dict[str, Any]) -> Any:
     """The in-process model: ``count`` stamped words ``gap`` seconds apart (the user's text says
     ``gap=SECONDS count=N``), then its usage."""
-    said = str(request["messages"][-1].get("content") or "")
-    options = dict(p.split("=", 1) for p in said.split() if "=" in p)
-    gap, count = float(options.get("gap", 0.05)), int(options.get("count", 20))
-    loop = asyncio.get_running_loop()
-    begun = loop.time()
-    for k in range(count):
-        wait = begun + k * gap - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
+    gap, count = sb.pacing(str(request["messages"][-1].get("content") or ""))
+    async for _ in sb.paced(gap, count):
         yield f" @{time.monotonic_ns()};"
     yield {"usage": {"prompt_tokens": 12, "completion_tokens": count, "total_tokens": 12 + count}}
 

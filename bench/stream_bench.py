@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,24 @@ STREAM_TIMEOUT = 120.0
 
 # ---------------------------------------------------------------------------------------------
 # the model stub
+
+
+def pacing(said: str) -> tuple[float, int]:
+    """The gap and the count of words a user's text asks for (``gap=SECONDS count=N``)."""
+    options = dict(p.split("=", 1) for p in said.split() if "=" in p)
+    return float(options.get("gap", GAP)), int(options.get("count", DELTAS))
+
+
+async def paced(gap: float, count: int) -> AsyncIterator[int]:
+    """0 to ``count - 1``, the k-th ``k * gap`` seconds after the first on the loop's clock (a late
+    word does not push the next ones back)."""
+    loop = asyncio.get_running_loop()
+    begun = loop.time()
+    for k in range(count):
+        wait = begun + k * gap - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        yield k
 
 
 def _stub_app() -> Any:
@@ -95,18 +114,11 @@ def _stub_app() -> Any:
 
     async def completions(request: Request) -> StreamingResponse:
         body = json.loads(await request.body())
-        said = str(body["messages"][-1].get("content") or "")
-        options = dict(p.split("=", 1) for p in said.split() if "=" in p)
-        gap, count = float(options.get("gap", GAP)), int(options.get("count", DELTAS))
+        gap, count = pacing(str(body["messages"][-1].get("content") or ""))
 
         async def events() -> Any:
             yield role
-            loop = asyncio.get_running_loop()
-            begun = loop.time()
-            for k in range(count):
-                wait = begun + k * gap - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+            async for _ in paced(gap, count):
                 yield word_head + str(time.monotonic_ns()).encode() + word_tail
             yield finish
             yield usage
