@@ -848,6 +848,13 @@ SERVE_FLAGS: tuple[Flag, ...] = (
         "a2a.quirks",
         options={"action": "append", "metavar": "NAME[,NAME]"},
     ),
+    Flag(
+        "--direct-replies",
+        "answer a send with a Message when no task is needed: a new message whose run completes "
+        "without asking anything, when its caller waits for it (a task otherwise)",
+        "a2a.direct_replies",
+        options={"action": "store_true", "default": None},
+    ),
     Flag("--json", "print JSON lines instead of text", options={"action": "store_true"}),
     Flag(
         "--metrics",

@@ -48,11 +48,13 @@ async def sdk_client(
     version: str = "1.0",
     interceptors: list | None = None,
     channel=None,
+    streaming: bool = False,
 ):
     """The official client on our card, left with its first ``version`` interface of ``binding``,
     naming ``tenant`` ("": none, as a client that ignores tenants calls): the SDK sends that tenant
     in every call. ``interceptors``: the SDK's, on every call (its ``AuthInterceptor``);
-    ``channel``: how it opens a gRPC channel to a URL (default: without TLS)."""
+    ``channel``: how it opens a gRPC channel to a URL (default: without TLS); ``streaming``: it
+    sends as a stream."""
     card = await A2ACardResolver(http, url).get_agent_card()
     keep = [
         i
@@ -64,12 +66,17 @@ async def sdk_client(
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)
     config = ClientConfig(
-        streaming=False,
+        streaming=streaming,
         supported_protocol_bindings=[binding],
         grpc_channel_factory=channel or grpc.aio.insecure_channel,
         httpx_client=http,
     )
-    return ClientFactory(config).create(card, interceptors)
+    factory = ClientFactory(config)
+    if (binding, version) == ("GRPC", "0.3"):  # as test_grpc._sdk_client says why
+        from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+
+        factory.register("GRPC", CompatGrpcTransport.create)
+    return factory.create(card, interceptors)
 
 
 def _message(text: str) -> pb.Message:

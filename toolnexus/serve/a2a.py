@@ -54,6 +54,7 @@ from ..protocol.dialects import (
     Dialect,
     lower_enums,
     render_artifact_update,
+    render_message,
     render_send_result,
     render_status_update,
     render_task,
@@ -67,7 +68,7 @@ from ..protocol.jsonrpc import (
     request_id_of,
     result_envelope,
 )
-from ..protocol.model import Artifact, Part, Task, TaskState
+from ..protocol.model import Artifact, Message, Part, Task, TaskState
 from ..protocol.operations import V03_METHODS, V10_METHODS, Binding, Operation
 from ..protocol.params import (
     CancelTask,
@@ -697,6 +698,7 @@ class A2AEndpoint:
             if self.runner.files is None:
                 raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
             self.runner.files.check(message, chosen.input_modes if chosen else None)
+        new = not message.task_id  # (the runner names the task it makes on the message)
         try:
             task, queue = await self.runner.send(request, owner=owner, follow=stream, hidden=hidden)
         except (
@@ -705,12 +707,24 @@ class A2AEndpoint:
             if dialect is Dialect.V10:
                 raise
             raise InvalidParamsError(err.message) from None
+        # a message may be the answer (A2A §3.1.1) to a new message the caller waits for
+        direct = (
+            self.config.direct_replies
+            and new
+            and dialect is not Dialect.LEGACY
+            and (queue is not None or request.blocking)
+        )
         if queue is not None:
+            if direct:
+                results = self._direct(task, queue, dialect, request.history_length)
+                return wrap(results) if wrap is not None else self._sse(results, dialect, rid)
             return self._stream(
                 task, task.snapshot(), queue, dialect, rid, request.history_length, wrap
             )
         if request.blocking:
             task = await self.runner.wait(task, self.config.blocking_timeout)
+        if direct:
+            return _reply(task, dialect, request.history_length)
         return render_send_result(task, dialect, request.history_length)
 
     def _check_accepted(self, accepted: tuple[str, ...], skill: SkillDef | None) -> None:
@@ -805,13 +819,38 @@ class A2AEndpoint:
     ) -> Any:
         """A task's results from ``first`` on, as ``wrap`` makes them (default: JSON-RPC over SSE)."""
         results = self._results(task, first, queue, dialect, history_length)
-        if wrap is not None:
-            return wrap(results)
+        return wrap(results) if wrap is not None else self._sse(results, dialect, rid)
+
+    @staticmethod
+    def _sse(results: AsyncGenerator[Any, None], dialect: Dialect, rid: Any) -> StreamingResponse:
+        """A stream's results as JSON-RPC over SSE."""
         return sse(
             results,
             functools.partial(result_envelope, rid),
             lambda err: error_envelope(rid, err, error_info=dialect is Dialect.V10),
         )
+
+    async def _direct(
+        self, task: Task, queue: Follow, dialect: Dialect, history_length: int | None
+    ) -> AsyncGenerator[Any, None]:
+        """The stream of a send answered directly (``A2AConfig.direct_replies``): nothing (pings)
+        until the task settles, then one result: the reply as a message (§3.1.1: "exactly one
+        Message object and then close"), or the task when it asks, fails or is canceled."""
+        try:
+            last = task.snapshot()
+            while not (last.state.terminal or last.state.interrupted):
+                try:
+                    event = await queue.get(KEEPALIVE)
+                except TimeoutError:
+                    yield None
+                    continue
+                if event is None:
+                    raise ServerStoppingError()
+                if event.__class__ is TaskEvent:
+                    last = cast(TaskEvent, event).task
+            yield _reply(last, dialect, history_length)
+        finally:
+            self.runner.unlisten(task.id, queue)
 
     async def _results(
         self, task: Task, first: Task, queue: Follow, dialect: Dialect, history_length: int | None
@@ -865,6 +904,21 @@ class A2AEndpoint:
                     return
         finally:
             self.runner.unlisten(task.id, queue)
+
+
+def _reply(task: Task, dialect: Dialect, history_length: int | None) -> dict[str, Any]:
+    """A send's answer when a message may be (``A2AConfig.direct_replies``): a completed task's
+    reply as a message of its context (its text and files, in the modes the caller accepts; no
+    task id: there is no task to follow), else the task as always."""
+    parts = [p for a in task.artifacts for p in a.parts]
+    if task.state is not TaskState.COMPLETED or not parts:
+        return render_send_result(task, dialect, history_length)
+    said = next((m for m in reversed(task.history) if m.role == "agent"), None)
+    reply = Message("agent", parts, context_id=task.context_id)
+    if said is not None:
+        reply.message_id = said.message_id
+    rendered = render_message(reply, dialect)
+    return {"message": rendered} if dialect is Dialect.V10 else rendered
 
 
 def _words(

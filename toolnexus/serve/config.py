@@ -571,6 +571,13 @@ class A2AConfig:
             ``security``), and checked when a task asks for the skill (a caller without them gets
             "permission denied", and no task's model is offered a skill its caller may not use).
             Needs ``auth``, whose schemes they name.
+        direct_replies: answer a send with a ``Message`` when no task is needed (A2A §3.1.1: "MAY
+            return a direct Message response for simple interactions"; a hybrid agent in the
+            spec's words): a new message whose run completes without asking anything gets the
+            reply (its text and files) as a message in its context, no task id; one that asks,
+            fails or is not waited for (``returnImmediately``) gets its task, as always. A stream
+            is then one message (or the task's last state), not the reply word by word. The run
+            is still a task on this side (the TUI, ``on_task``, the caller's own ListTasks).
     """
 
     name: str = "toolnexus-agent"
@@ -607,6 +614,7 @@ class A2AConfig:
     extended_skills: Sequence[str] | None = None
     extended_card: bool | Callable[[dict[str, Any], dict[str, str]], Mapping[str, Any]] = False
     skill_security: Mapping[str, Any] | None = None
+    direct_replies: bool = False
 
     def check(self) -> A2AConfig:
         """This config, its values read (``auth={"bearer": [...]}`` as in a config file, the
@@ -649,6 +657,8 @@ class A2AConfig:
             if self.auth is not None:
                 for needs in self.skill_security.values():
                     self.auth.expand(needs)
+        if type(self.direct_replies) is not bool:  # a config file's value, whatever it is
+            raise ConfigError("a2a.directReplies must be true or false")
         if self.publishes_extended and self.auth is None:
             raise ConfigError(
                 "an extended agent card is for authenticated callers: set a2a.auth too"
