@@ -2,7 +2,7 @@
 official a2a-sdk client calling through its httpx client's basic auth, JSON-RPC, HTTP+JSON and
 gRPC alike) and sent (our client to the SDK's server behind basic auth); OAuth 2 client
 credentials and OpenID Connect discovery run by our client from the SDK server's card, against a
-local authorization server written for the tests (``tests/peers/token_server.py``)."""
+local authorization server written for the tests (``tests/peers/authorization_server.py``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 import toolnexus as tn
 from toolnexus.secrets import basic_authorization
 
+from ..peers.authorization_server import authorization_server
 from ..peers.sdk_server import BEARER, sdk_server
-from ..peers.token_server import token_server
 from ..serve.wire import v03_message
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
@@ -134,7 +134,7 @@ async def test_our_client_runs_client_credentials_from_the_sdk_servers_card():
     """The card of the official SDK's server names a token endpoint (a local authorization
     server); our client fetches a token with the client's credentials, keeps it while it is good,
     sends it, and never shows the secret or the token."""
-    async with token_server("desk", SECRET, BEARER) as auth:
+    async with authorization_server("desk", SECRET, BEARER) as auth:
         async with sdk_server(token_url=auth.url + "/token") as url:
             grant = tn.ClientCredentials("desk", SECRET, scopes=["a2a"])
             async with tn.A2AClient(url, oauth=grant) as client:
@@ -145,7 +145,9 @@ async def test_our_client_runs_client_credentials_from_the_sdk_servers_card():
         assert auth.grants == [{"grant_type": "client_credentials", "scope": "a2a"}]  # kept
         assert SECRET not in logged and BEARER not in logged and "oauth" in logged
 
-    async with token_server("desk", SECRET, BEARER, expires_in=5) as auth:  # expires within EARLY
+    async with authorization_server(
+        "desk", SECRET, BEARER, expires_in=5
+    ) as auth:  # expires within EARLY
         async with sdk_server(token_url=auth.url + "/token") as url:
             async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:
                 await client.send("echo one", blocking=True)
@@ -154,7 +156,7 @@ async def test_our_client_runs_client_credentials_from_the_sdk_servers_card():
 
 
 async def test_openid_connect_discovery_finds_the_token_endpoint():
-    async with token_server("desk", SECRET, BEARER) as auth:
+    async with authorization_server("desk", SECRET, BEARER) as auth:
         discovery = auth.url + "/.well-known/openid-configuration"
         async with sdk_server(oidc_url=discovery) as url:
             async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:
@@ -165,7 +167,7 @@ async def test_openid_connect_discovery_finds_the_token_endpoint():
 
 
 async def test_the_client_secret_goes_only_where_the_user_meant():
-    async with token_server("desk", SECRET, BEARER) as auth:
+    async with authorization_server("desk", SECRET, BEARER) as auth:
         elsewhere = auth.url.replace("127.0.0.1", "localhost") + "/token"  # another host
         async with sdk_server(token_url=elsewhere) as url:
             async with tn.A2AClient(url, oauth=tn.ClientCredentials("desk", SECRET)) as client:

@@ -2,7 +2,7 @@
 items 1 and 3), against the official a2a-sdk 1.3 server: each call carries what the card (or the
 call's skill) asks for and nothing else; the device code flow (RFC 8628) and the authorization
 code flow with PKCE (RFC 7636) against a local authorization server written for the tests
-(``tests/peers/token_server.py``); mutual TLS with a client certificate on JSON-RPC, HTTP+JSON and
+(``tests/peers/authorization_server.py``); mutual TLS with a client certificate on JSON-RPC, HTTP+JSON and
 gRPC (``grpcs``), with certificates made by the test (``tests/peers/tls.py``)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 import toolnexus as tn
 
 from ..helpers import cli
+from ..peers.authorization_server import authorization_server
 from ..peers.sdk_server import BEARER, sdk_server
 from ..peers.tls import make_pki
-from ..peers.token_server import token_server
 
 pytest.importorskip("a2a", reason="the official a2a-sdk is a test peer: pip install -e '.[test]'")
 
@@ -100,7 +100,7 @@ def device_card(auth_url: str):  # type: ignore[no-untyped-def]
 
 
 async def test_the_device_code_flow_shows_the_code_and_polls_for_the_token():
-    async with token_server("desk", "s", BEARER, refresh="r3fresh-token") as auth:
+    async with authorization_server("desk", "s", BEARER, refresh="r3fresh-token") as auth:
         async with sdk_server(shaped=device_card(auth.url), enforce=True) as url:
             shown: list[str] = []
 
@@ -121,7 +121,7 @@ async def test_the_device_code_flow_shows_the_code_and_polls_for_the_token():
 
 
 async def test_the_device_code_flow_waits_as_told_and_gives_up_in_time():
-    async with token_server("desk", "s", BEARER, slow=True, pending=3) as auth:
+    async with authorization_server("desk", "s", BEARER, slow=True, pending=3) as auth:
         async with sdk_server(shaped=device_card(auth.url), enforce=True) as url:
             grant = tn.DeviceCode("terminal", show=lambda text: None)
             async with tn.A2AClient(url, oauth=grant) as client:
@@ -149,7 +149,7 @@ async def _browser(url: str, tamper: bool = False) -> None:
 
 
 async def test_the_authorization_code_flow_with_pkce_and_a_loopback_redirect():
-    async with token_server("desk", "s", BEARER) as auth:
+    async with authorization_server("desk", "s", BEARER) as auth:
         async with sdk_server(shaped=device_card(auth.url), enforce=True) as url:
             opened: list[str] = []
 
@@ -221,7 +221,7 @@ async def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str,
 
 
 async def test_toolnexus_send_runs_each_credential(pki):
-    async with token_server("desk", "s", BEARER, pending=2) as auth:
+    async with authorization_server("desk", "s", BEARER, pending=2) as auth:
         async with sdk_server(shaped=device_card(auth.url), enforce=True) as url:
             code, out, err = await _cli(
                 "send", url, "by device", "--oauth", "device", "--client-id", "terminal"

@@ -2,7 +2,7 @@
 client gets a token by (authorization code with PKCE, client credentials, device code, the server's
 metadata URL; OpenID Connect's discovery URL) in 0.3's and 1.0's shapes, and it takes only JWT
 access tokens its issuer signed for its audience, checked against a JWKS served by a real local
-authorization server (``tests/peers/jwt_issuer.py``, keys made in the test). The official a2a-sdk
+authorization server (``tests/peers/authorization_server.py``, keys made in the test). The official a2a-sdk
 1.3 client (its own AuthInterceptor, picking the scheme from our card) on every binding, and ours
 getting its token by the card's client-credentials flow."""
 
@@ -23,7 +23,7 @@ import toolnexus as tn
 from toolnexus.errors import ConfigError
 from toolnexus.protocol.signing import card_view
 
-from ..peers.jwt_issuer import AUDIENCE, SECRET, jwt_issuer, new_key, public_jwk
+from ..peers.authorization_server import AUDIENCE, SECRET, authorization_server, new_key, public_jwk
 from ..serve.test_tenants import sdk_client
 from ..serve.wire import v03_message
 
@@ -93,7 +93,7 @@ def _message(text: str) -> pb.Message:
 
 
 async def test_the_card_declares_every_flow_in_both_shapes():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         handle = await _served(_auth(issuer, scopes=["a2a"]))
         try:
             async with httpx.AsyncClient() as http:
@@ -138,7 +138,7 @@ async def test_the_card_declares_every_flow_in_both_shapes():
 
 
 async def test_openid_connect_is_declared_and_its_keys_discovered():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         discovery = issuer.url + "/.well-known/openid-configuration"
         auth = tn.Auth.openid(url=discovery, issuer=issuer.url, audience=AUDIENCE)
         handle = await _served(auth)
@@ -165,7 +165,7 @@ async def test_openid_connect_is_declared_and_its_keys_discovered():
     [("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"), ("GRPC", "1.0")],
 )
 async def test_the_sdk_client_calls_with_an_access_token(binding, version):
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         handle = await _served(_auth(issuer, scopes=["a2a"]))
         http = httpx.AsyncClient(timeout=30)
         try:
@@ -198,7 +198,7 @@ async def test_the_sdk_client_calls_with_an_access_token(binding, version):
 
 
 async def test_a_refused_token_gets_a_401_that_says_nothing_more():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         handle = await _served(_auth(issuer))
         body = {"jsonrpc": "2.0", "id": 1, "method": "message/send"}
         body["params"] = {"message": v03_message("x")}
@@ -275,7 +275,7 @@ async def test_a_refused_token_gets_a_401_that_says_nothing_more():
 
 
 async def test_rotated_keys_are_fetched_again_at_most_so_often():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         auth = _auth(issuer)
         handle = await _served(auth)
         url = handle.url + "/"
@@ -305,7 +305,7 @@ async def test_rotated_keys_are_fetched_again_at_most_so_often():
 
 
 async def test_our_client_gets_its_token_by_the_cards_flow_and_each_subject_is_apart():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         handle = await _served(_auth(issuer))
         try:
             grant = tn.ClientCredentials("desk", SECRET, scopes=["a2a"])
@@ -353,7 +353,7 @@ async def test_the_config_file_keys():
 
 async def test_mcp_and_metrics_take_the_same_access_tokens():
     """/mcp (the official MCP client) and /metrics go through the same door as every A2A binding."""
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         tk = await tn.create_toolkit(builtins=False)
         a2a = tn.A2AConfig(name="guarded", auth=_auth(issuer))
         handle = await tk.serve(

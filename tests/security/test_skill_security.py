@@ -4,7 +4,7 @@
 without the scope is refused with the spec's authorization error on every binding (JSON-RPC
 -32000 ``PERMISSION_DENIED``, HTTP 403, gRPC ``PERMISSION_DENIED``) and creates nothing, and no
 task's model is offered a skill its caller may not use. The caller holds a JWT from a real local
-issuer (``tests/peers/jwt_issuer.py``); the official a2a-sdk 1.3 client on each binding, and ours."""
+issuer (``tests/peers/authorization_server.py``); the official a2a-sdk 1.3 client on each binding, and ours."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from toolnexus.errors import ConfigError, PermissionDeniedError, RPCError
 from toolnexus.skills import list_skills
 
 from ..helpers import write_skill
-from ..peers.jwt_issuer import AUDIENCE, jwt_issuer
+from ..peers.authorization_server import AUDIENCE, authorization_server
 from ..serve.test_tenants import sdk_client
 
 try:
@@ -92,7 +92,7 @@ def _ask(skill: str | None) -> pb.SendMessageRequest:
 
 
 async def test_the_card_lists_each_skills_requirements_in_both_shapes():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         handle = await _served(issuer, Model())
         try:
             async with httpx.AsyncClient() as http:
@@ -116,7 +116,7 @@ async def test_the_card_lists_each_skills_requirements_in_both_shapes():
     [("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"), ("GRPC", "1.0")],
 )
 async def test_the_sdk_client_without_the_scope_is_refused_the_skill(binding, version):
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         model = Model()
         handle = await _served(issuer, model)
         http = httpx.AsyncClient(timeout=30)
@@ -147,7 +147,7 @@ async def test_the_sdk_client_without_the_scope_is_refused_the_skill(binding, ve
 
 
 async def test_the_model_is_not_offered_a_skill_its_caller_may_not_use():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         model = Model()
         handle = await _served(issuer, model)
         try:
@@ -184,7 +184,7 @@ async def test_the_model_is_not_offered_a_skill_its_caller_may_not_use():
 
 
 async def test_the_config_says_a_skills_security_in_place_of_its_own():
-    async with jwt_issuer() as issuer:
+    async with authorization_server() as issuer:
         model = Model()
         security = {"ledger": [], "greet": [{"oauth2": ["greet:use"]}]}
         handle = await _served(issuer, model, skill_security=security)

@@ -4,7 +4,7 @@ token endpoint is polled, the TUI answering meanwhile), the authorization code f
 address opened, a loopback redirect), and a client certificate for mutual TLS, each saved with the
 peer without a secret and used when chatting. The official a2a-sdk server on port 0 (enforcing
 the card's OAuth requirements, or behind mutual TLS), the tests' authorization server
-(``tests/peers/token_server.py``: RFC 8628 and 7636), certificates made by the test."""
+(``tests/peers/authorization_server.py``: RFC 8628 and 7636), certificates made by the test."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from textual.widgets import DataTable, Input, Select  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 
+from ..peers.authorization_server import authorization_server  # noqa: E402
 from ..peers.sdk_server import BEARER, sdk_server  # noqa: E402
 from ..peers.tls import make_pki  # noqa: E402
-from ..peers.token_server import token_server  # noqa: E402
 from ..security.test_client_credentials import _browser, device_card  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
 from .test_peers_chat_and_wire import chat  # noqa: E402
@@ -56,7 +56,7 @@ async def test_the_device_code_flow_shows_its_code_while_polling_and_the_chat_ge
     book = PeerBook(tmp_path / "config")
     app = ToolnexusApp(specs=[], peers=book)
     async with (
-        token_server("desk", "s", BEARER) as auth,
+        authorization_server("desk", "s", BEARER) as auth,
         sdk_server(shaped=device_card(auth.url), enforce=True) as url,
         app.run_test(size=(120, 40)) as pilot,
     ):
@@ -120,7 +120,7 @@ async def test_the_browser_kind_opens_the_sign_in_and_takes_the_loopback_redirec
 
     app.open_url = browser  # type: ignore[method-assign]
     async with (
-        token_server("desk", "s", BEARER) as auth,
+        authorization_server("desk", "s", BEARER) as auth,
         sdk_server(shaped=device_card(auth.url), enforce=True) as url,
         app.run_test(size=(120, 40)) as pilot,
     ):
