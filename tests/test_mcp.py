@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -268,3 +269,67 @@ def test_config_errors_are_clear():
     ]:
         with pytest.raises(tn.ConfigError, match=needle):
             tn.mcp.parse_servers(block)
+
+
+def test_the_servers_files_of_desktop_hosts_and_the_inspector_are_read_and_written_back():
+    """Issue 60 item 1 g: Claude Desktop's and Cursor's ``mcpServers``, VS Code's ``servers``, the
+    official MCP Inspector's exports (its "Servers File" and "Server Entry", v1, and its v2
+    ``mcp.json`` fields), ``${ENV}`` references kept as written; written back, read the same."""
+    claude = {
+        "mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server-fs", "/tmp"], "env": {"A": "${B}"}},
+            "far": {"url": "https://x.test/mcp", "headers": {"Authorization": "Bearer ${T}"}},
+        }
+    }
+    vscode = {
+        "inputs": [{"id": "k", "type": "promptString"}],
+        "servers": {"gh": {"type": "http", "url": "https://gh.test/mcp"}},
+    }
+    inspector_file = {
+        "mcpServers": {"default-server": {"type": "sse", "url": "http://h/sse", "note": "..."}}
+    }
+    inspector_entry = {"command": "uvx", "args": ["srv"], "env": {}}
+    inspector_v2 = {
+        "mcpServers": {
+            "v2": {
+                "type": "streamable-http",
+                "url": "http://h/mcp",
+                "protocolEra": "modern",
+                "oauth": {"clientId": "cli-1"},
+            }
+        }
+    }
+    fs, far = tn.mcp.read_servers(json.dumps(claude))
+    assert (fs.command, fs.args, fs.env, fs.cwd) == (
+        "npx",
+        ["-y", "server-fs", "/tmp"],
+        {"A": "${B}"},
+        None,
+    )
+    assert (far.url, far.headers, far.transport) == (
+        "https://x.test/mcp",
+        {"Authorization": "Bearer ${T}"},
+        "auto",
+    )
+    [gh] = tn.mcp.read_servers(json.dumps(vscode))
+    assert (gh.name, gh.transport) == ("gh", "http")
+    [sse] = tn.mcp.read_servers(json.dumps(inspector_file))
+    assert (sse.name, sse.url, sse.transport) == ("default-server", "http://h/sse", "sse")
+    [entry] = tn.mcp.read_servers(json.dumps(inspector_entry), name="mine")
+    assert (entry.name, entry.command, entry.args) == ("mine", "uvx", ["srv"])
+    [v2] = tn.mcp.read_servers(json.dumps(inspector_v2))
+    assert (v2.transport, v2.era, v2.client_id) == ("http", "modern", "cli-1")
+    every = [fs, far, gh, sse, entry, v2]
+    written = tn.mcp.servers_file(every)
+    assert tn.mcp.read_servers(json.dumps(written)) == every
+    assert written["mcpServers"]["default-server"] == {"type": "sse", "url": "http://h/sse"}
+    for text, needle in [
+        ("[]", "a JSON object"),
+        ("{", "not JSON"),
+        (json.dumps({"mcpServers": {"x": {"type": "websocket", "url": "u"}}}), "type must be"),
+        (json.dumps({"mcpServers": {"x": {"url": "u", "protocolEra": "old"}}}), "protocolEra"),
+        (json.dumps({"mcpServers": {"x": {"command": "c", "env": []}}}), "env must be"),
+        (json.dumps({"mcpServers": {"": {"url": "u"}}}), "1 to 100"),
+    ]:
+        with pytest.raises(tn.ConfigError, match=needle):
+            tn.mcp.read_servers(text)

@@ -28,6 +28,10 @@ __all__ = [
     "url_secrets",
     "body_secrets",
     "expand_env",
+    "is_env_ref",
+    "savable_headers",
+    "savable_env",
+    "savable_url",
 ]
 
 SECRET_HEADERS = frozenset(
@@ -66,6 +70,11 @@ _OAUTH_HINT = re.compile(
 """A body without any of these names is not an OAuth one: not parsed (every body is asked)."""
 MASK = "***"
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_ENV_HEADER_ONLY = re.compile(
+    r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
+    r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$"
+)
 
 
 def basic_authorization(user: str, password: str) -> str:
@@ -194,6 +203,43 @@ def url_secrets(url: str) -> list[str]:
 def expand_env(value: str) -> str:
     """``${NAME}`` replaced by the environment variable NAME ("" when unset)."""
     return _ENV.sub(lambda m: os.environ.get(m.group(1), ""), value)
+
+
+def is_env_ref(value: str) -> bool:
+    """Whether ``value`` is one ``${NAME}`` reference and nothing else (a secret that may be saved)."""
+    return bool(_ENV_REF_ONLY.match(value))
+
+
+def savable_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers that may be written to a file: those whose value is one environment reference,
+    alone or after a scheme or a ``name=`` (``${TOKEN}``, ``Bearer ${TOKEN}``,
+    ``session=${SESSION}``). A literal value, secret or not, is never written."""
+    return {k: v for k, v in headers.items() if _ENV_HEADER_ONLY.match(v)}
+
+
+def savable_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A process environment as it may be written to a file: a variable of a secret-looking name
+    (:func:`is_secret_name`) holding a literal is written as a reference to itself
+    (``GITHUB_TOKEN: ${GITHUB_TOKEN}``, read from the environment when used); other values as
+    they are."""
+    return {
+        k: v if is_env_ref(v) or not is_secret_name(k) or not v else f"${{{k}}}"
+        for k, v in env.items()
+    }
+
+
+def savable_url(url: str) -> str:
+    """``url`` without the secrets it may carry (a password, secret query parameter values)."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    pairs = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not is_secret_name(k)
+    ]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment)
+    )
 
 
 def body_secrets(body: str) -> list[str]:

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import re
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,17 +34,18 @@ from toolnexus.errors import (
 )
 from toolnexus.events import EventBus
 from toolnexus.protocol.operations import Binding
-from toolnexus.secrets import basic_authorization, expand_env, is_secret_name
+from toolnexus.secrets import (
+    basic_authorization,
+    expand_env,
+    is_env_ref,
+    savable_headers,
+    savable_url,
+)
 
 from .saved import write_private
 
 __all__ = ["Peer", "PeerAuth", "PeerBook", "config_dir", "card_auth"]
 
-_ENV_REF_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
-_ENV_ONLY = re.compile(
-    r"^(?:(?i:bearer|basic|token|digest|apikey|key) |[A-Za-z_][A-Za-z0-9_.-]*=)?"
-    r"\$\{[A-Za-z_][A-Za-z0-9_]*\}$"
-)
 FILE = "peers-v1.json"
 
 
@@ -95,7 +95,7 @@ class PeerAuth:
 
     @property
     def saves_secret(self) -> bool:
-        return bool(_ENV_REF_ONLY.match(self.secret))
+        return is_env_ref(self.secret)
 
     def headers(self) -> dict[str, str]:
         """The headers this credential adds, environment references expanded."""
@@ -249,7 +249,7 @@ class Peer:
 
     def saved_headers(self) -> dict[str, str]:
         """Only the headers whose values name environment variables: never a literal secret."""
-        return {k: v for k, v in self.headers.items() if _ENV_ONLY.match(v)}
+        return savable_headers(self.headers)
 
     @property
     def keeps_literal(self) -> bool:
@@ -376,7 +376,7 @@ class PeerBook:
     def save(self) -> None:
         saved = [
             {
-                "url": _savable_url(p.url),
+                "url": savable_url(p.url),
                 "headers": p.saved_headers(),
                 "dialect": p.dialect,
                 "blocking": p.blocking,
@@ -407,20 +407,6 @@ class PeerBook:
         for peer in self.peers.values():
             if peer.client is not None:
                 await peer.client.aclose()
-
-
-def _savable_url(url: str) -> str:
-    """``url`` without the secrets it may carry (a password, secret query parameter values)."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
-    pairs = [
-        (k, v)
-        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-        if not is_secret_name(k)
-    ]
-    return urllib.parse.urlunsplit(
-        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(pairs), parts.fragment)
-    )
 
 
 def parse_extensions(text: str) -> list[str]:

@@ -1,7 +1,8 @@
 """What toolnexus-tui keeps between launches, under the user's config folder, readable by its owner
 only: the servers created with ``n`` (``servers-v1.json``: their specs, which name environment
 variables but hold no secret, with the port each got; and the port the servers started at
-launch, such as the demo, got, so that a copied curl line still works) and the peers (``tui.peers``).
+launch, such as the demo, got, so that a copied curl line still works), the MCP servers saved in
+the MCP mode (``mcp-servers-v1.json``, :class:`MCPBook`) and the peers (``tui.peers``).
 
 Two toolnexus-tui may run at once on the same folder. Every change to the servers file is made
 under a lock (``.servers-v1.json.lock``): the file re-read, one change applied, the file written
@@ -16,16 +17,21 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from toolnexus._fs import write_whole
+from toolnexus.errors import ConfigError
 from toolnexus.hosting import ServerSpec
+from toolnexus.mcp import MCPServerSpec
+from toolnexus.mcp.client import MAX_SERVERS_FILE, read_servers, servers_file
+from toolnexus.secrets import savable_env, savable_headers, savable_url
 
-__all__ = ["ServerBook", "SavedChange", "write_private"]
+__all__ = ["MCPBook", "ServerBook", "SavedChange", "write_private"]
 
 SERVERS_FILE = "servers-v1.json"
+MCP_FILE = "mcp-servers-v1.json"
 
 
 def write_private(path: Path, data: Any) -> None:
@@ -46,6 +52,19 @@ class SavedChange:
 
     def __bool__(self) -> bool:
         return bool(self.added or self.edited or self.removed)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """``path``'s lock (``.NAME.lock`` beside it), held while the file is re-read, changed and
+    written whole: two toolnexus-tui on one folder never lose each other's change."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and the lock with it
 
 
 def _alive(pid: int) -> bool:
@@ -141,21 +160,11 @@ class ServerBook:
             self._read()
 
     # -- changing: each under the lock, on the file as it is now ---------------------------------------
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.parent / f".{SERVERS_FILE}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # and the lock with it
-
     def _change(self, apply: Callable[[], bool]) -> None:
         """Re-read the file, apply one change (``apply`` says whether it changed anything), and
         write it whole, all under the lock. A file that cannot be written is left as it was."""
         try:
-            with self._locked():
+            with _locked(self.path):
                 self._read()
                 if apply():
                     self._write()
@@ -213,3 +222,132 @@ class ServerBook:
             return self.running != before
 
         self._change(apply)
+
+
+def savable(spec: MCPServerSpec) -> MCPServerSpec:
+    """``spec`` as it may be written to a file: its headers only those naming environment
+    variables, its URL without a password or secret query values, a secret-looking environment
+    variable of a stdio server as a reference to itself (``tui.peers`` saves a peer so)."""
+    return replace(
+        spec,
+        url=savable_url(spec.url) if spec.url else spec.url,
+        headers=savable_headers(spec.headers),
+        env=savable_env(spec.env) if spec.env else spec.env,
+    )
+
+
+def unsaved(spec: MCPServerSpec) -> list[str]:
+    """What of ``spec`` a file does not get (:func:`savable`), in words: kept for this session."""
+    kept = savable(spec)
+    said = [f"the header {k}" for k in spec.headers if k not in kept.headers]
+    said += [
+        f"{k}'s value (saved as ${{{k}}})"
+        for k, v in (spec.env or {}).items()
+        if (kept.env or {}).get(k) != v
+    ]
+    if kept.url != spec.url:
+        said.append("the URL's password or secret query values")
+    return said
+
+
+class MCPBook:
+    """The MCP servers saved in the MCP mode, by name, in the order saved: ``mcp-servers-v1.json``,
+    an ``mcpServers`` file as Claude Desktop, Cursor and the official MCP Inspector read it. A
+    secret is written only as an ``${ENV}`` reference (:func:`savable`); a literal one stays in
+    :attr:`live` for this session. A file that cannot be read is never written over: :attr:`error`
+    says why, and every change is refused until it is mended or moved."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / MCP_FILE
+        self.specs: dict[str, MCPServerSpec] = {}
+        """As the file has them."""
+        self.live: dict[str, MCPServerSpec] = {}
+        """Those saved this session with a secret the file does not get, whole."""
+        self.error = ""
+
+    def load(self) -> list[MCPServerSpec]:
+        try:
+            with open(self.path, "rb") as f:
+                specs = read_servers(f.read(MAX_SERVERS_FILE + 1))
+        except FileNotFoundError:
+            specs = []
+        except (OSError, ConfigError) as exc:
+            self.error = (
+                f"{self.path} cannot be read ({exc}): mend or move it; nothing is written to it"
+            )
+            self.specs = {}
+            return []
+        self.error, self.specs = "", {s.name: s for s in specs}
+        return specs
+
+    def get(self, name: str) -> MCPServerSpec | None:
+        return self.live.get(name) or self.specs.get(name)
+
+    def _change(self, apply: Callable[[], None]) -> None:
+        """Re-read the file, apply one change, write it whole, under its lock.
+
+        Raises:
+            ConfigError: the file cannot be read (nothing written); OSError: nor written.
+        """
+        with _locked(self.path):
+            self.load()
+            if self.error:
+                raise ConfigError(self.error)
+            apply()
+            write_private(self.path, servers_file(list(self.specs.values())))
+
+    def put(self, spec: MCPServerSpec) -> list[str]:
+        """Save ``spec`` under its name (replacing one of that name); says what the file did not
+        get (:func:`unsaved`)."""
+
+        def apply() -> None:
+            self.specs[spec.name] = savable(spec)
+
+        self._change(apply)
+        said = unsaved(spec)
+        if said:
+            self.live[spec.name] = spec
+        else:
+            self.live.pop(spec.name, None)
+        return said
+
+    def drop(self, name: str) -> None:
+        def apply() -> None:
+            self.specs.pop(name, None)
+
+        self._change(apply)
+        self.live.pop(name, None)
+
+    def import_file(self, path: Path) -> dict[str, list[str]]:
+        """The servers of a file (Claude Desktop's, Cursor's, VS Code's, the Inspector's), added;
+        a name already taken gets ``-2``, ``-3``... Returns each name added with what the saved
+        file did not get of it (:func:`unsaved`: kept for this session).
+
+        Raises:
+            ConfigError: the file cannot be read as one (nothing added); OSError.
+        """
+        with open(path, "rb") as f:
+            specs = read_servers(f.read(MAX_SERVERS_FILE + 1), name=path.stem or "server")
+        added: dict[str, MCPServerSpec] = {}
+
+        def apply() -> None:
+            added.clear()
+            for spec in specs:
+                name, n = spec.name, 1
+                while name in self.specs:
+                    n += 1
+                    name = f"{spec.name}-{n}"
+                added[name] = replace(spec, name=name)
+                self.specs[name] = savable(added[name])
+
+        self._change(apply)
+        said = {name: unsaved(spec) for name, spec in added.items()}
+        self.live |= {name: added[name] for name, words in said.items() if words}
+        return said
+
+    def export_file(self, path: Path) -> int:
+        """Every saved server to ``path`` as an ``mcpServers`` file (secrets as the saved file has
+        them: references); the number written."""
+        specs = list(self.specs.values())
+        write_private(path, servers_file(specs))
+        return len(specs)

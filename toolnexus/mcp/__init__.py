@@ -16,7 +16,9 @@ from .client import (
     call_remote_tool,
     connect_all,
     parse_servers,
+    read_servers,
     remote_tools,
+    servers_file,
 )
 from .forms import (
     Field,
@@ -49,6 +51,8 @@ __all__ = [
     "LOG_LEVELS",
     "Page",
     "parse_servers",
+    "read_servers",
+    "servers_file",
     "prompt_fields",
     "remote_tools",
     "Reply",

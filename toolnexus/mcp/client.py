@@ -5,7 +5,13 @@ A config entry (the toolkit config's ``mcpServers`` block, also accepted as ``se
 ``mcp``) with ``url`` is a remote streamable-HTTP server; one with ``command`` (+ ``args``,
 ``env``, ``cwd``) a local stdio server. ``enabled: false`` or ``disabled: true`` skips it;
 ``timeout`` (milliseconds, as in the toolnexus contract) defaults to 30 s; ``headers`` values
-expand ``${ENV_VAR}`` and are never logged.
+expand ``${ENV_VAR}`` and are never logged. ``type`` (``stdio``, ``http`` or ``streamable-http``,
+``sse``), ``protocolEra`` and ``oauth.clientId`` are read as the desktop hosts and the official
+MCP Inspector write them, for the inspectors (a toolkit reaches a URL by streamable HTTP).
+
+:func:`read_servers` reads such a file whole (Claude Desktop's, Cursor's and the Inspector's
+``mcpServers``, VS Code's ``servers``, or one server's entry alone), bounded; :func:`servers_file`
+writes one.
 
 Each server tool becomes ``sanitize(server)_sanitize(tool)`` with source ``mcp``; the progress a
 server reports for a call (``notifications/progress``) reaches the caller's
@@ -25,6 +31,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -49,6 +56,8 @@ __all__ = [
     "MCPServerSpec",
     "MCPConnection",
     "parse_servers",
+    "read_servers",
+    "servers_file",
     "connect_all",
     "remote_tools",
     "call_remote_tool",
@@ -73,6 +82,12 @@ class MCPServerSpec:
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
     enabled: bool = True
+    transport: str = "auto"
+    """How a URL is reached (an entry's ``type``): ``auto``, ``http`` (streamable HTTP), ``sse``."""
+    era: str = "auto"
+    """The protocol era asked for (``protocolEra``): ``auto``, ``legacy``, ``modern`` or a version."""
+    client_id: str | None = None
+    """The OAuth client id for a server that registers none (``oauth.clientId``)."""
 
     def __repr__(self) -> str:  # headers may hold secrets: never print their values
         where = self.url or " ".join([self.command or "", *self.args])
@@ -83,8 +98,31 @@ class MCPServerSpec:
         return "http" if self.url else "stdio"
 
 
-def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
-    """The specs of a config's ``mcpServers`` block: ``{name: {url | command, ...}}``."""
+TYPES = {
+    "stdio": "auto",
+    "http": "http",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
+"""An entry's ``type`` as the hosts write it, and the transport it names (stdio: none to choose)."""
+ERAS = ("auto", "legacy", "modern")
+"""An entry's ``protocolEra`` as the official Inspector writes it (or a protocol version)."""
+MAX_SERVERS_FILE = 1024 * 1024
+"""The most bytes of a servers file read (a desktop host's holds a few KiB)."""
+MAX_SERVERS = 500
+"""The most servers one file may list."""
+MAX_NAME = 100
+"""The longest server name read."""
+
+
+def parse_servers(
+    block: Any, base: str | None = None, *, expand: bool = True
+) -> list[MCPServerSpec]:
+    """The specs of a config's ``mcpServers`` block: ``{name: {url | command, ...}}``.
+    ``expand=False`` keeps ``${ENV}`` references in ``env`` and ``headers`` as written (to save
+    or show them), else they are read from the environment."""
+    read = expand_env if expand else str
     if block is None:
         return []
     if not isinstance(block, Mapping):
@@ -114,6 +152,22 @@ def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
         headers = entry.get("headers") or {}
         if not isinstance(headers, Mapping):
             raise ConfigError(f"mcpServers.{name}.headers must be an object")
+        env = entry.get("env")
+        env = {} if env is None else env
+        if not isinstance(env, Mapping):
+            raise ConfigError(f"mcpServers.{name}.env must be an object")
+        kind = entry.get("type", "http" if url and not command else "stdio")
+        if kind not in TYPES:
+            raise ConfigError(f"mcpServers.{name}.type must be one of {', '.join(TYPES)}")
+        if url is not None and not isinstance(url, str) or not isinstance(command or "", str):
+            raise ConfigError(f"mcpServers.{name}: url and command must be strings")
+        era = entry.get("protocolEra", "auto")
+        if not isinstance(era, str) or era not in ERAS and not _VERSION.match(era):
+            raise ConfigError(f"mcpServers.{name}.protocolEra must be one of {', '.join(ERAS)}")
+        oauth = entry.get("oauth") or {}
+        client_id = oauth.get("clientId") if isinstance(oauth, Mapping) else None
+        if client_id is not None and not isinstance(client_id, str):
+            raise ConfigError(f"mcpServers.{name}.oauth.clientId must be a string")
         cwd = entry.get("cwd")
         if cwd and base and not os.path.isabs(cwd):
             cwd = os.path.join(base, cwd)
@@ -123,14 +177,84 @@ def parse_servers(block: Any, base: str | None = None) -> list[MCPServerSpec]:
                 url=url,
                 command=command,
                 args=list(args),
-                env={k: expand_env(str(v)) for k, v in (entry.get("env") or {}).items()} or None,
+                env={str(k): read(str(v)) for k, v in env.items()} or None,
                 cwd=cwd or (base if command else None),
-                headers={str(k): expand_env(str(v)) for k, v in headers.items()},
+                headers={str(k): read(str(v)) for k, v in headers.items()},
                 timeout=float(timeout_ms) / 1000.0,
                 enabled=enabled,
+                transport="auto" if "type" not in entry else TYPES[kind],
+                era=era,
+                client_id=client_id or None,
             )
         )
     return specs
+
+
+_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def read_servers(text: str | bytes, name: str = "server") -> list[MCPServerSpec]:
+    """The servers a file lists, ``${ENV}`` references kept as written: an ``mcpServers`` object
+    (Claude Desktop, Cursor, Claude Code, the official MCP Inspector's servers file), VS Code's
+    ``servers`` object, or one server's entry alone (the Inspector's "server entry", named
+    ``name``). At most :data:`MAX_SERVERS_FILE` bytes and :data:`MAX_SERVERS` servers.
+
+    Raises:
+        ConfigError: the file is too large, not JSON, or not one of those shapes; what is wrong
+            with which server.
+    """
+    if len(text) > MAX_SERVERS_FILE:
+        raise ConfigError(f"a servers file holds at most {MAX_SERVERS_FILE // 1024} KiB")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"not JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError("a servers file is a JSON object")
+    if "command" in data or "url" in data:
+        block: Any = {name: data}
+    else:
+        block = data.get("mcpServers", data.get("servers"))
+        if not isinstance(block, Mapping):
+            raise ConfigError(
+                "no servers in it: an mcpServers object (or VS Code's servers) was expected"
+            )
+    if len(block) > MAX_SERVERS:
+        raise ConfigError(f"a servers file lists at most {MAX_SERVERS} servers ({len(block)})")
+    for key in block:
+        if not 0 < len(str(key)) <= MAX_NAME:
+            raise ConfigError(f"a server's name is 1 to {MAX_NAME} characters")
+    return parse_servers(block, expand=False)
+
+
+def servers_file(specs: list[MCPServerSpec]) -> dict[str, Any]:
+    """``{"mcpServers": {...}}`` as Claude Desktop, Cursor and the official MCP Inspector read it,
+    the specs as they are (:func:`read_servers` reads it back the same)."""
+    out: dict[str, Any] = {}
+    for spec in specs:
+        entry: dict[str, Any] = {}
+        if spec.url:
+            if spec.transport != "auto":
+                entry["type"] = spec.transport
+            entry["url"] = spec.url
+            if spec.headers:
+                entry["headers"] = dict(spec.headers)
+        else:
+            entry = {"type": "stdio", "command": spec.command or "", "args": list(spec.args)}
+            if spec.env:
+                entry["env"] = dict(spec.env)
+            if spec.cwd:
+                entry["cwd"] = spec.cwd
+        if spec.era != "auto":
+            entry["protocolEra"] = spec.era
+        if spec.client_id:
+            entry["oauth"] = {"clientId": spec.client_id}
+        if spec.timeout != DEFAULT_TIMEOUT:
+            entry["timeout"] = round(spec.timeout * 1000)
+        if not spec.enabled:
+            entry["disabled"] = True
+        out[spec.name] = entry
+    return {"mcpServers": out}
 
 
 class MCPConnection:

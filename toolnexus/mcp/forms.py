@@ -220,9 +220,9 @@ def expand_template(template: str, values: Mapping[str, str]) -> str:
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def split_command(text: str) -> tuple[list[str], dict[str, str]]:
+def split_command(text: str, *, expand: bool = True) -> tuple[list[str], dict[str, str]]:
     """A stdio server's command line as a shell reads it, ``NAME=value`` words before the command
-    its environment (``${VAR}`` expanded): ``(argv, env)``.
+    its environment (``${VAR}`` expanded, unless ``expand=False``): ``(argv, env)``.
 
     Raises:
         ValueError: the line does not split (an open quote).
@@ -231,7 +231,7 @@ def split_command(text: str) -> tuple[list[str], dict[str, str]]:
     env: dict[str, str] = {}
     while words and _ENV_WORD.match(words[0]):
         name, _, value = words.pop(0).partition("=")
-        env[name] = expand_env(value)
+        env[name] = expand_env(value) if expand else value
     return words, env
 
 

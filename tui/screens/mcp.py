@@ -8,7 +8,9 @@ type; a subscription and its updates), Prompts (the arguments filled in, the mes
 Notifications it sent (and the requests it made, and how they were answered), the Doctor's
 report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
 roots we declare, the OAuth client id where it registers none), and a stdio server's stderr as
-it comes (Stderr, its last lines). A server's elicitation is
+it comes (Stderr, its last lines). Servers are saved by name (``ctrl+s``, ``o`` lists them:
+connect, delete, import and export the ``mcpServers`` JSON of desktop hosts and the official
+Inspector; a secret only as an ``${ENV}`` reference). A server's elicitation is
 answered in a form, its sampling by the toolkit's model once approved (or by a reply the user
 writes), its OAuth sign-in run in the browser; every exchange (each stdio JSON-RPC message too)
 lands in the Wire. All of it by keyboard."""
@@ -19,6 +21,7 @@ import asyncio
 import json
 import os
 import shlex
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +56,7 @@ from toolnexus.mcp import (
     Content,
     Elicitation,
     Field,
+    MCPServerSpec,
     MCPSession,
     Notice,
     Reply,
@@ -68,14 +72,21 @@ from toolnexus.mcp.session import MAX_ITEMS, eras
 from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES, TRANSPORTS
 from toolnexus.secrets import expand_env
 
-from ..peers import parse_headers
+from ..peers import config_dir, parse_headers
+from ..saved import MCPBook
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic, SafeTable
 from ..widgets.textbox import TextBox, TextPad
 from .base import ModeScreen
 from .export import Confirm
-from .mcp_dialogs import ElicitDialog, SamplingDialog, SignInDialog
+from .mcp_dialogs import (
+    ElicitDialog,
+    SamplingDialog,
+    SavedServersDialog,
+    SignInDialog,
+    ask_save,
+)
 from .peers import doctor_text
 
 __all__ = ["MCPScreen"]
@@ -147,6 +158,9 @@ class MCPScreen(ModeScreen):
         # how the next connection goes: the transport of a URL, the protocol era
         Binding("ctrl+t", "choose('transport')", "Transport", id="mcp-transport", show=False),
         Binding("ctrl+o", "choose('era')", "Era", id="mcp-era", show=False),
+        # the saved servers: ctrl+s saves the endpoint typed (from its box too), o lists them
+        Binding("ctrl+s", "save_server", "Save server", id="mcp-save", show=False, priority=True),
+        Binding("o", "saved_servers", "Saved servers", id="mcp-saved", show=False),
         Binding("shift+tab", "next_argument(-1)", "Previous field", show=False, priority=True),
     ]
 
@@ -180,6 +194,10 @@ class MCPScreen(ModeScreen):
         """How the next connection goes (ctrl+t, ctrl+o): :data:`TRANSPORTS`, :func:`eras`."""
         self._shown: dict[str, int] = {}
         """How many items of each listing were read: a list-changed refresh reads as many."""
+        self.book = MCPBook(config_dir())
+        """The saved servers (``o``, ``ctrl+s``), in the user's config folder."""
+        self._cwd: tuple[str, str | None] = ("", None)
+        """A saved stdio server's working folder, for its command line as it was loaded."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -319,6 +337,7 @@ class MCPScreen(ModeScreen):
             "more",
             "ping",
             "log_level",
+            "saved_servers",
         ) and isinstance(self.focused, Input):
             return False  # the letter types
         if action == "cancel":
@@ -472,6 +491,7 @@ class MCPScreen(ModeScreen):
             target,
             headers=self._headers(target),
             env=env,
+            cwd=self._cwd[1] if self._typed[1] == self._cwd[0] else None,
             bus=self.tn.workspace.events,
             timeout=15,
             roots=self._roots(),
@@ -695,6 +715,104 @@ class MCPScreen(ModeScreen):
         self.notify(said, timeout=3)
         if self.session is None:
             self._status(Text(_unconnected(self.transport, self.era), "grey62"))
+
+    # -- the saved servers ----------------------------------------------------------------------------
+    def _spec_here(self, name: str) -> MCPServerSpec | None:
+        """The endpoint as typed (``${ENV}`` references kept), with the headers, the transport,
+        the era and the OAuth client id, as a server named ``name``; None when nothing is typed."""
+        text = self.query_one("#mcp-url", Input).value.strip()
+        if not text:
+            return None
+        era = self.era if self.era in ("auto", "legacy") else "modern"
+        client_id = self.query_one("#mcp-client-id", Input).value.strip() or None
+        if text.startswith(("http://", "https://")):
+            headers = parse_headers(self.query_one("#mcp-headers", Input).value)
+            return MCPServerSpec(
+                name,
+                url=text,
+                headers=headers,
+                transport=self.transport,
+                era=era,
+                client_id=client_id,
+            )
+        try:
+            argv, env = split_command(text, expand=False)
+        except ValueError:
+            return None
+        if not argv:
+            return None
+        cwd = self._cwd[1] if self._cwd[0] == self.query_one("#mcp-url", Input).value else None
+        return MCPServerSpec(
+            name,
+            command=argv[0],
+            args=argv[1:],
+            env=env or None,
+            cwd=cwd,
+            era=era,
+            client_id=client_id,
+        )
+
+    def _name_here(self) -> str:
+        """The name offered when saving: the server's own, else the endpoint's host or command."""
+        if self.session is not None and self.session.server_name:
+            return printable(self.session.server_name, 60)
+        spec = self._spec_here("")
+        if spec is None:
+            return ""
+        if spec.url:
+            return urllib.parse.urlsplit(spec.url).netloc or "server"
+        return os.path.basename(spec.args[-1] if spec.args else spec.command or "") or "server"
+
+    def action_save_server(self) -> None:
+        """ctrl+s: the endpoint typed saved under a name asked for."""
+        ask_save(
+            self.app,
+            self.book,
+            self._spec_here,
+            self._name_here(),
+            lambda said: self.notify(
+                said.plain, severity="error" if said.plain[:1] == "✘" else "information"
+            ),
+        )
+
+    def action_saved_servers(self) -> None:
+        """o: the saved servers; the one chosen is put in the boxes and connected."""
+
+        def chosen(name: str | None) -> None:
+            spec = self.book.get(name) if name else None
+            if spec is not None:
+                self._load(spec)
+
+        self.app.push_screen(
+            SavedServersDialog(self.book, self._spec_here, self._name_here()), chosen
+        )
+
+    def _load(self, spec: MCPServerSpec) -> None:
+        """A saved server into the endpoint, headers and client id boxes, its transport and era
+        chosen, and connected."""
+        if spec.url:
+            endpoint = spec.url
+            headers = "; ".join(f"{k}: {v}" for k, v in spec.headers.items())
+        else:
+            words = [f"{k}={v}" for k, v in (spec.env or {}).items()]
+            endpoint = " ".join(
+                [*map(shlex.quote, words), shlex.join([spec.command or "", *spec.args])]
+            )
+            headers = ""
+        self.query_one("#mcp-url", Input).value = endpoint
+        self.query_one("#mcp-headers", Input).value = headers
+        self.query_one("#mcp-client-id", Input).value = spec.client_id or ""
+        self._cwd = (endpoint, spec.cwd)
+        self.transport = spec.transport if spec.transport in TRANSPORTS else "auto"
+        modern = [e for e in eras() if e not in ("auto", "legacy")]
+        self.era = (
+            spec.era
+            if spec.era in eras()
+            else modern[-1]
+            if spec.era == "modern" and modern
+            else "auto"
+        )
+        self.action_list_tools()
 
     # -- cancel, ping, the log level ----------------------------------------------------------------
     def action_cancel(self) -> None:

@@ -1,11 +1,14 @@
 """The MCP mode's dialogs, for what an MCP server asks of the user while a session is open: an
 elicitation form (accept with the values, decline, or cancel), a sampling request answered by
 the toolkit's model once approved, by a reply the user writes, or refused, and the OAuth sign-in
-address. Every text in them is
-the server's: shown as plain text, never markup."""
+address; and the saved servers (``o``): connect to one, save the endpoint typed, delete, import
+and export the ``mcpServers`` JSON desktop hosts use. Every text in them is the server's (or a
+file's): shown as plain text, never markup."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 from rich.text import Text
@@ -14,14 +17,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, TextArea
+from textual.widgets import DataTable, Input, Label, TextArea
 
-from toolnexus.mcp import Elicitation, Reply, Sampling, form_values
+from toolnexus.display import printable
+from toolnexus.errors import ConfigError
+from toolnexus.mcp import Elicitation, MCPServerSpec, Reply, Sampling, form_values
 
-from ..widgets.safe import SafeStatic
+from ..saved import MCPBook
+from ..widgets.safe import SafeStatic, SafeTable
 from .base import Desk
+from .export import Confirm, Prompt, default_export_dir
 
-__all__ = ["ElicitDialog", "SamplingDialog", "SignInDialog"]
+__all__ = ["ElicitDialog", "SamplingDialog", "SavedServersDialog", "SignInDialog", "ask_save"]
 
 _DIALOG_CSS = """
 {name} {{ align: center middle; }}
@@ -210,3 +217,174 @@ class SignInDialog(ModalScreen[None]):
     def action_give_up(self) -> None:
         self.give_up()
         self.dismiss(None)
+
+
+def where(spec: MCPServerSpec) -> str:
+    """A saved server's endpoint in a few words: its URL, or its command line."""
+    return spec.url or " ".join([spec.command or "", *spec.args])
+
+
+def ask_save(
+    app: Any,
+    book: MCPBook,
+    here: Callable[[str], MCPServerSpec | None],
+    offered: str,
+    tell: Callable[[Text], None],
+    saved: Callable[[str], None] = lambda name: None,
+) -> None:
+    """Save the endpoint typed in the MCP mode (``here``) under a name asked for (``offered``
+    first): ``tell`` hears what happened, with what the file did not get (kept for the session);
+    ``saved`` the name saved."""
+    if here("x") is None:
+        tell(Text("✘ no endpoint typed to save (u goes to it)", "red"))
+        return
+
+    def named(name: str | None) -> None:
+        spec = here(name) if name else None
+        if spec is None:
+            return
+        try:
+            kept = book.put(spec)
+        except (ConfigError, OSError) as exc:
+            tell(Text(f"✘ not saved: {exc}", "red"))
+            return
+        saved(spec.name)
+        said = Text(f"saved {spec.name} (o lists the saved servers)", "green")
+        if kept:
+            said.append(f"; kept for this session only, not in the file: {', '.join(kept)}")
+            said.append(" (write ${NAME} to save a secret)", "grey62")
+        tell(said)
+
+    app.push_screen(Prompt("Save this MCP server as", offered), named)
+
+
+class SavedServersDialog(ModalScreen[str | None]):
+    """The MCP servers saved (:class:`~tui.saved.MCPBook`): ``enter`` connects to the one
+    highlighted (dismissed with its name), ``s`` saves the endpoint typed in the mode under a name
+    asked for, ``x`` deletes (asked first), ``i`` imports a file of Claude Desktop, Cursor, VS
+    Code or the official MCP Inspector, ``e`` exports them all as ``mcpServers`` JSON;
+    ``escape`` closes. A file that cannot be read is said, and nothing changes."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="SavedServersDialog") + (
+        "SavedServersDialog DataTable { height: auto; max-height: 16; }"
+    )
+    BINDINGS = [
+        Binding("enter", "connect", "Connect", id="saved-connect", priority=True),
+        Binding("s", "save", "Save the endpoint", id="saved-save"),
+        Binding("x,delete", "delete", "Delete", id="saved-delete"),
+        Binding("i", "import_file", "Import", id="saved-import"),
+        Binding("e", "export_file", "Export", id="saved-export"),
+        Binding("escape", "close", "Close", id="saved-close"),
+    ]
+
+    def __init__(
+        self, book: MCPBook, here: Callable[[str], MCPServerSpec | None], name: str
+    ) -> None:
+        super().__init__()
+        self.book = book
+        self.here = here
+        """The endpoint typed in the mode as a spec of the given name (None: nothing typed)."""
+        self.name_here = name
+        """The name offered when saving it."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="saved-servers"):
+            yield SafeStatic(Text("Saved MCP servers", "bold"))
+            yield SafeTable(id="saved-list", cursor_type="row")
+            yield SafeStatic("", id="saved-said")
+            yield Label(
+                "enter connect · s save the endpoint typed · x delete · i import · e export "
+                "(mcpServers JSON) · escape close",
+                classes="keys",
+            )
+
+    def on_mount(self) -> None:
+        table = self.query_one("#saved-list", DataTable)
+        table.add_column("name", key="name", width=20)
+        table.add_column("transport", key="transport", width=9)
+        table.add_column("where", key="where", width=48)
+        self.book.load()
+        self._draw()
+        table.focus()
+
+    def _draw(self, at: str | None = None) -> None:
+        table = self.query_one("#saved-list", DataTable)
+        table.clear()
+        for name in self.book.specs:
+            spec = self.book.get(name) or self.book.specs[name]
+            kind = "stdio" if spec.command and not spec.url else spec.transport
+            table.add_row(printable(name, 100), kind, printable(where(spec), 400), key=name)
+        if at in self.book.specs:
+            table.move_cursor(row=list(self.book.specs).index(at))
+        if self.book.error:
+            self._say(Text(f"✘ {self.book.error}", "red"))
+        elif not self.book.specs:
+            self._say("none saved yet: s saves the endpoint typed, i imports a file")
+
+    def _say(self, said: Text | str) -> None:
+        self.query_one("#saved-said", SafeStatic).update(said)
+
+    def _chosen(self) -> str | None:
+        table = self.query_one("#saved-list", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return str(key) if key is not None else None
+
+    def action_connect(self) -> None:
+        name = self._chosen()
+        if name is not None:
+            self.dismiss(name)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_save(self) -> None:
+        ask_save(self.app, self.book, self.here, self.name_here, self._say, self._draw)
+
+    def action_delete(self) -> None:
+        name = self._chosen()
+        if name is None:
+            return
+
+        def sure(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                self.book.drop(name)
+            except (ConfigError, OSError) as exc:
+                self._say(Text(f"✘ not deleted: {exc}", "red"))
+                return
+            self._draw()
+            self._say(f"deleted {name}")
+
+        self.app.push_screen(Confirm(f"Delete the saved MCP server {printable(name, 100)}?"), sure)
+
+    def action_import_file(self) -> None:
+        def chosen(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                added = self.book.import_file(Path(text).expanduser())
+            except (ConfigError, OSError) as exc:
+                why = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+                self._say(Text(f"✘ nothing imported from {text}: {why}", "red"))
+                return
+            self._draw(next(iter(added), None))
+            said = Text(f"imported {len(added)}: {', '.join(added)}", "green")
+            kept = [f"{name}: {', '.join(words)}" for name, words in added.items() if words]
+            if kept:
+                said.append("\nnot in the file, kept for this session: " + "; ".join(kept))
+            self._say(said)
+
+        self.app.push_screen(
+            Prompt("Import MCP servers from (Claude Desktop, Cursor, VS Code, Inspector JSON)"),
+            chosen,
+        )
+
+    def action_export_file(self) -> None:
+        cast(Desk, self.app).ask_export(
+            "the saved MCP servers (mcpServers JSON)",
+            default_export_dir() / "mcp-servers.json",
+            self.book.export_file,
+        )
