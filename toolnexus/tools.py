@@ -228,8 +228,9 @@ class ToolContext:
         answer: set only when a suspended tool is executed again with the caller's answer.
         on_progress: who hears the tool's progress, set by whoever runs it (the MCP server sends
             it to a caller that asked for progress); tools call :meth:`progress`, never this.
-        folder: a served task's own folder, holding the files its caller sent (None: no task, or
-            no files); a tool reads them there and writes nowhere else of the server's.
+        folder: a served task's own folder, holding the files its caller sent and its data parts
+            (``data.json``, one a part; None: no task, or neither); a tool reads them there and
+            writes nowhere else of the server's.
         toolkit: the toolkit of the model's run the call is part of (its ``skills()``), for a
             model's own tools (the demo's ``read_skill_file``); None outside a run.
     """

@@ -139,6 +139,50 @@ async def test_the_sdk_client_sends_files_the_model_and_the_tools_get(binding):
     assert not Path(seen["folder"]).exists()  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_sdk_client_sends_data_the_model_and_the_tools_get(binding):
+    """Data parts from the official client (1.0's ``data`` Value and 0.3's ``DataPart``, every
+    binding) reach the model as JSON in its text, named there as the files the tools get
+    (``data.json``, ``data-2.json``: one a part, in the task's folder); a data part larger than
+    ``max_file`` is refused (-32602, no task made)."""
+    from google.protobuf import json_format, struct_pb2
+
+    seen: dict[str, object] = {}
+
+    @tn.tool
+    async def look(ctx: ToolContext) -> str:
+        """Read the caller's data."""
+        assert ctx.folder is not None
+        seen["files"] = {p.name: json.loads(p.read_text()) for p in Path(ctx.folder).iterdir()}
+        return "read"
+
+    order, note = {"city": "Oslo", "days": [1, 2], "rush": True}, {"by": "ada"}
+
+    def data(value: object) -> pb.Part:
+        return pb.Part(data=json_format.ParseDict(value, struct_pb2.Value()))
+
+    model = ScriptedServer([openai_calls(("c1", "look", {})), openai_text("seen")], openai_shape)
+    async with (
+        model,
+        served(model.url, [look], max_file=200) as handle,
+        official(handle, binding) as client,
+    ):
+        task = await send(client, message(pb.Part(text="book this"), data(order), data(note)))
+        assert task.status.state == pb.TASK_STATE_COMPLETED, task.status
+        with pytest.raises(Exception, match="at most 200 are taken") as refused:
+            await send(client, message(pb.Part(text="and this"), data({"x": "y" * 300})))
+        said = str(refused.value)
+        if not binding.startswith("grpc"):
+            assert isinstance(refused.value, sdk_errors.InvalidParamsError), said
+    assert seen["files"] == {"data-1.json": order, "data-2.json": note}
+    (text,) = [m["content"] for m in model.requests[0]["json"]["messages"] if m["role"] == "user"]
+    text = text if isinstance(text, str) else text[0]["text"]
+    assert text.startswith("book this\n")
+    assert json.loads(text.split("\n")[1]) == order and json.loads(text.split("\n")[2]) == note
+    assert "in the task's folder for tools: data-1.json, data-2.json." in text
+    assert len(model.requests) == 2  # the refused send reached no model
+
+
 async def test_an_anthropic_style_model_gets_image_and_document_blocks():
     """Our client sends the files (``A2AClient.send(files=)``); an Anthropic-style model gets an
     ``image`` and a ``document`` block with base64 sources, before the text."""

@@ -694,9 +694,9 @@ class A2AEndpoint:
             )
         if request.accepted is not None:
             self._check_accepted(request.accepted, chosen)
-        if any(part.kind == "file" for part in message.parts):
-            if self.runner.files is None:
-                raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
+        if any(part.kind == "file" for part in message.parts) and self.runner.files is None:
+            raise ContentTypeNotSupportedError("Incompatible content types: no files taken")
+        if self.runner.files is not None and any(part.kind != "text" for part in message.parts):
             self.runner.files.check(message, chosen.input_modes if chosen else None)
         new = not message.task_id  # (the runner names the task it makes on the message)
         try:

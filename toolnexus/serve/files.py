@@ -2,14 +2,16 @@
 
 In: a send's file parts are checked as it arrives (:meth:`TaskFiles.check`): each one's media type
 must be one of the agent's input modes (else -32005, the spec's ContentTypeNotSupported), its
-inline bytes valid base64 and at most ``max_file`` bytes (else -32602). When its run starts, the
+inline bytes valid base64 and at most ``max_file`` bytes (else -32602). A data part's JSON is
+bounded alike (``max_file``; every binding's body limit is below it by default). When its run starts, the
 task gets a folder of its own under the agent's root (:meth:`TaskFiles.take`): each inline file is
 written there under a name made safe (``protocol.files.save_artifacts``: never overwritten, a link
 never followed); a file given by URL is fetched there only when the agent allows it
 (``A2AConfig(fetch_files=True)``), under the rule webhooks follow (``serve.push.pinned``: the address
 connected to is the one checked; private addresses only where webhooks may go), read bounded in
 size and time, redirects not followed; otherwise its URL is named to the model and nothing is
-fetched. The model gets the files as content blocks where its style takes their media type
+fetched. Data parts go to the model as JSON in the prompt's text and to the tools as
+``data.json`` (one file a part) in the same folder. The model gets the files as content blocks where its style takes their media type
 (``Client.ask(files=)``), the tools the folder (``ToolContext.folder``); the folder goes when the
 task ends, and at start what a crash left under ``files_dir`` goes (:meth:`TaskFiles.sweep`).
 
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import httpx
 
+from .. import _json
 from ..errors import ContentTypeNotSupportedError, InvalidParamsError
 from ..http.fetch import AnswerTooLarge, read_body
 from ..http.fetch import why as why_text
@@ -89,17 +92,25 @@ class TaskFiles:
 
     def check(self, message: Message, modes: Sequence[str] | None = None) -> None:
         """Refuse a message whose file parts this agent (``modes``: the skill it asks for, where
-        that skill has its own) does not take, before any task is made.
+        that skill has its own) does not take, or whose data parts are too large, before any task
+        is made.
 
         Raises:
             ContentTypeNotSupportedError: a part's media type is not an input mode.
-            InvalidParamsError: a part's bytes are not base64, or larger than ``max_file``.
+            InvalidParamsError: a part's bytes are not base64, or larger than ``max_file`` (a data
+                part: its JSON).
         """
         modes = modes or self.input_modes
         for i, part in enumerate(message.parts):
+            where = f"message.parts[{i}]"
+            if part.kind == "data":
+                size = len(_json.dumps(part.data))
+                if size > self.max_file:
+                    raise InvalidParamsError(
+                        f"Invalid params: {where} holds {size:,} bytes of data; at most {self.max_file:,} are taken"
+                    )
             if part.kind != "file":
                 continue
-            where = f"message.parts[{i}]"
             if not in_modes(part.media_type, modes):
                 raise ContentTypeNotSupportedError(
                     f"Incompatible content types: {where} is "
@@ -154,21 +165,24 @@ class TaskFiles:
                 )
             else:
                 parts.append(part)
+        data = [part for part in message.parts if part.kind == "data"]
         folder = self.folder(task_id)
-        saved = (
-            await asyncio.to_thread(save_artifacts, [Artifact(parts, name="file")], folder)
-            if parts
-            else None
-        )
+        saving = [Artifact(parts, name="file")] if parts else []
+        if data:  # data.json (data-1.json, data-2.json, ...: one a part)
+            saving.append(Artifact(data, name="data"))
+        saved = await asyncio.to_thread(save_artifacts, saving, folder) if saving else None
         files: list[Attachment] = []
-        if saved is not None:
-            for part, path in zip(parts, saved.files, strict=False):
-                kind = part.media_type or "application/octet-stream"
-                files.append(Attachment(path.name, kind, base64.b64decode(part.raw or "")))
+        written: list[Path] = saved.files if saved is not None else []
+        for part, path in zip(parts, written, strict=False):
+            kind = part.media_type or "application/octet-stream"
+            files.append(Attachment(path.name, kind, base64.b64decode(part.raw or "")))
         note = ""
         if files:
             named = ", ".join(f"{f.name} ({f.media_type}, {len(f.data):,} bytes)" for f in files)
             note += f"\n\nFiles the caller sent, in the task's folder for tools: {named}."
+        if data:
+            named = ", ".join(path.name for path in written[len(parts) :])
+            note += f"\n\nThe data the caller sent (the JSON above), in the task's folder for tools: {named}."
         if links:
             note += "\n\nFiles the caller gave by URL (not fetched): " + ", ".join(links) + "."
         return files, note, folder

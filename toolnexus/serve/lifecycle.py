@@ -841,7 +841,7 @@ class TaskRunner:
             if (
                 message is not None
                 and self.files is not None
-                and any(p.kind == "file" for p in message.parts)
+                and any(p.kind in ("file", "data") for p in message.parts)
             ):
                 try:
                     files, note, folder = await self.files.take(task.id, message)
