@@ -203,9 +203,10 @@ def build_card(
     shape), on its entry in both shapes."""
     c = config
     input_modes, output_modes = c.input_modes, c.output_modes
-    tenants, extensions = c.tenants or (), [e.card_entry() for e in c.declared]
+    extensions = [e.card_entry() for e in c.declared]
     declares_extended = c.publishes_extended
     url = base_url.rstrip("/") + "/"
+    supported, additional = _interfaces(url, grpc_target, c.tenants or ())
     card: dict[str, Any] = {
         "name": c.name,
         "description": c.description.strip() or described(skills),
@@ -213,16 +214,8 @@ def build_card(
         "protocolVersion": PROTOCOL_VERSION,
         "url": url,
         "preferredTransport": "JSONRPC",
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
-        ],
-        "additionalInterfaces": [
-            {"url": url, "transport": "JSONRPC"},
-            {"url": url, "transport": "HTTP+JSON"},
-        ],
+        "supportedInterfaces": supported,
+        "additionalInterfaces": additional,
         "capabilities": {
             "streaming": c.streaming,
             "pushNotifications": push_notifications,
@@ -241,18 +234,6 @@ def build_card(
     }
     if declares_extended:
         card["supportsAuthenticatedExtendedCard"] = True
-    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's;
-        # served over TLS: https://host:port)
-        card["supportedInterfaces"] += [
-            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
-            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
-        ]
-        card["additionalInterfaces"].append({"url": grpc_target, "transport": "GRPC"})
-    if tenants:  # each 1.0 interface once per tenant, in place of the one without
-        plain = card["supportedInterfaces"]
-        card["supportedInterfaces"] = [
-            {**i, "tenant": t} for t in tenants for i in plain if i["protocolVersion"] == "1.0"
-        ] + [i for i in plain if i["protocolVersion"] != "1.0"]
     provider = _provider(c.provider)
     if provider:
         card["provider"] = provider
@@ -263,6 +244,32 @@ def build_card(
     if c.auth:
         card.update(_security(c.auth))
     return card
+
+
+def _interfaces(
+    url: str, grpc_target: str | None, tenants: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """1.0's ``supportedInterfaces`` and 0.3's ``additionalInterfaces``: JSON-RPC and HTTP+JSON
+    at ``url``, gRPC at ``grpc_target`` when it is served; each 1.0 interface once per tenant."""
+    supported = [
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
+    ]
+    additional = [{"url": url, "transport": "JSONRPC"}, {"url": url, "transport": "HTTP+JSON"}]
+    if grpc_target:  # the gRPC services' host:port, as gRPC clients dial it (1.0's and 0.3's;
+        # served over TLS: https://host:port)
+        supported += [
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": grpc_target, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+        ]
+        additional.append({"url": grpc_target, "transport": "GRPC"})
+    if tenants:  # each 1.0 interface once per tenant, in place of the one without
+        supported = [
+            {**i, "tenant": t} for t in tenants for i in supported if i["protocolVersion"] == "1.0"
+        ] + [i for i in supported if i["protocolVersion"] != "1.0"]
+    return supported, additional
 
 
 def described(skills: Sequence[SkillDef]) -> str:
