@@ -555,36 +555,11 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
         docs = [a for a in args[1:] if isinstance(a, str)]
         return {**base, "description": docs[0]} if docs else base
     if origin in (Union, types.UnionType):
-        members = [a for a in args if a is not _NONE_TYPE]
-        nullable = len(members) != len(args)
-        inner = (
-            _schema(members[0], seen)
-            if len(members) == 1
-            else {"anyOf": [_schema(a, seen) for a in members]}
-        )
-        if not nullable:
-            return inner
-        if isinstance(inner.get("type"), str) and "enum" not in inner:
-            return {**inner, "type": [inner["type"], "null"]}
-        return {"anyOf": [inner, {"type": "null"}]}
+        return _union_schema(args, seen)
     if origin is Literal:
-        values = list(args)
-        kinds = {_json_type(v) for v in values}
-        out: dict[str, Any] = {"enum": values}
-        if len(kinds) == 1:
-            kind = kinds.pop()
-            out["type"] = (
-                "integer" if kind == "number" and all(isinstance(v, int) for v in values) else kind
-            )
-        return out
+        return _literal_schema(list(args))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        values = [m.value for m in hint]
-        out = {"enum": values}
-        if all(isinstance(v, str) for v in values):
-            out["type"] = "string"
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            out["type"] = "integer"
-        return out
+        return _enum_schema([m.value for m in hint])
     if hint is str:
         return {"type": "string"}
     if hint is bool:
@@ -601,7 +576,7 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
         typing.Sequence,
         collections.abc.Iterable,
     ):
-        out = {"type": "array"}
+        out: dict[str, Any] = {"type": "array"}
         if args:
             out["items"] = _schema(args[0], seen)
         if hint in (set, frozenset) or origin in (set, frozenset):
@@ -638,6 +613,44 @@ def _schema(hint: Any, seen: set[int]) -> dict[str, Any]:
     if callable(schema):
         return cast("dict[str, Any]", schema())
     raise TypeError(f"cannot derive a JSON Schema from type hint {hint!r}")
+
+
+def _union_schema(args: tuple[Any, ...], seen: set[int]) -> dict[str, Any]:
+    """One of the members; an optional one (``X | None``) as X's type with ``null`` beside it."""
+    members = [a for a in args if a is not _NONE_TYPE]
+    nullable = len(members) != len(args)
+    inner = (
+        _schema(members[0], seen)
+        if len(members) == 1
+        else {"anyOf": [_schema(a, seen) for a in members]}
+    )
+    if not nullable:
+        return inner
+    if isinstance(inner.get("type"), str) and "enum" not in inner:
+        return {**inner, "type": [inner["type"], "null"]}
+    return {"anyOf": [inner, {"type": "null"}]}
+
+
+def _literal_schema(values: list[Any]) -> dict[str, Any]:
+    """A ``Literal``'s values, with their JSON type when they share one."""
+    kinds = {_json_type(v) for v in values}
+    out: dict[str, Any] = {"enum": values}
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        out["type"] = (
+            "integer" if kind == "number" and all(isinstance(v, int) for v in values) else kind
+        )
+    return out
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    """An ``Enum``'s member values, typed when all are strings or all integers."""
+    out: dict[str, Any] = {"enum": values}
+    if all(isinstance(v, str) for v in values):
+        out["type"] = "string"
+    elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        out["type"] = "integer"
+    return out
 
 
 _no_default = object()
