@@ -187,6 +187,26 @@ async def _spoken(turn: dict[str, Any], pace: float) -> AsyncGenerator[Any, None
     yield turn  # the rest of the turn: its usage
 
 
+def _reply(messages: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with its usage: the tokens of ``messages`` sent, and of what it says or calls."""
+    sent = sum(_tokens(_text(m.get("content"))) for m in messages)
+    made = _tokens(out.get("content", "")) + _tokens(
+        json.dumps(out.get("tool_calls", "")) if "tool_calls" in out else ""
+    )
+    out["usage"] = {
+        "prompt_tokens": sent,
+        "completion_tokens": made,
+        "total_tokens": sent + made,
+    }
+    return out
+
+
+def _call(messages: list[dict[str, Any]], name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A turn that calls the tool ``name`` with ``args``."""
+    call = {"id": "call_" + uuid.uuid4().hex[:12], "name": name, "arguments": args}
+    return _reply(messages, {"tool_calls": [call]})
+
+
 async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     messages: list[dict[str, Any]] = request["messages"]
     system = next((_text(m["content"]) for m in messages if m.get("role") == "system"), "")
@@ -208,27 +228,6 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     lower = prompt.lower()
     words = set(_WORD.findall(lower))
 
-    def reply(out: dict[str, Any]) -> dict[str, Any]:
-        sent = sum(_tokens(_text(m.get("content"))) for m in messages)
-        made = _tokens(out.get("content", "")) + _tokens(
-            json.dumps(out.get("tool_calls", "")) if "tool_calls" in out else ""
-        )
-        out["usage"] = {
-            "prompt_tokens": sent,
-            "completion_tokens": made,
-            "total_tokens": sent + made,
-        }
-        return out
-
-    def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return reply(
-            {
-                "tool_calls": [
-                    {"id": "call_" + uuid.uuid4().hex[:12], "name": name, "arguments": args}
-                ]
-            }
-        )
-
     if not since:  # the first turn for this prompt
         if "fail" in words:
             raise ModelError("demo model: asked to fail")
@@ -238,14 +237,14 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     skills = _skills_from_prompt(system) if "skill" in tools else {}
     skill = _matching_skill(prompt, skills)
     if skill and "skill" not in called:
-        return call("skill", {"name": skill})
+        return _call(messages, "skill", {"name": skill})
     table = _table_file(output.get("skill", ""))
     if skill and table and "read_skill_file" in tools and "read_skill_file" not in called:
-        return call("read_skill_file", {"skill": skill, "path": table})
+        return _call(messages, "read_skill_file", {"skill": skill, "path": table})
     drafts = skill == "report" and "report" in words  # the report skill's job: a report asked for
     wants_approval = (drafts or bool(words & {"approve", "confirm"})) and "ask_approval" in tools
     if wants_approval and "ask_approval" not in called:
-        return call("ask_approval", {"question": f"Do you approve: {prompt}?"})
+        return _call(messages, "ask_approval", {"question": f"Do you approve: {prompt}?"})
 
     decision = next((r for r in results if r.startswith(("approved:", "declined:"))), None)
     refused = next(
@@ -256,18 +255,18 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
     read = output.get("read_skill_file")
     job = _job(skill, prompt, words, read, decision if drafts else None) if skill else None
     if job is not None:
-        return _spoken(reply({"content": f'Using the "{skill}" skill: {job}'}), pace)
+        return _spoken(_reply(messages, {"content": f'Using the "{skill}" skill: {job}'}), pace)
     parts = [f'Using the "{skill}" skill ({skills[skill]}).'] if skill else []
     if decision is not None:
         verdict, _, answer = decision.partition(":")
         parts.append(f"Request {verdict} ({answer.strip()}).")
         if verdict == "declined":
             parts.append("Nothing was done.")
-            return _spoken(reply({"content": " ".join(parts)}), pace)
+            return _spoken(_reply(messages, {"content": " ".join(parts)}), pace)
     nth = len(users)
     tail = f" (message {nth} of this conversation)" if nth > 1 else ""
     parts.append(f"You said: {prompt}{tail}")
-    return _spoken(reply({"content": " ".join(parts)}), pace)
+    return _spoken(_reply(messages, {"content": " ".join(parts)}), pace)
 
 
 def _job(
