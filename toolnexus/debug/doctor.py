@@ -60,7 +60,7 @@ from ..protocol.operations import Binding
 from ..protocol.stream import StreamCheck, event_of
 from ..traffic import TrafficRecorder
 from .cost import Cost, card_cost, stream_cost
-from .features import Probe, evidence, probe_features, rpc, since
+from .features import Finder, Probe, evidence, probe_features, rpc, since
 from .report import DoctorReport, Finding
 
 __all__ = ["doctor"]
@@ -242,10 +242,11 @@ async def _card(
     timeout: float,
     add: _Add,
 ) -> AgentCard | None:
+    find = Finder(traffic, add)
     base = url.split("/.well-known/")[0].rstrip("/")
     found: dict[str, AgentCard] = {}
     for path in (CARD_PATH, LEGACY_CARD_PATH):
-        before = len(traffic.events)
+        before = find.mark()
         try:
             found[path] = await fetch_card(
                 base + path, headers, timeout, http=http, traffic=traffic, cached=False
@@ -255,14 +256,12 @@ async def _card(
                 continue
             last = list(traffic.events)[-1]
             if last.status is None:
-                add(
-                    Finding(
-                        "error",
-                        "card",
-                        f"nothing answered at {base + path}: {last.error}",
-                        breaks=EVERY_CLIENT,
-                        fix="check the URL, and that the agent is running and reachable from here",
-                    )
+                find.found(
+                    "error",
+                    "card",
+                    f"nothing answered at {base + path}: {last.error}",
+                    breaks=EVERY_CLIENT,
+                    fix="check the URL, and that the agent is running and reachable from here",
                 )
                 return None
             what = (
@@ -270,54 +269,44 @@ async def _card(
                 if last.status == 200
                 else str(exc)
             )
-            add(
-                Finding(
-                    "error",
-                    "card",
-                    what,
-                    since(traffic, before),
-                    EVERY_CLIENT,
-                    "serve the card as a JSON object with Content-Type application/json",
-                )
-            )
-    if not found:
-        add(
-            Finding(
+            find.found(
                 "error",
                 "card",
-                f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
-                since(traffic, len(traffic.events) - 2),
+                what,
+                before,
                 EVERY_CLIENT,
-                f"serve the card at {CARD_PATH}",
+                "serve the card as a JSON object with Content-Type application/json",
             )
+    if not found:
+        find.found(
+            "error",
+            "card",
+            f"no agent card at {base}{CARD_PATH} or {LEGACY_CARD_PATH}",
+            len(traffic.events) - 2,
+            EVERY_CLIENT,
+            f"serve the card at {CARD_PATH}",
         )
         return None
     if CARD_PATH not in found:
-        add(
-            Finding(
-                "warning",
-                "card",
-                f"the card is only at {LEGACY_CARD_PATH} (the 0.2 path)",
-                breaks=["a2a-sdk 1.x", "JS SDK"],
-                fix=f"serve it at {CARD_PATH} too",
-            )
+        find.found(
+            "warning",
+            "card",
+            f"the card is only at {LEGACY_CARD_PATH} (the 0.2 path)",
+            breaks=["a2a-sdk 1.x", "JS SDK"],
+            fix=f"serve it at {CARD_PATH} too",
         )
     else:
-        add(
-            Finding(
-                "ok",
-                "card",
-                f"found at {CARD_PATH}" + (" (and the 0.2 path)" if len(found) == 2 else ""),
-            )
+        find.found(
+            "ok",
+            "card",
+            f"found at {CARD_PATH}" + (" (and the 0.2 path)" if len(found) == 2 else ""),
         )
     card = found.get(CARD_PATH) or found[LEGACY_CARD_PATH]
-    add(
-        Finding(
-            "info",
-            "card",
-            f"'{card.name}' version {card.raw.get('version')!r}, "
-            f"protocolVersion {card.raw.get('protocolVersion')!r}",
-        )
+    find.found(
+        "info",
+        "card",
+        f"'{card.name}' version {card.raw.get('version')!r}, "
+        f"protocolVersion {card.raw.get('protocolVersion')!r}",
     )
     return card
 
@@ -1809,16 +1798,16 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
     the spelling of the task state, a timestamp with its zone; a 0.3 method answered in 1.0's shapes
     is named as the hybrid it is. Returns the answer's letter (None when there is no result)."""
     shown = [evidence(event)]
+
+    def warn(check: str, message: str, breaks: list[str], fix: str) -> None:
+        add(Finding("warning", check, message, shown, breaks, fix))
+
     if not event.response_headers.get("content-type", "").startswith("application/json"):
-        add(
-            Finding(
-                "warning",
-                "content type",
-                f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
-                shown,
-                ["strict clients"],
-                "answer with Content-Type: application/json",
-            )
+        warn(
+            "content type",
+            f"JSON-RPC answered as {event.response_headers.get('content-type')!r}",
+            ["strict clients"],
+            "answer with Content-Type: application/json",
         )
     data = _json.loads_or_none(event.response_body or "")
     result = data.get("result") if _json.is_object(data) else None
@@ -1828,64 +1817,44 @@ def _shapes(event: TrafficEvent, dialect: Dialect, add: _Add) -> _Answer | None:
     answer.evidence = shown[0]
     if dialect is Dialect.V10:
         if not answer.wrapped:
-            add(
-                Finding(
-                    "warning",
-                    "result wrapping",
-                    'a 1.0 SendMessage result is not {"task": ...} or {"message": ...}',
-                    shown,
-                    ["a2a-sdk 1.x", "JS SDK 1.x"],
-                    "wrap the task (or message) as SendMessageResponse does",
-                )
+            warn(
+                "result wrapping",
+                'a 1.0 SendMessage result is not {"task": ...} or {"message": ...}',
+                ["a2a-sdk 1.x", "JS SDK 1.x"],
+                "wrap the task (or message) as SendMessageResponse does",
             )
         if answer.state and not answer.state.startswith("TASK_STATE_"):
-            add(
-                Finding(
-                    "warning",
-                    "enum casing",
-                    f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*",
-                    shown,
-                    ["a2a-sdk 1.x", "JS SDK 1.x"],
-                    "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)",
-                )
+            warn(
+                "enum casing",
+                f"a 1.0 task state is {answer.state!r}, not TASK_STATE_*",
+                ["a2a-sdk 1.x", "JS SDK 1.x"],
+                "write 1.0 enums as their proto names (TASK_STATE_COMPLETED)",
             )
         return answer
     if answer.wrapped or (answer.parts_without_kind and not answer.kind):
-        add(
-            Finding(
-                "warning",
-                "hybrid",
-                "answers the 0.3 method message/send in 1.0's shapes ("
-                + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False))
-                + "): a hybrid of the two "
-                "dialects, which 0.3 clients cannot read",
-                shown,
-                ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
-                "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's",
-            )
+        warn(
+            "hybrid",
+            "answers the 0.3 method message/send in 1.0's shapes ("
+            + ", ".join(answer.departures(Dialect.V03, proto_timestamps=False))
+            + "): a hybrid of the two "
+            "dialects, which 0.3 clients cannot read",
+            ["a2a-sdk 0.3", "a2a-sdk 1.x compat"],
+            "answer message/send in 0.3's shapes (a bare task with kind), or SendMessage in 1.0's",
         )
         return answer
     if not answer.kind:
-        add(
-            Finding(
-                "warning",
-                "kind",
-                "a 0.3 message/send result has no kind (task or message)",
-                shown,
-                ["a2a-sdk 0.3", "JS SDK compat"],
-                'add kind: "task" (or "message")',
-            )
+        warn(
+            "kind",
+            "a 0.3 message/send result has no kind (task or message)",
+            ["a2a-sdk 0.3", "JS SDK compat"],
+            'add kind: "task" (or "message")',
         )
     if answer.state.startswith("TASK_STATE_"):
-        add(
-            Finding(
-                "warning",
-                "enum casing",
-                f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
-                shown,
-                ["a2a-sdk 0.3"],
-                "write 0.3 states in lower case with dashes (input-required)",
-            )
+        warn(
+            "enum casing",
+            f"a 0.3 task state is {answer.state!r}, not lower-case (completed)",
+            ["a2a-sdk 0.3"],
+            "write 0.3 states in lower case with dashes (input-required)",
         )
     return answer
 
