@@ -494,81 +494,87 @@ async def _calls(session: MCPSession, tools: list[dict[str, Any]], find: Finder)
                 at=where,
             )
             continue
-        before = find.mark()
-        try:
-            result = await session.call(name, args)
-        except PeerError as exc:
-            if "structured content" in str(exc) or "output schema" in str(exc):
-                # the official client refused the result: it checks it against the schema
-                find.found(
-                    "error",
-                    "tools",
-                    f"{name}'s result does not match its output schema: "
-                    + str(exc).splitlines()[0],
-                    before,
-                    ["clients that check results (the official SDKs' do: they refuse it)"],
-                    "return structuredContent matching the output schema",
-                    at=f"{where}.structuredContent",
-                )
-                continue
+        await _call_with(session, tool, args, where, find)
+
+
+async def _call_with(
+    session: MCPSession, tool: dict[str, Any], args: dict[str, Any], where: str, find: Finder
+) -> None:
+    """One read-only tool called with ``args``: a result, which matches its output schema."""
+    name = tool["name"]
+    before = find.mark()
+    try:
+        result = await session.call(name, args)
+    except PeerError as exc:
+        if "structured content" in str(exc) or "output schema" in str(exc):
+            # the official client refused the result: it checks it against the schema
             find.found(
                 "error",
                 "tools",
-                f"{name} {json.dumps(args)} failed as a protocol error: {exc}",
+                f"{name}'s result does not match its output schema: " + str(exc).splitlines()[0],
                 before,
-                EVERY_CLIENT,
-                "report a tool's failure as a result with isError",
-                at=where,
+                ["clients that check results (the official SDKs' do: they refuse it)"],
+                "return structuredContent matching the output schema",
+                at=f"{where}.structuredContent",
             )
-            continue
-        output = tool.get("output_schema")
-        structured = result.metadata.get("structured")
-        if output and not result.is_error:
-            if structured is None:
-                find.found(
-                    "error",
-                    "tools",
-                    f"{name} declares an output schema but its result has no structuredContent",
-                    before,
-                    ["clients that read structured results"],
-                    "return structuredContent matching the output schema",
-                    at=f"{where}.outputSchema",
-                )
-                continue
-            try:
-                errors = [
-                    e.message for e in jsonschema_rs.validator_for(output).iter_errors(structured)
-                ]
-            except (
-                jsonschema_rs.ValidationError,
-                jsonschema_rs.ReferencingError,
-                ValueError,
-            ) as exc:
-                errors = [f"the output schema cannot be used: {exc}"]
-            if errors:
-                find.found(
-                    "error",
-                    "tools",
-                    f"{name}'s structuredContent does not match its output schema: "
-                    f"{errors[0][:200]}",
-                    before,
-                    ["clients that check results (the official SDKs' do)"],
-                    "return structuredContent matching the output schema",
-                    at=f"{where}.structuredContent",
-                )
-                continue
+            return
         find.found(
-            "ok",
+            "error",
             "tools",
-            f"{name} {json.dumps(args)[:120]}: "
-            + ("a tool error" if result.is_error else "answered")
-            + (
-                ", structured content matches the output schema"
-                if output and structured is not None
-                else ""
-            ),
+            f"{name} {json.dumps(args)} failed as a protocol error: {exc}",
+            before,
+            EVERY_CLIENT,
+            "report a tool's failure as a result with isError",
             at=where,
         )
+        return
+    output = tool.get("output_schema")
+    structured = result.metadata.get("structured")
+    if output and not result.is_error:
+        if structured is None:
+            find.found(
+                "error",
+                "tools",
+                f"{name} declares an output schema but its result has no structuredContent",
+                before,
+                ["clients that read structured results"],
+                "return structuredContent matching the output schema",
+                at=f"{where}.outputSchema",
+            )
+            return
+        try:
+            errors = [
+                e.message for e in jsonschema_rs.validator_for(output).iter_errors(structured)
+            ]
+        except (
+            jsonschema_rs.ValidationError,
+            jsonschema_rs.ReferencingError,
+            ValueError,
+        ) as exc:
+            errors = [f"the output schema cannot be used: {exc}"]
+        if errors:
+            find.found(
+                "error",
+                "tools",
+                f"{name}'s structuredContent does not match its output schema: {errors[0][:200]}",
+                before,
+                ["clients that check results (the official SDKs' do)"],
+                "return structuredContent matching the output schema",
+                at=f"{where}.structuredContent",
+            )
+            return
+    find.found(
+        "ok",
+        "tools",
+        f"{name} {json.dumps(args)[:120]}: "
+        + ("a tool error" if result.is_error else "answered")
+        + (
+            ", structured content matches the output schema"
+            if output and structured is not None
+            else ""
+        ),
+        at=where,
+    )
 
 
 async def _call_without(
@@ -890,7 +896,13 @@ async def _auth_metadata(
             at=prm_url,
         )
         return
-    issuer = str(servers[0]).rstrip("/")
+    await _authorization_server(url, str(servers[0]).rstrip("/"), recorder, timeout, find)
+
+
+async def _authorization_server(
+    url: str, issuer: str, recorder: TrafficRecorder, timeout: float, find: Finder
+) -> None:
+    """What the authorization server the protected-resource metadata names tells a client."""
     meta = await _get_json(f"{issuer}/.well-known/oauth-authorization-server", recorder, timeout)
     if not isinstance(meta, dict):
         meta = await _get_json(f"{issuer}/.well-known/openid-configuration", recorder, timeout)
