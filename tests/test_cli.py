@@ -585,7 +585,7 @@ def test_each_serve_flag_names_a_config_key_that_exists_and_the_guide_lists_it()
         if line.startswith("| `--")
         and ("| `a2a." in line or "| `mcpServer`" in line or "| `maxConnections`" in line)
         for names, key in [line.strip("|").split("|")[:2]]
-        for name in re.findall(r"`(--[a-z-]+)`", names)
+        for name in re.findall(r"`(--[a-z0-9-]+)`", names)
     }
     assert rows == {(flag.name, flag.key) for flag in keyed}
 

@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -777,6 +778,43 @@ def _basic(name: str) -> Any:
     return tn.Auth.basic(pair)
 
 
+_FIELD = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.]*=)")
+"""Where ``KEY=VALUE,KEY=VALUE`` splits: at a comma a key follows (a URL's own commas stay)."""
+
+
+def _fields(flag: str, value: str) -> dict[str, Any]:
+    """``KEY=VALUE,...`` as the config block it stands for: a dotted key nested
+    (``flows.clientCredentials.tokenUrl=URL``), ``scopes`` and ``algorithms`` lists (split on
+    spaces), ``true``/``false`` booleans."""
+    block: dict[str, Any] = {}
+    for item in _FIELD.split(value):
+        key, eq, text = item.partition("=")
+        if not eq or not key or not text:
+            raise UsageError(f"{flag}: {item!r} is not KEY=VALUE")
+        *path, last = key.split(".")
+        at = block
+        for step in path:
+            at = at.setdefault(step, {})
+            if not isinstance(at, dict):
+                raise UsageError(f"{flag}: {key} sets a part of a value given whole")
+        given: Any = {"true": True, "false": False}.get(text, text)
+        at[last] = text.split() if not path and last in ("scopes", "algorithms") else given
+    return block
+
+
+def _scheme(name: str, flag: str) -> Callable[[str], Any]:
+    """The ``to`` of an auth flag whose value is the ``a2a.auth.<name>`` block as ``KEY=VALUE,...``
+    (read by ``Auth.from_config``, as a config file's)."""
+
+    def auth(value: str) -> Any:
+        try:
+            return tn.Auth.from_config({name: _fields(flag, value)})
+        except tn.ConfigError as exc:
+            raise UsageError(f"{flag}: {exc}") from None
+
+    return auth
+
+
 SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--name", "the agent's name on its card", "a2a.name"),
     Flag(
@@ -882,6 +920,33 @@ SERVE_FLAGS: tuple[Flag, ...] = (
         env=True,
         to=_basic,
         options={"metavar": "NAME"},
+    ),
+    Flag(
+        "--auth-oauth2",
+        "accept only JWT access tokens from an OAuth 2 issuer (a resource server), checked with "
+        "its key set; the card says where to get one. The a2a.auth.oauth2 block as KEY=VALUE,...: "
+        "issuer=URL,audience=AUD,jwksUrl=URL and any of scopes='A B' (every call needs them), "
+        "metadataUrl=URL, flows.clientCredentials.tokenUrl=URL, flows.deviceCode."
+        "deviceAuthorizationUrl=URL, flows.authorizationCode.authorizationUrl=URL, ...",
+        "a2a.auth",
+        to=_scheme("oauth2", "--auth-oauth2"),
+        options={"metavar": "issuer=URL,audience=AUD,jwksUrl=URL[,KEY=VALUE]"},
+    ),
+    Flag(
+        "--auth-openid",
+        "accept only JWT access tokens from an OpenID Connect provider, its keys found by its "
+        "discovery document: url=DISCOVERY_URL,issuer=URL,audience=AUD[,scopes='A B']",
+        "a2a.auth",
+        to=_scheme("openIdConnect", "--auth-openid"),
+        options={"metavar": "url=URL,issuer=URL,audience=AUD[,KEY=VALUE]"},
+    ),
+    Flag(
+        "--auth-mtls",
+        "serve over TLS with this certificate and key, taking only callers whose client "
+        "certificate the CA signed (HTTP and gRPC): ca=FILE,cert=FILE,key=FILE",
+        "a2a.auth",
+        to=_scheme("mutualTLS", "--auth-mtls"),
+        options={"metavar": "ca=FILE,cert=FILE,key=FILE"},
     ),
     Flag(
         "--allow-unauthenticated",
