@@ -60,7 +60,7 @@ from ..protocol.operations import Binding
 from ..protocol.stream import StreamCheck, event_of
 from ..traffic import TrafficRecorder
 from .cost import Cost, card_cost, stream_cost
-from .features import Finder, Probe, evidence, probe_features, rpc, since
+from .features import Finder, Probe, evidence, probe_features, rpc
 from .report import DoctorReport, Finding
 
 __all__ = ["doctor"]
@@ -348,9 +348,9 @@ async def _probe(
     """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
     names); True when it answered without credentials."""
     name = f"{binding} {version}.x"
-    add = _at(add, endpoint)
+    find = Finder(traffic, _at(add, endpoint))
     if not isinstance(binding, Binding):
-        add(Finding("info", name, f"{binding} {version}.x is not a binding toolnexus can check"))
+        find.found("info", name, f"{binding} {version}.x is not a binding toolnexus can check")
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
     client = A2AClient(
@@ -366,136 +366,118 @@ async def _probe(
     # credentials go only to the host the user named, as A2AClient.connect decides
     client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
     if headers and not client.credentials_sent:
-        add(
-            Finding(
-                "info",
-                name,
-                f"not on the host named ({origin_text(card.source or '')}): checked without "
-                "your headers",
-            )
+        find.found(
+            "info",
+            name,
+            f"not on the host named ({origin_text(card.source or '')}): checked without "
+            "your headers",
         )
-    before = len(traffic.events)
+    before = find.mark()
     unknown = f"toolnexus-doctor-{uuid.uuid4()}"
     key = (binding, version, endpoint)
     try:
         await client.get(unknown)
     except TaskNotFoundError:
         seen.answered[key] = True
-        add(
-            Finding(
-                "ok",
-                name,
-                "answers in its own dialect and binding; an unknown task is TaskNotFound",
-            )
+        find.found(
+            "ok", name, "answers in its own dialect and binding; an unknown task is TaskNotFound"
         )
         if binding is Binding.JSONRPC:
-            await _names(client, name, traffic, add, seen)
-            await _jsonrpc_codes(client, name, version, traffic, add)
+            await _names(client, name, traffic, find.add, seen)
+            await _jsonrpc_codes(client, name, version, traffic, find.add)
         return True
     except MethodNotFoundError as exc:
         seen.answered[key] = False
-        known = await _names(client, name, traffic, add, seen) if binding is Binding.JSONRPC else {}
+        known = (
+            await _names(client, name, traffic, find.add, seen)
+            if binding is Binding.JSONRPC
+            else {}
+        )
         if version == "0" and known.get("message/send") is False and _speaks_v10(card, endpoint):
-            add(
-                Finding(
-                    "error",
-                    name,
-                    f"the card promises 0.3 at {endpoint} ({_promise(card, endpoint)}), but the "
-                    "server does not answer it: the 0.3 method names (tasks/get, message/send) get "
-                    "-32601; it serves 1.0 only there (the card's 1.0 interface). 0.3 clients fail "
-                    "on this card",
-                    since(traffic, before),
-                    ["a2a-sdk 0.3"],
-                    "serve 0.3 there (the a2a-sdk's routes: enable_v0_3_compat=True), or stop "
-                    "promising it: "
-                    + (
-                        'give the interface its protocolVersion "1.0" (the a2a-sdk\'s card route '
-                        "writes 0.3's url and protocolVersion for an interface without one)"
-                        if any(not i.get("protocolVersion") for i in card.interfaces)
-                        else "drop the 0.3 entry (url, protocolVersion) from the card"
-                    ),
-                )
+            find.found(
+                "error",
+                name,
+                f"the card promises 0.3 at {endpoint} ({_promise(card, endpoint)}), but the "
+                "server does not answer it: the 0.3 method names (tasks/get, message/send) get "
+                "-32601; it serves 1.0 only there (the card's 1.0 interface). 0.3 clients fail "
+                "on this card",
+                before,
+                ["a2a-sdk 0.3"],
+                "serve 0.3 there (the a2a-sdk's routes: enable_v0_3_compat=True), or stop "
+                "promising it: "
+                + (
+                    'give the interface its protocolVersion "1.0" (the a2a-sdk\'s card route '
+                    "writes 0.3's url and protocolVersion for an interface without one)"
+                    if any(not i.get("protocolVersion") for i in card.interfaces)
+                    else "drop the 0.3 entry (url, protocolVersion) from the card"
+                ),
             )
         elif version == "0" and known.get("message/send") is False and known.get("SendMessage"):
-            add(
-                Finding(
-                    "error",
-                    name,
-                    "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
-                    "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
-                    "(upstream toolnexus 0.21 and its ports), not 0.3",
-                    since(traffic, before),
-                    V03_CLIENTS,
-                    "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
-                    "endpoint as protocolVersion 1.0 if it speaks 1.0",
-                )
+            find.found(
+                "error",
+                name,
+                "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
+                "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
+                "(upstream toolnexus 0.21 and its ports), not 0.3",
+                before,
+                V03_CLIENTS,
+                "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
+                "endpoint as protocolVersion 1.0 if it speaks 1.0",
             )
         else:
-            add(
-                Finding(
-                    "error",
-                    name,
-                    f"declared, but it does not know GetTask there: {exc}",
-                    since(traffic, before),
-                    breaks,
-                    "list only the interfaces and versions the agent really serves",
-                )
+            find.found(
+                "error",
+                name,
+                f"declared, but it does not know GetTask there: {exc}",
+                before,
+                breaks,
+                "list only the interfaces and versions the agent really serves",
             )
     except RPCError as exc:
         seen.answered[key] = True
         if binding is Binding.JSONRPC:
-            await _names(client, name, traffic, add, seen)
-        add(
-            Finding(
-                "warning",
-                name,
-                f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
-                "not TaskNotFound (-32001)",
-                since(traffic, before),
-                ["clients that tell errors apart (every SDK)"],
-                "answer TaskNotFoundError for an unknown task id",
-            )
+            await _names(client, name, traffic, find.add, seen)
+        find.found(
+            "warning",
+            name,
+            f"an unknown task is answered with {type(exc).__name__} ({exc.code}: {exc}), "
+            "not TaskNotFound (-32001)",
+            before,
+            ["clients that tell errors apart (every SDK)"],
+            "answer TaskNotFoundError for an unknown task id",
         )
         return True
     except PeerError as exc:
         if exc.status in (401, 403):
             seen.answered[key] = True
             severity = "info" if declares_auth else "error"
-            add(
-                Finding(
-                    severity,
-                    name,
-                    "refuses calls without credentials ("
-                    + (
-                        GRPC_REFUSALS[exc.status]
-                        if binding is Binding.GRPC
-                        else f"HTTP {exc.status}"
-                    )
-                    + ")"
-                    + (
-                        ""
-                        if declares_auth
-                        else "; the card declares no security scheme, so clients cannot know"
-                    ),
-                    since(traffic, before),
-                    [] if declares_auth else breaks,
-                    "" if declares_auth else "declare the scheme in securitySchemes",
-                )
+            find.found(
+                severity,
+                name,
+                "refuses calls without credentials ("
+                + (GRPC_REFUSALS[exc.status] if binding is Binding.GRPC else f"HTTP {exc.status}")
+                + ")"
+                + (
+                    ""
+                    if declares_auth
+                    else "; the card declares no security scheme, so clients cannot know"
+                ),
+                before,
+                [] if declares_auth else breaks,
+                "" if declares_auth else "declare the scheme in securitySchemes",
             )
         else:
             seen.answered[key] = False
-            add(
-                Finding(
-                    "error",
-                    name,
-                    f"declared, but no A2A answer: {exc}",
-                    since(traffic, before),
-                    breaks,
-                    "serve this interface, or drop it from the card",
-                )
+            find.found(
+                "error",
+                name,
+                f"declared, but no A2A answer: {exc}",
+                before,
+                breaks,
+                "serve this interface, or drop it from the card",
             )
     except MissingExtra as exc:
-        add(Finding("info", name, f"not checked: {exc}"))
+        find.found("info", name, f"not checked: {exc}")
     finally:
         await client.release()
     return False
@@ -524,6 +506,7 @@ async def _names(
     """Which dialects' method names one JSON-RPC endpoint knows: each send method asked with no
     message (nothing to act on: one that knows it refuses the params, one that does not answers
     -32601), and the legacy dialect's ``GetTask`` for an unknown task."""
+    find = Finder(traffic, add)
     if client.endpoint in seen.knows:
         return seen.knows[client.endpoint]
     known: dict[str, bool | None] = {}
@@ -541,12 +524,10 @@ async def _names(
             known["SendMessage"] = True
     seen.knows[client.endpoint] = known
     said = {True: "knows", False: "answers -32601 to", None: "gave no JSON-RPC answer to"}
-    add(
-        Finding(
-            "info",
-            f"{name}: method names",
-            "; ".join(f"{said[known[m]]} {m} ({_NAMES[m].value})" for m in _NAMES),
-        )
+    find.found(
+        "info",
+        f"{name}: method names",
+        "; ".join(f"{said[known[m]]} {m} ({_NAMES[m].value})" for m in _NAMES),
     )
     return known
 
@@ -555,6 +536,7 @@ async def _jsonrpc_codes(
     client: A2AClient, name: str, version: str, traffic: TrafficRecorder, add: _Add
 ) -> None:
     """JSON-RPC's own error codes: an unknown method, invalid params, a version it does not speak."""
+    find = Finder(traffic, add)
     dialect = client.dialect or Dialect.V03
     probes = [
         ("unknown method", "toolnexus/doctorUnknownMethod", {}, -32601, {}),
@@ -569,25 +551,23 @@ async def _jsonrpc_codes(
     if version == "1":
         probes.append(("version header", "GetTask", {"id": "x"}, -32009, {"A2A-Version": "99.0"}))
     for check, method, params, want, extra in probes:
-        before = len(traffic.events)
+        before = find.mark()
         got, r, reason = await _rpc(client, method, params, traffic, extra)
         if r is None:
-            add(Finding("warning", f"{name}: {check}", f"no answer: {reason}"))
+            find.found("warning", f"{name}: {check}", f"no answer: {reason}")
             continue
         if got == want:
-            add(Finding("ok", f"{name}: {check}", f"answered {want}"))
+            find.found("ok", f"{name}: {check}", f"answered {want}")
         else:
             severity = "info" if check == "version header" else "warning"
-            add(
-                Finding(
-                    severity,
-                    f"{name}: {check}",
-                    f"expected JSON-RPC error {want}, got "
-                    + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
-                    since(traffic, before),
-                    ["clients that tell errors apart"],
-                    f"answer {want} as JSON-RPC 2.0 and A2A specify",
-                )
+            find.found(
+                severity,
+                f"{name}: {check}",
+                f"expected JSON-RPC error {want}, got "
+                + (str(got) if isinstance(got, int) else f"HTTP {r.status_code} without one"),
+                before,
+                ["clients that tell errors apart"],
+                f"answer {want} as JSON-RPC 2.0 and A2A specify",
             )
 
 
@@ -602,9 +582,10 @@ async def _active(
 ) -> None:
     """A message sent as toolnexus would send it, one in each other dialect an official client
     would speak to this card, and a stream when the card offers one."""
+    find = Finder(traffic, add)
     client = A2AClient(card, headers=headers, timeout=timeout, http=http)
     client.traffic = traffic
-    before = len(traffic.events)
+    before = find.mark()
     try:
         task = await client.send("hello from toolnexus doctor", blocking=True)
         _blocked(client, task, traffic, add, seen)
@@ -614,13 +595,11 @@ async def _active(
             f"{client.dialect.value if client.dialect else '?'} over {client.binding} "
             f"at {client.endpoint}",
         )
-        add(
-            Finding(
-                "ok",
-                "send",
-                f"a message made task {task.id} ({task.state.value}) over "
-                f"{client.binding} {client.dialect.value if client.dialect else '?'}",
-            )
+        find.found(
+            "ok",
+            "send",
+            f"a message made task {task.id} ({task.state.value}) over "
+            f"{client.binding} {client.dialect.value if client.dialect else '?'}",
         )
         if client.dialect is Dialect.LEGACY:  # it fell back: the 0.3 send was answered -32601
             seen.sent[(client.endpoint, Dialect.V03)] = (
@@ -641,7 +620,7 @@ async def _active(
         await _cancel(client, task, traffic, add, seen)
         await _round_trip(client, card, traffic, add, seen)
         if card.streaming:
-            before = len(traffic.events)
+            before = find.mark()
             frames: list[Any] = []
             try:  # a peer that streams forever must not keep the doctor forever
                 async with asyncio.timeout(max(timeout, 30.0)):
@@ -651,26 +630,22 @@ async def _active(
                         async for frame in stream:
                             frames.append(frame)
                             if len(frames) >= MAX_FRAMES:
-                                add(
-                                    Finding(
-                                        "warning",
-                                        "streaming",
-                                        f"a stream for a one-line message sent "
-                                        f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
-                                        breaks=["streaming clients that wait for the end"],
-                                        fix="end the stream when the task is final or interrupted",
-                                    )
+                                find.found(
+                                    "warning",
+                                    "streaming",
+                                    f"a stream for a one-line message sent "
+                                    f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
+                                    breaks=["streaming clients that wait for the end"],
+                                    fix="end the stream when the task is final or interrupted",
                                 )
                                 break
             except TimeoutError:
-                add(
-                    Finding(
-                        "warning",
-                        "streaming",
-                        f"a stream for a one-line message did not end within "
-                        f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
-                        since(traffic, before),
-                    )
+                find.found(
+                    "warning",
+                    "streaming",
+                    f"a stream for a one-line message did not end within "
+                    f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
+                    before,
                 )
             streamed = [
                 e
@@ -702,59 +677,49 @@ async def _active(
             elif (
                 frames and client.binding is Binding.GRPC
             ):  # a server-streaming call: no SSE to check
-                add(
-                    Finding(
-                        "ok",
-                        "streaming",
-                        f"the card says streaming, and {len(frames)} frame(s) arrived "
-                        "over a gRPC stream",
-                    )
+                find.found(
+                    "ok",
+                    "streaming",
+                    f"the card says streaming, and {len(frames)} frame(s) arrived "
+                    "over a gRPC stream",
                 )
             elif frames and answered.startswith("text/event-stream"):
-                add(
-                    Finding(
-                        "ok",
-                        "streaming",
-                        f"the card says streaming, and {len(frames)} frame(s) arrived",
-                    )
+                find.found(
+                    "ok",
+                    "streaming",
+                    f"the card says streaming, and {len(frames)} frame(s) arrived",
                 )
             elif frames:
-                add(
-                    Finding(
-                        "warning",
-                        "streaming",
-                        f"the card says streaming, but the stream was answered as "
-                        f"{answered or 'no content type'}, not SSE",
-                        since(traffic, before),
-                        ["streaming clients"],
-                        "answer message/stream with text/event-stream frames",
-                    )
+                find.found(
+                    "warning",
+                    "streaming",
+                    f"the card says streaming, but the stream was answered as "
+                    f"{answered or 'no content type'}, not SSE",
+                    before,
+                    ["streaming clients"],
+                    "answer message/stream with text/event-stream frames",
                 )
             else:
-                add(
-                    Finding(
-                        "error",
-                        "streaming",
-                        "the card says streaming, but no frame arrived",
-                        since(traffic, before),
-                        ["streaming clients"],
-                        "serve message/stream (SSE), or set capabilities.streaming to false",
-                    )
+                find.found(
+                    "error",
+                    "streaming",
+                    "the card says streaming, but no frame arrived",
+                    before,
+                    ["streaming clients"],
+                    "serve message/stream (SSE), or set capabilities.streaming to false",
                 )
     except (RPCError, PeerError) as exc:
         if seen.ours is None:
             seen.ours = str(exc)
         if client.dialect is not None and client.endpoint:
             seen.sent.setdefault((client.endpoint, client.dialect), str(exc))
-        add(
-            Finding(
-                "error",
-                "send",
-                f"a plain text message failed: {exc}",
-                since(traffic, before),
-                ["toolnexus"],
-                "accept a text message as every client sends it",
-            )
+        find.found(
+            "error",
+            "send",
+            f"a plain text message failed: {exc}",
+            before,
+            ["toolnexus"],
+            "accept a text message as every client sends it",
         )
     finally:
         await client.release()
@@ -766,7 +731,8 @@ async def _cancel(
     """A task sent to return at once, canceled: judged by the task's state after the cancel (got
     again), not by the answer alone; then one more blocking send, which must do as the first did
     (a server whose cancel breaks the tasks after it is named)."""
-    before = len(traffic.events)
+    find = Finder(traffic, add)
+    before = find.mark()
     started = await client.send("hello from toolnexus doctor (to cancel)")
     refused: Exception | None = None
     answered: Task | None = None
@@ -775,15 +741,13 @@ async def _cancel(
     except TaskNotCancelableError as exc:
         refused = exc
     except (RPCError, PeerError) as exc:
-        add(
-            Finding(
-                "warning",
-                "cancel",
-                f"cancel failed: {exc}",
-                since(traffic, before),
-                ["clients that cancel (agent tools, the TUI, the SDKs)"],
-                "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
-            )
+        find.found(
+            "warning",
+            "cancel",
+            f"cancel failed: {exc}",
+            before,
+            ["clients that cancel (agent tools, the TUI, the SDKs)"],
+            "answer CancelTask with the task, or TaskNotCancelableError when it has finished",
         )
         return
     try:
@@ -791,26 +755,22 @@ async def _cancel(
     except (RPCError, PeerError):
         after = answered.state if answered is not None else None
     if refused is not None and after is not None and not after.terminal:
-        add(
-            Finding(
-                "warning",
-                "cancel",
-                f"cancel was refused as not cancelable ({refused}), but the task was "
-                f"{after.value}, not finished",
-                since(traffic, before),
-                ["clients that cancel (agent tools, the TUI, the SDKs): the task runs on"],
-                "cancel a task that has not finished (TaskNotCancelable is for a finished one), "
-                "and set its state canceled",
-            )
+        find.found(
+            "warning",
+            "cancel",
+            f"cancel was refused as not cancelable ({refused}), but the task was "
+            f"{after.value}, not finished",
+            before,
+            ["clients that cancel (agent tools, the TUI, the SDKs): the task runs on"],
+            "cancel a task that has not finished (TaskNotCancelable is for a finished one), "
+            "and set its state canceled",
         )
     elif refused is not None:
-        add(
-            Finding(
-                "info",
-                "cancel",
-                f"the task had finished first ({after.value if after else 'its state unknown'}); "
-                "cancel was refused as it should be",
-            )
+        find.found(
+            "info",
+            "cancel",
+            f"the task had finished first ({after.value if after else 'its state unknown'}); "
+            "cancel was refused as it should be",
         )
     elif answered is not None:
         ended = after or answered.state
@@ -821,25 +781,28 @@ async def _cancel(
             if ended.terminal  # it finished first; the cancel's answer was not its state
             else "warning"
         )
-        add(
-            Finding(
-                severity,
-                "cancel",
-                f"cancel answered the task {answered.state.value}"
-                + ("" if after in (None, answered.state) else f", and it was {after.value} after"),
-                [] if severity == "ok" else since(traffic, before),
-                ["clients that cancel: the task runs on"] if severity == "warning" else [],
-                "" if severity == "ok" else "answer a cancel with the task's state after it",
-            )
+        find.found(
+            severity,
+            "cancel",
+            f"cancel answered the task {answered.state.value}"
+            + ("" if after in (None, answered.state) else f", and it was {after.value} after"),
+            None if severity == "ok" else before,
+            ["clients that cancel: the task runs on"] if severity == "warning" else [],
+            "" if severity == "ok" else "answer a cancel with the task's state after it",
         )
-    before = len(traffic.events)
+    await _after_cancel(client, first, find, seen)
+
+
+async def _after_cancel(client: A2AClient, first: Task, find: Finder, seen: _Seen) -> None:
+    """One more blocking send after the cancel, which must do as the first did."""
+    before = find.mark()
     try:
         again = await client.send("hello from toolnexus doctor (after the cancel)", blocking=True)
     except (RPCError, PeerError) as exc:
         broke = str(exc)
     else:
-        _blocked(client, again, traffic, add, seen)
-        _words_where(again, traffic, seen)
+        _blocked(client, again, find.traffic, find.add, seen)
+        _words_where(again, find.traffic, seen)
         broke = (
             f"its task {again.state.value}"
             + (f": {again.status.message.text}" if again.status.message else "")
@@ -848,18 +811,16 @@ async def _cancel(
             else ""
         )
     if broke:
-        add(
-            Finding(
-                "error",
-                "cancel",
-                "after one cancel, a message that worked before failed ("
-                + broke
-                + "): the cancel broke the tasks after it (beeai-framework 0.1.85's server does "
-                "this: one AbortController shared by every task)",
-                since(traffic, before),
-                ["every client, after any client's cancel"],
-                "give each task its own cancellation (abort only the task canceled)",
-            )
+        find.found(
+            "error",
+            "cancel",
+            "after one cancel, a message that worked before failed ("
+            + broke
+            + "): the cancel broke the tasks after it (beeai-framework 0.1.85's server does "
+            "this: one AbortController shared by every task)",
+            before,
+            ["every client, after any client's cancel"],
+            "give each task its own cancellation (abort only the task canceled)",
         )
 
 
@@ -1129,9 +1090,10 @@ async def _round_trip(
 ) -> None:
     """An ``input-required`` round trip, when one of the card's skill examples (the first three)
     asks for input: the answer must go on the same task and move it past the question."""
+    find = Finder(traffic, add)
     examples = [str(e) for skill in card.skills for e in (skill.get("examples") or [])][:3]
     for text in examples:
-        before = len(traffic.events)
+        before = find.mark()
         asked = await client.send(text, blocking=True)
         if asked.state is not TaskState.INPUT_REQUIRED:
             continue
@@ -1141,48 +1103,40 @@ async def _round_trip(
             "yes", task_id=asked.id, context_id=asked.context_id, blocking=True
         )
         if answered.id != asked.id:
-            add(
-                Finding(
-                    "warning",
-                    "input-required",
-                    f"the answer to {text!r} made a new task, not the same one",
-                    since(traffic, before),
-                    ["agent tools and chats that answer questions"],
-                    "continue the task named by the message's taskId",
-                )
+            find.found(
+                "warning",
+                "input-required",
+                f"the answer to {text!r} made a new task, not the same one",
+                before,
+                ["agent tools and chats that answer questions"],
+                "continue the task named by the message's taskId",
             )
         elif (
             answered.state is TaskState.INPUT_REQUIRED
             and answered.status.message
             and answered.status.message.text == question
         ):
-            add(
-                Finding(
-                    "warning",
-                    "input-required",
-                    "the answer left the task asking the same question",
-                    since(traffic, before),
-                    ["agent tools and chats that answer questions"],
-                    "take the answer and move the task on",
-                )
+            find.found(
+                "warning",
+                "input-required",
+                "the answer left the task asking the same question",
+                before,
+                ["agent tools and chats that answer questions"],
+                "take the answer and move the task on",
             )
         else:
-            add(
-                Finding(
-                    "ok",
-                    "input-required",
-                    f"{text!r} asked for input; the answer went on the same task, "
-                    f"now {answered.state.value}",
-                )
+            find.found(
+                "ok",
+                "input-required",
+                f"{text!r} asked for input; the answer went on the same task, "
+                f"now {answered.state.value}",
             )
         return
     if examples:
-        add(
-            Finding(
-                "info",
-                "input-required",
-                "no skill example asked for input: the round trip was not tried",
-            )
+        find.found(
+            "info",
+            "input-required",
+            "no skill example asked for input: the round trip was not tried",
         )
 
 
