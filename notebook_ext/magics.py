@@ -22,6 +22,7 @@ from toolnexus.display import e, error_html
 from toolnexus.errors import ConfigError
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, build_client
 from toolnexus.mcp import split_command
+from toolnexus.mcp.transport import TRANSPORTS
 from toolnexus.monitor import TaskBook
 from toolnexus.protocol.model import task_html, tasks_html
 from toolnexus.secrets import expand_env
@@ -84,7 +85,8 @@ HELP = {
         "d = %toolnexus doctor {h.url}",
     ),
     "mcp": (
-        "%toolnexus mcp URL [--header 'NAME: VALUE']...\n"
+        "%toolnexus mcp URL [--header 'NAME: VALUE']... [--transport auto|http|sse] [--era auto|legacy|2026-07-28]\n"
+        "                   [--client-id ID]\n"
         "%toolnexus mcp [NAME=value ...] COMMAND [ARGS...]   (a stdio server; -- before ARGS with dashes)",
         "Inspect any MCP server: what it negotiated, its tools (a form), resources and templates (read,\n"
         "subscribe), prompts, notifications and capabilities; its questions (elicitation) answered in\n"
@@ -177,6 +179,9 @@ def _parser() -> _Parser:
     mc = sub.add_parser("mcp", add_help=False)
     mc.add_argument("target", nargs="+")
     mc.add_argument("--header", action="append", default=[])
+    mc.add_argument("--transport", choices=TRANSPORTS, default="auto")
+    mc.add_argument("--era", default="auto")
+    mc.add_argument("--client-id")
     m = sub.add_parser("send", add_help=False)
     m.add_argument("url")
     m.add_argument("text", nargs="*")
@@ -451,6 +456,9 @@ class ToolnexusMagics(Magics):
             env=env or None,
             bus=self.session.workspace.events,
             model=model,
+            transport=args.transport,
+            mode=args.era,
+            client_id=args.client_id,
         )
         display(widget)
         return Shown(widget)

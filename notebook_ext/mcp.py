@@ -2,10 +2,14 @@
 :class:`~toolnexus.mcp.MCPSession` as the TUI's MCP mode: what was negotiated, tabs for the
 tools (a form from the schema), resources and templates (a read with its MIME type, a
 subscription and its updates), prompts (the arguments, the messages), the server's notifications,
-the doctor's report on it, and the server itself (capabilities, instructions, the roots we
-declare). What the server asks
-shows above the tabs: an elicitation as a form (accept, decline, cancel), a sampling request to
-approve before the toolkit's model answers it, an OAuth sign-in as a link. Every peer string is
+the doctor's report on it, the server itself (capabilities, instructions, the roots we declare)
+and a stdio server's stderr as it comes. As the TUI's MCP mode: the transport and era chosen
+(``transport=``, ``mode=``), an OAuth client id for a server that registers none, lists read a
+page at a time (``next page`` shows the server's cursor), a call in flight cancelled, the log
+level asked, ping with its round trip, a form's booleans as checkboxes and enums as choices, an MCP
+App's ``ui://`` resources marked. What the server asks shows above the tabs: an elicitation as a
+form (accept, decline, cancel), a sampling request to approve before the toolkit's model answers
+it (or answered with a reply the user writes), an OAuth sign-in as a link. Every peer string is
 escaped; every exchange is on the notebook's bus (the Wire)."""
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import ipywidgets as w
 
 from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import error_html, printable
+from toolnexus.errors import PeerError
 from toolnexus.hosting import build_client
 from toolnexus.mcp import (
+    LOG_LEVELS,
     Content,
     Elicitation,
     Field,
@@ -28,6 +34,7 @@ from toolnexus.mcp import (
     Notice,
     Reply,
     Sampling,
+    choice_text,
     expand_template,
     form_fields,
     form_values,
@@ -43,42 +50,71 @@ NOTICES_SHOWN = 200
 """The newest notices the widget's table shows (the session keeps more)."""
 TEXT_SHOWN = 20000
 """Characters of a resource's text or a result shown."""
+STDERR_SHOWN = 200
+"""The last lines of a stdio server's stderr shown (the session keeps more)."""
+APP_SCHEME = "ui://"
+"""The scheme of an MCP App's resources (the MCP Apps extension: HTML a host draws)."""
+LISTS = {"tools": ("tools",), "resources": ("resources", "templates"), "prompts": ("prompts",)}
+"""Each tab's listings, as the session names them."""
 
 
 def _pre(text: str) -> str:
     return f"<pre>{html.escape(printable(text, TEXT_SHOWN))}</pre>"
 
 
+def _control(f: Field) -> Any:
+    """A field's control (:attr:`Field.control <toolnexus.mcp.Field.control>`): a checkbox, a
+    choice (with a blank: left out, when it may be), else a text box."""
+    common = {"description": printable(f.name, 40), "style": {"description_width": "initial"}}
+    if f.control == "checkbox":
+        return w.Checkbox(value=f.schema.get("default") is True, tooltip=f.description, **common)
+    if f.control == "choice":
+        options = [(printable(choice_text(v), 80), n) for n, v in enumerate(f.options)]
+        default = f.schema.get("default")
+        at = next(
+            (n for n, v in enumerate(f.options) if "default" in f.schema and v == default), None
+        )
+        blank = [] if f.required and at is not None else [("", None)]
+        return w.Dropdown(options=blank + options, value=at, tooltip=f.description, **common)
+    return w.Text(value=f.default, placeholder=f.hint, tooltip=f.description, **common)
+
+
+def _text(f: Field, box: Any) -> str:
+    """What a control holds, as the text :func:`~toolnexus.mcp.form_values` reads."""
+    if isinstance(box, w.Checkbox):
+        return "true" if box.value else "false"
+    if isinstance(box, w.Dropdown):
+        return choice_text(f.options[box.value]) if isinstance(box.value, int) else ""
+    return str(box.value)
+
+
 class _Form(w.VBox):
-    """Text boxes for fields (a tool's arguments, a prompt's, a template's variables)."""
+    """A form's fields (a tool's arguments, a prompt's, a template's variables): text boxes,
+    checkboxes and choices."""
 
     def __init__(self) -> None:
         super().__init__([])
         self.fields: list[Field] = []
-        self.boxes: list[w.Text] = []
+        self.boxes: list[Any] = []
 
     def show(self, fields: list[Field]) -> None:
         self.fields = fields
-        self.boxes = [
-            w.Text(
-                value=f.default,
-                description=printable(f.name, 40),
-                placeholder=f.hint,
-                tooltip=f.description,
-                style={"description_width": "initial"},
-            )
-            for f in fields
-        ]
+        self.boxes = [_control(f) for f in fields]
         self.children = self.boxes
 
-    def fill(self, **texts: str) -> None:
-        """Type into the boxes by field name (for code and tests)."""
+    def fill(self, **texts: Any) -> None:
+        """Fill the fields by name (for code and tests): a text box's text, a checkbox's bool, a
+        choice's value (as :attr:`Field.options` has it)."""
         for f, box in zip(self.fields, self.boxes, strict=True):
-            if f.name in texts:
-                box.value = texts[f.name]
+            if f.name not in texts:
+                continue
+            value = texts[f.name]
+            box.value = f.options.index(value) if isinstance(box, w.Dropdown) else value
 
     def values(self) -> dict[str, Any]:
-        return form_values(self.fields, [b.value for b in self.boxes])
+        return form_values(
+            self.fields, [_text(f, b) for f, b in zip(self.fields, self.boxes, strict=True)]
+        )
 
 
 class MCPWidget(w.VBox):
@@ -94,6 +130,9 @@ class MCPWidget(w.VBox):
         bus: Any = None,
         roots: list[str] | None = None,
         model: Any = None,
+        transport: str = "auto",
+        mode: str = "auto",
+        client_id: str | None = None,
     ) -> None:
         self.target = target
         self.error = ""
@@ -108,7 +147,14 @@ class MCPWidget(w.VBox):
             model=self.model,
             approve=self._approve,
             authorize=self._authorize,
+            client_id=client_id,
+            on_stderr=self._stderr,
+            mode=mode,
+            transport=transport,
         )
+        self.cursors: dict[str, str | None] = {}
+        """Each listing's cursor of the pages not read yet (the server's ``nextCursor``)."""
+        self.ping_ms: float | None = None
         self.tools: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
         self.prompts: list[dict[str, Any]] = []
@@ -131,6 +177,29 @@ class MCPWidget(w.VBox):
         self.prompt_form = _Form()
         self.get_button = w.Button(description="get", button_style="primary")
         self.messages = w.HTML()
+        # a list's next page, per tab
+        self.more = {kind: w.Button(description="next page") for kind in LISTS}
+        self.more_said = {kind: w.HTML() for kind in LISTS}
+        for kind, more in self.more.items():
+            more.layout.display = "none"
+            more.on_click(lambda _, k=kind: self.next_page(k))
+        # the session: ping, the log level, cancel what runs
+        self.ping_button = w.Button(description="ping")
+        self.level = w.Dropdown(
+            options=[("log level: not asked", None), *((lv, lv) for lv in LOG_LEVELS)],
+            value=None,
+        )
+        self.cancel_button = w.Button(description="cancel what runs")
+        self.said = w.HTML()
+        self.ping_button.on_click(lambda _: self.ping())
+        self.level.observe(lambda c: c.get("new") and self.set_level(c["new"]), names="value")
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.stderr = w.HTML(
+            "<i>a stdio server's stderr shows here as it comes</i>"
+            if not isinstance(target, str)
+            else "<i>an HTTP server's stderr is its own: a stdio server's shows here</i>"
+        )
+        self._stderr_pending = False
         # notifications, server
         self.notices = w.HTML("<i>nothing yet</i>")
         self.server = w.HTML()
@@ -150,22 +219,38 @@ class MCPWidget(w.VBox):
         self._target = (target, headers, env)
         self.tabs = w.Tab(
             children=[
-                w.VBox([self.tool, self.tool_form, self.call_button, self.result]),
+                w.VBox(
+                    [
+                        w.HBox([self.tool, self.more["tools"], self.more_said["tools"]]),
+                        self.tool_form,
+                        self.call_button,
+                        self.result,
+                    ]
+                ),
                 w.VBox(
                     [
                         w.HBox([self.resource, self.subscribe_button]),
+                        w.HBox([self.more["resources"], self.more_said["resources"]]),
                         self.template_form,
                         self.read_button,
                         self.content,
                     ]
                 ),
-                w.VBox([self.prompt, self.prompt_form, self.get_button, self.messages]),
+                w.VBox(
+                    [
+                        w.HBox([self.prompt, self.more["prompts"], self.more_said["prompts"]]),
+                        self.prompt_form,
+                        self.get_button,
+                        self.messages,
+                    ]
+                ),
                 self.notices,
                 w.VBox([self.doctor_button, self.doctor_view]),
                 w.VBox([w.HBox([self.roots, self.roots_button]), self.server]),
+                self.stderr,
             ]
         )
-        titles = ["Tools", "Resources", "Prompts", "Notifications", "Doctor", "Server"]
+        titles = ["Tools", "Resources", "Prompts", "Notifications", "Doctor", "Server", "Stderr"]
         for i, title in enumerate(titles):
             self.tabs.set_title(i, title)
         self.tool.observe(lambda _: self._tool_chosen(), names="value")
@@ -177,7 +262,8 @@ class MCPWidget(w.VBox):
         self.subscribe_button.observe(self._subscribe_toggled, names="value")
         self.roots_button.on_click(lambda _: self.declare_roots())
         self.doctor_button.on_click(lambda _: self.doctor())
-        super().__init__([self.status, self.asking, self.tabs])
+        controls = w.HBox([self.ping_button, self.level, self.cancel_button, self.said])
+        super().__init__([self.status, controls, self.asking, self.tabs])
         self.add_class("toolnexus-w")
         self._redraw_pending = False
         _track(self)
@@ -213,42 +299,111 @@ class MCPWidget(w.VBox):
         """End the session (the widget stays, as it was last drawn)."""
         await self.session.close()
 
+    async def _fetch(self, kind: str, shown: int) -> list[dict[str, Any]]:
+        """A listing from its start, a page at a time, as many items as ``shown`` (at least a
+        page); the cursor left kept for :meth:`next_page`."""
+        page = await self.session.listing(kind, limit=max(1, shown))
+        self.cursors[kind] = page.next_cursor
+        return page.items
+
     async def relist(self) -> None:
-        s, caps = self.session, self.session.capabilities
+        """Every list the server offers, as many items as are shown (the first page at first)."""
+        caps = self.session.capabilities
         try:
             if "tools" in caps or not caps:
-                self.tools = await s.tools()
-                self.tool.options = [
-                    (printable(t["name"], 80), i) for i, t in enumerate(self.tools)
-                ]
+                self._draw_tools(await self._fetch("tools", len(self.tools)))
             if "resources" in caps:
-                listed = [{**r, "template": False} for r in await s.resources()]
-                listed += [{**t, "template": True} for t in await s.templates()]
-                self.resources = listed
-                self.resource.options = [
-                    (printable(r.get("uri_template") if r["template"] else r["uri"], 120), i)
-                    for i, r in enumerate(listed)
+                res = [r for r in self.resources if not r["template"]]
+                listed = [
+                    {**r, "template": False} for r in await self._fetch("resources", len(res))
                 ]
+                try:  # a server may serve resources and refuse templates/list
+                    tpl = await self._fetch("templates", len(self.resources) - len(res))
+                except PeerError:
+                    tpl = []
+                self._draw_resources(listed + [{**t, "template": True} for t in tpl])
             if "prompts" in caps:
-                self.prompts = await s.prompts()
-                self.prompt.options = [
-                    (printable(p["name"], 80), i) for i, p in enumerate(self.prompts)
-                ]
+                self._draw_prompts(await self._fetch("prompts", len(self.prompts)))
         except Exception as exc:
             self.result.value = error_html(str(_failure(exc)))
         self._tool_chosen()
         self._resource_chosen()
         self._prompt_chosen()
 
+    def _draw_tools(self, tools: list[dict[str, Any]]) -> None:
+        self.tools = tools
+        self.tool.options = [(printable(t["name"], 80), i) for i, t in enumerate(tools)]
+        self._draw_more("tools")
+
+    def _draw_resources(self, listed: list[dict[str, Any]]) -> None:
+        self.resources = listed
+        self.resource.options = [
+            (
+                ("[app] " if str(r.get("uri", "")).startswith(APP_SCHEME) else "")
+                + printable(r.get("uri_template") if r["template"] else r["uri"], 120),
+                i,
+            )
+            for i, r in enumerate(listed)
+        ]
+        self._draw_more("resources")
+
+    def _draw_prompts(self, prompts: list[dict[str, Any]]) -> None:
+        self.prompts = prompts
+        self.prompt.options = [(printable(p["name"], 80), i) for i, p in enumerate(prompts)]
+        self._draw_more("prompts")
+
+    def _draw_more(self, tab: str) -> None:
+        """The tab's ``next page`` button and the server's cursor, while it has more."""
+        cursor = next((self.cursors[k] for k in LISTS[tab] if self.cursors.get(k)), None)
+        self.more[tab].layout.display = None if cursor else "none"
+        self.more_said[tab].value = (
+            f"<span class='toolnexus-muted'>more on the server (cursor "
+            f"<code>{html.escape(printable(cursor, 200))}</code>)</span>"
+            if cursor
+            else ""
+        )
+
+    def next_page(self, tab: str) -> asyncio.Task[Any]:
+        """The next page of a tab's list (``tools``, ``resources``: its resources, then its
+        templates, ``prompts``), added to what is shown."""
+        return _schedule(self._next_page(tab))
+
+    async def _next_page(self, tab: str) -> None:
+        kind = next((k for k in LISTS[tab] if self.cursors.get(k)), None)
+        if kind is None:
+            return
+        try:
+            page = await self.session.page(kind, self.cursors[kind])
+        except Exception as exc:
+            self.more_said[tab].value = error_html(str(_failure(exc)))
+            return
+        self.cursors[kind] = page.next_cursor
+        if tab == "tools":
+            self._draw_tools(self.tools + page.items)
+        elif tab == "prompts":
+            self._draw_prompts(self.prompts + page.items)
+        else:
+            res = [r for r in self.resources if not r["template"]]
+            tpl = [r for r in self.resources if r["template"]]
+            if kind == "resources":
+                res += [{**r, "template": False} for r in page.items]
+            else:
+                tpl += [{**t, "template": True} for t in page.items]
+            self._draw_resources(res + tpl)
+
     def _draw_server(self) -> None:
         s = self.session
         era = "2026-07-28 era" if s.modern else "handshake era"
         who = html.escape(f"{s.server_name} {s.server_version}".strip() or "an anonymous server")
         oauth = f" · OAuth: {html.escape(s.oauth.state)}" if s.oauth is not None else ""
+        over = " over HTTP+SSE" if s.transport == "sse" else ""
+        level = f" · log level {html.escape(s.log_level)}" if s.log_level else ""
+        ping = f" · ping {self.ping_ms:.1f} ms" if self.ping_ms is not None else ""
         self.status.value = (
-            f"{STYLE}<b>● {who}</b> · MCP {html.escape(s.protocol_version)} ({era}) · "
+            f"{STYLE}<b>● {who}</b> · MCP {html.escape(s.protocol_version)} ({era}){over} · "
             f"{html.escape(', '.join(sorted(s.capabilities)) or 'no capabilities')} · "
-            f"<span class='toolnexus-muted'>we offer {', '.join(s.offered)}{oauth}</span>"
+            f"<span class='toolnexus-muted'>we offer {', '.join(s.offered)}{oauth}{level}{ping}"
+            "</span>"
         )
         self.server.value = (
             "<b>capabilities</b>"
@@ -319,8 +474,9 @@ class MCPWidget(w.VBox):
         finally:
             self.asking.children = []
 
-    async def _approve(self, request: Sampling) -> bool:
-        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def _approve(self, request: Sampling) -> bool | str:
+        """True: the model answers; False: refused; a text: the reply the user wrote."""
+        answered: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
         said = "".join(
             f"<div><b>{html.escape(role)}</b>: {html.escape(text)}</div>"
             for role, text in request.messages
@@ -332,8 +488,21 @@ class MCPWidget(w.VBox):
         )
         approve = w.Button(description="approve", button_style="primary")
         refuse = w.Button(description="refuse")
+        reply = w.Textarea(placeholder="or write the reply yourself, and send it")
+        send = w.Button(description="send my reply")
+        error = w.HTML()
+
+        def sent(_: Any) -> None:
+            if not reply.value.strip():
+                error.value = error_html(
+                    "nothing written: write the reply (approve lets the model answer)"
+                )
+            elif not answered.done():
+                answered.set_result(reply.value)
+
         approve.on_click(lambda _: answered.done() or answered.set_result(True))
         refuse.on_click(lambda _: answered.done() or answered.set_result(False))
+        send.on_click(sent)
         model = html.escape(str(getattr(self.model, "model", "the model")))
         self.asking.children = [
             w.HTML(
@@ -341,8 +510,12 @@ class MCPWidget(w.VBox):
                 f"{request.max_tokens} tokens{system}{said}"
             ),
             w.HBox([approve, refuse]),
+            reply,
+            send,
+            error,
         ]
         self.approve_button, self.refuse_button = approve, refuse
+        self.reply_box, self.send_button = reply, send
         try:
             return await answered
         finally:
@@ -438,6 +611,11 @@ class MCPWidget(w.VBox):
             return None
         self.shown_uri = uri
         parts = [f"<b>{html.escape(uri)}</b>" + (" <i>updated just now</i>" if updated else "")]
+        if uri.startswith(APP_SCHEME):
+            parts.append(
+                "<div class='toolnexus-muted'>an MCP App's HTML (the MCP Apps extension: a host "
+                "draws it beside a tool's result), shown as text</div>"
+            )
         for c in contents:
             parts.append(
                 f"<div class='toolnexus-muted'>{html.escape(c.mime or 'no MIME type')}, "
@@ -525,3 +703,53 @@ class MCPWidget(w.VBox):
             self.server.value = error_html(str(_failure(exc)))
             return
         self._draw_server()
+
+    # -- the session: ping, the log level, cancel, stderr ---------------------------------------------
+    def ping(self) -> asyncio.Task[Any]:
+        """``ping``; its round trip on the status line (2026-07-28 has none: said)."""
+        return _schedule(self._ping())
+
+    async def _ping(self) -> float | None:
+        try:
+            took = await self.session.ping()
+        except Exception as exc:
+            self.said.value = error_html(str(_failure(exc)))
+            return None
+        self.ping_ms = took * 1000
+        self.said.value = f"ping answered in {self.ping_ms:.1f} ms"
+        self._draw_server()
+        return took
+
+    def set_level(self, level: str) -> asyncio.Task[Any]:
+        """Ask for the server's log lines at ``level`` and above (:data:`LOG_LEVELS`)."""
+        return _schedule(self._set_level(level))
+
+    async def _set_level(self, level: str) -> None:
+        try:
+            await self.session.set_level(level)
+        except Exception as exc:
+            self.said.value = error_html(str(_failure(exc)))
+            return
+        self.said.value = f"log level: {html.escape(level)} and above"
+        self._draw_server()
+
+    def cancel(self) -> list[str]:
+        """Cancel every call, read or prompt in flight (the server is told); what was cancelled."""
+        cancelled = self.session.cancel()
+        self.said.value = (
+            html.escape("cancelled: " + ", ".join(printable(c, 80) for c in cancelled))
+            if cancelled
+            else "nothing in flight to cancel"
+        )
+        return cancelled
+
+    def _stderr(self, line: str) -> None:
+        """A stdio server's stderr line: the tab redrawn at most ten times a second."""
+        if not self._stderr_pending:
+            self._stderr_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw_stderr)
+
+    def _draw_stderr(self) -> None:
+        self._stderr_pending = False
+        lines = list(self.session.console)[-STDERR_SHOWN:]
+        self.stderr.value = _pre("\n".join(lines))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import sys
 
 import pytest
 
@@ -39,14 +40,14 @@ def button(box, description: str):
     )
 
 
+PY_STDIO = (
+    "PYTHONPATH=" + shlex.quote(mcp_peers.ENV["PYTHONPATH"]) + " " + shlex.join(mcp_peers.PY_STDIO)
+)
+"""The official Python SDK's server written for the tests, as a command line."""
+
+
 async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
-    command = (
-        "PYTHONPATH="
-        + shlex.quote(mcp_peers.ENV["PYTHONPATH"])
-        + " "
-        + shlex.join(mcp_peers.stdio("py"))
-    )
-    m = ip.run_line_magic("toolnexus", f"mcp -- {command}")
+    m = ip.run_line_magic("toolnexus", f"mcp -- {PY_STDIO}")
     await m.ready()
     assert not m.error, m.error
     assert "everything-py 1.0.0" in m.status.value and "2026-07-28" in m.status.value
@@ -72,7 +73,7 @@ async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
     choose(m.tool, "haiku")  # the server asks our model: approved with the button
     m.tool_form.fill(topic="sea")
     calling = m.call()
-    await until(lambda: len(m.asking.children) == 2)
+    await until(lambda: len(m.asking.children) == 5)  # also a box for a reply written
     assert "You are a poet." in m.asking.children[0].value
     m.approve_button.click()
     await calling
@@ -135,3 +136,78 @@ async def test_the_widget_against_the_typescript_server_over_http_and_its_mistak
         ip.run_line_magic("toolnexus", "mcp http://127.0.0.1:1/mcp --header nocolon")
     with pytest.raises(UsageError, match="no command to run"):
         ip.run_line_magic("toolnexus", "mcp -- A=1 B=2")
+
+
+async def test_the_widget_has_the_controls_of_the_tuis_mcp_mode(ip):  # noqa: F811
+    """Issue 60: what the TUI's MCP mode gained (the era chosen, lists a page at a time with the
+    server's cursor, ping, the log level, a call cancelled, an MCP App's resource marked, the stdio
+    server's stderr) in the notebook's widget, against the low-level SDK server that pages."""
+    paged = shlex.join([sys.executable, "-m", "tests.peers.mcp_paged", "stdio"])
+    command = f"PYTHONPATH={shlex.quote(mcp_peers.ENV['PYTHONPATH'])} sh -c " + shlex.quote(
+        f"echo a-line-on-stderr >&2; exec {paged}"
+    )
+    m = ip.run_line_magic("toolnexus", f"mcp --era legacy -- {command}")
+    await m.ready()
+    assert not m.error, m.error
+    assert "handshake era" in m.status.value
+    assert [label for label, _ in m.tool.options] == ["tool1", "tool2", "tool3"]
+    assert m.more["tools"].layout.display is None and "tools-3" in m.more_said["tools"].value
+    await m.next_page("tools")
+    assert [label for label, _ in m.tool.options][3:] == ["tool4", "tool5", "tool6"]
+    while m.more["resources"].layout.display is None:
+        await m.next_page("resources")
+    assert "[app] ui://paged/app" in dict(m.resource.options)
+    choose(m.resource, "[app] ui://paged/app")
+    await m.read()
+    assert "an MCP App's HTML" in m.content.value
+
+    await m.ping()
+    assert "ping answered in" in m.said.value and " ms" in m.status.value
+    m.level.value = "warning"
+    await until(lambda: "log level warning" in m.status.value)
+    while m.more["tools"].layout.display is None:
+        await m.next_page("tools")
+    choose(m.tool, "log")
+    await m.call()
+    await until(lambda: "a warning line" in m.notices.value)
+    assert "a debug line" not in m.notices.value
+
+    choose(m.tool, "wait")
+    calling = m.call()
+    await until(lambda: bool(m.session.running))
+    assert m.cancel() and "cancelled: " in m.said.value
+    await calling
+    assert "cancel" in m.result.value
+    choose(m.tool, "cancelled")
+    await m.call()
+    assert "cancelled 1 times" in m.result.value
+    assert m.cancel() == [] and "nothing in flight" in m.said.value
+    await until(lambda: "a-line-on-stderr" in m.stderr.value)
+    await m.aclose()
+
+
+async def test_a_sampling_request_answered_with_a_reply_written_and_a_forms_choices(ip):  # noqa: F811
+    m = ip.run_line_magic("toolnexus", f"mcp -- {PY_STDIO}")
+    await m.ready()
+    choose(m.tool, "greet")  # its question's colour is a choice, its default chosen
+    calling = m.call()
+    await until(lambda: len(m.asking.children) == 4)
+    colour = m.elicitation.boxes[2]
+    assert [label for label, _ in colour.options] == ["", "red", "green", "blue"]
+    assert colour.value == 2
+    m.elicitation.fill(name="Ada", colour="green")
+    button(m.asking, "accept").click()
+    await calling
+    assert "who likes green" in m.result.value
+
+    choose(m.tool, "haiku")
+    m.tool_form.fill(topic="sea")
+    calling = m.call()
+    await until(lambda: bool(m.asking.children))
+    m.send_button.click()  # nothing written: said, nothing sent
+    assert "nothing written" in m.asking.children[-1].value
+    m.reply_box.value = "<i>waves</i> by hand"
+    m.send_button.click()
+    await calling
+    assert "&lt;i&gt;waves&lt;/i&gt; by hand" in m.result.value and not m.asking.children
+    await m.aclose()

@@ -22,6 +22,7 @@ from .client import (
 )
 from .forms import (
     Field,
+    choice_text,
     expand_template,
     field_value,
     form_fields,
@@ -35,6 +36,7 @@ from .transport import mcp_failure
 
 __all__ = [
     "call_remote_tool",
+    "choice_text",
     "connect_all",
     "Content",
     "Elicitation",

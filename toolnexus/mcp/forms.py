@@ -82,6 +82,25 @@ class Field:
         return []
 
     @property
+    def boolean(self) -> bool:
+        kinds = self.schema.get("type")
+        return kinds == "boolean" or (isinstance(kinds, list) and "boolean" in kinds)
+
+    @property
+    def control(self) -> str:
+        """How a form shows the field: ``checkbox`` for a boolean that is required or has a
+        default, ``choice`` for an ``enum`` (or a boolean that may be left out: true, false or
+        nothing; :attr:`options`), else ``text``."""
+        if self.boolean and not self.choices and (self.required or "default" in self.schema):
+            return "checkbox"
+        return "choice" if self.options else "text"
+
+    @property
+    def options(self) -> list[Any]:
+        """A choice's values: the ``enum``'s, or true and false for a boolean."""
+        return self.choices or ([True, False] if self.boolean else [])
+
+    @property
     def hint(self) -> str:
         return (
             f"{self.kind}, required"
@@ -92,6 +111,12 @@ class Field:
     def value(self, text: str) -> Any:
         """The field's text as the JSON value its schema wants (strings stay strings)."""
         return field_value(text, self.schema)
+
+
+def choice_text(value: Any) -> str:
+    """A choice as its form's text reads it (:func:`form_values`): a string as itself, anything
+    else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def field_value(text: str, schema: dict[str, Any]) -> Any:

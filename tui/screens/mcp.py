@@ -61,6 +61,7 @@ from toolnexus.mcp import (
     Notice,
     Reply,
     Sampling,
+    choice_text,
     expand_template,
     form_fields,
     form_values,
@@ -1484,20 +1485,17 @@ class Completion(Suggester):
 
 
 def _field_widget(field: Field, widget_id: str, suggester: Suggester | None = None) -> Widget:
-    """A form field's widget: a checkbox for a boolean that is required or has a default (space
-    toggles it), a choice for an ``enum`` (or a boolean that may be left out: true, false or
-    nothing), else a text box (alt+1-6 switch modes from it, as from every text box; ``suggester``
-    completes what is typed)."""
-    kinds = field.schema.get("type")
-    boolean = kinds == "boolean" or (isinstance(kinds, list) and "boolean" in kinds)
-    has_default = "default" in field.schema
-    if boolean and not field.choices and (field.required or has_default):
+    """A form field's widget (:attr:`Field.control <toolnexus.mcp.Field.control>`): a checkbox
+    (space toggles it), a choice (or nothing, when it may be left out), else a text box (alt+1-6
+    switch modes from it, as from every text box; ``suggester`` completes what is typed)."""
+    if field.control == "checkbox":
         checked = field.schema.get("default") is True
         return Checkbox(printable(field.name, 80), checked, id=widget_id, compact=True)
-    choices = field.choices or ([True, False] if boolean else [])
-    if choices:
-        options = [(Text(_choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
+    if field.control == "choice":
+        choices = field.options
+        options = [(Text(choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
         chosen = field.schema.get("default")
+        has_default = "default" in field.schema
         at = next((n for n, v in enumerate(choices) if has_default and v == chosen), None)
         return Select(
             options,
@@ -1512,11 +1510,6 @@ def _field_widget(field: Field, widget_id: str, suggester: Suggester | None = No
     )
 
 
-def _choice_text(value: Any) -> str:
-    """A choice as its form's text reads it: a string as itself, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def _field_text(widget: Widget, field: Field) -> str:
     """What a form's field holds, as the text :func:`~toolnexus.mcp.form_values` reads: a
     checkbox ``true`` or ``false``, a choice its value (nothing chosen: empty), a box its text."""
@@ -1524,8 +1517,7 @@ def _field_text(widget: Widget, field: Field) -> str:
         return "true" if widget.value else "false"
     if isinstance(widget, Select):
         at = widget.value
-        choices = field.choices or [True, False]
-        return _choice_text(choices[at]) if isinstance(at, int) else ""
+        return choice_text(field.options[at]) if isinstance(at, int) else ""
     return widget.value if isinstance(widget, Input) else ""
 
 
