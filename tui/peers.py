@@ -24,7 +24,14 @@ from typing import Any
 
 import platformdirs
 
-from toolnexus import A2AClient, AgentCard, AuthorizationCode, ClientCertificate, DeviceCode
+from toolnexus import (
+    A2AClient,
+    AgentCard,
+    AuthorizationCode,
+    ClientCertificate,
+    ClientCredentials,
+    DeviceCode,
+)
 from toolnexus.client.peer import check_signatures
 from toolnexus.errors import (
     InvalidParamsError,
@@ -65,9 +72,10 @@ AUTH_KINDS = {
     "basic": "basic",
     "device": "OAuth device code",
     "browser": "OAuth in a browser",
+    "client": "OAuth client credentials",
     "certificate": "client certificate",
 }
-OAUTH_KINDS = frozenset({"device", "browser"})
+OAUTH_KINDS = frozenset({"device", "browser", "client"})
 """The kinds whose token an OAuth flow gets (:mod:`toolnexus.client.oauth`), when a call needs it."""
 
 Shown = Callable[[str], None]
@@ -77,9 +85,10 @@ Shown = Callable[[str], None]
 @dataclass
 class PeerAuth:
     """How a peer wants to be called: ``kind`` (none, bearer, apikey, basic, device, browser,
-    certificate); ``name`` is the API key's header name, the basic user, the OAuth client id
+    client, certificate); ``name`` is the API key's header name, the basic user, the OAuth client id
     followed by the scopes asked for (``terminal a2a read``), or the client certificate's file;
-    ``secret`` the token, key, password or OAuth client secret (none for a public client), a
+    ``secret`` the token, key, password or OAuth client secret (none for a public client; the
+    client credentials grant needs one), a
     literal (kept for the session only) or an ``${ENV}`` reference (saved); ``key`` and ``ca``
     the certificate's private key file (empty: in the certificate's file) and the CA file the
     peer's certificate must chain to (empty: the system's)."""
@@ -115,6 +124,8 @@ class PeerAuth:
         if self.kind in OAUTH_KINDS:
             client_id, *scopes = self.name.split()
             secret = expand_env(self.secret) or None
+            if self.kind == "client":
+                return {"oauth": ClientCredentials(client_id, secret or "", scopes)}
             if self.kind == "device":
                 grant = DeviceCode(client_id, scopes, client_secret=secret)
                 if show is not None:
@@ -161,7 +172,8 @@ def card_auth(raw: Any) -> PeerAuth | None:
 
 def _flow_auth(schemes: Any) -> PeerAuth | None:
     """An oauth2 scheme's device code flow, else its authorization code flow (the device code
-    works in any terminal, over ssh too; the other needs a browser here), else mutual TLS."""
+    works in any terminal, over ssh too; the other needs a browser here), else its client
+    credentials flow (a confidential client's secret), else mutual TLS."""
     kinds: set[str] = set()
     for scheme in schemes:
         if not isinstance(scheme, dict):
@@ -177,7 +189,12 @@ def _flow_auth(schemes: Any) -> PeerAuth | None:
     return next((PeerAuth(kind) for kind in _FLOW_KINDS.values() if kind in kinds), None)
 
 
-_FLOW_KINDS = {"deviceCode": "device", "authorizationCode": "browser", "mutualTLS": "certificate"}
+_FLOW_KINDS = {
+    "deviceCode": "device",
+    "authorizationCode": "browser",
+    "clientCredentials": "client",
+    "mutualTLS": "certificate",
+}
 """The Auth tab's kind for each flow (and mutual TLS), in the order the tab prefers them."""
 
 

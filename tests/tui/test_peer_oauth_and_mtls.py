@@ -194,3 +194,48 @@ async def test_a_client_certificate_from_the_auth_tab_reaches_a_peer_behind_mutu
     again = PeerBook(tmp_path / "config")
     again.load()
     assert again.peers[url].auth == book.peers[url].auth
+
+
+async def test_client_credentials_from_the_auth_tab_get_the_token_and_the_chat_gets_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A card whose scheme is OAuth client credentials: the tab offers that kind, refuses it
+    without a secret, and with the client id, scopes and the secret (an ``${ENV}`` reference) the
+    chat's call gets a token by the grant (no one signs in) and the peer answers; saved with the
+    reference, never the secret or the token."""
+    monkeypatch.setenv("TN_TEST_CLIENT_SECRET", "s")
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[], peers=book)
+    async with (
+        authorization_server("desk", "s", BEARER) as auth,
+        sdk_server(token_url=auth.url + "/token") as url,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
+        app.connect_peer(book.add(url))
+        await until(pilot, lambda: book.peers[url].state == "reachable")
+        await _auth_tab(app, pilot, url)
+        await until(pilot, lambda: app.screen.query_one("#auth-kind", Select).value == "client")
+        assert "The card asks for: OAuth client credentials" in shown(app, "#auth-help")
+        app.screen.query_one("#auth-name", Input).value = "desk a2a"
+        await _apply(app, pilot)  # no secret: refused with the reason, nothing applied
+        assert book.peers[url].auth.kind == "none"
+        assert any("the client secret is empty" in m for m in _said(app))
+        app.screen.query_one("#auth-secret", Input).value = "${TN_TEST_CLIENT_SECRET}"
+        await _apply(app, pilot, "#auth-secret")
+        await until(
+            pilot,
+            lambda: book.peers[url].auth.kind == "client" and book.peers[url].state == "reachable",
+        )
+        app.chat_peer = url
+        await pilot.press("4")
+        await until(pilot, lambda: app.conversation.peer == url)
+        assert (await chat(app, pilot, "hello client")).text == "echo: hello client"
+    assert auth.grants[-1]["grant_type"] == "client_credentials"
+    assert auth.grants[-1]["scope"] == "a2a"
+    saved = (tmp_path / "config" / "peers-v1.json").read_text()
+    assert json.loads(saved)["peers"][0]["auth"] == {
+        "kind": "client",
+        "name": "desk a2a",
+        "secret": "${TN_TEST_CLIENT_SECRET}",
+    }
+    assert BEARER not in saved and '"s"' not in saved

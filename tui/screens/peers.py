@@ -530,20 +530,24 @@ _NAME_HINTS = {
     "basic": "user",
     "device": "client id, then scopes",
     "browser": "client id, then scopes",
+    "client": "client id, then scopes",
     "certificate": "certificate file (PEM)",
 }
 _SECRET_HINTS = {
     "device": "client secret (none: a public client)",
     "browser": "client secret (none: a public client)",
+    "client": "client secret: ${ENV_VAR} (saved) or the secret",
     "certificate": "(not used)",
 }
 
 
 def _refused(auth: PeerAuth) -> str:
     """Why the Auth tab's ``auth`` cannot be applied (empty: it can): an OAuth kind without a
-    client id, a certificate that will not load (its files read now, not at the first call)."""
+    client id, client credentials without the secret, a certificate that will not load (its files read now, not at the first call)."""
     if auth.kind in OAUTH_KINDS and not auth.name:
         return f"{AUTH_KINDS[auth.kind]}: the client id is empty"
+    if auth.kind == "client" and not auth.secret:
+        return f"{AUTH_KINDS[auth.kind]}: the client secret is empty (type it, or ${{ENV_VAR}})"
     if auth.kind == "certificate":
         if not auth.name:
             return "client certificate: the certificate file is empty"
