@@ -263,3 +263,34 @@ async def test_the_command_prints_the_report_as_the_client_calls_and_json_at_the
         f["check"] == "version header" and f["severity"] == "error" for f in report["findings"]
     )
     assert proc.returncode == 1
+
+
+async def test_the_servers_named_for_a_missing_version_header_do_refuse_it():
+    """A 1.0 call without ``A2A-Version`` (issue 62 item 4): the client doctor names the servers
+    that refuse it, and each named one does, as it answers it (-32009, the call read as 0.3): the
+    official a2a-sdk 1.x server and the JS SDK's; ours, not named, serves it as 1.0."""
+    from .peers.js_peer import js_server
+    from .peers.sdk_server import sdk_server
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        async with client_doctor() as doctor:
+            ours = (await http.post(doctor.url + "/", json=call)).json()
+            assert "result" in ours  # lenient: served as 1.0 (docs/wire.md says why)
+        (finding,) = [f for f in doctor.report.findings if f.check == "version header"]
+        assert finding.severity == "error" and "without A2A-Version: 1.0" in finding.message
+        assert set(finding.breaks) == {"a2a-sdk 1.x server", "JS SDK 1.x server"}
+        for name, server in (
+            ("a2a-sdk 1.x server", sdk_server()),
+            ("JS SDK 1.x server", js_server()),
+        ):
+            async with server as url:
+                answer = (await http.post(url + "/", json=call)).json()
+                assert answer["error"]["code"] == -32009, (name, answer)
+                call_v1 = await http.post(url + "/", json=call, headers={"A2A-Version": "1.0"})
+                assert "result" in call_v1.json(), (name, call_v1.text)
