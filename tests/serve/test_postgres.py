@@ -603,3 +603,43 @@ async def test_a_chain_suspended_on_one_worker_is_answered_through_another(postg
     finally:
         for h in (*workers, b, c):
             await h.stop()
+
+
+async def test_saves_made_together_are_one_statement_and_each_gets_its_own_answer(postgres):
+    """Saves made while a statement is under way go in the next, one transaction (their rows share
+    an xmin); a stale task among them is refused alone, and a value the database refuses fails
+    only its own save."""
+    one, two = PostgresTaskStore(postgres), PostgresTaskStore(postgres)
+    db = await asyncpg.connect(postgres)
+    try:
+        tasks = [task(i) for i in range(20)]
+        await asyncio.gather(*(one.save(t) for t in tasks))
+        xmins = await db.fetch(
+            "SELECT xmin::text AS x, version FROM toolnexus_tasks WHERE id = ANY($1::text[])",
+            [t.id for t in tasks],
+        )
+        assert len(xmins) == 20 and len({r["x"] for r in xmins}) == 1
+        assert {r["version"] for r in xmins} == {1} and {t.version for t in tasks} == {1}
+        theirs = await two.get("task-3")
+        theirs.status = TaskStatus(TaskState.CANCELED, None, "2026-12-02T10:00:01.000000Z")
+        await two.save(theirs)
+        for t in tasks:
+            t.status = TaskStatus(TaskState.COMPLETED, None, "2026-12-02T10:00:02.000000Z")
+        refused = task(99)
+        refused.context_id = "ctx\x00"  # PostgreSQL's text holds no NUL
+        got = await asyncio.gather(
+            *(one.save(t) for t in [*tasks, refused]), return_exceptions=True
+        )
+        assert isinstance(got[3], StaleTaskError)
+        assert isinstance(got[20], asyncpg.PostgresError)
+        assert all(g is None for i, g in enumerate(got[:20]) if i != 3)
+        rows = {
+            r["id"]: (r["state"], r["version"])
+            for r in await db.fetch("SELECT id, state, version FROM toolnexus_tasks")
+        }
+        assert rows.pop("task-3") == ("canceled", 2) and "task-99" not in rows
+        assert set(rows.values()) == {("completed", 2)} and len(rows) == 19
+    finally:
+        await db.close()
+        await one.aclose()
+        await two.aclose()

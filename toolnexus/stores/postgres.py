@@ -3,7 +3,10 @@
 One database can be shared by every process (worker) that serves the same agent: tasks carry a
 version, and a save written over a version that another worker wrote since it was read is refused
 (:class:`StaleTaskError`) instead of silently losing that worker's change (``TaskRunner.transition``
-then reads the task again and decides). Conversations of each context live there too.
+then reads the task again and decides). Conversations of each context live there too. The saves
+a worker makes while its last statement is under way are written together in the next (one
+round trip, one transaction, each save answered for itself): under load a task costs a fraction
+of a statement (``bench/README.md``: PostgreSQL against memory).
 
 The schema is created and migrated by the library itself: ``toolnexus_schema`` holds the version,
 and every migration runs once, in order, under an advisory lock (any number of workers may start
@@ -100,27 +103,55 @@ _RUNNING = ("submitted", "working")
 _LOCK = 0x746F6F6C6E6578  # the advisory lock migrations hold ("toolnex")
 
 
-_INSERT_TASK = (
-    "WITH w AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
-    "record, worker, lease_until) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8::text, "
-    "now() + make_interval(secs => $9::float8)) ON CONFLICT (id) DO NOTHING RETURNING version, push) "
-    "SELECT version, push, pg_notify($10, $11 || ' ' || version || ' ' || $3) FROM w"
+_WRITE_TASKS = (
+    # the saves gathered while the last statement was under way, one row each (see
+    # PostgresTaskStore.save); every row's ids are distinct, so no row is written twice
+    "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], "
+    "$6::text[], $7::bytea[], $8::int[], $9::text[], $10::float8[]) AS v(id, context_id, state, "
+    "owner, created, updated, record, version, worker, lease)), "
+    # a data-modifying WITH runs to its end whatever the rest matches: a conversation is kept
+    # whether or not its task's write is refused
+    "c AS (INSERT INTO toolnexus_conversations (id, messages) SELECT * FROM unnest($13::text[], "
+    "$14::bytea[]) ON CONFLICT (id) DO UPDATE SET messages = EXCLUDED.messages, updated = now()), "
+    "i AS (INSERT INTO toolnexus_tasks (id, context_id, state, owner, created, updated, version, "
+    "record, worker, lease_until) SELECT id, context_id, state, owner, created, updated, 1, record, "
+    "worker, now() + make_interval(secs => lease) FROM v WHERE version = 0 "
+    "ON CONFLICT (id) DO NOTHING RETURNING id, version, push, state), "
+    # the rows to update locked in the order of their ids: two workers' statements never wait on
+    # each other crosswise
+    "o AS (SELECT t.id FROM toolnexus_tasks t JOIN v ON t.id = v.id AND t.version = v.version "
+    "WHERE v.version > 0 ORDER BY t.id FOR UPDATE OF t), "
+    "u AS (UPDATE toolnexus_tasks t SET state = v.state, updated = v.updated, record = v.record, "
+    "version = t.version + 1, worker = v.worker, lease_until = now() + make_interval(secs => v.lease), "
+    "pending = CASE WHEN v.state = 'input-required' THEN t.pending END FROM v "
+    "WHERE t.id = v.id AND t.version = v.version AND t.id IN (SELECT id FROM o) "
+    "RETURNING t.id, t.version, t.push, t.state), "
+    "w AS (SELECT * FROM i UNION ALL SELECT * FROM u) "
+    "SELECT id, version, push, pg_notify($11, $12 || ' ' || id || ' ' || version || ' ' || state) FROM w"
 )
-_UPDATE_TASK = (
-    "WITH w AS (UPDATE toolnexus_tasks SET state = $2, updated = $3, record = $4, version = version + 1, "
-    "worker = $6::text, lease_until = now() + make_interval(secs => $7::float8), "
-    "pending = CASE WHEN $2 = 'input-required' THEN pending END "
-    "WHERE id = $1 AND version = $5 RETURNING version, push) "
-    "SELECT version, push, pg_notify($8, $9 || ' ' || version || ' ' || $2) FROM w"
+_BATCH = 100
+"""Saves written in one statement at most."""
+_UPSERT_CONVERSATION = (
+    "INSERT INTO toolnexus_conversations (id, messages) VALUES ($1, $2) ON CONFLICT (id) "
+    "DO UPDATE SET messages = EXCLUDED.messages, updated = now()"
 )
 
 
-def _upsert_conversation(first: int) -> str:
-    """The statement that keeps a conversation, its id and messages parameters numbered from ``first``."""
-    return (
-        f"INSERT INTO toolnexus_conversations (id, messages) VALUES (${first}, ${first + 1}) ON CONFLICT (id) "
-        "DO UPDATE SET messages = EXCLUDED.messages, updated = now()"
-    )
+def _tell(
+    batch: list[Any],
+    written: dict[str, tuple[int, int]] | None = None,
+    error: BaseException | None = None,
+) -> None:
+    """Answer each save of ``batch`` waiting: its ``(version, push)`` (None: refused as stale), or ``error``."""
+    for row, _, done in batch:
+        if done.done():  # its caller stopped waiting (cancelled)
+            continue
+        if isinstance(error, asyncio.CancelledError):
+            done.cancel()
+        elif error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(written.get(row[0]) if written is not None else None)
 
 
 def is_postgres_url(store: Any) -> bool:
@@ -236,6 +267,9 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
         """Seconds a running task stays this worker's without a heartbeat (see :class:`WorkerLink`)."""
         self.push_changes: dict[str, int] = {}
         """How many times each task's push configs changed, as its last save here read it."""
+        self._saves: list[Any] = []  # (row, conversation, future) waiting for a statement
+        self._writing = 0  # statements of saves under way
+        self._writers: set[asyncio.Future[None]] = set()
 
     async def get(self, id: str) -> Task | None:
         async with _reachable(self.db) as pool:
@@ -266,62 +300,105 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
     ) -> None:
         """Insert, or update the version read; :class:`StaleTaskError` when another worker wrote since.
         ``conversation`` (its id and messages) is upserted in the same statement, whether or not
-        the task's write is refused: a run's two results, one round trip, one transaction."""
-        record = _json.dumps(self._record(task))
-        stamp = task.status.timestamp or ""
+        the task's write is refused: a run's two results, one round trip, one transaction.
+
+        Saves made while this worker's last statement is under way are written together in the
+        next (:data:`_BATCH` at most, one task once): at 64 tasks in flight a round trip carries
+        several, and a task costs a fraction of the statement, its pool and its wakeups."""
         state = task.state.value
         running = state in _RUNNING  # a running task is this worker's, on a lease
-        worker, lease = (self.worker, self.lease) if running else (None, None)
-        also: tuple[Any, ...] = ()
-        if task.version == 0:
-            query = _INSERT_TASK
-            args: tuple[Any, ...] = (
-                task.id,
-                task.context_id,
-                state,
-                task.owner,
-                task.created,
-                stamp,
-                record,
-                worker,
-                lease,
-                CHANNEL,
-                f"{self.worker} {task.id}",
-            )
-        else:
-            query = _UPDATE_TASK
-            args = (
-                task.id,
-                state,
-                stamp,
-                record,
-                task.version,
-                worker,
-                lease,
-                CHANNEL,
-                f"{self.worker} {task.id}",
-            )
-        if (
-            conversation is not None
-        ):  # a data-modifying WITH runs to its end whatever the rest matches
-            query = f"WITH c AS ({_upsert_conversation(len(args) + 1)}), " + query.removeprefix(
-                "WITH "
-            )
-            also = (conversation[0], _json.dumps(conversation[1]))
-        async with _reachable(self.db) as pool:
-            written = await pool.fetchrow(query, *args, *also)
+        row = (
+            task.id,
+            task.context_id,
+            state,
+            task.owner,
+            task.created,
+            task.status.timestamp or "",
+            _json.dumps(self._record(task)),
+            task.version,
+            self.worker if running else None,
+            self.lease if running else None,
+        )
+        kept = None if conversation is None else (conversation[0], _json.dumps(conversation[1]))
+        done: asyncio.Future[tuple[int, int] | None] = asyncio.get_running_loop().create_future()
+        self._saves.append((row, kept, done))
+        if self._writing < self.WRITERS:
+            self._writing += 1
+            writer = asyncio.ensure_future(self._write())
+            self._writers.add(writer)  # held: the loop keeps only a weak reference
+            writer.add_done_callback(self._writers.discard)
+        written = await done
         if written is None:
             raise StaleTaskError(
                 f"task {task.id} was changed by another worker since it was read "
                 f"(version {task.version})"
             )
-        task.version = written["version"]
-        if written[
-            "push"
-        ]:  # its push configs changed this many times: the notifier reloads when it moved on
-            self.push_changes[task.id] = written["push"]
+        task.version, push = written
+        if push:  # its push configs changed this many times: the notifier reloads when it moved on
+            self.push_changes[task.id] = push
         else:
             self.push_changes.pop(task.id, None)
+
+    WRITERS = 2
+    """Statements of saves under way at once (each takes what waits when it starts)."""
+
+    async def _write(self) -> None:
+        """Write what waits, a statement at a time, until nothing does."""
+        try:
+            while self._saves:
+                batch, taken, later = [], set(), []
+                for save in self._saves:
+                    if len(batch) < _BATCH and save[0][0] not in taken:
+                        taken.add(save[0][0])
+                        batch.append(save)
+                    else:  # a second save of a task goes in the next statement, after the first
+                        later.append(save)
+                self._saves = later
+                try:
+                    written = await self._statement(batch)
+                except Exception as exc:
+                    if len(batch) > 1 and not isinstance(exc, StoreUnavailableError):
+                        # nothing of it was written (one statement): one save's error (a value
+                        # refused, a deadlock between workers) is its alone, each written apart
+                        for save in batch:
+                            await self._write_alone(save)
+                        continue
+                    _tell(batch, error=exc)
+                except BaseException as exc:  # cancelled (the loop closing): no save waits forever
+                    _tell(batch, error=exc)
+                    raise
+                else:
+                    _tell(batch, written)
+        finally:
+            self._writing -= 1
+
+    async def _write_alone(self, save: Any) -> None:
+        try:
+            written = await self._statement([save])
+        except Exception as exc:
+            _tell([save], error=exc)
+        else:
+            _tell([save], written)
+
+    async def _statement(self, batch: list[Any]) -> dict[str, tuple[int, int]]:
+        """Write ``batch`` in one statement: each task's new ``(version, push)``, by id (a task
+        another worker wrote since it was read is missing)."""
+        columns: list[list[Any]] = [[] for _ in range(10)]
+        for row, _, _ in batch:
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+        kept = {c[0]: c[1] for _, c, _ in batch if c is not None}  # the last of each
+        ids = sorted(kept)  # upserted in one order by every worker
+        async with _reachable(self.db) as pool:
+            rows = await pool.fetch(
+                _WRITE_TASKS,
+                *columns,
+                CHANNEL,
+                self.worker,
+                ids,
+                [kept[i] for i in ids],
+            )
+        return {r["id"]: (r["version"], r["push"]) for r in rows}
 
     async def list(
         self,
@@ -469,7 +546,7 @@ class PostgresConversationStore:
 
     async def save(self, id: str, messages: list[dict[str, Any]]) -> None:
         async with _reachable(self.db) as pool:
-            await pool.execute(_upsert_conversation(1), id, _json.dumps(messages))
+            await pool.execute(_UPSERT_CONVERSATION, id, _json.dumps(messages))
 
     async def aclose(self) -> None:
         await self.db.close()
