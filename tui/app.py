@@ -57,6 +57,7 @@ from .screens.server_form import ServerForm
 from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
 from .screens.wire import WireScreen
+from .web import serve_web
 
 __all__ = ["ToolnexusApp", "main"]
 
@@ -829,8 +830,6 @@ def main(argv: list[str] | None = None) -> None:
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
     if args.web:
-        from .web import serve_web  # noqa: PLC0415  # optional extra: web (textual-serve, aiohttp)
-
         app_args = _without_web(given)
         serve_web(
             app_args,
