@@ -41,7 +41,7 @@ from toolnexus.events import (
     ToolCallEvent,
     TrafficEvent,
 )
-from toolnexus.hosting import ServerSpec, Workspace, demo_spec
+from toolnexus.hosting import HostedServer, ServerSpec, Workspace, demo_spec
 from toolnexus.http.server import listening_socket, serving_gc
 from toolnexus.monitor import TaskBook
 
@@ -644,10 +644,31 @@ class ToolnexusApp(App[None]):
             self.screen if not isinstance(self.screen, CommandPalette) else self.screen_stack[-2]
         )
         out += getattr(screen, "palette_commands", list)()  # the mode's own (Tasks: its tabs)
-        seen = {title for title, _, _ in out}
-        for binding in getattr(
-            screen, "BINDINGS", ()
-        ):  # every key of the mode in view, with its key
+        out += self._keys_of(screen, {title for title, _, _ in out})
+        for url, peer in self.peer_book.peers.items():
+            out.append(
+                (f"Chat with {peer.name}", f"{url} ({peer.state})", partial(self.chat_with, url))
+            )
+        for name, server in self.workspace.servers.items():
+            out += self._server_commands(name, server)
+        out.append(
+            (
+                "Open in a browser",
+                "run toolnexus-tui --web: this app in a browser, behind a token",
+                partial(
+                    self.notify,
+                    "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
+                    "token; pip install 'toolnexus[web]')",
+                    timeout=10,
+                ),
+            )
+        )
+        return out
+
+    def _keys_of(self, screen: Any, seen: set[str]) -> list[tuple[str, str, Callable[[], Any]]]:
+        """Every key of the mode in view not already titled in ``seen``, with its key."""
+        out: list[tuple[str, str, Callable[[], Any]]] = []
+        for binding in getattr(screen, "BINDINGS", ()):
             if (
                 not isinstance(binding, Binding)
                 or not binding.description
@@ -663,56 +684,39 @@ class ToolnexusApp(App[None]):
                     partial(screen.run_action, binding.action),
                 )
             )
-        for url, peer in self.peer_book.peers.items():
-            out.append(
-                (f"Chat with {peer.name}", f"{url} ({peer.state})", partial(self.chat_with, url))
-            )
-        for name, server in self.workspace.servers.items():
-            verb = "Stop" if server.state == "running" else "Start"
-            out.append(
-                (
-                    f"{verb} server {name}",
-                    server.url or server.state,
-                    partial(self.toggle_server, name),
-                )
-            )
-            out.append(
-                (
-                    f"Restart server {name}",
-                    server.url or server.state,
-                    partial(self.restart_server, name),
-                )
-            )
-            out.append(
-                (
-                    f"Copy desktop MCP config for {name}",
-                    "its toolkit as `toolnexus mcp` in Claude Desktop, VS Code or Cursor",
-                    partial(self.copy_mcp_config, name),
-                )
-            )
-            metrics = (
-                getattr(server.handle, "metrics_url", None) if server.handle is not None else None
-            )
-            if metrics:
-                out.append(
-                    (
-                        f"Copy metrics URL of {name}",
-                        metrics,
-                        partial(self.copy_text, metrics, "metrics URL"),
-                    )
-                )
-        out.append(
+        return out
+
+    def _server_commands(
+        self, name: str, server: HostedServer
+    ) -> list[tuple[str, str, Callable[[], Any]]]:
+        """A hosted server's commands: start or stop, restart, its MCP config, its metrics URL."""
+        verb = "Stop" if server.state == "running" else "Start"
+        out: list[tuple[str, str, Callable[[], Any]]] = [
             (
-                "Open in a browser",
-                "run toolnexus-tui --web: this app in a browser, behind a token",
-                partial(
-                    self.notify,
-                    "In a shell: toolnexus-tui --web  (it prints the URL to open, with its "
-                    "token; pip install 'toolnexus[web]')",
-                    timeout=10,
-                ),
+                f"{verb} server {name}",
+                server.url or server.state,
+                partial(self.toggle_server, name),
+            ),
+            (
+                f"Restart server {name}",
+                server.url or server.state,
+                partial(self.restart_server, name),
+            ),
+            (
+                f"Copy desktop MCP config for {name}",
+                "its toolkit as `toolnexus mcp` in Claude Desktop, VS Code or Cursor",
+                partial(self.copy_mcp_config, name),
+            ),
+        ]
+        metrics = getattr(server.handle, "metrics_url", None) if server.handle is not None else None
+        if metrics:
+            out.append(
+                (
+                    f"Copy metrics URL of {name}",
+                    metrics,
+                    partial(self.copy_text, metrics, "metrics URL"),
+                )
             )
-        )
         return out
 
     def chat_with(self, url: str) -> None:
