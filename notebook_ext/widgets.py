@@ -30,6 +30,7 @@ from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.debug.cassette import save
 from toolnexus.debug.client_doctor import start_client_doctor
+from toolnexus.debug.diagram import Diagram
 from toolnexus.debug.doctor import doctor
 from toolnexus.debug.report import DoctorReport
 from toolnexus.display import badge, error_html, to_dataframe
@@ -352,6 +353,12 @@ class ServerWidget(w.VBox):
                 df[column] = df[column].astype("Int64")
             df["duration_s"] = df["duration_s"].astype("float64")
         return df
+
+    def diagram(self) -> Diagram:
+        """This server's wire (every exchange its callers had with it, and this notebook's own
+        calls to it) as a Mermaid sequence diagram, as ``toolnexus replay --mermaid`` draws a
+        cassette: shown at the end of a cell, JupyterLab draws it."""
+        return Diagram.of_traffic(list(self.book.traffic))
 
     def export(self, path: str | Path | None = None) -> Path:
         """The session of this server (its tasks, and the wire with them) to ``.json``, its tasks

@@ -239,6 +239,26 @@ def trace_tree(book: TaskBook, task_id: str) -> list[tuple[int, str, Any]]:
     return rows
 
 
+def trace_traffic(book: TaskBook, task_id: str) -> list[tuple[TrafficEvent, str | None]]:
+    """The exchanges of a task's trace (:func:`trace_tree`): those about each hosted task in it
+    and each remote task its calls made, in the log's order, each with the URL of the hosted
+    agent that made it when one did (an A2A tool's call; its URL as its own inbound exchanges
+    show it), else None."""
+    rows = trace_tree(book, task_id)
+    hosted = {item.id for _, kind, item in rows if kind == "task"}
+    made_by = {
+        item.remote_task_id: item.server
+        for _, kind, item in rows
+        if kind == "call" and item.remote_task_id
+    }
+    where = {ev.server: ev.url for ev in book.traffic if ev.direction == "in" and ev.server}
+    return [
+        (ev, where.get(made_by[ev.task_id]) if ev.task_id in made_by else None)
+        for ev in book.traffic
+        if ev.task_id in hosted or ev.task_id in made_by
+    ]
+
+
 def task_wire(view: TaskView, traffic: Iterable[TrafficEvent]) -> list[tuple[str, str, Any]]:
     """A task's lifecycle and its wire on one timeline, oldest first: ``(time, kind, item)`` with
     kind ``"state"`` (item: the TaskState) or ``"in"`` / ``"out"`` (item: the TrafficEvent of an

@@ -93,27 +93,32 @@ def _lab(tmp_path: Path, work: Path, notebook: str) -> Iterator[Any]:
         stop_process(lab)  # waited for even when killed: a Popen left running warns at its end
 
 
-def test_the_doctor_table_reads_in_a_narrow_column(tmp_path: Path):
-    """``%toolnexus doctor`` in a notebook column of about 460 px: each check on one line, the
-    findings wrapping in what is left (a URL too) so that the table fits its output, no part cut
-    off, and lines at the text's own height (an ipywidgets HTML gives each line 28 px)."""
+def _notebook(tmp_path: Path, name: str, cells: list[str]) -> Path:
+    """A folder ``work`` under ``tmp_path`` holding the notebook ``name`` of these code cells."""
     import nbformat
 
     work = tmp_path / "work"
     work.mkdir()
-    cells = [
-        "%load_ext toolnexus",
-        "h = %toolnexus serve --name doc-desk",
-        "%toolnexus doctor {h.url}",
-    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
         "language": "python",
     }
-    nbformat.write(nb, work / "doctor.ipynb")
-    with _lab(tmp_path, work, "doctor.ipynb") as page:
+    nbformat.write(nb, work / name)
+    return work
+
+
+def test_the_doctor_table_reads_in_a_narrow_column(tmp_path: Path):
+    """``%toolnexus doctor`` in a notebook column of about 460 px: each check on one line, the
+    findings wrapping in what is left (a URL too) so that the table fits its output, no part cut
+    off, and lines at the text's own height (an ipywidgets HTML gives each line 28 px)."""
+    cells = [
+        "%load_ext toolnexus",
+        "h = %toolnexus serve --name doc-desk",
+        "%toolnexus doctor {h.url}",
+    ]
+    with _lab(tmp_path, _notebook(tmp_path, "doctor.ipynb", cells), "doctor.ipynb") as page:
         page.set_viewport_size({"width": 900, "height": 1000})
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_function(
@@ -181,3 +186,54 @@ def test_live_task_table_renders_in_jupyterlab(tmp_path: Path):
         dark = page.evaluate(look)
         assert dark[0] != light[0] and dark[3] != light[3], (light, dark)
         page.screenshot(path=str(tmp_path / "jupyterlab-dark-narrow.png"))
+
+
+def test_a_session_is_drawn_as_a_mermaid_diagram_in_jupyterlab(tmp_path: Path):
+    """Issue 64's done criterion: a served toolkit's wire (``h.diagram()``) and a recorded cassette
+    (``Diagram.of``) shown at the end of a cell are drawn by JupyterLab's Mermaid renderer: each
+    an SVG whose participants are the client and the agent's URL and whose arrows carry the
+    requests and the task's state, not the diagram's text (nor Mermaid's error box)."""
+    cells = [
+        "%load_ext toolnexus",
+        "h = %toolnexus serve --name mm-desk",
+        "import toolnexus as tn\n"
+        "async with tn.A2AClient(h.url, record='s.jsonl') as c:\n"
+        "    t = await c.send('hello there', blocking=True)\n"
+        "t.state.value",
+        "h.diagram()",
+        "from toolnexus.debug.diagram import Diagram\nDiagram.of('s.jsonl')",
+    ]
+    with _lab(tmp_path, _notebook(tmp_path, "diagram.ipynb", cells), "diagram.ipynb") as page:
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-RenderedMermaid img')]"
+            ".filter(i => i.complete && i.naturalWidth > 0).length >= 2",
+            timeout=90_000,
+        )
+        said = page.evaluate(
+            "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+            ".map(o => o.innerText).find(t => t.includes('completed')) || ''"
+        )
+        # JupyterLab draws Mermaid as an <img> of the SVG mermaid made: read that SVG's text
+        drawn = page.evaluate(
+            "() => [...document.querySelectorAll('.jp-RenderedMermaid img')].map(img => {"
+            " const src = img.getAttribute('src');"
+            " const svg = new DOMParser().parseFromString("
+            "   decodeURIComponent(src.slice(src.indexOf(',') + 1)), 'image/svg+xml');"
+            " return {width: img.naturalWidth, height: img.naturalHeight,"
+            "  actors: [...new Set([...svg.querySelectorAll('text.actor')]"
+            "    .map(t => t.textContent.trim()))],"
+            "  messages: [...svg.querySelectorAll('text.messageText')].map(t => t.textContent),"
+            "  text: svg.documentElement.textContent}; })"
+        )
+        page.locator(".jp-RenderedMermaid img").last.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "diagram.png"))
+    assert "completed" in said, said
+    assert len(drawn) == 2, drawn
+    served = next(a for a in drawn[0]["actors"] if a != "client")
+    assert served.startswith("http://127.0.0.1:"), drawn
+    for one in drawn:
+        assert sorted(one["actors"]) == sorted(["client", served]), one
+        assert "Syntax error" not in one["text"] and one["width"] > 100, one
+        assert "SendMessage" in one["messages"], one
+        assert "task completed artifacts reply" in one["messages"], one

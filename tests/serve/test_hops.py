@@ -48,10 +48,10 @@ def relay_model() -> tn.Client:
 
 
 @contextlib.asynccontextmanager
-async def chain(tmp_path, events=None):
+async def chain(tmp_path, events=None, **serve):
     """A -> B -> C; C is the demo model (``approve`` asks, ``slow N`` waits). Yields the handles and
     a TaskBook fed by all three servers' buses, as a front end hosting them would be (``events``:
-    one bus for all three, a front end's)."""
+    one bus for all three, a front end's; ``serve``: more of ``serve()``'s arguments)."""
     skills = tmp_path / "skills"
     write_skill(skills / "relay", "relay", description="Hands the request onward.")
     book = TaskBook()
@@ -75,6 +75,7 @@ async def chain(tmp_path, events=None):
                 client=relay_model() if below else tn.demo_client(),
                 a2a=tn.A2AConfig(name=name),
                 events=events,
+                **serve,
             )
             handles.append(handle)
             if events is None or not pumps:

@@ -52,6 +52,8 @@ __all__ = [
     "Cassette",
     "save",
     "load",
+    "exchange_of",
+    "exchanges",
     "STABLE_ID",
 ]
 
@@ -353,6 +355,40 @@ def _field(line: int, data: dict[str, Any], name: str, kind: type | tuple[type, 
     return value
 
 
+def exchange_of(data: dict[str, Any], number: int) -> Exchange:
+    """The exchange a cassette line holds (``data``, decoded; ``number``: its line).
+
+    Raises:
+        CassetteError: it is not an exchange (the message names the line).
+    """
+    request = _field(number, data, "request", dict)
+    response = _field(number, data, "response", dict)
+    return Exchange(
+        seq=seq if isinstance(seq := data.get("seq"), int) else number - 1,
+        direction="in" if data.get("direction") == "in" else "out",
+        method=_field(number, data, "method", str).upper(),
+        url=_field(number, data, "url", str),
+        rpc_method=data.get("rpc_method") if isinstance(data.get("rpc_method"), str) else None,
+        request=request,
+        response=response,
+        error=data.get("error") if isinstance(data.get("error"), str) else None,
+        task_id=data.get("task_id") if isinstance(data.get("task_id"), str) else None,
+        peer=peer if isinstance(peer := data.get("peer"), str) else "",
+        line=number,
+        time=when if isinstance(when := data.get("time"), str) else "",
+        ms=float(ms)
+        if isinstance(ms := data.get("ms"), (int, float)) and not isinstance(ms, bool)
+        else 0.0,
+    )
+
+
+def exchanges(events: Iterable[TrafficEvent]) -> list[Exchange]:
+    """A wire log's exchanges as a cassette holds them (ids made stable), without a file: what
+    :func:`load` would read back from :func:`save`'s."""
+    ids = StableIds()
+    return [exchange_of(entry(event, ids, seq), seq) for seq, event in enumerate(events, 1)]
+
+
 def load(path: str | os.PathLike[str]) -> Cassette:
     """Read a cassette.
 
@@ -391,32 +427,7 @@ def load(path: str | os.PathLike[str]) -> Cassette:
                 cassette.recorded = str(data.get("recorded", ""))
                 continue
             try:
-                request = _field(number, data, "request", dict)
-                response = _field(number, data, "response", dict)
-                cassette.exchanges.append(
-                    Exchange(
-                        seq=seq if isinstance(seq := data.get("seq"), int) else number - 1,
-                        direction="in" if data.get("direction") == "in" else "out",
-                        method=_field(number, data, "method", str).upper(),
-                        url=_field(number, data, "url", str),
-                        rpc_method=data.get("rpc_method")
-                        if isinstance(data.get("rpc_method"), str)
-                        else None,
-                        request=request,
-                        response=response,
-                        error=data.get("error") if isinstance(data.get("error"), str) else None,
-                        task_id=data.get("task_id")
-                        if isinstance(data.get("task_id"), str)
-                        else None,
-                        peer=peer if isinstance(peer := data.get("peer"), str) else "",
-                        line=number,
-                        time=when if isinstance(when := data.get("time"), str) else "",
-                        ms=float(ms)
-                        if isinstance(ms := data.get("ms"), (int, float))
-                        and not isinstance(ms, bool)
-                        else 0.0,
-                    )
-                )
+                cassette.exchanges.append(exchange_of(data, number))
             except CassetteError as exc:
                 raise CassetteError(f"{path}: {exc}") from None
     if not cassette.recorded and not cassette.exchanges:

@@ -23,12 +23,14 @@ from textual.widgets import (
 )
 
 from toolnexus._fs import write_whole
+from toolnexus.debug.diagram import Diagram
 from toolnexus.monitor import (
     STATE_STYLE,
     TaskView,
     duration,
     short,
     task_wire,
+    trace_traffic,
     trace_tree,
 )
 from toolnexus.protocol.dialects import Dialect
@@ -97,6 +99,14 @@ class TasksScreen(ModeScreen):
         Binding(
             "m", "toggle_calls", "MCP calls", id="tasks-calls", show=False
         ),  # in ?: the footer fits 80 columns
+        Binding(
+            "M",
+            "mermaid",
+            "Mermaid",
+            id="tasks-mermaid",
+            show=False,
+            tooltip="copies the task's trace as a Mermaid sequence diagram",
+        ),
         Binding("escape", "leave_input", "Back", show=False, id="tasks-back"),
         *detail_tab_keys("tasks"),
     ]
@@ -318,6 +328,26 @@ class TasksScreen(ModeScreen):
             view = self._current()
             if view is not None:
                 self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
+
+    def action_mermaid(self) -> None:
+        """The selected task's trace (its exchanges and those of every hop below and above it, a
+        hosted agent's calls drawn from its lane) as ``replay --mermaid`` draws a cassette."""
+        view = self._current()
+        if view is None:
+            return
+        pairs = trace_traffic(self.tn.book, view.id)
+        if not pairs:
+            self.notify(
+                "no exchange recorded for this task's trace (hosted servers record theirs)",
+                severity="warning",
+            )
+            return
+        made_by = {id(ev): url for ev, url in pairs}
+        self.tn.copy_text(
+            Diagram.of_traffic([ev for ev, _ in pairs], lambda ev: made_by[id(ev)]).source,
+            "trace as a Mermaid diagram",
+            f"{len(pairs)} exchanges; paste it in Markdown (a mermaid block) or mermaid.live",
+        )
 
     # -- MCP calls -------------------------------------------------------------------------------------
     def _calls_changed(self, _: Any) -> None:

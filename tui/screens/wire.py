@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Input, Static
 
+from toolnexus.debug.diagram import Diagram
 from toolnexus.monitor import outcome, parse_time
 from toolnexus.traffic import curl_masks, to_curl
 
@@ -125,6 +126,14 @@ class WireScreen(ModeScreen):
             "Export",
             id="wire-export",
             tooltip="the session: the wire log and the chat as JSON",
+        ),
+        Binding(
+            "m",
+            "mermaid",
+            "Mermaid",
+            id="wire-mermaid",
+            show=False,  # in ?: the footer fits 80 columns
+            tooltip="copies the exchanges shown as a Mermaid sequence diagram",
         ),
         Binding(
             "k",
@@ -343,6 +352,18 @@ class WireScreen(ModeScreen):
 
     def action_export(self) -> None:
         self.tn.ask_export_session()
+
+    def action_mermaid(self) -> None:
+        """The exchanges shown (the filter applies) as ``replay --mermaid`` draws a cassette."""
+        events = self._events()
+        if not events:
+            self.notify("no exchange to draw (the filter shows none)", severity="warning")
+            return
+        self.tn.copy_text(
+            Diagram.of_traffic(events).source,
+            "wire as a Mermaid diagram",
+            f"{len(events)} exchanges; paste it in Markdown (a mermaid block) or mermaid.live",
+        )
 
     def action_cassette(self) -> None:
         self.tn.ask_save_cassette()
