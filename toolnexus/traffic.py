@@ -51,6 +51,7 @@ __all__ = [
     "to_curl",
     "curl_masks",
     "recording_transport",
+    "answered",
     "recorded_exchange",
 ]
 
@@ -391,7 +392,25 @@ def sse_data(content: bytes) -> list[str]:
 
 
 def _rpc_method(body: bytes) -> str | None:
-    return _method_of(_json.loads_or_none(body))
+    """The JSON-RPC method a request body names; for a body that answers a request of the peer's
+    own (an MCP client's answer to a server's elicitation or sampling), what it answers."""
+    sent = _json.loads_or_none(body)
+    return _method_of(sent) or answered(sent)
+
+
+def answered(message: Any, asked: Mapping[Any, str] | None = None) -> str | None:
+    """``answer to elicitation/create #3`` for a JSON-RPC response (an id and a result or an error,
+    no method): the method of the request it answers when ``asked`` (id -> method) knows it, its
+    id alone otherwise; None for anything else."""
+    if not isinstance(message, dict) or "method" in message or "id" not in message:
+        return None
+    if "result" not in message and "error" not in message:
+        return None
+    rid = message["id"]
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        return None
+    method = (asked or {}).get(rid)
+    return f"answer to {method + ' ' if method else ''}#{str(rid)[:40]}"
 
 
 def _method_of(request: Any) -> str | None:

@@ -21,7 +21,7 @@ import anyio
 
 from ..display import printable
 from ..errors import ConfigError, PeerError
-from ..traffic import TrafficRecorder, recording_transport
+from ..traffic import TrafficRecorder, answered, recording_transport
 
 __all__ = [
     "TRANSPORTS",
@@ -302,12 +302,15 @@ async def _tapped_stdio(
     cwd: str | None = None,
 ) -> AsyncGenerator[Any, None]:
     """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
-    its response as one exchange (method ``STDIO``), a notification on its own."""
+    its response as one exchange (method ``STDIO``), a notification on its own; a message the
+    server sent of its own (a notification, a request to the client) inbound, the client's answer
+    to such a request named after it (``answer to elicitation/create #0``)."""
     StdioServerParameters = sdk().StdioServerParameters
     stdio_client = sdk().stdio_client
 
     where = endpoint_label(argv)
     pending: dict[Any, tuple[float, str, str | None]] = {}
+    asked: dict[Any, str] = {}  # the server's requests to the client, by id, until answered
 
     def dump(m: Any) -> tuple[dict[str, Any], str]:
         msg = getattr(m, "message", m)
@@ -321,10 +324,16 @@ async def _tapped_stdio(
         except ValueError:
             return {}, body
 
-    def note(request: str, method: str | None, started: float | None = None, **more: Any) -> None:
+    def note(
+        request: str,
+        method: str | None,
+        started: float | None = None,
+        direction: str = "out",
+        **more: Any,
+    ) -> None:
         """One message (or a request and its answer) on the wire log."""
         recorder.record(
-            direction="out",
+            direction=direction,
             method="STDIO",
             url=where,
             status=None,
@@ -339,8 +348,11 @@ async def _tapped_stdio(
         data, body = dump(m)
         if "method" in data and "id" in data:
             pending[data["id"]] = (time.perf_counter(), body, data["method"])
-        else:  # a notification, or our answer to the server's own request
-            note(body, data.get("method"))
+        elif "method" in data:  # a notification of ours
+            note(body, data["method"])
+        else:  # our answer to the server's own request
+            note(body, answered(data, asked))
+            asked.pop(data.get("id"), None)
 
     def received(m: Any) -> None:
         if isinstance(m, Exception):
@@ -353,11 +365,14 @@ async def _tapped_stdio(
             "",
             data.get("method"),
         )
+        if not answer and "id" in data and isinstance(method, str) and len(asked) < 1000:
+            asked[data["id"]] = method
         error = data.get("error")
         note(
             request,
             method,
             started,
+            "out" if answer else "in",  # an answer to us, else the server's own message
             response_body=body,
             error=error.get("message") if isinstance(error, dict) else None,
         )

@@ -260,7 +260,7 @@ class WireScreen(ModeScreen):
         ev = self._by_key[key]
         start, ended = self._facts(ev)
         label, how = _split(ended)
-        if ev.direction == "out":
+        if ev.direction == "out" or ev.method == "STDIO":  # a stdio server's own messages: "in"
             peer = ev.peer.removeprefix("http://")
             who = Text.assemble((f"{ev.by} ", "magenta"), peer) if ev.by else Text(peer)
         else:
@@ -291,7 +291,12 @@ class WireScreen(ModeScreen):
         t = Text()
         if ev.by:
             t.append(f"outbound, made by the {ev.by} (its probes of {ev.peer})\n", "italic magenta")
-        if ev.direction == "in":
+        if ev.direction == "in" and ev.method == "STDIO":
+            t.append(
+                "inbound: the MCP server's own message (a notification, or a request to this client)\n",
+                "italic",
+            )
+        elif ev.direction == "in":
             t.append(
                 f"inbound: {ev.peer} called {ev.server or 'a hosted server'}"
                 + (f" about task {ev.task_id}" if ev.task_id else "")
