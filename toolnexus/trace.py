@@ -225,21 +225,31 @@ def export_spans(
     spans). A reader the bus cuts off (it fell behind) reads on from there, saying what it lost.
     Needs ``pip install 'toolnexus[otel]'``.
     """
-    o = otel("exporting spans needs OpenTelemetry:")
-    Resource, ReadableSpan, SpanContext = o.Resource, o.ReadableSpan, o.SpanContext
-    SpanKind, Status, StatusCode, TraceFlags = o.SpanKind, o.Status, o.StatusCode, o.TraceFlags
-    resource = Resource.create({"service.name": service})
-    started: dict[str, int] = {}  # a traced task's first state, by span id (at most STARTED_LIMIT)
-    pending: collections.deque[Any] = collections.deque()
-    ready = asyncio.Event()
-    dropped = [0]
+    spans = _Spans(otel("exporting spans needs OpenTelemetry:"), exporter, service, batch, keep)
+    return asyncio.ensure_future(spans.pump(bus))
 
-    def context(trace: str, span: str, remote: bool = False) -> Any:
-        return SpanContext(
-            int(trace, 16), int(span, 16), is_remote=remote, trace_flags=TraceFlags(1)
+
+class _Spans:
+    """What :func:`export_spans` keeps: the spans made and not yet exported, when each traced
+    task began, how many were dropped."""
+
+    def __init__(self, o: Any, exporter: Any, service: str, batch: int, keep: int) -> None:
+        self.o, self.exporter, self.service = o, exporter, service
+        self.batch, self.keep = batch, keep
+        self.resource = o.Resource.create({"service.name": service})
+        self.started: dict[str, int] = {}
+        """A traced task's first state, by span id (at most STARTED_LIMIT)."""
+        self.pending: collections.deque[Any] = collections.deque()
+        self.ready = asyncio.Event()
+        self.dropped = 0
+
+    def context(self, trace: str, span: str, remote: bool = False) -> Any:
+        return self.o.SpanContext(
+            int(trace, 16), int(span, 16), is_remote=remote, trace_flags=self.o.TraceFlags(1)
         )
 
     def span(
+        self,
         name: str,
         kind: Any,
         ctx: TraceContext,
@@ -248,44 +258,50 @@ def export_spans(
         ok: bool,
         attributes: dict[str, Any],
     ) -> Any:
-        parent = context(ctx.trace_id, ctx.parent_id, True) if ctx.parent_id else None
-        return ReadableSpan(
+        o = self.o
+        parent = self.context(ctx.trace_id, ctx.parent_id, True) if ctx.parent_id else None
+        return o.ReadableSpan(
             name=name,
-            context=context(ctx.trace_id, ctx.span_id),
+            context=self.context(ctx.trace_id, ctx.span_id),
             parent=parent,
-            resource=resource,
+            resource=self.resource,
             attributes=attributes,
             kind=kind,
             start_time=start,
             end_time=end,
-            status=Status(StatusCode.OK if ok else StatusCode.ERROR),
+            status=o.Status(o.StatusCode.OK if ok else o.StatusCode.ERROR),
         )
 
-    def add(made: Any) -> None:
-        if len(pending) >= keep:
-            pending.popleft()
-            dropped[0] += 1
-            if dropped[0] in (1, 10, 100) or dropped[0] % 1000 == 0:
+    def add(self, made: Any) -> None:
+        if len(self.pending) >= self.keep:
+            self.pending.popleft()
+            self.dropped += 1
+            if self.dropped in (1, 10, 100) or self.dropped % 1000 == 0:
                 log.warning(
-                    "%s: %d span(s) dropped: the exporter is %d behind", service, dropped[0], keep
+                    "%s: %d span(s) dropped: the exporter is %d behind",
+                    self.service,
+                    self.dropped,
+                    self.keep,
                 )
-        pending.append(made)
-        ready.set()
+        self.pending.append(made)
+        self.ready.set()
 
-    async def ship() -> None:
+    async def ship(self) -> None:
+        pending = self.pending
         while True:
-            await ready.wait()
-            ready.clear()
+            await self.ready.wait()
+            self.ready.clear()
             while pending:
-                chunk = [pending.popleft() for _ in range(min(batch, len(pending)))]
+                chunk = [pending.popleft() for _ in range(min(self.batch, len(pending)))]
                 try:
-                    await asyncio.to_thread(exporter.export, chunk)
+                    await asyncio.to_thread(self.exporter.export, chunk)
                 except (
                     Exception
                 ) as exc:  # a collector's failure is the exporter's to say; the bus reads on
-                    log.warning("%s: %d span(s) not exported: %s", service, len(chunk), exc)
+                    log.warning("%s: %d span(s) not exported: %s", self.service, len(chunk), exc)
 
-    def seen(ev: Any) -> None:
+    def seen(self, ev: Any) -> None:
+        SpanKind, started = self.o.SpanKind, self.started
         if isinstance(ev, TaskEvent):
             trace = ev.task.trace
             if trace is None:
@@ -297,8 +313,8 @@ def export_spans(
                     started.pop(next(iter(started)))
                 started[trace.span_id] = _nanos(ev.time)
             if ev.state.terminal:
-                add(
-                    span(
+                self.add(
+                    self.span(
                         f"task {ev.skill or ev.server}",
                         SpanKind.SERVER,
                         trace,
@@ -315,8 +331,8 @@ def export_spans(
                 )
         elif isinstance(ev, RemoteCallEvent) and ev.done:
             call = TraceContext(ev.trace_id, ev.span_id, ev.parent_span_id)
-            add(
-                span(
+            self.add(
+                self.span(
                     f"call {ev.peer}",
                     SpanKind.CLIENT,
                     call,
@@ -332,8 +348,8 @@ def export_spans(
                 )
             )
 
-    async def pump() -> None:
-        shipper = asyncio.ensure_future(ship())
+    async def pump(self, bus: EventBus) -> None:
+        shipper = asyncio.ensure_future(self.ship())
         try:
             while True:
                 async for ev in bus.subscribe(replay=False, max_queue=10_000):
@@ -342,17 +358,19 @@ def export_spans(
                     ):  # cut off for falling behind: what it missed has no span
                         log.warning(
                             "%s: spans of the events from seq %d on were lost: the reader fell behind",
-                            service,
+                            self.service,
                             ev.missed_from,
                         )
                     else:
-                        seen(ev)
+                        self.seen(ev)
         finally:
             shipper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await shipper
-            if pending:  # stopping: what was made goes out first (a dead collector: 5 s at most)
+            if (
+                self.pending
+            ):  # stopping: what was made goes out first (a dead collector: 5 s at most)
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.to_thread(exporter.export, list(pending)), 5)
-
-    return asyncio.ensure_future(pump())
+                    await asyncio.wait_for(
+                        asyncio.to_thread(self.exporter.export, list(self.pending)), 5
+                    )
