@@ -619,71 +619,16 @@ async def diff(
     own = http is None
     client = http or httpx.AsyncClient(timeout=timeout)
 
-    def to_live(text: str) -> str:
-        for stable in sorted(ids, key=len, reverse=True):
-            text = text.replace(stable, ids[stable])
-        return text
-
     try:
         for x in tape.of(played):
             report.exchanges += 1
-            path, query = _split(x.url)
-            body = x.request.get("json")
-            op = x.rpc_method or _operation(x.method, path, body)
-            for value in [body] if body is not None else []:  # each message id made anew
-                for stable in _message_ids(value):
-                    ids.setdefault(stable, new_id())
-            target = to_live(live_origin + path + (f"?{query}" if query else ""))
-            content = to_live(x.request_text()).encode("utf-8")
-            sent = {
-                k: v
-                for k, v in x.request.get("headers", {}).items()
-                if MASK not in v and k.lower() not in given
-            }
-            masked = sorted(
-                k
-                for k, v in x.request.get("headers", {}).items()
-                if MASK in v and k.lower() not in given
-            )
-            for name in masked:
-                note = f"the recorded requests carried the secret header {name!r} (masked): pass it again"
-                if note not in report.notes:
-                    report.notes.append(note)
-            sent.update(given)
+            op, target, content = _live_request(x, live_origin, ids)
+            sent = _sent_headers(x.request.get("headers", {}), given, report.notes)
             recorded_values = _answers(x.response)
-            waited = 0.0
-            while True:
-                try:
-                    r, raw = await exchange(
-                        client,
-                        x.method,
-                        target,
-                        headers=sent,
-                        content=content,
-                        limit=MAX_RESPONSE,
-                        timeout=timeout,
-                    )
-                    status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
-                    streamed = "text/event-stream" in r.headers.get("content-type", "")
-                except (httpx.HTTPError, PeerError) as exc:
-                    status, answer, error, streamed = None, "", why(exc), False
-                live_values = (
-                    [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None]
-                    if streamed
-                    else [v for v in [_loads(answer)] if v is not None]
-                )
-                if (
-                    op in _GET_OPS
-                    and error is None
-                    and status == x.status
-                    and waited < settle
-                    and _last_state(recorded_values) in _SETTLED
-                    and _last_state(live_values) not in _SETTLED | {None}
-                ):
-                    await asyncio.sleep(0.2)
-                    waited += 0.2
-                    continue
-                break
+            polls = settle if op in _GET_OPS and _last_state(recorded_values) in _SETTLED else 0.0
+            status, error, streamed, live_values = await _settled(
+                client, x.method, target, sent, content, timeout, polls, x.status
+            )
             if error is not None or x.status is None:
                 if (error is not None) != (x.status is None):
                     report.differences.append(
@@ -706,50 +651,42 @@ async def diff(
                 continue
             for a, b in zip(recorded_values, live_values, strict=False):
                 _pair_ids(a, b, ids)
-            shapes: list[tuple[str, str, str]] = []
-            if streamed != x.streamed:
-                shapes.append(("(body)", _kind(x.streamed), _kind(streamed)))
-            elif bool(recorded_values) != bool(live_values) and not streamed:
-                shapes.append(
-                    (
-                        "(body)",
-                        "JSON" if recorded_values else "not JSON",
-                        "JSON" if live_values else "not JSON",
-                    )
-                )
-            recorded_shape = live_shape = None
-            for value in recorded_values:
-                recorded_shape = _merge(recorded_shape, _shape(value))
-            for value in live_values:
-                live_shape = _merge(live_shape, _shape(value))
-            if recorded_shape is not None and live_shape is not None:
-                _shape_diff(recorded_shape, live_shape, "", shapes)
-            elif streamed and (recorded_shape is None) != (live_shape is None):
-                shapes.append(
-                    (
-                        "(stream)",
-                        "events" if recorded_shape is not None else "none",
-                        "events" if live_shape is not None else "none",
-                    )
-                )
+            shapes = _shapes_between(x.streamed, streamed, recorded_values, live_values)
             report.differences += [Difference(x.seq, op, "shape", p, a, b) for p, a, b in shapes]
-            back = {v: k for k, v in ids.items()}
-            for values, into, rename in (
-                (recorded_values, recorded_states, False),
-                (live_values, live_states, True),
-            ):
-                found: list[tuple[str, str]] = []
-                for value in values:
-                    _states(value, found)
-                for task, state in found:
-                    seq = into.setdefault(back.get(task, task) if rename else task, [])
-                    if state in _SETTLED and (not seq or seq[-1] != state):
-                        seq.append(state)
+            _settled_states(recorded_values, recorded_states)
+            _settled_states(live_values, live_states, {v: k for k, v in ids.items()})
     finally:
         if own:
             await client.aclose()
-    for task in recorded_states:
-        mine, theirs = recorded_states[task], live_states.get(task, [])
+    _compare_states(report, recorded_states, live_states)
+    return report
+
+
+def _live_request(x: Exchange, live_origin: str, ids: dict[str, str]) -> tuple[str, str, bytes]:
+    """A recorded request's operation, and its URL and body for the live peer: each message id
+    made anew, each id the live peer gave (``ids``, by the recorded one) in place of the recorded."""
+    path, query = _split(x.url)
+    body = x.request.get("json")
+    op = x.rpc_method or _operation(x.method, path, body)
+    for value in [body] if body is not None else []:  # each message id made anew
+        for stable in _message_ids(value):
+            ids.setdefault(stable, new_id())
+    target = _to_live(live_origin + path + (f"?{query}" if query else ""), ids)
+    return op, target, _to_live(x.request_text(), ids).encode("utf-8")
+
+
+def _to_live(text: str, ids: Mapping[str, str]) -> str:
+    for stable in sorted(ids, key=len, reverse=True):
+        text = text.replace(stable, ids[stable])
+    return text
+
+
+def _compare_states(
+    report: ReplayReport, recorded: dict[str, list[str]], live: dict[str, list[str]]
+) -> None:
+    """Each recorded task's settled states beside the live one's, a difference where they part."""
+    for task in recorded:
+        mine, theirs = recorded[task], live.get(task, [])
         report.states[task] = {"recorded": mine, "live": theirs}
         if mine != theirs:
             report.differences.append(
@@ -757,7 +694,128 @@ async def diff(
                     0, task, "states", "", " → ".join(mine) or "none", " → ".join(theirs) or "none"
                 )
             )
-    return report
+
+
+async def _settled(
+    client: httpx.AsyncClient,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    content: bytes,
+    timeout: float,
+    polls: float,
+    status: int | None,
+) -> tuple[int | None, str | None, bool, list[Any]]:
+    """:func:`_ask`, asked again every 0.2 s for up to ``polls`` seconds while the live answer
+    (of the recorded ``status``) names a task that has not settled (a poll whose recorded answer
+    had)."""
+    waited = 0.0
+    while True:
+        answer = await _ask(client, method, target, headers, content, timeout)
+        live_status, error, _, live_values = answer
+        if (
+            error is None
+            and live_status == status
+            and waited < polls
+            and _last_state(live_values) not in _SETTLED | {None}
+        ):
+            await asyncio.sleep(0.2)
+            waited += 0.2
+            continue
+        return answer
+
+
+def _sent_headers(
+    recorded: Mapping[str, str], given: Mapping[str, str], notes: list[str]
+) -> dict[str, str]:
+    """A recorded request's headers but the masked ones, with the user's (``given``, lower-case
+    names) over them; a note for each masked one the user did not pass again."""
+    sent = {k: v for k, v in recorded.items() if MASK not in v and k.lower() not in given}
+    for name in sorted(k for k, v in recorded.items() if MASK in v and k.lower() not in given):
+        note = f"the recorded requests carried the secret header {name!r} (masked): pass it again"
+        if note not in notes:
+            notes.append(note)
+    sent.update(given)
+    return sent
+
+
+async def _ask(
+    client: httpx.AsyncClient,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    content: bytes,
+    timeout: float,
+) -> tuple[int | None, str | None, bool, list[Any]]:
+    """One request to the live peer: its status, why there was none, whether it streamed, and
+    the JSON values it answered (each event's, for a stream)."""
+    try:
+        r, raw = await exchange(
+            client,
+            method,
+            target,
+            headers=headers,
+            content=content,
+            limit=MAX_RESPONSE,
+            timeout=timeout,
+        )
+        status, answer, error = r.status_code, raw.decode("utf-8", "replace"), None
+        streamed = "text/event-stream" in r.headers.get("content-type", "")
+    except (httpx.HTTPError, PeerError) as exc:
+        status, answer, error, streamed = None, "", why(exc), False
+    values = (
+        [v for v in (_loads(f) for f in sse_data(answer.encode())) if v is not None]
+        if streamed
+        else [v for v in [_loads(answer)] if v is not None]
+    )
+    return status, error, streamed, values
+
+
+def _shapes_between(
+    was_streamed: bool, streamed: bool, recorded: list[Any], live: list[Any]
+) -> list[tuple[str, str, str]]:
+    """Where the live answer's shape departs from the recorded one's: ``(path, recorded, live)``."""
+    shapes: list[tuple[str, str, str]] = []
+    if streamed != was_streamed:
+        shapes.append(("(body)", _kind(was_streamed), _kind(streamed)))
+    elif bool(recorded) != bool(live) and not streamed:
+        shapes.append(
+            (
+                "(body)",
+                "JSON" if recorded else "not JSON",
+                "JSON" if live else "not JSON",
+            )
+        )
+    recorded_shape = live_shape = None
+    for value in recorded:
+        recorded_shape = _merge(recorded_shape, _shape(value))
+    for value in live:
+        live_shape = _merge(live_shape, _shape(value))
+    if recorded_shape is not None and live_shape is not None:
+        _shape_diff(recorded_shape, live_shape, "", shapes)
+    elif streamed and (recorded_shape is None) != (live_shape is None):
+        shapes.append(
+            (
+                "(stream)",
+                "events" if recorded_shape is not None else "none",
+                "events" if live_shape is not None else "none",
+            )
+        )
+    return shapes
+
+
+def _settled_states(
+    values: list[Any], into: dict[str, list[str]], back: Mapping[str, str] | None = None
+) -> None:
+    """Each settled state the answers name, added to its task's run in ``into`` (``back``: a live
+    task id to the recorded one)."""
+    found: list[tuple[str, str]] = []
+    for value in values:
+        _states(value, found)
+    for task, state in found:
+        seq = into.setdefault(back.get(task, task) if back is not None else task, [])
+        if state in _SETTLED and (not seq or seq[-1] != state):
+            seq.append(state)
 
 
 def _kind(streamed: bool) -> str:
