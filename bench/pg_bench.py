@@ -12,7 +12,7 @@ serve_bench.py's raw keep-alive client in this process, at concurrency ``--concu
 ``--seconds`` each: send+poll (polled again at once: ``roundtrip``; polled as a client's watch
 does, pauses from 10 ms growing by half: ``paced``), blocking sends, GetTask of a finished task
 and card GETs, alternated over ``--repeat`` rounds, medians kept. Server CPU is that of the toolnexus processes (the supervisor's workers) and,
-separately, of the database's processes, per task; the database's statements (round trips)
+separately, of its database cluster's processes (not the other clusters on the machine), per task; the database's statements (round trips)
 per task and per poll, counted by pg_stat_statements, with the costliest listed. Also: how long a cancel sent to one worker
 takes to stop the run on another (two workers in this process, the time until the run is gone).
 
@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,12 +73,10 @@ def _cpu(pids: list[int]) -> float:
 
 
 def _postgres_pids(pg: Postgres) -> list[int]:
-    out = subprocess.run(
-        ["pgrep", "-u", "postgres" if os.geteuid() == 0 else str(os.getuid()), "postgres"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    return [int(p) for p in out]
+    """Its cluster's processes (the postmaster and its children, the backends), as they are now:
+    not other clusters running on the machine (other developers' tests)."""
+    postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+    return [postmaster, *_children(postmaster)]
 
 
 async def _statements(dsn: str, reset: bool) -> dict[str, int]:
@@ -104,7 +103,7 @@ async def _measure(
     concurrency: int,
     seconds: float,
     server: list[int],
-    db: list[int],
+    db: Callable[[], list[int]],
     dsn: str | None,
     label: str = "",
 ) -> dict[str, float]:
@@ -116,11 +115,11 @@ async def _measure(
     counts = {"ops": 0, "polls": 0}
     if dsn is not None:
         await _statements(dsn, reset=True)
-    cpu0, db0, t0 = _cpu(server), _cpu(db), time.perf_counter()
+    cpu0, db0, t0 = _cpu(server), _cpu(db()), time.perf_counter()
     stop_at = t0 + seconds
     await asyncio.gather(*(_worker(c, op, stop_at, latencies, counts) for c in conns))
     elapsed = time.perf_counter() - t0
-    cpu, dbcpu = _cpu(server) - cpu0, _cpu(db) - db0
+    cpu, dbcpu = _cpu(server) - cpu0, _cpu(db()) - db0
     for c in conns:
         c.close()
     latencies.sort()
@@ -270,7 +269,7 @@ async def main(
                 try:
                     server = [proc.pid, *_children(proc.pid)]
                     _pin(server)
-                    db = _postgres_pids(pg) if store.startswith("postgresql") else []
+                    db = (lambda: _postgres_pids(pg)) if store.startswith("postgresql") else list
                     dsn = store if store.startswith("postgresql") else None
                     for op in ("roundtrip", "paced", "blocking", "get", "card"):
                         rows.setdefault((name, op), []).append(

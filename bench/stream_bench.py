@@ -30,12 +30,25 @@ medians of the repetitions. Per relay and concurrency:
 - memory per open stream (``--memory``, separately: a fresh relay process, RSS while N slow
   streams are open minus its RSS idle, / N).
 
+Across workers and hosts (issue 65 item 2): ``--workers N`` adds the relay ``workers``: N
+``toolnexus serve`` processes (each ``ours`` as above, its own port) on one PostgreSQL database (a
+private cluster, tests/postgres.py), pinned with the other relays; ``--hosts`` adds ``hosts``: two
+such processes, each in a network namespace of its own (tests/hosts.py: its own address on a
+bridge, as the host tests build them; needs root), the database in a third, the stub on the
+bridge. Each stream of theirs is sent (``SendMessage``, returning at once) to one of them and
+followed (``SubscribeToTask``) on the next, so that every word crosses from the worker running
+the task to the one its caller listens on (``WorkerLink``: the follower asks, the runner
+announces the words through the database). CPU per word: all of its processes' (the database's
+beside it); ttft there is from the subscribe. For every relay the reply is put together as a
+client does (an update that appends, one that replaces, a task's artifacts): a word missing from
+it fails the stream, a word twice in it is counted ("words twice").
+
 Targets (issue 53): at 64 and 96 streams, ours' p99 <= 100 ms and <= max(2x the ceiling's, 20
 ms), CPU per token <= 1.5x the ceiling's and <= 1/3 of the SDK's; at 512, CPU per token <= 1.5x
 the ceiling's and no stream fails.
 
 Run: python bench/stream_bench.py [--seconds 4] [--repeat 3] [--streams 1,64,96,512]
-     [--relays ceiling,sdk,ours] [--memory] [--json out.json]   (~5 min; uptime is printed with
+     [--relays ceiling,sdk,ours] [--workers 4] [--hosts] [--memory] [--json out.json]   (~5 min; uptime is printed with
 each repetition: this machine is shared)
 """
 
@@ -58,12 +71,22 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("TOOLNEXUS_BENCH_CODE") or str(ROOT))  # see --before
+sys.path.insert(1, str(ROOT))
+sys.path.insert(2, str(ROOT / "bench"))
+
+from serve_bench import Conn  # noqa: E402
+
+from tests.hosts import Network  # noqa: E402
+from tests.postgres import Postgres, binaries  # noqa: E402
 
 DELTAS = 20
 GAP = 0.05
 STREAMS = (1, 64, 96, 512)
-RELAYS = ("ceiling", "sdk", "ours", "before")
+RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "hosts")
 STAMP = re.compile(rb"@(\d+);")
+APPEND = re.compile(rb'"append":\s*true')
+SPREAD = ("workers", "hosts")
+"""The relays of several ``toolnexus serve`` processes on one database (--workers, --hosts)."""
 STREAM_TIMEOUT = 120.0
 
 
@@ -271,8 +294,9 @@ def _sdk_app(stub: str, url: str) -> Any:
 async def _serve(role: str, stub: str) -> None:
     from toolnexus.http.server import AsgiServer, listening_socket, serving_gc
 
-    if role == "stub":
-        server = AsgiServer(_stub_app(), "127.0.0.1:0", max_connections=4096)
+    if role == "stub":  # on the bridge when the relays are hosts of their own (--hosts)
+        bind = os.environ.get("TOOLNEXUS_BENCH_BIND", "127.0.0.1")
+        server = AsgiServer(_stub_app(), f"{bind}:0", max_connections=4096)
         await server.start()
         url = server.url + "/v1"
     elif role == "ceiling":
@@ -344,6 +368,9 @@ def _ours(stub: str) -> None:
     os.environ["TOOLNEXUS_BENCH_KEY"] = "bench"
     _profiled("ours")
     argv = ["serve", "--config", str(config), "--model", "openai:stub-model", "--base-url", stub]
+    for flag, name in (("--store", "TOOLNEXUS_BENCH_STORE"), ("--host", "TOOLNEXUS_BENCH_HOST")):
+        if os.environ.get(name):  # one of several workers (--workers, --hosts)
+            argv += [flag, os.environ[name]]
     sys.exit(main([*argv, "--api-key-env", "TOOLNEXUS_BENCH_KEY", "--json"]))
 
 
@@ -352,7 +379,7 @@ def _ours(stub: str) -> None:
 
 
 class Outcome:
-    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why")
+    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why", "dups")
 
     def __init__(self) -> None:
         self.delays: list[int] = []  # ns, stamp -> read
@@ -361,6 +388,7 @@ class Outcome:
         self.words = 0
         self.failed = False
         self.why = ""
+        self.dups = 0  # words twice in the reply as a client puts it together
 
 
 class Caller(asyncio.Protocol):
@@ -392,6 +420,7 @@ class Caller(asyncio.Protocol):
         self.outcome = out = Outcome()
         self.raw, self.events, self.headed, self.need = b"", b"", False, -1
         self.seen: set[bytes] = set()
+        self.text: list[bytes] = []  # the reply's words as a client puts them together
         self.completed = False
         self.done = asyncio.get_running_loop().create_future()
         self.sent = time.monotonic_ns()
@@ -407,8 +436,11 @@ class Caller(asyncio.Protocol):
         except TimeoutError:
             self._fail("timed out")
             self.transport.close()
+        out.dups = len(self.text) - len(set(self.text))
         if not out.failed and (out.words != self.expect or not self.completed):
             out.failed, out.why = True, f"{out.words} words, completed={self.completed}"
+        elif not out.failed and len(set(self.text)) != self.expect:
+            out.failed, out.why = True, f"{len(set(self.text))} words in the reply put together"
         return out
 
     def data_received(self, data: bytes) -> None:
@@ -460,7 +492,13 @@ class Caller(asyncio.Protocol):
             if b'"error"' in event:
                 self._fail("error: " + event[:200].decode(errors="replace"))
                 return
-            for stamp in STAMP.findall(event):
+            stamps = STAMP.findall(event)
+            if b'"artifactUpdate"' in event:  # appended to the reply, or the reply so far
+                self.text = [*self.text, *stamps] if APPEND.search(event) else stamps
+            elif b'"task":' in event:  # a task as it is (SubscribeToTask's first frame)
+                task = json.loads(event.split(b"data:", 1)[1])["result"]["task"]
+                self.text = STAMP.findall(json.dumps(task.get("artifacts", [])).encode())
+            for stamp in stamps:
                 if stamp not in self.seen:
                     self.seen.add(stamp)
                     out.delays.append(now - int(stamp))
@@ -493,37 +531,69 @@ def _send(text: str) -> bytes:
     ).encode()
 
 
+def _send_now(text: str) -> bytes:
+    """A send answered at once (the task, submitted), its words to be followed elsewhere."""
+    body = json.loads(_send(text))
+    body["method"] = "SendMessage"
+    body["params"]["configuration"] = {"returnImmediately": True}
+    return json.dumps(body).encode()
+
+
+def _subscribe(task_id: str) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task_id}}
+    ).encode()
+
+
 async def _connect(host: str, port: int) -> Caller:
     _, caller = await asyncio.get_running_loop().create_connection(Caller, host, port)
     return caller
 
 
 async def _streams(
-    url: str, n: int, seconds: float, text: str = "relay please", spread: float = 1.0
+    url: str | list[str],
+    n: int,
+    seconds: float,
+    text: str = "relay please",
+    spread: float = 1.0,
 ) -> list[Outcome]:
     """``n`` callers streaming back to back for ``seconds`` (the starts spread over ``spread``
-    seconds), each finishing the stream it is in; every stream's outcome."""
-    hostport = url.removeprefix("http://")
-    host, port = hostport.split(":")
+    seconds), each finishing the stream it is in; every stream's outcome. ``url`` a list (the
+    workers of one agent): caller i sends to worker i and follows the task on worker i + 1."""
+    urls = [url] if isinstance(url, str) else url
     outcomes: list[Outcome] = []
     end = time.monotonic() + seconds
 
     async def caller(i: int) -> None:
         await asyncio.sleep(spread * i / n)
+        hostport = urls[(i + 1) % len(urls)].removeprefix("http://")
+        host, port = hostport.split(":")
+        sender = None
+        if len(urls) > 1:
+            there = urls[i % len(urls)].removeprefix("http://").split(":")
+            sender = Conn(there[0], int(there[1]))
         conn: Caller | None = None
         while time.monotonic() < end:
             if conn is None or conn.closed:
                 try:
                     conn = await _connect(host, int(port))
+                    if sender is not None:
+                        await sender.open()
                 except OSError as exc:
                     failed = Outcome()
                     failed.failed, failed.why = True, f"connect: {exc}"
                     outcomes.append(failed)
                     await asyncio.sleep(0.1)
                     continue
-            outcomes.append(await conn.stream(hostport, _send(text), _expected(text)))
+            body = _send(text)
+            if sender is not None:
+                sent = json.loads(await sender.request("POST", "/", _send_now(text)))
+                body = _subscribe(sent["result"]["task"]["id"])
+            outcomes.append(await conn.stream(hostport, body, _expected(text)))
         if conn is not None and conn.transport is not None:
             conn.transport.close()
+        if sender is not None:
+            sender.close()
 
     await asyncio.gather(*(caller(i) for i in range(n)))
     return outcomes
@@ -549,18 +619,45 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
 
+def _cpu_of(pids: list[int]) -> float:
+    """The CPU seconds of these processes and their children (a database's backends)."""
+    total = 0.0
+    for pid in pids:
+        for one in [pid, *_children(pid)]:
+            try:
+                total += _cpu_seconds(one)
+            except OSError:  # gone meanwhile
+                pass
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 async def _measure(
-    relay: str, url: str, pid: int, n: int, seconds: float, stub_pid: int
+    relay: str,
+    url: str | list[str],
+    pids: list[int],
+    n: int,
+    seconds: float,
+    stub_pid: int,
+    db: list[int] = [],  # noqa: B006  # read only
 ) -> dict[str, Any]:
-    cpu0, stub0, mine0, t0 = (
-        _cpu_seconds(pid),
+    cpu0, db0, stub0, mine0, t0 = (
+        sum(_cpu_seconds(pid) for pid in pids),
+        _cpu_of(db),
         _cpu_seconds(stub_pid),
         time.process_time(),
         time.monotonic(),
     )
     outcomes = await _streams(url, n, seconds)
     elapsed = time.monotonic() - t0
-    cpu = _cpu_seconds(pid) - cpu0
+    cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu0
+    db_cpu = _cpu_of(db) - db0
     load_side = (_cpu_seconds(stub_pid) - stub0 + time.process_time() - mine0) / elapsed
     delays = sorted(d for o in outcomes for d in o.delays)
     ttfts = sorted(o.ttft for o in outcomes if o.ttft is not None)
@@ -578,6 +675,8 @@ async def _measure(
         "p50_ms": _pct(delays, 0.5) / 1e6,
         "p99_ms": _pct(delays, 0.99) / 1e6,
         "cpu_us_per_word": 1e6 * cpu / max(words, 1),
+        "db_us_per_word": 1e6 * db_cpu / max(words, 1),
+        "dups": sum(o.dups for o in outcomes),
         "cpu_share": cpu / elapsed,
         "frames_per_word": sum(o.frames for o in outcomes) / max(words, 1),
         "load_side_cpu": load_side,
@@ -623,14 +722,19 @@ def _die_with_parent() -> None:
 
 
 def _start(
-    role: str, stub: str = "", cores: set[int] | None = None
+    role: str,
+    stub: str = "",
+    cores: set[int] | None = None,
+    env: dict[str, str] | None = None,
+    inside: list[str] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
+    """``env``: more of its environment; ``inside``: the prefix that runs it in a host of its own."""
     proc = subprocess.Popen(
-        _command(role, stub),
+        [*(inside or []), *_command("ours" if role in SPREAD else role, stub)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env=_env(role),
+        env={**_env(role), **(env or {})},
         preexec_fn=_die_with_parent,
     )
     if cores is not None:
@@ -657,38 +761,101 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+class Relays:
+    """The relays of one run: each its processes, the URL(s) it serves at, and the processes of
+    its database (the several-worker relays); :meth:`close` stops all."""
+
+    def __init__(self, args: argparse.Namespace, cores: tuple[set[int], set[int]] | None) -> None:
+        relay_cores = cores[1] if cores else None
+        self.got: dict[str, tuple[list[subprocess.Popen[str]], list[str], list[int]]] = {}
+        self.net: Network | None = None
+        self.databases: list[Postgres] = []
+        bind: dict[str, str] = {}
+        if "hosts" in args.relays:  # the stub on the bridge: the hosts reach it there
+            self.net = Network()
+            bind["TOOLNEXUS_BENCH_BIND"] = self.net.gateway
+        self.stub, stub_url = _start("stub", cores=cores[0] if cores else None, env=bind)
+        self.stub_url = stub_url
+        for relay in args.relays:
+            if relay not in SPREAD:
+                proc, url = _start(relay, stub_url, relay_cores)
+                self.got[relay] = ([proc], [url], [])
+                continue
+            bins = binaries()
+            if bins is None:
+                raise SystemExit("--workers and --hosts need PostgreSQL (Debian's postgresql)")
+            workers: list[tuple[subprocess.Popen[str], str]] = []
+            if relay == "workers":
+                pg = Postgres(bins)
+                self.databases.append(pg)
+                dsn = pg.database()
+                for _ in range(args.workers):
+                    env = {"TOOLNEXUS_BENCH_STORE": dsn}
+                    workers.append(_start(relay, stub_url, relay_cores, env))
+            else:
+                assert self.net is not None
+                hosts = [self.net.host(11), self.net.host(12)]
+                there = self.net.host(3)
+                pg = Postgres(bins, host=there.addr, inside=there.cmd(), clients=self.net.cidr)
+                self.databases.append(pg)
+                dsn = pg.database()
+                for host in hosts:
+                    env = {"TOOLNEXUS_BENCH_STORE": dsn, "TOOLNEXUS_BENCH_HOST": host.addr}
+                    workers.append(_start(relay, stub_url, relay_cores, env, host.cmd()))
+            postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+            self.got[relay] = ([p for p, _ in workers], [u for _, u in workers], [postmaster])
+
+    def url(self, relay: str) -> str | list[str]:
+        urls = self.got[relay][1]
+        return urls if relay in SPREAD else urls[0]
+
+    def close(self) -> None:
+        for proc in [self.stub, *(p for procs, _, _ in self.got.values() for p in procs)]:
+            proc.kill()
+            proc.wait()
+        for pg in self.databases:
+            pg.close()
+        if self.net is not None:
+            self.net.close()
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     cores = _cores()
-    relay_cores = cores[1] if cores else None
-    stub, stub_url = _start("stub", cores=cores[0] if cores else None)
-    relays = {r: _start(r, stub_url, relay_cores) for r in args.relays}
+    relays = Relays(args, cores)
     runs: list[dict[str, Any]] = []
     try:
-        for _proc, url in relays.values():  # warm: imports, pools, first tasks
-            await _streams(url, 8, 1.0)
+        for relay in relays.got:  # warm: imports, pools, first tasks
+            await _streams(relays.url(relay), 8, 1.0)
         for rep in range(args.repeat):
             print(f"repetition {rep + 1}: load average {_load()}", file=sys.stderr, flush=True)
             for n in args.streams:
-                order = list(relays)
+                order = list(relays.got)
                 k = rep % len(order)
                 for relay in order[k:] + order[:k]:
-                    proc, url = relays[relay]
-                    row = await _measure(relay, url, proc.pid, n, args.seconds, stub.pid)
+                    procs, _, db = relays.got[relay]
+                    row = await _measure(
+                        relay,
+                        relays.url(relay),
+                        [p.pid for p in procs],
+                        n,
+                        args.seconds,
+                        relays.stub.pid,
+                        db,
+                    )
                     row["rep"], row["load"] = rep, _load()
                     runs.append(row)
                     print(
                         f"  {relay:<8}{n:>4}: {row['words_per_s']:7.0f} words/s  ttft {row['ttft_ms']:7.1f} ms  "
                         f"p50 {row['p50_ms']:7.1f}  p99 {row['p99_ms']:7.1f} ms  {row['cpu_us_per_word']:6.0f} µs/word  "
-                        f"{row['frames_per_word']:.2f} frames/word  failed {row['failed']}/{row['streams']}  "
+                        f"(database {row['db_us_per_word']:.0f})  {row['frames_per_word']:.2f} frames/word  "
+                        f"failed {row['failed']}/{row['streams']}  words twice {row['dups']}  "
                         f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
                         file=sys.stderr,
                         flush=True,
                     )
                     await asyncio.sleep(0.5)
     finally:
-        for proc in [stub, *(p for p, _ in relays.values())]:
-            proc.kill()
-            proc.wait()
+        relays.close()
     return {"runs": runs}
 
 
@@ -700,7 +867,7 @@ async def _memory(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     try:
         for n in args.streams:
-            for relay in args.relays:
+            for relay in [r for r in args.relays if r not in SPREAD]:  # one process each
                 proc, url = _start(relay, stub_url, cores[1] if cores else None)
                 try:
                     await _streams(url, 4, 0.5, "gap=0.01 count=20")
@@ -751,7 +918,7 @@ def _instructions(args: argparse.Namespace) -> list[dict[str, Any]]:
     stub, stub_url = _start("stub")
     try:
         for _ in range(args.repeat):
-            for relay in args.relays:
+            for relay in [r for r in args.relays if r not in SPREAD]:  # one process each
                 with tempfile.TemporaryDirectory() as tmp:
                     out = Path(tmp) / "callgrind.out"
                     env = {**_env(relay), "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
@@ -885,6 +1052,19 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
                 f"N={n}: ours/before CPU per word, paired: median {statistics.median(pairs):.2f} "
                 f"({pairs[0]:.2f}-{pairs[-1]:.2f})"
             )
+        for spread in SPREAD:
+            if got[spread] and got["ours"]:
+                pairs = sorted(
+                    a["cpu_us_per_word"] / b["cpu_us_per_word"]
+                    for a, b in zip(got[spread], got["ours"], strict=True)
+                )
+                lines.append(
+                    f"N={n}: {spread}/ours CPU per word, paired: median {statistics.median(pairs):.2f} "
+                    f"({pairs[0]:.2f}-{pairs[-1]:.2f}), the database's beside it "
+                    f"{med(got[spread], 'db_us_per_word'):.0f} µs a word; p99 {med(got[spread], 'p99_ms'):.1f} ms "
+                    f"(ours {med(got['ours'], 'p99_ms'):.1f}); words twice "
+                    f"{sum(r['dups'] for r in got[spread])}"
+                )
         if not all(got[r] for r in RELAYS[:3]):
             continue
         ceiling, sdk, ours = (
@@ -911,6 +1091,21 @@ def main() -> None:
         metavar="DIR",
         help="also serve the relay 'before': ours from the toolnexus package in DIR (e.g. "
         "git archive COMMIT toolnexus | tar -x -C DIR), measured beside the others",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the relay 'workers': N toolnexus serve processes on one PostgreSQL database, "
+        "each stream sent to one and followed on the next",
+    )
+    ap.add_argument(
+        "--hosts",
+        action="store_true",
+        help="also the relay 'hosts': two toolnexus serve processes each in a network namespace "
+        "of its own, the database in a third, each stream sent to one and followed on the other "
+        "(needs root)",
     )
     ap.add_argument("--memory", action="store_true", help="also measure memory per open stream")
     ap.add_argument("--memory-only", action="store_true")
@@ -956,6 +1151,7 @@ def main() -> None:
         )
         return
     args.relays = [r for r in args.relays.split(",") if r]
+    args.relays += [r for r, on in (("workers", args.workers > 1), ("hosts", args.hosts)) if on]
     if args.before:
         global BEFORE
         BEFORE = str(Path(args.before).resolve())
