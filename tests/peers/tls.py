@@ -22,6 +22,9 @@ class Pki:
     server_key: Path
     client_cert: Path
     client_key: Path
+    second_cert: Path
+    """Another client's certificate, the same CA's."""
+    second_key: Path
     stranger_cert: Path
     stranger_key: Path
 
@@ -76,7 +79,7 @@ def _issue(
 
 
 def make_pki(folder: Path) -> Pki:
-    """A CA, a server certificate and a client certificate it signed, and a stranger's."""
+    """A CA, a server certificate and two clients' certificates it signed, and a stranger's."""
     pem = serialization.Encoding.PEM
     ca_key, other_key = (
         ec.generate_private_key(ec.SECP256R1()),
@@ -89,6 +92,7 @@ def make_pki(folder: Path) -> Pki:
     for who, issuer, extra in (
         ("server", (ca.subject, ca_key), {"server": True}),
         ("client", (ca.subject, ca_key), {}),
+        ("second", (ca.subject, ca_key), {}),
         ("stranger", (other.subject, other_key), {}),
     ):
         key = ec.generate_private_key(ec.SECP256R1())

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, TaskNotFoundError
 
 from ..helpers import read_until, run_cli, started_cli
 from ..peers.tls import Pki, make_pki
@@ -165,3 +165,36 @@ async def test_the_command_line_serves_it_from_a_config_file(pki, tmp_path):
             assert data["task"]["status"]["state"] == "completed"
         refused = run_cli("send", url, "greet Ada", "--ca", str(pki.ca))  # no certificate
         assert refused.returncode != 0 and "Traceback" not in refused.stderr
+
+
+async def test_each_certificate_is_its_own_caller_on_every_binding(pki):
+    """Two clients of the same CA: a task belongs to the certificate that made it, seen by it on
+    JSON-RPC, HTTP+JSON and gRPC alike (the same caller on every binding), unknown to the other
+    (listed nowhere, "task not found"); the official SDK's client with the other certificate
+    over gRPC finds nothing either."""
+    handle = await _served(pki)
+    ada = tn.ClientCertificate(pki.client_cert, pki.client_key, ca=pki.ca)
+    bob = tn.ClientCertificate(pki.second_cert, pki.second_key, ca=pki.ca)
+    try:
+        async with tn.A2AClient(handle.url, certificate=ada) as peer:
+            task = await peer.send("greet Ada", blocking=True)
+        for binding in ("jsonrpc", "rest", "grpc"):
+            async with tn.A2AClient(handle.url, certificate=ada, binding=binding) as peer:
+                assert (await peer.get(task.id)).state.value == "completed", binding
+                listed = (await peer.list_tasks())["tasks"]
+                assert [t.id for t in listed] == [task.id], binding
+            async with tn.A2AClient(handle.url, certificate=bob, binding=binding) as peer:
+                assert (await peer.list_tasks())["tasks"] == [], binding
+                with pytest.raises(TaskNotFoundError):
+                    await peer.get(task.id)
+        http = httpx.AsyncClient(verify=_context(pki.ca, pki.second_cert, pki.second_key))
+        try:
+            channel = _channel(pki, pki.second_cert, pki.second_key)
+            client = await sdk_client(handle.url, "GRPC", "", http, "1.0", channel=channel)
+            with pytest.raises(Exception, match="(?i)not found"):
+                await client.get_task(pb.GetTaskRequest(id=task.id))
+            await client.close()
+        finally:
+            await http.aclose()
+    finally:
+        await handle.stop()

@@ -38,6 +38,8 @@ __all__ = [
     "MAX_CONNECTIONS",
     "ConnectionShare",
     "FdLimit",
+    "PEER_CERTIFICATE",
+    "peer_certificate",
     "fd_limit",
     "raise_fd_limit",
     "connections_for",
@@ -310,6 +312,25 @@ def _head_size(target: bytes, headers: Iterable[tuple[bytes, bytes]]) -> int:
     return len(target) + sum(len(k) + len(v) + 4 for k, v in headers)
 
 
+PEER_CERTIFICATE = "toolnexus.peer_certificate"
+"""The key of a request's ASGI ``state`` holding the certificate its connection's TLS client
+presented (DER bytes), where the server required one (mutual TLS); absent otherwise. Set by the
+host per connection: no header can carry it."""
+
+
+def peer_certificate(scope: Any) -> bytes | None:
+    """The certificate the client of this request's connection presented (mutual TLS), or None."""
+    state = scope.get("state")
+    found = state.get(PEER_CERTIFICATE) if isinstance(state, dict) else None
+    return found if isinstance(found, bytes) else None
+
+
+def _presented(transport: Any) -> bytes | None:
+    """The certificate a TLS client presented on ``transport`` (DER), verified by the handshake."""
+    tls = transport.get_extra_info("ssl_object")
+    return tls.getpeercert(binary_form=True) if tls is not None else None
+
+
 def _guarded(
     base: Any, header_timeout: float, max_head: int = MAX_HEAD, one_write: bool = False
 ) -> type[asyncio.Protocol]:
@@ -318,8 +339,9 @@ def _guarded(
     timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
     same request's body still arriving (a trickled body); and answering 431 to a request whose
     head is past ``max_head`` bytes (httptools bounds nothing; h11's own bound answers 400), the
-    connection closed once more than ``max_head`` bytes came without the head's end. No cost per
-    request beyond a count."""
+    connection closed once more than ``max_head`` bytes came without the head's end; a TLS
+    client's certificate (mutual TLS) put in each of its requests' state (:data:`PEER_CERTIFICATE`).
+    No cost per request beyond a count."""
 
     whole = (
         base.__name__ == "HttpToolsProtocol"
@@ -328,6 +350,9 @@ def _guarded(
     class Guarded(base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            certificate = _presented(transport)
+            if certificate is not None:  # each request's state says who this connection is
+                self.app_state = {**self.app_state, PEER_CERTIFICATE: certificate}
             self._tn_one = _OneWrite(transport, self) if one_write else None
             self._tn_seen = None
             self._tn_head: int | None = 0  # bytes of a head still arriving (None: none is)

@@ -49,6 +49,7 @@ from ..errors import (
     VersionNotSupportedError,
 )
 from ..events import TaskEvent, TextEvent
+from ..http.server import peer_certificate
 from ..protocol import rest
 from ..protocol.dialects import (
     Dialect,
@@ -289,7 +290,7 @@ class A2AEndpoint:
 
     async def _rpc(self, request: Request, headers: Mapping[str, str]) -> Any:
         try:
-            owner = await self.owner_of(headers)
+            owner = await self.owner_of(headers, peer_certificate(request.scope))
             body = await self._read(request, headers)
         except Refusal as refusal:
             if refusal.status in (401, 403):  # HTTP authentication, before the body is read:
@@ -420,9 +421,12 @@ class A2AEndpoint:
         value = header_value(on)
         return {HEADER: value} | ({} if dialect is Dialect.V10 else {LEGACY_HEADER: value})
 
-    async def owner_of(self, headers: Mapping[str, str]) -> str | None:
+    async def owner_of(
+        self, headers: Mapping[str, str], certificate: bytes | None = None
+    ) -> str | None:
         """The caller's owner key (see ``Auth.admit``) from its headers (lower-case names) or a
-        gRPC call's metadata; a refused caller raises Refusal. Every binding reads its caller here,
+        gRPC call's metadata, and the client certificate its connection presented (mutual TLS);
+        a refused caller raises Refusal. Every binding reads its caller here,
         so the caller's W3C trace is noted here too (``trace.accept``), and what it was granted
         (``_GRANTED``), which the skills' security requirements are checked against."""
         trace.accept(headers)
@@ -431,7 +435,7 @@ class A2AEndpoint:
         if auth is None:
             return None
         try:
-            caller = await auth.admit(headers)
+            caller = await auth.admit(headers, certificate)
         except AuthRefused as refused:
             raise Refusal(refused.status, str(refused), refused.headers) from None
         _GRANTED.set(caller)
@@ -448,7 +452,7 @@ class A2AEndpoint:
         activated: dict[str, str] = {}
         try:
             # first: an unauthenticated caller learns nothing more
-            owner = await self.owner_of(request.headers)
+            owner = await self.owner_of(request.headers, peer_certificate(request.scope))
             version = request.headers.get("a2a-version")
             if version is not None and major_version(version) != (0 if v03 else 1):
                 speaks = "0.3 under /v1/" if v03 else "1.0"

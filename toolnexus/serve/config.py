@@ -215,7 +215,8 @@ class Auth:
         """Mutual TLS: HTTP and gRPC served over TLS with ``cert`` and ``key`` (PEM), taking only
         callers whose certificate ``ca`` (PEM, one CA or several) signed; checked in the TLS
         handshake, before any request (the card too: a caller without a certificate reaches
-        nothing). Every such caller shares one task space."""
+        nothing). Each certificate is its own caller (its SHA-256 fingerprint: a task belongs to
+        the certificate that made it, on every binding)."""
         return cls("mutualTLS", tls=MutualTLS(os.fspath(ca), os.fspath(cert), os.fspath(key)))
 
     @property
@@ -306,15 +307,19 @@ class Auth:
         shared secret's schemes only (:meth:`admit` reads every scheme)."""
         return self.identify(headers)[0]
 
-    async def admit(self, headers: Mapping[str, str]) -> Caller:
-        """The caller a request's headers (lower-case names; gRPC: its metadata) present.
+    async def admit(self, headers: Mapping[str, str], certificate: bytes | None = None) -> Caller:
+        """The caller a request's headers (lower-case names; gRPC: its metadata) present, or the
+        client certificate (DER) its connection presented.
 
         Raises:
             AuthRefused: none this agent takes (401), or one without the scopes every call needs
                 (403).
         """
         if self.tls is not None:  # the handshake took only certificates the CA signed
-            return Caller()
+            # each certificate its own caller, the same on every binding (None: not over TLS)
+            if certificate is None:
+                return Caller()
+            return Caller("cert-" + hashlib.sha256(certificate).hexdigest()[:16])
         if self.tokens is None:
             status, owner = self.identify(headers)
             if status is not None:

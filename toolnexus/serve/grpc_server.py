@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from .._json import is_array
 from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSupportedError
 from ..http.server import MAX_CONNECTIONS, MAX_HEAD, http_url, parse_addr
 from ..protocol import rest
@@ -135,7 +137,7 @@ class GrpcServer:
             k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)
         }
         try:
-            owner = await self.endpoint.owner_of(metadata)
+            owner = await self.endpoint.owner_of(metadata, _certificate(context))
         except Refusal as refusal:
             code = (
                 grpc.StatusCode.UNAUTHENTICATED
@@ -236,3 +238,13 @@ def _answer(op: Operation, result: Any, v03: bool) -> Any:
     except RPCError as exc:
         log.error("gRPC %s: the answer is not a valid %s: %s", op.v10, response, exc.message)
         raise InternalError() from None
+
+
+def _certificate(context: Any) -> bytes | None:
+    """The client certificate (DER) a call's TLS channel presented (mutual TLS), or None: as the
+    HTTP host reads it (``http.server.peer_certificate``), so a caller is the same on every binding."""
+    auth: Any = context.auth_context()  # grpcio's: property name -> its values (bytes)
+    found: object = auth.get("x509_pem_cert") if auth else None
+    if not is_array(found) or not found or not isinstance(found[0], bytes):
+        return None
+    return ssl.PEM_cert_to_DER_cert(found[0].decode("ascii"))
