@@ -467,14 +467,20 @@ class MCPScreen(ModeScreen):
         if target:
             self._connect(*target)
 
-    @work(exclusive=True, group="mcp-connect")
-    async def _connect(self, target: str | list[str], env: dict[str, str] | None) -> None:
-        where = target if isinstance(target, str) else shlex.join(target)
+    def _connect(self, target: str | list[str], env: dict[str, str] | None) -> None:
+        """What is connected to is what the next Enter compares with from now on, not from when
+        the connection's worker starts: an Enter on another endpoint right after (the worker not
+        yet run) asked whether to connect "again" to the one still open."""
         self._typed = (
-            where,
+            target if isinstance(target, str) else shlex.join(target),
             self.query_one("#mcp-url", Input).value,
             self.query_one("#mcp-headers", Input).value,
         )
+        self._connecting(target, env)
+
+    @work(exclusive=True, group="mcp-connect")
+    async def _connecting(self, target: str | list[str], env: dict[str, str] | None) -> None:
+        where = target if isinstance(target, str) else shlex.join(target)
         self._say(f"connecting to {where} …")
         self._status(Text(f"connecting to {printable(where, 200)} …", "yellow"))
         old, self.session = self.session, None
