@@ -165,7 +165,10 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
         # Chat with it
         table.focus()
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.peer == evil)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == evil and type(app.screen).__name__ == "ChatScreen",
+        )
         reply = await chat(app, pilot, "hello")
         assert "[/bold]evil" in reply.text
         assert "\x1b" not in _shown(app, "#chat-log")

@@ -255,7 +255,10 @@ async def test_a_hosted_server_with_auth_is_called_with_its_own_token(
         assert app.peer_book.peers[url].headers == {"Authorization": "Bearer ${TN_OWN_TOKEN}"}
         app.chat_peer = url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         reply = await chat(app, pilot, "hello there")
         assert (
             "authentication required" not in reply.text
@@ -529,7 +532,10 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
             await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
             app.chat_peer = url
             await pilot.press("4")
-            await until(pilot, lambda: app.conversation.peer == url)
+            await until(
+                pilot,
+                lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+            )
             box = app.screen.query_one("#chat-input", Input)
             box.value = "slow 3"
             await pilot.press("enter")
@@ -578,15 +584,24 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
         )
         app.chat_peer = a.url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == a.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == a.url and type(app.screen).__name__ == "ChatScreen",
+        )
         first = await chat(app, pilot, "hello one")
         assert first.text == "You said: hello one"
         app.screen.query_one("#chat-peer", Select).value = b.url
-        await until(pilot, lambda: app.conversation.peer == b.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == b.url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert app.conversation.turns == []
         await chat(app, pilot, "hello two")
         app.screen.query_one("#chat-peer", Select).value = a.url
-        await until(pilot, lambda: app.conversation.peer == a.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == a.url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert [turn.text for turn in app.conversation.turns] == [
             "hello one",
             "You said: hello one",
@@ -638,7 +653,10 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
         assert "1 task(s)" in shown(app, "#remote-tasks")
         app.chat_peer = h.url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == h.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
+        )
         await pilot.press("ctrl+g")
         await until(pilot, lambda: isinstance(app.screen, Prompt))
         app.screen.query_one("#prompt-text", Input).value = made["id"]

@@ -107,7 +107,10 @@ async def test_after_picking_a_peer_what_is_typed_is_the_message():
     async with app.run_test(size=(120, 40)) as pilot:
         url = await running(app, pilot)
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         await pilot.press("ctrl+l")
         picker = app.screen.query_one("#chat-peer", Select)
         await until(pilot, lambda: picker.expanded)

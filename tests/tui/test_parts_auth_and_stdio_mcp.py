@@ -41,7 +41,9 @@ async def _chat_with(app: ToolnexusApp, pilot, url: str) -> None:
     await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
     app.chat_peer = url
     await pilot.press("4")
-    await until(pilot, lambda: app.conversation.peer == url)
+    await until(
+        pilot, lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen"
+    )
 
 
 async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp_path: Path):
@@ -180,7 +182,10 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         await until(pilot, lambda: all(p.state == "reachable" for p in book.peers.values()))
         app.chat_peer = sdk_url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == sdk_url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == sdk_url and type(app.screen).__name__ == "ChatScreen",
+        )
         refused = await chat(app, pilot, "hello")
         assert "401" in refused.text, refused
         # the Auth tab offers what the card asks for: basic
@@ -205,7 +210,10 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
             ),
         )
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == sdk_url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == sdk_url and type(app.screen).__name__ == "ChatScreen",
+        )
         ok = await chat(app, pilot, "hello again")
         assert ok.text == "echo: hello again"
         # the API key peer: its card names the header; a literal key works and is never saved
@@ -235,7 +243,10 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         assert any("kept for this session only" in n.message for n in app._notifications)
         app.chat_peer = h.url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == h.url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert (await chat(app, pilot, "keyed hello")).text == "You said: keyed hello"
         # the file keeps the reference and the key's header name, never a literal secret
         saved = (tmp_path / "config" / "peers-v1.json").read_text()
@@ -334,7 +345,10 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         hosted = await _hosted_url(app, pilot)
         app.chat_peer = hosted
         app.screen._peers()
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         await pilot.press("ctrl+y")
         await until(pilot, lambda: app.conversation.push)
         assert "push on" in shown(app, "#chat-context")
@@ -388,7 +402,10 @@ async def test_a_signed_agents_push_notifications_show_their_verdict(tmp_path: P
         assert card.signatures is not None and card.signatures.valid, card.signatures
         app.chat_peer = hosted
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         await pilot.press("ctrl+y")
         await until(pilot, lambda: app.conversation.push)
         app.screen.query_one("#chat-input", Input).value = "hello with push"
@@ -448,7 +465,10 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
         assert "rest!" in str(table.get_row(hosted)[3])
         app.chat_peer = hosted
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         app.screen.query_one("#chat-input", Input).value = "hi rest"
         await pilot.press("enter")
         await until(pilot, lambda: "You said: hi rest" in shown(app, "#chat-log"))

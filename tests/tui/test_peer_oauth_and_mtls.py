@@ -77,7 +77,10 @@ async def test_the_device_code_flow_shows_its_code_while_polling_and_the_chat_ge
         )
         app.chat_peer = url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         app.screen.query_one("#chat-input", Input).value = "hello device"
         await pilot.press("enter")
         code = f"To sign in, open {auth.url}/device/enter and enter the code WDJB-MJHT"
@@ -94,7 +97,10 @@ async def test_the_device_code_flow_shows_its_code_while_polling_and_the_chat_ge
         assert auth.grants[-1]["grant_type"] == "urn:ietf:params:oauth:grant-type:device_code"
         assert auth.grants[-1]["client_id"] == "terminal"
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         # the token is kept: the next message runs no flow
         polls = auth.polls
         assert (await chat(app, pilot, "again")).text == "echo: again"
@@ -136,7 +142,10 @@ async def test_the_browser_kind_opens_the_sign_in_and_takes_the_loopback_redirec
         )
         app.chat_peer = url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert (await chat(app, pilot, "hello pkce")).text == "echo: hello pkce"
         await asyncio.gather(*browsing)
     assert opened[0].startswith(auth.url + "/authorize?response_type=code")
@@ -181,7 +190,10 @@ async def test_a_client_certificate_from_the_auth_tab_reaches_a_peer_behind_mutu
         await until(pilot, lambda: book.peers[url].state == "reachable")
         app.chat_peer = url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert (await chat(app, pilot, "hello mtls")).text == "echo: hello mtls"
     saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())["peers"][0]["auth"]
     assert saved == {
@@ -228,7 +240,10 @@ async def test_client_credentials_from_the_auth_tab_get_the_token_and_the_chat_g
         )
         app.chat_peer = url
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == url)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+        )
         assert (await chat(app, pilot, "hello client")).text == "echo: hello client"
     assert auth.grants[-1]["grant_type"] == "client_credentials"
     assert auth.grants[-1]["scope"] == "a2a"

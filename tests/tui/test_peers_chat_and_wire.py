@@ -132,7 +132,10 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         app.screen.query_one("#peers", DataTable).focus()
         table.move_cursor(row=table.get_row_index(hosted))
         await pilot.press("enter")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         first = await chat(app, pilot, "hello there")
         assert first.text == "You said: hello there"
         second = await chat(app, pilot, "and again")
@@ -199,7 +202,13 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         for url, expect in ((sdk_url, "echo: hi sdk"), (legacy.url, "echo: what is 6*7")):
             app.chat_peer = url
             app.screen.on_screen_resume()
-            await until(pilot, lambda: app.conversation.peer == url)  # noqa: B023  # awaited here
+            await until(
+                pilot,
+                lambda: (
+                    app.conversation.peer == url  # noqa: B023  # awaited here
+                    and type(app.screen).__name__ == "ChatScreen"
+                ),
+            )
             reply = await chat(app, pilot, "hi sdk" if url == sdk_url else "what is 6*7")
             assert reply.text == expect, reply
 
@@ -280,7 +289,10 @@ async def test_chat_opens_on_the_server_the_hint_names():
         hosted = next(url for url, p in app.peer_book.peers.items() if p.hosted)
         assert "4 chats with it" in text_of(app, "#server-detail")
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         app.screen.query_one("#chat-input", Input).value = "hello hint"
         await pilot.press("enter")
         await until(pilot, lambda: "You said: hello hint" in text_of(app, "#chat-log"))
@@ -526,7 +538,10 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
         # the picker: ctrl+l from Chat opens it; ctrl+p → "Chat with demo-desk" opens Chat on it
         titles = {title: run for title, _, run in app.palette_commands()}
         titles["Chat with demo-desk"]()
-        await until(pilot, lambda: app.conversation.peer == hosted)
+        await until(
+            pilot,
+            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+        )
         await pilot.press("ctrl+l")
         await pilot.pause(0.1)
         picker = app.screen.query_one("#chat-peer", Select)

@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual.css.query import NoMatches  # noqa: E402
 from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
@@ -26,9 +27,17 @@ from ..serve.wire import envelope, rpc, v03_message  # noqa: E402
 
 
 async def until(pilot, check, timeout: float = 10.0) -> None:
+    """Wait until ``check()`` holds. A check that queries a widget of a screen not shown yet (a mode
+    key pressed: the switch is a step of its own) is not reached yet, rather than failed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except NoMatches:
+            if loop.time() > deadline:
+                raise
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
@@ -44,7 +53,9 @@ async def chat_with_hosted(app: ToolnexusApp, pilot) -> str:
     )
     app.chat_peer = hosted
     await pilot.press("4")
-    await until(pilot, lambda: app.conversation.peer == hosted)
+    await until(
+        pilot, lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen"
+    )
     return hosted
 
 
