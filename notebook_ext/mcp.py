@@ -6,7 +6,8 @@ the doctor's report on it, the server itself (capabilities, instructions, the ro
 and a stdio server's stderr as it comes. As the TUI's MCP mode: the transport and era chosen
 (``transport=``, ``mode=``), an OAuth client id for a server that registers none, lists read a
 page at a time (``next page`` shows the server's cursor), a call in flight cancelled, the log
-level asked, ping with its round trip, a form's booleans as checkboxes and enums as choices, an MCP
+level asked, ping with its round trip, a prompt's arguments and a template's variables completed
+as they are typed (the server's suggestions offered in the box), a form's booleans as checkboxes and enums as choices, an MCP
 App's ``ui://`` resources marked. What the server asks shows above the tabs: an elicitation as a
 form (accept, decline, cancel), a sampling request to approve before the toolkit's model answers
 it (or answered with a reply the user writes), an OAuth sign-in as a link. Every peer string is
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import ipywidgets as w
@@ -62,6 +64,17 @@ def _pre(text: str) -> str:
     return f"<pre>{html.escape(printable(text, TEXT_SHOWN))}</pre>"
 
 
+async def _suggest(complete: Complete, f: Field, box: Any) -> None:
+    """The server's suggestions for what ``box`` holds now, offered in it (a failure: none)."""
+    typed = box.value
+    try:
+        values = await complete(f.name, typed)
+    except Exception:  # noqa: BLE001 - a suggestion that failed is none
+        return
+    if box.value == typed:  # not typed on meanwhile
+        box.options = [printable(v, 200) for v in values if isinstance(v, str)][:SUGGESTED]
+
+
 def _control(f: Field) -> Any:
     """A field's control (:attr:`Field.control <toolnexus.mcp.Field.control>`): a checkbox, a
     choice (with a blank: left out, when it may be), else a text box."""
@@ -88,18 +101,40 @@ def _text(f: Field, box: Any) -> str:
     return str(box.value)
 
 
+Complete = Callable[[str, str], Awaitable[list[str]]]
+"""What the server suggests for an argument (its name) as its text is typed (``completion/complete``)."""
+SUGGESTED = 20
+"""The most suggestions a box offers."""
+
+
 class _Form(w.VBox):
     """A form's fields (a tool's arguments, a prompt's, a template's variables): text boxes,
-    checkboxes and choices."""
+    checkboxes and choices; with ``complete``, a text box offers what the server suggests for
+    the text typed (a prompt's arguments, a template's variables)."""
 
     def __init__(self) -> None:
         super().__init__([])
         self.fields: list[Field] = []
         self.boxes: list[Any] = []
 
-    def show(self, fields: list[Field]) -> None:
+    def show(self, fields: list[Field], complete: Complete | None = None) -> None:
         self.fields = fields
-        self.boxes = [_control(f) for f in fields]
+        self.boxes = []
+        for f in fields:
+            box = _control(f)
+            if complete is not None and isinstance(box, w.Text):
+                box = w.Combobox(
+                    value=box.value,
+                    placeholder=box.placeholder,
+                    tooltip=box.tooltip,
+                    description=box.description,
+                    style={"description_width": "initial"},
+                    ensure_option=False,
+                )
+                box.observe(
+                    lambda _, f=f, box=box: _schedule(_suggest(complete, f, box)), names="value"
+                )
+            self.boxes.append(box)
         self.children = self.boxes
 
     def fill(self, **texts: Any) -> None:
@@ -579,7 +614,10 @@ class MCPWidget(w.VBox):
         i = self.resource.value
         chosen = self.resources[i] if i is not None else None
         template = chosen.get("uri_template", "") if chosen and chosen["template"] else ""
-        self.template_form.show(template_fields(template) if template else [])
+        self.template_form.show(
+            template_fields(template) if template else [],
+            complete=lambda arg, typed: self.session.complete("template", template, arg, typed),
+        )
         uri = chosen.get("uri") if chosen and not chosen["template"] else None
         self.subscribe_button.disabled = uri is None
         self.subscribe_button.value = uri in self.session.subscribed if uri else False
@@ -645,8 +683,10 @@ class MCPWidget(w.VBox):
 
     def _prompt_chosen(self) -> None:
         i = self.prompt.value
+        name = self.prompts[i]["name"] if i is not None else ""
         self.prompt_form.show(
-            prompt_fields(self.prompts[i].get("arguments") or []) if i is not None else []
+            prompt_fields(self.prompts[i].get("arguments") or []) if i is not None else [],
+            complete=lambda arg, typed: self.session.complete("prompt", name, arg, typed),
         )
 
     def get_prompt(self) -> asyncio.Task[Any] | None:

@@ -17,6 +17,9 @@ pytest.importorskip("ipywidgets")
 
 from IPython.core.error import UsageError  # noqa: E402
 
+import toolnexus as tn  # noqa: E402
+
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
 from ..peers import mcp_peers  # noqa: E402
 from .test_magics import ip  # noqa: E402, F401 - the shell fixture
 
@@ -211,3 +214,26 @@ async def test_a_sampling_request_answered_with_a_reply_written_and_a_forms_choi
     await calling
     assert "&lt;i&gt;waves&lt;/i&gt; by hand" in m.result.value and not m.asking.children
     await m.aclose()
+
+
+async def test_an_argument_is_completed_as_it_is_typed(ip):  # noqa: F811
+    """The server's completion/complete offered in the box as it is typed (our /mcp serves the
+    weather skill's cities from its table, and a skill's files for its template)."""
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    async with await tk.serve(mcp=True) as served:
+        m = ip.run_line_magic("toolnexus", f"mcp {served.mcp_url}")
+        await m.ready()
+        choose(m.prompt, "weather")
+        city, unit = m.prompt_form.boxes[:2]
+        city.value = "Li"
+        await until(lambda: "Lisbon" in city.options)
+        unit.value = "f"
+        await until(lambda: list(unit.options) == ["fahrenheit"])
+        city.value, unit.value = "Lisbon", "fahrenheit"
+        await m.get_prompt()
+        assert "Lisbon" in m.messages.value and "fahrenheit" in m.messages.value
+        choose(m.resource, "skill://weather/{+path}")
+        [path] = m.template_form.boxes
+        path.value = "ref"
+        await until(lambda: any(o.startswith("reference/") for o in path.options))
+        await m.aclose()
