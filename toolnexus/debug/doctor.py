@@ -621,93 +621,8 @@ async def _active(
         await _round_trip(client, card, traffic, add, seen)
         if card.streaming:
             before = find.mark()
-            frames: list[Any] = []
-            try:  # a peer that streams forever must not keep the doctor forever
-                async with asyncio.timeout(max(timeout, 30.0)):
-                    async with contextlib.aclosing(
-                        client.stream("hello again from toolnexus doctor")
-                    ) as stream:
-                        async for frame in stream:
-                            frames.append(frame)
-                            if len(frames) >= MAX_FRAMES:
-                                find.found(
-                                    "warning",
-                                    "streaming",
-                                    f"a stream for a one-line message sent "
-                                    f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
-                                    breaks=["streaming clients that wait for the end"],
-                                    fix="end the stream when the task is final or interrupted",
-                                )
-                                break
-            except TimeoutError:
-                find.found(
-                    "warning",
-                    "streaming",
-                    f"a stream for a one-line message did not end within "
-                    f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
-                    before,
-                )
-            streamed = [
-                e
-                for e in list(traffic.events)[before:]
-                if e.rpc_method in ("message/stream", "SendStreamingMessage")
-            ]
-            answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
-            broke = next((e for e in streamed if e.error), None)
-            if client.dialect is not None:
-                _frames(streamed, client.endpoint, client.dialect, seen)
-            _contents(streamed, add)
-            await _stream_costs(streamed, add)
-            if len(frames) >= MAX_FRAMES:
-                pass  # said above
-            elif broke is not None:
-                add(
-                    Finding(
-                        "warning",
-                        "streaming",
-                        f"the stream broke off after {len(broke.frames)} event(s), before the "
-                        f"task settled: {broke.error}",
-                        [evidence(broke)],
-                        ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x"],
-                        "keep a stream open until its task is final or interrupted (a proxy in "
-                        "front may end long answers: raise its read timeout, and send keep-alive "
-                        "comments)",
-                    )
-                )
-            elif (
-                frames and client.binding is Binding.GRPC
-            ):  # a server-streaming call: no SSE to check
-                find.found(
-                    "ok",
-                    "streaming",
-                    f"the card says streaming, and {len(frames)} frame(s) arrived "
-                    "over a gRPC stream",
-                )
-            elif frames and answered.startswith("text/event-stream"):
-                find.found(
-                    "ok",
-                    "streaming",
-                    f"the card says streaming, and {len(frames)} frame(s) arrived",
-                )
-            elif frames:
-                find.found(
-                    "warning",
-                    "streaming",
-                    f"the card says streaming, but the stream was answered as "
-                    f"{answered or 'no content type'}, not SSE",
-                    before,
-                    ["streaming clients"],
-                    "answer message/stream with text/event-stream frames",
-                )
-            else:
-                find.found(
-                    "error",
-                    "streaming",
-                    "the card says streaming, but no frame arrived",
-                    before,
-                    ["streaming clients"],
-                    "serve message/stream (SSE), or set capabilities.streaming to false",
-                )
+            frames = await _read_stream(client, find, timeout, before)
+            await _judge_stream(client, find, seen, frames, before)
     except (RPCError, PeerError) as exc:
         if seen.ours is None:
             seen.ours = str(exc)
@@ -723,6 +638,102 @@ async def _active(
         )
     finally:
         await client.release()
+
+
+async def _read_stream(client: A2AClient, find: Finder, timeout: float, before: int) -> list[Any]:
+    """The frames of a stream for a one-line message, read for a bounded time and count."""
+    frames: list[Any] = []
+    try:  # a peer that streams forever must not keep the doctor forever
+        async with asyncio.timeout(max(timeout, 30.0)):
+            async with contextlib.aclosing(
+                client.stream("hello again from toolnexus doctor")
+            ) as stream:
+                async for frame in stream:
+                    frames.append(frame)
+                    if len(frames) >= MAX_FRAMES:
+                        find.found(
+                            "warning",
+                            "streaming",
+                            f"a stream for a one-line message sent "
+                            f"{MAX_FRAMES} frames without ending; the doctor stopped reading",
+                            breaks=["streaming clients that wait for the end"],
+                            fix="end the stream when the task is final or interrupted",
+                        )
+                        break
+    except TimeoutError:
+        find.found(
+            "warning",
+            "streaming",
+            f"a stream for a one-line message did not end within "
+            f"{max(timeout, 30.0):g} s ({len(frames)} frame(s))",
+            before,
+        )
+    return frames
+
+
+async def _judge_stream(
+    client: A2AClient, find: Finder, seen: _Seen, frames: list[Any], before: int
+) -> None:
+    """What a stream's frames and wire say: SSE, frames that arrived, broken off or none."""
+    traffic, add = find.traffic, find.add
+    streamed = [
+        e
+        for e in list(traffic.events)[before:]
+        if e.rpc_method in ("message/stream", "SendStreamingMessage")
+    ]
+    answered = streamed[0].response_headers.get("content-type", "") if streamed else ""
+    broke = next((e for e in streamed if e.error), None)
+    if client.dialect is not None:
+        _frames(streamed, client.endpoint, client.dialect, seen)
+    _contents(streamed, add)
+    await _stream_costs(streamed, add)
+    if len(frames) >= MAX_FRAMES:
+        pass  # said above
+    elif broke is not None:
+        add(
+            Finding(
+                "warning",
+                "streaming",
+                f"the stream broke off after {len(broke.frames)} event(s), before the "
+                f"task settled: {broke.error}",
+                [evidence(broke)],
+                ["a2a-sdk 1.x", "a2a-sdk 0.3", "JS SDK 1.x"],
+                "keep a stream open until its task is final or interrupted (a proxy in "
+                "front may end long answers: raise its read timeout, and send keep-alive "
+                "comments)",
+            )
+        )
+    elif frames and client.binding is Binding.GRPC:  # a server-streaming call: no SSE to check
+        find.found(
+            "ok",
+            "streaming",
+            f"the card says streaming, and {len(frames)} frame(s) arrived over a gRPC stream",
+        )
+    elif frames and answered.startswith("text/event-stream"):
+        find.found(
+            "ok",
+            "streaming",
+            f"the card says streaming, and {len(frames)} frame(s) arrived",
+        )
+    elif frames:
+        find.found(
+            "warning",
+            "streaming",
+            f"the card says streaming, but the stream was answered as "
+            f"{answered or 'no content type'}, not SSE",
+            before,
+            ["streaming clients"],
+            "answer message/stream with text/event-stream frames",
+        )
+    else:
+        find.found(
+            "error",
+            "streaming",
+            "the card says streaming, but no frame arrived",
+            before,
+            ["streaming clients"],
+            "serve message/stream (SSE), or set capabilities.streaming to false",
+        )
 
 
 async def _cancel(
