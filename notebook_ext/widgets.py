@@ -30,8 +30,9 @@ from toolnexus.client.conversation import Conversation, Turn, TurnState
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.debug.cassette import save
 from toolnexus.debug.client_doctor import start_client_doctor
+from toolnexus.debug.cost import card_cost
 from toolnexus.debug.diagram import Diagram
-from toolnexus.debug.doctor import doctor
+from toolnexus.debug.doctor import counted, doctor
 from toolnexus.debug.report import DoctorReport
 from toolnexus.display import badge, error_html, to_dataframe
 from toolnexus.errors import ConfigError, PeerError, ToolnexusError
@@ -766,6 +767,8 @@ class CardWidget(w.VBox):
         self.url = url
         self.card: Any = None
         self.report: Any = None
+        self.cost = ""
+        """The card's size in model tokens, as ``toolnexus card --validate`` says it."""
         self.extended = extended
         """Show the extended card the headers' credentials get (GetExtendedAgentCard)."""
         self.view = w.HTML(f"<i>fetching {html.escape(url)}…</i>")
@@ -797,8 +800,11 @@ class CardWidget(w.VBox):
                 "its signature is not valid: no chat with a card that may be forged"
             )
             _hide(self.chat_button)
-            return self.card
-        self.chat_button.disabled = False
+        else:
+            self.chat_button.disabled = False
+        card = self.card  # its size in tokens, as card --validate says it (counted on a thread)
+        self.cost = (await counted("cost: card", lambda: card_cost(card.raw))).message
+        self.view.value += f'<div class="toolnexus-muted">cost: {html.escape(self.cost)}</div>'
         return self.card
 
     async def done(self) -> Any:

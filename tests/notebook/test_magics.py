@@ -27,6 +27,7 @@ from toolnexus.errors import ConfigError, MissingExtra, PeerError  # noqa: E402
 from toolnexus.http.server import AsgiServer  # noqa: E402
 from toolnexus.stores import STORE_FORMS  # noqa: E402
 
+from ..helpers import arun_cli  # noqa: E402
 from ..peers.sdk_server import sdk_server, takes_anything  # noqa: E402
 from ..serve.wire import rpc, v03_message  # noqa: E402
 
@@ -279,6 +280,10 @@ async def test_card_and_chat(ip):
     assert card.card.name == "c-desk" and card.report.ok
     assert "offers 1.0 and 0.3" in card.view.value and not card.chat_button.disabled
     assert "<b>signature</b> <span" in card.view.value and ">unsigned</span>" in card.view.value
+    code, out, err = await arun_cli("card", server.url, "--validate")  # the CLI's count, the same
+    [cost] = [line.strip() for line in out.splitlines() if line.startswith("  cost: ")]
+    assert code == 0 and "tokens (tiktoken" in cost, out + err
+    assert f'<div class="toolnexus-muted">{html.escape(cost)}</div>' in card.view.value
     card.chat_button.click()
     assert isinstance(card.chat_area.children[0], ChatWidget)
     assert repr(card) == "<CardWidget (shown above)>"
