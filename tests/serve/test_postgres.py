@@ -4,6 +4,7 @@ workers (two served agents in one process) sharing one database, and the databas
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import asyncpg
 import httpx
@@ -643,3 +644,52 @@ async def test_saves_made_together_are_one_statement_and_each_gets_its_own_answe
         await db.close()
         await one.aclose()
         await two.aclose()
+
+
+async def test_a_followed_streams_words_go_on_while_another_workers_move_is_read(postgres):
+    """A worker hears other workers' moves and words on one channel; taking a move reads the task
+    (a round trip). The words of a stream it follows must not wait behind that read: here the
+    read is held (the tasks table locked; the move announced apart, as another worker would) while
+    the run on the other worker goes on talking."""
+
+    async def talker(request: dict[str, Any]) -> Any:
+        for i in range(400):
+            await asyncio.sleep(0.02)
+            yield f" w{i}"
+
+    async def worker() -> tn.ServeHandle:
+        tk = await tn.create_toolkit(builtins=False)
+        client = tn.create_in_process_client(talker, "talker")
+        return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
+
+    first, second = await worker(), await worker()
+    db, other = await asyncpg.connect(postgres), await asyncpg.connect(postgres)
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            task = await one.send("talk")
+            heard: list[int] = []
+            locked = asyncio.Event()
+            async with asyncio.timeout(30):
+                async for seen in two.resubscribe(task.id):  # followed on the second worker
+                    words = len(" ".join(a.text for a in seen.artifacts).split())
+                    heard.append(words)
+                    if words >= 10 and not locked.is_set():
+                        await db.execute("BEGIN")
+                        await db.execute("LOCK TABLE toolnexus_tasks IN ACCESS EXCLUSIVE MODE")
+                        # a move the second worker must read (it follows the task): it waits
+                        await other.execute(
+                            "SELECT pg_notify('toolnexus_tasks', $1)",
+                            f"another-worker {task.id} 99 working",
+                        )
+                        locked.set()
+                        at_lock = words
+                    elif locked.is_set() and words >= at_lock + 20:
+                        break  # twenty words more while the read waits
+            await db.execute("ROLLBACK")
+            await one.cancel(task.id)
+        assert locked.is_set() and heard[-1] >= at_lock + 20
+    finally:
+        await db.close()
+        await other.close()
+        await first.stop()
+        await second.stop()

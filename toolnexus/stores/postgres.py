@@ -580,6 +580,9 @@ class WorkerLink:
         self.runner = runner
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._out: asyncio.Queue[str] = asyncio.Queue()  # announcements waiting to be sent
+        # other workers' moves of tasks, each read from the store in turn: apart from _queue, so
+        # that no word waits behind a read
+        self._moves: asyncio.Queue[tuple[str, int, TaskState]] = asyncio.Queue()
         self._listener: Any = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -590,6 +593,7 @@ class WorkerLink:
             asyncio.ensure_future(self._deliver()),
             asyncio.ensure_future(self._tick()),
             asyncio.ensure_future(self._announce()),
+            asyncio.ensure_future(self._arrive()),
         ]
 
     def want(self, task_id: str) -> None:
@@ -634,7 +638,8 @@ class WorkerLink:
         self._listener = connection
 
     async def _deliver(self) -> None:
-        """Other workers' changes, in the order the database announced them."""
+        """Other workers' announcements, in the order the database made them: words and wants
+        handed on at once, moves of tasks to :meth:`_arrive`."""
         me = self.store.worker + " "
         while True:
             payload = await self._queue.get()
@@ -650,11 +655,27 @@ class WorkerLink:
                     self.runner.heard_words(task_id, context_id, artifact_id, offset, piece, last)
                 else:
                     version, state = rest.split(" ")
-                    await self.runner.arrived(kind, int(version), TaskState(state))
-            except Exception as exc:  # one bad announcement or a store error never ends the link
+                    self._moves.put_nowait((kind, int(version), TaskState(state)))
+            except Exception as exc:  # one bad announcement never ends the link
                 log.warning(
                     "worker link: could not deliver %r: %s: %s",
                     payload[:200],
+                    type(exc).__name__,
+                    exc,
+                )
+
+    async def _arrive(self) -> None:
+        """Other workers' moves, in the order they were announced: each may read the task (a
+        round trip), while words and wants go on being delivered."""
+        while True:
+            task_id, version, state = await self._moves.get()
+            try:
+                await self.runner.arrived(task_id, version, state)
+            except Exception as exc:  # a store error never ends the link
+                log.warning(
+                    "worker link: could not take task %s's move to %s: %s: %s",
+                    task_id,
+                    state.value,
                     type(exc).__name__,
                     exc,
                 )
