@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 import toolnexus as tn
 
 from .conftest import EXAMPLE_SKILLS, ROOT
+from .peers import mcp_peers
 
 NOTES = [sys.executable, str(ROOT / "examples" / "mcp" / "notes_server.py")]
 cancelled = asyncio.Event()
@@ -333,3 +334,22 @@ def test_the_servers_files_of_desktop_hosts_and_the_inspector_are_read_and_writt
     ]:
         with pytest.raises(tn.ConfigError, match=needle):
             tn.mcp.read_servers(text)
+
+
+async def test_a_server_entry_of_type_sse_is_reached_over_the_legacy_transport():
+    """A desktop host's ``"type": "sse"`` entry (a server that speaks only the HTTP+SSE transport
+    of 2024-11-05): the toolkit's tools come over it, where streamable HTTP is refused."""
+    with mcp_peers.http_server("py", sse=True) as said:
+        tk = await tn.create_toolkit(
+            builtins=False,
+            mcp_servers={
+                "legacy": {"type": "sse", "url": said["MCP"]},
+                "streamable": {"url": said["MCP"]},
+            },
+        )
+        async with tk:
+            status = tk.mcp_status()
+            assert status["legacy"]["status"] == "connected", status["legacy"]
+            assert status["streamable"]["status"] == "failed"
+            r = await tk.execute("legacy_add", {"a": 2, "b": 3})
+            assert not r.is_error and '"total": 5' in r.output

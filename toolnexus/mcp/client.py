@@ -6,8 +6,8 @@ A config entry (the toolkit config's ``mcpServers`` block, also accepted as ``se
 ``env``, ``cwd``) a local stdio server. ``enabled: false`` or ``disabled: true`` skips it;
 ``timeout`` (milliseconds, as in the toolnexus contract) defaults to 30 s; ``headers`` values
 expand ``${ENV_VAR}`` and are never logged. ``type`` (``stdio``, ``http`` or ``streamable-http``,
-``sse``), ``protocolEra`` and ``oauth.clientId`` are read as the desktop hosts and the official
-MCP Inspector write them, for the inspectors (a toolkit reaches a URL by streamable HTTP).
+``sse``: the legacy HTTP+SSE transport), ``protocolEra`` and ``oauth.clientId`` are read as the
+desktop hosts and the official MCP Inspector write them (the last two for the inspectors).
 
 :func:`read_servers` reads such a file whole (Claude Desktop's, Cursor's and the Inspector's
 ``mcpServers``, VS Code's ``servers``, or one server's entry alone), bounded; :func:`servers_file`
@@ -41,6 +41,7 @@ from ..secrets import expand_env
 from ..tools import Progress, ProgressFn, Tool, ToolContext, ToolResult, sanitize
 from .transport import (
     DEFAULT_TIMEOUT,
+    SSE_READ,
     endpoint_label,
     exception_text,
     hung_up,
@@ -282,6 +283,13 @@ class MCPConnection:
     def _target(self) -> Any:
         StdioServerParameters = sdk().StdioServerParameters
 
+        if self.spec.url and self.spec.transport == "sse":  # the legacy HTTP+SSE transport
+            return sdk().sse_client(
+                self.spec.url,
+                headers=self.spec.headers,
+                timeout=self.spec.timeout,
+                sse_read_timeout=SSE_READ,
+            )
         if self.spec.url:
             if not self.spec.headers:
                 return self.spec.url
