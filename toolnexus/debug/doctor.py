@@ -353,18 +353,7 @@ async def _probe(
         find.found("info", name, f"{binding} {version}.x is not a binding toolnexus can check")
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
-    client = A2AClient(
-        card,
-        headers=headers,
-        timeout=timeout,
-        http=http,
-        dialect="1.0" if version == "1" else "0.3",
-        binding=binding.value.lower(),
-    )
-    client.use(endpoint)
-    client.traffic = traffic
-    # credentials go only to the host the user named, as A2AClient.connect decides
-    client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
+    client = _probe_client(card, binding, version, endpoint, http, headers, timeout, traffic)
     if headers and not client.credentials_sent:
         find.found(
             "info",
@@ -393,46 +382,7 @@ async def _probe(
             if binding is Binding.JSONRPC
             else {}
         )
-        if version == "0" and known.get("message/send") is False and _speaks_v10(card, endpoint):
-            find.found(
-                "error",
-                name,
-                f"the card promises 0.3 at {endpoint} ({_promise(card, endpoint)}), but the "
-                "server does not answer it: the 0.3 method names (tasks/get, message/send) get "
-                "-32601; it serves 1.0 only there (the card's 1.0 interface). 0.3 clients fail "
-                "on this card",
-                before,
-                ["a2a-sdk 0.3"],
-                "serve 0.3 there (the a2a-sdk's routes: enable_v0_3_compat=True), or stop "
-                "promising it: "
-                + (
-                    'give the interface its protocolVersion "1.0" (the a2a-sdk\'s card route '
-                    "writes 0.3's url and protocolVersion for an interface without one)"
-                    if any(not i.get("protocolVersion") for i in card.interfaces)
-                    else "drop the 0.3 entry (url, protocolVersion) from the card"
-                ),
-            )
-        elif version == "0" and known.get("message/send") is False and known.get("SendMessage"):
-            find.found(
-                "error",
-                name,
-                "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
-                "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
-                "(upstream toolnexus 0.21 and its ports), not 0.3",
-                before,
-                V03_CLIENTS,
-                "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
-                "endpoint as protocolVersion 1.0 if it speaks 1.0",
-            )
-        else:
-            find.found(
-                "error",
-                name,
-                f"declared, but it does not know GetTask there: {exc}",
-                before,
-                breaks,
-                "list only the interfaces and versions the agent really serves",
-            )
+        _not_known(find, name, card, endpoint, version, known, exc, breaks, before)
     except RPCError as exc:
         seen.answered[key] = True
         if binding is Binding.JSONRPC:
@@ -448,38 +398,132 @@ async def _probe(
         )
         return True
     except PeerError as exc:
-        if exc.status in (401, 403):
-            seen.answered[key] = True
-            severity = "info" if declares_auth else "error"
-            find.found(
-                severity,
-                name,
-                "refuses calls without credentials ("
-                + (GRPC_REFUSALS[exc.status] if binding is Binding.GRPC else f"HTTP {exc.status}")
-                + ")"
-                + (
-                    ""
-                    if declares_auth
-                    else "; the card declares no security scheme, so clients cannot know"
-                ),
-                before,
-                [] if declares_auth else breaks,
-                "" if declares_auth else "declare the scheme in securitySchemes",
-            )
-        else:
-            seen.answered[key] = False
-            find.found(
-                "error",
-                name,
-                f"declared, but no A2A answer: {exc}",
-                before,
-                breaks,
-                "serve this interface, or drop it from the card",
-            )
+        seen.answered[key] = _refused(find, name, exc, binding, declares_auth, breaks, before)
     except MissingExtra as exc:
         find.found("info", name, f"not checked: {exc}")
     finally:
         await client.release()
+    return False
+
+
+def _probe_client(
+    card: AgentCard,
+    binding: Binding,
+    version: str,
+    endpoint: str,
+    http: httpx.AsyncClient,
+    headers: dict[str, str] | None,
+    timeout: float,
+    traffic: TrafficRecorder,
+) -> A2AClient:
+    """A client of one interface of the card, on the doctor's wire log."""
+    client = A2AClient(
+        card,
+        headers=headers,
+        timeout=timeout,
+        http=http,
+        dialect="1.0" if version == "1" else "0.3",
+        binding=binding.value.lower(),
+    )
+    client.use(endpoint)
+    client.traffic = traffic
+    # credentials go only to the host the user named, as A2AClient.connect decides
+    client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
+    return client
+
+
+def _not_known(
+    find: Finder,
+    name: str,
+    card: AgentCard,
+    endpoint: str,
+    version: str,
+    known: dict[str, bool | None],
+    exc: MethodNotFoundError,
+    breaks: list[str],
+    before: int,
+) -> None:
+    """GetTask answered -32601 (``known``: which send methods the endpoint knows): which of the
+    card's promises that breaks."""
+    if version == "0" and known.get("message/send") is False and _speaks_v10(card, endpoint):
+        find.found(
+            "error",
+            name,
+            f"the card promises 0.3 at {endpoint} ({_promise(card, endpoint)}), but the "
+            "server does not answer it: the 0.3 method names (tasks/get, message/send) get "
+            "-32601; it serves 1.0 only there (the card's 1.0 interface). 0.3 clients fail "
+            "on this card",
+            before,
+            ["a2a-sdk 0.3"],
+            "serve 0.3 there (the a2a-sdk's routes: enable_v0_3_compat=True), or stop "
+            "promising it: "
+            + (
+                'give the interface its protocolVersion "1.0" (the a2a-sdk\'s card route '
+                "writes 0.3's url and protocolVersion for an interface without one)"
+                if any(not i.get("protocolVersion") for i in card.interfaces)
+                else "drop the 0.3 entry (url, protocolVersion) from the card"
+            ),
+        )
+    elif version == "0" and known.get("message/send") is False and known.get("SendMessage"):
+        find.found(
+            "error",
+            name,
+            "the card's 0.3 endpoint answers the 0.3 method names (tasks/get, "
+            "message/send) with -32601 but knows SendMessage: it speaks the toolnexus legacy dialect "
+            "(upstream toolnexus 0.21 and its ports), not 0.3",
+            before,
+            V03_CLIENTS,
+            "answer the 0.3 methods (message/send, tasks/get) at the card's url, or list the "
+            "endpoint as protocolVersion 1.0 if it speaks 1.0",
+        )
+    else:
+        find.found(
+            "error",
+            name,
+            f"declared, but it does not know GetTask there: {exc}",
+            before,
+            breaks,
+            "list only the interfaces and versions the agent really serves",
+        )
+
+
+def _refused(
+    find: Finder,
+    name: str,
+    exc: PeerError,
+    binding: Binding,
+    declares_auth: bool,
+    breaks: list[str],
+    before: int,
+) -> bool:
+    """A call that got no A2A answer: refused for want of credentials (True: it answered), or
+    nothing an A2A client can read (False)."""
+    if exc.status in (401, 403):
+        severity = "info" if declares_auth else "error"
+        find.found(
+            severity,
+            name,
+            "refuses calls without credentials ("
+            + (GRPC_REFUSALS[exc.status] if binding is Binding.GRPC else f"HTTP {exc.status}")
+            + ")"
+            + (
+                ""
+                if declares_auth
+                else "; the card declares no security scheme, so clients cannot know"
+            ),
+            before,
+            [] if declares_auth else breaks,
+            "" if declares_auth else "declare the scheme in securitySchemes",
+        )
+        return True
+    find.found(
+        "error",
+        name,
+        f"declared, but no A2A answer: {exc}",
+        before,
+        breaks,
+        "serve this interface, or drop it from the card",
+    )
     return False
 
 
