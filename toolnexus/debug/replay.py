@@ -38,8 +38,9 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Self
 
 import httpx
@@ -584,6 +585,10 @@ def _last_state(values: list[Any]) -> str | None:
     return found[-1][1] if found else None
 
 
+_Answer = tuple[int | None, str | None, bool, list[Any]]
+"""A live answer: its status, why there was none, whether it streamed, its JSON values."""
+
+
 async def diff(
     cassette: Cassette | str | os.PathLike[str],
     url: str,
@@ -627,7 +632,7 @@ async def diff(
             recorded_values = _answers(x.response)
             polls = settle if op in _GET_OPS and _last_state(recorded_values) in _SETTLED else 0.0
             status, error, streamed, live_values = await _settled(
-                client, x.method, target, sent, content, timeout, polls, x.status
+                partial(_ask, client, x.method, target, sent, content, timeout), polls, x.status
             )
             if error is not None or x.status is None:
                 if (error is not None) != (x.status is None):
@@ -697,21 +702,14 @@ def _compare_states(
 
 
 async def _settled(
-    client: httpx.AsyncClient,
-    method: str,
-    target: str,
-    headers: dict[str, str],
-    content: bytes,
-    timeout: float,
-    polls: float,
-    status: int | None,
-) -> tuple[int | None, str | None, bool, list[Any]]:
-    """:func:`_ask`, asked again every 0.2 s for up to ``polls`` seconds while the live answer
-    (of the recorded ``status``) names a task that has not settled (a poll whose recorded answer
-    had)."""
+    ask: Callable[[], Awaitable[_Answer]], polls: float, status: int | None
+) -> _Answer:
+    """``ask()`` (an :func:`_ask`), asked again every 0.2 s for up to ``polls`` seconds while the
+    live answer (of the recorded ``status``) names a task that has not settled (a poll whose
+    recorded answer had)."""
     waited = 0.0
     while True:
-        answer = await _ask(client, method, target, headers, content, timeout)
+        answer = await ask()
         live_status, error, _, live_values = answer
         if (
             error is None
@@ -746,7 +744,7 @@ async def _ask(
     headers: dict[str, str],
     content: bytes,
     timeout: float,
-) -> tuple[int | None, str | None, bool, list[Any]]:
+) -> _Answer:
     """One request to the live peer: its status, why there was none, whether it streamed, and
     the JSON values it answered (each event's, for a stream)."""
     try:
