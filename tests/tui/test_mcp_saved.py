@@ -147,6 +147,18 @@ async def test_export_then_import_round_trips_and_a_bad_file_loses_nothing(tmp_p
             await pilot.press("ctrl+s")
             await answer(app, pilot, Prompt, name)
             await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        # a name already saved is replaced only once asked
+        first = saved_file().read_text()
+        app.screen.query_one("#mcp-url", Input).value = "https://other.example.test/mcp"
+        for yes in ("n", "y"):
+            await pilot.press("ctrl+s")
+            await answer(app, pilot, Prompt, "far")
+            await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
+            await pilot.press(yes)
+            await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+            if yes == "n":
+                assert saved_file().read_text() == first
+        await until(pilot, lambda: "other.example.test" in saved_file().read_text())
         before = saved_file().read_text()
         await open_saved(app, pilot)
         dialog = app.screen

@@ -233,8 +233,8 @@ def ask_save(
     saved: Callable[[str], None] = lambda name: None,
 ) -> None:
     """Save the endpoint typed in the MCP mode (``here``) under a name asked for (``offered``
-    first): ``tell`` hears what happened, with what the file did not get (kept for the session);
-    ``saved`` the name saved."""
+    first; a name already saved is replaced only once asked): ``tell`` hears what happened, with
+    what the file did not get (kept for the session); ``saved`` the name saved."""
     if here("x") is None:
         tell(Text("✘ no endpoint typed to save (u goes to it)", "red"))
         return
@@ -243,6 +243,14 @@ def ask_save(
         spec = here(name) if name else None
         if spec is None:
             return
+        book.load()
+        if spec.name in book.specs:
+            question = f"Replace the saved MCP server {printable(spec.name, 100)}?"
+            app.push_screen(Confirm(question), lambda yes: put(spec) if yes else None)
+        else:
+            put(spec)
+
+    def put(spec: MCPServerSpec) -> None:
         try:
             kept = book.put(spec)
         except (ConfigError, OSError) as exc:
