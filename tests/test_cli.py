@@ -17,12 +17,14 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 import toolnexus as tn
 from toolnexus.cli import SERVE_FLAGS
+from toolnexus.http.server import accept_queue
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded
 from toolnexus.toolkit import CONFIG_KEYS
@@ -622,7 +624,13 @@ async def test_the_connection_limit_is_given_said_at_start_and_the_next_request_
     async with Served(*args, inside=["prlimit", "--nofile=256:4096", "--"]) as served:
         await served.until(lambda lines: served.events("ready"), timeout=60)
         [said] = served.events("connections")
-        assert said == {"event": "connections", "max": 5, "open_files": 4096, "raised_from": 256}
+        assert said == {
+            "event": "connections",
+            "max": 5,
+            "open_files": 4096,
+            "raised_from": 256,
+            "accept_queue": accept_queue(),
+        }
         url = served.events("started")[0]["url"]
         assert (await _at_the_limit(url, 4))[0] == 200
         assert await _at_the_limit(url, 5) == (503, "Service Unavailable")
@@ -634,7 +642,28 @@ async def test_by_default_the_limit_is_sized_from_the_open_file_limit():
     async with Served(inside=["prlimit", "--nofile=200:200", "--"]) as served:
         await served.until(lambda lines: served.events("ready"), timeout=60)
         [said] = served.events("connections")
-        assert said == {"event": "connections", "max": 68, "open_files": 200, "raised_from": 200}
+        assert said == {
+            "event": "connections",
+            "max": 68,
+            "open_files": 200,
+            "raised_from": 200,
+            "accept_queue": accept_queue(),
+        }
         url = served.events("started")[0]["url"]
         assert (await _at_the_limit(url, 67))[0] == 200
         assert await _at_the_limit(url, 68) == (503, "Service Unavailable")
+
+
+async def test_the_accept_queue_is_as_deep_as_the_machine_allows():
+    """New connections wait in the kernel's accept queue until the server takes them; a burst
+    that overflows it is dropped (resets). uvicorn listened with its own 2,048, half of what this
+    machine allows (Linux's net.core.somaxconn): the server listens with all of it, and says so."""
+    async with Served() as served:
+        await served.until(lambda lines: served.events("ready"), timeout=60)
+        port = served.events("started")[0]["url"].rsplit(":", 1)[1]
+        listening = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ).stdout.split()
+        machine = int(Path("/proc/sys/net/core/somaxconn").read_text())
+        assert int(listening[2]) == accept_queue() == machine  # its Send-Q: the queue's length
+        assert served.events("connections")[0]["accept_queue"] == machine

@@ -48,6 +48,7 @@ from .http.guard import is_loopback
 from .http.server import (
     ConnectionShare,
     FdLimit,
+    accept_queue,
     http_url,
     listening_socket,
     new_event_loop,
@@ -1488,10 +1489,18 @@ def _say_connections(args: argparse.Namespace, limit: int, fds: FdLimit) -> None
     files = "" if fds.now is None else f" (open files: {fds.now:,}"
     if files:
         files += f", raised from {fds.before:,})" if fds.before != fds.now else ")"
+    queue = accept_queue()
     _emit(
         args,
-        f"holds   {limit:,} connections at once{files}; past them new requests get 503",
-        {"event": "connections", "max": limit, "open_files": fds.now, "raised_from": fds.before},
+        f"holds   {limit:,} connections at once{files}; past them new requests get 503; "
+        f"{queue:,} more may wait to be accepted",
+        {
+            "event": "connections",
+            "max": limit,
+            "open_files": fds.now,
+            "raised_from": fds.before,
+            "accept_queue": queue,
+        },
     )
 
 

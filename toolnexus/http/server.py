@@ -20,6 +20,7 @@ import socket
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -43,6 +44,7 @@ __all__ = [
     "fd_limit",
     "raise_fd_limit",
     "connections_for",
+    "accept_queue",
     "GC_THRESHOLD",
     "ANSWER_GRACE",
     "CUT",
@@ -137,6 +139,18 @@ def connections_for(nofile: int | None) -> int:
     if nofile is None:
         return MAX_CONNECTIONS
     return max(1, (nofile - FD_RESERVE) // 2)
+
+
+def accept_queue() -> int:
+    """How many new connections the kernel holds for a server before it accepts them: as many as
+    the machine allows (Linux's ``net.core.somaxconn``, which cuts any larger ``listen()``). A
+    burst of connections arriving faster than the server accepts them overflows the queue and the
+    kernel drops them (their clients see resets): uvicorn's default, 2,048, was half of what this
+    machine allows (4,096)."""
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):  # not Linux
+        return socket.SOMAXCONN
 
 
 def parse_addr(addr: str | int | None) -> tuple[str, int]:
@@ -568,6 +582,7 @@ class AsgiServer:
             # uvicorn refuses a request when its own connection makes the count reach the limit:
             # one more, so that ``max_connections`` are served and the one after is refused
             "limit_concurrency": self.max_connections + 1,
+            "backlog": accept_queue(),  # uvicorn listens again, with its own (2,048) if not told
             **uvicorn_options,
         }
         self._server: _Uvicorn | None = None
@@ -668,7 +683,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen(accept_queue())
         sock.setblocking(False)
     except BaseException:
         sock.close()
