@@ -16,6 +16,7 @@ from textual.css.query import NoMatches  # noqa: E402
 from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
+from toolnexus.monitor import short  # noqa: E402
 from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui import app as app_module  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
@@ -313,6 +314,40 @@ async def test_every_mode_is_built_ahead_unseen_and_a_switch_back_rebuilds_nothi
         await pilot.press("6")
         await until(pilot, lambda: app.screen is mcp and bool(mcp.tools))  # listed on entering
         assert mcp.query_one("#mcp-url", Input).value.endswith("/mcp")
+        await pilot.press("ctrl+q")
+
+
+async def test_tasks_that_move_while_tasks_is_hidden_are_added_to_its_table_not_relisted():
+    """Issue 61 item 9: a switch to Tasks listed every task of the book again and laid the table
+    out anew whenever any had moved meanwhile (10,000 rows: ~100 ms a switch under load, the
+    slowest key of bench/tui_bench.py). The hidden table now takes each batch of changes as it
+    comes, so the switch lists nothing: the tasks sent meanwhile are there, in order, the cursor
+    on the newest and its detail drawn."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        url = app.workspace.get("demo-desk").url
+        await pilot.press("2")
+        tasks = app.screen
+        table = tasks.query_one("#tasks", RowTable)
+        first = [await send(url, f"hello {i}") for i in range(3)]
+        await until(pilot, lambda: all(t["id"] in table.rows for t in first))
+        await pilot.press("1")
+        listed = []
+        table.set_rows = lambda keys: listed.append(list(keys))  # type: ignore[method-assign]
+        later = [await send(url, f"later {i}") for i in range(4)]
+        await until(pilot, lambda: all(t["id"] in table.rows for t in later))  # while hidden
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        assert app.screen is tasks and listed == []  # nothing listed again
+        assert [table.get_row_at(i)[1] for i in range(table.row_count)] == [
+            short(view.id) for view in app.book.tasks.values()
+        ]
+        assert table.cursor_key == later[-1]["id"]  # following the newest
+        await until(
+            pilot,
+            lambda: "later 3" in str(tasks.query_one("#messages", Static).render()),
+        )
         await pilot.press("ctrl+q")
 
 
