@@ -89,6 +89,35 @@ async def test_ten_thousand_rows_only_the_lines_on_screen_are_made():
         assert "[bold]x[/bold]␛[2J" in line and "\x1b" not in line
 
 
+async def test_a_line_is_drawn_again_only_when_its_cells_or_its_place_change():
+    """Issue 61 item 9: the Tasks table is redrawn whole as the clock ticks and as rows move (a
+    switch to Tasks under load drew its lines three or four times, each cell made into styled
+    segments again). A line whose cells, widths and cursor are unchanged is drawn once; a changed
+    cell, the cursor moving and a restyle (focus) draw it again, and what is shown is the new."""
+    app = TableApp(30)
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        await pilot.pause()
+        drawn: list[str] = []
+        draw = table._draw  # noqa: SLF001
+        table._draw = lambda cells, widths: (drawn.append(str(cells[0])), draw(cells, widths))[1]  # type: ignore[method-assign]  # noqa: SLF001
+        lines = [table.render_line(y) for y in range(11)]
+        assert drawn == []  # drawn when the screen first showed them: kept
+        assert [table.render_line(y) for y in range(11)] == lines and drawn == []
+        table.move_cursor(row=3)  # two lines change colours: those two are drawn
+        [table.render_line(y) for y in range(11)]
+        assert sorted(drawn) == ["row k0", "row k3"]
+        drawn.clear()
+        app.cells = lambda key: [f"now {key}", "9"] if key == "k6" else TableApp.cells(app, key)  # type: ignore[method-assign]
+        table._cells = app.cells  # noqa: SLF001 (a row's cells changed)
+        assert "now k6" in "".join(s.text for s in table.render_line(7))
+        assert drawn == ["now k6"]
+        drawn.clear()
+        table.blur()  # the cursor's colours follow the focus: every line drawn again
+        await pilot.pause()
+        assert {"name", "row k0", "row k3", "now k6"} <= set(drawn) and len(drawn) >= 11
+
+
 async def test_set_and_remove_rows_keep_the_cursor_on_its_row():
     app = TableApp(50)
     async with app.run_test(size=(40, 12)) as pilot:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
@@ -24,6 +25,10 @@ from textual.strip import Strip
 from .safe import CELL_CAP, safe
 
 __all__ = ["RowTable"]
+
+DRAWN_KEPT = 512
+"""Lines a table keeps drawn (a few screens' worth; a line is redrawn as one row moves and as the
+clock ticks, its neighbours unchanged), forgotten all at once when full."""
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -96,6 +101,8 @@ class RowTable(ScrollView, can_focus=True):
         self._flex: str | None = None
         self.cursor_row = 0
         self._told: str | None = None  # the key the last Highlighted named
+        self._style: Style | None = None  # the table's own style, until its styles change
+        self._drawn: dict[tuple[Any, ...], Strip] = {}  # a line drawn, by its cells and place
 
     # -- columns and rows --------------------------------------------------------------------------
     def set_columns(
@@ -106,6 +113,7 @@ class RowTable(ScrollView, can_focus=True):
         ``flex`` also takes whatever width the table has left."""
         self._columns = list(columns)
         self._padding = padding
+        self._drawn.clear()
         self._flex = flex
         self._resize()
 
@@ -244,35 +252,55 @@ class RowTable(ScrollView, can_focus=True):
         self._scroll_to_cursor()
 
     # -- drawing ---------------------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style = None
+        self._drawn.clear()
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        if self._style is None:  # worked out from every ancestor's styles: once, not per line
+            self._style = self.rich_style
+        base = self._style
+        row = int(self.scroll_offset.y) + y - 1 if y else -1
         if y == 0:
             cells: Sequence[Any] = [Text(label) for label, _, _ in self._columns]
-            style = base + self.get_component_rich_style("row-table--header")
-            post = None
+        elif row >= len(self._keys):
+            return Strip.blank(width, base)
         else:
-            row = int(self.scroll_offset.y) + y - 1
-            if row >= len(self._keys):
-                return Strip.blank(width, base)
             cells = self._cells(self._keys[row])
-            style = base
-            post = None
-            if row == self.cursor_row:  # the cursor's colours over the cells' own, as DataTable's
-                post = self.get_component_rich_style("row-table--cursor")
-        segments = list(Segment.apply_style(self._segments(cells), style, post))
-        strip = Strip(segments).crop_extend(
-            int(self.scroll_offset.x),
-            int(self.scroll_offset.x) + width,
-            style if post is None else style + post,
+        cursor = row == self.cursor_row
+        widths = self._widths()
+        x = int(self.scroll_offset.x)
+        key = (
+            tuple(
+                (c.plain, c.style, tuple(c.spans)) if isinstance(c, Text) else str(c) for c in cells
+            ),
+            tuple(widths),
+            y == 0,
+            cursor,
+            x,
+            width,
         )
+        strip = self._drawn.get(key)
+        if strip is None:  # the same cells at the same place are drawn once
+            if len(self._drawn) >= DRAWN_KEPT:
+                self._drawn.clear()
+            style, post = base, None
+            if y == 0:
+                style = base + self.get_component_rich_style("row-table--header")
+            elif cursor:  # the cursor's colours over the cells' own, as DataTable's
+                post = self.get_component_rich_style("row-table--cursor")
+            segments = list(Segment.apply_style(self._draw(cells, widths), style, post))
+            strip = self._drawn[key] = Strip(segments).crop_extend(
+                x, x + width, style if post is None else style + post
+            )
         return strip
 
-    def _segments(self, cells: Sequence[Any]) -> list[Segment]:
+    def _draw(self, cells: Sequence[Any], widths: list[int]) -> list[Segment]:
         console = self.app.console
         pad = " " * self._padding
         out: list[Segment] = []
-        widths = self._widths()
         for at, (width, cell) in enumerate(zip(widths, cells, strict=False)):
             text = safe(cell if isinstance(cell, Text) else Text(str(cell)), CELL_CAP)
             gap = 0 if self._padding or at == len(widths) - 1 else 1  # none after the last
