@@ -10,6 +10,10 @@ screen left with nothing to lay out or paint):
 - every mode's key, 1-6 (escape first, as from a text box), ``--rounds`` times: the first round is
   every screen's first visit; and Escape in Chat (the message box lets go of the keys).
 
+``--switches N`` then switches Servers -> Tasks N times, 0.3 s on each (Tasks hidden while tasks
+move: issue 61). ``--lines``: only the Tasks table's lines, the CPU to draw a 120x40 table's lines
+frame after frame, one row moving each frame and every age every fourth (``lines_main``).
+
 ``--hosting thread`` runs the hosted servers on their own loop in a thread (as ``toolnexus-tui``
 does), ``loop`` on the app's loop (as before issue 52); ``both`` alternates them, run after run.
 Targets (issue 52): every key on its own, first visits included, p95 <= 100 ms and max <= 200 ms
@@ -229,7 +233,13 @@ def _subprocess(*args: str) -> subprocess.Popen[str]:
 
 
 async def keys(
-    tasks: int, burst_seconds: float, presses: int, rounds: int, hosting: str, load_on: bool = True
+    tasks: int,
+    burst_seconds: float,
+    presses: int,
+    rounds: int,
+    hosting: str,
+    load_on: bool = True,
+    switches: int = 0,
 ) -> dict[str, list[float]]:
     ws, app = _app(hosting)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -270,6 +280,13 @@ async def keys(
                     used.setdefault(name, []).append(cpu)
                 await asyncio.sleep(0.1)
 
+        for _ in range(switches):  # Servers -> Tasks, 0.3 s on each: Tasks hidden while tasks move
+            await _switch(app, frames, "1", "servers")
+            await asyncio.sleep(0.3)
+            for ms, cpu in (await _switch(app, frames, "2", "tasks")).values():
+                timed.setdefault("2 tasks, 0.3 s after 1", []).append(ms)
+                used.setdefault("2 tasks, 0.3 s after 1", []).append(cpu)
+            await asyncio.sleep(0.3)
         if app.current_mode != "tasks":
             await _switch(app, frames, "2", "tasks")
         table = app.screen.query_one("#tasks", RowTable)
@@ -418,7 +435,15 @@ async def main(a: argparse.Namespace) -> None:
             if a.served:
                 await served(a.requests, hosting)
             else:
-                await keys(a.tasks, a.burst_seconds, a.presses, a.rounds, hosting, not a.no_load)
+                await keys(
+                    a.tasks,
+                    a.burst_seconds,
+                    a.presses,
+                    a.rounds,
+                    hosting,
+                    not a.no_load,
+                    a.switches,
+                )
 
 
 async def stream_main(messages: int, others: int, hosting: str = "thread") -> None:
@@ -522,6 +547,61 @@ async def stream_main(messages: int, others: int, hosting: str = "thread") -> No
         stub.wait()
 
 
+async def lines_main(rounds: int = 6, frames: int = 300) -> None:
+    """See ``--lines``: a RowTable of 10,000 rows in the Tasks mode's columns at 120x40, its lines on
+    screen drawn frame after frame (``render_line``, as the compositor asks), one row moving each
+    frame and every row's age every fourth; the app's CPU per frame, each round in a new app."""
+    from rich.text import Text  # noqa: PLC0415  # this mode only
+    from textual.app import App, ComposeResult  # noqa: PLC0415  # this mode only
+
+    from tui.screens.tasks import COLUMNS  # noqa: PLC0415  # this mode only
+
+    tick = [0, 0]  # seconds on the clock, frames drawn
+
+    def cells(key: str) -> list[Any]:
+        moved = tick[1] if key == "k5000" else 0
+        state = "working" if moved % 2 else "completed"
+        age = f"{tick[0]}s"
+        return [
+            Text(f"● {state}", "green"),
+            key,
+            "bench",
+            "—",
+            f"t{key}",
+            "ctx",
+            age,
+            "0.1s",
+            "—",
+            "—",
+        ]
+
+    class TableApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RowTable(cells, id="t")
+
+    per_frame = []
+    for _ in range(rounds):
+        app = TableApp()
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.query_one(RowTable)
+            table.set_columns(COLUMNS, padding=1, flex="request")
+            table.set_rows(f"k{i}" for i in range(10_000))
+            table.move_cursor(row=5000)
+            await pilot.pause()
+            height = table.scrollable_content_region.height
+            cpu = time.thread_time()
+            for frame in range(frames):
+                tick[1] += 1
+                tick[0] += frame % 4 == 0
+                for y in range(height):
+                    table.render_line(y)
+            per_frame.append((time.thread_time() - cpu) / frames * 1000)
+    print(
+        f"the table's {height} lines, CPU per frame: median {statistics.median(per_frame):.2f} ms "
+        f"({', '.join(f'{ms:.2f}' for ms in per_frame)})"
+    )
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--peer"]:
         peer(sys.argv[2], int(sys.argv[3]))
@@ -544,6 +624,17 @@ if __name__ == "__main__":
         action="store_true",
         help="no peer sending meanwhile: what the screens cost alone",
     )
+    ap.add_argument(
+        "--switches",
+        type=int,
+        default=0,
+        help="then Servers -> Tasks this many times, 0.3 s on each (Tasks hidden while tasks move)",
+    )
+    ap.add_argument(
+        "--lines",
+        action="store_true",
+        help="only the Tasks table's lines: CPU to draw a 120x40 table's, frame after frame",
+    )
     ap.add_argument("--hosting", choices=("thread", "loop", "both"), default="thread")
     ap.add_argument("--runs", type=int, default=1, help="runs of each hosting (alternated)")
     ap.add_argument("--served", action="store_true", help="hosted against toolnexus serve")
@@ -559,7 +650,9 @@ if __name__ == "__main__":
         "--others", type=int, default=64, help="with --stream: streams served meanwhile"
     )
     a = ap.parse_args()
-    if a.stream:
+    if a.lines:
+        asyncio.run(lines_main())
+    elif a.stream:
         asyncio.run(stream_main(a.messages, a.others, a.hosting))
     else:
         asyncio.run(main(a))
