@@ -140,7 +140,7 @@ def test_the_demo_says_what_to_type_to_see_a_question_and_its_skills_do_their_jo
         asked = run_cli(*command[1:])
         assert asked.returncode == 0, asked.stderr
         assert (
-            "Do you approve: draft the weekly report?" in asked.stdout
+            "Publish this report?\n\nWeekly report\n- Done:" in asked.stdout
             and "[input-required]" in asked.stderr
         )
         weather = run_cli("send", command[2], "what's the weather in Oslo?")

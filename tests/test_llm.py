@@ -532,13 +532,14 @@ async def test_demo_does_each_example_skills_job_offline(demo_kit):
     assert r.text == 'Using the "greet" skill: Hello, Ada! I hope your day is going well.'
     r = await c.run("draft the weekly report", demo_kit)
     assert r.status == "pending" and r.pending.kind == "confirm"
-    assert r.pending.prompt == "Do you approve: draft the weekly report?"
-    done = await c.resume(r, Answer(r.pending.id, True, "yes"))
-    assert done.text == (  # a draft, not the request echoed back (issue 61 item 6)
-        'Using the "report" skill: Request approved (yes). Published:\nWeekly report\n'
-        '- Done: nothing listed yet (list it after a colon: "draft the weekly report: shipped '
-        'the login page, fixed search")\n- Next: what is still open\n- Blocks: none reported'
+    draft = (  # a draft, not the request echoed back (issue 61 item 6)
+        'Weekly report\n- Done: nothing listed yet (list it after a colon: "draft the weekly '
+        'report: shipped the login page, fixed search")\n- Next: what is still open\n'
+        "- Blocks: none reported"
     )
+    assert r.pending.prompt == f"Publish this report?\n\n{draft}"  # asked once: the draft
+    done = await c.resume(r, Answer(r.pending.id, True, "yes"))
+    assert done.text == f'Using the "report" skill: Request approved (yes). Published:\n{draft}'
     r = await c.run(
         "draft the weekly report: shipped login; fixed search and paid the bill", demo_kit
     )

@@ -94,7 +94,7 @@ async def test_a_remote_agent_asks_and_the_user_answers_through_elicitation(agen
     async with session("--agent", agent.url, elicit=elicit) as client:
         [report] = [t.name for t in (await client.list_tools()).tools if t.name.endswith("_report")]
         done = await client.call_tool(report, {"task": "please approve the budget"})
-    assert asked and asked[0].startswith("Do you approve")
+    assert asked and asked[0].startswith("Publish this report?")
     assert not done.is_error and "Request approved (yes)" in text(done)
 
 
@@ -102,7 +102,7 @@ async def test_a_client_without_elicitation_gets_a_clear_error(agent):
     async with session("--agent", agent.url) as client:
         [report] = [t.name for t in (await client.list_tools()).tools if t.name.endswith("_report")]
         refused = await client.call_tool(report, {"task": "please approve the budget"})
-    assert refused.is_error and "asks: Do you approve" in text(refused)
+    assert refused.is_error and "asks: Publish this report?" in text(refused)
     assert "cannot answer questions (it offers no elicitation)" in text(refused)
 
 
@@ -260,7 +260,7 @@ async def test_a_remote_agents_question_reaches_2026_clients_as_an_input_request
             assert client.protocol_version == "2026-07-28"
             [report] = [t.name for t in (await client.list_tools()).tools if "report" in t.name]
             done = await client.call_tool(report, {"task": "please approve the budget"})
-            assert asked and asked[0].startswith("Do you approve")
+            assert asked and asked[0].startswith("Publish this report?")
             assert not done.is_error and "Request approved (yes)" in text(done)
             answer = {"action": "decline"}
             declined = await client.call_tool(report, {"task": "please approve the budget"})

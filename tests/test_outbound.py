@@ -144,7 +144,9 @@ async def test_agent_tool_answers_input_required_on_our_server(ours, dialect):
         assert (
             request is not None
             and request.prompt
-            == "Do you approve: Use the report skill.\n\nplease approve the budget?"
+            == "Publish this report?\n\nBudget\n- Done: nothing listed yet (list it after a colon: "
+            '"draft the weekly report: shipped the login page, fixed search")\n'
+            "- Next: what is still open\n- Blocks: none reported"
         )
         assert first.metadata["state"] == "input-required"
         done = await tk.execute(

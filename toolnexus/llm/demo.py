@@ -14,10 +14,11 @@ Its script, read from the last user message (words match whole and case-blind):
      gets the cities that are);
    - ``greet``: ``Hello, Ada!`` and a kind remark (the name: a capitalised word of the prompt
      after its first, else ``friend``);
-   - ``report``, when the prompt says "report": asks the requester to approve the request (the ``ask_approval`` tool, as in 4: the
-     task goes ``input-required``), then answers ``Request approved (...). Published:`` and the
-     draft (a title from the request, then what was done: the items it lists after a colon, what
-     is next, what blocks), or ``Request declined (...). Not published.``;
+   - ``report``, when the prompt says "report": drafts the report (a title from the request, then
+     what was done: the items it lists after a colon, what is next, what blocks) and asks the
+     requester ``Publish this report?`` with the draft under it (the ``ask_approval`` tool, as in
+     4: the task goes ``input-required``), then answers ``Request approved (...). Published:`` and
+     the draft, or ``Request declined (...). Not published.``;
    - any other skill: it answers naming the skill and its description, as in 5.
 
    The answer starts ``Using the "NAME" skill``.
@@ -243,8 +244,11 @@ async def demo_generate(request: dict[str, Any], pace: float = 0.0) -> Any:
         return _call(messages, "read_skill_file", {"skill": skill, "path": table})
     drafts = skill == "report" and "report" in words  # the report skill's job: a report asked for
     wants_approval = (drafts or bool(words & {"approve", "confirm"})) and "ask_approval" in tools
-    if wants_approval and "ask_approval" not in called:
-        return _call(messages, "ask_approval", {"question": f"Do you approve: {prompt}?"})
+    if wants_approval and "ask_approval" not in called:  # a report: its draft, asked once
+        question = (
+            f"Publish this report?\n\n{_draft(prompt)}" if drafts else f"Do you approve: {prompt}?"
+        )
+        return _call(messages, "ask_approval", {"question": question})
 
     decision = next((r for r in results if r.startswith(("approved:", "declined:"))), None)
     refused = next(
@@ -290,6 +294,8 @@ def _job(
     return None  # any other skill: named, and the plain answer
 
 
+_NAMED_SKILL = re.compile(r"^Use the [\w-]+ skill\.\s*")
+"""What a served agent puts before a request sent to one of its skills by name (not the request's)."""
 _FILLER = frozenset("a an and approve draft me my our please publish the write".split())
 """Words of a request that ask for the report rather than name it."""
 
@@ -298,7 +304,7 @@ def _draft(prompt: str) -> str:
     """The report skill's draft, as its SKILL.md asks: a title, what the request names ("draft
     the weekly report": ``Weekly report``), then at most five bullets: what was done (the items
     the request lists after a colon, three at most), what is next, what blocks."""
-    head, _, given = prompt.partition(":")
+    head, _, given = _NAMED_SKILL.sub("", prompt).partition(":")
     named = " ".join(w for w in re.findall(r"[\w'-]+", head) if w.lower() not in _FILLER)
     title = (named[:1].upper() + named[1:]) if named else "Status report"
     done = [item.strip() for item in re.split(r"[,;]|\band\b", given) if item.strip()][:3]
