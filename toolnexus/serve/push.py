@@ -546,63 +546,14 @@ class PushNotifier:
         )
         if isinstance(where, str):
             log.warning("push %s for task %s not sent: %s", config.id, config.task_id, where)
-            if self.traffic is not None:
-                self.traffic.record(
-                    direction="out",
-                    method="POST",
-                    url=config.url,
-                    status=None,
-                    started=time.perf_counter(),
-                    request_headers=headers,
-                    request_body=body,
-                    rpc_method="push",
-                    error=f"refused: {where}",
-                    task_id=config.task_id,
-                    server=self.server,
-                    peer=config.url,
-                )
+            self._record(config, time.perf_counter(), headers, body, error=f"refused: {where}")
             return False
         target, host_header, extensions = where
         started = time.perf_counter()
-        status, answer, error = None, b"", None
-        sending = _Once(body)
-        try:
-            async with asyncio.timeout(self.timeout):
-                async with self._http.stream(
-                    "POST",
-                    target,
-                    content=sending,
-                    headers={**headers, **host_header, "content-length": str(len(body))},
-                    extensions=extensions,
-                ) as r:
-                    status = r.status_code
-                    async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
-                        answer += chunk
-                        if len(answer) >= ANSWER_KEPT:
-                            break
-                answer = answer[:ANSWER_KEPT]
-        except TimeoutError:
-            error = f"no answer within {self.timeout:g}s"
-        except (httpx.HTTPError, OSError) as exc:
-            error = why_text(exc)
-        finally:
-            sending.data = b""
-        if self.traffic is not None:
-            self.traffic.record(
-                direction="out",
-                method="POST",
-                url=config.url,
-                status=status,
-                started=started,
-                request_headers=headers,
-                request_body=body,
-                response_body=answer,
-                rpc_method="push",
-                error=error,
-                task_id=config.task_id,
-                server=self.server,
-                peer=config.url,
-            )
+        status, answer, error = await self._exchange(
+            self._http, target, {**headers, **host_header}, extensions, body
+        )
+        self._record(config, started, headers, body, status, answer, error)
         if status is not None and 200 <= status < 300:
             return True
         if status is not None and status not in (408, 429) and status < 500:
@@ -622,6 +573,69 @@ class PushNotifier:
             error or f"HTTP {status}",
         )
         return None
+
+    async def _exchange(
+        self,
+        http: httpx.AsyncClient,
+        target: str,
+        headers: dict[str, str],
+        extensions: dict[str, Any],
+        body: bytes,
+    ) -> tuple[int | None, bytes, str | None]:
+        """One POST to the pinned ``target``, bounded in time: its status, the start of its
+        answer (``ANSWER_KEPT`` bytes), or why there was none."""
+        status, answer, error = None, b"", None
+        sending = _Once(body)
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with http.stream(
+                    "POST",
+                    target,
+                    content=sending,
+                    headers={**headers, "content-length": str(len(body))},
+                    extensions=extensions,
+                ) as r:
+                    status = r.status_code
+                    async for chunk in r.aiter_bytes():  # what a webhook answers is read, bounded
+                        answer += chunk
+                        if len(answer) >= ANSWER_KEPT:
+                            break
+                answer = answer[:ANSWER_KEPT]
+        except TimeoutError:
+            error = f"no answer within {self.timeout:g}s"
+        except (httpx.HTTPError, OSError) as exc:
+            error = why_text(exc)
+        finally:
+            sending.data = b""
+        return status, answer, error
+
+    def _record(
+        self,
+        config: PushConfig,
+        started: float,
+        headers: dict[str, str],
+        body: bytes,
+        status: int | None = None,
+        answer: bytes = b"",
+        error: str | None = None,
+    ) -> None:
+        """A push POST on the wire log, when there is one."""
+        if self.traffic is not None:
+            self.traffic.record(
+                direction="out",
+                method="POST",
+                url=config.url,
+                status=status,
+                started=started,
+                request_headers=headers,
+                request_body=body,
+                response_body=answer,
+                rpc_method="push",
+                error=error,
+                task_id=config.task_id,
+                server=self.server,
+                peer=config.url,
+            )
 
     def _close(self, sender: _Sender) -> None:
         sender.closed = True
