@@ -162,22 +162,8 @@ async def fetch_card(
     if not any(k.lower() == "a2a-version" for k in (headers or {})):
         headers = {"A2A-Version": version, **(headers or {})}
     try:
-        if "/.well-known/" in url or url.endswith(".json"):
-            candidates = [url]
-        else:
-            base = url.rstrip("/")
-            candidates = [base + CARD_PATH, base + LEGACY_CARD_PATH]
+        candidates = _candidates(url)
         last = ""
-
-        def where(
-            candidate: str,
-        ) -> str:  # after a 404 at the card's path, both paths tried are named
-            return (
-                f"no agent card at {candidates[0]} (404), and the agent card at {candidate}"
-                if last
-                else f"the agent card at {candidate}"
-            )
-
         for candidate in candidates:
             started = time.perf_counter()
             conditional = cached and (traffic is None or traffic.cassette is None)
@@ -208,16 +194,9 @@ async def fetch_card(
                 if key:
                     _CARDS.keep(key, r, content)
             else:
-                raise PeerError(
-                    f"{where(candidate)} answered HTTP {r.status_code}", status=r.status_code
-                )
-            try:
-                raw = _json.loads(content)
-            except (*_json.JSONDecodeError, ValueError):
-                raise PeerError(f"{where(candidate)} is not JSON") from None
-            if not isinstance(raw, dict):
-                raise PeerError(f"{where(candidate)} is not a JSON object")
-            card = AgentCard(raw, candidate)
+                what = _named(candidates, candidate, bool(last))
+                raise PeerError(f"{what} answered HTTP {r.status_code}", status=r.status_code)
+            card = _card_of(content, candidate, _named(candidates, candidate, bool(last)))
             if verify or keys is not None:
                 await check_signatures(card, keys, http=client, timeout=timeout, traffic=traffic)
             return card
@@ -225,6 +204,34 @@ async def fetch_card(
     finally:
         if own:
             await client.aclose()
+
+
+def _candidates(url: str) -> list[str]:
+    """Where a card is asked for: the URL named, when it names a card; else a base URL's two
+    well-known paths, 1.0's first."""
+    if "/.well-known/" in url or url.endswith(".json"):
+        return [url]
+    base = url.rstrip("/")
+    return [base + CARD_PATH, base + LEGACY_CARD_PATH]
+
+
+def _named(candidates: list[str], candidate: str, after_404: bool) -> str:
+    """The card at ``candidate`` as an error names it: after a 404 at the card's path, both
+    paths tried."""
+    if after_404:
+        return f"no agent card at {candidates[0]} (404), and the agent card at {candidate}"
+    return f"the agent card at {candidate}"
+
+
+def _card_of(content: bytes, candidate: str, named: str) -> AgentCard:
+    """The card a fetch of ``candidate`` answered (``named``: how an error names it)."""
+    try:
+        raw = _json.loads(content)
+    except (*_json.JSONDecodeError, ValueError):
+        raise PeerError(f"{named} is not JSON") from None
+    if not isinstance(raw, dict):
+        raise PeerError(f"{named} is not a JSON object")
+    return AgentCard(raw, candidate)
 
 
 async def check_signatures(
