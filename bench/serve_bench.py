@@ -158,7 +158,12 @@ async def _run_server(kind: str) -> None:
         handle = await tk.serve(
             "127.0.0.1:0",
             client=tn.create_in_process_client(instant),
-            a2a=tn.A2AConfig(name="bench", description="bench"),
+            # TOOLNEXUS_BENCH_STORE: a durable store's URL (served_instructions.py --store)
+            a2a=tn.A2AConfig(
+                name="bench",
+                description="bench",
+                store=os.environ.get("TOOLNEXUS_BENCH_STORE", "memory"),
+            ),
             record_wire=wire,
             metrics=kind == "toolnexus-metrics",
         )

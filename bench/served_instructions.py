@@ -17,8 +17,12 @@ Ops: ``blocking`` (a 0.3 ``message/send``, blocking), ``blocking10`` (a 1.0 ``Se
 message in 1.0's shapes, not returning immediately), ``get`` (``tasks/get`` of a finished task),
 ``card``.
 
+``--store postgresql`` serves on a private PostgreSQL cluster (tests/postgres.py), a fresh database
+for each server: a durable task's instructions, the database's own not counted.
+
 Run: python bench/served_instructions.py [--kinds toolnexus,toolnexus-metrics] [--ops blocking,get,card]
      python bench/served_instructions.py --before DIR [--ops blocking,blocking10,get]
+     python bench/served_instructions.py --before DIR --store postgresql --ops blocking --count 500
 (about a minute a run under valgrind; needs valgrind's callgrind_control on PATH)
 """
 
@@ -38,10 +42,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 BEFORE = "before"
 """The kind ``--before`` adds: ``toolnexus`` served from another build's package."""
 
 from serve_bench import CARD, Conn, _send_body  # noqa: E402
+
+from tests.postgres import Postgres, binaries  # noqa: E402
 
 
 def _send10() -> bytes:
@@ -96,13 +103,22 @@ def _control(pid: int, *args: str) -> None:
     )
 
 
-def measure(kind: str, op: str, warm: int, count: int, before: str | None = None) -> float:
+def measure(
+    kind: str, op: str, warm: int, count: int, before: str | None = None, store: str = "memory"
+) -> float:
     """Instructions the server spent per request over ``count`` requests of ``op`` (kind
-    ``before``: ``toolnexus`` from the package in ``before``; else from this tree)."""
+    ``before``: ``toolnexus`` from the package in ``before``; else from this tree), its tasks
+    kept in ``store``."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         code = before if kind == BEFORE else str(HERE.parent)
-        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "PYTHONPATH": code}
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": "0",
+            "PYTHONMALLOC": "malloc",
+            "PYTHONPATH": code,
+            "TOOLNEXUS_BENCH_STORE": store,
+        }
         if kind == BEFORE:
             kind = "toolnexus"
         server = subprocess.Popen(
@@ -152,6 +168,7 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--store", choices=("memory", "postgresql"), default="memory")
     ap.add_argument(
         "--before",
         metavar="DIR",
@@ -166,11 +183,19 @@ def main() -> None:
         + "".join(f"{k:>20}" for k in kinds)
         + (f"{'ratio':>9}" if len(kinds) == 2 else "")
     )
-    for op in a.ops.split(","):
-        for _ in range(a.repeat):
-            got = [measure(k, op, a.warm, a.count, before) for k in kinds]
-            ratio = f"{got[1] / got[0]:>9.3f}" if len(got) == 2 else ""
-            print(f"{op:<10}" + "".join(f"{g:>20,.0f}" for g in got) + ratio, flush=True)
+    pg = Postgres(binaries()) if a.store == "postgresql" else None
+    try:
+        for op in a.ops.split(","):
+            for _ in range(a.repeat):
+                got = [
+                    measure(k, op, a.warm, a.count, before, pg.database() if pg else "memory")
+                    for k in kinds
+                ]
+                ratio = f"{got[1] / got[0]:>9.3f}" if len(got) == 2 else ""
+                print(f"{op:<10}" + "".join(f"{g:>20,.0f}" for g in got) + ratio, flush=True)
+    finally:
+        if pg is not None:
+            pg.close()
 
 
 if __name__ == "__main__":
