@@ -11,7 +11,8 @@ import toolnexus as tn
 from toolnexus.debug.cassette import CassetteWriter
 from toolnexus.debug.diagram import Diagram
 
-from .helpers import arun_cli
+from .conftest import ROOT
+from .helpers import arun_cli, run_cli
 from .peers.sdk_server import sdk_server
 from .test_replay import serve_demo
 
@@ -93,3 +94,14 @@ def test_a_peers_text_cannot_write_the_diagram(tmp_path):
     assert len(lines) == 7 and "%%" not in source and ";" not in source, source
     assert "#" not in source and sum(line.startswith("    participant") for line in lines) == 2
     assert all(_STATEMENT.match(line) for line in lines[1:]), source
+
+
+def test_the_guides_diagram_is_what_replay_prints_for_the_demo_cassette():
+    """The diagram docs/guide.md shows is ``replay --mermaid``'s output for the cassette it names,
+    whole: a change to the drawing, or to the page, shows here."""
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```mermaid\n(sequenceDiagram\n.*?)```", guide, re.DOTALL)
+    assert "`tests/cassettes/demo-desk.jsonl`" in guide.split(shown)[0].rsplit("\n- ", 1)[1]
+    done = run_cli("replay", str(ROOT / "tests" / "cassettes" / "demo-desk.jsonl"), "--mermaid")
+    assert done.returncode == 0, done.stderr
+    assert shown == done.stdout
