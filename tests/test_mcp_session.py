@@ -21,7 +21,7 @@ import pytest
 import toolnexus as tn
 from toolnexus.errors import PeerError
 from toolnexus.events import EventBus, TrafficEvent
-from toolnexus.mcp import Elicitation, MCPSession, Reply, Sampling, form_values
+from toolnexus.mcp import Elicitation, MCPSession, Reply, Sampling, TaskState, form_values
 from toolnexus.mcp import session as session_module
 
 from .peers import mcp_peers
@@ -399,3 +399,50 @@ async def test_a_stdio_servers_stderr_is_heard_as_it_comes_and_kept_bounded():
         assert heard[:2] == ["line 0", "line 1"] and s.status == "connected"
         assert len(s.console) == MAX_STDERR_LINES and s.console[-1] == heard[-1]
         assert max(len(line) for line in heard) == MAX_STDERR_LINE
+
+
+async def test_a_tool_run_as_an_mcp_task_is_polled_its_result_fetched_and_cancel_reaches_it():
+    """The TypeScript SDK's server whose tools run as MCP tasks (2025-11-25): a tool that requires
+    a task is called as one and polled through its states to its result; one that fails ends
+    failed with its error as a result; cancelling a call cancels its task on the server
+    (tasks/cancel); tasks/get and tasks/list say the same."""
+    async with MCPSession(mcp_peers.stdio("ts-tasks")) as s:
+        assert s.offers_tasks
+        await s.tools()
+        assert s.task_support == {"brew": "required", "stall": "optional", "doomed": "required"}
+        seen: list[TaskState] = []
+        brewed = await s.call("brew", {"steps": 2}, on_task=seen.append)
+        assert brewed.output == "brewed in 2 steps" and not brewed.is_error
+        assert [t.status for t in seen][0] == "working" and seen[-1].status == "completed"
+        assert "step 1 of [b]2[/b]" in [t.message for t in seen]  # every state heard, as sent
+        assert seen[0].poll_interval == 0.05 and {t.tool for t in seen} == {"brew"}
+        assert (await s.task(seen[0].task_id)).status == "completed"
+
+        failed = await s.call("doomed", {})
+        assert failed.is_error and failed.output == "the pot [cracked]"
+
+        stalled: list[TaskState] = []
+        job = asyncio.ensure_future(s.call("stall", {}, on_task=stalled.append))
+        await until(lambda: bool(stalled))
+        assert s.cancel() == ["call stall (a task)"]
+        with pytest.raises(PeerError, match="cancelled, the server was told \\(tasks/cancel\\)"):
+            await job
+        assert s.tasks[stalled[0].task_id].status == "cancelled"
+        assert (await s.task(stalled[0].task_id)).status == "cancelled"
+
+        listed, more = await s.list_tasks()
+        assert more is None
+        assert [(t.tool, t.status) for t in listed] == [
+            ("brew", "completed"),
+            ("doomed", "failed"),
+            ("stall", "cancelled"),
+        ]
+        methods = [n.method for n in s.notices if n.kind == "task"]
+        assert "tasks/get" in methods and "tasks/cancel" in methods
+
+
+async def test_a_server_without_tasks_is_not_asked_for_them():
+    async with MCPSession(mcp_peers.stdio("ts")) as s:
+        assert not s.offers_tasks
+        with pytest.raises(PeerError, match="offers no task list"):
+            await s.list_tasks()

@@ -1,6 +1,7 @@
 """The MCP servers written for the tests on the official SDKs, started for a test:
 ``mcp_everything.py`` (Python SDK, both eras; also behind OAuth) and ``js/mcp_server.mjs``
-(TypeScript SDK 1.x, the handshake era), over stdio (a command line) or streamable HTTP (a URL).
+(TypeScript SDK 1.x, the handshake era), over stdio (a command line) or streamable HTTP (a URL);
+``js/mcp_tasks.mjs`` (its tools run as MCP tasks) over stdio.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from .js_peer import need_js_sdk
 ROOT = Path(__file__).resolve().parents[2]
 PY_STDIO = [sys.executable, "-m", "tests.peers.mcp_everything", "stdio"]
 TS_STDIO = ["node", str(JS / "mcp_server.mjs"), "stdio"]
+TS_TASKS = ["node", str(JS / "mcp_tasks.mjs")]
+"""``js/mcp_tasks.mjs``: the TypeScript SDK's server with tools run as MCP tasks, over stdio."""
 ENV = {"PYTHONPATH": str(ROOT)}
 """What a stdio server started from the tests needs beside the SDK's safe default environment."""
 
 
 def stdio(sdk: str) -> list[str]:
-    """The command line of the ``py`` or ``ts`` server over stdio."""
-    if sdk == "ts":
+    """The command line of the ``py``, ``ts`` or ``ts-tasks`` server over stdio."""
+    if sdk in ("ts", "ts-tasks"):
         need_js_sdk()
-        return list(TS_STDIO)
+        return list(TS_STDIO if sdk == "ts" else TS_TASKS)
     return list(PY_STDIO)
 
 

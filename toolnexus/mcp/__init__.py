@@ -31,7 +31,17 @@ from .forms import (
     split_command,
     template_fields,
 )
-from .session import LOG_LEVELS, Content, Elicitation, MCPSession, Notice, Page, Reply, Sampling
+from .session import (
+    LOG_LEVELS,
+    Content,
+    Elicitation,
+    MCPSession,
+    Notice,
+    Page,
+    Reply,
+    Sampling,
+    TaskState,
+)
 from .transport import mcp_failure
 
 __all__ = [
@@ -50,6 +60,7 @@ __all__ = [
     "MCPServerSpec",
     "MCPSession",
     "Notice",
+    "TaskState",
     "LOG_LEVELS",
     "Page",
     "parse_servers",

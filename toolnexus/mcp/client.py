@@ -529,4 +529,7 @@ def tool_dict(t: Any) -> dict[str, Any]:
     annotations = getattr(t, "annotations", None)
     if annotations is not None:
         out["annotations"] = annotations.model_dump(by_alias=True, exclude_none=True)
+    execution = getattr(t, "execution", None)
+    if execution is not None and execution.task_support:
+        out["execution"] = {"taskSupport": execution.task_support}
     return out

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import time
@@ -46,6 +48,7 @@ __all__ = [
     "Content",
     "Model",
     "Page",
+    "TaskState",
     "LISTS",
     "LOG_LEVELS",
     "eras",
@@ -71,6 +74,15 @@ USER_REJECTED = -1
 """The JSON-RPC code the MCP spec gives a sampling request the user refused."""
 MAX_SUGGESTED = 100
 """The most values of a completion a session keeps (the spec caps a server's at 100)."""
+MAX_TASKS = 1000
+"""The tasks a session remembers the last state of (the oldest go first)."""
+TASK_TTL_MS = 600_000
+"""How long a task the session creates is asked to be kept (ms): :data:`CALL_TIMEOUT`'s."""
+POLL_BOUNDS = (0.05, 5.0)
+"""The fewest and most seconds between two ``tasks/get`` of one task, whatever its server
+suggests (``pollInterval``); one second when it suggests none."""
+TASK_STATES = ("working", "input_required", "completed", "failed", "cancelled")
+"""The states of an MCP task (2025-11-25); the last three end it."""
 LISTS = {
     "tools": ("list_tools", "tools"),
     "resources": ("list_resources", "resources"),
@@ -164,6 +176,40 @@ class Model(Protocol):
     async def run(
         self, prompt: str, toolkit: Any = None, history: Any = None, *, sink: Any = None
     ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What a server last said of one MCP task (2025-11-25's long-running requests): its id,
+    ``status`` (one of :data:`TASK_STATES`), its status message, the seconds it asks between
+    polls, and the tool whose call it runs (when this session made it). Texts are the peer's,
+    made printable."""
+
+    task_id: str
+    status: str
+    message: str = ""
+    poll_interval: float | None = None
+    tool: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.status in TASK_STATES[2:]
+
+    @property
+    def summary(self) -> str:
+        return f"task {self.task_id}: {self.status}" + (f": {self.message}" if self.message else "")
+
+
+def _task_state(task: Any, tool: str = "") -> TaskState:
+    """A ``Task`` (or a ``tasks/get`` result) of the SDK's types as a :class:`TaskState`."""
+    poll = getattr(task, "poll_interval", None)
+    return TaskState(
+        printable(str(task.task_id), 200),
+        str(task.status),
+        printable(task.status_message or "", 400),
+        poll / 1000 if isinstance(poll, (int, float)) else None,
+        tool,
+    )
 
 
 Elicit = Callable[[Elicitation], Awaitable[Reply]]
@@ -265,6 +311,12 @@ class MCPSession:
         self.running: dict[int, tuple[str, asyncio.Task[Any]]] = {}
         """The user's requests in flight (a call, a read, a prompt): what each is, by number."""
         self._numbered = 0
+        self.tasks: collections.OrderedDict[str, TaskState] = collections.OrderedDict()
+        """The last state heard of each task (:class:`TaskState`, by id): the ones this session
+        created, polled, listed or was told of, the newest last (:data:`MAX_TASKS` of them)."""
+        self.task_support: dict[str, str] = {}
+        """Each listed tool's ``execution.taskSupport`` (``optional`` or ``required``), by name:
+        :meth:`call` runs such a tool as a task where the server offers tasks."""
         self.notices: collections.deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
         self.stderr = ""
         """The end of a stdio server's stderr once it ended (quoted when it failed)."""
@@ -504,6 +556,9 @@ class MCPSession:
             return  # the listen stream says what it honoured
         elif method == "notifications/progress":
             self._tell("progress", method, _progress_text(data), data)
+        elif method == "notifications/tasks/status":
+            state = self._heard_task(sdk().types.TaskStatusNotificationParams.model_validate(data))
+            self._tell("task", method, state.summary, data)
         elif method == "notifications/resources/updated":
             self._tell("notification", method, f"updated: {data.get('uri', '')}", data)
         else:
@@ -697,7 +752,7 @@ class MCPSession:
         finally:
             self.running.pop(number, None)
         if job.cancelled():
-            raise PeerError(f"{what or 'the request'}: cancelled, {self._cancel_words()}")
+            raise PeerError(f"{what or 'the request'}: cancelled, {self._cancel_words(what)}")
         if job not in done:
             job.cancel()
             await asyncio.gather(job, return_exceptions=True)
@@ -718,10 +773,12 @@ class MCPSession:
             warnings.simplefilter("ignore")
             return await self._do(request(), what=what)
 
-    def _cancel_words(self) -> str:
-        """How the server was told of a cancel: 2026-07-28 over HTTP closes the request's stream
-        (it has no notifications from the client there), everything else sends
-        ``notifications/cancelled``."""
+    def _cancel_words(self, what: str = "") -> str:
+        """How the server was told of a cancel: a task is cancelled with ``tasks/cancel``;
+        2026-07-28 over HTTP closes the request's stream (it has no notifications from the client
+        there), everything else sends ``notifications/cancelled``."""
+        if what.endswith(AS_TASK):
+            return "the server was told (tasks/cancel)"
         if self.modern and isinstance(self.target, str):
             return "the server was told by closing its answer's stream (2026-07-28 over HTTP)"
         return "the server was told (notifications/cancelled)"
@@ -763,6 +820,12 @@ class MCPSession:
         listed = getattr(result, field_name) or []
         if kind == "tools":
             items = [tool_dict(t) for t in listed]
+            for item in items:
+                support = item.get("execution", {}).get("taskSupport")
+                if support in ("optional", "required"):
+                    self.task_support[item["name"]] = support
+                else:
+                    self.task_support.pop(item["name"], None)
         else:
             items = [i.model_dump(exclude_none=True, mode="json") for i in listed]
         more = result.next_cursor
@@ -913,16 +976,41 @@ class MCPSession:
             [(m.role, _block_text(m.content)) for m in result.messages],
         )
 
+    @property
+    def offers_tasks(self) -> bool:
+        """Whether the server runs tool calls as tasks (its ``tasks.requests.tools.call``
+        capability; MCP 2025-11-25, the handshake era: 2026-07-28 moved tasks to an extension
+        this session does not speak)."""
+        tasks = self.capabilities.get("tasks") or {}
+        return not self.modern and "call" in ((tasks.get("requests") or {}).get("tools") or {})
+
     async def call(
-        self, name: str, args: dict[str, Any], *, progress: ProgressFn | None = None
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        progress: ProgressFn | None = None,
+        on_task: Callable[[TaskState], None] | None = None,
     ) -> ToolResult:
         """Call one tool; ``progress`` hears what the server reports while it runs (also a notice).
-        A tool's error is a result (``is_error``); a protocol error raises.
+        A tool whose listing says it runs as a task (``execution.taskSupport`` ``optional`` or
+        ``required``, :attr:`task_support`), on a server that offers tasks, is called as one:
+        ``tools/call`` with a ``task``, then ``tasks/get`` every ``pollInterval`` while it works
+        (each state told to ``on_task`` and as a notice), then ``tasks/result``; cancelling the
+        call (:meth:`cancel`) cancels the task (``tasks/cancel``). A tool's error is a result
+        (``is_error``); a protocol error raises.
 
         Raises:
-            PeerError: the server refused the call (a JSON-RPC error) or the session failed.
+            PeerError: the server refused the call (a JSON-RPC error), the session failed, or the
+                task failed without a result or was cancelled.
         """
         client = self._connected()
+        if self.offers_tasks and name in self.task_support:
+            return await self._do(
+                self._task_call(name, args, on_task),
+                self.call_timeout,
+                what=f"call {name}{AS_TASK}",
+            )
 
         async def heard(p: Progress) -> None:
             self._tell(
@@ -944,14 +1032,145 @@ class MCPSession:
             self.call_timeout,
             what=f"call {name}",
         )
-        outcome = tool_result(result)
-        if result.structured_content is not None:
-            outcome.metadata["structured"] = result.structured_content
-        outcome.metadata["content"] = [
-            b.model_dump(by_alias=True, exclude_none=True, mode="json")
-            for b in result.content or []
-        ]
-        return outcome
+        return _outcome(result)
+
+    async def _task_call(
+        self, name: str, args: dict[str, Any], on_task: Callable[[TaskState], None] | None
+    ) -> ToolResult:
+        """A tool called as a task, run by :meth:`_do` (whose cancel reaches the task)."""
+        types = sdk().types
+
+        client = self._connected()
+        params = types.CallToolRequestParams(
+            name=name, arguments=args, task=types.TaskMetadata(ttl=TASK_TTL_MS)
+        ).model_dump(by_alias=True, exclude_none=True, mode="json")
+        # the SDK (mcp 2.3) has no tasks API and checks a tools/call result as a CallToolResult:
+        # a task-augmented call goes through its dispatcher as it is, its answer checked here
+        raw = await client.session._dispatcher.send_raw_request(  # noqa: SLF001  # see above
+            "tools/call", params, {"timeout": self.timeout}
+        )
+        state = self._heard_task(types.CreateTaskResult.model_validate(raw).task, name)
+        told = ""
+        try:
+            while True:
+                if state.summary != told:
+                    told = state.summary
+                    self._tell("task", "tasks/get", f"{name}: {told}")
+                    if on_task is not None:
+                        on_task(state)
+                if state.status != "working":
+                    break
+                low, high = POLL_BOUNDS
+                await asyncio.sleep(min(max(state.poll_interval or 1.0, low), high))
+                state = await self.task(state.task_id)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._cancel_quietly(state.task_id))
+            raise
+        if state.status == "cancelled":
+            raise PeerError(f"call {name}: {state.summary} (cancelled by the server)")
+        try:  # completed, failed, or input_required: its result (the server asks meanwhile)
+            result = await client.session.send_request(
+                types.GetTaskPayloadRequest(
+                    params=types.GetTaskPayloadRequestParams(task_id=state.task_id)
+                ),
+                types.CallToolResult,
+                request_read_timeout_seconds=self.call_timeout,
+            )
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._cancel_quietly(state.task_id))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed task may keep no result
+            raise PeerError(f"call {name}: {state.summary}: {mcp_failure(exc)}") from None
+        if not state.done:  # it asked for input, and its result came: it ended
+            state = self._heard_task(
+                dataclasses.replace(state, status="completed", message=""), name
+            )
+            if on_task is not None:
+                on_task(state)
+        return _outcome(result)
+
+    async def _cancel_quietly(self, task_id: str) -> None:
+        state = await asyncio.wait_for(self._task_request("cancel", task_id), self.timeout)
+        self._tell("task", "tasks/cancel", state.summary)
+
+    def _heard_task(self, task: Any, tool: str = "") -> TaskState:
+        """Remember what was heard of a task (a :class:`TaskState` or an SDK ``Task``)."""
+        state = task if isinstance(task, TaskState) else _task_state(task)
+        known = self.tasks.pop(state.task_id, None)
+        if not state.tool and (tool or known is not None):
+            state = dataclasses.replace(state, tool=tool or (known.tool if known else ""))
+        self.tasks[state.task_id] = state
+        while len(self.tasks) > MAX_TASKS:
+            self.tasks.popitem(last=False)
+        return state
+
+    async def _task_request(self, verb: str, task_id: str) -> TaskState:
+        types = sdk().types
+
+        client = self._connected()
+        if verb == "get":
+            request: Any = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+            answer: Any = types.GetTaskResult
+        else:
+            request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+            answer = types.CancelTaskResult
+        got = await client.session.send_request(
+            request, answer, request_read_timeout_seconds=self.timeout
+        )
+        return self._heard_task(got)
+
+    def _need_tasks(self, what: str) -> None:
+        tasks = self.capabilities.get("tasks")
+        if self.modern or not isinstance(tasks, dict) or (what and what not in tasks):
+            raise PeerError(
+                f"{self.where}: the server offers no task {what or 'support'} (its capabilities "
+                "say so)"
+            )
+
+    async def task(self, task_id: str) -> TaskState:
+        """A task's state now (``tasks/get``).
+
+        Raises:
+            PeerError: the server offers no tasks, does not know this one, or failed.
+        """
+        self._need_tasks("")
+        return await self._do(self._task_request("get", task_id))
+
+    async def cancel_task(self, task_id: str) -> TaskState:
+        """Cancel a task (``tasks/cancel``): its state after.
+
+        Raises:
+            PeerError: the server offers no task cancel, refused (a task already ended), or failed.
+        """
+        self._need_tasks("cancel")
+        state = await self._do(self._task_request("cancel", task_id))
+        self._tell("task", "tasks/cancel", state.summary)
+        return state
+
+    async def list_tasks(self, cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+        """One page of the server's tasks (``tasks/list``) and the cursor of the next.
+
+        Raises:
+            PeerError: the server offers no task list, or failed.
+        """
+        types = sdk().types
+
+        self._need_tasks("list")
+        client = self._connected()
+        result = await self._do(
+            client.session.send_request(
+                types.ListTasksRequest(
+                    params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                ),
+                types.ListTasksResult,
+                request_read_timeout_seconds=self.timeout,
+            )
+        )
+        states = [self._heard_task(t) for t in result.tasks[:MAX_ITEMS]]
+        more = result.next_cursor
+        return states, printable(more, 1000) if isinstance(more, str) and more else None
 
     async def subscribe(self, uri: str) -> None:
         """Be told when this resource changes: ``resources/subscribe`` in the handshake era, the
@@ -975,6 +1194,21 @@ class MCPSession:
         self.subscribed.discard(uri)
         await self._relisten()
         self._tell("session", "resources/unsubscribe", f"unsubscribed: {uri}")
+
+
+AS_TASK = " (a task)"
+"""How a request the user may cancel is named when it runs as a task."""
+
+
+def _outcome(result: Any) -> ToolResult:
+    """A ``CallToolResult`` as a :class:`ToolResult`, its structured content and blocks kept."""
+    outcome = tool_result(result)
+    if result.structured_content is not None:
+        outcome.metadata["structured"] = result.structured_content
+    outcome.metadata["content"] = [
+        b.model_dump(by_alias=True, exclude_none=True, mode="json") for b in result.content or []
+    ]
+    return outcome
 
 
 async def _ignore(p: Progress) -> None:
