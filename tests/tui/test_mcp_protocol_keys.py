@@ -188,3 +188,38 @@ async def test_an_argument_is_completed_as_it_is_typed():
         await pilot.press("enter", "r", "e", "f")
         path = app.screen.query_one("#tvar-0", Input)
         await until(pilot, lambda: (path._suggestion or "").startswith("reference/"), timeout=20)
+
+
+async def test_a_tool_run_as_an_mcp_task_shows_its_states_and_ctrl_x_cancels_it():
+    """The TypeScript SDK's server whose tools run as MCP tasks: a call shows the task's state
+    (its status message as text, never markup) and ends with its result and final state; ctrl+x
+    cancels a task in flight (tasks/cancel) and says it was cancelled."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await connect(app, pilot, shlex.join(mcp_peers.stdio("ts-tasks")))
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 3, timeout=30)
+        assert "tasks" in shown(app, "#mcp-status")
+        await focus_row(app, pilot, "#mcp-tools", "brew")
+        await pilot.press("enter", "enter")  # into its one argument (3 steps), and call
+        await until(pilot, lambda: "brewed in 3 steps" in shown(app, "#mcp-result"), timeout=20)
+        result = shown(app, "#mcp-result")
+        assert "ran as task " in result and ": completed: step 3 of [b]3[/b]" in result
+        assert "task" in column(app, "#mcp-notices", 1)
+
+        await pilot.press("escape")  # out of the form, back to the list
+        await focus_row(app, pilot, "#mcp-tools", "stall")
+        await pilot.press("enter")
+        await until(
+            pilot,
+            lambda: (
+                "working: stalling [until cancelled] (ctrl+x cancels)" in shown(app, "#mcp-result")
+            ),
+            timeout=20,
+        )
+        await pilot.press("ctrl+x")
+        await until(
+            pilot,
+            lambda: "cancelled, the server was told (tasks/cancel)" in shown(app, "#mcp-result"),
+            timeout=20,
+        )
+        await until(pilot, lambda: ": cancelled: " in shown(app, "#mcp-result"), timeout=20)

@@ -61,6 +61,7 @@ from toolnexus.mcp import (
     Notice,
     Reply,
     Sampling,
+    TaskState,
     choice_text,
     expand_template,
     form_fields,
@@ -957,7 +958,13 @@ class MCPScreen(ModeScreen):
         except NoMatches:  # the screen is going (the app quits while the session ends)
             return
         key = str(table.row_count)
-        style = {"request": "magenta", "log": "grey62", "progress": "cyan", "session": "yellow"}
+        style = {
+            "request": "magenta",
+            "log": "grey62",
+            "progress": "cyan",
+            "session": "yellow",
+            "task": "blue",
+        }
         table.add_row(
             notice.clock,
             Text(notice.kind, style.get(notice.kind, "")),
@@ -1199,16 +1206,28 @@ class MCPScreen(ModeScreen):
             amount = f"{p.done:g}" + (f"/{p.total:g}" if p.total is not None else "")
             self._show_result(name, f"calling {name} … {amount} {p.message or ''} (ctrl+x cancels)")
 
+        task: list[TaskState] = []
+
+        def on_task(state: TaskState) -> None:
+            task[:] = [state]
+            if not state.done:
+                self._show_result(name, Text(f"{name}: {state.summary} (ctrl+x cancels)"))
+
         try:
-            outcome = await session.call(name, args, progress=progress)
+            outcome = await session.call(name, args, progress=progress, on_task=on_task)
         except Exception as exc:
-            self._show_result(name, Text(f"✘ {exc}", "red"))
+            said = Text(f"✘ {exc}", "red")
+            if task:  # the task's last state: cancelled (ctrl+x), or what it was when it failed
+                said.append(f"\n{session.tasks.get(task[0].task_id, task[0]).summary}")
+            self._show_result(name, said)
             return
         finally:
             self.refresh_bindings()
         self.last_result = outcome
         text = Text()
         text.append(f"{name} {json.dumps(args)}\n", "bold")
+        if task:
+            text.append(f"ran as {task[0].summary}\n", "grey62")
         text.append(
             "error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green"
         )
@@ -1557,7 +1576,7 @@ def _count(n: int, what: str) -> str:
 
 def _capability_words(caps: dict[str, Any]) -> list[str]:
     words = []
-    for name in ("tools", "resources", "prompts", "completions", "logging"):
+    for name in ("tools", "resources", "prompts", "completions", "logging", "tasks"):
         if name in caps:
             extra = [k for k, v in (caps[name] or {}).items() if v is True]
             words.append(name + (f" ({', '.join(extra)})" if extra else ""))
