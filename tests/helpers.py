@@ -422,3 +422,16 @@ def tiktoken_cache() -> str:
         part.write_bytes(gzip.decompress(shipped.read_bytes()))
         part.replace(target)
     return str(folder)
+
+
+MCP_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A handshake-era ``initialize`` as a client POSTs it (it opens a session of ``/mcp``)."""

@@ -29,7 +29,7 @@ from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded
 from toolnexus.toolkit import CONFIG_KEYS
 
-from .helpers import ROOT, Served, arun_cli, cli, read_until, run_cli, started_cli
+from .helpers import MCP_INIT, ROOT, Served, arun_cli, cli, read_until, run_cli, started_cli
 
 BAD_STORE = "nosuch:x"
 KEEPERS = [kind.name for kind in kinds_with(KeepsEnded)]
@@ -111,12 +111,15 @@ def test_serve_with_mcp():
         assert lines[0]["profiles"] == ["A2A", "MCP"]
         mcp_url = next(line["url"] for line in lines if line["event"] == "mcp")
         assert mcp_url == lines[0]["url"] + "/mcp"
-        r = httpx.post(
-            mcp_url,
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-            headers={"accept": "application/json, text/event-stream"},
-            timeout=10,
-        )
+        accept = {"accept": "application/json, text/event-stream"}
+        with httpx.Client(timeout=10) as http:  # the handshake era: initialize opens a session
+            opened = http.post(mcp_url, json=MCP_INIT, headers=accept)
+            assert opened.status_code == 200
+            session = {"mcp-session-id": opened.headers["mcp-session-id"], **accept}
+            ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert http.post(mcp_url, json=ready, headers=session).status_code == 202
+            listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+            r = http.post(mcp_url, json=listed, headers=session)
         assert r.status_code == 200 and '"skill"' in r.text
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0

@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 import toolnexus as tn
 
 from .conftest import EXAMPLE_SKILLS, ROOT
+from .helpers import MCP_INIT
 from .peers import mcp_peers
 
 NOTES = [sys.executable, str(ROOT / "examples" / "mcp" / "notes_server.py")]
@@ -144,7 +145,8 @@ async def test_foreign_origin_and_host_are_refused():
             h.mcp_url, json=body, headers={**headers, "host": f"evil.example:{h.port}"}
         )
         assert rebound.status_code in (403, 421)
-        local = await http.post(h.mcp_url, json=body, headers={**headers, "origin": h.url})
+        # a handshake-era request needs the session initialize opens (else 400)
+        local = await http.post(h.mcp_url, json=MCP_INIT, headers={**headers, "origin": h.url})
         assert local.status_code == 200
 
 

@@ -13,13 +13,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import mcp_types as types
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import (
     PromptsListChanged,
@@ -32,6 +35,7 @@ import toolnexus as tn
 from toolnexus.skills import MAX_FILE_BYTES
 
 from .conftest import EXAMPLE_SKILLS, ROOT
+from .helpers import MCP_INIT
 from .peers.js_peer import HERE as JS
 from .peers.js_peer import need_js_sdk
 from .peers.mcp_changing import count
@@ -404,15 +408,31 @@ def check_ts(seen: dict[str, Any], skills: Path) -> None:
     ]
 
 
-async def test_typescript_client_over_http(skills: Path):
+async def test_typescript_client_over_http_is_told_of_a_skill_added_on_disk(skills: Path):
+    """The official TypeScript client (the handshake era) over /mcp: its session's GET stream
+    hears a skill folder written by hand, and the prompts listed again have the new one."""
+    plan = {
+        **PLAN,
+        "subscribe": "skill://weather/assets/logo.bin",
+        "write": [
+            [str(skills / "guide" / "SKILL.md"), GUIDE],
+            [str(skills / "weather" / "assets" / "logo.bin"), "a new logo"],
+        ],
+        "expect": 3,
+    }
     tk = await tn.create_toolkit(skills, builtins=False, tools=[count])
     async with await tk.serve(mcp=True) as h:
-        seen = await inspect_with_ts(PLAN, h.mcp_url)
+        seen = await inspect_with_ts(plan, h.mcp_url)
     check_ts(seen, skills)
     caps = seen["capabilities"]
-    assert caps["prompts"] == {
-        "listChanged": False
-    }  # stateless HTTP cannot tell this era of change
+    assert caps["prompts"] == {"listChanged": True}
+    assert caps["resources"] == {"subscribe": True, "listChanged": True}
+    assert {n["method"] for n in seen["notifications"]} >= {
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+    assert "guide" in [p["name"] for p in seen["after"]]
 
 
 async def test_typescript_client_over_stdio_is_told_of_changes(skills: Path):
@@ -459,9 +479,31 @@ def toolnexus_mcp(skills: Path) -> StdioServerParameters:
     )
 
 
-async def test_toolnexus_mcp_picks_up_a_skill_added_or_edited_on_disk(skills: Path):
+@contextlib.asynccontextmanager
+async def handshake_client(
+    skills: Path, carrier: str, on_message: Any
+) -> AsyncIterator[ClientSession]:
+    """The official Python client in the initialize era: of the real ``toolnexus mcp`` (stdio),
+    or of ``/mcp`` over streamable HTTP (its session's GET stream hears the server)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if carrier == "stdio":
+            read, write = await stack.enter_async_context(stdio_client(toolnexus_mcp(skills)))
+        else:
+            tk = await tn.create_toolkit(skills, builtins=False)
+            h = await stack.enter_async_context(await tk.serve(mcp=True))
+            read, write, *_ = await stack.enter_async_context(streamable_http_client(h.mcp_url))
+        yield await stack.enter_async_context(
+            ClientSession(read, write, message_handler=on_message)
+        )
+
+
+@pytest.mark.parametrize("carrier", ["stdio", "http"])
+async def test_a_handshake_era_client_hears_a_skill_added_or_edited_on_disk(
+    skills: Path, carrier: str
+):
     """No reload_skills(): a folder added and a file edited by hand reach the handshake-era
-    client as list-changed and updated notifications, and the new skill is served."""
+    client as list-changed and updated notifications, and the new skill is served; its
+    capabilities said so (over HTTP they said listChanged false before /mcp kept sessions)."""
     heard: list[str] = []
     updated = asyncio.Event()
 
@@ -471,11 +513,11 @@ async def test_toolnexus_mcp_picks_up_a_skill_added_or_edited_on_disk(skills: Pa
             if isinstance(message, types.ResourceUpdatedNotification):
                 updated.set()
 
-    async with (
-        stdio_client(toolnexus_mcp(skills)) as (read, write),
-        ClientSession(read, write, message_handler=on_message) as s,
-    ):
-        await s.initialize()
+    async with handshake_client(skills, carrier, on_message) as s:
+        caps = (await s.initialize()).capabilities
+        assert caps.tools and caps.tools.list_changed
+        assert caps.prompts and caps.prompts.list_changed
+        assert caps.resources and caps.resources.list_changed and caps.resources.subscribe
         assert "guide" not in [p.name for p in (await s.list_prompts()).prompts]
         with pytest.warns(MCPDeprecationWarning):
             await s.subscribe_resource(UNITS)
@@ -486,6 +528,7 @@ async def test_toolnexus_mcp_picks_up_a_skill_added_or_edited_on_disk(skills: Pa
             await updated.wait()
         assert "PromptListChangedNotification" in heard
         assert "ResourceListChangedNotification" in heard
+        assert "guide" in [p.name for p in (await s.list_prompts()).prompts]
         got = await s.get_prompt("guide", {"topic": "tea"})
         assert isinstance(c := got.messages[0].content, types.TextContent)
         assert c.text.startswith("Explain tea.")
@@ -507,6 +550,19 @@ async def test_a_listener_over_http_hears_a_skill_added_on_disk(skills: Path):
                 assert await anext(aiter(sub)) == PromptsListChanged()
         assert "guide" in [p.name for p in (await c.list_prompts()).prompts]
         assert "guide" in [s.name for s in tk.skills()]
+
+
+async def test_an_http_session_is_ended_by_delete(skills: Path):
+    """Initialize gives a session id; DELETE ends that session, and the id is then unknown."""
+    accept = {"accept": "application/json, text/event-stream"}
+    tk = await tn.create_toolkit(skills, builtins=False)
+    async with await tk.serve(mcp=True) as h, httpx.AsyncClient(timeout=10) as http:
+        opened = await http.post(h.mcp_url, json=MCP_INIT, headers=accept)
+        assert opened.status_code == 200
+        sid = {"mcp-session-id": opened.headers["mcp-session-id"], **accept}
+        assert (await http.delete(h.mcp_url, headers=sid)).status_code == 200
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert (await http.post(h.mcp_url, json=ping, headers=sid)).status_code == 404
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

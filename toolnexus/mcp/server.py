@@ -1,5 +1,5 @@
 """A toolkit as an MCP server on the official ``mcp`` SDK, carried two ways: ``/mcp`` of a served
-toolkit (stateless streamable HTTP, :class:`MCPProfile`) and stdio, as desktop MCP hosts start a
+toolkit (streamable HTTP, :class:`MCPProfile`) and stdio, as desktop MCP hosts start a
 server (:func:`serve_stdio`, ``toolnexus mcp``). Both run the same :class:`MCPToolkit`, in both
 eras the SDK speaks: the ``initialize`` handshake (2025-11-25 and before) and 2026-07-28's
 per-request envelope.
@@ -12,8 +12,8 @@ A caller that sends a progress token hears the tool's :class:`~toolnexus.tools.P
 ``notifications/progress`` (at most one every :data:`PROGRESS_EVERY`, its message cut to
 :data:`MAX_PROGRESS_MESSAGE`). A tool that asks for input (a remote agent's ``input-required``) is
 asked of the user through MCP elicitation when the client offers it, and the call goes on with the
-answer: in the handshake era as an ``elicitation/create`` request during the call (stdio; stateless
-HTTP has no channel for it), on 2026-07-28 as the call's ``input_required`` result, which the
+answer: in the handshake era as an ``elicitation/create`` request during the call (stdio and an
+HTTP session; stateless HTTP, with ``--workers``, has no channel for it), on 2026-07-28 as the call's ``input_required`` result, which the
 client answers by calling again with the answer and the ``requestState`` it was given (any
 carrier, stateless HTTP included; the state is sealed by the SDK's ``RequestStateBoundary`` with
 a key of this process's, so with ``--workers`` the answer must reach the worker that asked). A
@@ -36,9 +36,12 @@ which is called by itself when the skills folders change on disk: their files' s
 looked at every :data:`SKILLS_POLL` seconds off the loop, no file read)
 the lists are announced as changed, and a skill file whose size or time moved as updated: on
 2026-07-28 to every ``subscriptions/listen`` stream that asked for them (over ``/mcp`` and stdio);
-on a handshake-era stdio connection as ``notifications/*/list_changed`` and, for the URIs it
-subscribed to, ``notifications/resources/updated``. Stateless HTTP in the handshake era has no
-channel to tell a client anything, and says so: no ``listChanged`` there.
+in the handshake era as ``notifications/*/list_changed`` and, for the URIs it subscribed to,
+``notifications/resources/updated``: on stdio, and over ``/mcp`` on the client's session's GET
+stream (the SDK's stateful session manager: ``Mcp-Session-Id`` given by ``initialize``, at most
+:data:`MAX_SESSIONS` open, one idle for :data:`SESSION_IDLE` seconds closed, DELETE ends one).
+With ``toolnexus serve --workers N`` a session cannot be kept (the next request may reach another
+process), so ``/mcp`` stays stateless there and says so: no ``listChanged`` in the handshake era.
 
 Every ``tools/call``, ``prompts/get`` and ``resources/read`` is published on the bus as a
 :class:`~toolnexus.events.ToolCallEvent` (its ``method`` says which) and handed to ``on_call``.
@@ -56,16 +59,23 @@ import contextlib
 import logging
 import mimetypes
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    StreamableHTTPSessionManager,
+)
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -80,7 +90,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ..errors import InvalidParamsError
 from ..events import EventBus, Hook, ToolCallEvent
@@ -100,6 +110,13 @@ MAX_PROGRESS_MESSAGE = 2000
 """The most characters of a progress message sent (its end: the text so far's newest words)."""
 PAGE = 500
 """Resources per ``resources/list`` page."""
+MAX_SESSIONS = DEFAULT_MAX_SESSIONS // 10
+"""The most handshake-era sessions ``/mcp`` keeps open at once (the SDK's default, 10,000, over
+ten: a served toolkit's clients are hosts and inspectors, and each session is told of every
+change); one more is answered 503 until one ends or expires."""
+SESSION_IDLE = DEFAULT_SESSION_IDLE_TIMEOUT
+"""Seconds after which a session with no request in flight and no GET stream open is closed (the
+SDK's default, 30 minutes); its id is then answered 404 and the client initializes again."""
 SKILLS_POLL = 1.0
 """Seconds between two looks at the skills folders (a skill added or edited on disk is served
 within about this long)."""
@@ -130,11 +147,29 @@ def skill_uri(skill: str, relative: str) -> str:
     return f"{SCHEME}://{quote(skill, safe='')}/{quote(relative, safe='/')}"
 
 
+class _Server(Server[Any]):
+    """The SDK's lowlevel server, whose handshake declares the change notifications its carrier
+    sends (``notifications``): the SDK's session manager answers ``initialize`` with
+    ``create_initialization_options()`` as it is, and has no way to be given them."""
+
+    notifications = NotificationOptions()
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or self.notifications, experimental_capabilities, extensions
+        )
+
+
 class MCPToolkit:
     """One toolkit as the SDK's lowlevel MCP ``Server`` (``app``), whatever carries it: its exposed
     tools, its skills as prompts and their files as resources; every call is published on ``bus``
-    and handed to ``on_call``. ``duplex``: the carrier keeps a channel to each client (stdio), so
-    handshake-era clients are told of changes and may subscribe to resources."""
+    and handed to ``on_call``. ``duplex``: the carrier keeps a channel to each client (stdio, an
+    HTTP session), so handshake-era clients are told of changes and may subscribe to resources."""
 
     def __init__(
         self,
@@ -155,7 +190,7 @@ class MCPToolkit:
         self._by_name = {t.name: t for t in self.tools}
         self.events = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.events)
-        self._client: _Client | None = None
+        self._clients: OrderedDict[str | None, _Client] = OrderedDict()
         self._files = self._snapshot()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unwatch: Callable[[], None] | None = None
@@ -175,7 +210,7 @@ class MCPToolkit:
                     "on_subscribe_resource": self._subscribe,
                     "on_unsubscribe_resource": self._unsubscribe,
                 }
-        self.app = Server(
+        self.app = _Server(
             config.name,
             version=config.version,
             on_list_tools=self._list,
@@ -187,13 +222,12 @@ class MCPToolkit:
         self.app.middleware.append(
             RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=config.name)
         )
-        self.options = self.app.create_initialization_options(
-            NotificationOptions(
-                prompts_changed=duplex and config.skills,
-                resources_changed=duplex and config.skills,
-                tools_changed=duplex,
-            )
+        self.app.notifications = NotificationOptions(
+            prompts_changed=duplex and config.skills,
+            resources_changed=duplex and config.skills,
+            tools_changed=duplex,
         )
+        self.options = self.app.create_initialization_options()
 
     # -- life ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -269,15 +303,16 @@ class MCPToolkit:
             ]
         for event in events:
             await self.events.publish(event)
-        client = self._client
-        if client is not None:
+        for client in list(self._clients.values()):
             for event in events:
                 with contextlib.suppress(Exception):  # the client gone: nobody to tell
                     await client.tell(event)
 
     def _met(self, ctx: Any) -> _Client | None:
         """The handshake-era client this request came from, when the carrier is that client's
-        own channel (stdio: one client a process), kept to be told of changes later."""
+        own channel (stdio: one client a process; HTTP: its session, by ``Mcp-Session-Id``), kept
+        to be told of changes later (the :data:`MAX_SESSIONS` latest: a session the SDK closed
+        for idling is forgotten as newer ones come, or when it is deleted)."""
         session = getattr(ctx, "session", None)
         caps = self.options.capabilities.tools
         if (
@@ -287,10 +322,20 @@ class MCPToolkit:
             or not caps.list_changed
         ):
             return None
-        if self._client is None:
-            self._client = _Client(session)
-        self._client.session = session
-        return self._client
+        request = getattr(ctx, "request", None)
+        key = request.headers.get(MCP_SESSION_ID_HEADER) if request is not None else None
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = _Client(session)
+            while len(self._clients) > MAX_SESSIONS:
+                self._clients.popitem(last=False)
+        self._clients.move_to_end(key)
+        client.session = session
+        return client
+
+    def _forget(self, key: str) -> None:
+        """A session ended (DELETE): nobody to tell any more."""
+        self._clients.pop(key, None)
 
     # -- tools --------------------------------------------------------------------------------------
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
@@ -694,7 +739,9 @@ def _progress_to(ctx: Any) -> ProgressFn | None:
 
 
 class MCPProfile(MCPToolkit):
-    """``/mcp`` for one served toolkit: stateless streamable HTTP, behind the serve options' auth."""
+    """``/mcp`` for one served toolkit: streamable HTTP, behind the serve options' auth.
+    ``sessions``: keep a session for each handshake-era client (its GET stream hears changes);
+    False (several processes serve the port) serves every request on its own."""
 
     def __init__(
         self,
@@ -705,9 +752,11 @@ class MCPProfile(MCPToolkit):
         server: str,
         on_call: OnCall | None,
         auth: Auth | None,
+        sessions: bool = True,
     ) -> None:
-        super().__init__(toolkit, config, bus=bus, server=server, on_call=on_call)
+        super().__init__(toolkit, config, bus=bus, server=server, on_call=on_call, duplex=sessions)
         self.auth = auth
+        self.sessions = sessions
         self._manager: StreamableHTTPSessionManager | None = None
 
     def routes(self) -> list[Route]:
@@ -720,8 +769,10 @@ class MCPProfile(MCPToolkit):
         # Host/Origin are checked for the whole app by http.guard.HostGuard, in front of this
         self._manager = StreamableHTTPSessionManager(
             app=self.app,
-            stateless=True,
+            stateless=not self.sessions,
             json_response=False,
+            max_sessions=MAX_SESSIONS,
+            session_idle_timeout=SESSION_IDLE,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self.start()
@@ -744,7 +795,21 @@ class MCPProfile(MCPToolkit):
                 await answer(scope, receive, send)
                 return
         assert self._manager is not None, "the MCP lifespan has not started"
-        await self._manager.handle_request(scope, receive, send)
+        ended = dict(scope.get("headers", [])).get(MCP_SESSION_ID_HEADER.encode())
+        if scope.get("method") != "DELETE" or ended is None:
+            await self._manager.handle_request(scope, receive, send)
+            return
+        status = 0
+
+        async def sent(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self._manager.handle_request(scope, receive, sent)
+        if 200 <= status < 300:  # the session's own credential ended it
+            self._forget(ended.decode("latin-1"))
 
 
 async def serve_stdio(

@@ -403,6 +403,7 @@ async def serve(
             server=name,
             on_call=on_call,
             auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None),
+            sessions=not isinstance(max_connections, ConnectionShare),  # one process: sessions
         )
         routes += mcp_profile.routes()
         lifespans.append(mcp_profile.lifespan)

@@ -1,7 +1,8 @@
 // The official MCP TypeScript SDK's client (@modelcontextprotocol/sdk) against an MCP server over
 // streamable HTTP (a URL) or stdio (a command): its capabilities, prompts (one got with arguments),
-// resources and templates (one read), a tool called with a progress token, and, over stdio, the
-// notifications that follow a change the server is asked to make.
+// resources and templates (one read), a tool called with a progress token, and the
+// notifications that follow a change the server is asked to make (then the prompts listed again:
+// "after").
 // Usage: node mcp_inspect.mjs PLAN_JSON (URL | COMMAND [ARGS...])
 //   PLAN_JSON: {"prompt": [name, {args}], "read": uri, "call": [tool, {args}],
 //               "subscribe": uri, "change": [[tool, {args}], ...], "expect": N notifications,
@@ -72,5 +73,6 @@ const deadline = Date.now() + 10000;
 while (out.notifications.length < (plan.expect || 0) && Date.now() < deadline) {
   await new Promise((r) => setTimeout(r, 20));
 }
+if (plan.expect) out.after = (await client.listPrompts()).prompts;
 await client.close();
 console.log(JSON.stringify(out));
