@@ -27,6 +27,7 @@ from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.signal import Signal
+from textual.timer import Timer
 
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
@@ -66,12 +67,14 @@ log = logging.getLogger("toolnexus.tui")
 FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
 FREEZE_EVERY = 1000
+"""New tasks in the book between two times what the app holds is set aside from the collector."""
 PREBUILD_EVERY = 0.3
 """Seconds between building one mode's screen ahead and the next, so that no first visit to a
 mode builds its screen while the user waits (``bench/tui_bench.py``); each waits for a second
 without a key press (a build holds the loop up to ~130 ms here)."""
 PREBUILD_IDLE = 1.0
-"""New tasks in the book between two times what the app holds is set aside from the collector."""
+"""Seconds without a key press before work that holds the loop (a screen built ahead, the book
+set aside from the collector) is done: a key is never answered behind it."""
 COPY_SHOWN = 100
 """Characters of a copy's first line that its toast shows."""
 SIGN_IN_SHOWN = 600.0
@@ -364,10 +367,21 @@ class ToolnexusApp(App[None]):
         10,000 tasks that froze the screen for 300 ms. So, with ``tune_gc``, every FREEZE_EVERY new
         tasks, after a young collection, what the process holds is set aside (``gc.freeze``) and
         full collections walk only what came since (``bench/tui_bench.py``)."""
-        if self.tune_gc and len(self.book.tasks) >= self._frozen + FREEZE_EVERY:
-            gc.collect(1)
-            gc.freeze()
-            self._frozen = len(self.book.tasks)
+        if not self.tune_gc or len(self.book.tasks) < self._frozen + FREEZE_EVERY:
+            return
+        if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
+            if self._settle_timer is None:  # (the collection was the worst switch's 178 ms of CPU)
+                self._settle_timer = self.set_timer(PREBUILD_IDLE, self._settle_later)
+            return
+        gc.collect(1)
+        gc.freeze()
+        self._frozen = len(self.book.tasks)
+
+    _settle_timer: Timer | None = None
+
+    def _settle_later(self) -> None:
+        self._settle_timer = None
+        self._settle_gc()
 
     # -- peers -------------------------------------------------------------------------------------------
     def _sync_hosted_peers(self) -> None:
