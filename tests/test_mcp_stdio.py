@@ -242,10 +242,32 @@ async def test_a_bad_tools_option_is_a_usage_error_in_one_line(spec, said):
     )
 
 
+async def test_a_remote_agents_question_reaches_a_handshake_era_client_over_http(agent):
+    """In the initialize era /mcp keeps the client's session, so the question goes to it as an
+    ``elicitation/create`` request during the call, as over stdio (stateless before: none could)."""
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "yes"})
+
+    tk = await tn.create_toolkit(builtins=False, agents=[tn.Agent(card=agent.url)])
+    async with (
+        tk,
+        await tk.serve(mcp=True) as h,
+        Client(h.mcp_url, mode="legacy", elicitation_callback=elicit) as client,
+    ):
+        assert client.protocol_version == "2025-11-25"
+        [report] = [t.name for t in (await client.list_tools()).tools if "report" in t.name]
+        done = await client.call_tool(report, {"task": "please approve the budget"})
+    assert asked and asked[0].startswith("Publish this report?")
+    assert not done.is_error and "Request approved (yes)" in text(done)
+
+
 async def test_a_remote_agents_question_reaches_2026_clients_as_an_input_request(agent):
     """On 2026-07-28 a server asks by answering the call with ``input_required`` (no standalone
     request): the official client's own driver answers it through its elicitation callback and
-    retries, over stateless HTTP (which in the handshake era cannot ask at all) and over stdio;
+    retries, over HTTP (each request on its own) and over stdio;
     a declined question cancels the remote task, and a forged ``requestState`` is refused."""
     asked: list[str] = []
     answer = {"action": "accept", "content": {"answer": "yes"}}
