@@ -32,6 +32,7 @@ from mcp.shared.subscriptions import (
 )
 
 import toolnexus as tn
+from toolnexus.http.server import ConnectionShare
 from toolnexus.skills import MAX_FILE_BYTES
 
 from .conftest import EXAMPLE_SKILLS, ROOT
@@ -563,6 +564,26 @@ async def test_an_http_session_is_ended_by_delete(skills: Path):
         assert (await http.delete(h.mcp_url, headers=sid)).status_code == 200
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         assert (await http.post(h.mcp_url, json=ping, headers=sid)).status_code == 404
+
+
+async def test_behind_workers_mcp_keeps_no_session_and_says_so(skills: Path):
+    """A worker of serve --workers (a ConnectionShare) cannot keep a session (the next request may
+    reach another process): every request is served on its own, and the initialize era is told
+    listChanged false, the truth there."""
+    fd = ConnectionShare.made(2)
+    tk = await tn.create_toolkit(skills, builtins=False)
+    share = ConnectionShare(fd, 0, 100)
+    async with await tk.serve(mcp=True, max_connections=share) as h:
+        async with Client(h.mcp_url, mode="legacy") as c:
+            caps = c.server_capabilities
+            assert caps.prompts and not caps.prompts.list_changed
+            assert caps.resources and not caps.resources.list_changed
+            assert "weather" in [p.name for p in (await c.list_prompts()).prompts]
+        async with httpx.AsyncClient(timeout=10) as http:
+            accept = {"accept": "application/json, text/event-stream"}
+            opened = await http.post(h.mcp_url, json=MCP_INIT, headers=accept)
+            assert opened.status_code == 200 and "mcp-session-id" not in opened.headers
+    os.close(fd)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
