@@ -39,7 +39,8 @@ bridge. Each stream of theirs is sent (``SendMessage``, returning at once) to on
 followed (``SubscribeToTask``) on the next, so that every word crosses from the worker running
 the task to the one its caller listens on (``WorkerLink``: the follower asks, the runner
 announces the words through the database). CPU per word: all of its processes' (the database's
-beside it); ttft there is from the subscribe. For every relay the reply is put together as a
+beside it); ttft there is from the subscribe. With ``--before DIR`` the relay ``workers-before``
+is the same N workers served from DIR's build (its own database), paired with ``workers``. For every relay the reply is put together as a
 client does (an update that appends, one that replaces, a task's artifacts): a word missing from
 it fails the stream, a word twice in it is counted ("words twice").
 
@@ -82,10 +83,10 @@ from tests.postgres import Postgres, binaries  # noqa: E402
 DELTAS = 20
 GAP = 0.05
 STREAMS = (1, 64, 96, 512)
-RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "hosts")
+RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "workers-before", "hosts")
 STAMP = re.compile(rb"@(\d+);")
 APPEND = re.compile(rb'"append":\s*true')
-SPREAD = ("workers", "hosts")
+SPREAD = ("workers", "workers-before", "hosts")
 """The relays of several ``toolnexus serve`` processes on one database (--workers, --hosts)."""
 STREAM_TIMEOUT = 120.0
 
@@ -708,7 +709,7 @@ def _command(role: str, stub: str) -> list[str]:
 def _env(role: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("TOOLNEXUS_BENCH_CODE", None)
-    if role == "before":
+    if role in ("before", "workers-before"):
         assert BEFORE, "--before names the folder of the build to compare"
         env["TOOLNEXUS_BENCH_CODE"] = BEFORE
     return env
@@ -785,7 +786,7 @@ class Relays:
             if bins is None:
                 raise SystemExit("--workers and --hosts need PostgreSQL (Debian's postgresql)")
             workers: list[tuple[subprocess.Popen[str], str]] = []
-            if relay == "workers":
+            if relay != "hosts":  # workers (of --before's build: workers-before)
                 pg = Postgres(bins)
                 self.databases.append(pg)
                 dsn = pg.database()
@@ -1043,15 +1044,16 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
     )
     for n in sorted({r["n"] for r in runs}):
         got = {relay: [r for r in runs if r["relay"] == relay and r["n"] == n] for relay in RELAYS}
-        if got["ours"] and got["before"]:
-            pairs = sorted(
-                a["cpu_us_per_word"] / b["cpu_us_per_word"]
-                for a, b in zip(got["ours"], got["before"], strict=True)
-            )
-            lines.append(
-                f"N={n}: ours/before CPU per word, paired: median {statistics.median(pairs):.2f} "
-                f"({pairs[0]:.2f}-{pairs[-1]:.2f})"
-            )
+        for after, before in (("ours", "before"), ("workers", "workers-before")):
+            if got[after] and got[before]:
+                pairs = sorted(
+                    a["cpu_us_per_word"] / b["cpu_us_per_word"]
+                    for a, b in zip(got[after], got[before], strict=True)
+                )
+                lines.append(
+                    f"N={n}: {after}/{before} CPU per word, paired: median "
+                    f"{statistics.median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})"
+                )
         for spread in SPREAD:
             if got[spread] and got["ours"]:
                 pairs = sorted(
@@ -1090,7 +1092,8 @@ def main() -> None:
         "--before",
         metavar="DIR",
         help="also serve the relay 'before': ours from the toolnexus package in DIR (e.g. "
-        "git archive COMMIT toolnexus | tar -x -C DIR), measured beside the others",
+        "git archive COMMIT toolnexus | tar -x -C DIR), measured beside the others; with "
+        "--workers, 'workers-before' too: the N workers of that build",
     )
     ap.add_argument(
         "--workers",
@@ -1157,6 +1160,8 @@ def main() -> None:
         BEFORE = str(Path(args.before).resolve())
         if "before" not in args.relays:
             args.relays.append("before")
+        if "workers" in args.relays:  # the workers of both builds, paired
+            args.relays.append("workers-before")
     cores = _cores()
     if cores is not None:
         os.sched_setaffinity(0, cores[0])

@@ -545,14 +545,18 @@ class TaskRunner:
         if reply.told and reply.task.state is TaskState.WORKING:
             self._announce_words(reply, False)
 
+    def hears_words(self, task_id: str) -> bool:
+        """Whether another worker's words of ``task_id`` go anywhere here (a stream, the bus)."""
+        return task_id in self._watchers or self.bus.hears()
+
     def heard_words(
         self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
     ) -> None:
         """Another worker's run says more of its reply (the text from ``offset`` on begins with
         ``piece``): told to this worker's streams of the task and its bus, as its own words are."""
-        watchers = self._watchers.get(task_id)
-        if not watchers and not self.bus.hears():
+        if not self.hears_words(task_id):
             return
+        watchers = self._watchers.get(task_id)
         known, text = self._heard_words.get(task_id, (artifact_id, ""))
         if known != artifact_id:
             text = ""
