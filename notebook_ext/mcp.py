@@ -196,29 +196,45 @@ class MCPWidget(w.VBox):
         self.shown_uri = ""
         self.status = w.HTML(f"<i>connecting to {html.escape(self.session.where)}…</i>")
         self.asking = w.VBox([])
-        # tools
-        self.tool = w.Dropdown(options=[], description="tool")
-        self.tool_form = _Form()
-        self.call_button = w.Button(description="call", button_style="primary")
-        self.result = w.HTML()
-        # resources
-        self.resource = w.Dropdown(options=[], description="resource", layout=w.Layout(width="70%"))
-        self.template_form = _Form()
-        self.read_button = w.Button(description="read", button_style="primary")
-        self.subscribe_button = w.ToggleButton(description="subscribed", value=False)
-        self.content = w.HTML()
-        # prompts
-        self.prompt = w.Dropdown(options=[], description="prompt")
-        self.prompt_form = _Form()
-        self.get_button = w.Button(description="get", button_style="primary")
-        self.messages = w.HTML()
+        self.report: Any = None
+        self._target = (target, headers, env)
+        self._stderr_pending = False
         # a list's next page, per tab
         self.more = {kind: w.Button(description="next page") for kind in LISTS}
         self.more_said = {kind: w.HTML() for kind in LISTS}
         for kind, more in self.more.items():
             more.layout.display = "none"
             more.on_click(lambda _, k=kind: self.next_page(k))
-        # the session: ping, the log level, cancel what runs
+        controls = self._session_controls()
+        self.notices = w.HTML("<i>nothing yet</i>")
+        self.stderr = w.HTML(
+            "<i>a stdio server's stderr shows here as it comes</i>"
+            if not isinstance(target, str)
+            else "<i>an HTTP server's stderr is its own: a stdio server's shows here</i>"
+        )
+        tabs = {
+            "Tools": self._tools_tab(),
+            "Resources": self._resources_tab(),
+            "Prompts": self._prompts_tab(),
+            "Notifications": self.notices,
+            "Doctor": self._doctor_tab(),
+            "Server": self._server_tab(roots),
+            "Stderr": self.stderr,
+        }
+        self.tabs = w.Tab(children=list(tabs.values()))
+        for i, title in enumerate(tabs):
+            self.tabs.set_title(i, title)
+        super().__init__([self.status, controls, self.asking, self.tabs])
+        self.add_class("toolnexus-w")
+        self._redraw_pending = False
+        _track(self)
+        self._start = _schedule(self._connect())
+
+    def __repr__(self) -> str:
+        return "<MCPWidget (shown above)>"
+
+    def _session_controls(self) -> Any:
+        """The session's own row: ping, the log level, cancel what runs."""
         self.ping_button = w.Button(description="ping")
         self.level = w.Dropdown(
             options=[("log level: not asked", None), *((lv, lv) for lv in LOG_LEVELS)],
@@ -229,14 +245,71 @@ class MCPWidget(w.VBox):
         self.ping_button.on_click(lambda _: self.ping())
         self.level.observe(lambda c: c.get("new") and self.set_level(c["new"]), names="value")
         self.cancel_button.on_click(lambda _: self.cancel())
-        self.stderr = w.HTML(
-            "<i>a stdio server's stderr shows here as it comes</i>"
-            if not isinstance(target, str)
-            else "<i>an HTTP server's stderr is its own: a stdio server's shows here</i>"
+        return w.HBox([self.ping_button, self.level, self.cancel_button, self.said])
+
+    def _tools_tab(self) -> Any:
+        self.tool = w.Dropdown(options=[], description="tool")
+        self.tool_form = _Form()
+        self.call_button = w.Button(description="call", button_style="primary")
+        self.result = w.HTML()
+        self.tool.observe(lambda _: self._tool_chosen(), names="value")
+        self.call_button.on_click(lambda _: self.call())
+        return w.VBox(
+            [
+                w.HBox([self.tool, self.more["tools"], self.more_said["tools"]]),
+                self.tool_form,
+                self.call_button,
+                self.result,
+            ]
         )
-        self._stderr_pending = False
-        # notifications, server
-        self.notices = w.HTML("<i>nothing yet</i>")
+
+    def _resources_tab(self) -> Any:
+        self.resource = w.Dropdown(options=[], description="resource", layout=w.Layout(width="70%"))
+        self.template_form = _Form()
+        self.read_button = w.Button(description="read", button_style="primary")
+        self.subscribe_button = w.ToggleButton(description="subscribed", value=False)
+        self.content = w.HTML()
+        self.resource.observe(lambda _: self._resource_chosen(), names="value")
+        self.read_button.on_click(lambda _: self.read())
+        self.subscribe_button.observe(self._subscribe_toggled, names="value")
+        return w.VBox(
+            [
+                w.HBox([self.resource, self.subscribe_button]),
+                w.HBox([self.more["resources"], self.more_said["resources"]]),
+                self.template_form,
+                self.read_button,
+                self.content,
+            ]
+        )
+
+    def _prompts_tab(self) -> Any:
+        self.prompt = w.Dropdown(options=[], description="prompt")
+        self.prompt_form = _Form()
+        self.get_button = w.Button(description="get", button_style="primary")
+        self.messages = w.HTML()
+        self.prompt.observe(lambda _: self._prompt_chosen(), names="value")
+        self.get_button.on_click(lambda _: self.get_prompt())
+        return w.VBox(
+            [
+                w.HBox([self.prompt, self.more["prompts"], self.more_said["prompts"]]),
+                self.prompt_form,
+                self.get_button,
+                self.messages,
+            ]
+        )
+
+    def _doctor_tab(self) -> Any:
+        self.doctor_button = w.Button(description="run the doctor")
+        self.doctor_view = w.HTML(
+            "<i>the doctor probes this server: version negotiation, capabilities against what "
+            "answers, each tool's schemas, errors as the spec has them, the Origin check and "
+            "auth over HTTP, stdout over stdio (nothing is called)</i>"
+        )
+        self.doctor_button.on_click(lambda _: self.doctor())
+        return w.VBox([self.doctor_button, self.doctor_view])
+
+    def _server_tab(self, roots: list[str] | None) -> Any:
+        """What the server said of itself, and the roots this client declares."""
         self.server = w.HTML()
         self.roots = w.Text(
             value=", ".join(roots or []),
@@ -244,68 +317,8 @@ class MCPWidget(w.VBox):
             placeholder="paths or file:// URIs, comma-separated",
         )
         self.roots_button = w.Button(description="declare")
-        self.doctor_button = w.Button(description="run the doctor")
-        self.doctor_view = w.HTML(
-            "<i>the doctor probes this server: version negotiation, capabilities against what "
-            "answers, each tool's schemas, errors as the spec has them, the Origin check and "
-            "auth over HTTP, stdout over stdio (nothing is called)</i>"
-        )
-        self.report: Any = None
-        self._target = (target, headers, env)
-        self.tabs = w.Tab(
-            children=[
-                w.VBox(
-                    [
-                        w.HBox([self.tool, self.more["tools"], self.more_said["tools"]]),
-                        self.tool_form,
-                        self.call_button,
-                        self.result,
-                    ]
-                ),
-                w.VBox(
-                    [
-                        w.HBox([self.resource, self.subscribe_button]),
-                        w.HBox([self.more["resources"], self.more_said["resources"]]),
-                        self.template_form,
-                        self.read_button,
-                        self.content,
-                    ]
-                ),
-                w.VBox(
-                    [
-                        w.HBox([self.prompt, self.more["prompts"], self.more_said["prompts"]]),
-                        self.prompt_form,
-                        self.get_button,
-                        self.messages,
-                    ]
-                ),
-                self.notices,
-                w.VBox([self.doctor_button, self.doctor_view]),
-                w.VBox([w.HBox([self.roots, self.roots_button]), self.server]),
-                self.stderr,
-            ]
-        )
-        titles = ["Tools", "Resources", "Prompts", "Notifications", "Doctor", "Server", "Stderr"]
-        for i, title in enumerate(titles):
-            self.tabs.set_title(i, title)
-        self.tool.observe(lambda _: self._tool_chosen(), names="value")
-        self.resource.observe(lambda _: self._resource_chosen(), names="value")
-        self.prompt.observe(lambda _: self._prompt_chosen(), names="value")
-        self.call_button.on_click(lambda _: self.call())
-        self.read_button.on_click(lambda _: self.read())
-        self.get_button.on_click(lambda _: self.get_prompt())
-        self.subscribe_button.observe(self._subscribe_toggled, names="value")
         self.roots_button.on_click(lambda _: self.declare_roots())
-        self.doctor_button.on_click(lambda _: self.doctor())
-        controls = w.HBox([self.ping_button, self.level, self.cancel_button, self.said])
-        super().__init__([self.status, controls, self.asking, self.tabs])
-        self.add_class("toolnexus-w")
-        self._redraw_pending = False
-        _track(self)
-        self._start = _schedule(self._connect())
-
-    def __repr__(self) -> str:
-        return "<MCPWidget (shown above)>"
+        return w.VBox([w.HBox([self.roots, self.roots_button]), self.server])
 
     # -- the session ---------------------------------------------------------------------------------
     async def ready(self) -> MCPSession:
