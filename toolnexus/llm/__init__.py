@@ -95,16 +95,7 @@ def create_client(
     backend: Style = (
         OpenAIStyle(*args) if style == "openai" else AnthropicStyle(*args, max_tokens=max_tokens)
     )
-    return Client(
-        backend,
-        model=model,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        timeout=timeout,
-        store=store,
-        wait_for=wait_for,
-        tools=tools,
-    )
+    return _around(backend, model, system_prompt, max_turns, timeout, store, wait_for, tools)
 
 
 def create_in_process_client(
@@ -119,8 +110,23 @@ def create_in_process_client(
     tools: Sequence[Tool] = (),
 ) -> Client:
     """A client whose model is ``generate(request)``: no HTTP; a raised error is final."""
+    backend = InProcessStyle(generate, model)
+    return _around(backend, model, system_prompt, max_turns, timeout, store, wait_for, tools)
+
+
+def _around(
+    style: Style,
+    model: str,
+    system_prompt: str,
+    max_turns: int,
+    timeout: float | None,
+    store: ConversationStore | None,
+    wait_for: WaitFor | None,
+    tools: Sequence[Tool],
+) -> Client:
+    """The client around a model's ``style``, with the loop's settings both factories take."""
     return Client(
-        InProcessStyle(generate, model),
+        style,
         model=model,
         system_prompt=system_prompt,
         max_turns=max_turns,
