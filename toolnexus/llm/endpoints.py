@@ -118,6 +118,22 @@ class _HttpStyle:
     stream_fields: dict[str, Any] = {"stream": True}
     """What a request adds to ask for a stream."""
 
+    async def complete(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[Tool],
+        sink: TextSink | None = None,
+    ) -> Turn:
+        url, body, headers = self._request(system, messages, tools)
+        return await self._turn(url, body, headers, sink)
+
+    def _request(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> tuple[str, dict[str, Any], dict[str, str]]:
+        """The style's request for one turn: its URL, body and headers."""
+        raise NotImplementedError
+
     def parse(self, data: dict[str, Any]) -> Turn:
         raise NotImplementedError
 
@@ -350,13 +366,9 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
 
     stream_fields: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
 
-    async def complete(
-        self,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[Tool],
-        sink: TextSink | None = None,
-    ) -> Turn:
+    def _request(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> tuple[str, dict[str, Any], dict[str, str]]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": ([{"role": "system", "content": system}] if system else []) + messages,
@@ -364,7 +376,7 @@ class OpenAIStyle(OpenAIShapes, _HttpStyle):
         if tools:
             body["tools"] = openai_tools(tools)
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        return await self._turn(f"{self.base_url}/chat/completions", body, headers, sink)
+        return f"{self.base_url}/chat/completions", body, headers
 
     def _assembler(self, sink: TextSink) -> _Assembler:
         return _OpenAIChunks(self, sink)
@@ -406,13 +418,9 @@ class AnthropicStyle(_HttpStyle):
             "/messages" if self.base_url.endswith("/v1") else "/v1/messages"
         )
 
-    async def complete(
-        self,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[Tool],
-        sink: TextSink | None = None,
-    ) -> Turn:
+    def _request(
+        self, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> tuple[str, dict[str, Any], dict[str, str]]:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
@@ -428,7 +436,7 @@ class AnthropicStyle(_HttpStyle):
         headers = {"anthropic-version": self.VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        return await self._turn(self.url, body, headers, sink)
+        return self.url, body, headers
 
     def _assembler(self, sink: TextSink) -> _Assembler:
         return _AnthropicEvents(self, sink)
