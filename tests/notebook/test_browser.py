@@ -200,6 +200,13 @@ def test_a_session_is_drawn_as_a_mermaid_diagram_in_jupyterlab(tmp_path: Path):
         "async with tn.A2AClient(h.url, record='s.jsonl') as c:\n"
         "    t = await c.send('hello there', blocking=True)\n"
         "t.state.value",
+        # the server logs an exchange once it has written the answer, which the client may have
+        # read before: wait for the send's POST on the wire (a full run: the lane was missing)
+        "import asyncio\n"
+        "for _ in range(400):\n"
+        "    if any(e.direction == 'in' and e.method == 'POST' for e in h.book.traffic):\n"
+        "        break\n"
+        "    await asyncio.sleep(0.05)\n"
         "h.diagram()",
         "from toolnexus.debug.diagram import Diagram\nDiagram.of('s.jsonl')",
     ]
