@@ -106,7 +106,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
     from tui.widgets.rowtable import RowTable
 
     from ..tui.test_peers_chat_and_wire import chat
-    from ..tui.test_pilot import until
+    from ..tui.test_pilot import chatting_with, until
 
     @tn.tool(name="evil_tool", description=EVIL)
     def evil_tool(x: str = "") -> str:
@@ -167,7 +167,7 @@ async def test_every_tui_view_shows_hostile_text_as_text(tmp_path: Path):
         await pilot.press("enter")
         await until(
             pilot,
-            lambda: app.conversation.peer == evil and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, evil),
         )
         reply = await chat(app, pilot, "hello")
         assert "[/bold]evil" in reply.text

@@ -18,7 +18,7 @@ from toolnexus import TurnState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chatting_with, open_chat, until  # noqa: E402
 
 
 def shown(app: ToolnexusApp, selector: str) -> str:
@@ -253,12 +253,7 @@ async def test_a_hosted_server_with_auth_is_called_with_its_own_token(
         )
         url = next(u for u, p in app.peer_book.peers.items() if p.hosted)
         assert app.peer_book.peers[url].headers == {"Authorization": "Bearer ${TN_OWN_TOKEN}"}
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, url)
         reply = await chat(app, pilot, "hello there")
         assert (
             "authentication required" not in reply.text
@@ -530,12 +525,7 @@ async def test_a_lost_connection_is_its_own_state_and_ctrl_r_follows_the_task_ag
         async with app.run_test(size=(120, 40)) as pilot:
             app.connect_peer(app.peer_book.add(url))
             await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
-            app.chat_peer = url
-            await pilot.press("4")
-            await until(
-                pilot,
-                lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-            )
+            await open_chat(app, pilot, url)
             box = app.screen.query_one("#chat-input", Input)
             box.value = "slow 3"
             await pilot.press("enter")
@@ -582,25 +572,20 @@ async def test_each_peer_keeps_its_conversation_and_a_running_task_can_be_cancel
         await until(
             pilot, lambda: all(p.state == "reachable" for p in app.peer_book.peers.values())
         )
-        app.chat_peer = a.url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == a.url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, a.url)
         first = await chat(app, pilot, "hello one")
         assert first.text == "You said: hello one"
         app.screen.query_one("#chat-peer", Select).value = b.url
         await until(
             pilot,
-            lambda: app.conversation.peer == b.url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, b.url),
         )
         assert app.conversation.turns == []
         await chat(app, pilot, "hello two")
         app.screen.query_one("#chat-peer", Select).value = a.url
         await until(
             pilot,
-            lambda: app.conversation.peer == a.url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, a.url),
         )
         assert [turn.text for turn in app.conversation.turns] == [
             "hello one",
@@ -651,12 +636,7 @@ async def test_a_peers_tasks_are_listed_and_any_task_can_be_attached_to_by_id():
         await pilot.press("t")
         await until(pilot, lambda: made["id"] in shown(app, "#remote-tasks"))
         assert "1 task(s)" in shown(app, "#remote-tasks")
-        app.chat_peer = h.url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, h.url)
         await pilot.press("ctrl+g")
         await until(pilot, lambda: isinstance(app.screen, Prompt))
         app.screen.query_one("#prompt-text", Input).value = made["id"]

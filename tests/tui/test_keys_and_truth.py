@@ -25,7 +25,7 @@ from tui.widgets.safe import SafeStatic  # noqa: E402
 
 from ..serve.wire import envelope, rpc, v03_message  # noqa: E402
 from .test_peers_chat_and_wire import chat  # noqa: E402
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chatting_with, until  # noqa: E402
 
 
 def help_text(app: ToolnexusApp) -> str:
@@ -109,7 +109,7 @@ async def test_after_picking_a_peer_what_is_typed_is_the_message():
         await pilot.press("4")
         await until(
             pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, url),
         )
         await pilot.press("ctrl+l")
         picker = app.screen.query_one("#chat-peer", Select)

@@ -24,7 +24,7 @@ from tui.screens.export import Prompt  # noqa: E402
 
 from ..peers.sdk_server import sdk_server, takes_anything  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chatting_with, open_chat, until  # noqa: E402
 
 
 async def _answer(app: ToolnexusApp, pilot, text: str) -> None:
@@ -39,11 +39,7 @@ async def _chat_with(app: ToolnexusApp, pilot, url: str) -> None:
     """Add the peer at ``url``, wait until it is reachable, open Chat on it."""
     app.connect_peer(app.peer_book.add(url))
     await until(pilot, lambda: app.peer_book.peers[url].state == "reachable")
-    app.chat_peer = url
-    await pilot.press("4")
-    await until(
-        pilot, lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen"
-    )
+    await open_chat(app, pilot, url)
 
 
 async def test_chat_sends_file_and_data_parts_and_saves_the_artifacts_safely(tmp_path: Path):
@@ -180,12 +176,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         for url in (sdk_url, h.url):
             app.connect_peer(book.add(url))
         await until(pilot, lambda: all(p.state == "reachable" for p in book.peers.values()))
-        app.chat_peer = sdk_url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == sdk_url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, sdk_url)
         refused = await chat(app, pilot, "hello")
         assert "401" in refused.text, refused
         # the Auth tab offers what the card asks for: basic
@@ -212,7 +203,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
         await pilot.press("4")
         await until(
             pilot,
-            lambda: app.conversation.peer == sdk_url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, sdk_url),
         )
         ok = await chat(app, pilot, "hello again")
         assert ok.text == "echo: hello again"
@@ -241,12 +232,7 @@ async def test_the_auth_panel_sets_basic_and_api_key_credentials_and_saves_only_
             ),
         )
         assert any("kept for this session only" in n.message for n in app._notifications)
-        app.chat_peer = h.url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, h.url)
         assert (await chat(app, pilot, "keyed hello")).text == "You said: keyed hello"
         # the file keeps the reference and the key's header name, never a literal secret
         saved = (tmp_path / "config" / "peers-v1.json").read_text()
@@ -347,7 +333,7 @@ async def test_chat_turns_push_notifications_on_with_one_key_and_shows_them_on_t
         app.screen._peers()
         await until(
             pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, hosted),
         )
         await pilot.press("ctrl+y")
         await until(pilot, lambda: app.conversation.push)
@@ -400,12 +386,7 @@ async def test_a_signed_agents_push_notifications_show_their_verdict(tmp_path: P
         hosted = await _hosted_url(app, pilot)
         card = app.peer_book.peers[hosted].client.card
         assert card.signatures is not None and card.signatures.valid, card.signatures
-        app.chat_peer = hosted
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, hosted)
         await pilot.press("ctrl+y")
         await until(pilot, lambda: app.conversation.push)
         app.screen.query_one("#chat-input", Input).value = "hello with push"
@@ -463,12 +444,7 @@ async def test_a_rest_only_peer_is_chatted_with_and_any_peer_can_be_forced_to_re
             ),
         )
         assert "rest!" in str(table.get_row(hosted)[3])
-        app.chat_peer = hosted
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, hosted)
         app.screen.query_one("#chat-input", Input).value = "hi rest"
         await pilot.press("enter")
         await until(pilot, lambda: "You said: hi rest" in shown(app, "#chat-log"))
@@ -634,12 +610,7 @@ async def test_the_auth_panel_asks_a_peer_for_extensions_and_saves_them(tmp_path
     async with strict as h, app.run_test(size=(120, 40)) as pilot:
         app.connect_peer(book.add(h.url))
         await until(pilot, lambda: book.peers[h.url].state == "reachable")
-        app.chat_peer = h.url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, h.url)
         refused = await chat(app, pilot, "hello")
         assert "-32008" in refused.text or "requires" in refused.text, refused
         await pilot.press("escape", "3")
@@ -661,7 +632,7 @@ async def test_the_auth_panel_asks_a_peer_for_extensions_and_saves_them(tmp_path
         await pilot.press("4")
         await until(
             pilot,
-            lambda: app.conversation.peer == h.url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, h.url),
         )
         assert (await chat(app, pilot, "hello again")).text == "You said: hello again"
         saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())

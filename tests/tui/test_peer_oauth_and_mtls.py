@@ -27,7 +27,7 @@ from ..peers.tls import make_pki  # noqa: E402
 from ..security.test_client_credentials import _browser, device_card  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
 from .test_peers_chat_and_wire import chat  # noqa: E402
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chatting_with, open_chat, until  # noqa: E402
 
 
 async def _auth_tab(app: ToolnexusApp, pilot, url: str) -> None:
@@ -75,12 +75,7 @@ async def test_the_device_code_flow_shows_its_code_while_polling_and_the_chat_ge
             pilot,
             lambda: book.peers[url].auth.kind == "device" and book.peers[url].state == "reachable",
         )
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, url)
         app.screen.query_one("#chat-input", Input).value = "hello device"
         await pilot.press("enter")
         code = f"To sign in, open {auth.url}/device/enter and enter the code WDJB-MJHT"
@@ -99,7 +94,7 @@ async def test_the_device_code_flow_shows_its_code_while_polling_and_the_chat_ge
         await pilot.press("4")
         await until(
             pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, url),
         )
         # the token is kept: the next message runs no flow
         polls = auth.polls
@@ -140,12 +135,7 @@ async def test_the_browser_kind_opens_the_sign_in_and_takes_the_loopback_redirec
             pilot,
             lambda: book.peers[url].auth.kind == "browser" and book.peers[url].state == "reachable",
         )
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, url)
         assert (await chat(app, pilot, "hello pkce")).text == "echo: hello pkce"
         await asyncio.gather(*browsing)
     assert opened[0].startswith(auth.url + "/authorize?response_type=code")
@@ -188,12 +178,7 @@ async def test_a_client_certificate_from_the_auth_tab_reaches_a_peer_behind_mutu
         app.screen.query_one("#auth-key", Input).value = str(pki.client_key)
         await _apply(app, pilot, "#auth-key")
         await until(pilot, lambda: book.peers[url].state == "reachable")
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, url)
         assert (await chat(app, pilot, "hello mtls")).text == "echo: hello mtls"
     saved = json.loads((tmp_path / "config" / "peers-v1.json").read_text())["peers"][0]["auth"]
     assert saved == {
@@ -238,12 +223,7 @@ async def test_client_credentials_from_the_auth_tab_get_the_token_and_the_chat_g
             pilot,
             lambda: book.peers[url].auth.kind == "client" and book.peers[url].state == "reachable",
         )
-        app.chat_peer = url
-        await pilot.press("4")
-        await until(
-            pilot,
-            lambda: app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen",
-        )
+        await open_chat(app, pilot, url)
         assert (await chat(app, pilot, "hello client")).text == "echo: hello client"
     assert auth.grants[-1]["grant_type"] == "client_credentials"
     assert auth.grants[-1]["scope"] == "a2a"

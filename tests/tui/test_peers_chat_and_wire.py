@@ -20,7 +20,7 @@ from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from ..peers.legacy_stub import legacy_stub  # noqa: E402
 from ..peers.sdk_server import sdk_server  # noqa: E402
-from .test_pilot import until  # noqa: E402
+from .test_pilot import chatting_with, until  # noqa: E402
 
 
 def text_of(app: ToolnexusApp, selector: str) -> str:
@@ -134,7 +134,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
         await pilot.press("enter")
         await until(
             pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, hosted),
         )
         first = await chat(app, pilot, "hello there")
         assert first.text == "You said: hello there"
@@ -204,10 +204,7 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
             app.screen.on_screen_resume()
             await until(
                 pilot,
-                lambda: (
-                    app.conversation.peer == url  # noqa: B023  # awaited here
-                    and type(app.screen).__name__ == "ChatScreen"
-                ),
+                lambda: chatting_with(app, url),  # noqa: B023  # awaited here,
             )
             reply = await chat(app, pilot, "hi sdk" if url == sdk_url else "what is 6*7")
             assert reply.text == expect, reply
@@ -291,7 +288,7 @@ async def test_chat_opens_on_the_server_the_hint_names():
         await pilot.press("4")
         await until(
             pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, hosted),
         )
         app.screen.query_one("#chat-input", Input).value = "hello hint"
         await pilot.press("enter")
@@ -540,7 +537,7 @@ async def test_every_footer_fits_80_columns_and_the_chat_picker_is_a_key_and_a_p
         titles["Chat with demo-desk"]()
         await until(
             pilot,
-            lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen",
+            lambda: chatting_with(app, hosted),
         )
         await pilot.press("ctrl+l")
         await pilot.pause(0.1)

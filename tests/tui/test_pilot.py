@@ -44,6 +44,19 @@ async def until(pilot, check, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
 
 
+def chatting_with(app: ToolnexusApp, url: str) -> bool:
+    """The conversation is with ``url`` and Chat is shown: the Chat screen built ahead takes the
+    peer named for it while another mode is still on screen."""
+    return app.conversation.peer == url and type(app.screen).__name__ == "ChatScreen"
+
+
+async def open_chat(app: ToolnexusApp, pilot, url: str) -> None:
+    """Chat (mode 4) on the peer at ``url``, shown."""
+    app.chat_peer = url
+    await pilot.press("4")
+    await until(pilot, lambda: chatting_with(app, url))
+
+
 async def chat_with_hosted(app: ToolnexusApp, pilot) -> str:
     """Chat (mode 4) open on the app's hosted server, once it runs and answers as a peer: its URL."""
     await until(pilot, lambda: bool(app.workspace.running()))
@@ -52,11 +65,7 @@ async def chat_with_hosted(app: ToolnexusApp, pilot) -> str:
         pilot,
         lambda: hosted in app.peer_book.peers and app.peer_book.peers[hosted].state == "reachable",
     )
-    app.chat_peer = hosted
-    await pilot.press("4")
-    await until(
-        pilot, lambda: app.conversation.peer == hosted and type(app.screen).__name__ == "ChatScreen"
-    )
+    await open_chat(app, pilot, hosted)
     return hosted
 
 
