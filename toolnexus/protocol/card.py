@@ -299,119 +299,64 @@ class AgentCard:
             if asked is None:
                 raise ValueError(f"no such binding: {binding!r} (JSONRPC, HTTP+JSON or GRPC)")
             binding = asked
-        rest = self.interface("1", Binding.HTTP_JSON)
-        grpc = self.interface("1", Binding.GRPC)
-        grpc_v03 = self._v03_at(Binding.GRPC)
         if binding is Binding.GRPC:
-            if dialect != "0.3" and grpc is not None and grpc.get("url"):
-                return (
-                    "1.0",
-                    str(grpc["url"]),
-                    "gRPC asked for; the card lists it for protocol 1.x",
-                    binding,
-                )
-            if dialect in (None, "0.3") and grpc_v03:
-                return (
-                    "0.3",
-                    grpc_v03,
-                    "gRPC asked for; the card lists it for protocol 0.3",
-                    binding,
-                )
-            which = f" for protocol {dialect}" if dialect else ""
-            raise PeerError(
-                f"gRPC asked for, but the card lists no gRPC interface{which} (its host:port is "
-                "needed)"
-            )
-        if binding is Binding.HTTP_JSON and dialect == "0.3":
+            return self._grpc_route(dialect)
+        if binding is Binding.HTTP_JSON:
+            return self._rest_route(dialect)
+        return self._card_route(free=binding is None)
+
+    def _grpc_route(self, dialect: str | None) -> tuple[str, str, str, Binding]:
+        """:meth:`route` with gRPC asked for: 1.x's interface, else 0.3's, else an error."""
+        grpc = self.interface("1", Binding.GRPC)
+        if dialect != "0.3" and grpc is not None and grpc.get("url"):
+            why = "gRPC asked for; the card lists it for protocol 1.x"
+            return "1.0", str(grpc["url"]), why, Binding.GRPC
+        grpc_v03 = self._v03_at(Binding.GRPC)
+        if dialect in (None, "0.3") and grpc_v03:
+            why = "gRPC asked for; the card lists it for protocol 0.3"
+            return "0.3", grpc_v03, why, Binding.GRPC
+        which = f" for protocol {dialect}" if dialect else ""
+        raise PeerError(
+            f"gRPC asked for, but the card lists no gRPC interface{which} (its host:port is needed)"
+        )
+
+    def _rest_route(self, dialect: str | None) -> tuple[str, str, str, Binding]:
+        """:meth:`route` with HTTP+JSON asked for: the interface listed for the dialect, else the
+        card's address (1.x: its JSONRPC interface's)."""
+        if dialect == "0.3":
             url = self._v03_at(Binding.HTTP_JSON)
             if url:
-                return "0.3", url, "0.3 over HTTP+JSON asked for; the card lists it", binding
-            return (
-                "0.3",
-                self._base(),
-                "0.3 over HTTP+JSON asked for; the card lists none, trying its address",
-                binding,
-            )
-        if binding is Binding.HTTP_JSON:
-            if rest is not None and rest.get("url"):
                 return (
-                    "1.0",
-                    str(rest["url"]),
-                    "HTTP+JSON asked for; the card lists it for protocol 1.x",
-                    binding,
+                    "0.3",
+                    url,
+                    "0.3 over HTTP+JSON asked for; the card lists it",
+                    Binding.HTTP_JSON,
                 )
-            v1 = self.jsonrpc_interface("1")
-            base = str(v1["url"]) if v1 is not None and v1.get("url") else self._base()
-            return (
-                "1.0",
-                base,
-                "HTTP+JSON asked for; the card lists no such interface, trying its address",
-                binding,
-            )
+            why = "0.3 over HTTP+JSON asked for; the card lists none, trying its address"
+            return "0.3", self._base(), why, Binding.HTTP_JSON
+        rest = self.interface("1", Binding.HTTP_JSON)
+        if rest is not None and rest.get("url"):
+            why = "HTTP+JSON asked for; the card lists it for protocol 1.x"
+            return "1.0", str(rest["url"]), why, Binding.HTTP_JSON
         v1 = self.jsonrpc_interface("1")
-        if v1 is not None and v1.get("url"):
-            return (
-                "1.0",
-                str(v1["url"]),
-                "the card lists a JSONRPC interface for protocol 1.x",
-                Binding.JSONRPC,
-            )
-        v0 = self.jsonrpc_interface("0")
-        if v0 is not None and v0.get("url"):
-            return (
-                "0.3",
-                str(v0["url"]),
-                "the card's JSONRPC interfaces are all 0.3",
-                Binding.JSONRPC,
-            )
-        if binding is None and rest is not None and rest.get("url"):
-            return (
-                "1.0",
-                str(rest["url"]),
-                "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC",
-                Binding.HTTP_JSON,
-            )
-        rest_v03 = self._v03_at(Binding.HTTP_JSON)
-        additional = [
-            Binding.named(i.get("transport"))
-            for i in self.raw.get("additionalInterfaces") or ()
-            if is_object(i)
-        ]
-        if (
-            binding is None
-            and rest_v03
-            and Binding.JSONRPC not in additional
-            and self.jsonrpc_interface("0") is None
+        base = str(v1["url"]) if v1 is not None and v1.get("url") else self._base()
+        why = "HTTP+JSON asked for; the card lists no such interface, trying its address"
+        return "1.0", base, why, Binding.HTTP_JSON
+
+    def _card_route(self, free: bool) -> tuple[str, str, str, Binding]:
+        """:meth:`route` with JSONRPC asked for or (``free``) nothing: JSONRPC where the card lists
+        it; when ``free``, the one other binding a card offers alone; else its url or address."""
+        for version, dialect, why in (
+            ("1", "1.0", "the card lists a JSONRPC interface for protocol 1.x"),
+            ("0", "0.3", "the card's JSONRPC interfaces are all 0.3"),
         ):
-            return (
-                "0.3",
-                rest_v03,
-                "the card offers 0.3 over HTTP+JSON and no JSONRPC",
-                Binding.HTTP_JSON,
-            )
+            listed = self.jsonrpc_interface(version)
+            if listed is not None and listed.get("url"):
+                return dialect, str(listed["url"]), why, Binding.JSONRPC
+        alone = self._offered_alone() if free else None
+        if alone is not None:
+            return alone
         url = self.raw.get("url")
-        http_offered = any(
-            Binding.named(i.get("protocolBinding", "JSONRPC"))
-            in (Binding.JSONRPC, Binding.HTTP_JSON)
-            for i in self.interfaces
-        )
-        if (
-            binding is None
-            and grpc is not None
-            and grpc.get("url")
-            and not url
-            and not http_offered
-        ):
-            why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
-            return "1.0", str(grpc["url"]), why, Binding.GRPC
-        if (
-            binding is None
-            and grpc_v03
-            and not http_offered
-            and Binding.named(self.raw.get("preferredTransport") or "JSONRPC") is Binding.GRPC
-            and Binding.JSONRPC not in additional
-        ):
-            return "0.3", grpc_v03, "the card offers 0.3 over gRPC and no JSONRPC", Binding.GRPC
         if isinstance(url, str) and url:
             reason = f"the card has only a top-level url (protocolVersion {self.raw.get('protocolVersion')!r})"
             return "0.3", url, reason, Binding.JSONRPC
@@ -421,6 +366,42 @@ class AgentCard:
             "the card names no endpoint; using the address it was fetched from",
             Binding.JSONRPC,
         )
+
+    def _offered_alone(self) -> tuple[str, str, str, Binding] | None:
+        """The route to a card listing no JSONRPC interface that offers HTTP+JSON (1.x, then 0.3)
+        or gRPC (1.x, then 0.3) and nothing over JSONRPC; None when it offers JSONRPC."""
+        rest = self.interface("1", Binding.HTTP_JSON)
+        if rest is not None and rest.get("url"):
+            why = "the card offers HTTP+JSON (protocol 1.x) and no JSONRPC"
+            return "1.0", str(rest["url"]), why, Binding.HTTP_JSON
+        rest_v03 = self._v03_at(Binding.HTTP_JSON)
+        additional = [
+            Binding.named(i.get("transport"))
+            for i in self.raw.get("additionalInterfaces") or ()
+            if is_object(i)
+        ]
+        if rest_v03 and Binding.JSONRPC not in additional and self.jsonrpc_interface("0") is None:
+            why = "the card offers 0.3 over HTTP+JSON and no JSONRPC"
+            return "0.3", rest_v03, why, Binding.HTTP_JSON
+        http_offered = any(
+            Binding.named(i.get("protocolBinding", "JSONRPC"))
+            in (Binding.JSONRPC, Binding.HTTP_JSON)
+            for i in self.interfaces
+        )
+        if http_offered:
+            return None
+        grpc = self.interface("1", Binding.GRPC)
+        if grpc is not None and grpc.get("url") and not self.raw.get("url"):
+            why = "the card offers gRPC (protocol 1.x) only; the card lists it for protocol 1.x"
+            return "1.0", str(grpc["url"]), why, Binding.GRPC
+        grpc_v03 = self._v03_at(Binding.GRPC)
+        if (
+            grpc_v03
+            and Binding.named(self.raw.get("preferredTransport") or "JSONRPC") is Binding.GRPC
+            and Binding.JSONRPC not in additional
+        ):
+            return "0.3", grpc_v03, "the card offers 0.3 over gRPC and no JSONRPC", Binding.GRPC
+        return None
 
     def _base(self) -> str:
         return (self.source.split("/.well-known/")[0] if self.source else "") + "/"
@@ -491,7 +472,21 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
             {"a2a-sdk 1.x": "cannot use this card", "a2a-sdk 0.3": "cannot use this card"},
             "not a card",
         )
-    has_interfaces = "supportedInterfaces" in raw
+    for check in (_check_top, _check_capabilities, _check_modes, _check_skills, _check_interfaces):
+        check(raw, add)
+    parsed = AgentCard(raw) if not isinstance(card, AgentCard) else card
+    if parsed.source:
+        _check_host(parsed, add)
+    verdict, summary = _verdict(parsed, out)
+    return CardReport(out, verdict, summary)
+
+
+Add = Callable[[str, str, str], None]
+"""How a check says what it found: ``add(level, path, message)``."""
+
+
+def _check_top(raw: dict[str, Any], add: Add) -> None:
+    """The card's own fields: name, description, version, url, protocolVersion, preferredTransport."""
     for key, kind in (("name", str), ("description", str), ("version", str)):
         if key not in raw:
             add("error", f"$.{key}", f"{key} is required by both schema lines")
@@ -506,7 +501,7 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
             "description is empty: A2A linters fail such a card (a2a lint grades it D)",
         )
     if "url" not in raw:
-        level = "warning" if has_interfaces else "error"
+        level = "warning" if "supportedInterfaces" in raw else "error"
         add(level, "$.url", "no top-level url: a2a-sdk 0.3 clients reject this card")
     elif not _absolute_url(raw["url"]):
         add("error", "$.url", f"url must be an absolute http(s) URL, got {raw['url']!r}")
@@ -524,6 +519,9 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
             "$.preferredTransport",
             f"preferredTransport is {pt!r}; toolnexus speaks 0.3 over JSONRPC only",
         )
+
+
+def _check_capabilities(raw: dict[str, Any], add: Add) -> None:
     caps = raw.get("capabilities")
     if caps is None:
         add("error", "$.capabilities", "capabilities is required (an object)")
@@ -538,6 +536,9 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
         ):
             if flag in caps and not isinstance(caps[flag], bool):
                 add("error", f"$.capabilities.{flag}", f"{flag} must be true or false")
+
+
+def _check_modes(raw: dict[str, Any], add: Add) -> None:
     for key in ("defaultInputModes", "defaultOutputModes"):
         modes = raw.get(key)
         if modes is None:
@@ -550,102 +551,108 @@ def validate_card(card: AgentCard | dict[str, Any]) -> CardReport:
             add("error", f"$.{key}", f"{key} must be a list of non-empty strings")
         elif not modes:
             add("warning", f"$.{key}", f"{key} is empty: clients cannot tell what to send")
+
+
+def _check_skills(raw: dict[str, Any], add: Add) -> None:
     skills = raw.get("skills")
     if skills is None:
         add("error", "$.skills", "skills is required (a list)")
-    elif not is_array(skills):
+        return
+    if not is_array(skills):
         add("error", "$.skills", "skills must be a list")
-    else:
-        if not skills:
-            add("warning", "$.skills", "the card advertises no skills")
-        seen: set[str] = set()
-        for i, s in enumerate(skills):
-            where = f"$.skills[{i}]"
-            if not is_object(s):
-                add("error", where, "a skill must be an object")
-                continue
-            for key in ("id", "name", "description"):
-                if not isinstance(s.get(key), str):
-                    add("error", f"{where}.{key}", f"skill {key} is required (a string)")
-            if isinstance(s.get("description"), str) and not s["description"].strip():
-                add("warning", f"{where}.description", "skill description is empty")
-            tags = s.get("tags")
-            if tags is None:
-                add(
-                    "error",
-                    f"{where}.tags",
-                    "skill tags are required; the a2a-sdk 0.3 client rejects a card with a "
-                    "skill without them",
-                )
-            elif not is_array(tags) or not all(isinstance(t, str) for t in tags):
-                add("error", f"{where}.tags", "skill tags must be a list of strings")
-            elif not tags:
-                add("warning", f"{where}.tags", "skill tags are empty; linters mark this")
-            sid = s.get("id")
-            if isinstance(sid, str):
-                if sid in seen:
-                    add("error", f"{where}.id", f"skill id {sid!r} appears twice")
-                seen.add(sid)
-    if has_interfaces:
-        interfaces = raw["supportedInterfaces"]
-        if not is_array(interfaces) or not interfaces:
-            add("error", "$.supportedInterfaces", "supportedInterfaces must be a non-empty list")
-        else:
-            for i, itf in enumerate(interfaces):
-                where = f"$.supportedInterfaces[{i}]"
-                if not is_object(itf):
-                    add("error", where, "an interface must be an object")
-                    continue
-                grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
-                if (
-                    grpc
-                    and isinstance(itf.get("url"), str)
-                    and re.fullmatch(r"[\w.\-\[\]:]+:\d+", grpc_binding.target_of(itf["url"]))
-                ):
-                    pass  # a gRPC target: host:port as grpcio dials it, or a URL (grpc://, https://) naming one
-                elif not _absolute_url(itf.get("url")):
-                    add(
-                        "error",
-                        f"{where}.url",
-                        "interface url must be an absolute http(s) URL"
-                        + (" or a gRPC host:port" if grpc else ""),
-                    )
-                elif not str(itf["url"]).endswith("/"):
-                    add(
-                        "info",
-                        f"{where}.url",
-                        "interface url has no trailing slash; clients post to it as is",
-                    )
-                binding = itf.get("protocolBinding")
-                if not isinstance(binding, str) or not binding:
-                    add(
-                        "error",
-                        f"{where}.protocolBinding",
-                        "protocolBinding is required (JSONRPC, GRPC, HTTP+JSON)",
-                    )
-                version = itf.get("protocolVersion")
-                if version is not None and (
-                    not isinstance(version, str) or version.split(".")[0] not in ("0", "1")
-                ):
-                    add(
-                        "warning",
-                        f"{where}.protocolVersion",
-                        f"protocol version {version!r} is unknown to the SDKs",
-                    )
-    else:
+        return
+    if not skills:
+        add("warning", "$.skills", "the card advertises no skills")
+    seen: set[str] = set()
+    for i, s in enumerate(skills):
+        where = f"$.skills[{i}]"
+        if not is_object(s):
+            add("error", where, "a skill must be an object")
+            continue
+        for key in ("id", "name", "description"):
+            if not isinstance(s.get(key), str):
+                add("error", f"{where}.{key}", f"skill {key} is required (a string)")
+        if isinstance(s.get("description"), str) and not s["description"].strip():
+            add("warning", f"{where}.description", "skill description is empty")
+        tags = s.get("tags")
+        if tags is None:
+            add(
+                "error",
+                f"{where}.tags",
+                "skill tags are required; the a2a-sdk 0.3 client rejects a card with a "
+                "skill without them",
+            )
+        elif not is_array(tags) or not all(isinstance(t, str) for t in tags):
+            add("error", f"{where}.tags", "skill tags must be a list of strings")
+        elif not tags:
+            add("warning", f"{where}.tags", "skill tags are empty; linters mark this")
+        sid = s.get("id")
+        if isinstance(sid, str):
+            if sid in seen:
+                add("error", f"{where}.id", f"skill id {sid!r} appears twice")
+            seen.add(sid)
+
+
+def _check_interfaces(raw: dict[str, Any], add: Add) -> None:
+    if "supportedInterfaces" not in raw:
         add(
             "info",
             "$.supportedInterfaces",
             "no supportedInterfaces: 1.x clients fall back to the 0.3 url",
         )
-    parsed = AgentCard(raw) if not isinstance(card, AgentCard) else card
-    if parsed.source:
-        _check_host(parsed, add)
-    verdict, summary = _verdict(parsed, out)
-    return CardReport(out, verdict, summary)
+        return
+    interfaces = raw["supportedInterfaces"]
+    if not is_array(interfaces) or not interfaces:
+        add("error", "$.supportedInterfaces", "supportedInterfaces must be a non-empty list")
+        return
+    for i, itf in enumerate(interfaces):
+        where = f"$.supportedInterfaces[{i}]"
+        if not is_object(itf):
+            add("error", where, "an interface must be an object")
+        else:
+            _check_interface(itf, where, add)
 
 
-def _check_host(card: AgentCard, add: Callable[[str, str, str], None]) -> None:
+def _check_interface(itf: dict[str, Any], where: str, add: Add) -> None:
+    grpc = Binding.named(itf.get("protocolBinding")) is Binding.GRPC
+    if (
+        grpc
+        and isinstance(itf.get("url"), str)
+        and re.fullmatch(r"[\w.\-\[\]:]+:\d+", grpc_binding.target_of(itf["url"]))
+    ):
+        pass  # a gRPC target: host:port as grpcio dials it, or a URL (grpc://, https://) naming one
+    elif not _absolute_url(itf.get("url")):
+        add(
+            "error",
+            f"{where}.url",
+            "interface url must be an absolute http(s) URL"
+            + (" or a gRPC host:port" if grpc else ""),
+        )
+    elif not str(itf["url"]).endswith("/"):
+        add(
+            "info",
+            f"{where}.url",
+            "interface url has no trailing slash; clients post to it as is",
+        )
+    binding = itf.get("protocolBinding")
+    if not isinstance(binding, str) or not binding:
+        add(
+            "error",
+            f"{where}.protocolBinding",
+            "protocolBinding is required (JSONRPC, GRPC, HTTP+JSON)",
+        )
+    version = itf.get("protocolVersion")
+    if version is not None and (
+        not isinstance(version, str) or version.split(".")[0] not in ("0", "1")
+    ):
+        add(
+            "warning",
+            f"{where}.protocolVersion",
+            f"protocol version {version!r} is unknown to the SDKs",
+        )
+
+
+def _check_host(card: AgentCard, add: Add) -> None:
     """Warn when the card sends calls to another host than the one it was fetched from: a client
     that trusted it would send the user's credentials there (toolnexus does not)."""
     try:
