@@ -345,6 +345,114 @@ def _presented(transport: Any) -> bytes | None:
     return tls.getpeercert(binary_form=True) if tls is not None else None
 
 
+_Protocol: Any = object
+""":class:`_Guard`'s base as the type checker sees it: uvicorn's HTTP protocol, which
+:func:`_guarded` mixes it into."""
+
+
+class _Guard(_Protocol):
+    """What :func:`_guarded` adds to uvicorn's HTTP protocol class; its settings are the class's
+    (see there)."""
+
+    _tn_timeout: float
+    _tn_max_head: int
+    _tn_one_write: bool
+    _tn_whole: bool
+    """httptools: it holds a head until it ends (h11 bounds its own)."""
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        certificate = _presented(transport)
+        if certificate is not None:  # each request's state says who this connection is
+            self.app_state = {**self.app_state, PEER_CERTIFICATE: certificate}
+        self._tn_one = _OneWrite(transport, self) if self._tn_one_write else None
+        self._tn_seen = None
+        self._tn_head: int | None = 0  # bytes of a head still arriving (None: none is)
+        self._tn_timer = self.loop.call_later(self._tn_timeout, self._tn_check)
+        if not self._tn_whole:
+            self._tn_next_event, self.conn.next_event = self.conn.next_event, self._tn_check_h11
+
+    def data_received(self, data: bytes) -> None:
+        if self._tn_whole and self._tn_head is not None:
+            self._tn_head += len(data)
+        super().data_received(data)
+        if self._tn_whole and self._tn_head is not None and self._tn_head > self._tn_max_head:
+            self._tn_refuse()  # no more of a head past the bound is read
+
+    def _tn_refuse(self) -> None:
+        """431, written raw (no request was made of the head), and the connection closed."""
+        if self.transport.is_closing():
+            return
+        msg = _TOO_LARGE % self._tn_max_head
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(msg), msg)
+        )
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:  # a parser's refusal
+        if self.transport.is_closing():
+            return  # answered 431 already
+        if not self._tn_whole and len(self.conn.trailing_data[0]) > self._tn_max_head:
+            self._tn_refuse()  # h11's own bound: an unfinished head past it
+            return
+        super().send_400_response(msg)
+
+    def _tn_check_h11(self) -> Any:
+        """h11's next event, a request whose head is past the bound answered 431 (h11 bounds
+        only a head still arriving, and then answers 400)."""
+        event = self._tn_next_event()
+        if (
+            isinstance(event, h11.Request)
+            and _head_size(event.target, event.headers) > self._tn_max_head
+        ):
+            self._tn_refuse()
+            raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
+        return event
+
+    def on_message_complete(self) -> None:  # httptools: a new head may follow
+        self._tn_head = 0
+        super().on_message_complete()
+
+    def _tn_check(self) -> None:
+        cycle = getattr(self, "cycle", None)
+        busy = cycle is not None and not cycle.response_complete
+        if self.transport.is_closing():
+            return
+        idle = not busy and getattr(self, "timeout_keep_alive_task", None) is None
+        body_stalled = busy and getattr(cycle, "more_body", False)  # its body still arriving
+        if cycle is self._tn_seen and (idle or body_stalled):
+            self.transport.close()
+            return
+        self._tn_seen = cycle
+        self._tn_timer = self.loop.call_later(self._tn_timeout, self._tn_check)
+
+    def on_headers_complete(self) -> None:
+        # an app may end its answer mid-body on purpose (serve.quirks: drop-streams)
+        self.scope["extensions"] = {**self.scope.get("extensions", {}), CUT: self._tn_cut}
+        self._tn_head = None
+        if _head_size(self.url, self.headers) > self._tn_max_head:  # whole within the last read
+            self._tn_refuse()
+            raise _HeadTooLarge  # the parser stops: nothing of it reaches the app
+        super().on_headers_complete()
+        if self._tn_one is not None:
+            self.cycle.transport = self._tn_one  # the protocol itself keeps the socket's transport
+
+    def _tn_cut(self) -> None:
+        """Close the connection now, what was written of the answer sent first."""
+        (self._tn_one or self.transport).close()
+
+    def on_response_complete(self) -> None:
+        if self._tn_one is not None:
+            self._tn_one.flush()  # a body that wrote nothing (HEAD, an empty one): its head goes now
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._tn_timer.cancel()
+        super().connection_lost(exc)
+
+
 def _guarded(
     base: Any, header_timeout: float, max_head: int = MAX_HEAD, one_write: bool = False
 ) -> type[asyncio.Protocol]:
@@ -357,107 +465,13 @@ def _guarded(
     client's certificate (mutual TLS) put in each of its requests' state (:data:`PEER_CERTIFICATE`).
     No cost per request beyond a count."""
 
-    whole = (
-        base.__name__ == "HttpToolsProtocol"
-    )  # it holds a head until it ends; h11 bounds its own
-
-    class Guarded(base):
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            certificate = _presented(transport)
-            if certificate is not None:  # each request's state says who this connection is
-                self.app_state = {**self.app_state, PEER_CERTIFICATE: certificate}
-            self._tn_one = _OneWrite(transport, self) if one_write else None
-            self._tn_seen = None
-            self._tn_head: int | None = 0  # bytes of a head still arriving (None: none is)
-            self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
-            if not whole:
-                self._tn_next_event, self.conn.next_event = self.conn.next_event, self._tn_check_h11
-
-        def data_received(self, data: bytes) -> None:
-            if whole and self._tn_head is not None:
-                self._tn_head += len(data)
-            super().data_received(data)
-            if whole and self._tn_head is not None and self._tn_head > max_head:
-                self._tn_refuse()  # no more of a head past the bound is read
-
-        def _tn_refuse(self) -> None:
-            """431, written raw (no request was made of the head), and the connection closed."""
-            if self.transport.is_closing():
-                return
-            msg = _TOO_LARGE % max_head
-            self.transport.write(
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                b"content-type: text/plain; charset=utf-8\r\n"
-                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(msg), msg)
-            )
-            self.transport.close()
-
-        def send_400_response(self, msg: str) -> None:  # a parser's refusal
-            if self.transport.is_closing():
-                return  # answered 431 already
-            if not whole and len(self.conn.trailing_data[0]) > max_head:
-                self._tn_refuse()  # h11's own bound: an unfinished head past it
-                return
-            super().send_400_response(msg)
-
-        def _tn_check_h11(self) -> Any:
-            """h11's next event, a request whose head is past the bound answered 431 (h11 bounds
-            only a head still arriving, and then answers 400)."""
-            event = self._tn_next_event()
-            if (
-                isinstance(event, h11.Request)
-                and _head_size(event.target, event.headers) > max_head
-            ):
-                self._tn_refuse()
-                raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
-            return event
-
-        def on_message_complete(self) -> None:  # httptools: a new head may follow
-            self._tn_head = 0
-            super().on_message_complete()
-
-        def _tn_check(self) -> None:
-            cycle = getattr(self, "cycle", None)
-            busy = cycle is not None and not cycle.response_complete
-            if self.transport.is_closing():
-                return
-            idle = not busy and getattr(self, "timeout_keep_alive_task", None) is None
-            body_stalled = busy and getattr(cycle, "more_body", False)  # its body still arriving
-            if cycle is self._tn_seen and (idle or body_stalled):
-                self.transport.close()
-                return
-            self._tn_seen = cycle
-            self._tn_timer = self.loop.call_later(header_timeout, self._tn_check)
-
-        def on_headers_complete(self) -> None:
-            # an app may end its answer mid-body on purpose (serve.quirks: drop-streams)
-            self.scope["extensions"] = {**self.scope.get("extensions", {}), CUT: self._tn_cut}
-            self._tn_head = None
-            if _head_size(self.url, self.headers) > max_head:  # whole within the last read
-                self._tn_refuse()
-                raise _HeadTooLarge  # the parser stops: nothing of it reaches the app
-            super().on_headers_complete()
-            if self._tn_one is not None:
-                self.cycle.transport = (
-                    self._tn_one
-                )  # the protocol itself keeps the socket's transport
-
-        def _tn_cut(self) -> None:
-            """Close the connection now, what was written of the answer sent first."""
-            (self._tn_one or self.transport).close()
-
-        def on_response_complete(self) -> None:
-            if self._tn_one is not None:
-                self._tn_one.flush()  # a body that wrote nothing (HEAD, an empty one): its head goes now
-            super().on_response_complete()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._tn_timer.cancel()
-            super().connection_lost(exc)
-
-    Guarded.__name__ = f"Guarded{base.__name__}"
-    return Guarded
+    settings = {
+        "_tn_timeout": header_timeout,
+        "_tn_max_head": max_head,
+        "_tn_one_write": one_write,
+        "_tn_whole": base.__name__ == "HttpToolsProtocol",
+    }
+    return type(f"Guarded{base.__name__}", (_Guard, base), settings)
 
 
 class ConnectionShare:
