@@ -155,103 +155,129 @@ class AgentSource:
         return Tool(f"{prefix}_{sanitize(skill_id)}", description, schema, run, source="a2a")
 
     async def run(self, skill_id: str, text: str, ctx: ToolContext) -> ToolResult:
-        started = time.monotonic()
+        """Ask the agent's skill (or answer its question, when ``ctx`` carries the answer) and
+        watch the task to its result."""
+        at = _Progress(self)
         client = self.client
-        task_id = ""
-        state = "unknown"
-        polls = 0
-
-        def meta() -> dict[str, Any]:
-            return {
-                "agent": self.agent.name or (client.card.name if client.card else client.url),
-                "taskId": task_id,
-                "state": state,
-                "polls": polls,
-                "ms": round((time.monotonic() - started) * 1000),
-                "dialect": client.dialect.value if client.dialect else None,
-            }
-
-        waiting = self._waiting.pop(ctx.answer.id, None) if ctx.answer is not None else None
-        if waiting is None and ctx.answer is not None and ctx.answer.id.startswith("a2a:"):
-            waiting = (
-                ctx.answer.id[4:],
-                None,
-                None,
-            )  # suspended in another process: the request names the task
+        waiting = self._waiting_for(ctx)
         call = (waiting[2] if waiting is not None else None) or _Call.begin(self, skill_id)
         token = trace.calling.set(call.span) if call is not None else None
         try:
-            if waiting is not None:
-                task_id, context_id, _ = waiting
-                answer = ctx.answer  # the call was answered: its context carries the Answer
-                assert answer is not None
-                reply = answer.data if isinstance(answer.data, str) else str(answer.data or "")
-                if not answer.ok:
-                    await client.cancel(task_id)
-                    state = "canceled"
-                    _Call.report(call, task_id, state, done=True)
-                    return ToolResult.error(
-                        f"A2A task {task_id} canceled: the request was declined", **meta()
-                    )
-                task = await client.send(
-                    reply, skill=skill_id, task_id=task_id, context_id=context_id
-                )
+            if waiting is None:
+                task = await self._send(text, skill_id, at)
             else:
-                sending = asyncio.ensure_future(client.send(text, skill=skill_id))
-                try:
-                    task = await asyncio.shield(sending)
-                except asyncio.CancelledError:
-                    task_id = await _made(sending)  # cancelled below, not left running there
-                    raise
-            task_id, state = task.id, task.state.value
-            _Call.report(call, task_id, state, done=task.state.terminal)
-            final = task
+                task = await self._answer(waiting, skill_id, ctx, at, call)
+                if task is None:
+                    return ToolResult.error(
+                        f"A2A task {at.task_id} canceled: the request was declined", **at.meta()
+                    )
+            at.task_id, at.state = task.id, task.state.value
+            _Call.report(call, at.task_id, at.state, done=task.state.terminal)
             if not (task.state.terminal or task.state.interrupted):
-                try:
-                    async with asyncio.timeout(self.agent.timeout):
-                        follow = client.follow(
-                            task_id,
-                            poll_every=self.agent.poll_every,
-                            max_interval=max(self.agent.poll_every, 2.0),
-                        )
-                        said = task.said
-                        async with contextlib.aclosing(follow) as changes:
-                            async for now in changes:
-                                polls = getattr(client, "polls", polls)
-                                if now.state.value != state:
-                                    state = now.state.value
-                                    _Call.report(call, task_id, state, done=now.state.terminal)
-                                text = now.said
-                                unfinished = not (now.state.terminal or now.state.interrupted)
-                                if text != said and unfinished:
-                                    said = text  # its reply so far, as the peer streams it
-                                    await ctx.progress(message=text)
-                                final = now
-                except TimeoutError:
-                    polls = getattr(client, "polls", polls)
+                task = await self._watch(task, ctx, at, call)
+                if task is None:
                     ms = round(self.agent.timeout * 1000)
                     _Call.report(
-                        call, task_id, "error", done=True, detail=f"timed out after {ms}ms"
+                        call, at.task_id, "error", done=True, detail=f"timed out after {ms}ms"
                     )
                     return ToolResult.error(
-                        f"A2A task {task_id} timed out after {ms}ms (state={state})", **meta()
+                        f"A2A task {at.task_id} timed out after {ms}ms (state={at.state})",
+                        **at.meta(),
                     )
-            return self._outcome(final, meta, call)
+            return self._outcome(task, at.meta, call)
         except asyncio.CancelledError:
-            if task_id:
+            if at.task_id:
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(client.cancel(task_id))
-            _Call.report(call, task_id, "canceled", done=True)
+                    await asyncio.shield(client.cancel(at.task_id))
+            _Call.report(call, at.task_id, "canceled", done=True)
             raise
         except (RPCError, PeerError) as exc:
-            _Call.report(call, task_id, "error", done=True, detail=str(exc))
-            return ToolResult.error(
-                f"A2A {'task ' + task_id + ' ' if task_id else ''}error: {exc}", **meta()
-            )
+            _Call.report(call, at.task_id, "error", done=True, detail=str(exc))
+            named = f"task {at.task_id} " if at.task_id else ""
+            return ToolResult.error(f"A2A {named}error: {exc}", **at.meta())
         finally:
             if token is not None:
                 trace.calling.reset(token)
             await asyncio.shield(client.release())  # nothing stays open between calls
+
+    def _waiting_for(self, ctx: ToolContext) -> tuple[str, str | None, _Call | None] | None:
+        """The task whose question ``ctx`` answers: ``(task id, context id, call)``; None for a
+        new call."""
+        if ctx.answer is None:
+            return None
+        waiting = self._waiting.pop(ctx.answer.id, None)
+        if waiting is None and ctx.answer.id.startswith("a2a:"):
+            return (
+                ctx.answer.id[4:],
+                None,
+                None,
+            )  # suspended in another process: the request names the task
+        return waiting
+
+    async def _send(self, text: str, skill_id: str, at: _Progress) -> Task:
+        """The task a new message to the skill makes; cancelled during the send, the task it
+        made is named in ``at`` (to be cancelled, not left running there)."""
+        sending = asyncio.ensure_future(self.client.send(text, skill=skill_id))
+        try:
+            return await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            at.task_id = await _made(sending)
+            raise
+
+    async def _answer(
+        self,
+        waiting: tuple[str, str | None, _Call | None],
+        skill_id: str,
+        ctx: ToolContext,
+        at: _Progress,
+        call: _Call | None,
+    ) -> Task | None:
+        """The waiting task once the answer in ``ctx`` is sent on it; None when the request was
+        declined (the task is then cancelled)."""
+        at.task_id, context_id, _ = waiting
+        answer = ctx.answer  # the call was answered: its context carries the Answer
+        assert answer is not None
+        if not answer.ok:
+            await self.client.cancel(at.task_id)
+            at.state = "canceled"
+            _Call.report(call, at.task_id, at.state, done=True)
+            return None
+        reply = answer.data if isinstance(answer.data, str) else str(answer.data or "")
+        return await self.client.send(
+            reply, skill=skill_id, task_id=at.task_id, context_id=context_id
+        )
+
+    async def _watch(
+        self, task: Task, ctx: ToolContext, at: _Progress, call: _Call | None
+    ) -> Task | None:
+        """The task as it stands when it ends or asks (its reply so far told as progress, each
+        new state reported); None when the agent's timeout came first."""
+        client = self.client
+        final = task
+        try:
+            async with asyncio.timeout(self.agent.timeout):
+                follow = client.follow(
+                    at.task_id,
+                    poll_every=self.agent.poll_every,
+                    max_interval=max(self.agent.poll_every, 2.0),
+                )
+                said = task.said
+                async with contextlib.aclosing(follow) as changes:
+                    async for now in changes:
+                        at.polls = getattr(client, "polls", at.polls)
+                        if now.state.value != at.state:
+                            at.state = now.state.value
+                            _Call.report(call, at.task_id, at.state, done=now.state.terminal)
+                        text = now.said
+                        unfinished = not (now.state.terminal or now.state.interrupted)
+                        if text != said and unfinished:
+                            said = text  # its reply so far, as the peer streams it
+                            await ctx.progress(message=text)
+                        final = now
+        except TimeoutError:
+            at.polls = getattr(client, "polls", at.polls)
+            return None
+        return final
 
     def _outcome(self, task: Task, meta: Any, call: _Call | None = None) -> ToolResult:
         state = task.state
@@ -286,6 +312,28 @@ class AgentSource:
         return ToolResult.error(
             f"A2A task {task.id} {state.value}{': ' + detail if detail else ''}", **meta()
         )
+
+
+@dataclass
+class _Progress:
+    """Where one call of a skill stands: what its result's metadata says."""
+
+    source: AgentSource
+    task_id: str = ""
+    state: str = "unknown"
+    polls: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def meta(self) -> dict[str, Any]:
+        client = self.source.client
+        return {
+            "agent": self.source.agent.name or (client.card.name if client.card else client.url),
+            "taskId": self.task_id,
+            "state": self.state,
+            "polls": self.polls,
+            "ms": round((time.monotonic() - self.started) * 1000),
+            "dialect": client.dialect.value if client.dialect else None,
+        }
 
 
 @dataclass

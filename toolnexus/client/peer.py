@@ -332,6 +332,33 @@ MAX_PAGES = 100
 """Pages of a list the client follows before it calls the peer's paging endless."""
 
 
+def _asked(binding: str, dialect: str) -> tuple[str | None, Binding | None]:
+    """The custom binding and the standard one asked for (None: not that kind), checked with the
+    dialect asked for: ``ValueError`` for one that is no binding, or a dialect it is not spoken in."""
+    if dialect not in ("auto", "0.3", "1.0", "legacy"):
+        raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
+    custom = binding if binding in CUSTOM else None
+    if binding.lower() not in BINDING_NAMES and custom is None:
+        raise ValueError(
+            f"binding must be auto, jsonrpc, http+json, grpc or a registered one, not {binding!r}"
+        )
+    forced = BINDING_NAMES.get(binding.lower())
+    spoken = _SPOKEN.get(forced) if forced is not None else None
+    if forced is not None and spoken is not None and dialect not in ("auto", *spoken):
+        only = " and ".join(spoken) + " only"
+        raise ValueError(f"the {forced.value} binding is spoken in {only}, not in {dialect}")
+    return custom, forced
+
+
+def _uris(extensions: Sequence[str]) -> list[str]:
+    """The extensions' URIs, stripped: ``ValueError`` for anything else (a string, one with a comma)."""
+    if isinstance(extensions, str) or any(
+        not isinstance(u, str) or not u.strip() or "," in u for u in extensions
+    ):
+        raise ValueError("extensions must be a list of URIs (without commas)")
+    return [u.strip() for u in extensions]
+
+
 class A2AClient:
     """Talks to one A2A peer.
 
@@ -400,19 +427,9 @@ class A2AClient:
         api_key: str | None = None,
         certificate: ClientCertificate | None = None,
     ) -> None:
-        if dialect not in ("auto", "0.3", "1.0", "legacy"):
-            raise ValueError(f"dialect must be auto, 0.3, 1.0 or legacy, not {dialect!r}")
-        self.custom = binding if binding in CUSTOM else None
+        custom, self.forced_binding = _asked(binding, dialect)
+        self.custom = custom
         """The custom binding asked for (:func:`~toolnexus.client.transports.register_binding`)."""
-        if binding.lower() not in BINDING_NAMES and self.custom is None:
-            raise ValueError(
-                f"binding must be auto, jsonrpc, http+json, grpc or a registered one, not {binding!r}"
-            )
-        self.forced_binding = forced = BINDING_NAMES.get(binding.lower())
-        spoken = _SPOKEN.get(forced) if forced is not None else None
-        if forced is not None and spoken is not None and dialect not in ("auto", *spoken):
-            only = " and ".join(spoken) + " only"
-            raise ValueError(f"the {forced.value} binding is spoken in {only}, not in {dialect}")
         self.card: AgentCard | None = None
         self.url = ""
         if isinstance(card_or_url, AgentCard):
@@ -460,11 +477,7 @@ class A2AClient:
         self.warnings: list[str] = []
         self.keys = keys
         self.verify = verify or keys is not None
-        if isinstance(extensions, str) or any(
-            not isinstance(u, str) or not u.strip() or "," in u for u in extensions
-        ):
-            raise ValueError("extensions must be a list of URIs (without commas)")
-        self.extensions = [u.strip() for u in extensions]
+        self.extensions = _uris(extensions)
         self.activated: list[str] = []
         """The extensions the peer's last answer named as activated (``A2A-Extensions``)."""
         self._tenant = tenant
