@@ -52,7 +52,7 @@ from .lifecycle import STOPPED, TaskRunner
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
 from .push import PushNotifier
-from .quirks import QuirkPeer, quirks_named
+from .quirks import Quirk, QuirkPeer, quirks_named
 
 if TYPE_CHECKING:
     from ..llm import Client
@@ -292,6 +292,65 @@ async def serve(
     Returns once the socket is bound. Raises ``OSError`` when it cannot be, ``ConfigError`` when
     the options are unsafe or wrong.
     """
+    a2a_cfg, mcp_cfg, max_connections, quirks = _checked(toolkit, a2a, mcp, max_connections)
+    host, _ = parse_addr(addr)
+    if not is_loopback(host) and not allow_unauthenticated:
+        _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
+    bus = events or EventBus()
+    name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
+    bound = _Bound()
+    wire = TrafficRecorder(bus, keep=0) if record_wire else None  # it masks; the bus keeps them
+    endpoint: A2AEndpoint | None = None
+    if a2a_cfg is not None:
+        runner = await _runner(toolkit, a2a_cfg, client, bus, name, on_task, on_text)
+        endpoint = await _agent(runner, a2a_cfg, toolkit, bound, host, wire, metrics)
+    mcp_profile: MCPProfile | None = None
+    if mcp_cfg is not None:
+        sessions = not isinstance(max_connections, ConnectionShare)  # one process: sessions
+        mcp_profile = await _mcp(toolkit, mcp_cfg, a2a_cfg, bus, name, on_call, sessions)
+    configs = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
+    app, bent = _app(endpoint, mcp_profile, metrics, quirks, bound, configs)
+    outer: Any = InboundRecorder(app, wire, name) if wire is not None else app
+    tls = next((c.auth.tls for c in configs if c.auth is not None and c.auth.tls), None)
+    server = bound.server = AsgiServer(
+        outer,
+        addr,
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        sock=sock,
+        **(tls.uvicorn() if tls is not None else {}),  # mutual TLS: the handshake checks the caller
+    )
+    grpc_server = await _grpc(endpoint, tls, toolkit, allow_unauthenticated)
+    metrics_server = _metrics_server(endpoint, metrics, header_timeout)
+    return await _started(
+        server, name, bus, endpoint, mcp_profile, grpc_server, metrics_server, wire, bent
+    )
+
+
+class _Bound:
+    """Where a server listens: asked by the parts built before it (once it is made, they run)."""
+
+    def __init__(self) -> None:
+        self.server: AsgiServer | None = None
+
+    def address(self) -> tuple[str, int]:
+        assert self.server is not None
+        return self.server.host, self.server.port
+
+    def url(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+
+def _checked(
+    toolkit: ToolkitLike,
+    a2a: A2AConfig | dict[str, Any] | bool | None,
+    mcp: MCPServeConfig | dict[str, Any] | bool | None,
+    max_connections: int | ConnectionShare | None,
+) -> tuple[A2AConfig | None, MCPServeConfig | None, int | ConnectionShare, tuple[Quirk, ...]]:
+    """:func:`serve`'s options checked: the profiles to serve, as given, else as the toolkit's
+    config has them (its ``a2a`` and ``mcpServer`` blocks; None for one that is off), the
+    connection limit and the quirks asked for. Raises ``ConfigError``."""
     if a2a is None and toolkit.config.get("a2a") is not None:
         a2a = toolkit.config["a2a"]
     if mcp is None and toolkit.config.get("mcpServer") is not None:
@@ -303,110 +362,179 @@ async def serve(
     if not isinstance(max_connections, ConnectionShare):
         max_connections = connection_limit(toolkit.config, max_connections)
     quirks = quirks_named(a2a_cfg.quirks) if a2a_cfg is not None else ()
-    host, _ = parse_addr(addr)
-    if not is_loopback(host) and not allow_unauthenticated:
-        _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
-    bus = events or EventBus()
-    name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
+    return a2a_cfg, mcp_cfg, max_connections, quirks
 
-    holder: dict[str, AsgiServer] = {}
-    routes: list[BaseRoute] = []
-    runner: TaskRunner | None = None
-    endpoint: A2AEndpoint | None = None
-    wire = (
-        TrafficRecorder(bus, keep=0) if record_wire else None
-    )  # the bus keeps the events; it only masks them
-    if a2a_cfg is not None:
-        store = open_store(a2a_cfg.store, max_tasks=a2a_cfg.keep_tasks, max_age=a2a_cfg.keep_for)
-        if (
-            isinstance(store, JoinsConversations)
-            and client is not None
-            and type(client.store) is MemoryConversationStore
-        ):  # kept where the tasks are (with a shared store, every worker sees each conversation)
-            client.store = store.conversations()
-        shared = isinstance(store, Shared)
-        runner = TaskRunner(
-            toolkit=toolkit,
-            client=client,
-            store=store,
-            bus=bus,
-            server=name,
-            on_task=on_task,
-            on_text=on_text,
-        )
-        if shared:  # one worker of many: hear the others, lease what runs here
-            store.lease = a2a_cfg.lease
-            link = store.link(runner)
-            await link.start()
-            runner.link = link
-        elif isinstance(store, Durable):  # what its last run left running was interrupted
-            recovered = await runner.recover()
-            if recovered:
-                log.warning(
-                    "%s: %d task(s) interrupted by a restart were marked failed", name, recovered
-                )
-        private_ok = (
-            is_loopback(host) if a2a_cfg.push_private_ok is None else a2a_cfg.push_private_ok
-        )
-        runner.files = TaskFiles(
-            a2a_cfg.input_modes,
-            a2a_cfg.max_file,
-            root=a2a_cfg.files_dir,
-            fetch=a2a_cfg.fetch_files,
-            bound=lambda: (holder["server"].host, holder["server"].port),
-            private_ok=private_ok,
-        )
 
-        async def live(task_id: str) -> bool:  # still to run or to answer: its folder is kept
-            task = await store.get(task_id)
-            return task is not None and not task.state.terminal
-
-        swept = await runner.files.sweep(live)
-        if swept:
+async def _runner(
+    toolkit: ToolkitLike,
+    config: A2AConfig,
+    client: Client | None,
+    bus: EventBus,
+    name: str,
+    on_task: Callable[[dict[str, Any]], Any] | None,
+    on_text: Callable[[dict[str, Any]], Any] | None,
+) -> TaskRunner:
+    """The agent's task runner on the store the config names: one worker of many hears the others
+    (its link started); a durable store's tasks that a restart interrupted are marked failed."""
+    store = open_store(config.store, max_tasks=config.keep_tasks, max_age=config.keep_for)
+    if (
+        isinstance(store, JoinsConversations)
+        and client is not None
+        and type(client.store) is MemoryConversationStore
+    ):  # kept where the tasks are (with a shared store, every worker sees each conversation)
+        client.store = store.conversations()
+    runner = TaskRunner(
+        toolkit=toolkit,
+        client=client,
+        store=store,
+        bus=bus,
+        server=name,
+        on_task=on_task,
+        on_text=on_text,
+    )
+    if isinstance(store, Shared):  # one worker of many: hear the others, lease what runs here
+        store.lease = config.lease
+        link = store.link(runner)
+        await link.start()
+        runner.link = link
+    elif isinstance(store, Durable):  # what its last run left running was interrupted
+        recovered = await runner.recover()
+        if recovered:
             log.warning(
-                "%s: removed %d task folder(s) under %s that a crash left (their tasks are over): %s",
-                name,
-                len(swept),
-                a2a_cfg.files_dir,
-                ", ".join(swept[:10]) + (" ..." if len(swept) > 10 else ""),
+                "%s: %d task(s) interrupted by a restart were marked failed", name, recovered
             )
-        public = a2a_cfg.public_url.rstrip("/") if a2a_cfg.public_url else None
-        if a2a_cfg.push_notifications:
-            runner.push = PushNotifier(
-                lambda: (holder["server"].host, holder["server"].port),
-                private_ok=private_ok,
-                traffic=wire,
-                server=name,
-                signer=a2a_cfg.signer,
-                issuer=lambda: (public or holder["server"].url).rstrip("/") + "/",
-            )
-            if shared:  # every worker delivers for the configs set on any
-                runner.push.shared = store
-        endpoint = A2AEndpoint(
-            runner, a2a_cfg, toolkit.skills(), lambda: public or holder["server"].url
-        )
-        routes += endpoint.routes()
-        if metrics:
-            exported = endpoint.metrics = Metrics(name, (s.name for s in toolkit.skills()))
-            exported.time_store(store)
-            if not isinstance(metrics, str):
-                routes.append(metrics_route(exported, a2a_cfg.auth))
+    return runner
 
-    mcp_profile: MCPProfile | None = None
-    lifespans: list[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = []
-    if mcp_cfg is not None:
-        profile: type[MCPProfile] = (await _imported("toolnexus.mcp.server")).MCPProfile
-        mcp_profile = profile(
-            toolkit,
-            mcp_cfg,
-            bus=bus,
-            server=name,
-            on_call=on_call,
-            auth=mcp_cfg.auth or (a2a_cfg.auth if a2a_cfg else None),
-            sessions=not isinstance(max_connections, ConnectionShare),  # one process: sessions
+
+async def _agent(
+    runner: TaskRunner,
+    config: A2AConfig,
+    toolkit: ToolkitLike,
+    bound: _Bound,
+    host: str,
+    wire: TrafficRecorder | None,
+    metrics: bool | str,
+) -> A2AEndpoint:
+    """The A2A endpoint over ``runner``: its tasks' files, its push notifications, its metrics
+    (when asked), its card naming the public URL (else where it is served). Files and pushes
+    reach private addresses when the config says so, else when served on loopback."""
+    private_ok = is_loopback(host) if config.push_private_ok is None else config.push_private_ok
+    await _files(runner, config, bound, private_ok)
+    public = config.public_url.rstrip("/") if config.public_url else None
+    if config.push_notifications:
+        runner.push = _push(runner, config, bound, private_ok, wire, public)
+    endpoint = A2AEndpoint(runner, config, toolkit.skills(), lambda: public or bound.url())
+    if metrics:
+        endpoint.metrics = Metrics(runner.server, (s.name for s in toolkit.skills()))
+        endpoint.metrics.time_store(runner.store)
+    return endpoint
+
+
+async def _mcp(
+    toolkit: ToolkitLike,
+    config: MCPServeConfig,
+    a2a: A2AConfig | None,
+    bus: EventBus,
+    name: str,
+    on_call: Callable[[dict[str, Any]], Any] | None,
+    sessions: bool,
+) -> MCPProfile:
+    """The MCP profile, behind its own auth, else the A2A agent's."""
+    profile: type[MCPProfile] = (await _imported("toolnexus.mcp.server")).MCPProfile
+    return profile(
+        toolkit,
+        config,
+        bus=bus,
+        server=name,
+        on_call=on_call,
+        auth=config.auth or (a2a.auth if a2a else None),
+        sessions=sessions,
+    )
+
+
+async def _grpc(
+    endpoint: A2AEndpoint | None, tls: Any, toolkit: ToolkitLike, allow_unauthenticated: bool
+) -> GrpcServer | None:
+    """The agent's gRPC service, started, when its config asks for one (its address on the card)."""
+    if endpoint is None or endpoint.config.grpc is None:
+        return None
+    grpc_server = GrpcServer(endpoint, endpoint.config.grpc, tls=tls)
+    if not is_loopback(grpc_server.host) and not allow_unauthenticated:
+        _refuse_open_commands(toolkit, grpc_server.host, endpoint.config, None)
+    await grpc_server.start()
+    endpoint.card.grpc_target = grpc_server.url
+    return grpc_server
+
+
+async def _files(runner: TaskRunner, config: A2AConfig, bound: _Bound, private_ok: bool) -> None:
+    """Give the runner its tasks' files, and remove the task folders a crash left."""
+    store = runner.store
+    runner.files = TaskFiles(
+        config.input_modes,
+        config.max_file,
+        root=config.files_dir,
+        fetch=config.fetch_files,
+        bound=bound.address,
+        private_ok=private_ok,
+    )
+
+    async def live(task_id: str) -> bool:  # still to run or to answer: its folder is kept
+        task = await store.get(task_id)
+        return task is not None and not task.state.terminal
+
+    swept = await runner.files.sweep(live)
+    if swept:
+        log.warning(
+            "%s: removed %d task folder(s) under %s that a crash left (their tasks are over): %s",
+            runner.server,
+            len(swept),
+            config.files_dir,
+            ", ".join(swept[:10]) + (" ..." if len(swept) > 10 else ""),
         )
-        routes += mcp_profile.routes()
-        lifespans.append(mcp_profile.lifespan)
+
+
+def _push(
+    runner: TaskRunner,
+    config: A2AConfig,
+    bound: _Bound,
+    private_ok: bool,
+    wire: TrafficRecorder | None,
+    public: str | None,
+) -> PushNotifier:
+    """What delivers the agent's push notifications (every worker's configs, with a shared store)."""
+    push = PushNotifier(
+        bound.address,
+        private_ok=private_ok,
+        traffic=wire,
+        server=runner.server,
+        signer=config.signer,
+        issuer=lambda: (public or bound.url()).rstrip("/") + "/",
+    )
+    if isinstance(runner.store, Shared):  # every worker delivers for the configs set on any
+        push.shared = runner.store
+    return push
+
+
+def _app(
+    endpoint: A2AEndpoint | None,
+    mcp: MCPProfile | None,
+    metrics: bool | str,
+    quirks: tuple[Quirk, ...],
+    bound: _Bound,
+    configs: list[A2AConfig | MCPServeConfig],
+) -> tuple[Any, QuirkPeer | None]:
+    """The app of the A2A agent's routes (``/metrics`` among them, unless on a port of their own)
+    and the MCP profile's, its lifespan the profile's, the A2A endpoint's layer ahead of it (and
+    the quirks, when asked: a peer from the field, on purpose), Host and Origin checked first;
+    and the quirks' layer, if any."""
+    routes: list[BaseRoute] = []
+    if endpoint is not None:
+        routes += endpoint.routes()
+        if endpoint.metrics is not None and not isinstance(metrics, str):
+            routes.append(metrics_route(endpoint.metrics, endpoint.config.auth))
+    if mcp is not None:
+        routes += mcp.routes()
+    lifespans = [mcp.lifespan] if mcp is not None else []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncGenerator[None, None]:
@@ -415,8 +543,6 @@ async def serve(
                 await stack.enter_async_context(enter())
             yield
 
-    exported = endpoint.metrics if endpoint is not None else None
-    extras = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
     app: Any = build_app(routes, lifespan)
     bent: QuirkPeer | None = None
     if endpoint is not None:
@@ -425,62 +551,65 @@ async def serve(
             app = bent = QuirkPeer(app, quirks)
     guarded = HostGuard(
         app,
-        lambda: (holder["server"].host, holder["server"].port),
-        allowed_hosts=[h for c in extras for h in c.allowed_hosts],
-        allowed_origins=[o for c in extras for o in c.allowed_origins],
+        bound.address,
+        allowed_hosts=[h for c in configs for h in c.allowed_hosts],
+        allowed_origins=[o for c in configs for o in c.allowed_origins],
     )
-    outer: Any = InboundRecorder(guarded, wire, name) if wire is not None else guarded
-    tls = next((c.auth.tls for c in extras if c.auth is not None and c.auth.tls), None)
-    server = AsgiServer(
-        outer,
-        addr,
-        header_timeout=header_timeout,
-        max_connections=max_connections,
-        sock=sock,
-        **(tls.uvicorn() if tls is not None else {}),  # mutual TLS: the handshake checks the caller
+    return guarded, bent
+
+
+def _metrics_server(
+    endpoint: A2AEndpoint | None, metrics: bool | str, header_timeout: float
+) -> AsgiServer | None:
+    """The agent's metrics served on a port of their own (``metrics`` its ``host:port``), behind
+    the agent's auth; None when they are not."""
+    if endpoint is None or endpoint.metrics is None or not isinstance(metrics, str):
+        return None
+    bound = _Bound()
+    guarded = HostGuard(
+        build_app([metrics_route(endpoint.metrics, endpoint.config.auth)]), bound.address
     )
-    holder["server"] = server
-    grpc_server = None
-    if endpoint is not None and a2a_cfg is not None and a2a_cfg.grpc is not None:
-        grpc_server = GrpcServer(endpoint, a2a_cfg.grpc, tls=tls)
-        if not is_loopback(grpc_server.host) and not allow_unauthenticated:
-            _refuse_open_commands(toolkit, grpc_server.host, a2a_cfg, None)
-        await grpc_server.start()
-        endpoint.card.grpc_target = grpc_server.url
-    metrics_server = None
-    if (
-        exported is not None and isinstance(metrics, str) and a2a_cfg is not None
-    ):  # a port of their own
-        guarded_metrics = HostGuard(
-            build_app([metrics_route(exported, a2a_cfg.auth)]),
-            lambda: (holder["metrics"].host, holder["metrics"].port),
-        )
-        metrics_server = holder["metrics"] = AsgiServer(
-            guarded_metrics, metrics, header_timeout=header_timeout
-        )
+    bound.server = AsgiServer(guarded, metrics, header_timeout=header_timeout)
+    return bound.server
+
+
+async def _started(
+    server: AsgiServer,
+    name: str,
+    bus: EventBus,
+    endpoint: A2AEndpoint | None,
+    mcp: MCPProfile | None,
+    grpc: GrpcServer | None,
+    metrics_server: AsgiServer | None,
+    wire: TrafficRecorder | None,
+    quirks: QuirkPeer | None,
+) -> ServeHandle:
+    """Start the HTTP server (and the metrics'; if either cannot, stop what was started), the
+    metrics' export, and say so on the bus: the handle of what runs."""
     try:
         await server.start()
         if metrics_server is not None:
             await metrics_server.start()
     except BaseException:
-        if grpc_server is not None:
-            await grpc_server.stop(0)
+        if grpc is not None:
+            await grpc.stop(0)
         await server.stop()
         raise
-    if exported is not None:
-        exported.start(bus, runner.push if runner is not None else None, wire)
+    metrics = endpoint.metrics if endpoint is not None else None
+    if endpoint is not None and metrics is not None:
+        metrics.start(bus, endpoint.runner.push, wire)
     handle = ServeHandle(
         server,
         name,
         bus,
-        runner,
+        endpoint.runner if endpoint is not None else None,
         endpoint,
-        mcp_profile,
-        grpc=grpc_server,
-        metrics=exported,
+        mcp,
+        grpc=grpc,
+        metrics=metrics,
         metrics_server=metrics_server,
         on_close=_spans_over_otlp(bus, name),
-        quirks=bent,
+        quirks=quirks,
     )
     bus.publish(ServerEvent(name, "started", server.url))
     return handle
