@@ -1,0 +1,84 @@
+"""What a replay served over HTTP is, A2A's and MCP's alike (:class:`ReplayServer`), and the answers
+it writes itself (plain text, JSON), bounded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Self
+
+from ...http.guard import HostGuard, send_whole
+from ...http.server import AsgiServer
+
+MAX_REQUEST = 16 * 1024 * 1024
+"""The largest request body a replay peer reads."""
+
+
+class ReplayServer:
+    """What a replay served over HTTP is, A2A's and MCP's alike: an ASGI app that answers the
+    lifespan and hands each HTTP request to :meth:`answer`, on a loopback server of its own behind
+    the Host/Origin guard, started and stopped (also as ``async with``)."""
+
+    url = ""
+    """Where it is served (after :meth:`start`)."""
+    _server: AsgiServer | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] == "http":
+            await self.answer(scope, receive, send)
+
+    async def answer(self, scope: Any, receive: Any, send: Any) -> None:
+        """Answer one HTTP request."""
+        raise NotImplementedError
+
+    def served_at(self, base: str) -> str:
+        """The URL given out for a server at ``base`` (the server's own by default)."""
+        return base
+
+    async def start(self, addr: str | int | None = "127.0.0.1:0") -> str:
+        """Serve on ``addr`` (loopback, a free port by default); returns the URL."""
+        server: AsgiServer | None = None
+
+        def bound() -> tuple[str, int]:
+            assert server is not None
+            return server.host, server.port
+
+        server = AsgiServer(HostGuard(self, bound), addr)
+        await server.start()
+        self._server = server
+        self.url = self.served_at(server.url)
+        return self.url
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
+async def plain(send: Any, status: int, text: str) -> None:
+    await send_whole(send, status, b"text/plain; charset=utf-8", text.encode("utf-8"), _NOSNIFF)
+
+
+MAX_DEPTH = 200
+"""The deepest JSON a replay serves from a cassette (Python's encoder fails near 1,000 levels)."""
+
+
+async def json_answer(
+    send: Any, status: int, value: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    await send_whole(send, status, b"application/json", body, _NOSNIFF, *(headers or []))
