@@ -186,15 +186,21 @@ class WireScreen(ModeScreen):
             self.query_one("#wire", RowTable).refresh()
 
     def _traffic(self) -> None:
-        """An exchange was logged: shown at once, or (while another mode is on screen) its start
-        worked out now, so that showing the log later does not parse 2,000 times at a key press."""
+        """An exchange was logged: shown at once, or (while another mode is on screen) the start
+        and outcome of every exchange logged since the last call worked out now, so that showing
+        the log later does not parse 2,000 times at a key press. (A signal's callback runs after
+        the messages already queued: by then several exchanges may have been logged.)"""
         if (
             self.is_current
         ):  # drawn with the others of the next tenth of a second, not once per exchange
             if self._pending is None:
                 self._pending = self.set_timer(REDRAW_EVERY, self._redraw)
-        elif self.tn.book.traffic:
-            self._started(self.tn.book.traffic[-1])
+            return
+        for ev in reversed(self.tn.book.traffic):  # the newest first, back to one known
+            if self._known(ev):
+                break
+            self._facts(ev)
+        self._forget()
 
     _pending: Any = None
 
@@ -226,6 +232,16 @@ class WireScreen(ModeScreen):
     def _started(self, ev: Any) -> float:
         return self._facts(ev)[0]
 
+    def _forget(self) -> None:
+        """Let go of the events the log has let go (``_starts`` holds each it has worked out)."""
+        if len(self._starts) > 2 * len(self.tn.book.traffic) + 100:
+            alive = {id(ev) for ev in self.tn.book.traffic}
+            self._starts = {k: v for k, v in self._starts.items() if k in alive}
+
+    def _known(self, ev: Any) -> bool:
+        known = self._starts.get(id(ev))
+        return known is not None and known[0] is ev
+
     def _facts(self, ev: Any) -> tuple[float, str]:
         """When an exchange began (its event is stamped when it ended) and how it ended (``how
         label``, see ``monitor.outcome``), worked out once per event (kept with the event itself,
@@ -244,9 +260,7 @@ class WireScreen(ModeScreen):
         log's events (it keeps the last 2,000) sorted by start, the cursor kept on its exchange."""
         if not self.is_current:
             return
-        if len(self._starts) > 2 * len(self.tn.book.traffic) + 100:  # forget events the log let go
-            alive = {id(ev) for ev in self.tn.book.traffic}
-            self._starts = {k: v for k, v in self._starts.items() if k in alive}
+        self._forget()
         events = sorted(self._events(), key=self._started)
         self._by_key = {
             str(id(ev)): ev for ev in events
