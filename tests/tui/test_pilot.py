@@ -331,12 +331,14 @@ async def test_tasks_that_move_while_tasks_is_hidden_are_added_to_its_table_not_
     out anew whenever any had moved meanwhile (10,000 rows: ~100 ms a switch under load, the
     slowest key of bench/tui_bench.py). The hidden table now takes each batch of changes as it
     comes, so the switch lists nothing: the tasks sent meanwhile are there, in order, the cursor
-    on the newest and its detail drawn."""
+    on the newest and its detail drawn. The cursor follows and the detail is drawn while hidden
+    too: done at the switch, they laid the screen out once more after Textual's own passes."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.workspace.running()))
         url = app.workspace.get("demo-desk").url
         await pilot.press("2")
+        await until(pilot, lambda: type(app.screen).__name__ == "TasksScreen")
         tasks = app.screen
         table = tasks.query_one("#tasks", RowTable)
         first = [await send(url, f"hello {i}") for i in range(3)]
@@ -346,17 +348,29 @@ async def test_tasks_that_move_while_tasks_is_hidden_are_added_to_its_table_not_
         table.set_rows = lambda keys: listed.append(list(keys))  # type: ignore[method-assign]
         later = [await send(url, f"later {i}") for i in range(4)]
         await until(pilot, lambda: all(t["id"] in table.rows for t in later))  # while hidden
+        messages = tasks.query_one("#messages", Static)
+        newest = later[-1]["id"]
+        await until(pilot, lambda: app.book.tasks[newest].state.terminal)
+        await until(  # while hidden: the cursor on the newest, its detail drawn as it ended
+            pilot,
+            lambda: (
+                table.cursor_key == newest
+                and "later 3" in str(messages.render())
+                and tasks._drawn[:1] == (app.book.tasks[newest].task,)  # noqa: SLF001
+            ),
+        )
+        drawn: list[str] = []
+        update = messages.update
+        messages.update = lambda *a, **k: (drawn.append("messages"), update(*a, **k))[1]  # type: ignore[method-assign]
         await pilot.press("2")
         await pilot.pause(0.2)
         assert app.screen is tasks and listed == []  # nothing listed again
+        assert drawn == []  # nor the detail drawn again
         assert [table.get_row_at(i)[1] for i in range(table.row_count)] == [
             short(view.id) for view in app.book.tasks.values()
         ]
-        assert table.cursor_key == later[-1]["id"]  # following the newest
-        await until(
-            pilot,
-            lambda: "later 3" in str(tasks.query_one("#messages", Static).render()),
-        )
+        assert table.cursor_key == newest  # following the newest
+        assert "later 3" in str(messages.render())
         await pilot.press("ctrl+q")
 
 

@@ -115,7 +115,6 @@ class TasksScreen(ModeScreen):
         super().__init__()
         self.follow = True
         self.filter_text = ""
-        self._stale = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -183,9 +182,6 @@ class TasksScreen(ModeScreen):
         if self.tn.selected_server:
             self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
             self.tn.selected_server = None
-        elif self._stale:
-            self._stale = False
-            self._after_update()
 
     # -- rows -------------------------------------------------------------------------------------
     def _cells(self, task_id: str) -> list[Any]:
@@ -209,16 +205,17 @@ class TasksScreen(ModeScreen):
         ]
 
     def _rebuild(self) -> None:
-        self._stale = False
         self.query_one("#tasks", RowTable).set_rows(
             v.id for v in self.tn.book.matching(self.filter_text)
         )
         self._after_update()
 
     def _tasks_changed(self, ids: frozenset[str]) -> None:
-        """The rows of the tasks that moved: added, redrawn or taken out by the filter, also while
-        the screen is hidden (a switch to Tasks listed every task of the book again: at 10,000
-        tasks a third of its CPU, ``bench/tui_bench.py``); hidden, the detail waits to be shown."""
+        """The rows of the tasks that moved: added, redrawn or taken out by the filter, the cursor
+        following and the detail drawn, also while the screen is hidden (a hidden screen lays
+        nothing out): a switch to Tasks listed every task of the book again (at 10,000 tasks a
+        third of its CPU), then moved the cursor and drew the detail, which laid the screen out
+        once more after Textual's own two passes (``bench/tui_bench.py``)."""
         table = self.query_one("#tasks", RowTable)
         book, words = self.tn.book, self.filter_text
         shown, new, gone = [], [], []
@@ -235,10 +232,8 @@ class TasksScreen(ModeScreen):
         if new:
             new.sort(key=lambda v: v.ordinal)
             table.add_rows(v.id for v in new)
-        if not self.is_current:
-            self._stale = True  # the cursor follows and the detail is drawn when shown again
-            return
-        table.refresh_rows(shown)
+        if self.is_current:  # (hidden: all drawn anew when shown)
+            table.refresh_rows(shown)
         if new and self.follow:
             table.move_cursor(row=table.row_count - 1)
         current = self._current()
@@ -257,6 +252,7 @@ class TasksScreen(ModeScreen):
         if current is not None:
             self._show(current)
         else:
+            self._drawn = ()
             for id in ("timeline", "messages", "artifacts", "telemetry", "raw"):
                 self.query_one(f"#{id}", Static).update("No task selected.")
 
@@ -279,7 +275,18 @@ class TasksScreen(ModeScreen):
             self._show_call(event.cursor_row)
 
     # -- the detail pane ------------------------------------------------------------------------------
+    _drawn: tuple[Any, ...] = ()
+    """What the detail shows: the task's value, its last step, its reply so far and its result,
+    each as it was then (a change to a task replaces them: it never changes them in place)."""
+
     def _show(self, view: TaskView) -> None:
+        """The task in the detail pane; nothing when it shows that task as it is already (each
+        update lays the screen out again: a switch to Tasks drew the same task two or three
+        times, ``bench/tui_bench.py``)."""
+        drawn = (view.task, view.timeline[-1] if view.timeline else None, view.live, view.result)
+        if self._drawn and all(a is b for a, b in zip(drawn, self._drawn, strict=True)):
+            return
+        self._drawn = drawn
         timeline = Table.grid(padding=(0, 2))
         timeline.add_row(Text("time", "bold"), Text("state", "bold"), Text("after", "bold"))
         for at, state, spent in view.timeline_rows():
