@@ -212,11 +212,18 @@ async def test_the_pytest_fixtures_verify_a_committed_cassette(a2a_verify, a2a_r
     peer = a2a_replay("cassettes/demo-desk.jsonl")  # served from a thread of its own
     assert await demo_session(peer.url) == [
         ("completed", recorded_reply(peer, "weather in Lisbon please")),
-        ("input-required", "Do you approve: please approve the report?"),
+        ("input-required", recorded_question(peer)),
         ("completed", recorded_reply(peer, "yes, publish it")),
         ("completed", "You said: hello there"),
     ]
     assert "Lisbon" in recorded_reply(peer, "weather in Lisbon please")
+    assert recorded_question(peer).startswith("Publish this report?\n\nReport\n")  # the draft
+
+
+def recorded_question(peer: ReplayPeer) -> str:
+    """What the recorded approval task asked (its input-required status message)."""
+    [x] = [x for x in peer.exchanges if x.rpc_method == "GetTask"][-1:]
+    return x.response["json"]["result"]["status"]["message"]["parts"][0]["text"]
 
 
 def recorded_reply(peer: ReplayPeer, text: str) -> str:
