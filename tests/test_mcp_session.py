@@ -409,7 +409,13 @@ async def test_a_tool_run_as_an_mcp_task_is_polled_its_result_fetched_and_cancel
     async with MCPSession(mcp_peers.stdio("ts-tasks")) as s:
         assert s.offers_tasks
         await s.tools()
-        assert s.task_support == {"brew": "required", "stall": "optional", "doomed": "required"}
+        assert s.task_support == {
+            "brew": "required",
+            "stall": "optional",
+            "doomed": "required",
+            "confirm_delete": "required",
+            "write_haiku": "required",
+        }
         seen: list[TaskState] = []
         brewed = await s.call("brew", {"steps": 2}, on_task=seen.append)
         assert brewed.output == "brewed in 2 steps" and not brewed.is_error
@@ -439,6 +445,55 @@ async def test_a_tool_run_as_an_mcp_task_is_polled_its_result_fetched_and_cancel
         ]
         methods = [n.method for n in s.notices if n.kind == "task"]
         assert "tasks/get" in methods and "tasks/cancel" in methods
+
+
+async def test_a_task_that_needs_input_asks_the_user_and_ends_as_the_server_says():
+    """The TypeScript SDK's interactive task example's tools (simpleTaskInteractive, on the SDK's
+    own task message queue): while the task runs it asks (elicitation, sampling), so it goes
+    input_required and the question waits on the server until the client asks for the result
+    (tasks/result); the question reaches the user naming its task, the answer goes back, the
+    task works on and ends. Its final state is the server's (tasks/get after the result): a
+    sampling refused fails the task, and the state says failed, not completed."""
+    asked: list[Elicitation | Sampling] = []
+    sampled: list[bool | str] = ["an old pond / a frog jumps in / splash", False]
+
+    async def elicit(request: Elicitation) -> Reply:
+        asked.append(request)
+        return Reply("accept", {"confirm": True})
+
+    async def approve(request: Sampling) -> bool | str:
+        asked.append(request)
+        return sampled.pop(0)
+
+    async with MCPSession(
+        mcp_peers.stdio("ts-tasks"), elicit=elicit, approve=approve, call_timeout=30
+    ) as s:
+        await s.tools()
+        seen: list[TaskState] = []
+        deleted = await s.call("confirm_delete", {"filename": "a [b].txt"}, on_task=seen.append)
+        assert deleted.output == "Deleted 'a [b].txt'" and not deleted.is_error
+        [question] = asked
+        assert isinstance(question, Elicitation)
+        assert question.message == "Are you sure you want to delete 'a [b].txt'?"
+        assert [f.name for f in question.fields] == ["confirm"]
+        assert question.task == seen[0].task_id  # the task that asks
+        assert [t.status for t in seen] == ["input_required", "completed"]
+        assert seen[-1].message == "answered [ok]"  # as the server last said it
+        assert seen[0].created and seen[-1].updated >= seen[0].created
+
+        seen.clear()
+        haiku = await s.call("write_haiku", {"topic": "frogs"}, on_task=seen.append)
+        assert haiku.output == "Haiku:\nan old pond / a frog jumps in / splash"
+        assert isinstance(asked[1], Sampling) and asked[1].prompt == "Write a haiku about frogs"
+        assert asked[1].task == seen[0].task_id and seen[-1].status == "completed"
+
+        seen.clear()
+        refused = await s.call("write_haiku", {"topic": "toads"}, on_task=seen.append)
+        assert refused.is_error and "refused" in refused.output
+        assert [t.status for t in seen] == ["input_required", "failed"]
+        assert s.tasks[seen[0].task_id].status == "failed"
+        again = await s.task_result(seen[0].task_id)  # tasks/result of an ended task
+        assert again.output == refused.output and again.is_error
 
 
 async def test_a_server_without_tasks_is_not_asked_for_them():

@@ -294,12 +294,12 @@ async def test_help_has_words_for_every_key_of_the_mcp_mode():
         await in_the_tool_list(app, pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
-        keys = ("d", "t", "r", "p", "n", "i", "u", "tab", "shift+tab", "escape")
+        keys = ("d", "t", "r", "p", "k", "n", "i", "u", "tab", "shift+tab", "escape")
         bound = app.active_bindings
         words = {k: bound[k].binding.description for k in keys if k in bound}
         assert set(words) == set(keys), words
         assert all(words.values()), words
-        assert words["t"] == "Tools tab" and words["u"] == "Endpoint"
+        assert words["t"] == "Tools tab" and words["u"] == "Endpoint" and words["k"] == "Tasks tab"
 
 
 async def test_ctrl_c_says_how_to_quit_in_words_not_markup():

@@ -197,7 +197,7 @@ async def test_a_tool_run_as_an_mcp_task_shows_its_states_and_ctrl_x_cancels_it(
     app = ToolnexusApp(specs=[])
     async with app.run_test(size=(140, 44)) as pilot:
         await connect(app, pilot, shlex.join(mcp_peers.stdio("ts-tasks")))
-        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 3, timeout=30)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 6, timeout=30)
         assert "tasks" in shown(app, "#mcp-status")
         await focus_row(app, pilot, "#mcp-tools", "brew")
         await pilot.press("enter", "enter")  # into its one argument (3 steps), and call

@@ -83,6 +83,9 @@ POLL_BOUNDS = (0.05, 5.0)
 suggests (``pollInterval``); one second when it suggests none."""
 TASK_STATES = ("working", "input_required", "completed", "failed", "cancelled")
 """The states of an MCP task (2025-11-25); the last three end it."""
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""The ``_meta`` key of a server's request made for one of its tasks (an ``input_required`` task's
+question): ``{"taskId": ...}``."""
 LISTS = {
     "tools": ("list_tools", "tools"),
     "resources": ("list_resources", "resources"),
@@ -121,6 +124,8 @@ class Elicitation:
     fields: list[Field]
     url: str | None = None
     schema: dict[str, Any] = dataclass_field(default_factory=dict)
+    task: str = ""
+    """The id of the server's task that asks (its ``input_required``), or nothing."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,8 @@ class Sampling:
     messages: list[tuple[str, str]]
     system: str | None
     max_tokens: int
+    task: str = ""
+    """The id of the server's task that asks (its ``input_required``), or nothing."""
 
     @property
     def prompt(self) -> str:
@@ -182,14 +189,17 @@ class Model(Protocol):
 class TaskState:
     """What a server last said of one MCP task (2025-11-25's long-running requests): its id,
     ``status`` (one of :data:`TASK_STATES`), its status message, the seconds it asks between
-    polls, and the tool whose call it runs (when this session made it). Texts are the peer's,
-    made printable."""
+    polls, the tool whose call it runs (when this session made it), and when the server says it
+    was created and last updated (ISO 8601, as it wrote them). Texts are the peer's, made
+    printable."""
 
     task_id: str
     status: str
     message: str = ""
     poll_interval: float | None = None
     tool: str = ""
+    created: str = ""
+    updated: str = ""
 
     @property
     def done(self) -> bool:
@@ -205,11 +215,20 @@ def _task_state(task: Any, tool: str = "") -> TaskState:
     poll = getattr(task, "poll_interval", None)
     return TaskState(
         printable(str(task.task_id), 200),
-        str(task.status),
+        printable(str(task.status), 40),
         printable(task.status_message or "", 400),
         poll / 1000 if isinstance(poll, (int, float)) else None,
         tool,
+        printable(str(getattr(task, "created_at", None) or ""), 40),
+        printable(str(getattr(task, "last_updated_at", None) or ""), 40),
     )
+
+
+def _asking_task(params: Any) -> str:
+    """The id of the task a server's request is made for (its ``_meta``), or nothing."""
+    related = (getattr(params, "meta", None) or {}).get(RELATED_TASK)
+    task_id = related.get("taskId") if isinstance(related, dict) else None
+    return printable(task_id, 200) if isinstance(task_id, str) else ""
 
 
 Elicit = Callable[[Elicitation], Awaitable[Reply]]
@@ -629,6 +648,7 @@ class MCPSession:
             form_fields(schema),
             printable(url, 2000) if url else None,
             schema,
+            _asking_task(params),
         )
         self._tell(
             "request",
@@ -655,6 +675,7 @@ class MCPSession:
             [(m.role, printable(_sampled_text(m.content), 20000)) for m in params.messages],
             printable(params.system_prompt, 4000) if params.system_prompt else None,
             params.max_tokens,
+            _asking_task(params),
         )
         self._tell(
             "request",
@@ -1070,26 +1091,39 @@ class MCPSession:
         if state.status == "cancelled":
             raise PeerError(f"call {name}: {state.summary} (cancelled by the server)")
         try:  # completed, failed, or input_required: its result (the server asks meanwhile)
-            result = await client.session.send_request(
-                types.GetTaskPayloadRequest(
-                    params=types.GetTaskPayloadRequestParams(task_id=state.task_id)
-                ),
-                types.CallToolResult,
-                request_read_timeout_seconds=self.call_timeout,
-            )
+            result = await self._payload(state.task_id)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._cancel_quietly(state.task_id))
             raise
         except Exception as exc:  # noqa: BLE001 - a failed task may keep no result
             raise PeerError(f"call {name}: {state.summary}: {mcp_failure(exc)}") from None
-        if not state.done:  # it asked for input, and its result came: it ended
-            state = self._heard_task(
-                dataclasses.replace(state, status="completed", message=""), name
-            )
+        if not state.done:  # it asked for input, and its result came: it ended, as it says
+            state = await self._ended(state, result)
+            self._tell("task", "tasks/get", f"{name}: {state.summary}")
             if on_task is not None:
                 on_task(state)
         return _outcome(result)
+
+    async def _payload(self, task_id: str) -> Any:
+        """``tasks/result``: a task's result, once it ended (the server holds the answer till
+        then, and sends meanwhile the questions its task asks)."""
+        types = sdk().types
+
+        return await self._connected().session.send_request(
+            types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id)),
+            types.CallToolResult,
+            request_read_timeout_seconds=self.call_timeout,
+        )
+
+    async def _ended(self, state: TaskState, result: Any) -> TaskState:
+        """How a task whose result came ended: as the server says (``tasks/get``); when it
+        cannot say, ``failed`` for an error result, else ``completed``."""
+        try:
+            return await asyncio.wait_for(self._task_request("get", state.task_id), self.timeout)
+        except Exception:  # noqa: BLE001 - the result is what matters: its error says enough
+            ended = "failed" if result.is_error else "completed"
+            return self._heard_task(dataclasses.replace(state, status=ended, message=""))
 
     async def _cancel_quietly(self, task_id: str) -> None:
         state = await asyncio.wait_for(self._task_request("cancel", task_id), self.timeout)
@@ -1137,6 +1171,24 @@ class MCPSession:
         """
         self._need_tasks("")
         return await self._do(self._task_request("get", task_id))
+
+    async def task_result(self, task_id: str) -> ToolResult:
+        """A task's result (``tasks/result``): the server answers once the task ended, and a task
+        that needs input asks for it meanwhile (through ``elicit``, ``approve``). The user may
+        cancel the wait (:meth:`cancel`: the task goes on). A tool's error is a result.
+
+        Raises:
+            PeerError: the server offers no tasks, does not know this one, keeps no result (a
+                cancelled task), or failed.
+        """
+        self._need_tasks("")
+        result = await self._do(
+            self._payload(task_id), self.call_timeout, what=f"result of task {task_id}"
+        )
+        known = self.tasks.get(task_id)
+        if known is None or not known.done:
+            await self._ended(known or TaskState(task_id, "working"), result)
+        return _outcome(result)
 
     async def cancel_task(self, task_id: str) -> TaskState:
         """Cancel a task (``tasks/cancel``): its state after.

@@ -4,7 +4,8 @@ session stays open (:class:`~toolnexus.mcp.MCPSession`): the line under the endp
 what was negotiated (the server, the protocol version and era, its capabilities, what we offer,
 the OAuth state); tabs show its Tools (a form from the tool's input schema, or raw JSON; the
 result with its structured content), Resources (resources and templates; a read with its MIME
-type; a subscription and its updates), Prompts (the arguments filled in, the messages), the
+type; a subscription and its updates), Prompts (the arguments filled in, the messages), its
+MCP Tasks (``tasks/list`` a page at a time; one cancelled by id, its result fetched), the
 Notifications it sent (and the requests it made, and how they were answered), the Doctor's
 report on it (``toolnexus doctor --mcp``), and the Server (its capabilities and instructions, the
 roots we declare, the OAuth client id where it registers none), and a stdio server's stderr as
@@ -18,6 +19,7 @@ lands in the Wire. All of it by keyboard."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import shlex
@@ -70,7 +72,7 @@ from toolnexus.mcp import (
     split_command,
     template_fields,
 )
-from toolnexus.mcp.session import MAX_ITEMS, eras
+from toolnexus.mcp.session import MAX_ITEMS, MAX_PAGES, eras
 from toolnexus.mcp.transport import MAX_STDERR_LINE, MAX_STDERR_LINES, TRANSPORTS
 from toolnexus.secrets import expand_env
 
@@ -98,6 +100,7 @@ TABS = {
     "t": "mcp-tab-tools",
     "r": "mcp-tab-resources",
     "p": "mcp-tab-prompts",
+    "k": "mcp-tab-tasks",
     "n": "mcp-tab-notices",
     "i": "mcp-tab-server",
     "e": "mcp-tab-stderr",
@@ -107,6 +110,7 @@ TAB_WORDS = {
     "t": "Tools tab",
     "r": "Resources tab",
     "p": "Prompts tab",
+    "k": "Tasks tab",
     "n": "Notifications tab",
     "i": "Server tab",
     "e": "Stderr tab",
@@ -124,6 +128,25 @@ APP_SCHEME = "ui://"
 """The scheme of an MCP App's resources (the MCP Apps extension: HTML a host draws)."""
 SHOWN_BYTES = 64 * 1024
 """The most characters of a read resource's text shown (the rest is said to exist)."""
+TASK_COLUMNS = [
+    ("task", 34),
+    ("status", 14),
+    ("message", 30),
+    ("created", 8),
+    ("updated", 8),
+    ("poll", 7),
+    ("tool", 16),
+]
+"""The Tasks tab's columns: a task id of the TypeScript SDK's store is 32 characters."""
+TASK_ROW = "task:"
+"""A task's row key is its id after this (never the key of the row saying there are more)."""
+TASK_STYLES = {
+    "working": "yellow",
+    "input_required": "magenta",
+    "completed": "green",
+    "failed": "red",
+    "cancelled": "grey62",
+}
 
 
 class MCPScreen(ModeScreen):
@@ -135,6 +158,9 @@ class MCPScreen(ModeScreen):
         Binding("ctrl+j", "toggle_raw", "Raw JSON", id="mcp-raw"),
         Binding("ctrl+l", "list_tools", "Connect", id="mcp-list"),
         Binding("s", "subscribe", "Subscribe", id="mcp-subscribe", show=False),
+        # in the Tasks tab: the task highlighted cancelled (tasks/cancel), as x in the Tasks mode;
+        # its result is ctrl+r's there (or enter), as a tool's call is in the Tools tab
+        Binding("x", "cancel_task", "Cancel task", id="mcp-task-cancel", show=False),
         # the tabs, from anywhere but a text box (where the letters type)
         *(Binding(k, f"tab('{tab}')", TAB_WORDS[k], show=False, id=tab) for k, tab in TABS.items()),
         # Esc: from a text box to its tab's list, from a list to the endpoint only while no
@@ -200,6 +226,11 @@ class MCPScreen(ModeScreen):
         """The saved servers (``o``, ``ctrl+s``), in the user's config folder."""
         self._cwd: tuple[str, str | None] = ("", None)
         """A saved stdio server's working folder, for its command line as it was loaded."""
+        self.task_rows: dict[str, TaskState] = {}
+        """The Tasks tab's rows: each task listed (``tasks/list``) or run here, by id, in order,
+        as last heard of (a task's notice updates its row)."""
+        self._task_said: dict[str, Text] = {}
+        """Each task's result as fetched (or why it could not be), shown while it is highlighted."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -238,6 +269,10 @@ class MCPScreen(ModeScreen):
                     with Vertical(classes="mcp-side"):
                         yield VerticalScroll(id="mcp-prompt-form", classes="mcp-fields")
                         yield VerticalScroll(SafeStatic(id="mcp-prompt-view"))
+            with TabPane("k Tasks", id="mcp-tab-tasks"):
+                with Vertical(classes="mcp-pane"):
+                    yield SafeTable(id="mcp-tasks", cursor_type="row")
+                    yield VerticalScroll(SafeStatic(id="mcp-task"), id="mcp-task-box")
             with TabPane("n Notifications", id="mcp-tab-notices"):
                 with Vertical(classes="mcp-pane"):
                     yield SafeTable(id="mcp-notices", cursor_type="row")
@@ -282,12 +317,14 @@ class MCPScreen(ModeScreen):
         columns = {
             "#mcp-resources": [("", 2), ("uri", 34), ("name", 14), ("type", 16)],
             "#mcp-notices": [("time", 8), ("kind", 12), ("method", 34), ("what", 60)],
+            "#mcp-tasks": TASK_COLUMNS,
         }
         for table_id, cols in columns.items():
             table = self.query_one(table_id, DataTable)
             for label, width in cols:
                 table.add_column(label, key=label or "mark", width=width)
         _named_columns(self.query_one("#mcp-tools", DataTable), "tool", [])
+        self._tasks_tab()
         _named_columns(self.query_one("#mcp-prompts", DataTable), "prompt", [])
 
     _entered = False
@@ -314,6 +351,11 @@ class MCPScreen(ModeScreen):
         return self.query_one("#mcp-tabs", TabbedContent).active
 
     def action_tab(self, tab: str) -> None:
+        if tab == "mcp-tab-tasks":
+            if not self._lists_tasks():
+                self.notify("the server lists no MCP tasks (its capabilities say so)", timeout=3)
+                return
+            self._list_tasks()  # the server's tasks as they are now, each time
         self.query_one("#mcp-tabs", TabbedContent).active = tab
         if tab == "mcp-tab-doctor":
             self.query_one("#mcp-doctor-box").focus()
@@ -325,6 +367,7 @@ class MCPScreen(ModeScreen):
             "mcp-tab-tools": "#mcp-tools",
             "mcp-tab-resources": "#mcp-resources",
             "mcp-tab-prompts": "#mcp-prompts",
+            "mcp-tab-tasks": "#mcp-tasks",
             "mcp-tab-notices": "#mcp-notices",
             "mcp-tab-server": "#mcp-roots",
             "mcp-tab-stderr": "#mcp-stderr",
@@ -340,8 +383,11 @@ class MCPScreen(ModeScreen):
             "ping",
             "log_level",
             "saved_servers",
+            "cancel_task",
         ) and isinstance(self.focused, Input):
             return False  # the letter types
+        if action == "cancel_task":
+            return self._tab() == "mcp-tab-tasks"
         if action == "cancel":
             return bool(self.session is not None and self.session.running)
         if action == "list_edge" and not isinstance(self.focused, DataTable):
@@ -375,6 +421,7 @@ class MCPScreen(ModeScreen):
             "mcp-tab-tools": "#mcp-tools",
             "mcp-tab-resources": "#mcp-resources",
             "mcp-tab-prompts": "#mcp-prompts",
+            "mcp-tab-tasks": "#mcp-tasks",
             "mcp-tab-notices": "#mcp-notices",
             "mcp-tab-doctor": "#mcp-doctor-box",
             "mcp-tab-server": "#mcp-server-box",
@@ -546,8 +593,12 @@ class MCPScreen(ModeScreen):
         self._results.clear()
         self._cursors.clear()
         self._shown.clear()
-        for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-notices"):
+        self.task_rows.clear()
+        self._task_said.clear()
+        for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-tasks", "#mcp-notices"):
             self.query_one(table, DataTable).clear()
+        self.query_one("#mcp-task", SafeStatic).update("")
+        self._tasks_tab()
 
     def _status(self, text: Text) -> None:
         self.query_one("#mcp-status", SafeStatic).update(text)
@@ -609,6 +660,7 @@ class MCPScreen(ModeScreen):
                 await self._list_resources()
             if "prompts" in caps:
                 await self._list_prompts()
+            await self._task_page(more=False)
         except Exception as exc:
             self._say(Text(f"✘ {exc}", "red"))
             return
@@ -655,8 +707,10 @@ class MCPScreen(ModeScreen):
         if cursor is None:
             return
         cells = ["…", Text(f"more on the server: m next page, M all (cursor {cursor})", "italic")]
+        if table.id == "mcp-tasks":  # the widest column the message's, third
+            cells = ["…", "", cells[1]]
         cells += [""] * (len(table.columns) - len(cells))
-        if len(table.columns) > 2:  # the resources' first column is the mark
+        if table.id == "mcp-resources":  # its first column is the mark
             cells = ["", *cells[:-1]]
         table.add_row(*cells, key="more")
 
@@ -666,6 +720,7 @@ class MCPScreen(ModeScreen):
             "mcp-tab-tools": ("tools",),
             "mcp-tab-resources": ("resources", "templates"),
             "mcp-tab-prompts": ("prompts",),
+            "mcp-tab-tasks": ("tasks",),
         }.get(self._tab())
         if self.session is None or kinds is None:
             return
@@ -678,7 +733,9 @@ class MCPScreen(ModeScreen):
     async def _read_on(self, kinds: tuple[str, ...], every: bool) -> None:
         read = self._fetch_all if every else self._fetch
         try:
-            if kinds == ("tools",):
+            if kinds == ("tasks",):
+                await self._task_page(more=True, every=every)
+            elif kinds == ("tools",):
                 await self._list_tools(listed=await read("tools", self.tools))
             elif kinds == ("prompts",):
                 await self._list_prompts(listed=await read("prompts", self.prompts))
@@ -974,6 +1031,8 @@ class MCPScreen(ModeScreen):
         )
         if table.cursor_row == table.row_count - 2 or table.row_count == 1:
             table.move_cursor(row=table.row_count - 1)  # follow the newest unless looking back
+        if notice.kind == "task":
+            self._draw_tasks()
         if notice.method.endswith("/list_changed"):
             self._relist(notice.method)
         elif notice.method == "notifications/resources/updated" and isinstance(notice.params, dict):
@@ -1173,14 +1232,17 @@ class MCPScreen(ModeScreen):
         self.query_one("#mcp-form").set_class(self.raw_mode, "hidden")
 
     def action_call(self) -> None:
-        """ctrl+r: call the tool, read the resource (a template's filled in) or get the prompt,
-        as the tab shown says."""
+        """ctrl+r: call the tool, read the resource (a template's filled in), get the prompt or
+        fetch the task's result, as the tab shown says."""
         tab = self._tab()
         if tab == "mcp-tab-resources":
             self._read_chosen()
             return
         if tab == "mcp-tab-prompts":
             self._get_prompt()
+            return
+        if tab == "mcp-tab-tasks":
+            self._result_chosen()
             return
         tool = self._tool()
         if tool is None:
@@ -1224,22 +1286,183 @@ class MCPScreen(ModeScreen):
         finally:
             self.refresh_bindings()
         self.last_result = outcome
-        text = Text()
-        text.append(f"{name} {json.dumps(args)}\n", "bold")
-        if task:
-            text.append(f"ran as {task[0].summary}\n", "grey62")
-        text.append(
-            "error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green"
-        )
-        text.append(outcome.output)
-        structured = outcome.metadata.get("structured")
-        if structured is not None:
-            text.append("\n\nstructured content\n", "bold")
-            text.append(json.dumps(structured, indent=2, ensure_ascii=False))
-        self._show_result(name, text)
+        ran_as = f"ran as {task[0].summary}" if task else ""
+        self._show_result(name, _outcome_text(f"{name} {json.dumps(args)}", outcome, ran_as))
         shown = self._tool()
         if shown is None or shown["name"] != name:
             self.notify(f"{name} answered: its result shows under {name}", timeout=4)
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def _lists_tasks(self) -> bool:
+        """Whether the session's server lists its tasks (``tasks.list``, the handshake era)."""
+        s = self.session
+        return bool(s and not s.modern and "list" in (s.capabilities.get("tasks") or {}))
+
+    def _tasks_tab(self) -> None:
+        """The Tasks tab only for a server that lists its tasks, as the official Inspector offers
+        what the server has (the tab strip fits 80 columns without it)."""
+        tabs = self.query_one("#mcp-tabs", TabbedContent)
+        if self._lists_tasks():
+            tabs.show_tab("mcp-tab-tasks")
+            return
+        if tabs.active == "mcp-tab-tasks":
+            self.action_tab("mcp-tab-tools")
+        tabs.hide_tab("mcp-tab-tasks")
+
+    @work(group="mcp-relist")
+    async def _list_tasks(self) -> None:
+        try:
+            await self._task_page(more=False)
+        except Exception as exc:  # noqa: BLE001 - said where the tasks are
+            self.query_one("#mcp-task", SafeStatic).update(Text(f"✘ {exc}", "red"))
+
+    async def _task_page(self, *, more: bool, every: bool = False) -> None:
+        """The server's tasks (``tasks/list``): from the first page (as many pages as were read
+        before), or with ``more`` the next page after those shown (``every``: all left, up to
+        :data:`MAX_ITEMS`)."""
+        s = self.session
+        if s is None or not self._lists_tasks():
+            return
+        cursor = self._cursors.get("tasks") if more else None
+        listed = dict(self.task_rows) if more else {}
+        want = len(listed) + 1 if more else max(1, self._shown.get("tasks", 1))
+        for _ in range(MAX_PAGES):
+            states, cursor = await s.list_tasks(cursor)
+            listed.update((t.task_id, t) for t in states)
+            if not cursor or len(listed) >= MAX_ITEMS or (not every and len(listed) >= want):
+                break
+        self._cursors["tasks"], self._shown["tasks"] = cursor, len(listed)
+        self.task_rows = dict(list(listed.items())[:MAX_ITEMS])
+        self._draw_tasks(again=True)
+
+    def _draw_tasks(self, again: bool = False) -> None:
+        """The Tasks tab's rows as last heard of: each row updated in place (a task's notice), a
+        task run here since the list was read added at its end (when all of it was read);
+        ``again``: the rows drawn afresh, the cursor kept on its task."""
+        s, table = self.session, self.query_one("#mcp-tasks", DataTable)
+        if s is None:
+            return
+        changed = []
+        for task_id, shown in self.task_rows.items():
+            heard = s.tasks.get(task_id)
+            if heard is not None and heard != shown:
+                self.task_rows[task_id] = heard
+                changed.append(heard)
+        new = [t for i, t in s.tasks.items() if i not in self.task_rows and t.tool]
+        if new and not self._cursors.get("tasks") and len(self.task_rows) < MAX_ITEMS:
+            self.task_rows.update((t.task_id, t) for t in new)
+            again = True
+        if not again:
+            for state in changed:
+                if TASK_ROW + state.task_id in table.rows:
+                    for column, cell in zip(TASK_COLUMNS, _task_cells(state), strict=True):
+                        table.update_cell(TASK_ROW + state.task_id, column[0], cell)
+            self._task_highlighted()
+            return
+        was = self._task_shown()
+        table.clear()
+        for task_id, state in self.task_rows.items():
+            table.add_row(*_task_cells(state), key=TASK_ROW + task_id)
+        self._more_row(table, "tasks")
+        ids = list(self.task_rows)
+        if was is not None and was.task_id in ids:
+            table.move_cursor(row=ids.index(was.task_id))
+        self._task_highlighted()
+
+    def _task_shown(self) -> TaskState | None:
+        """The task of the highlighted row (None: no task, or the row saying there are more)."""
+        table = self.query_one("#mcp-tasks", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
+        return self.task_rows.get(key.removeprefix(TASK_ROW)) if key.startswith(TASK_ROW) else None
+
+    @on(DataTable.RowHighlighted, "#mcp-tasks")
+    def _task_highlighted(self) -> None:
+        """The highlighted task's details, and its result once fetched."""
+        state = self._task_shown()
+        if state is None:
+            self.query_one("#mcp-task", SafeStatic).update("")
+            return
+        text = Text()
+        text.append(f"task {state.task_id}\n", "bold")
+        text.append(state.status, TASK_STYLES.get(state.status, ""))
+        text.append(f": {state.message}\n" if state.message else "\n")
+        for label, value in (
+            ("created", state.created),
+            ("updated", state.updated),
+            ("poll every", _poll_text(state.poll_interval)),
+            ("runs", state.tool and f"a call of {state.tool}"),
+        ):
+            if value:
+                text.append(f"{label}  ", "grey62")
+                text.append(f"{value}\n")
+        said = self._task_said.get(state.task_id)
+        if said is not None:
+            text.append("\n")
+            text.append_text(said)
+        elif state.status != "cancelled":
+            text.append(
+                "\nctrl+r (or enter) fetches its result (tasks/result)"
+                + ("" if state.done else ", once it ended; x cancels it"),
+                "italic grey62",
+            )
+        self.query_one("#mcp-task", SafeStatic).update(text)
+
+    @on(DataTable.RowSelected, "#mcp-tasks")
+    def _task_chosen(self) -> None:
+        if not self._on_more(self.query_one("#mcp-tasks", DataTable)):
+            self._result_chosen()
+
+    def _result_chosen(self) -> None:
+        state = self._task_shown()
+        if state is None:
+            self.notify("no task to fetch the result of: k lists them", severity="warning")
+            return
+        self._task_result(state.task_id)
+
+    @work(group="mcp-task-result")
+    async def _task_result(self, task_id: str) -> None:
+        """``tasks/result``: the server answers once the task ended (asking meanwhile what the task
+        needs: the forms and dialogs of elicitation and sampling); ctrl+x stops waiting."""
+        s = self.session
+        if s is None:
+            return
+        self._task_said[task_id] = Text(
+            "waiting for its result (tasks/result) … (ctrl+x stops waiting)", "yellow"
+        )
+        self._task_highlighted()
+        self.call_after_refresh(self.refresh_bindings)
+        try:
+            outcome = await s.task_result(task_id)
+        except Exception as exc:  # noqa: BLE001 - said under the task
+            self._task_said[task_id] = Text(f"✘ {exc}", "red")
+        else:
+            self._task_said[task_id] = _outcome_text("result (tasks/result)", outcome)
+        finally:
+            self.refresh_bindings()
+        self._draw_tasks()
+
+    def action_cancel_task(self) -> None:
+        """x in the Tasks tab: the highlighted task cancelled (``tasks/cancel``, by its id)."""
+        state = self._task_shown()
+        if state is None:
+            self.notify("no task to cancel: k lists them", severity="warning")
+            return
+        self._cancel_task(state.task_id)
+
+    @work(group="mcp-task-cancel")
+    async def _cancel_task(self, task_id: str) -> None:
+        s = self.session
+        if s is None:
+            return
+        try:
+            state = await s.cancel_task(task_id)
+        except Exception as exc:  # noqa: BLE001 - said in a toast: the server refused
+            self.notify(f"task {task_id} was not cancelled: {exc}", severity="warning")
+            return
+        self.notify(f"task {task_id}: {state.status}", timeout=4)
+        self._draw_tasks()
 
     # -- resources ----------------------------------------------------------------------------------
     def _resource(self) -> dict[str, Any] | None:
@@ -1450,6 +1673,49 @@ class MCPScreen(ModeScreen):
             if n.params is not None:
                 shown.append(json.dumps(n.params, indent=2, ensure_ascii=False, default=str))
             self.query_one("#mcp-notice", SafeStatic).update(shown)
+
+
+def _outcome_text(title: str, outcome: Any, ran_as: str = "") -> Text:
+    """A call's (or a task's) result: ``title``, how it ran, ok or error, its text, its structured
+    content."""
+    text = Text()
+    text.append(f"{title}\n", "bold")
+    if ran_as:
+        text.append(f"{ran_as}\n", "grey62")
+    text.append("error\n" if outcome.is_error else "ok\n", "red" if outcome.is_error else "green")
+    text.append(outcome.output)
+    structured = outcome.metadata.get("structured")
+    if structured is not None:
+        text.append("\n\nstructured content\n", "bold")
+        text.append(json.dumps(structured, indent=2, ensure_ascii=False))
+    return text
+
+
+def _task_cells(state: TaskState) -> list[Any]:
+    """A task's row (:data:`TASK_COLUMNS`): its texts are the peer's, shown as text."""
+    return [
+        state.task_id,
+        Text(state.status, TASK_STYLES.get(state.status, "")),
+        state.message.splitlines()[0] if state.message else "",
+        _clock(state.created),
+        _clock(state.updated),
+        _poll_text(state.poll_interval),
+        state.tool,
+    ]
+
+
+def _clock(iso: str) -> str:
+    """An ISO 8601 time of the server's as the local time of day; as it came when not one."""
+    try:
+        return datetime.datetime.fromisoformat(iso).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return iso
+
+
+def _poll_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:g} s"
 
 
 def _row_of(table: DataTable[Any], items: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -40,6 +40,15 @@ _DIALOG_CSS = """
 """
 
 
+def _asker(said: str, task: str) -> Text:
+    """Who asks: the server, for one of its tasks (which waits, ``input_required``) or not."""
+    text = Text(said, "bold")
+    if task:
+        text.append(f" for its task {task}", "bold")
+        text.append(" (input_required: it waits for your answer)", "grey62")
+    return text
+
+
 class ElicitDialog(ModalScreen[Reply]):
     """A server's question as a form: ``ctrl+r`` (or enter on the last field) accepts with the
     values, ``ctrl+d`` declines, ``escape`` cancels; a required field left empty is said, and
@@ -60,7 +69,7 @@ class ElicitDialog(ModalScreen[Reply]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="elicit"):
-            yield SafeStatic(Text("The server asks", "bold"))
+            yield SafeStatic(_asker("The server asks", self.request.task))
             yield SafeStatic(self.request.message, id="elicit-message")
             if self.request.url:
                 yield SafeStatic(Text(f"\nIt asks you to visit: {self.request.url}", "cyan"))
@@ -136,8 +145,8 @@ class SamplingDialog(ModalScreen[bool | str]):
         self.model = model
 
     def compose(self) -> ComposeResult:
-        shown = Text()
-        shown.append("The server asks your model to answer\n", "bold")
+        shown = _asker("The server asks your model to answer", self.request.task)
+        shown.append("\n")
         shown.append(f"model: {self.model} · at most {self.request.max_tokens} tokens\n", "cyan")
         if self.request.system:
             shown.append(f"system prompt: {self.request.system}\n", "grey62")
