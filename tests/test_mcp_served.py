@@ -36,7 +36,7 @@ from toolnexus.http.server import ConnectionShare
 from toolnexus.skills import MAX_FILE_BYTES
 
 from .conftest import EXAMPLE_SKILLS, ROOT
-from .helpers import MCP_INIT
+from .helpers import MCP_INIT, Served
 from .peers.js_peer import HERE as JS
 from .peers.js_peer import need_js_sdk
 from .peers.mcp_changing import count
@@ -640,3 +640,54 @@ async def test_typescript_client_completes_and_hears_a_skill_added_on_disk(skill
         "notifications/resources/list_changed",
         "notifications/resources/updated",
     }
+
+
+SLOW_TOOL = """
+import asyncio, os, pathlib
+
+__all__ = ["slow"]
+MARKS = pathlib.Path(os.environ["MARKS"])
+
+
+async def slow(seconds: float = 600) -> str:
+    \"\"\"Wait a while, leaving a mark of how it ended.\"\"\"
+    (MARKS / "started").write_text("")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        (MARKS / "cancelled").write_text("")
+        raise
+    return "done"
+"""
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_client_that_cancels_a_call_stops_the_tool_over_one_process_mcp(
+    tmp_path: Path, era: str
+):
+    """``toolnexus serve --mcp`` (one process) and the official Python client: a call abandoned
+    by the client reaches the running tool. In the initialize era the client sends
+    ``notifications/cancelled`` on its session; on 2026-07-28 (no notifications from the
+    client) it closes the call's stream. Either way the tool is cancelled where it waits (an
+    ``async`` tool; a blocking one runs on in its thread, as Python cannot stop a thread)."""
+    tools, marks = tmp_path / "slow_tools.py", tmp_path / "marks"
+    tools.write_text(SLOW_TOOL)
+    marks.mkdir()
+    async with (
+        Served("--tools", str(tools), "--mcp", "--port", "0", env={"MARKS": str(marks)}) as served,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        [mcp] = await served.until(lambda lines: served.events("mcp"))
+        if era == "legacy":
+            read, write, *_ = await stack.enter_async_context(streamable_http_client(mcp["url"]))
+            client: Any = await stack.enter_async_context(ClientSession(read, write))
+            await client.initialize()
+        else:
+            client = await stack.enter_async_context(Client(mcp["url"]))
+            assert client.protocol_version == "2026-07-28"
+        call = asyncio.ensure_future(client.call_tool("slow", {}))
+        await served.until(lambda _: (marks / "started").exists())
+        call.cancel()  # the client abandons the call, and tells the server its way
+        await served.until(lambda _: (marks / "cancelled").exists())
+        with pytest.raises(asyncio.CancelledError):
+            await call
