@@ -30,9 +30,11 @@ medians of the repetitions. Per relay and concurrency:
 - memory per open stream (``--memory``, separately: a fresh relay process, RSS while N slow
   streams are open minus its RSS idle, / N).
 
-Across workers and hosts (issue 65 item 2): ``--workers N`` adds the relay ``workers``: N
-``toolnexus serve`` processes (each ``ours`` as above, its own port) on one PostgreSQL database (a
-private cluster, tests/postgres.py), pinned with the other relays; ``--hosts`` adds ``hosts``: two
+Across workers and hosts (issue 65 item 2): ``--workers N`` adds the relay ``workers``: the N
+workers of ``toolnexus serve --workers N`` (each ``ours`` as above, started as its supervisor
+starts one, but each on a listening socket of its own, so that the bench picks the worker a
+request goes to) on one PostgreSQL database (a private cluster, tests/postgres.py), pinned with
+the other relays; ``--hosts`` adds ``hosts``: two
 such processes, each in a network namespace of its own (tests/hosts.py: its own address on a
 bridge, as the host tests build them; needs root), the database in a third, the stub on the
 bridge. Each stream of theirs is sent (``SendMessage``, returning at once) to one of them and
@@ -57,16 +59,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +81,9 @@ sys.path.insert(2, str(ROOT / "bench"))
 
 from serve_bench import Conn  # noqa: E402
 
-from tests.hosts import Network  # noqa: E402
+from tests.hosts import Network, Nginx  # noqa: E402
 from tests.postgres import Postgres, binaries  # noqa: E402
+from toolnexus.http.server import ConnectionShare, listening_socket  # noqa: E402
 
 DELTAS = 20
 GAP = 0.05
@@ -293,7 +298,7 @@ def _sdk_app(stub: str, url: str) -> Any:
 
 
 async def _serve(role: str, stub: str) -> None:
-    from toolnexus.http.server import AsgiServer, listening_socket, serving_gc
+    from toolnexus.http.server import AsgiServer, serving_gc
 
     if role == "stub":  # on the bridge when the relays are hosts of their own (--hosts)
         bind = os.environ.get("TOOLNEXUS_BENCH_BIND", "127.0.0.1")
@@ -320,8 +325,8 @@ async def _serve(role: str, stub: str) -> None:
 
 
 def _profiled(role: str) -> None:
-    """With TOOLNEXUS_BENCH_PROFILE=PATH, this process runs under cProfile, written to PATH.role
-    on SIGUSR1."""
+    """With TOOLNEXUS_BENCH_PROFILE=PATH, this process runs under cProfile (CPU time), counted
+    afresh from a first SIGUSR1 and written to PATH.role.PID at a second."""
     gclog = os.environ.get("TOOLNEXUS_BENCH_GCLOG")  # the collector's pauses, on SIGUSR2
     if gclog:
         import gc
@@ -347,11 +352,18 @@ def _profiled(role: str) -> None:
         import cProfile
         import signal
 
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time)  # CPU, not the wall: a shared core
+        signals = [0]
 
-        def dump(*_: Any) -> None:
+        def dump(*_: Any) -> None:  # the first signal starts afresh (after a warm-up)
+            signals[0] += 1
+            if signals[0] == 1:
+                profiler.disable()
+                profiler.clear()
+                profiler.enable()
+                return
             profiler.disable()
-            profiler.dump_stats(f"{path}.{role}")
+            profiler.dump_stats(f"{path}.{role}.{os.getpid()}")
 
         signal.signal(signal.SIGUSR1, dump)
         profiler.enable()
@@ -372,6 +384,10 @@ def _ours(stub: str) -> None:
     for flag, name in (("--store", "TOOLNEXUS_BENCH_STORE"), ("--host", "TOOLNEXUS_BENCH_HOST")):
         if os.environ.get(name):  # one of several workers (--workers, --hosts)
             argv += [flag, os.environ[name]]
+    worker = os.environ.get("TOOLNEXUS_BENCH_WORKER")
+    if worker:  # a worker of serve --workers, as its supervisor starts one (on a socket of its own)
+        fd, index, share = worker.split()
+        argv += ["--worker-fd", fd, "--worker-index", index, "--worker-share", share]
     sys.exit(main([*argv, "--api-key-env", "TOOLNEXUS_BENCH_KEY", "--json"]))
 
 
@@ -380,7 +396,7 @@ def _ours(stub: str) -> None:
 
 
 class Outcome:
-    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why", "dups")
+    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why", "dups", "resumed", "said")
 
     def __init__(self) -> None:
         self.delays: list[int] = []  # ns, stamp -> read
@@ -390,6 +406,8 @@ class Outcome:
         self.failed = False
         self.why = ""
         self.dups = 0  # words twice in the reply as a client puts it together
+        self.resumed = 0  # times its stream broke and it subscribed again (--restart)
+        self.said = ""  # the message of a failed state it ended with
 
 
 class Caller(asyncio.Protocol):
@@ -415,16 +433,25 @@ class Caller(asyncio.Protocol):
         if self.done is not None and not self.done.done():
             self.done.set_result(None)
 
-    async def stream(self, host: str, body: bytes, expect: int = DELTAS) -> Outcome:
+    async def stream(
+        self, host: str, body: bytes, expect: int = DELTAS, carry: Caller | None = None
+    ) -> Outcome:
+        """One stream; ``carry``: a stream of the same task that broke, whose reply this one goes
+        on putting together (a subscribe again)."""
         assert self.transport is not None
         self.expect = expect
-        self.outcome = out = Outcome()
+        self.outcome = out = Outcome() if carry is None else carry.outcome
+        out.failed, out.why = False, ""
         self.raw, self.events, self.headed, self.need = b"", b"", False, -1
-        self.seen: set[bytes] = set()
-        self.text: list[bytes] = []  # the reply's words as a client puts them together
+        self.seen: set[bytes] = set() if carry is None else carry.seen
+        # the reply's words as a client puts them together
+        self.text: list[bytes] = [] if carry is None else carry.text
         self.completed = False
         self.done = asyncio.get_running_loop().create_future()
         self.sent = time.monotonic_ns()
+        if self.closed:  # its worker went away since it was opened (--restart)
+            out.failed, out.why = True, "connection lost: before the request"
+            return out
         self.transport.write(
             b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/json\r\n"
             b"Accept: text/event-stream\r\nA2A-Version: 1.0\r\nContent-Length: "
@@ -437,12 +464,37 @@ class Caller(asyncio.Protocol):
         except TimeoutError:
             self._fail("timed out")
             self.transport.close()
+        return self.verdict()
+
+    def verdict(self) -> Outcome:
+        """The outcome, judged: failed unless every word came and the reply put together holds
+        each once (a failed state it ended in: failed, saying so)."""
+        out = self.outcome
         out.dups = len(self.text) - len(set(self.text))
-        if not out.failed and (out.words != self.expect or not self.completed):
+        if not out.failed and out.said:
+            out.failed, out.why = True, f"failed: {out.said}"
+        elif not out.failed and (out.words != self.expect or not self.completed):
             out.failed, out.why = True, f"{out.words} words, completed={self.completed}"
         elif not out.failed and len(set(self.text)) != self.expect:
             out.failed, out.why = True, f"{len(set(self.text))} words in the reply put together"
         return out
+
+    def ended(self, task: dict[str, Any]) -> Outcome:
+        """A task that ended before this stream subscribed (a subscribe is refused then): as a
+        client does, its reply taken from the task (GetTask), the words it brings counted."""
+        out = self.outcome
+        out.failed, out.why = False, ""
+        self.text = STAMP.findall(json.dumps(task.get("artifacts", [])).encode())
+        for stamp in self.text:
+            if stamp not in self.seen:
+                self.seen.add(stamp)
+                out.words += 1
+        state = (task.get("status") or {}).get("state")  # (0.3's names: asked without a version)
+        self.completed = state in ("TASK_STATE_COMPLETED", "completed")
+        if state in ("TASK_STATE_FAILED", "failed"):
+            said = re.search(r'"text":\s*"([^"]*)"', json.dumps(task["status"]))
+            out.said = said.group(1) if said else "(no message)"
+        return self.verdict()
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic_ns()
@@ -456,7 +508,9 @@ class Caller(asyncio.Protocol):
                 return
             head, raw = raw[:end], raw[end + 4 :]
             if not head.startswith(b"HTTP/1.1 200") or b"chunked" not in head.lower():
-                self._fail(head.split(b"\r\n")[0].decode())
+                self._fail(
+                    head.split(b"\r\n")[0].decode() + " " + raw[:200].decode(errors="replace")
+                )
                 return
             self.headed = True
         body = []
@@ -508,6 +562,9 @@ class Caller(asyncio.Protocol):
                         out.ttft = now - self.sent
             if b"TASK_STATE_COMPLETED" in event:
                 self.completed = True
+            elif b"TASK_STATE_FAILED" in event:  # its run stopped: what it says why
+                said = re.search(rb'"text":\s*"([^"]*)"', event.split(b"TASK_STATE_FAILED", 1)[1])
+                out.said = said.group(1).decode(errors="replace") if said else "(no message)"
 
 
 def _expected(text: str) -> int:
@@ -540,6 +597,12 @@ def _send_now(text: str) -> bytes:
     return json.dumps(body).encode()
 
 
+def _get(task_id: str) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task_id}}
+    ).encode()
+
+
 def _subscribe(task_id: str) -> bytes:
     return json.dumps(
         {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task_id}}
@@ -557,6 +620,7 @@ async def _streams(
     seconds: float,
     text: str = "relay please",
     spread: float = 1.0,
+    resume: bool = False,
 ) -> list[Outcome]:
     """``n`` callers streaming back to back for ``seconds`` (the starts spread over ``spread``
     seconds), each finishing the stream it is in; every stream's outcome. ``url`` a list (the
@@ -564,6 +628,37 @@ async def _streams(
     urls = [url] if isinstance(url, str) else url
     outcomes: list[Outcome] = []
     end = time.monotonic() + seconds
+
+    async def again(i: int, task_id: str, broken: Caller) -> Caller:
+        """A followed stream that broke (its worker killed: --restart) subscribed again on the
+        workers after, in turn, its reply put together on: as a client resubscribes."""
+        for k in range(2, 2 + 2 * len(urls)):
+            broken.outcome.resumed += 1
+            hostport = urls[(i + k) % len(urls)].removeprefix("http://")
+            host, port = hostport.split(":")
+            try:
+                conn = await _connect(host, int(port))
+            except OSError:
+                continue
+            out = await conn.stream(hostport, _subscribe(task_id), broken.expect, broken)
+            if conn.transport is not None:
+                conn.transport.close()
+            broken = conn
+            if not out.why.startswith("connection lost"):
+                break
+        return broken
+
+    async def fetched(task_id: str, caller: Caller) -> Outcome:
+        """A task that ended before it was subscribed to: got (GetTask) as a client does."""
+        there = urls[0].removeprefix("http://").split(":")
+        conn = Conn(there[0], int(there[1]))
+        try:
+            await conn.open()
+            answer = json.loads(await conn.request("POST", "/", _get(task_id)))
+        finally:
+            if hasattr(conn, "writer"):
+                conn.close()
+        return caller.ended(answer["result"])
 
     async def caller(i: int) -> None:
         await asyncio.sleep(spread * i / n)
@@ -579,6 +674,8 @@ async def _streams(
                 try:
                     conn = await _connect(host, int(port))
                     if sender is not None:
+                        if hasattr(sender, "writer"):
+                            sender.close()
                         await sender.open()
                 except OSError as exc:
                     failed = Outcome()
@@ -586,11 +683,29 @@ async def _streams(
                     outcomes.append(failed)
                     await asyncio.sleep(0.1)
                     continue
-            body = _send(text)
+            body, task_id = _send(text), ""
             if sender is not None:
-                sent = json.loads(await sender.request("POST", "/", _send_now(text)))
-                body = _subscribe(sent["result"]["task"]["id"])
-            outcomes.append(await conn.stream(hostport, body, _expected(text)))
+                try:
+                    sent = json.loads(await sender.request("POST", "/", _send_now(text)))
+                except (OSError, asyncio.IncompleteReadError, RuntimeError) as exc:
+                    failed = Outcome()  # its worker killed (--restart): both opened again
+                    failed.failed, failed.why = True, f"send: {type(exc).__name__}"
+                    outcomes.append(failed)
+                    sender.close()
+                    if conn.transport is not None:
+                        conn.transport.close()
+                    conn = None
+                    continue
+                task_id = sent["result"]["task"]["id"]
+                body = _subscribe(task_id)
+            got = conn
+            out = await got.stream(hostport, body, _expected(text))
+            if resume and task_id and out.why.startswith("connection lost"):
+                got = await again(i, task_id, got)
+                out = got.outcome
+            if resume and task_id and out.why.startswith("HTTP/1.1 200 "):  # it ended first
+                out = await fetched(task_id, got)
+            outcomes.append(out)
         if conn is not None and conn.transport is not None:
             conn.transport.close()
         if sender is not None:
@@ -728,8 +843,14 @@ def _start(
     cores: set[int] | None = None,
     env: dict[str, str] | None = None,
     inside: list[str] | None = None,
+    worker: tuple[socket.socket, int, int] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
-    """``env``: more of its environment; ``inside``: the prefix that runs it in a host of its own."""
+    """``env``: more of its environment; ``inside``: the prefix that runs it in a host of its own;
+    ``worker``: it is worker ``index`` of ``serve --workers`` on ``(socket, index, share)`` (the
+    share: ``ConnectionShare.made``), as the supervisor starts one."""
+    if worker is not None:
+        sock, index, share = worker
+        env = {**(env or {}), "TOOLNEXUS_BENCH_WORKER": f"{sock.fileno()} {index} {share}"}
     proc = subprocess.Popen(
         [*(inside or []), *_command("ours" if role in SPREAD else role, stub)],
         stdout=subprocess.PIPE,
@@ -737,11 +858,14 @@ def _start(
         cwd=ROOT,
         env={**_env(role), **(env or {})},
         preexec_fn=_die_with_parent,
+        pass_fds=(worker[0].fileno(), worker[2]) if worker is not None else (),
     )
     if cores is not None:
         os.sched_setaffinity(proc.pid, cores)
     assert proc.stdout is not None
     url = _url(proc)
+    if worker is not None:
+        url = f"http://127.0.0.1:{worker[0].getsockname()[1]}"
     threading.Thread(target=proc.stdout.read, daemon=True).start()  # what else it prints
     return proc, url
 
@@ -754,6 +878,8 @@ def _url(proc: subprocess.Popen[str]) -> str:
             return line.strip()
         if line.startswith("{") and json.loads(line).get("event") == "started":
             return json.loads(line)["url"]
+        if line.startswith("{") and json.loads(line).get("event") == "worker-ready":
+            return ""  # where: the socket its supervisor gave it
     proc.kill()
     raise SystemExit(f"{proc.args} did not start")
 
@@ -770,7 +896,11 @@ class Relays:
         relay_cores = cores[1] if cores else None
         self.got: dict[str, tuple[list[subprocess.Popen[str]], list[str], list[int]]] = {}
         self.net: Network | None = None
+        self.nginx: Nginx | None = None
         self.databases: list[Postgres] = []
+        self.sockets: list[socket.socket] = []  # the workers' (--workers), one each
+        # how to start each worker again on its socket, as its supervisor does (--restart)
+        self.again: dict[str, list[Callable[[], tuple[subprocess.Popen[str], str]]]] = {}
         bind: dict[str, str] = {}
         if "hosts" in args.relays:  # the stub on the bridge: the hosts reach it there
             self.net = Network()
@@ -790,9 +920,16 @@ class Relays:
                 pg = Postgres(bins)
                 self.databases.append(pg)
                 dsn = pg.database()
-                for _ in range(args.workers):
+                share = ConnectionShare.made(args.workers)
+                for index in range(args.workers):
+                    sock = listening_socket("127.0.0.1", 0)
+                    self.sockets.append(sock)
                     env = {"TOOLNEXUS_BENCH_STORE": dsn}
-                    workers.append(_start(relay, stub_url, relay_cores, env))
+                    again = functools.partial(  # (sock: a default, bound now)
+                        _start, relay, stub_url, relay_cores, env, worker=(sock, index, share)
+                    )
+                    self.again.setdefault(relay, []).append(again)
+                    workers.append(again())
             else:
                 assert self.net is not None
                 hosts = [self.net.host(11), self.net.host(12)]
@@ -803,8 +940,19 @@ class Relays:
                 for host in hosts:
                     env = {"TOOLNEXUS_BENCH_STORE": dsn, "TOOLNEXUS_BENCH_HOST": host.addr}
                     workers.append(_start(relay, stub_url, relay_cores, env, host.cmd()))
+                # the balancer in a host of its own, a port for each host through it
+                ups = [u.removeprefix("http://") for _, u in workers]
+                self.nginx = Nginx(self.net.host(2), 8080, ups, each=True)
+                workers = [(p, u) for (p, _), u in zip(workers, self.nginx.urls, strict=True)]
             postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
             self.got[relay] = ([p for p, _ in workers], [u for _, u in workers], [postmaster])
+
+    def restart(self, relay: str, index: int) -> None:
+        """Worker ``index`` of ``relay`` killed (SIGKILL) and started again on its socket."""
+        procs = self.got[relay][0]
+        procs[index].kill()
+        procs[index].wait()
+        procs[index] = self.again[relay][index]()[0]
 
     def url(self, relay: str) -> str | list[str]:
         urls = self.got[relay][1]
@@ -814,6 +962,10 @@ class Relays:
         for proc in [self.stub, *(p for procs, _, _ in self.got.values() for p in procs)]:
             proc.kill()
             proc.wait()
+        for sock in self.sockets:
+            sock.close()
+        if self.nginx is not None:
+            self.nginx.close()
         for pg in self.databases:
             pg.close()
         if self.net is not None:
@@ -825,8 +977,9 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     relays = Relays(args, cores)
     runs: list[dict[str, Any]] = []
     try:
-        for relay in relays.got:  # warm: imports, pools, first tasks
-            await _streams(relays.url(relay), 8, 1.0)
+        for relay in relays.got:
+            # warm: imports, each worker's pool grown to what the run needs, first tasks
+            await _streams(relays.url(relay), min(max(args.streams), 64), 2.0)
         for rep in range(args.repeat):
             print(f"repetition {rep + 1}: load average {_load()}", file=sys.stderr, flush=True)
             for n in args.streams:
@@ -858,6 +1011,65 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         relays.close()
     return {"runs": runs}
+
+
+async def _restart(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """--restart: the streams of ``workers`` (each followed on another worker than its runner's)
+    while one worker is killed (SIGKILL) a third into the run and started again on its socket,
+    as ``serve --workers``' supervisor does. A caller whose stream broke subscribes again on the
+    next workers, putting the reply together on; a task whose runner was killed fails once its
+    lease lapses, and its stream says so. Each repetition: how the streams ended, the words
+    missing from a reply that completed, the words twice."""
+    rows = []
+    for rep in range(args.repeat):
+        relays = Relays(args, _cores())
+        try:
+            urls = relays.url("workers")
+            assert isinstance(urls, list)
+            await _streams(urls, min(max(args.streams), 64), 2.0)  # warm
+            victim = rep % len(urls)
+
+            async def kill() -> float:
+                await asyncio.sleep(args.seconds / 3)
+                relays.restart("workers", victim)  # noqa: B023  # awaited in this iteration
+                return time.monotonic()
+
+            killer = asyncio.ensure_future(kill())
+            for n in args.streams:
+                outcomes = await _streams(urls, n, args.seconds, resume=True)
+                await killer
+                whole = [o for o in outcomes if not o.failed]
+                said = [o for o in outcomes if o.why.startswith("failed: ")]
+                sends = [o for o in outcomes if o.why.startswith("send: ")]
+                other = [o for o in outcomes if o.failed and o not in said and o not in sends]
+                row = {
+                    "rep": rep,
+                    "n": n,
+                    "streams": len(outcomes),
+                    "whole": len(whole),
+                    "resumed_whole": sum(1 for o in whole if o.resumed),
+                    "said_why": len(said),
+                    "why": sorted({o.why for o in said}),
+                    "sends_failed": len(sends),
+                    "other_failed": len(other),
+                    "other_why": sorted({o.why for o in other})[:5],
+                    "words_twice": sum(o.dups for o in outcomes),
+                    "load": _load(),
+                }
+                rows.append(row)
+                print(
+                    f"  restart (worker {victim} killed) {n:>4}: {row['streams']} streams, "
+                    f"{row['whole']} whole ({row['resumed_whole']} after subscribing again), "
+                    f"{row['said_why']} failed saying why {row['why']}, {row['sends_failed']} "
+                    f"sends unanswered, {row['other_failed']} other {row['other_why']}, words "
+                    f"twice {row['words_twice']}; load {row['load']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                break  # one kill a repetition
+        finally:
+            relays.close()
+    return rows
 
 
 async def _memory(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -1110,6 +1322,13 @@ def main() -> None:
         "of its own, the database in a third, each stream sent to one and followed on the other "
         "(needs root)",
     )
+    ap.add_argument(
+        "--restart",
+        action="store_true",
+        help="instead: with --workers N, the first of --streams streams across the workers for "
+        "--seconds while one worker is killed and started again; how each stream ended, words "
+        "missing or twice",
+    )
     ap.add_argument("--memory", action="store_true", help="also measure memory per open stream")
     ap.add_argument("--memory-only", action="store_true")
     ap.add_argument(
@@ -1166,6 +1385,14 @@ def main() -> None:
     if cores is not None:
         os.sched_setaffinity(0, cores[0])
     print(f"load average at start: {_load()}", file=sys.stderr)
+    if args.restart:
+        if args.workers < 2:
+            raise SystemExit("--restart needs --workers N (2 or more)")
+        args.relays = ["workers"]
+        rows = uvloop.run(_restart(args))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"restart": rows}, indent=1))
+        return
     if args.instructions:
         rows = _instructions(args)
         for relay in args.relays:

@@ -123,15 +123,38 @@ class Nginx:
     new upstream connection per request (a kept one may be closed by a host that stops under a
     POST, which nginx does not send again)."""
 
-    def __init__(self, host: Host, port: int, upstreams: list[str]) -> None:
+    def __init__(self, host: Host, port: int, upstreams: list[str], each: bool = False) -> None:
+        """``each``: also a port for each upstream alone, ``port + 1 + i`` (``urls``), for a
+        caller that must choose the host a request goes to (bench/stream_bench.py --hosts)."""
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-nginx-"))
         servers = "\n".join(f"    server {u} max_fails=1 fail_timeout=2s;" for u in upstreams)
+        location = """
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_connect_timeout 1s;
+      proxy_read_timeout 120s;
+      proxy_next_upstream error timeout;"""
+        alone = "".join(
+            f"""
+  upstream agent{i} {{ server {u}; }}
+  server {{
+    listen {host.addr}:{port + 1 + i};
+    location / {{
+      proxy_pass http://agent{i};{location}
+    }}
+  }}"""
+            for i, u in enumerate(upstreams if each else [])
+        )
+        self.urls = [f"http://{host.addr}:{port + 1 + i}" for i in range(len(upstreams) * each)]
         (self.root / "nginx.conf").write_text(f"""
 worker_processes 1;
 daemon off;
 error_log {self.root}/error.log warn;
 pid {self.root}/nginx.pid;
-events {{ worker_connections 1024; }}
+worker_rlimit_nofile 10000;
+events {{ worker_connections 4096; }}
 http {{
   access_log {self.root}/access.log;
   client_body_temp_path {self.root}/body;
@@ -145,16 +168,9 @@ http {{
   server {{
     listen {host.addr}:{port};
     location / {{
-      proxy_pass http://agents;
-      proxy_http_version 1.1;
-      proxy_set_header Host $http_host;
-      proxy_buffering off;
-      proxy_request_buffering off;
-      proxy_connect_timeout 1s;
-      proxy_read_timeout 120s;
-      proxy_next_upstream error timeout;
+      proxy_pass http://agents;{location}
     }}
-  }}
+  }}{alone}
 }}
 """)
         self.url = f"http://{host.addr}:{port}"
