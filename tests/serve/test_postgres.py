@@ -693,3 +693,48 @@ async def test_a_followed_streams_words_go_on_while_another_workers_move_is_read
         await other.close()
         await first.stop()
         await second.stop()
+
+
+async def test_a_followed_streams_words_go_to_its_worker_alone_and_to_all_for_an_older_one(
+    postgres,
+):
+    """The words of a run followed on another worker go to that worker's own channel (its want
+    names it), so no other worker is woken by each word; a want that names none, as a version
+    before inboxes sends during a rolling deploy, still gets them on the workers' channel."""
+
+    async def talker(request: dict[str, Any]) -> Any:
+        for i in range(30):
+            await asyncio.sleep(0.01)
+            yield f" w{i}"
+
+    async def worker() -> tn.ServeHandle:
+        tk = await tn.create_toolkit(builtins=False)
+        client = tn.create_in_process_client(talker, "talker")
+        return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
+
+    first, second = await worker(), await worker()
+    listener = await asyncpg.connect(postgres)  # a third worker's ear on the workers' channel
+    heard: list[str] = []
+    await listener.add_listener("toolnexus_tasks", lambda *args: heard.append(args[3]))
+    said = " ".join(f"w{i}" for i in range(30))
+    try:
+        async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
+            task = await one.send("talk")
+            async with asyncio.timeout(30):
+                seen = [t async for t in two.resubscribe(task.id)]  # followed on the second
+            assert seen[-1].state is TaskState.COMPLETED and seen[-1].reply.strip() == said
+            assert len(seen) > 3  # the words came as they were said, not with the end alone
+            assert [h for h in heard if " want " in h and task.id in h]  # the want went to all
+            assert not [h for h in heard if " words " in h]  # the words, to the follower only
+
+            older = await one.send("talk")  # followed by a worker of the version before
+            await listener.execute(
+                "SELECT pg_notify('toolnexus_tasks', $1)", f"old-host:1:abc want {older.id}"
+            )
+            async with asyncio.timeout(30):
+                while not [h for h in heard if " words " in h and older.id in h]:
+                    await asyncio.sleep(0.02)
+    finally:
+        await listener.close()
+        await first.stop()
+        await second.stop()

@@ -535,15 +535,19 @@ class TaskRunner:
                 task.id, task.context_id, reply.artifact_id, offset, text[offset:], last
             )
 
-    def wanted(self, task_id: str) -> None:
+    def wanted(self, task_id: str) -> bool:
         """A stream on another worker follows a task: if it runs here, its reply so far is
-        announced now and each later piece as it is told."""
+        announced now and each later piece as it is told. Whether it runs here."""
         reply = self._replies.get(task_id)
         if reply is None:
-            return
+            if task_id not in self._runs:
+                return False
+            self._wanted[task_id] = ""  # its run has not begun its reply yet: from its first word
+            return True
         self._wanted[task_id] = ""
         if reply.told and reply.task.state is TaskState.WORKING:
             self._announce_words(reply, False)
+        return True
 
     def hears_words(self, task_id: str) -> bool:
         """Whether another worker's words of ``task_id`` go anywhere here (a stream, the bus)."""

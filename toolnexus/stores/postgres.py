@@ -98,6 +98,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+_ANNOUNCE = "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, p)"
 CHANNEL = "toolnexus_tasks"
 """Every saved change of a task is announced here: ``"<worker> <task id> <version> <state>"``."""
 _RUNNING = ("submitted", "working")
@@ -554,12 +555,10 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
             )
         return int(done.split()[-1])
 
-    async def announce(self, payloads: list[str]) -> None:
-        """Put ``payloads`` on the workers' channel, in order, in one statement."""
+    async def announce(self, channels: list[str], payloads: list[str]) -> None:
+        """Put each of ``payloads`` on its channel of ``channels``, in order, in one statement."""
         async with _reachable(self.db) as pool:
-            await pool.execute(
-                "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", CHANNEL, payloads
-            )
+            await pool.execute(_ANNOUNCE, channels, payloads)
 
     async def expired(self, limit: int = 100) -> list[str]:
         """Running tasks whose worker stopped renewing their lease (it died, or lost the database)."""
@@ -602,15 +601,19 @@ class WorkerLink:
     waits; a run here that another worker canceled is stopped), renews the lease of the tasks it
     runs, and fails the running tasks of a worker whose lease lapsed (it died).
 
-    A reply's words cross on the same channel, only for a task a stream on another worker
-    follows: that worker asks (``want``: :meth:`want`), and the worker running the task announces
-    the reply so far, then each piece as it is told (``words``: :meth:`words`), the text's offset
-    with each, so a follower that joined mid-reply gets it all once and a text that starts over
-    replaces what it had. A notification holds at most 8,000 bytes: a longer piece goes as several.
-    They are best effort (a worker that missed some still ends its streams with the task's whole
-    artifact, which its completion announces). Announcements are sent in batches, one statement
-    each. Payloads: ``worker task version state`` (a save's, in its statement), ``worker want
-    task``, ``worker words [task, context, artifact, offset, last]\npiece``.
+    A reply's words cross only for a task a stream on another worker follows: that worker asks
+    (``want``: :meth:`want`), and the worker running the task announces the reply so far, then
+    each piece as it is told (``words``: :meth:`words`), the text's offset with each, so a
+    follower that joined mid-reply gets it all once and a text that starts over replaces what it
+    had. The words go to the asking worker's own channel (:attr:`inbox`, named in its want: ``worker>inbox``),
+    so that the other workers are not woken by each word (every listener of a channel gets every
+    notification on it); a want that names none (a version before this one, during a rolling
+    deploy) gets them on the workers' channel, which every worker hears. A notification holds at
+    most 8,000 bytes: a longer piece goes as several. They are best effort (a worker that missed
+    some still ends its streams with the task's whole artifact, which its completion announces).
+    Announcements are sent in batches, one statement each. Payloads: ``worker task version
+    state`` (a save's, in its statement), ``worker>inbox want task``, ``worker words [task,
+    context, artifact, offset, last]\npiece``.
 
     Started by ``serve()`` when the store is PostgreSQL; a lost listening connection (the database
     restarted) is opened again on the next tick, and what was announced meanwhile is not replayed.
@@ -622,28 +625,33 @@ class WorkerLink:
     def __init__(self, store: PostgresTaskStore, runner: Any) -> None:
         self.store = store
         self.runner = runner
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._out: asyncio.Queue[str] = asyncio.Queue()  # announcements waiting to be sent
-        # other workers' moves of tasks, each read from the store in turn: apart from _queue, so
-        # that no word waits behind a read
+        # announcements waiting to be sent: (channel, payload)
+        self._out: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self.inbox = f"{CHANNEL}_{secrets.token_hex(8)}"
+        """The channel only this worker listens on besides the workers': the words it asked for."""
+        # tasks run here that streams elsewhere follow -> the channels their words go to (the
+        # workers' channel for a follower that named none)
+        self._followers: dict[str, set[str]] = {}
+        # other workers' moves of tasks, each read from the store in turn: apart from the words
+        # and wants (handed on as they are heard), so that no word waits behind a read
         self._moves: asyncio.Queue[tuple[str, int, TaskState]] = asyncio.Queue()
         self._listener: Any = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._me = store.worker + " "  # the head of this worker's own announcements
+        self._me = (store.worker + " ", store.worker + ">")  # heads of this worker's own
 
     async def start(self) -> None:
         await self.store.db.pool()  # the schema exists before anything is announced
         await self._listen()
         self._tasks = [
-            asyncio.ensure_future(self._deliver()),
             asyncio.ensure_future(self._tick()),
             asyncio.ensure_future(self._announce()),
             asyncio.ensure_future(self._arrive()),
         ]
 
     def want(self, task_id: str) -> None:
-        """Ask the worker running ``task_id`` for its reply's words (a stream here follows it)."""
-        self._out.put_nowait(f"{self.store.worker} want {task_id}")
+        """Ask the worker running ``task_id`` for its reply's words (a stream here follows it), on
+        this worker's own channel."""
+        self._out.put_nowait((CHANNEL, f"{self.store.worker}>{self.inbox} want {task_id}"))
 
     def words(
         self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
@@ -653,24 +661,55 @@ class WorkerLink:
         if len(context_id) > 1000:  # an odd caller's context: the follower knows the task anyway
             context_id = ""
         piece = piece.replace("\x00", "\ufffd")  # a NUL cannot be in a notification
+        channels = self._followers.get(task_id) or {CHANNEL}
+        if CHANNEL in channels:  # a follower of a version before inboxes: every worker hears it
+            channels = {CHANNEL}
+        if last:
+            self._followers.pop(task_id, None)
         while True:
             head = _json.dumps([task_id, context_id, artifact_id, offset, False]).decode()
             room = (self.PAYLOAD - len(self.store.worker) - len(head.encode()) - 16) // 4
             now, piece = piece[:room], piece[room:]
             done = not piece
             head = _json.dumps([task_id, context_id, artifact_id, offset, last and done]).decode()
-            self._out.put_nowait(f"{self.store.worker} words {head}\n{now}")
+            for channel in channels:
+                self._out.put_nowait((channel, f"{self.store.worker} words {head}\n{now}"))
             if done:
                 return
             offset += len(now)
 
+    def _wanted(self, who: str, task_id: str) -> None:
+        """Another worker follows ``task_id``: its words go to the channel ``who`` names
+        (``worker>inbox``), or to every worker when it names none."""
+        inbox = who.partition(">")[2]
+        valid = inbox.startswith(CHANNEL + "_") and len(inbox) < 64 and inbox.isascii()
+        known = self._followers.get(task_id)
+        self._followers[task_id] = {*(known or ()), inbox if valid else CHANNEL}  # the reply so
+        if not self.runner.wanted(task_id):  # far goes there too: the channel is known first
+            if known is None:
+                del self._followers[task_id]
+            else:
+                self._followers[task_id] = known
+        elif len(self._followers) > 10_000:  # tasks that ended without a last word
+            del self._followers[next(iter(self._followers))]
+
     async def _announce(self) -> None:
+        """Announcements in batches, one statement each: what is told while one is under way (and
+        in the same turn of the loop as the first) goes in the next. On the listening connection
+        (no pool to take one from and give it back), or the
+        pool's while that one is being opened again."""
         while True:
             batch = [await self._out.get()]
+            await asyncio.sleep(0)
             while not self._out.empty() and len(batch) < 100:
                 batch.append(self._out.get_nowait())
+            channels, payloads = [c for c, _ in batch], [p for _, p in batch]
             try:
-                await self.store.announce(batch)
+                listener = self._listener
+                if listener is not None and not listener.is_closed():
+                    await listener.execute(_ANNOUNCE, channels, payloads)
+                else:
+                    await self.store.announce(channels, payloads)
             except Exception as exc:  # words are best effort: the task's end tells all
                 log.warning("worker link: could not announce: %s: %s", type(exc).__name__, exc)
 
@@ -678,45 +717,40 @@ class WorkerLink:
         asyncpg = _asyncpg()
         connection = await asyncpg.connect(self.store.db.url)
         await connection.add_listener(CHANNEL, self._heard)
+        await connection.add_listener(self.inbox, self._heard)
         self._listener = connection
 
     def _heard(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        """An announcement, kept for :meth:`_deliver` unless it is this worker's own or words of a
-        task nothing here follows: every worker hears every word, so those are dropped before
-        anything is parsed (the task's id read off the words' head, ``["<id>", ...``)."""
+        """Another worker's announcement, in the order the database made them: words and wants
+        handed on here (no queue, no task switch), moves of tasks to :meth:`_arrive`. This
+        worker's own are dropped, and words of a task nothing here follows (words on the workers'
+        channel, for a follower that named no inbox, reach every worker; a stream here may have
+        ended since it asked) before anything is parsed (the task's id read off the words' head,
+        ``["<id>", ...``; an id with an escape in its JSON is parsed, then dropped there)."""
         if payload.startswith(self._me):
             return
-        space = payload.find(" ")
-        if payload.startswith(' words ["', space):
-            start = space + 9
-            task_id = payload[start : payload.find('"', start)]
-            if "\\" not in task_id and not self.runner.hears_words(task_id):
-                return  # (an id with an escape in its JSON is parsed, then dropped there)
-        self._queue.put_nowait(payload)
-
-    async def _deliver(self) -> None:
-        """Other workers' announcements, in the order the database made them: words and wants
-        handed on at once, moves of tasks to :meth:`_arrive`."""
-        while True:
-            payload = await self._queue.get()
-            try:
-                head, _, piece = payload.partition("\n")
-                _, kind, rest = head.split(" ", 2)
-                if kind == "want":
-                    self.runner.wanted(rest)
-                elif kind == "words":
-                    task_id, context_id, artifact_id, offset, last = _json.loads(rest)
-                    self.runner.heard_words(task_id, context_id, artifact_id, offset, piece, last)
-                else:
-                    version, state = rest.split(" ")
-                    self._moves.put_nowait((kind, int(version), TaskState(state)))
-            except Exception as exc:  # one bad announcement never ends the link
-                log.warning(
-                    "worker link: could not deliver %r: %s: %s",
-                    payload[:200],
-                    type(exc).__name__,
-                    exc,
-                )
+        try:
+            head, _, piece = payload.partition("\n")
+            who, kind, rest = head.split(" ", 2)
+            if kind == "words":
+                if rest.startswith('["'):
+                    task_id = rest[2 : rest.find('"', 2)]
+                    if "\\" not in task_id and not self.runner.hears_words(task_id):
+                        return
+                task_id, context_id, artifact_id, offset, last = _json.loads(rest)
+                self.runner.heard_words(task_id, context_id, artifact_id, offset, piece, last)
+            elif kind == "want":
+                self._wanted(who, rest)
+            else:
+                version, state = rest.split(" ")
+                self._moves.put_nowait((kind, int(version), TaskState(state)))
+        except Exception as exc:  # one bad announcement never ends the link
+            log.warning(
+                "worker link: could not deliver %r: %s: %s",
+                payload[:200],
+                type(exc).__name__,
+                exc,
+            )
 
     async def _arrive(self) -> None:
         """Other workers' moves, in the order they were announced: each may read the task (a
