@@ -4,6 +4,7 @@ tasks, a worker killed with SIGKILL under load, and the refusal without a shared
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections import Counter
@@ -32,6 +33,31 @@ def send(i: int, text: str, blocking: bool = False) -> dict:
 
 def get(i: int, task_id: str) -> dict:
     return {"jsonrpc": "2.0", "id": i, "method": "tasks/get", "params": {"id": task_id}}
+
+
+def folded(text: str, result: dict) -> str:
+    """The reply as a client puts it together, after one frame of a stream: a task frame's
+    artifact, a piece appended, or a text that replaces it."""
+    if result.get("kind") == "task":
+        return "".join(p["text"] for a in result.get("artifacts", []) for p in a["parts"])
+    if result.get("kind") == "artifact-update":
+        piece = "".join(p["text"] for p in result["artifact"]["parts"])
+        return text + piece if result.get("append") else piece
+    return text
+
+
+async def follow(http: httpx.AsyncClient, url: str, task_id: str, texts: list[str]) -> dict:
+    """Subscribe to a task at ``url``: the reply after each frame into ``texts``, the last
+    frame's result returned (its end, unless the stream broke first: then it raises)."""
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe", "params": {"id": task_id}}
+    result: dict = {}
+    async with http.stream("POST", url + "/", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                result = json.loads(line[6:])["result"]
+                texts.append(folded(texts[-1] if texts else "", result))
+    return result
 
 
 async def test_four_workers_behind_one_port_lose_no_task_and_report_each_once(postgres):
@@ -385,3 +411,46 @@ async def test_past_the_connection_limit_of_all_workers_new_requests_get_503(pos
 
 
 CLOSE = {"Connection": "close"}
+
+
+async def test_a_stream_whose_worker_is_killed_resumes_on_another_with_every_word_once(postgres):
+    """A reply run on one worker and followed on another (its words cross through the database);
+    the follower killed (SIGKILL) mid-reply: the caller's stream breaks, it subscribes again on a
+    worker that did not exist when the stream began, and the reply it puts together is the task's,
+    each word once (what it had before the kill a beginning of it, and so is each text after)."""
+    pace = {"TOOLNEXUS_DEMO_PACE": "0.1"}  # the demo's words, 0.1 s apart
+    prompt = " ".join(f"w{i}" for i in range(100))
+    started = lambda lines: [x["url"] for x in lines if x.get("event") == "started"]  # noqa: E731
+    async with (
+        Served("--store", postgres, env=pace) as runner,
+        Served("--store", postgres, env=pace) as follower,
+    ):
+        url, there = (await runner.until(started))[0], (await follower.until(started))[0]
+        async with httpx.AsyncClient(timeout=30) as http:
+            task_id = (await http.post(url + "/", json=send(1, prompt))).json()["result"]["id"]
+            before: list[str] = []
+            stream = asyncio.ensure_future(follow(http, there, task_id, before))
+            async with asyncio.timeout(30):
+                while len((before or [""])[-1].split()) < 12:  # some words heard there
+                    assert not stream.done(), stream.result()
+                    await asyncio.sleep(0.02)
+            async with Served("--store", postgres, env=pace) as again:  # its replacement
+                elsewhere = (await again.until(started))[0]
+                assert follower.proc is not None
+                os.kill(follower.proc.pid, signal.SIGKILL)
+                try:
+                    broke = await asyncio.wait_for(stream, 20)
+                except httpx.HTTPError as exc:
+                    broke = exc
+                assert isinstance(broke, httpx.HTTPError), broke  # it ended mid-reply, not done
+                after: list[str] = []
+                last = await follow(http, elsewhere, task_id, after)
+            final = (await http.post(url + "/", json=get(3, task_id))).json()["result"]
+    reply = final["artifacts"][0]["parts"][0]["text"]
+    assert last["status"]["state"] == final["status"]["state"] == "completed"
+    assert reply == "You said: " + prompt
+    assert after[-1] == reply  # no word lost, none twice
+    assert all(reply.startswith(text) for text in before + after), [
+        t for t in before + after if not reply.startswith(t)
+    ]
+    assert len(before[-1].split()) >= 12 and len(after) > 2  # heard live, before and after
