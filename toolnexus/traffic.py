@@ -203,22 +203,37 @@ class TrafficRecorder:
         *,
         error: str | None = None,
         rpc_method: str | None = None,
+        response_headers: Mapping[str, str] | None = None,
+        frames: list[str] | None = None,
+        peer: str | None = None,
+        task_id: str | None = None,
+        server: str | None = None,
     ) -> TrafficEvent:
-        """An outgoing request on the wire log, with its ``answer`` (httpx's response, for its
-        status and headers, and the body read) or the ``error`` why there was none."""
+        """An outgoing request on the wire log, with its ``answer``, ``(response, body read)``, or
+        the ``error`` why there was none (or what went wrong after it). The response is httpx's
+        (its status and headers), or only its status (an int; None: none came), its headers then
+        ``response_headers`` when given."""
         response, body = answer if answer is not None else (None, b"")
+        if response is None or isinstance(response, int):
+            status = response
+        else:
+            status, response_headers = response.status_code, dict(response.headers)
         return self.record(
             direction="out",
             method=method,
             url=url,
-            status=None if response is None else response.status_code,
+            status=status,
             started=started,
             request_headers=request_headers,
             request_body=request_body,
-            response_headers=None if response is None else dict(response.headers),
+            response_headers=response_headers,
             response_body=body,
             rpc_method=rpc_method,
+            frames=frames,
             error=error,
+            peer=peer,
+            task_id=task_id,
+            server=server,
         )
 
     def as_curl(self, event: TrafficEvent) -> str:
@@ -330,16 +345,11 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
             try:
                 response = await self.inner.handle_async_request(request)
             except Exception as exc:
-                recorder.record(
-                    direction="out",
-                    method=request.method,
-                    url=str(request.url),
-                    status=None,
-                    started=started,
-                    request_headers=dict(request.headers),
-                    request_body=body,
-                    rpc_method=rpc,
-                    error=f"{type(exc).__name__}: {exc}",
+                error = f"{type(exc).__name__}: {exc}"
+                url = str(request.url)
+                headers = dict(request.headers)
+                recorder.sent(
+                    request.method, url, started, headers, body, error=error, rpc_method=rpc
                 )
                 raise
             inner_stream, chunks = response.stream, []
@@ -353,17 +363,16 @@ def recording_transport(recorder: TrafficRecorder, httpx_module: Any = None) -> 
                 async def aclose(self) -> None:
                     await inner_stream.aclose()
                     content = b"".join(chunks)
+                    url, headers = str(request.url), dict(request.headers)
+                    answer = (response, content)
                     frames = sse_data(content)
-                    recorder.record(
-                        direction="out",
-                        method=request.method,
-                        url=str(request.url),
-                        status=response.status_code,
-                        started=started,
-                        request_headers=dict(request.headers),
-                        request_body=body,
-                        response_headers=dict(response.headers),
-                        response_body=content,
+                    recorder.sent(
+                        request.method,
+                        url,
+                        started,
+                        headers,
+                        body,
+                        answer,
                         rpc_method=rpc,
                         frames=frames,
                     )

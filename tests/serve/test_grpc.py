@@ -227,6 +227,12 @@ async def test_our_client_speaks_03_over_grpc_to_our_server():
         rows = [e for e in client.traffic.events if e.url.startswith("grpc://")]
         assert rows[0].url.endswith("/a2a.v1.A2AService/SendMessage")
         assert rows[0].request_headers["a2a-version"] == "0.3"
+        # the wire log holds a stream's messages and each call's status as its trailer says it
+        stream = next(e for e in rows if e.rpc_method == "SendStreamingMessage")
+        assert len(stream.frames) >= 2 and stream.response_headers == {"grpc-status": "0"}
+        assert stream.status == 200 and "You said: streamed" in stream.response_body
+        missing = next(e for e in rows if e.rpc_method == "GetTask" and e.error)
+        assert (missing.status, missing.response_headers) == (404, {"grpc-status": "5"})
 
 
 async def test_our_client_speaks_03_over_grpc_to_the_sdk_server():

@@ -455,18 +455,9 @@ class TokenSource:
             status = r.status_code
         except httpx.HTTPError as exc:
             error = why(exc)
-        self.traffic.record(
-            direction="out",
-            method=method,
-            url=url,
-            status=status,
-            started=started,
-            request_headers=headers,
-            request_body=body,
-            response_body=content,
-            rpc_method="oauth",
-            error=error,
-            peer=url,
+        answer = (status, content)
+        self.traffic.sent(
+            method, url, started, headers, body, answer, error=error, rpc_method="oauth", peer=url
         )
         if error is not None or status is None:
             raise PeerError(f"the OAuth endpoint {url} could not be reached: {error}")

@@ -173,37 +173,21 @@ class _HttpTransport(Transport):
                 timeout=c.timeout,
             )
         except httpx.HTTPError as exc:
-            c.traffic.record(
-                direction="out",
-                method=verb,
-                url=url,
-                status=None,
-                started=started,
-                request_headers=headers,
-                request_body=body,
-                rpc_method=method,
-                error=why(exc),
-                task_id=about(params),
+            error, task_id = why(exc), about(params)
+            c.traffic.sent(
+                verb, url, started, headers, body, error=error, rpc_method=method, task_id=task_id
             )
-            raise PeerError(f"{c.peer}: {method} failed: {why(exc)}") from None
+            raise PeerError(f"{c.peer}: {method} failed: {error}") from None
         result: Any = None
         _heard(c, r.headers.get_list)
         try:
             result = self.result(method, r.status_code, content, empty_ok=empty_ok)
             return result
         finally:
-            c.traffic.record(
-                direction="out",
-                method=verb,
-                url=url,
-                status=r.status_code,
-                started=started,
-                request_headers=dict(r.request.headers),
-                request_body=body,
-                response_headers=dict(r.headers),
-                response_body=content,
-                rpc_method=method,
-                task_id=about(params, result),
+            sent = dict(r.request.headers)
+            task_id = about(params, result)
+            c.traffic.sent(
+                verb, url, started, sent, body, (r, content), rpc_method=method, task_id=task_id
             )
 
     async def stream(
@@ -218,14 +202,15 @@ class _HttpTransport(Transport):
         started = time.perf_counter()
         frames: list[str] = []
         task: Task | None = None
-        status, response_headers, content = None, {}, b""
+        response: httpx.Response | None = None
+        content = b""
         error: str | None = None
         timeout = httpx.Timeout(c.timeout, read=max(c.timeout, 60.0))
         try:
             async with c.http.stream(
                 verb, url, content=body, headers=headers, timeout=timeout
             ) as r:
-                status, response_headers = r.status_code, dict(r.headers)
+                response, status = r, r.status_code
                 _heard(c, r.headers.get_list)
                 kind = r.headers.get("content-type", "")
                 lines = kind.startswith(fetch.NDJSON_TYPES) and status == 200
@@ -264,20 +249,19 @@ class _HttpTransport(Transport):
             error = why(exc)
             raise
         finally:
-            c.traffic.record(
-                direction="out",
-                method=verb,
-                url=url,
-                status=status,
-                started=started,
-                request_headers=headers,
-                request_body=body,
-                response_headers=response_headers,
-                response_body=content or "\n\n".join(frames),
+            answer = (response, content or "\n\n".join(frames))
+            task_id = task.id if task is not None else about(params)
+            c.traffic.sent(
+                verb,
+                url,
+                started,
+                headers,
+                body,
+                answer,
+                error=error,
                 rpc_method=method,
                 frames=frames,
-                error=error,
-                task_id=task.id if task is not None else about(params),
+                task_id=task_id,
             )
 
     def _unreadable(self, method: str, status: int, content: bytes, what: str) -> PeerError:
@@ -488,8 +472,8 @@ class GrpcTransport(Transport):
         c = self.client
         stub, message, url, metadata = self._stub(op, params)
         rpc = self.method(op) or op.v10
-        body = _json.dumps(params)
-        started = time.perf_counter()
+        # the call as the wire log shows it: its method, URL, start, metadata and body
+        asked = ("POST", url, time.perf_counter(), dict(metadata), _json.dumps(params))
         try:
             call = stub(message, metadata=metadata, timeout=c.timeout)
             reply = await call
@@ -497,32 +481,23 @@ class GrpcTransport(Transport):
                 _heard(c, _metadata(await call.initial_metadata()))
         except Exception as exc:
             failed = self._failed(rpc, exc)
-            c.traffic.record(
-                direction="out",
-                method="POST",
-                url=url,
-                status=getattr(failed, "http_status", None),
-                started=started,
-                request_headers=dict(metadata),
-                request_body=body,
-                response_headers=_trailers(exc),
-                rpc_method=rpc,
+            answer = (getattr(failed, "http_status", None), b"")
+            c.traffic.sent(
+                *asked,
+                answer,
                 error=str(failed),
+                rpc_method=rpc,
+                response_headers=_trailers(exc),
                 task_id=about(params),
             )
             raise failed from None
         result = self._answer(op, reply)
-        c.traffic.record(
-            direction="out",
-            method="POST",
-            url=url,
-            status=200,
-            started=started,
-            request_headers=dict(metadata),
-            request_body=body,
-            response_headers=_trailers(None),
-            response_body=_json.dumps(result),
+        answer = (200, _json.dumps(result))
+        c.traffic.sent(
+            *asked,
+            answer,
             rpc_method=rpc,
+            response_headers=_trailers(None),
             task_id=about(params, result),
         )
         return result
@@ -535,8 +510,8 @@ class GrpcTransport(Transport):
         c = self.client
         stub, message, url, metadata = self._stub(op, params)
         rpc = self.method(op) or op.v10
-        body = _json.dumps(params)
-        started = time.perf_counter()
+        # the call as the wire log shows it: its method, URL, start, metadata and body
+        asked = ("POST", url, time.perf_counter(), dict(metadata), _json.dumps(params))
         frames: list[str] = []
         error: str | None = None
         trailers: dict[str, str] = {}
@@ -574,20 +549,16 @@ class GrpcTransport(Transport):
             raise failed from None
         finally:
             call.cancel()
-            c.traffic.record(
-                direction="out",
-                method="POST",
-                url=url,
-                status=None if error else 200,
-                started=started,
-                request_headers=dict(metadata),
-                request_body=body,
-                response_headers=trailers if error else _trailers(None),
-                response_body="\n\n".join(frames),
-                rpc_method=rpc,
-                frames=frames,
+            answer = (None if error else 200, "\n\n".join(frames))
+            task_id = fold.task.id if fold.task is not None else about(params)
+            c.traffic.sent(
+                *asked,
+                answer,
                 error=error,
-                task_id=fold.task.id if fold.task is not None else about(params),
+                rpc_method=rpc,
+                response_headers=trailers if error else _trailers(None),
+                frames=frames,
+                task_id=task_id,
             )
 
 

@@ -621,20 +621,19 @@ class PushNotifier:
     ) -> None:
         """A push POST on the wire log, when there is one."""
         if self.traffic is not None:
-            self.traffic.record(
-                direction="out",
-                method="POST",
-                url=config.url,
-                status=status,
-                started=started,
-                request_headers=headers,
-                request_body=body,
-                response_body=answer,
-                rpc_method="push",
+            url = config.url
+            self.traffic.sent(
+                "POST",
+                url,
+                started,
+                headers,
+                body,
+                (status, answer),
                 error=error,
+                rpc_method="push",
                 task_id=config.task_id,
                 server=self.server,
-                peer=config.url,
+                peer=url,
             )
 
     def _close(self, sender: _Sender) -> None:
