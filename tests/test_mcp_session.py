@@ -10,6 +10,7 @@ with the token masked."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -447,13 +448,15 @@ async def test_a_tool_run_as_an_mcp_task_is_polled_its_result_fetched_and_cancel
         assert "tasks/get" in methods and "tasks/cancel" in methods
 
 
-async def test_a_task_that_needs_input_asks_the_user_and_ends_as_the_server_says():
+@pytest.mark.parametrize("carrier", ["stdio", "http"])
+async def test_a_task_that_needs_input_asks_the_user_and_ends_as_the_server_says(carrier: str):
     """The TypeScript SDK's interactive task example's tools (simpleTaskInteractive, on the SDK's
     own task message queue): while the task runs it asks (elicitation, sampling), so it goes
     input_required and the question waits on the server until the client asks for the result
-    (tasks/result); the question reaches the user naming its task, the answer goes back, the
-    task works on and ends. Its final state is the server's (tasks/get after the result): a
-    sampling refused fails the task, and the state says failed, not completed."""
+    (tasks/result: over HTTP the question comes on that request's stream); the question reaches
+    the user naming its task, the answer goes back, the task works on and ends. Its final state
+    is the server's (tasks/get after the result): a sampling refused fails the task, and the
+    state says failed, not completed."""
     asked: list[Elicitation | Sampling] = []
     sampled: list[bool | str] = ["an old pond / a frog jumps in / splash", False]
 
@@ -465,9 +468,15 @@ async def test_a_task_that_needs_input_asks_the_user_and_ends_as_the_server_says
         asked.append(request)
         return sampled.pop(0)
 
-    async with MCPSession(
-        mcp_peers.stdio("ts-tasks"), elicit=elicit, approve=approve, call_timeout=30
-    ) as s:
+    async with contextlib.AsyncExitStack() as stack:
+        if carrier == "http":
+            target: str | list[str] = stack.enter_context(mcp_peers.http_server("ts-tasks"))["MCP"]
+        else:
+            target = mcp_peers.stdio("ts-tasks")
+        s = await stack.enter_async_context(
+            MCPSession(target, elicit=elicit, approve=approve, call_timeout=30)
+        )
+        assert s.transport == carrier
         await s.tools()
         seen: list[TaskState] = []
         deleted = await s.call("confirm_delete", {"filename": "a [b].txt"}, on_task=seen.append)

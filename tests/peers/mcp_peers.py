@@ -1,7 +1,7 @@
 """The MCP servers written for the tests on the official SDKs, started for a test:
 ``mcp_everything.py`` (Python SDK, both eras; also behind OAuth) and ``js/mcp_server.mjs``
 (TypeScript SDK 1.x, the handshake era), over stdio (a command line) or streamable HTTP (a URL);
-``js/mcp_tasks.mjs`` (its tools run as MCP tasks) over stdio.
+``js/mcp_tasks.mjs`` (its tools run as MCP tasks) over either.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ def stdio(sdk: str) -> list[str]:
 def http_server(
     sdk: str, *, oauth: bool = False, static: bool = False, sse: bool = False
 ) -> Iterator[dict[str, str]]:
-    """The ``py`` or ``ts`` server over streamable HTTP on 127.0.0.1: ``{"MCP": url}`` (and
+    """The ``py``, ``ts`` or ``ts-tasks`` server over streamable HTTP on 127.0.0.1: ``{"MCP": url}`` (and
     ``"AS"``: the authorization server's, with ``oauth``; ``static``: one that registers no
     client, only a static client id); with ``sse``, the ``py`` one over the legacy HTTP+SSE
     transport, its stream's URL; ``paged`` (``mcp_paged.py``) over HTTP+SSE."""
-    if sdk == "ts":
+    if sdk in ("ts", "ts-tasks"):
         need_js_sdk()
-        argv = ["node", str(JS / "mcp_server.mjs"), "http"]
+        argv = ["node", str(JS / ("mcp_server.mjs" if sdk == "ts" else "mcp_tasks.mjs")), "http"]
     elif sdk == "paged":
         argv = [sys.executable, "-m", "tests.peers.mcp_paged", "sse"]
     else:

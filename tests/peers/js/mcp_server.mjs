@@ -6,11 +6,9 @@
 // subscriptions), and a prompt with arguments.
 // Usage: node mcp_server.mjs stdio | node mcp_server.mjs http   (http: stateful streamable HTTP on a
 // free loopback port; prints "MCP <url>" on the first line of stdout)
-import { randomUUID } from "node:crypto";
-import http from "node:http";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { serveHttp } from "./mcp_http.mjs";
 import { SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
@@ -139,35 +137,7 @@ function build() {
 }
 
 if (process.argv[2] === "http") {
-  const sessions = new Map();
-  const httpServer = http.createServer(async (req, res) => {
-    if (!req.url.startsWith("/mcp")) {
-      res.writeHead(404).end();
-      return;
-    }
-    const id = req.headers["mcp-session-id"];
-    let transport = id ? sessions.get(id) : undefined;
-    if (!transport) {
-      if (id) {
-        res.writeHead(404, { "content-type": "application/json" }).end(
-          JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }),
-        );
-        return;
-      }
-      transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => sessions.set(sid, transport),
-        enableDnsRebindingProtection: true,
-        allowedHosts: [`127.0.0.1:${httpServer.address().port}`],
-      });
-      transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);
-      await build().connect(transport);
-    }
-    await transport.handleRequest(req, res);
-  });
-  httpServer.listen(0, "127.0.0.1", () => {
-    console.log(`MCP http://127.0.0.1:${httpServer.address().port}/mcp`);
-  });
+  serveHttp(build);
 } else {
   await build().connect(new StdioServerTransport());
 }
