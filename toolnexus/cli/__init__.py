@@ -31,21 +31,21 @@ import anyio
 
 import toolnexus as tn
 
-from ._fs import write_whole
-from .client.peer import check_signatures
-from .debug.audit import audit
-from .debug.cassette import CassetteError, CassetteWriter, load
-from .debug.cost import card_cost
-from .debug.diagram import sequence
-from .debug.doctor import counted, doctor
-from .debug.pin import across, drift, load_pin, pin_file
-from .debug.report import printer
-from .display import printable
-from .errors import MissingExtra, UnsupportedOperationError
-from .hosting import DEMO_ASK, DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
-from .http.fetch import peer_url
-from .http.guard import is_loopback
-from .http.server import (
+from .._fs import write_whole
+from ..client.peer import check_signatures
+from ..debug.audit import audit
+from ..debug.cassette import CassetteError, CassetteWriter, load
+from ..debug.cost import card_cost
+from ..debug.diagram import sequence
+from ..debug.doctor import counted, doctor
+from ..debug.pin import across, drift, load_pin, pin_file
+from ..debug.report import printer
+from ..display import printable
+from ..errors import MissingExtra, UnsupportedOperationError
+from ..hosting import DEMO_ASK, DEMO_DESCRIPTION, EXAMPLE_SKILLS, build_client
+from ..http.fetch import peer_url
+from ..http.guard import is_loopback
+from ..http.server import (
     ConnectionShare,
     FdLimit,
     accept_queue,
@@ -55,15 +55,15 @@ from .http.server import (
     raise_fd_limit,
     serving_gc,
 )
-from .mcp import split_command
-from .protocol.card import requirements_of
-from .protocol.dialects import Dialect, render_task
-from .protocol.operations import OPERATIONS
-from .secrets import expand_env, mask_url
-from .serve.config import connection_limit, load_signing_key
-from .serve.metrics import MULTIPROC_ENV
-from .serve.quirks import QUIRKS
-from .stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
+from ..mcp import split_command
+from ..protocol.card import requirements_of
+from ..protocol.dialects import Dialect, render_task
+from ..protocol.operations import OPERATIONS
+from ..secrets import expand_env, mask_url
+from ..serve.config import connection_limit, load_signing_key
+from ..serve.metrics import MULTIPROC_ENV
+from ..serve.quirks import QUIRKS
+from ..stores import KINDS, STORE_FORMS, KeepsEnded, Shared, kind_of, kinds_with
 
 __all__ = ["main"]
 
@@ -1713,7 +1713,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 async def _mcp_doctor(args: argparse.Namespace, headers: dict[str, str]) -> int:
-    from .debug.mcp_doctor import mcp_doctor  # noqa: PLC0415  # start-up: this subcommand's (and jsonschema-rs)
+    from ..debug.mcp_doctor import mcp_doctor  # noqa: PLC0415  # start-up: this subcommand's (and jsonschema-rs)
 
     target, env = _mcp_target(args.url, "doctor --mcp")
     try:
@@ -2402,7 +2402,7 @@ def _ended_before_followed(ev: Any) -> bool:
 
 
 async def _replay(args: argparse.Namespace) -> int:
-    from .debug.mcp_replay import mcp_servers  # noqa: PLC0415  # start-up: this subcommand's
+    from ..debug.mcp_replay import mcp_servers  # noqa: PLC0415  # start-up: this subcommand's
 
     try:
         tape = load(args.cassette)
@@ -2422,7 +2422,7 @@ async def _replay(args: argparse.Namespace) -> int:
 
 
 async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
-    from .debug.replay import ReplayPeer, diff  # noqa: PLC0415  # start-up: this subcommand's
+    from ..debug.replay import ReplayPeer, diff  # noqa: PLC0415  # start-up: this subcommand's
 
     try:
         if args.against:
@@ -2449,7 +2449,7 @@ async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
 
 async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
     """An MCP session's cassette: served over HTTP or stdio, or diffed against a live server."""
-    from .debug.mcp_replay import MCPReplay, mcp_diff  # noqa: PLC0415  # start-up: this subcommand's
+    from ..debug.mcp_replay import MCPReplay, mcp_diff  # noqa: PLC0415  # start-up: this subcommand's
 
     if args.against:
         target, env = _mcp_target(args.against, "replay --against")
@@ -2591,7 +2591,3 @@ class _LiveReply:
 def _progress(args: argparse.Namespace, task: Any) -> None:
     if not args.json:
         say(f"[{task.state.value}] task {task.id} context {task.context_id}", file=sys.stderr)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
