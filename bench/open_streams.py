@@ -69,6 +69,7 @@ async def _stamped(request: dict[str, Any]) -> Any:
 def _server(limit: int, trace: int) -> None:
     """``toolnexus serve --json`` with the in-process model, its connection limit ``limit``."""
     import toolnexus.cli as cli
+    import toolnexus.cli.serve as serve_command
     from toolnexus import create_in_process_client
 
     if trace:
@@ -88,7 +89,7 @@ def _server(limit: int, trace: int) -> None:
         import toolnexus.serve.app as app
 
         app.serve.__kwdefaults__["header_timeout"] = float(header)
-    cli.build_client = lambda *_, **__: create_in_process_client(_stamped, "stamped")  # type: ignore[assignment]  # the bench's model
+    serve_command.build_client = lambda *_, **__: create_in_process_client(_stamped, "stamped")  # type: ignore[assignment]  # the bench's model
     config = Path(tempfile.mkdtemp()) / "toolkit.json"
     config.write_text("{}")
     argv = ["serve", "--config", str(config), "--json", "--drain", "0"]

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.cli import SERVE_FLAGS
+from toolnexus.cli.serve_flags import SERVE_FLAGS
 from toolnexus.http.server import accept_queue
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
 from toolnexus.stores.base import KeepsEnded

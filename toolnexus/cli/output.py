@@ -1,0 +1,43 @@
+"""What every subcommand says and how it ends: the exit codes, the usage error (one line, exit 2),
+a peer's text made printable, ``serve``'s lines and JSON lines written whole."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ..display import printable
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A mistake in the command line; printed as one line, exit code 2."""
+
+
+def say(text: str, **kwargs: Any) -> None:
+    """Print what a peer sent (names, replies, errors): control characters shown, never obeyed."""
+    print(printable(text), **kwargs)
+
+
+def _emit(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
+    """One line of ``serve`` output, written whole in one write: the workers of ``--workers`` share
+    the supervisor's stdout, and their lines must not cut into each other."""
+    line = (json.dumps(data) if args.json else text) + "\n"
+    sys.stdout.flush()
+    try:
+        os.write(sys.stdout.fileno(), line.encode())
+    except (
+        AttributeError,
+        OSError,
+        ValueError,
+    ):  # no file descriptor (captured): the stream itself
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _json_line(data: dict[str, Any]) -> None:
+    print(json.dumps(data), flush=True)
