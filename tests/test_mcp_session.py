@@ -510,3 +510,19 @@ async def test_a_server_without_tasks_is_not_asked_for_them():
         assert not s.offers_tasks
         with pytest.raises(PeerError, match="offers no task list"):
             await s.list_tasks()
+
+
+async def test_a_tasks_poll_interval_out_of_reason_is_none():
+    """A server's pollInterval is its own: a huge integer overflowed a float where the state was
+    read, a negative one is no interval."""
+    types = session_module.sdk().types
+    for poll, seconds in ((10**400, None), (-5, None), (250, 0.25)):
+        task = types.Task(
+            task_id="t",
+            status="working",
+            created_at="2026-12-06T09:32:08Z",
+            last_updated_at="2026-12-06T09:32:08Z",
+            ttl=None,
+            poll_interval=poll,
+        )
+        assert session_module._task_state(task).poll_interval == seconds

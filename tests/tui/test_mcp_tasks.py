@@ -17,6 +17,7 @@ pytest.importorskip("textual")
 from textual.widgets import Input  # noqa: E402
 
 from tui.app import ToolnexusApp  # noqa: E402
+from tui.screens.mcp import _clock  # noqa: E402
 from tui.screens.mcp_dialogs import ElicitDialog, SamplingDialog  # noqa: E402
 
 from ..peers import mcp_peers  # noqa: E402
@@ -120,3 +121,11 @@ async def test_a_task_that_asks_brings_its_question_to_the_user_and_ends_with_th
         await until(pilot, lambda: tasks.row_count == 2, timeout=20)
         assert column(app, "#mcp-tasks", 1) == ["completed", "completed"]
         assert column(app, "#mcp-tasks", 6) == ["confirm_delete", "write_haiku"]
+
+
+def test_a_tasks_time_out_of_the_clocks_range_is_shown_as_it_came():
+    """A server's createdAt is its own: one the local clock cannot hold raised OverflowError in
+    the worker that draws the rows (a worker's error ends the app)."""
+    assert _clock("9999-12-31T23:59:59-05:00") == "9999-12-31T23:59:59-05:00"
+    assert _clock("[b]soon[/b]") == "[b]soon[/b]"  # a cell is text, never markup
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", _clock("2026-12-06T09:32:08.659Z"))

@@ -81,6 +81,9 @@ TASK_TTL_MS = 600_000
 POLL_BOUNDS = (0.05, 5.0)
 """The fewest and most seconds between two ``tasks/get`` of one task, whatever its server
 suggests (``pollInterval``); one second when it suggests none."""
+MAX_POLL_MS = 86_400_000
+"""The longest ``pollInterval`` a server is believed (a day, in ms): a larger one, or a negative
+one, is not a poll interval (and a huge integer overflows a float)."""
 TASK_STATES = ("working", "input_required", "completed", "failed", "cancelled")
 """The states of an MCP task (2025-11-25); the last three end it."""
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -217,7 +220,7 @@ def _task_state(task: Any, tool: str = "") -> TaskState:
         printable(str(task.task_id), 200),
         printable(str(task.status), 40),
         printable(task.status_message or "", 400),
-        poll / 1000 if isinstance(poll, (int, float)) else None,
+        poll / 1000 if isinstance(poll, (int, float)) and 0 <= poll < MAX_POLL_MS else None,
         tool,
         printable(str(getattr(task, "created_at", None) or ""), 40),
         printable(str(getattr(task, "last_updated_at", None) or ""), 40),

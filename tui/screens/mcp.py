@@ -1705,10 +1705,11 @@ def _task_cells(state: TaskState) -> list[Any]:
 
 
 def _clock(iso: str) -> str:
-    """An ISO 8601 time of the server's as the local time of day; as it came when not one."""
+    """An ISO 8601 time of the server's as the local time of day; as it came when not one (or
+    one out of the local clock's range: year 9999 in a zone west of UTC overflows)."""
     try:
         return datetime.datetime.fromisoformat(iso).astimezone().strftime("%H:%M:%S")
-    except ValueError:
+    except (ValueError, OverflowError):
         return iso
 
 
