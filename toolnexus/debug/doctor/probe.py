@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 
-from ...client.peer import A2AClient
 from ...client.transports import GRPC_REFUSALS
 from ...errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotFoundError
 from ...protocol.card import AgentCard, origin_text
@@ -18,7 +17,7 @@ from ..features import Finder
 from ..report import Finding
 from .jsonrpc import jsonrpc_codes, method_names
 from .lines import V03_CLIENTS, Add
-from .routes import promise, speaks_v10
+from .routes import interface_client, promise, speaks_v10
 from .seen import Seen
 
 _LINES = {  # who picks an interface of this binding and version
@@ -62,7 +61,7 @@ async def probe_interface(
         find.found("info", name, f"{binding} {version}.x is not a binding toolnexus can check")
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
-    client = _probe_client(card, binding, version, endpoint, http, headers, timeout, traffic)
+    client = interface_client(card, binding, version, endpoint, http, headers, timeout, traffic)
     if headers and not client.credentials_sent:
         find.found(
             "info",
@@ -113,32 +112,6 @@ async def probe_interface(
     finally:
         await client.release()
     return False
-
-
-def _probe_client(
-    card: AgentCard,
-    binding: Binding,
-    version: str,
-    endpoint: str,
-    http: httpx.AsyncClient,
-    headers: dict[str, str] | None,
-    timeout: float,
-    traffic: TrafficRecorder,
-) -> A2AClient:
-    """A client of one interface of the card, on the doctor's wire log."""
-    client = A2AClient(
-        card,
-        headers=headers,
-        timeout=timeout,
-        http=http,
-        dialect="1.0" if version == "1" else "0.3",
-        binding=binding.value.lower(),
-    )
-    client.use(endpoint)
-    client.traffic = traffic
-    # credentials go only to the host the user named, as A2AClient.connect decides
-    client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
-    return client
 
 
 def _not_known(

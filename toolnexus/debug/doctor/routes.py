@@ -1,11 +1,15 @@
-"""Where the clients go on a card: every interface it declares, and the interface, endpoint and
-dialect each official client picks from it."""
+"""Where the clients go on a card: every interface it declares, the interface, endpoint and dialect
+each official client picks from it, and a client of one interface on the doctor's wire log."""
 
 from __future__ import annotations
 
+import httpx
+
+from ...client.peer import A2AClient
 from ...protocol.card import AgentCard, validate_card
 from ...protocol.dialects import Dialect
 from ...protocol.operations import Binding
+from ...traffic import TrafficRecorder
 
 
 def interfaces_of(card: AgentCard) -> list[tuple[Binding | str, str, str]]:
@@ -95,3 +99,29 @@ def routes_of(card: AgentCard) -> dict[str, _Route | str]:
             "legacyCompat option, off by default)"
         )
     return out
+
+
+def interface_client(
+    card: AgentCard,
+    binding: Binding,
+    version: str,
+    endpoint: str,
+    http: httpx.AsyncClient,
+    headers: dict[str, str] | None,
+    timeout: float,
+    traffic: TrafficRecorder,
+) -> A2AClient:
+    """A client of one interface of the card, on the doctor's wire log."""
+    client = A2AClient(
+        card,
+        headers=headers,
+        timeout=timeout,
+        http=http,
+        dialect="1.0" if version == "1" else "0.3",
+        binding=binding.value.lower(),
+    )
+    client.use(endpoint)
+    client.traffic = traffic
+    # credentials go only to the host the user named, as A2AClient.connect decides
+    client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
+    return client

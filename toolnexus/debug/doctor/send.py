@@ -15,7 +15,7 @@ from ...traffic import TrafficRecorder
 from ..features import Finder, evidence
 from ..report import Finding
 from .lines import SDK_WAIT, SEND_METHOD, Add
-from .routes import routes_of
+from .routes import interface_client, routes_of
 from .seen import Seen
 from .shapes import judge_shapes
 from .streaming import judge_stream, read_stream, stream_as
@@ -120,17 +120,10 @@ async def _as_others_send(
         if seen.knows.get(endpoint, {}).get(SEND_METHOD[dialect]) is False:
             seen.sent[(endpoint, dialect)] = "its send method is answered -32601 (method not found)"
             continue
-        client = A2AClient(
-            card,
-            headers=headers,
-            timeout=timeout,
-            http=http,
-            dialect=dialect.value,
-            binding="jsonrpc",
+        version = "1" if dialect is Dialect.V10 else "0"
+        client = interface_client(
+            card, Binding.JSONRPC, version, endpoint, http, headers, timeout, traffic
         )
-        client.use(endpoint)
-        client.traffic = traffic
-        client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
         try:
             sent = await client.send(
                 f"hello from toolnexus doctor (in {dialect.value})", blocking=True

@@ -13,8 +13,8 @@ from typing import Any
 
 from ... import _json
 from ...protocol.model import new_id
-from ..cassette import Cassette, load
-from ..replay.matching import MATCHES, normal
+from ..cassette import Cassette
+from ..replay.matching import normal
 from ..replay.server import MAX_DEPTH, MAX_REQUEST, ReplayServer, json_answer, plain
 from .calls import OPENERS, TOO_DEEP, Call, id_of, rpc_error, server_of
 from .tape import MCPTape
@@ -67,16 +67,12 @@ class MCPReplay(ReplayServer):
         server: str | None = None,
         answer_wait: float = ANSWER_WAIT,
     ) -> None:
-        if match not in MATCHES:
-            raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
-        self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
+        super().__init__(cassette, match)
         self.tape = MCPTape.read(self.cassette, server)
-        self.match = match
         self.answer_wait = answer_wait
         self._queues: dict[tuple[Any, ...], list[Call]] = {}
         for call in self.tape.calls:
             self._queues.setdefault(match_key(match, call.body), []).append(call)
-        self._used: dict[tuple[Any, ...], int] = {}
         self._waiting: dict[Any, asyncio.Future[None]] = {}
         self._closing = asyncio.Event()
         self.served: list[tuple[str, Call]] = []
@@ -98,9 +94,7 @@ class MCPReplay(ReplayServer):
         queue = self._queues.get(key)
         if not queue:
             return None
-        used = self._used.get(key, 0)
-        self._used[key] = used + 1
-        return queue[min(used, len(queue) - 1)]
+        return self.in_turn(key, queue)
 
     async def handle(self, message: Any, send: Send) -> tuple[Call | None, bool]:
         """One message from the client: ``(the call that answers it, whether it is a request)``;

@@ -10,8 +10,8 @@ from typing import Any
 
 from ... import _json
 from ...protocol import rest
-from ..cassette import Cassette, CassetteError, Exchange, load, origin_of
-from .matching import MATCHES, bounded_json, match_key, operation_of, split_url
+from ..cassette import Cassette, CassetteError, Exchange, origin_of
+from .matching import bounded_json, match_key, operation_of, split_url
 from .server import MAX_DEPTH, MAX_REQUEST, ReplayServer, json_answer, plain
 
 SERVED_TYPES = {
@@ -44,11 +44,8 @@ class ReplayPeer(ReplayServer):
         match: str = "lenient",
         origin: str | None = None,
     ) -> None:
-        if match not in MATCHES:
-            raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
-        self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
+        super().__init__(cassette, match)
         self.origin = pick_origin(self.cassette, origin)
-        self.match = match
         self.exchanges = self.cassette.of(self.origin)
         self._queues: dict[tuple[Any, ...], list[Exchange]] = {}
         for x in self.exchanges:
@@ -57,7 +54,6 @@ class ReplayPeer(ReplayServer):
             self._queues.setdefault(
                 match_key(match, x.method, path, query, body, x.request_text()), []
             ).append(x)
-        self._used: dict[tuple[Any, ...], int] = {}
         self.served: list[tuple[str, Exchange]] = []
         """``(operation, recorded exchange)`` of each request answered, in order."""
         self.misses: list[str] = []
@@ -77,9 +73,7 @@ class ReplayPeer(ReplayServer):
             queue = [x for x in queue if x.status != 304]
         if not queue:
             return None
-        used = self._used.get(key, 0)
-        self._used[key] = used + 1
-        return queue[min(used, len(queue) - 1)]
+        return self.in_turn(key, queue)
 
     async def answer(self, scope: Any, receive: Any, send: Any) -> None:
         chunks, size = [], 0

@@ -4,23 +4,48 @@ it writes itself (plain text, JSON), bounded."""
 from __future__ import annotations
 
 import json
-from typing import Any, Self
+import os
+from typing import Any, Self, TypeVar
 
 from ...http.guard import HostGuard, send_whole
 from ...http.server import AsgiServer
+from ..cassette import Cassette, load
+from .matching import MATCHES
+
+T = TypeVar("T")
 
 MAX_REQUEST = 16 * 1024 * 1024
 """The largest request body a replay peer reads."""
 
 
 class ReplayServer:
-    """What a replay served over HTTP is, A2A's and MCP's alike: an ASGI app that answers the
-    lifespan and hands each HTTP request to :meth:`answer`, on a loopback server of its own behind
-    the Host/Origin guard, started and stopped (also as ``async with``)."""
+    """What a replay served over HTTP is, A2A's and MCP's alike: a cassette played with one way of
+    matching requests (``match``: :data:`MATCHES`), each request's recorded answers in turn; an ASGI
+    app that answers the lifespan and hands each HTTP request to :meth:`answer`, on a loopback
+    server of its own behind the Host/Origin guard, started and stopped (also as ``async with``).
+
+    Raises:
+        CassetteError: the cassette cannot be read.
+        ValueError: an unknown ``match``.
+    """
 
     url = ""
     """Where it is served (after :meth:`start`)."""
     _server: AsgiServer | None = None
+
+    def __init__(self, cassette: Cassette | str | os.PathLike[str], match: str) -> None:
+        if match not in MATCHES:
+            raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
+        self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
+        self.match = match
+        self._used: dict[tuple[Any, ...], int] = {}
+
+    def in_turn(self, key: tuple[Any, ...], queue: list[T]) -> T:
+        """Of the recorded answers ``queue`` to the requests of ``key``, the one whose turn it is:
+        in recorded order, the last one again once they are used up."""
+        used = self._used.get(key, 0)
+        self._used[key] = used + 1
+        return queue[min(used, len(queue) - 1)]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
