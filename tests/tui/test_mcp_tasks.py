@@ -34,6 +34,7 @@ async def test_the_servers_tasks_a_page_at_a_time_one_cancelled_by_id_and_a_resu
     async with app.run_test(size=(160, 44)) as pilot:
         await connect(app, pilot, shlex.join(mcp_peers.stdio("ts-tasks")))
         await until(pilot, lambda: table(app, "#mcp-tools").row_count == TOOLS, timeout=30)
+        assert "x" not in app.active_bindings  # only the Tasks tab cancels a task by x
         await focus_row(app, pilot, "#mcp-tools", "seed")
         await pilot.press("enter", "enter")  # into its one argument (12), and call
         await until(pilot, lambda: "seeded 12 tasks" in shown(app, "#mcp-result"), timeout=20)
@@ -48,6 +49,7 @@ async def test_the_servers_tasks_a_page_at_a_time_one_cancelled_by_id_and_a_resu
         tasks = table(app, "#mcp-tasks")
         await until(pilot, lambda: app.focused is tasks and tasks.row_count == 11, timeout=20)
         assert "m next page" in column(app, "#mcp-tasks", 2)[-1]
+        assert app.active_bindings["x"].binding.description == "Cancel task"  # ? has its words
         assert set(column(app, "#mcp-tasks", 1)[:10]) == {"completed"}
         await pilot.press("m")
         await until(pilot, lambda: tasks.row_count == 13, timeout=20)
