@@ -396,7 +396,18 @@ def _ours(stub: str) -> None:
 
 
 class Outcome:
-    __slots__ = ("delays", "ttft", "frames", "words", "failed", "why", "dups", "resumed", "said")
+    __slots__ = (
+        "delays",
+        "ttft",
+        "frames",
+        "words",
+        "failed",
+        "why",
+        "dups",
+        "resumed",
+        "said",
+        "late",
+    )
 
     def __init__(self) -> None:
         self.delays: list[int] = []  # ns, stamp -> read
@@ -408,6 +419,7 @@ class Outcome:
         self.dups = 0  # words twice in the reply as a client puts it together
         self.resumed = 0  # times its stream broke and it subscribed again (--restart)
         self.said = ""  # the message of a failed state it ended with
+        self.late = 0  # its task ended before it subscribed: its reply got with GetTask
 
 
 class Caller(asyncio.Protocol):
@@ -484,10 +496,13 @@ class Caller(asyncio.Protocol):
         client does, its reply taken from the task (GetTask), the words it brings counted."""
         out = self.outcome
         out.failed, out.why = False, ""
+        out.late += 1
         self.text = STAMP.findall(json.dumps(task.get("artifacts", [])).encode())
+        now = time.monotonic_ns()
         for stamp in self.text:
-            if stamp not in self.seen:
+            if stamp not in self.seen:  # a word's delay: when the caller got it, now
                 self.seen.add(stamp)
+                out.delays.append(now - int(stamp))
                 out.words += 1
         state = (task.get("status") or {}).get("state")  # (0.3's names: asked without a version)
         self.completed = state in ("TASK_STATE_COMPLETED", "completed")
@@ -689,7 +704,7 @@ async def _streams(
                     sent = json.loads(await sender.request("POST", "/", _send_now(text)))
                 except (OSError, asyncio.IncompleteReadError, RuntimeError) as exc:
                     failed = Outcome()  # its worker killed (--restart): both opened again
-                    failed.failed, failed.why = True, f"send: {type(exc).__name__}"
+                    failed.failed, failed.why = True, f"send: {type(exc).__name__}: {exc}"[:120]
                     outcomes.append(failed)
                     sender.close()
                     if conn.transport is not None:
@@ -703,7 +718,7 @@ async def _streams(
             if resume and task_id and out.why.startswith("connection lost"):
                 got = await again(i, task_id, got)
                 out = got.outcome
-            if resume and task_id and out.why.startswith("HTTP/1.1 200 "):  # it ended first
+            if task_id and "nothing to follow" in out.why:  # it ended before the subscribe
                 out = await fetched(task_id, got)
             outcomes.append(out)
         if conn is not None and conn.transport is not None:
@@ -793,6 +808,7 @@ async def _measure(
         "cpu_us_per_word": 1e6 * cpu / max(words, 1),
         "db_us_per_word": 1e6 * db_cpu / max(words, 1),
         "dups": sum(o.dups for o in outcomes),
+        "late": sum(o.late for o in outcomes),
         "cpu_share": cpu / elapsed,
         "frames_per_word": sum(o.frames for o in outcomes) / max(words, 1),
         "load_side_cpu": load_side,
@@ -1003,6 +1019,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                         f"p50 {row['p50_ms']:7.1f}  p99 {row['p99_ms']:7.1f} ms  {row['cpu_us_per_word']:6.0f} µs/word  "
                         f"(database {row['db_us_per_word']:.0f})  {row['frames_per_word']:.2f} frames/word  "
                         f"failed {row['failed']}/{row['streams']}  words twice {row['dups']}  "
+                        f"subscribed too late {row['late']}  "
                         f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
                         file=sys.stderr,
                         flush=True,
