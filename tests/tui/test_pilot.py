@@ -374,6 +374,37 @@ async def test_tasks_that_move_while_tasks_is_hidden_are_added_to_its_table_not_
         await pilot.press("ctrl+q")
 
 
+async def test_a_tasks_wire_tab_shows_what_was_logged_about_it_while_tasks_was_hidden():
+    """The costly panes of a task's detail (its wire, its trace, its raw JSON) are not drawn while
+    Tasks is hidden (a trace walks every task of the book), and the one on view is drawn when
+    Tasks shows again: an exchange about the task logged meanwhile (a peer reading it) is there."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()))
+        url = app.workspace.get("demo-desk").url
+        await pilot.press("2")
+        await until(pilot, lambda: type(app.screen).__name__ == "TasksScreen")
+        tasks = app.screen
+        task = await send(url, "hello there", blocking=True)
+        await until(pilot, lambda: tasks.query_one("#tasks", RowTable).cursor_key == task["id"])
+        tasks.query_one("#detail").active = "d-wire"
+        pane = tasks.query_one("#task-wire", Static)
+        await until(pilot, lambda: "← message/send 200" in str(pane.render()))
+        await pilot.press("1")
+        await until(pilot, lambda: app.current_mode == "servers")
+        async with httpx.AsyncClient() as http:  # read by a peer while Tasks is hidden
+            await rpc(http, url, "tasks/get", {"id": task["id"]})
+        await until(
+            pilot,
+            lambda: any(e.rpc_method == "tasks/get" for e in app.book.traffic),
+        )
+        await pilot.pause(0.3)
+        assert "tasks/get" not in str(pane.render())  # not drawn while hidden
+        await pilot.press("2")
+        await until(pilot, lambda: "← tasks/get 200" in str(pane.render()))
+        await pilot.press("ctrl+q")
+
+
 async def test_the_wire_built_ahead_works_out_every_exchange_logged_while_hidden():
     """Issue 61 item 9: the Wire, built ahead and hidden, worked out each exchange's start and
     outcome as it was logged, so that its first show parses none of the log's 2,000; but it took

@@ -182,6 +182,9 @@ class TasksScreen(ModeScreen):
         if self.tn.selected_server:
             self.query_one("#filter", Input).value = f"server:{self.tn.selected_server}"
             self.tn.selected_server = None
+        view = self._current()
+        if self._costly_due and view is not None:
+            self._show_costly(view)
 
     # -- rows -------------------------------------------------------------------------------------
     def _cells(self, task_id: str) -> list[Any]:
@@ -240,9 +243,7 @@ class TasksScreen(ModeScreen):
         if current is not None and current.id in ids:
             self._show(current)
         elif current is not None and self.query_one("#detail", TabbedContent).active == "d-trace":
-            self.query_one("#task-trace", Static).update(
-                _trace(current, self.tn.book)
-            )  # a hop below moved
+            self._show_costly(current)  # a hop below moved
 
     def _after_update(self) -> None:
         table = self.query_one("#tasks", RowTable)
@@ -311,10 +312,17 @@ class TasksScreen(ModeScreen):
         self.query_one("#telemetry", Static).update(_telemetry(view))
         self._show_costly(view)
 
+    _costly_due = False
+    """The pane on view of the costly three changed while the screen was hidden."""
+
     def _show_costly(self, view: TaskView) -> None:
         """The panes that cost most to draw (the raw JSON in every dialect, the task's wire out of
-        the whole log, its trace), drawn for the pane on view: the others when they are opened.
+        the whole log, its trace), drawn for the pane on view: the others when they are opened,
+        and while the screen is hidden, when it is shown (a trace walks every task of the book).
         A switch to Tasks drew all three two or three times (``bench/tui_bench.py``)."""
+        self._costly_due = not self.is_current
+        if self._costly_due:
+            return
         active = self.query_one("#detail", TabbedContent).active
         if active == "d-raw":
             raw = Text()
@@ -335,10 +343,10 @@ class TasksScreen(ModeScreen):
 
     def _traffic_changed(self, _: Any) -> None:
         """A task's exchanges are recorded when they end, after its last transition: redraw."""
-        if self.is_current and self.query_one("#detail", TabbedContent).active == "d-wire":
+        if self.query_one("#detail", TabbedContent).active == "d-wire":
             view = self._current()
             if view is not None:
-                self.query_one("#task-wire", Static).update(_wire(view, self.tn.book.traffic))
+                self._show_costly(view)
 
     def action_mermaid(self) -> None:
         """The selected task's trace (its exchanges and those of every hop below and above it, a
