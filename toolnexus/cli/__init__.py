@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import textwrap
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import toolnexus as tn
@@ -72,6 +72,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+_RUNS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
+    "serve": _serve,
+    "mcp": _mcp,
+    "card": _card,
+    "doctor": _doctor,
+    "send": _send,
+    "task": _task,
+    "push": _push,
+    "replay": _replay,
+}
+"""What each subcommand runs on the loop, by its name."""
+
+
 def _run(work: Coroutine[Any, Any, int]) -> int:
     """``work`` on uvloop when it is installed (the ``fast`` extra), else on asyncio's own loop."""
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
@@ -122,27 +135,11 @@ def _main(argv: list[str] | None) -> int:
         ):
             args.url = _peer(args.url)
 
-        if args.command == "serve":
-            return _run(_serve(args))
-        if args.command == "mcp":
-            return _run(_mcp(args))
-        if args.command == "card":
-            return _run(_card(args))
-        if args.command == "doctor":
-            return _run(_doctor(args))
-        if args.command == "send":
-            return _run(_send(args))
-        if args.command == "task":
-            return _run(_task(args))
-        if args.command == "push":
-            return _run(_push(args))
-        if args.command == "replay":
-            return _run(_replay(args))
-        if args.command == "audit":
+        if args.command == "audit":  # a file read: no loop
             return _audit(args)
+        return _run(_RUNS[args.command](args))
     except (UsageError, tn.ConfigError) as exc:  # a config that cannot be used: a usage error
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_OK
-    return EXIT_USAGE

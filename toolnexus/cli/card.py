@@ -16,7 +16,7 @@ from ..debug.cost import card_cost
 from ..debug.doctor import counted
 from ..debug.pin import across, drift, load_pin, pin_file
 from ..protocol.card import requirements_of
-from .options import _command, _credential_options
+from .options import _command, _credential_options, _header_option
 from .output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, say
 from .peer import _credentials
 from .values import _headers
@@ -37,9 +37,7 @@ def _card_parser(sub: Any) -> None:
         action="store_true",
         help="check it against both schema lines; exit 1 on errors",
     )
-    c.add_argument(
-        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
-    )
+    _header_option(c)
     c.add_argument(
         "--key",
         action="append",

@@ -12,8 +12,8 @@ from typing import Any
 from ..debug.cassette import CassetteWriter
 from ..debug.doctor import doctor
 from ..debug.report import printer
-from .options import _command, _fail_on
-from .output import EXIT_ERROR, EXIT_OK, UsageError, say
+from .options import _command, _fail_on, _header_option
+from .output import EXIT_ERROR, EXIT_OK, UsageError, _cannot_listen, say
 from .signals import _stop_on_signals
 from .values import _headers, _mcp_target
 
@@ -81,9 +81,7 @@ def _doctor_parser(sub: Any) -> None:
         "the feature probes need (history, ListTasks, subscribe, push, files, output modes): "
         "these create real tasks on the peer, about 9 to 16; without it nothing is created",
     )
-    d.add_argument(
-        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
-    )
+    _header_option(d)
     d.add_argument(
         "--timeout",
         type=float,
@@ -150,7 +148,7 @@ async def _client_doctor(args: argparse.Namespace) -> int:
     try:
         doctor = await start_client_doctor(f"127.0.0.1:{args.port}", on_finding=show)
     except OSError as exc:
-        raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+        raise _cannot_listen("127.0.0.1", args.port, exc) from None
     if not args.json:  # the report's title and findings follow as the client calls
         say(f"point your A2A client at {doctor.url}  (card {doctor.card_url})", flush=True)
         say("stop with Ctrl-C: what it never tried is said then", flush=True)

@@ -27,12 +27,17 @@ KEEP_PEERS = 200
 """The agents remembered at most, the latest kept."""
 
 
-def _last_sent(url: str) -> dict[str, Any] | None:
-    """What ``send`` last had with ``url`` from this machine (None: nothing, or unreadable)."""
+def _known() -> Any:
+    """What :data:`LAST_SENT` holds (None: nothing, or unreadable); its shape is not yet checked."""
     try:
-        known = json.loads((_state_dir() / LAST_SENT).read_text("utf-8"))
+        return json.loads((_state_dir() / LAST_SENT).read_text("utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _last_sent(url: str) -> dict[str, Any] | None:
+    """What ``send`` last had with ``url`` from this machine (None: nothing, or unreadable)."""
+    known = _known()
     last = known.get(url) if isinstance(known, dict) else None
     return last if isinstance(last, dict) and isinstance(last.get("context"), str) else None
 
@@ -43,10 +48,7 @@ def _remember(url: str, task: Any) -> None:
     if not task.context_id:
         return
     folder = _state_dir()
-    try:
-        known = json.loads((folder / LAST_SENT).read_text("utf-8"))
-    except (OSError, ValueError):
-        known = {}
+    known = _known()
     known = {k: v for k, v in (known.items() if isinstance(known, dict) else ()) if k != url}
     known[url] = {"context": task.context_id, "task": task.id, "waiting": task.state.interrupted}
     try:

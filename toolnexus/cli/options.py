@@ -21,6 +21,11 @@ def _command(sub: Any, name: str, help: str, *examples: str) -> argparse.Argumen
     )
 
 
+def _header_option(p: argparse.ArgumentParser, help: str = "send this header") -> None:
+    """``--header NAME:VALUE``, repeatable (read by ``values._headers``)."""
+    p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help=help)
+
+
 def _fail_on(p: argparse.ArgumentParser) -> None:
     """A report's exit threshold, the same for ``doctor`` and ``audit``."""
     p.add_argument(
@@ -73,9 +78,7 @@ def _peer_options(
         choices=["auto", "jsonrpc", "http+json", "grpc"],
         help="JSON-RPC, the HTTP+JSON (REST) binding or gRPC (default: what the card offers)",
     )
-    p.add_argument(
-        "--header", action="append", default=[], metavar="NAME:VALUE", help="send this header"
-    )
+    _header_option(p)
     p.add_argument(
         "--tenant",
         metavar="NAME",

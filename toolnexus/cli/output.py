@@ -18,6 +18,11 @@ class UsageError(Exception):
     """A mistake in the command line; printed as one line, exit code 2."""
 
 
+def _cannot_listen(host: str, port: int, exc: OSError) -> UsageError:
+    """The address the command line gives cannot be listened on (in use, not this machine's)."""
+    return UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
 def say(text: str, **kwargs: Any) -> None:
     """Print what a peer sent (names, replies, errors): control characters shown, never obeyed."""
     print(printable(text), **kwargs)

@@ -12,8 +12,8 @@ from typing import Any
 from ..debug.cassette import CassetteError, load
 from ..debug.diagram import sequence
 from ..display import printable
-from .options import _command
-from .output import EXIT_ERROR, EXIT_OK, UsageError, _emit, say
+from .options import _command, _header_option
+from .output import EXIT_ERROR, EXIT_OK, UsageError, _cannot_listen, _emit, say
 from .signals import _stop_on_signals
 from .values import _headers, _mcp_target, _peer
 
@@ -68,13 +68,7 @@ def _replay_parser(sub: Any) -> None:
         help="the recorded peer to play, when the cassette has several (an MCP stdio server: the "
         "name the cassette gives it, 'stdio: ...')",
     )
-    r.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="NAME:VALUE",
-        help="with --against: send this header (secrets were masked when recorded)",
-    )
+    _header_option(r, "with --against: send this header (secrets were masked when recorded)")
     r.add_argument(
         "--timeout",
         type=float,
@@ -110,13 +104,7 @@ async def _replay_a2a(args: argparse.Namespace, tape: Any) -> int:
     try:
         if args.against:
             args.against = _peer(args.against)
-            report = await diff(
-                tape,
-                args.against,
-                headers=_headers(args.header),
-                origin=args.peer,
-                timeout=args.timeout,
-            )
+            report = await diff(tape, args.against, origin=args.peer, **_asked(args))
             return _replay_report(args, report)
         peer = ReplayPeer(tape, match=args.match, origin=args.peer)
     except CassetteError as exc:
@@ -136,14 +124,7 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
 
     if args.against:
         target, env = _mcp_target(args.against, "replay --against")
-        report = await mcp_diff(
-            tape,
-            target,
-            headers=_headers(args.header),
-            env=env,
-            server=args.peer,
-            timeout=args.timeout,
-        )
+        report = await mcp_diff(tape, target, env=env, server=args.peer, **_asked(args))
         return _replay_report(args, report)
     replay = MCPReplay(tape, match=args.match, server=args.peer)
     if args.stdio:  # stdout is the protocol's: what the replay says goes to stderr
@@ -161,6 +142,12 @@ async def _replay_mcp(args: argparse.Namespace, tape: Any) -> int:
         replay.server,
         len(replay.tape.calls),
     )
+
+
+def _asked(args: argparse.Namespace) -> dict[str, Any]:
+    """How ``replay --against`` asks the live peer (``--header``, ``--timeout``), the same for
+    A2A's ``diff`` and MCP's ``mcp_diff``."""
+    return {"headers": _headers(args.header), "timeout": args.timeout}
 
 
 def _replay_report(args: argparse.Namespace, report: Any) -> int:
@@ -181,9 +168,7 @@ async def _serve_replay(
     try:
         await replay.start(f"{args.host}:{args.port}")
     except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+        raise _cannot_listen(args.host, args.port, exc) from None
     _emit(
         args,
         f"{said()}  (match {replay.match})",

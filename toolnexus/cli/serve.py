@@ -18,7 +18,7 @@ from ..serve.config import connection_limit
 from ..stores import KeepsEnded, kind_of
 from .announce import _announce, _follow_tasks
 from .options import _command, _toolkit_options
-from .output import EXIT_OK, UsageError, _emit
+from .output import EXIT_OK, UsageError, _cannot_listen, _emit
 from .serve_flags import SERVE_FLAGS, _names
 from .signals import _stop_on_signals
 from .toolkit import _toolkit
@@ -146,9 +146,7 @@ async def _start(args: argparse.Namespace, tk: Any, a2a: Any, mcp: Any, limit: i
             max_connections=held,
         )
     except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+        raise _cannot_listen(args.host, args.port, exc) from None
     except (tn.ConfigError, MissingExtra) as exc:
         raise UsageError(str(exc)) from None
 

@@ -17,7 +17,7 @@ from ..secrets import mask_url
 from ..serve.metrics import MULTIPROC_ENV
 from ..stores import Shared, kind_of
 from .announce import _say_connections
-from .output import EXIT_OK, UsageError, _emit
+from .output import EXIT_OK, UsageError, _cannot_listen, _emit
 from .serve_flags import _forms, _names
 from .signals import _stop_on_signals
 
@@ -43,9 +43,7 @@ async def _supervise(args: argparse.Namespace, a2a: Any, limit: int, fds: FdLimi
     try:
         sock = listening_socket(args.host, args.port)
     except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+        raise _cannot_listen(args.host, args.port, exc) from None
     port = sock.getsockname()[1]
     workers = _Workers(args, sock, port)
     stop = _stop_on_signals()
