@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,6 +68,14 @@ async def chat_with_hosted(app: ToolnexusApp, pilot) -> str:
     )
     await open_chat(app, pilot, hosted)
     return hosted
+
+
+async def demo_on_tasks(app: ToolnexusApp, pilot) -> tuple[str, Any]:
+    """The demo running, Tasks (mode 2) shown: the demo's URL and the Tasks screen."""
+    await until(pilot, lambda: bool(app.workspace.running()))
+    await pilot.press("2")
+    await until(pilot, lambda: type(app.screen).__name__ == "TasksScreen")
+    return app.workspace.get("demo-desk").url, app.screen
 
 
 async def send(url: str, text: str, blocking: bool = False) -> dict:
@@ -335,11 +344,7 @@ async def test_tasks_that_move_while_tasks_is_hidden_are_added_to_its_table_not_
     too: done at the switch, they laid the screen out once more after Textual's own passes."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.workspace.running()))
-        url = app.workspace.get("demo-desk").url
-        await pilot.press("2")
-        await until(pilot, lambda: type(app.screen).__name__ == "TasksScreen")
-        tasks = app.screen
+        url, tasks = await demo_on_tasks(app, pilot)
         table = tasks.query_one("#tasks", RowTable)
         first = [await send(url, f"hello {i}") for i in range(3)]
         await until(pilot, lambda: all(t["id"] in table.rows for t in first))
@@ -380,11 +385,7 @@ async def test_a_tasks_wire_tab_shows_what_was_logged_about_it_while_tasks_was_h
     Tasks shows again: an exchange about the task logged meanwhile (a peer reading it) is there."""
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.workspace.running()))
-        url = app.workspace.get("demo-desk").url
-        await pilot.press("2")
-        await until(pilot, lambda: type(app.screen).__name__ == "TasksScreen")
-        tasks = app.screen
+        url, tasks = await demo_on_tasks(app, pilot)
         task = await send(url, "hello there", blocking=True)
         await until(pilot, lambda: tasks.query_one("#tasks", RowTable).cursor_key == task["id"])
         tasks.query_one("#detail").active = "d-wire"
