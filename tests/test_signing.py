@@ -343,7 +343,7 @@ def test_the_card_schema_is_a2a_protos():
     """The 1.0 view's table of fields is the SDK's a2a.proto AgentCard, field for field."""
     from a2a.types import a2a_pb2 as pb
 
-    from toolnexus.protocol.signing import _SCHEMA
+    from toolnexus.protocol.signed_view import _SCHEMA
 
     def kind(f) -> str:
         if f.message_type is not None and f.message_type.GetOptions().map_entry:
