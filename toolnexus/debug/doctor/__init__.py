@@ -116,20 +116,11 @@ async def _checks(
         )
         answered_open = False
         seen = Seen()
+        probe = Probe(traffic, add, card, http, headers or {}, timeout)
         interfaces = interfaces_of(card)
         for binding, version, endpoint in interfaces[:MAX_INTERFACES]:
             answered_open |= await probe_interface(
-                card,
-                binding,
-                version,
-                endpoint,
-                http,
-                headers,
-                timeout,
-                traffic,
-                add,
-                declares_auth,
-                seen,
+                probe, binding, version, endpoint, declares_auth, seen
             )
         if len(interfaces) > MAX_INTERFACES:
             add(
@@ -153,6 +144,6 @@ async def _checks(
                 )
             )
         if send:
-            await active_checks(card, http, headers, timeout, traffic, add, seen)
-        await probe_features(Probe(traffic, add, card, http, headers or {}, timeout), send)
+            await active_checks(probe, seen)
+        await probe_features(probe, send)
         give_verdicts(card, seen, send, add)

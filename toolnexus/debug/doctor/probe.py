@@ -6,14 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import httpx
-
 from ...client.transports import GRPC_REFUSALS
 from ...errors import MethodNotFoundError, MissingExtra, PeerError, RPCError, TaskNotFoundError
 from ...protocol.card import AgentCard, origin_text
 from ...protocol.operations import Binding
-from ...traffic import TrafficRecorder
-from ..features import Finder
+from ..features import Finder, Probe
 from ..report import Finding
 from .jsonrpc import jsonrpc_codes, method_names
 from .lines import V03_CLIENTS, Add
@@ -41,27 +38,23 @@ def _at(add: Add, where: str) -> Add:
 
 
 async def probe_interface(
-    card: AgentCard,
+    probe: Probe,
     binding: Binding | str,
     version: str,
     endpoint: str,
-    http: httpx.AsyncClient,
-    headers: dict[str, str] | None,
-    timeout: float,
-    traffic: TrafficRecorder,
-    add: Add,
     declares_auth: bool,
     seen: Seen,
 ) -> bool:
     """GetTask of an unknown task over one interface (and, on JSON-RPC, both dialects' method
     names); True when it answered without credentials."""
+    card, headers, traffic, add = probe.card, probe.headers, probe.traffic, probe.add
     name = f"{binding} {version}.x"
     find = Finder(traffic, _at(add, endpoint))
     if not isinstance(binding, Binding):
         find.found("info", name, f"{binding} {version}.x is not a binding toolnexus can check")
         return False
     breaks = _LINES.get((binding, version), [f"{binding} clients"])
-    client = interface_client(card, binding, version, endpoint, http, headers, timeout, traffic)
+    client = interface_client(probe, binding, version, endpoint)
     if headers and not client.credentials_sent:
         find.found(
             "info",

@@ -3,13 +3,11 @@ each official client picks from it, and a client of one interface on the doctor'
 
 from __future__ import annotations
 
-import httpx
-
 from ...client.peer import A2AClient
 from ...protocol.card import AgentCard, validate_card
 from ...protocol.dialects import Dialect
 from ...protocol.operations import Binding
-from ...traffic import TrafficRecorder
+from ..features import Probe
 
 
 def interfaces_of(card: AgentCard) -> list[tuple[Binding | str, str, str]]:
@@ -101,17 +99,9 @@ def routes_of(card: AgentCard) -> dict[str, _Route | str]:
     return out
 
 
-def interface_client(
-    card: AgentCard,
-    binding: Binding,
-    version: str,
-    endpoint: str,
-    http: httpx.AsyncClient,
-    headers: dict[str, str] | None,
-    timeout: float,
-    traffic: TrafficRecorder,
-) -> A2AClient:
-    """A client of one interface of the card, on the doctor's wire log."""
+def interface_client(probe: Probe, binding: Binding, version: str, endpoint: str) -> A2AClient:
+    """A client of one interface of the probe's card, on the doctor's wire log."""
+    card, http, headers, timeout = probe.card, probe.http, probe.headers, probe.timeout
     client = A2AClient(
         card,
         headers=headers,
@@ -121,7 +111,7 @@ def interface_client(
         binding=binding.value.lower(),
     )
     client.use(endpoint)
-    client.traffic = traffic
+    client.traffic = probe.traffic
     # credentials go only to the host the user named, as A2AClient.connect decides
     client.credentials_sent = not client.transport.elsewhere(endpoint, card.source or "")
     return client

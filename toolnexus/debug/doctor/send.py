@@ -4,15 +4,12 @@ the stream."""
 
 from __future__ import annotations
 
-import httpx
-
 from ...client.peer import A2AClient
 from ...errors import PeerError, RPCError
-from ...protocol.card import AgentCard
 from ...protocol.dialects import Dialect
 from ...protocol.operations import Binding
 from ...traffic import TrafficRecorder
-from ..features import Finder, evidence
+from ..features import Finder, Probe, evidence
 from ..report import Finding
 from .lines import SDK_WAIT, SEND_METHOD, Add
 from .routes import interface_client, routes_of
@@ -22,17 +19,11 @@ from .streaming import judge_stream, read_stream, stream_as
 from .tasks import blocked, check_cancel, round_trip, words_where
 
 
-async def active_checks(
-    card: AgentCard,
-    http: httpx.AsyncClient,
-    headers: dict[str, str] | None,
-    timeout: float,
-    traffic: TrafficRecorder,
-    add: Add,
-    seen: Seen,
-) -> None:
+async def active_checks(probe: Probe, seen: Seen) -> None:
     """A message sent as toolnexus would send it, one in each other dialect an official client
     would speak to this card, and a stream when the card offers one."""
+    card, http, headers, timeout = probe.card, probe.http, probe.headers, probe.timeout
+    traffic, add = probe.traffic, probe.add
     find = Finder(traffic, add)
     client = A2AClient(card, headers=headers, timeout=timeout, http=http)
     client.traffic = traffic
@@ -66,7 +57,7 @@ async def active_checks(
             seen.shapes[(client.endpoint, client.dialect)] = judge_shapes(
                 list(traffic.events)[-1], client.dialect, add
             )
-        await _as_others_send(card, http, headers, timeout, traffic, add, seen)
+        await _as_others_send(probe, seen)
         _slow(traffic, before, add, seen)
         await check_cancel(client, task, traffic, add, seen)
         await round_trip(client, card, traffic, add, seen)
@@ -91,19 +82,12 @@ async def active_checks(
         await client.release()
 
 
-async def _as_others_send(
-    card: AgentCard,
-    http: httpx.AsyncClient,
-    headers: dict[str, str] | None,
-    timeout: float,
-    traffic: TrafficRecorder,
-    add: Add,
-    seen: Seen,
-) -> None:
+async def _as_others_send(probe: Probe, seen: Seen) -> None:
     """One blocking send in each JSON-RPC dialect and endpoint an official client picks from this
     card and toolnexus did not use, so that each verdict rests on an answer that client would read;
     and one in 0.3 wherever an endpoint knows ``message/send`` though no client picks it there, so
     that a hybrid (0.3's method names, 1.0's shapes) is named as such."""
+    card, traffic, add = probe.card, probe.traffic, probe.add
     wanted = [
         (route[1], route[2])
         for route in routes_of(card).values()
@@ -121,9 +105,7 @@ async def _as_others_send(
             seen.sent[(endpoint, dialect)] = "its send method is answered -32601 (method not found)"
             continue
         version = "1" if dialect is Dialect.V10 else "0"
-        client = interface_client(
-            card, Binding.JSONRPC, version, endpoint, http, headers, timeout, traffic
-        )
+        client = interface_client(probe, Binding.JSONRPC, version, endpoint)
         try:
             sent = await client.send(
                 f"hello from toolnexus doctor (in {dialect.value})", blocking=True
