@@ -53,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,11 +94,41 @@ _GC: dict[int, list[float]] = {0: [], 1: [], 2: []}  # pauses of the collector w
 _gc_began = [0.0]
 
 
+_GC_SPANS: list[tuple[float, float, int, bool]] = []
+"""Each collection while keys are timed: began, ended, its generation, run by the app's thread."""
+
+
 def _gc_watch(phase: str, info: dict) -> None:
     if phase == "start":
         _gc_began[0] = time.perf_counter()
     else:
-        _GC[info["generation"]].append((time.perf_counter() - _gc_began[0]) * 1000)
+        ended = time.perf_counter()
+        _GC[info["generation"]].append((ended - _gc_began[0]) * 1000)
+        _GC_SPANS.append(
+            (
+                _gc_began[0],
+                ended,
+                info["generation"],
+                threading.current_thread() is threading.main_thread(),
+            )
+        )
+
+
+def _collections_in_keys(spans: list[tuple[float, float]]) -> str:
+    """Which timed keys had a collection inside (press to frame), and by which thread."""
+    inside = [(key, [c for c in _GC_SPANS if c[0] < key[1] and c[1] > key[0]]) for key in spans]
+    hit = [(key, found) for key, found in inside if found]
+    if not hit:
+        return f"keys with a collection inside: none of {len(spans)}"
+    (began, ended), found = max(hit, key=lambda h: h[0][1] - h[0][0])
+    return (
+        f"keys with a collection inside: {len(hit)} of {len(spans)}; the slowest of them "
+        f"{(ended - began) * 1000:.1f} ms with "
+        + ", ".join(
+            f"gen{g} {(e - b) * 1000:.1f} ms ({'app' if app else 'servers'} thread)"
+            for b, e, g, app in found
+        )
+    )
 
 
 def _press(app: ToolnexusApp, key: str) -> float:
@@ -130,6 +161,7 @@ class Frames:
 
     def __init__(self, app: ToolnexusApp) -> None:
         self.app, self.shown = app, []
+        self.spans: list[tuple[float, float]] = []  # each key timed: pressed, its frame shown
         self.cpu = 0.0
         """The app's thread's CPU milliseconds from the last key timed to its frame: what wall
         time would be on an idle machine, whatever else the machine runs."""
@@ -158,6 +190,7 @@ class Frames:
                 )
                 if last is not None:
                     self.cpu = (last[1] - _CPU_AT.pop(pressed, last[1])) * 1000
+                    self.spans.append((pressed, last[0]))
                     return (last[0] - pressed) * 1000
             if time.perf_counter() - pressed > 10:
                 raise TimeoutError("no frame within 10 s")
@@ -326,8 +359,10 @@ async def keys(
                 f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms" for g, p in _GC.items()
             )
         )
+        print(_collections_in_keys(frames.spans))
         for p in _GC.values():
             p.clear()
+        _GC_SPANS.clear()
         await pilot.press("ctrl+q")
     return timed
 
@@ -335,8 +370,6 @@ async def keys(
 def peer(url: str, first: int) -> None:
     """A peer process: ~500 transitions/s (3 a task, ~170 tasks/s) until its stdin closes; then
     prints how many tasks it sent."""
-    import threading
-
     done = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
     sent, i = 0, first
