@@ -4,7 +4,7 @@ seen with one piece doubled); a task yielded earlier keeps the text it had."""
 
 from __future__ import annotations
 
-from toolnexus.client.transports import _Fold
+from toolnexus.client.transport_base import _Fold
 from toolnexus.protocol.dialects import parse_task
 
 
