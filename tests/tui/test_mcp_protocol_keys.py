@@ -223,3 +223,22 @@ async def test_a_tool_run_as_an_mcp_task_shows_its_states_and_ctrl_x_cancels_it(
             timeout=20,
         )
         await until(pilot, lambda: ": cancelled: " in shown(app, "#mcp-result"), timeout=20)
+
+
+async def test_at_80_columns_the_tab_strip_with_tasks_fits():
+    """Issue 60: with the Tasks tab (a server that lists its tasks) the MCP mode's tab strip
+    needed 89 columns: at 80 it scrolled and ``e Stderr`` was out of sight."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connect(app, pilot, shlex.join(mcp_peers.stdio("ts-tasks")))
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 6, timeout=30)
+
+        def shown_tabs() -> list:
+            return [t for t in app.screen.query("#mcp-tabs ContentTab") if t.display]
+
+        await until(pilot, lambda: any("Tasks" in str(t.label) for t in shown_tabs()))
+        await pilot.pause()
+        tabs = shown_tabs()
+        assert len(tabs) == 8 and all(t.region.right <= 80 for t in tabs), [
+            (str(t.label), t.region) for t in tabs
+        ]

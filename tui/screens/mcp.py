@@ -250,34 +250,34 @@ class MCPScreen(ModeScreen):
             )
         yield SafeStatic(_unconnected("auto", "auto"), id="mcp-status")
         with TabbedContent(id="mcp-tabs"):
-            with TabPane("t Tools", id="mcp-tab-tools"):
+            with TabPane("[b]t[/b] Tools", id="mcp-tab-tools"):
                 with Horizontal(id="mcp-body"):
                     yield SafeTable(id="mcp-tools", cursor_type="row")
                     with Vertical(id="mcp-right"):
                         yield VerticalScroll(id="mcp-form")
                         yield TextPad("{}", id="mcp-raw-args", classes="hidden", language="json")
                         yield VerticalScroll(SafeStatic(id="mcp-result"))
-            with TabPane("r Resources", id="mcp-tab-resources"):
+            with TabPane("[b]r[/b] Resources", id="mcp-tab-resources"):
                 with Horizontal(classes="mcp-pane"):
                     yield SafeTable(id="mcp-resources", cursor_type="row")
                     with Vertical(classes="mcp-side"):
                         yield VerticalScroll(id="mcp-template-form", classes="mcp-fields")
                         yield VerticalScroll(SafeStatic(id="mcp-resource"))
-            with TabPane("p Prompts", id="mcp-tab-prompts"):
+            with TabPane("[b]p[/b] Prompts", id="mcp-tab-prompts"):
                 with Horizontal(classes="mcp-pane"):
                     yield SafeTable(id="mcp-prompts", cursor_type="row")
                     with Vertical(classes="mcp-side"):
                         yield VerticalScroll(id="mcp-prompt-form", classes="mcp-fields")
                         yield VerticalScroll(SafeStatic(id="mcp-prompt-view"))
-            with TabPane("k Tasks", id="mcp-tab-tasks"):
+            with TabPane("[b]k[/b] Tasks", id="mcp-tab-tasks"):
                 with Vertical(classes="mcp-pane"):
                     yield SafeTable(id="mcp-tasks", cursor_type="row")
                     yield VerticalScroll(SafeStatic(id="mcp-task"), id="mcp-task-box")
-            with TabPane("n Notifications", id="mcp-tab-notices"):
+            with TabPane("[b]n[/b] Notices", id="mcp-tab-notices"):
                 with Vertical(classes="mcp-pane"):
                     yield SafeTable(id="mcp-notices", cursor_type="row")
                     yield VerticalScroll(SafeStatic(id="mcp-notice"), id="mcp-notice-box")
-            with TabPane("d Doctor", id="mcp-tab-doctor"):
+            with TabPane("[b]d[/b] Doctor", id="mcp-tab-doctor"):
                 yield VerticalScroll(
                     SafeStatic(
                         "d probes the endpoint above: version negotiation, capabilities against "
@@ -288,7 +288,7 @@ class MCPScreen(ModeScreen):
                     ),
                     id="mcp-doctor-box",
                 )
-            with TabPane("i Server", id="mcp-tab-server"):
+            with TabPane("[b]i[/b] Server", id="mcp-tab-server"):
                 with VerticalScroll(id="mcp-server-box"):
                     yield TextBox(
                         placeholder="roots we declare: paths or file:// URIs, comma-separated; "
@@ -303,7 +303,7 @@ class MCPScreen(ModeScreen):
                         select_on_focus=False,
                     )
                     yield SafeStatic(id="mcp-server")
-            with TabPane("e Stderr", id="mcp-tab-stderr"):
+            with TabPane("[b]e[/b] Stderr", id="mcp-tab-stderr"):
                 # a stdio server's stderr as it comes, its last lines (plain text, never markup)
                 yield Log(id="mcp-stderr", max_lines=MAX_STDERR_LINES)
         yield ModeFooter(compact=True)
