@@ -151,7 +151,7 @@ async def test_everything_by_keyboard_against_the_python_sdk_server_over_stdio()
         assert "I will look at it." in shown(app, "#mcp-prompt-view")
 
         # the roots we declare reach the server when it asks
-        await pilot.press("escape", "i")
+        await pilot.press("escape", "i", "tab")  # the tab's view, then its roots box
         roots = app.screen.query_one("#mcp-roots", Input)
         await until(pilot, lambda: app.focused is roots)
         await pilot.press(*"/tmp/project", "enter")

@@ -204,3 +204,22 @@ async def test_a_boolean_is_a_checkbox_and_an_enum_a_choice_in_the_argument_form
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "ok" in shown(app, "#mcp-result"))
         assert app.screen.last_result.output == "green glossy=True dry=False"
+
+
+async def test_the_server_tab_leaves_the_tab_keys_to_the_tabs():
+    """Issue 60's walk: ``i`` put the focus in the Server tab's roots box, so the next tab's
+    letter (``t``) was typed into it and Enter declared ``file://…/t`` as a root. The tab opens on
+    its view, where the mode keys work; Tab goes on into the roots box."""
+    tk = await tn.create_toolkit(builtins=False, tools=[tn.tool(add)])
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served, app.run_test(size=(120, 40)) as pilot:
+        await connect(app, pilot, served.mcp_url)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 1)
+        roots = app.screen.query_one("#mcp-roots", Input)
+        await pilot.press("i")
+        await until(pilot, lambda: app.screen._tab() == "mcp-tab-server")
+        await pilot.press("t")
+        await until(pilot, lambda: app.screen._tab() == "mcp-tab-tools")
+        assert roots.value == ""
+        await pilot.press("i", "tab")
+        await until(pilot, lambda: app.focused is roots)

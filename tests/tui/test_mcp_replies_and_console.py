@@ -68,7 +68,7 @@ async def test_an_oauth_server_that_registers_no_client_is_signed_in_with_a_stat
                 pilot, lambda: "registers no client" in shown(app, "#mcp-result"), timeout=30
             )
             assert "the Server tab has the OAuth client id box" in shown(app, "#mcp-result")
-            await pilot.press("escape", "i")
+            await pilot.press("escape", "i", "tab")  # the tab's view, then its roots box
             await until(pilot, lambda: app.focused is app.screen.query_one("#mcp-roots"))
             await pilot.press("tab", *STATIC_CLIENT, "enter")
             await until(pilot, lambda: isinstance(app.screen, SignInDialog), timeout=30)

@@ -369,7 +369,8 @@ class MCPScreen(ModeScreen):
             "mcp-tab-prompts": "#mcp-prompts",
             "mcp-tab-tasks": "#mcp-tasks",
             "mcp-tab-notices": "#mcp-notices",
-            "mcp-tab-server": "#mcp-roots",
+            # its view, not the roots box: the next tab's letter was typed there (Tab goes in)
+            "mcp-tab-server": "#mcp-server-box",
             "mcp-tab-stderr": "#mcp-stderr",
         }[tab]
         self.query_one(first).focus()
