@@ -185,35 +185,76 @@ async def open_client(
     the server ends, instead; ``on_response`` sees each HTTP answer as it came, before the wire log
     masks it). ``transport``: ``sse`` reaches the URL by the legacy HTTP+SSE transport
     (:data:`TRANSPORTS`), else streamable HTTP. ``options``: the ``Client``'s own."""
-    httpx2 = sdk().httpx2
-    Client = sdk().Client
-    streamable_http_client = sdk().streamable_http_client
-
     if not isinstance(target, str):
-        if not target or not target[0]:
-            raise ConfigError("an MCP stdio server needs a command")
-        errlog = StderrPump(stderr_line)
-        try:
-            try:
-                async with Client(
-                    _tapped_stdio(target, recorder, errlog.file, env, cwd),
-                    read_timeout_seconds=timeout,
-                    **options,
-                ) as client:
-                    yield client
-            finally:  # the server has ended: the rest of what it said is read
-                await errlog.close()
-        except Exception as exc:  # what the server said on stderr is often the reason
-            tail = errlog.tail()
-            if not tail or stderr is not None:
-                raise
-            raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
-        finally:
-            if stderr is not None:
-                stderr(errlog.tail())
+        stdio = _stdio_client(target, recorder, timeout, env, cwd, stderr, stderr_line, options)
+        async with stdio as client:
+            yield client
         return
-
     provider = await auth.provider(target) if auth is not None else None
+    http_client = _http_client_factory(recorder, on_response)
+    if transport == "sse":
+        stream = sdk().sse_client(
+            target,
+            headers=headers or {},
+            timeout=timeout,
+            sse_read_timeout=SSE_READ,
+            httpx_client_factory=http_client,
+            auth=provider,
+        )
+        async with sdk().Client(stream, read_timeout_seconds=timeout, **options) as client:
+            yield client
+        return
+    async with http_client(headers, timeout, provider) as http:
+        async with sdk().Client(
+            sdk().streamable_http_client(target, http_client=http),
+            read_timeout_seconds=timeout,
+            **options,
+        ) as client:
+            yield client
+
+
+@contextlib.asynccontextmanager
+async def _stdio_client(
+    argv: list[str],
+    recorder: Any,
+    timeout: float,
+    env: dict[str, str] | None,
+    cwd: str | None,
+    stderr: Callable[[str], None] | None,
+    stderr_line: Callable[[str], None] | None,
+    options: dict[str, Any],
+) -> AsyncGenerator[Any, None]:
+    """:func:`open_client`'s client of a stdio server started from ``argv``: what the server said
+    on stderr ends a failure's reason, or is handed to ``stderr`` when the server ends."""
+    if not argv or not argv[0]:
+        raise ConfigError("an MCP stdio server needs a command")
+    errlog = StderrPump(stderr_line)
+    try:
+        try:
+            async with sdk().Client(
+                _tapped_stdio(argv, recorder, errlog.file, env, cwd),
+                read_timeout_seconds=timeout,
+                **options,
+            ) as client:
+                yield client
+        finally:  # the server has ended: the rest of what it said is read
+            await errlog.close()
+    except Exception as exc:  # what the server said on stderr is often the reason
+        tail = errlog.tail()
+        if not tail or stderr is not None:
+            raise
+        raise PeerError(f"{mcp_failure(exc)}; its stderr ends: {printable(tail)}") from None
+    finally:
+        if stderr is not None:
+            stderr(errlog.tail())
+
+
+def _http_client_factory(
+    recorder: Any, on_response: Callable[[Any], None] | None
+) -> Callable[..., Any]:
+    """:func:`open_client`'s maker of the HTTP client of a session: every exchange on the wire
+    log, each answer seen by ``on_response`` as it came."""
+    httpx2 = sdk().httpx2
 
     async def answered(response: Any) -> None:
         if on_response is not None:
@@ -231,25 +272,7 @@ async def open_client(
             event_hooks={"response": [answered]},
         )
 
-    if transport == "sse":
-        stream = sdk().sse_client(
-            target,
-            headers=headers or {},
-            timeout=timeout,
-            sse_read_timeout=SSE_READ,
-            httpx_client_factory=http_client,
-            auth=provider,
-        )
-        async with Client(stream, read_timeout_seconds=timeout, **options) as client:
-            yield client
-        return
-    async with http_client(headers, timeout, provider) as http:
-        async with Client(
-            streamable_http_client(target, http_client=http),
-            read_timeout_seconds=timeout,
-            **options,
-        ) as client:
-            yield client
+    return http_client
 
 
 class StderrPump:
@@ -301,17 +324,34 @@ async def _tapped_stdio(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
 ) -> AsyncGenerator[Any, None]:
-    """A stdio server started from ``argv`` whose every JSON-RPC message is recorded: a request and
-    its response as one exchange (method ``STDIO``), a notification on its own; a message the
-    server sent of its own (a notification, a request to the client) inbound, the client's answer
-    to such a request named after it (``answer to elicitation/create #0``)."""
-    StdioServerParameters = sdk().StdioServerParameters
-    stdio_client = sdk().stdio_client
+    """A stdio server started from ``argv`` whose every JSON-RPC message is recorded
+    (:class:`_StdioLog`)."""
+    log = _StdioLog(recorder, endpoint_label(argv))
+    params = sdk().StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
+    try:
+        async with sdk().stdio_client(params, errlog=errlog) as (
+            read,
+            write,
+        ):  # its stderr must not draw over a TUI
+            yield _Tap(read, log.received), _Tap(write, log.sent)
+    finally:  # a request never answered (a listen stream) is on the wire too
+        log.unanswered()
 
-    where = endpoint_label(argv)
-    pending: dict[Any, tuple[float, str, str | None]] = {}
-    asked: dict[Any, str] = {}  # the server's requests to the client, by id, until answered
 
+class _StdioLog:
+    """The wire log of a stdio session: a request and its response as one exchange (method
+    ``STDIO``), a notification on its own; a message the server sent of its own (a notification,
+    a request to the client) inbound, the client's answer to such a request named after it
+    (``answer to elicitation/create #0``)."""
+
+    def __init__(self, recorder: TrafficRecorder, where: str) -> None:
+        self.recorder, self.where = recorder, where
+        self.pending: dict[Any, tuple[float, str, str | None]] = {}
+        self.asked: dict[
+            Any, str
+        ] = {}  # the server's requests to the client, by id, until answered
+
+    @staticmethod
     def dump(m: Any) -> tuple[dict[str, Any], str]:
         msg = getattr(m, "message", m)
         body = (
@@ -325,6 +365,7 @@ async def _tapped_stdio(
             return {}, body
 
     def note(
+        self,
         request: str,
         method: str | None,
         started: float | None = None,
@@ -332,10 +373,10 @@ async def _tapped_stdio(
         **more: Any,
     ) -> None:
         """One message (or a request and its answer) on the wire log."""
-        recorder.record(
+        self.recorder.record(
             direction=direction,
             method="STDIO",
-            url=where,
+            url=self.where,
             status=None,
             started=time.perf_counter() if started is None else started,
             request_headers={},
@@ -344,31 +385,31 @@ async def _tapped_stdio(
             **more,
         )
 
-    def sent(m: Any) -> None:
-        data, body = dump(m)
+    def sent(self, m: Any) -> None:
+        data, body = self.dump(m)
         if "method" in data and "id" in data:
-            pending[data["id"]] = (time.perf_counter(), body, data["method"])
+            self.pending[data["id"]] = (time.perf_counter(), body, data["method"])
         elif "method" in data:  # a notification of ours
-            note(body, data["method"])
+            self.note(body, data["method"])
         else:  # our answer to the server's own request
-            note(body, answered(data, asked))
-            asked.pop(data.get("id"), None)
+            self.note(body, answered(data, self.asked))
+            self.asked.pop(data.get("id"), None)
 
-    def received(m: Any) -> None:
+    def received(self, m: Any) -> None:
         if isinstance(m, Exception):
-            note("", None, error=exception_text(m))
+            self.note("", None, error=exception_text(m))
             return
-        data, body = dump(m)
+        data, body = self.dump(m)
         answer = "method" not in data  # else a notification or a request of the server's own
-        started, request, method = (pending.pop(data.get("id"), None) if answer else None) or (
+        started, request, method = (self.pending.pop(data.get("id"), None) if answer else None) or (
             time.perf_counter(),
             "",
             data.get("method"),
         )
-        if not answer and "id" in data and isinstance(method, str) and len(asked) < 1000:
-            asked[data["id"]] = method
+        if not answer and "id" in data and isinstance(method, str) and len(self.asked) < 1000:
+            self.asked[data["id"]] = method
         error = data.get("error")
-        note(
+        self.note(
             request,
             method,
             started,
@@ -377,17 +418,11 @@ async def _tapped_stdio(
             error=error.get("message") if isinstance(error, dict) else None,
         )
 
-    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
-    try:
-        async with stdio_client(params, errlog=errlog) as (
-            read,
-            write,
-        ):  # its stderr must not draw over a TUI
-            yield _Tap(read, received), _Tap(write, sent)
-    finally:  # a request never answered (a listen stream) is on the wire too
-        for started, request, method in pending.values():
-            note(request, method, started, error="no answer: the session ended")
-        pending.clear()
+    def unanswered(self) -> None:
+        """Each request never answered, on the wire log as such."""
+        for started, request, method in self.pending.values():
+            self.note(request, method, started, error="no answer: the session ended")
+        self.pending.clear()
 
 
 class _Tap:
