@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from textual.widgets import DataTable, Input  # noqa: E402
+from textual.widgets import DataTable, Input, Select  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
@@ -93,9 +93,18 @@ async def test_everything_by_keyboard_against_the_python_sdk_server_over_stdio()
         await until(
             pilot, lambda: "fill in the required argument: name" in shown(app, "#elicit-error")
         )
-        await pilot.press(*"Ada", "enter", "enter", "enter")  # name, age kept, colour kept: accept
+        # name, age kept, then the colour's choice (an enum: chosen, never typed) opened and red
+        # chosen from blue, and ctrl+r accepts
+        await pilot.press(*"Ada", "enter", "enter")
+        colour = app.screen.query_one("#elicit-2", Select)
+        await until(pilot, lambda: app.focused is colour)
+        await pilot.press("enter")
+        await until(pilot, lambda: colour.expanded)
+        await pilot.press("up", "up", "enter")
+        await until(pilot, lambda: colour.value == 0)
+        await pilot.press("ctrl+r")
         await until(
-            pilot, lambda: "Hello Ada, 30, who likes blue!" in shown(app, "#mcp-result"), timeout=20
+            pilot, lambda: "Hello Ada, 30, who likes red!" in shown(app, "#mcp-result"), timeout=20
         )
 
         # the server asks our model (sampling): approved, the demo model answers

@@ -104,7 +104,7 @@ async def test_a_task_that_asks_brings_its_question_to_the_user_and_ends_with_th
         assert f"for its task {state.task_id} (input_required" in str(
             app.screen.query("Static").first().render()
         )
-        await pilot.press(*"true", "enter")  # the one field: enter accepts
+        await pilot.press("space", "ctrl+r")  # the one field, a checkbox: ticked, accepted
         await until(pilot, lambda: "Deleted 'a [b].txt'" in shown(inspector, "#mcp-result"))
         assert re.search(r"ran as task \w+: completed", shown(inspector, "#mcp-result"))
 

@@ -41,7 +41,7 @@ async def walk(app: ToolnexusApp, pilot, endpoint: str) -> None:
     await focus_row(app, pilot, "#mcp-tools", "greet")
     await pilot.press("enter")
     await until(pilot, lambda: isinstance(app.screen, ElicitDialog), timeout=20)
-    await pilot.press(*"Ada", "enter", "enter", "enter")
+    await pilot.press(*"Ada", "enter", "enter", "ctrl+r")  # the colour a choice: ctrl+r accepts
     await until(pilot, lambda: "Hello Ada" in shown(app, "#mcp-result"), timeout=20)
     await pilot.press("alt+5")
     await until(pilot, lambda: type(app.screen).__name__ == "WireScreen")

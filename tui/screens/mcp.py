@@ -36,13 +36,11 @@ from textual.css.query import NoMatches
 from textual.suggester import Suggester
 from textual.widget import Widget
 from textual.widgets import (
-    Checkbox,
     DataTable,
     Header,
     Input,
     Label,
     Log,
-    Select,
     Static,
     TabbedContent,
     TabPane,
@@ -64,7 +62,6 @@ from toolnexus.mcp import (
     Reply,
     Sampling,
     TaskState,
-    choice_text,
     expand_template,
     form_fields,
     form_values,
@@ -85,11 +82,14 @@ from ..widgets.textbox import TextBox, TextPad
 from .base import ModeScreen
 from .export import Confirm
 from .mcp_dialogs import (
+    FIELDS,
     ElicitDialog,
     SamplingDialog,
     SavedServersDialog,
     SignInDialog,
     ask_save,
+    field_text,
+    field_widget,
 )
 from .peers import doctor_text
 
@@ -116,10 +116,6 @@ TAB_WORDS = {
     "e": "Stderr tab",
 }
 """What ``?`` says of each tab's key."""
-FIELDS = "Input, Checkbox, Select"
-"""What a form's fields are (in the order shown)."""
-MAX_CHOICES = 200
-"""The most values of an ``enum`` a form's choice offers."""
 NAME_WIDTH = 24
 """The widest a tool's or prompt's name column gets (a longer name is cut)."""
 DESCRIPTION_WIDTH = 200
@@ -1212,7 +1208,7 @@ class MCPScreen(ModeScreen):
         fields = form_fields(tool["input_schema"])
         if not self.raw_mode:
             texts = [
-                _field_text(self.query_one(f"#arg-{i}"), field) for i, field in enumerate(fields)
+                field_text(self.query_one(f"#arg-{i}"), field) for i, field in enumerate(fields)
             ]
             return form_values(fields, texts)
         value = json.loads(self.query_one("#mcp-raw-args", TextArea).text or "{}")
@@ -1518,7 +1514,7 @@ class MCPScreen(ModeScreen):
             return
         template = chosen.get("uri_template", "")
         fields = template_fields(template)
-        texts = [_field_text(w, f) for w, f in zip(self._fields_shown(), fields, strict=False)]
+        texts = [field_text(w, f) for w, f in zip(self._fields_shown(), fields, strict=False)]
         try:
             values = form_values(fields, texts)
         except ValueError as exc:
@@ -1615,7 +1611,7 @@ class MCPScreen(ModeScreen):
         fields = prompt_fields(chosen.get("arguments") or [])
         try:
             shown = self._fields_shown()
-            texts = [_field_text(w, f) for w, f in zip(shown, fields, strict=False)]
+            texts = [field_text(w, f) for w, f in zip(shown, fields, strict=False)]
             values = form_values(fields, texts)
         except ValueError as exc:
             self.query_one("#mcp-prompt-view", SafeStatic).update(Text(f"✘ {exc}", "red"))
@@ -1748,7 +1744,7 @@ async def _build(
             label.append(f"\n{field.description}", "grey62")
         widgets.append(SafeStatic(label))
         widgets.append(
-            _field_widget(field, f"{prefix}-{i}", suggest(field) if suggest is not None else None)
+            field_widget(field, f"{prefix}-{i}", suggest(field) if suggest is not None else None)
         )
     if not fields and empty:
         widgets.append(Label(empty))
@@ -1775,43 +1771,6 @@ class Completion(Suggester):
         except Exception:  # noqa: BLE001 - a suggestion that failed is none
             return None
         return next((v for v in values if v.startswith(value) and v != value), None)
-
-
-def _field_widget(field: Field, widget_id: str, suggester: Suggester | None = None) -> Widget:
-    """A form field's widget (:attr:`Field.control <toolnexus.mcp.Field.control>`): a checkbox
-    (space toggles it), a choice (or nothing, when it may be left out), else a text box (alt+1-6
-    switch modes from it, as from every text box; ``suggester`` completes what is typed)."""
-    if field.control == "checkbox":
-        checked = field.schema.get("default") is True
-        return Checkbox(printable(field.name, 80), checked, id=widget_id, compact=True)
-    if field.control == "choice":
-        choices = field.options
-        options = [(Text(choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
-        chosen = field.schema.get("default")
-        has_default = "default" in field.schema
-        at = next((n for n, v in enumerate(choices) if has_default and v == chosen), None)
-        return Select(
-            options,
-            prompt="choose one" if field.required else "leave it out",
-            allow_blank=not (field.required and at is not None),
-            value=Select.NULL if at is None else at,
-            id=widget_id,
-            compact=True,
-        )
-    return TextBox(
-        field.default, placeholder=field.hint, id=widget_id, compact=True, suggester=suggester
-    )
-
-
-def _field_text(widget: Widget, field: Field) -> str:
-    """What a form's field holds, as the text :func:`~toolnexus.mcp.form_values` reads: a
-    checkbox ``true`` or ``false``, a choice its value (nothing chosen: empty), a box its text."""
-    if isinstance(widget, Checkbox):
-        return "true" if widget.value else "false"
-    if isinstance(widget, Select):
-        at = widget.value
-        return choice_text(field.options[at]) if isinstance(at, int) else ""
-    return widget.value if isinstance(widget, Input) else ""
 
 
 def _named_columns(table: DataTable[Any], label: str, names: list[str]) -> None:

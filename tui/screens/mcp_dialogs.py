@@ -17,14 +17,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Input, Label, TextArea
+from textual.suggester import Suggester
+from textual.widget import Widget
+from textual.widgets import Checkbox, DataTable, Input, Label, Select, TextArea
 
 from toolnexus.display import printable
 from toolnexus.errors import ConfigError
-from toolnexus.mcp import Elicitation, MCPServerSpec, Reply, Sampling, form_values
+from toolnexus.mcp import (
+    Elicitation,
+    Field,
+    MCPServerSpec,
+    Reply,
+    Sampling,
+    choice_text,
+    form_values,
+)
 
 from ..saved import MCPBook
 from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.textbox import TextBox
 from .base import Desk
 from .export import Confirm, Prompt, default_export_dir
 
@@ -49,9 +60,53 @@ def _asker(said: str, task: str) -> Text:
     return text
 
 
+FIELDS = "Input, Checkbox, Select"
+"""What a form's fields are (in the order shown)."""
+MAX_CHOICES = 200
+"""The most values of an ``enum`` a form's choice offers."""
+
+
+def field_widget(field: Field, widget_id: str, suggester: Suggester | None = None) -> Widget:
+    """A form field's widget (:attr:`Field.control <toolnexus.mcp.Field.control>`): a checkbox
+    (space toggles it), a choice (or nothing, when it may be left out), else a text box (alt+1-6
+    switch modes from it, as from every text box; ``suggester`` completes what is typed)."""
+    if field.control == "checkbox":
+        checked = field.schema.get("default") is True
+        return Checkbox(printable(field.name, 80), checked, id=widget_id, compact=True)
+    if field.control == "choice":
+        choices = field.options
+        options = [(Text(choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
+        chosen = field.schema.get("default")
+        has_default = "default" in field.schema
+        at = next((n for n, v in enumerate(choices) if has_default and v == chosen), None)
+        return Select(
+            options,
+            prompt="choose one" if field.required else "leave it out",
+            allow_blank=not (field.required and at is not None),
+            value=Select.NULL if at is None else at,
+            id=widget_id,
+            compact=True,
+        )
+    return TextBox(
+        field.default, placeholder=field.hint, id=widget_id, compact=True, suggester=suggester
+    )
+
+
+def field_text(widget: Widget, field: Field) -> str:
+    """What a form's field holds, as the text :func:`~toolnexus.mcp.form_values` reads: a
+    checkbox ``true`` or ``false``, a choice its value (nothing chosen: empty), a box its text."""
+    if isinstance(widget, Checkbox):
+        return "true" if widget.value else "false"
+    if isinstance(widget, Select):
+        at = widget.value
+        return choice_text(field.options[at]) if isinstance(at, int) else ""
+    return widget.value if isinstance(widget, Input) else ""
+
+
 class ElicitDialog(ModalScreen[Reply]):
-    """A server's question as a form: ``ctrl+r`` (or enter on the last field) accepts with the
-    values, ``ctrl+d`` declines, ``escape`` cancels; a required field left empty is said, and
+    """A server's question as a form, its fields as the tools' forms have them (a checkbox for a
+    boolean, a choice for an ``enum``, else a text box): ``ctrl+r`` (or enter on the last text
+    box) accepts with the values, ``ctrl+d`` declines, ``escape`` cancels; a required field left empty is said, and
     nothing is sent. In URL mode the address is shown, and accepting means the user went there."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="ElicitDialog")
@@ -82,32 +137,34 @@ class ElicitDialog(ModalScreen[Reply]):
                     if field.description:
                         label.append(f"\n{field.description}", "grey62")
                     yield SafeStatic(label)
-                    yield Input(
-                        field.default, placeholder=field.hint, id=f"elicit-{i}", compact=True
-                    )
+                    yield field_widget(field, f"elicit-{i}")
             yield SafeStatic("", id="elicit-error")
             yield Label("ctrl+r accept · ctrl+d decline · escape cancel", classes="keys")
 
     def on_mount(self) -> None:
-        fields = list(self.query(Input))
+        fields = self._fields()
         if fields:
             fields[0].focus()
 
+    def _fields(self) -> list[Widget]:
+        return list(self.query_one("#elicit-fields").query(FIELDS))
+
     def action_next_field(self, step: int) -> None:
-        fields = list(self.query(Input))
-        if fields and isinstance(self.focused, Input) and self.focused in fields:
-            fields[(fields.index(self.focused) + step) % len(fields)].focus()
+        fields = self._fields()
+        if fields and self.focused in fields:
+            fields[(fields.index(cast(Widget, self.focused)) + step) % len(fields)].focus()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        fields = list(self.query(Input))
+        fields = self._fields()
         if event.input is fields[-1]:
             self.action_accept()
         else:
             fields[fields.index(event.input) + 1].focus()
 
     def action_accept(self) -> None:
-        texts = [i.value for i in self.query(Input)]
+        fields = self.request.fields
+        texts = [field_text(w, f) for w, f in zip(self._fields(), fields, strict=False)]
         try:
             values = form_values(self.request.fields, texts, sent="nothing was answered yet")
         except ValueError as exc:
