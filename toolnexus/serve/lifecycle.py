@@ -366,33 +366,8 @@ class TaskRunner:
                 stamp = now_iso()
                 said = [*(history or ()), message] if message is not None else history
                 value = task.moved(TaskStatus(state, message, stamp), said, artifacts, metadata)
-                quiet, unsaved = task.id in self._quiet, None
-                try:
-                    if quiet:
-                        if not (state.terminal or state.interrupted):
-                            self._unsaved[task.id] = (
-                                value  # written when told (see the module's doc)
-                            )
-                            break
-                        self._quiet.discard(
-                            task.id
-                        )  # settled: its caller is told now, and of all after
-                        unsaved = self._unsaved.pop(task.id, None)
-                    if conversation is not None and self._joint is not None:
-                        await self._joint.save(value, conversation)
-                    else:
-                        await self.store.save(value)
+                if await self._write(task, value, state, conversation):
                     break
-                except StaleTaskError:  # another worker moved it first: take that, decide again
-                    pass
-                except (
-                    BaseException
-                ):  # not written (the store away): what was unwritten stays so, and known
-                    if quiet:
-                        self._quiet.add(task.id)
-                        if unsaved is not None:
-                            self._unsaved[task.id] = unsaved
-                    raise
                 fresh = await self.store.get(task.id)
                 if fresh is None:
                     return None
@@ -411,44 +386,91 @@ class TaskRunner:
                     state.value,
                 )
                 return None
-            if new or task is self._live.get(task.id):
-                task.status, task.history, task.artifacts = (
-                    value.status,
-                    value.history,
-                    value.artifacts,
-                )
-                task.metadata, task.version = value.metadata, value.version
-            event = TaskEvent(
-                task.id,
-                task.context_id,
-                task.skill,
-                before,
-                state,
-                value,
-                self.server,
-                result,
-                stamp,
-            )
-            self.bus.publish(event)
-            for q in self._watchers.get(task.id, ()):
-                q.put_nowait(event)
-            if self.push is not None:  # a task without configs costs one dict lookup
-                try:
-                    await self.push.sync(task.id)  # shared by workers: configs set on any of them
-                except (
-                    Exception
-                ) as exc:  # the move is saved and told; only its notification may miss
-                    log.warning("task %s: its push configs could not be read: %s", task.id, exc)
-                self.push.notify(value, artifacts or [])
-            changed = self._changed.pop(task.id, None)
-            if changed is not None:
-                changed.set()
-            if state.terminal:
-                self._forget(task.id)
-                self._keep_ended(value)
-            if state.terminal or state.interrupted:
-                self._fire_on_task(value, state, result)
+            await self._announce(task, value, before, state, stamp, result, artifacts, new)
         return value
+
+    async def _write(
+        self,
+        task: Task,
+        value: Task,
+        state: TaskState,
+        conversation: tuple[str, list[dict[str, Any]]] | None,
+    ) -> bool:
+        """:meth:`transition`'s write of ``value``: saved (with ``conversation`` when the store
+        joins them), or kept unsaved while its caller is quiet. False: another worker moved the
+        task first (:class:`StaleTaskError`)."""
+        quiet, unsaved = task.id in self._quiet, None
+        try:
+            if quiet:
+                if not (state.terminal or state.interrupted):
+                    self._unsaved[task.id] = value  # written when told (see the module's doc)
+                    return True
+                self._quiet.discard(task.id)  # settled: its caller is told now, and of all after
+                unsaved = self._unsaved.pop(task.id, None)
+            if conversation is not None and self._joint is not None:
+                await self._joint.save(value, conversation)
+            else:
+                await self.store.save(value)
+            return True
+        except StaleTaskError:  # another worker moved it first: take that, decide again
+            return False
+        except (
+            BaseException
+        ):  # not written (the store away): what was unwritten stays so, and known
+            if quiet:
+                self._quiet.add(task.id)
+                if unsaved is not None:
+                    self._unsaved[task.id] = unsaved
+            raise
+
+    async def _announce(
+        self,
+        task: Task,
+        value: Task,
+        before: TaskState | None,
+        state: TaskState,
+        stamp: str,
+        result: RunResult | None,
+        artifacts: list[Artifact] | None,
+        new: bool,
+    ) -> None:
+        """:meth:`transition`'s news of a saved move: the live task takes ``value``; the bus, the
+        task's watchers and its push configs hear it; an ended task is forgotten here."""
+        if new or task is self._live.get(task.id):
+            task.status, task.history, task.artifacts = (
+                value.status,
+                value.history,
+                value.artifacts,
+            )
+            task.metadata, task.version = value.metadata, value.version
+        event = TaskEvent(
+            task.id,
+            task.context_id,
+            task.skill,
+            before,
+            state,
+            value,
+            self.server,
+            result,
+            stamp,
+        )
+        self.bus.publish(event)
+        for q in self._watchers.get(task.id, ()):
+            q.put_nowait(event)
+        if self.push is not None:  # a task without configs costs one dict lookup
+            try:
+                await self.push.sync(task.id)  # shared by workers: configs set on any of them
+            except Exception as exc:  # the move is saved and told; only its notification may miss
+                log.warning("task %s: its push configs could not be read: %s", task.id, exc)
+            self.push.notify(value, artifacts or [])
+        changed = self._changed.pop(task.id, None)
+        if changed is not None:
+            changed.set()
+        if state.terminal:
+            self._forget(task.id)
+            self._keep_ended(value)
+        if state.terminal or state.interrupted:
+            self._fire_on_task(value, state, result)
 
     def _keep_ended(self, value: Task) -> None:
         if not self._ends_kept:  # a store that may drop it (retention): asked every time
