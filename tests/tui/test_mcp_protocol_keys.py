@@ -52,12 +52,17 @@ async def test_pages_cancel_and_the_log_level_by_keys():
         await until(pilot, lambda: tools.row_count == 7)
         assert column(app, "#mcp-tools", 0)[3:] == ["tool4", "tool5", "tool6", "…"]
         assert "(cursor tools-6)" in column(app, "#mcp-tools", 1)[-1]
+        # the summary counts what is shown now (it said 3 tools after the next page was read)
+        await until(pilot, lambda: shown(app, "#mcp-result").startswith("6 tools,"))
         await focus_row(app, pilot, "#mcp-tools", "…")
         await pilot.press("enter")  # the row that says there is more reads on
         await until(pilot, lambda: column(app, "#mcp-tools", 0)[-2:] == ["log", "…"])
         await pilot.press("M")  # every page left
         await until(pilot, lambda: column(app, "#mcp-tools", 0)[-1] == "cancelled")
         assert len(column(app, "#mcp-tools", 0)) == 10
+        await until(
+            pilot, lambda: shown(app, "#mcp-result").startswith("10 tools,")
+        )  # and no "has more" for the tools
         # prompts: M from the first page reads every page left
         await pilot.press("p")
         assert column(app, "#mcp-prompts", 0) == ["prompt1", "prompt2", "…"]

@@ -661,17 +661,23 @@ class MCPScreen(ModeScreen):
         except Exception as exc:
             self._say(Text(f"✘ {exc}", "red"))
             return
-        if self._result_of is None:  # a call made meanwhile keeps its result shown
-            more = any(self._cursors.values())
-            counts = ", ".join(
-                _count(n, what)
-                for n, what in (
-                    (len(self.tools), "tool"),
-                    (len(self.resources), "resource or template"),
-                    (len(self.prompts), "prompt"),
-                )
+        self._say_counts()
+
+    def _say_counts(self) -> None:
+        """How much of each list is shown, and whether the server has more (after a connection
+        and after each next page), unless a call made meanwhile keeps its result shown."""
+        if self._result_of is not None:
+            return
+        more = any(self._cursors.values())
+        counts = ", ".join(
+            _count(n, what)
+            for n, what in (
+                (len(self.tools), "tool"),
+                (len(self.resources), "resource or template"),
+                (len(self.prompts), "prompt"),
             )
-            self._say(counts + (" (the server has more: m reads the next page)" if more else ""))
+        )
+        self._say(counts + (" (the server has more: m reads the next page)" if more else ""))
 
     async def _fetch(self, kind: str, items: list[dict[str, Any]] | None = None) -> list[Any]:
         """A listing of the session (``kind``: :data:`toolnexus.mcp.session.LISTS`) as the user
@@ -752,6 +758,8 @@ class MCPScreen(ModeScreen):
                 self._draw_resources()
         except Exception as exc:  # noqa: BLE001 - said where the lists are
             self.notify(f"MCP: the next page failed: {exc}", severity="error")
+            return
+        self._say_counts()
 
     def _on_more(self, table: DataTable[Any]) -> bool:
         """Whether the highlighted row is the one saying the server has more (Enter reads on)."""
