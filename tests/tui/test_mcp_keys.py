@@ -223,3 +223,18 @@ async def test_the_server_tab_leaves_the_tab_keys_to_the_tabs():
         assert roots.value == ""
         await pilot.press("i", "tab")
         await until(pilot, lambda: app.focused is roots)
+
+
+def test_a_checkbox_shows_the_servers_field_name_as_text_never_markup():
+    """A boolean's checkbox is labelled with the field's name, the server's text (a tool's
+    argument, an elicitation's field): a Checkbox parses a string label as markup, so a name such
+    as ``[@click=app.quit]ok[/]`` drew ``ok`` and quit the app when clicked."""
+    from textual.widgets import Checkbox
+
+    from toolnexus.mcp import Field
+    from tui.screens.mcp_dialogs import field_widget
+
+    name = "[b]sure[/b] [@click=app.quit]ok[/]"
+    box = field_widget(Field(name, {"type": "boolean"}, required=True), "f")
+    assert isinstance(box, Checkbox)
+    assert box.label.plain == name and not box.label.spans

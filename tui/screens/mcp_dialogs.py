@@ -72,7 +72,7 @@ def field_widget(field: Field, widget_id: str, suggester: Suggester | None = Non
     switch modes from it, as from every text box; ``suggester`` completes what is typed)."""
     if field.control == "checkbox":
         checked = field.schema.get("default") is True
-        return Checkbox(printable(field.name, 80), checked, id=widget_id, compact=True)
+        return Checkbox(Text(printable(field.name, 80)), checked, id=widget_id, compact=True)
     if field.control == "choice":
         choices = field.options
         options = [(Text(choice_text(v)), n) for n, v in enumerate(choices[:MAX_CHOICES])]
