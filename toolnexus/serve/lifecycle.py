@@ -180,6 +180,18 @@ its deadline: one timer wakes every wait due in that interval. A timer per wait
 (``asyncio.timeout``) was the costliest single step of a blocking send (``bench/README.md``)."""
 
 
+def _skill_loaded(result: RunResult) -> Any:
+    """The skill a run loaded: its first ``skill`` tool call's name, else None."""
+    return next(
+        (
+            c["args"].get("name")
+            for c in result.tool_calls
+            if c["name"] == "skill" and is_object(c.get("args"))
+        ),
+        None,
+    )
+
+
 class Reply:
     """A run's reply as its model says it: the :class:`~toolnexus.llm.run.TextSink` the runner
     gives the model loop. Pieces are held and told together (see :data:`TEXT_EVERY`); a turn that
@@ -879,31 +891,9 @@ class TaskRunner:
                     await self._fail(task, str(exc))
                     return
                 prompt += note
-            # joint: the conversation is written with the task's last state, one statement (see __init__)
-            if pending is not None:
-                result = await self.client.resume(
-                    pending,
-                    Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
-                    inbox=inbox,
-                    keep=self._joint is None,
-                    sink=words,
-                )
-            else:
-                # callers told apart never share a conversation, even when they name the same context
-                conversation = (
-                    task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
-                )
-                result = await self.client.ask(
-                    prompt,
-                    self._toolkit(task),
-                    id=conversation,
-                    inbox=inbox,
-                    new=new_context,
-                    keep=self._joint is None,
-                    sink=words,
-                    files=files,
-                    folder=folder,
-                )
+            result = await self._ask(
+                self.client, task, prompt, pending, new_context, inbox, words, files, folder
+            )
         except asyncio.CancelledError:
             return  # cancel() already moved the task
         except ModelError as exc:  # the detail (endpoint URL, its answer) stays in the server's log
@@ -927,46 +917,89 @@ class TaskRunner:
                 if not inbox and self._inboxes.get(task.id) is inbox:
                     del self._inboxes[task.id]
         if task.skill is None:
-            task.skill = next(
-                (
-                    c["args"].get("name")
-                    for c in result.tool_calls
-                    if c["name"] == "skill" and is_object(c.get("args"))
-                ),
-                None,
-            )
+            task.skill = _skill_loaded(result)
         if result.status == "pending" and result.pending is not None:
-            kind = result.pending.kind
-            if kind == REJECT:  # a tool refused the work: the task ends, nothing to resume
-                why = Message.agent(result.pending.prompt or "rejected", task.context_id, task.id)
-                await self._settle(
-                    task,
-                    lambda: self.transition(task, TaskState.REJECTED, message=why, result=result),
-                )
-                return
-            state = TaskState.AUTH_REQUIRED if kind == AUTH else TaskState.INPUT_REQUIRED
-            default = "authorization required" if kind == AUTH else "input required"
-            question = Message.agent(result.pending.prompt or default, task.context_id, task.id)
-            self._pending[task.id] = result
-            words.told, words.restart = "", False  # provisional; the answer's reply replaces it
-            shared = self._shared
-            suspended = result.suspended() if shared is not None else None
-            if shared is not None and suspended is not None:  # any worker may take the answer
-                if (
-                    task.id in self._quiet
-                ):  # the run is kept beside the task's record: written first
-                    await self._settle(task, lambda: self._told(task.id))
-                await self._settle(task, lambda: shared.save_pending(task.id, suspended))
+            await self._suspend(task, result, words)
+        else:
+            await self._complete(self.client, task, result, words)
+
+    async def _ask(
+        self,
+        client: Any,
+        task: Task,
+        prompt: str,
+        pending: RunResult | None,
+        new_context: bool,
+        inbox: Any,
+        words: Reply,
+        files: list[Attachment],
+        folder: Path | None,
+    ) -> RunResult:
+        """:meth:`_run`'s model run: the suspended run ``pending`` resumed with ``prompt`` as its
+        answer, else the task's conversation asked it."""
+        # joint: the conversation is written with the task's last state, one statement (see __init__)
+        if pending is not None:
+            result = await client.resume(
+                pending,
+                Answer(pending.pending.id, True, prompt),  # type: ignore[union-attr]  # a suspended run exists only where a model client does
+                inbox=inbox,
+                keep=self._joint is None,
+                sink=words,
+            )
+        else:
+            # callers told apart never share a conversation, even when they name the same context
+            conversation = (
+                task.context_id if task.owner is None else f"{task.owner}/{task.context_id}"
+            )
+            result = await client.ask(
+                prompt,
+                self._toolkit(task),
+                id=conversation,
+                inbox=inbox,
+                new=new_context,
+                keep=self._joint is None,
+                sink=words,
+                files=files,
+                folder=folder,
+            )
+        return result
+
+    async def _suspend(self, task: Task, result: RunResult, words: Reply) -> None:
+        """:meth:`_run`'s end of a run that waits: rejected by a tool, or the task asks for input
+        (or authorization), the run kept for its answer."""
+        assert result.pending is not None
+        kind = result.pending.kind
+        if kind == REJECT:  # a tool refused the work: the task ends, nothing to resume
+            why = Message.agent(result.pending.prompt or "rejected", task.context_id, task.id)
             await self._settle(
                 task,
-                lambda: self.transition(
-                    task,
-                    state,
-                    message=question,
-                    result=result,
-                ),
+                lambda: self.transition(task, TaskState.REJECTED, message=why, result=result),
             )
             return
+        state = TaskState.AUTH_REQUIRED if kind == AUTH else TaskState.INPUT_REQUIRED
+        default = "authorization required" if kind == AUTH else "input required"
+        question = Message.agent(result.pending.prompt or default, task.context_id, task.id)
+        self._pending[task.id] = result
+        words.told, words.restart = "", False  # provisional; the answer's reply replaces it
+        shared = self._shared
+        suspended = result.suspended() if shared is not None else None
+        if shared is not None and suspended is not None:  # any worker may take the answer
+            if task.id in self._quiet:  # the run is kept beside the task's record: written first
+                await self._settle(task, lambda: self._told(task.id))
+            await self._settle(task, lambda: shared.save_pending(task.id, suspended))
+        await self._settle(
+            task,
+            lambda: self.transition(
+                task,
+                state,
+                message=question,
+                result=result,
+            ),
+        )
+
+    async def _complete(self, client: Any, task: Task, result: RunResult, words: Reply) -> None:
+        """:meth:`_run`'s end of a finished run: the task completed with its reply and artifacts,
+        its conversation written with it."""
         reply = Message.agent(result.text, task.context_id, task.id)
         accepted = self._accepts.get(task.id)
         artifacts = [
@@ -977,7 +1010,7 @@ class TaskRunner:
             ),
             *artifacts_of(result, accepted),
         ]
-        unsaved, store = result.unsaved_conversation, self.client.store
+        unsaved, store = result.unsaved_conversation, client.store
         done = await self._settle(
             task,
             lambda: self.transition(
