@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
@@ -738,3 +739,50 @@ async def test_a_followed_streams_words_go_to_its_worker_alone_and_to_all_for_an
         await listener.close()
         await first.stop()
         await second.stop()
+
+
+async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres):
+    """A worker's announcements go on its listening connection. One that stalls (a network that
+    drops packets silently, a proxy that stops reading) is dropped once a batch has waited
+    WorkerLink.ANNOUNCE_TIMEOUT, where every word after it would wait in a queue without end; the
+    next tick listens again. The stall is a relay in front of the real PostgreSQL that stops
+    passing bytes on."""
+    where = urlsplit(postgres)
+    stalled = asyncio.Event()
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            if stalled.is_set():
+                await asyncio.Event().wait()  # holds what it read: nothing more passes
+            writer.write(data)
+            await writer.drain()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection(where.hostname, where.port)
+        await asyncio.gather(
+            pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True
+        )
+
+    proxy = await asyncio.start_server(relay, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    store = PostgresTaskStore(postgres.replace(where.netloc.split("@")[-1], f"127.0.0.1:{port}"))
+    link = store.link(runner=None)
+    link.ANNOUNCE_TIMEOUT = 0.5
+    await link._listen()
+    announcing = asyncio.ensure_future(link._announce())
+    try:
+        link.words("t1", "ctx", "a1", 0, "first", False)
+        async with asyncio.timeout(10):
+            while not link._out.empty():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # that batch answered: the connection works
+        assert not link._listener.is_closed()
+        stalled.set()
+        link.words("t1", "ctx", "a1", 5, " second", False)
+        async with asyncio.timeout(10):
+            while not link._listener.is_closed():
+                await asyncio.sleep(0.02)
+        assert not announcing.done()  # the link goes on announcing (by the pool until the tick)
+    finally:
+        announcing.cancel()
+        proxy.close()

@@ -622,6 +622,10 @@ class WorkerLink:
     PAYLOAD = 7900
     """The bytes of one notification at most (PostgreSQL's limit is 8,000)."""
 
+    ANNOUNCE_TIMEOUT = 30.0
+    """Seconds one batch of announcements may take on the listening connection (as the pool's
+    statements): past it the connection is dropped, and the next tick opens it again."""
+
     def __init__(self, store: PostgresTaskStore, runner: Any) -> None:
         self.store = store
         self.runner = runner
@@ -704,14 +708,20 @@ class WorkerLink:
             while not self._out.empty() and len(batch) < 100:
                 batch.append(self._out.get_nowait())
             channels, payloads = [c for c, _ in batch], [p for _, p in batch]
+            listener = self._listener
             try:
-                listener = self._listener
                 if listener is not None and not listener.is_closed():
-                    await listener.execute(_ANNOUNCE, channels, payloads)
+                    await listener.execute(
+                        _ANNOUNCE, channels, payloads, timeout=self.ANNOUNCE_TIMEOUT
+                    )
                 else:
                     await self.store.announce(channels, payloads)
             except Exception as exc:  # words are best effort: the task's end tells all
                 log.warning("worker link: could not announce: %s: %s", type(exc).__name__, exc)
+                if isinstance(exc, TimeoutError) and listener is not None:
+                    listener.terminate()  # stalled: the next tick listens again (and reads
+                    # what it follows), and words meanwhile go by the pool, not into a queue
+                    # that grows by every word
 
     async def _listen(self) -> None:
         asyncpg = _asyncpg()
