@@ -241,9 +241,9 @@ async def test_a_grpc_status_is_the_outcome_on_the_wire():
 async def test_tasks_show_the_request_and_chat_the_whole_context_id(width):
     app = ToolnexusApp(specs=[demo_spec()])
     async with app.run_test(size=(width, 40)) as pilot:
-        await running(app, pilot)
+        url = await running(app, pilot)
         await pilot.press("4")
-        await until(pilot, lambda: app.conversation.peer is not None)
+        await until(pilot, lambda: chatting_with(app, url))
         await chat(app, pilot, "weather in Oslo please")
         context = app.conversation.context_id
         assert context
