@@ -521,6 +521,9 @@ def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        # Ctrl-C as a terminal's shell hands it on: an ignored SIGINT is inherited through exec,
+        # and this test process may be ignoring it (an earlier test's library set it so)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     os.close(follower)
     said = ""
@@ -533,8 +536,16 @@ def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
                 said += os.read(proc.stderr.fileno(), 65536).decode("utf-8", "replace")
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=20)
-        os.close(leader)
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # not left running into the next test
+            proc.communicate()
+            raise AssertionError(
+                f"toolnexus mcp did not end on Ctrl-C (SIGINT here: {signal.getsignal(signal.SIGINT)})"
+            ) from None
+        finally:
+            os.close(leader)
     assert "for a desktop MCP host" in said
     assert out == ""  # nothing but the protocol on stdout, and no host spoke
 
