@@ -748,17 +748,20 @@ async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres)
     next tick listens again. The stall is a relay in front of the real PostgreSQL that stops
     passing bytes on."""
     where = urlsplit(postgres)
-    stalled = asyncio.Event()
+    stalled, released = asyncio.Event(), asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while data := await reader.read(65536):
             if stalled.is_set():
-                await asyncio.Event().wait()  # holds what it read: nothing more passes
+                await released.wait()  # holds what it read: nothing more passes
+                return
             writer.write(data)
             await writer.drain()
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         upstream_reader, upstream_writer = await asyncio.open_connection(where.hostname, where.port)
+        writers.extend((writer, upstream_writer))
         await asyncio.gather(
             pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True
         )
@@ -783,6 +786,13 @@ async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres)
             while not link._listener.is_closed():
                 await asyncio.sleep(0.02)
         assert not announcing.done()  # the link goes on announcing (by the pool until the tick)
-    finally:
+    finally:  # nothing left open for a later test to find (unraisable ResourceWarnings)
         announcing.cancel()
+        if link._listener is not None:
+            link._listener.terminate()
+        released.set()
+        for writer in writers:
+            writer.close()
         proxy.close()
+        await asyncio.gather(announcing, proxy.wait_closed(), return_exceptions=True)
+        await asyncio.sleep(0.1)  # the relays' handlers end
