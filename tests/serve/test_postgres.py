@@ -647,23 +647,29 @@ async def test_saves_made_together_are_one_statement_and_each_gets_its_own_answe
         await two.aclose()
 
 
+async def talking_worker(postgres: str, words: int, pace: float) -> tn.ServeHandle:
+    """A worker on ``postgres`` whose model says `` w0 w1 ...``, ``words`` words ``pace`` s apart."""
+
+    async def talker(request: dict[str, Any]) -> Any:
+        for i in range(words):
+            await asyncio.sleep(pace)
+            yield f" w{i}"
+
+    tk = await tn.create_toolkit(builtins=False)
+    client = tn.create_in_process_client(talker, "talker")
+    return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
+
+
 async def test_a_followed_streams_words_go_on_while_another_workers_move_is_read(postgres):
     """A worker hears other workers' moves and words on one channel; taking a move reads the task
     (a round trip). The words of a stream it follows must not wait behind that read: here the
     read is held (the tasks table locked; the move announced apart, as another worker would) while
     the run on the other worker goes on talking."""
 
-    async def talker(request: dict[str, Any]) -> Any:
-        for i in range(400):
-            await asyncio.sleep(0.02)
-            yield f" w{i}"
-
-    async def worker() -> tn.ServeHandle:
-        tk = await tn.create_toolkit(builtins=False)
-        client = tn.create_in_process_client(talker, "talker")
-        return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
-
-    first, second = await worker(), await worker()
+    first, second = (
+        await talking_worker(postgres, 400, 0.02),
+        await talking_worker(postgres, 400, 0.02),
+    )
     db, other = await asyncpg.connect(postgres), await asyncpg.connect(postgres)
     try:
         async with tn.A2AClient(first.url) as one, tn.A2AClient(second.url) as two:
@@ -703,17 +709,10 @@ async def test_a_followed_streams_words_go_to_its_worker_alone_and_to_all_for_an
     names it), so no other worker is woken by each word; a want that names none, as a version
     before inboxes sends during a rolling deploy, still gets them on the workers' channel."""
 
-    async def talker(request: dict[str, Any]) -> Any:
-        for i in range(30):
-            await asyncio.sleep(0.01)
-            yield f" w{i}"
-
-    async def worker() -> tn.ServeHandle:
-        tk = await tn.create_toolkit(builtins=False)
-        client = tn.create_in_process_client(talker, "talker")
-        return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
-
-    first, second = await worker(), await worker()
+    first, second = (
+        await talking_worker(postgres, 30, 0.01),
+        await talking_worker(postgres, 30, 0.01),
+    )
     listener = await asyncpg.connect(postgres)  # a third worker's ear on the workers' channel
     heard: list[str] = []
     await listener.add_listener("toolnexus_tasks", lambda *args: heard.append(args[3]))
