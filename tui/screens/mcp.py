@@ -1305,7 +1305,7 @@ class MCPScreen(ModeScreen):
 
     def _tasks_tab(self) -> None:
         """The Tasks tab only for a server that lists its tasks, as the official Inspector offers
-        what the server has (the tab strip fits 80 columns without it)."""
+        what the server has (the strip fits 80 columns with it too: bc15e9d)."""
         tabs = self.query_one("#mcp-tabs", TabbedContent)
         if self._lists_tasks():
             tabs.show_tab("mcp-tab-tasks")
