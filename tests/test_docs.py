@@ -197,6 +197,74 @@ def test_a_recipe_naming_what_is_gone_is_caught():
     ]
 
 
+_OURS = ("toolnexus", "tui", "tests", "bench")
+_OUR_FILE = re.compile(rf"((?:{'|'.join(_OURS)})/[\w/.-]+\.py)(?:::(\w+))?")
+
+
+def _our_code(root: Path) -> tuple[str, set[str]]:
+    """The text of our Python and JavaScript sources (but this file, whose examples name what is
+    gone), and the names of those files."""
+    files = [
+        p
+        for d in _OURS
+        for p in (root / d).rglob("*")
+        if p.suffix in (".py", ".mjs")
+        and not {".venv", "node_modules"} & set(p.parts)
+        and p.resolve() != Path(__file__).resolve()
+    ]
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files), {
+        p.name for p in files
+    }
+
+
+def feature_misses(table: str, root: Path) -> list[str]:
+    """What the toolnexus columns (the last two) of docs/features.md name that is not there: a test
+    ``path::name`` whose file or function is gone, a file name no file has, a code name (``A.b``,
+    ``_helper``, ``name()``) none of our sources spells."""
+    text, names = _our_code(root)
+    missing = []
+    for line in table.splitlines():
+        cells = line.split("|")
+        if not line.startswith("|") or len(cells) < 4:
+            continue
+        for token in re.findall(r"`([^`]+)`", "|".join(cells[-3:-1])):
+            test = _OUR_FILE.fullmatch(token)
+            if test:
+                path = root / test[1]
+                if not path.is_file() or (
+                    test[2] and not re.search(rf"def {test[2]}\b", path.read_text(encoding="utf-8"))
+                ):
+                    missing.append(token)
+            elif re.fullmatch(r"[\w-]+\.(?:py|mjs)", token):
+                if token not in names:
+                    missing.append(token)
+            elif _NAME.fullmatch(token) and not all(
+                re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)
+                for word in token.removesuffix("()").split(".")
+            ):
+                missing.append(token)
+    return missing
+
+
+def test_every_name_the_feature_table_gives_for_us_is_in_our_code():
+    text = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
+    assert feature_misses(text, ROOT) == []
+
+
+def test_a_feature_row_naming_what_is_gone_is_caught():
+    row = (
+        "| 8.6 | card caching | yes: `agent_card_routes.py` | no | yes: `card_answer`, `ServedCard.answer`;"
+        " `tests/serve/test_wire.py::test_no_such_test`, `tests/serve/test_wire.py` | yes: `_CardCache`,"
+        " `no_such_file.py`, `test_push.py`, `tests/gone.py` |\n"
+    )
+    assert feature_misses(row, ROOT) == [
+        "card_answer",
+        "tests/serve/test_wire.py::test_no_such_test",
+        "no_such_file.py",
+        "tests/gone.py",
+    ]
+
+
 def test_the_desktop_mcp_snippets_name_the_command_by_its_full_path():
     """A desktop host starts the command without your shell's PATH: a bare ``toolnexus`` fails for
     a virtual environment's install. The snippets show the full path, as the TUI's copied entry
