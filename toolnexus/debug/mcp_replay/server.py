@@ -44,7 +44,7 @@ def match_key(match: str, body: dict[str, Any]) -> tuple[Any, ...]:
 Send = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
 
-class MCPReplay(ReplayServer):
+class MCPReplay(ReplayServer[Call]):
     """Serves an MCP session's cassette as an MCP server, over HTTP or stdio (see the module).
 
     Args:
@@ -70,15 +70,10 @@ class MCPReplay(ReplayServer):
         super().__init__(cassette, match)
         self.tape = MCPTape.read(self.cassette, server)
         self.answer_wait = answer_wait
-        self._queues: dict[tuple[Any, ...], list[Call]] = {}
         for call in self.tape.calls:
-            self._queues.setdefault(match_key(match, call.body), []).append(call)
+            self.queue(match_key(match, call.body), call)
         self._waiting: dict[Any, asyncio.Future[None]] = {}
         self._closing = asyncio.Event()
-        self.served: list[tuple[str, Call]] = []
-        """``(operation, recorded call)`` of each request answered, in order."""
-        self.misses: list[str] = []
-        """The requests no recorded call matched (``"tools/call nope"`` ...)."""
         self.path = "/mcp"
         first = next((x for x in self.cassette if server_of(x) == self.tape.server), None)
         if first is not None and first.method != "STDIO":
@@ -91,10 +86,7 @@ class MCPReplay(ReplayServer):
     def answer_for(self, body: dict[str, Any]) -> Call | None:
         """The recorded call that answers this request (in recorded order, the last again), or None."""
         key = match_key(self.match, body)
-        queue = self._queues.get(key)
-        if not queue:
-            return None
-        return self.in_turn(key, queue)
+        return self.in_turn(key, self.queued(key))
 
     async def handle(self, message: Any, send: Send) -> tuple[Call | None, bool]:
         """One message from the client: ``(the call that answers it, whether it is a request)``;

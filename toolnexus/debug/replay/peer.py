@@ -22,7 +22,7 @@ SERVED_TYPES = {
 served as plain text."""
 
 
-class ReplayPeer(ReplayServer):
+class ReplayPeer(ReplayServer[Exchange]):
     """Serves a cassette's recorded answers over HTTP (see the module).
 
     Args:
@@ -47,17 +47,10 @@ class ReplayPeer(ReplayServer):
         super().__init__(cassette, match)
         self.origin = pick_origin(self.cassette, origin)
         self.exchanges = self.cassette.of(self.origin)
-        self._queues: dict[tuple[Any, ...], list[Exchange]] = {}
         for x in self.exchanges:
             path, query = split_url(x.url)
             body = x.request.get("json")
-            self._queues.setdefault(
-                match_key(match, x.method, path, query, body, x.request_text()), []
-            ).append(x)
-        self.served: list[tuple[str, Exchange]] = []
-        """``(operation, recorded exchange)`` of each request answered, in order."""
-        self.misses: list[str] = []
-        """The requests no recorded exchange matched (``"POST / SendMessage"`` ...)."""
+            self.queue(match_key(match, x.method, path, query, body, x.request_text()), x)
 
     def answer_for(
         self, method: str, path: str, query: str, body: Any, text: str, conditional: bool = False
@@ -67,13 +60,11 @@ class ReplayPeer(ReplayServer):
         A recorded ``304 Not Modified`` answers only a ``conditional`` request (one that carries
         ``If-None-Match`` or ``If-Modified-Since``): to any other it would say "use the copy you
         have" to a caller that has none."""
-        key = match_key(self.match, method, path, query, body, text) + (conditional,)
-        queue = self._queues.get(key[:-1])
-        if queue and not conditional:
+        key = match_key(self.match, method, path, query, body, text)
+        queue = self.queued(key)
+        if not conditional:
             queue = [x for x in queue if x.status != 304]
-        if not queue:
-            return None
-        return self.in_turn(key, queue)
+        return self.in_turn(key + (conditional,), queue)
 
     async def answer(self, scope: Any, receive: Any, send: Any) -> None:
         chunks, size = [], 0

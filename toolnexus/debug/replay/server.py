@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from ...http.guard import HostGuard, send_whole
 from ...http.server import AsgiServer
@@ -18,11 +18,13 @@ MAX_REQUEST = 16 * 1024 * 1024
 """The largest request body a replay peer reads."""
 
 
-class ReplayServer:
+class ReplayServer(Generic[T]):
     """What a replay served over HTTP is, A2A's and MCP's alike: a cassette played with one way of
-    matching requests (``match``: :data:`MATCHES`), each request's recorded answers in turn; an ASGI
-    app that answers the lifespan and hands each HTTP request to :meth:`answer`, on a loopback
-    server of its own behind the Host/Origin guard, started and stopped (also as ``async with``).
+    matching requests (``match``: :data:`MATCHES`), each request's recorded answers (``T``: an
+    exchange, an MCP call) queued under its key and given in turn, the requests answered and those
+    none matched listed; an ASGI app that answers the lifespan and hands each HTTP request to
+    :meth:`answer`, on a loopback server of its own behind the Host/Origin guard, started and
+    stopped (also as ``async with``).
 
     Raises:
         CassetteError: the cassette cannot be read.
@@ -38,11 +40,27 @@ class ReplayServer:
             raise ValueError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
         self.cassette = cassette if isinstance(cassette, Cassette) else load(cassette)
         self.match = match
+        self._queues: dict[tuple[Any, ...], list[T]] = {}
         self._used: dict[tuple[Any, ...], int] = {}
+        self.served: list[tuple[str, T]] = []
+        """``(operation, recorded answer)`` of each request answered, in order."""
+        self.misses: list[str] = []
+        """The requests no recorded answer matched, by operation (``"POST / SendMessage"``,
+        ``"tools/call nope"`` ...)."""
 
-    def in_turn(self, key: tuple[Any, ...], queue: list[T]) -> T:
+    def queue(self, key: tuple[Any, ...], recorded: T) -> None:
+        """A recorded answer to the requests of ``key``, given after those queued before it."""
+        self._queues.setdefault(key, []).append(recorded)
+
+    def queued(self, key: tuple[Any, ...]) -> list[T]:
+        """The recorded answers to the requests of ``key``, in recorded order."""
+        return self._queues.get(key, [])
+
+    def in_turn(self, key: tuple[Any, ...], queue: list[T]) -> T | None:
         """Of the recorded answers ``queue`` to the requests of ``key``, the one whose turn it is:
-        in recorded order, the last one again once they are used up."""
+        in recorded order, the last one again once they are used up; None when there are none."""
+        if not queue:
+            return None
         used = self._used.get(key, 0)
         self._used[key] = used + 1
         return queue[min(used, len(queue) - 1)]
