@@ -14,6 +14,7 @@ import toolnexus as tn
 from toolnexus.events import RemoteCallEvent, TaskEvent
 from toolnexus.monitor import TaskBook, trace_tree
 from toolnexus.protocol.model import TaskState
+from toolnexus.stores import TaskQuery
 
 from ..helpers import write_skill
 
@@ -91,7 +92,7 @@ async def chain(tmp_path, events=None, **serve):
 
 
 async def only_task(handle) -> tn.Task:
-    page = await handle.runner.store.list(page_size=10)
+    page = await handle.runner.store.list(TaskQuery(page_size=10))
     assert len(page.tasks) == 1, [t.id for t in page.tasks]
     return page.tasks[0]
 
@@ -99,7 +100,7 @@ async def only_task(handle) -> tn.Task:
 async def settle(handle, *states: TaskState, timeout: float = 10.0) -> tn.Task:
     async with asyncio.timeout(timeout):
         while True:
-            page = await handle.runner.store.list(page_size=10)
+            page = await handle.runner.store.list(TaskQuery(page_size=10))
             if page.tasks and page.tasks[0].state in states:
                 return page.tasks[0]
             await asyncio.sleep(0.02)

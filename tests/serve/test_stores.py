@@ -24,6 +24,7 @@ from toolnexus.stores import (
     MemoryConversationStore,
     MemoryTaskStore,
     Shared,
+    TaskQuery,
     TaskStore,
     kind_of,
     open_store,
@@ -95,20 +96,29 @@ async def test_list_filters_and_pages(store):
                 TaskState.COMPLETED if i < 4 else TaskState.WORKING,
             )
         )
-    page = await store.list(page_size=2)
+
+    async def ids(**asked) -> list[str]:
+        return [t.id for t in (await store.list(TaskQuery(**asked))).tasks]
+
+    page = await store.list(TaskQuery(page_size=2))
     assert (
         [t.id for t in page.tasks] == ["task-4", "task-3"] and page.total == 5 and page.next_token
     )
-    page2 = await store.list(page_size=2, page_token=page.next_token)
-    page3 = await store.list(page_size=2, page_token=page2.next_token)
+    page2 = await store.list(TaskQuery(page_size=2, page_token=page.next_token))
+    page3 = await store.list(TaskQuery(page_size=2, page_token=page2.next_token))
     assert [t.id for t in page2.tasks + page3.tasks] == ["task-2", "task-1", "task-0"]
     assert page3.next_token == ""
-    assert [t.id for t in (await store.list(context_id="odd")).tasks] == ["task-3", "task-1"]
-    assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-4"]
-    after = await store.list(updated_after="2026-11-30T10:00:02.500000Z")
-    assert [t.id for t in after.tasks] == ["task-4", "task-3"]
+    assert await ids(context_id="odd") == ["task-3", "task-1"]
+    assert await ids(state=TaskState.WORKING) == ["task-4"]
+    assert await ids(updated_after="2026-11-30T10:00:02.500000Z") == ["task-4", "task-3"]
     with pytest.raises(ValueError):
-        await store.list(page_token="garbage")
+        await store.list(TaskQuery(page_token="garbage"))
+    owned = make(5)
+    owned.owner = "ada"
+    await store.save(owned)
+    assert await ids(owner="ada", page_size=2) == ["task-5", "task-4"]  # hers and unowned ones
+    assert await ids(owner="bob", page_size=2) == ["task-4", "task-3"]
+    assert await ids(page_size=2) == ["task-5", "task-4"]  # the server sees every task
 
 
 @pytest.mark.parametrize("kind", kinds())
@@ -351,7 +361,7 @@ async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():
     await store.save(running)
     for i in range(1, 6):
         await store.save(make(i))
-    page = await store.list(page_size=100)
+    page = await store.list(TaskQuery(page_size=100))
     assert [t.id for t in page.tasks] == [
         "task-5",
         "task-4",
@@ -361,7 +371,11 @@ async def test_the_memory_store_keeps_at_most_max_tasks_finished_oldest_first():
     assert await store.get("task-1") is None and await store.get("task-2") is None
     running.status = TaskStatus(TaskState.COMPLETED, None, "2026-11-30T10:01:00.000000Z")
     await store.save(running)  # it finishes last, so it goes last
-    assert [t.id for t in (await store.list(page_size=100)).tasks] == ["task-5", "task-4", "task-0"]
+    assert [t.id for t in (await store.list(TaskQuery(page_size=100))).tasks] == [
+        "task-5",
+        "task-4",
+        "task-0",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -472,9 +486,11 @@ async def test_a_finished_task_in_the_memory_store_is_not_walked_by_the_garbage_
     assert not gc.is_tracked(store._tasks["task-2"])
     assert gc.is_tracked(store._tasks["task-1"])  # a task in flight is the live object
     assert (
-        await store.list(state=TaskState.COMPLETED, page_size=100)
+        await store.list(TaskQuery(state=TaskState.COMPLETED, page_size=100))
     ).total == MemoryTaskStore.RECENT + 1
-    assert [t.id for t in (await store.list(state=TaskState.WORKING)).tasks] == ["task-1"]
+    assert [t.id for t in (await store.list(TaskQuery(state=TaskState.WORKING))).tasks] == [
+        "task-1"
+    ]
 
 
 def test_finished_tasks_pack_with_either_codec_and_from_many_threads_at_once():

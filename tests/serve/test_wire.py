@@ -359,7 +359,7 @@ async def test_unexpected_failures_are_a_generic_internal_error(http, caplog):
         async def save(self, task):
             raise RuntimeError("secret detail")
 
-        async def list(self, **kw):
+        async def list(self, query):
             raise RuntimeError("secret detail")
 
     tk = await tn.create_toolkit(builtins=False)

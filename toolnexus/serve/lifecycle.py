@@ -80,7 +80,7 @@ from ..protocol.model import (
 from ..protocol.params import ListTasks, SendMessage
 from ..skills import ToolkitLike, without
 from ..stores import JoinsConversations, KeepsEnded, Link, Shared, TaskPage, TaskStore, visible
-from ..stores.base import when_available
+from ..stores.base import TaskQuery, when_available
 from ..tools import AUTH, REJECT, Answer, Attachment
 from .files import FileFetchError, TaskFiles, artifacts_of, reply_accepted
 
@@ -1143,14 +1143,15 @@ class TaskRunner:
         """A page of the store's tasks (see :meth:`TaskStore.list`), the quiet ones in it too."""
         for id in list(self._quiet):
             await self._told(id)
-        mine = {"owner": owner} if owner is not None else {}  # stores of old keep working alone
         return await self.store.list(
-            context_id=request.context_id,
-            state=request.state,
-            updated_after=request.updated_after,
-            page_size=request.page_size,
-            page_token=request.page_token,
-            **mine,
+            TaskQuery(
+                context_id=request.context_id,
+                state=request.state,
+                updated_after=request.updated_after,
+                owner=owner,
+                page_size=request.page_size,
+                page_token=request.page_token,
+            )
         )
 
     async def _telling(self, id: str) -> None:
@@ -1323,7 +1324,7 @@ class TaskRunner:
         """After a restart: mark ``submitted``/``working`` tasks of the store failed. Returns how many."""
         page_token, count = "", 0
         while True:
-            page = await self.store.list(page_size=100, page_token=page_token)
+            page = await self.store.list(TaskQuery(page_size=100, page_token=page_token))
             for task in page.tasks:
                 if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
                     note = Message.agent("interrupted by restart", task.context_id, task.id)

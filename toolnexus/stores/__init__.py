@@ -21,6 +21,7 @@ from .base import (
     Shared,
     StoreKind,
     TaskPage,
+    TaskQuery,
     TaskStore,
     task_from_record,
     task_record,
@@ -59,6 +60,7 @@ __all__ = [
     "task_from_record",
     "task_record",
     "TaskPage",
+    "TaskQuery",
     "TaskStore",
     "visible",
 ]

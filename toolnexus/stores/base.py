@@ -16,19 +16,13 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import StoreUnavailableError
 from ..protocol.dialects import Dialect, parse_task, render_task
-from ..protocol.model import (
-    Artifact,
-    Message,
-    Part,
-    Task,
-    TaskState,
-    TaskStatus,
-    now_iso,
-)
+from ..protocol.model import Artifact, Message, Part, Task, TaskState, TaskStatus, now_iso
 from ..protocol.tracecontext import TraceContext
 from .conversations import ConversationStore
 
 __all__ = [
+    "TaskQuery",
+    "EVERY_TASK",
     "TaskPage",
     "TaskStore",
     "Durable",
@@ -73,6 +67,26 @@ async def when_available(write: Callable[[], Awaitable[_T]], what: str) -> _T:
 log = logging.getLogger("toolnexus.serve")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TaskQuery:
+    """What a listing asks a store for (:meth:`TaskStore.list`): a page of the tasks that match,
+    newest first. The server builds one per listing; a store reads it."""
+
+    context_id: str | None = None
+    state: TaskState | None = None
+    updated_after: str | None = None
+    """Only tasks whose status changed at or after it (UTC, in ``now_iso`` form)."""
+    owner: str | None = None
+    """Only the tasks that owner may see (its own and unowned ones, :func:`visible`); None: all."""
+    page_size: int = 50
+    page_token: str = ""
+    """Where the page starts: "" the first, else the ``next_token`` of the page before."""
+
+
+EVERY_TASK = TaskQuery()
+"""The first page of every task: what ``list()`` lists when given no query."""
+
+
 class TaskPage:
     """One page of a task listing."""
 
@@ -100,18 +114,9 @@ class TaskStore(Protocol):
         store may hold it as it is."""
         ...
 
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> TaskPage:
-        """Newest first. ``updated_after``: only tasks whose status changed at or after it (UTC, in
-        ``now_iso`` form). ``owner``: only the tasks that owner may see (its own and unowned ones)."""
+    async def list(self, query: TaskQuery = EVERY_TASK) -> TaskPage:
+        """A page of the tasks ``query`` asks for, newest first; a ``page_token`` this store did
+        not give out is a ``ValueError``."""
         ...
 
 
@@ -262,26 +267,19 @@ def visible(task_owner: str | None, caller: str | None) -> bool:
     return caller is None or task_owner is None or task_owner == caller
 
 
-def page_of(
-    tasks: list[Task],
-    context_id: str | None,
-    state: TaskState | None,
-    updated_after: str | None,
-    page_size: int,
-    page_token: str,
-    owner: str | None = None,
-) -> TaskPage:
-    """Newest first; the token is the offset into the filtered listing."""
+def page_of(tasks: list[Task], query: TaskQuery) -> TaskPage:
+    """The page of ``tasks`` that ``query`` asks for, newest first; the token is the offset into
+    the filtered listing."""
     chosen = [
         t
         for t in tasks
-        if (context_id is None or t.context_id == context_id)
-        and visible(t.owner, owner)
-        and (state is None or t.state is state)
-        and (updated_after is None or (t.status.timestamp or "") >= updated_after)
+        if (query.context_id is None or t.context_id == query.context_id)
+        and visible(t.owner, query.owner)
+        and (query.state is None or t.state is query.state)
+        and (query.updated_after is None or (t.status.timestamp or "") >= query.updated_after)
     ]
     chosen.sort(key=lambda t: (t.created, t.id), reverse=True)
-    start, end, next_token = window(len(chosen), page_size, page_token)
+    start, end, next_token = window(len(chosen), query.page_size, query.page_token)
     return TaskPage(chosen[start:end], next_token, len(chosen))
 
 

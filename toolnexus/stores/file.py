@@ -12,13 +12,15 @@ from pathlib import Path
 
 from .._fs import write_whole
 from .._json import too_deep
-from ..protocol.model import Task, TaskState
+from ..protocol.model import Task
 from .base import (
+    EVERY_TASK,
     RECORD_DEPTH,
     Durable,
     KeepsEnded,
     StoreKind,
     TaskPage,
+    TaskQuery,
     page_of,
     readable,
     task_from_record,
@@ -76,27 +78,10 @@ class FileTaskStore(Durable, KeepsEnded):
         async with lock:  # saves of one task land in order
             await asyncio.to_thread(write_whole, path, body)
 
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> TaskPage:
+    async def list(self, query: TaskQuery = EVERY_TASK) -> TaskPage:
         if not self._loaded:
             await asyncio.to_thread(self.load)
-        return page_of(
-            list(self._cache.values()),
-            context_id,
-            state,
-            updated_after,
-            page_size,
-            page_token,
-            owner,
-        )
+        return page_of(list(self._cache.values()), query)
 
 
 def _read_file(path: Path) -> Task:

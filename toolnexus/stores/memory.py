@@ -10,11 +10,13 @@ import time
 
 from .. import _json
 from ..errors import ConfigError
-from ..protocol.model import Task, TaskState
+from ..protocol.model import Task
 from .base import (
+    EVERY_TASK,
     STATES,
     StoreKind,
     TaskPage,
+    TaskQuery,
     epoch,
     readable,
     task_from_record,
@@ -136,25 +138,19 @@ class MemoryTaskStore:
         self._tasks.pop(gone, None)
         self._recent.pop(gone, None)
 
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> TaskPage:
+    async def list(self, query: TaskQuery = EVERY_TASK) -> TaskPage:
+        # read once: the walk may cover every task the process keeps
+        context_id, owner, after = query.context_id, query.owner, query.updated_after
+        state = query.state.value if query.state else None
         chosen = [
             id
             for id, (ctx, st, stamp, who, _) in reversed(self._tasks.items())
             if (context_id is None or ctx == context_id)
             and visible(who, owner)
-            and (state is None or st == state.value)
-            and (updated_after is None or stamp >= updated_after)
+            and (state is None or st == state)
+            and (after is None or stamp >= after)
         ]
-        start, end, next_token = window(len(chosen), page_size, page_token)
+        start, end, next_token = window(len(chosen), query.page_size, query.page_token)
         tasks = [t for t in [await self.get(id) for id in chosen[start:end]] if t is not None]
         return TaskPage(tasks, next_token, len(chosen))
 

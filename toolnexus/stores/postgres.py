@@ -33,12 +33,14 @@ from ..errors import MissingExtra, StaleTaskError, StoreUnavailableError
 from ..protocol.model import Task, TaskState
 from ..secrets import mask_url
 from .base import (
+    EVERY_TASK,
     Durable,
     JoinsConversations,
     KeepsEnded,
     Shared,
     StoreKind,
     TaskPage,
+    TaskQuery,
     task_from_record,
     task_record,
 )
@@ -445,27 +447,17 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
             )
         return {r["id"]: (r["version"], r["push"]) for r in rows}
 
-    async def list(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | None = None,
-        updated_after: str | None = None,
-        page_size: int = 50,
-        page_token: str = "",
-        owner: str | None = None,
-    ) -> Any:
-
+    async def list(self, query: TaskQuery = EVERY_TASK) -> TaskPage:
         try:
-            start = int(page_token) if page_token else 0
+            start = int(query.page_token) if query.page_token else 0
         except ValueError:
             raise ValueError("pageToken is not one this server gave out") from None
         where, args = [], []
         for clause, value in (
-            ("context_id = ${}", context_id),
-            ("state = ${}", state.value if state else None),
-            ("updated >= ${}", updated_after),
-            ("(owner IS NULL OR owner = ${})", owner),
+            ("context_id = ${}", query.context_id),
+            ("state = ${}", query.state.value if query.state else None),
+            ("updated >= ${}", query.updated_after),
+            ("(owner IS NULL OR owner = ${})", query.owner),
         ):
             if value is not None:
                 args.append(value)
@@ -477,7 +469,7 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
                 raise ValueError("pageToken is not one this server gave out")
             rows = await pool.fetch(
                 f"SELECT version, record FROM toolnexus_tasks {condition} "
-                f"ORDER BY created DESC, id DESC LIMIT {int(page_size)} OFFSET {start}",
+                f"ORDER BY created DESC, id DESC LIMIT {int(query.page_size)} OFFSET {start}",
                 *args,
             )
         end = start + len(rows)
