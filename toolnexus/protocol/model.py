@@ -294,20 +294,10 @@ class Task:
 
     def snapshot(self) -> Task:
         """A copy whose lists and status later changes to this task do not touch."""
-        return Task(
-            self.id,
-            self.context_id,
-            TaskStatus(self.status.state, self.status.message, self.status.timestamp),
-            list(self.history),
-            list(self.artifacts),
-            dict(self.metadata) if self.metadata else self.metadata,
-            self.skill,
-            self.request,
-            self.created,
-            self.owner,
-            self.trace,
-            self.version,
-        )
+        copy = self.moved(TaskStatus(self.status.state, self.status.message, self.status.timestamp))
+        copy.history, copy.artifacts = list(self.history), list(self.artifacts)
+        copy.metadata = dict(self.metadata) if self.metadata else self.metadata
+        return copy
 
     def to_dataframe(self) -> Any:
         """One row per message (needs pandas)."""
