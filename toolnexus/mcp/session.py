@@ -568,7 +568,7 @@ class MCPSession:
             return
         method = str(getattr(message, "method", "?"))
         params = getattr(message, "params", None)
-        data = params.model_dump(by_alias=True, exclude_none=True, mode="json") if params else {}
+        data = _as_sent(params) if params else {}
         if method == "notifications/message":
             level = data.get("level", "info")
             said = data.get("data")
@@ -653,12 +653,7 @@ class MCPSession:
             schema,
             _asking_task(params),
         )
-        self._tell(
-            "request",
-            "elicitation/create",
-            f"asks: {request.message}",
-            params.model_dump(by_alias=True, exclude_none=True, mode="json"),
-        )
+        self._tell("request", "elicitation/create", f"asks: {request.message}", _as_sent(params))
         assert self.elicit is not None
         try:
             reply = await self.elicit(request)
@@ -684,7 +679,7 @@ class MCPSession:
             "request",
             "sampling/createMessage",
             f"asks the model: {request.prompt[:200]}",
-            params.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            _as_sent(params),
         )
         assert self.approve is not None
         try:
@@ -1065,9 +1060,11 @@ class MCPSession:
         types = sdk().types
 
         client = self._connected()
-        params = types.CallToolRequestParams(
-            name=name, arguments=args, task=types.TaskMetadata(ttl=TASK_TTL_MS)
-        ).model_dump(by_alias=True, exclude_none=True, mode="json")
+        params = _as_sent(
+            types.CallToolRequestParams(
+                name=name, arguments=args, task=types.TaskMetadata(ttl=TASK_TTL_MS)
+            )
+        )
         # the SDK (mcp 2.3) has no tasks API and checks a tools/call result as a CallToolResult:
         # a task-augmented call goes through its dispatcher as it is, its answer checked here
         raw = await client.session._dispatcher.send_raw_request(  # noqa: SLF001  # see above
@@ -1255,14 +1252,17 @@ AS_TASK = " (a task)"
 """How a request the user may cancel is named when it runs as a task."""
 
 
+def _as_sent(model: Any) -> dict[str, Any]:
+    """An SDK model as it crosses the wire: its JSON names, nothing unset."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
 def _outcome(result: Any) -> ToolResult:
     """A ``CallToolResult`` as a :class:`ToolResult`, its structured content and blocks kept."""
     outcome = tool_result(result)
     if result.structured_content is not None:
         outcome.metadata["structured"] = result.structured_content
-    outcome.metadata["content"] = [
-        b.model_dump(by_alias=True, exclude_none=True, mode="json") for b in result.content or []
-    ]
+    outcome.metadata["content"] = [_as_sent(b) for b in result.content or []]
     return outcome
 
 
