@@ -2,8 +2,9 @@
 
 Producers never block: :meth:`EventBus.publish` appends to each subscriber's bounded queue.
 When a subscriber falls behind and its queue is full, a newer event of a task replaces the
-older one still queued (coalescing); when nothing can be coalesced the subscriber is dropped
-and its iterator ends after a :class:`Dropped` notice.
+older one still queued (coalescing: an event with a ``key`` replaces the one of the same key; an
+event without one replaces none); when nothing can be coalesced the subscriber is dropped and its
+iterator ends after a :class:`Dropped` notice.
 """
 
 from __future__ import annotations
@@ -149,10 +150,6 @@ class ToolCallEvent:
     seq: int = 0
     kind: str = "tool-call"
 
-    @property
-    def key(self) -> str | None:
-        return None
-
 
 @dataclass
 class TrafficEvent:
@@ -179,10 +176,6 @@ class TrafficEvent:
     by: str | None = (
         None  # for outbound ones made by a tool of the app's rather than its client: "doctor"
     )
-
-    @property
-    def key(self) -> str | None:
-        return None
 
     @property
     def size(self) -> int:
@@ -242,10 +235,6 @@ class ServerEvent:
     seq: int = 0
     kind: str = "server"
 
-    @property
-    def key(self) -> str | None:
-        return None
-
 
 @dataclass
 class Dropped:
@@ -254,10 +243,6 @@ class Dropped:
     missed_from: int
     kind: str = "dropped"
     seq: int = 0
-
-    @property
-    def key(self) -> str | None:
-        return None
 
 
 Event = (
@@ -303,7 +288,7 @@ class _Subscription:
         if len(self.queue) < self.max_queue:
             self.queue.append(event)
         else:
-            key = event.key
+            key = getattr(event, "key", None)
             replaced = False
             if key is not None:
                 for i in range(len(self.queue) - 1, -1, -1):
