@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..display import e, plural, to_dataframe
@@ -43,11 +43,7 @@ class Usage:
         self.total_tokens += other.total_tokens
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
+        return asdict(self)
 
 
 @dataclass

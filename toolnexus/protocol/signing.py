@@ -27,7 +27,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import jwt
@@ -96,15 +96,7 @@ class SignatureCheck:
         return f"signature {self.index + 1} ({', '.join(parts)})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "alg": self.alg,
-            "kid": self.kid,
-            "jku": self.jku,
-            "ok": self.ok,
-            "why": self.why,
-            "cause": self.cause,
-        }
+        return asdict(self)
 
 
 @dataclass
