@@ -149,6 +149,18 @@ class RPCError(ToolnexusError):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
 
+    def error_info(self) -> dict[str, Any]:
+        """The ``google.rpc.ErrorInfo`` detail that names it, as JSON (HTTP+JSON's Status, §11.6,
+        and the 1.x SDK's JSON-RPC ``data``): its reason in A2A's domain, and ``data``'s members
+        as text when ``data`` is an object."""
+        data = self.data
+        return {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.reason,
+            "domain": "a2a-protocol.org",
+            "metadata": {k: str(v) for k, v in data.items()} if isinstance(data, dict) else {},
+        }
+
 
 class ParseError(RPCError):
     code, message, reason = -32700, "Parse error", "PARSE_ERROR"

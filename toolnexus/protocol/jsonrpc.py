@@ -105,15 +105,7 @@ def error_object(err: RPCError, *, error_info: bool) -> dict[str, Any]:
     """The ``error`` member; with ``error_info`` the 1.x SDK's ``google.rpc.ErrorInfo`` detail."""
     out: dict[str, Any] = {"code": err.code, "message": err.message}
     if error_info:
-        detail: dict[str, Any] = {
-            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": err.reason,
-            "domain": "a2a-protocol.org",
-            "metadata": {},
-        }
-        if is_object(err.data):
-            detail["metadata"] = {k: str(v) for k, v in err.data.items()}
-        out["data"] = [detail]
+        out["data"] = [err.error_info()]
     elif err.data is not None:
         out["data"] = err.data
     return out

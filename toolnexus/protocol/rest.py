@@ -187,20 +187,12 @@ def params_from(
 
 def error_body(err: RPCError) -> dict[str, Any]:
     """A failure as §11.6 writes it: ``google.rpc.Status`` with the A2A reason in an ErrorInfo."""
-    info: dict[str, Any] = {
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": err.reason,
-        "domain": "a2a-protocol.org",
-        "metadata": {},
-    }
-    if is_object(err.data):
-        info["metadata"] = {k: str(v) for k, v in err.data.items()}
     return {
         "error": {
             "code": err.http_status,
             "status": err.grpc_status,
             "message": err.message,
-            "details": [info],
+            "details": [err.error_info()],
         }
     }
 
