@@ -144,6 +144,18 @@ def test_open_store_forms(tmp_path: Path):
         open_store(object())
 
 
+def test_a_store_object_listing_by_keywords_as_before_is_refused_at_start():
+    """A user's store written for the old contract (list(*, context_id=..., page_size=...)) is told
+    so when opened, not on the first ListTasks by a TypeError."""
+
+    class OldStore(MemoryTaskStore):
+        async def list(self, *, context_id=None, state=None, page_size=50, page_token=""):  # pyright: ignore[reportIncompatibleMethodOverride]
+            return await super().list()
+
+    with pytest.raises(tn.ConfigError, match=r"list\(\) must take one TaskQuery"):
+        open_store(OldStore())
+
+
 # -- Durable: what it saved, a new store on the same place has; a restart fails what ran ----------
 
 

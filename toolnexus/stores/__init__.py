@@ -9,10 +9,13 @@ help) and the store tests read that list. A new kind is a module with its store 
 
 from __future__ import annotations
 
+import inspect
+
 from ..errors import ConfigError
 from ..secrets import mask_url
 from . import file, memory, postgres
 from .base import (
+    EVERY_TASK,
     Closable,
     Durable,
     JoinsConversations,
@@ -101,4 +104,13 @@ def open_store(
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):
             raise ConfigError(f"store object {store!r} has no {name}() method")
+    try:
+        inspect.signature(store.list).bind(EVERY_TASK)
+    except TypeError:
+        raise ConfigError(
+            f"store object {store!r}: list() must take one TaskQuery (toolnexus.stores.TaskQuery: "
+            "the context, state, time, owner and page asked for), not keywords as before"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): trusted as it is
+        pass
     return store
