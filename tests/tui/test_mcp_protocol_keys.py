@@ -45,7 +45,11 @@ async def test_pages_cancel_and_the_log_level_by_keys():
         more = column(app, "#mcp-tools", 1)[-1]
         assert "m next page, M all (cursor tools-3)" in more
         await until(
-            pilot, lambda: "the server has more: m reads the next page" in shown(app, "#mcp-result")
+            pilot,
+            lambda: (
+                "the server has more tools, resources and prompts: m reads the next page"
+                in shown(app, "#mcp-result")
+            ),
         )
         await until(pilot, lambda: app.focused is tools)
         await pilot.press("m")

@@ -81,6 +81,30 @@ async def test_the_servers_tasks_a_page_at_a_time_one_cancelled_by_id_and_a_resu
         assert column(app, "#mcp-tasks", 1)[1] == "completed"
 
 
+async def test_the_summary_speaks_of_its_lists_and_the_tasks_more_is_the_tasks_tabs():
+    """Issue 60's closing walk: the Tools tab's summary ("6 tools, ... (the server has more: m
+    reads the next page)") lit when only the server's tasks had another page, and m there said
+    the list had no more. The server's tasks outlive a session over HTTP (one store): seeded in
+    one, they are paged in the next, whose summary counts no task."""
+    app = ToolnexusApp(specs=[])
+    with mcp_peers.http_server("ts-tasks") as said:
+        async with app.run_test(size=(160, 44)) as pilot:
+            await connect(app, pilot, said["MCP"])
+            await until(pilot, lambda: table(app, "#mcp-tools").row_count == TOOLS, timeout=30)
+            await focus_row(app, pilot, "#mcp-tools", "seed")
+            await pilot.press("enter", "enter")  # into its one argument (12), and call
+            await until(pilot, lambda: "seeded 12 tasks" in shown(app, "#mcp-result"), timeout=20)
+            await pilot.press("escape", "ctrl+l")  # a new session on the same server
+            await until(pilot, lambda: shown(app, "#mcp-result").startswith("6 tools,"), timeout=30)
+            assert "has more" not in shown(app, "#mcp-result")
+            await pilot.press("m")  # the tools have no more, and say so
+            await until(pilot, lambda: any("no more" in str(n.message) for n in app._notifications))
+            await pilot.press("k")  # the tasks' next page is the Tasks tab's
+            tasks = table(app, "#mcp-tasks")
+            await until(pilot, lambda: tasks.row_count == 11, timeout=20)
+            assert "m next page" in "".join(str(c) for c in tasks.get_row_at(10))
+
+
 async def test_a_task_that_asks_brings_its_question_to_the_user_and_ends_with_the_answer():
     """The TypeScript SDK's interactive task example's tools (simpleTaskInteractive): the task
     goes input_required, its question (an elicitation, then a sampling request) comes with the

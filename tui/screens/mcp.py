@@ -116,6 +116,9 @@ TAB_WORDS = {
     "e": "Stderr tab",
 }
 """What ``?`` says of each tab's key."""
+COUNTED = ("tools", "resources", "templates", "prompts")
+"""The listings the Tools tab's summary counts (the session's names), and says the server has
+more of."""
 NAME_WIDTH = 24
 """The widest a tool's or prompt's name column gets (a longer name is cut)."""
 DESCRIPTION_WIDTH = 200
@@ -668,7 +671,8 @@ class MCPScreen(ModeScreen):
         and after each next page), unless a call made meanwhile keeps its result shown."""
         if self._result_of is not None:
             return
-        more = any(self._cursors.values())
+        # the lists it counts: the tasks' next page is the Tasks tab's (its own row says so)
+        more = [k for k in COUNTED if self._cursors.get(k)]
         counts = ", ".join(
             _count(n, what)
             for n, what in (
@@ -677,7 +681,10 @@ class MCPScreen(ModeScreen):
                 (len(self.prompts), "prompt"),
             )
         )
-        self._say(counts + (" (the server has more: m reads the next page)" if more else ""))
+        if more:
+            kinds = ", ".join(more[:-1]) + " and " + more[-1] if len(more) > 1 else more[0]
+            counts += f" (the server has more {kinds}: m reads the next page)"
+        self._say(counts)
 
     async def _fetch(self, kind: str, items: list[dict[str, Any]] | None = None) -> list[Any]:
         """A listing of the session (``kind``: :data:`toolnexus.mcp.session.LISTS`) as the user
