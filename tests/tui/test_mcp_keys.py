@@ -238,3 +238,48 @@ def test_a_checkbox_shows_the_servers_field_name_as_text_never_markup():
     box = field_widget(Field(name, {"type": "boolean"}, required=True), "f")
     assert isinstance(box, Checkbox)
     assert box.label.plain == name and not box.label.spans
+
+
+async def test_a_new_session_starts_clean_in_every_tab():
+    """Issue 60's closing walk: after connecting to another server the Resources tab still showed
+    the last session's read. What one session showed (a read, a prompt's messages, a notice, the
+    doctor's report, a ping's round trip) is gone when another server is connected."""
+    from .test_mcp_protocol_keys import paged
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("alt+6")
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        inspector = app.screen
+        await pilot.pause()
+        await pilot.press("ctrl+o")  # the handshake era, which has ping
+        await until(pilot, lambda: inspector.era == "legacy")
+        await connect(app, pilot, paged())
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 4, timeout=30)
+        await until(pilot, lambda: app.focused is table(app, "#mcp-tools"))
+        await pilot.press("g")
+        await until(pilot, lambda: " ms" in shown(app, "#mcp-status").split("ping ")[-1])
+        await pilot.press("r", "enter")  # note://page/1 read
+        await until(pilot, lambda: "bytes" in shown(app, "#mcp-resource"), timeout=20)
+        await pilot.press("p", "enter")  # prompt1, which takes no argument
+        await until(pilot, lambda: "prompt1" in shown(app, "#mcp-prompt-view"), timeout=20)
+        await pilot.press("n", "home")
+        await until(pilot, lambda: shown(app, "#mcp-notice") != "")
+        await pilot.press("d")
+        await until(pilot, lambda: "mcp_paged" in shown(app, "#mcp-doctor"), timeout=20)
+        await until(pilot, lambda: "probing" not in shown(app, "#mcp-doctor"), timeout=60)
+        views = ("#mcp-resource", "#mcp-prompt-view", "#mcp-notice", "#mcp-doctor", "#mcp-server")
+        before = {v: shown(app, v) for v in views}
+
+        command = "PYTHONPATH={} {}".format(
+            shlex.quote(mcp_peers.ENV["PYTHONPATH"]), shlex.join(mcp_peers.stdio("py"))
+        )
+        await connect(app, pilot, command)
+        await until(pilot, lambda: "everything-py" in shown(app, "#mcp-status"), timeout=30)
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 7, timeout=30)
+        await pilot.pause()
+        assert "ping" not in shown(app, "#mcp-status")  # none sent in this session
+        assert shown(app, "#mcp-resource") == "" and shown(app, "#mcp-prompt-view") == ""
+        for view in views:
+            now = shown(app, view)
+            assert "paged" not in now and now != before[view], (view, now)

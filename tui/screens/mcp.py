@@ -46,6 +46,7 @@ from textual.widgets import (
     TabPane,
     TextArea,
 )
+from textual.worker import get_current_worker
 
 from toolnexus.debug.mcp_doctor import mcp_doctor
 from toolnexus.display import printable
@@ -116,6 +117,24 @@ TAB_WORDS = {
     "e": "Stderr tab",
 }
 """What ``?`` says of each tab's key."""
+DOCTOR_SAYS = (
+    "d probes the endpoint above: version negotiation, capabilities against what answers, each "
+    "tool's schemas, errors as the spec has them, the Origin check and auth over HTTP, stdout over "
+    "stdio (toolnexus doctor --mcp; nothing is called)"
+)
+"""The Doctor tab before its first probe of the endpoint connected to."""
+SESSION_WORK = (
+    "mcp",
+    "mcp-read",
+    "mcp-relist",
+    "mcp-doctor",
+    "mcp-ping",
+    "mcp-level",
+    "mcp-task-result",
+    "mcp-task-cancel",
+)
+"""The groups of the workers that talk to a session (or probe its endpoint): cancelled when
+another connection starts."""
 COUNTED = ("tools", "resources", "templates", "prompts")
 """The listings the Tools tab's summary counts (the session's names), and says the server has
 more of."""
@@ -277,16 +296,7 @@ class MCPScreen(ModeScreen):
                     yield SafeTable(id="mcp-notices", cursor_type="row")
                     yield VerticalScroll(SafeStatic(id="mcp-notice"), id="mcp-notice-box")
             with TabPane("[b]d[/b] Doctor", id="mcp-tab-doctor"):
-                yield VerticalScroll(
-                    SafeStatic(
-                        "d probes the endpoint above: version negotiation, capabilities against "
-                        "what answers, each tool's schemas, errors as the spec has them, the "
-                        "Origin check and auth over HTTP, stdout over stdio (toolnexus doctor "
-                        "--mcp; nothing is called)",
-                        id="mcp-doctor",
-                    ),
-                    id="mcp-doctor-box",
-                )
+                yield VerticalScroll(SafeStatic(DOCTOR_SAYS, id="mcp-doctor"), id="mcp-doctor-box")
             with TabPane("[b]i[/b] Server", id="mcp-tab-server"):
                 with VerticalScroll(id="mcp-server-box"):
                     yield TextBox(
@@ -533,8 +543,11 @@ class MCPScreen(ModeScreen):
         self._status(Text(f"connecting to {printable(where, 200)} …", "yellow"))
         old, self.session = self.session, None
         self._unwatch()
+        for group in SESSION_WORK:  # an answer of the last session never lands in this one's views
+            self.workers.cancel_group(self, group)
         if old is not None:
             await old.close()
+        await self._forget()  # nothing of the last session shows while this one connects
         console = self.query_one("#mcp-stderr", Log)
         console.clear()
         console.write_line(
@@ -564,8 +577,6 @@ class MCPScreen(ModeScreen):
             await session.start()
         except Exception as exc:  # nothing of the previous endpoint stays on screen
             self._close_signin()
-            self._forget()
-            await self._form(None)
             said = Text(f"✘ {exc}", "red")
             if "registers no client" in str(exc):
                 said.append("\n  i: the Server tab has the OAuth client id box", "yellow")
@@ -575,7 +586,7 @@ class MCPScreen(ModeScreen):
         self._close_signin()
         self.session = session
         self._unwatch = session.watch(self._heard)
-        self._forget()
+        self._tasks_tab()
         for notice in session.notices:
             self._heard(notice)
         self._show_server()
@@ -588,16 +599,28 @@ class MCPScreen(ModeScreen):
         except NoMatches:  # the screen is going
             return
 
-    def _forget(self) -> None:
+    async def _forget(self) -> None:
+        """Nothing of the last session anywhere: its lists, each tab's side view (a read, a
+        prompt's messages, a task, a notice, the server, the doctor's report), the forms and the
+        raw arguments, the round trip of its ping, the resource whose updates are followed."""
         self.tools, self.resources, self.prompts = [], [], []
         self._results.clear()
         self._cursors.clear()
         self._shown.clear()
         self.task_rows.clear()
         self._task_said.clear()
+        self.shown_uri, self.ping_ms = "", None
         for table in ("#mcp-tools", "#mcp-resources", "#mcp-prompts", "#mcp-tasks", "#mcp-notices"):
             self.query_one(table, DataTable).clear()
-        self.query_one("#mcp-task", SafeStatic).update("")
+        views = ("#mcp-task", "#mcp-resource", "#mcp-prompt-view", "#mcp-notice", "#mcp-server")
+        for view in views:
+            self.query_one(view, SafeStatic).update("")
+        self.query_one("#mcp-doctor", SafeStatic).update(DOCTOR_SAYS)
+        self.query_one("#mcp-raw-args", TextArea).text = "{}"
+        await self._form(None)
+        async with self._form_lock:
+            for box in ("#mcp-template-form", "#mcp-prompt-form"):
+                await self.query_one(box, VerticalScroll).remove_children()
         self._tasks_tab()
 
     def _status(self, text: Text) -> None:
@@ -1210,7 +1233,7 @@ class MCPScreen(ModeScreen):
             title = Text(tool["name"], "bold") if tool else None
             if tool and tool.get("output_schema"):
                 title.append("  returns structured content", "grey62")  # type: ignore[union-attr]
-            await _build(form, title, fields, "arg", "no arguments")
+            await _build(form, title, fields, "arg", "no arguments" if tool else "")
             if tool is not None:
                 self.query_one("#mcp-raw-args", TextArea).text = json.dumps(
                     {f.name: f.schema["default"] for f in fields if "default" in f.schema},
@@ -1658,13 +1681,19 @@ class MCPScreen(ModeScreen):
         view = self.query_one("#mcp-doctor", SafeStatic)
         where = target if isinstance(target, str) else shlex.join(target)
         view.update(f"probing {where} …")
+        worker = get_current_worker()
+
+        def found(report: Any) -> None:  # not once cancelled: the report's end is said even then
+            if not worker.is_cancelled:
+                view.update(doctor_text(report))
+
         try:  # each finding shown as it comes
             await mcp_doctor(
                 target,
                 headers=self._headers(target),
                 env=env,
                 bus=self.tn.workspace.events,
-                on_finding=lambda report: view.update(doctor_text(report)),
+                on_finding=found,
             )
         except Exception as exc:  # a probe that failed in a way the doctor did not foresee
             view.update(Text(f"✘ the doctor could not finish: {exc}", "red"))
