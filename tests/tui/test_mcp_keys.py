@@ -283,3 +283,19 @@ async def test_a_new_session_starts_clean_in_every_tab():
         for view in views:
             now = shown(app, view)
             assert "paged" not in now and now != before[view], (view, now)
+
+
+async def test_an_endpoint_typed_while_connecting_keeps_the_box():
+    """The list takes the focus from the endpoint box as the tools show (the first keys after
+    connecting are the list's), but not from a user typing another endpoint meanwhile: their Enter
+    went to the list (seen in a full run: the next Enter on the box asked to connect "again")."""
+    from .test_mcp_protocol_keys import paged
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connect(app, pilot, paged())
+        box = app.screen.query_one("#mcp-url", Input)
+        await pilot.press("end", "x")  # typed on while the server starts
+        await until(pilot, lambda: table(app, "#mcp-tools").row_count == 4, timeout=30)
+        await pilot.pause()
+        assert app.focused is box and box.value.endswith("stdiox")

@@ -976,7 +976,9 @@ class MCPScreen(ModeScreen):
         to the first, whose form then showed the last result). The highlighted tool's form is
         built before the rows show, and ``focus`` (a new session) takes the list from the
         endpoint box in the same step: a key pressed as soon as the tools show is never lost nor
-        sent to a form still empty (a call went out without its arguments)."""
+        sent to a form still empty (a call went out without its arguments). An endpoint typed
+        meanwhile keeps the box: its Enter went to the list, and the next Enter on the box asked
+        to connect "again" to the one typed before."""
         assert self.session is not None
         if listed is None:
             listed = await self._fetch("tools")
@@ -999,7 +1001,8 @@ class MCPScreen(ModeScreen):
         if listed:
             table.move_cursor(row=row)
         at = self.focused
-        if focus and listed and (at is None or at.id in ("mcp-url", "mcp-headers")):
+        typing = self.query_one("#mcp-url", Input).value != self._typed[1]  # another endpoint
+        if focus and listed and (at is None or at.id in ("mcp-url", "mcp-headers")) and not typing:
             table.focus()
 
     async def _list_resources(self) -> None:
