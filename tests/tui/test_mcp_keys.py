@@ -285,6 +285,77 @@ async def test_a_new_session_starts_clean_in_every_tab():
             assert "paged" not in now and now != before[view], (view, now)
 
 
+def drawn(app: ToolnexusApp, widget: Any) -> str:
+    """What the screen shows of ``widget`` (what its containers clip off is not), its rows joined
+    (runs of spaces as one)."""
+    place = app.screen.find_widget(widget)
+    box = place.region.intersection(place.clip)
+    lines = [strip.text for strip in app.screen._compositor.render_strips()]
+    rows = (lines[y][box.x : box.right] for y in range(box.y, box.bottom))
+    return " ".join(" ".join(rows).split())
+
+
+def said(widget: Any) -> str:
+    """What ``widget`` has to say, whole (runs of spaces as one)."""
+    return " ".join(str(widget.render()).split())
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_status_line_a_lists_cursor_and_the_saved_servers_keys_fit(size):
+    """Issue 60's closing walk, at 120 columns: the handshake era's status line lost what we
+    offer, the log level and ping; the row saying the server has more lost its cursor (in the
+    Resources tab most of its words); the saved servers' key line lost its end (at 80 the dialog
+    its right edge). Each is drawn whole at 120 and at 80 columns."""
+    from textual.widgets import Label
+
+    from .test_mcp_protocol_keys import paged
+
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("alt+6")
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
+        inspector = app.screen
+        await pilot.pause()
+        await pilot.press("ctrl+o")  # the handshake era: the longest line (logging, ping)
+        await until(pilot, lambda: inspector.era == "legacy")
+        await connect(app, pilot, paged())
+        tools = table(app, "#mcp-tools")
+        await until(pilot, lambda: tools.row_count == 4, timeout=30)
+        await until(pilot, lambda: app.focused is tools)
+        await pilot.press("g")
+        status = inspector.query_one("#mcp-status")
+        await until(pilot, lambda: " ms" in said(status).split("ping ")[-1], timeout=20)
+        await pilot.pause()
+        assert "we offer roots, elicitation, sampling · ping" in said(status)
+        assert drawn(app, status) == said(status)
+
+        for tab, listing, cursor in (
+            ("t", "#mcp-tools", "tools-3"),
+            ("r", "#mcp-resources", "resources-2"),
+            ("p", "#mcp-prompts", "prompts-2"),
+        ):
+            await pilot.press(tab, "end")
+            rows = table(app, listing)
+            await until(pilot, lambda rows=rows: rows.cursor_row == rows.row_count - 1)
+            await pilot.pause()
+            assert "more: m next page, M all" in drawn(app, rows), (listing, drawn(app, rows))
+            note = inspector.query_one(
+                {"t": "#mcp-form", "r": "#mcp-template-form", "p": "#mcp-prompt-form"}[tab]
+            ).query_one("SafeStatic")
+            assert f"cursor {cursor} enter or m reads the next page" in drawn(app, note), drawn(
+                app, note
+            )
+            assert drawn(app, note) == said(note)
+
+        await pilot.press("o")  # the saved servers
+        await until(pilot, lambda: type(app.screen).__name__ == "SavedServersDialog")
+        await pilot.pause()
+        keys = app.screen.query_one(".keys", Label)
+        assert "e export (mcpServers JSON) · escape close" in drawn(app, keys)
+        assert drawn(app, keys) == said(keys)
+        assert app.screen.query_one("#saved-servers").region.right <= size[0]
+
+
 async def test_an_endpoint_typed_while_connecting_keeps_the_box():
     """The list takes the focus from the endpoint box as the tools show (the first keys after
     connecting are the list's), but not from a user typing another endpoint meanwhile: their Enter

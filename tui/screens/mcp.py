@@ -135,6 +135,10 @@ SESSION_WORK = (
 )
 """The groups of the workers that talk to a session (or probe its endpoint): cancelled when
 another connection starts."""
+NAME_SHOWN = 60
+"""The most characters of a server's name and version the status line shows."""
+CURSOR_SHOWN = 1000
+"""The most characters of a server's cursor shown (the rest is said to exist)."""
 COUNTED = ("tools", "resources", "templates", "prompts")
 """The listings the Tools tab's summary counts (the session's names), and says the server has
 more of."""
@@ -632,7 +636,8 @@ class MCPScreen(ModeScreen):
             return
         line = Text()
         line.append("● ", "green")
-        line.append(f"{s.server_name or 'an anonymous server'} {s.server_version}".strip(), "bold")
+        named = f"{s.server_name or 'an anonymous server'} {s.server_version}".strip()
+        line.append(printable(named, NAME_SHOWN), "bold")  # the line is at most 3 rows
         era = "no handshake" if s.modern else "initialize handshake"
         line.append(f"  MCP {s.protocol_version} ({era})")
         line.append("  over HTTP+SSE  " if s.transport == "sse" else "  ")
@@ -734,18 +739,35 @@ class MCPScreen(ModeScreen):
         self._cursors[kind], self._shown[kind] = page.next_cursor, len(listed)
         return listed
 
+    def _more_of(self, kinds: tuple[str, ...]) -> tuple[str, str] | None:
+        """The first of ``kinds`` the server has more of, and its cursor (None: none)."""
+        return next(((k, c) for k in kinds if (c := self._cursors.get(k))), None)
+
     def _more_row(self, table: DataTable[Any], *kinds: str) -> None:
-        """The row under a list the server has more of: its cursor, and the keys that read on."""
-        cursor = next((self._cursors[k] for k in kinds if self._cursors.get(k)), None)
-        if cursor is None:
+        """The row under a list the server has more of: the keys that read on, in words short
+        enough for the list at 80 columns (its cursor is the side view's when it is highlighted:
+        :meth:`_more_said`)."""
+        if self._more_of(kinds) is None:
             return
-        cells = ["…", Text(f"more on the server: m next page, M all (cursor {cursor})", "italic")]
-        if table.id == "mcp-tasks":  # the widest column the message's, third
+        cells = ["…", Text("more: m next page, M all", "italic")]
+        if table.id == "mcp-tasks":  # the message's column, third
             cells = ["…", "", cells[1]]
-        cells += [""] * (len(table.columns) - len(cells))
-        if table.id == "mcp-resources":  # its first column is the mark
-            cells = ["", *cells[:-1]]
-        table.add_row(*cells, key="more")
+        table.add_row(*cells, *[""] * (len(table.columns) - len(cells)), key="more")
+
+    def _more_said(self, table: DataTable[Any], *kinds: str) -> Text | None:
+        """What the side view says while the row saying the server has more is highlighted: which
+        list, its cursor whole (a server's cursor is opaque, of any length: the row cut it), the
+        keys (None: another row is)."""
+        more = self._more_of(kinds)
+        if more is None or not table.row_count:
+            return None
+        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value != "more":
+            return None
+        said = Text(f"more {more[0]} on the server\n", "bold")
+        said.append("cursor ", "grey62")
+        said.append(printable(more[1], CURSOR_SHOWN))
+        said.append("\nenter or m reads the next page, M every page left\n", "italic grey62")
+        return said
 
     def action_more(self, every: bool) -> None:
         """``m``: the next page of the list shown; ``M``: every page left (up to a bound)."""
@@ -1195,6 +1217,9 @@ class MCPScreen(ModeScreen):
         if tool is not None:
             self._show_result(tool["name"])
             await self._form(tool)
+        else:  # the row saying the server has more: its words where the form was
+            tools = self.query_one("#mcp-tools", DataTable)
+            await self._form(None, self._more_said(tools, "tools"))
 
     def _show_result(self, name: str, text: Text | str | None = None) -> None:
         """Keep ``text`` as tool ``name``'s last call (None: keep what it has) and show it if that
@@ -1217,8 +1242,8 @@ class MCPScreen(ModeScreen):
         self._result_of = None
         self.query_one("#mcp-result", Static).update(text)
 
-    async def _form(self, tool: dict[str, Any] | None) -> None:
-        """Build the argument form of ``tool`` (None: empty it); the form of the tool already shown
+    async def _form(self, tool: dict[str, Any] | None, note: Text | None = None) -> None:
+        """Build the argument form of ``tool`` (None: empty it, or ``note`` in it); the form of the tool already shown
         (same name and schema) is left as it is, with what was typed. One build at a time: the
         listing and a row highlight both ask for one, and interleaved builds mounted the same ids
         twice."""
@@ -1233,7 +1258,7 @@ class MCPScreen(ModeScreen):
             self._form_of = key
             form = self.query_one("#mcp-form", VerticalScroll)
             fields = form_fields((tool or {}).get("input_schema"))
-            title = Text(tool["name"], "bold") if tool else None
+            title = Text(tool["name"], "bold") if tool else note
             if tool and tool.get("output_schema"):
                 title.append("  returns structured content", "grey62")  # type: ignore[union-attr]
             await _build(form, title, fields, "arg", "no arguments" if tool else "")
@@ -1420,7 +1445,8 @@ class MCPScreen(ModeScreen):
         """The highlighted task's details, and its result once fetched."""
         state = self._task_shown()
         if state is None:
-            self.query_one("#mcp-task", SafeStatic).update("")
+            more = self._more_said(self.query_one("#mcp-tasks", DataTable), "tasks")
+            self.query_one("#mcp-task", SafeStatic).update(more or "")
             return
         text = Text()
         text.append(f"task {state.task_id}\n", "bold")
@@ -1515,7 +1541,9 @@ class MCPScreen(ModeScreen):
             chosen = self._resource()
             box = self.query_one("#mcp-template-form", VerticalScroll)
             if chosen is None or not chosen["template"]:
-                await _build(box, None, [], "tvar", "")
+                table = self.query_one("#mcp-resources", DataTable)
+                said = None if chosen else self._more_said(table, "resources", "templates")
+                await _build(box, said, [], "tvar", "")
                 return
             template = chosen.get("uri_template", "")
             await _build(
@@ -1616,7 +1644,8 @@ class MCPScreen(ModeScreen):
             chosen = self._prompt()
             box = self.query_one("#mcp-prompt-form", VerticalScroll)
             fields = prompt_fields(chosen.get("arguments") or []) if chosen else []
-            title = Text(chosen["name"], "bold") if chosen else None
+            table = self.query_one("#mcp-prompts", DataTable)
+            title = Text(chosen["name"], "bold") if chosen else self._more_said(table, "prompts")
             await _build(
                 box,
                 title,

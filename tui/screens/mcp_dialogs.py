@@ -43,11 +43,11 @@ __all__ = ["ElicitDialog", "SamplingDialog", "SavedServersDialog", "SignInDialog
 
 _DIALOG_CSS = """
 {name} {{ align: center middle; }}
-{name} > Vertical {{ width: 90; height: auto; max-height: 90%; border: thick $accent;
-    background: $surface; padding: 1 2; }}
+{name} > Vertical {{ width: 90; max-width: 100%; height: auto; max-height: 90%;
+    border: thick $accent; background: $surface; padding: 1 2; }}
 {name} VerticalScroll {{ height: auto; max-height: 24; }}
 {name} Input {{ margin-bottom: 1; }}
-{name} .keys {{ color: $text-muted; margin-top: 1; }}
+{name} .keys {{ width: 100%; color: $text-muted; margin-top: 1; }}
 """
 
 
