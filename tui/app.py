@@ -272,6 +272,7 @@ class ToolnexusApp(App[None]):
         self.servers_changed.subscribe(self, lambda _: self._sync_hosted_peers())
         self.servers_changed.subscribe(self, lambda _: self._say_serving())
         self.set_interval(SAVED_WATCH, self._saved_changed)
+        self.set_interval(SAVED_WATCH, self._saved_peers_changed)
         if (
             self.tune_gc
         ):  # it hosts servers: a served request costs the collector as in `toolnexus serve`
@@ -544,6 +545,19 @@ class ToolnexusApp(App[None]):
             if not known:
                 self.notify(f"{name} was added in {who}; s starts it here")
         self.servers_changed.publish(None)
+
+    def _saved_peers_changed(self) -> None:
+        """Another toolnexus-tui added or removed a saved peer: the same here, and said."""
+        change = self.peer_book.poll()
+        if change is None:
+            return
+        who = f"another toolnexus-tui (pid {change.by})"
+        for url in change.added:
+            self.connect_peer(self.peer_book.peers[url])
+            self.notify(f"peer {url} was added in {who}", markup=False)
+        for url in change.removed:
+            self.notify(f"peer {url} was removed in {who}", markup=False)
+        self.peers_changed.publish(None)
 
     def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
         """Keep a server created or edited here (its spec and port) for the next launch."""

@@ -49,7 +49,7 @@ from toolnexus.secrets import (
     savable_url,
 )
 
-from .saved import write_private
+from .saved import locked, stamp, write_private
 
 __all__ = ["Peer", "PeerAuth", "PeerBook", "config_dir", "card_auth"]
 
@@ -356,57 +356,90 @@ DIALECT_WORDS = {"rest": "HTTP+JSON (1.0)", "grpc": "gRPC (1.0)", "legacy": "the
 """How a forced dialect is named when it is tried and fails (0.3 and 1.0 name themselves)."""
 
 
-class PeerBook:
-    """Peers by URL, persisted to ``config_dir()/peers-v1.json`` (a bad file loads as empty)."""
+@dataclass
+class PeersChange:
+    """What another toolnexus-tui did to the saved peers since this one last looked."""
 
-    def __init__(self, folder: Path | None = None) -> None:
+    by: int
+    """Its pid."""
+    added: list[str] = field(default_factory=list[str])
+    """The URLs of the peers it added, now known here too."""
+    removed: list[str] = field(default_factory=list[str])
+    """The URLs of the peers it removed, now gone here too."""
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+class PeerBook:
+    """Peers by URL, persisted to ``config_dir()/peers-v1.json`` (a bad file loads as empty).
+
+    Two toolnexus-tui may run at once on the same folder: each change is made as the servers
+    file's are (``tui.saved``), under the file's lock, on the file as it is then (re-read, this
+    peer's entry changed, written whole), so neither loses the other's peers; the file says which
+    window changed it last (``by``), and :meth:`poll` says what another one added or removed."""
+
+    def __init__(self, folder: Path | None = None, pid: int | None = None) -> None:
         self.folder = folder or config_dir()
+        self.pid = os.getpid() if pid is None else pid
+        """This toolnexus-tui's pid, as the file names it."""
         self.peers: dict[str, Peer] = {}
+        self._saved: dict[str, dict[str, Any]] = {}  # the file's entries by URL, as last read
+        self._seen: tuple[int, int, int] | None = None  # the file as last read or written
+        self._news: PeersChange | None = None  # what others changed, read under a change of ours
+
+    @property
+    def path(self) -> Path:
+        return self.folder / FILE
 
     def load(self) -> None:
-        try:
-            data = json.loads((self.folder / FILE).read_text(encoding="utf-8"))
-            for entry in data.get("peers", []):
-                auth = entry.get("auth") or {}
-                self.peers.setdefault(
-                    entry["url"],
-                    Peer(
-                        entry["url"],
-                        dict(entry.get("headers") or {}),
-                        dialect=str(entry.get("dialect", "auto")),
-                        blocking=bool(entry.get("blocking", False)),
-                        extensions=parse_extensions(
-                            " ".join(e for e in entry.get("extensions") or () if isinstance(e, str))
-                        ),
-                        auth=PeerAuth(
-                            str(auth.get("kind", "none")),
-                            str(auth.get("name", "")),
-                            str(auth.get("secret", "")),
-                            str(auth.get("key", "")),
-                            str(auth.get("ca", "")),
-                        ),
-                    ),
-                )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return
+        self._read()
+        self._news = None  # the first look: nothing was changed by anyone since
 
-    def save(self) -> None:
-        saved = [
-            {
-                "url": savable_url(p.url),
-                "headers": p.saved_headers(),
-                "dialect": p.dialect,
-                "blocking": p.blocking,
-                **({"extensions": p.extensions} if p.extensions else {}),
-                **({"auth": a} if (a := p.auth.saved()) else {}),
-            }
-            for p in self.peers.values()
-            if not p.hosted
-        ]
+    def _read(self, leaving: str = "") -> None:
+        """The file's entries; a peer another window added is known here, one it removed is gone
+        (kept for :meth:`poll`). ``leaving``: the saved URL of a peer removed here, not taken back."""
+        self._seen = stamp(self.path)
+        entries: dict[str, dict[str, Any]] = {}
+        by = 0
         try:
-            write_private(self.folder / FILE, {"peers": saved})
-        except OSError:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            for entry in data.get("peers", []):
+                if isinstance(entry, dict) and isinstance(entry.get("url"), str):
+                    entries[entry["url"]] = entry
+            by = data.get("by") if type(data.get("by")) is int else 0
+        except (OSError, ValueError, TypeError, AttributeError):
             pass
+        news = self._news or PeersChange(by)
+        news.by = by or news.by
+        here = {savable_url(url): url for url, p in self.peers.items() if not p.hosted}
+        for url, entry in entries.items():
+            if url in here or url in self.peers or url == leaving:
+                continue
+            try:
+                self.peers[url] = _peer(entry)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+            news.added.append(url)
+        for url in self._saved:
+            if url not in entries and url in here:
+                self.peers.pop(here[url], None)
+                news.removed.append(here[url])
+        self._saved = entries
+        self._news = news if news else None
+
+    def poll(self) -> PeersChange | None:
+        """What another toolnexus-tui added or removed since this one last read or wrote the file."""
+        if stamp(self.path) != self._seen:
+            self._read()
+        news, self._news = self._news, None
+        return news
+
+    def save(self, url: str) -> None:
+        """The peer at ``url`` as it is here, into the file (a hosted one never is)."""
+        peer = self.peers.get(url)
+        if peer is not None and not peer.hosted:
+            self._change(savable_url(peer.url), _entry(peer))
 
     def add(self, url: str, headers: dict[str, str] | None = None, *, hosted: bool = False) -> Peer:
         url = url.strip().rstrip("/")
@@ -418,12 +451,64 @@ class PeerBook:
         return peer
 
     def remove(self, url: str) -> None:
-        self.peers.pop(url, None)
+        """Forget the peer at ``url``, here and (unless hosted) in the file."""
+        peer = self.peers.pop(url, None)
+        if peer is not None and not peer.hosted:
+            self._change(savable_url(url), None)
+
+    def _change(self, saved_url: str, entry: dict[str, Any] | None) -> None:
+        """One peer's entry (None: none) into the file, under its lock, on the file as it is now:
+        another window's peers are kept (and known here). A file that cannot be written is left
+        as it was."""
+        try:
+            with locked(self.path):
+                self._read(leaving=saved_url if entry is None else "")
+                if entry is None:
+                    self._saved.pop(saved_url, None)
+                else:
+                    self._saved[saved_url] = entry
+                write_private(self.path, {"peers": list(self._saved.values()), "by": self.pid})
+                self._seen = stamp(self.path)
+        except OSError:
+            pass
 
     async def close(self) -> None:
         for peer in self.peers.values():
             if peer.client is not None:
                 await peer.client.aclose()
+
+
+def _peer(entry: dict[str, Any]) -> Peer:
+    """A peer as the file has it."""
+    auth = entry.get("auth") or {}
+    return Peer(
+        entry["url"],
+        dict(entry.get("headers") or {}),
+        dialect=str(entry.get("dialect", "auto")),
+        blocking=bool(entry.get("blocking", False)),
+        extensions=parse_extensions(
+            " ".join(e for e in entry.get("extensions") or () if isinstance(e, str))
+        ),
+        auth=PeerAuth(
+            str(auth.get("kind", "none")),
+            str(auth.get("name", "")),
+            str(auth.get("secret", "")),
+            str(auth.get("key", "")),
+            str(auth.get("ca", "")),
+        ),
+    )
+
+
+def _entry(p: Peer) -> dict[str, Any]:
+    """A peer as the file gets it: no literal secret."""
+    return {
+        "url": savable_url(p.url),
+        "headers": p.saved_headers(),
+        "dialect": p.dialect,
+        "blocking": p.blocking,
+        **({"extensions": p.extensions} if p.extensions else {}),
+        **({"auth": a} if (a := p.auth.saved()) else {}),
+    }
 
 
 def parse_extensions(text: str) -> list[str]:

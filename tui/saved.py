@@ -4,9 +4,9 @@ variables but hold no secret, with the port each got; and the port the servers s
 launch, such as the demo, got, so that a copied curl line still works), the MCP servers saved in
 the MCP mode (``mcp-servers-v1.json``, :class:`MCPBook`) and the peers (``tui.peers``).
 
-Two toolnexus-tui may run at once on the same folder. Every change to the servers file is made
-under a lock (``.servers-v1.json.lock``): the file re-read, one change applied, the file written
-whole. The file also says which running toolnexus-tui (its pid) serves which port (``running``),
+Two toolnexus-tui may run at once on the same folder. Every change to a saved file (the servers,
+the MCP servers, the peers) is made under its lock (:func:`locked`: ``.servers-v1.json.lock``
+for the servers): the file re-read, one change applied, the file written whole. The file also says which running toolnexus-tui (its pid) serves which port (``running``),
 so a window that cannot listen on a port can say who holds it, and which one changed it last
 (``by``), so that each window, watching the file (:meth:`ServerBook.poll`), can say what the other did."""
 
@@ -28,7 +28,7 @@ from toolnexus.mcp import MCPServerSpec
 from toolnexus.mcp.client import MAX_SERVERS_FILE, read_servers, servers_file
 from toolnexus.secrets import savable_env, savable_headers, savable_url
 
-__all__ = ["MCPBook", "ServerBook", "SavedChange", "write_private"]
+__all__ = ["MCPBook", "SavedChange", "ServerBook", "locked", "stamp", "write_private"]
 
 SERVERS_FILE = "servers-v1.json"
 MCP_FILE = "mcp-servers-v1.json"
@@ -55,9 +55,10 @@ class SavedChange:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """``path``'s lock (``.NAME.lock`` beside it), held while the file is re-read, changed and
-    written whole: two toolnexus-tui on one folder never lose each other's change."""
+    written whole: two toolnexus-tui on one folder never lose each other's change (the servers
+    file, the MCP servers file, the peers file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -65,6 +66,15 @@ def _locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # and the lock with it
+
+
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """What says whether the file at ``path`` changed since it was last looked at (None: there is none)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _alive(pid: int) -> bool:
@@ -98,16 +108,9 @@ class ServerBook:
         self._news = None  # the first look: nothing was changed by anyone since
         return list(self.specs.values())
 
-    def _stamp(self) -> tuple[int, int, int] | None:
-        try:
-            st = self.path.stat()
-        except OSError:
-            return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
-
     def _read(self) -> None:
         """The file into memory; what changed in the specs, and who changed it, kept for :meth:`poll`."""
-        self._seen = self._stamp()
+        self._seen = stamp(self.path)
         known = {f.name for f in fields(ServerSpec)}
         specs: dict[str, ServerSpec] = {}
         ports: dict[str, int] = {}
@@ -156,7 +159,7 @@ class ServerBook:
 
     def poll_quietly(self) -> None:
         """Read the file if it changed, keeping what changed for the next :meth:`poll`."""
-        if self._stamp() != self._seen:
+        if stamp(self.path) != self._seen:
             self._read()
 
     # -- changing: each under the lock, on the file as it is now ---------------------------------------
@@ -164,7 +167,7 @@ class ServerBook:
         """Re-read the file, apply one change (``apply`` says whether it changed anything), and
         write it whole, all under the lock. A file that cannot be written is left as it was."""
         try:
-            with _locked(self.path):
+            with locked(self.path):
                 self._read()
                 if apply():
                     self._write()
@@ -185,7 +188,7 @@ class ServerBook:
                 "by": self.pid,
             },
         )
-        self._seen = self._stamp()
+        self._seen = stamp(self.path)
 
     def keep_port(self, name: str, port: int) -> None:
         """Remember the port a server started at launch got, for the next launch."""
@@ -289,7 +292,7 @@ class MCPBook:
         Raises:
             ConfigError: the file cannot be read (nothing written); OSError: nor written.
         """
-        with _locked(self.path):
+        with locked(self.path):
             self.load()
             if self.error:
                 raise ConfigError(self.error)

@@ -176,3 +176,50 @@ def test_each_change_is_made_on_the_file_as_it_is_now(tmp_path):
     assert [p.wait(timeout=120) for p in runs] == [0, 0]
     names = {s["name"] for s in json.loads((tmp_path / SAVED).read_text())["servers"]}
     assert names == {f"{who}-{i}" for who in ("left", "right") for i in range(25)}
+
+
+_ADD_PEERS = """
+import sys
+import time
+from pathlib import Path
+from tui.peers import PeerBook
+
+folder, who = Path(sys.argv[1]), sys.argv[2]
+book = PeerBook(folder)
+book.load()
+(folder / f"ready-{who}").touch()
+while len(list(folder.glob("ready-*"))) < 2:  # both loaded: now at once
+    time.sleep(0.01)
+for i in range(25):
+    url = f"http://127.0.0.1:{(10000 if who == 'left' else 20000) + i}"
+    book.add(url)
+    book.save(url)
+book.remove("http://127.0.0.1:10000" if who == "left" else "http://127.0.0.1:20000")
+(folder / f"done-{who}").touch()
+while len(list(folder.glob("done-*"))) < 2:  # both done: what the other did is read now
+    time.sleep(0.01)
+book.poll()
+print(len(book.peers))
+"""
+
+
+def test_peers_added_in_two_windows_are_all_kept(tmp_path):
+    """Two processes adding peers at once (then each removing its first), each from what it loaded
+    at its start: the peers file is changed as the servers file is, under its lock on the file as
+    it is then, so none of the forty-eight left is lost, and each process knows the other's."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _ADD_PEERS, str(tmp_path), who],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("left", "right")
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in runs]
+    assert [p.returncode for p in runs] == [0, 0]
+    saved = json.loads((tmp_path / "peers-v1.json").read_text())
+    urls = {p["url"] for p in saved["peers"]}
+    assert urls == {f"http://127.0.0.1:{base + i}" for base in (10000, 20000) for i in range(1, 25)}
+    assert [int(out) for out in outs] == [48, 48]  # each knows the other's peers, and not its first

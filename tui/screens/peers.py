@@ -372,7 +372,7 @@ class PeersScreen(ModeScreen):
             return
         event.input.value = ""
         peer = self.tn.peer_book.add(url)
-        self.tn.peer_book.save()
+        self.tn.peer_book.save(peer.url)
         self.tn.connect_peer(peer)
         self.refresh_peers(peer.url)  # the one just added is the one shown
         self.query_one("#peers", DataTable).focus()
@@ -469,7 +469,7 @@ class PeersScreen(ModeScreen):
             self.notify(
                 f"the {k} header line was replaced by the {AUTH_KINDS[auth.kind]} credential"
             )
-        self.tn.peer_book.save()
+        self.tn.peer_book.save(peer.url)
         self.tn.connect_peer(peer)
         self.refresh_peers(peer.url)  # the one just added is the one shown
         self.query_one("#peers", DataTable).focus()
@@ -485,7 +485,7 @@ class PeersScreen(ModeScreen):
             return
         order = ["auto", "0.3", "1.0", "rest", "grpc", "legacy"]
         peer.dialect = order[(order.index(peer.dialect) + 1) % len(order)]
-        self.tn.peer_book.save()
+        self.tn.peer_book.save(peer.url)
         self.tn.connect_peer(peer)
         self.notify(f"{peer.url}: dialect {peer.dialect}")
 
@@ -494,7 +494,7 @@ class PeersScreen(ModeScreen):
         if peer is None:
             return
         peer.blocking = not peer.blocking
-        self.tn.peer_book.save()
+        self.tn.peer_book.save(peer.url)
         self.refresh_peers()
         self.notify(
             f"{peer.url}: {'blocking sends' if peer.blocking else 'non-blocking sends, then follow the task'}"
@@ -504,7 +504,6 @@ class PeersScreen(ModeScreen):
         url = self.selected()
         if url and not self.tn.peer_book.peers[url].hosted:
             self.tn.peer_book.remove(url)
-            self.tn.peer_book.save()
             self.refresh_peers()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
