@@ -18,7 +18,7 @@ from ..protocol.dialects import Dialect
 from ..protocol.extensions import HEADER, header_value
 from ..protocol.model import Message, Task
 from ..protocol.operations import Binding, Operation
-from .transport_base import GRPC_REFUSALS, Caller, Transport, _faults, _Fold, _heard, about
+from .transport_base import GRPC_REFUSALS, Caller, Transport, _Fold, _heard, about
 
 __all__ = ["GrpcTransport"]
 
@@ -165,10 +165,8 @@ class GrpcTransport(Transport):
                     break
                 frame = self._answer(op, reply)
                 frames.append(_json.dumps(frame).decode())
-                task = fold.apply(frame)
-                _faults(c, fold.faults)
-                yield task.snapshot()
-            _faults(c, fold.check.end())
+                yield fold.step(c, frame)
+            fold.end(c)
         except TimeoutError:
             error = f"AnswerTooSlow: no message within {max(c.timeout, 60.0):g}s"
             raise PeerError(f"{c.peer}: {rpc} stream failed: {error}") from None

@@ -247,6 +247,17 @@ class _Fold:
         self.task = task
         return task
 
+    def step(self, c: Caller, result: Any) -> Task:
+        """The task after the frame ``result`` (a snapshot, to hand on), the frame's faults said
+        to ``c`` as warnings as they come."""
+        task = self.apply(result)
+        _faults(c, self.faults)
+        return task.snapshot()
+
+    def end(self, c: Caller) -> None:
+        """The stream ended: what it lacked then (see :class:`StreamCheck`) said to ``c``."""
+        _faults(c, self.check.end())
+
     def _status(self, task: Task, update: Task) -> None:
         """A status update. The words a peer says as the agent's status messages while the task
         is unfinished are one message as they come: each a piece (Strands, the Gemini CLI) or each

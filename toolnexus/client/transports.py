@@ -34,7 +34,6 @@ from .transport_base import (
     GRPC_REFUSALS,
     Caller,
     Transport,
-    _faults,
     _Fold,
     _heard,
     about,
@@ -143,10 +142,9 @@ class _HttpTransport(Transport):
                 fold = _Fold(sent)
                 async for frame in sse_events(r, c.timeout, fetch.MAX_FRAME, lines=lines):
                     frames.append(frame)
-                    task = fold.apply(self.result(method, status, frame.encode()))
-                    _faults(c, fold.faults)
-                    yield task.snapshot()
-                _faults(c, fold.check.end())
+                    task = fold.step(c, self.result(method, status, frame.encode()))
+                    yield task
+                fold.end(c)
         except TimeoutError:
             error = f"AnswerTooSlow: no whole answer within {c.timeout:g}s"
             raise PeerError(f"{c.peer}: {method} stream failed: {error}") from None
