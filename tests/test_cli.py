@@ -509,10 +509,13 @@ def test_a_served_agent_describes_itself_and_validate_fails_an_empty_description
     assert "error   $.description: description is empty" in out.stdout
 
 
-def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
+def test_mcp_run_by_hand_says_what_it_is_for_and_ctrl_c_stops_it_while_it_reads(tmp_path):
     """Issue 61 item 6: `toolnexus mcp` typed at a terminal (stdin a tty) waited silently; it says
     on stderr that it is for a desktop MCP host and that Ctrl-C stops it. stdout stays the
-    protocol's alone."""
+    protocol's alone. And Ctrl-C does stop it once it is reading the terminal (after a host's
+    `initialize` is answered): it waited, after Ctrl-C, for a line or end of file on its stdin
+    thread (it ended only on Enter, exit 0); now exit 130, as a shell reports Ctrl-C, no
+    traceback."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         cli("mcp", "--skills", str(ROOT / "examples" / "skills")),
@@ -526,18 +529,28 @@ def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     os.close(follower)
-    said = ""
+    said = out = ""
+
+    def read(stream, until: str, deadline: float) -> str:
+        got = ""
+        while until not in got:
+            left = deadline - time.monotonic()
+            assert left > 0, (said, got)
+            if select.select([stream], [], [], left)[0]:  # the fd: no buffer hides a line
+                chunk = os.read(stream.fileno(), 65536).decode("utf-8", "replace")
+                assert chunk, (said, got)  # it ended
+                got += chunk
+        return got
+
     try:
         deadline = time.monotonic() + 20
-        while "Ctrl-C stops it" not in said:
-            left = deadline - time.monotonic()
-            assert left > 0, said
-            if select.select([proc.stderr], [], [], left)[0]:  # the fd: no buffer hides a line
-                said += os.read(proc.stderr.fileno(), 65536).decode("utf-8", "replace")
+        said = read(proc.stderr, "Ctrl-C stops it", deadline)
+        os.write(leader, json.dumps(MCP_INIT).encode() + b"\n")  # typed, as a host would write it
+        out = read(proc.stdout, "\n", deadline)  # answered: it reads the terminal for the next
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            out, _ = proc.communicate(timeout=20)
+            rest, err = proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()  # not left running into the next test
             proc.communicate()
@@ -547,7 +560,9 @@ def test_mcp_run_by_hand_says_what_it_is_for(tmp_path):
         finally:
             os.close(leader)
     assert "for a desktop MCP host" in said
-    assert out == ""  # nothing but the protocol on stdout, and no host spoke
+    assert json.loads(out)["result"]["serverInfo"]["name"] == "toolnexus"
+    assert rest == ""  # nothing but the protocol on stdout
+    assert proc.returncode == 130 and "Traceback" not in err, (proc.returncode, err)
 
 
 def test_a_config_files_extended_card_is_served_with_the_command_lines_auth(tmp_path, monkeypatch):

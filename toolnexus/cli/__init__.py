@@ -1,6 +1,7 @@
 """The ``toolnexus`` command: ``serve`` a toolkit; output for people or, with ``--json``, for scripts.
 
-Exit codes: 0 success, 1 a peer or runtime error, 2 a usage error (bad flags, bad config, port in use).
+Exit codes: 0 success, 1 a peer or runtime error, 2 a usage error (bad flags, bad config, port in use),
+130 Ctrl-C (``serve`` and ``replay`` stop on it: 0).
 
 Here the subcommands are parsed and dispatched; each has a module (its parser and what it does:
 ``serve.py``, ``send.py``, ...) over what they share (``options``, ``peer``, ``following``, ...)
@@ -27,7 +28,7 @@ from .audit import _audit, _audit_parser
 from .card import _card, _card_parser
 from .doctor import _client_doctor, _doctor, _doctor_parser
 from .mcp import _mcp, _mcp_parser
-from .output import EXIT_OK, EXIT_USAGE, UsageError
+from .output import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from .push import _push, _push_parser
 from .replay import _replay, _replay_parser
 from .send import _send, _send_parser
@@ -142,4 +143,4 @@ def _main(argv: list[str] | None) -> int:
         print(f"toolnexus: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return EXIT_OK
+        return EXIT_INTERRUPTED

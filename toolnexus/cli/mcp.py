@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import io
 import logging
@@ -42,9 +43,9 @@ def _mcp_parser(sub: Any) -> None:
 
 
 async def _mcp(args: argparse.Namespace) -> int:
-    """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin. stdout carries
-    the protocol alone; what happens is logged on stderr."""
-    with _protocol_stdout() as protocol:
+    """``toolnexus mcp``: the toolkit's tools over stdio until the host closes stdin (or Ctrl-C:
+    exit 130, see ``main``). stdout carries the protocol alone; what happens is logged on stderr."""
+    with _kept_for_protocol(1, 2) as protocol:
         logging.basicConfig(
             stream=sys.stderr, level=logging.WARNING, format="toolnexus mcp: %(message)s"
         )
@@ -81,24 +82,98 @@ async def _mcp(args: argparse.Namespace) -> int:
             )
         wire = io.TextIOWrapper(open(protocol, "wb", closefd=False), encoding="utf-8")
         try:
-            await tk.serve_stdio(config, on_call=told, stdout=anyio.wrap_file(wire))
+            with _kept_for_protocol(0, _null()) as asked:
+                await tk.serve_stdio(
+                    config, on_call=told, stdin=_Lines(asked), stdout=anyio.wrap_file(wire)
+                )
         finally:
             await tk.close()
     return EXIT_OK
 
 
 @contextlib.contextmanager
-def _protocol_stdout() -> Iterator[int]:
-    """File descriptor 1 kept for a protocol alone: yields a private copy of it, and points 1 itself
-    at stderr until the block ends, so that nothing else writes there: not a ``--tools`` module
-    that prints or writes to the descriptor as it loads, not a child process that echoes, not a
-    tool's output (redirecting ``sys.stdout`` alone let the last two corrupt the stream)."""
-    sys.stdout.flush()
-    private = os.dup(1)  # not inherited by children, and above the standard three
-    os.dup2(2, 1)
+def _kept_for_protocol(fd: int, stand_in: int) -> Iterator[int]:
+    """File descriptor ``fd`` (0 or 1) kept for the protocol alone: yields a private copy of it, and
+    points ``fd`` itself at ``stand_in`` until the block ends (then closed, when it is not 0, 1 or
+    2). So nothing else writes to stdout (not a ``--tools`` module that prints or writes to the
+    descriptor as it loads, not a child process that echoes, not a tool's output: redirecting
+    ``sys.stdout`` alone let the last two corrupt the stream), and nothing else reads the
+    host's messages from stdin (a tool's child reads the null device: end of file)."""
+    if fd == 1:
+        sys.stdout.flush()
+    private = os.dup(fd)  # not inherited by children, and above the standard three
+    os.dup2(stand_in, fd)
+    if stand_in > 2:
+        os.close(stand_in)
     try:
         yield private
     finally:
-        sys.stdout.flush()
-        os.dup2(private, 1)
+        if fd == 1:
+            sys.stdout.flush()
+        os.dup2(private, fd)
         os.close(private)
+
+
+def _null() -> int:
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+MAX_LINE = 16 * 1024 * 1024
+"""The longest message a host may send (one JSON-RPC message a line); a longer one is dropped,
+and the server answers it as a message it cannot parse."""
+
+
+class _Lines:
+    """The lines a host writes to stdin, read on the loop as they come, for the MCP SDK's stdio
+    server (it iterates its stdin). Its own reader waits on a worker thread, and a thread blocked
+    reading a terminal or a pipe kept the process alive after Ctrl-C until a line or end of file
+    came (the interpreter waits for its threads at exit): here a read waits on the loop, which
+    Ctrl-C cancels. The descriptor stays blocking (a terminal's flags are its shell's too): it is
+    read once the loop says it is readable; a file, which the loop cannot watch, never blocks."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.held = b""
+        self.ended = False
+        self.watchable = True
+        self.dropping = False  # in a line past MAX_LINE: the rest of it is dropped
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        await asyncio.sleep(0)  # the loop's other work between two lines, as with the SDK's reader
+        while True:
+            end = self.held.find(b"\n")
+            if end >= 0:
+                line, self.held = self.held[: end + 1], self.held[end + 1 :]
+                if self.dropping:
+                    self.dropping = False
+                    return "\n"  # what was dropped: answered as a message that does not parse
+                return line.decode("utf-8", "replace")
+            if self.ended:
+                if self.held and not self.dropping:
+                    line, self.held = self.held, b""
+                    return line.decode("utf-8", "replace")
+                raise StopAsyncIteration
+            if len(self.held) > MAX_LINE:
+                self.held, self.dropping = b"", True
+            await self._readable()
+            chunk = os.read(self.fd, 65536)
+            self.ended = not chunk
+            self.held += chunk
+
+    async def _readable(self) -> None:
+        if not self.watchable:
+            return
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        try:
+            loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        except (OSError, ValueError, NotImplementedError):  # a file: a read never waits
+            self.watchable = False
+            return
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.fd)

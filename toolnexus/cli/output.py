@@ -12,6 +12,9 @@ from typing import Any
 from ..display import printable
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C ended a command that does not stop on it as its end (``serve`` and ``replay`` do, and say
+``stopped``): 128 + SIGINT, as a shell reports a command that Ctrl-C ended."""
 
 
 class UsageError(Exception):
