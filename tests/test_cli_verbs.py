@@ -249,3 +249,28 @@ def test_every_help_ends_with_examples_that_the_command_takes():
                 pytest.fail(f"toolnexus {' '.join(path)} --help shows {typed!r}, refused")
             seen += 1
     assert seen >= 40
+
+
+async def test_the_help_s_data_example_works_and_a_message_left_empty_is_not_sent():
+    """Issue 61 item 7 (the look at e1ba206): ``send --data '{"city": "Oslo"}' --skill weather``,
+    ``send --help``'s own example, left the data out (the skill took text only), sent an empty
+    message and printed the server's error, exit 1. The demo's weather skill takes JSON naming its
+    arguments, so the example answers; data to a skill that takes none is refused here, in one
+    line, exit 2, and nothing goes out."""
+    async with demo_agent() as url:
+        code, out, err = await arun_cli(
+            "send", url, "--data", '{"city": "Oslo"}', "--skill", "weather"
+        )
+        assert code == 0 and out.startswith('Using the "weather" skill: Oslo: '), (out, err)
+        assert "warning" not in err, err
+        code, out, err = await arun_cli(
+            "send", url, "--data", '{"name": "Ada"}', "--skill", "greet"
+        )
+        assert code == 2 and out == "", (out, err)
+        assert err.splitlines() == [
+            'toolnexus: warning: the skill greet takes text/plain: data {"name": "Ada"} '
+            "(application/json) is not sent",
+            "toolnexus: nothing left to send: the skill greet takes none of the parts; nothing sent",
+        ]
+        code, out, _ = await arun_cli("task", "list", url, "--json")
+    assert code == 0 and len(lines(out)[0]["tasks"]) == 1  # the weather's: none for greet

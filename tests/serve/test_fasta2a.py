@@ -84,6 +84,6 @@ async def test_every_skill_of_the_card_names_its_modes(demo):
     async with httpx.AsyncClient(base_url=demo.url) as http:
         card = (await http.get("/.well-known/agent-card.json")).json()
     assert card["skills"], card
-    for skill in card["skills"]:
-        assert skill["inputModes"] == card["defaultInputModes"], skill
+    for skill in card["skills"]:  # its own (the weather skill takes JSON too), else the defaults
+        assert set(card["defaultInputModes"]) <= set(skill["inputModes"]), skill
         assert skill["outputModes"] == card["defaultOutputModes"], skill

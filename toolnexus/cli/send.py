@@ -95,10 +95,14 @@ async def _send(args: argparse.Namespace) -> int:
     run = _Following(args, client)
 
     async def work() -> None:
-        for note in client.fitting(sending["files"], args.skill, args.accept)[1]:
+        kept, notes = client.fitting(sending["files"], args.skill, args.accept)
+        for note in notes:
             _out(client, f"toolnexus: warning: {note}", file=sys.stderr)  # before it is sent
             client.warn(note)
             run.told.add(note)
+        if args.text is None and not kept:  # an empty message: the agent could only refuse it
+            who = f"the skill {args.skill}" if args.skill else "the agent"
+            raise UsageError(f"nothing left to send: {who} takes none of the parts; nothing sent")
         if args.no_wait:  # the task as the agent first answers (send is not blocking)
             run.task = await client.send(text, **sending)
             _progress(args, run.task)
