@@ -24,12 +24,14 @@ from toolnexus.stores import (
     MemoryConversationStore,
     MemoryTaskStore,
     Shared,
+    TaskPage,
     TaskQuery,
     TaskStore,
     kind_of,
     open_store,
     task_record,
 )
+from toolnexus.stores.base import EVERY_TASK
 
 from ..helpers import read_until, started_cli, store_where
 from .wire import rpc, v03_message
@@ -152,8 +154,20 @@ def test_a_store_object_listing_by_keywords_as_before_is_refused_at_start():
         async def list(self, *, context_id=None, state=None, page_size=50, page_token=""):  # pyright: ignore[reportIncompatibleMethodOverride]
             return await super().list()
 
-    with pytest.raises(tn.ConfigError, match=r"list\(\) must take one TaskQuery"):
-        open_store(OldStore())
+    class OldPositional(MemoryTaskStore):  # binds the query as its context, listing nothing
+        async def list(self, context_id=None, state=None, page_size=50, page_token=""):  # pyright: ignore[reportIncompatibleMethodOverride]
+            return await super().list()
+
+    for old in (OldStore(), OldPositional()):
+        with pytest.raises(tn.ConfigError, match=r"list\(\) must take one TaskQuery"):
+            open_store(old)
+
+    class NewStore(MemoryTaskStore):  # the query under any other name is the new contract
+        async def list(self, asked: TaskQuery = EVERY_TASK) -> TaskPage:
+            return await super().list(asked)
+
+    store = NewStore()
+    assert open_store(store) is store
 
 
 # -- Durable: what it saved, a new store on the same place has; a restart fails what ran ----------

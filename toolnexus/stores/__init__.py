@@ -85,6 +85,11 @@ def kinds_with(capability: type, has: bool = True) -> list[StoreKind]:
     return [kind for kind in KINDS if issubclass(kind.store, capability) is has]
 
 
+_OLD_FILTERS = {"context_id", "state", "updated_after", "owner", "page_size", "page_token"}
+"""What ``list()`` took as keywords before :class:`TaskQuery`: a store whose first parameter is
+one of them was written for that contract."""
+
+
 def open_store(
     store: str | TaskStore | None, *, max_tasks: int | None = 100_000, max_age: float | None = None
 ) -> TaskStore:
@@ -105,12 +110,15 @@ def open_store(
         if not callable(getattr(store, name, None)):
             raise ConfigError(f"store object {store!r} has no {name}() method")
     try:
-        inspect.signature(store.list).bind(EVERY_TASK)
-    except TypeError:
+        taken = inspect.signature(store.list).bind(EVERY_TASK).arguments
+        old = bool(_OLD_FILTERS & set(taken))  # list(self, context_id=None, ...): a filter
+    except TypeError:  # list(self, *, context_id=None, ...)
+        old = True
+    except ValueError:  # no signature to read (a builtin): trusted as it is
+        old = False
+    if old:
         raise ConfigError(
             f"store object {store!r}: list() must take one TaskQuery (toolnexus.stores.TaskQuery: "
             "the context, state, time, owner and page asked for), not keywords as before"
-        ) from None
-    except ValueError:  # no signature to read (a builtin): trusted as it is
-        pass
+        )
     return store
