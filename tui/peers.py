@@ -398,10 +398,11 @@ class PeerBook:
 
     def _read(self, leaving: str = "") -> None:
         """The file's entries; a peer another window added is known here, one it removed is gone
-        (kept for :meth:`poll`). ``leaving``: the saved URL of a peer removed here, not taken back."""
+        (kept for :meth:`poll`). ``leaving``: the saved URL of a peer removed here, not taken back.
+        A file that cannot be read (gone, not JSON) says nothing: no window writes one so, and
+        taking it as every peer removed would drop them here, then from the file at the next change."""
         self._seen = stamp(self.path)
         entries: dict[str, dict[str, Any]] = {}
-        by = 0
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             for entry in data.get("peers", []):
@@ -409,7 +410,7 @@ class PeerBook:
                     entries[entry["url"]] = entry
             by = data.get("by") if type(data.get("by")) is int else 0
         except (OSError, ValueError, TypeError, AttributeError):
-            pass
+            return
         news = self._news or PeersChange(by)
         news.by = by or news.by
         here = {savable_url(url): url for url, p in self.peers.items() if not p.hosted}

@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from tui.peers import PeerBook
+
 from ..helpers import ROOT
 from .test_smoke import EXE, TMUX, pytestmark  # noqa: F401  # pytestmark: the same needs
 
@@ -223,3 +225,21 @@ def test_peers_added_in_two_windows_are_all_kept(tmp_path):
     urls = {p["url"] for p in saved["peers"]}
     assert urls == {f"http://127.0.0.1:{base + i}" for base in (10000, 20000) for i in range(1, 25)}
     assert [int(out) for out in outs] == [48, 48]  # each knows the other's peers, and not its first
+
+
+def test_a_peers_file_that_cannot_be_read_loses_no_peer(tmp_path):
+    """The peers file made unreadable while a window runs (a hand edit half done, not JSON) is not
+    every peer removed by another window: the peers stay, nothing is said, and the next change
+    writes them all back with it."""
+    book = PeerBook(tmp_path)
+    book.load()
+    for url in ("http://127.0.0.1:7", "http://127.0.0.1:9"):
+        book.add(url)
+        book.save(url)
+    (tmp_path / "peers-v1.json").write_text('{"peers": [')
+    assert book.poll() is None
+    assert set(book.peers) == {"http://127.0.0.1:7", "http://127.0.0.1:9"}
+    book.add("http://127.0.0.1:11")
+    book.save("http://127.0.0.1:11")
+    saved = json.loads((tmp_path / "peers-v1.json").read_text())
+    assert {p["url"] for p in saved["peers"]} == {f"http://127.0.0.1:{p}" for p in (7, 9, 11)}
