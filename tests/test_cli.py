@@ -125,6 +125,31 @@ def test_serve_with_mcp():
         assert proc.wait(10) == 0
 
 
+def test_a_stream_that_breaks_says_so_on_its_own_line_after_the_reply(monkeypatch):
+    """Issue 61 item 6 (the look at e1ba206, 4 runs in 4): against ``serve --quirks drop-streams``
+    the fall-back warning ("... the task followed by polling instead") was printed into the
+    streamed reply's line (``Using toolnexus: warning: ...``), stdout and stderr being one
+    terminal. The reply's line is whole, and the warning follows on its own. The demo speaks a
+    word every 0.3 s, so that the polling that follows the cut stream prints the reply's first
+    words before it ends."""
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.3")
+    with started_cli("serve", "--json", "--quirks", "drop-streams") as server:
+        url = read_until(server, "ready")[0]["url"]
+        said = subprocess.run(
+            cli("send", "--stream", url, "greet Ada"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # one stream, as a terminal shows them
+            text=True,
+            timeout=60,
+        )
+    lines = said.stdout.splitlines()
+    assert said.returncode == 0, said.stdout
+    assert 'Using the "greet" skill: Hello, Ada! I hope your day is going well.' in lines, lines
+    [warning] = [line for line in lines if "polling instead" in line]
+    assert warning.startswith("toolnexus: warning: "), lines
+
+
 def test_the_demo_says_what_to_type_to_see_a_question_and_its_skills_do_their_job():
     """``toolnexus serve``'s first lines say what to send to see an input-required question; sent
     as printed, it asks; the weather comes from the skill's table, offline."""

@@ -39,24 +39,22 @@ async def _talking(
 ) -> int:
     """``work`` with a connected client: a peer's error, or a task followed past ``--timeout``, one
     line on stderr and exit 1; the client's warnings said, the client closed."""
+    live = run.live if run is not None else None
+    tell = live.tell if live is not None else lambda line: _out(client, line, file=sys.stderr)
     try:
         await client.connect()
         await work()
     except (tn.PeerError, tn.RPCError) as exc:
-        _out(client, f"toolnexus: {exc}", file=sys.stderr)
+        tell(f"toolnexus: {exc}")
         return EXIT_ERROR
     except TimeoutError:
         state = run.task.state.value if run is not None and run.task else "unknown"
-        _out(
-            client,
-            f"toolnexus: the task was still {state} after {args.timeout:g}s",
-            file=sys.stderr,
-        )
+        tell(f"toolnexus: the task was still {state} after {args.timeout:g}s")
         return EXIT_ERROR
     finally:
         for warning in client.warnings:
             if run is None or warning not in run.told:  # not said twice
-                _out(client, f"toolnexus: warning: {warning}", file=sys.stderr)
+                tell(f"toolnexus: warning: {warning}")
         await client.aclose()
     return EXIT_OK
 
@@ -174,12 +172,24 @@ class _LiveReply:
     terminal or through a pipe alike), masked and made printable as every line from a peer is.
     While a secret could still be completing in its last characters, those wait for the next
     piece. A text that starts over says so and is printed again; the finished reply is the
-    task's own artifact: when it differs from what was printed, it follows, whole, after a note."""
+    task's own artifact: when it differs from what was printed, it follows, whole, after a note.
+    A line for stderr while the reply's line is on the screen unfinished (a stream that broke off
+    and is polled: said when the command ends) waits for the reply's end, so that it is not
+    spliced into the reply (stderr and stdout are often one terminal)."""
 
     def __init__(self, mask: Any, secrets: Any) -> None:
         self.mask = mask
         self.hold = max((len(v) for v in secrets), default=1) - 1
         self.printed = ""  # what of the reply is on the screen (masked)
+        self.ended = False
+        self.waiting: list[str] = []  # lines for stderr, said once the reply has ended
+
+    def tell(self, line: str) -> None:
+        """``line`` on stderr (masked, printable): now, or after the reply when it is mid-line."""
+        if self.printed and not self.ended:
+            self.waiting.append(line)
+        else:
+            say(self.mask(line), file=sys.stderr)
 
     def show(self, text: str) -> None:
         shown = self.mask(text)
@@ -199,6 +209,9 @@ class _LiveReply:
             self._write("\n[the finished reply, as the task keeps it]\n" + shown + "\n")
         else:
             self._write("\n[the reply was not finished]\n")
+        self.ended = True
+        for line in self.waiting:
+            say(self.mask(line), file=sys.stderr)
 
     @staticmethod
     def _write(text: str) -> None:
