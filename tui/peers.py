@@ -396,9 +396,11 @@ class PeerBook:
         self._read()
         self._news = None  # the first look: nothing was changed by anyone since
 
-    def _read(self, leaving: str = "") -> None:
+    def _read(self, changing: str = "") -> None:
         """The file's entries; a peer another window added is known here, one it removed is gone
-        (kept for :meth:`poll`). ``leaving``: the saved URL of a peer removed here, not taken back.
+        (kept for :meth:`poll`). ``changing``: the saved URL of the peer this window is changing,
+        neither taken back (removed here) nor dropped (saved here, removed in the other: the last
+        change wins).
         A file that cannot be read (gone, not JSON) says nothing: no window writes one so, and
         taking it as every peer removed would drop them here, then from the file at the next change."""
         self._seen = stamp(self.path)
@@ -415,7 +417,7 @@ class PeerBook:
         news.by = by or news.by
         here = {savable_url(url): url for url, p in self.peers.items() if not p.hosted}
         for url, entry in entries.items():
-            if url in here or url in self.peers or url == leaving:
+            if url in here or url in self.peers or url == changing:
                 continue
             try:
                 self.peers[url] = _peer(entry)
@@ -423,7 +425,7 @@ class PeerBook:
                 continue
             news.added.append(url)
         for url in self._saved:
-            if url not in entries and url in here:
+            if url not in entries and url in here and url != changing:
                 self.peers.pop(here[url], None)
                 news.removed.append(here[url])
         self._saved = entries
@@ -463,7 +465,7 @@ class PeerBook:
         as it was."""
         try:
             with locked(self.path):
-                self._read(leaving=saved_url if entry is None else "")
+                self._read(changing=saved_url)
                 if entry is None:
                     self._saved.pop(saved_url, None)
                 else:

@@ -243,3 +243,23 @@ def test_a_peers_file_that_cannot_be_read_loses_no_peer(tmp_path):
     book.save("http://127.0.0.1:11")
     saved = json.loads((tmp_path / "peers-v1.json").read_text())
     assert {p["url"] for p in saved["peers"]} == {f"http://127.0.0.1:{p}" for p in (7, 9, 11)}
+
+
+def test_a_peer_changed_here_after_the_other_window_removed_it_is_kept_here_and_saved(tmp_path):
+    """Window B removes a peer, then window A (which has not looked since) changes it (its
+    dialect, say): the last change wins, so the file has it again, and A keeps showing it,
+    without saying B removed it (it dropped it from A's list while A saved it)."""
+    url = "http://127.0.0.1:7"
+    left, right = PeerBook(tmp_path, pid=1), PeerBook(tmp_path, pid=2)
+    left.load()
+    left.add(url)
+    left.save(url)
+    right.load()
+    right.remove(url)
+    left.peers[url].dialect = "1.0"
+    left.save(url)
+    assert url in left.peers and left.poll() is None
+    saved = json.loads((tmp_path / "peers-v1.json").read_text())["peers"]
+    assert [(p["url"], p["dialect"]) for p in saved] == [(url, "1.0")]
+    change = right.poll()
+    assert change is not None and change.added == [url] and change.by == 1
