@@ -40,8 +40,14 @@ bridge, as the host tests build them; needs root), the database in a third, the 
 bridge. Each stream of theirs is sent (``SendMessage``, returning at once) to one of them and
 followed (``SubscribeToTask``) on the next, so that every word crosses from the worker running
 the task to the one its caller listens on (``WorkerLink``: the follower asks, the runner
-announces the words through the database). CPU per word: all of its processes' (the database's
-beside it); ttft there is from the subscribe. With ``--before DIR`` the relay ``workers-before``
+announces the words through the database). CPU per word: all of its processes', and with its
+database's CPU counted too (the report says both, paired against ``ours``); ttft there is from the
+subscribe. Behind nginx (``--hosts``) a subscribe that reached its host after the task had ended
+is refused and the reply got with GetTask, as a client does ("subscribed too late": when the
+subscribe was asked against the task's end, how long its answer took, how long its send took);
+``--nginx-keepalive N`` gives nginx a pool of N kept connections to each host (the guide's config:
+a new connection per request), and ``TOOLNEXUS_BENCH_NGINX_LOG=PATH`` keeps nginx's access log
+(each request's upstream connect and header times) there. With ``--before DIR`` the relay ``workers-before``
 is the same N workers served from DIR's build (its own database), paired with ``workers``. For every relay the reply is put together as a
 client does (an update that appends, one that replaces, a task's artifacts): a word missing from
 it fails the stream, a word twice in it is counted ("words twice").
@@ -51,7 +57,8 @@ ms), CPU per token <= 1.5x the ceiling's and <= 1/3 of the SDK's; at 512, CPU pe
 the ceiling's and no stream fails.
 
 Run: python bench/stream_bench.py [--seconds 4] [--repeat 3] [--streams 1,64,96,512]
-     [--relays ceiling,sdk,ours] [--workers 4] [--hosts] [--memory] [--json out.json]   (~5 min; uptime is printed with
+     [--relays ceiling,sdk,ours] [--workers 4] [--hosts [--nginx-keepalive N]] [--memory]
+     [--json out.json]   (~5 min; uptime is printed with
 each repetition: this machine is shared)
 """
 
@@ -71,6 +78,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +415,10 @@ class Outcome:
         "resumed",
         "said",
         "late",
+        "asked",
+        "answered",
+        "sent",
+        "ended_at",
     )
 
     def __init__(self) -> None:
@@ -420,6 +432,10 @@ class Outcome:
         self.resumed = 0  # times its stream broke and it subscribed again (--restart)
         self.said = ""  # the message of a failed state it ended with
         self.late = 0  # its task ended before it subscribed: its reply got with GetTask
+        self.asked = 0.0  # the wall clock when its (last) request was written
+        self.answered = 0  # ns from then to the first bytes of the answer
+        self.sent = 0  # ns the send (SendMessage) took, when it was sent elsewhere
+        self.ended_at = 0.0  # a late one: the wall clock its task ended at (its status's time)
 
 
 class Caller(asyncio.Protocol):
@@ -461,6 +477,7 @@ class Caller(asyncio.Protocol):
         self.completed = False
         self.done = asyncio.get_running_loop().create_future()
         self.sent = time.monotonic_ns()
+        out.asked, out.answered = time.time(), 0
         if self.closed:  # its worker went away since it was opened (--restart)
             out.failed, out.why = True, "connection lost: before the request"
             return out
@@ -505,6 +522,9 @@ class Caller(asyncio.Protocol):
                 out.delays.append(now - int(stamp))
                 out.words += 1
         state = (task.get("status") or {}).get("state")  # (0.3's names: asked without a version)
+        stamp = (task.get("status") or {}).get("timestamp")
+        if stamp:
+            out.ended_at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
         self.completed = state in ("TASK_STATE_COMPLETED", "completed")
         if state in ("TASK_STATE_FAILED", "failed"):
             said = re.search(r'"text":\s*"([^"]*)"', json.dumps(task["status"]))
@@ -515,6 +535,8 @@ class Caller(asyncio.Protocol):
         now = time.monotonic_ns()
         if self.done is None or self.done.done():
             return
+        if not self.outcome.answered:
+            self.outcome.answered = now - self.sent
         raw = self.raw + data
         if not self.headed:
             end = raw.find(b"\r\n\r\n")
@@ -699,6 +721,7 @@ async def _streams(
                     await asyncio.sleep(0.1)
                     continue
             body, task_id = _send(text), ""
+            began = time.monotonic_ns()
             if sender is not None:
                 try:
                     sent = json.loads(await sender.request("POST", "/", _send_now(text)))
@@ -713,8 +736,10 @@ async def _streams(
                     continue
                 task_id = sent["result"]["task"]["id"]
                 body = _subscribe(task_id)
+            took = time.monotonic_ns() - began
             got = conn
             out = await got.stream(hostport, body, _expected(text))
+            out.sent = took if sender is not None else 0
             if resume and task_id and out.why.startswith("connection lost"):
                 got = await again(i, task_id, got)
                 out = got.outcome
@@ -794,7 +819,22 @@ async def _measure(
     ttfts = sorted(o.ttft for o in outcomes if o.ttft is not None)
     words = sum(o.words for o in outcomes)
     failed = [o for o in outcomes if o.failed]
+    late = [o for o in outcomes if o.late]
+    after = sorted(o.asked - o.ended_at for o in late if o.ended_at)  # > 0: asked after its end
     return {
+        "late_asked_after_end": sum(a > 0 for a in after),
+        "late_asked_minus_end_ms": [1e3 * _pct(after, q) for q in (0.1, 0.5, 0.9)],
+        "late_answer_ms": [
+            _pct(sorted(o.answered / 1e6 for o in late), q) for q in (0.1, 0.5, 0.9)
+        ],
+        "late_send_ms": [_pct(sorted(o.sent / 1e6 for o in late), q) for q in (0.1, 0.5, 0.9)],
+        "send_ms": [
+            _pct(sorted(o.sent / 1e6 for o in outcomes if o.sent), q) for q in (0.5, 0.9, 0.99)
+        ],
+        "answer_ms": [
+            _pct(sorted(o.answered / 1e6 for o in outcomes if o.answered), q)
+            for q in (0.5, 0.9, 0.99)
+        ],
         "relay": relay,
         "n": n,
         "streams": len(outcomes),
@@ -958,7 +998,9 @@ class Relays:
                     workers.append(_start(relay, stub_url, relay_cores, env, host.cmd()))
                 # the balancer in a host of its own, a port for each host through it
                 ups = [u.removeprefix("http://") for _, u in workers]
-                self.nginx = Nginx(self.net.host(2), 8080, ups, each=True)
+                self.nginx = Nginx(
+                    self.net.host(2), 8080, ups, each=True, keepalive=args.nginx_keepalive
+                )
                 workers = [(p, u) for (p, _), u in zip(workers, self.nginx.urls, strict=True)]
             postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
             self.got[relay] = ([p for p, _ in workers], [u for _, u in workers], [postmaster])
@@ -981,6 +1023,9 @@ class Relays:
         for sock in self.sockets:
             sock.close()
         if self.nginx is not None:
+            keep = os.environ.get("TOOLNEXUS_BENCH_NGINX_LOG")
+            if keep:  # its access log (each request's times) kept there
+                Path(keep).write_text((self.nginx.root / "access.log").read_text())
             self.nginx.close()
         for pg in self.databases:
             pg.close()
@@ -1020,6 +1065,15 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                         f"(database {row['db_us_per_word']:.0f})  {row['frames_per_word']:.2f} frames/word  "
                         f"failed {row['failed']}/{row['streams']}  words twice {row['dups']}  "
                         f"subscribed too late {row['late']}  "
+                        + (
+                            f"(asked after the end {row['late_asked_after_end']}, asked - end "
+                            f"p10/50/90 {row['late_asked_minus_end_ms']} ms, answered in "
+                            f"{row['late_answer_ms']} ms, their sends took {row['late_send_ms']} "
+                            f"ms)  "
+                            if row["late"]
+                            else ""
+                        )
+                        + f"sends p50/90/99 {row['send_ms']} ms, answers {row['answer_ms']} ms  "
                         f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
                         file=sys.stderr,
                         flush=True,
@@ -1247,8 +1301,8 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
         {(r["relay"], r["n"]) for r in [*runs, *memory]}, key=lambda k: (k[1], RELAYS.index(k[0]))
     )
     lines = [
-        f"{'relay':<9}{'N':>4}{'words/s':>9}{'ttft':>9}{'p50':>8}{'p99':>8}{'µs/word':>9}{'frames/w':>9}"
-        f"{'failed':>8}{'KiB/stream':>11}"
+        f"{'relay':<9}{'N':>4}{'words/s':>9}{'ttft':>9}{'p50':>8}{'p99':>8}{'µs/word':>9}{'+db':>6}"
+        f"{'frames/w':>9}{'failed':>8}{'KiB/stream':>11}"
     ]
     mem = {(m["relay"], m["n"]): m["kib_per_stream"] for m in memory}
 
@@ -1259,17 +1313,18 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
         rows = [r for r in runs if r["relay"] == relay and r["n"] == n]
         kib = mem.get((relay, n))
         if not rows:
-            lines.append(f"{relay:<9}{n:>4}{'':>68}{kib:>11.1f}")
+            lines.append(f"{relay:<9}{n:>4}{'':>74}{kib:>11.1f}")
             continue
         lines.append(
             f"{relay:<9}{n:>4}{med(rows, 'words_per_s'):>9.0f}{med(rows, 'ttft_ms'):>7.1f}ms"
             f"{med(rows, 'p50_ms'):>6.1f}ms{med(rows, 'p99_ms'):>6.1f}ms{med(rows, 'cpu_us_per_word'):>9.0f}"
-            f"{med(rows, 'frames_per_word'):>9.2f}{sum(r['failed'] for r in rows):>4}/{sum(r['streams'] for r in rows):<4}"
+            f"{med(rows, 'db_us_per_word'):>6.0f}{med(rows, 'frames_per_word'):>9.2f}{sum(r['failed'] for r in rows):>4}/{sum(r['streams'] for r in rows):<4}"
             f"{'' if kib is None else f'{kib:>11.1f}'}"
         )
     lines.append(
         "medians of the repetitions (failed: summed); ttft: request -> first word; p50/p99: a word's "
-        "stamp -> read by its caller; µs/word: the relay's CPU / words delivered"
+        "stamp -> read by its caller; µs/word: the relay's CPU / words delivered; +db: its database's "
+        "CPU / words delivered (workers, hosts)"
     )
     for n in sorted({r["n"] for r in runs}):
         got = {relay: [r for r in runs if r["relay"] == relay and r["n"] == n] for relay in RELAYS}
@@ -1289,12 +1344,19 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
                     a["cpu_us_per_word"] / b["cpu_us_per_word"]
                     for a, b in zip(got[spread], got["ours"], strict=True)
                 )
+                whole = sorted(  # the database's CPU counted with its processes' (issue 65)
+                    (a["cpu_us_per_word"] + a["db_us_per_word"]) / b["cpu_us_per_word"]
+                    for a, b in zip(got[spread], got["ours"], strict=True)
+                )
                 lines.append(
                     f"N={n}: {spread}/ours CPU per word, paired: median {statistics.median(pairs):.2f} "
-                    f"({pairs[0]:.2f}-{pairs[-1]:.2f}), the database's beside it "
-                    f"{med(got[spread], 'db_us_per_word'):.0f} µs a word; p99 {med(got[spread], 'p99_ms'):.1f} ms "
+                    f"({pairs[0]:.2f}-{pairs[-1]:.2f}); with the database's "
+                    f"({med(got[spread], 'db_us_per_word'):.0f} µs a word) "
+                    f"{statistics.median(whole):.2f} ({whole[0]:.2f}-{whole[-1]:.2f}); "
+                    f"p99 {med(got[spread], 'p99_ms'):.1f} ms "
                     f"(ours {med(got['ours'], 'p99_ms'):.1f}); words twice "
-                    f"{sum(r['dups'] for r in got[spread])}"
+                    f"{sum(r['dups'] for r in got[spread])}; subscribed too late "
+                    f"{sum(r['late'] for r in got[spread])}"
                 )
         if not all(got[r] for r in RELAYS[:3]):
             continue
@@ -1338,6 +1400,14 @@ def main() -> None:
         help="also the relay 'hosts': two toolnexus serve processes each in a network namespace "
         "of its own, the database in a third, each stream sent to one and followed on the other "
         "(needs root)",
+    )
+    ap.add_argument(
+        "--nginx-keepalive",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --hosts: nginx keeps a pool of N idle connections to each host (the guide's "
+        "config: none, a new connection per request)",
     )
     ap.add_argument(
         "--restart",

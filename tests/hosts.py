@@ -123,10 +123,15 @@ class Nginx:
     new upstream connection per request (a kept one may be closed by a host that stops under a
     POST, which nginx does not send again)."""
 
-    def __init__(self, host: Host, port: int, upstreams: list[str], each: bool = False) -> None:
+    def __init__(
+        self, host: Host, port: int, upstreams: list[str], each: bool = False, keepalive: int = 0
+    ) -> None:
         """``each``: also a port for each upstream alone, ``port + 1 + i`` (``urls``), for a
-        caller that must choose the host a request goes to (bench/stream_bench.py --hosts)."""
+        caller that must choose the host a request goes to (bench/stream_bench.py --hosts);
+        ``keepalive``: a pool of that many idle upstream connections kept (the guide's config
+        has none; bench/stream_bench.py --nginx-keepalive)."""
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-nginx-"))
+        pool = f"keepalive {keepalive};" if keepalive else ""
         servers = "\n".join(f"    server {u} max_fails=1 fail_timeout=2s;" for u in upstreams)
         location = """
       proxy_http_version 1.1;
@@ -136,9 +141,12 @@ class Nginx:
       proxy_connect_timeout 1s;
       proxy_read_timeout 120s;
       proxy_next_upstream error timeout;"""
+        if keepalive:
+            location += """
+      proxy_set_header Connection "";"""
         alone = "".join(
             f"""
-  upstream agent{i} {{ server {u}; }}
+  upstream agent{i} {{ server {u}; {pool} }}
   server {{
     listen {host.addr}:{port + 1 + i};
     location / {{
@@ -156,7 +164,10 @@ pid {self.root}/nginx.pid;
 worker_rlimit_nofile 10000;
 events {{ worker_connections 4096; }}
 http {{
-  access_log {self.root}/access.log;
+  log_format timed '$remote_addr - - [$time_local] "$request" $status $body_bytes_sent '
+    '"-" "-" rt=$request_time uct=$upstream_connect_time uht=$upstream_header_time '
+    'c=$connection r=$connection_requests';
+  access_log {self.root}/access.log timed;
   client_body_temp_path {self.root}/body;
   proxy_temp_path {self.root}/proxy;
   fastcgi_temp_path {self.root}/fastcgi;
@@ -164,6 +175,7 @@ http {{
   scgi_temp_path {self.root}/scgi;
   upstream agents {{
 {servers}
+    {pool}
   }}
   server {{
     listen {host.addr}:{port};
