@@ -178,6 +178,84 @@ def parse_addr(addr: str | int | None) -> tuple[str, int]:
     return host or DEFAULT_HOST, number
 
 
+ACCEPTS_PER_TURN = 16
+"""Waiting connections a server takes in a turn of its loop at most, on uvloop (:class:`_Accepts`);
+libuv's own is one."""
+
+
+class _Accepts:
+    """On uvloop, the connections waiting for a server taken as one is: up to
+    :data:`ACCEPTS_PER_TURN` at each connection accepted (``_Guard.connection_made`` calls
+    :meth:`more`), where libuv takes one a turn of the loop.
+
+    libuv accepts one connection a turn for each handle listening (since 1.45: level-triggered
+    polling brings the next at the next turn). Under load a turn is long: measured at 128 streams
+    a host (``bench/stream_bench.py --hosts``), turns of 100-150 ms, 30-75 connections waiting in
+    the accept queue for seconds and taken one a turn while the open ones were served within tens
+    of milliseconds; behind nginx, which opens a connection to a host per request, most subscribes
+    reached their host after their one-second reply had ended. One more ``accept`` a connection
+    (it finds none: EAGAIN) is all this costs while nothing waits; what it takes goes through
+    ``loop.connect_accepted_socket`` (a task each). More handles on the same socket would cost
+    every handle's wake-up at each connection. asyncio's own loop takes every waiting connection
+    in a turn already: nothing is done there."""
+
+    def __init__(self, server: _Uvicorn, sockets: list[socket.socket]) -> None:
+        self._server = server
+        self._socks: list[socket.socket] = []
+        self._handing: set[asyncio.Task[Any]] = set()
+        if not sockets:
+            return
+        loop = asyncio.get_running_loop()
+        if not type(loop).__module__.startswith("uvloop"):
+            return
+        for sock in sockets:
+            mine = sock.dup()
+            mine.setblocking(False)
+            self._socks.append(mine)
+        server.server_state.tn_accepts = self  # type: ignore[attr-defined]  # read by _Guard
+
+    def more(self) -> None:
+        """Take the connections waiting now, up to ACCEPTS_PER_TURN - 1 a socket."""
+        if not self._socks:
+            return
+        config = self._server.config
+        loop = asyncio.get_running_loop()
+        for sock in self._socks:
+            for _ in range(ACCEPTS_PER_TURN - 1):
+                try:
+                    conn, _ = sock.accept()
+                except OSError:  # none waits (EAGAIN), or out of files: libuv's handle says so
+                    break
+                conn.setblocking(False)
+                if conn.family != socket.AF_UNIX:
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                task = loop.create_task(self._hand(conn, config.ssl))
+                self._handing.add(task)
+                task.add_done_callback(self._handing.discard)
+
+    def _protocol(self) -> asyncio.Protocol:
+        """uvicorn's own factory, as its startup makes it (its class typed as any protocol's)."""
+        config, server = self._server.config, self._server
+        protocol: Any = config.http_protocol_class
+        return protocol(
+            config=config, server_state=server.server_state, app_state=server.lifespan.state
+        )
+
+    async def _hand(self, conn: socket.socket, ssl: Any) -> None:
+        """One connection taken, handed to the loop as uvicorn's own are (the protocol's
+        ``connection_made`` counts it among the server's)."""
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(self._protocol, conn, ssl=ssl)
+        except Exception:  # a TLS handshake that failed, a loop closing: as libuv drops one
+            conn.close()
+
+    def close(self) -> None:
+        """Take no more (the server stops accepting)."""
+        socks, self._socks = self._socks, []
+        for sock in socks:
+            sock.close()
+
+
 class _Uvicorn(uvicorn.Server):
     """A uvicorn server that leaves signals to its host, stops on an event, not a 0.1 s poll, and
     drains (see :meth:`AsgiServer.stop`)."""
@@ -191,6 +269,7 @@ class _Uvicorn(uvicorn.Server):
         self.grace: float | None = float(graceful) if graceful is not None else None
         self.until_idle: Callable[[], Awaitable[None]] | None = None
         self.time_up: Callable[[], Awaitable[None]] | None = None
+        self._accepts = _Accepts(self, [])
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -198,11 +277,13 @@ class _Uvicorn(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        self._accepts = _Accepts(self, sockets or [])
         self.ready.set()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """Stop accepting, drain, cancel what is left (uvicorn's shutdown, without its
         unconditional 0.1 s sleep when no connection is open, and with the host's drain)."""
+        self._accepts.close()
         for server in self.servers:
             server.close()
         for sock in sockets or []:
@@ -362,6 +443,9 @@ class _Guard(_Protocol):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        accepts = getattr(self.server_state, "tn_accepts", None)
+        if accepts is not None:  # the connections waiting behind this one (see _Accepts)
+            accepts.more()
         certificate = _presented(transport)
         if certificate is not None:  # each request's state says who this connection is
             self.app_state = {**self.app_state, PEER_CERTIFICATE: certificate}
