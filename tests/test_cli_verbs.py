@@ -61,6 +61,27 @@ async def test_continue_answers_the_question_then_goes_on_in_the_same_context(tm
     )
 
 
+async def test_continue_answers_a_question_asked_after_a_send_that_did_not_wait(tmp_path: Path):
+    """Issue 61 item 7 (the look at e1ba206): ``send --no-wait`` remembered its task as it was sent
+    (submitted), so ``send yes --continue`` once it asked started a new task and the question was
+    left waiting. ``--continue`` asks the peer how the task is now."""
+    env = {**os.environ, "TOOLNEXUS_STATE_DIR": str(tmp_path / "state")}
+    async with demo_agent() as url:
+        code, out, err = await arun_cli(
+            "send", url, "draft the weekly report", "--no-wait", env=env
+        )
+        asked = out.strip()
+        assert code == 0 and "[submitted]" in err, err
+        code, out, err = await arun_cli("task", "resubscribe", url, asked, "--json", env=env)
+        assert code == 0 and lines(out)[-1]["task"]["status"]["state"] == "input-required", err
+        code, out, err = await arun_cli("send", url, "yes", "--continue", env=env)
+        assert code == 0 and out.startswith('Using the "report" skill: Request approved (yes).'), (
+            out,
+            err,
+        )
+        assert f"[completed] task {asked} " in err, err
+
+
 async def test_no_wait_returns_the_task_and_the_task_verbs_read_list_cancel_and_follow_it():
     async with demo_agent() as url:
         code, out, err = await arun_cli("send", url, "slow 60", "--no-wait")

@@ -43,14 +43,15 @@ def _last_sent(url: str) -> dict[str, Any] | None:
 
 
 def _remember(url: str, task: Any) -> None:
-    """Keep ``task``'s context (and its id, when it waits for an answer) as the last conversation
-    with ``url``; a state folder that cannot be written is said, never fatal."""
+    """Keep ``task``'s context and id as the last conversation with ``url`` (whether the task
+    waits for an answer is asked of the peer when it is continued: a task sent with ``--no-wait``
+    asks later); a state folder that cannot be written is said, never fatal."""
     if not task.context_id:
         return
     folder = _state_dir()
     known = _known()
     known = {k: v for k, v in (known.items() if isinstance(known, dict) else ()) if k != url}
-    known[url] = {"context": task.context_id, "task": task.id, "waiting": task.state.interrupted}
+    known[url] = {"context": task.context_id, "task": task.id}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_whole(folder / LAST_SENT, json.dumps(dict(list(known.items())[-KEEP_PEERS:])))

@@ -90,7 +90,7 @@ def _send_parser(sub: Any) -> None:
 
 
 async def _send(args: argparse.Namespace) -> int:
-    text, sending = _sending(args)  # a mistake in what to send: said before anything is sent
+    text, sending, earlier = _sending(args)  # a mistake in what to send: said before it is sent
     client = _client(args)
     run = _Following(args, client)
 
@@ -103,6 +103,8 @@ async def _send(args: argparse.Namespace) -> int:
         if args.text is None and not kept:  # an empty message: the agent could only refuse it
             who = f"the skill {args.skill}" if args.skill else "the agent"
             raise UsageError(f"nothing left to send: {who} takes none of the parts; nothing sent")
+        if earlier is not None:  # --continue: its task answered if it waits now (not when sent)
+            sending["task_id"] = await _waiting(client, earlier)
         if args.no_wait:  # the task as the agent first answers (send is not blocking)
             run.task = await client.send(text, **sending)
             _progress(args, run.task)
@@ -129,9 +131,21 @@ async def _send(args: argparse.Namespace) -> int:
     return code
 
 
-def _sending(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """What ``send`` sends: the text (or an empty message, for data or files alone) and the
-    keywords of ``A2AClient.send``; each flag it cannot use is a usage error."""
+async def _waiting(client: Any, task_id: str) -> str | None:
+    """``task_id`` when the task waits for an answer now, as the peer says (GetTask), else None
+    (it went on, ended, or the peer no longer knows it): ``--continue`` answers it, or goes on in
+    its conversation with a new task."""
+    try:
+        task = await client.get(task_id, 0)
+    except (tn.PeerError, tn.RPCError):
+        return None
+    return task.id if task.state.interrupted else None
+
+
+def _sending(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]:
+    """What ``send`` sends: the text (or an empty message, for data or files alone), the
+    keywords of ``A2AClient.send``, and with ``--continue`` the last task sent to this agent
+    (answered if it waits, :func:`_waiting`); each flag it cannot use is a usage error."""
     if args.again and (args.context or args.task):
         raise UsageError(
             "--continue goes on with the last conversation; --context and --task name one: choose"
@@ -153,22 +167,27 @@ def _sending(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         parts += [tn.Part.of_file(path) for path in args.file]
     except ValueError as exc:
         raise UsageError(f"--file: {exc}") from None
-    context, task = args.context, args.task
+    context, task, earlier = args.context, args.task, None
     if args.again:
         last = _last_sent(args.url)
         if last is None:
             raise UsageError(
                 f"--continue: nothing was sent to {args.url} from here yet; send without it first"
             )
-        context, task = last.get("context"), last.get("task") if last.get("waiting") else None
+        context, earlier = last.get("context"), last.get("task")
+        earlier = earlier if isinstance(earlier, str) else None
     text = args.text if args.text is not None else tn.Message("user", [])
-    return text, {
-        "skill": args.skill,
-        "context_id": context,
-        "task_id": task,
-        "files": parts,
-        "accepted_output_modes": args.accept,
-    }
+    return (
+        text,
+        {
+            "skill": args.skill,
+            "context_id": context,
+            "task_id": task,
+            "files": parts,
+            "accepted_output_modes": args.accept,
+        },
+        earlier,
+    )
 
 
 def _save(args: argparse.Namespace, task: Any) -> tuple[Any, bool]:
