@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
+from toolnexus.cli import _parser, output
 from toolnexus.cli.serve_flags import SERVE_FLAGS
 from toolnexus.http.server import accept_queue
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
@@ -148,6 +149,17 @@ def test_a_stream_that_breaks_says_so_on_its_own_line_after_the_reply(monkeypatc
     assert 'Using the "greet" skill: Hello, Ada! I hope your day is going well.' in lines, lines
     [warning] = [line for line in lines if "polling instead" in line]
     assert warning.startswith("toolnexus: warning: "), lines
+
+
+def test_the_help_names_every_exit_code_the_command_ends_with():
+    """``toolnexus --help`` says what each exit code means: one the command ends with and the
+    help leaves out (130, Ctrl-C, when a2d6d77 made it) fails here."""
+    said = " ".join(_parser().format_help().split())
+    codes = re.search(r"Exit codes: (.*?)\.", said)
+    assert codes is not None, said
+    named = {int(n) for n in re.findall(r"\b(\d+) ", codes[1])}
+    ended = {v for k, v in vars(output).items() if k.startswith("EXIT_")}
+    assert named == ended, (named, ended)
 
 
 def test_the_demo_says_what_to_type_to_see_a_question_and_its_skills_do_their_job():

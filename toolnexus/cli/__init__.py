@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="toolnexus",
         description=textwrap.fill(
             "Serve a toolkit as an A2A agent and an MCP server; call and check any A2A agent. "
-            "Exit codes: 0 success, 1 a peer or task error, 2 a usage error.",
+            "Exit codes: 0 success, 1 a peer or task error, 2 a usage error, 130 Ctrl-C (serve and "
+            "replay stop on it: 0).",
             78,
         ),
         epilog=_EXAMPLES_OF_ALL,
