@@ -295,3 +295,20 @@ async def test_the_help_s_data_example_works_and_a_message_left_empty_is_not_sen
         ]
         code, out, _ = await arun_cli("task", "list", url, "--json")
     assert code == 0 and len(lines(out)[0]["tasks"]) == 1  # the weather's: none for greet
+
+
+async def test_the_message_may_be_typed_unquoted_and_words_cut_by_a_flag_are_said_how_to_type():
+    """Issue 61 (the look at e1ba206): ``toolnexus send URL weather in Oslo`` printed the top-level
+    usage and ``unrecognized arguments: in Oslo``. Its words are the message, joined, as
+    ``%toolnexus send URL greet Ada`` takes them in a notebook (and as ``ollama run`` and
+    ``aichat`` take a prompt); words that a flag cuts in two are a mistake that says the quoted
+    form."""
+    async with demo_agent() as url:
+        code, out, err = await arun_cli("send", url, "weather", "in", "Oslo")
+        assert code == 0 and out.startswith('Using the "weather" skill: Oslo: '), (out, err)
+        code, out, err = await arun_cli("send", url, "weather", "--json", "in", "Oslo")
+    assert code == 2 and out == "", (out, err)
+    assert err.splitlines()[-1] == (
+        "toolnexus: error: unrecognized arguments: in Oslo; the message's words go together, "
+        'quoted: "weather in Oslo"'
+    )

@@ -119,7 +119,15 @@ def _reader_gone() -> NoReturn:
 
 def _main(argv: list[str] | None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # send's words cut by a flag (send URL weather --stream in Oslo): say how to type it
+        words = [*getattr(args, "text", []), *extra]
+        quote = (
+            f'; the message\'s words go together, quoted: "{" ".join(words)}"'
+            if args.command == "send" and not any(w.startswith("-") for w in extra)
+            else ""
+        )
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{quote}")
     args.argv = list(
         sys.argv[1:] if argv is None else argv
     )  # what a worker of --workers is started with

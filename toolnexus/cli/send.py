@@ -33,8 +33,9 @@ def _send_parser(sub: Any) -> None:
     m.add_argument("url", help="the agent's card URL or base URL")
     m.add_argument(
         "text",
-        nargs="?",
-        help="the message to send (quote it: one argument; may be left out with --data or --file)",
+        nargs="*",
+        help="the message to send: its words, joined by spaces (quote it where the shell would "
+        "read a character: ' ? * ; & and the like; may be left out with --data or --file)",
     )
     m.add_argument("--skill", help="the skill id (message.metadata.skill)")
     m.add_argument("--context", help="continue this context id")
@@ -146,6 +147,7 @@ def _sending(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]
     """What ``send`` sends: the text (or an empty message, for data or files alone), the
     keywords of ``A2AClient.send``, and with ``--continue`` the last task sent to this agent
     (answered if it waits, :func:`_waiting`); each flag it cannot use is a usage error."""
+    args.text = " ".join(args.text) or None  # words typed unquoted, as %toolnexus send takes them
     if args.again and (args.context or args.task):
         raise UsageError(
             "--continue goes on with the last conversation; --context and --task name one: choose"
