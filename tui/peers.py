@@ -379,8 +379,8 @@ class PeerBook:
     peer's entry changed, written whole), so neither loses the other's peers; the file says which
     window changed it last (``by``), and :meth:`poll` says what another one added or removed."""
 
-    def __init__(self, folder: Path | None = None, pid: int | None = None) -> None:
-        self.folder = folder or config_dir()
+    def __init__(self, folder: Path | str | None = None, pid: int | None = None) -> None:
+        self.folder = Path(folder) if folder else config_dir()
         self.pid = os.getpid() if pid is None else pid
         """This toolnexus-tui's pid, as the file names it."""
         self.peers: dict[str, Peer] = {}
