@@ -4,6 +4,7 @@ that declares it (restart recovery included), and what the memory and file store
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -161,6 +162,14 @@ def test_a_store_object_listing_by_keywords_as_before_is_refused_at_start():
     for old in (OldStore(), OldPositional()):
         with pytest.raises(tn.ConfigError, match=r"list\(\) must take one TaskQuery"):
             open_store(old)
+
+    @dataclasses.dataclass
+    class Keyed(OldStore):  # its repr shows what it was given
+        dsn: str = "postgresql://tn:hunter2@db/tasks"
+
+    with pytest.raises(tn.ConfigError) as refused:
+        open_store(Keyed())
+    assert "Keyed" in str(refused.value) and "hunter2" not in str(refused.value)
 
     class NewStore(MemoryTaskStore):  # the query under any other name is the new contract
         async def list(self, asked: TaskQuery = EVERY_TASK) -> TaskPage:

@@ -106,9 +106,10 @@ def open_store(
         raise ConfigError(
             f"store must be one of {STORE_FORMS}, or a TaskStore object, not {mask_url(store)!r}"
         )
+    named = type(store).__qualname__  # not its repr: a dataclass's shows its DSN, password and all
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):
-            raise ConfigError(f"store object {store!r} has no {name}() method")
+            raise ConfigError(f"store object {named} has no {name}() method")
     try:
         taken = inspect.signature(store.list).bind(EVERY_TASK).arguments
         old = bool(_OLD_FILTERS & set(taken))  # list(self, context_id=None, ...): a filter
@@ -118,7 +119,7 @@ def open_store(
         old = False
     if old:
         raise ConfigError(
-            f"store object {store!r}: list() must take one TaskQuery (toolnexus.stores.TaskQuery: "
+            f"store object {named}: list() must take one TaskQuery (toolnexus.stores.TaskQuery: "
             "the context, state, time, owner and page asked for), not keywords as before"
         )
     return store
