@@ -109,7 +109,10 @@ class ServerBook:
         return list(self.specs.values())
 
     def _read(self) -> None:
-        """The file into memory; what changed in the specs, and who changed it, kept for :meth:`poll`."""
+        """The file into memory; what changed in the specs, and who changed it, kept for :meth:`poll`.
+        A file that cannot be read (gone, not JSON) says nothing: no window writes one so, and
+        taking it as every server removed would drop them here, then from the file at the next
+        change."""
         self._seen = stamp(self.path)
         known = {f.name for f in fields(ServerSpec)}
         specs: dict[str, ServerSpec] = {}
@@ -119,7 +122,10 @@ class ServerBook:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             for entry in data.get("servers", []):
-                spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
+                try:  # a bad entry is left out, not the ones after it
+                    spec = ServerSpec(**{k: v for k, v in entry.items() if k in known})
+                except (TypeError, AttributeError):
+                    continue
                 specs[spec.name] = spec
             ports = {
                 str(k): v
@@ -127,13 +133,15 @@ class ServerBook:
                 if type(v) is int and 0 < v < 65536
             }
             for entry in data.get("running") or []:
+                if not isinstance(entry, dict):
+                    continue
                 pid, port, name = entry.get("pid"), entry.get("port"), entry.get("name")
                 if type(pid) is int and type(port) is int and isinstance(name, str):
                     if pid == self.pid or _alive(pid):  # a window that crashed holds nothing
                         running[port] = (pid, name)
             by = data.get("by") if type(data.get("by")) is int else 0
         except (OSError, ValueError, TypeError, AttributeError):
-            pass
+            return
         news = self._news or SavedChange(by)
         news.by = by or news.by
         for name, spec in specs.items():

@@ -16,7 +16,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from toolnexus.hosting import ServerSpec
 from tui.peers import PeerBook
+from tui.saved import ServerBook
 
 from ..helpers import ROOT
 from .test_smoke import EXE, TMUX, pytestmark  # noqa: F401  # pytestmark: the same needs
@@ -184,7 +186,9 @@ _ADD_PEERS = """
 import sys
 import time
 from pathlib import Path
+from toolnexus.hosting import ServerSpec
 from tui.peers import PeerBook
+from tui.saved import ServerBook
 
 folder, who = Path(sys.argv[1]), sys.argv[2]
 book = PeerBook(folder)
@@ -263,3 +267,23 @@ def test_a_peer_changed_here_after_the_other_window_removed_it_is_kept_here_and_
     assert [(p["url"], p["dialect"]) for p in saved] == [(url, "1.0")]
     change = right.poll()
     assert change is not None and change.added == [url] and change.by == 1
+
+
+def test_a_servers_file_that_cannot_be_read_loses_no_server(tmp_path):
+    """As the peers file: the servers file made unreadable while a window runs (not JSON) is not
+    every server removed by another window; the next change writes them all back with it. A bad
+    entry is left out alone, not the entries after it."""
+    book = ServerBook(tmp_path)
+    book.load()
+    for name in ("desk-1", "desk-2"):
+        book.put(ServerSpec(name=name))
+    (tmp_path / SAVED).write_text('{"servers": [')
+    assert book.poll() is None
+    assert list(book.specs) == ["desk-1", "desk-2"]
+    book.put(ServerSpec(name="desk-3"))
+    saved = json.loads((tmp_path / SAVED).read_text())
+    assert [s["name"] for s in saved["servers"]] == ["desk-1", "desk-2", "desk-3"]
+
+    saved["servers"].insert(1, "not a server")
+    (tmp_path / SAVED).write_text(json.dumps(saved))
+    assert ServerBook(tmp_path).load() == [ServerSpec(name=f"desk-{i}") for i in (1, 2, 3)]
