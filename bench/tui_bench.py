@@ -16,6 +16,9 @@ frame after frame, one row moving each frame and every age every fourth (``lines
 
 ``--hosting thread`` runs the hosted servers on their own loop in a thread (as ``toolnexus-tui``
 does), ``loop`` on the app's loop (as before issue 52); ``both`` alternates them, run after run.
+``process`` (a measure of a design, not what the TUI does): the server in a child process of its
+own, every event of its bus sent to the app pickled over a pipe and published on the app's bus
+(read and unpickled on the app's loop); the app hosts nothing, so its Servers mode is empty.
 Targets (issue 52): every key on its own, first visits included, p95 <= 100 ms and max <= 200 ms
 at 10,000 tasks and 500 transitions/s.
 
@@ -34,9 +37,15 @@ word's stamp -> the first frame displayed (rendered to terminal text, as above) 
 Chat's log holds that word. The TUI runs on the last core, the stub and the callers on the others.
 Target: p95 <= 100 ms while 64 other streams are served.
 
+``--soak SECONDS``: memory over a long stream of transitions (the peer as above; 5 s of keys, Servers
+and Tasks in turn, then 5 s without): the book's size and RSS as it grows, and at the end what the
+app's collector tuning set aside (``gc.freeze``) and how much of it a full collection finds to be
+garbage (cycles that died after being set aside), by type.
+
 Run: python bench/tui_bench.py [--tasks 1000] [--burst-seconds 5] [--presses 100] [--rounds 5]
      [--hosting thread|loop|both] [--runs N]
      python bench/tui_bench.py --served [--requests 1500] [--hosting thread|loop|both]
+     python bench/tui_bench.py --soak 300
      python bench/tui_bench.py --stream [--messages 10] [--others 64] [--hosting thread|loop|both]
 """
 
@@ -44,9 +53,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import dataclasses
 import gc
 import json
 import os
+import pickle
 import re
 import signal
 import statistics
@@ -68,6 +80,7 @@ from textual import events  # noqa: E402
 from textual._compositor import CompositorUpdate  # noqa: E402
 from textual.widgets import Input, Static  # noqa: E402
 
+from toolnexus import events as bus  # noqa: E402
 from toolnexus.hosting import ServerSpec, Workspace  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
@@ -90,8 +103,17 @@ def _body(i: int) -> dict:
     }
 
 
-_GC: dict[int, list[float]] = {0: [], 1: [], 2: []}  # pauses of the collector while keys are timed
-_gc_began = [0.0]
+_GC: dict[int, list[float]] = {
+    0: [],
+    1: [],
+    2: [],
+}  # pauses of the collector while keys are timed
+_GC_CPU: dict[int, list[float]] = {
+    0: [],
+    1: [],
+    2: [],
+}  # the same, the collecting thread's CPU
+_gc_began = [0.0, 0.0]
 
 
 _GC_SPANS: list[tuple[float, float, int, bool]] = []
@@ -100,10 +122,11 @@ _GC_SPANS: list[tuple[float, float, int, bool]] = []
 
 def _gc_watch(phase: str, info: dict) -> None:
     if phase == "start":
-        _gc_began[0] = time.perf_counter()
+        _gc_began[:] = time.perf_counter(), time.thread_time()
     else:
         ended = time.perf_counter()
         _GC[info["generation"]].append((ended - _gc_began[0]) * 1000)
+        _GC_CPU[info["generation"]].append((time.thread_time() - _gc_began[1]) * 1000)
         _GC_SPANS.append(
             (
                 _gc_began[0],
@@ -219,7 +242,10 @@ async def _switch(
     """Press ``key`` (Escape first, where a text box has the keys); the milliseconds each took,
     and the app's thread's CPU milliseconds."""
     out = {}
-    if app.focused is not None and app.focused.__class__.__name__ in ("TextBox", "Input"):
+    if app.focused is not None and app.focused.__class__.__name__ in (
+        "TextBox",
+        "Input",
+    ):
         focused = app.focused
         pressed = _press(app, "escape")  # as from a text box: Escape lets go of the keys
         out["escape"] = (
@@ -227,7 +253,10 @@ async def _switch(
             frames.cpu,
         )
     pressed = _press(app, key)
-    out[key] = (await frames.until_shown(pressed, lambda: app.current_mode == mode), frames.cpu)
+    out[key] = (
+        await frames.until_shown(pressed, lambda: app.current_mode == mode),
+        frames.cpu,
+    )
     return out
 
 
@@ -251,7 +280,8 @@ async def _fill_one(http: httpx.AsyncClient, url: str, i: int) -> None:
 
 def _app(hosting: str) -> tuple[Workspace, ToolnexusApp]:
     ws = Workspace(thread=hosting == "thread")
-    app = ToolnexusApp(ws, specs=[ServerSpec(name="bench", mcp=False)], tune_gc=True)
+    specs = [] if hosting == "process" else [ServerSpec(name="bench", mcp=False)]
+    app = ToolnexusApp(ws, specs=specs, tune_gc=True)
     app.prebuild = True  # as `toolnexus-tui` runs
     return ws, app
 
@@ -263,6 +293,88 @@ def _subprocess(*args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+async def _host_child(
+    ws: Workspace,
+) -> tuple[asyncio.subprocess.Process, str, asyncio.Task]:
+    """``--hosting process``: the server in a child process (``host_child``), its events read on
+    the app's loop (unpickled there) and published on the app's bus, as a design of the hosted
+    servers in a process of their own would."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--host-child",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    url = (await child.stdout.readline()).decode().strip()
+
+    async def read() -> None:
+        assert child.stdout is not None
+        while True:
+            try:
+                head = await child.stdout.readexactly(4)
+            except asyncio.IncompleteReadError:
+                return
+            body = await child.stdout.readexactly(int.from_bytes(head, "big"))
+            ws.events.publish_many(pickle.loads(body))
+
+    return child, url, asyncio.ensure_future(read())
+
+
+async def host_child() -> None:
+    """The child of ``--hosting process``: the bench's server, every event of its bus written to
+    stdout (pickled lists, a length before each, one a 10 ms) till stdin closes."""
+    ws = Workspace()
+    server = await ws.start(ServerSpec(name="bench", mcp=False))
+    out = sys.stdout.buffer
+    out.write(server.url.encode() + b"\n")
+    out.flush()
+    loop, done = asyncio.get_running_loop(), asyncio.Event()
+    threading.Thread(
+        target=lambda: (sys.stdin.read(), loop.call_soon_threadsafe(done.set)),
+        daemon=True,
+    ).start()
+    batch: list[Any] = []
+
+    kinds = (
+        bus.TaskEvent,
+        bus.TextEvent,
+        bus.RemoteCallEvent,
+        bus.ToolCallEvent,
+        bus.TrafficEvent,
+        bus.ServerEvent,
+    )
+
+    def flush() -> None:
+        kept = [
+            bus.TrafficEvent(
+                **{f.name: getattr(e, f.name) for f in dataclasses.fields(bus.TrafficEvent)}
+            )
+            if isinstance(
+                e, bus.TrafficEvent
+            )  # the server's own, worked out when read: a plain one
+            else e
+            for e in batch
+            if isinstance(e, kinds)
+        ]
+        body = pickle.dumps(kept)
+        batch.clear()
+        out.write(len(body).to_bytes(4, "big") + body)
+        out.flush()
+
+    async def forward() -> None:
+        async for event in ws.events.subscribe(replay=True, max_queue=100_000):
+            if not batch:
+                loop.call_later(0.01, flush)
+            batch.append(event)
+
+    forwarding = asyncio.ensure_future(forward())
+    await done.wait()
+    forwarding.cancel()
+    await ws.close()
 
 
 async def keys(
@@ -277,9 +389,12 @@ async def keys(
     ws, app = _app(hosting)
     async with app.run_test(size=(120, 40)) as pilot:
         frames = Frames(app)
-        while not ws.running():
-            await pilot.pause(0.05)
-        url = ws.get("bench").url
+        if hosting == "process":
+            child, url, reading = await _host_child(ws)
+        else:
+            while not ws.running():
+                await pilot.pause(0.05)
+            url = ws.get("bench").url
         async with httpx.AsyncClient(timeout=30, limits=KEEPALIVE) as http:
             t0 = time.perf_counter()
             for start in range(0, tasks, 50):
@@ -356,13 +471,20 @@ async def keys(
         print(
             "collector meanwhile: "
             + ", ".join(
-                f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms" for g, p in _GC.items()
+                f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms "
+                f"({max(_GC_CPU[g], default=0):.1f} ms CPU)"
+                for g, p in _GC.items()
             )
         )
         print(_collections_in_keys(frames.spans))
-        for p in _GC.values():
+        for p in (*_GC.values(), *_GC_CPU.values()):
             p.clear()
         _GC_SPANS.clear()
+        if hosting == "process":
+            assert child.stdin is not None
+            child.stdin.close()
+            await child.wait()
+            await reading
         await pilot.press("ctrl+q")
     return timed
 
@@ -406,7 +528,10 @@ def measure(urls: list[str], requests: int) -> None:
 
 
 def _blocking(i: int) -> dict:
-    return {"configuration": {"blocking": True}, "message": _body(i)["params"]["message"]}
+    return {
+        "configuration": {"blocking": True},
+        "message": _body(i)["params"]["message"],
+    }
 
 
 def _p(ms: list[float], q: float) -> float:
@@ -420,7 +545,9 @@ async def served(requests: int, hosting: str) -> None:
     cli = Path(sys.executable).with_name("toolnexus")
     said = tempfile.TemporaryFile("w+")  # a line a task: a pipe left unread would stall it
     alone = subprocess.Popen(
-        [str(cli), "serve", "--name", "bench", "--port", "0", "--json"], stdout=said, text=True
+        [str(cli), "serve", "--name", "bench", "--port", "0", "--json"],
+        stdout=said,
+        text=True,
     )
     try:
         while not said.tell():
@@ -458,6 +585,57 @@ async def served(requests: int, hosting: str) -> None:
         )
 
 
+def _rss_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+)", status)[1]) / 1024  # type: ignore[index]
+
+
+async def soak(seconds: float, hosting: str) -> None:
+    """See ``--soak``: memory over a long stream of transitions, 5 s of keys (Servers and Tasks
+    in turn) and 5 s without in turn."""
+    ws, app = _app(hosting)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not ws.running():
+            await pilot.pause(0.05)
+        await pilot.pause(3)  # the screens built ahead
+        peer = _subprocess("--peer", ws.get("bench").url, "0")
+        frames, began, seen = Frames(app), time.perf_counter(), []
+        print(f"[{hosting}] seconds, tasks in the book, RSS MB, objects set aside (gc.freeze)")
+        while (elapsed := time.perf_counter() - began) < seconds:
+            for n in range(16):  # 5 s at the keys, then 5 s reading
+                key = "2" if n % 2 else "1"
+                await _switch(app, frames, key, "tasks" if key == "2" else "servers")
+                await asyncio.sleep(0.3)
+            await asyncio.sleep(5)
+            seen.append((elapsed, len(app.book.tasks), _rss_mb()))
+            print(
+                f"  {elapsed:6.0f} s {seen[-1][1]:7d} {seen[-1][2]:8.1f} {gc.get_freeze_count():10d}",
+                flush=True,
+            )
+        out, _ = await asyncio.to_thread(peer.communicate, "")
+        half = seen[len(seen) // 2]
+        print(
+            f"[{hosting}] {out.split()[-1]} tasks sent in {elapsed:.0f} s; RSS from the middle on: "
+            f"{(seen[-1][2] - half[2]) / max(1, seen[-1][1] - half[1]) * 1000:.1f} MB per 1,000 tasks "
+            f"({half[2]:.0f} -> {seen[-1][2]:.0f} MB)"
+        )
+        held = gc.get_freeze_count()
+        gc.unfreeze()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what it was: kept in gc.garbage, counted by type
+        found = gc.collect()
+        kinds = collections.Counter(
+            f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage
+        )
+        gc.set_debug(0)
+        gc.garbage.clear()
+        print(
+            f"[{hosting}] {held} objects set aside at the end; unfrozen, a full collection found "
+            f"{found} unreachable (garbage that setting aside had kept); RSS {_rss_mb():.0f} MB; "
+            f"most of it: {', '.join(f'{k} {n}' for k, n in kinds.most_common(4))}"
+        )
+        await pilot.press("ctrl+q")
+
+
 async def main(a: argparse.Namespace) -> None:
     os.environ["TOOLNEXUS_DEMO_PACE"] = "0"  # an instant model, here and in `toolnexus serve`
     if a.switch_interval:
@@ -467,6 +645,8 @@ async def main(a: argparse.Namespace) -> None:
         for hosting in order if run % 2 == 0 else list(reversed(order)):
             if a.served:
                 await served(a.requests, hosting)
+            elif a.soak:
+                await soak(a.soak, hosting)
             else:
                 await keys(
                     a.tasks,
@@ -639,6 +819,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--peer"]:
         peer(sys.argv[2], int(sys.argv[3]))
         sys.exit(0)
+    if sys.argv[1:2] == ["--host-child"]:
+        asyncio.run(host_child())
+        sys.exit(0)
     if sys.argv[1:2] == ["--measure"]:
         measure(sys.argv[2:4], int(sys.argv[4]))
         sys.exit(0)
@@ -668,9 +851,15 @@ if __name__ == "__main__":
         action="store_true",
         help="only the Tasks table's lines: CPU to draw a 120x40 table's, frame after frame",
     )
-    ap.add_argument("--hosting", choices=("thread", "loop", "both"), default="thread")
+    ap.add_argument("--hosting", choices=("thread", "loop", "both", "process"), default="thread")
     ap.add_argument("--runs", type=int, default=1, help="runs of each hosting (alternated)")
     ap.add_argument("--served", action="store_true", help="hosted against toolnexus serve")
+    ap.add_argument(
+        "--soak",
+        type=float,
+        metavar="SECONDS",
+        help="memory over SECONDS of transitions (RSS, objects set aside, garbage they kept)",
+    )
     ap.add_argument("--requests", type=int, default=1500, help="with --served: rounds")
     ap.add_argument("--switch-interval", type=float, help="the interpreter's, in ms (default 5)")
     ap.add_argument(

@@ -20,14 +20,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rich.console import RenderableType
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.signal import Signal
-from textual.timer import Timer
 
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
@@ -43,7 +44,7 @@ from toolnexus.events import (
     TrafficEvent,
 )
 from toolnexus.hosting import HostedServer, ServerSpec, Workspace, demo_spec
-from toolnexus.http.server import listening_socket, serving_gc
+from toolnexus.http.server import GC_THRESHOLD, listening_socket, serving_gc
 from toolnexus.monitor import TaskBook
 
 from .clipboard import clipboard_doubt
@@ -66,8 +67,20 @@ log = logging.getLogger("toolnexus.tui")
 
 FLUSH_EVERY = 0.25
 """Seconds over which task updates are gathered into one redraw (bursts cost one redraw)."""
-FREEZE_EVERY = 1000
-"""New tasks in the book between two times what the app holds is set aside from the collector."""
+COLLECT_EVERY = 0.05
+"""Seconds between two looks of the app at the collector, which it runs itself (``tune_gc``: see
+:meth:`ToolnexusApp._collect`)."""
+MIDDLE_EVERY = 1
+"""Young collections before one that takes the middle generation too and sets what survived aside."""
+HELD_BACK = 10
+"""A collection waits for a key's frame while fewer than this many young thresholds' worth of
+objects (``GC_THRESHOLD``) are waiting: past that, memory first."""
+FULL_IDLE = 3.0
+"""Seconds without a key before a full collection (everything set aside walked again: ~1 s at
+10,000 tasks) is run, once what is set aside has grown by FULL_GROWTH since the last one."""
+FULL_GROWTH = 1.5
+"""What is set aside may grow by this factor before a full collection looks through it again for
+cycles that died there (twice that, and it runs whether keys are pressed or not)."""
 PREBUILD_EVERY = 0.3
 """Seconds between building one mode's screen ahead and the next, so that no first visit to a
 mode builds its screen while the user waits (``bench/tui_bench.py``); each waits for a second
@@ -198,9 +211,12 @@ class ToolnexusApp(App[None]):
     ) -> None:
         super().__init__()
         self.tune_gc = tune_gc
-        """Tune this process's garbage collector (``main`` does: the process is the app's). See
-        :meth:`_settle_gc`."""
-        self._frozen = 0
+        """Run this process's garbage collector from the app (``main`` does: the process is the
+        app's). See :meth:`_collect`."""
+        self._set_aside = 0  # objects set aside from the collector after its last full collection
+        self._set_aside_since = (
+            0  # and since (``gc.get_freeze_count`` walks them all: not per look)
+        )
         self._building: set[asyncio.Future[None]] = (
             set()
         )  # the screens being built ahead, till mounted
@@ -273,10 +289,8 @@ class ToolnexusApp(App[None]):
         self.servers_changed.subscribe(self, lambda _: self._say_serving())
         self.set_interval(SAVED_WATCH, self._saved_changed)
         self.set_interval(SAVED_WATCH, self._saved_peers_changed)
-        if (
-            self.tune_gc
-        ):  # it hosts servers: a served request costs the collector as in `toolnexus serve`
-            self.call_after_refresh(serving_gc)  # after the first screen (a full collection first)
+        if self.tune_gc:  # after the first screen (a full collection first)
+            self.call_after_refresh(self._take_the_collector)
         if self.prebuild:
             self.set_timer(PREBUILD_IDLE, self._prebuild)
         self._tn_up = True
@@ -315,6 +329,8 @@ class ToolnexusApp(App[None]):
         in its own mount (its widgets pruned while its ``on_mount`` ran), every time. No build
         starts from here on: the next one's timer could fire while this one finishes."""
         self._tn_closing = True
+        if self.tune_gc:  # nothing runs the collector after the app: Python's rule again
+            gc.enable()
         if self._building:
             with contextlib.suppress(Exception):
                 await asyncio.wait(set(self._building), timeout=5)
@@ -322,8 +338,30 @@ class ToolnexusApp(App[None]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
-            self._last_key = time.monotonic()
+            self._last_key, self._shown_since_key = time.monotonic(), False
         await super().on_event(event)
+
+    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
+        super()._display(screen, renderable)
+        self._shown_since_key = True
+
+    _shown_since_key = True
+    """A frame was drawn since the last key (see :meth:`_answering`)."""
+
+    def _answering(self) -> bool:
+        """A key is being answered: pressed less than PREBUILD_IDLE seconds ago, and no frame drawn
+        since, or its screen not settled (something left to lay out or paint: a switch lays the
+        new screen out after the frame it was pressed in)."""
+        if time.monotonic() - self._last_key >= PREBUILD_IDLE:
+            return False
+        screen = self.screen
+        return not self._shown_since_key or bool(
+            screen._layout_required  # noqa: SLF001 (Textual's own test of a settled screen)
+            or screen._scroll_required  # noqa: SLF001
+            or screen._repaint_required  # noqa: SLF001
+            or screen._recompose_required  # noqa: SLF001
+            or screen._dirty_widgets  # noqa: SLF001
+        )
 
     # -- the bus pump: the only reader of library events ------------------------------------------
     @work(exclusive=True, group="bus-pump")
@@ -361,28 +399,49 @@ class ToolnexusApp(App[None]):
             dirty, self._dirty = frozenset(self._dirty), set()
             self.tasks_changed.publish(dirty)
             self.servers_changed.publish(None)  # counts per server moved
-            self._settle_gc()
 
-    def _settle_gc(self) -> None:
-        """The book keeps every task for the app's life, and a full collection walks all of it: at
-        10,000 tasks that froze the screen for 300 ms. So, with ``tune_gc``, every FREEZE_EVERY new
-        tasks, after a young collection, what the process holds is set aside (``gc.freeze``) and
-        full collections walk only what came since (``bench/tui_bench.py``)."""
-        if not self.tune_gc or len(self.book.tasks) < self._frozen + FREEZE_EVERY:
+    def _take_the_collector(self) -> None:
+        """The collector as ``toolnexus serve`` sets it (start-up set aside, the young collected
+        after 20,000 new objects), but run by the app between keys rather than by whichever thread
+        passes the threshold. Left to itself it ran inside 9-18 of 92 keys (``bench/tui_bench.py``),
+        in the app's thread or in the hosted servers' (holding the interpreter meanwhile), and its
+        middle collections walked the survivors of 10-20 young ones (100,000 objects at 10,000
+        tasks, the book growing: 100-160 ms of CPU)."""
+        serving_gc()
+        gc.disable()
+        self._set_aside = gc.get_freeze_count()
+        self.set_interval(COLLECT_EVERY, self._collect)
+
+    def _collect(self) -> None:
+        """Every COLLECT_EVERY seconds: once GC_THRESHOLD's young objects are waiting, collect them,
+        unless a key is waiting or not yet shown (then up to HELD_BACK thresholds' worth, or
+        PREBUILD_IDLE seconds). Every other collection (MIDDLE_EVERY) takes the middle generation
+        too and sets what survived aside (``gc.freeze``): what outlived a collection and is still
+        alive at the next (the book's tasks, kept for the app's life, half of what is young here)
+        is never walked again, so a collection walks only what came since the one before.
+
+        What is set aside and later dies is freed by its reference count, unless it is in a cycle
+        (Textual's rendered lines are: each caches itself): those are found by a full collection,
+        everything set aside walked again, run after FULL_IDLE seconds without a key once what is
+        set aside grew by FULL_GROWTH since the last one (``bench/tui_bench.py --soak``)."""
+        young, middle, _ = gc.get_count()
+        idle = time.monotonic() - self._last_key
+        waiting = self.message_queue_size or self._answering()  # (a key queued goes first)
+        grown = 1 + self._set_aside_since / max(1, self._set_aside)
+        if (grown >= FULL_GROWTH and idle >= FULL_IDLE and not waiting) or grown >= FULL_GROWTH**2:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self._set_aside, self._set_aside_since = gc.get_freeze_count(), 0
             return
-        if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
-            if self._settle_timer is None:  # (the collection was the worst switch's 178 ms of CPU)
-                self._settle_timer = self.set_timer(PREBUILD_IDLE, self._settle_later)
+        if young < GC_THRESHOLD[0] or (waiting and young < HELD_BACK * GC_THRESHOLD[0]):
             return
-        gc.collect(1)
-        gc.freeze()
-        self._frozen = len(self.book.tasks)
-
-    _settle_timer: Timer | None = None
-
-    def _settle_later(self) -> None:
-        self._settle_timer = None
-        self._settle_gc()
+        if middle >= MIDDLE_EVERY:
+            gc.collect(1)
+            self._set_aside_since += len(gc.get_objects(2))  # what survived: only this one's
+            gc.freeze()
+        else:
+            gc.collect(0)
 
     # -- peers -------------------------------------------------------------------------------------------
     def _sync_hosted_peers(self) -> None:
