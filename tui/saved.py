@@ -28,7 +28,15 @@ from toolnexus.mcp import MCPServerSpec
 from toolnexus.mcp.client import MAX_SERVERS_FILE, read_servers, servers_file
 from toolnexus.secrets import savable_env, savable_headers, savable_url
 
-__all__ = ["MCPBook", "SavedChange", "ServerBook", "locked", "stamp", "write_private"]
+__all__ = [
+    "MCPBook",
+    "NameTaken",
+    "SavedChange",
+    "ServerBook",
+    "locked",
+    "stamp",
+    "write_private",
+]
 
 SERVERS_FILE = "servers-v1.json"
 MCP_FILE = "mcp-servers-v1.json"
@@ -38,6 +46,10 @@ def write_private(path: Path, data: Any) -> None:
     """``data`` as JSON at ``path``, mode 0600, replaced atomically; never through a planted link."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_whole(path, json.dumps(data, indent=2))
+
+
+class NameTaken(ConfigError):
+    """A new server (or a renamed one) was given the name of a saved server."""
 
 
 @dataclass
@@ -159,6 +171,13 @@ class ServerBook:
         news, self._news = self._news, None
         return news
 
+    def served_by(self, name: str) -> int | None:
+        """The pid of another running toolnexus-tui serving the server ``name``, as the file says."""
+        return next(
+            (pid for pid, served in self.running.values() if served == name and pid != self.pid),
+            None,
+        )
+
     def holder(self, port: int) -> int | None:
         """The pid of another running toolnexus-tui serving ``port``, as the file says now."""
         self.poll_quietly()
@@ -209,7 +228,16 @@ class ServerBook:
         self._change(apply)
 
     def put(self, spec: ServerSpec, old_name: str | None = None) -> None:
+        """Save ``spec``: a new server (``old_name`` None) or the one saved as ``old_name``.
+
+        Raises:
+            NameTaken: another saved server has its name (the file as it is now): nothing is
+                changed, the other's spec and port kept.
+        """
+
         def apply() -> bool:
+            if spec.name in self.specs and spec.name != old_name:
+                raise NameTaken(f"a server named {spec.name!r} is saved already")
             if old_name and old_name != spec.name:
                 self.specs.pop(old_name, None)
             self.specs[spec.name] = spec

@@ -81,6 +81,15 @@ def _keys(session: str, *keys: str) -> None:
         time.sleep(0.3)
 
 
+def _launch(session: str, folder: Path) -> None:
+    """A toolnexus-tui in its own tmux session, 150x36, on the config folder ``folder``."""
+    subprocess.run(
+        [*TMUX_HERE, "new-session", "-d", "-s", session, "-x", "150", "-y", "36"]
+        + [f"TOOLNEXUS_CONFIG_DIR={folder} {EXE}"],
+        check=True,
+    )
+
+
 def _gone(session: str, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while (
@@ -98,16 +107,8 @@ def test_two_windows_share_the_saved_servers(tmp_path):
     )
     tag = uuid.uuid4().hex[:8]
     first, second = f"tn-first-{tag}", f"tn-second-{tag}"
-
-    def launch(session: str) -> None:
-        subprocess.run(
-            [*TMUX_HERE, "new-session", "-d", "-s", session, "-x", "150", "-y", "36"]
-            + [f"TOOLNEXUS_CONFIG_DIR={tmp_path} {EXE}"],
-            check=True,
-        )
-
     try:
-        launch(first)
+        _launch(first, tmp_path)
         _until(first, rf"shared http://127\.0\.0\.1:{port} ")
         text = _until(first, r"demo-desk http://127\.0\.0\.1:\d+")
         demo = int(re.search(r"demo-desk http://127\.0\.0\.1:(\d+)", text).group(1))
@@ -118,7 +119,7 @@ def test_two_windows_share_the_saved_servers(tmp_path):
         assert holders[demo] == pid
         assert "toolnexus-tui" in Path(f"/proc/{pid}/cmdline").read_text()
 
-        launch(second)
+        _launch(second, tmp_path)
         _until(
             second,
             rf"demo-desk: port {demo}, its port last time, is held by another toolnexus-tui "
@@ -147,6 +148,60 @@ def test_two_windows_share_the_saved_servers(tmp_path):
         _gone(first)
         _gone(second)
         _saved(tmp_path, lambda s: s["running"] == [])
+    finally:
+        subprocess.run([*TMUX_HERE, "kill-server"], capture_output=True)
+
+
+def test_a_second_window_neither_proposes_nor_takes_a_saved_name(tmp_path):
+    """Window A serves desk-3; in window B it failed (A holds its port). B's new-server form
+    proposed desk-3 (``desk-{rows+1}``) and took it, since in B it was not running: A's saved port
+    was replaced, A told nothing. Now the form proposes a free name and refuses a saved one, saying
+    who serves it; the file keeps A's port. Then a peer added in each window is kept, and each
+    window says what the other added."""
+    port = _free_port()
+    (tmp_path / SAVED).write_text(
+        json.dumps({"servers": [{"name": "desk-3", "skills": [], "port": port}], "ports": {}})
+    )
+    tag = uuid.uuid4().hex[:8]
+    first, second = f"tn-a-{tag}", f"tn-b-{tag}"
+    try:
+        _launch(first, tmp_path)
+        _until(first, rf"desk-3 http://127\.0\.0\.1:{port} ")
+        pid = _serving(_saved(tmp_path, lambda s: port in _serving(s)))[port]
+        _launch(second, tmp_path)
+        _until(second, rf"desk-3: port {port} is held by another toolnexus-tui \(pid {pid}\)")
+        _until(second, r"demo-desk http://127\.0\.0\.1:\d+")
+        _keys(second, "n")
+        _until(second, r"Start a server")
+        _until(second, r"name desk-4 ")  # two rows, the third's name taken: the next free one
+        _keys(second, "C-u")  # the saved name, typed
+        _until(second, r"█ name █")
+        _keys(second, "desk-3")
+        _until(second, r"name desk-3 ")
+        _keys(second, "C-s")
+        _until(
+            second,
+            rf"name: a server named 'desk-3' exists \(another toolnexus-tui \(pid {pid}\)",
+        )
+        saved = _saved(tmp_path)
+        assert [(s["name"], s["port"]) for s in saved["servers"]] == [("desk-3", port)]
+        _keys(second, "Escape")
+
+        # a peer added in each window: both kept, each said in the other
+        _keys(second, "3", "n", "http://127.0.0.1:9", "Enter")
+        _until(first, r"peer http://127\.0\.0\.1:9 was added in another toolnexus-tui \(pid \d+\)")
+        _keys(first, "3", "n", "http://127.0.0.1:7", "Enter")
+        _until(
+            second, rf"peer http://127\.0\.0\.1:7 was added in another toolnexus-tui \(pid {pid}\)"
+        )
+        peers = json.loads((tmp_path / "peers-v1.json").read_text())["peers"]
+        assert {p["url"] for p in peers} == {"http://127.0.0.1:9", "http://127.0.0.1:7"}
+
+        _keys(first, "C-q")
+        _keys(second, "C-q")
+        _gone(first)
+        _gone(second)
+        assert [(s["name"], s["port"]) for s in _saved(tmp_path)["servers"]] == [("desk-3", port)]
     finally:
         subprocess.run([*TMUX_HERE, "kill-server"], capture_output=True)
 

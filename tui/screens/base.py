@@ -24,6 +24,7 @@ from toolnexus.hosting import ServerSpec, Workspace
 from toolnexus.monitor import TaskBook
 
 from ..peers import Peer, PeerBook
+from ..saved import ServerBook
 
 
 class Desk(Protocol):
@@ -32,6 +33,7 @@ class Desk(Protocol):
     workspace: Workspace
     book: TaskBook
     peer_book: PeerBook
+    server_book: ServerBook
     selected_server: str | None
     webhook: WebhookReceiver | None
     conversation: Conversation

@@ -14,6 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
 from toolnexus.stores import STORE_FORMS
 
+from ..saved import NameTaken
 from ..widgets.footer import ModeFooter
 from ..widgets.safe import SafeStatic
 from .base import Desk
@@ -37,9 +38,8 @@ class ServerForm(ModalScreen[str | None]):
         self.replacing = replacing
 
     def compose(self) -> ComposeResult:
-        n = len(self.workspace.servers) + 1
         s = self.initial or ServerSpec(
-            name=f"desk-{n}",
+            name=self._free_name(),
             skills=[str(EXAMPLE_SKILLS)] if EXAMPLE_SKILLS.is_dir() else [],
             mcp=True,
         )
@@ -116,6 +116,34 @@ class ServerForm(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.query_one("#f-name", Input).focus()  # the form opens ready to type
 
+    def _free_name(self) -> str:
+        """``desk-N``, N the first from the number of servers + 1 that no server has."""
+        n = len(self.workspace.servers) + 1
+        while self._taken(f"desk-{n}"):
+            n += 1
+        return f"desk-{n}"
+
+    def _taken(self, name: str) -> str:
+        """Why this form's server cannot be named ``name``: a server here or saved has it,
+        whoever runs it (another toolnexus-tui's, failed here, would have its saved spec and
+        port replaced); ``""`` when it may."""
+        if name == self.replacing:
+            return ""
+        book = cast(Desk, self.app).server_book  # the form is pushed by the ToolnexusApp only
+        book.poll_quietly()  # as the file is now: another window may have saved it
+        server = self.workspace.servers.get(name)
+        if server is None and name not in book.specs:
+            return ""
+        pid = book.served_by(name)
+        where = (
+            f"another toolnexus-tui (pid {pid}) serves it"
+            if pid is not None
+            else f"it is {server.state} here"
+            if server is not None
+            else "it is saved"
+        )
+        return f"name: a server named {name!r} exists ({where}); choose another name (e edits it)"
+
     def spec(self) -> ServerSpec:
         def value(id: str) -> str:
             return self.query_one(f"#{id}", Input).value.strip()
@@ -153,6 +181,10 @@ class ServerForm(ModalScreen[str | None]):
         if not 0 <= spec.port <= 65535:
             self._error("port must be a number from 0 to 65535")
             return
+        taken = self._taken(spec.name)
+        if taken:
+            self._error(taken)
+            return
         try:
             if self.replacing is not None and self.replacing in self.workspace.servers:
                 old = self.workspace.get(self.replacing)
@@ -169,9 +201,16 @@ class ServerForm(ModalScreen[str | None]):
             self._error(f"host/port: {held}" if held else _field_reason(spec, exc))
             return
         desk = cast(Desk, self.app)  # the form is pushed by the ToolnexusApp only
-        desk.remember_server(
-            self.workspace.get(spec.name).spec, self.initial.name if self.initial else None
-        )
+        try:
+            desk.remember_server(
+                self.workspace.get(spec.name).spec, self.initial.name if self.initial else None
+            )
+        except NameTaken as exc:  # saved by another toolnexus-tui while this one started
+            await self.workspace.stop(spec.name)
+            self.workspace.remove(spec.name)
+            desk.servers_changed.publish(None)
+            self._error(f"name: {exc} (by another toolnexus-tui); choose another name")
+            return
         desk.servers_changed.publish(None)
         self.notify(f"{spec.name} running at {self.workspace.get(spec.name).url}")
         self.dismiss(spec.name)
