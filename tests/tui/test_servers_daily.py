@@ -17,6 +17,7 @@ from tui.peers import PeerBook  # noqa: E402
 from tui.saved import ServerBook  # noqa: E402
 from tui.screens.server_form import ServerForm  # noqa: E402
 from tui.screens.servers import hello_curl  # noqa: E402
+from tui.widgets.footer import ModeFooter  # noqa: E402
 
 from .test_peers_chat_and_wire import footer_of  # noqa: E402
 from .test_pilot import until  # noqa: E402
@@ -47,6 +48,23 @@ async def test_d_asks_before_it_deletes_a_server(tmp_path: Path):
         await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
         await pilot.press("y")
         await until(pilot, lambda: "demo-desk" not in app.workspace.servers, timeout=30)
+
+
+async def test_the_delete_question_shows_its_own_keys_in_the_footer(tmp_path: Path):
+    """While "Delete X?" is up, the bottom line says y and n, not the Servers keys under it."""
+    app = _app(tmp_path, [demo_spec()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await pilot.press("d")
+        await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
+        await pilot.pause(0.1)
+        footers = app.screen.query(ModeFooter)
+        assert footers, "the question has no footer of its own: the Servers keys show under it"
+        footer = footers.first()
+        assert footer.region.bottom == app.screen.region.bottom  # the bottom line
+        shown = [getattr(key, "description", "") for key in footer.query("FooterKey")]
+        assert shown == ["Yes", "No"]
+        await pilot.press("n")
 
 
 async def test_the_new_server_form_fits_80x24_and_its_footer_shows_its_keys(tmp_path: Path):

@@ -15,6 +15,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from ..widgets.footer import ModeFooter
+
 __all__ = ["Confirm", "Prompt", "ExportPrompt", "default_export_dir"]
 
 
@@ -78,6 +80,7 @@ class Confirm(ModalScreen[bool]):
         with Vertical(id="export-prompt"):
             yield Label(self.question, id="confirm-question", markup=False)
             yield Label("y yes · n no (escape)", markup=False)
+        yield ModeFooter(compact=True)  # the question's keys, not the screen's below
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
