@@ -21,6 +21,7 @@ import toolnexus as tn  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.chat import _label  # noqa: E402
 from tui.screens.export import Prompt  # noqa: E402
+from tui.widgets.safe import HangingStatic  # noqa: E402
 
 from ..peers.sdk_server import sdk_server, takes_anything  # noqa: E402
 from .test_handler_errors_and_streams import shown  # noqa: E402
@@ -485,7 +486,7 @@ async def test_doctor_on_a_peer_with_one_key():
         assert shown(app, "#doctor-view").startswith("checking … ")  # live, before the end
         hold.set()
         await until(pilot, lambda: "warning" in shown(app, "#doctor-view"))
-        report = shown(app, "#doctor-view")
+        report = str(app.screen.query_one("#doctor-view", HangingStatic).whole)  # unwrapped
         assert report.startswith("0 errors, 2 warnings")
         assert "not TaskNotFound (-32001)" in report and "fix: answer TaskNotFoundError" in report
         assert any(title == "Doctor" for title, _, _ in app.palette_commands())

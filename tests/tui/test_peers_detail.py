@@ -5,6 +5,7 @@ costs in tokens, as ``toolnexus card --validate`` does (issue 64 item 2)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -110,8 +111,11 @@ async def test_a_forced_dialect_is_tried_on_the_peer(tmp_path: Path):
         await forced("0.3")
         assert peer.state == "unreachable" and "does not answer in 0.3" in peer.error
         assert "Method not found" in peer.error
+        for view in ("#card-view", "#diag-view"):  # the reason on screen, above its card
+            assert shown(app, view).startswith(f"✘ unreachable: {peer.error}"), view
         await forced("1.0")
         assert peer.state == "reachable"
+        assert "unreachable" not in shown(app, "#card-view")
         await forced("rest")
         assert peer.state == "unreachable" and "does not answer in HTTP+JSON" in peer.error
         table = app.screen.query_one("#peers", DataTable)
@@ -133,3 +137,51 @@ async def test_diagnostics_say_what_the_card_costs_as_the_cli_does(tmp_path: Pat
         await until(pilot, lambda: "tokens (" in shown(app, "#diag-view"), timeout=30)
         lines = shown(app, "#diag-view").splitlines()
         assert cli_cost in lines, lines
+
+
+async def test_a_peer_without_a_card_has_no_name_cut_from_its_url(tmp_path: Path):
+    """A peer that never served a card has no name: the name column said its URL again, cut to
+    its width (``http://127.0.0.1:3``); it shows a dash, the whole URL being in the next one."""
+    with socket.socket() as s:  # a port nothing listens on: no card
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[], peers=book, export_dir=tmp_path)
+    async with sdk_server() as sdk, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await add_peer(app, pilot, book, sdk)
+        await pilot.press("n")
+        app.screen.query_one("#peer-url", Input).value = url
+        await pilot.press("enter")
+        await until(pilot, lambda: book.peers[url].state == "unreachable", timeout=60)
+        table = app.screen.query_one("#peers", DataTable)
+        assert str(table.get_row_at(table.get_row_index(url))[1]) == "—"
+        assert str(table.get_row_at(table.get_row_index(url))[2]) == url
+        assert str(table.get_row_at(table.get_row_index(sdk))[1]) == "sdk-echo"  # its card's
+
+
+async def test_a_doctor_line_wraps_under_its_own_text(tmp_path: Path):
+    """At 120 columns the official SDK peer's method-names finding is a few columns too long: its
+    ``(1.0)`` stood alone at the left edge as if a line of its own. Every line of the Doctor tab
+    fits its width now, a wrapped one going on indented under its text, never one short word alone."""
+    book = PeerBook(tmp_path / "config")
+    app = ToolnexusApp(specs=[], peers=book, export_dir=tmp_path)
+    async with sdk_server() as sdk, app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await add_peer(app, pilot, book, sdk)
+        await pilot.press("o")
+        await until(
+            pilot,
+            lambda: not any(w.group == "peer-doctor" and not w.is_finished for w in app.workers),
+            timeout=120,
+        )
+        await pilot.pause(0.2)
+        view = app.screen.query_one("#doctor-view", Static)
+        width = view.content_size.width
+        lines = shown(app, "#doctor-view").splitlines()
+        assert any("method names at" in line for line in lines)
+        assert all(len(line) <= width for line in lines), (width, lines)
+        for line in lines[2:]:  # below the verdict: findings, each with its details or rest
+            if line.strip() and not line.startswith(("  ✔", "  ·", "  !", "  ✘")):
+                assert line.startswith("    "), line  # under its finding's text
+                assert " " in line.strip() or len(line.strip()) >= 12, line  # no word alone

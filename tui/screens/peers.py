@@ -40,7 +40,7 @@ from ..peers import (
 )
 from ..widgets import ModeBar
 from ..widgets.footer import ModeFooter
-from ..widgets.safe import SafeStatic, SafeTable
+from ..widgets.safe import HangingStatic, SafeStatic, SafeTable
 from ..widgets.textbox import TextBox
 from .base import ModeScreen, detail_tab_keys
 
@@ -103,7 +103,7 @@ class PeersScreen(ModeScreen):
             with TabPane("Tasks", id="p-tasks"):
                 yield VerticalScroll(SafeStatic(_TASKS_HELP, id="remote-tasks"))
             with TabPane("Doctor", id="p-doctor"):
-                yield VerticalScroll(SafeStatic(_DOCTOR_HELP, id="doctor-view"))
+                yield VerticalScroll(HangingStatic(_DOCTOR_HELP, id="doctor-view"))
             with TabPane("Auth", id="p-headers"):
                 yield SafeStatic(_AUTH_HELP, id="auth-help")
                 with Horizontal(id="auth-row"):
@@ -174,7 +174,11 @@ class PeersScreen(ModeScreen):
                 dialect += "!"  # forced
             if peer.blocking:
                 dialect += " b"
-            name = peer.name + (" (hosted)" if peer.hosted else "")
+            card = peer.client.card if peer.client is not None else None
+            # a peer without a card (or a name in it) has none: its URL is in the next column
+            name = Text(card.name, "") if card is not None and card.name else Text("—", "grey50")
+            if peer.hosted:
+                name.append(" (hosted)")
             table.add_row(dot, name, url, dialect, peer.state, key=url)
         if chosen and chosen in self.tn.peer_book.peers:
             table.move_cursor(row=table.get_row_index(chosen))
@@ -228,9 +232,11 @@ class PeersScreen(ModeScreen):
             for v in views.values():
                 v.update(text)
             return
-        views["card-view"].update(_card_text(card, peer.extended, peer.extended_error))
+        # a forced dialect the peer does not answer in: why, above its card (which it served)
+        why = Text(f"✘ {peer.state}: {peer.error}\n\n", "red") if peer.error else Text()
+        views["card-view"].update(why + _card_text(card, peer.extended, peer.extended_error))
         report = validate_card(card)
-        diag = Text()
+        diag = why.copy()
         diag.append(f"verdict: {report.summary}\n", "bold")
         for line, what in report.verdict.items():
             diag.append(f"  {line}: {what}\n")

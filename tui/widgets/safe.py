@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 
 from toolnexus.display import printable
 
-__all__ = ["SafeStatic", "SafeTable", "safe", "VIEW_CAP", "CELL_CAP"]
+__all__ = ["CELL_CAP", "VIEW_CAP", "HangingStatic", "SafeStatic", "SafeTable", "hang", "safe"]
 
 VIEW_CAP = 200_000
 """The most characters one view shows."""
@@ -81,3 +81,66 @@ class SafeTable(DataTable):
 
     def update_cell_at(self, coordinate: Any, value: Any, **kwargs: Any) -> None:
         super().update_cell_at(coordinate, safe(value, CELL_CAP), **kwargs)
+
+
+SHORTEST_TAIL = 12
+"""A wrapped line's last piece shorter than this takes the word before it along (no lone ``(1.0)``)."""
+
+
+def hang(content: Any, width: int) -> Any:
+    """``content`` (a ``Text``) with each line longer than ``width`` wrapped at its spaces, an
+    indented line's continuations two columns past where its text starts (a hanging indent), and
+    no last piece shorter than ``SHORTEST_TAIL`` alone when the word before it can go along.
+    Anything else, or a width too narrow to indent in, is kept as it is."""
+    if not isinstance(content, Text) or width < 4 * SHORTEST_TAIL:
+        return content
+    out = Text(style=content.style, end=content.end)
+    for n, line in enumerate(content.split("\n", allow_blank=True)):
+        if n:
+            out.append("\n")
+        plain = line.plain
+        lead = len(plain) - len(plain.lstrip(" "))  # an indented line (a finding) hangs
+        indent = min(lead + 2, width // 2) if lead else 0
+        start, room = 0, width
+        while len(plain) - start > room:
+            cut = plain.rfind(" ", start + 1, start + room + 1)
+            if cut <= start:  # one word longer than the line: cut in it
+                cut = start + room
+            elif len(plain) - cut - 1 < SHORTEST_TAIL:  # the last piece: not a word alone
+                before = plain.rfind(" ", start + room // 2, cut)
+                cut = before if before > start else cut
+            piece = line[start:cut]
+            piece.rstrip()
+            out.append_text(piece)
+            out.append("\n" + " " * indent)
+            start = cut
+            while start < len(plain) and plain[start] == " ":
+                start += 1
+            room = width - indent
+        out.append_text(line[start:])
+    return out
+
+
+class HangingStatic(SafeStatic):
+    """A :class:`SafeStatic` whose long lines wrap with a hanging indent (:func:`hang`) at its
+    width, again whenever that changes: a wrapped finding reads as one, never as a line of its own.
+    Hidden (a tab not shown: no width), it wraps at the width it had."""
+
+    _width = 0
+
+    def __init__(self, content: Any = "", **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.whole: Any = self._shown
+        """What it shows, as given: unwrapped."""
+
+    def _hung(self) -> Any:
+        self._width = self.content_size.width or self._width
+        return hang(self.whole, self._width)
+
+    def update(self, content: Any = "", **kwargs: Any) -> None:
+        self.whole = safe(content)
+        super().update(self._hung(), **kwargs)
+
+    def on_resize(self) -> None:
+        if self.content_size.width:
+            super().update(self._hung())
