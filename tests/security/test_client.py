@@ -320,7 +320,7 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
     from tui.peers import PeerBook
 
     book = PeerBook(tmp_path)
-    book.add(
+    peer = book.add(
         "http://alice:pw-literal-1@127.0.0.1:9/a?api_key=k-literal-2&page=3",
         {
             "Cookie": "session=c-literal-3",
@@ -329,7 +329,7 @@ def test_the_peers_file_keeps_no_literal_secret(tmp_path: Path):
             "X-Session": "session=${SESSION}",
         },
     )
-    book.save()
+    book.save(peer.url)
     path = tmp_path / "peers-v1.json"
     text = path.read_text()
     for secret in ("pw-literal-1", "k-literal-2", "c-literal-3", "literal-4"):

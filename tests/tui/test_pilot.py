@@ -233,11 +233,9 @@ async def test_start_from_the_form_and_failures_stay_in_the_form():
         form.query_one("#f-name", Input).value = "form-desk"
         form.query_one("#f-port", Input).value = "0"
         app.screen.query_one("#form-start", Button).press()
-        await until(
-            pilot, lambda: "already running" in str(form.query_one("#form-error", Static).render())
-        )
+        await until(pilot, lambda: "exists" in str(form.query_one("#form-error", Static).render()))
         assert str(form.query_one("#form-error", Static).render()).startswith(
-            "✘ name: a server named 'form-desk'"
+            "✘ name: a server named 'form-desk' exists (it is running here); choose another name"
         )
         await pilot.press("escape")
         await pilot.pause(0.1)
