@@ -185,8 +185,8 @@ libuv's own is one."""
 
 class _Accepts:
     """On uvloop, the connections waiting for a server taken as one is: up to
-    :data:`ACCEPTS_PER_TURN` at each connection accepted (``_Guard.connection_made`` calls
-    :meth:`more`), where libuv takes one a turn of the loop.
+    :data:`ACCEPTS_PER_TURN` a turn of the loop (``_Guard.connection_made`` calls :meth:`more`),
+    where libuv takes one.
 
     libuv accepts one connection a turn for each handle listening (since 1.45: level-triggered
     polling brings the next at the next turn). Under load a turn is long: measured at 128 streams
@@ -203,6 +203,7 @@ class _Accepts:
         self._server = server
         self._socks: list[socket.socket] = []
         self._handing: set[asyncio.Task[Any]] = set()
+        self._taken = 0  # this turn's, by more(): each taken one's connection_made asks again
         if not sockets:
             return
         loop = asyncio.get_running_loop()
@@ -215,23 +216,33 @@ class _Accepts:
         server.server_state.tn_accepts = self  # type: ignore[attr-defined]  # read by _Guard
 
     def more(self) -> None:
-        """Take the connections waiting now, up to ACCEPTS_PER_TURN - 1 a socket."""
-        if not self._socks:
+        """Take the connections waiting now, up to ACCEPTS_PER_TURN - 1 a turn of the loop.
+
+        A connection taken here calls this again from its own ``connection_made`` (a turn
+        later): without the turn's count, each of the 15 would take 15 more, and a worker of
+        ``--workers`` that woke first would empty the accept queue the others share."""
+        if not self._socks or self._taken >= ACCEPTS_PER_TURN - 1:
             return
         config = self._server.config
         loop = asyncio.get_running_loop()
         for sock in self._socks:
-            for _ in range(ACCEPTS_PER_TURN - 1):
+            while self._taken < ACCEPTS_PER_TURN - 1:
                 try:
                     conn, _ = sock.accept()
                 except OSError:  # none waits (EAGAIN), or out of files: libuv's handle says so
                     break
+                if self._taken == 0:
+                    loop.call_soon(self._new_turn)
+                self._taken += 1
                 conn.setblocking(False)
                 if conn.family != socket.AF_UNIX:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 task = loop.create_task(self._hand(conn, config.ssl))
                 self._handing.add(task)
                 task.add_done_callback(self._handing.discard)
+
+    def _new_turn(self) -> None:
+        self._taken = 0
 
     def _protocol(self) -> asyncio.Protocol:
         """uvicorn's own factory, as its startup makes it (its class typed as any protocol's)."""
