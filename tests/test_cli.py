@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import toolnexus as tn
-from toolnexus.cli import _parser, output
+from toolnexus.cli import _parser, following, output
 from toolnexus.cli.serve_flags import SERVE_FLAGS
 from toolnexus.http.server import accept_queue
 from toolnexus.stores import STORE_FORMS, kind_of, kinds_with
@@ -160,6 +160,23 @@ def test_the_help_names_every_exit_code_the_command_ends_with():
     named = {int(n) for n in re.findall(r"\b(\d+) ", codes[1])}
     ended = {v for k, v in vars(output).items() if k.startswith("EXIT_")}
     assert named == ended, (named, ended)
+
+
+def test_a_reply_cut_by_ctrl_c_still_says_the_warnings_it_held(capsys):
+    """A warning held back while the reply's line is unfinished (the stream's fall-back, said once
+    the reply ends) is said when following stops with no report (Ctrl-C: ``_talking`` cuts the
+    reply): it was lost (the review of e1fa082). The reply's line ends first."""
+    live = following._LiveReply(lambda text: text, ())
+    live.show("Hello, A")
+    live.tell("toolnexus: warning: the stream broke off; polling instead")
+    assert capsys.readouterr() == ("Hello, A", "")  # held: the reply is mid-line
+    live.cut()
+    assert capsys.readouterr() == (
+        "\n",
+        "toolnexus: warning: the stream broke off; polling instead\n",
+    )
+    live.tell("toolnexus: warning: another")  # the reply has ended: said at once
+    assert capsys.readouterr().err == "toolnexus: warning: another\n"
 
 
 def test_the_demo_says_what_to_type_to_see_a_question_and_its_skills_do_their_job():

@@ -51,6 +51,10 @@ async def _talking(
         state = run.task.state.value if run is not None and run.task else "unknown"
         tell(f"toolnexus: the task was still {state} after {args.timeout:g}s")
         return EXIT_ERROR
+    except BaseException:  # Ctrl-C, or no peer's error: the reply is not reported, so it ends here
+        if live is not None:
+            live.cut()
+        raise
     finally:
         for warning in client.warnings:
             if run is None or warning not in run.told:  # not said twice
@@ -209,9 +213,19 @@ class _LiveReply:
             self._write("\n[the finished reply, as the task keeps it]\n" + shown + "\n")
         else:
             self._write("\n[the reply was not finished]\n")
+        self._said()
+
+    def cut(self) -> None:
+        """Following stopped with no report (Ctrl-C): the reply's line ends, what waits is said."""
+        if self.printed and not self.ended:
+            self._write("\n")
+        self._said()
+
+    def _said(self) -> None:
         self.ended = True
         for line in self.waiting:
             say(self.mask(line), file=sys.stderr)
+        self.waiting.clear()
 
     @staticmethod
     def _write(text: str) -> None:
