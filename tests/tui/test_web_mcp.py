@@ -62,7 +62,9 @@ def test_in_a_browser_the_inspector_answers_a_servers_questions(web, tmp_path): 
             _until(page, "Hello Ada, 30, who likes blue!", timeout=30)
             page.keyboard.press("ArrowDown")  # haiku
             page.keyboard.press("Enter")
-            time.sleep(0.5)
+            _in_a_text_box(
+                page
+            )  # "sea" typed into the list: e opened the Stderr tab (a run at load)
             page.keyboard.type("sea")
             page.keyboard.press("Enter")
             _until(page, "The server asks your model to answer", timeout=30)
@@ -71,6 +73,14 @@ def test_in_a_browser_the_inspector_answers_a_servers_questions(web, tmp_path): 
             _until(page, "You said: A haiku about sea", timeout=30)
         finally:
             browser.close()
+
+
+def _in_a_text_box(page, timeout: float = 10.0) -> None:
+    """Until a text box has the focus: the key bar offers u (Endpoint) only outside one."""
+    deadline = time.monotonic() + timeout
+    while "u Endpoint" in _screen(page).splitlines()[-1]:
+        assert time.monotonic() < deadline, "no text box took the focus:\n" + _screen(page)
+        time.sleep(0.1)
 
 
 def _into_the_endpoint(page) -> None:
