@@ -9,6 +9,7 @@ help) and the store tests read that list. A new kind is a module with its store 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 from ..errors import ConfigError
@@ -85,9 +86,9 @@ def kinds_with(capability: type, has: bool = True) -> list[StoreKind]:
     return [kind for kind in KINDS if issubclass(kind.store, capability) is has]
 
 
-_OLD_FILTERS = {"context_id", "state", "updated_after", "owner", "page_size", "page_token"}
-"""What ``list()`` took as keywords before :class:`TaskQuery`: a store whose first parameter is
-one of them was written for that contract."""
+_OLD_FILTERS = {field.name for field in dataclasses.fields(TaskQuery)}
+"""What ``list()`` took as keywords before :class:`TaskQuery` (its fields now): a store whose
+first parameter is one of them was written for that contract."""
 
 
 def open_store(
