@@ -3,8 +3,12 @@ a page naming an API that is gone, a broken link or a docstring mkdocstrings can
 
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
+import inspect
 import os
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import toolnexus
 from toolnexus.stores import KINDS, kinds_with
 from toolnexus.stores.base import Closable, Durable, JoinsConversations, KeepsEnded, Shared
 
@@ -238,12 +243,72 @@ def feature_misses(table: str, root: Path) -> list[str]:
             elif re.fullmatch(r"[\w-]+\.(?:py|mjs)", token):
                 if token not in names:
                     missing.append(token)
-            elif _NAME.fullmatch(token) and not all(
-                re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)
-                for word in token.removesuffix("()").split(".")
-            ):
+            elif _BARE_TEST.fullmatch(token):
+                file, name = token.split("::")
+                if not any(
+                    re.search(rf"def {name}\b", p.read_text(encoding="utf-8"))
+                    for p in (root / "tests").rglob(file)
+                    if not {".venv", "node_modules"} & set(p.parts)
+                ):
+                    missing.append(token)
+            elif _NAME.fullmatch(token) and not _named(token.removesuffix("()"), text):
                 missing.append(token)
     return missing
+
+
+_BARE_TEST = re.compile(r"[\w-]+\.py::\w+")
+
+
+@functools.cache
+def _owners() -> dict[str, list[object]]:
+    """Our modules and the classes defined in them, by their short names: what a dotted name in
+    the table starts with (``dialects.parse_task``, ``TaskRunner.send``)."""
+    owners: dict[str, list[object]] = {}
+    for info in pkgutil.walk_packages(toolnexus.__path__, "toolnexus."):
+        if info.name.endswith(".__main__"):  # runs the command
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra this venv lacks
+            continue
+        owners.setdefault(info.name.rsplit(".", 1)[-1], []).append(module)
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == info.name:
+                owners.setdefault(value.__name__, []).append(value)
+    return owners
+
+
+def _has(owner: object, name: str) -> bool:
+    """Whether a module or class has ``name``: an attribute, or a field declared without a default
+    (a dataclass's, a msgspec Struct's, a NamedTuple's, an annotation in its classes), an
+    instance's attribute its classes set (``self.name``)."""
+    if hasattr(owner, name):
+        return True
+    return isinstance(owner, type) and any(
+        name in getattr(k, "__annotations__", {})
+        or (k.__module__.startswith("toolnexus") and f"self.{name}" in inspect.getsource(k))
+        for k in owner.__mro__
+    )
+
+
+def _named(token: str, text: str) -> bool:
+    """Whether our code has the name: a dotted one whose first part is one of our modules or
+    classes must resolve attribute by attribute; any other (a wire name, ``_helper``) must be
+    spelled in our sources."""
+    first, *rest = token.split(".")
+    wire = any(re.fullmatch(r"[a-z]+[A-Z]\w*", part) for part in rest)  # a2a.directReplies
+    owners = _owners().get(first) if rest and not wire else None
+    if owners:
+        return any(_resolves(owner, rest) for owner in owners)
+    return all(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for word in token.split("."))
+
+
+def _resolves(owner: object, path: list[str]) -> bool:
+    for name in path:
+        if not _has(owner, name):
+            return False
+        owner = getattr(owner, name, None)
+    return True
 
 
 def test_every_name_the_feature_table_gives_for_us_is_in_our_code():
@@ -255,13 +320,18 @@ def test_a_feature_row_naming_what_is_gone_is_caught():
     row = (
         "| 8.6 | card caching | yes: `agent_card_routes.py` | no | yes: `card_answer`, `ServedCard.answer`;"
         " `tests/serve/test_wire.py::test_no_such_test`, `tests/serve/test_wire.py` | yes: `_CardCache`,"
-        " `no_such_file.py`, `test_push.py`, `tests/gone.py` |\n"
+        " `no_such_file.py`, `test_push.py`, `tests/gone.py`, `ServedCard.no_such`,"
+        " `dialects.render_task`, `dialects.answer`, `A2AConfig.auth`,"
+        " `test_sdk_interop.py::test_cancel`, `test_sdk_interop.py::test_gone` |\n"
     )
     assert feature_misses(row, ROOT) == [
         "card_answer",
         "tests/serve/test_wire.py::test_no_such_test",
         "no_such_file.py",
         "tests/gone.py",
+        "ServedCard.no_such",
+        "dialects.answer",
+        "test_sdk_interop.py::test_gone",
     ]
 
 
