@@ -606,7 +606,8 @@ class ToolnexusApp(App[None]):
         self.servers_changed.publish(None)
 
     def _saved_peers_changed(self) -> None:
-        """Another toolnexus-tui added or removed a saved peer: the same here, and said."""
+        """Another toolnexus-tui added, changed or removed a saved peer: the same here (a peer
+        added or changed dialled again), and said."""
         change = self.peer_book.poll()
         if change is None:
             return
@@ -614,6 +615,9 @@ class ToolnexusApp(App[None]):
         for url in change.added:
             self.connect_peer(self.peer_book.peers[url])
             self.notify(f"peer {url} was added in {who}", markup=False)
+        for url, said in change.edited.items():
+            self.connect_peer(self.peer_book.peers[url])
+            self.notify(f"peer {url} was changed in {who}: {'; '.join(said)}", markup=False)
         for url in change.removed:
             self.notify(f"peer {url} was removed in {who}", markup=False)
         self.peers_changed.publish(None)

@@ -13,11 +13,12 @@ and without the values of secret-looking query parameters. The file is readable 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,9 +253,13 @@ class Peer:
     """What the last OAuth sign-in asked the user to do (the code and address), for the Auth tab."""
     state: str = "new"  # new | checking | reachable | unreachable
     error: str = ""
+    removed: str = ""
+    """Where it was removed (``here``, ``in another toolnexus-tui (pid N)``); "" while it is in
+    the book. A call under way (:meth:`use`) is let finish; its client is closed after it."""
     _dialing: asyncio.Lock = field(
         default_factory=asyncio.Lock, init=False, repr=False, compare=False
     )
+    _uses: int = field(default=0, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -283,6 +288,40 @@ class Peer:
         """What is sent: the headers with their ``${ENV}`` references read, and the credential."""
         return {**{k: expand_env(v) for k, v in self.headers.items()}, **self.auth.headers()}
 
+    @contextlib.asynccontextmanager
+    async def use(self) -> AsyncIterator[A2AClient]:
+        """The client, for one use (a chat's reply, a cancel, a listing): its connections are
+        released after it, and, if the peer was removed meanwhile, the client is closed then.
+
+        Raises:
+            PeerError: the peer has no client (it is not connected).
+        """
+        client = self.client
+        if client is None:
+            raise PeerError("the peer is not connected")
+        self._uses += 1
+        try:
+            yield client
+        finally:
+            self._uses -= 1
+            await client.release()  # nothing stays open between uses; the next call reconnects
+            if self.removed and not self._uses:
+                await self._close()
+
+    async def retire(self, where: str) -> None:
+        """The peer was removed (``where``): its client is closed now, or after the use under
+        way (a chat's reply finishes: its task is the peer's, and runs there either way). A dial
+        under way is let end first."""
+        self.removed = where
+        if not self._uses:
+            await self._close()
+
+    async def _close(self) -> None:
+        async with self._dialing:
+            client, self.client = self.client, None
+            if client is not None:
+                await client.aclose()
+
     async def connect(self, bus: EventBus | None, show: Shown | None = None) -> None:
         """Dial the peer afresh in the dialect asked for, closing the client before. One dial at a
         time: a second (``v`` pressed again while the first still dials) waits, then dials what is
@@ -292,6 +331,8 @@ class Peer:
         token is got when a call first needs it (the card's security requirements), on the loop
         of that call, polling without holding it."""
         async with self._dialing:
+            if self.removed:  # (a recheck asked before the removal): nothing to dial
+                return
             self.state, self.error = "checking", ""
             old, self.client = self.client, None
             if old is not None:
@@ -366,9 +407,12 @@ class PeersChange:
     """The URLs of the peers it added, now known here too."""
     removed: list[str] = field(default_factory=list[str])
     """The URLs of the peers it removed, now gone here too."""
+    edited: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    """The URLs of the peers it changed, each with what changed in words (``dialect 1.0``), now
+    changed here too."""
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed)
+        return bool(self.added or self.removed or self.edited)
 
 
 class PeerBook:
@@ -377,7 +421,11 @@ class PeerBook:
     Two toolnexus-tui may run at once on the same folder: each change is made as the servers
     file's are (``tui.saved``), under the file's lock, on the file as it is then (re-read, this
     peer's entry changed, written whole), so neither loses the other's peers; the file says which
-    window changed it last (``by``), and :meth:`poll` says what another one added or removed."""
+    window changed it last (``by``), and :meth:`poll` says what another one added, changed or
+    removed. A change made there is taken here field by field (:func:`_take_edit`): only what that
+    window changed, so a secret typed here for this session (never in the file) is kept. A peer
+    removed (here or there) has its client closed off the caller's loop turn (:meth:`Peer.retire`),
+    after a call under way."""
 
     def __init__(self, folder: Path | str | None = None, pid: int | None = None) -> None:
         self.folder = Path(folder) if folder else config_dir()
@@ -387,6 +435,8 @@ class PeerBook:
         self._saved: dict[str, dict[str, Any]] = {}  # the file's entries by URL, as last read
         self._seen: tuple[int, int, int] | None = None  # the file as last read or written
         self._news: PeersChange | None = None  # what others changed, read under a change of ours
+        self._retiring: set[asyncio.Future[None]] = set()  # removed peers' clients being closed
+        self._retired: list[Peer] = []  # removed with no loop running: closed at close()
 
     @property
     def path(self) -> Path:
@@ -416,8 +466,17 @@ class PeerBook:
         news = self._news or PeersChange(by)
         news.by = by or news.by
         here = {savable_url(url): url for url, p in self.peers.items() if not p.hosted}
+        who = f"in another toolnexus-tui (pid {news.by})"
         for url, entry in entries.items():
-            if url in here or url in self.peers or url == changing:
+            if url == changing:
+                continue
+            if url in here:  # known here: what the other window changed of it, if anything
+                peer = self.peers[here[url]]
+                said = _take_edit(peer, self._saved.get(url) or _entry(peer), entry)
+                if said:
+                    news.edited[here[url]] = said
+                continue
+            if url in self.peers:
                 continue
             try:
                 self.peers[url] = _peer(entry)
@@ -426,7 +485,8 @@ class PeerBook:
             news.added.append(url)
         for url in self._saved:
             if url not in entries and url in here and url != changing:
-                self.peers.pop(here[url], None)
+                self._retire(self.peers.pop(here[url]), who)
+                news.edited.pop(here[url], None)
                 news.removed.append(here[url])
         self._saved = entries
         self._news = news if news else None
@@ -454,10 +514,28 @@ class PeerBook:
         return peer
 
     def remove(self, url: str) -> None:
-        """Forget the peer at ``url``, here and (unless hosted) in the file."""
+        """Forget the peer at ``url``, here and (unless hosted) in the file; its client is closed
+        (:meth:`_retire`)."""
         peer = self.peers.pop(url, None)
-        if peer is not None and not peer.hosted:
+        if peer is None:
+            return
+        self._retire(peer, "here")
+        if not peer.hosted:
             self._change(savable_url(url), None)
+
+    def _retire(self, peer: Peer, where: str) -> None:
+        """Close a removed peer's client in a task of its own (the caller is a key's handler or
+        the file's watch: never held by a connection's close), after a use under way; with no
+        loop running (a script), at :meth:`close`."""
+        peer.removed = where
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._retired.append(peer)
+            return
+        closing = loop.create_task(peer.retire(where))
+        self._retiring.add(closing)
+        closing.add_done_callback(self._retiring.discard)
 
     def _change(self, saved_url: str, entry: dict[str, Any] | None) -> None:
         """One peer's entry (None: none) into the file, under its lock, on the file as it is now:
@@ -476,9 +554,13 @@ class PeerBook:
             pass
 
     async def close(self) -> None:
-        for peer in self.peers.values():
+        """Every client closed: the peers', and the removed ones' still closing."""
+        for peer in [*self.peers.values(), *self._retired]:
             if peer.client is not None:
                 await peer.client.aclose()
+        self._retired.clear()
+        if self._retiring:
+            await asyncio.wait(set(self._retiring), timeout=5)
 
 
 def _peer(entry: dict[str, Any]) -> Peer:
@@ -500,6 +582,53 @@ def _peer(entry: dict[str, Any]) -> Peer:
             str(auth.get("ca", "")),
         ),
     )
+
+
+def _take_edit(peer: Peer, before: dict[str, Any], entry: dict[str, Any]) -> list[str]:
+    """What another window changed of ``peer`` (its saved entry ``before`` -> ``entry``), taken
+    here field by field, in words (empty: nothing). A header or credential it did not change is
+    kept as it is here, a literal typed for this session included; a credential it changed to
+    one of the same kind and name whose secret the file does not have (a literal typed there)
+    keeps the one typed here."""
+    try:
+        old, new = _peer(before), _peer(entry)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+    said: list[str] = []
+    if new.dialect != old.dialect:
+        peer.dialect = new.dialect
+        said.append(f"dialect {new.dialect}")
+    if new.blocking != old.blocking:
+        peer.blocking = new.blocking
+        said.append("blocking sends" if new.blocking else "non-blocking sends")
+    if new.extensions != old.extensions:
+        peer.extensions = new.extensions
+        said.append(f"extensions {' '.join(new.extensions) or 'none'}")
+    changed = [
+        k
+        for k in old.headers.keys() | new.headers.keys()
+        if old.headers.get(k) != new.headers.get(k)
+    ]
+    for k in sorted(changed):
+        if k in new.headers:
+            peer.headers[k] = new.headers[k]
+        else:
+            peer.headers.pop(k, None)
+    if changed:
+        said.append(f"headers {', '.join(sorted(changed))}")
+    if new.auth.saved() != old.auth.saved():
+        mine = peer.auth
+        if (
+            not new.auth.secret
+            and (new.auth.kind, new.auth.name) == (mine.kind, mine.name)
+            and mine.secret
+        ):
+            new.auth.secret = mine.secret  # the secret typed here: kept
+        peer.auth = new.auth
+        said.append(f"credential {AUTH_KINDS.get(new.auth.kind, new.auth.kind)}")
+        if new.auth.kind in ("bearer", "apikey", "basic") and not new.auth.secret:
+            said.append("its secret was typed there, for that window only: h types it here")
+    return said
 
 
 def _entry(p: Peer) -> dict[str, Any]:

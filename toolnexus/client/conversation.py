@@ -55,7 +55,9 @@ class Turn:
     skill: str | None = None
     follow: str | None = None  # a task followed by its id instead of a message sent
     answers: str | None = None  # the task whose question this reply's message answers (sent on it)
-    notes: list[str] = field(default_factory=list)  # what the card says of the parts: not sent
+    notes: list[str] = field(default_factory=list)
+    """Warnings shown under the turn: the parts the card says the agent does not take (not sent);
+    in the TUI, that the peer was removed while the reply ran."""
 
     @property
     def task_id(self) -> str | None:

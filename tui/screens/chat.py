@@ -273,12 +273,11 @@ class ChatScreen(ModeScreen):
         webhook = await self.tn.ensure_webhook()
         if task_id is not None:
             try:
-                await peer.client.set_push(task_id, webhook.target(task_id, keys=_agent_keys(peer)))
+                async with peer.use() as client:
+                    await client.set_push(task_id, webhook.target(task_id, keys=_agent_keys(peer)))
             except Exception as exc:
                 self.notify(f"the peer refused the webhook: {exc}", severity="error")
                 return
-            finally:
-                await peer.client.release()
         self.chat.push = True
         self.notify(f"push notifications on: the peer notifies {webhook.url}")
         self._draw()
@@ -309,12 +308,11 @@ class ChatScreen(ModeScreen):
         if peer is None or peer.client is None:
             return
         try:
-            task = await self.chat.cancel(peer.client, task_id)
+            async with peer.use() as client:
+                task = await self.chat.cancel(client, task_id)
             self.notify(f"task {task_id[:8]} {task.state.value}")
         except Exception as exc:
             self.notify(f"cannot cancel: {exc}", severity="warning")
-        finally:
-            await peer.client.release()
         self._draw()
 
     def action_retry(self) -> None:
@@ -386,22 +384,26 @@ class ChatScreen(ModeScreen):
             reply.text, reply.state = "the peer is not connected", TurnState.ERROR
             self._draw()
             return
-        try:
+        async with peer.use() as client:
             push = (
                 (await self.tn.ensure_webhook()).target(keys=_agent_keys(peer))
                 if chat.push
                 else None
             )
             await chat.run(
-                peer.client,
+                client,
                 reply,
                 on_change=lambda _: self._draw(),
                 push=push,
                 blocking=peer.blocking,
             )
-        finally:
-            await peer.client.release()
-        if reply.state is TurnState.LOST:  # the connection, not the peer's answer: look again
+        if peer.removed:  # meanwhile: this reply was let finish (its task is the peer's)
+            reply.notes.append(
+                f"the peer was removed {peer.removed} while this reply ran: it was let finish, "
+                "and its connection is closed; add the peer again (3, n) to go on"
+            )
+            self._draw()
+        elif reply.state is TurnState.LOST:  # the connection, not the peer's answer: look again
             self.tn.connect_peer(peer)
 
     def _draw(self) -> None:
@@ -427,7 +429,7 @@ class ChatScreen(ModeScreen):
             for part in turn.parts:  # what was sent besides the text
                 if part.kind != "text":
                     log.append(f"       + {part.label}\n", "grey62")
-            for note in turn.notes:  # parts the card says the agent does not take: not sent
+            for note in turn.notes:  # parts not sent, a peer removed meanwhile
                 log.append(f"       ⚠ {note}\n", "yellow")
             task_id = turn.task_id if turn.role == "agent" else None
             pushes = self.tn.webhook.received(task_id) if self.tn.webhook and task_id else []

@@ -285,7 +285,8 @@ class PeersScreen(ModeScreen):
     async def _remote_tasks(self, peer: Any) -> None:
         self._report("p-tasks", peer.url, Text(f"listing the tasks of {peer.url} …"))
         try:
-            listed = await peer.client.list_tasks(page_size=50)
+            async with peer.use() as client:
+                listed = await client.list_tasks(page_size=50)
         except Exception as exc:
             self._report(
                 "p-tasks",
@@ -297,8 +298,6 @@ class PeersScreen(ModeScreen):
                 ),
             )
             return
-        finally:
-            await peer.client.release()
         t = Text(f"{listed['total_size']} task(s) on {peer.url}, newest first\n\n", "bold")
         for task in listed["tasks"]:
             symbol, style = STATE_STYLE.get(task.state, ("·", ""))
