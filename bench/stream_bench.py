@@ -70,6 +70,7 @@ import functools
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -96,11 +97,14 @@ from toolnexus.http.server import ConnectionShare, listening_socket  # noqa: E40
 DELTAS = 20
 GAP = 0.05
 STREAMS = (1, 64, 96, 512)
-RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "workers-before", "hosts")
+RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "workers-before", "workers-local", "hosts")
 STAMP = re.compile(rb"@(\d+);")
 APPEND = re.compile(rb'"append":\s*true')
-SPREAD = ("workers", "workers-before", "hosts")
+SPREAD = ("workers", "workers-before", "workers-local", "hosts")
 """The relays of several ``toolnexus serve`` processes on one database (--workers, --hosts)."""
+LOCAL = "workers-local"
+"""--local: the processes of ``workers``, each stream sent (streaming) to one and followed there:
+four processes on one core and one database, nothing crossing."""
 STREAM_TIMEOUT = 120.0
 
 
@@ -334,11 +338,11 @@ async def _serve(role: str, stub: str) -> None:
 
 def _profiled(role: str) -> None:
     """With TOOLNEXUS_BENCH_PROFILE=PATH, this process runs under cProfile (CPU time), counted
-    afresh from a first SIGUSR1 and written to PATH.role.PID at a second."""
+    afresh from each odd SIGUSR1 and written to PATH.role.PID.K at the K-th even one (the bench
+    signals its relays' processes around each measured run: PATH.runs says which run K was)."""
     gclog = os.environ.get("TOOLNEXUS_BENCH_GCLOG")  # the collector's pauses, on SIGUSR2
     if gclog:
         import gc
-        import signal
 
         pauses: list[tuple[int, float, float]] = []
         began = [0.0]
@@ -358,20 +362,19 @@ def _profiled(role: str) -> None:
     path = os.environ.get("TOOLNEXUS_BENCH_PROFILE")
     if path:
         import cProfile
-        import signal
 
         profiler = cProfile.Profile(time.process_time)  # CPU, not the wall: a shared core
         signals = [0]
 
-        def dump(*_: Any) -> None:  # the first signal starts afresh (after a warm-up)
+        def dump(*_: Any) -> None:  # an odd signal starts afresh (after a warm-up)
             signals[0] += 1
-            if signals[0] == 1:
+            if signals[0] % 2:
                 profiler.disable()
                 profiler.clear()
                 profiler.enable()
                 return
             profiler.disable()
-            profiler.dump_stats(f"{path}.{role}.{os.getpid()}")
+            profiler.dump_stats(f"{path}.{role}.{os.getpid()}.{signals[0] // 2}")
 
         signal.signal(signal.SIGUSR1, dump)
         profiler.enable()
@@ -658,10 +661,12 @@ async def _streams(
     text: str = "relay please",
     spread: float = 1.0,
     resume: bool = False,
+    cross: bool = True,
 ) -> list[Outcome]:
     """``n`` callers streaming back to back for ``seconds`` (the starts spread over ``spread``
     seconds), each finishing the stream it is in; every stream's outcome. ``url`` a list (the
-    workers of one agent): caller i sends to worker i and follows the task on worker i + 1."""
+    workers of one agent): caller i sends to worker i and follows the task on worker i + 1 (not
+    ``cross``: streams its send on worker i)."""
     urls = [url] if isinstance(url, str) else url
     outcomes: list[Outcome] = []
     end = time.monotonic() + seconds
@@ -699,10 +704,10 @@ async def _streams(
 
     async def caller(i: int) -> None:
         await asyncio.sleep(spread * i / n)
-        hostport = urls[(i + 1) % len(urls)].removeprefix("http://")
+        hostport = urls[(i + cross) % len(urls)].removeprefix("http://")
         host, port = hostport.split(":")
         sender = None
-        if len(urls) > 1:
+        if len(urls) > 1 and cross:
             there = urls[i % len(urls)].removeprefix("http://").split(":")
             sender = Conn(there[0], int(there[1]))
         conn: Caller | None = None
@@ -724,6 +729,9 @@ async def _streams(
             began = time.monotonic_ns()
             if sender is not None:
                 try:
+                    if sender.reader.at_eof():  # closed by its server while idle (its keep-alive
+                        sender.close()  # timeout, 5 s: a subscribe under load may take longer):
+                        await sender.open()  # a client opens another, as httpx's pool does
                     sent = json.loads(await sender.request("POST", "/", _send_now(text)))
                 except (OSError, asyncio.IncompleteReadError, RuntimeError) as exc:
                     failed = Outcome()  # its worker killed (--restart): both opened again
@@ -803,6 +811,10 @@ async def _measure(
     stub_pid: int,
     db: list[int] = [],  # noqa: B006  # read only
 ) -> dict[str, Any]:
+    profile = os.environ.get("TOOLNEXUS_BENCH_PROFILE")
+    if profile:  # each process's profile of this run alone (see _profiled)
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
     cpu0, db0, stub0, mine0, t0 = (
         sum(_cpu_seconds(pid) for pid in pids),
         _cpu_of(db),
@@ -810,10 +822,16 @@ async def _measure(
         time.process_time(),
         time.monotonic(),
     )
-    outcomes = await _streams(url, n, seconds)
+    outcomes = await _streams(url, n, seconds, cross=relay != LOCAL)
     elapsed = time.monotonic() - t0
     cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu0
     db_cpu = _cpu_of(db) - db0
+    if profile:
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
+            _PROFILED[pid] = _PROFILED.get(pid, 0) + 1
+        with open(f"{profile}.runs", "a") as runs:
+            runs.write(f"{relay} {n} {' '.join(f'{p}.{_PROFILED[p]}' for p in pids)}\n")
     load_side = (_cpu_seconds(stub_pid) - stub0 + time.process_time() - mine0) / elapsed
     delays = sorted(d for o in outcomes for d in o.delays)
     ttfts = sorted(o.ttft for o in outcomes if o.ttft is not None)
@@ -840,6 +858,16 @@ async def _measure(
         "streams": len(outcomes),
         "failed": len(failed),
         "why": sorted({o.why for o in failed})[:3],
+        "failures": [  # each failed stream: why, when asked, its answer's and its send's times
+            {
+                "why": o.why,
+                "asked": o.asked,
+                "answered_ms": o.answered / 1e6,
+                "sent_ms": o.sent / 1e6,
+                "words": o.words,
+            }
+            for o in failed[:20]
+        ],
         "words": words,
         "words_per_s": words / elapsed,
         "ttft_ms": _pct(ttfts, 0.5) / 1e6,
@@ -853,6 +881,10 @@ async def _measure(
         "frames_per_word": sum(o.frames for o in outcomes) / max(words, 1),
         "load_side_cpu": load_side,
     }
+
+
+_PROFILED: dict[int, int] = {}
+"""--profile: how many runs each relay process was profiled in."""
 
 
 def _cores() -> tuple[set[int], set[int]] | None:
@@ -888,7 +920,6 @@ def _env(role: str) -> dict[str, str]:
 
 def _die_with_parent() -> None:
     import ctypes
-    import signal
 
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
@@ -922,8 +953,20 @@ def _start(
     url = _url(proc)
     if worker is not None:
         url = f"http://127.0.0.1:{worker[0].getsockname()[1]}"
-    threading.Thread(target=proc.stdout.read, daemon=True).start()  # what else it prints
+    keep = os.environ.get("TOOLNEXUS_BENCH_RELAY_LOG")
+    if keep and role in SPREAD:  # its log (JSON lines) kept in PATH.PID
+        out = Path(f"{keep}.{proc.pid}")
+        threading.Thread(target=_copy, args=(proc.stdout, out), daemon=True).start()
+    else:
+        threading.Thread(target=proc.stdout.read, daemon=True).start()  # what else it prints
     return proc, url
+
+
+def _copy(lines: Any, path: Path) -> None:
+    with path.open("a") as out:
+        for line in lines:
+            out.write(line)
+            out.flush()
 
 
 def _url(proc: subprocess.Popen[str]) -> str:
@@ -964,6 +1007,9 @@ class Relays:
         self.stub, stub_url = _start("stub", cores=cores[0] if cores else None, env=bind)
         self.stub_url = stub_url
         for relay in args.relays:
+            if relay == LOCAL:  # the processes of workers, nothing crossing
+                self.got[relay] = self.got["workers"]
+                continue
             if relay not in SPREAD:
                 proc, url = _start(relay, stub_url, relay_cores)
                 self.got[relay] = ([proc], [url], [])
@@ -1024,8 +1070,9 @@ class Relays:
             sock.close()
         if self.nginx is not None:
             keep = os.environ.get("TOOLNEXUS_BENCH_NGINX_LOG")
-            if keep:  # its access log (each request's times) kept there
+            if keep:  # its access log (each request's times) kept there, its errors beside
                 Path(keep).write_text((self.nginx.root / "access.log").read_text())
+                Path(keep + ".errors").write_text(self.nginx.errors())
             self.nginx.close()
         for pg in self.databases:
             pg.close()
@@ -1074,7 +1121,8 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                             else ""
                         )
                         + f"sends p50/90/99 {row['send_ms']} ms, answers {row['answer_ms']} ms  "
-                        f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
+                        + (f"why {row['why']}  " if row["failed"] else "")
+                        + f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -1195,7 +1243,6 @@ def _instructions(args: argparse.Namespace) -> list[dict[str, Any]]:
     --tool=callgrind`` with counting off, warmed, then counting on for ``--count`` streams (2 at
     a time, a word every 200 ms: slow enough that every relay keeps up under valgrind, so each
     word is its own frame), off, dumped."""
-    import signal
     import tempfile
 
     rows = []
@@ -1338,6 +1385,15 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
                     f"N={n}: {after}/{before} CPU per word, paired: median "
                     f"{statistics.median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})"
                 )
+        if got["workers"] and got[LOCAL]:
+            pairs = sorted(
+                a["cpu_us_per_word"] / b["cpu_us_per_word"]
+                for a, b in zip(got["workers"], got[LOCAL], strict=True)
+            )
+            lines.append(
+                f"N={n}: workers/{LOCAL} CPU per word (what crossing costs, the same processes), "
+                f"paired: median {statistics.median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})"
+            )
         for spread in SPREAD:
             if got[spread] and got["ours"]:
                 pairs = sorted(
@@ -1393,6 +1449,13 @@ def main() -> None:
         metavar="N",
         help="also the relay 'workers': N toolnexus serve processes on one PostgreSQL database, "
         "each stream sent to one and followed on the next",
+    )
+    ap.add_argument(
+        "--local",
+        action="store_true",
+        help=f"with --workers: also the relay '{LOCAL}': the same N workers, each stream sent "
+        "(streaming) to one and followed there, nothing crossing (what N processes on one core "
+        "cost, apart from crossing)",
     )
     ap.add_argument(
         "--hosts",
@@ -1461,6 +1524,8 @@ def main() -> None:
         return
     args.relays = [r for r in args.relays.split(",") if r]
     args.relays += [r for r, on in (("workers", args.workers > 1), ("hosts", args.hosts)) if on]
+    if args.local and "workers" in args.relays:
+        args.relays.insert(args.relays.index("workers") + 1, LOCAL)
     if args.before:
         global BEFORE
         BEFORE = str(Path(args.before).resolve())

@@ -647,7 +647,9 @@ async def test_saves_made_together_are_one_statement_and_each_gets_its_own_answe
         await two.aclose()
 
 
-async def talking_worker(postgres: str, words: int, pace: float) -> tn.ServeHandle:
+async def talking_worker(
+    postgres: str, words: int, pace: float, lease: float = 5.0
+) -> tn.ServeHandle:
     """A worker on ``postgres`` whose model says `` w0 w1 ...``, ``words`` words ``pace`` s apart."""
 
     async def talker(request: dict[str, Any]) -> Any:
@@ -657,7 +659,9 @@ async def talking_worker(postgres: str, words: int, pace: float) -> tn.ServeHand
 
     tk = await tn.create_toolkit(builtins=False)
     client = tn.create_in_process_client(talker, "talker")
-    return await tk.serve("127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres))
+    return await tk.serve(
+        "127.0.0.1:0", client=client, a2a=tn.A2AConfig(store=postgres, lease=lease)
+    )
 
 
 async def test_a_followed_streams_words_go_on_while_another_workers_move_is_read(postgres):
@@ -738,6 +742,37 @@ async def test_a_followed_streams_words_go_to_its_worker_alone_and_to_all_for_an
         await listener.close()
         await first.stop()
         await second.stop()
+
+
+async def test_a_workers_leases_are_renewed_while_its_pool_is_taken(postgres):
+    """A loaded worker's statements queue for its pool (every read and save of its streams), and
+    its tick may write behind or reap for seconds: its heartbeat renews the leases of its runs
+    apart from both, so that no other worker fails them as if it had died (found at 256 streams
+    across two hosts on a loaded machine: "the worker running this task stopped (its lease
+    expired)"). Here every connection of the worker's pool is taken while its run goes on: the
+    task's lease is renewed all the same."""
+    worker = await talking_worker(postgres, 400, 0.02, lease=1.5)
+    db = await asyncpg.connect(postgres)
+    held: list[Any] = []
+    try:
+        async with tn.A2AClient(worker.url) as client:
+            task = await client.send("talk")
+            async with asyncio.timeout(30):
+                while task.id not in worker.runner._runs:
+                    await asyncio.sleep(0.01)
+            pool = await worker.runner.store.db.pool()
+            held = [await pool.acquire() for _ in range(pool.get_max_size())]
+            taken = await db.fetchval("SELECT now()")
+            renewed = "SELECT lease_until > $2::timestamptz + interval '1.5 seconds' FROM toolnexus_tasks WHERE id = $1"
+            async with asyncio.timeout(20):  # renewed after the pool was taken (a beat: 0.5 s)
+                while not await db.fetchval(renewed, task.id, taken):
+                    await asyncio.sleep(0.1)
+            assert task.id in worker.runner._runs  # its run goes on
+    finally:
+        for connection in held:
+            await pool.release(connection)
+        await db.close()
+        await worker.stop()
 
 
 async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres):

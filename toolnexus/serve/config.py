@@ -506,8 +506,10 @@ class A2AConfig:
             (``toolnexus serve --help`` lists them; the default keeps them in memory), or a
             TaskStore object.
         lease: with a shared store (``toolnexus.stores.Shared``), the seconds a running task stays
-            its worker's without a heartbeat (renewed every third of it); a task whose worker died
-            is failed once it lapses.
+            its worker's without a heartbeat (renewed every third of it, on a timer and a
+            connection of its own); a task whose worker died is failed once it lapses, and so is
+            one whose worker got no turn of its loop for that long (a host starved of CPU): give
+            such hosts a longer lease.
         keep_tasks, keep_for: the memory store's retention: at most this many finished tasks
             (100,000 by default; a short one costs about 1 KB), none finished more than this many
             seconds ago (no limit by default); the oldest finished go first, a task in flight never.

@@ -104,6 +104,10 @@ _ANNOUNCE = "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, 
 CHANNEL = "toolnexus_tasks"
 """Every saved change of a task is announced here: ``"<worker> <task id> <version> <state>"``."""
 _RUNNING = ("submitted", "working")
+_HEARTBEAT = (
+    "UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
+    "WHERE worker = $1 AND id = ANY($3::text[])"
+)
 _LOCK = 0x746F6F6C6E6578  # the advisory lock migrations hold ("toolnex")
 
 
@@ -534,17 +538,18 @@ class PostgresTaskStore(Durable, KeepsEnded, Shared, JoinsConversations):
             )
         return _json.loads(found) if found is not None else None
 
-    async def heartbeat(self, running: list[str]) -> int:
+    async def heartbeat(
+        self, running: list[str], connection: Any = None, timeout: float | None = None
+    ) -> int:
         """Extend the lease of the tasks this worker really runs (a task whose run ended without a
-        last write, however that happened, is left to lapse and be failed); returns how many."""
-        async with _reachable(self.db) as pool:
-            done = await pool.execute(
-                "UPDATE toolnexus_tasks SET lease_until = now() + make_interval(secs => $2) "
-                "WHERE worker = $1 AND id = ANY($3::text[])",
-                self.worker,
-                self.lease,
-                running,
-            )
+        last write, however that happened, is left to lapse and be failed); returns how many. On
+        ``connection`` when one is given (the link's listening one), else on the pool's."""
+        args = (_HEARTBEAT, self.worker, self.lease, running)
+        if connection is not None:
+            done = await connection.execute(*args, timeout=timeout)
+        else:
+            async with _reachable(self.db) as pool:
+                done = await pool.execute(*args)
         return int(done.split()[-1])
 
     async def announce(self, channels: list[str], payloads: list[str]) -> None:
@@ -632,6 +637,9 @@ class WorkerLink:
         # and wants (handed on as they are heard), so that no word waits behind a read
         self._moves: asyncio.Queue[tuple[str, int, TaskState]] = asyncio.Queue()
         self._listener: Any = None
+        self._using = asyncio.Lock()  # the listening connection: one statement at a time (a
+        # batch of announcements or a heartbeat)
+        self._beating = True  # the last heartbeat was written (a failure is said once)
         self._tasks: list[asyncio.Task[None]] = []
         self._me = (store.worker + " ", store.worker + ">")  # heads of this worker's own
 
@@ -639,6 +647,7 @@ class WorkerLink:
         await self.store.db.pool()  # the schema exists before anything is announced
         await self._listen()
         self._tasks = [
+            asyncio.ensure_future(self._beat()),
             asyncio.ensure_future(self._tick()),
             asyncio.ensure_future(self._announce()),
             asyncio.ensure_future(self._arrive()),
@@ -703,9 +712,10 @@ class WorkerLink:
             listener = self._listener
             try:
                 if listener is not None and not listener.is_closed():
-                    await listener.execute(
-                        _ANNOUNCE, channels, payloads, timeout=self.ANNOUNCE_TIMEOUT
-                    )
+                    async with self._using:
+                        await listener.execute(
+                            _ANNOUNCE, channels, payloads, timeout=self.ANNOUNCE_TIMEOUT
+                        )
                 else:
                     await self.store.announce(channels, payloads)
             except Exception as exc:  # words are best effort: the task's end tells all
@@ -770,9 +780,34 @@ class WorkerLink:
                     exc,
                 )
 
+    async def _beat(self) -> None:
+        """Renew the lease of the runs alive here every third of it, on a timer of its own and on
+        the listening connection (waiting for a batch of announcements at most). Behind the tick's
+        other work (a write-behind, a reaping: seconds under load) and the pool's queue (every
+        read and save of a loaded worker), a heartbeat came late enough that another worker failed
+        this one's running tasks as if it had died ("its lease expired"; bench/README.md: streams
+        across hosts, round 4)."""
+        while True:
+            await asyncio.sleep(self.store.lease / 3)
+            running = list(self.runner._runs)
+            listener = self._listener
+            try:
+                if listener is not None and not listener.is_closed():
+                    async with self._using:
+                        await self.store.heartbeat(running, listener, self.ANNOUNCE_TIMEOUT)
+                else:  # (the tick opens it again)
+                    await self.store.heartbeat(running)
+                self._beating = True
+            except Exception as exc:  # the database away: the tick says so, and listens again
+                if self._beating:
+                    log.warning("worker link: heartbeat: %s: %s", type(exc).__name__, exc)
+                self._beating = False
+                if isinstance(exc, TimeoutError) and listener is not None:
+                    listener.terminate()  # stalled, as an announcement's (see _announce)
+
     async def _tick(self) -> None:
-        """Heartbeat (and the runner's write-behind: a state no caller was told of yet, written
-        for the other hosts), reap and keep listening: every third of the lease. Once the database is
+        """The runner's write-behind (a state no caller was told of yet, written for the other
+        hosts), reap and keep listening: every third of the lease (the heartbeat: :meth:`_beat`). Once the database is
         back after this worker lost it, it reads again what it follows (the announcements it
         missed) and reaps nothing for a lease: every other worker lost it too, most likely, and
         renews its leases first (an outage longer than a lease would otherwise fail live runs)."""
@@ -785,7 +820,6 @@ class WorkerLink:
                 if missed:
                     self._listener = None
                     await self._listen()
-                await self.store.heartbeat(list(self.runner._runs))
                 await self.runner.write_behind()
                 if missed:
                     await self.runner.resync()
