@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
@@ -80,7 +81,33 @@ FULL_IDLE = 3.0
 10,000 tasks) is run, once what is set aside has grown by FULL_GROWTH since the last one."""
 FULL_GROWTH = 1.5
 """What is set aside may grow by this factor before a full collection looks through it again for
-cycles that died there (twice that, and it runs whether keys are pressed or not)."""
+cycles that died there."""
+FULL_FORCED = 4.0
+"""Grown by this factor, a full collection does not wait for FULL_IDLE seconds without a key, only
+for FORCED_IDLE: between two keys, never inside one (a key queued or not yet drawn), so that
+memory stays bounded for a user who never pauses 3 s (at x2.25, forced inside a key, one took
+1.87 s there: ``bench/README.md``)."""
+FORCED_IDLE = 0.5
+"""Seconds without a key before a full collection forced by FULL_FORCED runs."""
+STALLED = 0.3
+"""Seconds without the app's look at the collector (its loop held: a long handler) after which a
+watch thread collects the young itself once HELD_BACK thresholds' worth wait (as the app would,
+keys or not): the hosted servers' thread keeps making garbage meanwhile, and with Python's
+automatic collection off nothing else would collect it."""
+TEXTUAL_PRIVATE = {
+    "app": ("_display",),
+    "screen": (
+        "_layout_required",
+        "_scroll_required",
+        "_repaint_required",
+        "_recompose_required",
+        "_dirty_widgets",
+    ),
+}
+"""What the collector reads of Textual's insides (no public hook says a frame was drawn, or that
+a screen is settled): ``App._display`` draws a frame (overridden here to note it), the screen's
+flags say something is left to lay out or paint. A Textual without one of them leaves the
+collector to Python, as ``toolnexus serve`` does (:meth:`ToolnexusApp._take_the_collector`)."""
 PREBUILD_EVERY = 0.3
 """Seconds between building one mode's screen ahead and the next, so that no first visit to a
 mode builds its screen while the user waits (``bench/tui_bench.py``); each waits for a second
@@ -355,12 +382,8 @@ class ToolnexusApp(App[None]):
         if time.monotonic() - self._last_key >= PREBUILD_IDLE:
             return False
         screen = self.screen
-        return not self._shown_since_key or bool(
-            screen._layout_required  # noqa: SLF001 (Textual's own test of a settled screen)
-            or screen._scroll_required  # noqa: SLF001
-            or screen._repaint_required  # noqa: SLF001
-            or screen._recompose_required  # noqa: SLF001
-            or screen._dirty_widgets  # noqa: SLF001
+        return not self._shown_since_key or any(  # Textual's own test of a settled screen
+            getattr(screen, flag, False) for flag in TEXTUAL_PRIVATE["screen"]
         )
 
     # -- the bus pump: the only reader of library events ------------------------------------------
@@ -408,9 +431,32 @@ class ToolnexusApp(App[None]):
         middle collections walked the survivors of 10-20 young ones (100,000 objects at 10,000
         tasks, the book growing: 100-160 ms of CPU)."""
         serving_gc()
+        missing = [f"App.{name}" for name in TEXTUAL_PRIVATE["app"] if not hasattr(App, name)]
+        missing += [
+            f"Screen.{name}" for name in TEXTUAL_PRIVATE["screen"] if not hasattr(self.screen, name)
+        ]
+        if missing:  # a Textual that renamed them: Python's collector, as toolnexus serve has it
+            log.warning("toolnexus-tui: Python runs the collector (Textual has no %s)", missing)
+            return
         gc.disable()
         self._set_aside = gc.get_freeze_count()
+        self._looked = time.monotonic()
         self.set_interval(COLLECT_EVERY, self._collect)
+        threading.Thread(target=self._watch_the_collector, name="tn-gc-watch", daemon=True).start()
+
+    _looked = 0.0
+    """When the app last looked at the collector (:meth:`_collect`)."""
+
+    def _watch_the_collector(self) -> None:
+        """While the app's loop is held past STALLED (a long handler), the young are collected
+        here once HELD_BACK thresholds' worth wait: the hosted servers' thread keeps making
+        garbage meanwhile, and nothing else would collect it (a loop only slow, the machine
+        loaded, looks before that much waits)."""
+        while not self._tn_closing:
+            time.sleep(STALLED / 3)
+            stalled = time.monotonic() - self._looked > STALLED
+            if stalled and gc.get_count()[0] >= HELD_BACK * GC_THRESHOLD[0] and not gc.isenabled():
+                gc.collect(0)
 
     def _collect(self) -> None:
         """Every COLLECT_EVERY seconds: once GC_THRESHOLD's young objects are waiting, collect them,
@@ -423,12 +469,18 @@ class ToolnexusApp(App[None]):
         What is set aside and later dies is freed by its reference count, unless it is in a cycle
         (Textual's rendered lines are: each caches itself): those are found by a full collection,
         everything set aside walked again, run after FULL_IDLE seconds without a key once what is
-        set aside grew by FULL_GROWTH since the last one (``bench/tui_bench.py --soak``)."""
+        set aside grew by FULL_GROWTH since the last one (``bench/tui_bench.py --soak``), or
+        after FORCED_IDLE seconds once it grew by FULL_FORCED; never while a key waits."""
+        self._looked = time.monotonic()
         young, middle, _ = gc.get_count()
-        idle = time.monotonic() - self._last_key
+        idle = self._looked - self._last_key
         waiting = self.message_queue_size or self._answering()  # (a key queued goes first)
         grown = 1 + self._set_aside_since / max(1, self._set_aside)
-        if (grown >= FULL_GROWTH and idle >= FULL_IDLE and not waiting) or grown >= FULL_GROWTH**2:
+        if (
+            not waiting
+            and grown >= FULL_GROWTH
+            and idle >= (FULL_IDLE if grown < FULL_FORCED else FORCED_IDLE)
+        ):
             gc.unfreeze()
             gc.collect()
             gc.freeze()
