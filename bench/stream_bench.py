@@ -48,7 +48,11 @@ subscribe was asked against the task's end, how long its answer took, how long i
 ``--nginx-keepalive N`` gives nginx a pool of N kept connections to each host (the guide's config:
 a new connection per request), and ``TOOLNEXUS_BENCH_NGINX_LOG=PATH`` keeps nginx's access log
 (each request's upstream connect and header times) there. With ``--before DIR`` the relay ``workers-before``
-is the same N workers served from DIR's build (its own database), paired with ``workers``. For every relay the reply is put together as a
+is the same N workers served from DIR's build (its own database), paired with ``workers``;
+with ``--local`` the relay ``workers-local`` is ``workers``' own processes, each stream sent
+streaming to one and followed there (N processes on one core and a database, nothing crossing),
+paired with ``workers``. ``--relay-cpu PCT`` holds the relays' processes to PCT % of one core (a
+cgroup's quota): the starved share a loaded machine leaves them, on demand. For every relay the reply is put together as a
 client does (an update that appends, one that replaces, a task's artifacts): a word missing from
 it fails the stream, a word twice in it is counted ("words twice").
 
@@ -987,6 +991,34 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+class CpuQuota:
+    """--relay-cpu: a cgroup whose processes share ``percent`` % of one core at most (the CFS
+    quota over 10 ms periods; cgroup v2's ``cpu.max``, or v1's cpu controller): the starved share
+    of their core the relays get on a loaded machine, on demand (needs root)."""
+
+    def __init__(self, percent: float) -> None:
+        period = 10_000
+        quota = max(1_000, int(period * percent / 100))
+        if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+            self.path = Path(f"/sys/fs/cgroup/toolnexus-bench-{os.getpid()}")
+            self.path.mkdir()
+            (self.path / "cpu.max").write_text(f"{quota} {period}")
+        else:
+            self.path = Path(f"/sys/fs/cgroup/cpu/toolnexus-bench-{os.getpid()}")
+            self.path.mkdir()
+            (self.path / "cpu.cfs_period_us").write_text(str(period))
+            (self.path / "cpu.cfs_quota_us").write_text(str(quota))
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def close(self) -> None:
+        try:
+            self.path.rmdir()  # (empty once its processes are gone)
+        except OSError as exc:
+            print(f"--relay-cpu: {self.path} left: {exc}", file=sys.stderr)
+
+
 class Relays:
     """The relays of one run: each its processes, the URL(s) it serves at, and the processes of
     its database (the several-worker relays); :meth:`close` stops all."""
@@ -1050,6 +1082,10 @@ class Relays:
                 workers = [(p, u) for (p, _), u in zip(workers, self.nginx.urls, strict=True)]
             postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
             self.got[relay] = ([p for p, _ in workers], [u for _, u in workers], [postmaster])
+        self.quota = CpuQuota(args.relay_cpu) if args.relay_cpu else None
+        for procs, _, _ in self.got.values():
+            for proc in procs if self.quota is not None else ():
+                self.quota.add(proc.pid)
 
     def restart(self, relay: str, index: int) -> None:
         """Worker ``index`` of ``relay`` killed (SIGKILL) and started again on its socket."""
@@ -1057,6 +1093,8 @@ class Relays:
         procs[index].kill()
         procs[index].wait()
         procs[index] = self.again[relay][index]()[0]
+        if self.quota is not None:
+            self.quota.add(procs[index].pid)
 
     def url(self, relay: str) -> str | list[str]:
         urls = self.got[relay][1]
@@ -1068,6 +1106,8 @@ class Relays:
             proc.wait()
         for sock in self.sockets:
             sock.close()
+        if self.quota is not None:
+            self.quota.close()
         if self.nginx is not None:
             keep = os.environ.get("TOOLNEXUS_BENCH_NGINX_LOG")
             if keep:  # its access log (each request's times) kept there, its errors beside
@@ -1478,6 +1518,14 @@ def main() -> None:
         help="instead: with --workers N, the first of --streams streams across the workers for "
         "--seconds while one worker is killed and started again; how each stream ended, words "
         "missing or twice",
+    )
+    ap.add_argument(
+        "--relay-cpu",
+        type=float,
+        default=0,
+        metavar="PCT",
+        help="the relays' processes together get at most PCT %% of one core (a cgroup's CPU "
+        "quota; needs root): the starved share a loaded machine leaves them, on demand",
     )
     ap.add_argument("--memory", action="store_true", help="also measure memory per open stream")
     ap.add_argument("--memory-only", action="store_true")

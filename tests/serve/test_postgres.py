@@ -830,3 +830,32 @@ async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres)
         proxy.close()
         await asyncio.gather(announcing, proxy.wait_closed(), return_exceptions=True)
         await asyncio.sleep(0.1)  # the relays' handlers end
+
+
+async def test_a_piece_longer_than_a_notification_goes_as_several_in_order(postgres):
+    """A notification holds at most 8,000 bytes: a reply's piece longer than that is announced as
+    several, each at its own offset, the last of them alone saying it ends the reply; each as the
+    database takes it (sent to a real PostgreSQL, heard back on the channel)."""
+    store = PostgresTaskStore(postgres)
+    link = store.link(runner=None)
+    listener = await asyncpg.connect(postgres)
+    heard: list[str] = []
+    await listener.add_listener("toolnexus_tasks", lambda *args: heard.append(args[3]))
+    piece = "word é 🙂 " * 1500  # 15,000 characters, 4 bytes the most a character
+    try:
+        link.words("t1", "ctx", "a1", 5, piece, True)
+        batch = [link._out.get_nowait() for _ in range(link._out.qsize())]
+        await store.announce(batch)
+        async with asyncio.timeout(10):
+            while len(heard) < len(batch):
+                await asyncio.sleep(0.02)
+        parts = [h.split("\n", 1) for h in heard]
+        heads = [_json.loads(head.split(" ", 2)[2]) for head, _ in parts]
+        assert len(heard) > 1 and all(len(h.encode()) <= 8000 for h in heard)
+        assert "".join(text for _, text in parts) == piece
+        offsets = [5 + len("".join(text for _, text in parts[:i])) for i in range(len(parts))]
+        assert [h[3] for h in heads] == offsets
+        assert [h[4] for h in heads] == [False] * (len(heads) - 1) + [True]
+    finally:
+        await listener.close()
+        await store.aclose()
