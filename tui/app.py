@@ -252,6 +252,9 @@ class ToolnexusApp(App[None]):
         )  # the servers never wait for the screen
         self.book = TaskBook()
         self.start_specs = list(specs) if specs is not None else [demo_spec()]
+        self._edits_start = specs is None
+        """Started as plain ``toolnexus-tui`` (the demo, no spec given): a server of the same name
+        saved by an edit (``e``) starts in its place, as edited; a spec given is started as given."""
         for spec in self.start_specs:  # on the first screen as starting, never "no servers yet"
             if spec.name not in self.workspace.servers:
                 self.workspace.starting(spec)
@@ -301,10 +304,12 @@ class ToolnexusApp(App[None]):
         self.peer_book.load()
         self.pump()
         saved = self.server_book.load()
+        edits = {spec.name: spec for spec in saved} if self._edits_start else {}
         for (
             spec
         ) in self.start_specs:  # the demo (or --spec) on the port it had last time, when free
-            self.start_server(spec, at_launch=True)
+            edited = edits.get(spec.name)  # the demo as edited, on its own port all the same
+            self.start_server(replace(edited, port=0) if edited else spec, at_launch=True)
         named = {spec.name for spec in self.start_specs}
         for spec in saved:  # the servers created last time, on the ports they had
             if spec.name not in named:
@@ -651,10 +656,17 @@ class ToolnexusApp(App[None]):
                 self.workspace.remove(name)
                 self.notify(f"{name} was deleted in {who}")
         for name, spec in (change.added | change.edited).items():
-            known = name in self.workspace.servers
-            self.workspace.add(spec)
-            if not known:
+            server = self.workspace.servers.get(name)
+            self.workspace.add(spec)  # a running server keeps the spec it runs with
+            if server is None:
                 self.notify(f"{name} was added in {who}; s starts it here")
+            elif server.state in ("running", "starting"):
+                self.notify(
+                    f"{name} was edited in {who}; here it runs as it was, the change applies at "
+                    "the next launch"
+                )
+            elif name in change.edited:
+                self.notify(f"{name} was edited in {who}")
         self.servers_changed.publish(None)
 
     def _saved_peers_changed(self) -> None:
@@ -1006,7 +1018,16 @@ def main(argv: list[str] | None = None) -> None:
             args.api_key_env,
             args.port,
         )
-    app = ToolnexusApp(specs=[spec], tune_gc=True)
+    named = bool(
+        args.config
+        or args.skills
+        or args.name
+        or args.model != "demo"
+        or args.base_url
+        or args.api_key_env
+        or args.port
+    )
+    app = ToolnexusApp(specs=[spec] if named else None, tune_gc=True)  # None: the demo, as edited
     app.run()
     if app.return_code:
         sys.exit(app.return_code)

@@ -46,8 +46,14 @@ print(book.pid)
 def other_window(folder: Path, url: str, what: str) -> int:
     """What another toolnexus-tui does to the peer at ``url`` (``edit``: its dialect forced to
     1.0 and a header added; ``remove``), in a process of its own; its pid."""
+    return in_another_window(_OTHER_WINDOW, str(folder), url, what)
+
+
+def in_another_window(script: str, *args: str) -> int:
+    """``script`` run with ``args`` by another process, as another toolnexus-tui on the same
+    folder would change it; the pid it prints (its own)."""
     done = subprocess.run(
-        [sys.executable, "-c", _OTHER_WINDOW, str(folder), url, what],
+        [sys.executable, "-c", script, *args],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,

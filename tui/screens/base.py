@@ -34,6 +34,7 @@ class Desk(Protocol):
     book: TaskBook
     peer_book: PeerBook
     server_book: ServerBook
+    start_specs: list[ServerSpec]
     selected_server: str | None
     webhook: WebhookReceiver | None
     conversation: Conversation

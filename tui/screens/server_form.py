@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import replace
+from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -152,20 +153,24 @@ class ServerForm(ModalScreen[str | None]):
         model = "demo" if style == "demo" else f"{style}:{value('f-model')}"
         port_text = value("f-port") or "0"
         tools = [t.strip() for t in value("f-mcp-tools").split(",") if t.strip()]
-        return ServerSpec(
-            name=value("f-name") or "toolnexus-agent",
-            skills=[value("f-skills")] if value("f-skills") else [],
-            host=value("f-host") or "127.0.0.1",
-            port=int(port_text) if port_text.isdigit() else -1,
-            model=model,
-            base_url=value("f-base-url") or None,
-            api_key_env=value("f-key-env") or None,
-            store=value("f-store") or "memory",
-            a2a=self.query_one("#f-a2a", Checkbox).value,
-            mcp=self.query_one("#f-mcp", Checkbox).value,
-            mcp_tools=tools or None,
-            auth_token_env=value("f-auth-env") or None,
-        )
+        more_skills = self.initial.skills[1:] if self.initial else []  # the field shows the first
+        shown: dict[str, Any] = {
+            "name": value("f-name") or "toolnexus-agent",
+            "skills": [value("f-skills"), *more_skills] if value("f-skills") else [],
+            "host": value("f-host") or "127.0.0.1",
+            "port": int(port_text) if port_text.isdigit() else -1,
+            "model": model,
+            "base_url": value("f-base-url") or None,
+            "api_key_env": value("f-key-env") or None,
+            "store": value("f-store") or "memory",
+            "a2a": self.query_one("#f-a2a", Checkbox).value,
+            "mcp": self.query_one("#f-mcp", Checkbox).value,
+            "mcp_tools": tools or None,
+            "auth_token_env": value("f-auth-env") or None,
+        }
+        # an edit changes what the form shows and keeps the rest (a config file, the builtins, the
+        # description, metrics): the demo's description was dropped so
+        return replace(self.initial, **shown) if self.initial else ServerSpec(**shown)
 
     def action_start(self) -> None:
         self.start()

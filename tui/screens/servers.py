@@ -167,7 +167,8 @@ class ServersScreen(ModeScreen):
 
     def action_delete(self) -> None:
         """Delete the selected server, once the user says yes: it stops, and is forgotten here and
-        for the next launch (what cannot be undone is asked first)."""
+        for the next launch (what cannot be undone is asked first); one toolnexus-tui starts at
+        launch (the demo) comes back then, as at first."""
         name = self._selected()
         if not name:
             return
@@ -177,10 +178,15 @@ class ServersScreen(ModeScreen):
                 self.tn.delete_server(name)
 
         running = self.tn.workspace.get(name).state == "running"
+        again = any(spec.name == name for spec in self.tn.start_specs)  # the demo, --spec
         self.app.push_screen(
             Confirm(
                 f"Delete {name}? It {'stops and ' if running else ''}is forgotten, "
-                "here and at the next launch."
+                + (
+                    "with its edits; toolnexus-tui starts it again at the next launch, as at first."
+                    if again
+                    else "here and at the next launch."
+                )
             ),
             answered,
         )
