@@ -1495,7 +1495,8 @@ def main() -> None:
         action="store_true",
         help=f"with --workers: also the relay '{LOCAL}': the same N workers, each stream sent "
         "(streaming) to one and followed there, nothing crossing (what N processes on one core "
-        "cost, apart from crossing)",
+        "cost, apart from crossing); --workers 1 --local: one worker on PostgreSQL (the store's "
+        "cost alone), its streams sent then followed there (workers) or streamed (workers-local)",
     )
     ap.add_argument(
         "--hosts",
@@ -1571,7 +1572,14 @@ def main() -> None:
         )
         return
     args.relays = [r for r in args.relays.split(",") if r]
-    args.relays += [r for r, on in (("workers", args.workers > 1), ("hosts", args.hosts)) if on]
+    args.relays += [
+        r
+        for r, on in (
+            ("workers", args.workers > 1 or (args.workers == 1 and args.local)),
+            ("hosts", args.hosts),
+        )
+        if on
+    ]
     if args.local and "workers" in args.relays:
         args.relays.insert(args.relays.index("workers") + 1, LOCAL)
     if args.before:
