@@ -15,7 +15,7 @@ import inspect
 import itertools
 import logging
 import threading
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -257,8 +257,10 @@ class _Subscription:
         max_queue: int,
         accept: Callable[[Any], bool] | None,
         heard: bool = True,
+        kinds: frozenset[str] | None = None,
     ) -> None:
         self.bus = bus
+        self.kinds = kinds
         self.loop = asyncio.get_running_loop()
         self.max_queue = max_queue
         self.accept = accept
@@ -393,6 +395,7 @@ class EventBus:
         max_queue: int = 1000,
         accept: Callable[[Any], bool] | None = None,
         heard: bool = True,
+        kinds: Collection[str] | None = None,
     ) -> AsyncGenerator[Any, None]:
         """Events as they come: first the kept history (with ``replay``), then live ones.
 
@@ -401,7 +404,18 @@ class EventBus:
             accept: a filter; events it rejects are never queued.
             heard: also the changes other workers made (a shared store; ``TaskEvent.heard``). A
                 worker reads a task another worker changed only when someone wants them.
+            kinds: only events of these kinds (``"task"``, ``"text"``, ...): a publisher skips
+                making one no subscriber takes (:meth:`takes`), as a served task's words are
+                when nobody reads them.
         """
+        wanted = frozenset(kinds) if kinds is not None else None
+        if wanted is not None:
+            given_kind = accept
+            accept = (
+                (lambda e: e.kind in wanted)
+                if given_kind is None
+                else (lambda e: e.kind in wanted and given_kind(e))
+            )
         if not heard:
             given = accept
             accept = (
@@ -409,7 +423,7 @@ class EventBus:
                 if given is None
                 else (lambda e: not getattr(e, "heard", False) and given(e))
             )
-        sub = _Subscription(self, max_queue, accept, heard)
+        sub = _Subscription(self, max_queue, accept, heard, wanted)
         with self._lock:
             if replay:
                 for ev in self._history:
@@ -432,9 +446,17 @@ class EventBus:
     def subscribers(self) -> int:
         return len(self._subs)
 
-    def hears(self) -> bool:
-        """Whether a subscriber wants the changes other workers made (see :meth:`subscribe`)."""
-        return any(sub.heard for sub in self._subs)
+    def takes(self, kind: str) -> bool:
+        """Whether a subscriber takes events of ``kind`` (see :meth:`subscribe`'s ``kinds``)."""
+        return any(sub.kinds is None or kind in sub.kinds for sub in tuple(self._subs))
+
+    def hears(self, kind: str | None = None) -> bool:
+        """Whether a subscriber wants the changes other workers made (see :meth:`subscribe`);
+        with ``kind``, the events of that kind among them."""
+        return any(
+            sub.heard and (kind is None or sub.kinds is None or kind in sub.kinds)
+            for sub in tuple(self._subs)
+        )
 
 
 class Hook:

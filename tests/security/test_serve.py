@@ -7,6 +7,7 @@ import asyncio
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -263,6 +264,52 @@ async def test_idle_and_slow_header_connections_are_closed():
             for _ in range(3):
                 assert (await http.get(h.card_url)).status_code == 200
                 await asyncio.sleep(0.3)
+
+
+async def test_a_stream_outlives_the_header_timeout_and_its_connection_is_watched_after():
+    """The slow-client guard does not watch a connection while its answer (a stream) is written,
+    so a stream lasts as long as it lasts; when it ends the guard watches again: a request head
+    trickled on the same connection afterwards is cut off."""
+
+    async def slow(request: dict[str, Any]) -> Any:
+        for word in ("one ", "two ", "three"):
+            await asyncio.sleep(0.5)  # 1.5 s: more than two of the guard's 0.4 s intervals
+            yield word
+
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(
+        client=tn.create_in_process_client(slow), a2a=True, header_timeout=0.4
+    ) as h:
+        reader, writer = await asyncio.open_connection("127.0.0.1", h.port)
+        body = json.dumps(_rpc("message/stream", {"message": v03_message("hi")})).encode()
+        writer.write(
+            f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{h.port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        seen = b""
+        while b"0\r\n\r\n" not in seen:  # the stream's chunked body, to its end
+            got = await asyncio.wait_for(reader.read(65536), 10)
+            assert got, f"the stream was cut: {seen[-300:]!r}"
+            seen += got
+        assert b'"state":"completed"' in seen and seen.count(b"artifact-update") >= 3
+        writer.write(b"GET /.well-known/agent-card.json HTTP/1.1\r\n")  # then a slowloris
+
+        async def trickle() -> None:
+            for _ in range(40):
+                await asyncio.sleep(0.1)
+                writer.write(b"X-a: b\r\n")
+                await writer.drain()
+
+        dribble = asyncio.ensure_future(trickle())
+        try:  # closed (uvicorn's keep-alive timer is off once bytes arrive: the guard's doing)
+            assert await asyncio.wait_for(reader.read(), 10) == b""
+        except ConnectionResetError:
+            pass
+        assert not dribble.done()  # cut while it still trickled (4 s of it)
+        dribble.cancel()
+        await asyncio.gather(dribble, return_exceptions=True)
+        writer.close()
 
 
 async def test_too_many_connections_get_503():

@@ -303,6 +303,86 @@ async def test_the_bus_and_on_text_carry_the_words_and_the_store_gets_them_whole
         await handle.stop()
 
 
+async def _sse_lines(url: str) -> list[str]:
+    """A SendStreamingMessage's SSE lines (JSON-RPC 1.0), pings included, to the stream's end."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
+    async with httpx.AsyncClient(timeout=10) as http:
+        async with http.stream("POST", url + "/", json=body, headers={"A2A-Version": "1.0"}) as r:
+            return [line async for line in r.aiter_lines() if line]
+
+
+async def test_a_reader_of_task_events_alone_gets_no_words_and_none_are_published_for_it():
+    """A bus subscriber that takes only ``task`` events (``toolnexus serve``'s log) is not
+    woken for the words, and with no subscriber taking ``text`` none is published at all (the
+    bus's sequence has no gaps); a stream still gets every word, and a reader of everything
+    that comes later gets them."""
+    model = Paced(WORDS, 0.02)
+    handle = await serve(model)
+
+    async def read(**kinds: Any) -> list[Any]:
+        got = []
+        async for ev in handle.events.subscribe(replay=False, **kinds):
+            got.append(ev)
+            if getattr(ev, "state", None) is tn.TaskState.COMPLETED:
+                return got
+        return got
+
+    try:
+        for everything in (False, True):
+            tasks_only = asyncio.ensure_future(read(kinds=("task",)))
+            everyone = asyncio.ensure_future(read()) if everything else None
+            await asyncio.sleep(0.05)
+            lines = await _sse_lines(handle.url)
+            assert sum("artifactUpdate" in line for line in lines) >= 3, lines
+            assert "TASK_STATE_COMPLETED" in lines[-1], lines
+            got = await asyncio.wait_for(tasks_only, 10)
+            assert got and {ev.kind for ev in got} == {"task"}, got
+            seqs = [ev.seq for ev in got]
+            if everyone is None:  # nothing between the task events: no word was published
+                assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+            else:
+                texts = [ev for ev in await asyncio.wait_for(everyone, 10) if ev.kind == "text"]
+                assert texts and texts[-1].text == "".join(WORDS)
+    finally:
+        await handle.stop()
+
+
+async def test_pings_come_only_in_a_silence_as_long_as_keepalive(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A stream pings after ``KEEPALIVE`` seconds with nothing said, however long the stream has
+    been open: words coming faster than that are never interleaved with pings."""
+    from toolnexus.serve import a2a
+
+    monkeypatch.setattr(a2a, "KEEPALIVE", 0.4)
+
+    async def model(request: dict[str, Any]) -> Any:
+        for i in range(8):  # 1.2 s of words 0.15 s apart: three KEEPALIVEs, no silence
+            await asyncio.sleep(0.15)
+            yield f"w{i} "
+        await asyncio.sleep(1.0)  # then a silence: pings
+        yield "end"
+
+    handle = await serve(model)
+    try:
+        lines = [
+            line
+            for line in await _sse_lines(handle.url)
+            if line == ": ping" or "artifactUpdate" in line
+        ]
+        pings = [i for i, line in enumerate(lines) if line == ": ping"]
+        said_w7 = next(i for i, line in enumerate(lines) if "w7" in line)
+        assert pings and pings[0] > said_w7, lines  # none among the words, some in the silence
+        assert pings[-1] < len(lines) - 1, lines  # and the last word after them
+    finally:
+        await handle.stop()
+
+
 async def test_a_model_stream_cut_and_retried_starts_the_reply_over():
     script = [
         openai_stream("Half ", "a ", "reply", gap=0.1, cut_after=4),

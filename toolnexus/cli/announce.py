@@ -101,7 +101,7 @@ async def _follow_tasks(args: argparse.Namespace, handle: Any) -> None:
     async for ev in handle.events.subscribe(
         replay=False,
         heard=worker is None,  # a worker: its own
-        accept=lambda e: e.kind == "task",  # not woken for each piece of a reply
+        kinds=("task",),  # not woken for each piece of a reply, nor is one made for it
     ):
         if not isinstance(ev, tn.TaskEvent):
             continue

@@ -451,6 +451,9 @@ class _Guard(_Protocol):
     _tn_one_write: bool
     _tn_whole: bool
     """httptools: it holds a head until it ends (h11 bounds its own)."""
+    _tn_timer: asyncio.TimerHandle | None
+    """The next check (:meth:`_tn_check`); None while an answer whose request came whole is
+    written: a stream open for hours costs no check every interval."""
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -517,6 +520,9 @@ class _Guard(_Protocol):
             return
         idle = not busy and getattr(self, "timeout_keep_alive_task", None) is None
         body_stalled = busy and getattr(cycle, "more_body", False)  # its body still arriving
+        if busy and not body_stalled:  # an answer written (a stream): watched from its end
+            self._tn_timer = None
+            return
         if cycle is self._tn_seen and (idle or body_stalled):
             self.transport.close()
             return
@@ -542,9 +548,13 @@ class _Guard(_Protocol):
         if self._tn_one is not None:
             self._tn_one.flush()  # a body that wrote nothing (HEAD, an empty one): its head goes now
         super().on_response_complete()
+        if self._tn_timer is None and not self.transport.is_closing():  # paused (_tn_check)
+            self._tn_seen = None
+            self._tn_timer = self.loop.call_later(self._tn_timeout, self._tn_check)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._tn_timer.cancel()
+        if self._tn_timer is not None:
+            self._tn_timer.cancel()
         super().connection_lost(exc)
 
 
@@ -554,7 +564,9 @@ def _guarded(
     """uvicorn's HTTP protocol class, closing a connection that spends a whole ``header_timeout``
     interval (checked every interval, so within two) with no request in progress and no keep-alive
     timer of uvicorn's own running (silent, or trickling a request head: slowloris), or with the
-    same request's body still arriving (a trickled body); and answering 431 to a request whose
+    same request's body still arriving (a trickled body); not watched while an answer to a
+    request that came whole is written (a stream held for hours costs no check an interval), and
+    watched again from its end; and answering 431 to a request whose
     head is past ``max_head`` bytes (httptools bounds nothing; h11's own bound answers 400), the
     connection closed once more than ``max_head`` bytes came without the head's end; a TLS
     client's certificate (mutual TLS) put in each of its requests' state (:data:`PEER_CERTIFICATE`).

@@ -102,11 +102,14 @@ class Follow:
     it); None when this server stops before the task ends (:meth:`TaskRunner.stop_runs`): the
     stream ends there. Never blocks its writer."""
 
-    __slots__ = ("_items", "_wake")
+    __slots__ = ("_items", "_wake", "_timer", "_due", "_rung")
 
     def __init__(self) -> None:
         self._items: collections.deque[TaskEvent | TextEvent | None] = collections.deque()
         self._wake = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0  # when the wait under way times out (the loop's clock)
+        self._rung = False  # it did
 
     def put_nowait(self, item: TaskEvent | TextEvent | None) -> None:
         items = self._items
@@ -122,8 +125,9 @@ class Follow:
         """The next item, at once when one waits (no suspension).
 
         Raises:
-            TimeoutError: none came within ``timeout`` seconds (a timer per wait, not the task
-                and futures of ``asyncio.wait_for``: a stream waits once per frame).
+            TimeoutError: none came within ``timeout`` seconds. One timer a stream, moved on
+                only when it rings (:meth:`_ring`): a frame costs no timer of its own, and a
+                stream waits once per frame.
         """
         items = self._items
         if not items:
@@ -134,14 +138,34 @@ class Follow:
                     await wake.wait()
                     wake.clear()
             else:
-                timer = asyncio.get_running_loop().call_later(timeout, wake.set)
-                try:
+                loop = asyncio.get_running_loop()
+                self._due, self._rung = loop.time() + timeout, False
+                timer = self._timer
+                if timer is None or timer.when() > self._due:  # none, or set for a longer wait
+                    if timer is not None:
+                        timer.cancel()
+                    self._timer = loop.call_at(self._due, self._ring)
+                while not items:
                     await wake.wait()
-                finally:
-                    timer.cancel()
-                if not items:
-                    raise TimeoutError
+                    wake.clear()
+                    if self._rung and not items:
+                        raise TimeoutError
         return items.popleft()
+
+    def _ring(self) -> None:
+        """The timer: the wait under way timed out, or began later (then the timer moves there)."""
+        loop = asyncio.get_running_loop()
+        if self._due > loop.time():
+            self._timer = loop.call_at(self._due, self._ring)
+            return
+        self._timer, self._rung = None, True
+        self._wake.set()
+
+    def close(self) -> None:
+        """Its stream ended: no timer left behind."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def qsize(self) -> int:
         return len(self._items)
@@ -538,13 +562,22 @@ class TaskRunner:
         task = reply.task
         if task.state is not TaskState.WORKING or self._replies.get(task.id) is not reply:
             return  # a run whose task moved on (canceled) says nothing more
-        event = TextEvent(
-            task.id, task.context_id, task.skill, self.server, reply.artifact_id, reply.told, last
-        )
-        if self.bus.subscribers:
-            self.bus.publish(event)
-        for q in self._watchers.get(task.id, ()):
-            q.put_nowait(event)
+        watchers = self._watchers.get(task.id)
+        to_bus = self.bus.takes("text")
+        if watchers or to_bus:
+            event = TextEvent(
+                task.id,
+                task.context_id,
+                task.skill,
+                self.server,
+                reply.artifact_id,
+                reply.told,
+                last,
+            )
+            if to_bus:
+                self.bus.publish(event)
+            for q in watchers or ():
+                q.put_nowait(event)
         if task.id in self._wanted:
             self._announce_words(reply, last)
         if self.on_text.fn is not None:
@@ -585,7 +618,7 @@ class TaskRunner:
 
     def hears_words(self, task_id: str) -> bool:
         """Whether another worker's words of ``task_id`` go anywhere here (a stream, the bus)."""
-        return task_id in self._watchers or self.bus.hears()
+        return task_id in self._watchers or self.bus.hears("text")
 
     def heard_words(
         self, task_id: str, context_id: str, artifact_id: str, offset: int, piece: str, last: bool
@@ -607,7 +640,7 @@ class TaskRunner:
         event = TextEvent(
             task_id, context_id, None, self.server, artifact_id, text, last, heard=True
         )
-        if self.bus.subscribers:
+        if self.bus.takes("text"):
             self.bus.publish(event)
         for q in watchers or ():
             q.put_nowait(event)
@@ -1047,7 +1080,7 @@ class TaskRunner:
             or task_id in self._changed
             or task_id in self._runs
             or task_id in self._pending
-            or self.bus.hears()
+            or self.bus.hears("task")
         ):
             return
         fresh = await self.store.get(task_id)
@@ -1314,6 +1347,7 @@ class TaskRunner:
         return queue
 
     def unlisten(self, task_id: str, queue: Follow) -> None:
+        queue.close()
         watchers = self._watchers.get(task_id, [])
         if queue in watchers:
             watchers.remove(queue)
