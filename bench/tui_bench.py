@@ -159,12 +159,22 @@ def _press(app: ToolnexusApp, key: str) -> float:
     event = events.Key(key, key if len(key) == 1 else None)
     event.set_sender(app)
     pressed = time.perf_counter()
-    _CPU_AT[pressed] = time.thread_time()
+    _CPU_AT[pressed] = time.thread_time(), _queued()
     app._driver.send_message(event)  # noqa: SLF001
     return pressed
 
 
-_CPU_AT: dict[float, float] = {}  # the app's thread's CPU seconds when each key was pressed
+_CPU_AT: dict[float, tuple[float, float]] = {}
+"""The app's thread's CPU seconds when each key was pressed, and its seconds waiting for a core."""
+
+
+def _queued() -> float:
+    """Seconds this thread has waited for a core (Linux's schedstat; 0 elsewhere): the machine's
+    load, apart from its waits for the interpreter (asleep, as when idle)."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _settled(screen: Any) -> bool:
@@ -186,6 +196,8 @@ class Frames:
         self.app, self.shown = app, []
         self.spans: list[tuple[float, float]] = []  # each key timed: pressed, its frame shown
         self.cpu = 0.0
+        self.queued = 0.0
+        """The app's thread's milliseconds waiting for a core, from the last key to its frame."""
         """The app's thread's CPU milliseconds from the last key timed to its frame: what wall
         time would be on an idle machine, whatever else the machine runs."""
         original = app._display  # noqa: SLF001
@@ -194,7 +206,7 @@ class Frames:
             original(screen, renderable)
             if isinstance(renderable, CompositorUpdate):
                 renderable.render_segments(app.console)
-            self.shown.append((time.perf_counter(), time.thread_time(), screen))
+            self.shown.append((time.perf_counter(), time.thread_time(), screen, _queued()))
 
         app._display = display  # type: ignore[method-assign]  # noqa: SLF001
 
@@ -205,14 +217,15 @@ class Frames:
             if done() and _settled(screen):
                 last = next(
                     (
-                        (t, c)
-                        for t, c, shown in reversed(self.shown)
+                        (t, c, q)
+                        for t, c, shown, q in reversed(self.shown)
                         if shown is screen and t >= pressed
                     ),
                     None,
                 )
                 if last is not None:
-                    self.cpu = (last[1] - _CPU_AT.pop(pressed, last[1])) * 1000
+                    cpu, queued = _CPU_AT.pop(pressed, (last[1], last[2]))
+                    self.cpu, self.queued = (last[1] - cpu) * 1000, (last[2] - queued) * 1000
                     self.spans.append((pressed, last[0]))
                     return (last[0] - pressed) * 1000
             if time.perf_counter() - pressed > 10:
@@ -238,9 +251,9 @@ MODES_IN_TURN = (
 
 async def _switch(
     app: ToolnexusApp, frames: Frames, key: str, mode: str
-) -> dict[str, tuple[float, float]]:
+) -> dict[str, tuple[float, float, float]]:
     """Press ``key`` (Escape first, where a text box has the keys); the milliseconds each took,
-    and the app's thread's CPU milliseconds."""
+    the app's thread's CPU milliseconds and its milliseconds waiting for a core."""
     out = {}
     if app.focused is not None and app.focused.__class__.__name__ in (
         "TextBox",
@@ -251,11 +264,13 @@ async def _switch(
         out["escape"] = (
             await frames.until_shown(pressed, lambda: app.focused is not focused),
             frames.cpu,
+            frames.queued,
         )
     pressed = _press(app, key)
     out[key] = (
         await frames.until_shown(pressed, lambda: app.current_mode == mode),
         frames.cpu,
+        frames.queued,
     )
     return out
 
@@ -411,12 +426,17 @@ async def keys(
         await asyncio.sleep(0.5)
         gc.callbacks.append(_gc_watch)
         began = time.perf_counter()
+        hold = getattr(ws, "servers_hold", None)  # (None: a tree before it, or no thread)
+        held_before = (hold.seconds, collections.Counter(hold.ends)) if hold else (0.0, None)
         timed: dict[str, list[float]] = {}
         used: dict[str, list[float]] = {}  # the app's thread's CPU for each
+        asleep: dict[
+            str, list[float]
+        ] = {}  # neither on a core nor waiting for one: for the GIL, or idle
         for r in range(rounds):  # every mode's key; the first round: each screen's first visit
             for key, mode in MODES_IN_TURN:
                 was = app.current_mode
-                for pressed, (ms, cpu) in (await _switch(app, frames, key, mode)).items():
+                for pressed, (ms, cpu, queued) in (await _switch(app, frames, key, mode)).items():
                     name = (
                         f"escape in {was}"
                         if pressed == "escape"
@@ -426,14 +446,16 @@ async def keys(
                     )
                     timed.setdefault(name, []).append(ms)
                     used.setdefault(name, []).append(cpu)
+                    asleep.setdefault(name, []).append(ms - cpu - queued)
                 await asyncio.sleep(0.1)
 
         for _ in range(switches):  # Servers -> Tasks, 0.3 s on each: Tasks hidden while tasks move
             await _switch(app, frames, "1", "servers")
             await asyncio.sleep(0.3)
-            for ms, cpu in (await _switch(app, frames, "2", "tasks")).values():
+            for ms, cpu, queued in (await _switch(app, frames, "2", "tasks")).values():
                 timed.setdefault("2 tasks, 0.3 s after 1", []).append(ms)
                 used.setdefault("2 tasks, 0.3 s after 1", []).append(cpu)
+                asleep.setdefault("2 tasks, 0.3 s after 1", []).append(ms - cpu - queued)
             await asyncio.sleep(0.3)
         if app.current_mode != "tasks":
             await _switch(app, frames, "2", "tasks")
@@ -447,6 +469,7 @@ async def keys(
             ms = await frames.until_shown(pressed, lambda: table.cursor_row != before)  # noqa: B023  # awaited here
             timed.setdefault("up/down in Tasks", []).append(ms)
             used.setdefault("up/down in Tasks", []).append(frames.cpu)
+            asleep.setdefault("up/down in Tasks", []).append(ms - frames.cpu - frames.queued)
             await asyncio.sleep(max(0.0, burst_seconds / presses - (time.perf_counter() - pressed)))
         elapsed = time.perf_counter() - began
         gc.callbacks.remove(_gc_watch)
@@ -469,6 +492,14 @@ async def keys(
             print(_summary(name, ms_list))
         print(_summary("every key, CPU", [ms for ms_list in used.values() for ms in ms_list]))
         print(
+            "the app's thread asleep from each key to its frame (wall - CPU - waiting for a core: "
+            "waiting for the interpreter, or idle; the machine's load left out):"
+        )
+        for name in ("2 tasks, 0.3 s after 1", "up/down in Tasks"):
+            if name in asleep:
+                print(_summary(name, asleep[name]))
+        print(_summary("every key, asleep", [ms for ms_list in asleep.values() for ms in ms_list]))
+        print(
             "collector meanwhile: "
             + ", ".join(
                 f"gen{g} {len(p)}x, longest {max(p, default=0):.1f} ms "
@@ -477,6 +508,13 @@ async def keys(
             )
         )
         print(_collections_in_keys(frames.spans))
+        if hold is not None:
+            ends = hold.ends - held_before[1]
+            print(
+                f"servers held for keys: {sum(ends.values())} holds ("
+                + ", ".join(f"{n} {end}" for end, n in sorted(ends.items()))
+                + f"), {hold.seconds - held_before[0]:.2f} s of the {elapsed:.1f} s timed"
+            )
         for p in (*_GC.values(), *_GC_CPU.values()):
             p.clear()
         _GC_SPANS.clear()
@@ -565,7 +603,7 @@ async def served(requests: int, hosting: str) -> None:
             switches: list[float] = []
             while client.poll() is None:  # the TUI redraws all along
                 for key, mode in MODES_IN_TURN:
-                    switches += [ms for ms, _ in (await _switch(app, frames, key, mode)).values()]
+                    switches += [v[0] for v in (await _switch(app, frames, key, mode)).values()]
             out = json.loads(client.stdout.read())  # type: ignore[union-attr]
             await pilot.press("ctrl+q")
     finally:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
+import time
+from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +32,7 @@ __all__ = [
     "ServerSpec",
     "HostedServer",
     "Workspace",
+    "ServersHold",
     "build_client",
     "prepare",
     "profiles",
@@ -59,6 +63,19 @@ DEMO_TRY = (
     'or "weather in Oslo", "greet Ada"'
 )
 """What the first screens say to type to the demo (the TUI's Servers and Chat)."""
+HOLD_MAX = 0.15
+"""Seconds a front end may hold the servers' thread at a time (:class:`ServersHold`)."""
+HOLD_SHARE = 0.5
+"""The share of the time the servers may be held, in the long run: holds spend a budget of at most
+HOLD_BUDGET seconds, which grows back by HOLD_SHARE seconds a second."""
+HOLD_BUDGET = 2 * HOLD_MAX
+"""So in any T seconds the servers are held at most HOLD_BUDGET + HOLD_SHARE * T seconds."""
+HOLD_IDLE = 0.03
+"""Seconds the holding thread may be idle (on a core or waiting for one under a quarter of the
+time) before a hold ends by itself: it waits for something, perhaps for the servers. Longer than
+Textual's wait for a frame (1/60 s)."""
+HOLD_SLICE = 0.005
+"""Seconds between two looks of a held servers' thread at the holder."""
 
 
 def build_client(
@@ -234,13 +251,145 @@ class HostedServer:
         return [s.name for s in self.handle.a2a.skills]
 
 
+class ServersHold:
+    """The servers' thread paused while a front end's thread answers a key.
+
+    The two threads share one interpreter: while the servers answer a stream of peers they hold it
+    about half the time, and a key the screen answers in 50 ms of CPU takes 100 ms to show
+    (``bench/tui_bench.py``). :meth:`hold`, from the front end's thread, asks the servers' loop to
+    stop at its next callback boundary and wait (releasing the interpreter) until :meth:`release`
+    (the key's frame is drawn), or until the holder's thread has neither run nor waited for a core
+    for HOLD_IDLE seconds (it waits for something, perhaps for the servers: never a deadlock; seen
+    on Linux, elsewhere the cap ends it), or HOLD_MAX seconds at most. The servers are held at
+    most half the time in the long run (HOLD_SHARE, HOLD_BUDGET). Nothing is lost meanwhile: what
+    peers send waits in the sockets' buffers, and is answered after. Nothing the app's thread
+    waits for runs on the servers' loop but what :class:`Workspace` sends there (each such call
+    lets them go first) and the hosted servers themselves, over sockets (Chat to a hosted server:
+    the app's thread then idles, and the hold ends).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.ends: Counter[str] = Counter()
+        """How each hold ended: ``released``, ``idle``, ``cap`` (for benches and tests)."""
+        self.seconds = 0.0
+        """Seconds the servers were held in all."""
+        self._lock = threading.Lock()
+        self._go = threading.Event()
+        self._asked = 0  # the hold asked and not ended (its number), else 0
+        self._count = 0
+        self._budget, self._budget_at = HOLD_BUDGET, time.monotonic()  # HOLD_SHARE
+        self._cap = HOLD_MAX  # the hold asked: its length at most
+        self._holder: int | None = None  # the holder thread's native id
+
+    @property
+    def asked(self) -> bool:
+        """A hold is asked and not ended."""
+        return bool(self._asked)
+
+    def hold(self) -> None:
+        """Hold the servers (from the front end's thread; thread-safe, a no-op while one is asked
+        or the budget is spent)."""
+        with self._lock:
+            if self._asked or self._refill() < HOLD_SLICE:
+                return
+            self._cap = min(HOLD_MAX, self._budget)
+            self._count += 1
+            self._asked = self._count
+            self._go.clear()
+            self._holder = threading.get_native_id()
+        self.loop.call_soon_threadsafe(self._held, self._count)
+
+    def _refill(self) -> float:
+        """The budget left, grown back since it was last spent (under the lock)."""
+        now = time.monotonic()
+        self._budget = min(HOLD_BUDGET, self._budget + (now - self._budget_at) * HOLD_SHARE)
+        self._budget_at = now
+        return self._budget
+
+    def release(self) -> None:
+        """Let the servers run again (thread-safe, a no-op when not held)."""
+        with self._lock:
+            self._asked = 0
+            self._go.set()
+
+    def _held(self, number: int) -> None:
+        """On the servers' loop: wait till released, the holder idle, or the hold's cap."""
+        began = time.monotonic()
+        if self._asked != number:  # released (or a later one asked) before it got here
+            return
+        end, cap = "released", self._cap
+        with _Busy(self._holder) as busy:
+            seen, worked = began, began
+            while not self._go.wait(HOLD_SLICE):
+                now = time.monotonic()
+                if busy.time() >= (now - seen) / 4:  # at work a quarter of the time, or more
+                    worked = now
+                seen = now
+                if now - worked >= HOLD_IDLE:
+                    end = "idle"
+                    break
+                if now - began >= cap:
+                    end = "cap"
+                    break
+        ended = time.monotonic()
+        with self._lock:
+            if self._asked == number:
+                self._asked = 0
+            self._refill()
+            self._budget -= ended - began
+            self.seconds += ended - began
+            self.ends[end] += 1
+
+
+class _Busy:
+    """How long a thread (its native id) was at work or waiting for a core since the last look
+    (Linux's ``schedstat``: its time on a core plus its time in the run queue). Where that cannot
+    be read, always "at work" (a hold then ends when released, or at HOLD_MAX)."""
+
+    def __init__(self, thread: int | None) -> None:
+        self.thread = thread
+        self._fd: int | None = None
+        self._last = 0
+
+    def __enter__(self) -> _Busy:
+        try:
+            self._fd = os.open(f"/proc/self/task/{self.thread}/schedstat", os.O_RDONLY)
+            self._last = self._read()
+        except (OSError, ValueError):  # not Linux, or no schedstat
+            self._close()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _read(self) -> int:
+        assert self._fd is not None
+        on_core, queued, _ = os.pread(self._fd, 128, 0).split()
+        return int(on_core) + int(queued)
+
+    def time(self) -> float:
+        """Seconds at work or waiting for a core since the last call (inf: unknown)."""
+        if self._fd is None:
+            return float("inf")
+        now = self._read()
+        spent, self._last = now - self._last, now
+        return spent / 1e9
+
+
 class Workspace:
     """Hosted servers by name, and one bus for all their events.
 
     Every action on a server (start, stop, restart, its tasks, cancel, answer) goes through here.
     With ``thread=True`` the servers run on an event loop of their own in a thread (started at the
     first server, ended by :meth:`close`): a front end's loop then only draws, and what the servers
-    do never waits for it (the TUI). Without, they run on the caller's loop (the notebook's kernel,
+    do never waits for it (the TUI); while it answers a key, it may hold them (:meth:`hold_servers`,
+    :class:`ServersHold`). Without, they run on the caller's loop (the notebook's kernel,
     where a server starts when the cell ends). Either way the methods are awaited on the caller's
     loop, and the bus (thread-safe) brings every event to the caller's subscribers.
     """
@@ -250,6 +399,8 @@ class Workspace:
         self.servers: dict[str, HostedServer] = {}
         self.thread = thread
         self._loop_thread: Any = None  # http.server.LoopThread, at the first server
+        self.servers_hold: ServersHold | None = None
+        """The hold on the servers' thread (with ``thread=True``, from the first server)."""
 
     def __repr__(self) -> str:
         return f"Workspace({list(self.servers)})"
@@ -261,8 +412,21 @@ class Workspace:
             return await coro
         if self._loop_thread is None:
             self._loop_thread = LoopThread(name="toolnexus-servers")
+            self.servers_hold = ServersHold(self._loop_thread.loop)
+        self.release_servers()  # the caller waits for them now
         future = asyncio.run_coroutine_threadsafe(coro, self._loop_thread.loop)
         return await asyncio.wrap_future(future)
+
+    def hold_servers(self) -> None:
+        """Pause the servers' thread while this thread answers a key (see :class:`ServersHold`;
+        nothing without a thread of their own)."""
+        if self.servers_hold is not None:
+            self.servers_hold.hold()
+
+    def release_servers(self) -> None:
+        """The key answered: the servers run again."""
+        if self.servers_hold is not None:
+            self.servers_hold.release()
 
     def get(self, name: str) -> HostedServer:
         try:
@@ -374,6 +538,8 @@ class Workspace:
         if self._loop_thread is not None:  # what is left there (a start under way) ends first
             await self._on_servers(_cancel_the_others())
             loop_thread, self._loop_thread = self._loop_thread, None
+            self.release_servers()
+            self.servers_hold = None
             await asyncio.to_thread(loop_thread.close)
 
     def running(self) -> list[HostedServer]:

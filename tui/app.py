@@ -104,10 +104,12 @@ TEXTUAL_PRIVATE = {
         "_dirty_widgets",
     ),
 }
-"""What the collector reads of Textual's insides (no public hook says a frame was drawn, or that
-a screen is settled): ``App._display`` draws a frame (overridden here to note it), the screen's
-flags say something is left to lay out or paint. A Textual without one of them leaves the
-collector to Python, as ``toolnexus serve`` does (:meth:`ToolnexusApp._take_the_collector`)."""
+"""What the collector and the hosted servers' hold read of Textual's insides (no public hook says a
+frame was drawn, or that a screen is settled): ``App._display`` draws a frame (overridden here to
+note it), the screen's flags say something is left to lay out or paint. A Textual without one of
+them leaves the collector to Python, as ``toolnexus serve`` does
+(:meth:`ToolnexusApp._take_the_collector`), and a hold on the servers to end when the app's thread
+idles or at its cap (``hosting.ServersHold``)."""
 PREBUILD_EVERY = 0.3
 """Seconds between building one mode's screen ahead and the next, so that no first visit to a
 mode builds its screen while the user waits (``bench/tui_bench.py``); each waits for a second
@@ -371,11 +373,20 @@ class ToolnexusApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
             self._last_key, self._shown_since_key = time.monotonic(), False
+            self.workspace.hold_servers()  # the hosted servers wait till it is shown
         await super().on_event(event)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         super()._display(screen, renderable)
         self._shown_since_key = True
+        if self.workspace.servers_hold is not None and self.workspace.servers_hold.asked:
+            # once this frame's pass has cleared the screen's flags (after this call)
+            asyncio.get_running_loop().call_soon(self._key_shown)
+
+    def _key_shown(self) -> None:
+        """The servers held for a key (:meth:`on_event`) run again once it is shown."""
+        if not self._answering():
+            self.workspace.release_servers()
 
     _shown_since_key = True
     """A frame was drawn since the last key (see :meth:`_answering`)."""
