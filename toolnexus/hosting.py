@@ -271,7 +271,8 @@ class ServersHold:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.ends: Counter[str] = Counter()
-        """How each hold ended: ``released``, ``idle``, ``cap`` (for benches and tests)."""
+        """How each hold ended: ``released`` (before it began, too), ``idle``, ``cap``; and
+        ``spent``: a hold not begun, the budget spent (for benches and tests)."""
         self.seconds = 0.0
         """Seconds the servers were held in all."""
         self._lock = threading.Lock()
@@ -291,7 +292,10 @@ class ServersHold:
         """Hold the servers (from the front end's thread; thread-safe, a no-op while one is asked
         or the budget is spent)."""
         with self._lock:
-            if self._asked or self._refill() < HOLD_SLICE:
+            if self._asked:
+                return
+            if self._refill() < HOLD_SLICE:
+                self.ends["spent"] += 1
                 return
             self._cap = min(HOLD_MAX, self._budget)
             self._count += 1
@@ -317,6 +321,8 @@ class ServersHold:
         """On the servers' loop: wait till released, the holder idle, or the hold's cap."""
         began = time.monotonic()
         if self._asked != number:  # released (or a later one asked) before it got here
+            with self._lock:
+                self.ends["released"] += 1
             return
         end, cap = "released", self._cap
         with _Busy(self._holder) as busy:

@@ -45,7 +45,7 @@ class ProbeApp(ToolnexusApp):
         self.answered = threading.Event()
 
     def action_work(self) -> None:
-        self.results.append(sum(i * i for i in range(300_000)))  # ~20 ms of CPU here
+        self.results.append(sum(i * i for i in range(200_000)))  # ~15 ms of CPU here
         self.screen.refresh()  # then a frame
 
     async def action_ask_servers(self) -> None:
@@ -80,7 +80,7 @@ async def _hosted(app: ToolnexusApp, pilot: Any) -> asyncio.AbstractEventLoop:
 
 async def test_the_servers_thread_runs_no_python_from_a_key_to_its_frame():
     """A coroutine on the servers' loop counts its turns, at work while a key is answered; from
-    each key's arrival to the frame drawn after it (mode switches, and a key that costs ~20 ms of
+    each key's arrival to the frame drawn after it (mode switches, and a key that costs ~15 ms of
     CPU), it gets none but the one or two already queued when the key came (before the hold,
     thousands in the costly key: the two threads took the interpreter in turns), unless the key
     outlasted the hold's cap (a loaded machine: then the servers run, as they must)."""
@@ -93,6 +93,7 @@ async def test_the_servers_thread_runs_no_python_from_a_key_to_its_frame():
             app.workspace.events.publish(_event(i))
         await until(pilot, lambda: len(app.book.tasks) == 300)
         answering, inside, turns, stop = [False], [], [0], threading.Event()
+        pressed = ("2", "f6", "1", "f6") * 5
 
         async def turning() -> None:  # at work while a key is answered, else at rest
             while not stop.is_set():
@@ -128,19 +129,20 @@ async def test_the_servers_thread_runs_no_python_from_a_key_to_its_frame():
         app.on_event, app._display = on_event, shown  # type: ignore[method-assign]
         turner = asyncio.run_coroutine_threadsafe(turning(), loop)
         await until(pilot, lambda: turns[0] > 10)
-        for i in range(20):
-            await pilot.press(("2", "f6", "1", "f6")[i % 4])
-            await pilot.pause(0.1)
+        for key in pressed:
+            await pilot.press(key)
+            await pilot.pause(0.3)  # (the hold's budget grows back)
         stop.set()
         await asyncio.wrap_future(turner)
         ends.append(Counter(hold.ends))
         assert len(inside) == 20 and turns[0] > sum(inside) + 50, (turns, inside)
-        drawn = [  # the turns in each key whose hold lasted till its frame (neither cap nor idle)
-            n
-            for n, was, then in zip(inside, ends, ends[1:], strict=False)
-            if not (then - was) & Counter(cap=1, idle=1)
+        drawn = [  # each key whose hold lasted till its frame, and the turns in it
+            (key, n)
+            for key, n, was, then in zip(pressed, inside, ends, ends[1:], strict=False)
+            if then - was == Counter(released=1)
         ]
-        assert len(drawn) >= 10 and max(drawn) <= 3, (inside, ends[-1])
+        costly = [n for key, n in drawn if key == "f6"]
+        assert costly and max(n for _, n in drawn) <= 3, (inside, ends[-1])
         await pilot.press("ctrl+q")
 
 
