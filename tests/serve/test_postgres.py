@@ -4,6 +4,8 @@ workers (two served agents in one process) sharing one database, and the databas
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -775,12 +777,11 @@ async def test_a_workers_leases_are_renewed_while_its_pool_is_taken(postgres):
         await worker.stop()
 
 
-async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres):
-    """A worker's announcements go on its listening connection. One that stalls (a network that
-    drops packets silently, a proxy that stops reading) is dropped once a batch has waited
-    WorkerLink.ANNOUNCE_TIMEOUT, where every word after it would wait in a queue without end; the
-    next tick listens again. The stall is a relay in front of the real PostgreSQL that stops
-    passing bytes on."""
+@contextlib.asynccontextmanager
+async def stalling(postgres: str) -> AsyncIterator[tuple[str, asyncio.Event]]:
+    """A relay in front of the real PostgreSQL (its URL through the relay), which stops passing
+    bytes on once the event is set: a network that drops packets silently, a proxy that stops
+    reading."""
     where = urlsplit(postgres)
     stalled, released = asyncio.Event(), asyncio.Event()
     writers: list[asyncio.StreamWriter] = []
@@ -802,34 +803,96 @@ async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres)
 
     proxy = await asyncio.start_server(relay, "127.0.0.1", 0)
     port = proxy.sockets[0].getsockname()[1]
-    store = PostgresTaskStore(postgres.replace(where.netloc.split("@")[-1], f"127.0.0.1:{port}"))
-    link = store.link(runner=None)
-    link.ANNOUNCE_TIMEOUT = 0.5
-    await link._listen()
-    announcing = asyncio.ensure_future(link._announce())
     try:
-        link.words("t1", "ctx", "a1", 0, "first", False)
-        async with asyncio.timeout(10):
-            while not link._out.empty():
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.2)  # that batch answered: the connection works
-        assert not link._listener.is_closed()
-        stalled.set()
-        link.words("t1", "ctx", "a1", 5, " second", False)
-        async with asyncio.timeout(10):
-            while not link._listener.is_closed():
-                await asyncio.sleep(0.02)
-        assert not announcing.done()  # the link goes on announcing (by the pool until the tick)
+        yield postgres.replace(where.netloc.split("@")[-1], f"127.0.0.1:{port}"), stalled
     finally:  # nothing left open for a later test to find (unraisable ResourceWarnings)
-        announcing.cancel()
-        if link._listener is not None:
-            link._listener.terminate()
         released.set()
         for writer in writers:
             writer.close()
         proxy.close()
-        await asyncio.gather(announcing, proxy.wait_closed(), return_exceptions=True)
+        await proxy.wait_closed()
         await asyncio.sleep(0.1)  # the relays' handlers end
+
+
+async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres):
+    """A worker's announcements go on its listening connection. One that stalls (a network that
+    drops packets silently, a proxy that stops reading) is dropped once a batch has waited
+    WorkerLink.ANNOUNCE_TIMEOUT, where every word after it would wait in a queue without end; the
+    next tick listens again. The stall is a relay in front of the real PostgreSQL that stops
+    passing bytes on."""
+    async with stalling(postgres) as (url, stalled):
+        store = PostgresTaskStore(url)
+        link = store.link(runner=None)
+        link.ANNOUNCE_TIMEOUT = 0.5
+        await link._listen()
+        announcing = asyncio.ensure_future(link._announce())
+        try:
+            link.words("t1", "ctx", "a1", 0, "first", False)
+            async with asyncio.timeout(10):
+                while not link._out.empty():
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)  # that batch answered: the connection works
+            assert not link._listener.is_closed()
+            stalled.set()
+            link.words("t1", "ctx", "a1", 5, " second", False)
+            async with asyncio.timeout(10):
+                while not link._listener.is_closed():
+                    await asyncio.sleep(0.02)
+            assert not announcing.done()  # the link goes on announcing (by the pool until the tick)
+        finally:
+            announcing.cancel()
+            if link._listener is not None:
+                link._listener.terminate()
+            await asyncio.gather(announcing, return_exceptions=True)
+
+
+class _Runs:
+    """What the link's heartbeat reads of its runner: the tasks whose runs are alive here."""
+
+    def __init__(self, *ids: str) -> None:
+        self._runs = dict.fromkeys(ids)
+
+
+async def test_a_heartbeat_goes_by_the_pool_while_the_listening_connection_stalls(postgres):
+    """The heartbeat waits on the listening connection for the batch of announcements under way
+    there, but not for one that stalls (WorkerLink.ANNOUNCE_TIMEOUT, 30 s, is six leases): after
+    a third of the lease it goes by the pool, and the leases of the runs here are renewed."""
+    async with stalling(postgres) as (url, stalled):
+        store = PostgresTaskStore(postgres, lease=1.5)
+        await store.save(task(7))  # working: leased to this worker (its pool opened directly)
+        link = store.link(runner=_Runs("task-7"))
+        store.db.url = url  # the listening connection alone through the relay
+        await link._listen()
+        store.db.url = postgres
+        announcing = asyncio.ensure_future(link._announce())
+        beating: asyncio.Future[None] | None = None
+        db = await asyncpg.connect(postgres)
+        try:
+            stalled.set()
+            link.words("task-7", "ctx", "a1", 0, "first", False)  # its batch stalls, holding
+            async with asyncio.timeout(10):  # the connection
+                while not link._using.locked():
+                    await asyncio.sleep(0.01)
+            since = await db.fetchval("SELECT now()")
+            beating = asyncio.ensure_future(link._beat())
+            renewed = (
+                "SELECT lease_until > $2::timestamptz + interval '1.5 seconds' "
+                "FROM toolnexus_tasks WHERE id = $1"
+            )
+            async with asyncio.timeout(20):  # renewed after the stall began (a beat: 0.5 s)
+                while not await db.fetchval(renewed, "task-7", since):
+                    await asyncio.sleep(0.1)
+        finally:
+            for running in (announcing, beating):
+                if running is not None:
+                    running.cancel()
+            await asyncio.gather(
+                *(f for f in (announcing, beating) if f is not None), return_exceptions=True
+            )
+            if link._listener is not None:
+                link._listener.terminate()
+            await db.close()
+            await store.aclose()
 
 
 async def test_a_piece_longer_than_a_notification_goes_as_several_in_order(postgres):

@@ -795,28 +795,44 @@ class WorkerLink:
 
     async def _beat(self) -> None:
         """Renew the lease of the runs alive here every third of it, on a timer of its own and on
-        the listening connection (waiting for a batch of announcements at most). Behind the tick's
-        other work (a write-behind, a reaping: seconds under load) and the pool's queue (every
-        read and save of a loaded worker), a heartbeat came late enough that another worker failed
-        this one's running tasks as if it had died ("its lease expired"; bench/README.md: streams
-        across workers and hosts, round 4)."""
+        the listening connection (:meth:`_renew`). Behind the tick's other work (a write-behind, a
+        reaping: seconds under load) and the pool's queue (every read and save of a loaded
+        worker), a heartbeat came late enough that another worker failed this one's running tasks
+        as if it had died ("its lease expired"; bench/README.md: streams across workers and hosts,
+        round 4)."""
         while True:
             await asyncio.sleep(self.store.lease / 3)
             running = list(self.runner._runs)
-            listener = self._listener
             try:
-                if listener is not None and not listener.is_closed():
-                    async with self._using:
-                        await self.store.heartbeat(running, listener, self.ANNOUNCE_TIMEOUT)
-                else:  # (the tick opens it again)
+                if not await self._renew(running):
                     await self.store.heartbeat(running)
                 self._beating = True
             except Exception as exc:  # the database away: the tick says so, and listens again
                 if self._beating:
                     log.warning("worker link: heartbeat: %s: %s", type(exc).__name__, exc)
                 self._beating = False
-                if isinstance(exc, TimeoutError) and listener is not None:
-                    listener.terminate()  # stalled, as an announcement's (see _announce)
+
+    async def _renew(self, running: list[str]) -> bool:
+        """The heartbeat on the listening connection, after the batch of announcements under way
+        there; False when it could not be within a third of the lease (none open, a batch or the
+        heartbeat stalled there: then dropped, as a stalled batch is, and the next tick opens it
+        again), for the pool's to take it."""
+        listener, within = self._listener, self.store.lease / 3
+        if listener is None or listener.is_closed():
+            return False
+        try:
+            async with asyncio.timeout(within):
+                await self._using.acquire()
+        except TimeoutError:
+            return False
+        try:
+            await self.store.heartbeat(running, listener, within)
+            return True
+        except TimeoutError:
+            listener.terminate()
+            return False
+        finally:
+            self._using.release()
 
     async def _tick(self) -> None:
         """The runner's write-behind (a state no caller was told of yet, written for the other
