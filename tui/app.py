@@ -30,6 +30,7 @@ from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
+from textual.widget import AwaitMount
 
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
@@ -355,6 +356,43 @@ class ToolnexusApp(App[None]):
                 return
 
     _last_key = 0.0
+
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Textual's switch, less its fixed wait when the mode's screen is built: Textual holds
+        every frame for 50 ms (``delay_update``) to hide a screen being built; a screen built
+        ahead (:meth:`_prebuild`) and mounted has nothing to hide, so its frames are held only
+        until it has taken its ``ScreenResume`` (what the screen does when shown is in the first
+        frame, as before). A quiet switch to Tasks took 105 ms of wall for 50 of CPU
+        (``bench/tui_bench.py``)."""
+        stack = self._screen_stacks.get(mode)  # noqa: SLF001 (Textual's screens by mode)
+        self._switching_built = bool(stack) and stack[-1].is_mounted
+        try:
+            return super().switch_mode(mode)
+        finally:
+            self._switching_built = False
+            # held here (delay_update): after the ScreenResume it posted, the frames go on
+            if self.holding_frames and not self.screen.call_later(self._switched):
+                self._switched()
+
+    _switching_built = False
+
+    holding_frames = False
+    """A switch to a built screen holds its frames till the screen is resumed (:meth:`switch_mode`):
+    its layout draws nothing meanwhile, the whole screen is drawn once after (``ModeScreen``)."""
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        if self._switching_built:  # a built screen: held only until it is resumed (switch_mode)
+            self._begin_batch()
+            self.holding_frames = True
+        else:
+            super().delay_update(delay)
+
+    def _switched(self) -> None:
+        """The switch to a built screen ends its hold on frames, as ``delay_update`` does."""
+        self.holding_frames = False
+        self._end_batch()
+        if not self._batch_count:
+            self.screen.refresh()
 
     _tn_closing = False  # (Textual has a `_closing` of its own)
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast
 
 from textual import events
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
@@ -47,6 +48,7 @@ class Desk(Protocol):
     calls_changed: Signal[None]
     peers_changed: Signal[None]
     traffic_changed: Signal[None]
+    holding_frames: bool
 
     # the app's workers (each returns its Worker): they run in the background
     def connect_peer(self, peer: Peer) -> Any: ...
@@ -106,6 +108,25 @@ class ModeScreen(Screen[None]):
         caught by the switch itself (``App.refresh_css`` on a stale ``_css_update_count``). Runs
         before ``Screen._on_screen_resume``, which then skips only the restyle."""
         event.refresh_styles = False
+
+    def _screen_resized(self, size: Size) -> None:
+        """The layout a switch does answers every request made while the screen was hidden
+        (Textual clears their list there), yet left the screen marked as wanting one: the
+        next update laid the whole screen out again, and drew it again (a switch to Tasks:
+        ``bench/tui_bench.py``). A request made after this one marks it again."""
+        laid_out = bool(self.stack_updates and self.is_attached)  # (what Textual tests)
+        super()._screen_resized(size)
+        if laid_out:
+            self._layout_required = False
+
+    def _compositor_refresh(self) -> None:
+        """Nothing drawn while a switch holds the frames (``Desk.holding_frames``): the switch
+        draws the whole screen when it ends, after the screen took its ``ScreenResume`` (a switch
+        drew what its layout changed, then all of it again)."""
+        if self.tn.holding_frames and self is self.app.screen:
+            self._repaint_required = True
+            return
+        super()._compositor_refresh()
 
     @property
     def tn(self) -> Desk:
