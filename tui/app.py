@@ -250,6 +250,7 @@ class ToolnexusApp(App[None]):
         self._building: set[asyncio.Future[None]] = (
             set()
         )  # the screens being built ahead, till mounted
+        self._warmed: set[str] = set()  # the modes whose screen is built and laid out ahead
         self.workspace = workspace or Workspace(
             thread=True
         )  # the servers never wait for the screen
@@ -332,11 +333,13 @@ class ToolnexusApp(App[None]):
 
     prebuild = True
     """Build every mode's screen ahead, unseen, one every PREBUILD_EVERY seconds from a second
-    after launch, while no key has been pressed for PREBUILD_IDLE seconds."""
+    after launch, then lay each out and draw it unseen, one a step, each while no key has been
+    pressed for PREBUILD_IDLE seconds."""
 
     def _prebuild(self) -> None:
-        """Build the next mode's screen not built yet (composed, mounted and laid out, not shown):
-        a first visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
+        """Build the next mode's screen not built yet (composed and mounted, not shown); once
+        all are, lay out and draw the next one not shown yet, unseen (:meth:`_warm`): a first
+        visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
         if self._tn_closing or not self.is_running:  # shutting down
             return
@@ -354,6 +357,25 @@ class ToolnexusApp(App[None]):
                 build.add_done_callback(self._building.discard)
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
+        for mode, (screen, *_) in self._screen_stacks.items():  # noqa: SLF001 (all built: warmed)
+            if mode not in self._warmed:
+                if not screen.is_mounted:  # mounting still: the next step
+                    self.set_timer(PREBUILD_EVERY, self._prebuild)
+                    return
+                self._warmed.add(mode)
+                if screen is not self.screen:
+                    self._warm(screen)
+                    self.set_timer(PREBUILD_EVERY, self._prebuild)
+                    return
+
+    def _warm(self, screen: Screen[Any]) -> None:
+        """Lay out and draw a screen built ahead, unseen (nothing displayed): what it shows first
+        is then ready, its widgets' sizes known and their lines drawn, so that its first visit
+        lays out and draws only what changed since (the first visits were the slowest keys:
+        30-46 ms of CPU, a first layout of every widget and every line drawn, ``bench/
+        tui_bench.py``)."""
+        screen._refresh_layout(self.size)  # noqa: SLF001 (Textual's layout; unseen: no frame)
+        screen._compositor.render_update(full=True)  # noqa: SLF001 (each widget's lines, kept)
 
     _last_key = 0.0
 

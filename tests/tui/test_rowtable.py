@@ -118,6 +118,37 @@ async def test_a_line_is_drawn_again_only_when_its_cells_or_its_place_change():
         assert {"name", "row k0", "row k3", "now k6"} <= set(drawn) and len(drawn) >= 11
 
 
+async def test_the_cursor_moving_on_screen_draws_its_two_lines_and_shows_what_a_full_redraw_shows():
+    """Issue 61 item 9: up or down in Tasks drew all of the table's lines again; the cursor moving
+    within the lines on view draws the line it leaves and the one it reaches (what is then shown
+    is what a whole redraw shows); moving off them scrolls, and every line is drawn."""
+    app = TableApp(30)
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        table.move_cursor(row=3)
+        await pilot.pause()
+
+        def on_view() -> list[str]:
+            return [s.text for s in app.screen._compositor.render_strips()]  # noqa: SLF001
+
+        table.move_cursor(row=6)
+        dirty = set(table._repaint_regions)  # noqa: SLF001
+        assert {(r.y, r.height) for r in dirty} == {
+            (4, 1),
+            (7, 1),
+        }  # rows 3 and 6, under the header
+        await pilot.pause()
+        moved = on_view()
+        table.refresh()
+        await pilot.pause()
+        assert on_view() == moved and "row k6" in moved[7]
+        table.move_cursor(row=25)  # off the lines on view: scrolled, all drawn
+        assert table.scroll_offset.y > 0
+        assert [(r.y, r.height) for r in table._repaint_regions] == [(0, 12)]  # noqa: SLF001
+        await pilot.pause()
+        assert any("row k25" in line for line in on_view())
+
+
 async def test_set_and_remove_rows_keep_the_cursor_on_its_row():
     app = TableApp(50)
     async with app.run_test(size=(40, 12)) as pilot:

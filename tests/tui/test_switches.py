@@ -172,3 +172,37 @@ async def test_the_chat_footer_hides_and_shows_its_keys_as_the_text_box_takes_th
         await pilot.pause(0.1)
         assert list(footer.query_children(FooterKey)) != widgets and line() == typed
         await pilot.press("ctrl+q")
+
+
+async def test_a_screen_built_ahead_is_laid_out_and_drawn_unseen_and_shows_what_a_first_build_shows():
+    """Every mode's screen built ahead is also laid out and drawn, unseen (a first visit was the
+    slowest key: its first layout of every widget, every line drawn); nothing of it is displayed
+    before its key, and each first visit shows what a screen built by that visit shows."""
+    ahead, late = ToolnexusApp(Workspace(), specs=[]), ToolnexusApp(Workspace(), specs=[])
+    late.prebuild = False
+    shown: dict[str, list[str]] = {}
+    async with ahead.run_test(size=(120, 40)) as pilot:
+        await built(ahead, pilot)
+        await until(pilot, lambda: ahead._warmed == set(ahead.MODES), timeout=30)  # noqa: SLF001
+        frames: list[Any] = []
+        display = ahead._display  # noqa: SLF001
+        ahead._display = lambda screen, r: (frames.append(screen), display(screen, r))[1]  # noqa: SLF001
+        stacks = ahead._screen_stacks  # noqa: SLF001
+        await pilot.pause(0.3)
+        for mode, (screen, *_) in stacks.items():
+            if mode != "servers":
+                assert screen._compositor.widgets, mode  # noqa: SLF001 (laid out)
+                assert screen not in frames, mode  # (nothing of it displayed)
+        for key, mode in (("2", "tasks"), ("3", "peers"), ("4", "chat"), ("5", "wire")):
+            await pilot.press("escape", key)
+            await until(pilot, lambda: ahead.current_mode == mode and settled(ahead))  # noqa: B023
+            await pilot.pause(0.2)
+            shown[mode] = on_view(ahead)
+        await pilot.press("ctrl+q")
+    async with late.run_test(size=(120, 40)) as pilot:
+        for key, mode in (("2", "tasks"), ("3", "peers"), ("4", "chat"), ("5", "wire")):
+            await pilot.press("escape", key)
+            await until(pilot, lambda: late.current_mode == mode and settled(late))  # noqa: B023
+            await pilot.pause(0.2)
+            assert on_view(late) == shown[mode], mode
+        await pilot.press("ctrl+q")

@@ -170,11 +170,18 @@ class RowTable(ScrollView, can_focus=True):
                 self.refresh_line(row + 1)
 
     def move_cursor(self, row: int, scroll: bool = True) -> None:
+        """The cursor on ``row``: the two lines it leaves and reaches drawn again, or every line
+        when the table scrolled (a key up or down drew all 40 lines, ``bench/tui_bench.py``)."""
+        before, top = self.cursor_row, self.scroll_offset.y
         self.cursor_row = row
         self._clamp()
         if scroll:
             self._scroll_to_cursor()
-        self.refresh()
+        if self.scroll_offset.y == top and before < len(self._keys):
+            self.refresh_line(before + 1)  # (line 0 is the header)
+            self.refresh_line(self.cursor_row + 1)
+        else:
+            self.refresh()
         self._tell()
 
     def _replace(self, keys: list[str], fallback: int) -> None:
