@@ -313,6 +313,8 @@ class ToolnexusApp(App[None]):
             spec
         ) in self.start_specs:  # the demo (or --spec) on the port it had last time, when free
             edited = edits.get(spec.name)  # the demo as edited, on its own port all the same
+            if self.server_book.served_by(spec.name) is not None:  # another window serves it
+                edited = None  # as edited, its store with it: here as at first, not twice
             self.start_server(replace(edited, port=0) if edited else spec, at_launch=True)
         named = {spec.name for spec in self.start_specs}
         for spec in saved:  # the servers created last time, on the ports they had

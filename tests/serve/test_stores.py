@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import socket
 from pathlib import Path
 
 import httpx
@@ -787,3 +788,27 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
         async with asyncio.timeout(5):
             while await poll(second["id"]) != "completed":
                 await asyncio.sleep(0.05)
+
+
+async def test_a_server_that_cannot_listen_fails_none_of_the_tasks_on_its_store(tmp_path: Path):
+    """Two toolnexus-tui on one config folder start the same saved server, on one file store: the
+    second cannot listen (the first holds the port), but it opened the store before it tried and
+    failed every task the first was running, "interrupted by restart" (the look at issue 61). A
+    server binds its port first now: one that cannot listen never touches its store."""
+    spec = f"file:{tmp_path / 'tasks'}"
+    kept = open_store(spec)
+    await kept.save(Task(id="t1", context_id="c1", status=TaskStatus(TaskState.WORKING)))
+    await close(kept)
+    tk = await tn.create_toolkit(builtins=False)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(OSError):
+            await tk.serve(
+                f"127.0.0.1:{port}", client=tn.demo_client(), a2a=tn.A2AConfig(store=spec)
+            )
+    again = open_store(spec)
+    task = await again.get("t1")
+    await close(again)
+    assert task is not None and task.state is TaskState.WORKING

@@ -6,6 +6,8 @@ changing the file as a window does, through ServerBook) is said here."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ pytest.importorskip("textual")
 from textual.widgets import Input  # noqa: E402
 
 from toolnexus.hosting import DEMO_DESCRIPTION, ServerSpec  # noqa: E402
+from toolnexus.protocol.model import Task, TaskState, TaskStatus  # noqa: E402
+from toolnexus.stores import open_store  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.saved import ServerBook, write_private  # noqa: E402
@@ -174,3 +178,43 @@ async def test_deleting_the_demo_says_it_comes_back_at_the_next_launch(tmp_path:
         await until(pilot, lambda: again.workspace.get("demo-desk").state == "running", timeout=30)
         assert again.workspace.get("demo-desk").spec.store == "memory"  # as at first
         await again.action_quit()
+
+
+async def test_a_second_window_starts_the_demo_as_at_first_while_the_first_serves_it_edited(
+    tmp_path: Path,
+):
+    """Window A serves the demo as edited, on a file store. Window B started it as edited too, on
+    another port, on the same store, and its start failed A's running tasks there ("interrupted
+    by restart"). B starts the demo as at first now: A's edit, store and tasks are A's."""
+    store = f"file:{tmp_path / 'tasks'}"
+    kept = open_store(store)
+    await kept.save(Task(id="t1", context_id="c1", status=TaskStatus(TaskState.WORKING)))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        with socket.socket() as held:  # window A's demo
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = held.getsockname()[1]
+            write_private(
+                tmp_path / "servers-v1.json",
+                {
+                    "servers": [{"name": "demo-desk", "skills": [], "port": port, "store": store}],
+                    "ports": {"demo-desk": port},
+                    "running": [{"pid": other.pid, "port": port, "name": "demo-desk"}],
+                },
+            )
+            app = _app(tmp_path)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await until(
+                    pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30
+                )
+                spec = app.workspace.get("demo-desk").spec
+                assert (spec.store, spec.description) == ("memory", DEMO_DESCRIPTION)
+                assert spec.port != port
+                await app.action_quit()
+    finally:
+        other.kill()
+        other.wait()
+    again = open_store(store)
+    task = await again.get("t1")
+    assert task is not None and task.state is TaskState.WORKING

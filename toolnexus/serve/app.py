@@ -29,6 +29,7 @@ from ..http.server import (
     AsgiServer,
     ConnectionShare,
     LoopThread,
+    listening_socket,
     parse_addr,
 )
 from ..protocol.card import CARD_PATH
@@ -293,38 +294,58 @@ async def serve(
     the options are unsafe or wrong.
     """
     a2a_cfg, mcp_cfg, max_connections, quirks = _checked(toolkit, a2a, mcp, max_connections)
-    host, _ = parse_addr(addr)
+    host, port = parse_addr(addr)
     if not is_loopback(host) and not allow_unauthenticated:
         _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
-    bus = events or EventBus()
-    name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
-    bound = _Bound()
-    wire = TrafficRecorder(bus, keep=0) if record_wire else None  # it masks; the bus keeps them
-    endpoint: A2AEndpoint | None = None
-    if a2a_cfg is not None:
-        runner = await _runner(toolkit, a2a_cfg, client, bus, name, on_task, on_text)
-        endpoint = await _agent(runner, a2a_cfg, toolkit, bound, host, wire, metrics)
-    mcp_profile: MCPProfile | None = None
-    if mcp_cfg is not None:
-        sessions = not isinstance(max_connections, ConnectionShare)  # one process: sessions
-        mcp_profile = await _mcp(toolkit, mcp_cfg, a2a_cfg, bus, name, on_call, sessions)
-    configs = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
-    app, bent = _app(endpoint, mcp_profile, metrics, quirks, bound, configs)
-    outer: Any = InboundRecorder(app, wire, name) if wire is not None else app
-    tls = next((c.auth.tls for c in configs if c.auth is not None and c.auth.tls), None)
-    server = bound.server = AsgiServer(
-        outer,
-        addr,
-        header_timeout=header_timeout,
-        max_connections=max_connections,
-        sock=sock,
-        **(tls.uvicorn() if tls is not None else {}),  # mutual TLS: the handshake checks the caller
-    )
-    grpc_server = await _grpc(endpoint, tls, toolkit, allow_unauthenticated)
-    metrics_server = _metrics_server(endpoint, metrics, header_timeout)
-    return await _started(
-        server, name, bus, endpoint, mcp_profile, grpc_server, metrics_server, wire, bent
-    )
+    with _bound_first(host, port, sock) as sock:
+        bus = events or EventBus()
+        name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
+        bound = _Bound()
+        wire = TrafficRecorder(bus, keep=0) if record_wire else None  # it masks; the bus keeps them
+        endpoint: A2AEndpoint | None = None
+        if a2a_cfg is not None:
+            runner = await _runner(toolkit, a2a_cfg, client, bus, name, on_task, on_text)
+            endpoint = await _agent(runner, a2a_cfg, toolkit, bound, host, wire, metrics)
+        mcp_profile: MCPProfile | None = None
+        if mcp_cfg is not None:
+            sessions = not isinstance(max_connections, ConnectionShare)  # one process: sessions
+            mcp_profile = await _mcp(toolkit, mcp_cfg, a2a_cfg, bus, name, on_call, sessions)
+        configs = [c for c in (a2a_cfg, mcp_cfg) if c is not None]
+        app, bent = _app(endpoint, mcp_profile, metrics, quirks, bound, configs)
+        outer: Any = InboundRecorder(app, wire, name) if wire is not None else app
+        tls = next((c.auth.tls for c in configs if c.auth is not None and c.auth.tls), None)
+        server = bound.server = AsgiServer(
+            outer,
+            addr,
+            header_timeout=header_timeout,
+            max_connections=max_connections,
+            sock=sock,
+            **(
+                tls.uvicorn() if tls is not None else {}
+            ),  # mutual TLS: the handshake checks the caller
+        )
+        grpc_server = await _grpc(endpoint, tls, toolkit, allow_unauthenticated)
+        metrics_server = _metrics_server(endpoint, metrics, header_timeout)
+        return await _started(
+            server, name, bus, endpoint, mcp_profile, grpc_server, metrics_server, wire, bent
+        )
+
+
+@contextlib.contextmanager
+def _bound_first(host: str, port: int, sock: Any) -> Generator[Any, None, None]:
+    """``sock``, else a socket bound and listening on ``host:port`` now, before the store is
+    opened: a server that cannot listen (another holds the port: a second toolnexus-tui starting
+    the same saved server) never fails, "interrupted by restart", the tasks the one listening runs
+    on the store they share. One bound here is closed if the server does not start."""
+    if sock is not None:
+        yield sock
+        return
+    mine = listening_socket(host, port)
+    try:
+        yield mine
+    except BaseException:
+        mine.close()
+        raise
 
 
 class _Bound:
