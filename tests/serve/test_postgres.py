@@ -895,6 +895,33 @@ async def test_a_heartbeat_goes_by_the_pool_while_the_listening_connection_stall
             await store.aclose()
 
 
+async def test_a_link_stops_without_waiting_on_a_stalled_listening_connection(postgres):
+    """A worker stopped while its listening connection stalls (a batch of announcements under way
+    there): the batch is canceled, and closing the connection waits for an answer to that cancel
+    which never comes. close(timeout=2) raised TimeoutError out of WorkerLink.stop, and so out of
+    ServeHandle.stop; the connection is cut instead."""
+    async with stalling(postgres) as (url, stalled):
+        store = PostgresTaskStore(postgres)
+        link = store.link(runner=_Runs())
+        store.db.url = url  # the listening connection alone through the relay
+        await link._listen()
+        store.db.url = postgres
+        link._tasks = [asyncio.ensure_future(link._announce())]
+        listener = link._listener
+        try:
+            stalled.set()
+            link.words("task-7", "ctx", "a1", 0, "first", False)  # its batch stalls
+            async with asyncio.timeout(10):
+                while not link._using.locked():
+                    await asyncio.sleep(0.01)
+            await link.stop()
+            assert listener.is_closed()
+        finally:
+            if not listener.is_closed():
+                listener.terminate()
+            await store.aclose()
+
+
 async def test_a_piece_longer_than_a_notification_goes_as_several_in_order(postgres):
     """A notification holds at most 8,000 bytes: a reply's piece longer than that is announced as
     several, each at its own offset, the last of them alone saying it ends the reply; each as the

@@ -872,7 +872,10 @@ class WorkerLink:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         listener, self._listener = self._listener, None
         if listener is not None and not listener.is_closed():
-            await listener.close(timeout=2)
+            try:
+                await listener.close(timeout=2)
+            except Exception:  # stalled (a canceled statement's answer never comes): cut
+                listener.terminate()
 
 
 KIND = StoreKind(
