@@ -16,7 +16,9 @@ Pinned: the server on the last core, the callers on the others. Each round, one 
 2. ``--open`` slow streams (a word every ``--gap`` seconds) opened by a second caller process,
    their starts spread over ``--ramp`` seconds, and held: the server's RSS then, minus its RSS
    before, per open stream;
-3. ``loaded``: the same 64 fast streams while they are all open;
+3. ``loaded``: the same 64 fast streams while they are all open (once the server holds them all,
+   up to :data:`OPEN_WAIT` seconds after the ramp: a server short of CPU leaves some in the
+   kernel's accept queue, and a connection made then waits behind them, first in first out);
 4. the slow streams run to their end: how many failed (an error, a cut, a word missing), their own
    p99 word delay.
 
@@ -24,6 +26,11 @@ Run: python bench/open_streams.py [--open 10000] [--gap 5] [--ramp 30] [--second
      [--before DIR] [--json out.json]   (DIR: another build's toolnexus package, measured the
 same way in the same round, for a paired before/after; ``git archive COMMIT toolnexus | tar -x -C
 DIR``)
+
+With ``--hold SECONDS``: no fast streams; the server's CPU while the slow streams are held, as a
+share of a core and per slow word (with TOOLNEXUS_BENCH_PROFILE=PATH: a cProfile of that window,
+CPU time, in PATH.open.PID). ``--gap 1000``: idle streams (what holding one costs: its pings, its
+timers).
 
 With ``--tracemalloc N``: no bench; the server traces its allocations, N slow streams are opened,
 and the largest allocation sites (by line, and by traceback of 12 frames) per open stream are
@@ -93,6 +100,8 @@ def _server(limit: int, trace: int) -> None:
     config = Path(tempfile.mkdtemp()) / "toolkit.json"
     config.write_text("{}")
     argv = ["serve", "--config", str(config), "--json", "--drain", "0"]
+    if not trace:
+        sb._profiled("open")  # TOOLNEXUS_BENCH_PROFILE: cProfile (CPU time), see --hold
     sys.exit(cli.main([*argv, "--max-connections", str(limit)]))
 
 
@@ -223,6 +232,24 @@ async def _fast(url: str, pid: int, seconds: float, cores: set[int] | None) -> d
     return row
 
 
+OPEN_WAIT = 30.0
+"""Seconds the loaded phase waits after the ramp for every slow stream to be open (the accept
+queue drained): the other streams are measured with all of them held, not queued behind them."""
+
+
+LIMIT_SPARE = 1000
+"""The server's connection limit is the slow streams and this many: the fast streams' connections,
+each closed one counted until the server has seen it close."""
+
+HELD = 5.0
+"""Seconds the server's CPU is read with the slow streams alone open, before the loaded phase."""
+
+
+def _connections(pid: int) -> int:
+    """The server's open connections (its descriptors but the few it holds for itself)."""
+    return len(os.listdir(f"/proc/{pid}/fd")) - 15
+
+
 def _tcp() -> dict[str, int]:
     """The machine's TCP counters that say why connections broke (the whole machine's: shared)."""
     lines = Path("/proc/net/netstat").read_text().splitlines()
@@ -238,15 +265,23 @@ async def _round(
     await asyncio.sleep(1.0)
     quiet = await _fast(url, pid, args.seconds, side)
     idle = sb._rss_kib(pid)
-    words = int((args.ramp + args.seconds + 10) / args.gap) + 2
+    words = int((args.ramp + args.seconds + 10 + OPEN_WAIT + HELD) / args.gap) + 2
     text = f"gap={args.gap} count={words}"
     began, cpu0, tcp0 = time.monotonic(), sb._cpu_seconds(pid), _tcp()
     slow = _callers(url, args.open, 0, text, args.ramp)  # each caller one stream
     if side is not None:
         os.sched_setaffinity(slow.pid, side)
     await asyncio.sleep(args.ramp + 2.0)
-    held = sb._rss_kib(pid)
     opening = sb._cpu_seconds(pid) - cpu0  # the starts, and the slow words so far
+    ramped = time.monotonic()
+    while time.monotonic() - ramped < OPEN_WAIT and _connections(pid) < args.open:
+        await asyncio.sleep(0.5)  # those still in the accept queue (a server short of CPU)
+    backlog = time.monotonic() - ramped
+    opened = _connections(pid)
+    held = sb._rss_kib(pid)
+    cpu1, t1 = sb._cpu_seconds(pid), time.monotonic()
+    await asyncio.sleep(HELD)  # the slow streams alone
+    held_share = (sb._cpu_seconds(pid) - cpu1) / (time.monotonic() - t1)
     loaded = await _fast(url, pid, args.seconds, side)
     held = max(held, sb._rss_kib(pid))
     out, _ = await asyncio.to_thread(slow.communicate)
@@ -263,6 +298,10 @@ async def _round(
         "slow_seconds": time.monotonic() - began,
         "opening_cpu_s": opening,
         "opening_cpu_share": opening / (args.ramp + 2.0),
+        "backlog_s": backlog,
+        "held_cpu_share": held_share,
+        "held_us_per_slow_word": held_share * args.gap / max(opened, 1) * 1e6,
+        "open_when_loaded": opened,
         "load": sb._load(),
     }
     print(
@@ -272,6 +311,8 @@ async def _round(
         f"{loaded['streams']}); "
         f"CPU/word quiet {quiet['cpu_us_per_word']:.0f} µs, loaded {loaded['cpu_us_per_word']:.0f} µs; "
         f"server CPU while opening {row['opening_cpu_share']:.0%} of a core; "
+        f"{opened} open {backlog:.1f} s after the ramp; held: {held_share:.1%} of a core, "
+        f"{row['held_us_per_slow_word']:.0f} µs per slow word; "
         f"fast failed {quiet['failed']}+{loaded['failed']}; slow failed {slow_row['failed']}/{slow_row['streams']} "
         f"(p99 {slow_row['p99_ms']:.1f} ms) {slow_row['why'] or ''} {slow_row['tcp']}; load {row['load']}",
         file=sys.stderr,
@@ -290,7 +331,7 @@ async def _bench(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(f"repetition {rep + 1}: load average {sb._load()}", file=sys.stderr, flush=True)
         k = rep % len(builds)
         for name, code in builds[k:] + builds[:k]:
-            proc, url = _start(code, args.open + 100, cores[1] if cores else None)
+            proc, url = _start(code, args.open + LIMIT_SPARE, cores[1] if cores else None)
             try:
                 sb_warm = _callers(url, 8, 1.0, FAST, 0.5)
                 sb_warm.communicate()
@@ -299,6 +340,73 @@ async def _bench(args: argparse.Namespace) -> list[dict[str, Any]]:
                 proc.kill()
                 proc.wait()
     return rows
+
+
+async def _hold(args: argparse.Namespace) -> None:
+    """``--hold SECONDS``: no fast streams. ``--open`` slow streams opened over ``--ramp`` and
+    held; once all are open, the server's CPU over ``SECONDS``: its share of a core, and per slow
+    word said meanwhile (``--gap`` apart each). With TOOLNEXUS_BENCH_PROFILE=PATH the server runs
+    under cProfile (CPU time) and that window alone is written to PATH.open.PID."""
+    builds = [("ours", None)] + (
+        [("before", str(Path(args.before).resolve()))] if args.before else []
+    )
+    shares: dict[str, list[float]] = {name: [] for name, _ in builds}
+    for rep in range(args.repeat):
+        k = rep % len(builds)
+        for name, code in builds[k:] + builds[:k]:
+            shares[name].append(await _held(args, name, code))
+    if args.before:
+        pairs = sorted(a / b for a, b in zip(shares["ours"], shares["before"], strict=True))
+        print(
+            f"ours / before, CPU while held, paired by repetition: {', '.join(f'{r:.2f}' for r in pairs)}"
+        )
+
+
+async def _held(args: argparse.Namespace, name: str, code: str | None) -> float:
+    import signal
+
+    profiled = bool(os.environ.get("TOOLNEXUS_BENCH_PROFILE"))  # else SIGUSR1 would end it
+    cores = sb._cores()
+    proc, url = _start(code, args.open + LIMIT_SPARE, cores[1] if cores else None)
+    try:
+        _callers(url, 8, 1.0, FAST, 0.5).communicate()
+        await asyncio.sleep(1.0)
+        cpu0, t0 = sb._cpu_seconds(proc.pid), time.monotonic()
+        await asyncio.sleep(5.0)
+        idle = (sb._cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
+        words = int((args.ramp + args.hold + 20) / args.gap) + 2
+        slow = _callers(url, args.open, 0, f"gap={args.gap} count={words}", args.ramp)
+        if cores is not None:
+            os.sched_setaffinity(slow.pid, cores[0])
+        await asyncio.sleep(args.ramp + 5.0)
+        for _ in range(120):  # all open (a profiled server starts them slower), or two minutes
+            opened = len(os.listdir(f"/proc/{proc.pid}/fd"))
+            if opened >= args.open:
+                break
+            await asyncio.sleep(1.0)
+        await asyncio.sleep(2.0)
+        if profiled:
+            proc.send_signal(signal.SIGUSR1)  # the profile counts from here
+        cpu0, t0, rss = sb._cpu_seconds(proc.pid), time.monotonic(), sb._rss_kib(proc.pid)
+        await asyncio.sleep(args.hold)
+        cpu, elapsed = sb._cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+        if profiled:
+            proc.send_signal(signal.SIGUSR1)  # ... to here
+        said = args.open * elapsed / args.gap
+        print(
+            f"{name:<7} {args.open} slow streams, a word every {args.gap:g} s each ({said / elapsed:,.0f} "
+            f"words/s), {opened} descriptors open, RSS {rss / 1024:.0f} MiB: the server's CPU "
+            f"{cpu / elapsed:.1%} of a core ({cpu / said * 1e6:.0f} µs per slow word; idle before "
+            f"them {idle:.1%}); load {sb._load()}",
+            flush=True,
+        )
+        await asyncio.sleep(2.0)
+        slow.kill()
+        slow.wait()
+        return cpu / elapsed
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 async def _trace(args: argparse.Namespace) -> None:
@@ -357,6 +465,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--before", metavar="DIR")
     ap.add_argument("--tracemalloc", type=int, default=0, metavar="N")
+    ap.add_argument("--hold", type=float, default=0, metavar="SECONDS", help="see _hold")
     ap.add_argument(
         "--header-timeout",
         type=float,
@@ -380,6 +489,9 @@ def main() -> None:
     print(f"load average at start: {sb._load()}", file=sys.stderr)
     if args.tracemalloc:
         uvloop.run(_trace(args))
+        return
+    if args.hold:
+        uvloop.run(_hold(args))
         return
     rows = uvloop.run(_bench(args))
     print(json.dumps(rows, indent=1) if not args.json else "")

@@ -13,7 +13,8 @@ and the load on the others (``--no-pin``: all share every core). Measured per se
 second, GetTask of a finished task per second, send-then-poll round trips per second and blocking sends per second at concurrency 1, 16
 and 64, latency p50/p99, server CPU per operation (from /proc), and memory per retained task.
 
-Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--json out.json]
+Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--sdk] [--json out.json]
+(``--sdk``: the official a2a-sdk server measured beside them, interleaved, and ours set against it.)
 Both servers tune the collector as ``toolnexus serve`` does (``serving_gc``; TOOLNEXUS_BENCH_GC=default
 leaves Python's). (TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers;
 --wire measures only its cost: the same server with the recorder off and on, alternating.)
@@ -138,11 +139,29 @@ def _bare_app() -> Any:
     return Starlette(routes=[Route(CARD, get_card), Route("/", rpc, methods=["POST"])])
 
 
+async def _run_sdk() -> None:
+    """The official a2a-sdk server (``--sdk``): tests/peers/sdk_server.py's echo agent on its
+    InMemoryTaskStore, JSON-RPC with its 0.3 compatibility on (the bench speaks 0.3), served by
+    the same uvicorn stack, the collector tuned as the others."""
+    sys.path.insert(0, str(ROOT))
+    from tests.peers.sdk_server import sdk_server
+    from toolnexus.http.server import serving_gc
+
+    async with sdk_server(compat=True) as url:
+        if os.environ.get("TOOLNEXUS_BENCH_GC") != "default":
+            serving_gc()
+        print(url, flush=True)
+        await asyncio.Event().wait()
+
+
 async def _run_server(kind: str) -> None:
     import toolnexus as tn
     from toolnexus.http.server import AsgiServer, serving_gc
 
     # both on this process's uvloop; uvicorn's http="auto" picks httptools when it is installed
+    if kind == "sdk":
+        await _run_sdk()
+        return
     if kind == "bare":
         server = AsgiServer(_bare_app(), "127.0.0.1:0")
         await server.start()
@@ -354,6 +373,10 @@ async def _memory_per_task(url: str, pid: int, n: int) -> float:
     return (_rss_kib(pid) - before) * 1024 / n
 
 
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def _cpus() -> tuple[set[int], set[int]] | None:
     """The cores for the load generator and for the servers: the last one for the servers, the
     rest for the load (as the issue's comparison ran); None with one core or with --no-pin."""
@@ -393,11 +416,17 @@ async def _memory_only(tasks_for_memory: int) -> str:
     )
 
 
-async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str, Any]:
-    """Each server measured ``repeat`` times, alternating, so that a noisy neighbour hits both; medians kept."""
-    runs: dict[str, list[list[dict[str, Any]]]] = {"bare": [], "toolnexus": []}
-    for _ in range(repeat):
-        for kind in ("bare", "toolnexus"):
+async def _bench(
+    seconds: float, tasks_for_memory: int, repeat: int, sdk: bool = False
+) -> dict[str, Any]:
+    """Each server measured ``repeat`` times, alternating (the order rotated each repetition), so
+    that a noisy neighbour hits all; medians kept. ``sdk``: the official a2a-sdk's server too
+    (its memory per task is not measured: 20,000 of its blocking sends take minutes)."""
+    kinds = ("bare", "toolnexus", "sdk") if sdk else ("bare", "toolnexus")
+    runs: dict[str, list[list[dict[str, Any]]]] = {kind: [] for kind in kinds}
+    for rep in range(repeat):
+        for kind in kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]:
+            print(f"  {kind} (load average {_load()})", file=sys.stderr, flush=True)
             proc, url = _start(kind)
             try:
                 rows = [
@@ -421,6 +450,9 @@ async def _bench(seconds: float, tasks_for_memory: int, repeat: int) -> dict[str
                 row[key] = statistics.median(r[key] for r in same)
             row["runs"] = same
             rows.append(row)
+        if kind == "sdk":
+            results[kind] = {"rows": rows, "bytes_per_task": None}
+            continue
         proc, url = _start(kind)  # a fresh process for memory
         try:
             results[kind] = {
@@ -443,20 +475,29 @@ def _first_call(runs: int) -> dict[str, float] | None:
     return {key: statistics.median(r[key] for r in found) for key in ("first", "tenth")}
 
 
-def _report(results: dict[str, Any]) -> str:
-    bare = {(r["op"], r["concurrency"]): r for r in results["bare"]["rows"]}
+def _against(results: dict[str, Any], other: str) -> list[str]:
+    """Ours set against ``other`` (the bare ceiling, the official SDK), row by row."""
+    them = {(r["op"], r["concurrency"]): r for r in results[other]["rows"]}
+    o = other[:4]
     lines = [
-        f"{'op':<10}{'c':>4}{'bare/s':>10}{'tn/s':>10}{'ratio':>8}{'bare p50':>10}{'tn p50':>9}"
-        f"{'bare p99':>10}{'tn p99':>9}{'p99 x':>7}{'bare µs':>9}{'tn µs':>8}{'cpu x':>7}"
+        f"{'op':<10}{'c':>4}{o + '/s':>10}{'tn/s':>10}{'ratio':>8}{o + ' p50':>10}{'tn p50':>9}"
+        f"{o + ' p99':>10}{'tn p99':>9}{'p99 x':>7}{o + ' µs':>9}{'tn µs':>8}{'cpu x':>7}"
     ]
     for r in results["toolnexus"]["rows"]:
-        b = bare[(r["op"], r["concurrency"])]
+        b = them[(r["op"], r["concurrency"])]
         lines.append(
             f"{r['op']:<10}{r['concurrency']:>4}{b['rate']:>10.0f}{r['rate']:>10.0f}{r['rate'] / b['rate']:>8.2f}"
             f"{b['p50_ms']:>9.2f}m{r['p50_ms']:>8.2f}m{b['p99_ms']:>9.2f}m{r['p99_ms']:>8.2f}m"
             f"{r['p99_ms'] / b['p99_ms']:>7.2f}{b['cpu_us_per_op']:>9.0f}{r['cpu_us_per_op']:>8.0f}"
             f"{r['cpu_us_per_op'] / b['cpu_us_per_op']:>7.2f}"
         )
+    return lines
+
+
+def _report(results: dict[str, Any]) -> str:
+    lines = _against(results, "bare")
+    if "sdk" in results:  # ours against the official SDK's server, the same rows
+        lines += ["ours against the official a2a-sdk server:", *_against(results, "sdk")]
     lines.append(
         f"memory per retained task: bare {results['bare']['bytes_per_task'] / 1024:.1f} KiB, "
         f"toolnexus {results['toolnexus']['bytes_per_task'] / 1024:.1f} KiB"
@@ -524,7 +565,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
         "--server",
-        choices=["toolnexus", "toolnexus-watched", "toolnexus-wire", "toolnexus-metrics", "bare"],
+        choices=[
+            "toolnexus",
+            "toolnexus-watched",
+            "toolnexus-wire",
+            "toolnexus-metrics",
+            "bare",
+            "sdk",
+        ],
+    )
+    ap.add_argument(
+        "--sdk",
+        action="store_true",
+        help="the official a2a-sdk server beside them (the test extra's a2a-sdk)",
     )
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument(
@@ -577,9 +630,12 @@ def main() -> None:
         )
         print(uvloop.run(_paired_cost(kinds, args.seconds, args.repeat, args.only)))
         return
-    results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat))
+    print(f"load average at start: {_load()}", file=sys.stderr, flush=True)
+    results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat, args.sdk))
+    results["load"] = {"end": _load()}
     results["first_call"] = _first_call(args.repeat)
     print(_report(results))
+    print(f"load average at end: {results['load']['end']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
