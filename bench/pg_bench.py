@@ -164,9 +164,15 @@ async def _serve_sdk(dsn: str) -> None:
         await asyncio.Event().wait()
 
 
+STARTED_ON = sorted(os.sched_getaffinity(0))
+"""The cores this process could run on when it started: the bench pins itself to the load's
+cores before it starts the servers, so the cores are read once, not after (which left every
+server on the load's core)."""
+
+
 def _cores() -> tuple[set[int], set[int]] | None:
     """(the load's cores, the servers' core), or None when not pinned."""
-    mine = sorted(os.sched_getaffinity(0))
+    mine = STARTED_ON
     if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
         return None
     return set(mine[:-1]), {mine[-1]}

@@ -377,10 +377,16 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+STARTED_ON = sorted(os.sched_getaffinity(0))
+"""The cores this process could run on when it started: the bench pins itself to the load's
+cores before it starts the servers, so the cores are read once, not after (which left every
+server on the load's core)."""
+
+
 def _cpus() -> tuple[set[int], set[int]] | None:
     """The cores for the load generator and for the servers: the last one for the servers, the
     rest for the load (as the issue's comparison ran); None with one core or with --no-pin."""
-    mine = sorted(os.sched_getaffinity(0))
+    mine = STARTED_ON
     if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
         return None
     return set(mine[:-1]), {mine[-1]}

@@ -891,8 +891,14 @@ _PROFILED: dict[int, int] = {}
 """--profile: how many runs each relay process was profiled in."""
 
 
+STARTED_ON = sorted(os.sched_getaffinity(0))
+"""The cores this process could run on when it started: the bench pins itself to the load's
+cores before it starts the servers, so the cores are read once, not after (which left every
+server on the load's core)."""
+
+
 def _cores() -> tuple[set[int], set[int]] | None:
-    mine = sorted(os.sched_getaffinity(0))
+    mine = STARTED_ON
     if len(mine) < 2 or os.environ.get("TOOLNEXUS_BENCH_PIN") == "0":
         return None
     return set(mine[:-1]), {mine[-1]}
