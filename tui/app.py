@@ -14,6 +14,7 @@ import shutil
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.widget import AwaitMount
+from textual.widgets import DataTable
 
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
@@ -62,6 +64,7 @@ from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
 from .screens.wire import WireScreen
 from .web import serve_web
+from .widgets.rowtable import RowTable
 
 __all__ = ["ToolnexusApp", "main"]
 
@@ -122,6 +125,9 @@ COPY_SHOWN = 100
 """Characters of a copy's first line that its toast shows."""
 SIGN_IN_SHOWN = 600.0
 """Seconds an OAuth sign-in's notification stays (a device code lives minutes)."""
+KEYS_WAIT = 2.0
+"""Seconds at most the keys typed after a key that opened a screen wait for it to be mounted
+(:meth:`ToolnexusApp._hand_keys_over`): past that they go to it as it is."""
 SAVED_WATCH = 1.0
 """Seconds between two looks at the saved servers file, for what another toolnexus-tui changed
 (a ``stat``; the file is read only when it changed)."""
@@ -436,7 +442,62 @@ class ToolnexusApp(App[None]):
         if isinstance(event, events.Key):
             self._last_key, self._shown_since_key = time.monotonic(), False
             self.workspace.hold_servers()  # the hosted servers wait till it is shown
+            if not event.is_forwarded:  # from the terminal
+                if self._held_keys is not None:  # after a key whose screen or box is not ready
+                    self._held_keys.append(event)
+                    return
+                if await self._command(event):
+                    return
         await super().on_event(event)
+
+    _held_keys: deque[events.Key] | None = None
+    """The keys typed after a key answered by :meth:`_command`, until what it opened or focused
+    takes them (:meth:`_hand_keys_over`); None: none held."""
+    _held_since = 0.0
+
+    async def _command(self, key: events.Key) -> bool:
+        """Answer ``key`` here, at once, when it is a key of the focused list (or of the screen,
+        nothing focused) and a binding takes it; the keys typed after it then wait for what it
+        opened or focused (:meth:`_hand_keys_over`). Textual hands a key to the focused widget and
+        takes the next from the terminal before that one is answered: ``n`` then ``desk-3`` typed
+        at once sent ``d`` to the Servers list behind the form ``n`` was opening (delete), and the
+        rest to the form before its name box had focus (lost), and in Peers ``n`` then a URL gave
+        ``h`` to the peers list (the Auth tab). Keys of a text box (a widget that reads keys
+        itself) take Textual's way."""
+        focused = self.focused
+        if (
+            not self.app_focus
+            or self.screen.maximized is not None
+            or not (focused is None or isinstance(focused, (DataTable, RowTable)))
+        ):
+            return False
+        if not (
+            await self._check_bindings(key.key, priority=True)  # Textual's own order
+            or await self._check_bindings(key.key)
+        ):
+            return False
+        if self._held_keys is None:
+            self._held_keys, self._held_since = deque(), time.monotonic()
+            self.call_later(self._hand_keys_over)  # after what the action asked of the loop
+        return True
+
+    async def _hand_keys_over(self) -> None:
+        """The keys held after a command, in order, to what it opened (once mounted, at most
+        KEYS_WAIT seconds) or focused; one that is a command itself holds the rest again."""
+        held = self._held_keys
+        if held is None:
+            return
+        if not self.screen.is_mounted and time.monotonic() - self._held_since < KEYS_WAIT:
+            self.set_timer(0.01, self._hand_keys_over)
+            return
+        self._held_keys = None
+        while held:
+            key = held.popleft()
+            if await self._command(key):
+                assert self._held_keys is not None
+                self._held_keys.extend(held)
+                return
+            await super().on_event(key)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         super()._display(screen, renderable)

@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual import events  # noqa: E402
+from textual.keys import _character_to_key  # noqa: E402
 from textual.widgets import Button, Input  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
@@ -105,3 +107,46 @@ async def test_a_copys_toast_is_short_and_soon_gone(
         )
         assert said.timeout <= 5
         assert app.clipboard == curl  # the whole of it, where it is wanted
+
+
+def typed_at_once(app: ToolnexusApp, keys: list[str]) -> None:
+    """``keys`` as a terminal sends them typed fast (or pasted by tmux send-keys): all in the
+    app's queue before the first is answered (``pilot.press`` waits for each to be answered)."""
+    for key in keys:
+        char = key if len(key) == 1 else None
+        event = events.Key(key if key.isalnum() or len(key) > 1 else _character_to_key(key), char)
+        event.set_sender(app)
+        app._driver.send_message(event)  # noqa: SLF001 (what the terminal's reader does)
+
+
+async def test_a_name_typed_right_after_n_goes_to_the_new_server_form(tmp_path: Path):
+    """``n`` then a name, typed before the form is there: every letter lands in its name box
+    (the first replaces the name proposed), none in the Servers list behind it (``d`` there
+    asks to delete) nor nowhere (the form not focused yet). The tmux two-window test lost a name
+    so, twice. Then ``n`` again and ctrl+s at once start the server with the name proposed."""
+    app = _app(tmp_path, [demo_spec()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        typed_at_once(app, ["n", *"desk-3"])
+        await until(pilot, lambda: isinstance(app.screen, ServerForm))
+        name = app.screen.query_one("#f-name", Input)
+        await until(pilot, lambda: name.value == "desk-3")
+        await pilot.pause(0.2)
+        assert [type(s).__name__ for s in app.screen_stack] == ["ServersScreen", "ServerForm"]
+        assert name.value == "desk-3" and app.focused is name
+        typed_at_once(app, ["ctrl+s"])
+        await until(pilot, lambda: "desk-3" in app.workspace.servers, timeout=20)
+        await until(pilot, lambda: not isinstance(app.screen, ServerForm), timeout=20)
+
+
+async def test_a_url_typed_right_after_n_in_peers_goes_to_the_url_box(tmp_path: Path):
+    """In Peers, ``n`` then a URL and enter typed at once add the peer: ``h`` of ``http`` went to
+    the peers list (the Auth tab) while the URL box was being focused."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3")
+        await until(pilot, lambda: type(app.screen).__name__ == "PeersScreen")
+        typed_at_once(app, ["n", *"http://127.0.0.1:9", "enter"])
+        await until(pilot, lambda: "http://127.0.0.1:9" in app.peer_book.peers)
+        assert app.screen.query_one("#peer-detail").active == "p-card"  # no h, t... as keys
+        assert app.screen.query_one("#peer-url", Input).value == ""

@@ -367,7 +367,7 @@ class PeersScreen(ModeScreen):
         self.query_one("#peers", DataTable).focus()
 
     def action_add_peer(self) -> None:
-        self.query_one("#peer-url", Input).focus()
+        self.set_focus(self.query_one("#peer-url", Input))  # now: the URL typed after n goes there
 
     @on(Input.Submitted, "#peer-url")
     def _add(self, event: Input.Submitted) -> None:

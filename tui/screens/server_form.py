@@ -24,6 +24,9 @@ from .base import Desk
 class ServerForm(ModalScreen[str | None]):
     """Name, skills folder, address, model, store, profiles, exposed MCP tools and auth."""
 
+    AUTO_FOCUS = "#f-name"
+    """The name box has focus once the form is composed, before it is mounted or shown: the keys
+    typed right after ``n`` go to it (the app holds them till the form is mounted)."""
     BINDINGS = [
         Binding("ctrl+s", "start", "Start", id="form-start-key"),  # enter in a field does too
         Binding("escape", "cancel", "Cancel", id="form-cancel"),
@@ -115,7 +118,8 @@ class ServerForm(ModalScreen[str | None]):
         yield ModeFooter(compact=True)  # the form's keys, not the screen's below
 
     def on_mount(self) -> None:
-        self.query_one("#f-name", Input).focus()  # the form opens ready to type
+        if self.focused is None:  # (AUTO_FOCUS waits for the terminal's focus: not this)
+            self.set_focus(self.query_one("#f-name", Input))
 
     def _free_name(self) -> str:
         """``desk-N``, N the first from the number of servers + 1 that no server has."""
