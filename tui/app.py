@@ -820,9 +820,15 @@ class ToolnexusApp(App[None]):
             self.notify(f"peer {url} was removed in {who}", markup=False)
         self.peers_changed.publish(None)
 
-    def remember_server(self, spec: ServerSpec, old_name: str | None = None) -> None:
-        """Keep a server created or edited here (its spec and port) for the next launch."""
+    def remember_server(
+        self, spec: ServerSpec, old_name: str | None = None, *, port_typed: bool = False
+    ) -> None:
+        """Keep a server created or edited here (its spec and port) for the next launch. One this
+        app starts at launch (the demo) comes back on a port of its own (:meth:`start_server`),
+        not its saved spec's; a port typed in its form (``port_typed``) becomes that port."""
         self.server_book.put(spec, old_name)
+        if port_typed and any(s.name == spec.name for s in self.start_specs):
+            self.server_book.keep_port(spec.name, spec.port)
 
     @work(group="servers")
     async def delete_server(self, name: str) -> None:

@@ -5,19 +5,21 @@ changing the file as a window does, through ServerBook) is said here."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("textual")
 
 from textual.widgets import Input  # noqa: E402
 
-from toolnexus.hosting import DEMO_DESCRIPTION, ServerSpec  # noqa: E402
+from toolnexus.hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, ServerSpec  # noqa: E402
 from toolnexus.protocol.model import Task, TaskState, TaskStatus  # noqa: E402
 from toolnexus.stores import open_store  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
@@ -36,13 +38,16 @@ def _app(folder: Path, specs: list[ServerSpec] | None = None) -> ToolnexusApp:
     )
 
 
-async def _edit_store(app: ToolnexusApp, pilot, store: str) -> None:
-    """``e`` on the selected server, its store set to ``store``, ``ctrl+s``: until it runs again."""
+async def _edit(app: ToolnexusApp, pilot, **fields: str) -> None:
+    """``e`` on the selected server (the demo), each field ``f-<name>`` set, ``ctrl+s``: until it
+    runs again."""
     await pilot.press("e")
     await until(pilot, lambda: isinstance(app.screen, ServerForm))
-    app.screen.query_one("#f-store", Input).value = store
+    for name, value in fields.items():
+        app.screen.query_one(f"#f-{name.replace('_', '-')}", Input).value = value
     await pilot.press("ctrl+s")
     await until(pilot, lambda: not isinstance(app.screen, ServerForm), timeout=30)
+    await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
 
 
 async def test_an_edit_of_the_demo_keeps_what_the_form_does_not_show_and_comes_back(
@@ -58,8 +63,7 @@ async def test_an_edit_of_the_demo_keeps_what_the_form_does_not_show_and_comes_b
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
         port = app.workspace.get("demo-desk").spec.port
-        await _edit_store(app, pilot, store)
-        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await _edit(app, pilot, store=store)
         saved = ServerBook(tmp_path)
         saved.load()
         assert saved.specs["demo-desk"].store == store
@@ -71,6 +75,52 @@ async def test_an_edit_of_the_demo_keeps_what_the_form_does_not_show_and_comes_b
         await until(pilot, lambda: again.workspace.get("demo-desk").state == "running", timeout=30)
         spec = again.workspace.get("demo-desk").spec
         assert (spec.store, spec.description, spec.port) == (store, DEMO_DESCRIPTION, port)
+        await again.action_quit()
+
+
+async def test_the_demo_edited_to_serve_other_skills_no_longer_says_it_is_the_demo(
+    tmp_path: Path,
+):
+    """The form keeps what it does not show (7d79402), the demo's description too: the demo edited
+    to serve one's own skills published, at every launch, "The toolnexus demo agent: greets,
+    reports the weather ... on the embedded demo model" on its card. The demo's words go once
+    what they describe (its skills, its model) is changed; the card's description is then the
+    one serve builds from the skills (issue 61 item 8)."""
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS / "greet", skills / "greet")
+    app = _app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await _edit(app, pilot, skills=str(skills))
+        server = app.workspace.get("demo-desk")
+        assert server.spec.skills == [str(skills)]
+        async with httpx.AsyncClient() as http:
+            card = (await http.get(f"{server.url}/.well-known/agent-card.json")).json()
+        assert card["description"] and "demo agent" not in card["description"]
+        saved = ServerBook(tmp_path)
+        saved.load()
+        assert saved.specs["demo-desk"].description == ""
+        await app.action_quit()
+
+
+async def test_a_port_typed_in_the_demos_form_is_its_port_at_the_next_launch(tmp_path: Path):
+    """The demo comes back on its own port (the one its copied curl line names), not on the port
+    its saved edit says, which another window's edit may have moved. A port the user typed in
+    its form is the user's word: it was dropped at the next launch, the demo back on its old port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = _app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await _edit(app, pilot, port=str(port))
+        assert app.workspace.get("demo-desk").spec.port == port
+        await app.action_quit()
+
+    again = _app(tmp_path)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: again.workspace.get("demo-desk").state == "running", timeout=30)
+        assert again.workspace.get("demo-desk").spec.port == port
         await again.action_quit()
 
 
@@ -160,8 +210,7 @@ async def test_deleting_the_demo_says_it_comes_back_at_the_next_launch(tmp_path:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
-        await _edit_store(app, pilot, f"file:{tmp_path / 'tasks'}")
-        await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
+        await _edit(app, pilot, store=f"file:{tmp_path / 'tasks'}")
         await pilot.press("d")
         await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
         question = str(app.screen.query_one("#confirm-question").render())

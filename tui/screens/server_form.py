@@ -12,7 +12,7 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace
+from toolnexus.hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, ServerSpec, Workspace
 from toolnexus.stores import STORE_FORMS
 
 from ..saved import NameTaken
@@ -172,9 +172,16 @@ class ServerForm(ModalScreen[str | None]):
             "mcp_tools": tools or None,
             "auth_token_env": value("f-auth-env") or None,
         }
+        if self.initial is None:
+            return ServerSpec(**shown)
         # an edit changes what the form shows and keeps the rest (a config file, the builtins, the
-        # description, metrics): the demo's description was dropped so
-        return replace(self.initial, **shown) if self.initial else ServerSpec(**shown)
+        # description, metrics): the demo's description was dropped so; but the demo's words go
+        # once what they describe is changed (its card said "the toolnexus demo agent" of one's
+        # own skills): serve builds a description from the skills
+        told = (shown["skills"], shown["model"]) != (self.initial.skills, self.initial.model)
+        if told and self.initial.description == DEMO_DESCRIPTION:
+            shown["description"] = ""
+        return replace(self.initial, **shown)
 
     def action_start(self) -> None:
         self.start()
@@ -210,9 +217,12 @@ class ServerForm(ModalScreen[str | None]):
             self._error(f"host/port: {held}" if held else _field_reason(spec, exc))
             return
         desk = cast(Desk, self.app)  # the form is pushed by the ToolnexusApp only
+        started = self.workspace.get(spec.name).spec
         try:
             desk.remember_server(
-                self.workspace.get(spec.name).spec, self.initial.name if self.initial else None
+                started,
+                self.initial.name if self.initial else None,
+                port_typed=self.initial is not None and spec.port != self.initial.port,
             )
         except NameTaken as exc:  # saved by another toolnexus-tui while this one started
             await self.workspace.stop(spec.name)
