@@ -348,15 +348,20 @@ def _profiled(role: str) -> None:
     if gclog:
         import gc
 
-        pauses: list[tuple[int, float, float]] = []
-        began = [0.0]
+        pauses: list[tuple[int, float, float, float]] = []
+        began = [0.0, 0.0]
 
         def watch(phase: str, info: dict[str, Any]) -> None:
             if phase == "start":
-                began[0] = time.perf_counter()
-            else:
+                began[:] = time.perf_counter(), time.thread_time()
+            else:  # (generation, when, wall seconds, CPU seconds)
                 pauses.append(
-                    (info["generation"], time.monotonic(), time.perf_counter() - began[0])
+                    (
+                        info["generation"],
+                        time.monotonic(),
+                        time.perf_counter() - began[0],
+                        time.thread_time() - began[1],
+                    )
                 )
 
         gc.callbacks.append(watch)
