@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from toolnexus.stores import (
 )
 from toolnexus.stores.base import EVERY_TASK
 
-from ..helpers import read_until, started_cli, store_where
+from ..helpers import read_until, run_cli, started_cli, store_where
 from .wire import rpc, v03_message
 
 
@@ -376,14 +377,16 @@ async def test_file_store_survives_a_new_process_and_odd_ids(tmp_path: Path):
     odd.id = "../../etc/passwd ünïcode"
     await first.save(odd)
     await first.save(make(2))
-    names = sorted(p.name for p in folder.iterdir())
+    names = sorted(p.name for p in folder.glob("*.json"))
     assert (
         all("/" not in n and ".." not in n.replace(".json", "") for n in names) and len(names) == 2
     )
+    first.close()  # one owner at a time
     again = FileTaskStore(folder)
     assert (await again.get(odd.id)).id == odd.id
-    for p in folder.iterdir():
+    for p in folder.glob("*.json"):
         json.loads(p.read_text())  # every file is whole JSON
+    again.close()
     (folder / "broken.json").write_text("{half")
     (folder / ".x.json.123.tmp").write_text("{partial")
     third = FileTaskStore(folder)
@@ -731,7 +734,9 @@ async def test_a_blocking_send_whose_time_runs_out_during_a_save_answers_once_it
             store.held.set()
         out = await asyncio.wait_for(answer, 5)
         assert out["status"]["state"] == "completed"
-        assert (await FileTaskStore(tmp_path).get(out["id"])).state is TaskState.COMPLETED
+        assert (
+            await FileTaskStore(tmp_path, read_only=True).get(out["id"])
+        ).state is TaskState.COMPLETED
 
 
 async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_saved(tmp_path: Path):
@@ -764,7 +769,7 @@ async def test_a_poll_during_a_quiet_tasks_last_save_is_answered_only_what_is_sa
             out = await h.a2a.dispatch(OPERATIONS["get"], {"id": task_id}, Dialect.V03, 2, None)
             state = out["status"]["state"]  # at the moment of the answer, with no await in between:
             assert (
-                await FileTaskStore(tmp_path).get(task_id)
+                await FileTaskStore(tmp_path, read_only=True).get(task_id)
             ).state.value == state  # saved as told
             return state
 
@@ -812,3 +817,57 @@ async def test_a_server_that_cannot_listen_fails_none_of_the_tasks_on_its_store(
     task = await again.get("t1")
     await close(again)
     assert task is not None and task.state is TaskState.WORKING
+
+
+async def test_a_second_server_on_a_file_store_in_use_fails_before_touching_it(tmp_path: Path):
+    """Two servers a user points at one folder of tasks (two ``serve --store file:DIR``, two
+    windows' servers edited to one folder): the second's start failed the first's running tasks,
+    "interrupted by restart" (the look at issue 61). The first owns the folder now: the second
+    fails before it reads anything, saying which folder and which process holds it, and once the
+    first stops the folder opens again."""
+    folder = tmp_path / "tasks"
+    spec = f"file:{folder}"
+    tk = await tn.create_toolkit(builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=spec)) as first:
+        assert first.runner is not None
+        await first.runner.store.save(
+            Task(id="t1", context_id="c1", status=TaskStatus(TaskState.WORKING))
+        )
+        with pytest.raises(tn.ConfigError) as refused:
+            await tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(store=spec))
+        assert str(refused.value).startswith(
+            f"the task store {folder} is in use by another server of this process (pid {os.getpid()})"
+        )
+        with pytest.raises(tn.ConfigError, match="in use by another server of this process"):
+            FileTaskStore(folder)  # from Python, as from a server
+        seen = await FileTaskStore(folder, read_only=True).get("t1")  # a look needs no lock
+        assert seen is not None and seen.state is TaskState.WORKING
+    again = open_store(spec)  # let go at the first's stop
+    try:
+        assert (await again.get("t1")) is not None
+    finally:
+        await close(again)
+
+
+def test_a_second_serve_on_a_file_store_in_use_exits_naming_the_holder(tmp_path: Path):
+    """The command: a second ``toolnexus serve`` on the folder another serves exits with the
+    error, one line, no traceback, and the first's task is left as it was."""
+    folder = tmp_path / "tasks"
+    with started_cli("serve", "--store", f"file:{folder}", "--port", "0", "--json") as first:
+        url = next(e["url"] for e in read_until(first, "ready") if "url" in e)
+        slow = {"message": v03_message("slow 60"), "configuration": {"blocking": False}}
+        answer = httpx.post(
+            url.rstrip("/") + "/",
+            json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": slow},
+            timeout=30,
+        ).json()
+        task_id = answer["result"]["id"]
+        second = run_cli("serve", "--store", f"file:{folder}", "--port", "0")
+        assert second.returncode != 0
+        assert f"the task store {folder} is in use by another process (pid {first.pid})" in (
+            second.stderr
+        ), second.stderr
+        assert "Traceback" not in second.stderr
+        assert first.poll() is None  # the first serves on
+        kept = asyncio.run(FileTaskStore(folder, read_only=True).get(task_id))
+        assert kept is not None and not kept.state.terminal, kept

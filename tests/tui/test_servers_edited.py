@@ -21,7 +21,7 @@ from textual.widgets import Input  # noqa: E402
 
 from toolnexus.hosting import DEMO_DESCRIPTION, EXAMPLE_SKILLS, ServerSpec  # noqa: E402
 from toolnexus.protocol.model import Task, TaskState, TaskStatus  # noqa: E402
-from toolnexus.stores import open_store  # noqa: E402
+from toolnexus.stores import FileTaskStore  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.saved import ServerBook, write_private  # noqa: E402
@@ -236,8 +236,9 @@ async def test_a_second_window_starts_the_demo_as_at_first_while_the_first_serve
     another port, on the same store, and its start failed A's running tasks there ("interrupted
     by restart"). B starts the demo as at first now: A's edit, store and tasks are A's."""
     store = f"file:{tmp_path / 'tasks'}"
-    kept = open_store(store)
+    kept = FileTaskStore(tmp_path / "tasks")
     await kept.save(Task(id="t1", context_id="c1", status=TaskStatus(TaskState.WORKING)))
+    await kept.aclose()  # window A's server holds it (here: nobody; a real one, another process)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         with socket.socket() as held:  # window A's demo
@@ -264,6 +265,5 @@ async def test_a_second_window_starts_the_demo_as_at_first_while_the_first_serve
     finally:
         other.kill()
         other.wait()
-    again = open_store(store)
-    task = await again.get("t1")
+    task = await FileTaskStore(tmp_path / "tasks", read_only=True).get("t1")
     assert task is not None and task.state is TaskState.WORKING

@@ -297,7 +297,7 @@ async def serve(
     host, port = parse_addr(addr)
     if not is_loopback(host) and not allow_unauthenticated:
         _refuse_open_commands(toolkit, host, a2a_cfg, mcp_cfg)
-    with _bound_first(host, port, sock) as sock:
+    async with _bound_first(host, port, sock) as (sock, made):
         bus = events or EventBus()
         name = a2a_cfg.name if a2a_cfg else (mcp_cfg.name if mcp_cfg else "toolnexus")
         bound = _Bound()
@@ -305,6 +305,7 @@ async def serve(
         endpoint: A2AEndpoint | None = None
         if a2a_cfg is not None:
             runner = await _runner(toolkit, a2a_cfg, client, bus, name, on_task, on_text)
+            made.append(runner)
             endpoint = await _agent(runner, a2a_cfg, toolkit, bound, host, wire, metrics)
         mcp_profile: MCPProfile | None = None
         if mcp_cfg is not None:
@@ -331,20 +332,25 @@ async def serve(
         )
 
 
-@contextlib.contextmanager
-def _bound_first(host: str, port: int, sock: Any) -> Generator[Any, None, None]:
+@contextlib.asynccontextmanager
+async def _bound_first(
+    host: str, port: int, sock: Any
+) -> AsyncGenerator[tuple[Any, list[TaskRunner]], None]:
     """``sock``, else a socket bound and listening on ``host:port`` now, before the store is
     opened: a server that cannot listen (another holds the port: a second toolnexus-tui starting
     the same saved server) never fails, "interrupted by restart", the tasks the one listening runs
-    on the store they share. One bound here is closed if the server does not start."""
-    if sock is not None:
-        yield sock
-        return
-    mine = listening_socket(host, port)
+    on the store they share. One bound here is closed if the server does not start, and so are
+    the stores of the runners made for it (the list given back): a file store's folder is let go."""
+    made: list[TaskRunner] = []
+    mine = listening_socket(host, port) if sock is None else None
     try:
-        yield mine
+        yield (sock if mine is None else mine), made
     except BaseException:
-        mine.close()
+        if mine is not None:
+            mine.close()
+        for runner in made:
+            if isinstance(runner.store, Closable):
+                await runner.store.aclose()
         raise
 
 
