@@ -346,12 +346,12 @@ class ToolnexusApp(App[None]):
 
     def _prebuild(self) -> None:
         """Build the next mode's screen not built yet (composed and mounted, not shown); once
-        all are, lay out and draw the next one not shown yet, unseen (:meth:`_warm`): a first
+        all are, lay out and draw the next one not shown yet, unseen (:meth:`warm`): a first
         visit then costs what a switch back costs. Its ``on_screen_resume`` runs then with
         ``is_current`` false; the screens act only when shown."""
         if self._tn_closing or not self.is_running:  # shutting down
             return
-        if time.monotonic() - self._last_key < PREBUILD_IDLE:  # the user is at the keys: later
+        if not self.keys_idle():  # the user is at the keys: later
             self.set_timer(PREBUILD_EVERY, self._prebuild)
             return
         for mode in self.MODES:
@@ -372,16 +372,22 @@ class ToolnexusApp(App[None]):
                     return
                 self._warmed.add(mode)
                 if screen is not self.screen:
-                    self._warm(screen)
+                    self.warm(screen)
                     self.set_timer(PREBUILD_EVERY, self._prebuild)
                     return
 
-    def _warm(self, screen: Screen[Any]) -> None:
+    def keys_idle(self) -> bool:
+        """No key pressed for PREBUILD_IDLE seconds: work that holds the loop may be done."""
+        return time.monotonic() - self._last_key >= PREBUILD_IDLE
+
+    def warm(self, screen: Screen[Any]) -> None:
         """Lay out and draw a screen built ahead, unseen (nothing displayed): what it shows first
         is then ready, its widgets' sizes known and their lines drawn, so that its first visit
         lays out and draws only what changed since (the first visits were the slowest keys:
         30-46 ms of CPU, a first layout of every widget and every line drawn, ``bench/
-        tui_bench.py``)."""
+        tui_bench.py``). The Wire does it again as its hidden rows follow the log."""
+        if screen is self.screen or not screen.is_mounted or self._tn_closing:
+            return
         screen._refresh_layout(self.size)  # noqa: SLF001 (Textual's layout; unseen: no frame)
         screen._compositor.render_update(full=True)  # noqa: SLF001 (each widget's lines, kept)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("textual")
@@ -205,4 +206,33 @@ async def test_a_screen_built_ahead_is_laid_out_and_drawn_unseen_and_shows_what_
             await until(pilot, lambda: late.current_mode == mode and settled(late))  # noqa: B023
             await pilot.pause(0.2)
             assert on_view(late) == shown[mode], mode
+        await pilot.press("ctrl+q")
+
+
+async def test_the_hidden_wire_follows_the_log_in_idle_time():
+    """The Wire, hidden, set its 2,000 rows and the exchange under its cursor when first shown,
+    and laid the screen out three times (its first visit the slowest key left). In idle time (no
+    key for a second) its rows follow the log, the exchange under the cursor is drawn and the
+    screen laid out and drawn unseen; its first visit shows the log as it is."""
+    from toolnexus.hosting import demo_spec  # noqa: PLC0415  # (this test's server alone)
+
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.workspace.running()), timeout=30)
+        await built(app, pilot)
+        url = app.workspace.get("demo-desk").url
+        wire = app._screen_stacks["wire"][0]  # noqa: SLF001
+        table = wire.query_one("#wire")
+        exchange = wire.query_one("#exchange", Static)
+        async with httpx.AsyncClient() as http:
+            for i in range(12):
+                await http.get(url + f"/.well-known/agent-card.json?n={i}")
+        await until(pilot, lambda: sum("?n=" in ev.url for ev in app.book.traffic) == 12)
+        await until(pilot, lambda: table.row_count == len(app.book.traffic), timeout=15)
+        await until(pilot, lambda: "GET " in str(exchange.render()), timeout=15)
+        assert app.current_mode == "servers"  # never shown
+        await pilot.press("5")
+        await until(pilot, lambda: app.screen is wire and settled(app))
+        await pilot.pause(0.3)
+        assert "?n=11" in "\n".join(on_view(app)) and table.row_count == len(app.book.traffic)
         await pilot.press("ctrl+q")

@@ -80,6 +80,8 @@ def _pretty(body: str) -> str:
         return body
 
 
+HIDDEN_EVERY = 1.0
+"""Seconds between two updates of the rows while another mode is on screen (in idle time)."""
 REDRAW_EVERY = 0.1
 """Seconds the rows wait for more exchanges before they are drawn again (a busy server logs
 hundreds a second; each redraw sorts the whole log)."""
@@ -201,8 +203,32 @@ class WireScreen(ModeScreen):
                 break
             self._facts(ev)
         self._forget()
+        if self._hidden is None:
+            self._hidden = self.set_timer(HIDDEN_EVERY, self._hidden_rows)
 
     _pending: Any = None
+    _hidden: Any = None  # the hidden rows' next update, when due
+
+    def _hidden_rows(self) -> None:
+        """While another mode is on screen, the rows follow the log in idle time (no key for a
+        second, as a screen is built ahead), and the screen is laid out and drawn unseen again:
+        its first visit set 2,000 rows and the exchange under the cursor, and laid the screen out
+        three times (the slowest first visit, ``bench/tui_bench.py``)."""
+        self._hidden = None
+        if self.is_current:
+            return
+        if not self.tn.keys_idle():  # the user is at the keys: later
+            self._hidden = self.set_timer(HIDDEN_EVERY, self._hidden_rows)
+            return
+        self._append(hidden=True)
+        current = self._current()
+        if current is not None:  # now, not when its Highlighted comes: laid out with the rows
+            self._show(current)
+        self.set_timer(REDRAW_EVERY, self._hidden_drawn)  # once the widgets asked for a layout
+
+    def _hidden_drawn(self) -> None:
+        if not self.is_current and self.tn.keys_idle():
+            self.tn.warm(self)
 
     def _redraw(self) -> None:
         self._pending = None
@@ -254,11 +280,12 @@ class WireScreen(ModeScreen):
         self._starts[id(ev)] = (ev, start, f"{how} {label}")
         return start, f"{how} {label}"
 
-    def _append(self) -> None:
+    def _append(self, hidden: bool = False) -> None:
         """The rows follow the wire log in the order the exchanges began: an exchange is logged
         when it ends, so a long one that began first arrives after shorter ones; the rows are the
-        log's events (it keeps the last 2,000) sorted by start, the cursor kept on its exchange."""
-        if not self.is_current:
+        log's events (it keeps the last 2,000) sorted by start, the cursor kept on its exchange.
+        Only when shown, or ``hidden`` (:meth:`_hidden_rows`)."""
+        if not self.is_current and not hidden:
             return
         self._forget()
         events = sorted(self._events(), key=self._started)
