@@ -895,6 +895,44 @@ async def test_a_heartbeat_goes_by_the_pool_while_the_listening_connection_stall
             await store.aclose()
 
 
+async def test_a_heartbeat_has_one_deadline_for_the_batch_and_its_statement(postgres):
+    """The heartbeat's wait for the batch of announcements under way on the listening connection
+    and its own statement there share one deadline (a quarter of the lease): each given a third
+    of it, a beat a third after the last reached the pool as the lease lapsed (found in review).
+    Here the batch ends a moment after the beat began, and the statement then stalls: it is given
+    only what is left of the deadline, and the pool's turn comes."""
+    async with stalling(postgres) as (url, stalled):
+        store = PostgresTaskStore(postgres, lease=1.5)
+        link = store.link(runner=_Runs("task-7"))
+        store.db.url = url  # the listening connection alone through the relay
+        await link._listen()
+        store.db.url = postgres
+        given: list[float | None] = []
+        heartbeat = store.heartbeat
+
+        async def timed(running: list[str], connection: Any = None, timeout: float | None = None):
+            given.append(timeout)
+            return await heartbeat(running, connection, timeout)
+
+        store.heartbeat = timed  # the real statement, its timeout noted
+        loop = asyncio.get_running_loop()
+        try:
+            stalled.set()
+            await link._using.acquire()  # a batch under way there
+            began = loop.time()
+            renewing = asyncio.ensure_future(link._renew(["task-7"]))
+            await asyncio.sleep(0.05)
+            waited = loop.time() - began
+            link._using.release()  # the batch answered; the heartbeat's statement stalls
+            assert await renewing is False  # the pool's turn
+            assert len(given) == 1 and given[0] is not None
+            assert given[0] <= store.lease / 4 - waited
+        finally:
+            if link._listener is not None:
+                link._listener.terminate()
+            await store.aclose()
+
+
 async def test_a_link_stops_without_waiting_on_a_stalled_listening_connection(postgres):
     """A worker stopped while its listening connection stalls (a batch of announcements under way
     there): the batch is canceled, and closing the connection waits for an answer to that cancel

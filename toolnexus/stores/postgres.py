@@ -814,21 +814,25 @@ class WorkerLink:
 
     async def _renew(self, running: list[str]) -> bool:
         """The heartbeat on the listening connection, after the batch of announcements under way
-        there; False when it could not be within a third of the lease (none open, a batch or the
-        heartbeat stalled there: then dropped, as a stalled batch is, and the next tick opens it
-        again), for the pool's to take it."""
-        listener, within = self._listener, self.store.lease / 3
+        there; False when it could not be within a quarter of the lease, the wait for that batch
+        and the statement together (none open, a batch or the heartbeat stalled there, the
+        connection broken: then dropped, as a stalled batch is, and the next tick opens it
+        again), for the pool's to take it. Each wait given a third of the lease, a beat a third
+        after the last could reach the pool as the lease lapsed."""
+        listener = self._listener
         if listener is None or listener.is_closed():
             return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.store.lease / 4
         try:
-            async with asyncio.timeout(within):
+            async with asyncio.timeout_at(deadline):
                 await self._using.acquire()
         except TimeoutError:
             return False
         try:
-            await self.store.heartbeat(running, listener, within)
+            await self.store.heartbeat(running, listener, max(deadline - loop.time(), 0.001))
             return True
-        except TimeoutError:
+        except Exception:  # noqa: BLE001 (stalled past the deadline, or broken: the pool's turn)
             listener.terminate()
             return False
         finally:
