@@ -14,18 +14,19 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import AsyncGenerator, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .builtins import COMMAND_TOOLS
-from .errors import ConfigError, InvalidParamsError
+from .errors import ConfigError, InvalidParamsError, ToolnexusError
 from .events import EventBus, ServerEvent
 from .http.server import LoopThread, http_url
 from .llm import create_client, demo_client
-from .protocol.model import Message, Part
+from .protocol.model import Message, Part, Task
 from .serve.config import A2AConfig, Auth, MCPServeConfig
+from .stores import TaskPage, TaskQuery
 from .toolkit import create_toolkit
 
 __all__ = [
@@ -75,6 +76,12 @@ HOLD_IDLE = 0.03
 time) before a hold ends by itself: it waits for something, perhaps for the servers. Longer than
 Textual's wait for a frame (1/60 s)."""
 HOLD_SLICE = 0.005
+KEPT_SHOWN = 10_000
+"""At most this many of the tasks a hosted server's store kept from before, the newest, reach a
+front end when it starts (:meth:`Workspace.kept`): the book the TUI's keys are measured at
+(``bench/tui_bench.py``, 10,000 tasks); a store may hold 100,000."""
+KEPT_PAGE = 500
+"""Tasks read from a store at a time, on the servers' loop, for :meth:`Workspace.kept`."""
 """Seconds between two looks of a held servers' thread at the holder."""
 
 
@@ -563,6 +570,40 @@ class Workspace:
             return out
 
         return await self._on_servers(newest())
+
+    async def kept(self, name: str, limit: int = KEPT_SHOWN) -> AsyncGenerator[list[Task], None]:
+        """The tasks running server ``name``'s store holds (kept from before it started, on a
+        file or PostgreSQL store: a relaunch; and any since), the newest ``limit`` of them, for a
+        front end's book. Each page (KEPT_PAGE tasks, newest first) is read where the servers run,
+        so the caller's loop never waits on the store; they are given back oldest first, a page at
+        a time with a turn of the caller's loop between, the order the bus tells tasks in. Nothing
+        for a server not running or without A2A; a store that fails to list ends it (logged)."""
+        pages: list[list[Task]] = []
+        token, count = "", 0
+        while count < limit:
+            try:
+                page = await self._on_servers(
+                    self._kept_page(name, token, min(KEPT_PAGE, limit - count))
+                )
+            except (ToolnexusError, OSError, ValueError) as exc:
+                log.warning("%s: its stored tasks could not be listed: %s", name, _reason(exc))
+                break
+            if page is None:
+                return
+            pages.append(page.tasks)
+            count, token = count + len(page.tasks), page.next_token
+            if not token or not page.tasks:
+                break
+        for tasks in reversed(pages):
+            yield tasks[::-1]
+            await asyncio.sleep(0)  # the caller's loop draws and takes keys between pages
+
+    async def _kept_page(self, name: str, token: str, size: int) -> TaskPage | None:
+        server = self.servers.get(name)
+        handle = server.handle if server is not None else None
+        if handle is None or handle.runner is None:
+            return None
+        return await handle.runner.store.list(TaskQuery(page_size=size, page_token=token))
 
     def _runner(self, name: str) -> Any:
         server = self.servers.get(name)

@@ -308,6 +308,23 @@ class TaskBook:
             view.live = ""
         return view
 
+    def keep(self, tasks: Iterable[Task], server: str) -> list[str]:
+        """Tasks ``server``'s store kept from before it started (a file or PostgreSQL store, a
+        relaunch: ``Workspace.kept``) into the book, counted under ``server``, each as it was
+        stored (its submission and its last state on its timeline); a task the bus has told of
+        already stays as the bus told it (newer). Returns the ids added."""
+        added: list[str] = []
+        for task in tasks:
+            if task.id in self.tasks:
+                continue
+            view = self.tasks[task.id] = TaskView(task, server, ordinal=len(self.tasks) + 1)
+            view.timeline.append((TaskState.SUBMITTED, task.created))
+            if task.state is not TaskState.SUBMITTED and task.status.timestamp:
+                view.timeline.append((task.state, task.status.timestamp))
+            self._counts[server][task.state] += 1
+            added.append(task.id)
+        return added
+
     def words(self, event: TextEvent) -> TaskView | None:
         """A working task's reply as it grows; None for a task the book has not seen working."""
         view = self.tasks.get(event.task_id)

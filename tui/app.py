@@ -553,7 +553,17 @@ class ToolnexusApp(App[None]):
                 self.book.traffic.append(event)
                 self.traffic_changed.publish(None)
             elif isinstance(event, ServerEvent):
+                if event.state == "started":
+                    self._show_kept(event.server)
                 self.servers_changed.publish(None)
+
+    @work(group="kept-tasks")
+    async def _show_kept(self, server: str) -> None:
+        """What a hosted server's store kept from before (a file or PostgreSQL store, a relaunch)
+        into the book and its counts, a page at a time (``Workspace.kept``)."""
+        async for tasks in self.workspace.kept(server):
+            for task_id in self.book.keep(tasks, server):
+                self._changed(task_id)
 
     def _changed(self, task_id: str) -> None:
         """A task's view moved: redrawn with the others of the next flush."""
