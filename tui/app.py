@@ -93,6 +93,10 @@ memory stays bounded for a user who never pauses 3 s (at x2.25, forced inside a 
 1.87 s there: ``bench/README.md``)."""
 FORCED_IDLE = 0.5
 """Seconds without a key before a full collection forced by FULL_FORCED runs."""
+FULL_CAP = FULL_FORCED**2
+"""Grown by this factor, a full collection waits for no moment without a key, only for the key
+under way to be drawn: a key held down (auto-repeat) never leaves FORCED_IDLE free, and what is
+set aside would grow for as long as it is held."""
 STALLED = 0.3
 """Seconds without the app's look at the collector (its loop held: a long handler) after which a
 watch thread collects the young itself once HELD_BACK thresholds' worth wait (as the app would,
@@ -625,17 +629,15 @@ class ToolnexusApp(App[None]):
         (Textual's rendered lines are: each caches itself): those are found by a full collection,
         everything set aside walked again, run after FULL_IDLE seconds without a key once what is
         set aside grew by FULL_GROWTH since the last one (``bench/tui_bench.py --soak``), or
-        after FORCED_IDLE seconds once it grew by FULL_FORCED; never while a key waits."""
+        after FORCED_IDLE seconds once it grew by FULL_FORCED, between two keys past FULL_CAP;
+        never while a key waits."""
         self._looked = time.monotonic()
         young, middle, _ = gc.get_count()
         idle = self._looked - self._last_key
         waiting = self.message_queue_size or self._answering()  # (a key queued goes first)
         grown = 1 + self._set_aside_since / max(1, self._set_aside)
-        if (
-            not waiting
-            and grown >= FULL_GROWTH
-            and idle >= (FULL_IDLE if grown < FULL_FORCED else FORCED_IDLE)
-        ):
+        quiet = FULL_IDLE if grown < FULL_FORCED else FORCED_IDLE if grown < FULL_CAP else 0.0
+        if not waiting and grown >= FULL_GROWTH and idle >= quiet:
             gc.unfreeze()
             gc.collect()
             gc.freeze()

@@ -31,15 +31,20 @@ def _run(code: str) -> list[str]:
     return out.stdout.split()
 
 
-def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys():
-    """What is set aside grown far past FULL_FORCED while keys are pressed (each key's answer
-    slow enough for the app's 50 ms look to come before its frame): no full collection starts
-    from a key to its frame (at x2.25 one ran there, 1.87 s inside a key), and one runs once keys
-    stop, without the usual 3 s pause."""
-    print_ = _run("""
+@pytest.mark.parametrize(("grown", "when"), [(6, "after"), (10**9, "during")])
+def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys(grown, when):
+    """What is set aside grown past FULL_FORCED while keys are pressed (each key's answer slow
+    enough for the app's 50 ms look to come before its frame): no full collection starts from a
+    key to its frame (at x2.25 one ran there, 1.87 s inside a key), and one runs once keys stop,
+    without the usual FULL_IDLE pause (made endless here); grown past FULL_CAP, one runs between
+    keys (a key held down, auto-repeating, leaves no pause)."""
+    print_ = _run(f"""
         import asyncio, gc, time
         from textual import events
         import tui.app as tapp
+
+        tapp.FULL_IDLE = 10**6  # only the forced collection runs
+        GROWN, WHEN = {grown}, "{when}"
 
         async def main():
             app = tapp.ToolnexusApp(specs=[], tune_gc=True)
@@ -59,7 +64,7 @@ def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys():
                 async def on_event(event):
                     if isinstance(event, events.Key):
                         answering[0] = True
-                        app._set_aside, app._set_aside_since = 1, 10**9  # grown past any bound
+                        app._set_aside, app._set_aside_since = 1, GROWN - 1
                         await answer(event)
                         time.sleep(0.12)  # the app's look at the collector comes before the frame
                     else:
@@ -75,12 +80,13 @@ def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys():
                     await pilot.press("2" if i % 2 else "1")
                     await pilot.pause(0.02)
                 stopped = time.monotonic()
-                for _ in range(60):  # keys stopped: a full collection soon, not after 3 s
+                during = [t for t in full if t < stopped]
+                for _ in range(600):  # keys stopped: the forced collection (FULL_IDLE endless)
                     if full and full[-1] > stopped:
                         break
                     await pilot.pause(0.05)
                 gc.callbacks.remove(watch)
-                print(inside, bool(full) and full[-1] > stopped and full[-1] - stopped < 2.5)
+                print(inside, bool(during if WHEN == "during" else full and full[-1] > stopped))
                 await pilot.press("ctrl+q")
 
         asyncio.run(main())
