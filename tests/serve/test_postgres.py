@@ -784,7 +784,8 @@ async def stalling(postgres: str) -> AsyncIterator[tuple[str, asyncio.Event]]:
     reading."""
     where = urlsplit(postgres)
     stalled, released = asyncio.Event(), asyncio.Event()
-    writers: list[asyncio.StreamWriter] = []
+    handlers: list[asyncio.Task[None]] = []
+    ends: list[asyncio.StreamWriter] = []  # every socket the relay holds, closed at its end
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while data := await reader.read(65536):
@@ -796,22 +797,31 @@ async def stalling(postgres: str) -> AsyncIterator[tuple[str, asyncio.Event]]:
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         upstream_reader, upstream_writer = await asyncio.open_connection(where.hostname, where.port)
-        writers.extend((writer, upstream_writer))
+        ends.append(upstream_writer)
         await asyncio.gather(
             pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True
         )
 
-    proxy = await asyncio.start_server(relay, "127.0.0.1", 0)
+    def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ends.append(writer)  # known at once, before its handler has run at all
+        handlers.append(asyncio.ensure_future(relay(reader, writer)))
+
+    proxy = await asyncio.start_server(accepted, "127.0.0.1", 0)
     port = proxy.sockets[0].getsockname()[1]
     try:
         yield postgres.replace(where.netloc.split("@")[-1], f"127.0.0.1:{port}"), stalled
-    finally:  # nothing left open for a later test to find (unraisable ResourceWarnings)
-        released.set()
-        for writer in writers:
-            writer.close()
+    finally:  # nothing left open for a later test to find (unraisable ResourceWarnings): a
+        # connection accepted as the test ended (asyncpg sends a cancel request on a connection
+        # of its own when a statement under way is cancelled) was still opening its upstream
+        # when the ends were closed, and its two sockets were left to the collector
         proxy.close()
-        await proxy.wait_closed()
-        await asyncio.sleep(0.1)  # the relays' handlers end
+        released.set()
+        await asyncio.sleep(0.1)  # a connection accepted just before the close is made
+        for handler in handlers:
+            handler.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        for end in ends:
+            end.close()
 
 
 async def test_a_stalled_listening_connection_is_dropped_not_waited_on(postgres):
