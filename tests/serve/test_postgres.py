@@ -929,8 +929,10 @@ async def test_a_heartbeat_has_one_deadline_for_the_batch_and_its_statement(post
         try:
             stalled.set()
             await link._using.acquire()  # a batch under way there
-            began = loop.time()
             renewing = asyncio.ensure_future(link._renew(["task-7"]))
+            await asyncio.sleep(0)  # its deadline taken, it waits for the batch
+            assert not renewing.done()
+            began = loop.time()
             await asyncio.sleep(0.05)
             waited = loop.time() - began
             link._using.release()  # the batch answered; the heartbeat's statement stalls

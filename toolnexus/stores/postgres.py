@@ -741,8 +741,12 @@ class WorkerLink:
     async def _listen(self) -> None:
         asyncpg = _asyncpg()
         connection = await asyncpg.connect(self.store.db.url)
-        await connection.add_listener(CHANNEL, self._heard)
-        await connection.add_listener(self.inbox, self._heard)
+        try:
+            await connection.add_listener(CHANNEL, self._heard)
+            await connection.add_listener(self.inbox, self._heard)
+        except BaseException:  # refused, or the link stopped meanwhile: not left open
+            connection.terminate()
+            raise
         self._listener = connection
 
     def _heard(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
