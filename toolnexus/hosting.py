@@ -76,13 +76,13 @@ HOLD_IDLE = 0.03
 time) before a hold ends by itself: it waits for something, perhaps for the servers. Longer than
 Textual's wait for a frame (1/60 s)."""
 HOLD_SLICE = 0.005
+"""Seconds between two looks of a held servers' thread at the holder."""
 KEPT_SHOWN = 10_000
 """At most this many of the tasks a hosted server's store kept from before, the newest, reach a
 front end when it starts (:meth:`Workspace.kept`): the book the TUI's keys are measured at
 (``bench/tui_bench.py``, 10,000 tasks); a store may hold 100,000."""
 KEPT_PAGE = 500
 """Tasks read from a store at a time, on the servers' loop, for :meth:`Workspace.kept`."""
-"""Seconds between two looks of a held servers' thread at the holder."""
 
 
 def build_client(
