@@ -599,11 +599,11 @@ class Workspace:
             await asyncio.sleep(0)  # the caller's loop draws and takes keys between pages
 
     async def _kept_page(self, name: str, token: str, size: int) -> TaskPage | None:
-        server = self.servers.get(name)
-        handle = server.handle if server is not None else None
-        if handle is None or handle.runner is None:
+        try:
+            runner = self._runner(name)
+        except ConfigError:  # stopped meanwhile, or no A2A: nothing to show
             return None
-        return await handle.runner.store.list(TaskQuery(page_size=size, page_token=token))
+        return await runner.store.list(TaskQuery(page_size=size, page_token=token))
 
     def _runner(self, name: str) -> Any:
         server = self.servers.get(name)
