@@ -8,6 +8,7 @@ inbound MCP calls; and the remote calls hosted tasks made (``trace_tree`` nests 
 from __future__ import annotations
 
 import collections
+import heapq
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -133,7 +134,8 @@ class TaskView:
     timeline: list[tuple[TaskState, str]] = field(default_factory=list)
     result: Any = None
     ordinal: int = 0
-    """The order the book first saw it in (1, 2, ...)."""
+    """Its place in the book (1, 2, ...): the order the book saw it in, but for a task a store
+    kept, placed by its time among those seen before it (:meth:`TaskBook.keep`)."""
     known_skill: str | None = None
     """The skill any of its events named (a watched remote task's carry none)."""
     live: str = ""
@@ -310,10 +312,14 @@ class TaskBook:
 
     def keep(self, tasks: Iterable[Task], server: str) -> list[str]:
         """Tasks ``server``'s store kept from before it started (a file or PostgreSQL store, a
-        relaunch: ``Workspace.kept``) into the book, counted under ``server``, each as it was
-        stored (its submission and its last state on its timeline); a task the bus has told of
-        already stays as the bus told it (newer). Returns the ids added."""
-        added: list[str] = []
+        relaunch: ``Workspace.kept``, oldest first) into the book, counted under ``server``, each
+        as it was stored (its submission and its last state on its timeline); a task the bus has
+        told of already stays as the bus told it (newer). The book stays in the tasks' own order:
+        a kept task goes before the tasks seen already that started after it (one the bus told of
+        while the store was being read, at a launch), which then move down. Returns the ids
+        added."""
+        last = next(reversed(self.tasks.values()), None)
+        added: list[TaskView] = []
         for task in tasks:
             if task.id in self.tasks:
                 continue
@@ -322,8 +328,21 @@ class TaskBook:
             if task.state is not TaskState.SUBMITTED and task.status.timestamp:
                 view.timeline.append((task.state, task.status.timestamp))
             self._counts[server][task.state] += 1
-            added.append(task.id)
-        return added
+            added.append(view)
+        if last is not None and added and added[0].started() < last.started():
+            self._place(added)
+        return [view.id for view in added]
+
+    def _place(self, added: list[TaskView]) -> None:
+        """Views just appended, in time order, moved in among the others by their time (the
+        others' order kept as it is), every ordinal renumbered."""
+        fresh = {view.id for view in added}
+        seen = [view for view in self.tasks.values() if view.id not in fresh]
+        merged = list(heapq.merge(seen, added, key=TaskView.started))
+        self.tasks.clear()
+        for ordinal, view in enumerate(merged, 1):
+            view.ordinal = ordinal
+            self.tasks[view.id] = view
 
     def words(self, event: TextEvent) -> TaskView | None:
         """A working task's reply as it grows; None for a task the book has not seen working."""

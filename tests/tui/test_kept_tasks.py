@@ -4,6 +4,8 @@ another process serves is said in the server's row, not quietly taken over."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import httpx
@@ -13,7 +15,8 @@ pytest.importorskip("textual")
 
 from textual.widgets import DataTable  # noqa: E402
 
-from toolnexus.hosting import EXAMPLE_SKILLS, ServerSpec, Workspace  # noqa: E402
+from toolnexus import hosting  # noqa: E402
+from toolnexus.hosting import EXAMPLE_SKILLS, KEPT_SHOWN, ServerSpec, Workspace  # noqa: E402
 from toolnexus.protocol.model import Task, TaskState, TaskStatus  # noqa: E402
 from toolnexus.stores import open_store  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
@@ -103,6 +106,60 @@ async def test_a_stores_kept_tasks_reach_a_front_end_bounded_newest_and_oldest_f
         assert [t async for t in workspace.kept("nobody")] == []
     finally:
         await workspace.close()
+
+
+async def _stored(folder: Path, count: int) -> list[str]:
+    """A file store of ``count`` completed tasks, a second apart, oldest first; their ids."""
+    store = open_store(f"file:{folder}")
+    ids = [f"kept{i}" for i in range(count)]
+    for i, task_id in enumerate(ids):
+        created = f"2026-01-01T10:00:{i:02d}Z"
+        status = TaskStatus(TaskState.COMPLETED, timestamp=created)
+        await store.save(Task(id=task_id, context_id="c", status=status, created=created))
+    await store.aclose()  # type: ignore[attr-defined]
+    return ids
+
+
+async def test_a_task_sent_while_the_kept_ones_are_read_lists_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """At a launch a server's kept tasks are read a page at a time while it already answers: a
+    task sent then was listed above the older kept tasks read after it (the book listed them as
+    it heard of them). The list is in the tasks' own order, the newest last, whichever came first.
+    Here the first page is in, then a task is sent and listed, then the other pages come."""
+    folder = tmp_path / "t"
+    kept = await _stored(folder, 5)
+    monkeypatch.setattr(hosting, "KEPT_PAGE", 2)  # given as [kept0], [kept1, kept2], [kept3, ...]
+    spec = ServerSpec(name="desk", skills=[str(EXAMPLE_SKILLS)], store=f"file:{folder}")
+    app = _app(tmp_path, [spec])
+    sent = asyncio.Event()
+    read = app.workspace.kept
+
+    async def first_page_then_wait(
+        name: str, limit: int = KEPT_SHOWN
+    ) -> AsyncGenerator[list[Task]]:
+        async for tasks in read(name, limit):
+            yield tasks
+            await sent.wait()
+
+    monkeypatch.setattr(app.workspace, "kept", first_page_then_wait)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.workspace.get("desk").state == "running", timeout=30)
+        await pilot.press("2")
+        await until(pilot, lambda: app.current_mode == "tasks")
+        table = app.screen.query_one("#tasks", RowTable)
+        await until(pilot, lambda: list(table.rows) == kept[:1])
+        async with httpx.AsyncClient(timeout=30) as http:
+            params = {"message": v03_message("greet Ada"), "configuration": {"blocking": True}}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": params}
+            live = (await http.post(app.workspace.get("desk").url + "/", json=body)).json()
+        await until(pilot, lambda: list(table.rows) == [*kept[:1], live["result"]["id"]])
+        sent.set()
+        await until(pilot, lambda: table.row_count == 6)
+        assert list(table.rows) == [*kept, live["result"]["id"]]
+        assert list(app.book.tasks) == list(table.rows)
+        assert table.cursor_key == live["result"]["id"]  # the newest, followed
+        await app.action_quit()
 
 
 async def test_a_server_on_a_task_folder_another_process_serves_fails_saying_so(tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from functools import partial
 from typing import Any
@@ -234,7 +235,16 @@ class TasksScreen(ModeScreen):
         table.remove_rows(gone)
         if new:
             new.sort(key=lambda v: v.ordinal)
-            table.add_rows(v.id for v in new)
+            if table.row_count and new[0].ordinal < book.tasks[_last(table)].ordinal:
+                # in its place among rows after it: a store's kept task told after newer live
+                # ones (``TaskBook.keep``, at a launch), one the filter takes again
+                table.set_rows(
+                    heapq.merge(
+                        table.rows, [v.id for v in new], key=lambda k: book.tasks[k].ordinal
+                    )
+                )
+            else:
+                table.add_rows(v.id for v in new)
         if self.is_current:  # (hidden: all drawn anew when shown)
             table.refresh_rows(shown)
         if new and self.follow:
@@ -510,6 +520,11 @@ class TasksScreen(ModeScreen):
             self.notify(f"answered {short(view.id)}")
         except Exception as exc:
             self.notify(str(exc), title="Cannot answer", severity="warning")
+
+
+def _last(table: RowTable) -> str:
+    """The key of the table's last row (it has one)."""
+    return next(reversed(table.rows))
 
 
 def _stack(*parts: Any) -> Any:
