@@ -40,8 +40,8 @@ def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys(grow
     keys (a key held down, auto-repeating, leaves no pause)."""
     print_ = _run(f"""
         import asyncio, gc, time
-        from textual import events
         import tui.app as tapp
+        from tests.tui.answering import Answering
 
         tapp.FULL_IDLE = 10**6  # only the forced collection runs
         GROWN, WHEN = {grown}, "{when}"
@@ -51,30 +51,22 @@ def test_a_full_collection_forced_by_growth_waits_for_a_moment_between_keys(grow
             async with app.run_test() as pilot:
                 while gc.isenabled():  # the app's collector taken
                     await pilot.pause(0.05)
-                answering, inside, full = [False], [], []
+                inside, full = [], []
+
+                def grow():
+                    app._set_aside, app._set_aside_since = 1, GROWN - 1
+
+                def slow():  # the app's look at the collector comes before the frame
+                    time.sleep(0.12)
+
+                answering = Answering(app, before=grow, after=slow)
 
                 def watch(phase, info):
                     if phase == "start" and info["generation"] == 2:
                         full.append(time.monotonic())
-                        if answering[0]:
+                        if answering.now:
                             inside.append(2)
 
-                answer, display = app.on_event, app._display
-
-                async def on_event(event):
-                    if isinstance(event, events.Key):
-                        answering[0] = True
-                        app._set_aside, app._set_aside_since = 1, GROWN - 1
-                        await answer(event)
-                        time.sleep(0.12)  # the app's look at the collector comes before the frame
-                    else:
-                        await answer(event)
-
-                def shown(screen, update):
-                    display(screen, update)
-                    answering[0] = False
-
-                app.on_event, app._display = on_event, shown
                 gc.callbacks.append(watch)
                 for i in range(30):
                     await pilot.press("2" if i % 2 else "1")

@@ -218,8 +218,8 @@ def test_the_app_runs_the_collector_between_keys_and_sets_the_book_aside():
     test process keeps Python's collector."""
     code = textwrap.dedent("""
         import asyncio, gc, threading, time, weakref
-        from textual import events
         import tui.app as tapp
+        from tests.tui.answering import Answering
         from tests.tui.test_rowtable import _event
 
         class Litter:
@@ -243,26 +243,15 @@ def test_the_app_runs_the_collector_between_keys_and_sets_the_book_aside():
                                 first.append(weakref.ref(one))
                         time.sleep(0.005)
 
-                answering, inside, by_app = [False], [], []
+                inside, by_app = [], []
+                answering = Answering(app)
 
                 def watch(phase, info):
                     if phase == "start":
                         by_app.append(threading.current_thread() is threading.main_thread())
-                        if answering[0]:
+                        if answering.now:
                             inside.append(info["generation"])
 
-                answer, display = app.on_event, app._display
-
-                async def on_event(event):
-                    if isinstance(event, events.Key):
-                        answering[0] = True
-                    await answer(event)
-
-                def shown(screen, update):
-                    display(screen, update)
-                    answering[0] = False
-
-                app.on_event, app._display = on_event, shown
                 gc.callbacks.append(watch)
                 thread = threading.Thread(target=litter)
                 thread.start()
