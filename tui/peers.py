@@ -55,6 +55,9 @@ from .saved import locked, stamp, write_private
 __all__ = ["Peer", "PeerAuth", "PeerBook", "config_dir", "card_auth"]
 
 FILE = "peers-v1.json"
+SHUT_WAIT = 1.0
+"""Seconds :meth:`PeerBook.close` gives what it ended (a dial, a removed peer's close under way)
+to end, each, before it cancels it: an HTTP client closes in milliseconds; the app is quitting."""
 
 
 def config_dir() -> Path:
@@ -260,6 +263,8 @@ class Peer:
         default_factory=asyncio.Lock, init=False, repr=False, compare=False
     )
     _uses: int = field(default=0, init=False, repr=False, compare=False)
+    _dial: asyncio.Task[None] | None = field(default=None, init=False, repr=False, compare=False)
+    """The dial under way (:meth:`connect`), which :meth:`shut` ends."""
 
     @property
     def name(self) -> str:
@@ -316,6 +321,23 @@ class Peer:
         if not self._uses:
             await self._close()
 
+    @property
+    def open(self) -> bool:
+        """Whether it has a client, or a dial under way that makes one."""
+        return self.client is not None or self._dial is not None
+
+    async def shut(self) -> None:
+        """Closed now, for good (the app quits): a dial under way ended (its request cancelled,
+        given SHUT_WAIT), the client closed; a use under way is not waited for (it fails, its
+        client closed under it)."""
+        dial = self._dial
+        if dial is not None:
+            dial.cancel()
+            await asyncio.wait({dial}, timeout=SHUT_WAIT)
+        client, self.client = self.client, None
+        if client is not None:
+            await client.aclose()
+
     async def _close(self) -> None:
         async with self._dialing:
             client, self.client = self.client, None
@@ -333,46 +355,58 @@ class Peer:
         async with self._dialing:
             if self.removed:  # (a recheck asked before the removal): nothing to dial
                 return
-            self.state, self.error = "checking", ""
-            old, self.client = self.client, None
-            if old is not None:
-                await old.aclose()
-            headers = self.live_headers()
-            binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
+            self._dial = dial = asyncio.ensure_future(self._connect(bus, show))
             try:
-                self.client = A2AClient(
-                    self.url,
-                    headers=headers,
-                    bus=bus,
-                    secret_headers=tuple(headers),
-                    dialect="1.0" if binding != "auto" else self.dialect,
-                    binding=binding,
-                    extensions=self.extensions,
-                    **self.auth.client_credentials(show),
-                )
-                card = await self.client.connect()
-                # its signatures judged for the card view (a jku fetched bounded, under the
-                # address rule); a verdict, never a refusal here
-                await check_signatures(
-                    card, http=self.client.http, timeout=10.0, traffic=self.client.traffic
-                )
-                self.extended, self.extended_error = None, ""
-                if card.extended:  # with this peer's credentials (the Auth tab)
-                    try:
-                        self.extended = await self.client.extended_card(use=False)
-                    except Exception as exc:  # refused, or not served: said in the Card tab
-                        self.extended_error = str(exc)
-                if self.dialect != "auto":
-                    await self._try_binding()
-            except Exception as exc:  # a URL that names no peer is said like an unreachable one
-                self.state, self.error = "unreachable", str(exc)
-                return
+                await dial  # (this call cancelled: the dial too)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not dial.cancelled() or (current is not None and current.cancelling()):
+                    raise
+                self.state, self.error = "unreachable", "closed (the app quits)"  # shut()
             finally:
-                if self.client is not None:
-                    await (
-                        self.client.release()
-                    )  # nothing stays open between uses; the next call reconnects
-            self.state = "reachable"
+                self._dial = None
+
+    async def _connect(self, bus: EventBus | None, show: Shown | None) -> None:
+        self.state, self.error = "checking", ""
+        old, self.client = self.client, None
+        if old is not None:
+            await old.aclose()
+        headers = self.live_headers()
+        binding = {"rest": "http+json", "grpc": "grpc"}.get(self.dialect, "auto")
+        try:
+            self.client = A2AClient(
+                self.url,
+                headers=headers,
+                bus=bus,
+                secret_headers=tuple(headers),
+                dialect="1.0" if binding != "auto" else self.dialect,
+                binding=binding,
+                extensions=self.extensions,
+                **self.auth.client_credentials(show),
+            )
+            card = await self.client.connect()
+            # its signatures judged for the card view (a jku fetched bounded, under the
+            # address rule); a verdict, never a refusal here
+            await check_signatures(
+                card, http=self.client.http, timeout=10.0, traffic=self.client.traffic
+            )
+            self.extended, self.extended_error = None, ""
+            if card.extended:  # with this peer's credentials (the Auth tab)
+                try:
+                    self.extended = await self.client.extended_card(use=False)
+                except Exception as exc:  # refused, or not served: said in the Card tab
+                    self.extended_error = str(exc)
+            if self.dialect != "auto":
+                await self._try_binding()
+        except Exception as exc:  # a URL that names no peer is said like an unreachable one
+            self.state, self.error = "unreachable", str(exc)
+            return
+        finally:
+            if self.client is not None:
+                await (
+                    self.client.release()
+                )  # nothing stays open between uses; the next call reconnects
+        self.state = "reachable"
 
     async def _try_binding(self) -> None:
         """A dialect forced with ``v`` is tried, not taken on the card's word: a task no peer
@@ -436,7 +470,7 @@ class PeerBook:
         self._seen: tuple[int, int, int] | None = None  # the file as last read or written
         self._news: PeersChange | None = None  # what others changed, read under a change of ours
         self._retiring: set[asyncio.Future[None]] = set()  # removed peers' clients being closed
-        self._retired: list[Peer] = []  # removed with no loop running: closed at close()
+        self._removed: list[Peer] = []  # removed, their client perhaps still open: shut at close()
 
     @property
     def path(self) -> Path:
@@ -528,10 +562,11 @@ class PeerBook:
         the file's watch: never held by a connection's close), after a use under way; with no
         loop running (a script), at :meth:`close`."""
         peer.removed = where
+        self._removed = [p for p in self._removed if p.open]
+        self._removed.append(peer)
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._retired.append(peer)
+        except RuntimeError:  # a script: closed at close()
             return
         closing = loop.create_task(peer.retire(where))
         self._retiring.add(closing)
@@ -554,13 +589,20 @@ class PeerBook:
             pass
 
     async def close(self) -> None:
-        """Every client closed: the peers', and the removed ones' still closing."""
-        for peer in [*self.peers.values(), *self._retired]:
-            if peer.client is not None:
-                await peer.client.aclose()
-        self._retired.clear()
+        """Every client closed, now (the app quits): the peers' and the removed ones', a dial
+        under way on any ended and a use under way not waited for (:meth:`Peer.shut`); a removed
+        peer's close under way is given SHUT_WAIT, then cancelled. Nothing is left pending or
+        open: a removed peer's close waited 5 s for a dial that took longer (a peer that never
+        answers: 30 s) and was left pending, its client open."""
+        for peer in [*self.peers.values(), *self._removed]:
+            await peer.shut()
+        self._removed.clear()
         if self._retiring:
-            await asyncio.wait(set(self._retiring), timeout=5)
+            _, late = await asyncio.wait(set(self._retiring), timeout=SHUT_WAIT)
+            for closing in late:
+                closing.cancel()
+            if late:
+                await asyncio.wait(late)
 
 
 def _peer(entry: dict[str, Any]) -> Peer:
