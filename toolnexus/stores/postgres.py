@@ -724,12 +724,15 @@ class WorkerLink:
             await asyncio.sleep(0)
             while not self._out.empty() and len(batch) < 100:
                 batch.append(self._out.get_nowait())
-            listener = self._listener
+            listener = None
             try:
-                if listener is not None and not listener.is_closed():
-                    async with self._using:
+                async with self._using:  # the listener as it is once the heartbeat let go (it may
+                    listener = self._listener  # have dropped it): else the pool's, the batch kept
+                    if listener is not None and not listener.is_closed():
                         await listener.execute(*_announcing(batch), timeout=self.ANNOUNCE_TIMEOUT)
-                else:
+                    else:
+                        listener = None
+                if listener is None:
                     await self.store.announce(batch)
             except Exception as exc:  # words are best effort: the task's end tells all
                 log.warning("worker link: could not announce: %s: %s", type(exc).__name__, exc)
@@ -807,6 +810,8 @@ class WorkerLink:
         while True:
             await asyncio.sleep(self.store.lease / 3)
             running = list(self.runner._runs)
+            if not running:  # no lease to renew: no statement that a lock on the table would
+                continue  # hold, the listening connection with it (its notifications wait)
             try:
                 if not await self._renew(running):
                     await self.store.heartbeat(running)
