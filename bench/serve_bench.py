@@ -15,6 +15,10 @@ and 64, latency p50/p99, server CPU per operation (from /proc), and memory per r
 
 Run: python bench/serve_bench.py [--seconds 3] [--repeat 3] [--sdk] [--json out.json]
 (``--sdk``: the official a2a-sdk server measured beside them, interleaved, and ours set against it.)
+``--before DIR``: a change paired, in one run: the bare ceiling, DIR's toolnexus (another build, e.g.
+``git worktree add --detach DIR main``) and this tree's, all three running, each workload (card and
+GetTask at c=64 and 16, blocking sends at 16 and 64) measured on each in turn, the order rotated
+each round; the medians of the paired ratios, and the system's share of each one's CPU.
 Both servers tune the collector as ``toolnexus serve`` does (``serving_gc``; TOOLNEXUS_BENCH_GC=default
 leaves Python's). (TOOLNEXUS_BENCH_RECORD_WIRE=1 serves with the inbound wire recorder on, as the TUI hosts servers;
 --wire measures only its cost: the same server with the recorder off and on, alternating.)
@@ -315,8 +319,14 @@ async def _worker(
 
 
 def _cpu_seconds(pid: int) -> float:
+    return sum(_cpu_split(pid))
+
+
+def _cpu_split(pid: int) -> tuple[float, float]:
+    """A process's CPU so far, (user, system) seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def _rss_kib(pid: int) -> int:
@@ -335,11 +345,12 @@ async def _measure(url: str, pid: int, op: str, concurrency: int, seconds: float
     await asyncio.gather(*(_worker(c, op, time.perf_counter() + 0.3, warm, wcounts) for c in conns))
     latencies: list[float] = []
     counts = {"ops": 0, "polls": 0}
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    (user0, sys0), t0 = _cpu_split(pid), time.perf_counter()
     await asyncio.gather(
         *(_worker(c, op, time.perf_counter() + seconds, latencies, counts) for c in conns)
     )
-    elapsed, cpu = time.perf_counter() - t0, _cpu_seconds(pid) - cpu0
+    user1, sys1 = _cpu_split(pid)
+    elapsed, cpu = time.perf_counter() - t0, user1 - user0 + sys1 - sys0
     for c in conns:
         c.close()
     latencies.sort()
@@ -351,6 +362,7 @@ async def _measure(url: str, pid: int, op: str, concurrency: int, seconds: float
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "cpu_us_per_op": 1e6 * cpu / max(counts["ops"], 1),
+        "sys_share": (sys1 - sys0) / cpu if cpu else 0.0,
         "polls_per_op": counts["polls"] / max(counts["ops"], 1) if op == "roundtrip" else None,
     }
 
@@ -392,9 +404,21 @@ def _cpus() -> tuple[set[int], set[int]] | None:
     return set(mine[:-1]), {mine[-1]}
 
 
-def _start(kind: str) -> tuple[subprocess.Popen[str], str]:
+BEFORE = "before"
+"""``--before DIR``'s kind: ``toolnexus`` served from the package in DIR (another build)."""
+
+
+def _start(kind: str, before: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    env = None
+    if kind == BEFORE:  # the same server, another build's toolnexus first on the path
+        assert before is not None
+        kind, env = "toolnexus", {**os.environ, "PYTHONPATH": before}
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--server", kind], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, __file__, "--server", kind],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
     )
     cpus = _cpus()
     if cpus is not None:
@@ -522,13 +546,20 @@ def _report(results: dict[str, Any]) -> str:
 
 
 async def _paired_cost(
-    kinds: tuple[str, str], seconds: float, repeat: int, only: str | None = None
+    kinds: tuple[str, ...],
+    seconds: float,
+    repeat: int,
+    only: str | None = None,
+    before: str | None = None,
+    plan: list[tuple[str, int]] | None = None,
 ) -> str:
-    """What one feature costs: the server without it (``kinds[0]``) and with it, both running, each
-    workload measured on one then the other (the order swapped each round), so that a neighbour's
-    load moves both sides of a pair alike. ``--wire``: the inbound wire recorder (both watched by a
-    bus reader, as the TUI's hosted servers are); ``--metrics``: the Prometheus metrics."""
-    plan = [
+    """What one feature or change costs: the servers of ``kinds`` all running, each workload
+    measured on one after the other (the order rotated each round), so that a neighbour's load
+    moves every side of a comparison alike; each kind set against the first. ``--wire``: the
+    inbound wire recorder (both watched by a bus reader, as the TUI's hosted servers are);
+    ``--metrics``: the Prometheus metrics; ``--before DIR``: the bare ceiling, DIR's build and
+    this tree's (also set against DIR's)."""
+    plan = plan or [
         ("card", 64),
         ("get", 64),
         ("roundtrip", 1),
@@ -537,33 +568,51 @@ async def _paired_cost(
         ("blocking", 64),
     ]
     plan = [(op, c) for op, c in plan if only is None or op in only.split(",")]
-    servers = {kind: _start(kind) for kind in kinds}
+    servers = {kind: _start(kind, before) for kind in kinds}
     runs: dict[str, list[list[dict[str, Any]]]] = {kind: [[] for _ in plan] for kind in kinds}
     try:
         for r in range(repeat):
             for i, (op, c) in enumerate(plan):
-                for kind in kinds if r % 2 == 0 else kinds[::-1]:
+                turn = r % len(kinds)
+                for kind in kinds[turn:] + kinds[:turn]:
                     proc, url = servers[kind]
                     runs[kind][i].append(await _measure(url, proc.pid, op, c, seconds))
     finally:
         for proc, _ in servers.values():
             proc.kill()
             proc.wait()
+    pairs = [(kinds[0], k) for k in kinds[1:]] + ([(kinds[1], kinds[2])] if before else [])
     lines = [
-        f"{'op':<10}{'c':>4}{'off/s':>10}{'on/s':>10}{'on/off':>8}{'off µs':>9}{'on µs':>8}{'cpu x':>7}"
-        f"{'pairs on/off (min-max)':>26}"
+        f"{'op':<10}{'c':>4}"
+        + "".join(f"{k + ' /s':>15}{'µs':>6}{'sys':>5}" for k in kinds)
+        + "".join(f"{f'{b}/{a} rate, cpu (pairs)':>34}" for a, b in pairs)
     ]
     for i, (op, c) in enumerate(plan):
-        off, on = runs[kinds[0]][i], runs[kinds[1]][i]
-        ratios = sorted(b["rate"] / a["rate"] for a, b in zip(off, on, strict=True))
-        rate = {k: statistics.median(m["rate"] for m in runs[k][i]) for k in kinds}
-        cpu = {k: statistics.median(m["cpu_us_per_op"] for m in runs[k][i]) for k in kinds}
-        lines.append(
-            f"{op:<10}{c:>4}{rate[kinds[0]]:>10.0f}{rate[kinds[1]]:>10.0f}{statistics.median(ratios):>8.2f}"
-            f"{cpu[kinds[0]]:>9.0f}{cpu[kinds[1]]:>8.0f}{cpu[kinds[1]] / cpu[kinds[0]]:>7.2f}"
-            f"{ratios[0]:>17.2f}-{ratios[-1]:.2f}"
-        )
-    lines.append("on/off: the median of the paired ratios (each pair measured back to back)")
+        line = f"{op:<10}{c:>4}"
+        for k in kinds:
+            got = runs[k][i]
+            line += (
+                f"{statistics.median(m['rate'] for m in got):>15.0f}"
+                f"{statistics.median(m['cpu_us_per_op'] for m in got):>6.0f}"
+                f"{statistics.median(m['sys_share'] for m in got):>5.0%}"
+            )
+        for a, b in pairs:
+            rates = sorted(
+                y["rate"] / x["rate"] for x, y in zip(runs[a][i], runs[b][i], strict=True)
+            )
+            cpus = sorted(
+                y["cpu_us_per_op"] / x["cpu_us_per_op"]
+                for x, y in zip(runs[a][i], runs[b][i], strict=True)
+            )
+            line += (
+                f"{statistics.median(rates):>10.2f}, {statistics.median(cpus):.2f}"
+                f" ({cpus[0]:.2f}-{cpus[-1]:.2f})"
+            ).rjust(34)
+        lines.append(line)
+    lines.append(
+        "b/a: the medians of the paired ratios (each pair measured back to back), the CPU ratios' "
+        "range in brackets; sys: the system's share of the CPU"
+    )
     return "\n".join(lines)
 
 
@@ -607,9 +656,15 @@ def main() -> None:
         help="measure only the Prometheus metrics' cost (off vs on)",
     )
     ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="paired: the bare ceiling, the toolnexus package in DIR (another build, e.g. a "
+        "detached worktree of main) and this tree's, each workload on all three in turn",
+    )
+    ap.add_argument(
         "--only",
         metavar="OPS",
-        help="with --wire or --metrics: only these workloads (e.g. card,get)",
+        help="with --wire, --metrics or --before: only these workloads (e.g. card,get)",
     )
     ap.add_argument(
         "--no-pin", action="store_true", help="let the servers and the load share every core"
@@ -635,6 +690,24 @@ def main() -> None:
             else ("toolnexus", "toolnexus-metrics")
         )
         print(uvloop.run(_paired_cost(kinds, args.seconds, args.repeat, args.only)))
+        return
+    if args.before:
+        plan = [("card", 64), ("get", 64), ("get", 16), ("blocking", 16), ("blocking", 64)]
+        print(f"load average at start: {_load()}", flush=True)
+        before = str(Path(args.before).resolve())
+        print(
+            uvloop.run(
+                _paired_cost(
+                    ("bare", BEFORE, "toolnexus"),
+                    args.seconds,
+                    args.repeat,
+                    args.only,
+                    before,
+                    plan,
+                )
+            )
+        )
+        print(f"load average at end: {_load()}")
         return
     print(f"load average at start: {_load()}", file=sys.stderr, flush=True)
     results = uvloop.run(_bench(args.seconds, args.tasks, args.repeat, args.sdk))

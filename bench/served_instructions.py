@@ -5,6 +5,10 @@ server of ``serve_bench.py --server KIND`` runs under ``valgrind --tool=callgrin
 counting off; once it is up and warmed (``--warm`` requests of each op), counting is switched on
 (``callgrind_control -i on``), exactly ``--count`` requests of one op are sent one after another
 (so the server's work does not depend on timing), counting is switched off, the counts dumped and the server stopped.
+``--concurrency N``: over N connections at once, each sending its share one after another (a loop
+turn of the server then takes several requests, as serve_bench's concurrency makes it; the work
+per request moves a little with how they fall into turns). The connections are opened, and
+``get``'s tasks made, before the window.
 Instructions per request = the window's total / ``--count``. Both kinds are run for each op, one
 after the other, ``--repeat`` times; the spread between repeats is the measurement's noise (the
 event loop's idle ticks during the window, mostly).
@@ -21,6 +25,7 @@ message in 1.0's shapes, not returning immediately), ``get`` (``tasks/get`` of a
 for each server: a durable task's instructions, the database's own not counted.
 
 Run: python bench/served_instructions.py [--kinds toolnexus,toolnexus-metrics] [--ops blocking,get,card]
+     python bench/served_instructions.py --kinds bare,toolnexus --ops get --concurrency 64
      python bench/served_instructions.py --before DIR [--ops blocking,blocking10,get]
      python bench/served_instructions.py --before DIR --store postgresql --ops blocking --count 500
 (about a minute a run under valgrind; needs valgrind's callgrind_control on PATH)
@@ -38,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -68,21 +74,45 @@ def _send10() -> bytes:
     ).encode()
 
 
-async def _requests(url: str, op: str, count: int) -> None:
+async def _session(
+    url: str, op: str, warm: int, count: int, concurrency: int, counted: Callable[[bool], None]
+) -> None:
+    """``warm`` then ``count`` requests of ``op``, counting switched on (``counted(True)``) for the
+    second only, over ``concurrency`` connections opened first, each sending its share one after
+    another (at once: a loop turn of the server takes several requests, as serve_bench's
+    concurrency makes it). For ``get``, each connection's task is made first, outside the window."""
     host, port = url.split("//", 1)[1].rstrip("/").split(":")
-    conn = Conn(host, int(port))
-    await conn.open()
-    finished = b""
-    if op == "get":
-        done = json.loads(await conn.request("POST", "/", _send_body(True)))
-        finished = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tasks/get",
-                "params": {"id": done["result"]["id"]},
-            }
-        ).encode()
+    conns = [Conn(host, int(port)) for _ in range(concurrency)]
+    for conn in conns:
+        await conn.open()
+    finished = [await _finished(conn) if op == "get" else b"" for conn in conns]
+
+    async def round_of(total: int) -> None:
+        share, extra = divmod(total, concurrency)
+        await asyncio.gather(
+            *(
+                _requests(conn, op, share + (i < extra), body)
+                for i, (conn, body) in enumerate(zip(conns, finished, strict=True))
+            )
+        )
+
+    await round_of(warm)
+    counted(True)
+    await round_of(count)
+    counted(False)
+    for conn in conns:
+        conn.close()
+
+
+async def _finished(conn: Conn) -> bytes:
+    """A ``tasks/get`` of a task made now by a blocking send (finished when answered)."""
+    done = json.loads(await conn.request("POST", "/", _send_body(True)))
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": done["result"]["id"]}}
+    ).encode()
+
+
+async def _requests(conn: Conn, op: str, count: int, finished: bytes) -> None:
     for _ in range(count):
         if op == "card":
             await conn.request("GET", CARD)
@@ -94,7 +124,6 @@ async def _requests(url: str, op: str, count: int) -> None:
         else:
             out = json.loads(await conn.request("POST", "/", _send_body(True)))
             assert out["result"]["status"]["state"] == "completed", out
-    conn.close()
 
 
 def _control(pid: int, *args: str) -> None:
@@ -104,7 +133,13 @@ def _control(pid: int, *args: str) -> None:
 
 
 def measure(
-    kind: str, op: str, warm: int, count: int, before: str | None = None, store: str = "memory"
+    kind: str,
+    op: str,
+    warm: int,
+    count: int,
+    before: str | None = None,
+    store: str = "memory",
+    concurrency: int = 1,
 ) -> float:
     """Instructions the server spent per request over ``count`` requests of ``op`` (kind
     ``before``: ``toolnexus`` from the package in ``before``; else from this tree), its tasks
@@ -142,10 +177,16 @@ def measure(
             url = server.stdout.readline().strip()
             if not url.startswith("http"):
                 raise RuntimeError(f"{kind} did not start under valgrind")
-            asyncio.run(_requests(url, op, warm))
-            _control(server.pid, "-i", "on")
-            asyncio.run(_requests(url, op, count))
-            _control(server.pid, "-i", "off")
+            asyncio.run(
+                _session(
+                    url,
+                    op,
+                    warm,
+                    count,
+                    concurrency,
+                    lambda on: _control(server.pid, "-i", "on" if on else "off"),
+                )
+            )
             _control(server.pid, "--dump")
         finally:
             server.send_signal(signal.SIGTERM)
@@ -168,6 +209,12 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="connections sending at once, each its share of --count one after another",
+    )
     ap.add_argument("--store", choices=("memory", "postgresql"), default="memory")
     ap.add_argument(
         "--before",
@@ -177,7 +224,10 @@ def main() -> None:
     a = ap.parse_args()
     kinds = [BEFORE, "toolnexus"] if a.before else a.kinds.split(",")
     before = str(Path(a.before).resolve()) if a.before else None
-    print(f"instructions per request over {a.count} sequential requests, after {a.warm} to warm")
+    print(
+        f"instructions per request over {a.count} requests on {a.concurrency} connection(s), "
+        f"after {a.warm} to warm"
+    )
     print(
         f"{'op':<10}"
         + "".join(f"{k:>20}" for k in kinds)
@@ -188,7 +238,15 @@ def main() -> None:
         for op in a.ops.split(","):
             for _ in range(a.repeat):
                 got = [
-                    measure(k, op, a.warm, a.count, before, pg.database() if pg else "memory")
+                    measure(
+                        k,
+                        op,
+                        a.warm,
+                        a.count,
+                        before,
+                        pg.database() if pg else "memory",
+                        a.concurrency,
+                    )
                     for k in kinds
                 ]
                 ratio = f"{got[1] / got[0]:>9.3f}" if len(got) == 2 else ""
