@@ -35,7 +35,7 @@ def is_object(value: object) -> TypeIs[dict[str, Any]]:
 
 def is_mapping(value: object) -> TypeIs[Mapping[str, Any]]:
     """Any mapping read like a JSON object (a ``dict``, or headers, or a protobuf map)."""
-    return isinstance(value, Mapping)
+    return type(value) is dict or isinstance(value, Mapping)  # a dict without the ABC's check
 
 
 def is_array(value: object) -> TypeIs[list[Any]]:

@@ -57,12 +57,14 @@ class Dialect(str, enum.Enum):
 
 _V10_STATE = {s: "TASK_STATE_" + s.value.upper().replace("-", "_") for s in TaskState}
 _V10_STATE[TaskState.UNKNOWN] = "TASK_STATE_UNSPECIFIED"
+_V03_STATE = {s: s.value for s in TaskState}  # a lookup: an enum's ``value`` is a Python descriptor
 _STATE_BY_NAME: dict[str, TaskState] = {s.value: s for s in TaskState}
 _STATE_BY_NAME.update({v: s for s, v in _V10_STATE.items()})
 _STATE_BY_NAME["canceled"] = TaskState.CANCELED
 _STATE_BY_NAME["cancelled"] = TaskState.CANCELED
 _STATE_BY_NAME["TASK_STATE_CANCELLED"] = TaskState.CANCELED
 _ROLE_OUT = {Dialect.V10: {"user": "ROLE_USER", "agent": "ROLE_AGENT"}}
+_ROLE_NAMES = {d: _ROLE_OUT.get(d, {}) for d in Dialect}  # how each dialect writes a role
 _ROLE_IN = {"user": "user", "ROLE_USER": "user", "agent": "agent", "ROLE_AGENT": "agent"}
 
 
@@ -91,7 +93,7 @@ def lower_enums(value: Any) -> Any:
 
 
 def state_name(state: TaskState, dialect: Dialect) -> str:
-    return _V10_STATE[state] if dialect is Dialect.V10 else state.value
+    return (_V10_STATE if dialect is Dialect.V10 else _V03_STATE)[state]
 
 
 def parse_state(value: Any) -> TaskState | None:
@@ -144,7 +146,7 @@ def render_message(m: Message, dialect: Dialect) -> dict[str, Any]:
         out["contextId"] = m.context_id
     if m.task_id:
         out["taskId"] = m.task_id
-    out["role"] = _ROLE_OUT.get(dialect, {}).get(m.role, m.role)
+    out["role"] = _ROLE_NAMES[dialect].get(m.role, m.role)
     out["parts"] = [render_part(p, dialect) for p in m.parts]
     if m.metadata:
         out["metadata"] = m.metadata
@@ -303,6 +305,8 @@ def check_id(value: str, where: str) -> str:
         raise InvalidParamsError(
             f"Invalid params: {where} is {len(value):,} characters long; an id has at most {MAX_ID}"
         )
+    if value.isascii() and value.isprintable():  # most ids (UUIDs): no control character, at once
+        return value
     bad = _NOT_IN_ID.search(value)
     if bad is not None:
         raise InvalidParamsError(

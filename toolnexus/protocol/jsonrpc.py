@@ -81,10 +81,11 @@ def parse_request(body: Any, raw: bytes | None = None) -> RpcRequest:
 
 def refuse_too_deep(params: Any, raw: bytes | None = None) -> None:
     """InvalidParamsError when ``params`` (of any binding) nest deeper than ``MAX_DEPTH``; ``raw``,
-    the bytes they were read from, skips the walk when they hold too few brackets to nest that deep."""
-    if (raw is None or raw.count(b"{") + raw.count(b"[") > MAX_DEPTH) and too_deep(
-        params, MAX_DEPTH
-    ):
+    the JSON they were read from, skips the walk when it holds too few brackets to nest that deep
+    (or is too short to: each level opens and closes, two bytes)."""
+    if (
+        raw is None or (len(raw) > 2 * MAX_DEPTH and raw.count(b"{") + raw.count(b"[") > MAX_DEPTH)
+    ) and too_deep(params, MAX_DEPTH):
         raise InvalidParamsError(f"Invalid params: nested deeper than {MAX_DEPTH} levels")
 
 

@@ -133,11 +133,11 @@ class _Answer:
         self.raw_headers = [
             (b"content-type", b"application/json"),
             (b"content-length", b"%d" % len(body)),
-            *(
-                (k.lower().encode("latin-1"), v.encode("latin-1"))
-                for k, v in (headers or {}).items()
-            ),
         ]
+        if headers:
+            self.raw_headers += [
+                (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
+            ]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await send(
@@ -224,6 +224,9 @@ class A2AEndpoint:
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
         self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
+        # and as JSON-RPC answers them, by the kept answer's id: the answer and its JSON, made
+        # at its second answer (None until then: a task polled to its end is mostly asked once)
+        self._encoded: dict[int, tuple[Any, bytes | None]] = {}
         self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def _needs(self, skill: SkillDef) -> list[dict[str, list[str]]]:
@@ -342,8 +345,11 @@ class A2AEndpoint:
             wrap = self._hybrid_stream(rid) if hybrid else None
             outcome = await self.dispatch(op, params, dialect, rid, owner, wrap)
             if not isinstance(outcome, Response):
-                answer = self._spelled_hybrid(outcome) if hybrid else outcome
-                return _json_response(result_envelope(rid, answer), headers=activated)
+                if hybrid:
+                    outcome = self._spelled_hybrid(outcome)
+                elif id(outcome) in self._encoded:  # a finished task's GetTask answer, kept
+                    return _Answer(self._enveloped(rid, outcome), 200, activated)
+                return _json_response(result_envelope(rid, outcome), headers=activated)
             outcome.headers.update(activated)
         except RPCError as err:
             if call.is_notification:
@@ -661,9 +667,20 @@ class A2AEndpoint:
         rendered = render_task(task, dialect, request.history_length)
         if task.state.terminal:
             self._finished[key] = rendered
+            self._encoded[id(rendered)] = (rendered, None)
             if len(self._finished) > FINISHED_CACHE:
-                self._finished.popitem(last=False)
+                self._encoded.pop(id(self._finished.popitem(last=False)[1]), None)
         return rendered
+
+    def _enveloped(self, rid: Any, kept: Any) -> bytes:
+        """The JSON-RPC answer of ``rid`` whose result is ``kept`` (a finished task's GetTask
+        answer, see :meth:`_get`): its JSON made once and set in the envelope, the same bytes
+        ``_json.dumps(result_envelope(rid, kept))`` writes (compact, in the envelope's order)."""
+        result, encoded = self._encoded[id(kept)]
+        if encoded is None:
+            encoded = _json.dumps(result)
+            self._encoded[id(kept)] = (result, encoded)
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), encoded)
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(
