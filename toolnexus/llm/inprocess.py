@@ -32,6 +32,23 @@ class InProcessStyle(OpenAIShapes):
     def __init__(self, generate: Generate, model: str) -> None:
         self.generate = generate
         self.model = model
+        self._kind: tuple[Any, bool] | None = None  # (generate, called on the loop), see _on_loop
+
+    def _on_loop(self, fn: Any) -> bool:
+        """Whether ``fn`` is called on the event loop (a coroutine or async generator function, or
+        an object whose ``__call__`` is one), else in a thread; worked out once per ``generate``
+        (``inspect`` takes microseconds a turn to tell)."""
+        kind = self._kind
+        if kind is None or kind[0] is not fn:
+            call = getattr(fn, "__call__", None)  # noqa: B004  # an object's __call__: async?
+            kind = self._kind = (
+                fn,
+                inspect.iscoroutinefunction(fn)
+                or inspect.iscoroutinefunction(call)
+                or inspect.isasyncgenfunction(fn)
+                or inspect.isasyncgenfunction(call),
+            )
+        return kind[1]
 
     async def complete(
         self,
@@ -48,18 +65,10 @@ class InProcessStyle(OpenAIShapes):
         }
         try:
             fn = self.generate
-            if (
-                inspect.iscoroutinefunction(fn)
-                or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004  # an object's __call__: async?
-                or inspect.isasyncgenfunction(fn)
-                or inspect.isasyncgenfunction(getattr(fn, "__call__", None))  # noqa: B004  # as above
-            ):
-                out = fn(request)
-            else:
-                out = await asyncio.to_thread(fn, request)
-            if inspect.isawaitable(out):
+            out = fn(request) if self._on_loop(fn) else await asyncio.to_thread(fn, request)
+            if type(out) is not dict and inspect.isawaitable(out):  # a turn as a dict: at once
                 out = await out
-            if isinstance(out, AsyncIterator):
+            if type(out) is not dict and isinstance(out, AsyncIterator):
                 out = await _gather(out, sink)
         except (asyncio.CancelledError, ModelError):
             raise

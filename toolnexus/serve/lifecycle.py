@@ -494,10 +494,13 @@ class TaskRunner:
         for q in self._watchers.get(task.id, ()):
             q.put_nowait(event)
         if self.push is not None:  # a task without configs costs one dict lookup
-            try:
-                await self.push.sync(task.id)  # shared by workers: configs set on any of them
-            except Exception as exc:  # the move is saved and told; only its notification may miss
-                log.warning("task %s: its push configs could not be read: %s", task.id, exc)
+            if self.push.shared is not None:  # shared by workers: configs set on any of them
+                try:
+                    await self.push.sync(task.id)
+                except (
+                    Exception
+                ) as exc:  # the move is saved and told; only its notification may miss
+                    log.warning("task %s: its push configs could not be read: %s", task.id, exc)
             self.push.notify(value, artifacts or [])
         changed = self._changed.pop(task.id, None)
         if changed is not None:
