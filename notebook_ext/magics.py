@@ -348,6 +348,7 @@ class ToolnexusMagics(Magics):
                     ),
                     lambda: session.stop_later(name),
                     lambda task_id: session.schedule(session.cancel(task_id)),
+                    lambda: session.kept(name),
                 )
                 display(widget)
                 handle.widget = widget
@@ -361,6 +362,7 @@ class ToolnexusMagics(Magics):
             lambda: (server.state, server.url, server.spec.profiles, server.error),
             lambda: session.stop_later(name),
             lambda task_id: session.schedule(session.cancel(task_id)),
+            lambda: session.kept(name),
         )
         server.widget = widget  # type: ignore[attr-defined]  # the widget rides on the hosted server for the magics
         display(widget)

@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import socket
 import weakref
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,8 +14,17 @@ from urllib.parse import urlsplit
 from toolnexus import A2AClient, create_toolkit
 from toolnexus.client.webhook import WebhookReceiver
 from toolnexus.errors import ConfigError, TaskNotFoundError
-from toolnexus.hosting import HostedServer, ServerSpec, Workspace, prepare, profiles
+from toolnexus.hosting import (
+    HostedServer,
+    ServerSpec,
+    Workspace,
+    kept_tasks,
+    prepare,
+    profiles,
+)
 from toolnexus.http.server import LoopThread, listening_socket
+from toolnexus.protocol.model import Task
+from toolnexus.stores import TaskPage, TaskQuery
 
 __all__ = ["NotebookSession"]
 
@@ -255,6 +265,22 @@ class NotebookSession:
             f"no task {task_id!r} among this notebook's servers and sends; "
             "name its agent: %toolnexus cancel TASK_ID URL"
         )
+
+    def kept(self, name: str) -> AsyncGenerator[list[Task], None]:
+        """The tasks server ``name``'s store kept from before it started (a file or PostgreSQL
+        store), for its widget: ``Workspace.kept``, or for a ``--thread`` server each page read on
+        its loop from a thread of the kernel's, so the kernel's loop never waits on the store."""
+        handle = self.threaded.get(name)
+        if handle is None:
+            return self.workspace.kept(name)
+        runner = handle.handle.runner
+
+        async def page(query: TaskQuery) -> TaskPage | None:
+            if runner is None:  # (no A2A: nothing kept)
+                return None
+            return await asyncio.to_thread(lambda: handle.call(runner.store.list(query)))
+
+        return kept_tasks(page, name)
 
     def server_widget(self, name: str) -> Any:
         """The widget of the server called ``name`` (None when there is none)."""

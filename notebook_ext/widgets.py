@@ -15,7 +15,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -205,8 +205,10 @@ class ServerWidget(w.VBox):
     """A hosted server: URL and card link, profiles, stop button, its live task table (filter box,
     chart), and below it the selected task's timeline, wire, messages and telemetry.
 
-    The table holds the tasks of this server since this widget was made: a server started again
-    under the same name starts with an empty table (the old widget keeps the old tasks).
+    The table holds the tasks of this server since this widget was made, and those its store
+    kept from before (``kept``: on a file or PostgreSQL store, the newest 10,000, read once the
+    server runs, as the TUI's Tasks): a server started again under the same name gets a new
+    widget, which shows the old tasks only from such a store.
     """
 
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -219,15 +221,15 @@ class ServerWidget(w.VBox):
         info: Any,
         stop: Any,
         cancel: Callable[[str], Any] | None = None,
+        kept: Callable[[], AsyncIterator[list[Task]]] | None = None,
     ) -> None:
         self.name = name
+        self._kept = kept  # () -> the store's kept tasks, a page at a time, oldest first
         self.book = TaskBook()
-        self.hops = (
-            TaskBook()
-        )  # this server's tasks, the traced tasks of the others and every remote call
-        self.since = (
-            events.seq
-        )  # this server's events from now on, not an earlier one's of the same name
+        # this server's tasks, the traced tasks of the others and every remote call
+        self.hops = TaskBook()
+        # this server's events from now on, not an earlier one's of the same name
+        self.since = events.seq
         self.disconnected = ""
         self._info = info  # () -> (state, url, profiles, error)
         self._stop = stop
@@ -290,6 +292,24 @@ class ServerWidget(w.VBox):
         )  # the others: for trace trees
         _track(self)
         self._draw()
+        self._keep(already=True)
+
+    def _keep(self, already: bool = False) -> None:
+        """What the server's store kept from before into the table, once it runs (``already``:
+        if it runs already, a ``--thread`` server, whose start no event will tell)."""
+        if self._kept is not None and (not already or self._info()[0] == "running"):
+            _schedule(self._show_kept(self._kept()))
+
+    async def _show_kept(self, pages: AsyncIterator[list[Task]]) -> None:
+        async for tasks in pages:
+            self.book.keep(tasks, self.name)
+            self.hops.keep(tasks, self.name)  # (the trace of a kept task: the task alone)
+            self._redraw_soon()
+
+    def _redraw_soon(self) -> None:
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
 
     def stop(self) -> None:
         if not self.disconnected:
@@ -327,15 +347,15 @@ class ServerWidget(w.VBox):
                 ):  # an earlier run of this name that stopped after this one began
                     continue
                 self.status = ev.state
+                if ev.state == "started":
+                    self._keep()
                 if ev.state in (
                     "stopped",
                     "failed",
                 ):  # this run is over; a new one gets a new widget
                     self._draw()
                     return
-            if not self._redraw_pending:
-                self._redraw_pending = True
-                asyncio.get_running_loop().call_later(REDRAW_EVERY, self._draw)
+            self._redraw_soon()
 
     def refresh(self) -> None:
         self._draw()

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncGenerator, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +41,7 @@ __all__ = [
     "DEMO_ASK",
     "DEMO_TRY",
     "demo_spec",
+    "kept_tasks",
 ]
 
 log = logging.getLogger("toolnexus.hosting")
@@ -571,39 +572,19 @@ class Workspace:
 
         return await self._on_servers(newest())
 
-    async def kept(self, name: str, limit: int = KEPT_SHOWN) -> AsyncGenerator[list[Task], None]:
+    def kept(self, name: str, limit: int = KEPT_SHOWN) -> AsyncGenerator[list[Task], None]:
         """The tasks running server ``name``'s store holds (kept from before it started, on a
-        file or PostgreSQL store: a relaunch; and any since), the newest ``limit`` of them, for a
-        front end's book. Each page (KEPT_PAGE tasks, newest first) is read where the servers run,
-        so the caller's loop never waits on the store; they are given back oldest first, a page at
-        a time with a turn of the caller's loop between, the order the bus tells tasks in. Nothing
-        for a server not running or without A2A; a store that fails to list ends it (logged)."""
-        pages: list[list[Task]] = []
-        token, count = "", 0
-        while count < limit:
-            try:
-                page = await self._on_servers(
-                    self._kept_page(name, token, min(KEPT_PAGE, limit - count))
-                )
-            except (ToolnexusError, OSError, ValueError) as exc:
-                log.warning("%s: its stored tasks could not be listed: %s", name, _reason(exc))
-                break
-            if page is None:
-                return
-            pages.append(page.tasks)
-            count, token = count + len(page.tasks), page.next_token
-            if not token or not page.tasks:
-                break
-        for tasks in reversed(pages):
-            yield tasks[::-1]
-            await asyncio.sleep(0)  # the caller's loop draws and takes keys between pages
+        file or PostgreSQL store: a relaunch; and any since), as :func:`kept_tasks` gives them,
+        each page read where the servers run, so the caller's loop never waits on the store.
+        Nothing for a server not running or without A2A."""
+        return kept_tasks(lambda query: self._on_servers(self._kept_page(name, query)), name, limit)
 
-    async def _kept_page(self, name: str, token: str, size: int) -> TaskPage | None:
+    async def _kept_page(self, name: str, query: TaskQuery) -> TaskPage | None:
         try:
             runner = self._runner(name)
         except ConfigError:  # stopped meanwhile, or no A2A: nothing to show
             return None
-        return await runner.store.list(TaskQuery(page_size=size, page_token=token))
+        return await runner.store.list(query)
 
     def _runner(self, name: str) -> Any:
         server = self.servers.get(name)
@@ -629,6 +610,33 @@ class Workspace:
             return await runner.answer(task, Message("user", [Part.of_text(text)]))
 
         return await self._on_servers(resume())
+
+
+async def kept_tasks(
+    page: Callable[[TaskQuery], Awaitable[TaskPage | None]], name: str, limit: int = KEPT_SHOWN
+) -> AsyncGenerator[list[Task], None]:
+    """The newest ``limit`` tasks of server ``name``'s store, for a front end's book, read with
+    ``page`` (a page of the store's listing, KEPT_PAGE tasks, newest first; None: the server is
+    gone, nothing to show): given back oldest first, a page at a time with a turn of the caller's
+    loop between, the order the bus tells tasks in. A store that fails to list ends it (logged).
+    """
+    pages: list[list[Task]] = []
+    token, count = "", 0
+    while count < limit:
+        try:
+            got = await page(TaskQuery(page_size=min(KEPT_PAGE, limit - count), page_token=token))
+        except (ToolnexusError, OSError, ValueError) as exc:
+            log.warning("%s: its stored tasks could not be listed: %s", name, _reason(exc))
+            break
+        if got is None:
+            return
+        pages.append(got.tasks)
+        count, token = count + len(got.tasks), got.next_token
+        if not token or not got.tasks:
+            break
+    for tasks in reversed(pages):
+        yield tasks[::-1]
+        await asyncio.sleep(0)  # the caller's loop draws and takes keys between pages
 
 
 async def _cancel_the_others() -> None:

@@ -210,3 +210,50 @@ def test_send_shows_the_words_as_they_come_on_a_real_kernel(tmp_path: Path):
         nb, timeout=90, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()  # a failed assert fails the cell, and the test with it
+
+
+def test_a_servers_widget_shows_the_tasks_its_store_kept_in_the_next_kernel(tmp_path: Path):
+    """A server on a file store ran a task; the notebook run again in a new kernel (the next day,
+    a kernel restarted) served it again on that store, and its widget showed no task, while the
+    TUI's Tasks and ``toolnexus task list`` did (issue 61). The widget shows the kept tasks now,
+    in its book and its table, for a server on the kernel's loop and one on a thread."""
+    store = tmp_path / "tasks"
+    first = [
+        "%load_ext toolnexus",
+        f"a = %toolnexus serve --name desk --store file:{store}",
+        "s = %toolnexus send {a.url} greet Ada\n"
+        "t = await s.done()\n"
+        "assert t.state.value == 'completed', t\n"
+        f"(__import__('pathlib').Path({str(tmp_path)!r}) / 'sent').write_text(t.id)",
+    ]
+    shows = (
+        "for _ in range(600):  # until its widget has it (at most 30 s)\n"
+        "    if list({w}.widget.book.tasks) == [sent]:\n"
+        "        break\n"
+        "    await asyncio.sleep(0.05)\n"
+        "await asyncio.sleep(0.3)  # its next redraw\n"
+        "assert list({w}.widget.book.tasks) == [sent], list({w}.widget.book.tasks)\n"
+        "assert sent[:8] in {w}.widget.table.value, {w}.widget.table.value"
+    )
+    again = [
+        "%load_ext toolnexus",
+        f"import asyncio\nsent = (__import__('pathlib').Path({str(tmp_path)!r}) / 'sent').read_text()",
+        f"b = %toolnexus serve --name desk --store file:{store}",
+        shows.format(w="b"),
+        "%toolnexus stop desk",
+        "for _ in range(600):  # its store let go (at most 30 s)\n"
+        "    if b.state == 'stopped':\n"
+        "        break\n"
+        "    await asyncio.sleep(0.05)",
+        f"c = %toolnexus serve --name desk-t --store file:{store} --thread",
+        shows.format(w="c"),
+        "%toolnexus stop desk-t",
+    ]
+    for cells in (first, again):  # each in a kernel of its own
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        client = nbclient.NotebookClient(
+            nb, timeout=90, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        )
+        client.execute()  # a failed assert fails the cell, and the test with it
+        said = "".join(o.get("text", "") for c in nb.cells for o in c.outputs)
+        assert "Error" not in said, said
