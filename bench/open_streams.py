@@ -35,6 +35,10 @@ timers).
 With ``--nice -10`` (root): the server and the callers run ahead of the machine's other processes,
 so that on a shared machine each has about its core to itself.
 
+With TOOLNEXUS_BENCH_GCLOG=PATH: the server's collections while the slow streams are held alone
+and while the fast streams run among them (how many, their CPU, the longest pause), from the
+server's collector log (``stream_bench._profiled``), read after the loaded phase.
+
 With ``--tracemalloc N``: no bench; the server traces its allocations, N slow streams are opened,
 and the largest allocation sites (by line, and by traceback of 12 frames) per open stream are
 printed.
@@ -304,7 +308,10 @@ async def _round(
     cpu1, t1 = sb._cpu_seconds(pid), time.monotonic()
     await asyncio.sleep(HELD)  # the slow streams alone
     held_share = (sb._cpu_seconds(pid) - cpu1) / (time.monotonic() - t1)
+    t2 = time.monotonic()
     loaded = await _fast(url, pid, args.seconds, side)
+    t3 = time.monotonic()
+    pauses = await _pauses(pid)
     held = max(held, sb._rss_kib(pid))
     out, _ = await asyncio.to_thread(slow.communicate)
     slow_row = json.loads(out)
@@ -324,6 +331,9 @@ async def _round(
         "held_cpu_share": held_share,
         "held_us_per_slow_word": held_share * args.gap / max(opened, 1) * 1e6,
         "open_when_loaded": opened,
+        "gc_opening": _collector(pauses, began, t1),
+        "gc_held": _collector(pauses, t1, t2),
+        "gc_loaded": _collector(pauses, t2, t3),
         "load": sb._load(),
     }
     print(
@@ -336,11 +346,60 @@ async def _round(
         f"{opened} open {backlog:.1f} s after the ramp; held: {held_share:.1%} of a core, "
         f"{row['held_us_per_slow_word']:.0f} µs per slow word; "
         f"fast failed {quiet['failed']}+{loaded['failed']}; slow failed {slow_row['failed']}/{slow_row['streams']} "
-        f"(p99 {slow_row['p99_ms']:.1f} ms) {slow_row['why'] or ''} {slow_row['tcp']}; load {row['load']}",
+        f"(p99 {slow_row['p99_ms']:.1f} ms) {slow_row['why'] or ''} {slow_row['tcp']}; "
+        f"{_said(row['gc_opening'], 'opening')}{_said(row['gc_held'], 'held')}{_said(row['gc_loaded'], 'loaded')}load {row['load']}",
         file=sys.stderr,
         flush=True,
     )
     return row
+
+
+async def _pauses(pid: int) -> list[list[float]]:
+    """With TOOLNEXUS_BENCH_GCLOG=PATH, the server's collections so far (``stream_bench._profiled``:
+    generation, when on the monotonic clock, wall and CPU seconds), written on SIGUSR2."""
+    import signal
+
+    gclog = os.environ.get("TOOLNEXUS_BENCH_GCLOG")
+    if not gclog:
+        return []
+    path = Path(f"{gclog}.open")
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR2)
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):  # not yet written, or half
+            continue
+    return []
+
+
+def _collector(pauses: list[list[float]], began: float, ended: float) -> dict[str, Any]:
+    """The collections between ``began`` and ``ended``: how many, their CPU (ms, and as a share of
+    a core), the longest on the wall clock, by generation and in all."""
+    inside = [p for p in pauses if began <= p[1] <= ended]
+    span = max(ended - began, 1e-9)
+    return {
+        "collections": len(inside),
+        "cpu_ms": sum(p[3] for p in inside) * 1e3,
+        "cpu_share": sum(p[3] for p in inside) / span,
+        "longest_ms": max((p[2] for p in inside), default=0.0) * 1e3,
+        "by_generation": {
+            g: [sum(1 for p in inside if p[0] == g), sum(p[3] for p in inside if p[0] == g) * 1e3]
+            for g in (0, 1, 2)
+        },
+    }
+
+
+def _said(gc_: dict[str, Any], phase: str) -> str:
+    if not gc_["collections"]:
+        return ""
+    full = gc_["by_generation"][2]
+    return (
+        f"collector while {phase}: {gc_['collections']} collections, {gc_['cpu_ms']:.0f} ms CPU "
+        f"({gc_['cpu_share']:.1%} of a core), longest {gc_['longest_ms']:.1f} ms, "
+        f"{full[0]} full ({full[1]:.0f} ms); "
+    )
 
 
 async def _bench(args: argparse.Namespace) -> list[dict[str, Any]]:

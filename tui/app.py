@@ -589,7 +589,7 @@ class ToolnexusApp(App[None]):
         in the app's thread or in the hosted servers' (holding the interpreter meanwhile), and its
         middle collections walked the survivors of 10-20 young ones (100,000 objects at 10,000
         tasks, the book growing: 100-160 ms of CPU)."""
-        serving_gc()
+        serving_gc(collect=False)  # its own collector, below
         missing = [f"App.{name}" for name in TEXTUAL_PRIVATE["app"] if not hasattr(App, name)]
         missing += [
             f"Screen.{name}" for name in TEXTUAL_PRIVATE["screen"] if not hasattr(self.screen, name)

@@ -17,11 +17,13 @@ import mmap
 import os
 import resource
 import socket
+import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 import uvicorn
@@ -46,6 +48,11 @@ __all__ = [
     "connections_for",
     "accept_queue",
     "GC_THRESHOLD",
+    "ServingCollector",
+    "COLLECT_EVERY",
+    "HELD_MANY",
+    "FULL_GROWTH",
+    "FULL_LOOK",
     "ANSWER_GRACE",
     "CUT",
 ]
@@ -75,9 +82,24 @@ the app wrote of its answer sent first: an answer ended mid-body on purpose, wit
 line an exception would cost (``serve.quirks``' ``drop-streams``)."""
 GC_THRESHOLD = (20_000, 20, 20)
 """The collector's thresholds in a serving process (see :func:`serving_gc`; Python's are 700, 10, 10)."""
+HELD_MANY = 1000
+"""Open connections from which :class:`ServingCollector` runs the collector itself, until fewer
+than half as many are open (below it, Python's with :data:`GC_THRESHOLD`: short requests'
+objects die before a collection walks them)."""
+COLLECT_EVERY = 0.05
+"""Seconds between two young collections of :class:`ServingCollector`, each followed by setting
+what survived aside: a collection walks only what was made since the one before and is still
+alive (at 10,000 open streams, a word every 5 s each, a few thousand objects)."""
+FULL_GROWTH = 1.5
+"""What :class:`ServingCollector` set aside may grow by this factor, counted in the memory blocks
+Python's allocator holds (``sys.getallocatedblocks``), before a full collection walks it all again
+for the cycles that died there (a pause of the whole heap: 0.5-1 s at 10,000 open streams)."""
+FULL_LOOK = 1.0
+"""Seconds between two looks of :class:`ServingCollector` at the memory blocks (a look counts
+every pool of every arena: ~0.5 ms at 4 million blocks)."""
 
 
-def serving_gc() -> None:
+def serving_gc(collect: bool = True) -> None:
     """Tune this process's garbage collector for serving, once the server has started.
 
     Every request in flight holds a few hundred young objects (coroutines, frames, dicts); with
@@ -86,12 +108,97 @@ def serving_gc() -> None:
     of a served request's CPU and 30-60 ms pauses at 64 concurrent callers (``bench/README.md``).
     Here what start-up made is set aside (``gc.freeze``: never walked again) and the youngest
     generation is collected after 20,000 new objects. Cycles are still collected, later.
-    ``toolnexus serve`` calls it (the process is the server's); a program that embeds
-    :func:`~toolnexus.serve.serve` decides for its own process.
+
+    With ``collect`` and a running loop, :class:`ServingCollector` also runs on that loop (once
+    a loop): while thousands of connections are open (streams, whose objects live as long as they
+    are), it runs the collector itself. ``toolnexus serve`` calls it (the process is the
+    server's); a program that embeds :func:`~toolnexus.serve.serve` decides for its own process
+    (the TUI runs a collector of its own).
     """
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
+    if not collect:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if not any(c.loop is loop for c in ServingCollector.running):
+        ServingCollector(loop).start()
+
+
+class ServingCollector:
+    """A serving process's collector while it holds :data:`HELD_MANY` connections open or more
+    (its servers' together), run on its loop: every :data:`COLLECT_EVERY` seconds the youngest
+    generation is collected and what survived is set aside (``gc.freeze``), never walked again
+    until a full collection; every :data:`FULL_LOOK` seconds, once the memory blocks Python holds
+    grew by :data:`FULL_GROWTH` since the last full collection, everything set aside is walked
+    again (``gc.unfreeze``, a full collection, set aside again) for the cycles that died there (an
+    HTTP client's request is one: ``serve.push._Once``). When fewer than half as many are open, a
+    last full collection and Python's collector again. Memory stays within FULL_GROWTH of what is
+    alive, and full collections come with growth, not with time.
+
+    Why: with Python's collector (:func:`serving_gc`'s thresholds), an open stream's objects for
+    each word live until its next word, seconds later; the young generation holds every word of
+    every stream since the last collection (260,000 objects at 10,000 streams, a word every 5 s
+    each: 150-170 ms of CPU a collection), and what survives it is walked again by the middle
+    generation's. Here a collection walks the last 50 ms' survivors, a few milliseconds
+    (``bench/README.md``, "Ten thousand open streams, round 5"). Python's own collections stay on
+    (another thread's garbage, a loop held up): they walk only what is not set aside yet.
+    """
+
+    running: ClassVar[list[ServingCollector]] = []
+    """The collectors running, one per loop at most (:func:`serving_gc`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.held = False
+        """Whether it runs the collector now (HELD_MANY connections open)."""
+        self.full = 0
+        """Full collections it ran."""
+        self._base = 0  # the memory blocks after the last full collection
+        self._looked = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        """Look at the open connections, and collect while many are, from now on."""
+        ServingCollector.running.append(self)
+        self._timer = self.loop.call_later(COLLECT_EVERY, self._tick)
+
+    def stop(self) -> None:
+        """Collect no more (Python's collector goes on, what is set aside stays so)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self in ServingCollector.running:
+            ServingCollector.running.remove(self)
+
+    def _tick(self) -> None:
+        self._timer = self.loop.call_later(COLLECT_EVERY, self._tick)
+        open_ = sum(len(server.server_state.connections) for server in _Uvicorn.serving)
+        if not self.held:
+            if open_ < HELD_MANY:
+                return
+            self.held, self._base, self._looked = True, sys.getallocatedblocks(), self.loop.time()
+        elif open_ < HELD_MANY // 2:
+            self.held = False
+            self._full()
+            return
+        gc.collect(0)
+        gc.freeze()
+        now = self.loop.time()
+        if now - self._looked >= FULL_LOOK:
+            self._looked = now
+            if sys.getallocatedblocks() > self._base * FULL_GROWTH:
+                self._full()
+
+    def _full(self) -> None:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        self.full += 1
+        self._base = sys.getallocatedblocks()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,6 +378,9 @@ class _Uvicorn(uvicorn.Server):
     """A uvicorn server that leaves signals to its host, stops on an event, not a 0.1 s poll, and
     drains (see :meth:`AsgiServer.stop`)."""
 
+    serving: ClassVar[weakref.WeakSet[_Uvicorn]] = weakref.WeakSet()
+    """The servers started in this process (their open connections: :class:`ServingCollector`)."""
+
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.ready = asyncio.Event()
@@ -289,6 +399,7 @@ class _Uvicorn(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         self._accepts = _Accepts(self, sockets or [])
+        _Uvicorn.serving.add(self)
         self.ready.set()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:

@@ -1,0 +1,166 @@
+"""The collector of a serving process (``http.server.ServingCollector``, started by ``serving_gc``
+as ``toolnexus serve`` calls it): what outlives a young collection is set aside, so that the open
+streams' objects are not walked again at each collection, and the cycles that die set aside are
+still found, memory bounded. Each runs in a fresh interpreter: the collector is the process's."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+
+import toolnexus as tn
+from toolnexus.http import server
+from toolnexus.http.server import FULL_GROWTH, serving_gc
+
+ROOT = Path(__file__).resolve().parents[2]
+HELD = 200
+"""Streams held open on the real server."""
+WALKED_PER_STREAM = 25
+"""What a young collection may walk per held stream: what a word's wait made since the last
+collection (a tenth of a stream's objects, which Python's collector walked until they died:
+~200 per stream, ``bench/README.md``)."""
+
+
+def _run(call: str) -> dict[str, object]:
+    code = f"import asyncio, json; from tests.serve.test_collector import {call.split('(')[0]}; print(json.dumps(asyncio.run({call})))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+async def _slow(request: dict[str, object]) -> AsyncIterator[str]:
+    for k in range(600):  # a word a second, for longer than the test
+        yield f" word{k}"
+        await asyncio.sleep(1.0)
+
+
+def _not_set_aside() -> int:
+    return sum(len(gc.get_objects(g)) for g in range(3))
+
+
+async def held_streams(collect: bool) -> dict[str, object]:
+    """HELD streams open on the real server, each past its second word: the tracked objects not
+    set aside (what the next collection walks), the fewest of a few looks at the collector's pace."""
+    tk = await tn.create_toolkit(builtins=False)
+    a2a = tn.A2AConfig(name="slow", description="a word a second")
+    async with tk, tk.serve(client=tn.create_in_process_client(_slow), a2a=a2a) as handle:
+        server.HELD_MANY = HELD // 2  # the collector's own from half of them (1,000 served)
+        serving_gc(collect=collect)
+        words = [0] * HELD
+        second = [asyncio.Event() for _ in range(HELD)]
+        limits = httpx.Limits(max_connections=HELD + 10)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+
+            async def follow(i: int) -> None:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "message/stream",
+                    "params": {
+                        "message": {
+                            "kind": "message",
+                            "messageId": f"m{i}",
+                            "role": "user",
+                            "parts": [{"kind": "text", "text": "hi"}],
+                        }
+                    },
+                }
+                async with http.stream("POST", handle.url + "/", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if '"append"' in line:
+                            words[i] += 1
+                            if words[i] >= 2:
+                                second[i].set()
+
+            streams = [asyncio.ensure_future(follow(i)) for i in range(HELD)]
+            await asyncio.gather(*(s.wait() for s in second))
+            looks = []
+            for _ in range(5):
+                await asyncio.sleep(server.COLLECT_EVERY)
+                looks.append(_not_set_aside())
+            collector = server.ServingCollector.running[:1]
+            held = [c.held for c in collector]
+            for s in streams:
+                s.cancel()
+            await asyncio.gather(*streams, return_exceptions=True)
+            while collector and collector[0].held:  # the connections closed: Python's again
+                await asyncio.sleep(server.COLLECT_EVERY)
+    return {
+        "per_stream": min(looks) / HELD,
+        "held": sum(w >= 2 for w in words),
+        "collector": held,
+        "full": [c.full for c in collector],
+    }
+
+
+def test_a_collection_walks_what_came_since_the_last_not_every_open_stream():
+    """With HELD streams open on the real server, Python's collector (``serving_gc(collect=False)``,
+    the young collected after 20,000 new objects) leaves every stream's objects to be walked
+    (hundreds each); the serving collector, a few per stream."""
+    python = _run("held_streams(False)")
+    ours = _run("held_streams(True)")
+    assert python["held"] == ours["held"] == HELD
+    assert (
+        python["per_stream"] > 4 * WALKED_PER_STREAM
+    )  # what it would walk: the bound means something
+    assert python["collector"] == []
+    assert ours["per_stream"] < WALKED_PER_STREAM, ours
+    assert ours["collector"] == [True]
+    assert ours["full"] == [1]  # when they closed: what died set aside is found
+
+
+class Cycle:
+    """A cycle (itself through its dict), counted alive."""
+
+    alive = 0
+
+    def __init__(self) -> None:
+        self.me = self
+        self.load = [None] * 8
+        Cycle.alive += 1
+
+    def __del__(self) -> None:
+        Cycle.alive -= 1
+
+
+async def dying_cycles(rounds: int) -> dict[str, object]:
+    """Batches of cycles each alive at a young collection (so set aside), then let go: the most
+    memory blocks seen against those after start-up, and the cycles still alive at the end."""
+    server.HELD_MANY = 0  # as with many connections open
+    serving_gc()
+    collector = server.ServingCollector.running[0]
+    server.FULL_LOOK = server.COLLECT_EVERY  # look at every tick: the test need not wait a second
+    young = asyncio.Event()
+    gc.callbacks.append(lambda phase, info: phase == "stop" and young.set())
+    base = peak = sys.getallocatedblocks()
+    made = 0
+    for _ in range(rounds):
+        batch = [Cycle() for _ in range(2_000)]
+        made += len(batch)
+        young.clear()
+        await young.wait()  # collected young, found alive, set aside
+        await asyncio.sleep(0)
+        del batch
+        peak = max(peak, sys.getallocatedblocks())
+    return {"base": base, "peak": peak, "made": made, "alive": Cycle.alive, "full": collector.full}
+
+
+def test_cycles_that_die_set_aside_are_still_collected_and_memory_stays_bounded():
+    """Set aside, a cycle is freed by no reference count: once what Python holds has grown by
+    FULL_GROWTH, a full collection finds those. Without it (a collector that only sets aside)
+    the blocks would grow with every batch: several times what start-up left."""
+    out = _run("dying_cycles(60)")
+    base, peak = out["base"], out["peak"]
+    assert isinstance(base, int) and isinstance(peak, int)
+    assert out["full"] >= 1
+    assert out["alive"] < out["made"] / 2  # type: ignore[operator]
+    assert peak < base * (FULL_GROWTH + 0.5), out
