@@ -334,13 +334,22 @@ class TaskBook:
         return [view.id for view in added]
 
     def _place(self, added: list[TaskView]) -> None:
-        """Views just appended, in time order, moved in among the others by their time (the
-        others' order kept as it is), every ordinal renumbered."""
-        fresh = {view.id for view in added}
-        seen = [view for view in self.tasks.values() if view.id not in fresh]
-        merged = list(heapq.merge(seen, added, key=TaskView.started))
-        self.tasks.clear()
-        for ordinal, view in enumerate(merged, 1):
+        """Views just appended, in time order, moved in among the tasks before them that started
+        later (the book's tail: the others stay, and so does the order of those moved), their
+        ordinals renumbered. Only that tail is walked: a launch's few live tasks, not the book."""
+        first, fresh = added[0].started(), {view.id for view in added}
+        later: list[TaskView] = []
+        for view in reversed(self.tasks.values()):
+            if view.id in fresh:
+                continue
+            if view.started() <= first:
+                break
+            later.append(view)
+        later.reverse()
+        base = len(self.tasks) - len(later) - len(added)
+        for view in [*later, *added]:
+            del self.tasks[view.id]
+        for ordinal, view in enumerate(heapq.merge(later, added, key=TaskView.started), base + 1):
             view.ordinal = ordinal
             self.tasks[view.id] = view
 
