@@ -51,8 +51,12 @@ a new connection per request), and ``TOOLNEXUS_BENCH_NGINX_LOG=PATH`` keeps ngin
 is the same N workers served from DIR's build (its own database), paired with ``workers``;
 with ``--local`` the relay ``workers-local`` is ``workers``' own processes, each stream sent
 streaming to one and followed there (N processes on one core and a database, nothing crossing),
-paired with ``workers``. ``--relay-cpu PCT`` holds the relays' processes to PCT % of one core (a
-cgroup's quota): the starved share a loaded machine leaves them, on demand. For every relay the reply is put together as a
+paired with ``workers``; with ``--processes`` the relay ``processes`` is N ``ours`` each on its
+memory store, sharing nothing, each stream sent (streaming) to one (what N processes taking turns
+on the one core cost, with no database and no link), paired with ``ours``. Each run also says
+its processes' wake-ups a word (voluntary context switches: each a wait of the loop ended) and
+preemptions a word (involuntary ones), and ``--json`` each process's CPU a word. ``--relay-cpu
+PCT`` holds the relays' processes to PCT % of one core (a cgroup's quota): the starved share a loaded machine leaves them, on demand. For every relay the reply is put together as a
 client does (an update that appends, one that replaces, a task's artifacts): a word missing from
 it fails the stream, a word twice in it is counted ("words twice").
 
@@ -101,7 +105,17 @@ from toolnexus.http.server import ConnectionShare, listening_socket  # noqa: E40
 DELTAS = 20
 GAP = 0.05
 STREAMS = (1, 64, 96, 512)
-RELAYS = ("ceiling", "sdk", "ours", "before", "workers", "workers-before", "workers-local", "hosts")
+RELAYS = (
+    "ceiling",
+    "sdk",
+    "ours",
+    "before",
+    "workers",
+    "workers-before",
+    "workers-local",
+    "processes",
+    "hosts",
+)
 STAMP = re.compile(rb"@(\d+);")
 APPEND = re.compile(rb'"append":\s*true')
 SPREAD = ("workers", "workers-before", "workers-local", "hosts")
@@ -109,6 +123,11 @@ SPREAD = ("workers", "workers-before", "workers-local", "hosts")
 LOCAL = "workers-local"
 """--local: the processes of ``workers``, each stream sent (streaming) to one and followed there:
 four processes on one core and one database, nothing crossing."""
+PROCESSES = "processes"
+"""--processes: N ``ours`` each on its memory store, nothing shared, each stream sent (streaming) to
+one: what N processes taking the streams' turns on one core cost, without a database or a link."""
+APART = (LOCAL, PROCESSES)
+"""The relays whose streams are followed where they were sent (nothing crosses)."""
 STREAM_TIMEOUT = 120.0
 
 
@@ -788,6 +807,22 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+def _switches(pid: int) -> tuple[int, int]:
+    """A process's context switches so far, summed over its threads: (voluntary: it waited, so
+    each is about a wake-up of its loop; involuntary: the core taken from it)."""
+    got = [0, 0]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    got[0] += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    got[1] += int(line.split()[1])
+        except OSError:  # a thread gone meanwhile
+            pass
+    return got[0], got[1]
+
+
 def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
@@ -824,16 +859,22 @@ async def _measure(
     if profile:  # each process's profile of this run alone (see _profiled)
         for pid in pids:
             os.kill(pid, signal.SIGUSR1)
-    cpu0, db0, stub0, mine0, t0 = (
-        sum(_cpu_seconds(pid) for pid in pids),
+    each0 = [_cpu_seconds(pid) for pid in pids]
+    switches0 = [_switches(pid) for pid in pids]
+    db0, stub0, mine0, t0 = (
         _cpu_of(db),
         _cpu_seconds(stub_pid),
         time.process_time(),
         time.monotonic(),
     )
-    outcomes = await _streams(url, n, seconds, cross=relay != LOCAL)
+    outcomes = await _streams(url, n, seconds, cross=relay not in APART)
     elapsed = time.monotonic() - t0
-    cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu0
+    each = [_cpu_seconds(pid) - c for pid, c in zip(pids, each0, strict=True)]
+    cpu = sum(each)
+    switches = [
+        [b - a for a, b in zip(s0, _switches(pid), strict=True)]
+        for pid, s0 in zip(pids, switches0, strict=True)
+    ]
     db_cpu = _cpu_of(db) - db0
     if profile:
         for pid in pids:
@@ -878,6 +919,9 @@ async def _measure(
             for o in failed[:20]
         ],
         "words": words,
+        "cpu_each_us_per_word": [1e6 * c / max(words, 1) for c in each],
+        "wakeups_per_word": sum(v for v, _ in switches) / max(words, 1),
+        "preempted_per_word": sum(i for _, i in switches) / max(words, 1),
         "words_per_s": words / elapsed,
         "ttft_ms": _pct(ttfts, 0.5) / 1e6,
         "p50_ms": _pct(delays, 0.5) / 1e6,
@@ -1053,6 +1097,10 @@ class Relays:
             if relay == LOCAL:  # the processes of workers, nothing crossing
                 self.got[relay] = self.got["workers"]
                 continue
+            if relay == PROCESSES:  # N processes sharing nothing
+                started = [_start("ours", stub_url, relay_cores) for _ in range(args.workers)]
+                self.got[relay] = ([p for p, _ in started], [u for _, u in started], [])
+                continue
             if relay not in SPREAD:
                 proc, url = _start(relay, stub_url, relay_cores)
                 self.got[relay] = ([proc], [url], [])
@@ -1109,7 +1157,7 @@ class Relays:
 
     def url(self, relay: str) -> str | list[str]:
         urls = self.got[relay][1]
-        return urls if relay in SPREAD else urls[0]
+        return urls if relay in SPREAD or relay == PROCESSES else urls[0]
 
     def close(self) -> None:
         for proc in [self.stub, *(p for procs, _, _ in self.got.values() for p in procs)]:
@@ -1173,7 +1221,9 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                         )
                         + f"sends p50/90/99 {row['send_ms']} ms, answers {row['answer_ms']} ms  "
                         + (f"why {row['why']}  " if row["failed"] else "")
-                        + f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}",
+                        + f"relay cpu {row['cpu_share']:.0%}  load side {row['load_side_cpu']:.0%}  "
+                        f"wake-ups/word {row['wakeups_per_word']:.2f}  preempted/word "
+                        f"{row['preempted_per_word']:.2f}",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -1426,26 +1476,26 @@ def _report(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> str:
     )
     for n in sorted({r["n"] for r in runs}):
         got = {relay: [r for r in runs if r["relay"] == relay and r["n"] == n] for relay in RELAYS}
-        for after, before in (("ours", "before"), ("workers", "workers-before")):
+        for after, before, what in (
+            ("ours", "before", ""),
+            ("workers", "workers-before", ""),
+            ("workers", LOCAL, " (what crossing costs, the same processes)"),
+            (
+                LOCAL,
+                PROCESSES,
+                " (what the database and the link cost N processes, nothing crossing)",
+            ),
+        ):
             if got[after] and got[before]:
                 pairs = sorted(
                     a["cpu_us_per_word"] / b["cpu_us_per_word"]
                     for a, b in zip(got[after], got[before], strict=True)
                 )
                 lines.append(
-                    f"N={n}: {after}/{before} CPU per word, paired: median "
+                    f"N={n}: {after}/{before} CPU per word{what}, paired: median "
                     f"{statistics.median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})"
                 )
-        if got["workers"] and got[LOCAL]:
-            pairs = sorted(
-                a["cpu_us_per_word"] / b["cpu_us_per_word"]
-                for a, b in zip(got["workers"], got[LOCAL], strict=True)
-            )
-            lines.append(
-                f"N={n}: workers/{LOCAL} CPU per word (what crossing costs, the same processes), "
-                f"paired: median {statistics.median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})"
-            )
-        for spread in SPREAD:
+        for spread in (*SPREAD, PROCESSES):
             if got[spread] and got["ours"]:
                 pairs = sorted(
                     a["cpu_us_per_word"] / b["cpu_us_per_word"]
@@ -1508,6 +1558,13 @@ def main() -> None:
         "(streaming) to one and followed there, nothing crossing (what N processes on one core "
         "cost, apart from crossing); --workers 1 --local: one worker on PostgreSQL (the store's "
         "cost alone), its streams sent then followed there (workers) or streamed (workers-local)",
+    )
+    ap.add_argument(
+        "--processes",
+        action="store_true",
+        help=f"with --workers N: also the relay '{PROCESSES}': N toolnexus serve processes each "
+        "on its memory store, sharing nothing, each stream sent (streaming) to one (what N "
+        "processes on one core cost, without a database or a link)",
     )
     ap.add_argument(
         "--hosts",
@@ -1593,6 +1650,10 @@ def main() -> None:
     ]
     if args.local and "workers" in args.relays:
         args.relays.insert(args.relays.index("workers") + 1, LOCAL)
+    if args.processes:
+        if args.workers < 1:
+            raise SystemExit("--processes needs --workers N (how many processes)")
+        args.relays.append(PROCESSES)
     if args.before:
         global BEFORE
         BEFORE = str(Path(args.before).resolve())
