@@ -376,7 +376,7 @@ async def _pauses(pid: int) -> list[list[float]]:
 
 def _collector(pauses: list[list[float]], began: float, ended: float) -> dict[str, Any]:
     """The collections between ``began`` and ``ended``: how many, their CPU (ms, and as a share of
-    a core), the longest on the wall clock, by generation and in all."""
+    a core), the longest (on the wall clock, and by CPU), by generation and in all."""
     inside = [p for p in pauses if began <= p[1] <= ended]
     span = max(ended - began, 1e-9)
     return {
@@ -384,6 +384,7 @@ def _collector(pauses: list[list[float]], began: float, ended: float) -> dict[st
         "cpu_ms": sum(p[3] for p in inside) * 1e3,
         "cpu_share": sum(p[3] for p in inside) / span,
         "longest_ms": max((p[2] for p in inside), default=0.0) * 1e3,
+        "longest_cpu_ms": max((p[3] for p in inside), default=0.0) * 1e3,
         "by_generation": {
             g: [sum(1 for p in inside if p[0] == g), sum(p[3] for p in inside if p[0] == g) * 1e3]
             for g in (0, 1, 2)
@@ -397,7 +398,8 @@ def _said(gc_: dict[str, Any], phase: str) -> str:
     full = gc_["by_generation"][2]
     return (
         f"collector while {phase}: {gc_['collections']} collections, {gc_['cpu_ms']:.0f} ms CPU "
-        f"({gc_['cpu_share']:.1%} of a core), longest {gc_['longest_ms']:.1f} ms, "
+        f"({gc_['cpu_share']:.1%} of a core), longest {gc_['longest_ms']:.1f} ms "
+        f"({gc_['longest_cpu_ms']:.1f} ms of CPU), "
         f"{full[0]} full ({full[1]:.0f} ms); "
     )
 
@@ -471,14 +473,17 @@ async def _held(args: argparse.Namespace, name: str, code: str | None) -> float:
         cpu0, t0, rss = sb._cpu_seconds(proc.pid), time.monotonic(), sb._rss_kib(proc.pid)
         await asyncio.sleep(args.hold)
         cpu, elapsed = sb._cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+        rss_end = sb._rss_kib(proc.pid)
+        held_gc = _said(_collector(await _pauses(proc.pid), t0, t0 + elapsed), "held")
         if profiled:
             proc.send_signal(signal.SIGUSR1)  # ... to here
         said = args.open * elapsed / args.gap
         print(
             f"{name:<7} {args.open} slow streams, a word every {args.gap:g} s each ({said / elapsed:,.0f} "
-            f"words/s), {opened} descriptors open, RSS {rss / 1024:.0f} MiB: the server's CPU "
+            f"words/s), {opened} descriptors open, RSS {rss / 1024:.0f} MiB ({rss_end / 1024:.0f} MiB at "
+            f"the end): the server's CPU "
             f"{cpu / elapsed:.1%} of a core ({cpu / said * 1e6:.0f} µs per slow word; idle before "
-            f"them {idle:.1%}); load {sb._load()}",
+            f"them {idle:.1%}); {held_gc}load {sb._load()}",
             flush=True,
         )
         await asyncio.sleep(2.0)
