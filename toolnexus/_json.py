@@ -35,7 +35,10 @@ def is_object(value: object) -> TypeIs[dict[str, Any]]:
 
 def is_mapping(value: object) -> TypeIs[Mapping[str, Any]]:
     """Any mapping read like a JSON object (a ``dict``, or headers, or a protobuf map)."""
-    return type(value) is dict or isinstance(value, Mapping)  # a dict without the ABC's check
+    kind = type(value)  # a dict, None, a string or a list told without the ABC's slow check
+    if kind is dict:
+        return True
+    return value is not None and kind is not str and kind is not list and isinstance(value, Mapping)
 
 
 def is_array(value: object) -> TypeIs[list[Any]]:

@@ -78,17 +78,17 @@ class TaskEvent:
         run's result, counted once, on the event that ends the run; an earlier event shares them."""
         if not (self.state.terminal or self.state.interrupted):
             return 256
-        task = self.task
-        size = (
-            512
-            + sum(len(p.text or "") for m in task.history for p in m.parts)
-            + sum(len(p.text or "") for a in task.artifacts for p in a.parts)
-        )
+        task, size = self.task, 512  # counted in loops: a generator a list costs more than its sum
+        for m in task.history:
+            for p in m.parts:
+                size += len(p.text or "")
+        for a in task.artifacts:
+            for p in a.parts:
+                size += len(p.text or "")
         if self.result is not None:
-            size += len(self.result.text) + sum(
-                len(c) if isinstance(c := m.get("content"), str) else 256
-                for m in self.result.messages
-            )
+            size += len(self.result.text)
+            for m in self.result.messages:
+                size += len(c) if isinstance(c := m.get("content"), str) else 256
         return size
 
 

@@ -413,12 +413,14 @@ def parse_message(d: Any, where: str = "message", *, inbound: bool = True) -> Me
     meta = d.get("metadata")
     if meta is not None and not is_mapping(meta):
         raise InvalidParamsError(f"{where}.metadata must be an object")
-    if inbound:
-        parse_metadata(meta, f"{where}.metadata")
+    if inbound:  # where a fault is, named only when there is something to check there
+        if meta is not None:
+            parse_metadata(meta, f"{where}.metadata")
         for i, part in enumerate(parts):
             if is_mapping(part):
-                _check_value(part.get("metadata"), f"{where}.parts[{i}].metadata")
-                _check_value(part.get("data"), f"{where}.parts[{i}].data")
+                for key in ("metadata", "data"):
+                    if isinstance(value := part.get(key), (dict, list)):
+                        _check_value(value, f"{where}.parts[{i}].{key}")
     refs = d.get("referenceTaskIds")
     extensions = d.get("extensions")
     if inbound and extensions is not None:

@@ -50,13 +50,10 @@ class TaskState(str, enum.Enum):
     REJECTED = "rejected"
     UNKNOWN = "unknown"
 
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL
-
-    @property
-    def interrupted(self) -> bool:
-        return self in INTERRUPTED
+    terminal: bool
+    """The task ends in this state (completed, canceled, failed, rejected): it never changes again."""
+    interrupted: bool
+    """The task waits in this state for its caller (input or authorization required)."""
 
     def __str__(self) -> str:
         return self.value
@@ -66,6 +63,16 @@ TERMINAL = frozenset(
     {TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}
 )
 INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+def _mark_states() -> None:
+    """Each state's ``terminal`` and ``interrupted``, as plain attributes (a property was a call,
+    and they are read on every move, many times a task)."""
+    for state in TaskState:
+        state.terminal, state.interrupted = state in TERMINAL, state in INTERRUPTED
+
+
+_mark_states()
 MAX_VALUE_DEPTH = 24
 """The deepest a free-form value a caller stores may nest (a message's or part's ``metadata``, a
 data part's ``data``): what every binding can answer with. gRPC carries these as protobuf
