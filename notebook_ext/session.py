@@ -275,10 +275,20 @@ class NotebookSession:
             return self.workspace.kept(name)
         runner = handle.handle.runner
 
+        def read(query: TaskQuery) -> TaskPage | None:  # in a thread of the kernel's
+            listing = runner.store.list(query)
+            try:
+                return handle.call(listing)
+            except Exception:
+                listing.close()  # (never run when the loop was closed already)
+                if handle.running:
+                    raise
+                return None  # stopped meanwhile, its loop closed: nothing to show
+
         async def page(query: TaskQuery) -> TaskPage | None:
-            if runner is None:  # (no A2A: nothing kept)
+            if runner is None or not handle.running:  # (no A2A, or stopped: nothing kept)
                 return None
-            return await asyncio.to_thread(lambda: handle.call(runner.store.list(query)))
+            return await asyncio.to_thread(read, query)
 
         return kept_tasks(page, name)
 

@@ -712,3 +712,20 @@ async def test_the_card_widget_offers_no_chat_with_a_card_whose_signature_fails(
     assert bad.card.signatures.state == "invalid" and bad.chat_button.disabled
     assert bad.chat_button.layout.display == "none"
     assert "no chat with a card that may be forged" in bad.view.value
+
+
+async def test_a_thread_servers_kept_tasks_end_quietly_when_it_stops_while_they_are_read(
+    ip, tmp_path
+):
+    """A ``--thread`` server's widget reads what its store kept a page at a time, each on the
+    server's loop (``NotebookSession.kept``); the server stopped meanwhile (``%toolnexus stop``, a
+    cell run again with other options): the reading ends, nothing more to show. It raised
+    RuntimeError('Event loop is closed') into the kernel's loop, its listing never awaited."""
+    session = NotebookSession.get()
+    handle = ip.run_line_magic("toolnexus", f"serve --name kept-t --store file:{tmp_path} --thread")
+    await (ip.run_line_magic("toolnexus", f"send {handle.url} hello kept")).done()
+    running = [page async for page in session.kept("kept-t")]
+    assert [[t.state for t in page] for page in running] == [[TaskState.COMPLETED]]
+    pages = session.kept("kept-t")  # read once the server stopped
+    await session.stop("kept-t")
+    assert [page async for page in pages] == []
