@@ -14,12 +14,14 @@ pytest.importorskip("a2a")
 from textual.widgets import DataTable, Input, Static  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
+from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from ..peers.legacy_stub import legacy_stub  # noqa: E402
 from ..peers.sdk_server import sdk_server  # noqa: E402
+from ..serve.wire import rpc  # noqa: E402
 from .test_pilot import chatting_with, until  # noqa: E402
 
 
@@ -400,14 +402,21 @@ async def test_wire_rows_are_in_the_order_the_exchanges_began_and_keep_coming_pa
                 for r in (table.get_row_at(i) for i in range(table.row_count))
             ]
 
-        slow = asyncio.ensure_future(send(url, "slow 0.6", blocking=True))
-        await asyncio.sleep(0.2)
+        # the slow send's task is working (its exchange began) before the GETs begin, and it is
+        # canceled once they ended (its exchange ends after theirs): a fixed 0.2 s and a 0.6 s run
+        # ordered them, which a loaded machine's late sends and slow GETs need not keep
+        slow = asyncio.ensure_future(send(url, "slow 30", blocking=True, timeout=30))
+        await until(
+            pilot, lambda: any(v.state is TaskState.WORKING for v in app.book.tasks.values())
+        )
         async with httpx.AsyncClient() as http:
             for i in range(3):
                 assert (
                     await http.get(url + f"/.well-known/agent-card.json?early={i}")
                 ).status_code == 200
-        await slow
+            (task_id,) = app.book.tasks
+            await rpc(http, url, "tasks/cancel", {"id": task_id})
+        assert (await asyncio.wait_for(slow, 10))["status"]["state"] == "canceled"
         await until(
             pilot,
             lambda: (

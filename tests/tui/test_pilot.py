@@ -78,8 +78,8 @@ async def demo_on_tasks(app: ToolnexusApp, pilot) -> tuple[str, Any]:
     return app.workspace.get("demo-desk").url, app.screen
 
 
-async def send(url: str, text: str, blocking: bool = False) -> dict:
-    async with httpx.AsyncClient() as http:
+async def send(url: str, text: str, blocking: bool = False, timeout: float = 5.0) -> dict:
+    async with httpx.AsyncClient(timeout=timeout) as http:
         r = await rpc(
             http,
             url,
