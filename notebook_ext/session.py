@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import socket
 import weakref
 from collections.abc import AsyncGenerator
@@ -280,10 +281,11 @@ class NotebookSession:
             try:
                 return handle.call(listing)
             except Exception:
-                listing.close()  # (never run when the loop was closed already)
-                if handle.running:
+                if handle.running:  # (a listing under way on its loop is its loop's: left alone)
                     raise
-                return None  # stopped meanwhile, its loop closed: nothing to show
+                if inspect.getcoroutinestate(listing) == inspect.CORO_CREATED:
+                    listing.close()  # never run: its loop was closed already
+                return None  # stopped meanwhile: nothing to show
 
         async def page(query: TaskQuery) -> TaskPage | None:
             if runner is None or not handle.running:  # (no A2A, or stopped: nothing kept)
