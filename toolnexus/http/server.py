@@ -165,7 +165,8 @@ class ServingCollector:
         self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
-        """Look at the open connections, and collect while many are, from now on."""
+        """Look at the open connections (every :data:`FULL_LOOK` seconds while few are), and
+        collect while many are, from now on."""
         ServingCollector.running.append(self)
         self._timer = self.loop.call_later(COLLECT_EVERY, self._tick)
 
@@ -178,17 +179,17 @@ class ServingCollector:
             ServingCollector.running.remove(self)
 
     def _tick(self) -> None:
-        self._timer = self.loop.call_later(COLLECT_EVERY, self._tick)
         open_ = sum(len(server.server_state.connections) for server in _Uvicorn.serving)
+        held = open_ >= HELD_MANY or (self.held and open_ >= HELD_MANY // 2)
+        self._timer = self.loop.call_later(COLLECT_EVERY if held else FULL_LOOK, self._tick)
+        if not held:
+            if self.held:  # fallen back: what died set aside is found, Python's collector again
+                self.held = False
+                self._full(open_)
+            return
         if not self.held:
-            if open_ < HELD_MANY:
-                return
             self.held, self._looked = True, self.loop.time()
             self._base = sys.getallocatedblocks() / max(open_, 1)
-        elif open_ < HELD_MANY // 2:
-            self.held = False
-            self._full(open_)
-            return
         gc.collect(0)
         gc.freeze()
         now = self.loop.time()
