@@ -210,7 +210,9 @@ async def test_tasks_show_the_trace_tree_across_hosted_agents_live(tmp_path):
                 table = app.screen.query_one("#tasks", RowTable)
                 table.move_cursor(row=table.get_row_index(asked.id))
                 app.screen.query_one("#detail").active = "d-trace"
-                await pilot.pause(0.2)
+                # drawn once the cursor's move and the tab's activation are handled: waited for,
+                # where a fixed 0.2 s found it not drawn yet at load 21 (IndexError at tree[2])
+                await until(pilot, lambda: "◀ this task" in shown(app, "#task-trace"))
                 tree = shown(app, "#task-trace").splitlines()
                 assert (
                     tree[0].startswith("trace ")
