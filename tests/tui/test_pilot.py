@@ -30,14 +30,16 @@ from ..serve.wire import envelope, rpc, v03_message  # noqa: E402
 
 async def until(pilot, check, timeout: float = 10.0) -> None:
     """Wait until ``check()`` holds. A check that queries a widget of a screen not shown yet (a mode
-    key pressed: the switch is a step of its own) is not reached yet, rather than failed."""
+    key pressed: the switch is a step of its own), or reads the last of a list not filled yet (the
+    chat's turns, right after Enter on a loaded machine: ``turns[-1]``), is not reached yet,
+    rather than failed; at the deadline it raises as it came."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         try:
             if check():
                 return
-        except NoMatches:
+        except (NoMatches, IndexError):
             if loop.time() > deadline:
                 raise
         if loop.time() > deadline:
