@@ -31,7 +31,7 @@ from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
-from textual.widget import AwaitMount
+from textual.widget import AwaitMount, Widget
 from textual.widgets import DataTable
 
 from toolnexus._fs import write_whole
@@ -257,9 +257,6 @@ class ToolnexusApp(App[None]):
         self._set_aside_since = (
             0  # and since (``gc.get_freeze_count`` walks them all: not per look)
         )
-        self._building: set[asyncio.Future[None]] = (
-            set()
-        )  # the screens being built ahead, till mounted
         self._warmed: set[str] = set()  # the modes whose screen is built and laid out ahead
         self.workspace = workspace or Workspace(
             thread=True
@@ -360,13 +357,10 @@ class ToolnexusApp(App[None]):
             return
         for mode in self.MODES:
             if mode not in self._screen_stacks:  # noqa: SLF001 (Textual builds a mode's screen here)
-                mounted = self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
+                self._init_mode(mode)  # noqa: SLF001 (one screen: up to ~130 ms of the loop)
                 # Textual re-read all CSS for it just now, then marks only the current screen's
                 # widgets as styled by it: the first visit would re-read it all again (~100 ms)
                 self._screen_stacks[mode][0]._css_update_count = self._css_update_count  # noqa: SLF001
-                build = asyncio.ensure_future(_mounted(mounted))
-                self._building.add(build)
-                build.add_done_callback(self._building.discard)
                 self.set_timer(PREBUILD_EVERY, self._prebuild)
                 return
         for mode, (screen, *_) in self._screen_stacks.items():  # noqa: SLF001 (all built: warmed)
@@ -436,17 +430,58 @@ class ToolnexusApp(App[None]):
 
     _tn_closing = False  # (Textual has a `_closing` of its own)
 
-    async def _shutdown(self) -> None:
-        """A screen being built ahead is let finish mounting first: closing the app under it failed
-        in its own mount (its widgets pruned while its ``on_mount`` ran), every time. No build
-        starts from here on: the next one's timer could fire while this one finishes."""
+    def exit(
+        self,
+        result: None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Textual's exit, once no screen or widget is mounting (:meth:`_mounted`; no build ahead
+        starts from here on). From ``exit`` on, Textual mounts nothing: a ``compose`` after it
+        gives no children (``Widget.mount_all``), and a widget composing then runs its
+        ``on_mount`` over panes never made. The Tasks screen built ahead as the app quit failed so
+        (NoMatches '#timeline', Textual's ``ContentTabs``: "No Tab with id", at the end of tests
+        under load), as would a mode's first visit or a form pushed just before a quit."""
         self._tn_closing = True
+        if not self._mounting():
+            super().exit(result, return_code, message)
+            return
+
+        async def once_mounted() -> None:
+            await self._mounted()
+            super(ToolnexusApp, self).exit(result, return_code, message)
+
+        self._exit_after_mounts = asyncio.ensure_future(once_mounted())
+
+    _exit_after_mounts: asyncio.Future[None] | None = None
+    """The exit waiting for the mounts (held here: asyncio keeps only a weak reference to a task)."""
+
+    async def _shutdown(self) -> None:
+        """A close without an exit (``run_test``'s end) waits for what is mounting too: Textual's
+        ``_shutdown`` marks the app not running first thing, and a widget registered after that
+        is never started (not composed, its mount not waited for)."""
+        self._tn_closing = True
+        await self._mounted()
         if self.tune_gc:  # nothing runs the collector after the app: Python's rule again
             gc.enable()
-        if self._building:
-            with contextlib.suppress(Exception):
-                await asyncio.wait(set(self._building), timeout=5)
         await super()._shutdown()
+
+    def _mounting(self) -> list[Widget]:
+        """The screens of every mode (and those pushed on them) and their widgets not mounted yet."""
+        return [
+            widget
+            for stack in self._screen_stacks.values()  # noqa: SLF001 (Textual's screens by mode)
+            for screen in stack
+            for widget in screen.walk_children(Widget, with_self=True)
+            if not widget.is_mounted
+        ]
+
+    async def _mounted(self) -> None:
+        """Until nothing is mounting (:meth:`_mounting`), 5 s at most."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                while mounting := self._mounting():
+                    await asyncio.gather(*(w._mounted_event.wait() for w in mounting))  # noqa: SLF001
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
@@ -1095,11 +1130,6 @@ class ToolnexusApp(App[None]):
     def _palette_new_server(self) -> None:
         self.switch_mode("servers")
         self.push_screen(ServerForm(self.workspace))
-
-
-async def _mounted(mount: Any) -> None:
-    """Until a mode's screen (``App._init_mode``'s ``AwaitMount``) has mounted."""
-    await mount
 
 
 def _write_session(path: Path, events: list[Any], chat: dict[str, Any]) -> Path:

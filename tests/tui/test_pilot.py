@@ -13,15 +13,18 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual import events  # noqa: E402
 from textual.css.query import NoMatches  # noqa: E402
-from textual.widgets import Button, DataTable, Input, Static  # noqa: E402
+from textual.widgets import Button, DataTable, Input, Static, TabbedContent, TabPane  # noqa: E402
+from textual.widgets._tabbed_content import ContentTabs  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
 from toolnexus.monitor import short  # noqa: E402
-from toolnexus.protocol.model import TaskState  # noqa: E402
+from toolnexus.protocol.model import Task, TaskState, TaskStatus  # noqa: E402
 from tui import app as app_module  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.server_form import ServerForm  # noqa: E402
+from tui.screens.tasks import TasksScreen  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
 from ..conftest import EXAMPLE_SKILLS  # noqa: E402
@@ -461,6 +464,49 @@ async def test_the_app_closes_cleanly_while_the_next_build_ahead_is_due(monkeypa
         app._prebuild()  # noqa: SLF001 (Tasks; the next is due `every` later, as the app closes)
     assert app.return_code in (None, 0) and not app.handler_errors
     assert len(app._screen_stacks) < len(app.MODES)  # noqa: SLF001 (closed before every mode was built)
+
+
+QUIT_AT = {
+    "the screen": lambda w: isinstance(w, TasksScreen),
+    "its tabs": lambda w: isinstance(w, TabbedContent) and w.id == "tasks-tabs",
+    "the detail's tabs": lambda w: isinstance(w, TabbedContent) and w.id == "detail",
+    "the detail's tab strip": lambda w: isinstance(w, ContentTabs) and w.parent.id == "detail",
+    "the timeline's pane": lambda w: isinstance(w, TabPane) and w.id == "d-timeline",
+}
+
+
+@pytest.mark.parametrize("where", list(QUIT_AT))
+async def test_the_app_quits_cleanly_while_the_tasks_screen_is_built_ahead(where):
+    """The app quit while the Tasks screen was being built ahead, tasks in the book, failed in that
+    screen's mount (NoMatches '#timeline' or '#tasks', or Textual's ContentTabs: "No Tab with id"),
+    raised at the test's end: from ``exit`` on, Textual composes nothing, so a widget composing
+    then had no children under its ``on_mount``. Seen under load only, at the end of tests whose
+    kept tasks reach the screen as it mounts; here the quit comes the moment ``where`` composes
+    (a real Compose, seen by Textual's message hook), every time. Now the exit waits for the
+    mount: the screen is whole and shows the newest task."""
+    app = ToolnexusApp(specs=[])
+    app.book.keep(
+        [
+            Task(id=f"t{i}", context_id="c1", status=TaskStatus(TaskState.COMPLETED))
+            for i in range(3)
+        ],
+        "kept",
+    )
+    quit_at = QUIT_AT[where]
+    quits: list[Any] = []
+
+    def hook(message: Any) -> None:  # every message and event, as its receiver takes it
+        if isinstance(message, events.Compose) and quit_at(message._sender) and not quits:  # noqa: SLF001
+            quits.append(message._sender)  # noqa: SLF001
+            app.exit()
+
+    async with app.run_test(size=(100, 30), message_hook=hook):
+        await asyncio.wait_for(asyncio.shield(app._task), 30)  # noqa: SLF001 (the app's own end)
+    assert quits, "the build ahead never reached the widget"
+    tasks = app._screen_stacks["tasks"][0]  # noqa: SLF001
+    assert tasks.query_one("#tasks", RowTable).cursor_key == "t2"  # the newest, its detail drawn
+    assert str(tasks.query_one("#messages", Static).render()) == "No messages."
+    assert app.return_code == 0 and not app.handler_errors
 
 
 async def test_a_hosted_server_answers_while_the_screen_is_busy_and_its_actions_reach_it():

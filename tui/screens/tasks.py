@@ -265,9 +265,7 @@ class TasksScreen(ModeScreen):
         else:
             self._drawn = ()
             for id in ("timeline", "messages", "artifacts", "telemetry", "raw"):
-                # (gone when the app closes under a screen built ahead, mounting: nothing to say)
-                for view in self.query(f"#{id}").results(Static):
-                    view.update("No task selected.")
+                self.query_one(f"#{id}", Static).update("No task selected.")
 
     def _tick_ages(self) -> None:
         """Ages follow the clock: the lines on screen are drawn again (their cells are made then)."""
