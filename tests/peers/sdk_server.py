@@ -4,7 +4,9 @@ Its script: "echo" answers ``echo: <text>``; "which tenant" answers ``tenant: <t
 tenant>`` (``-`` for none); "which extensions" answers ``extensions: <the URIs asked for>`` in an
 artifact whose ``extensions`` are those URIs; a message containing "question" asks for input and answers
 ``answered: <reply>`` on the same task; "slow" waits 30 s (for cancel tests), "late" makes its
-task a second after the send arrives (so the send's answer comes that late); "fail"
+task a second after the send arrives (so the send's answer comes that late); "chunked" streams
+``echo: chunked reply please`` in three pieces ("paced": 0.3 s apart; "held": the rest after
+:func:`hold`'s event is set); "fail"
 fails the task with a reason. File and data parts come back as an artifact "echoed" (and
 "../../escape.txt", a name no client should write outside its folder). "many files N" answers one
 artifact of N file parts all called ``a.txt``, then parts named as a shell would run them and
@@ -63,6 +65,17 @@ HOSTILE_NAMES = (
 SAID: list[float] = []
 """When the script agent said each piece of a chunked reply (the loop's clock): a test that
 streams from it can tell a piece shown as it came from one shown at the end."""
+
+_released: asyncio.Event | None = None
+
+
+def hold() -> asyncio.Event:
+    """A chunked reply asked with "held" in its text waits after its first piece until the event
+    returned here is set, 60 s at most (one per test: an event belongs to the loop that first
+    awaits it)."""
+    global _released  # noqa: PLW0603 (the script agent's one hold, set by the test that asks)
+    _released = asyncio.Event()
+    return _released
 
 
 class ScriptExecutor(AgentExecutor):
@@ -123,6 +136,9 @@ class ScriptExecutor(AgentExecutor):
                 else (said[:third], said[third : 2 * third], said[2 * third :])
             )
             for i, piece in enumerate(pieces):
+                if i == 1 and "held" in text and _released is not None:
+                    with contextlib.suppress(TimeoutError):  # (a test that failed meanwhile)
+                        await asyncio.wait_for(_released.wait(), 60)
                 await asyncio.sleep(gap)
                 SAID.append(asyncio.get_running_loop().time())
                 await updater.add_artifact(

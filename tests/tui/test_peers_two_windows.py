@@ -20,7 +20,7 @@ from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerAuth, PeerBook  # noqa: E402
 
 from ..helpers import ROOT  # noqa: E402
-from ..peers.sdk_server import sdk_server  # noqa: E402
+from ..peers.sdk_server import hold, sdk_server  # noqa: E402
 from .test_peers_chat_and_wire import text_of  # noqa: E402
 from .test_pilot import open_chat, until  # noqa: E402
 
@@ -121,12 +121,14 @@ async def test_a_peer_removed_in_another_window_lets_the_reply_under_way_finish_
         peer = book.peers[url]
         await open_chat(app, pilot, url)
         box = app.screen.query_one("#chat-input")
-        box.value = "chunked paced"  # three pieces, 0.3 s apart
+        release = hold()  # the reply's first piece, then the rest once the removal is taken
+        box.value = "chunked held"
         await pilot.press("enter")
         await until(pilot, lambda: app.conversation.turns[-1].text.startswith("echo: chu"))
         pid = other_window(folder, url, "remove")
         await until(pilot, lambda: url not in book.peers, timeout=15)
         assert peer.client is not None  # the reply still streams on it
+        release.set()
         await until(pilot, lambda: peer.client is None, timeout=15)
         reply = app.conversation.turns[-1]
         assert reply.text == "echo: chunked reply please"
