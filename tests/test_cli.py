@@ -495,20 +495,24 @@ async def test_send_stream_to_a_peer_that_cannot_stream_is_answered_and_says_so(
 
 async def test_send_stream_prints_each_piece_as_the_peer_streams_it_through_a_pipe():
     """Each piece comes out as the model says it, not at the end, through a pipe as on a terminal;
-    a hostile piece (ANSI, BEL) is shown, never obeyed; the finished reply ends the line."""
+    a hostile piece (ANSI, BEL) is shown, never obeyed; the finished reply ends the line. The model
+    says its second piece only once the first came out of the pipe (a command that held it to the
+    end never gets there, and fails): the first word's arrival was timed against the model's last
+    word, 1.2 s later, which a child process a loaded machine holds back need not keep."""
     import asyncio
 
     import toolnexus as tn
     from toolnexus.display import printable
 
     words = ["Hello ", "\x1b[31mred\x1b[0m ", "there\x07 ", "friend."]
-    said: list[float] = []
+    out = asyncio.Event()  # the first piece came out of the pipe
 
     async def model(request):
         for i, word in enumerate(words):
-            if i:
+            if i == 1:
+                await asyncio.wait_for(out.wait(), 30)
+            elif i:
                 await asyncio.sleep(0.4)
-            said.append(asyncio.get_running_loop().time())
             yield word
 
     tk = await tn.create_toolkit(builtins=False)
@@ -522,16 +526,15 @@ async def test_send_stream_prints_each_piece_as_the_peer_streams_it_through_a_pi
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stdout is not None
-        got, arrivals = b"", []
+        got = b""
         while chunk := await asyncio.wait_for(proc.stdout.read(1024), 60):
             got += chunk
-            arrivals.append((asyncio.get_running_loop().time(), len(got)))
+            if len(got) >= len("Hello "):
+                out.set()
         err = await proc.stderr.read() if proc.stderr else b""
         assert await proc.wait() == 0, err
     assert got.decode() == printable("".join(words)) + "\n"
     assert "\x1b" not in got.decode() and "\x07" not in got.decode()
-    first = next(at for at, size in arrivals if size >= len("Hello "))
-    assert first < said[-1], "the first word came out only once the model had said the last"
 
 
 def test_a_served_agent_describes_itself_and_validate_fails_an_empty_description(tmp_path):
