@@ -943,7 +943,10 @@ class ToolnexusApp(App[None]):
         await self.webhook.start()
         return self.webhook
 
-    async def _close_all(self) -> None:
+    async def _close_hosted(self) -> None:
+        """The hosted servers stopped, the peers' connections and the webhook closed (its name is
+        not Textual's ``App._close_all``, which closes every screen at shutdown: this one, named
+        so, stood in for it, and the screens were never closed)."""
         await self.workspace.close()
         self.server_book.serving({})
         await self.peer_book.close()
@@ -951,12 +954,12 @@ class ToolnexusApp(App[None]):
             await self.webhook.stop()
 
     async def action_quit(self) -> None:
-        await self._close_all()
+        await self._close_hosted()
         self.exit()
 
     async def on_unmount(self) -> None:
         """However the app ends, hosted servers stop, peer connections and the webhook close (all idempotent)."""
-        await self._close_all()
+        await self._close_hosted()
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         out: list[tuple[str, str, Callable[[], Any]]] = [

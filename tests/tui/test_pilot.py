@@ -497,16 +497,35 @@ async def test_the_app_quits_cleanly_while_the_tasks_screen_is_built_ahead(where
 
     def hook(message: Any) -> None:  # every message and event, as its receiver takes it
         if isinstance(message, events.Compose) and quit_at(message._sender) and not quits:  # noqa: SLF001
-            quits.append(message._sender)  # noqa: SLF001
+            quits.append(message._sender.screen)  # noqa: SLF001
             app.exit()
 
     async with app.run_test(size=(100, 30), message_hook=hook):
         await asyncio.wait_for(asyncio.shield(app._task), 30)  # noqa: SLF001 (the app's own end)
-    assert quits, "the build ahead never reached the widget"
-    tasks = app._screen_stacks["tasks"][0]  # noqa: SLF001
-    assert tasks.query_one("#tasks", RowTable).cursor_key == "t2"  # the newest, its detail drawn
-    assert str(tasks.query_one("#messages", Static).render()) == "No messages."
+        assert quits, "the build ahead never reached the widget"
+        tasks = quits[0]  # (its screens closed at the block's end, Textual's shutdown)
+        assert tasks.query_one("#tasks", RowTable).cursor_key == "t2"  # the newest, detail drawn
+        assert str(tasks.query_one("#messages", Static).render()) == "No messages."
     assert app.return_code == 0 and not app.handler_errors
+
+
+async def test_every_screen_stops_with_the_app():
+    """Every mode's screen (built ahead) stops when the app quits: Textual's shutdown closes them
+    in its ``App._close_all``, which the app's own closing of its servers, under the same name,
+    replaced, so the screens' message loops and their timers ran on after the app."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(100, 30)) as pilot:
+        stacks = app._screen_stacks  # noqa: SLF001 (Textual's screens by mode)
+        await until(
+            pilot,
+            lambda: (
+                len(stacks) == len(app.MODES) and all(s.is_mounted for s, *_ in stacks.values())
+            ),
+        )
+        screens = [screen for stack in stacks.values() for screen in stack]
+        assert all(screen.is_running for screen in screens)
+        await pilot.press("ctrl+q")
+    assert [screen for screen in screens if screen.is_running] == []
 
 
 async def test_a_hosted_server_answers_while_the_screen_is_busy_and_its_actions_reach_it():
