@@ -664,6 +664,9 @@ class A2AEndpoint:
             self._finished.move_to_end(key)
             return rendered
         task = await self.runner.get(request.id, owner)
+        rendered = self._finished.get(key)  # kept meanwhile by a poll that read it at once
+        if rendered is not None:  # (else it kept its own, the one before never let go)
+            return rendered
         rendered = render_task(task, dialect, request.history_length)
         if task.state.terminal:
             self._finished[key] = rendered

@@ -1,0 +1,51 @@
+"""A finished task's GetTask answers, kept by the endpoint (``A2AEndpoint._get``: the rendered task,
+and its JSON from its second answer on): the same bytes as the first answer, and one kept answer
+per task however many polls of it run at once, on a store whose reads wait (PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+import toolnexus as tn
+
+from ..conftest import EXAMPLE_SKILLS
+
+POLLS = 8
+"""GetTasks of one task sent at once."""
+
+
+def _get(task_id: str, rid: object) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tasks/get", "params": {"id": task_id}}
+
+
+async def test_polls_at_once_of_a_finished_task_keep_one_answer_the_same_bytes(postgres):
+    """Polls of a finished task this worker does not hold read it from the store (an await):
+    each one that read it while the others did rendered it and kept its own answer, only the last
+    in the cache, the others never let go (a caller polling at once grew the server without bound,
+    a task each time). The kept JSON is the bytes the first answer wrote."""
+    tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
+    a2a = tn.A2AConfig(name="demo", description="d", store=postgres)
+    async with tk:
+        async with tk.serve(client=tn.demo_client(), a2a=a2a) as first:
+            async with tn.A2AClient(first.url) as client:
+                ids = [(await client.send(f"hello {i}")).id for i in range(3)]
+        # served again: the tasks are the store's, not this worker's (each poll reads them)
+        async with tk.serve(client=tn.demo_client(), a2a=a2a) as handle:
+            async with httpx.AsyncClient(base_url=handle.url, timeout=30) as http:
+                answers: list[list[bytes]] = []
+                for task_id in ids:
+                    bodies = await asyncio.gather(
+                        *(http.post("/", json=_get(task_id, 'p-é"1')) for _ in range(POLLS))
+                    )
+                    again = await http.post("/", json=_get(task_id, 'p-é"1'))  # its JSON kept
+                    answers.append([r.content for r in (*bodies, again)])
+            endpoint = handle.a2a
+            kept = endpoint._finished  # noqa: SLF001  # the cache under test
+            encoded = endpoint._encoded  # noqa: SLF001
+    for task_id, bodies in zip(ids, answers, strict=True):
+        assert task_id.encode() in bodies[0] and b'"completed"' in bodies[0]
+        assert set(bodies) == {bodies[0]}  # every answer the same bytes, the kept JSON's too
+    assert len(kept) == len(ids)
+    assert len(encoded) == len(ids), f"{len(encoded) - len(ids)} answers kept and never let go"
