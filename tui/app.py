@@ -443,6 +443,8 @@ class ToolnexusApp(App[None]):
         (NoMatches '#timeline', Textual's ``ContentTabs``: "No Tab with id", at the end of tests
         under load), as would a mode's first visit or a form pushed just before a quit."""
         self._tn_closing = True
+        if self._exit_after_mounts is not None and not self._exit_after_mounts.done():
+            return  # a second quit (q twice) while the first waits: the first one ends it
         if not self._mounting():
             super().exit(result, return_code, message)
             return

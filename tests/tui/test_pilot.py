@@ -499,10 +499,14 @@ async def test_the_app_quits_cleanly_while_the_tasks_screen_is_built_ahead(where
         if isinstance(message, events.Compose) and quit_at(message._sender) and not quits:  # noqa: SLF001
             quits.append(message._sender.screen)  # noqa: SLF001
             app.exit()
+            waiting = app._exit_after_mounts  # noqa: SLF001
+            app.exit()  # q twice: the first exit, waiting, is kept (held: not destroyed pending)
+            quits.append(app._exit_after_mounts is waiting)  # noqa: SLF001
 
     async with app.run_test(size=(100, 30), message_hook=hook):
         await asyncio.wait_for(asyncio.shield(app._task), 30)  # noqa: SLF001 (the app's own end)
         assert quits, "the build ahead never reached the widget"
+        assert quits[1] is True  # the second exit left the first waiting
         tasks = quits[0]  # (its screens closed at the block's end, Textual's shutdown)
         assert tasks.query_one("#tasks", RowTable).cursor_key == "t2"  # the newest, detail drawn
         assert str(tasks.query_one("#messages", Static).render()) == "No messages."
