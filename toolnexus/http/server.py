@@ -91,14 +91,17 @@ COLLECT_EVERY = 0.05
 what survived aside: a collection walks only what was made since the one before and is still
 alive (at 10,000 open streams, a word every 5 s each, a few thousand objects)."""
 FULL_GROWTH = 1.5
-"""What :class:`ServingCollector` set aside may grow by this factor, counted in the memory blocks
-Python's allocator holds (``sys.getallocatedblocks``) per open connection, before a full collection
-walks it all again for the cycles that died there (a pause of the whole heap: 0.5-1 s at 10,000
-open streams). Per connection: what more connections hold is alive, not garbage; counted whole,
-10,000 streams opening ran four full collections (2.8 s of CPU, a 3.8 s pause on a loaded core)."""
+"""How far :class:`ServingCollector` lets memory grow before a full collection walks everything
+set aside again for the cycles that died there (a pause of the whole heap: 0.5-1 s at 10,000 open
+streams): past this factor of what the last full collection left, or, when more connections are
+open since, of what start-up and they account for (each as the last full collection found one:
+what more connections hold is alive, not garbage; counted whole, 10,000 streams opening ran four
+full collections, 2.8 s of CPU, a 3.8 s pause on a loaded core). Counted twice: in Python's
+memory blocks (``sys.getallocatedblocks``: many small objects) and in the bytes C's allocator
+holds (a large object, a body, is one block; resident bytes would not do: they seldom fall)."""
 FULL_LOOK = 1.0
-"""Seconds between two looks of :class:`ServingCollector` at the memory blocks (a look counts
-every pool of every arena: ~0.5 ms at 4 million blocks)."""
+"""Seconds between two looks of :class:`ServingCollector` at memory (a look counts every pool of
+every arena: ~0.5 ms at 4 million blocks)."""
 
 
 def serving_gc(collect: bool = True) -> None:
@@ -126,6 +129,7 @@ def serving_gc(collect: bool = True) -> None:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
+    ServingCollector.running[:] = [c for c in ServingCollector.running if not c.loop.is_closed()]
     if not any(c.loop is loop for c in ServingCollector.running):
         ServingCollector(loop).start()
 
@@ -134,12 +138,12 @@ class ServingCollector:
     """A serving process's collector while it holds :data:`HELD_MANY` connections open or more
     (its servers' together), run on its loop: every :data:`COLLECT_EVERY` seconds the youngest
     generation is collected and what survived is set aside (``gc.freeze``), never walked again
-    until a full collection; every :data:`FULL_LOOK` seconds, once the memory blocks Python holds per
-    open connection grew by :data:`FULL_GROWTH` since the last full collection, everything set aside is walked
+    until a full collection; every :data:`FULL_LOOK` seconds, once memory (blocks or C's
+    bytes) grew by :data:`FULL_GROWTH` past what the last full collection left (or what start-up
+    and the connections open now account for, when more are), everything set aside is walked
     again (``gc.unfreeze``, a full collection, set aside again) for the cycles that died there (an
     HTTP client's request is one: ``serve.push._Once``). When fewer than half as many are open, a
-    last full collection and Python's collector again. Memory per connection stays within
-    FULL_GROWTH of what the last full collection left, and full collections come with growth not
+    last full collection and Python's collector again. Full collections come with growth not
     explained by more connections, not with time.
 
     Why: with Python's collector (:func:`serving_gc`'s thresholds), an open stream's objects for
@@ -160,7 +164,10 @@ class ServingCollector:
         """Whether it runs the collector now (HELD_MANY connections open)."""
         self.full = 0
         """Full collections it ran."""
-        self._base = 0.0  # the memory blocks per open connection after the last full collection
+        self._malloc = _malloc_in_use()
+        self._floor = self._memory()  # start-up's blocks and C's bytes
+        self._left = self._floor  # what the last full collection left (or the collector found)
+        self._per = (0.0, 0.0)  # and per open connection, above start-up's
         self._looked = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -189,13 +196,19 @@ class ServingCollector:
             return
         if not self.held:
             self.held, self._looked = True, self.loop.time()
-            self._base = sys.getallocatedblocks() / max(open_, 1)
+            self._measure(open_)
         gc.collect(0)
         gc.freeze()
         now = self.loop.time()
         if now - self._looked >= FULL_LOOK:
             self._looked = now
-            if sys.getallocatedblocks() > self._base * max(open_, 1) * FULL_GROWTH:
+            n = max(open_, 1)
+            if any(
+                used > FULL_GROWTH * max(left, floor + per * n)
+                for used, left, floor, per in zip(
+                    self._memory(), self._left, self._floor, self._per, strict=True
+                )
+            ):
                 self._full(open_)
 
     def _full(self, open_: int) -> None:
@@ -203,7 +216,46 @@ class ServingCollector:
         gc.collect()
         gc.freeze()
         self.full += 1
-        self._base = sys.getallocatedblocks() / max(open_, 1)
+        self._measure(open_)
+
+    def _memory(self) -> tuple[int, int]:
+        """Python's memory blocks and the bytes C's allocator holds for it: a large object (a
+        body, a buffer) is one block, and counted in the bytes (~0.5 ms at 4M blocks)."""
+        return sys.getallocatedblocks(), self._malloc()
+
+    def _measure(self, open_: int) -> None:
+        """What memory is now, and each open connection's part above start-up's."""
+        self._left = self._memory()
+        n = max(open_, 1)
+        blocks, bytes_ = (
+            max(0, used - floor) / n for used, floor in zip(self._left, self._floor, strict=True)
+        )
+        self._per = (blocks, bytes_)
+
+
+def _malloc_in_use() -> Callable[[], int]:
+    """A reader of the bytes C's allocator has handed out and not had back (glibc's ``mallinfo2``:
+    its heap's and its own mappings'), which, unlike the resident bytes, fall again when freed; a
+    reader of 0 where there is none (another C library: the blocks alone count then)."""
+    import ctypes  # noqa: PLC0415  # start-up time: only a collector holding many streams reads it
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [  # noqa: RUF012  # ctypes' declared layout
+            (name, ctypes.c_size_t)
+            for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()
+        ]
+
+    try:
+        call = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return lambda: 0
+    call.restype = Mallinfo2
+
+    def in_use() -> int:
+        info = call()
+        return int(info.uordblks) + int(info.hblkhd)
+
+    return in_use
 
 
 @dataclasses.dataclass(frozen=True)
