@@ -169,26 +169,17 @@ class ServingCollector:
         self._left = self._floor  # what the last full collection left (or the collector found)
         self._per = (0.0, 0.0)  # and per open connection, above start-up's
         self._looked = 0.0
-        self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         """Look at the open connections (every :data:`FULL_LOOK` seconds while few are), and
         collect while many are, from now on."""
         ServingCollector.running.append(self)
-        self._timer = self.loop.call_later(COLLECT_EVERY, self._tick)
-
-    def stop(self) -> None:
-        """Collect no more (Python's collector goes on, what is set aside stays so)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self in ServingCollector.running:
-            ServingCollector.running.remove(self)
+        self.loop.call_later(COLLECT_EVERY, self._tick)
 
     def _tick(self) -> None:
         open_ = sum(len(server.server_state.connections) for server in _Uvicorn.serving)
         held = open_ >= HELD_MANY or (self.held and open_ >= HELD_MANY // 2)
-        self._timer = self.loop.call_later(COLLECT_EVERY if held else FULL_LOOK, self._tick)
+        self.loop.call_later(COLLECT_EVERY if held else FULL_LOOK, self._tick)
         if not held:
             if self.held:  # fallen back: what died set aside is found, Python's collector again
                 self.held = False

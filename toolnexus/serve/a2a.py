@@ -224,8 +224,8 @@ class A2AEndpoint:
         # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
         # just finished skip unpacking, parsing and rendering it again
         self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
-        # and as JSON-RPC answers them, by the kept answer's id: the answer and its JSON, made
-        # at its second answer (None until then: a task polled to its end is mostly asked once)
+        # and as JSON-RPC answers them, by the kept answer's id: the answer and its JSON, made at
+        # its first JSON-RPC answer (None until then: HTTP+JSON and gRPC answers never make it)
         self._encoded: dict[int, tuple[Any, bytes | None]] = {}
         self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
 

@@ -497,9 +497,7 @@ class TaskRunner:
             if self.push.shared is not None:  # shared by workers: configs set on any of them
                 try:
                     await self.push.sync(task.id)
-                except (
-                    Exception
-                ) as exc:  # the move is saved and told; only its notification may miss
+                except Exception as exc:  # the move is saved and told; its notification may miss
                     log.warning("task %s: its push configs could not be read: %s", task.id, exc)
             self.push.notify(value, artifacts or [])
         changed = self._changed.pop(task.id, None)
