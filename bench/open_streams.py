@@ -50,13 +50,19 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
+
+import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("TOOLNEXUS_BENCH_CODE") or str(ROOT))  # see --before
@@ -87,14 +93,11 @@ def _server(limit: int, trace: int) -> None:
     from toolnexus import create_in_process_client
 
     if trace:
-        import signal
-        import tracemalloc
-
         tracemalloc.start(12)
 
         def dump(*_: Any) -> None:
             Path(os.environ["TOOLNEXUS_BENCH_TRACE"]).write_bytes(
-                __import__("pickle").dumps(tracemalloc.take_snapshot())
+                pickle.dumps(tracemalloc.take_snapshot())
             )
 
         signal.signal(signal.SIGUSR1, dump)
@@ -189,10 +192,6 @@ def _spawn_callers(
 
 
 def _run_callers(args: argparse.Namespace) -> None:
-    import resource
-
-    import uvloop
-
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     sb.STREAM_TIMEOUT = 900.0  # a slow stream lasts minutes
@@ -357,8 +356,6 @@ async def _round(
 async def _pauses(pid: int) -> list[list[float]]:
     """With TOOLNEXUS_BENCH_GCLOG=PATH, the server's collections so far (``stream_bench._profiled``:
     generation, when on the monotonic clock, wall and CPU seconds), written on SIGUSR2."""
-    import signal
-
     gclog = os.environ.get("TOOLNEXUS_BENCH_GCLOG")
     if not gclog:
         return []
@@ -446,8 +443,6 @@ async def _hold(args: argparse.Namespace) -> None:
 
 
 async def _held(args: argparse.Namespace, name: str, code: str | None) -> float:
-    import signal
-
     profiled = bool(os.environ.get("TOOLNEXUS_BENCH_PROFILE"))  # else SIGUSR1 would end it
     cores = sb._cores()
     proc, url = _start(code, args.open + LIMIT_SPARE, cores[1] if cores else None)
@@ -496,9 +491,6 @@ async def _held(args: argparse.Namespace, name: str, code: str | None) -> float:
 
 
 async def _trace(args: argparse.Namespace) -> None:
-    import pickle
-    import signal
-
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "snap")
         proc, url = _start(None, args.tracemalloc + 100, None, trace=path)
@@ -574,8 +566,6 @@ def main() -> None:
     if args.role == "callers":
         _run_callers(args)
         return
-    import uvloop
-
     cores = sb._cores()
     if cores is not None:
         os.sched_setaffinity(0, cores[0])
