@@ -1,14 +1,19 @@
 """A finished task's GetTask answers, kept by the endpoint (``A2AEndpoint._get``: the rendered task,
-and its JSON from its second answer on): the same bytes as the first answer, and one kept answer
-per task however many polls of it run at once, on a store whose reads wait (PostgreSQL)."""
+and its JSON from its first JSON-RPC answer on): the same bytes as the first answer, and one kept
+answer per task however many polls of it run at once, on a store whose reads wait (PostgreSQL)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import httpx
 
 import toolnexus as tn
+from toolnexus import _json
+from toolnexus.protocol.dialects import Dialect
+from toolnexus.protocol.jsonrpc import result_envelope
+from toolnexus.protocol.operations import OPERATIONS
 
 from ..conftest import EXAMPLE_SKILLS
 
@@ -20,11 +25,22 @@ def _get(task_id: str, rid: object) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tasks/get", "params": {"id": task_id}}
 
 
+def _answers_alive(ids: list[str]) -> int:
+    """The rendered GetTask answers of these tasks alive in this process, whoever holds them."""
+    gc.collect()
+    return sum(
+        1
+        for o in gc.get_objects()
+        if isinstance(o, dict) and dict.get(o, "id") in ids and dict.__contains__(o, "status")
+    )
+
+
 async def test_polls_at_once_of_a_finished_task_keep_one_answer_the_same_bytes(postgres):
     """Polls of a finished task this worker does not hold read it from the store (an await):
     each one that read it while the others did rendered it and kept its own answer, only the last
     in the cache, the others never let go (a caller polling at once grew the server without bound,
-    a task each time). The kept JSON is the bytes the first answer wrote."""
+    a task each time). Polls at once are answered with one kept answer, and the kept JSON is the
+    bytes the first answer wrote."""
     tk = await tn.create_toolkit(EXAMPLE_SKILLS, builtins=False)
     a2a = tn.A2AConfig(name="demo", description="d", store=postgres)
     async with tk:
@@ -33,19 +49,29 @@ async def test_polls_at_once_of_a_finished_task_keep_one_answer_the_same_bytes(p
                 ids = [(await client.send(f"hello {i}")).id for i in range(3)]
         # served again: the tasks are the store's, not this worker's (each poll reads them)
         async with tk.serve(client=tn.demo_client(), a2a=a2a) as handle:
+            answers: list[list[bytes]] = []
             async with httpx.AsyncClient(base_url=handle.url, timeout=30) as http:
-                answers: list[list[bytes]] = []
-                for task_id in ids:
+                for task_id in ids:  # over JSON-RPC, in 0.3
                     bodies = await asyncio.gather(
                         *(http.post("/", json=_get(task_id, 'p-é"1')) for _ in range(POLLS))
                     )
                     again = await http.post("/", json=_get(task_id, 'p-é"1'))  # its JSON kept
                     answers.append([r.content for r in (*bodies, again)])
-            endpoint = handle.a2a
-            kept = endpoint._finished  # noqa: SLF001  # the cache under test
-            encoded = endpoint._encoded  # noqa: SLF001
+            shared = []
+            for task_id in ids:  # in process, in 1.0 (another kept answer each)
+                polls = await asyncio.gather(
+                    *(
+                        handle.a2a.dispatch(OPERATIONS["get"], {"id": task_id}, Dialect.V10)
+                        for _ in range(POLLS)
+                    )
+                )
+                shared.append(all(p is polls[0] for p in polls))
+                del polls
+            alive = _answers_alive(ids)  # the server still serving, its cache held
     for task_id, bodies in zip(ids, answers, strict=True):
         assert task_id.encode() in bodies[0] and b'"completed"' in bodies[0]
         assert set(bodies) == {bodies[0]}  # every answer the same bytes, the kept JSON's too
-    assert len(kept) == len(ids)
-    assert len(encoded) == len(ids), f"{len(encoded) - len(ids)} answers kept and never let go"
+        result = _json.loads(bodies[0])["result"]  # as any other answer is written
+        assert bodies[0] == _json.dumps(result_envelope('p-é"1', result))
+    assert shared == [True] * len(ids), "polls at once answered with answers of their own"
+    assert alive == 2 * len(ids), f"{alive - 2 * len(ids)} answers kept and never let go"

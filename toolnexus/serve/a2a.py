@@ -146,6 +146,26 @@ class _Answer:
         await send({"type": "http.response.body", "body": self.body})
 
 
+class _Kept(dict[str, Any]):
+    """A finished task's GetTask answer as rendered, kept by the endpoint (``A2AEndpoint._get``)
+    with its JSON-RPC result's JSON (``json``), made at its first JSON-RPC answer (None until
+    then: HTTP+JSON and gRPC answers never make it). One object: evicting it lets go of both. A
+    dict to every binding: orjson (given no ``OPT_PASSTHROUGH_SUBCLASS``) and the standard library
+    write a dict subclass as the dict, and protobuf's ``ParseDict`` reads it as one."""
+
+    __slots__ = ("json",)
+    json: bytes | None
+
+    def enveloped(self, rid: Any) -> bytes:
+        """The JSON-RPC answer of ``rid`` with this result: its JSON made once and set in the
+        envelope, the same bytes ``_json.dumps(result_envelope(rid, self))`` writes (compact, in
+        the envelope's order)."""
+        encoded = self.json
+        if encoded is None:
+            encoded = self.json = _json.dumps(self)
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), encoded)
+
+
 def _json_response(
     body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> _Answer:
@@ -221,12 +241,10 @@ class A2AEndpoint:
         )
         """The card it serves (built, cached and tagged there)."""
         self._notifications: set[asyncio.Task[Any]] = set()
-        # GetTask answers for finished tasks, as rendered (they never change): polls of a task that
-        # just finished skip unpacking, parsing and rendering it again
-        self._finished: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
-        # and as JSON-RPC answers them, by the kept answer's id: the answer and its JSON, made at
-        # its first JSON-RPC answer (None until then: HTTP+JSON and gRPC answers never make it)
-        self._encoded: dict[int, tuple[Any, bytes | None]] = {}
+        # GetTask answers for finished tasks, as rendered (they never change), each with its JSON
+        # (see _Kept): polls of a task that just finished skip unpacking, parsing and rendering it
+        # again, and JSON-RPC's skip writing it
+        self._finished: collections.OrderedDict[tuple[Any, ...], _Kept] = collections.OrderedDict()
         self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def _needs(self, skill: SkillDef) -> list[dict[str, list[str]]]:
@@ -347,8 +365,8 @@ class A2AEndpoint:
             if not isinstance(outcome, Response):
                 if hybrid:
                     outcome = self._spelled_hybrid(outcome)
-                elif id(outcome) in self._encoded:  # a finished task's GetTask answer, kept
-                    return _Answer(self._enveloped(rid, outcome), 200, activated)
+                elif type(outcome) is _Kept:  # a finished task's GetTask answer, kept
+                    return _Answer(outcome.enveloped(rid), 200, activated)
                 return _json_response(result_envelope(rid, outcome), headers=activated)
             outcome.headers.update(activated)
         except RPCError as err:
@@ -659,31 +677,22 @@ class A2AEndpoint:
 
     async def _get(self, request: GetTask, dialect: Dialect, owner: str | None) -> Any:
         key = (request.id, dialect, request.history_length, owner)
-        rendered = self._finished.get(key)
-        if rendered is not None:
+        kept = self._finished.get(key)
+        if kept is not None:
             self._finished.move_to_end(key)
-            return rendered
+            return kept
         task = await self.runner.get(request.id, owner)
-        rendered = self._finished.get(key)  # kept meanwhile by a poll that read it at once
-        if rendered is not None:  # (else it kept its own, the one before never let go)
-            return rendered
+        kept = self._finished.get(key)  # kept meanwhile by a poll that read it at once: polls at
+        if kept is not None:  # once answer one, rendered once, its JSON made once
+            return kept
         rendered = render_task(task, dialect, request.history_length)
-        if task.state.terminal:
-            self._finished[key] = rendered
-            self._encoded[id(rendered)] = (rendered, None)
-            if len(self._finished) > FINISHED_CACHE:
-                self._encoded.pop(id(self._finished.popitem(last=False)[1]), None)
-        return rendered
-
-    def _enveloped(self, rid: Any, kept: Any) -> bytes:
-        """The JSON-RPC answer of ``rid`` whose result is ``kept`` (a finished task's GetTask
-        answer, see :meth:`_get`): its JSON made once and set in the envelope, the same bytes
-        ``_json.dumps(result_envelope(rid, kept))`` writes (compact, in the envelope's order)."""
-        result, encoded = self._encoded[id(kept)]
-        if encoded is None:
-            encoded = _json.dumps(result)
-            self._encoded[id(kept)] = (result, encoded)
-        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), encoded)
+        if not task.state.terminal:
+            return rendered
+        kept = self._finished[key] = _Kept(rendered)
+        kept.json = None
+        if len(self._finished) > FINISHED_CACHE:
+            self._finished.popitem(last=False)
+        return kept
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(
