@@ -312,3 +312,23 @@ async def test_the_message_may_be_typed_unquoted_and_words_cut_by_a_flag_are_sai
         "toolnexus: error: unrecognized arguments: in Oslo; the message's words go together, "
         'quoted: "weather in Oslo"'
     )
+
+
+async def test_the_message_after_the_flags_is_the_message():
+    """The look at f6e35d4: ``toolnexus send URL --stream "greet Ada"``, the message quoted after
+    a flag, exited 2 with ``unrecognized arguments: greet Ada; the message's words go together,
+    quoted: "greet Ada"`` (argparse gives the words nothing as it reads the URL, and then finds
+    them unknown). Words after the flags, one run of them, are the message; words a flag cuts in
+    two still say the quoted form."""
+    async with demo_agent() as url:
+        code, out, err = await arun_cli("send", url, "--stream", "greet Ada")
+        assert code == 0 and out.startswith('Using the "greet" skill: Hello, Ada!'), (out, err)
+        code, out, err = await arun_cli("send", url, "--json", "--skill", "weather", "in", "Oslo")
+        task = lines(out)[-1]["task"]
+        assert code == 0 and task["history"][0]["parts"][0]["text"] == "in Oslo", (out, err)
+        code, out, err = await arun_cli("send", url, "--json", "weather", "--skill", "x", "Oslo")
+    assert code == 2 and out == "", (out, err)
+    assert err.splitlines()[-1] == (
+        "toolnexus: error: unrecognized arguments: weather Oslo; the message's words go together, "
+        'quoted: "weather Oslo"'
+    )

@@ -117,9 +117,24 @@ def _reader_gone() -> NoReturn:
     sys.exit(128 + signal.SIGPIPE)  # not reached where the signal ends the process at once
 
 
+def _one_run(words: list[str], argv: list[str]) -> bool:
+    """Whether ``words`` (what argparse left unknown) are no flag and stand together in ``argv``:
+    send's message typed after its flags, which argparse does not give it (a positional taking
+    any number of words takes none as it reads the URL before them)."""
+    n = len(words)
+    return (
+        n > 0
+        and not any(w.startswith("-") for w in words)
+        and any(argv[i : i + n] == words for i in range(len(argv) - n + 1))
+    )
+
+
 def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if args.command == "send" and not args.text and _one_run(extra, given):
+        args.text, extra = extra, []  # after the flags (send URL --stream "greet Ada")
     if extra:  # send's words cut by a flag (send URL weather --stream in Oslo): say how to type it
         words = [*getattr(args, "text", []), *extra]
         quote = (
@@ -128,9 +143,7 @@ def _main(argv: list[str] | None) -> int:
             else ""
         )
         parser.error(f"unrecognized arguments: {' '.join(extra)}{quote}")
-    args.argv = list(
-        sys.argv[1:] if argv is None else argv
-    )  # what a worker of --workers is started with
+    args.argv = given  # what a worker of --workers is started with
     try:
         if args.command == "doctor" and args.client:
             if args.url or args.send:
