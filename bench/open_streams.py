@@ -32,6 +32,13 @@ share of a core and per slow word (with TOOLNEXUS_BENCH_PROFILE=PATH: a cProfile
 CPU time, in PATH.open.PID). ``--gap 1000``: idle streams (what holding one costs: its pings, its
 timers).
 
+With ``--grpc``: the server serves the gRPC binding too, and the slow streams are gRPC calls
+(``SendStreamingMessage``, grpcio and the official stubs), all on one channel of their caller
+process: what a server holding gRPC streams does to its other streams (at most ``MAX_CONNECTIONS``,
+1,000, gRPC calls at once: past that they are refused). The fast streams stay JSON-RPC over HTTP.
+Their "open" count is then the calls whose first word came (a gRPC call holds no descriptor of its
+own, so the server's descriptors say nothing of them).
+
 With ``--nice -10`` (root): the server and the callers run ahead of the machine's other processes,
 so that on a shared machine each has about its core to itself.
 
@@ -59,6 +66,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +94,9 @@ async def _stamped(request: dict[str, Any]) -> Any:
     yield {"usage": {"prompt_tokens": 12, "completion_tokens": count, "total_tokens": 12 + count}}
 
 
-def _server(limit: int, trace: int) -> None:
-    """``toolnexus serve --json`` with the in-process model, its connection limit ``limit``."""
+def _server(limit: int, trace: int, grpc: bool) -> None:
+    """``toolnexus serve --json`` with the in-process model, its connection limit ``limit`` (and
+    the gRPC binding, on a port of its own, with ``grpc``)."""
     import toolnexus.cli as cli
     import toolnexus.cli.serve as serve_command
     from toolnexus import create_in_process_client
@@ -110,13 +119,15 @@ def _server(limit: int, trace: int) -> None:
     config = Path(tempfile.mkdtemp()) / "toolkit.json"
     config.write_text("{}")
     argv = ["serve", "--config", str(config), "--json", "--drain", "0"]
+    if grpc:
+        argv += ["--grpc", "127.0.0.1:0"]
     if not trace:
         sb._profiled("open")  # TOOLNEXUS_BENCH_PROFILE: cProfile (CPU time), see --hold
     sys.exit(cli.main([*argv, "--max-connections", str(limit)]))
 
 
 def _start(
-    code: str | None, limit: int, cores: set[int] | None, trace: str = ""
+    code: str | None, limit: int, cores: set[int] | None, trace: str = "", grpc: bool = False
 ) -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ)
     env.pop("TOOLNEXUS_BENCH_CODE", None)
@@ -126,7 +137,8 @@ def _start(
         env["TOOLNEXUS_BENCH_TRACE"] = trace
     proc = subprocess.Popen(
         [sys.executable, __file__, "--role", "server", "--limit", str(limit)]
-        + (["--trace"] if trace else []),
+        + (["--trace"] if trace else [])
+        + (["--grpc"] if grpc else []),
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -156,16 +168,19 @@ def _favour(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, NICE)
 
 
-def _callers(url: str, n: int, seconds: float, text: str, spread: float) -> subprocess.Popen[str]:
+def _callers(
+    url: str, n: int, seconds: float, text: str, spread: float, grpc: bool = False
+) -> subprocess.Popen[str]:
     """``n`` callers streaming ``text`` for ``seconds`` (starts spread over ``spread``), in a
-    process of their own; it prints their outcome as JSON when done."""
-    proc = _spawn_callers(url, n, seconds, text, spread)
+    process of their own; it prints their outcome as JSON when done. ``grpc`` (with ``seconds``
+    0): each one gRPC call, all on one channel."""
+    proc = _spawn_callers(url, n, seconds, text, spread, grpc)
     _favour(proc.pid)
     return proc
 
 
 def _spawn_callers(
-    url: str, n: int, seconds: float, text: str, spread: float
+    url: str, n: int, seconds: float, text: str, spread: float, grpc: bool
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -183,7 +198,8 @@ def _spawn_callers(
             text,
             "--ramp",
             str(spread),
-        ],
+        ]
+        + (["--grpc"] if grpc else []),
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -197,6 +213,8 @@ def _run_callers(args: argparse.Namespace) -> None:
     sb.STREAM_TIMEOUT = 900.0  # a slow stream lasts minutes
     if args.seconds > 0:
         outcomes = uvloop.run(sb._streams(args.url, args.open, args.seconds, args.text, args.ramp))
+    elif args.grpc:  # grpcio's asyncio runs on asyncio's own loop
+        outcomes = asyncio.run(_once_grpc(args.url, args.open, args.text, args.ramp))
     else:
         outcomes = uvloop.run(_once(args.url, args.open, args.text, args.ramp))
     delays = sorted(d / 1e6 for o in outcomes for d in o.delays)
@@ -209,6 +227,7 @@ def _run_callers(args: argparse.Namespace) -> None:
         json.dumps(
             {
                 "streams": len(outcomes),
+                "started": sum(o.ttft is not None for o in outcomes),  # a first word came
                 "failed": sum(o.failed for o in outcomes),
                 "why": whys,
                 "words": len(delays),
@@ -243,6 +262,46 @@ async def _once(url: str, n: int, text: str, spread: float) -> list[sb.Outcome]:
                 conn.transport.close()
 
     return await asyncio.gather(*(caller(i) for i in range(n)))
+
+
+async def _once_grpc(url: str, n: int, text: str, spread: float) -> list[sb.Outcome]:
+    """``n`` callers, each one gRPC stream of ``text`` (``SendStreamingMessage``), all on one
+    channel to the gRPC port the card at ``url`` names, the starts spread over ``spread``
+    seconds."""
+    from toolnexus.protocol.grpc_binding import modules, target_of  # noqa: PLC0415  # optional extra: grpc, the --grpc callers' alone
+
+    grpc, pb, pb_grpc = modules()
+    card = json.loads(urllib.request.urlopen(url + "/.well-known/agent-card.json").read())
+    target = next(
+        target_of(i["url"]) for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"
+    )
+    expected = sb._expected(text)
+
+    async def caller(stub: Any, i: int) -> sb.Outcome:
+        await asyncio.sleep(spread * i / n)
+        out, seen = sb.Outcome(), set()
+        message = pb.Message(message_id=f"m{i}", role=pb.ROLE_USER, parts=[pb.Part(text=text)])
+        sent = time.monotonic_ns()
+        try:
+            async for event in stub.SendStreamingMessage(pb.SendMessageRequest(message=message)):
+                now = time.monotonic_ns()
+                for stamp in sb.STAMP.findall(event.SerializeToString()):
+                    if stamp not in seen:
+                        seen.add(stamp)
+                        out.delays.append(now - int(stamp))
+                        out.words += 1
+                        if out.ttft is None:
+                            out.ttft = now - sent
+        except grpc.aio.AioRpcError as exc:
+            out.failed, out.why = True, f"{exc.code().name}: {exc.details()}"
+            return out
+        if out.words < expected:
+            out.failed, out.why = True, f"{out.words} of {expected} words"
+        return out
+
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = pb_grpc.A2AServiceStub(channel)
+        return await asyncio.gather(*(caller(stub, i) for i in range(n)))
 
 
 async def _fast(url: str, pid: int, seconds: float, cores: set[int] | None) -> dict[str, Any]:
@@ -293,16 +352,16 @@ async def _round(
     words = int((args.ramp + args.seconds + 10 + OPEN_WAIT + HELD) / args.gap) + 2
     text = f"gap={args.gap} count={words}"
     began, cpu0, tcp0 = time.monotonic(), sb._cpu_seconds(pid), _tcp()
-    slow = _callers(url, args.open, 0, text, args.ramp)  # each caller one stream
+    slow = _callers(url, args.open, 0, text, args.ramp, args.grpc)  # each caller one stream
     if side is not None:
         os.sched_setaffinity(slow.pid, side)
     await asyncio.sleep(args.ramp + 2.0)
     opening = sb._cpu_seconds(pid) - cpu0  # the starts, and the slow words so far
     ramped = time.monotonic()
-    while time.monotonic() - ramped < OPEN_WAIT and _connections(pid) < args.open:
+    while not args.grpc and time.monotonic() - ramped < OPEN_WAIT and _connections(pid) < args.open:
         await asyncio.sleep(0.5)  # those still in the accept queue (a server short of CPU)
     backlog = time.monotonic() - ramped
-    opened = _connections(pid)
+    opened = _connections(pid)  # gRPC's calls: those whose first word came, known at their end
     held = sb._rss_kib(pid)
     cpu1, t1 = sb._cpu_seconds(pid), time.monotonic()
     await asyncio.sleep(HELD)  # the slow streams alone
@@ -315,8 +374,11 @@ async def _round(
     out, _ = await asyncio.to_thread(slow.communicate)
     slow_row = json.loads(out)
     slow_row["tcp"] = {k: v - tcp0[k] for k, v in _tcp().items()}
+    if args.grpc:
+        opened = slow_row["started"]
     row = {
         "server": name,
+        "binding": "grpc" if args.grpc else "jsonrpc",
         "open": args.open,
         "idle_mib": idle / 1024,
         "kib_per_stream": (held - idle) / args.open,
@@ -411,7 +473,9 @@ async def _bench(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(f"repetition {rep + 1}: load average {sb._load()}", file=sys.stderr, flush=True)
         k = rep % len(builds)
         for name, code in builds[k:] + builds[:k]:
-            proc, url = _start(code, args.open + LIMIT_SPARE, cores[1] if cores else None)
+            proc, url = _start(
+                code, args.open + LIMIT_SPARE, cores[1] if cores else None, grpc=args.grpc
+            )
             try:
                 sb_warm = _callers(url, 8, 1.0, FAST, 0.5)
                 sb_warm.communicate()
@@ -556,12 +620,17 @@ def main() -> None:
         help="the server's and the callers' niceness (e.g. -10, as root: on a shared machine, "
         "ahead of the others' processes, as if each had its core)",
     )
+    ap.add_argument(
+        "--grpc",
+        action="store_true",
+        help="the slow streams as gRPC calls on one channel (at most 1,000: gRPC's limit)",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     global NICE
     NICE = args.nice
     if args.role == "server":
-        _server(args.limit, args.trace)
+        _server(args.limit, args.trace, args.grpc)
         return
     if args.role == "callers":
         _run_callers(args)

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import h11
 import uvicorn
@@ -49,6 +49,7 @@ __all__ = [
     "accept_queue",
     "GC_THRESHOLD",
     "ServingCollector",
+    "Holder",
     "COLLECT_EVERY",
     "HELD_MANY",
     "FULL_GROWTH",
@@ -83,9 +84,10 @@ line an exception would cost (``serve.quirks``' ``drop-streams``)."""
 GC_THRESHOLD = (20_000, 20, 20)
 """The collector's thresholds in a serving process (see :func:`serving_gc`; Python's are 700, 10, 10)."""
 HELD_MANY = 1000
-"""Open connections from which :class:`ServingCollector` runs the collector itself, until fewer
-than half as many are open (below it, Python's with :data:`GC_THRESHOLD`: short requests'
-objects die before a collection walks them)."""
+"""Connections and calls held open (:class:`Holder`: an HTTP server's connections, a gRPC
+server's calls) from which :class:`ServingCollector` runs the collector itself, until fewer than
+half as many are (below it, Python's with :data:`GC_THRESHOLD`: short requests' objects die
+before a collection walks them)."""
 COLLECT_EVERY = 0.05
 """Seconds between two young collections of :class:`ServingCollector`, each followed by setting
 what survived aside: a collection walks only what was made since the one before and is still
@@ -115,10 +117,10 @@ def serving_gc(collect: bool = True) -> None:
     generation is collected after 20,000 new objects. Cycles are still collected, later.
 
     With ``collect`` and a running loop, :class:`ServingCollector` also runs on that loop (once
-    a loop): while thousands of connections are open (streams, whose objects live as long as they
-    are), it runs the collector itself. ``toolnexus serve`` calls it (the process is the
-    server's); a program that embeds :func:`~toolnexus.serve.serve` decides for its own process
-    (the TUI runs a collector of its own).
+    a loop): while thousands of connections or gRPC calls are open (streams, whose objects live
+    as long as they are), it runs the collector itself. ``toolnexus serve`` calls it (the process
+    is the server's); a program that embeds :func:`~toolnexus.serve.serve` decides for its own
+    process (the TUI runs a collector of its own).
     """
     gc.collect()
     gc.freeze()
@@ -134,16 +136,27 @@ def serving_gc(collect: bool = True) -> None:
         ServingCollector(loop).start()
 
 
+class Holder(Protocol):
+    """A server whose open connections or calls :class:`ServingCollector` counts
+    (:meth:`ServingCollector.hold`)."""
+
+    def holding(self) -> int:
+        """What it holds open now, each for as long as it is open: an HTTP server's connections
+        (a stream is one), a gRPC server's calls (a stream is one; its connection holds many, and
+        none of their objects)."""
+        ...
+
+
 class ServingCollector:
-    """A serving process's collector while it holds :data:`HELD_MANY` connections open or more
-    (its servers' together), run on its loop: every :data:`COLLECT_EVERY` seconds the youngest
-    generation is collected and what survived is set aside (``gc.freeze``), never walked again
-    until a full collection; every :data:`FULL_LOOK` seconds, once memory (blocks or C's
-    bytes) grew by :data:`FULL_GROWTH` past what the last full collection left (or what start-up
-    and the connections open now account for, when more are), everything set aside is walked
-    again (``gc.unfreeze``, a full collection, set aside again) for the cycles that died there (an
-    HTTP client's request is one: ``serve.push._Once``). When fewer than half as many are open, a
-    last full collection and Python's collector again. Full collections come with growth not
+    """A serving process's collector while it holds :data:`HELD_MANY` connections or calls open or
+    more (its servers' together, :class:`Holder`), run on its loop: every :data:`COLLECT_EVERY`
+    seconds the youngest generation is collected and what survived is set aside (``gc.freeze``),
+    never walked again until a full collection; every :data:`FULL_LOOK` seconds, once memory (blocks
+    or C's bytes) grew by :data:`FULL_GROWTH` past what the last full collection left (or what
+    start-up and the connections open now account for, when more are), everything set aside is
+    walked again (``gc.unfreeze``, a full collection, set aside again) for the cycles that died
+    there (an HTTP client's request is one: ``serve.push._Once``). When fewer than half as many are
+    open, a last full collection and Python's collector again. Full collections come with growth not
     explained by more connections, not with time.
 
     Why: with Python's collector (:func:`serving_gc`'s thresholds), an open stream's objects for
@@ -157,27 +170,35 @@ class ServingCollector:
 
     running: ClassVar[list[ServingCollector]] = []
     """The collectors running, one per loop at most (:func:`serving_gc`)."""
+    holders: ClassVar[weakref.WeakSet[Holder]] = weakref.WeakSet()
+    """The servers started in this process, on any loop (:meth:`hold`), counted together."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.held = False
-        """Whether it runs the collector now (HELD_MANY connections open)."""
+        """Whether it runs the collector now (HELD_MANY connections or calls open)."""
         self.full = 0
         """Full collections it ran."""
         self._malloc = _malloc_in_use()
         self._floor = self._memory()  # start-up's blocks and C's bytes
         self._left = self._floor  # what the last full collection left (or the collector found)
-        self._per = (0.0, 0.0)  # and per open connection, above start-up's
+        self._per = (0.0, 0.0)  # and per connection or call open, above start-up's
         self._looked = 0.0
 
+    @staticmethod
+    def hold(server: Holder) -> None:
+        """Count what ``server`` holds open from now on, as long as it is alive (a started server
+        calls it)."""
+        ServingCollector.holders.add(server)
+
     def start(self) -> None:
-        """Look at the open connections (every :data:`FULL_LOOK` seconds while few are), and
-        collect while many are, from now on."""
+        """Look at the open connections and calls (every :data:`FULL_LOOK` seconds while few
+        are), and collect while many are, from now on."""
         ServingCollector.running.append(self)
         self.loop.call_later(COLLECT_EVERY, self._tick)
 
     def _tick(self) -> None:
-        open_ = sum(len(server.server_state.connections) for server in _Uvicorn.serving)
+        open_ = sum(server.holding() for server in ServingCollector.holders)
         held = open_ >= HELD_MANY or (self.held and open_ >= HELD_MANY // 2)
         self.loop.call_later(COLLECT_EVERY if held else FULL_LOOK, self._tick)
         if not held:
@@ -426,9 +447,6 @@ class _Uvicorn(uvicorn.Server):
     """A uvicorn server that leaves signals to its host, stops on an event, not a 0.1 s poll, and
     drains (see :meth:`AsgiServer.stop`)."""
 
-    serving: ClassVar[weakref.WeakSet[_Uvicorn]] = weakref.WeakSet()
-    """The servers started in this process (their open connections: :class:`ServingCollector`)."""
-
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.ready = asyncio.Event()
@@ -447,8 +465,12 @@ class _Uvicorn(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         self._accepts = _Accepts(self, sockets or [])
-        _Uvicorn.serving.add(self)
+        ServingCollector.hold(self)
         self.ready.set()
+
+    def holding(self) -> int:
+        """Its open connections (:class:`Holder`)."""
+        return len(self.server_state.connections)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """Stop accepting, drain, cancel what is left (uvicorn's shutdown, without its

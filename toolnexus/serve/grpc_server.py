@@ -21,7 +21,7 @@ from typing import Any
 
 from .._json import is_array
 from ..errors import InternalError, InvalidRequestError, RPCError, VersionNotSupportedError
-from ..http.server import MAX_CONNECTIONS, MAX_HEAD, http_url, parse_addr
+from ..http.server import MAX_CONNECTIONS, MAX_HEAD, ServingCollector, http_url, parse_addr
 from ..protocol import rest
 from ..protocol.dialects import Dialect
 from ..protocol.grpc_binding import (
@@ -56,6 +56,7 @@ class GrpcServer:
         self.tls = tls
         """Serve over TLS taking only callers with a certificate its CA signed (mutual TLS)."""
         self._server: Any = None
+        self._calls = 0  # in progress
 
     @property
     def target(self) -> str:
@@ -116,6 +117,12 @@ class GrpcServer:
         self.port = port
         await server.start()
         self._server = server
+        ServingCollector.hold(self)
+
+    def holding(self) -> int:
+        """Its calls in progress (``http.server.Holder``): a stream's objects live as long as its
+        call, and one connection carries any number of calls (a channel of the official client)."""
+        return self._calls
 
     async def stop(self, grace: float = 0.5) -> None:
         if self._server is not None:
@@ -175,6 +182,7 @@ class GrpcServer:
 
     def _unary(self, op: Operation, v03: bool) -> Any:
         async def call(request: Any, context: Any) -> Any:
+            self._calls += 1
             try:
                 params, owner = await self._params(op, request, context, v03)
                 result = await self.endpoint.dispatch(
@@ -183,11 +191,14 @@ class GrpcServer:
                 return _answer(op, result, v03)
             except Exception as exc:
                 await self._failed(op, exc, context, v03)
+            finally:
+                self._calls -= 1
 
         return call
 
     def _streaming(self, op: Operation, v03: bool) -> Any:
         async def call(request: Any, context: Any) -> AsyncGenerator[Any, None]:
+            self._calls += 1
             try:
                 params, owner = await self._params(op, request, context, v03)
                 results = await self.endpoint.dispatch(
@@ -199,6 +210,8 @@ class GrpcServer:
                             yield _answer(op, result, v03)
             except Exception as exc:
                 await self._failed(op, exc, context, v03)
+            finally:  # a call its caller cancels too (grpcio cancels the handler's task)
+                self._calls -= 1
 
         return call
 
