@@ -3,7 +3,9 @@ server and a stub of the toolnexus legacy dialect."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,12 +15,14 @@ pytest.importorskip("a2a")
 
 from textual.widgets import DataTable, Input, Static  # noqa: E402
 
-from toolnexus.hosting import demo_spec  # noqa: E402
+import toolnexus as tn  # noqa: E402
+from toolnexus.hosting import Workspace, demo_spec  # noqa: E402
 from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
 from ..peers.legacy_stub import legacy_stub  # noqa: E402
 from ..peers.sdk_server import sdk_server  # noqa: E402
 from ..serve.wire import rpc  # noqa: E402
@@ -244,8 +248,6 @@ async def test_peers_cards_chat_and_wire(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 async def test_call_an_mcp_tool_through_the_form():
-    import toolnexus as tn
-
     @tn.tool
     def add(a: int, b: int = 2) -> int:
         """Add two integers."""
@@ -295,6 +297,51 @@ async def test_chat_opens_on_the_server_the_hint_names():
         app.screen.query_one("#chat-input", Input).value = "hello hint"
         await pilot.press("enter")
         await until(pilot, lambda: "You said: hello hint" in text_of(app, "#chat-log"))
+
+
+async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
+    tmp_path, monkeypatch
+):
+    """The look at f6e35d4: relaunched with a saved peer that answers (another agent), Chat talked
+    to it, not to the hosted demo the Servers hint names (2 launches in 3): Chat, built ahead a
+    second after launch, found the saved peer the only one reachable while the demo still started,
+    took it, and kept it. A hosted server on its way is waited for. Its start is held here until
+    Chat is shown, as a slow start would."""
+    held = threading.Event()  # the hosted servers start on a thread of their own
+    serve = Workspace._serve
+
+    async def slow_serve(self, server, sock=None):
+        await asyncio.to_thread(held.wait, 30)
+        await serve(self, server, sock)
+
+    monkeypatch.setattr(Workspace, "_serve", slow_serve)
+    folder = tmp_path / "config"
+    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
+    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="other")) as other:
+        saved = PeerBook(folder)
+        saved.add(other.url)
+        saved.save(other.url.rstrip("/"))
+        app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await until(
+                    pilot,
+                    lambda: [p.state for p in app.peer_book.peers.values()] == ["reachable"],
+                )
+                await pilot.press("4")
+                await until(pilot, lambda: type(app.screen).__name__ == "ChatScreen")
+                held.set()
+                await until(
+                    pilot,
+                    lambda: any(
+                        p.hosted and p.state == "reachable" for p in app.peer_book.peers.values()
+                    ),
+                    timeout=30,
+                )
+                hosted = next(url for url, p in app.peer_book.peers.items() if p.hosted)
+                await until(pilot, lambda: chatting_with(app, hosted))
+        finally:
+            held.set()
 
 
 async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():

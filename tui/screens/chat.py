@@ -109,12 +109,16 @@ class ChatScreen(ModeScreen):
 
     def _first_choice(self, urls: list[str]) -> str | None:
         """Whom a new chat talks to when no one was named: the server this app hosts (what the
-        Servers hint says to chat with), else the only reachable peer."""
+        Servers hint says to chat with), else the only reachable peer; no one while a hosted
+        server is on its way (a saved peer answers before the demo has started, at launch)."""
         peers = self.tn.peer_book.peers
         hosted = [url for url in urls if url in peers and peers[url].hosted]
         if hosted:
             return hosted[0]
-        return urls[0] if len(urls) == 1 else None
+        coming = any(
+            s.state == "starting" and s.spec.a2a for s in self.tn.workspace.servers.values()
+        ) or any(p.hosted and p.state == "checking" for p in peers.values())
+        return urls[0] if len(urls) == 1 and not coming else None
 
     @on(Select.Changed, "#chat-peer")
     def _peer_chosen(self, event: Select.Changed) -> None:
