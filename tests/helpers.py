@@ -11,9 +11,11 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -113,6 +115,28 @@ def launch_chromium(playwright):
             "--no-first-run",
         ],
     )
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now, for a server that binds it later (a saved server's port, a
+    restart on the same port, a program that takes only a number). A port 0 found is in the
+    kernel's ephemeral range, where every other test's port-0 listeners and outgoing connections
+    take theirs: under ``-n 4`` another worker could take it before the server binds it. This one
+    is below that range, where nothing is given out unasked, picked at random (other runs on the
+    machine pick here too) and free when picked."""
+    low = 32768  # Linux's default start of the range
+    with contextlib.suppress(OSError, ValueError):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randrange(max(1024, low - 16384), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # held, or a connection of it lingers (TIME_WAIT)
+                continue
+            return port
+    raise AssertionError(f"no free port below {low} in 200 picks")
 
 
 # -- the stores a test runs on (toolnexus.stores.KINDS) ----------------------------------------------

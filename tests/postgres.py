@@ -8,13 +8,14 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
+
+from .helpers import free_port
 
 
 def binaries() -> Path | None:
@@ -56,9 +57,7 @@ class Postgres:
         self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-pg-"))
         self.data = self.root / "data"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()  # free now, taken by the server after initdb (seconds later)
         self._as = [
             *(inside or []),
             *(["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []),

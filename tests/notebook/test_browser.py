@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT
-from ..helpers import CHROMIUM, launch_chromium, stop_process
+from ..helpers import CHROMIUM, free_port, launch_chromium, stop_process
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="needs Debian's chromium (.ci/run installs it)"
@@ -28,12 +28,6 @@ sync_api = pytest.importorskip(
     "playwright.sync_api", reason="needs playwright (pip install -e '.[test]')"
 )
 pytest.importorskip("jupyterlab", reason="needs jupyterlab (pip install -e '.[test]')")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -45,7 +39,7 @@ def _lab(tmp_path: Path, work: Path, notebook: str) -> Iterator[Any]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    port, token = _free_port(), uuid.uuid4().hex
+    port, token = free_port(), uuid.uuid4().hex
     jupyter = Path(sys.executable).parent / "jupyter"
     lab = subprocess.Popen(
         [

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import signal
-import socket
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import toolnexus as tn
 from toolnexus.llm.demo import demo_generate
 from toolnexus.protocol.model import TaskState
 
-from ..helpers import assert_legal, read_until, started_cli
+from ..helpers import assert_legal, free_port, read_until, started_cli
 from ..serve.wire import rpc, v03_message
 from ..stubs import Reply, ScriptedServer, openai_text
 
@@ -299,19 +298,13 @@ async def test_a_peer_that_dies_mid_poll_gives_the_tool_an_error():
 # -- a crash mid-load ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve_process(store: Path, port: int):
     """``toolnexus serve`` on a file store, ready; stopped however the block ends."""
     return started_cli("serve", "--store", f"file:{store}", "--port", str(port), "--json")
 
 
 def test_kill_9_during_load_then_restart(tmp_path: Path):
-    store, port = tmp_path / "tasks", _free_port()
+    store, port = tmp_path / "tasks", free_port()
     url = f"http://127.0.0.1:{port}"
     with _serve_process(store, port) as proc, httpx.Client(timeout=30) as http:
         read_until(proc, "ready")

@@ -9,14 +9,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 import toolnexus as tn
 
-from ..helpers import Served, rss_mib
+from ..helpers import Served, free_port, rss_mib
 from ..peers import raw_on_loopback
 
 pytest.importorskip(
@@ -67,10 +66,7 @@ async def collector(answer: Answer | None) -> AsyncIterator[str]:
     """A collector's traces URL: ``answer`` for each request (its head read first); None: a port
     where nothing listens (every connection refused)."""
     if answer is None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        yield f"http://127.0.0.1:{port}/v1/traces"
+        yield f"http://127.0.0.1:{free_port()}/v1/traces"
         return
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

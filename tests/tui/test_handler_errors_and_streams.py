@@ -673,14 +673,13 @@ async def test_the_demo_keeps_its_port_across_launches(tmp_path):
     the port it had last time (one launch per test: a second Textual app in the same test left the
     first one's message pumps to the collector under a loaded suite)."""
     import json
-    import socket
 
     from tui.saved import write_private
 
+    from ..helpers import free_port
+
     folder = tmp_path / "config"
-    with socket.socket() as probe:  # a port free now, as the last launch's would be
-        probe.bind(("127.0.0.1", 0))
-        last = probe.getsockname()[1]
+    last = free_port()  # a port free now, as the last launch's would be
     write_private(folder / "servers-v1.json", {"servers": [], "ports": {"demo-desk": last}})
     port, said = await _launch_demo(folder)
     assert port == last and not said

@@ -5,7 +5,6 @@ costs in tokens, as ``toolnexus card --validate`` does (issue 64 item 2)."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from textual.widgets import DataTable, Input, Static, TabbedContent  # noqa: E40
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 
-from ..helpers import arun_cli  # noqa: E402
+from ..helpers import arun_cli, free_port  # noqa: E402
 from ..peers.legacy_stub import legacy_stub  # noqa: E402
 from ..peers.sdk_server import sdk_server  # noqa: E402
 from .test_pilot import until  # noqa: E402
@@ -142,9 +141,7 @@ async def test_diagnostics_say_what_the_card_costs_as_the_cli_does(tmp_path: Pat
 async def test_a_peer_without_a_card_has_no_name_cut_from_its_url(tmp_path: Path):
     """A peer that never served a card has no name: the name column said its URL again, cut to
     its width (``http://127.0.0.1:3``); it shows a dash, the whole URL being in the next one."""
-    with socket.socket() as s:  # a port nothing listens on: no card
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    url = f"http://127.0.0.1:{free_port()}"  # a port nothing listens on: no card
     book = PeerBook(tmp_path / "config")
     app = ToolnexusApp(specs=[], peers=book, export_dir=tmp_path)
     async with sdk_server() as sdk, app.run_test(size=(120, 40)) as pilot:

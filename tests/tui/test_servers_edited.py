@@ -27,6 +27,7 @@ from tui.peers import PeerBook  # noqa: E402
 from tui.saved import ServerBook, write_private  # noqa: E402
 from tui.screens.server_form import ServerForm  # noqa: E402
 
+from ..helpers import free_port  # noqa: E402
 from .test_peers_two_windows import in_another_window  # noqa: E402
 from .test_pilot import until  # noqa: E402
 
@@ -107,9 +108,7 @@ async def test_a_port_typed_in_the_demos_form_is_its_port_at_the_next_launch(tmp
     """The demo comes back on its own port (the one its copied curl line names), not on the port
     its saved edit says, which another window's edit may have moved. A port the user typed in
     its form is the user's word: it was dropped at the next launch, the demo back on its old port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.workspace.get("demo-desk").state == "running", timeout=30)
@@ -176,9 +175,7 @@ async def test_a_server_edited_in_another_window_is_said_here(tmp_path: Path):
     """The README: a server added, edited or deleted in one window shows in the other, saying so.
     An edit was taken silently (a stopped server's spec replaced, a running one's not, and neither
     said). Now each says what happened and what it means here."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     write_private(
         tmp_path / "servers-v1.json",
         {"servers": [{"name": "shared", "skills": [], "port": port}]},

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +19,10 @@ from toolnexus.hosting import ServerSpec
 from tui.peers import PeerBook
 from tui.saved import ServerBook
 
-from ..helpers import ROOT
+from ..helpers import ROOT, free_port
 from .test_smoke import EXE, TMUX, pytestmark  # noqa: F401  # pytestmark: the same needs
 
 SAVED = "servers-v1.json"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 SOCKET = f"tn-two-{uuid.uuid4().hex[:8]}"  # a tmux server of this test's own: its sizes are its own
@@ -101,7 +94,7 @@ def _gone(session: str, timeout: float = 20) -> None:
 
 
 def test_two_windows_share_the_saved_servers(tmp_path):
-    port = _free_port()
+    port = free_port()
     (tmp_path / SAVED).write_text(
         json.dumps({"servers": [{"name": "shared", "skills": [], "port": port}], "ports": {}})
     )
@@ -158,7 +151,7 @@ def test_a_second_window_neither_proposes_nor_takes_a_saved_name(tmp_path):
     was replaced, A told nothing. Now the form proposes a free name and refuses a saved one, saying
     who serves it; the file keeps A's port. Then a peer added in each window is kept, and each
     window says what the other added."""
-    port = _free_port()
+    port = free_port()
     (tmp_path / SAVED).write_text(
         json.dumps({"servers": [{"name": "desk-3", "skills": [], "port": port}], "ports": {}})
     )
