@@ -36,6 +36,17 @@ def example_skills() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _private_user_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads or writes the user's own folders: toolnexus's config (saved servers, peers,
+    MCP servers: the TUI's, in whichever test builds one) and exports go to the test's folder, and
+    so does what a library or program keeps under ``$XDG_CONFIG_HOME``. The processes a test starts
+    inherit these."""
+    monkeypatch.setenv("TOOLNEXUS_CONFIG_DIR", str(tmp_path / "tn-config"))
+    monkeypatch.setenv("TOOLNEXUS_EXPORT_DIR", str(tmp_path / "tn-exports"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
+@pytest.fixture(autouse=True)
 def _strict_tui_handlers(monkeypatch: pytest.MonkeyPatch):
     """In tests an exception in a TUI handler ends the app (and fails the test), as Textual does by
     default; users get a notification instead (ToolnexusApp._handle_exception)."""
