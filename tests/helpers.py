@@ -139,6 +139,15 @@ def free_port() -> int:
     raise AssertionError(f"no free port below {low} in 200 picks")
 
 
+async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    """What ``check()`` returns once it is true, polled while the loop runs: for what a background
+    task, a hook or the event bus does after the call awaited has returned. Fails at ``timeout``."""
+    async with asyncio.timeout(timeout):
+        while not (found := check()):
+            await asyncio.sleep(0.02)
+    return found
+
+
 # -- the stores a test runs on (toolnexus.stores.KINDS) ----------------------------------------------
 
 SERVER_KINDS = {"PostgreSQL": "postgres"}

@@ -21,17 +21,12 @@ from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.mcp import MCPSession
 
 from .conftest import EXAMPLE_SKILLS
+from .helpers import eventually
 from .peers import mcp_peers
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PAGED = [sys.executable, "-m", "tests.peers.mcp_paged", "stdio"]
-
-
-async def until(condition, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -60,7 +55,7 @@ async def test_a_call_in_flight_is_cancelled_and_the_server_stops_it(mode):
     bus = EventBus()
     async with MCPSession(PAGED, env=mcp_peers.ENV, mode=mode, bus=bus) as s:
         waiting = asyncio.ensure_future(s.call("wait", {}))
-        await until(lambda: bool(s.running))
+        await eventually(lambda: bool(s.running))
         assert [what for what, _ in s.running.values()] == ["call wait"]
         await asyncio.sleep(0.3)  # the request is on its way to the server
         assert s.cancel() == ["call wait"]
@@ -110,7 +105,7 @@ async def test_a_call_cancelled_over_http_in_each_era_on_our_own_server():
                     await call
                 assert "hold" in [t["name"] for t in await s.tools()]
                 if mode == "auto":
-                    await until(lambda: stopped == [1])
+                    await eventually(lambda: stopped == [1])
             sent = [(e.rpc_method, e.status) for e in bus.history() if isinstance(e, TrafficEvent)]
             assert (("notifications/cancelled", 202) in sent) is (mode == "legacy")
 
@@ -163,7 +158,7 @@ async def test_the_legacy_sse_transport_chosen_or_found():
             assert (await s.page("tools")).next_cursor == "tools-3"
             assert await s.ping() > 0
             waiting = asyncio.ensure_future(s.call("wait", {}))
-            await until(lambda: bool(s.running))
+            await eventually(lambda: bool(s.running))
             await asyncio.sleep(0.3)
             s.cancel()
             with pytest.raises(PeerError, match="cancelled, the server was told"):

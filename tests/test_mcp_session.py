@@ -25,6 +25,7 @@ from toolnexus.events import EventBus, TrafficEvent
 from toolnexus.mcp import Elicitation, MCPSession, Reply, Sampling, TaskState, form_values
 from toolnexus.mcp import session as session_module
 
+from .helpers import eventually
 from .peers import mcp_peers
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -79,12 +80,6 @@ def session(
         roots=["/tmp/project"],
         **options,
     )
-
-
-async def until(condition: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +173,7 @@ async def test_everything_an_inspector_does_with_an_sdk_server(server, mode, req
         if s.capabilities["resources"].get("subscribe"):
             await s.subscribe("note://counter")
             assert "counter is 1" in (await s.call("touch", {})).output
-            await until(lambda: any(n.summary == "updated: note://counter" for n in s.notices))
+            await eventually(lambda: any(n.summary == "updated: note://counter" for n in s.notices))
             [counter] = await s.read("note://counter")
             assert counter.text is not None and '"counter": 1' in counter.text.replace(":1", ": 1")
         else:
@@ -216,7 +211,7 @@ async def test_our_own_server_a_changing_toolkit_over_stdio_in_both_eras(tmp_pat
             await s.call("grow", {})
             await s.call("reload", {"touch": "weather/reference/units.md"})
             told = lambda: {n.method for n in s.notices}  # noqa: E731
-            await until(
+            await eventually(
                 lambda: (
                     {
                         "notifications/tools/list_changed",
@@ -396,7 +391,7 @@ async def test_a_stdio_servers_stderr_is_heard_as_it_comes_and_kept_bounded():
     ]
     heard: list[str] = []
     async with MCPSession(noisy, env=mcp_peers.ENV, on_stderr=heard.append) as s:
-        await until(lambda: len(heard) >= 1503)
+        await eventually(lambda: len(heard) >= 1503)
         assert heard[:2] == ["line 0", "line 1"] and s.status == "connected"
         assert len(s.console) == MAX_STDERR_LINES and s.console[-1] == heard[-1]
         assert max(len(line) for line in heard) == MAX_STDERR_LINE
@@ -430,7 +425,7 @@ async def test_a_tool_run_as_an_mcp_task_is_polled_its_result_fetched_and_cancel
 
         stalled: list[TaskState] = []
         job = asyncio.ensure_future(s.call("stall", {}, on_task=stalled.append))
-        await until(lambda: bool(stalled))
+        await eventually(lambda: bool(stalled))
         assert s.cancel() == ["call stall (a task)"]
         with pytest.raises(PeerError, match="cancelled, the server was told \\(tasks/cancel\\)"):
             await job

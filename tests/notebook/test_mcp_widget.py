@@ -6,7 +6,6 @@ update), a prompt, the notifications; every peer string escaped; mistakes are on
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import sys
 
@@ -20,14 +19,9 @@ from IPython.core.error import UsageError  # noqa: E402
 import toolnexus as tn  # noqa: E402
 
 from ..conftest import EXAMPLE_SKILLS  # noqa: E402
+from ..helpers import eventually  # noqa: E402
 from ..peers import mcp_peers  # noqa: E402
 from .test_magics import ip  # noqa: E402, F401 - the shell fixture
-
-
-async def until(check, timeout: float = 20.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.02)
 
 
 def choose(dropdown, label: str) -> None:
@@ -64,7 +58,7 @@ async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
 
     choose(m.tool, "greet")  # the server asks: a form above the tabs
     calling = m.call()
-    await until(lambda: len(m.asking.children) == 4)
+    await eventually(lambda: len(m.asking.children) == 4)
     assert "Who are you?" in m.asking.children[0].value
     button(m.asking, "accept").click()  # the required name is empty: said, nothing sent
     assert "fill in the required argument: name" in m.asking.children[3].value
@@ -76,7 +70,7 @@ async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
     choose(m.tool, "haiku")  # the server asks our model: approved with the button
     m.tool_form.fill(topic="sea")
     calling = m.call()
-    await until(lambda: len(m.asking.children) == 5)  # also a box for a reply written
+    await eventually(lambda: len(m.asking.children) == 5)  # also a box for a reply written
     assert "You are a poet." in m.asking.children[0].value
     m.approve_button.click()
     await calling
@@ -92,10 +86,10 @@ async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
     choose(m.resource, "note://counter")
     await m.read()
     m.subscribe_button.value = True
-    await until(lambda: "note://counter" in m.session.subscribed)
+    await eventually(lambda: "note://counter" in m.session.subscribed)
     choose(m.tool, "touch")
     await m.call()
-    await until(lambda: "updated just now" in m.content.value)
+    await eventually(lambda: "updated just now" in m.content.value)
     assert "&quot;counter&quot;: 1" in m.content.value
 
     choose(m.prompt, "review")
@@ -108,7 +102,7 @@ async def test_the_inspector_widget_against_a_stdio_server(ip):  # noqa: F811
     choose(m.tool, "where")
     await m.call()
     assert "file:///tmp/project" in m.result.value
-    await until(
+    await eventually(
         lambda: all(
             method in m.notices.value
             for method in ("elicitation/create", "sampling/createMessage", "roots/list")
@@ -124,7 +118,7 @@ async def test_the_widget_against_the_typescript_server_over_http_and_its_mistak
         assert "everything-ts" in m.status.value and "handshake era" in m.status.value
         choose(m.tool, "greet")
         calling = m.call()
-        await until(lambda: len(m.asking.children) == 4)
+        await eventually(lambda: len(m.asking.children) == 4)
         button(m.asking, "decline").click()
         await calling
         assert "you chose to decline" in m.result.value
@@ -167,17 +161,17 @@ async def test_the_widget_has_the_controls_of_the_tuis_mcp_mode(ip):  # noqa: F8
     await m.ping()
     assert "ping answered in" in m.said.value and " ms" in m.status.value
     m.level.value = "warning"
-    await until(lambda: "log level warning" in m.status.value)
+    await eventually(lambda: "log level warning" in m.status.value)
     while m.more["tools"].layout.display is None:
         await m.next_page("tools")
     choose(m.tool, "log")
     await m.call()
-    await until(lambda: "a warning line" in m.notices.value)
+    await eventually(lambda: "a warning line" in m.notices.value)
     assert "a debug line" not in m.notices.value
 
     choose(m.tool, "wait")
     calling = m.call()
-    await until(lambda: bool(m.session.running))
+    await eventually(lambda: bool(m.session.running))
     assert m.cancel() and "cancelled: " in m.said.value
     await calling
     assert "cancel" in m.result.value
@@ -185,7 +179,7 @@ async def test_the_widget_has_the_controls_of_the_tuis_mcp_mode(ip):  # noqa: F8
     await m.call()
     assert "cancelled 1 times" in m.result.value
     assert m.cancel() == [] and "nothing in flight" in m.said.value
-    await until(lambda: "a-line-on-stderr" in m.stderr.value)
+    await eventually(lambda: "a-line-on-stderr" in m.stderr.value)
     await m.aclose()
 
 
@@ -194,7 +188,7 @@ async def test_a_sampling_request_answered_with_a_reply_written_and_a_forms_choi
     await m.ready()
     choose(m.tool, "greet")  # its question's colour is a choice, its default chosen
     calling = m.call()
-    await until(lambda: len(m.asking.children) == 4)
+    await eventually(lambda: len(m.asking.children) == 4)
     colour = m.elicitation.boxes[2]
     assert [label for label, _ in colour.options] == ["", "red", "green", "blue"]
     assert colour.value == 2
@@ -206,7 +200,7 @@ async def test_a_sampling_request_answered_with_a_reply_written_and_a_forms_choi
     choose(m.tool, "haiku")
     m.tool_form.fill(topic="sea")
     calling = m.call()
-    await until(lambda: bool(m.asking.children))
+    await eventually(lambda: bool(m.asking.children))
     m.send_button.click()  # nothing written: said, nothing sent
     assert "nothing written" in m.asking.children[-1].value
     m.reply_box.value = "<i>waves</i> by hand"
@@ -226,14 +220,14 @@ async def test_an_argument_is_completed_as_it_is_typed(ip):  # noqa: F811
         choose(m.prompt, "weather")
         city, unit = m.prompt_form.boxes[:2]
         city.value = "Li"
-        await until(lambda: "Lisbon" in city.options)
+        await eventually(lambda: "Lisbon" in city.options)
         unit.value = "f"
-        await until(lambda: list(unit.options) == ["fahrenheit"])
+        await eventually(lambda: list(unit.options) == ["fahrenheit"])
         city.value, unit.value = "Lisbon", "fahrenheit"
         await m.get_prompt()
         assert "Lisbon" in m.messages.value and "fahrenheit" in m.messages.value
         choose(m.resource, "skill://weather/{+path}")
         [path] = m.template_form.boxes
         path.value = "ref"
-        await until(lambda: any(o.startswith("reference/") for o in path.options))
+        await eventually(lambda: any(o.startswith("reference/") for o in path.options))
         await m.aclose()

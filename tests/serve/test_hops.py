@@ -16,7 +16,7 @@ from toolnexus.monitor import TaskBook, trace_tree
 from toolnexus.protocol.model import TaskState
 from toolnexus.stores import TaskQuery
 
-from ..helpers import write_skill
+from ..helpers import eventually, write_skill
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -134,7 +134,16 @@ async def test_input_required_at_c_surfaces_at_a_and_the_answer_flows_down(tmp_p
             task_a.trace.trace_id == task_b.trace.trace_id == task_c.trace.trace_id == CALLER_TRACE
         )
         assert task_a.trace.parent_id == CALLER_SPAN
-        await asyncio.sleep(0.1)  # the last bus events reach the book
+        await eventually(  # the last bus events reach the book
+            lambda: (
+                sum(
+                    e.done
+                    for e in book.remote_calls.values()
+                    if e.task_id in (task_a.id, task_b.id)
+                )
+                == 2
+            )
+        )
         [call_ab] = [e for e in book.remote_calls.values() if e.task_id == task_a.id]
         [call_bc] = [e for e in book.remote_calls.values() if e.task_id == task_b.id]
         assert (

@@ -13,6 +13,7 @@ import toolnexus as tn
 from toolnexus.events import size_of
 from toolnexus.traffic import BODY_CAP
 
+from ..helpers import eventually
 from .wire import V10, v10_message
 
 TOKEN = "inbound-secret-7781"
@@ -139,8 +140,9 @@ async def test_the_bus_keeps_a_history_bounded_in_bytes_as_well_as_in_count():
                     },
                 )
                 assert answer.status_code == 200
-            await _inbound(handle, 1)
-            await asyncio.sleep(0.1)  # the last batch published
+            await eventually(  # the last batch published
+                lambda: sum(isinstance(e, tn.TrafficEvent) for e in seen) == 40
+            )
             kept = bus.history()
             assert sum(map(size_of, kept)) <= 2_000_000 and len(kept) < 40
             traffic = [e for e in kept if isinstance(e, tn.TrafficEvent)]
@@ -148,7 +150,7 @@ async def test_the_bus_keeps_a_history_bounded_in_bytes_as_well_as_in_count():
             assert traffic[-1].request_body.startswith('{"jsonrpc"')  # the newest are the ones kept
             for _ in range(1100):  # small ones: bounded by count
                 assert (await http.get(handle.card_url)).status_code == 200
-            await asyncio.sleep(0.1)
+            await eventually(lambda: sum(isinstance(e, tn.TrafficEvent) for e in seen) == 40 + 1100)
             assert len(bus.history()) == 1000 and sum(map(size_of, bus.history())) <= 2_000_000
     finally:
         follow.cancel()

@@ -12,7 +12,7 @@ import toolnexus as tn
 from toolnexus.protocol.model import TaskState
 
 from ..conftest import EXAMPLE_SKILLS
-from ..helpers import assert_legal
+from ..helpers import assert_legal, eventually
 from .wire import V10, rpc, v03_message, v10_message
 
 
@@ -35,11 +35,8 @@ async def test_on_task_exactly_once_across_200_concurrent_tasks():
             ]
         )
         assert all(r["result"]["status"]["state"] == "completed" for r in replies)
-        for _ in range(100):
-            if len(calls) >= 200:
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.1)
+        await eventually(lambda: len(calls) >= 200)
+        await asyncio.sleep(0.1)  # a second call for a task would have come by now
         events = h.events.history()
     ids = [c["id"] for c in calls]
     assert len(ids) == 200 and len(set(ids)) == 200

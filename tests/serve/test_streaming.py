@@ -21,6 +21,7 @@ import toolnexus as tn
 from toolnexus.events import TextEvent
 from toolnexus.llm import create_client, create_in_process_client
 
+from ..helpers import eventually
 from ..peers import field
 from ..stubs import ScriptedServer, anthropic_stream, openai_stream
 from .test_sdk_interop import TRANSPORTS, sdk_client
@@ -290,7 +291,7 @@ async def test_the_bus_and_on_text_carry_the_words_and_the_store_gets_them_whole
             assert after.text.startswith(before.text)
             assert len(after.text) > len(before.text) or after.last
         assert {t.artifact_id for t in texts} == {task.artifacts[0].artifact_id}
-        await asyncio.sleep(0.05)  # hooks run in the background
+        await eventually(lambda: heard and heard[-1]["last"])  # hooks run in the background
         assert heard[-1]["text"] == "".join(WORDS) and heard[-1]["last"] is True
         assert heard[0]["id"] == task.id and len(heard) == len(texts)
         stored = await handle.runner.store.get(task.id)
