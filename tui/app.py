@@ -848,7 +848,15 @@ class ToolnexusApp(App[None]):
             server = self.workspace.servers.get(name)
             self.workspace.add(spec)  # a running server keeps the spec it runs with
             if server is None:
-                self.notify(f"{name} was added in {who}; s starts it here")
+                there = self.server_book.served_by(name)
+                said = (
+                    "; s starts it here"
+                    if there is None
+                    else ", which serves it"
+                    if there == change.by
+                    else f"; another toolnexus-tui (pid {there}) serves it"
+                )
+                self.notify(f"{name} was added in {who}{said}")
             elif server.state in ("running", "starting"):
                 self.notify(
                     f"{name} was edited in {who}; here it runs as it was, the change applies at "
@@ -880,7 +888,9 @@ class ToolnexusApp(App[None]):
     ) -> None:
         """Keep a server created or edited here (its spec and port) for the next launch. One this
         app starts at launch (the demo) comes back on a port of its own (:meth:`start_server`),
-        not its saved spec's; a port typed in its form (``port_typed``) becomes that port."""
+        not its saved spec's; a port typed in its form (``port_typed``) becomes that port. The
+        file says this window serves it before it has it (another window, told of it, says who)."""
+        self._say_serving()
         self.server_book.put(spec, old_name)
         if port_typed and any(s.name == spec.name for s in self.start_specs):
             self.server_book.keep_port(spec.name, spec.port)

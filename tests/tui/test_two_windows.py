@@ -149,8 +149,8 @@ def test_a_second_window_neither_proposes_nor_takes_a_saved_name(tmp_path):
     """Window A serves desk-3; in window B it failed (A holds its port). B's new-server form
     proposed desk-3 (``desk-{rows+1}``) and took it, since in B it was not running: A's saved port
     was replaced, A told nothing. Now the form proposes a free name and refuses a saved one, saying
-    who serves it; the file keeps A's port. Then a peer added in each window is kept, and each
-    window says what the other added."""
+    who serves it; the file keeps A's port. A server A adds, B says A serves. Then a peer added in
+    each window is kept, and each window says what the other added."""
     port = free_port()
     (tmp_path / SAVED).write_text(
         json.dumps({"servers": [{"name": "desk-3", "skills": [], "port": port}], "ports": {}})
@@ -179,6 +179,13 @@ def test_a_second_window_neither_proposes_nor_takes_a_saved_name(tmp_path):
         saved = _saved(tmp_path)
         assert [(s["name"], s["port"]) for s in saved["servers"]] == [("desk-3", port)]
         _keys(second, "Escape")
+        # a server added in the first window (it runs there): the second says who serves it, where
+        # it said "s starts it here" (s then failed: the port held by the first)
+        _keys(first, "n")
+        _until(first, r"name desk-4 ")
+        _keys(first, "C-s")
+        _until(first, r"desk-4 running at")
+        _until(second, rf"desk-4 was added in another toolnexus-tui \(pid {pid}\), which serves it")
 
         # a peer added in each window: both kept, each said in the other
         _keys(second, "3", "n", "http://127.0.0.1:9", "Enter")
@@ -194,7 +201,8 @@ def test_a_second_window_neither_proposes_nor_takes_a_saved_name(tmp_path):
         _keys(second, "C-q")
         _gone(first)
         _gone(second)
-        assert [(s["name"], s["port"]) for s in _saved(tmp_path)["servers"]] == [("desk-3", port)]
+        kept = {s["name"]: s["port"] for s in _saved(tmp_path)["servers"]}
+        assert list(kept) == ["desk-3", "desk-4"] and kept["desk-3"] == port
     finally:
         subprocess.run([*TMUX_HERE, "kill-server"], capture_output=True)
 
