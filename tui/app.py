@@ -383,8 +383,9 @@ class ToolnexusApp(App[None]):
         is then ready, its widgets' sizes known and their lines drawn, so that its first visit
         lays out and draws only what changed since (the first visits were the slowest keys:
         30-46 ms of CPU, a first layout of every widget and every line drawn, ``bench/
-        tui_bench.py``). The Wire does it again as its hidden rows follow the log."""
-        if screen is self.screen or not screen.is_mounted or self._tn_closing:
+        tui_bench.py``). The Wire does it again as its hidden rows follow the log. Not once the
+        app closes: its screens popped, Textual's ``screen`` raises (a Wire timer due then did)."""
+        if self._tn_closing or not screen.is_mounted or screen.is_current:
             return
         screen._refresh_layout(self.size)  # noqa: SLF001 (Textual's layout; unseen: no frame)
         screen._compositor.render_update(full=True)  # noqa: SLF001 (each widget's lines, kept)

@@ -513,6 +513,20 @@ async def test_the_app_quits_cleanly_while_the_tasks_screen_is_built_ahead(where
     assert app.return_code == 0 and not app.handler_errors
 
 
+async def test_a_screen_drawn_unseen_as_the_app_closes_is_let_be():
+    """The Wire lays out and draws its rows unseen (``warm``) on a timer; one due as the app
+    closed, its screens already popped, asked for the app's current screen and raised Textual's
+    ScreenStackError ("No screens on stack") at run_test's end (seen under load). A screen is
+    drawn unseen only while the app runs on."""
+    app = ToolnexusApp(specs=[])
+    async with app.run_test(size=(100, 30)) as pilot:
+        stacks = app._screen_stacks  # noqa: SLF001 (Textual's screens by mode)
+        await until(pilot, lambda: "wire" in stacks and stacks["wire"][0].is_mounted)
+        wire = stacks["wire"][0]
+    assert not app.screen_stack
+    app.warm(wire)  # as the Wire's timer does, the screens gone
+
+
 async def test_every_screen_stops_with_the_app():
     """Every mode's screen (built ahead) stops when the app quits: Textual's shutdown closes them
     in its ``App._close_all``, which the app's own closing of its servers, under the same name,
