@@ -356,17 +356,24 @@ async def test_the_status_line_a_lists_cursor_and_the_saved_servers_keys_fit(siz
         assert app.screen.query_one("#saved-servers").region.right <= size[0]
 
 
-async def test_an_endpoint_typed_while_connecting_keeps_the_box():
+async def test_an_endpoint_typed_while_connecting_keeps_the_box(tmp_path: Path):
     """The list takes the focus from the endpoint box as the tools show (the first keys after
     connecting are the list's), but not from a user typing another endpoint meanwhile: their Enter
-    went to the list (seen in a full run: the next Enter on the box asked to connect "again")."""
-    from .test_mcp_protocol_keys import paged
-
+    went to the list (seen in a full run: the next Enter on the box asked to connect "again").
+    The server starts only once the keys are typed: ``pilot.press`` waits until the app is idle,
+    which under load was as long as the server's start, so the keys came as the tools showed
+    (3 runs in 12 with two busy loops: "end" to the box, the list focused, "x" to the list)."""
+    gate = tmp_path / "typed"
+    started = f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done; exec " + shlex.join(
+        [sys.executable, "-m", "tests.peers.mcp_paged", "stdio"]
+    )
+    endpoint = f"PYTHONPATH={shlex.quote(mcp_peers.ENV['PYTHONPATH'])} sh -c {shlex.quote(started)}"
     app = ToolnexusApp(specs=[])
     async with app.run_test(size=(120, 40)) as pilot:
-        await connect(app, pilot, paged())
+        await connect(app, pilot, endpoint)
         box = app.screen.query_one("#mcp-url", Input)
         await pilot.press("end", "x")  # typed on while the server starts
+        gate.touch()
         await until(pilot, lambda: table(app, "#mcp-tools").row_count == 4, timeout=30)
         await pilot.pause()
-        assert app.focused is box and box.value.endswith("stdiox")
+        assert app.focused is box and box.value == endpoint + "x"
