@@ -44,7 +44,9 @@ so that on a shared machine each has about its core to itself.
 
 With TOOLNEXUS_BENCH_GCLOG=PATH: the server's collections while the slow streams are held alone
 and while the fast streams run among them (how many, their CPU, the longest pause), from the
-server's collector log (``stream_bench._profiled``), read after the loaded phase.
+server's collector log (``stream_bench._profiled``), read after the loaded phase; and while the
+slow streams end (read again once they have: the serving collector's last full collection, when
+they fall under half its threshold, lands there).
 
 With ``--tracemalloc N``: no bench; the server traces its allocations, N slow streams are opened,
 and the largest allocation sites (by line, and by traceback of 12 frames) per open stream are
@@ -233,6 +235,8 @@ def _run_callers(args: argparse.Namespace) -> None:
                 "words": len(delays),
                 "p50_ms": sb._pct(delays, 0.5),
                 "p99_ms": sb._pct(delays, 0.99),
+                "p999_ms": sb._pct(delays, 0.999),  # a pause of the server's: ~0.1 % of words
+                "max_ms": delays[-1] if delays else float("nan"),
                 "ttft_p50_ms": sb._pct(ttfts, 0.5),
                 "ttft_p99_ms": sb._pct(ttfts, 0.99),
             }
@@ -372,6 +376,8 @@ async def _round(
     pauses = await _pauses(pid)
     held = max(held, sb._rss_kib(pid))
     out, _ = await asyncio.to_thread(slow.communicate)
+    t4 = time.monotonic()
+    ending = await _pauses(pid)  # the collections while the slow streams ended
     slow_row = json.loads(out)
     slow_row["tcp"] = {k: v - tcp0[k] for k, v in _tcp().items()}
     if args.grpc:
@@ -395,11 +401,12 @@ async def _round(
         "gc_opening": _collector(pauses, began, t1),
         "gc_held": _collector(pauses, t1, t2),
         "gc_loaded": _collector(pauses, t2, t3),
+        "gc_ending": _collector(ending, t3, t4),
         "load": sb._load(),
     }
     print(
         f"  {name:<7} {args.open} open: {row['kib_per_stream']:6.1f} KiB each (idle {idle / 1024:.0f} MiB); "
-        f"fast p99 quiet {quiet['p99_ms']:.1f} ms, loaded {loaded['p99_ms']:.1f} ms (first word p50 "
+        f"fast p99 quiet {quiet['p99_ms']:.1f} ms, loaded {loaded['p99_ms']:.1f} ms (p99.9 {quiet['p999_ms']:.1f}, {loaded['p999_ms']:.1f} ms; first word p50 "
         f"{quiet['ttft_p50_ms']:.0f}, {loaded['ttft_p50_ms']:.0f} ms; streams {quiet['streams']}, "
         f"{loaded['streams']}); "
         f"CPU/word quiet {quiet['cpu_us_per_word']:.0f} µs, loaded {loaded['cpu_us_per_word']:.0f} µs; "
@@ -408,7 +415,7 @@ async def _round(
         f"{row['held_us_per_slow_word']:.0f} µs per slow word; "
         f"fast failed {quiet['failed']}+{loaded['failed']}; slow failed {slow_row['failed']}/{slow_row['streams']} "
         f"(p99 {slow_row['p99_ms']:.1f} ms) {slow_row['why'] or ''} {slow_row['tcp']}; "
-        f"{_said(row['gc_opening'], 'opening')}{_said(row['gc_held'], 'held')}{_said(row['gc_loaded'], 'loaded')}load {row['load']}",
+        f"{_said(row['gc_opening'], 'opening')}{_said(row['gc_held'], 'held')}{_said(row['gc_loaded'], 'loaded')}{_said(row['gc_ending'], 'ending')}load {row['load']}",
         file=sys.stderr,
         flush=True,
     )
