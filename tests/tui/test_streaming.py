@@ -9,6 +9,8 @@ pytest.importorskip("textual")
 
 from textual.widgets import Input, Static  # noqa: E402
 
+import toolnexus as tn  # noqa: E402
+from toolnexus.client.conversation import TurnState  # noqa: E402
 from toolnexus.events import TextEvent  # noqa: E402
 from toolnexus.hosting import demo_spec  # noqa: E402
 from toolnexus.monitor import TaskBook, TaskView  # noqa: E402
@@ -17,6 +19,7 @@ from tui.app import ToolnexusApp  # noqa: E402
 from tui.screens.chat import ChatScreen  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
+from ..conftest import EXAMPLE_SKILLS  # noqa: E402
 from ..test_client_field import WHOLE, WORDS, peer  # noqa: E402
 from .test_parts_auth_and_stdio_mcp import _chat_with  # noqa: E402
 from .test_pilot import chat_with_hosted, until  # noqa: E402
@@ -134,3 +137,36 @@ async def test_the_chat_shows_words_a_field_server_says_as_status_messages_or_wh
             reply = app.conversation.last_reply
             assert reply is not None and reply.text == WHOLE
             assert (app.conversation.waiting_task is not None) is (quirk == "gemini-cli")
+
+
+async def test_a_stream_cut_under_a_reply_is_said_beneath_it(monkeypatch: pytest.MonkeyPatch):
+    """The look at f6e35d4 (issue 61 item 6, in Chat): against a peer that cuts every stream
+    (``serve --quirks drop-streams``) the reply came whole, followed by polling, and Chat said
+    nothing of the stream lost, where the command says it on a line of its own. What the client
+    warned of while the reply ran is now a note beneath it, as a part not sent is."""
+    monkeypatch.setenv("TOOLNEXUS_DEMO_PACE", "0.2")  # the stream is cut while the words come
+    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
+    config = tn.A2AConfig(name="cut", quirks=("drop-streams",))
+    app = ToolnexusApp(specs=[])
+    async with (
+        tk.serve(client=tn.demo_client(), a2a=config) as cut,
+        app.run_test(size=(120, 40)) as pilot,
+    ):
+        url = cut.url.rstrip("/")
+        await _chat_with(app, pilot, url)
+        app.screen.query_one("#chat-input", Input).value = "greet Ada"
+        await pilot.press("enter")
+        await until(
+            pilot, lambda: app.conversation.turns[-1].state is TurnState.FINISHED, timeout=30
+        )
+        reply = app.conversation.turns[-1]
+        assert reply.text.startswith('Using the "greet" skill: Hello, Ada!'), reply.text
+        assert reply.task_state is TaskState.COMPLETED
+        await until(pilot, lambda: "followed by polling instead" in " ".join(reply.notes))
+        await until(
+            pilot,
+            lambda: (
+                "the task followed by polling instead"
+                in str(app.screen.query_one("#chat-log", Static).render())
+            ),
+        )

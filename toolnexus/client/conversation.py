@@ -196,8 +196,16 @@ class Conversation:
     ) -> None:
         """Send the turn's message (or follow its task) and keep the turn current until the task
         finishes or asks; ``on_change`` is called after every change. Never raises for the peer's
-        sake: a cut connection leaves the turn LOST (see :meth:`retry`), any other failure ERROR."""
+        sake: a cut connection leaves the turn LOST (see :meth:`retry`), any other failure ERROR.
+        What the client warns of meanwhile (a stream cut, then followed by polling) is among the
+        turn's notes from the next change on."""
         task: Task | None = None
+        seen = len(client.warnings)
+
+        def changed(turn: Turn) -> None:  # the caller's on_change, the new warnings noted first
+            turn.notes += [w for w in client.warnings[seen:] if w not in turn.notes]
+            on_change(turn)
+
         try:
             if turn.follow is not None:
                 task = await client.get(turn.follow)
@@ -207,7 +215,7 @@ class Conversation:
                 # the card's modes leave some parts out: the user sees which, before the answer
                 turn.notes = client.fitting(message.parts, turn.skill)[1]
                 if turn.notes:
-                    on_change(turn)
+                    changed(turn)
                 task = await client.send(
                     message,
                     skill=turn.skill,
@@ -216,19 +224,19 @@ class Conversation:
                     blocking=blocking,
                     push=push,
                 )
-            self._show(turn, task, on_change)
+            self._show(turn, task, changed)
             if not (task.state.terminal or task.state.interrupted):
                 async with contextlib.aclosing(
                     client.follow(task.id, poll_every=poll_every, max_interval=max_interval)
                 ) as changes:
                     async for task in changes:  # a reply's words as they come, where streamed
-                        self._show(turn, task, on_change)
+                        self._show(turn, task, changed)
         except PeerError as exc:  # the connection, not the peer's answer
             if task is not None:
                 turn.task = task
             turn.text, turn.state = str(exc), TurnState.LOST
             self.lost = turn
-            on_change(turn)
+            changed(turn)
             return
         except Exception as exc:
             turn.text = (
@@ -237,7 +245,7 @@ class Conversation:
                 else f"{type(exc).__name__}: {exc}".rstrip(": ")
             )
             turn.state = TurnState.ERROR
-            on_change(turn)
+            changed(turn)
             return
         self.lost = None
         self.context_id = task.context_id or self.context_id
@@ -249,7 +257,7 @@ class Conversation:
             task.id == self.waiting_task
         ):  # the question was answered (or the task ended another way)
             self.waiting_task = None
-        on_change(turn)
+        changed(turn)
 
     def _show(self, turn: Turn, task: Task, on_change: Callable[[Turn], Any]) -> None:
         turn.task, turn.text, turn.state = task, reply_text(task), _state_of(task)
