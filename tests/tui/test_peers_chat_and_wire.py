@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -299,14 +301,8 @@ async def test_chat_opens_on_the_server_the_hint_names():
         await until(pilot, lambda: "You said: hello hint" in text_of(app, "#chat-log"))
 
 
-async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
-    tmp_path, monkeypatch
-):
-    """The look at f6e35d4: relaunched with a saved peer that answers (another agent), Chat talked
-    to it, not to the hosted demo the Servers hint names (2 launches in 3): Chat, built ahead a
-    second after launch, found the saved peer the only one reachable while the demo still started,
-    took it, and kept it. A hosted server on its way is waited for. Its start is held here until
-    Chat is shown, as a slow start would."""
+def _hold_hosted_starts(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The hosted servers' starts held until the event is set (a slow start): set it at the end."""
     held = threading.Event()  # the hosted servers start on a thread of their own
     serve = Workspace._serve
 
@@ -315,6 +311,18 @@ async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
         await serve(self, server, sock)
 
     monkeypatch.setattr(Workspace, "_serve", slow_serve)
+    return held
+
+
+async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
+    tmp_path, monkeypatch
+):
+    """The look at f6e35d4: relaunched with a saved peer that answers (another agent), Chat talked
+    to it, not to the hosted demo the Servers hint names (2 launches in 3): Chat, built ahead a
+    second after launch, found the saved peer the only one reachable while the demo still started,
+    took it, and kept it. A hosted server on its way is waited for. Its start is held here until
+    Chat is shown, as a slow start would."""
+    held = _hold_hosted_starts(monkeypatch)
     folder = tmp_path / "config"
     tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
     async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="other")) as other:
@@ -342,6 +350,43 @@ async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
                 await until(pilot, lambda: chatting_with(app, hosted))
         finally:
             held.set()
+
+
+async def test_chat_takes_the_saved_peer_once_the_hosted_server_it_waited_for_fails(
+    tmp_path, monkeypatch
+):
+    """The review of a8a9204: Chat waits for a hosted server on its way, but only peers' changes
+    made it choose again, and a start that fails changes no peer: Chat, shown while the demo
+    started, stayed on no one, the saved peer the only one reachable. A server's change (its start
+    failed) makes it choose again. The demo's start is held until Chat shows, then fails on a port
+    another program holds."""
+    held = _hold_hosted_starts(monkeypatch)
+    folder = tmp_path / "config"
+    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        spec = replace(demo_spec(), port=taken.getsockname()[1])
+        async with tk, tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="other")) as other:
+            saved = PeerBook(folder)
+            saved.add(other.url)
+            saved.save(other.url.rstrip("/"))
+            app = ToolnexusApp(specs=[spec], peers=PeerBook(folder))
+            try:
+                async with app.run_test(size=(120, 40)) as pilot:
+                    await until(
+                        pilot,
+                        lambda: [p.state for p in app.peer_book.peers.values()] == ["reachable"],
+                    )
+                    [saved_url] = app.peer_book.peers
+                    await pilot.press("4")
+                    await until(pilot, lambda: type(app.screen).__name__ == "ChatScreen")
+                    assert not app.conversation.peer  # the demo is on its way
+                    held.set()
+                    await until(pilot, lambda: app.workspace.get(spec.name).state == "failed")
+                    await until(pilot, lambda: chatting_with(app, saved_url))
+            finally:
+                held.set()
 
 
 async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():

@@ -66,6 +66,8 @@ class ChatScreen(ModeScreen):
     def on_mount(self) -> None:
         self.watch(self.query_one("#chat-peer", Select), "expanded", self._picker, init=False)
         self.tn.peers_changed.subscribe(self, lambda _: self._peers())
+        # whom a new chat takes waits on the hosted servers too (_first_choice): one may fail
+        self.tn.servers_changed.subscribe(self, lambda _: self._peers())
         self.tn.traffic_changed.subscribe(self, lambda _: self._pushed())
         self._peers()
         self._draw()
@@ -115,9 +117,11 @@ class ChatScreen(ModeScreen):
         hosted = [url for url in urls if url in peers and peers[url].hosted]
         if hosted:
             return hosted[0]
-        coming = any(
-            s.state == "starting" and s.spec.a2a for s in self.tn.workspace.servers.values()
-        ) or any(p.hosted and p.state == "checking" for p in peers.values())
+        coming = any(  # starting, or started and its peer not in the book yet, or not dialled
+            s.spec.a2a
+            and (s.state == "starting" or (s.state == "running" and s.url.rstrip("/") not in peers))
+            for s in self.tn.workspace.servers.values()
+        ) or any(p.hosted and p.state in ("new", "checking") for p in peers.values())
         return urls[0] if len(urls) == 1 and not coming else None
 
     @on(Select.Changed, "#chat-peer")
