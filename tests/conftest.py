@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import shutil
@@ -10,7 +11,7 @@ import pytest
 
 from toolnexus.stores import KINDS
 
-from .helpers import store_where, tiktoken_cache
+from .helpers import counting, settled, store_where, tiktoken_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILLS = ROOT / "examples" / "skills"
@@ -44,6 +45,43 @@ def _private_user_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setenv("TOOLNEXUS_CONFIG_DIR", str(tmp_path / "tn-config"))
     monkeypatch.setenv("TOOLNEXUS_EXPORT_DIR", str(tmp_path / "tn-exports"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
+@pytest.fixture(autouse=True)
+def _pilot_waits_for_handlers(monkeypatch: pytest.MonkeyPatch):
+    """``pilot.press`` and ``pilot.pause()`` return once what they started has been handled
+    (``helpers.settled``), key by key: the next key, and the test's next check, come after the
+    last key's handlers, however loaded the machine. ``TOOLNEXUS_PILOT_STARVED=1`` shows what a
+    loaded machine does to a test that assumes more: Textual's idle checks (``wait_for_idle``,
+    which end once the process used under 1 ms of CPU in 20 ms, as a starved one does) end at
+    once."""
+    try:
+        from textual import app, pilot
+        from textual.message_pump import MessagePump
+        from textual.pilot import Pilot
+    except ImportError:
+        return
+    if os.environ.get("TOOLNEXUS_PILOT_STARVED"):
+
+        async def starved(min_sleep: float = 0, max_sleep: float = 1) -> None:
+            await asyncio.sleep(0)
+
+        monkeypatch.setattr(app, "wait_for_idle", starved)
+        monkeypatch.setattr(pilot, "wait_for_idle", starved)
+    press, pause = Pilot.press, Pilot.pause
+
+    async def press_settled(self: Pilot, *keys: str) -> None:
+        for key in keys:
+            await press(self, key)
+            await settled(self.app)
+
+    async def pause_settled(self: Pilot, delay: float | None = None) -> None:
+        await pause(self, delay)
+        await settled(self.app)
+
+    monkeypatch.setattr(MessagePump, "_dispatch_message", counting(MessagePump._dispatch_message))
+    monkeypatch.setattr(Pilot, "press", press_settled)
+    monkeypatch.setattr(Pilot, "pause", pause_settled)
 
 
 @pytest.fixture(autouse=True)

@@ -148,6 +148,52 @@ async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
     return found
 
 
+def counting(dispatch: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Textual's ``MessagePump._dispatch_message`` counting, on each pump, the messages whose
+    handler runs now, awaits included (tests/conftest.py puts it in place; ``settled`` reads it)."""
+
+    async def dispatch_counted(pump: Any, message: Any) -> None:
+        pump._tn_handling = getattr(pump, "_tn_handling", 0) + 1
+        try:
+            await dispatch(pump, message)
+        finally:
+            pump._tn_handling -= 1
+
+    return dispatch_counted
+
+
+async def settled(app: Any, timeout: float = 30.0) -> None:
+    """Until every message posted in the Textual ``app`` has been handled, and what those handlers
+    posted in turn (an Input's Submitted bubbling to its screen, a focus asked for, a callback):
+    no running message pump with a handler running (``counting``), a message queued or a
+    callback waiting, seen on several turns of the loop running. Pilot's own waits end on an idle
+    process (a starved one looks idle) and on the messages queued before them, so the keys pressed
+    next could reach a box before its Enter's handler ran (seen: tests/tui/test_mcp_keys.py, the
+    endpoint box read with the next key in it). A worker, a thread or a timer is no message: wait
+    for what it makes with ``until``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    quiet = 0
+    while quiet < 5:  # a key's message reaches the app's queue a few turns after it is sent
+        if any(
+            getattr(pump, "_running", False)
+            and not (pump._closing or pump._closed)
+            and (
+                getattr(pump, "_tn_handling", 0)
+                or pump._next_callbacks
+                or ((q := pump.__dict__.get("_message_queue")) is not None and q.qsize())
+            )
+            for pump in [app, *app._registry]
+        ):
+            quiet = 0
+            if loop.time() > deadline:
+                raise AssertionError(f"the app's messages were not all handled in {timeout} s")
+            await asyncio.sleep(0.002)
+        else:
+            quiet += 1
+            await asyncio.sleep(0)
+
+
 # -- the stores a test runs on (toolnexus.stores.KINDS) ----------------------------------------------
 
 SERVER_KINDS = {"PostgreSQL": "postgres"}

@@ -42,7 +42,7 @@ async def test_listing_one_mcp_endpoint_after_another_never_mounts_a_form_twice(
         app.run_test(size=(120, 40)) as pilot,
     ):
         await pilot.press("6")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
         box = app.screen.query_one("#mcp-url", Input)
         for _ in range(3):  # the listing's own form and the row highlight's raced: DuplicateIds
             for url in (one.mcp_url, two.mcp_url):
@@ -72,7 +72,7 @@ async def test_an_mcp_401_says_so_and_clears_the_last_endpoint():
         app.run_test(size=(120, 40)) as pilot,
     ):
         await pilot.press("6")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
         box = app.screen.query_one("#mcp-url", Input)
         box.value = opened.mcp_url
         box.focus()
@@ -503,7 +503,7 @@ async def test_typed_text_goes_to_the_focused_box_and_escape_leaves_it():
             await pilot.press("escape", "1")
             await until(pilot, lambda: app.current_mode == "servers")
         await pilot.press("6")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: type(app.screen).__name__ == "MCPScreen")
         app.screen.query_one("#mcp-url", Input).focus()
         await pilot.press("5")  # typed into the URL box, not a mode switch
         assert app.current_mode == "mcp"
