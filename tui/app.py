@@ -465,6 +465,10 @@ class ToolnexusApp(App[None]):
         is never started (not composed, its mount not waited for)."""
         self._tn_closing = True
         await self._mounted()
+        # Textual removes a screen's widgets before it closes the screen, and cancels a node's
+        # workers only as the node closes: a worker awaiting its server then (the MCP listing)
+        # resumed among removed widgets (NoMatches, a traceback at the exit). They end first.
+        self.workers.cancel_all()
         if self.tune_gc:  # nothing runs the collector after the app: Python's rule again
             gc.enable()
         await super()._shutdown()

@@ -738,3 +738,38 @@ async def test_a_copy_is_shown_as_it_is_and_can_be_saved_to_a_file(
         (saved,) = tmp_path.glob("toolnexus-copy-*.txt")
         assert saved.read_text(encoding="utf-8") == text + "\n"
         await pilot.press("ctrl+q")
+
+
+async def test_a_worker_awaiting_its_server_as_the_app_closes_leaves_no_traceback(monkeypatch):
+    """Textual removes a screen's widgets before it cancels the screen's workers: the MCP listing,
+    awaiting its server as the app closed, resumed among removed widgets (NoMatches '#mcp-result'
+    or '#mcp-prompts', a failed worker at the exit; seen in MCP key tests ending on the first rows
+    while the listing went on). Here the listing's last step is held until its pane is removed."""
+    from tui.screens.mcp import MCPScreen
+
+    from .test_mcp_inspector import connect, table
+
+    gate = asyncio.Event()
+    page = MCPScreen._task_page
+
+    async def held(self, **kwargs):
+        await gate.wait()
+        return await page(self, **kwargs)
+
+    monkeypatch.setattr(MCPScreen, "_task_page", held)
+    tk = await _tk("only_tool")
+    app = ToolnexusApp(specs=[])
+    async with tk.serve(mcp=True) as served:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await connect(app, pilot, served.mcp_url)
+            await until(pilot, lambda: table(app, "#mcp-tools").row_count == 1)
+            pane = app.screen.query_one("#mcp-result", Static)
+
+            async def open_when_removed() -> None:
+                while pane.is_attached:
+                    await asyncio.sleep(0)
+                gate.set()
+
+            opener = asyncio.ensure_future(open_when_removed())
+        opener.cancel()
+    assert gate.is_set() and app.return_code in (None, 0) and not app.handler_errors
