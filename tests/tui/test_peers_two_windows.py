@@ -83,7 +83,7 @@ async def test_a_peer_changed_in_another_window_is_changed_here_and_keeps_the_se
         app.connect_peer(book.peers[url])
         await until(pilot, lambda: book.peers[url].state == "reachable")
         pid = other_window(folder, url, "edit")
-        await until(pilot, lambda: any("was changed" in line for line in said(app)))
+        await until(pilot, lambda: any("was changed" in line for line in said(app)), timeout=30)
         assert (
             f"peer {url} was changed in another toolnexus-tui (pid {pid}): dialect 1.0; "
             "headers X-Trace"
