@@ -936,17 +936,18 @@ async def test_what_waits_for_a_webhook_is_bounded_in_the_agents_memory():
     it, and httpx's request cycles held each POST's body until a rare collection."""
     from toolnexus.serve.push import PER_DESTINATION, QUEUED_BYTES
 
-    refusing = socket.socket()
-    refusing.bind(("127.0.0.1", 0))
-    refused = f"http://127.0.0.1:{refusing.getsockname()[1]}/hook"
-    refusing.close()  # nothing listens there: every connection is refused at once
-    async with reads_and_never_answers() as never, hook() as answers:
-        without = await _grown_by(40, None, 0)
-        grown = {
-            "never answers, ten configs": await _grown_by(40, never, 10),
-            "refuses, one config": await _grown_by(40, refused, 1),
-            "answers, one config": await _grown_by(40, answers.url, 1),
-        }
+    # a port bound and never listened on, held till the end: every connection is refused at once
+    # (one closed after bind(0) went back to the range other processes' listeners draw from)
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{refusing.getsockname()[1]}/hook"
+        async with reads_and_never_answers() as never, hook() as answers:
+            without = await _grown_by(40, None, 0)
+            grown = {
+                "never answers, ten configs": await _grown_by(40, never, 10),
+                "refuses, one config": await _grown_by(40, refused, 1),
+                "answers, one config": await _grown_by(40, answers.url, 1),
+            }
     body = 3 * 900_000  # a whole task: the message, the reply and its artifact
     # MiB a push holds besides its bodies (configs, senders, connections): 0.6-3.2 measured where
     # nothing waits (answers); where bodies wait, 6.5-15 in all. With the allocator's threshold
