@@ -372,6 +372,12 @@ class TaskBook:
         """Tasks of a server by state (kept as events arrive, not counted on every redraw)."""
         return self._counts[server]
 
+    def held(self, server: str) -> int:
+        """How many tasks the book holds under ``server``: a deleted server's stay, counted under
+        its name, so a server given that name again shows them."""
+        counts = self._counts.get(server)
+        return sum(counts.values()) if counts else 0
+
     def matching(self, text: str) -> list[TaskView]:
         """Tasks matching a filter such as ``state:failed server:demo ctx:81c0 greet`` (words AND)."""
         words = text.split()

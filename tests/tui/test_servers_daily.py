@@ -14,6 +14,7 @@ from textual.keys import _character_to_key  # noqa: E402
 from textual.widgets import Button, Input  # noqa: E402
 
 from toolnexus.hosting import demo_spec  # noqa: E402
+from toolnexus.protocol.model import TaskState  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.saved import ServerBook  # noqa: E402
@@ -22,7 +23,7 @@ from tui.screens.servers import hello_curl  # noqa: E402
 from tui.widgets.footer import ModeFooter  # noqa: E402
 
 from .test_peers_chat_and_wire import footer_of  # noqa: E402
-from .test_pilot import until  # noqa: E402
+from .test_pilot import send, until  # noqa: E402
 
 
 def _app(tmp_path: Path, specs: list | None = None) -> ToolnexusApp:
@@ -150,3 +151,39 @@ async def test_a_url_typed_right_after_n_in_peers_goes_to_the_url_box(tmp_path: 
         await until(pilot, lambda: "http://127.0.0.1:9" in app.peer_book.peers)
         assert app.screen.query_one("#peer-detail").active == "p-card"  # no h, t... as keys
         assert app.screen.query_one("#peer-url", Input).value == ""
+
+
+async def test_a_new_server_is_not_offered_a_deleted_ones_name_and_its_tasks(tmp_path: Path):
+    """The look at f6e35d4 (issue 61): desk-1 served a task, was deleted (``d`` ``y``), and ``n``
+    proposed desk-1 again; the new desk-1 showed ✔ 1 at once, the old task's (the book counts a
+    server's tasks by its name, and keeps a deleted server's). The form now proposes a name no
+    server and no task of the book has, and a name typed that tasks were seen under says so."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ServerForm))
+        assert app.screen.query_one("#f-name", Input).value == "desk-1"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: app.workspace.get("desk-1").state == "running", timeout=30)
+        await until(pilot, lambda: not isinstance(app.screen, ServerForm))
+        await send(app.workspace.get("desk-1").url, "greet Ada", blocking=True)
+        await until(pilot, lambda: app.book.counts("desk-1")[TaskState.COMPLETED] == 1)
+        await pilot.press("d")
+        await until(pilot, lambda: type(app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: "desk-1" not in app.workspace.servers, timeout=30)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ServerForm))
+        form = app.screen
+        name = form.query_one("#f-name", Input)
+        assert name.value == "desk-2"  # before: desk-1, with the deleted one's task
+        note = form.query_one("#form-note")
+        assert not note.display  # no line taken
+        name.value = "desk-1"  # chosen on purpose: said before it starts
+        await until(pilot, lambda: "1 task seen under desk-1 shows with it" in str(note.render()))
+        start = form.query_one("#form-start", Button)  # the form fits 80x24 with it
+        assert 0 < note.region.height and note.region.bottom <= start.region.y
+        assert start.region.height > 0 and start.region.bottom <= form.region.bottom - 1
+        name.value = "desk-9"
+        await until(pilot, lambda: str(note.render()) == "" and not note.display)
+        await pilot.press("escape")

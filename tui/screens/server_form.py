@@ -111,6 +111,7 @@ class ServerForm(ModalScreen[str | None]):
                     id="f-auth-env",
                     compact=True,
                 )
+            yield SafeStatic("", id="form-note")
             yield SafeStatic("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Start", variant="primary", id="form-start", compact=True)
@@ -122,11 +123,30 @@ class ServerForm(ModalScreen[str | None]):
             self.set_focus(self.query_one("#f-name", Input))
 
     def _free_name(self) -> str:
-        """``desk-N``, N the first from the number of servers + 1 that no server has."""
+        """``desk-N``, N the first from the number of servers + 1 that no server has and no task
+        of the book was seen under: the book counts tasks by server name and keeps a deleted
+        server's, so a new server named so would show them at once as its own."""
+        book = cast(Desk, self.app).book  # the form is pushed by the ToolnexusApp only
         n = len(self.workspace.servers) + 1
-        while self._taken(f"desk-{n}"):
+        while self._taken(f"desk-{n}") or book.held(f"desk-{n}"):
             n += 1
         return f"desk-{n}"
+
+    @on(Input.Changed, "#f-name")
+    def _name_changed(self, event: Input.Changed) -> None:
+        """A name typed that the book holds tasks under (a deleted server's) says they come with
+        it, before it starts, rather than surprise in the server's row."""
+        name = event.value.strip()
+        held = cast(Desk, self.app).book.held(name) if name != self.replacing else 0
+        held = held if name not in self.workspace.servers else 0  # (taken: said at start)
+        note = self.query_one("#form-note", Static)
+        note.set_class(bool(held), "shown")
+        note.update(
+            f"{held} task{'s' if held != 1 else ''} seen under {name} "
+            f"show{'s' if held == 1 else ''} with it (another name starts empty)"
+            if held
+            else ""
+        )
 
     def _taken(self, name: str) -> str:
         """Why this form's server cannot be named ``name``: a server here or saved has it,
