@@ -4,22 +4,26 @@ server and a stub of the toolnexus legacy dialect."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 pytest.importorskip("textual")
 pytest.importorskip("a2a")
 
-from textual.widgets import DataTable, Input, Static  # noqa: E402
+from textual.widgets import DataTable, Input, Select, Static  # noqa: E402
 
 import toolnexus as tn  # noqa: E402
 from toolnexus.hosting import Workspace, demo_spec  # noqa: E402
 from toolnexus.protocol.model import TaskState  # noqa: E402
+from toolnexus.serve.app import ServeHandle  # noqa: E402
 from tui.app import ToolnexusApp  # noqa: E402
 from tui.peers import PeerBook  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
@@ -314,6 +318,18 @@ def _hold_hosted_starts(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return held
 
 
+@contextlib.asynccontextmanager
+async def saved_agent(folder: Path, name: str) -> AsyncIterator[ServeHandle]:
+    """A real agent named ``name`` served on loopback and saved as a peer in ``folder``: the
+    saved peer a relaunch finds."""
+    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
+    async with tk, tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name=name)) as other:
+        saved = PeerBook(folder)
+        saved.add(other.url)
+        saved.save(other.url.rstrip("/"))
+        yield other
+
+
 async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
     tmp_path, monkeypatch
 ):
@@ -324,11 +340,7 @@ async def test_chat_waits_for_the_hosted_server_rather_than_take_a_saved_peer(
     Chat is shown, as a slow start would."""
     held = _hold_hosted_starts(monkeypatch)
     folder = tmp_path / "config"
-    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
-    async with tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="other")) as other:
-        saved = PeerBook(folder)
-        saved.add(other.url)
-        saved.save(other.url.rstrip("/"))
+    async with saved_agent(folder, "other"):
         app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
         try:
             async with app.run_test(size=(120, 40)) as pilot:
@@ -362,15 +374,11 @@ async def test_chat_takes_the_saved_peer_once_the_hosted_server_it_waited_for_fa
     another program holds."""
     held = _hold_hosted_starts(monkeypatch)
     folder = tmp_path / "config"
-    tk = await tn.create_toolkit([str(EXAMPLE_SKILLS)], builtins=False)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         spec = replace(demo_spec(), port=taken.getsockname()[1])
-        async with tk, tk.serve(client=tn.demo_client(), a2a=tn.A2AConfig(name="other")) as other:
-            saved = PeerBook(folder)
-            saved.add(other.url)
-            saved.save(other.url.rstrip("/"))
+        async with saved_agent(folder, "other"):
             app = ToolnexusApp(specs=[spec], peers=PeerBook(folder))
             try:
                 async with app.run_test(size=(120, 40)) as pilot:
@@ -387,6 +395,52 @@ async def test_chat_takes_the_saved_peer_once_the_hosted_server_it_waited_for_fa
                     await until(pilot, lambda: chatting_with(app, saved_url))
             finally:
                 held.set()
+
+
+def picker_shows(app: ToolnexusApp) -> str:
+    """What Chat's closed peer picker shows on screen (cut to its width, as the eye reads it)."""
+    picker = app.screen.query_one("#chat-peer", Select)
+    box = picker.region
+    line = app.screen._compositor.render_strips()[box.y].text  # noqa: SLF001
+    return line[box.x : box.right]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_chats_picker_tells_apart_two_peers_of_one_name(tmp_path, size):
+    """The look at f6e35d4: the hosted demo and a saved peer both named demo-desk; at 80 columns,
+    a context id beside it, the picker showed the name alone for either, which hid that Chat
+    talked to the other agent. Each shows what tells it apart: 'hosted', or its port."""
+    folder = tmp_path / "config"
+    async with saved_agent(folder, "demo-desk") as other:
+        app = ToolnexusApp(specs=[demo_spec()], peers=PeerBook(folder))
+        async with app.run_test(size=size) as pilot:
+            peers = app.peer_book.peers
+            await until(
+                pilot, lambda: [p.state for p in peers.values()].count("reachable") == 2, timeout=30
+            )
+            hosted = next(url for url, p in peers.items() if p.hosted)
+            await pilot.press("4")
+            await until(pilot, lambda: chatting_with(app, hosted))
+            await chat(app, pilot, "greet Ada")  # a context id beside the picker: its least room
+            context = app.conversation.context_id
+            await until(pilot, lambda: f"ctx {context}" in text_of(app, "#chat-context"))
+            port = f":{urlsplit(other.url).port}"
+            await until(pilot, lambda: "hosted" in picker_shows(app))
+            assert port not in picker_shows(app)
+            app.screen.query_one("#chat-peer", Select).value = other.url
+            await until(pilot, lambda: chatting_with(app, other.url))
+            await until(pilot, lambda: port in picker_shows(app))
+            assert "hosted" not in picker_shows(app)
+            assert picker_shows(app).startswith("demo-")  # the name still first
+            await pilot.press("escape", "ctrl+l")  # the list open: each entry says which it is
+            picker = app.screen.query_one("#chat-peer", Select)
+            await until(pilot, lambda: picker.expanded)
+            await pilot.pause(0.1)
+            lines = [s.text for s in app.screen._compositor.render_strips()]  # noqa: SLF001
+            listed = lines[picker.region.bottom : picker.region.bottom + 4]
+            assert any("hosted" in row for row in listed), listed
+            assert any(port in row and "hosted" not in row for row in listed), listed
+            await pilot.press("escape")
 
 
 async def test_the_palette_has_the_new_ways_in_and_the_copied_mcp_config_runs():

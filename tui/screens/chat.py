@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Header, Input, Select, Static
 
@@ -29,6 +32,22 @@ from ..widgets.safe import CELL_CAP, SafeStatic, safe
 from ..widgets.textbox import TextBox
 from .base import ModeScreen
 from .export import Prompt, default_export_dir
+
+
+class PeerPicker(Select[str]):
+    """Chat's peer picker, whose entries are made for its width (:func:`_label`): it says when
+    that changes."""
+
+    class Resized(Message):
+        """The picker's width changed."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Resized())
+
+    def room(self) -> int:
+        """The columns an entry has, closed (its arrow and padding aside); a picker not laid
+        out yet has every column."""
+        return self.size.width - 3 if self.size.width else 1_000
 
 
 class ChatScreen(ModeScreen):
@@ -54,7 +73,7 @@ class ChatScreen(ModeScreen):
         yield Header()
         yield ModeBar("chat")
         with Horizontal(id="chat-top"):
-            yield Select([], prompt="peer", id="chat-peer", compact=True)
+            yield PeerPicker([], prompt="peer", id="chat-peer", compact=True)
             yield Select([], prompt="any skill", id="chat-skill", compact=True)
             yield SafeStatic("", id="chat-context")
         yield SafeStatic("", id="chat-saving")
@@ -86,12 +105,13 @@ class ChatScreen(ModeScreen):
     def _peers(self) -> None:
         select = self.query_one("#chat-peer", Select)
         # reachable peers, and the one of this conversation whatever its state (its transcript stays)
+        room = self.query_one(PeerPicker).room()
         options = [
-            (safe(_label(peer, url), CELL_CAP), url)
+            (safe(_label(peer, url, room), CELL_CAP), url)
             for url, peer in self.tn.peer_book.peers.items()
             if peer.state == "reachable" or url == self.chat.peer
         ]
-        if [o[1] for o in options] != [o[1] for o in getattr(select, "_options", [])[1:]]:
+        if options != getattr(select, "_options", [])[1:]:
             select.set_options(options)
         chosen = (
             select.value if isinstance(select.value, str) else None
@@ -124,6 +144,11 @@ class ChatScreen(ModeScreen):
         ) or any(p.hosted and p.state in ("new", "checking") for p in peers.values())
         return urls[0] if len(urls) == 1 and not coming else None
 
+    @on(PeerPicker.Resized)
+    def _refit(self) -> None:
+        """The picker's entries made again for its width (a context id came beside it)."""
+        self._peers()
+
     @on(Select.Changed, "#chat-peer")
     def _peer_chosen(self, event: Select.Changed) -> None:
         if not isinstance(event.value, str):  # the options changed under it: keep the conversation
@@ -142,7 +167,9 @@ class ChatScreen(ModeScreen):
                 (safe(str(s.get("name") or s.get("id")), CELL_CAP), str(s.get("id")))
                 for s in peer.client.card.skills
             ]
-        self.query_one("#chat-skill", Select).set_options(skills)
+        picker = self.query_one("#chat-skill", Select)
+        if skills != getattr(picker, "_options", [])[1:]:  # the same peer again (refit): kept
+            picker.set_options(skills)
 
     def action_attach(self) -> None:
         """Follow any task of this peer by its id (one started elsewhere: a script, another client)."""
@@ -530,10 +557,22 @@ _PLACEHOLDER = "message (enter sends; alt+1-6 or esc then 1-6: modes)"
 _EMPTY = "Say something to the peer."
 
 
-def _label(peer: Any, url: str) -> str:
-    """A picker entry that tells peers of one name apart: name, URL, dialect in use."""
+def _label(peer: Any, url: str, room: int = 1_000) -> str:
+    """A picker entry that tells peers of one name apart (a hosted demo and a saved peer both
+    named demo-desk): name, URL, dialect in use; where that does not fit in ``room`` columns
+    (80 columns, a context id beside it), the name, cut, and what tells it apart whole: "hosted",
+    else its host:port, or its :port where that does not fit either."""
     dialect = spoken(peer.client).replace("—", "?")
-    return f"{peer.name}{' (hosted)' if peer.hosted else ''}  {url.removeprefix('http://')}  [{dialect}]"
+    where = url.removeprefix("http://")
+    full = f"{peer.name}{' (hosted)' if peer.hosted else ''}  {where}  [{dialect}]"
+    if cell_len(full) <= room:
+        return full
+    parts = urlsplit(url)
+    tags = ["hosted"] if peer.hosted else [parts.netloc, f":{parts.port}" if parts.port else ""]
+    tag = next((t for t in tags if cell_len(t) + 5 <= room), tags[-1])
+    name = Text(peer.name)
+    name.truncate(max(room - cell_len(tag) - 1, 1), overflow="ellipsis")
+    return f"{name.plain} {tag}".strip()
 
 
 def _agent_keys(peer: Any) -> Any:
