@@ -32,7 +32,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.widget import AwaitMount, Widget
-from textual.widgets import DataTable
+from textual.widgets import DataTable, HelpPanel
 
 from toolnexus._fs import write_whole
 from toolnexus.client.conversation import Conversation
@@ -64,6 +64,7 @@ from .screens.servers import ServersScreen
 from .screens.tasks import TasksScreen
 from .screens.wire import WireScreen
 from .web import serve_web
+from .widgets.footer import KeysPanel
 from .widgets.rowtable import RowTable
 
 __all__ = ["ToolnexusApp", "main"]
@@ -942,6 +943,18 @@ class ToolnexusApp(App[None]):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_show_help_panel(self) -> None:
+        """The ``?`` panel, ours (the app's keys first: ``KeysPanel``), and the screen's footer
+        hidden while it is open: the panel lists every key the footer shows, and the footer,
+        squeezed beside it at 80 columns, drew its keys over each other (``^p palettee``)."""
+        if not self.screen.query(HelpPanel):
+            self.screen.mount(KeysPanel())
+        self.screen.add_class("-keys-open")
+
+    def action_hide_help_panel(self) -> None:
+        self.screen.query(HelpPanel).remove()
+        self.screen.remove_class("-keys-open")
 
     def action_close_help(self) -> None:
         self.action_hide_help_panel()

@@ -309,3 +309,33 @@ async def test_the_first_screen_never_says_no_servers_while_the_demo_starts(monk
         await pilot.press("ctrl+q")
     assert said and not any("No servers yet" in s for s in said), said
     assert said[0].startswith("demo-desk  starting")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_help_lists_the_apps_own_keys_first_and_nothing_draws_over_it(size):
+    """The look at f6e35d4 (issue 61): at 80x24, ? on Servers listed Textual's keys of any table
+    first (cursor, page left/right, Copy selected text), the app's own (n New server...) below
+    the fold; and the footer, squeezed beside the panel, drew its keys over each other
+    (``^p palettee``)."""
+    app = ToolnexusApp(specs=[demo_spec()])
+    async with app.run_test(size=size) as pilot:
+        await running(app, pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        await pilot.pause(0.2)
+        panel = help_text(app)
+        assert panel.index("New server") < panel.index("Cursor up"), panel
+        assert panel.index("Quit") < panel.index("Cursor up"), panel  # the app's, then Textual's
+        box = app.screen.query_one("HelpPanel").region
+        lines = [s.text for s in app.screen._compositor.render_strips()]  # noqa: SLF001
+        seen = "\n".join(row[box.x :] for row in lines)
+        for key in ("New server", "Delete", "Tasks"):  # on screen, not below the fold
+            assert key in seen, seen
+        keys = [k for k in app.screen.query("FooterKey") if k.display and k.region.area]
+        for i, one in enumerate(keys):  # the footer's keys, if shown, each on its own cells
+            assert one.region.right <= box.x, (one, box)
+            assert not any(one.region.overlaps(other.region) for other in keys[i + 1 :]), keys
+        await pilot.press("question_mark")
+        await until(pilot, lambda: not app.screen.query("HelpPanel"))
+        assert "New server" in " ".join(str(k.render()) for k in app.screen.query("FooterKey"))
+        await pilot.press("ctrl+q")
