@@ -412,3 +412,34 @@ async def test_odd_shapes_from_a_0_3_rest_peer_are_refused_clearly_never_a_crash
                 "Invalid params: expected a list of objects",
             ):
                 await client.send("hi")
+
+
+async def test_a_clients_warnings_are_bounded():
+    """A peer that faults on every call, each time in other words (a task id, its own text), grew a
+    long-lived client's warnings without end (each also checked against all before it, "once").
+    The first MAX_WARNINGS are kept in order, then one line counts the rest; a reader that
+    remembers how many it saw (``Conversation``: ``warnings[seen:]``) reads on."""
+    from toolnexus.client.connection import MAX_WARNINGS
+
+    async def the_card(request, peer):
+        return JSONResponse(card(peer.url + "/"))
+
+    async with Peer(**{CARD_PATH: the_card}) as peer, tn.A2AClient(peer.url) as client:
+        for i in range(5 * MAX_WARNINGS):
+            client.warn(f"t{i}: the stream broke off")  # the client's two ways of warning
+            client.warnings.append(f"t{i}: the task followed by polling instead")
+        client.warn("t0: the stream broke off")  # said once
+        assert len(client.warnings) == MAX_WARNINGS + 1
+        assert client.warnings[:2] == [
+            "t0: the stream broke off",
+            "t0: the task followed by polling instead",
+        ]
+        seen = len(client.warnings)
+        assert (
+            client.warnings[-1]
+            == f"{10 * MAX_WARNINGS - MAX_WARNINGS} more warnings not kept (the first {MAX_WARNINGS} are)"
+        )
+        client.warnings.append("one more")
+        assert client.warnings[seen:] == [] and client.warnings[-1].startswith(
+            f"{9 * MAX_WARNINGS + 1} more"
+        )

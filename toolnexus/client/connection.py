@@ -30,7 +30,11 @@ from .credentials import ClientCertificate, Credentials
 from .oauth import Grant, TokenSource
 from .transports import CUSTOM, Transport, transport_for
 
-__all__ = ["Connection"]
+__all__ = ["MAX_WARNINGS", "Connection", "Warnings"]
+
+MAX_WARNINGS = 100
+"""The warnings a client keeps (:class:`Warnings`): a peer that faults on every call, each time in
+other words (a task id, its own text), grew a long-lived client's list without end."""
 
 _SPOKEN = {Binding.GRPC: ("1.0", "0.3"), Binding.HTTP_JSON: ("1.0", "0.3")}
 """The dialects a binding other than JSON-RPC is spoken in."""
@@ -69,6 +73,30 @@ def _skill_of(params: Mapping[str, Any]) -> str | None:
     metadata = message.get("metadata") if isinstance(message, dict) else None
     skill = metadata.get("skill") if isinstance(metadata, dict) else None
     return skill if isinstance(skill, str) else None
+
+
+class Warnings(list[str]):
+    """A client's warnings, in the order said: the first :data:`MAX_WARNINGS` kept, then one more
+    line that counts those not kept. Nothing kept moves or goes, so a reader that remembers how
+    many it has seen (``warnings[seen:]``) reads on as before."""
+
+    __slots__ = ("dropped",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def append(self, note: str) -> None:
+        if len(self) < MAX_WARNINGS:
+            super().append(note)
+            return
+        self.dropped += 1
+        plural = "s" if self.dropped > 1 else ""
+        said = f"{self.dropped} more warning{plural} not kept (the first {MAX_WARNINGS} are)"
+        if len(self) == MAX_WARNINGS:
+            super().append(said)
+        else:
+            self[MAX_WARNINGS] = said
 
 
 class Connection:
@@ -144,7 +172,7 @@ class Connection:
         self.credentials_sent = True
         """False when the card sends calls to a host other than the one named: then the headers
         given here are not sent (see :meth:`connect`)."""
-        self.warnings: list[str] = []
+        self.warnings: list[str] = Warnings()
         self.keys = keys
         self.verify = verify or keys is not None
         self.extensions = _uris(extensions)
