@@ -167,7 +167,9 @@ async def test_big_finished_tasks_polled_keep_answers_within_the_bytes_bound():
             ids = [(await client.send(f"big {i} " + "x" * 250_000)).id for i in range(24)]
             ids += [(await client.send(f"bigger {i} " + "y" * 900_000)).id for i in range(2)]
         async with httpx.AsyncClient(base_url=handle.url, timeout=60) as http:
-            for task_id in ids:  # twice: the first keeps the answer, the second makes its JSON
+            for (
+                task_id
+            ) in ids:  # twice: the first keeps the answer and its JSON, the second reads it
                 first, again = [(await http.post("/", json=_get(task_id, 7))).content for _ in "12"]
                 assert first == again
                 assert first == _json.dumps(result_envelope(7, _json.loads(first)["result"]))

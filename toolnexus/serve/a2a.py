@@ -104,9 +104,9 @@ FINISHED_CACHE = 1024
 """GetTask answers of finished tasks kept rendered, at most (the most recently asked kept)."""
 FINISHED_BYTES = 16 * 1024 * 1024
 """What those answers may hold together, at most, in bytes: each as ``_json.held`` counts it from
-its JSON (never less than it holds), and its JSON once made. One that would hold more than an
-eighth of it is answered and not kept. 1,024 small tasks (788 bytes of JSON) are counted 11 MiB
-(they hold 5); bounded by count only, a peer's big tasks polled held several GB (2.7 MB each)."""
+its JSON (never less than it holds), and that JSON, kept with it. One that would hold more than an
+eighth of it is answered and not kept. 1,024 small tasks (788 bytes of JSON) are counted 11.8 MiB
+(they hold 5.8); bounded by count only, a peer's big tasks polled held several GB (2.7 MB each)."""
 HYBRID_TASKS = 10_000
 """The tasks made by fasta2a-style sends that are remembered (the latest), so that a get, cancel or
 resubscribe of one, which carries no message to tell its caller's dialect by, is answered alike."""
@@ -153,27 +153,20 @@ class _Answer:
 
 class _Kept(dict[str, Any]):
     """A finished task's GetTask answer as rendered, kept by the endpoint (``_Finished``) with its
-    JSON-RPC result's JSON (``json``), made at its first JSON-RPC answer (None until then:
-    HTTP+JSON and gRPC answers never make it), and the bytes both hold (``held``). One object:
-    evicting it lets go of both. A dict to every binding: orjson (given no
-    ``OPT_PASSTHROUGH_SUBCLASS``) and the standard library write a dict subclass as the dict, and
-    protobuf's ``ParseDict`` reads it as one."""
+    JSON-RPC result's JSON (``json``, written once as it is kept, which also measures it), and the
+    bytes both hold (``held``). One object: evicting it lets go of both. A dict to every binding:
+    orjson (given no ``OPT_PASSTHROUGH_SUBCLASS``) and the standard library write a dict subclass
+    as the dict, and protobuf's ``ParseDict`` reads it as one."""
 
-    __slots__ = ("json", "held", "key", "cache")
-    json: bytes | None
+    __slots__ = ("json", "held")
+    json: bytes
     held: int
-    key: tuple[Any, ...]
-    cache: _Finished
 
     def enveloped(self, rid: Any) -> bytes:
-        """The JSON-RPC answer of ``rid`` with this result: its JSON made once and set in the
-        envelope, the same bytes ``_json.dumps(result_envelope(rid, self))`` writes (compact, in
-        the envelope's order)."""
-        encoded = self.json
-        if encoded is None:  # tight: orjson's own bytes keep the room it set aside (6x a task)
-            encoded = self.json = _json.tight(self)
-            self.cache.grew(self, len(encoded))
-        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), encoded)
+        """The JSON-RPC answer of ``rid`` with this result, its JSON set in the envelope: the same
+        bytes ``_json.dumps(result_envelope(rid, self))`` writes (compact, in the envelope's
+        order)."""
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_json.dumps(rid), self.json)
 
 
 class _Finished:
@@ -189,31 +182,22 @@ class _Finished:
 
     def keep(self, key: tuple[Any, ...], rendered: dict[str, Any]) -> Any:
         """``rendered`` kept as ``key``'s answer (a ``_Kept``), or as it is when it would hold more
-        than an eighth of :data:`FINISHED_BYTES`. Measured from its JSON written once (2 µs for a
-        small task, counted too; the first JSON-RPC answer writes it again, to keep)."""
-        encoded = _json.dumps(rendered)
+        than an eighth of :data:`FINISHED_BYTES`. Its JSON, written once here (tight: orjson's
+        own bytes keep the room it set aside, 6x a task), measures it and is kept with it: the
+        answer decoded (``_json.held``) and that JSON beside it."""
+        encoded = _json.tight(rendered)
         if len(encoded) > FINISHED_BYTES // 8:  # too big already: not counted (2 ms for 2.7 MB)
             return rendered
-        held = _json.held(encoded)
+        held = _json.held(encoded) + len(encoded)
         if held > FINISHED_BYTES // 8:
             return rendered
         kept = self.answers[key] = _Kept(rendered)
-        kept.json, kept.held, kept.key, kept.cache = None, held, key, self
+        kept.json, kept.held = encoded, held
         self.held += held
-        self._trim()
-        return kept
-
-    def grew(self, kept: _Kept, size: int) -> None:
-        """``kept`` holds ``size`` bytes more (its JSON, made), counted while it is kept."""
-        if self.answers.get(kept.key) is kept:
-            kept.held += size
-            self.held += size
-            self._trim()
-
-    def _trim(self) -> None:
         answers = self.answers
         while len(answers) > FINISHED_CACHE or self.held > FINISHED_BYTES:
             self.held -= answers.popitem(last=False)[1].held
+        return kept
 
 
 def _json_response(
